@@ -1,0 +1,275 @@
+//! The one declaration of every environment key fleetgate reads.
+//!
+//! [`EnvKey`] is the only handle through which a value can be read (see
+//! `fleetgate_host::env`), and the recognised-key set is derived from
+//! [`DECLARED`]; so a key the program consumes can never be missing from the
+//! set the gate accepts. Recognised keys are named one by one: no prefix
+//! wildcard exists.
+
+use std::collections::BTreeMap;
+
+/// Every key the program reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum EnvKey {
+    /// `<PREFIX>MCP_CLIENT`: the client application's name.
+    McpClient,
+    /// `<PREFIX>MCP_CLIENT_INSTANCE`: the client instance id.
+    McpClientInstance,
+    /// `<PREFIX>MCP_CLIENT_SESSION`: the client session id.
+    McpClientSession,
+    /// `<PREFIX>MCP_COHORT_ID`: an explicit cohort id.
+    McpCohortId,
+    /// `<PREFIX>CLIENT_MANAGED`: `1` when the client launched this process.
+    ClientManaged,
+    /// `<PREFIX>WORKER_REGISTRY_DB`: store path or URL.
+    WorkerRegistryDb,
+    /// `<PREFIX>WORKER_HEARTBEAT_INTERVAL_SECONDS`: interval override.
+    WorkerHeartbeatIntervalSeconds,
+    /// `FLEETGATE_LOG`: the tracing filter for stderr logs.
+    FleetgateLog,
+    /// `XDG_STATE_HOME`: base of the default store path.
+    XdgStateHome,
+    /// `XDG_CONFIG_HOME`: base of the default config path.
+    XdgConfigHome,
+    /// `HOME`: fallback base of both.
+    Home,
+}
+
+/// How a key is named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyName {
+    /// The fleet's env prefix followed by this suffix (`GITEA_` + `MCP_CLIENT`).
+    Prefixed(&'static str),
+    /// A fixed name outside the fleet's prefix.
+    Plain(&'static str),
+}
+
+/// One declared key.
+#[derive(Clone, Copy, Debug)]
+pub struct KeySpec {
+    /// The handle code reads it by.
+    pub key: EnvKey,
+    /// Its name.
+    pub name: KeyName,
+    /// What it means, for `fleetgate env` and the docs.
+    pub meaning: &'static str,
+    /// Whether its value must never be shown.
+    pub secret: bool,
+}
+
+/// The declaration. Add a key here and nowhere else.
+pub const DECLARED: &[KeySpec] = &[
+    KeySpec {
+        key: EnvKey::McpClient,
+        name: KeyName::Prefixed("MCP_CLIENT"),
+        meaning: "client application name (normalised)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::McpClientInstance,
+        name: KeyName::Prefixed("MCP_CLIENT_INSTANCE"),
+        meaning: "client instance id",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::McpClientSession,
+        name: KeyName::Prefixed("MCP_CLIENT_SESSION"),
+        meaning: "client session id",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::McpCohortId,
+        name: KeyName::Prefixed("MCP_COHORT_ID"),
+        meaning: "explicit cohort id (else the parent process)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::ClientManaged,
+        name: KeyName::Prefixed("CLIENT_MANAGED"),
+        meaning: "1 when the client launched this process",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::WorkerRegistryDb,
+        name: KeyName::Prefixed("WORKER_REGISTRY_DB"),
+        meaning: "control-plane store: SQLite path or URL",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::WorkerHeartbeatIntervalSeconds,
+        name: KeyName::Prefixed("WORKER_HEARTBEAT_INTERVAL_SECONDS"),
+        meaning: "heartbeat interval override, capped at ttl/2",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::FleetgateLog,
+        name: KeyName::Plain("FLEETGATE_LOG"),
+        meaning: "stderr log filter (tracing syntax)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::XdgStateHome,
+        name: KeyName::Plain("XDG_STATE_HOME"),
+        meaning: "base directory of the default store",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::XdgConfigHome,
+        name: KeyName::Plain("XDG_CONFIG_HOME"),
+        meaning: "base directory of the default config",
+        secret: false,
+    },
+    KeySpec { key: EnvKey::Home, name: KeyName::Plain("HOME"), meaning: "fallback base directory", secret: false },
+];
+
+/// The declaration entry of `key`.
+pub fn spec(key: EnvKey) -> &'static KeySpec {
+    DECLARED.iter().find(|s| s.key == key).expect("every EnvKey is declared (checked by a test)")
+}
+
+/// The full name of `key` under `prefix`.
+pub fn key_name(key: EnvKey, prefix: &str) -> String {
+    match spec(key).name {
+        KeyName::Prefixed(suffix) => format!("{prefix}{suffix}"),
+        KeyName::Plain(name) => name.to_owned(),
+    }
+}
+
+/// The prefixed keys the gate recognises: derived from [`DECLARED`], plus the
+/// profile's declared pass-through keys (already full names).
+pub fn recognized_keys(prefix: &str, pass_through: &[String]) -> Vec<String> {
+    let mut keys: Vec<String> = DECLARED
+        .iter()
+        .filter_map(|s| match s.name {
+            KeyName::Prefixed(suffix) => Some(format!("{prefix}{suffix}")),
+            KeyName::Plain(_) => None,
+        })
+        .chain(pass_through.iter().cloned())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// A snapshot of an environment: the process's own (taken once, by the
+/// shell) or a peer's (read from `/proc`). Pure data.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EnvSnapshot(BTreeMap<String, String>);
+
+impl EnvSnapshot {
+    /// From name/value pairs.
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
+        Self(pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+
+    /// The value of a declared key under `prefix`; empty values count as unset.
+    pub fn get(&self, key: EnvKey, prefix: &str) -> Option<&str> {
+        self.0.get(&key_name(key, prefix)).map(String::as_str).filter(|v| !v.is_empty())
+    }
+
+    /// Every pair, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+/// Does this key name look like it holds a secret?
+pub fn looks_secret(key: &str) -> bool {
+    let upper = key.to_ascii_uppercase();
+    ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH"].iter().any(|w| upper.contains(w))
+}
+
+/// A value fit to show: secrets masked.
+pub fn shown_value(key: &str, value: &str) -> String {
+    if looks_secret(key) { "***".to_owned() } else { value.to_owned() }
+}
+
+/// A prefixed key the program does not recognise.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct UnsupportedOverride {
+    /// The key.
+    pub key: String,
+    /// Its value, masked when the key looks secret.
+    pub value: String,
+}
+
+/// The `<PREFIX>*` keys of `env` that are not recognised, in name order.
+pub fn unconsumed_env_overrides(env: &EnvSnapshot, prefix: &str, pass_through: &[String]) -> Vec<UnsupportedOverride> {
+    let known = recognized_keys(prefix, pass_through);
+    env.iter()
+        .filter(|(k, _)| k.starts_with(prefix) && known.binary_search(&(*k).to_owned()).is_err())
+        .map(|(k, v)| UnsupportedOverride { key: k.to_owned(), value: shown_value(k, v) })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: &str = "GITEA_";
+
+    #[test]
+    fn every_key_is_declared_exactly_once() {
+        let all = [
+            EnvKey::McpClient,
+            EnvKey::McpClientInstance,
+            EnvKey::McpClientSession,
+            EnvKey::McpCohortId,
+            EnvKey::ClientManaged,
+            EnvKey::WorkerRegistryDb,
+            EnvKey::WorkerHeartbeatIntervalSeconds,
+            EnvKey::FleetgateLog,
+            EnvKey::XdgStateHome,
+            EnvKey::XdgConfigHome,
+            EnvKey::Home,
+        ];
+        for key in all {
+            assert_eq!(DECLARED.iter().filter(|s| s.key == key).count(), 1, "{key:?}");
+        }
+        assert_eq!(DECLARED.len(), all.len());
+    }
+
+    #[test]
+    fn each_client_identity_key_is_recognised() {
+        let known = recognized_keys(P, &[]);
+        for key in ["GITEA_MCP_CLIENT", "GITEA_MCP_CLIENT_INSTANCE", "GITEA_MCP_CLIENT_SESSION"] {
+            assert!(known.contains(&key.to_owned()), "{key}");
+        }
+        let env = EnvSnapshot::from_pairs([
+            ("GITEA_MCP_CLIENT", "claude_code"),
+            ("GITEA_MCP_CLIENT_INSTANCE", "inst-0001"),
+            ("GITEA_MCP_CLIENT_SESSION", "sess-0001"),
+        ]);
+        assert!(unconsumed_env_overrides(&env, P, &[]).is_empty());
+    }
+
+    #[test]
+    fn unknown_key_is_unsupported_and_siblings_do_not_shield_it() {
+        let env =
+            EnvSnapshot::from_pairs([("GITEA_MCP_CLIENT", "claude_code"), ("GITEA_TOTALLY_INVENTED_OVERRIDE", "1")]);
+        let found = unconsumed_env_overrides(&env, P, &[]);
+        assert_eq!(found, [UnsupportedOverride { key: "GITEA_TOTALLY_INVENTED_OVERRIDE".into(), value: "1".into() }]);
+    }
+
+    #[test]
+    fn no_prefix_admits_near_misses() {
+        let env = EnvSnapshot::from_pairs([("GITEA_MCP_CLIENT_SOMETHING_ELSE", "x")]);
+        assert_eq!(unconsumed_env_overrides(&env, P, &[]).len(), 1);
+    }
+
+    #[test]
+    fn secrets_are_masked_and_pass_through_keys_recognised() {
+        let env = EnvSnapshot::from_pairs([("GITEA_ACCESS_TOKEN", "hunter2"), ("GITEA_HOST", "https://forge")]);
+        let found = unconsumed_env_overrides(&env, P, &["GITEA_HOST".to_owned()]);
+        assert_eq!(found, [UnsupportedOverride { key: "GITEA_ACCESS_TOKEN".into(), value: "***".into() }]);
+    }
+
+    #[test]
+    fn lookups_use_the_prefix_and_ignore_empty_values() {
+        let env = EnvSnapshot::from_pairs([("FLEET_MCP_CLIENT", "gemini"), ("FLEET_CLIENT_MANAGED", "")]);
+        assert_eq!(env.get(EnvKey::McpClient, "FLEET_"), Some("gemini"));
+        assert_eq!(env.get(EnvKey::McpClient, P), None);
+        assert_eq!(env.get(EnvKey::ClientManaged, "FLEET_"), None);
+    }
+}

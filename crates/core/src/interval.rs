@@ -1,0 +1,50 @@
+//! The heartbeat interval policy: always leave room for lost beats in the TTL.
+
+/// `ttl/3` by default; an override that parses as a positive number is
+/// honoured up to `ttl/2`; anything else (empty, unparsable, zero, negative,
+/// NaN, absent) falls back to `ttl/3`. The result is strictly below the TTL.
+pub fn heartbeat_interval_for(ttl_seconds: f64, override_value: Option<&str>) -> f64 {
+    let default = ttl_seconds / 3.0;
+    let ceiling = ttl_seconds / 2.0;
+    match override_value.map(str::trim).and_then(|s| s.parse::<f64>().ok()) {
+        Some(v) if v > 0.0 => v.min(ceiling),
+        _ => default,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::heartbeat_interval_for as f;
+
+    #[test]
+    fn default_is_a_third_of_the_ttl() {
+        assert_eq!(f(900.0, None), 300.0);
+    }
+
+    #[test]
+    fn override_is_capped_at_half_the_ttl() {
+        assert_eq!(f(900.0, Some("5000")), 450.0);
+        assert_eq!(f(900.0, Some("inf")), 450.0);
+    }
+
+    #[test]
+    fn override_below_the_ceiling_is_honoured() {
+        assert_eq!(f(900.0, Some("120")), 120.0);
+        assert_eq!(f(900.0, Some(" 0.5 ")), 0.5);
+    }
+
+    #[test]
+    fn unusable_overrides_fall_back_to_the_policy() {
+        for bad in [Some(""), Some("abc"), Some("0"), Some("-5"), Some("NaN"), None] {
+            assert_eq!(f(900.0, bad), 300.0, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn interval_is_strictly_below_the_ttl() {
+        for ttl in [1.0, 30.0, 900.0, 14400.0] {
+            assert!(f(ttl, None) < ttl);
+            assert!(f(ttl, Some("1e12")) < ttl);
+        }
+    }
+}

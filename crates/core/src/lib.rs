@@ -1,0 +1,19 @@
+//! The pure core of fleetgate.
+//!
+//! Everything here is a function of its inputs: records, the interval policy,
+//! fencing explanations, liveness, provenance, the heartbeat ledger, and the
+//! environment-key declaration. **This crate does no I/O and reads no clock**:
+//! `now` is always a parameter, and process probes arrive as values.
+#![deny(missing_docs)]
+
+pub mod blocker;
+pub mod client;
+pub mod env;
+pub mod heartbeat;
+pub mod interval;
+pub mod provenance;
+pub mod time;
+pub mod worker;
+
+pub use blocker::BlockerKind;
+pub use time::{Clock, ManualClock, Timestamp};

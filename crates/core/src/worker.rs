@@ -1,0 +1,487 @@
+//! Worker records, the fenced-renewal contract, and liveness.
+//!
+//! The store performs the renewal as one guarded `UPDATE`; when it changes no
+//! row, [`explain_refusal`] turns the row as read back in the same transaction
+//! into the answer, in the order SPEC §2 fixes.
+
+use crate::blocker::BlockerKind;
+use crate::client::normalize_client_name;
+use crate::time::Timestamp;
+use serde::Serialize;
+use std::fmt;
+
+/// Row status. A stopped row is history: it renews nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerStatus {
+    /// Attached and renewing.
+    Active,
+    /// Deregistered by an orderly shutdown.
+    Stopped,
+}
+
+impl WorkerStatus {
+    /// The stored literal.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Stopped => "stopped",
+        }
+    }
+
+    /// Parse the stored literal.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "active" => Some(Self::Active),
+            "stopped" => Some(Self::Stopped),
+            _ => None,
+        }
+    }
+}
+
+/// One worker row as stored.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkerRecord {
+    /// Opaque identity, unique per registration.
+    pub worker_identity: String,
+    /// Normalised client name.
+    pub client_name: String,
+    /// The client's instance id.
+    pub client_instance_id: String,
+    /// The client session this worker serves.
+    pub session_id: String,
+    /// The generation that currently owns the row.
+    pub generation_id: String,
+    /// Role (`author`, `reviewer`, …).
+    pub role: String,
+    /// Profile (`prgs-author`, …).
+    pub profile: String,
+    /// The server process, when known.
+    pub pid: Option<i64>,
+    /// Registration time.
+    pub started_at: Timestamp,
+    /// Last accepted renewal (equals `started_at` at registration).
+    pub last_heartbeat_at: Timestamp,
+    /// Lease length.
+    pub heartbeat_ttl_seconds: f64,
+    /// Fencing epoch; bumped by every generation claim.
+    pub fencing_epoch: i64,
+    /// Active or stopped.
+    pub status: WorkerStatus,
+    /// Accepted renewals since registration.
+    pub renewal_count: i64,
+}
+
+/// What `register` is given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Registration {
+    /// A fresh identity from [`worker_identity`].
+    pub worker_identity: String,
+    /// Client name as presented; stored normalised.
+    pub client_name: String,
+    /// The client's instance id.
+    pub client_instance_id: String,
+    /// Session id.
+    pub session_id: String,
+    /// Generation id.
+    pub generation_id: String,
+    /// Role.
+    pub role: String,
+    /// Profile.
+    pub profile: String,
+    /// Server pid, when known.
+    pub pid: Option<i64>,
+    /// Lease length in seconds (positive).
+    pub heartbeat_ttl_seconds: f64,
+}
+
+impl Registration {
+    /// Refuse a registration that could never renew or be found again.
+    pub fn validate(&self) -> Result<(), String> {
+        let fields = [
+            ("worker_identity", &self.worker_identity),
+            ("client_name", &self.client_name),
+            ("session_id", &self.session_id),
+            ("generation_id", &self.generation_id),
+            ("role", &self.role),
+            ("profile", &self.profile),
+        ];
+        if let Some((name, _)) = fields.iter().find(|(_, v)| v.trim().is_empty()) {
+            return Err(format!("{name} must not be empty"));
+        }
+        if !(self.heartbeat_ttl_seconds.is_finite() && self.heartbeat_ttl_seconds > 0.0) {
+            return Err(format!("heartbeat_ttl_seconds must be a positive number, got {}", self.heartbeat_ttl_seconds));
+        }
+        if let Some(pid) = self.pid
+            && pid <= 0
+        {
+            return Err(format!("pid must be positive, got {pid}"));
+        }
+        Ok(())
+    }
+
+    /// The row a first registration writes at `now`.
+    pub fn into_record(self, now: Timestamp) -> WorkerRecord {
+        WorkerRecord {
+            client_name: normalize_client_name(&self.client_name),
+            worker_identity: self.worker_identity,
+            client_instance_id: self.client_instance_id,
+            session_id: self.session_id,
+            generation_id: self.generation_id,
+            role: self.role,
+            profile: self.profile,
+            pid: self.pid,
+            started_at: now,
+            last_heartbeat_at: now,
+            heartbeat_ttl_seconds: self.heartbeat_ttl_seconds,
+            fencing_epoch: 1,
+            status: WorkerStatus::Active,
+            renewal_count: 0,
+        }
+    }
+}
+
+/// The answer to `register`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RegisterOutcome {
+    /// The identity registered.
+    pub worker_identity: String,
+    /// The epoch the caller must present when renewing.
+    pub fencing_epoch: i64,
+    /// The stored (normalised) client name.
+    pub client_name: String,
+    /// False when the identity already existed: nothing was written.
+    pub created: bool,
+    /// Registration time of the row.
+    pub started_at: Timestamp,
+    /// Lease length of the row.
+    pub heartbeat_ttl_seconds: f64,
+}
+
+impl RegisterOutcome {
+    /// The outcome describing an existing or new row.
+    pub fn of(row: &WorkerRecord, created: bool) -> Self {
+        Self {
+            worker_identity: row.worker_identity.clone(),
+            fencing_epoch: row.fencing_epoch,
+            client_name: row.client_name.clone(),
+            created,
+            started_at: row.started_at,
+            heartbeat_ttl_seconds: row.heartbeat_ttl_seconds,
+        }
+    }
+}
+
+/// A renewal: the epoch always, every expectation optional.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct HeartbeatRequest {
+    /// Whose row.
+    pub worker_identity: String,
+    /// The epoch the caller holds.
+    pub fencing_epoch: i64,
+    /// Refuse unless the row's session is this.
+    pub expected_session_id: Option<String>,
+    /// Refuse unless the row's generation is this.
+    pub expected_generation_id: Option<String>,
+    /// Refuse unless the row's client is this (compared normalised).
+    pub expected_client_name: Option<String>,
+    /// Refuse unless the row's pid is this.
+    pub expected_pid: Option<i64>,
+}
+
+impl HeartbeatRequest {
+    /// The client expectation as the row stores it.
+    pub fn normalized_expected_client(&self) -> Option<String> {
+        self.expected_client_name.as_deref().map(normalize_client_name)
+    }
+}
+
+/// A field the renewal presented differently from the row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftField {
+    /// `session_id`
+    SessionId,
+    /// `generation_id`
+    GenerationId,
+    /// `client_name`
+    ClientName,
+    /// `pid`
+    Pid,
+}
+
+impl DriftField {
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::SessionId => "session_id",
+            Self::GenerationId => "generation_id",
+            Self::ClientName => "client_name",
+            Self::Pid => "pid",
+        }
+    }
+}
+
+/// A recorded or presented value in a drift entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum FieldValue {
+    /// Text fields.
+    Text(String),
+    /// The pid.
+    Int(i64),
+    /// Nothing recorded.
+    Null,
+}
+
+impl fmt::Display for FieldValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Text(s) => write!(f, "{s:?}"),
+            Self::Int(n) => write!(f, "{n}"),
+            Self::Null => f.write_str("null"),
+        }
+    }
+}
+
+/// One `(field, recorded, presented)` mismatch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Drift {
+    /// Which expectation.
+    pub field: DriftField,
+    /// What the row holds.
+    pub recorded: FieldValue,
+    /// What the caller presented.
+    pub presented: FieldValue,
+}
+
+/// The answer to a renewal.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HeartbeatOutcome {
+    /// True only when `last_heartbeat_at` moved to `now`.
+    pub renewed: bool,
+    /// Null when renewed.
+    pub blocker_kind: Option<BlockerKind>,
+    /// Every mismatched expectation.
+    pub expectation_drift: Vec<Drift>,
+    /// Human-readable reasons, one per finding.
+    pub reasons: Vec<String>,
+}
+
+impl HeartbeatOutcome {
+    /// An accepted renewal.
+    pub fn renewed() -> Self {
+        Self { renewed: true, blocker_kind: None, expectation_drift: Vec::new(), reasons: Vec::new() }
+    }
+
+    /// A refusal is terminal for a supervisor: nothing it can do later changes it.
+    pub fn is_terminal_refusal(&self) -> bool {
+        !self.renewed && self.blocker_kind.is_some()
+    }
+}
+
+/// Explain why a guarded renewal changed no row, from the row read back in the
+/// same transaction. Order: existence, expectations, status, epoch.
+pub fn explain_refusal(row: Option<&WorkerRecord>, req: &HeartbeatRequest) -> HeartbeatOutcome {
+    let refuse = |kind, drift, reasons| HeartbeatOutcome {
+        renewed: false,
+        blocker_kind: Some(kind),
+        expectation_drift: drift,
+        reasons,
+    };
+    let Some(row) = row else {
+        return refuse(
+            BlockerKind::SessionAttachmentMissing,
+            Vec::new(),
+            vec![format!("no worker is registered as {}", req.worker_identity)],
+        );
+    };
+    let drift = expectation_drift(row, req);
+    if !drift.is_empty() {
+        let reasons = drift
+            .iter()
+            .map(|d| format!("{} drift: recorded {}, presented {}", d.field.as_str(), d.recorded, d.presented))
+            .collect();
+        return refuse(BlockerKind::WorkerFenced, drift, reasons);
+    }
+    if row.status != WorkerStatus::Active {
+        return refuse(
+            BlockerKind::WorkerFenced,
+            Vec::new(),
+            vec![format!("worker {} is {}, not active", row.worker_identity, row.status.as_str())],
+        );
+    }
+    if row.fencing_epoch != req.fencing_epoch {
+        return refuse(
+            BlockerKind::WorkerFenced,
+            Vec::new(),
+            vec![format!("fencing epoch {} presented, the row holds epoch {}", req.fencing_epoch, row.fencing_epoch)],
+        );
+    }
+    // The guarded update matched nothing, yet the row satisfies every guard:
+    // only a concurrent writer between the two statements could do that, and
+    // the transaction rules it out. Refuse rather than pretend.
+    refuse(
+        BlockerKind::WorkerFenced,
+        Vec::new(),
+        vec!["the renewal matched no row although every guard holds".to_owned()],
+    )
+}
+
+/// Every supplied expectation that the row does not meet.
+pub fn expectation_drift(row: &WorkerRecord, req: &HeartbeatRequest) -> Vec<Drift> {
+    let mut drift = Vec::new();
+    let mut text = |field, recorded: &str, presented: Option<&str>| {
+        if let Some(p) = presented
+            && p != recorded
+        {
+            drift.push(Drift {
+                field,
+                recorded: FieldValue::Text(recorded.to_owned()),
+                presented: FieldValue::Text(p.to_owned()),
+            });
+        }
+    };
+    text(DriftField::SessionId, &row.session_id, req.expected_session_id.as_deref());
+    text(DriftField::GenerationId, &row.generation_id, req.expected_generation_id.as_deref());
+    text(DriftField::ClientName, &row.client_name, req.normalized_expected_client().as_deref());
+    if let Some(p) = req.expected_pid
+        && row.pid != Some(p)
+    {
+        drift.push(Drift {
+            field: DriftField::Pid,
+            recorded: row.pid.map_or(FieldValue::Null, FieldValue::Int),
+            presented: FieldValue::Int(p),
+        });
+    }
+    drift
+}
+
+/// The answer to `claim_generation`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClaimOutcome {
+    /// Whose row.
+    pub worker_identity: String,
+    /// The epoch now fenced off.
+    pub previous_epoch: i64,
+    /// The epoch the new generation must present.
+    pub fencing_epoch: i64,
+    /// The new generation.
+    pub generation_id: String,
+    /// Renewals accepted before the claim took effect.
+    pub renewal_count: i64,
+}
+
+/// Liveness of a row as of `now`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Liveness {
+    /// Fresh and the pid is alive.
+    pub live: bool,
+    /// `now - last_heartbeat_at <= ttl`.
+    pub heartbeat_fresh: bool,
+    /// Seconds since the last accepted renewal.
+    pub heartbeat_age_seconds: f64,
+}
+
+/// Fresh iff the last renewal is within the TTL; live iff fresh and the pid is
+/// alive. A live pid never keeps a silent worker live.
+pub fn is_live(row: &WorkerRecord, now: Timestamp, pid_alive: bool) -> Liveness {
+    let age = now.seconds_since(row.last_heartbeat_at) as f64;
+    let fresh = age <= row.heartbeat_ttl_seconds;
+    Liveness {
+        live: fresh && pid_alive && row.status == WorkerStatus::Active,
+        heartbeat_fresh: fresh,
+        heartbeat_age_seconds: age,
+    }
+}
+
+/// A fresh opaque identity. `nonce` comes from the shell's entropy source, so
+/// two calls never collide even for one client, session and second.
+pub fn worker_identity(client: &str, session: &str, now: Timestamp, nonce: u128) -> String {
+    let client: String =
+        normalize_client_name(client).chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(24).collect();
+    let _ = session; // the session is recorded on the row, not leaked into the id
+    format!("wrk-{client}-{}-{nonce:032x}", now.unix())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> WorkerRecord {
+        Registration {
+            worker_identity: "w1".into(),
+            client_name: "claude".into(),
+            client_instance_id: "inst".into(),
+            session_id: "sess-0001".into(),
+            generation_id: "gen-0001".into(),
+            role: "author".into(),
+            profile: "prgs-author".into(),
+            pid: Some(4242),
+            heartbeat_ttl_seconds: 900.0,
+        }
+        .into_record(Timestamp::from_unix(1_000))
+    }
+
+    #[test]
+    fn registration_normalises_and_starts_at_epoch_one() {
+        let r = row();
+        assert_eq!(r.client_name, "claude_code");
+        assert_eq!(r.started_at, r.last_heartbeat_at);
+        assert_eq!(r.fencing_epoch, 1);
+    }
+
+    #[test]
+    fn refusal_order_is_existence_expectations_status_epoch() {
+        let req = HeartbeatRequest {
+            worker_identity: "w1".into(),
+            fencing_epoch: 7,
+            expected_pid: Some(1),
+            ..Default::default()
+        };
+        assert_eq!(explain_refusal(None, &req).blocker_kind, Some(BlockerKind::SessionAttachmentMissing));
+        let mut r = row();
+        r.status = WorkerStatus::Stopped;
+        let out = explain_refusal(Some(&r), &req);
+        assert_eq!(out.blocker_kind, Some(BlockerKind::WorkerFenced));
+        assert_eq!(out.expectation_drift.len(), 1, "expectations are reported before status");
+        let req = HeartbeatRequest { expected_pid: None, ..req };
+        assert!(explain_refusal(Some(&r), &req).reasons[0].contains("stopped"));
+        let out = explain_refusal(Some(&row()), &req);
+        assert!(out.reasons[0].contains("epoch 7"), "{:?}", out.reasons);
+    }
+
+    #[test]
+    fn drift_lists_every_mismatch_with_recorded_and_presented() {
+        let req = HeartbeatRequest {
+            worker_identity: "w1".into(),
+            fencing_epoch: 1,
+            expected_session_id: Some("other".into()),
+            expected_generation_id: Some("gen-0001".into()),
+            expected_client_name: Some("claude_desktop".into()),
+            expected_pid: Some(9999),
+        };
+        let drift = expectation_drift(&row(), &req);
+        assert_eq!(drift.iter().map(|d| d.field).collect::<Vec<_>>(), [DriftField::SessionId, DriftField::Pid]);
+        assert_eq!(drift[1].recorded, FieldValue::Int(4242));
+        assert_eq!(drift[1].presented, FieldValue::Int(9999));
+    }
+
+    #[test]
+    fn liveness_needs_freshness_and_a_live_pid() {
+        let r = row();
+        let at_ttl = r.last_heartbeat_at.plus_seconds(900);
+        assert!(is_live(&r, at_ttl, true).live);
+        assert!(!is_live(&r, at_ttl, false).live);
+        let past = is_live(&r, at_ttl.plus_seconds(1), true);
+        assert!(!past.live && !past.heartbeat_fresh);
+        assert_eq!(past.heartbeat_age_seconds, 901.0);
+    }
+
+    #[test]
+    fn identities_differ_by_nonce() {
+        let now = Timestamp::from_unix(5);
+        assert_ne!(worker_identity("claude", "s", now, 1), worker_identity("claude", "s", now, 2));
+        assert!(worker_identity("Claude Code!", "s", now, 1).starts_with("wrk-claude_code-5-"));
+    }
+}

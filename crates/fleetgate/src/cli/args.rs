@@ -1,0 +1,142 @@
+//! Raw command-line flags. Values an operator types as numbers are taken as
+//! text here and validated in the command, so a bad value is a clear error
+//! with exit 1, while a malformed command line is a usage error with exit 2.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// fleetgate: the control plane for a fleet of LLM-client MCP servers.
+#[derive(Debug, Parser)]
+#[command(name = "fleetgate", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Control-plane store: a SQLite path, sqlite://PATH or postgres://URL
+    /// (default: <PREFIX>WORKER_REGISTRY_DB, else $XDG_STATE_HOME/fleetgate/registry.sqlite3).
+    #[arg(long, global = true, value_name = "PATH_OR_URL")]
+    pub store: Option<String>,
+    /// Roster configuration (TOML; default: $XDG_CONFIG_HOME/fleetgate/fleet.toml, else built-in).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The worker registry: register, renew (fenced), claim, inspect.
+    #[command(subcommand)]
+    Worker(WorkerCommand),
+    /// Diagnostics for operators and tests (renewal loops, store soak).
+    #[command(subcommand, hide = true)]
+    Debug(DebugCommand),
+}
+
+/// `fleetgate worker …`
+#[derive(Debug, Subcommand)]
+pub enum WorkerCommand {
+    /// Register a worker and print its identity and fencing epoch.
+    Register(RegisterArgs),
+    /// Renew a worker's lease, fenced by epoch and optional expectations (exit 3 when refused).
+    Heartbeat(HeartbeatArgs),
+    /// Claim a new generation: bump the epoch and fence every older holder.
+    ClaimGeneration(ClaimArgs),
+    /// Show one worker with its liveness as of now.
+    Show {
+        /// The worker identity.
+        identity: String,
+    },
+    /// List every worker.
+    List,
+    /// Mark a worker stopped (orderly shutdown).
+    Deregister {
+        /// The worker identity.
+        identity: String,
+    },
+}
+
+/// `worker register`
+#[derive(Debug, Args)]
+pub struct RegisterArgs {
+    /// Client application (normalised: claude, claude-code → claude_code).
+    #[arg(long)]
+    pub client: String,
+    /// Client session id.
+    #[arg(long)]
+    pub session: String,
+    /// Generation id.
+    #[arg(long)]
+    pub generation: String,
+    /// Role (author, reviewer, merger, controller, reconciler).
+    #[arg(long)]
+    pub role: String,
+    /// Profile (prgs-author, …).
+    #[arg(long)]
+    pub profile: String,
+    /// Client instance id (default: the session id).
+    #[arg(long)]
+    pub instance: Option<String>,
+    /// Server pid (default: the calling process, this command's parent).
+    #[arg(long, allow_negative_numbers = true)]
+    pub pid: Option<String>,
+    /// Lease length in seconds (default: the fleet's heartbeat_ttl_seconds).
+    #[arg(long, allow_negative_numbers = true)]
+    pub ttl: Option<String>,
+}
+
+/// `worker heartbeat`
+#[derive(Debug, Args)]
+pub struct HeartbeatArgs {
+    /// The worker identity.
+    #[arg(long)]
+    pub identity: String,
+    /// The fencing epoch held.
+    #[arg(long, allow_negative_numbers = true)]
+    pub epoch: String,
+    /// Refuse unless the row's session is this.
+    #[arg(long)]
+    pub expect_session: Option<String>,
+    /// Refuse unless the row's generation is this.
+    #[arg(long)]
+    pub expect_generation: Option<String>,
+    /// Refuse unless the row's client is this (compared normalised).
+    #[arg(long)]
+    pub expect_client: Option<String>,
+    /// Refuse unless the row's pid is this.
+    #[arg(long, allow_negative_numbers = true)]
+    pub expect_pid: Option<String>,
+}
+
+/// `worker claim-generation`
+#[derive(Debug, Args)]
+pub struct ClaimArgs {
+    /// The worker identity.
+    #[arg(long)]
+    pub identity: String,
+    /// The new generation id.
+    #[arg(long)]
+    pub generation: String,
+}
+
+/// `fleetgate debug …`
+#[derive(Debug, Subcommand)]
+pub enum DebugCommand {
+    /// Renew one worker in a tight loop and report every answer (store soak and fencing races).
+    RenewLoop {
+        /// The worker identity.
+        #[arg(long)]
+        identity: String,
+        /// The fencing epoch held.
+        #[arg(long)]
+        epoch: String,
+        /// How many renewals to attempt.
+        #[arg(long, default_value = "1000")]
+        count: String,
+        /// Stop early after this many seconds.
+        #[arg(long, default_value = "60")]
+        max_seconds: String,
+    },
+}

@@ -1,0 +1,9 @@
+//! The command line: raw flags are parsed by clap ([`args`]), resolved into a
+//! [`context::Ctx`], and each command returns a [`output::Reply`] that
+//! `main` prints and maps to an exit code.
+
+pub mod args;
+pub mod context;
+pub mod debug;
+pub mod output;
+pub mod worker;

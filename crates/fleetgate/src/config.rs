@@ -1,0 +1,290 @@
+//! The roster configuration: which fleet is expected, under which env prefix,
+//! bound to which repository. TOML from `--config FILE`, else the user's
+//! config directory, else the built-in five-member `prgs` roster.
+//!
+//! A bad file is refused whole with the file, line and reason: nothing runs on
+//! a half-read roster.
+
+use fleetgate_core::env::EnvSnapshot;
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// One expected server.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Member {
+    /// MCP namespace the client knows it by (`gitea-author`).
+    pub namespace: String,
+    /// Profile (`prgs-author`).
+    pub profile: String,
+    /// Role (`author`).
+    pub role: String,
+}
+
+/// The repository every member must be bound to.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Binding {
+    /// Forge remote name.
+    pub remote: String,
+    /// Organisation.
+    pub org: String,
+    /// Repository.
+    pub repo: String,
+}
+
+/// The resolved fleet configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FleetConfig {
+    /// Where it came from: a path, or `built-in`.
+    pub source: String,
+    /// Fleet name.
+    pub name: String,
+    /// Operator env keys this fleet owns.
+    pub env_prefix: String,
+    /// Prefix of the control tools.
+    pub tool_prefix: String,
+    /// Lease length for workers this fleet registers.
+    pub heartbeat_ttl_seconds: f64,
+    /// Extra command-line substrings that mark a fleet server.
+    pub process_match: Vec<String>,
+    /// Downstream keys recognised as pass-through (full names).
+    pub pass_through_env: Vec<String>,
+    /// Optional repository binding.
+    pub binding: Option<Binding>,
+    /// The expected roster, sorted by (namespace, profile).
+    pub members: Vec<Member>,
+}
+
+/// A configuration that could not be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    fleet: Option<RawFleet>,
+    binding: Option<Binding>,
+    #[serde(default)]
+    members: Vec<RawMember>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFleet {
+    name: Option<String>,
+    env_prefix: Option<String>,
+    tool_prefix: Option<String>,
+    heartbeat_ttl_seconds: Option<f64>,
+    process_match: Option<Vec<String>>,
+    pass_through_env: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMember {
+    namespace: String,
+    profile: Spanned<String>,
+    role: String,
+}
+
+/// The default `process_match`: the seed fleet's server script.
+pub const DEFAULT_PROCESS_MATCH: &[&str] = &["mcp_server.py"];
+
+/// The five roles of the default roster, in order.
+pub const DEFAULT_ROLES: &[&str] = &["author", "reviewer", "merger", "controller", "reconciler"];
+
+impl FleetConfig {
+    /// The built-in five-member `prgs` fleet.
+    pub fn builtin() -> Self {
+        let mut members: Vec<Member> = DEFAULT_ROLES
+            .iter()
+            .map(|role| Member {
+                namespace: format!("gitea-{role}"),
+                profile: format!("prgs-{role}"),
+                role: (*role).to_owned(),
+            })
+            .collect();
+        members.sort();
+        Self {
+            source: "built-in".into(),
+            name: "prgs".into(),
+            env_prefix: "GITEA_".into(),
+            tool_prefix: "gitea_".into(),
+            heartbeat_ttl_seconds: 900.0,
+            process_match: DEFAULT_PROCESS_MATCH.iter().map(|s| (*s).to_owned()).collect(),
+            pass_through_env: Vec::new(),
+            binding: None,
+            members,
+        }
+    }
+
+    /// Parse a configuration file's text; `source` names it in errors.
+    pub fn parse(text: &str, source: &str) -> Result<Self, ConfigError> {
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of(text, s.start));
+            let msg = e.message().trim().to_owned();
+            ConfigError(match line {
+                Some(l) => format!("{source}:{l}: {msg}"),
+                None => format!("{source}: {msg}"),
+            })
+        })?;
+        let builtin = Self::builtin();
+        let fleet = raw.fleet;
+        let get = |f: fn(&RawFleet) -> Option<String>| fleet.as_ref().and_then(f);
+        let env_prefix = get(|f| f.env_prefix.clone()).unwrap_or(builtin.env_prefix);
+        let ttl = fleet.as_ref().and_then(|f| f.heartbeat_ttl_seconds).unwrap_or(builtin.heartbeat_ttl_seconds);
+        let err = |why: String| ConfigError(format!("{source}: {why}"));
+        if env_prefix.is_empty()
+            || !env_prefix.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        {
+            return Err(err(format!(
+                "fleet.env_prefix {env_prefix:?} must be non-empty upper-case letters, digits and _"
+            )));
+        }
+        if !(ttl.is_finite() && ttl > 0.0) {
+            return Err(err(format!("fleet.heartbeat_ttl_seconds must be a positive number, got {ttl}")));
+        }
+        let pass_through_env = fleet.as_ref().and_then(|f| f.pass_through_env.clone()).unwrap_or_default();
+        if let Some(bad) = pass_through_env.iter().find(|k| !k.starts_with(&env_prefix)) {
+            return Err(err(format!(
+                "fleet.pass_through_env key {bad:?} does not start with env_prefix {env_prefix:?}"
+            )));
+        }
+        let process_match = fleet.as_ref().and_then(|f| f.process_match.clone()).unwrap_or(builtin.process_match);
+        if process_match.iter().any(|m| m.trim().is_empty()) {
+            return Err(err("fleet.process_match entries must not be empty".into()));
+        }
+        if raw.members.is_empty() {
+            return Err(err("the roster is empty: declare at least one [[members]] table".into()));
+        }
+        let mut seen = BTreeSet::new();
+        let mut members = Vec::with_capacity(raw.members.len());
+        for m in raw.members {
+            let line = line_of(text, m.profile.span().start);
+            let profile = m.profile.into_inner();
+            for (field, value) in [("namespace", &m.namespace), ("profile", &profile), ("role", &m.role)] {
+                if value.trim().is_empty() {
+                    return Err(ConfigError(format!("{source}:{line}: member {field} must not be empty")));
+                }
+            }
+            if !seen.insert(profile.clone()) {
+                return Err(ConfigError(format!("{source}:{line}: duplicate profile {profile:?} in the roster")));
+            }
+            members.push(Member { namespace: m.namespace, profile, role: m.role });
+        }
+        members.sort();
+        Ok(Self {
+            source: source.to_owned(),
+            name: get(|f| f.name.clone()).unwrap_or(builtin.name),
+            tool_prefix: get(|f| f.tool_prefix.clone()).unwrap_or_else(|| "fleet_".into()),
+            env_prefix,
+            heartbeat_ttl_seconds: ttl,
+            process_match,
+            pass_through_env,
+            binding: raw.binding,
+            members,
+        })
+    }
+
+    /// Load `explicit`, else the user's config file if it exists, else the
+    /// built-in roster.
+    pub fn load(explicit: Option<&Path>, env: &EnvSnapshot) -> Result<Self, ConfigError> {
+        let path: PathBuf = match explicit {
+            Some(p) => p.to_owned(),
+            None => match fleetgate_host::paths::default_config_path(env) {
+                Some(p) if p.is_file() => p,
+                _ => return Ok(Self::builtin()),
+            },
+        };
+        let shown = path.display().to_string();
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| ConfigError(format!("cannot read config {shown}: {e}")))?;
+        Self::parse(&text, &shown)
+    }
+
+    /// The member with this profile.
+    pub fn member(&self, profile: &str) -> Option<&Member> {
+        self.members.iter().find(|m| m.profile == profile)
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|b| *b == b'\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[fleet]
+name = "prgs"
+env_prefix = "GITEA_"
+tool_prefix = "gitea_"
+heartbeat_ttl_seconds = 900
+process_match = ["mcp_server.py"]
+
+[binding]
+remote = "prgs"
+org = "Scaled-Tech-Consulting"
+repo = "Gitea-Tools"
+
+[[members]]
+namespace = "gitea-author"
+profile = "prgs-author"
+role = "author"
+
+[[members]]
+namespace = "gitea-reviewer"
+profile = "prgs-reviewer"
+role = "reviewer"
+"#;
+
+    #[test]
+    fn builtin_is_the_five_member_prgs_fleet() {
+        let c = FleetConfig::builtin();
+        assert_eq!(c.members.len(), 5);
+        assert!(
+            c.member("prgs-reconciler").is_some_and(|m| m.namespace == "gitea-reconciler" && m.role == "reconciler")
+        );
+        assert_eq!((c.env_prefix.as_str(), c.tool_prefix.as_str()), ("GITEA_", "gitea_"));
+    }
+
+    #[test]
+    fn parses_the_documented_keys() {
+        let c = FleetConfig::parse(GOOD, "fleet.toml").unwrap();
+        assert_eq!(c.members.len(), 2);
+        assert_eq!(c.binding.as_ref().unwrap().repo, "Gitea-Tools");
+        assert_eq!(c.heartbeat_ttl_seconds, 900.0);
+    }
+
+    #[test]
+    fn bad_files_name_the_file_line_and_reason() {
+        let unknown = GOOD.replace("tool_prefix", "tool_prefx");
+        let e = FleetConfig::parse(&unknown, "f.toml").unwrap_err().0;
+        assert!(e.starts_with("f.toml:5:") && e.contains("tool_prefx"), "{e}");
+
+        let dup = GOOD.replace("prgs-reviewer", "prgs-author");
+        let e = FleetConfig::parse(&dup, "f.toml").unwrap_err().0;
+        assert!(e.contains("f.toml:21:") && e.contains("duplicate profile"), "{e}");
+
+        let e = FleetConfig::parse("[fleet]\nname = \"x\"\n", "f.toml").unwrap_err().0;
+        assert!(e.contains("roster is empty"), "{e}");
+
+        let e = FleetConfig::parse("[fleet\n", "f.toml").unwrap_err().0;
+        assert!(e.starts_with("f.toml:1:"), "{e}");
+
+        let e = FleetConfig::parse(&GOOD.replace("= 900", "= -1"), "f.toml").unwrap_err().0;
+        assert!(e.contains("heartbeat_ttl_seconds"), "{e}");
+    }
+}

@@ -1,0 +1,321 @@
+//! The heartbeat supervisor: one per attached worker, renewing its lease on
+//! its own OS thread so no MCP I/O loop ever waits on a store write.
+//!
+//! The decisions (what a result does, when to stop for good) are
+//! [`fleetgate_core::heartbeat::BeatLedger`]'s; this is the thin shell that
+//! reads the clock, calls the store and waits — on a condition variable, so a
+//! `stop` is prompt and never waits out an interval.
+
+use fleetgate_core::heartbeat::{BeatAttempt, BeatLedger, BeatReport};
+use fleetgate_core::interval::heartbeat_interval_for;
+use fleetgate_core::worker::HeartbeatRequest;
+use fleetgate_core::{Clock, Timestamp};
+use fleetgate_store::Store;
+use serde::Serialize;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Everything a supervisor presents on each renewal.
+#[derive(Clone, Debug)]
+pub struct HeartbeatParams {
+    /// Whose lease.
+    pub worker_identity: String,
+    /// The epoch the registration returned.
+    pub fencing_epoch: i64,
+    /// Expected session (fenced on drift).
+    pub session_id: Option<String>,
+    /// Expected generation.
+    pub generation_id: Option<String>,
+    /// Expected client (compared normalised).
+    pub client_name: Option<String>,
+    /// Expected pid.
+    pub pid: Option<i64>,
+    /// Lease length.
+    pub ttl_seconds: f64,
+    /// Interval override (the env key's raw value, or an explicit number);
+    /// the policy caps it at ttl/2 and falls back to ttl/3.
+    pub interval_override: Option<String>,
+}
+
+/// What `start` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct StartOutcome {
+    /// The loop is running after this call.
+    pub started: bool,
+    /// It was running before this call.
+    pub already_running: bool,
+}
+
+/// The supervisor's state as the runtime context shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HeartbeatStatus {
+    /// A supervisor is attached.
+    pub supervised: bool,
+    /// `start` succeeded at some point.
+    pub started: bool,
+    /// The loop is running now.
+    pub running: bool,
+    /// Attempts that reached the store.
+    pub beats_attempted: u64,
+    /// Accepted renewals.
+    pub beats_renewed: u64,
+    /// Failures that did not stop beating.
+    pub transient_failures: u64,
+    /// Why beating stopped, if it did.
+    pub stopped_reason: Option<String>,
+    /// Whose lease.
+    pub worker_identity: Option<String>,
+    /// Lease length.
+    pub heartbeat_ttl_seconds: Option<f64>,
+    /// Interval between beats.
+    pub heartbeat_interval_seconds: Option<f64>,
+    /// Last accepted renewal.
+    pub last_renewed_at: Option<Timestamp>,
+    /// Why the status is degraded or unsupervised; empty otherwise.
+    pub reasons: Vec<String>,
+}
+
+impl HeartbeatStatus {
+    /// No supervisor is attached to this process.
+    pub fn unsupervised(reason: impl Into<String>) -> Self {
+        Self::degraded(false, reason)
+    }
+
+    fn degraded(supervised: bool, reason: impl Into<String>) -> Self {
+        Self {
+            supervised,
+            started: false,
+            running: false,
+            beats_attempted: 0,
+            beats_renewed: 0,
+            transient_failures: 0,
+            stopped_reason: None,
+            worker_identity: None,
+            heartbeat_ttl_seconds: None,
+            heartbeat_interval_seconds: None,
+            last_renewed_at: None,
+            reasons: vec![reason.into()],
+        }
+    }
+}
+
+/// Anything whose heartbeat status can be shown (the supervisor, or a stand-in).
+pub trait HeartbeatStatusSource {
+    /// The status, or why it cannot be read.
+    fn status(&self) -> Result<HeartbeatStatus, String>;
+}
+
+/// The runtime context's `worker_heartbeat`: distinguishes "no supervisor"
+/// from "supervisor with no beats yet", and degrades to `running: false` with
+/// a reason when the status itself cannot be read, instead of failing.
+pub fn worker_heartbeat_status(source: Option<&dyn HeartbeatStatusSource>) -> HeartbeatStatus {
+    match source {
+        None => HeartbeatStatus::unsupervised("no heartbeat supervisor is attached to this process"),
+        Some(src) => src
+            .status()
+            .unwrap_or_else(|why| HeartbeatStatus::degraded(true, format!("heartbeat status unavailable: {why}"))),
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    ledger: BeatLedger,
+    started: bool,
+    running: bool,
+    stop_requested: bool,
+    thread: Option<JoinHandle<()>>,
+    last_renewed_at: Option<Timestamp>,
+}
+
+struct Shared {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    request: HeartbeatRequest,
+    ttl_seconds: f64,
+    interval_seconds: f64,
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn beat_once(&self) -> BeatReport {
+        if let Some(skipped) = {
+            let s = self.lock();
+            (!s.ledger.may_beat()).then(|| s.ledger.skipped())
+        } {
+            return skipped;
+        }
+        let now = self.clock.now();
+        let attempt = match self.store.heartbeat(&self.request, now) {
+            Ok(outcome) => BeatAttempt::Answered(outcome),
+            // Only a refusal is terminal; a store that cannot answer may answer
+            // later, and meanwhile the lease expires on its own.
+            Err(e) => BeatAttempt::Transient(e.to_string()),
+        };
+        let mut s = self.lock();
+        let report = s.ledger.record(attempt);
+        if report.renewed {
+            s.last_renewed_at = Some(now);
+        }
+        if !s.ledger.may_beat() {
+            s.stop_requested = true;
+            self.wake.notify_all();
+        }
+        report
+    }
+
+    fn run(self: Arc<Self>) {
+        let interval = Duration::from_secs_f64(self.interval_seconds);
+        loop {
+            let guard = self.lock();
+            let (guard, _) =
+                self.wake.wait_timeout_while(guard, interval, |s| !s.stop_requested).unwrap_or_else(|e| e.into_inner());
+            if guard.stop_requested {
+                break;
+            }
+            drop(guard);
+            self.beat_once();
+        }
+        let mut s = self.lock();
+        s.running = false;
+        self.wake.notify_all();
+    }
+}
+
+/// Renews one worker's lease every interval until stopped or fenced.
+#[derive(Clone)]
+pub struct HeartbeatSupervisor {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for HeartbeatSupervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeartbeatSupervisor")
+            .field("worker_identity", &self.shared.request.worker_identity)
+            .field("interval_seconds", &self.shared.interval_seconds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HeartbeatSupervisor {
+    /// A supervisor for one registration. Not started.
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, params: HeartbeatParams) -> Self {
+        let interval_seconds = heartbeat_interval_for(params.ttl_seconds, params.interval_override.as_deref());
+        let request = HeartbeatRequest {
+            worker_identity: params.worker_identity,
+            fencing_epoch: params.fencing_epoch,
+            expected_session_id: params.session_id,
+            expected_generation_id: params.generation_id,
+            expected_client_name: params.client_name,
+            expected_pid: params.pid,
+        };
+        Self {
+            shared: Arc::new(Shared {
+                store,
+                clock,
+                request,
+                ttl_seconds: params.ttl_seconds,
+                interval_seconds,
+                state: Mutex::new(State::default()),
+                wake: Condvar::new(),
+            }),
+        }
+    }
+
+    /// Seconds between beats.
+    pub fn interval_seconds(&self) -> f64 {
+        self.shared.interval_seconds
+    }
+
+    /// Why beating stopped, if it did.
+    pub fn stopped_reason(&self) -> Option<String> {
+        self.shared.lock().ledger.stopped_reason.clone()
+    }
+
+    /// One renewal now. After any stop it does not reach the store.
+    pub fn beat_once(&self) -> BeatReport {
+        self.shared.beat_once()
+    }
+
+    /// Start the loop; idempotent. Refuses after any stop: a stopped or fenced
+    /// worker never beats its way back.
+    pub fn start(&self) -> StartOutcome {
+        let mut s = self.shared.lock();
+        if !s.ledger.may_beat() {
+            return StartOutcome { started: false, already_running: false };
+        }
+        if s.running {
+            return StartOutcome { started: true, already_running: true };
+        }
+        let shared = Arc::clone(&self.shared);
+        let spawned = std::thread::Builder::new().name("fleetgate-heartbeat".into()).spawn(move || shared.run());
+        match spawned {
+            Ok(handle) => {
+                s.started = true;
+                s.running = true;
+                s.thread = Some(handle);
+                StartOutcome { started: true, already_running: false }
+            }
+            Err(e) => {
+                s.ledger.stop(format!("cannot start heartbeat thread: {e}"));
+                StartOutcome { started: false, already_running: false }
+            }
+        }
+    }
+
+    /// Stop for good; idempotent, the first reason is kept. Returns once the
+    /// loop has exited (bounded: a renewal in flight may finish first).
+    pub fn stop(&self, reason: &str) {
+        let mut s = self.shared.lock();
+        s.ledger.stop(reason);
+        s.stop_requested = true;
+        self.shared.wake.notify_all();
+        let handle = s.thread.take();
+        let (mut s, _) = self
+            .shared
+            .wake
+            .wait_timeout_while(s, Duration::from_secs(35), |s| s.running)
+            .unwrap_or_else(|e| e.into_inner());
+        s.running = false;
+        drop(s);
+        if let Some(h) = handle
+            && h.thread().id() != std::thread::current().id()
+            && h.is_finished()
+        {
+            let _ = h.join();
+        }
+    }
+
+    /// The current status.
+    pub fn status(&self) -> HeartbeatStatus {
+        let s = self.shared.lock();
+        HeartbeatStatus {
+            supervised: true,
+            started: s.started,
+            running: s.running,
+            beats_attempted: s.ledger.beats_attempted,
+            beats_renewed: s.ledger.beats_renewed,
+            transient_failures: s.ledger.transient_failures,
+            stopped_reason: s.ledger.stopped_reason.clone(),
+            worker_identity: Some(self.shared.request.worker_identity.clone()),
+            heartbeat_ttl_seconds: Some(self.shared.ttl_seconds),
+            heartbeat_interval_seconds: Some(self.shared.interval_seconds),
+            last_renewed_at: s.last_renewed_at,
+            reasons: Vec::new(),
+        }
+    }
+}
+
+impl HeartbeatStatusSource for HeartbeatSupervisor {
+    fn status(&self) -> Result<HeartbeatStatus, String> {
+        if self.shared.state.is_poisoned() {
+            return Err("the heartbeat state was poisoned by a panic".into());
+        }
+        Ok(HeartbeatSupervisor::status(self))
+    }
+}

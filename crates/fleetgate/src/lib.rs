@@ -1,0 +1,66 @@
+//! fleetgate: the control plane for fleets of LLM-client MCP servers.
+//!
+//! This crate is the imperative shell: the CLI, the roster configuration, the
+//! heartbeat supervisor's thread, and (later) the MCP gateway. Decisions are
+//! made in `fleetgate_core`; storage is `fleetgate_store`; the operating
+//! system is `fleetgate_host`.
+
+pub mod cli;
+pub mod config;
+pub mod heartbeat;
+pub mod provenance;
+
+use cli::args::{Cli, Command};
+use cli::context::Ctx;
+use cli::output::{Exit, Reply};
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Parse the command line, run the command, print its answer, and return the
+/// documented exit code.
+pub fn run_cli() -> ExitCode {
+    use clap::Parser;
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => Exit::Ok.into(),
+                _ => Exit::Usage.into(),
+            };
+        }
+    };
+    let json = cli.json;
+    let reply = Ctx::resolve(&cli, fleetgate_host::env::capture(), Arc::new(fleetgate_host::clock::SystemClock))
+        .and_then(|ctx| dispatch(&ctx, &cli.command));
+    match reply {
+        Ok(reply) => {
+            print_reply(&reply, json);
+            reply.exit.into()
+        }
+        Err(e) => {
+            let cause = format!("{e:#}");
+            if json {
+                print_reply(
+                    &Reply { value: serde_json::json!({ "error": cause }), text: String::new(), exit: Exit::Failure },
+                    true,
+                );
+            }
+            eprintln!("fleetgate: {cause}");
+            Exit::Failure.into()
+        }
+    }
+}
+
+fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
+    match command {
+        Command::Worker(cmd) => cli::worker::run(ctx, cmd),
+        Command::Debug(cmd) => cli::debug::run(ctx, cmd),
+    }
+}
+
+fn print_reply(reply: &Reply, json: bool) {
+    let mut out = std::io::stdout().lock();
+    let _ = if json { writeln!(out, "{}", reply.value) } else { writeln!(out, "{}", reply.text) };
+}

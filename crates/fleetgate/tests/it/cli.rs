@@ -1,0 +1,212 @@
+//! The CLI contract: commands, JSON fields, exit codes, and bad input that
+//! gets a clear error and loses nothing.
+
+use crate::support::{bin, fleetgate, json_of};
+use std::path::Path;
+use std::process::Command;
+
+fn register(store: &Path, client: &str) -> serde_json::Value {
+    let out = fleetgate(
+        store,
+        &[
+            "worker",
+            "register",
+            "--client",
+            client,
+            "--session",
+            "s1",
+            "--generation",
+            "g1",
+            "--role",
+            "author",
+            "--profile",
+            "prgs-author",
+            "--pid",
+            "4242",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    json_of(&out)
+}
+
+fn code(out: &std::process::Output) -> Option<i32> {
+    out.status.code()
+}
+
+#[test]
+fn register_renew_claim_show_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.sqlite3");
+    let reg = register(&store, "claude-code");
+    assert_eq!(reg["client_name"], "claude_code");
+    assert_eq!(reg["fencing_epoch"], 1);
+    let id = reg["worker_identity"].as_str().unwrap().to_owned();
+
+    let ok = fleetgate(
+        &store,
+        &[
+            "worker",
+            "heartbeat",
+            "--identity",
+            &id,
+            "--epoch",
+            "1",
+            "--expect-client",
+            "claude",
+            "--expect-pid",
+            "4242",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&ok), Some(0));
+    let v = json_of(&ok);
+    assert_eq!(v["renewed"], true);
+    assert!(v["blocker_kind"].is_null());
+
+    let drift = fleetgate(
+        &store,
+        &["worker", "heartbeat", "--identity", &id, "--epoch", "1", "--expect-session", "other", "--json"],
+    );
+    assert_eq!(code(&drift), Some(3));
+    let v = json_of(&drift);
+    assert_eq!(v["blocker_kind"], "worker_fenced");
+    assert_eq!(v["expectation_drift"][0]["field"], "session_id");
+    assert_eq!(v["expectation_drift"][0]["recorded"], "s1");
+    assert_eq!(v["expectation_drift"][0]["presented"], "other");
+
+    let claim = fleetgate(&store, &["worker", "claim-generation", "--identity", &id, "--generation", "g2", "--json"]);
+    assert_eq!(code(&claim), Some(0));
+    assert_eq!(json_of(&claim)["fencing_epoch"], 2);
+    let stale = fleetgate(&store, &["worker", "heartbeat", "--identity", &id, "--epoch", "1", "--json"]);
+    assert_eq!(code(&stale), Some(3));
+    assert_eq!(json_of(&stale)["blocker_kind"], "worker_fenced");
+
+    let show = fleetgate(&store, &["worker", "show", &id, "--json"]);
+    let v = json_of(&show);
+    assert_eq!(v["generation_id"], "g2");
+    assert_eq!(v["heartbeat_fresh"], true);
+    assert!(v["heartbeat_age_seconds"].is_number());
+    assert!(v["live"].is_boolean());
+
+    // Global flags sit before or after the subcommand.
+    let out =
+        Command::new(bin()).env_clear().args(["worker", "list", "--json", "--store"]).arg(&store).output().unwrap();
+    let v = json_of(&out);
+    assert_eq!(v["workers"].as_array().unwrap().len(), 1);
+    let table = fleetgate(&store, &["worker", "list"]);
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(text.starts_with("WORKER") && text.contains(&id), "{text}");
+}
+
+#[test]
+fn a_missing_worker_is_a_no_not_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.sqlite3");
+    for args in [
+        vec!["worker", "heartbeat", "--identity", "wrk-nobody", "--epoch", "1", "--json"],
+        vec!["worker", "show", "wrk-nobody", "--json"],
+        vec!["worker", "claim-generation", "--identity", "wrk-nobody", "--generation", "g", "--json"],
+    ] {
+        let out = fleetgate(&store, &args);
+        assert_eq!(code(&out), Some(3), "{args:?}");
+        assert_eq!(json_of(&out)["blocker_kind"], "session_attachment_missing", "{args:?}");
+    }
+}
+
+#[test]
+fn the_store_comes_from_the_env_key_when_no_flag_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("from-env.sqlite3");
+    let out = Command::new(bin())
+        .env_clear()
+        .env("GITEA_WORKER_REGISTRY_DB", &store)
+        .args(["worker", "list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(store.is_file(), "the env key's path was used");
+}
+
+#[test]
+fn a_non_number_epoch_is_a_clear_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.sqlite3");
+    let id = register(&store, "claude")["worker_identity"].as_str().unwrap().to_owned();
+    let before = json_of(&fleetgate(&store, &["worker", "show", &id, "--json"]));
+    let out = fleetgate(&store, &["worker", "heartbeat", "--identity", &id, "--epoch", "one"]);
+    assert_eq!(code(&out), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--epoch") && err.contains("\"one\""), "{err}");
+    assert!(out.stdout.is_empty());
+    let after = json_of(&fleetgate(&store, &["worker", "show", &id, "--json"]));
+    assert_eq!(before["renewal_count"], after["renewal_count"]);
+
+    for (flag, bad) in [("--pid", "x"), ("--ttl", "-3"), ("--ttl", "soon")] {
+        let out = fleetgate(
+            &store,
+            &[
+                "worker",
+                "register",
+                "--client",
+                "c",
+                "--session",
+                "s",
+                "--generation",
+                "g",
+                "--role",
+                "r",
+                "--profile",
+                "p",
+                flag,
+                bad,
+            ],
+        );
+        assert_eq!(code(&out), Some(1), "{flag} {bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(flag));
+    }
+    let list = json_of(&fleetgate(&store, &["worker", "list", "--json"]));
+    assert_eq!(list["workers"].as_array().unwrap().len(), 1, "nothing was registered by the bad calls");
+}
+
+#[test]
+fn a_corrupt_store_fails_closed_and_is_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("corrupt.sqlite3");
+    let garbage = b"this is not a database, it is an operator's precious file\n".repeat(100);
+    std::fs::write(&store, &garbage).unwrap();
+    let out = fleetgate(&store, &["worker", "list", "--json"]);
+    assert_eq!(code(&out), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a database"));
+    assert!(json_of(&out)["error"].as_str().unwrap().contains("corrupt.sqlite3"));
+    assert_eq!(std::fs::read(&store).unwrap(), garbage);
+    assert!(!dir.path().join("corrupt.sqlite3-wal").exists());
+}
+
+#[test]
+fn a_store_directory_that_cannot_be_created_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("a-file");
+    std::fs::write(&blocker, "x").unwrap();
+    let store = blocker.join("sub/r.sqlite3");
+    let out = fleetgate(&store, &["worker", "list"]);
+    assert_eq!(code(&out), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot create store directory") && err.contains("a-file"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_two_and_bad_config_exits_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.sqlite3");
+    assert_eq!(code(&fleetgate(&store, &["worker", "frobnicate"])), Some(2));
+    assert_eq!(code(&fleetgate(&store, &["worker", "heartbeat", "--epoch", "1"])), Some(2));
+    let cfg = dir.path().join("fleet.toml");
+    std::fs::write(&cfg, "[fleet]\nnmae = \"typo\"\n").unwrap();
+    let out = fleetgate(&store, &["--config", cfg.to_str().unwrap(), "worker", "list"]);
+    assert_eq!(code(&out), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fleet.toml:2") && err.contains("nmae"), "{err}");
+    assert!(!store.exists(), "nothing runs on a bad config");
+}

@@ -1,0 +1,306 @@
+//! The heartbeat supervisor: the seed's lifecycle cases on an injected clock,
+//! and the real thread on a millisecond interval with bounded polling.
+
+use crate::support::{Attach, Instrumented, TTL, attach, fresh_store, now, wait_until};
+use fleetgate::heartbeat::{
+    HeartbeatParams, HeartbeatStatus, HeartbeatStatusSource, HeartbeatSupervisor, worker_heartbeat_status,
+};
+use fleetgate::provenance::assess_provenance;
+use fleetgate_core::env::EnvSnapshot;
+use fleetgate_core::provenance::Ownership;
+use fleetgate_core::worker::{RegisterOutcome, is_live, worker_identity};
+use fleetgate_core::{BlockerKind, Clock, ManualClock};
+use fleetgate_store::Store;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+fn params(out: &RegisterOutcome, session: &str, ttl: f64, interval: Option<&str>) -> HeartbeatParams {
+    HeartbeatParams {
+        worker_identity: out.worker_identity.clone(),
+        fencing_epoch: out.fencing_epoch,
+        session_id: Some(session.into()),
+        generation_id: Some("gen-0001".into()),
+        client_name: Some("claude_code".into()),
+        pid: Some(4242),
+        ttl_seconds: ttl,
+        interval_override: interval.map(str::to_owned),
+    }
+}
+
+fn supervisor(store: Arc<dyn Store>, clock: Arc<ManualClock>, out: &RegisterOutcome) -> HeartbeatSupervisor {
+    HeartbeatSupervisor::new(store, clock, params(out, "sess-0001", TTL, None))
+}
+
+fn owned(store: &dyn Store, id: &str, at: fleetgate_core::Timestamp) -> Ownership {
+    let env = EnvSnapshot::from_pairs([("GITEA_CLIENT_MANAGED", "1")]);
+    assess_provenance(store, id, "gen-0001", &env, "GITEA_", true, at, &|_| true).unwrap().session_ownership
+}
+
+#[test]
+fn supervised_worker_stays_owned_past_two_full_ttls() {
+    let (_d, store) = fresh_store();
+    let out = attach(&*store, Attach::default());
+    let clock = Arc::new(ManualClock::new(now()));
+    let sup = supervisor(store.clone(), clock.clone(), &out);
+    let interval = sup.interval_seconds();
+    assert_eq!(interval, 300.0);
+    let mut elapsed = 0.0;
+    while elapsed < TTL * 2.0 + interval {
+        clock.advance(interval as i64);
+        elapsed += interval;
+        let r = sup.beat_once();
+        assert!(r.renewed, "{:?}", r.reasons);
+        assert_eq!(owned(&*store, &out.worker_identity, clock.now()), Ownership::Owned, "lost at {elapsed}s");
+    }
+    assert!(elapsed > TTL * 2.0);
+}
+
+#[test]
+fn last_heartbeat_advances_and_diverges_from_started_at() {
+    let (_d, store) = fresh_store();
+    let out = attach(&*store, Attach::default());
+    let clock = Arc::new(ManualClock::new(now()));
+    let sup = supervisor(store.clone(), clock.clone(), &out);
+    let before = store.get_worker(&out.worker_identity).unwrap().unwrap();
+    clock.advance(300);
+    assert!(sup.beat_once().renewed);
+    let after = store.get_worker(&out.worker_identity).unwrap().unwrap();
+    assert_eq!(before.started_at, after.started_at);
+    assert_ne!(after.started_at, after.last_heartbeat_at);
+    assert!(after.last_heartbeat_at > before.last_heartbeat_at);
+}
+
+#[test]
+fn repeated_heartbeats_create_no_duplicate_rows() {
+    let (_d, store) = fresh_store();
+    let out = attach(&*store, Attach::default());
+    let clock = Arc::new(ManualClock::new(now()));
+    let sup = supervisor(store.clone(), clock.clone(), &out);
+    for _ in 0..5 {
+        clock.advance(300);
+        assert!(sup.beat_once().renewed);
+    }
+    let rows = store.list_workers().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].worker_identity, out.worker_identity);
+    assert_eq!(sup.status().beats_renewed, 5);
+}
+
+#[test]
+fn fenced_supervisor_stops_permanently() {
+    let (_d, store) = fresh_store();
+    let mut out = attach(&*store, Attach::default());
+    out.fencing_epoch += 1;
+    let counted = Instrumented::new(store);
+    let sup = supervisor(counted.clone(), Arc::new(ManualClock::new(now())), &out);
+    let first = sup.beat_once();
+    assert!(!first.renewed);
+    assert_eq!(first.blocker_kind, Some(BlockerKind::WorkerFenced));
+    assert!(sup.stopped_reason().is_some());
+    let second = sup.beat_once();
+    assert!(!second.renewed && !second.beat_attempted);
+    assert_eq!(sup.status().beats_attempted, 1);
+    assert_eq!(counted.heartbeats.load(Ordering::SeqCst), 1, "the second beat never reached the store");
+    assert!(!sup.start().started, "a fenced supervisor cannot be restarted");
+}
+
+#[test]
+fn missing_registration_stops_the_supervisor() {
+    let (_d, store) = fresh_store();
+    let ghost = RegisterOutcome {
+        worker_identity: worker_identity("grok", "sess-gone", now(), 7),
+        fencing_epoch: 1,
+        client_name: "grok".into(),
+        created: false,
+        started_at: now(),
+        heartbeat_ttl_seconds: TTL,
+    };
+    let sup = HeartbeatSupervisor::new(
+        store,
+        Arc::new(ManualClock::new(now())),
+        HeartbeatParams {
+            session_id: None,
+            generation_id: None,
+            client_name: None,
+            pid: None,
+            ..params(&ghost, "x", TTL, None)
+        },
+    );
+    assert_eq!(sup.beat_once().blocker_kind, Some(BlockerKind::SessionAttachmentMissing));
+    assert!(sup.stopped_reason().unwrap().starts_with("session_attachment_missing"));
+}
+
+#[test]
+fn stop_ends_the_heartbeat_and_keeps_the_first_reason() {
+    let (_d, store) = fresh_store();
+    let out = attach(&*store, Attach::default());
+    let clock = Arc::new(ManualClock::new(now()));
+    let sup = supervisor(store, clock.clone(), &out);
+    clock.advance(300);
+    assert!(sup.beat_once().renewed);
+    sup.stop("orderly shutdown");
+    sup.stop("second call");
+    assert!(!sup.status().running);
+    assert_eq!(sup.stopped_reason().as_deref(), Some("orderly shutdown"));
+    clock.advance(300);
+    let after = sup.beat_once();
+    assert!(!after.renewed && !after.beat_attempted);
+}
+
+#[test]
+fn stopped_worker_becomes_unowned_once_the_ttl_elapses() {
+    let (_d, store) = fresh_store();
+    let out = attach(&*store, Attach::default());
+    let clock = Arc::new(ManualClock::new(now()));
+    let sup = supervisor(store.clone(), clock.clone(), &out);
+    clock.advance(300);
+    sup.beat_once();
+    sup.stop("orderly shutdown");
+    let last_beat = clock.now();
+    assert_eq!(owned(&*store, &out.worker_identity, clock.now()), Ownership::Owned);
+    clock.advance(TTL as i64 + 1);
+    let row = store.get_worker(&out.worker_identity).unwrap().unwrap();
+    let l = is_live(&row, clock.now(), true);
+    assert!(!l.live);
+    assert!(l.heartbeat_age_seconds > TTL);
+    assert_eq!(owned(&*store, &out.worker_identity, clock.now()), Ownership::Unowned);
+    assert!(last_beat < clock.now());
+}
+
+#[test]
+fn one_worker_expiring_does_not_stale_healthy_workers() {
+    let (_d, store) = fresh_store();
+    let healthy = attach(&*store, Attach { session: "sess-live", ..Default::default() });
+    let abandoned = attach(&*store, Attach { client: "gemini", session: "sess-dead", ..Default::default() });
+    let clock = Arc::new(ManualClock::new(now()));
+    let sup = HeartbeatSupervisor::new(store.clone(), clock.clone(), params(&healthy, "sess-live", TTL, None));
+    let mut elapsed = 0.0;
+    while elapsed < TTL + 300.0 {
+        clock.advance(sup.interval_seconds() as i64);
+        elapsed += sup.interval_seconds();
+        assert!(sup.beat_once().renewed);
+    }
+    let live = |id: &str| is_live(&store.get_worker(id).unwrap().unwrap(), clock.now(), true).live;
+    assert!(live(&healthy.worker_identity));
+    assert!(!live(&abandoned.worker_identity));
+}
+
+#[test]
+fn transient_failure_is_counted_and_beating_continues() {
+    let (_d, store) = fresh_store();
+    let out = attach(&*store, Attach::default());
+    let flaky = Instrumented::new(store);
+    flaky.fail_next.store(1, Ordering::SeqCst);
+    let clock = Arc::new(ManualClock::new(now()));
+    let sup = supervisor(flaky, clock.clone(), &out);
+    clock.advance(300);
+    let first = sup.beat_once();
+    assert!(!first.renewed && first.transient);
+    assert!(sup.stopped_reason().is_none());
+    clock.advance(300);
+    let second = sup.beat_once();
+    assert!(second.renewed, "{:?}", second.reasons);
+    let s = sup.status();
+    assert_eq!((s.transient_failures, s.beats_renewed), (1, 1));
+    assert!(s.supervised);
+}
+
+#[test]
+fn status_reports_an_unstarted_supervisor_honestly() {
+    let (_d, store) = fresh_store();
+    let out = attach(&*store, Attach::default());
+    let s = supervisor(store, Arc::new(ManualClock::new(now())), &out).status();
+    assert!(s.supervised && !s.started && !s.running);
+    assert_eq!(s.beats_renewed, 0);
+    assert_eq!(s.stopped_reason, None);
+}
+
+#[test]
+fn runtime_context_distinguishes_no_supervisor_attached_and_degraded() {
+    let none = worker_heartbeat_status(None);
+    assert!(!none.supervised && !none.running && !none.reasons.is_empty());
+
+    let (_d, store) = fresh_store();
+    let out = attach(&*store, Attach::default());
+    let sup = supervisor(store, Arc::new(ManualClock::new(now())), &out);
+    let s = worker_heartbeat_status(Some(&sup));
+    assert!(s.supervised);
+    assert_eq!(s.worker_identity.as_deref(), Some(out.worker_identity.as_str()));
+    assert_eq!(s.heartbeat_ttl_seconds, Some(TTL));
+    assert!(s.heartbeat_interval_seconds.unwrap() < TTL);
+
+    struct Exploding;
+    impl HeartbeatStatusSource for Exploding {
+        fn status(&self) -> Result<HeartbeatStatus, String> {
+            Err("boom".into())
+        }
+    }
+    let s = worker_heartbeat_status(Some(&Exploding));
+    assert!(s.supervised && !s.running);
+    assert!(s.reasons[0].contains("boom"));
+}
+
+#[test]
+fn the_real_thread_beats_repeatedly_then_stops_promptly() {
+    let (_d, store) = fresh_store();
+    let out = attach(&*store, Attach { ttl: 1.0, ..Default::default() });
+    let counted = Instrumented::new(store);
+    let sup = HeartbeatSupervisor::new(
+        counted.clone(),
+        Arc::new(fleetgate_host::clock::SystemClock),
+        params(&out, "sess-0001", 1.0, Some("0.01")),
+    );
+    assert_eq!(sup.interval_seconds(), 0.01);
+    let started = sup.start();
+    assert!(started.started && !started.already_running);
+    assert!(wait_until(10.0, || counted.heartbeats.load(Ordering::SeqCst) >= 3), "no beats from the thread");
+    assert!(sup.status().running);
+    let t = std::time::Instant::now();
+    sup.stop("test teardown");
+    let stopped_in = t.elapsed();
+    let s = sup.status();
+    assert!(s.beats_renewed >= 3, "{s:?}");
+    assert!(!s.running);
+    let beats = counted.heartbeats.load(Ordering::SeqCst);
+    // The loop waits on a condition variable, so stop returns without waiting
+    // out an interval, and nothing beats afterwards.
+    assert!(stopped_in < std::time::Duration::from_secs(5), "stop took {stopped_in:?}");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(counted.heartbeats.load(Ordering::SeqCst), beats, "beats after stop");
+}
+
+#[test]
+fn start_is_idempotent_and_refused_after_a_stop() {
+    let (_d, store) = fresh_store();
+    let out = attach(&*store, Attach { ttl: 1.0, ..Default::default() });
+    let sup = HeartbeatSupervisor::new(
+        store.clone(),
+        Arc::new(fleetgate_host::clock::SystemClock),
+        params(&out, "sess-0001", 1.0, Some("0.05")),
+    );
+    assert!(!sup.start().already_running);
+    assert!(sup.start().already_running);
+    sup.stop("test teardown");
+    let again = sup.start();
+    assert!(!again.started && !again.already_running);
+
+    let other = supervisor(store, Arc::new(ManualClock::new(now())), &out);
+    other.stop("orderly shutdown");
+    assert!(!other.start().started);
+}
+
+#[test]
+fn a_thread_fenced_mid_run_stops_itself() {
+    let (_d, store) = fresh_store();
+    let out = attach(&*store, Attach { ttl: 1.0, ..Default::default() });
+    let sup = HeartbeatSupervisor::new(
+        store.clone(),
+        Arc::new(fleetgate_host::clock::SystemClock),
+        params(&out, "sess-0001", 1.0, Some("0.01")),
+    );
+    sup.start();
+    assert!(wait_until(10.0, || sup.status().beats_renewed >= 1));
+    store.claim_generation(&out.worker_identity, "gen-0002", now()).unwrap();
+    assert!(wait_until(10.0, || !sup.status().running), "a fenced loop must end by itself");
+    assert!(sup.stopped_reason().unwrap().starts_with("worker_fenced"));
+}

@@ -1,0 +1,146 @@
+//! Shared fixtures: fresh stores on real files, a store wrapper that counts
+//! and injects transient failures, and the CLI under test.
+
+use fleetgate_core::Timestamp;
+use fleetgate_core::worker::{
+    ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, worker_identity,
+};
+use fleetgate_store::{Store, StoreError, StoreErrorKind};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// The seed's NOW.
+pub fn now() -> Timestamp {
+    Timestamp::ymd_hms(2026, 7, 30, 0, 40, 9)
+}
+
+pub const TTL: f64 = 900.0;
+
+/// A fresh SQLite store in its own temporary directory (kept alive by the guard).
+pub fn fresh_store() -> (tempfile::TempDir, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = fleetgate_store::open(dir.path().join("registry.sqlite3").to_str().unwrap()).expect("open store");
+    (dir, store)
+}
+
+/// A registration with the seed's defaults.
+pub struct Attach<'a> {
+    pub client: &'a str,
+    pub session: &'a str,
+    pub generation: &'a str,
+    pub pid: i64,
+    pub ttl: f64,
+}
+
+impl Default for Attach<'_> {
+    fn default() -> Self {
+        Self { client: "claude_code", session: "sess-0001", generation: "gen-0001", pid: 4242, ttl: TTL }
+    }
+}
+
+pub fn attach(store: &dyn Store, a: Attach<'_>) -> RegisterOutcome {
+    let n = now();
+    let identity = worker_identity(a.client, a.session, n, fleetgate_host::nonce());
+    store
+        .register(
+            &Registration {
+                worker_identity: identity,
+                client_name: a.client.into(),
+                client_instance_id: format!("inst-{}", a.session),
+                session_id: a.session.into(),
+                generation_id: a.generation.into(),
+                role: "author".into(),
+                profile: "prgs-author".into(),
+                pid: Some(a.pid),
+                heartbeat_ttl_seconds: a.ttl,
+            },
+            n,
+        )
+        .expect("register")
+}
+
+/// Wraps a real store: counts renewals and fails the first N with `Busy`.
+#[derive(Debug)]
+pub struct Instrumented {
+    pub inner: Arc<dyn Store>,
+    pub heartbeats: AtomicU64,
+    pub fail_next: AtomicU32,
+}
+
+impl Instrumented {
+    pub fn new(inner: Arc<dyn Store>) -> Arc<Self> {
+        Arc::new(Self { inner, heartbeats: AtomicU64::new(0), fail_next: AtomicU32::new(0) })
+    }
+}
+
+impl Store for Instrumented {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn schema_version(&self) -> Result<u32, StoreError> {
+        self.inner.schema_version()
+    }
+    fn register(&self, r: &Registration, now: Timestamp) -> Result<RegisterOutcome, StoreError> {
+        self.inner.register(r, now)
+    }
+    fn get_worker(&self, id: &str) -> Result<Option<WorkerRecord>, StoreError> {
+        self.inner.get_worker(id)
+    }
+    fn list_workers(&self) -> Result<Vec<WorkerRecord>, StoreError> {
+        self.inner.list_workers()
+    }
+    fn heartbeat(&self, req: &HeartbeatRequest, now: Timestamp) -> Result<HeartbeatOutcome, StoreError> {
+        if self.fail_next.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            return Err(StoreError::new(StoreErrorKind::Busy, "database is locked"));
+        }
+        let out = self.inner.heartbeat(req, now);
+        self.heartbeats.fetch_add(1, Ordering::SeqCst);
+        out
+    }
+    fn claim_generation(&self, id: &str, g: &str, now: Timestamp) -> Result<Option<ClaimOutcome>, StoreError> {
+        self.inner.claim_generation(id, g, now)
+    }
+    fn deregister_worker(&self, id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        self.inner.deregister_worker(id, now)
+    }
+}
+
+/// Poll `cond` every few milliseconds for at most `secs` seconds.
+pub fn wait_until(secs: f64, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+    while std::time::Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    cond()
+}
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fleetgate"))
+}
+
+/// `fleetgate --store STORE ARGS…` with a clean environment.
+pub fn fleetgate(store: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .output()
+        .expect("run fleetgate")
+}
+
+pub fn json_of(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}): {:?} / stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}

@@ -1,0 +1,119 @@
+//! The fleetgate control-plane store: the contract ([`Store`], [`StoreError`])
+//! and its engines. The engine is chosen once, at the edge, by [`open`];
+//! nothing above this crate knows which one runs.
+//!
+//! **Invariant:** every multi-statement operation runs in one write
+//! transaction, and a renewal's fence is in its `UPDATE`'s `WHERE`: a refused
+//! renewal changes nothing.
+#![deny(missing_docs)]
+
+mod error;
+pub mod sqlite;
+
+pub use error::{StoreError, StoreErrorKind};
+
+use fleetgate_core::Timestamp;
+use fleetgate_core::worker::{
+    ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord,
+};
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The schema version this build writes. Both engines number their
+/// migrations alike, so a version means the same tables everywhere.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The control-plane store.
+pub trait Store: Send + Sync + fmt::Debug {
+    /// Engine and location, passwords redacted: `sqlite:/path/registry.sqlite3`.
+    fn describe(&self) -> String;
+
+    /// The schema version the store is at.
+    fn schema_version(&self) -> Result<u32, StoreError>;
+
+    /// Register a worker. An identity that exists already is left as it is
+    /// (`created: false`): registering twice never makes a second row.
+    fn register(&self, registration: &Registration, now: Timestamp) -> Result<RegisterOutcome, StoreError>;
+
+    /// One worker row.
+    fn get_worker(&self, worker_identity: &str) -> Result<Option<WorkerRecord>, StoreError>;
+
+    /// Every worker row, oldest registration first.
+    fn list_workers(&self) -> Result<Vec<WorkerRecord>, StoreError>;
+
+    /// A fenced renewal (SPEC §2): renewed only when the row exists, meets
+    /// every supplied expectation, is active and holds the presented epoch.
+    fn heartbeat(&self, request: &HeartbeatRequest, now: Timestamp) -> Result<HeartbeatOutcome, StoreError>;
+
+    /// Bump the epoch and record `generation_id` as the owner; every holder of
+    /// the old epoch is fenced from then on. `None` when no such worker exists.
+    fn claim_generation(
+        &self,
+        worker_identity: &str,
+        generation_id: &str,
+        now: Timestamp,
+    ) -> Result<Option<ClaimOutcome>, StoreError>;
+
+    /// Mark a worker stopped (orderly shutdown). False when it does not exist.
+    fn deregister_worker(&self, worker_identity: &str, now: Timestamp) -> Result<bool, StoreError>;
+}
+
+/// Open the store named by `spec`: a filesystem path or `sqlite://PATH`
+/// selects SQLite; `postgres://` and `postgresql://` select PostgreSQL.
+pub fn open(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
+    let spec = spec.trim();
+    if spec.is_empty() {
+        return Err(StoreError::new(StoreErrorKind::Invalid, "store location is empty"));
+    }
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+        return Err(StoreError::new(
+            StoreErrorKind::Unsupported,
+            format!("{}: the PostgreSQL engine is not part of this build yet", redact_url(spec)),
+        ));
+    }
+    if let Some((scheme, _)) = spec.split_once("://")
+        && scheme != "sqlite"
+    {
+        return Err(StoreError::new(
+            StoreErrorKind::Invalid,
+            format!("unknown store scheme {scheme:?}: use a path, sqlite://PATH or postgres://…"),
+        ));
+    }
+    let path = spec.strip_prefix("sqlite://").unwrap_or(spec);
+    Ok(Arc::new(sqlite::SqliteStore::open(Path::new(path))?))
+}
+
+/// `scheme://user:***@host/db`: the password of a URL never reaches a message.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, tail) = rest.split_once('/').map_or((rest, ""), |(a, t)| (a, t));
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+    let slash = if rest.contains('/') { "/" } else { "" };
+    if userinfo.contains(':') { format!("{scheme}://{user}:***@{host}{slash}{tail}") } else { url.to_owned() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_passwords_are_redacted() {
+        assert_eq!(redact_url("postgres://fleet:s3cret@db:5432/fg"), "postgres://fleet:***@db:5432/fg");
+        assert_eq!(redact_url("postgres://fleet@db/fg"), "postgres://fleet@db/fg");
+        assert_eq!(redact_url("/var/x.sqlite3"), "/var/x.sqlite3");
+    }
+
+    #[test]
+    fn unknown_schemes_and_postgres_are_refused_clearly() {
+        let err = open("mysql://x").unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::Invalid);
+        let err = open("postgres://u:pw@h/db").unwrap_err();
+        assert!(!err.to_string().contains("pw"), "{err}");
+    }
+}

@@ -1,0 +1,1 @@
+//! Supervision of background loops and child processes (SPEC §5).
