@@ -55,6 +55,7 @@ pub fn run_cli() -> ExitCode {
 
 fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
     match command {
+        Command::Demo => cli::demo::run(ctx),
         Command::Worker(cmd) => cli::worker::run(ctx, cmd),
         Command::Debug(cmd) => cli::debug::run(ctx, cmd),
     }

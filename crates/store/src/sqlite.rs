@@ -52,6 +52,13 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[(
 const WORKER_COLUMNS: &str = "worker_identity, client_name, client_instance_id, session_id, generation_id, role, \
      profile, pid, started_at, last_heartbeat_at, heartbeat_ttl_seconds, fencing_epoch, status, renewal_count";
 
+// The fence: zero rows changed means refused.
+const RENEW_SQL: &str =
+    "UPDATE workers SET last_heartbeat_at = MAX(last_heartbeat_at, ?2), renewal_count = renewal_count + 1
+     WHERE worker_identity = ?1 AND fencing_epoch = ?3 AND status = 'active'
+       AND (?4 IS NULL OR session_id = ?4) AND (?5 IS NULL OR generation_id = ?5)
+       AND (?6 IS NULL OR client_name = ?6) AND (?7 IS NULL OR pid = ?7)";
+
 /// A SQLite-backed store. One connection per process, serialised by a mutex:
 /// every operation is a short transaction, so that costs nothing.
 #[derive(Debug)]
@@ -76,7 +83,7 @@ fn busy_handler(attempt: i32) -> bool {
     if now.duration_since(since) >= BUSY_TIMEOUT {
         return false;
     }
-    let cap_us: u64 = (40u64 << attempt.clamp(0, 6)).min(1_000);
+    let cap_us: u64 = (20u64 << attempt.clamp(0, 6)).min(250);
     std::thread::sleep(Duration::from_micros(fastrand::u64(cap_us / 4..=cap_us)));
     true
 }
@@ -304,29 +311,28 @@ impl Store for SqliteStore {
 
     fn heartbeat(&self, request: &HeartbeatRequest, now: Timestamp) -> Result<HeartbeatOutcome, StoreError> {
         let client = request.normalized_expected_client();
+        let now = now.to_string();
+        let args = params![
+            request.worker_identity,
+            now,
+            request.fencing_epoch,
+            request.expected_session_id,
+            request.expected_generation_id,
+            client,
+            request.expected_pid,
+        ];
         self.with_conn(|conn| {
             let ctx = |e| map_err("cannot renew worker", e);
+            // Fast path: the guarded UPDATE alone. A single write statement
+            // takes the write lock before it reads, so it is its own
+            // immediate transaction, and the fence is its WHERE clause.
+            if conn.prepare_cached(RENEW_SQL).map_err(ctx)?.execute(args).map_err(ctx)? == 1 {
+                return Ok(HeartbeatOutcome::renewed());
+            }
+            // Refused (or the row appeared meanwhile): decide again and read the
+            // reasons back inside one transaction, so the answer matches the row.
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(ctx)?;
-            // The fence is the WHERE clause: zero rows changed means refused.
-            let changed = tx
-                .prepare_cached(
-                    "UPDATE workers SET last_heartbeat_at = MAX(last_heartbeat_at, ?2), renewal_count = renewal_count + 1
-                     WHERE worker_identity = ?1 AND fencing_epoch = ?3 AND status = 'active'
-                       AND (?4 IS NULL OR session_id = ?4) AND (?5 IS NULL OR generation_id = ?5)
-                       AND (?6 IS NULL OR client_name = ?6) AND (?7 IS NULL OR pid = ?7)",
-                )
-                .map_err(ctx)?
-                .execute(params![
-                    request.worker_identity,
-                    now.to_string(),
-                    request.fencing_epoch,
-                    request.expected_session_id,
-                    request.expected_generation_id,
-                    client,
-                    request.expected_pid,
-                ])
-                .map_err(ctx)?;
-            let outcome = if changed == 1 {
+            let outcome = if tx.prepare_cached(RENEW_SQL).map_err(ctx)?.execute(args).map_err(ctx)? == 1 {
                 HeartbeatOutcome::renewed()
             } else {
                 let row = select_worker(&tx, &request.worker_identity).map_err(ctx)?;

@@ -27,6 +27,8 @@ pub struct Cli {
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Show the registry's guarantees on a throwaway store: renewals, drift, fencing, expiry.
+    Demo,
     /// The worker registry: register, renew (fenced), claim, inspect.
     #[command(subcommand)]
     Worker(WorkerCommand),

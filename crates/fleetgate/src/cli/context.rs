@@ -16,8 +16,9 @@ pub struct Ctx {
     pub env: EnvSnapshot,
     /// The fleet.
     pub config: FleetConfig,
-    /// The store location (path or URL).
-    pub store_spec: String,
+    /// The store location (path or URL); `None` when nothing names one, which
+    /// only matters to commands that open the store.
+    pub store_spec: Option<String>,
     /// Where `now` comes from.
     pub clock: Arc<dyn Clock>,
     /// `--json`.
@@ -27,7 +28,7 @@ pub struct Ctx {
 impl std::fmt::Debug for Ctx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ctx")
-            .field("store", &fleetgate_store::redact_url(&self.store_spec))
+            .field("store", &self.store_spec.as_deref().map(fleetgate_store::redact_url))
             .field("config", &self.config.source)
             .finish_non_exhaustive()
     }
@@ -37,26 +38,27 @@ impl Ctx {
     /// Resolve flags, config and environment.
     pub fn resolve(cli: &Cli, env: EnvSnapshot, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let config = FleetConfig::load(cli.config.as_deref(), &env)?;
-        let store_spec = match &cli.store {
-            Some(s) => s.clone(),
-            None => match env.get(EnvKey::WorkerRegistryDb, &config.env_prefix) {
-                Some(s) => s.to_owned(),
-                None => fleetgate_host::paths::default_store_path(&env)
-                    .ok_or_else(|| {
-                        anyhow!(
-                            "no store location: pass --store, set {}, or set HOME/XDG_STATE_HOME",
-                            fleetgate_core::env::key_name(EnvKey::WorkerRegistryDb, &config.env_prefix)
-                        )
-                    })?
-                    .display()
-                    .to_string(),
-            },
-        };
+        let store_spec = cli
+            .store
+            .clone()
+            .or_else(|| env.get(EnvKey::WorkerRegistryDb, &config.env_prefix).map(str::to_owned))
+            .or_else(|| fleetgate_host::paths::default_store_path(&env).map(|p| p.display().to_string()));
         Ok(Self { env, config, store_spec, clock, json: cli.json })
+    }
+
+    /// The store location as messages may show it.
+    pub fn store_shown(&self) -> String {
+        self.store_spec.as_deref().map_or_else(|| "(no store)".into(), fleetgate_store::redact_url)
     }
 
     /// Open the store.
     pub fn store(&self) -> anyhow::Result<Arc<dyn Store>> {
-        Ok(fleetgate_store::open(&self.store_spec)?)
+        let spec = self.store_spec.as_deref().ok_or_else(|| {
+            anyhow!(
+                "no store location: pass --store, set {}, or set HOME or XDG_STATE_HOME",
+                fleetgate_core::env::key_name(EnvKey::WorkerRegistryDb, &self.config.env_prefix)
+            )
+        })?;
+        Ok(fleetgate_store::open(spec)?)
     }
 }

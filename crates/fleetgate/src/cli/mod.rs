@@ -5,5 +5,6 @@
 pub mod args;
 pub mod context;
 pub mod debug;
+pub mod demo;
 pub mod output;
 pub mod worker;

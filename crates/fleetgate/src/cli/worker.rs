@@ -164,7 +164,7 @@ fn list(ctx: &Ctx) -> anyhow::Result<Reply> {
         })
         .collect();
     let text = if cells.is_empty() {
-        format!("no workers registered in {}", fleetgate_store::redact_url(&ctx.store_spec))
+        format!("no workers registered in {}", ctx.store_shown())
     } else {
         table(&["WORKER", "CLIENT", "ROLE", "PROFILE", "PID", "EPOCH", "STATUS", "LAST HEARTBEAT", "LIVE"], &cells)
     };
