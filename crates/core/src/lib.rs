@@ -6,12 +6,14 @@
 //! `now` is always a parameter, and process probes arrive as values.
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod blocker;
 pub mod client;
 pub mod env;
 pub mod heartbeat;
 pub mod interval;
 pub mod provenance;
+pub mod runtime;
 pub mod time;
 pub mod worker;
 

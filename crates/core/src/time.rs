@@ -1,7 +1,7 @@
 //! Control-plane time: whole UTC seconds, shown as `%Y-%m-%dT%H:%M:%SZ`, and
 //! the [`Clock`] every decision takes `now` from.
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::sync::Mutex;
 
@@ -91,6 +91,13 @@ impl fmt::Display for Timestamp {
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Timestamp::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 

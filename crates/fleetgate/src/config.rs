@@ -11,28 +11,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
-/// One expected server.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-pub struct Member {
-    /// MCP namespace the client knows it by (`gitea-author`).
-    pub namespace: String,
-    /// Profile (`prgs-author`).
-    pub profile: String,
-    /// Role (`author`).
-    pub role: String,
-}
-
-/// The repository every member must be bound to.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Binding {
-    /// Forge remote name.
-    pub remote: String,
-    /// Organisation.
-    pub org: String,
-    /// Repository.
-    pub repo: String,
-}
+pub use fleetgate_core::runtime::{Binding, RosterMember as Member};
 
 /// The resolved fleet configuration.
 #[derive(Clone, Debug, PartialEq)]

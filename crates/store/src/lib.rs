@@ -13,6 +13,8 @@ pub mod sqlite;
 pub use error::{StoreError, StoreErrorKind};
 
 use fleetgate_core::Timestamp;
+use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::runtime::RuntimeRecord;
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord,
 };
@@ -22,7 +24,7 @@ use std::sync::Arc;
 
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The control-plane store.
 pub trait Store: Send + Sync + fmt::Debug {
@@ -57,6 +59,24 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Mark a worker stopped (orderly shutdown). False when it does not exist.
     fn deregister_worker(&self, worker_identity: &str, now: Timestamp) -> Result<bool, StoreError>;
+
+    /// Write a runtime row, replacing the row of the same `runtime_id`.
+    fn upsert_runtime(&self, row: &RuntimeRecord) -> Result<(), StoreError>;
+
+    /// Every runtime row, stopped ones included, ordered by `runtime_id`.
+    fn list_runtime(&self) -> Result<Vec<RuntimeRecord>, StoreError>;
+
+    /// Refresh a running row's `last_heartbeat_at`. False when no running row has that id.
+    fn touch_runtime(&self, runtime_id: &str, now: Timestamp) -> Result<bool, StoreError>;
+
+    /// Mark a runtime row stopped (orderly shutdown). False when it does not exist.
+    fn mark_runtime_stopped(&self, runtime_id: &str, now: Timestamp) -> Result<bool, StoreError>;
+
+    /// Append one audit entry; returns its sequence number.
+    fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError>;
+
+    /// Audit entries at or after `since`, oldest first, at most `limit` (the newest ones).
+    fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
 }
 
 /// Open the store named by `spec`: a filesystem path or `sqlite://PATH`

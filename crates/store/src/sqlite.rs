@@ -9,6 +9,8 @@
 
 use crate::{SCHEMA_VERSION, Store, StoreError, StoreErrorKind};
 use fleetgate_core::Timestamp;
+use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::runtime::{CohortSource, RuntimeRecord, RuntimeStatus};
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, WorkerStatus,
     explain_refusal,
@@ -27,10 +29,11 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Numbered migrations. Each is additive and idempotent (`IF NOT EXISTS`), and
 /// all run inside one `BEGIN IMMEDIATE`, so two processes opening a fresh file
 /// at once apply each exactly once.
-const MIGRATIONS: &[(u32, &str, &str)] = &[(
-    1,
-    "worker registry",
-    "CREATE TABLE IF NOT EXISTS workers (
+const MIGRATIONS: &[(u32, &str, &str)] = &[
+    (
+        1,
+        "worker registry",
+        "CREATE TABLE IF NOT EXISTS workers (
         worker_identity       TEXT PRIMARY KEY NOT NULL,
         client_name           TEXT NOT NULL,
         client_instance_id    TEXT NOT NULL,
@@ -47,7 +50,55 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[(
         renewal_count         INTEGER NOT NULL DEFAULT 0
     );
     CREATE INDEX IF NOT EXISTS workers_by_profile ON workers (profile, status);",
-)];
+    ),
+    (
+        2,
+        "runtime rows",
+        "CREATE TABLE IF NOT EXISTS runtimes (
+        runtime_id        TEXT PRIMARY KEY NOT NULL,
+        namespace         TEXT NOT NULL,
+        profile           TEXT NOT NULL,
+        role              TEXT NOT NULL,
+        remote            TEXT,
+        org               TEXT,
+        repo              TEXT,
+        repository_root   TEXT,
+        pid               INTEGER NOT NULL,
+        cohort_id         TEXT,
+        cohort_source     TEXT NOT NULL,
+        client_provenance TEXT NOT NULL,
+        boot_id           TEXT NOT NULL,
+        startup_head      TEXT,
+        daemon_start_head TEXT,
+        transport         TEXT NOT NULL,
+        registered_at     TEXT NOT NULL,
+        last_heartbeat_at TEXT,
+        status            TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS runtimes_by_status ON runtimes (status, profile);",
+    ),
+    (
+        3,
+        "audit log",
+        "CREATE TABLE IF NOT EXISTS audit_log (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        at              TEXT NOT NULL,
+        profile         TEXT NOT NULL,
+        worker_identity TEXT,
+        tool            TEXT NOT NULL,
+        allowed         INTEGER NOT NULL,
+        blocker_kind    TEXT,
+        reasons         TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS audit_by_time ON audit_log (at);",
+    ),
+];
+
+const RUNTIME_COLUMNS: &str = "runtime_id, namespace, profile, role, remote, org, repo, repository_root, pid, \
+     cohort_id, cohort_source, client_provenance, boot_id, startup_head, daemon_start_head, transport, registered_at, \
+     last_heartbeat_at, status";
+
+const AUDIT_COLUMNS: &str = "id, at, profile, worker_identity, tool, allowed, blocker_kind, reasons";
 
 const WORKER_COLUMNS: &str = "worker_identity, client_name, client_instance_id, session_id, generation_id, role, \
      profile, pid, started_at, last_heartbeat_at, heartbeat_ttl_seconds, fencing_epoch, status, renewal_count";
@@ -139,6 +190,53 @@ fn worker_from_row(row: &Row<'_>) -> rusqlite::Result<WorkerRecord> {
             )
         })?,
         renewal_count: row.get(13)?,
+    })
+}
+
+fn bad_value(idx: usize, what: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, what.into())
+}
+
+fn runtime_from_row(row: &Row<'_>) -> rusqlite::Result<RuntimeRecord> {
+    let source: String = row.get(10)?;
+    let status: String = row.get(18)?;
+    let last: Option<String> = row.get(17)?;
+    Ok(RuntimeRecord {
+        runtime_id: row.get(0)?,
+        namespace: row.get(1)?,
+        profile: row.get(2)?,
+        role: row.get(3)?,
+        remote: row.get(4)?,
+        org: row.get(5)?,
+        repo: row.get(6)?,
+        repository_root: row.get(7)?,
+        pid: row.get(8)?,
+        cohort_id: row.get(9)?,
+        cohort_source: CohortSource::parse(&source)
+            .ok_or_else(|| bad_value(10, format!("unknown cohort source {source:?}")))?,
+        client_provenance: row.get(11)?,
+        boot_id: row.get(12)?,
+        startup_head: row.get(13)?,
+        daemon_start_head: row.get(14)?,
+        transport: row.get(15)?,
+        registered_at: ts(row, 16)?,
+        last_heartbeat_at: last.map(|t| Timestamp::parse(&t).map_err(|e| bad_value(17, e.to_string()))).transpose()?,
+        status: RuntimeStatus::parse(&status)
+            .ok_or_else(|| bad_value(18, format!("unknown runtime status {status:?}")))?,
+    })
+}
+
+fn audit_from_row(row: &Row<'_>) -> rusqlite::Result<AuditEntry> {
+    let reasons: String = row.get(7)?;
+    Ok(AuditEntry {
+        id: row.get(0)?,
+        at: ts(row, 1)?,
+        profile: row.get(2)?,
+        worker_identity: row.get(3)?,
+        tool: row.get(4)?,
+        allowed: row.get(5)?,
+        blocker_kind: row.get(6)?,
+        reasons: serde_json::from_str(&reasons).map_err(|e| bad_value(7, e.to_string()))?,
     })
 }
 
@@ -393,6 +491,113 @@ impl Store for SqliteStore {
                 .map_err(ctx)?;
             tx.commit().map_err(ctx)?;
             Ok(changed == 1)
+        })
+    }
+
+    fn upsert_runtime(&self, row: &RuntimeRecord) -> Result<(), StoreError> {
+        self.with_conn(|conn| {
+            let ctx = |e| map_err("cannot write runtime row", e);
+            conn.prepare_cached(&format!(
+                "INSERT OR REPLACE INTO runtimes ({RUNTIME_COLUMNS})
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+            ))
+            .map_err(ctx)?
+            .execute(params![
+                row.runtime_id,
+                row.namespace,
+                row.profile,
+                row.role,
+                row.remote,
+                row.org,
+                row.repo,
+                row.repository_root,
+                row.pid,
+                row.cohort_id,
+                row.cohort_source.as_str(),
+                row.client_provenance,
+                row.boot_id,
+                row.startup_head,
+                row.daemon_start_head,
+                row.transport,
+                row.registered_at.to_string(),
+                row.last_heartbeat_at.map(|t| t.to_string()),
+                row.status.as_str(),
+            ])
+            .map_err(ctx)?;
+            Ok(())
+        })
+    }
+
+    fn list_runtime(&self) -> Result<Vec<RuntimeRecord>, StoreError> {
+        self.with_conn(|conn| {
+            let ctx = |e| map_err("cannot list runtime rows", e);
+            let mut stmt = conn
+                .prepare_cached(&format!("SELECT {RUNTIME_COLUMNS} FROM runtimes ORDER BY runtime_id"))
+                .map_err(ctx)?;
+            let rows = stmt.query_map([], runtime_from_row).map_err(ctx)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(ctx)
+        })
+    }
+
+    fn touch_runtime(&self, runtime_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        self.with_conn(|conn| {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE runtimes SET last_heartbeat_at = ?2 WHERE runtime_id = ?1 AND status = 'running'",
+                )
+                .map_err(|e| map_err("cannot refresh runtime row", e))?
+                .execute(params![runtime_id, now.to_string()])
+                .map_err(|e| map_err("cannot refresh runtime row", e))?;
+            Ok(changed == 1)
+        })
+    }
+
+    fn mark_runtime_stopped(&self, runtime_id: &str, _now: Timestamp) -> Result<bool, StoreError> {
+        self.with_conn(|conn| {
+            let changed = conn
+                .execute("UPDATE runtimes SET status = 'stopped' WHERE runtime_id = ?1", [runtime_id])
+                .map_err(|e| map_err("cannot stop runtime row", e))?;
+            Ok(changed == 1)
+        })
+    }
+
+    fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        let reasons = serde_json::to_string(&entry.reasons)
+            .map_err(|e| StoreError::new(StoreErrorKind::Invalid, format!("cannot encode audit reasons: {e}")))?;
+        self.with_conn(|conn| {
+            let ctx = |e| map_err("cannot append audit entry", e);
+            conn.prepare_cached(
+                "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(ctx)?
+            .execute(params![
+                entry.at.to_string(),
+                entry.profile,
+                entry.worker_identity,
+                entry.tool,
+                entry.allowed,
+                entry.blocker_kind,
+                reasons
+            ])
+            .map_err(ctx)?;
+            Ok(conn.last_insert_rowid())
+        })
+    }
+
+    fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let since = since.map_or_else(String::new, |t| t.to_string());
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_conn(|conn| {
+            let ctx = |e| map_err("cannot list audit entries", e);
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {AUDIT_COLUMNS} FROM (SELECT {AUDIT_COLUMNS} FROM audit_log WHERE at >= ?1
+                     ORDER BY id DESC LIMIT ?2) ORDER BY id"
+                ))
+                .map_err(ctx)?;
+            let rows = stmt.query_map(params![since, limit], audit_from_row).map_err(ctx)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(ctx)
         })
     }
 }

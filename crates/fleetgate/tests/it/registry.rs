@@ -231,3 +231,72 @@ fn the_store_file_is_private() {
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 }
+
+fn runtime_row(ns: &str, pid: i64) -> fleetgate_core::runtime::RuntimeRecord {
+    use fleetgate_core::runtime::{CohortSource, RuntimeRecord, RuntimeStatus, runtime_id};
+    RuntimeRecord {
+        runtime_id: runtime_id(ns, pid, "boot1"),
+        namespace: ns.into(),
+        profile: format!("prgs-{}", ns.trim_start_matches("gitea-")),
+        role: ns.trim_start_matches("gitea-").into(),
+        remote: Some("prgs".into()),
+        org: None,
+        repo: Some("Gitea-Tools".into()),
+        repository_root: None,
+        pid,
+        cohort_id: Some("ppid:7".into()),
+        cohort_source: CohortSource::ParentProcess,
+        client_provenance: "client_managed".into(),
+        boot_id: "boot1".into(),
+        startup_head: Some("82d71b77".into()),
+        daemon_start_head: None,
+        transport: "stdio".into(),
+        registered_at: now(),
+        last_heartbeat_at: None,
+        status: RuntimeStatus::Running,
+    }
+}
+
+#[test]
+fn runtime_rows_round_trip_refresh_and_stop() {
+    use fleetgate_core::runtime::RuntimeStatus;
+    let (_d, store) = fresh_store();
+    let a = runtime_row("gitea-author", 41000);
+    let b = runtime_row("gitea-reviewer", 41001);
+    store.upsert_runtime(&b).unwrap();
+    store.upsert_runtime(&a).unwrap();
+    assert_eq!(store.list_runtime().unwrap(), vec![a.clone(), b.clone()], "ordered by runtime_id, fields intact");
+    assert!(store.touch_runtime(&a.runtime_id, now().plus_seconds(60)).unwrap());
+    assert!(store.mark_runtime_stopped(&b.runtime_id, now()).unwrap());
+    assert!(!store.touch_runtime(&b.runtime_id, now()).unwrap(), "a stopped row is not refreshed");
+    assert!(!store.mark_runtime_stopped("gitea-x:1:b", now()).unwrap());
+    let rows = store.list_runtime().unwrap();
+    assert_eq!(rows[0].last_heartbeat_at, Some(now().plus_seconds(60)));
+    assert_eq!(rows[1].status, RuntimeStatus::Stopped);
+    store.upsert_runtime(&a).unwrap();
+    assert_eq!(store.list_runtime().unwrap().len(), 2, "upsert replaces by runtime_id");
+}
+
+#[test]
+fn audit_entries_append_in_order_and_filter() {
+    use fleetgate_core::audit::AuditEntry;
+    let (_d, store) = fresh_store();
+    let entry = |i: i64, allowed| AuditEntry {
+        id: None,
+        at: now().plus_seconds(i),
+        profile: "prgs-author".into(),
+        worker_identity: Some("wrk-1".into()),
+        tool: format!("tool_{i}"),
+        allowed,
+        blocker_kind: (!allowed).then(|| "fleet_inventory_blocked".into()),
+        reasons: vec![format!("reason {i}"), "second".into()],
+    };
+    let ids: Vec<i64> = (0..5).map(|i| store.append_audit(&entry(i, i % 2 == 0)).unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    let all = store.list_audit(None, 100).unwrap();
+    assert_eq!(all.len(), 5);
+    assert_eq!(all[1].blocker_kind.as_deref(), Some("fleet_inventory_blocked"));
+    assert_eq!(all[1].reasons, ["reason 1", "second"]);
+    let recent = store.list_audit(Some(now().plus_seconds(2)), 2).unwrap();
+    assert_eq!(recent.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>(), ["tool_3", "tool_4"]);
+}

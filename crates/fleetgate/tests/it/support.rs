@@ -2,6 +2,8 @@
 //! and injects transient failures, and the CLI under test.
 
 use fleetgate_core::Timestamp;
+use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::runtime::RuntimeRecord;
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, worker_identity,
 };
@@ -104,6 +106,24 @@ impl Store for Instrumented {
     }
     fn deregister_worker(&self, id: &str, now: Timestamp) -> Result<bool, StoreError> {
         self.inner.deregister_worker(id, now)
+    }
+    fn upsert_runtime(&self, row: &RuntimeRecord) -> Result<(), StoreError> {
+        self.inner.upsert_runtime(row)
+    }
+    fn list_runtime(&self) -> Result<Vec<RuntimeRecord>, StoreError> {
+        self.inner.list_runtime()
+    }
+    fn touch_runtime(&self, id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        self.inner.touch_runtime(id, now)
+    }
+    fn mark_runtime_stopped(&self, id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        self.inner.mark_runtime_stopped(id, now)
+    }
+    fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        self.inner.append_audit(entry)
+    }
+    fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        self.inner.list_audit(since, limit)
     }
 }
 

@@ -1,0 +1,185 @@
+//! Runtime rows: what a server process writes about itself right after its
+//! MCP transport is bound, and the roster those rows are checked against.
+
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// Runtime row status. A stopped row (orderly shutdown) is history, not a member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuntimeStatus {
+    /// The server says it is serving.
+    Running,
+    /// The server shut down in order.
+    Stopped,
+}
+
+impl RuntimeStatus {
+    /// The stored literal.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Stopped => "stopped",
+        }
+    }
+
+    /// Parse the stored literal.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "running" => Some(Self::Running),
+            "stopped" => Some(Self::Stopped),
+            _ => None,
+        }
+    }
+}
+
+/// Where a cohort id came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CohortSource {
+    /// `<PREFIX>MCP_COHORT_ID`.
+    ExplicitEnv,
+    /// The parent process (`ppid:N`).
+    ParentProcess,
+    /// Neither: the parent is PID 1 or unknown.
+    Unknown,
+}
+
+impl CohortSource {
+    /// The stored literal.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ExplicitEnv => "explicit_env",
+            Self::ParentProcess => "parent_process",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// Parse the stored literal.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "explicit_env" => Some(Self::ExplicitEnv),
+            "parent_process" => Some(Self::ParentProcess),
+            "unknown" => Some(Self::Unknown),
+            _ => None,
+        }
+    }
+}
+
+/// A cohort: the client process family a server belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Cohort {
+    /// The id, or null when unknown.
+    pub cohort_id: Option<String>,
+    /// Where it came from.
+    pub cohort_source: CohortSource,
+}
+
+/// Derive the cohort from the explicit env id, else the parent pid. A
+/// revision never enters: matching revisions do not make a cohort.
+pub fn derive_cohort(explicit: Option<&str>, parent_pid: Option<i64>) -> Cohort {
+    if let Some(id) = explicit.map(str::trim).filter(|s| !s.is_empty()) {
+        return Cohort { cohort_id: Some(id.to_owned()), cohort_source: CohortSource::ExplicitEnv };
+    }
+    match parent_pid {
+        Some(ppid) if ppid > 1 => {
+            Cohort { cohort_id: Some(format!("ppid:{ppid}")), cohort_source: CohortSource::ParentProcess }
+        }
+        _ => Cohort { cohort_id: None, cohort_source: CohortSource::Unknown },
+    }
+}
+
+/// `namespace:pid:boot_id`.
+pub fn runtime_id(namespace: &str, pid: i64, boot_id: &str) -> String {
+    format!("{namespace}:{pid}:{boot_id}")
+}
+
+/// One runtime row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeRecord {
+    /// `namespace:pid:boot_id`.
+    pub runtime_id: String,
+    /// MCP namespace (`gitea-author`).
+    pub namespace: String,
+    /// Profile (`prgs-author`).
+    pub profile: String,
+    /// Declared role.
+    pub role: String,
+    /// Forge remote, when known.
+    pub remote: Option<String>,
+    /// Organisation, when known.
+    pub org: Option<String>,
+    /// Repository, when known.
+    pub repo: Option<String>,
+    /// Checkout the server works in.
+    pub repository_root: Option<String>,
+    /// Server pid.
+    pub pid: i64,
+    /// Cohort id; null when unknown.
+    pub cohort_id: Option<String>,
+    /// Where the cohort id came from.
+    pub cohort_source: CohortSource,
+    /// `client_managed`, `sidecar`, …
+    pub client_provenance: String,
+    /// Fresh per process start.
+    pub boot_id: String,
+    /// Repository HEAD when the server started; null when unknown.
+    pub startup_head: Option<String>,
+    /// HEAD when the daemon (if any) started.
+    pub daemon_start_head: Option<String>,
+    /// `stdio`, `http`, …
+    pub transport: String,
+    /// When the row was written.
+    pub registered_at: Timestamp,
+    /// Last refresh of the row; null when never refreshed.
+    pub last_heartbeat_at: Option<Timestamp>,
+    /// Running or stopped.
+    pub status: RuntimeStatus,
+}
+
+/// One expected server of the roster.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RosterMember {
+    /// MCP namespace.
+    pub namespace: String,
+    /// Profile.
+    pub profile: String,
+    /// Role.
+    pub role: String,
+}
+
+/// The repository every member must be bound to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Binding {
+    /// Forge remote name.
+    pub remote: String,
+    /// Organisation.
+    pub org: String,
+    /// Repository.
+    pub repo: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cohort_comes_from_env_then_parent_and_never_from_a_revision() {
+        let c = derive_cohort(Some("cohort-x"), Some(40990));
+        assert_eq!((c.cohort_id.as_deref(), c.cohort_source), (Some("cohort-x"), CohortSource::ExplicitEnv));
+        let c = derive_cohort(None, Some(40990));
+        assert_eq!((c.cohort_id.as_deref(), c.cohort_source), (Some("ppid:40990"), CohortSource::ParentProcess));
+        let c = derive_cohort(Some("  "), Some(1));
+        assert_eq!((c.cohort_id, c.cohort_source), (None, CohortSource::Unknown));
+        assert_eq!(derive_cohort(None, None).cohort_source, CohortSource::Unknown);
+    }
+
+    #[test]
+    fn runtime_id_is_namespace_pid_boot() {
+        assert_eq!(
+            runtime_id("gitea-controller", 41022, "deadbeefcafe0001"),
+            "gitea-controller:41022:deadbeefcafe0001"
+        );
+    }
+}
