@@ -183,3 +183,40 @@ mod tests {
         );
     }
 }
+
+/// One fleet process seen by the answering process's own scan.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ObservedProcess {
+    /// Its pid.
+    pub pid: i64,
+    /// When it started (never later than the true start).
+    pub started_at: Timestamp,
+    /// Its command line, arguments joined by spaces.
+    pub command: String,
+}
+
+/// A process observation: the fleet processes on one host, sorted by pid, or
+/// why the listing could not be made. Never an empty list standing in for
+/// "could not look".
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessScan {
+    /// The listing was made.
+    pub available: bool,
+    /// Why it was not.
+    pub reason: Option<String>,
+    /// What was seen, sorted by pid.
+    pub processes: Vec<ObservedProcess>,
+}
+
+impl ProcessScan {
+    /// A listing that could not be made.
+    pub fn unavailable(reason: impl Into<String>) -> Self {
+        Self { available: false, reason: Some(reason.into()), processes: Vec::new() }
+    }
+
+    /// A listing, sorted by pid.
+    pub fn of(mut processes: Vec<ObservedProcess>) -> Self {
+        processes.sort();
+        Self { available: true, reason: None, processes }
+    }
+}
