@@ -6,6 +6,7 @@
 //! a half-read roster.
 
 use fleetgate_core::env::EnvSnapshot;
+use fleetgate_supervise::{SupervisionConfig, SupervisionSettings};
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,8 @@ pub struct FleetConfig {
     pub binding: Option<Binding>,
     /// The expected roster, sorted by (namespace, profile).
     pub members: Vec<Member>,
+    /// Restart, budget and quarantine policy for background loops and the downstream child.
+    pub supervision: SupervisionSettings,
 }
 
 /// A configuration that could not be used.
@@ -55,6 +58,7 @@ struct RawFile {
     binding: Option<Binding>,
     #[serde(default)]
     members: Vec<RawMember>,
+    supervision: Option<SupervisionConfig>,
 }
 
 #[derive(Deserialize)]
@@ -104,6 +108,7 @@ impl FleetConfig {
             pass_through_env: Vec::new(),
             binding: None,
             members,
+            supervision: SupervisionSettings::default(),
         }
     }
 
@@ -162,7 +167,13 @@ impl FleetConfig {
             members.push(Member { namespace: m.namespace, profile, role: m.role });
         }
         members.sort();
+        let supervision = raw
+            .supervision
+            .unwrap_or_default()
+            .validate()
+            .map_err(|e| ConfigError(format!("{source}: [supervision]: {e}")))?;
         Ok(Self {
+            supervision,
             source: source.to_owned(),
             name: get(|f| f.name.clone()).unwrap_or(builtin.name),
             tool_prefix: get(|f| f.tool_prefix.clone()).unwrap_or_else(|| "fleet_".into()),
@@ -245,6 +256,10 @@ role = "reviewer"
         assert_eq!(c.members.len(), 2);
         assert_eq!(c.binding.as_ref().unwrap().repo, "Gitea-Tools");
         assert_eq!(c.heartbeat_ttl_seconds, 900.0);
+        assert_eq!(c.supervision, SupervisionSettings::default());
+        let tuned = format!("{GOOD}\n[supervision]\nbackoff_seconds = [0.5, 2]\nfailure_budget = 3\n");
+        let c = FleetConfig::parse(&tuned, "fleet.toml").unwrap();
+        assert_ne!(c.supervision, SupervisionSettings::default());
     }
 
     #[test]
@@ -265,5 +280,12 @@ role = "reviewer"
 
         let e = FleetConfig::parse(&GOOD.replace("= 900", "= -1"), "f.toml").unwrap_err().0;
         assert!(e.contains("heartbeat_ttl_seconds"), "{e}");
+
+        let bad = format!("{GOOD}\n[supervision]\nfailure_budget = 0\n");
+        let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().0;
+        assert!(e.contains("[supervision]") && e.contains("failure_budget"), "{e}");
+        let bad = format!("{GOOD}\n[supervision]\nbackoff = [1]\n");
+        let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().0;
+        assert!(e.contains("backoff"), "{e}");
     }
 }

@@ -121,9 +121,7 @@ pub struct SupervisionSettings {
 
 impl Default for SupervisionSettings {
     fn default() -> Self {
-        SupervisionConfig::default()
-            .validate()
-            .expect("the default supervision config is valid")
+        SupervisionConfig::default().validate().expect("the default supervision config is valid")
     }
 }
 
@@ -164,23 +162,14 @@ impl SupervisionConfig {
     pub fn validate(&self) -> Result<SupervisionSettings, ConfigError> {
         let backoff = sequence("backoff_seconds", &self.backoff_seconds)?;
         if self.failure_budget == 0 {
-            return Err(ConfigError {
-                key: "failure_budget",
-                index: None,
-                kind: ConfigErrorKind::Zero,
-            });
+            return Err(ConfigError { key: "failure_budget", index: None, kind: ConfigErrorKind::Zero });
         }
-        let quarantine_backoff =
-            sequence("quarantine_backoff_seconds", &self.quarantine_backoff_seconds)?;
+        let quarantine_backoff = sequence("quarantine_backoff_seconds", &self.quarantine_backoff_seconds)?;
         let healthy_reset = seconds("healthy_reset_seconds", None, self.healthy_reset_seconds)?;
         if healthy_reset.is_zero() {
             // Zero would call every run healthy and refill the budget on every
             // crash: the task would never be stood down.
-            return Err(ConfigError {
-                key: "healthy_reset_seconds",
-                index: None,
-                kind: ConfigErrorKind::Zero,
-            });
+            return Err(ConfigError { key: "healthy_reset_seconds", index: None, kind: ConfigErrorKind::Zero });
         }
         let ratio = self.jitter_ratio;
         if !(0.0..1.0).contains(&ratio) {
@@ -188,11 +177,7 @@ impl SupervisionConfig {
                 key: "jitter_ratio",
                 index: None,
                 kind: if ratio.is_finite() {
-                    ConfigErrorKind::OutOfRange {
-                        value: ratio,
-                        low: 0.0,
-                        high: 1.0,
-                    }
+                    ConfigErrorKind::OutOfRange { value: ratio, low: 0.0, high: 1.0 }
                 } else {
                     ConfigErrorKind::NotFinite(ratio)
                 },
@@ -212,17 +197,9 @@ impl SupervisionConfig {
 
 fn sequence(key: &'static str, values: &[f64]) -> Result<Vec<Duration>, ConfigError> {
     if values.is_empty() {
-        return Err(ConfigError {
-            key,
-            index: None,
-            kind: ConfigErrorKind::Empty,
-        });
+        return Err(ConfigError { key, index: None, kind: ConfigErrorKind::Empty });
     }
-    values
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| seconds(key, Some(i), v))
-        .collect()
+    values.iter().enumerate().map(|(i, &v)| seconds(key, Some(i), v)).collect()
 }
 
 fn seconds(key: &'static str, index: Option<usize>, value: f64) -> Result<Duration, ConfigError> {
@@ -293,19 +270,13 @@ mod tests {
     fn meaningless_values_are_refused_with_the_key_named() {
         let e = invalid("backoff_seconds = []");
         assert_eq!((e.key, e.index, &e.kind), ("backoff_seconds", None, &ConfigErrorKind::Empty));
-        assert_eq!(
-            e.to_string(),
-            "invalid supervision config: `backoff_seconds` is empty: give at least one value"
-        );
+        assert_eq!(e.to_string(), "invalid supervision config: `backoff_seconds` is empty: give at least one value");
 
         let e = invalid("quarantine_backoff_seconds = [30, -1]");
         assert_eq!(e.key, "quarantine_backoff_seconds");
         assert_eq!(e.index, Some(1));
         assert_eq!(e.kind, ConfigErrorKind::Negative(-1.0));
-        assert_eq!(
-            e.to_string(),
-            "invalid supervision config: `quarantine_backoff_seconds`[1] is negative (-1)"
-        );
+        assert_eq!(e.to_string(), "invalid supervision config: `quarantine_backoff_seconds`[1] is negative (-1)");
 
         let e = invalid("backoff_seconds = [nan]");
         assert!(matches!(e.kind, ConfigErrorKind::NotFinite(v) if v.is_nan()));

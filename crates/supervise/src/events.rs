@@ -150,13 +150,7 @@ impl EventBus {
     pub fn new(capacity: usize) -> Self {
         let capacity = capacity.max(1);
         let (sender, _) = broadcast::channel(capacity);
-        Self {
-            inner: Arc::new(BusInner {
-                sender,
-                recent: Mutex::new(VecDeque::with_capacity(capacity)),
-                capacity,
-            }),
-        }
+        Self { inner: Arc::new(BusInner { sender, recent: Mutex::new(VecDeque::with_capacity(capacity)), capacity }) }
     }
 
     /// Record `event` in the ring and send it to every subscriber. Never
@@ -220,13 +214,7 @@ mod tests {
                        "error": "broker went away", "budget_left": 3}),
             ),
             (
-                Event::TaskRestarting {
-                    task: s("mqtt"),
-                    flow: s("heating"),
-                    attempt: 3,
-                    delay_s: 0.5,
-                    budget_left: 3,
-                },
+                Event::TaskRestarting { task: s("mqtt"), flow: s("heating"), attempt: 3, delay_s: 0.5, budget_left: 3 },
                 json!({"type": "task_restarting", "task": "mqtt", "flow": "heating", "attempt": 3,
                        "delay_s": 0.5, "budget_left": 3}),
             ),
