@@ -1,0 +1,1 @@
+//! The MCP gateway (SPEC §7).
