@@ -12,6 +12,8 @@ pub mod client;
 pub mod env;
 pub mod heartbeat;
 pub mod interval;
+pub mod inventory;
+pub mod procmatch;
 pub mod provenance;
 pub mod runtime;
 pub mod time;

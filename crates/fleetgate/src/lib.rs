@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod config;
 pub mod heartbeat;
+pub mod observe;
 pub mod provenance;
 
 use cli::args::{Cli, Command};
@@ -57,6 +58,8 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
     match command {
         Command::Demo => cli::demo::run(ctx),
         Command::Worker(cmd) => cli::worker::run(ctx, cmd),
+        Command::Runtime(cmd) => cli::runtime::run(ctx, cmd),
+        Command::Inventory { answering_namespace } => cli::inventory::run(ctx, answering_namespace.as_deref()),
         Command::Debug(cmd) => cli::debug::run(ctx, cmd),
     }
 }

@@ -7,8 +7,15 @@
 
 pub mod clock;
 pub mod env;
+pub mod git;
 pub mod paths;
 pub mod probe;
+pub mod procfs;
+
+/// A fresh boot id: 16 hex digits, new for every process start.
+pub fn boot_id() -> String {
+    format!("{:016x}", nonce() as u64)
+}
 
 /// 128 bits from the operating system's entropy source.
 pub fn nonce() -> u128 {

@@ -4,26 +4,9 @@
 //! that calls `kill(2)`, and it only ever passes signal 0 (via
 //! `rustix::process::test_kill_process`, which cannot send anything else).
 
+pub use fleetgate_core::inventory::PidProbe as PidLiveness;
 use rustix::io::Errno;
 use rustix::process::{Pid, test_kill_process};
-
-/// What signal 0 says about a pid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PidLiveness {
-    /// The process exists (including when we may not signal it).
-    Alive,
-    /// No such process.
-    Dead,
-    /// Pid absent, not positive, or the probe failed otherwise.
-    Unknown,
-}
-
-impl PidLiveness {
-    /// Alive, and nothing less, counts as alive.
-    pub fn is_alive(self) -> bool {
-        self == Self::Alive
-    }
-}
 
 /// Probe `pid` with signal 0. `None` or a non-positive pid is `Unknown` without probing.
 pub fn probe_pid(pid: Option<i64>) -> PidLiveness {
@@ -33,7 +16,13 @@ pub fn probe_pid(pid: Option<i64>) -> PidLiveness {
     let Some(pid) = Pid::from_raw(raw) else {
         return PidLiveness::Unknown;
     };
-    match test_kill_process(pid) {
+    classify_errno(test_kill_process(pid))
+}
+
+/// The seed's mapping: no such process → dead; permission denied → alive
+/// (it exists); any other error → unknown.
+pub fn classify_errno(result: Result<(), Errno>) -> PidLiveness {
+    match result {
         Ok(()) => PidLiveness::Alive,
         Err(Errno::SRCH) => PidLiveness::Dead,
         Err(Errno::PERM) => PidLiveness::Alive,
@@ -62,8 +51,21 @@ mod tests {
     }
 
     #[test]
-    fn pid_one_is_alive_even_without_permission() {
-        // As root this is Ok, otherwise EPERM: both must read alive.
-        assert_eq!(probe_pid(Some(1)), PidLiveness::Alive);
+    fn errno_mapping_is_the_seeds() {
+        assert_eq!(classify_errno(Err(Errno::PERM)), PidLiveness::Alive);
+        assert_eq!(classify_errno(Err(Errno::SRCH)), PidLiveness::Dead);
+        assert_eq!(classify_errno(Err(Errno::INVAL)), PidLiveness::Unknown);
+    }
+
+    #[test]
+    fn probing_a_live_process_does_not_disturb_it() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = i64::from(child.id());
+        for _ in 0..100 {
+            assert_eq!(probe_pid(Some(pid)), PidLiveness::Alive);
+        }
+        assert!(child.try_wait().unwrap().is_none(), "signal 0 must not end or stop the process");
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 }

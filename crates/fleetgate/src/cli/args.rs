@@ -32,6 +32,16 @@ pub enum Command {
     /// The worker registry: register, renew (fenced), claim, inspect.
     #[command(subcommand)]
     Worker(WorkerCommand),
+    /// Runtime rows: what each fleet server process says about itself.
+    #[command(subcommand)]
+    Runtime(RuntimeCommand),
+    /// Assess the fleet: runtime rows against this host's own process observation
+    /// (exit 0 gate open, 3 gate closed, 1 not assessable).
+    Inventory {
+        /// Who is answering (changes no field of the verdict but `answering_namespace`).
+        #[arg(long)]
+        answering_namespace: Option<String>,
+    },
     /// Diagnostics for operators and tests (renewal loops, store soak).
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
@@ -58,6 +68,66 @@ pub enum WorkerCommand {
         /// The worker identity.
         identity: String,
     },
+}
+
+/// `fleetgate runtime …`
+#[derive(Debug, Subcommand)]
+pub enum RuntimeCommand {
+    /// Write the runtime row of a server fleetgate does not run itself (the sidecar path).
+    Register(Box<RuntimeRegisterArgs>),
+    /// List runtime rows.
+    List,
+    /// Refresh a running row's last_heartbeat_at.
+    Touch {
+        /// The runtime id (`namespace:pid:boot_id`).
+        runtime_id: String,
+    },
+    /// Mark a runtime row stopped (orderly shutdown).
+    Deregister {
+        /// The runtime id (`namespace:pid:boot_id`).
+        runtime_id: String,
+    },
+}
+
+/// `runtime register`
+#[derive(Debug, Args)]
+pub struct RuntimeRegisterArgs {
+    /// MCP namespace (gitea-author, …).
+    #[arg(long)]
+    pub namespace: String,
+    /// Profile (prgs-author, …).
+    #[arg(long)]
+    pub profile: String,
+    /// Role the server declares.
+    #[arg(long)]
+    pub role: String,
+    /// The server's pid.
+    #[arg(long, allow_negative_numbers = true)]
+    pub pid: String,
+    /// Repository HEAD the server started at (default: git HEAD of --repo-root, else unknown).
+    #[arg(long)]
+    pub startup_head: Option<String>,
+    /// Cohort id (default: derived from the server's parent process).
+    #[arg(long)]
+    pub cohort: Option<String>,
+    /// Forge remote the server is bound to.
+    #[arg(long)]
+    pub remote: Option<String>,
+    /// Organisation the server is bound to.
+    #[arg(long)]
+    pub org: Option<String>,
+    /// Repository the server is bound to.
+    #[arg(long)]
+    pub repo: Option<String>,
+    /// The checkout the server works in.
+    #[arg(long)]
+    pub repo_root: Option<std::path::PathBuf>,
+    /// Transport the server speaks.
+    #[arg(long, default_value = "stdio")]
+    pub transport: String,
+    /// How the server was launched.
+    #[arg(long, default_value = "sidecar")]
+    pub provenance: String,
 }
 
 /// `worker register`

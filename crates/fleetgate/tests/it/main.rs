@@ -3,5 +3,6 @@
 mod cli;
 mod concurrency;
 mod heartbeat;
+mod inventory;
 mod registry;
 mod support;

@@ -1,0 +1,575 @@
+//! The fleet inventory classifier (SPEC §4): a pure function of runtime rows,
+//! a process observation, the roster, `now` and an injected pid probe.
+//!
+//! A member is **running** only when its row is corroborated: the pid is
+//! alive, the pid is in the observation, and the observed process started no
+//! later than the row was registered (else the pid was recycled). Missing,
+//! duplicate, unexpected, stale and unregistered are separate categories;
+//! anything unknown fails closed. **The classifier mutates nothing** and takes
+//! no evidence from a caller beyond the snapshot.
+
+use crate::runtime::{Binding, ObservedProcess, ProcessScan, RosterMember, RuntimeRecord, RuntimeStatus};
+use crate::time::Timestamp;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What signal 0 said about a pid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PidProbe {
+    /// The process exists (including when it may not be signalled).
+    Alive,
+    /// No such process.
+    Dead,
+    /// Pid absent, not positive, or the probe failed otherwise.
+    Unknown,
+}
+
+impl PidProbe {
+    /// Alive, and nothing less, counts as alive.
+    pub fn is_alive(self) -> bool {
+        self == Self::Alive
+    }
+}
+
+/// A row's liveness after corroboration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Liveness {
+    /// Alive, observed, and started no later than its registration.
+    Alive,
+    /// The pid is gone.
+    Dead,
+    /// The pid is alive but the observation does not show it as a fleet process.
+    Unobserved,
+    /// The process holding the pid started after the row was registered.
+    PidRecycled,
+    /// Could not be determined.
+    Unknown,
+}
+
+/// A member's or row's health.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Health {
+    /// Corroborated and expected.
+    Running,
+    /// Expected, no running instance.
+    Missing,
+    /// A row whose process is not (or no longer) what it claims.
+    Stale,
+    /// Corroborated but not in the roster.
+    Unexpected,
+    /// Could not be determined: fails closed.
+    Unknown,
+}
+
+/// Everything the classifier is given.
+#[derive(Clone, Copy, Debug)]
+pub struct InventoryInput<'a> {
+    /// The expected fleet.
+    pub roster: &'a [RosterMember],
+    /// Every runtime row read from the store (stopped rows are history).
+    pub runtime_rows: &'a [RuntimeRecord],
+    /// The answering process's own observation.
+    pub process_scan: &'a ProcessScan,
+    /// The repository binding every row must carry, if configured.
+    pub expected_binding: Option<&'a Binding>,
+    /// The decision instant.
+    pub now: Timestamp,
+    /// The store could be read.
+    pub registry_available: bool,
+    /// Why not.
+    pub registry_error: Option<&'a str>,
+    /// Who is answering; changes no other field.
+    pub answering_namespace: Option<&'a str>,
+}
+
+/// One row as the inventory reports it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemberRow {
+    /// Row id.
+    pub runtime_id: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Profile.
+    pub profile: String,
+    /// Declared role.
+    pub role: String,
+    /// Pid.
+    pub pid: i64,
+    /// Cohort id (null when unknown).
+    pub cohort_id: Option<String>,
+    /// Startup revision (null when unknown).
+    pub startup_head: Option<String>,
+    /// Registration time.
+    pub registered_at: Timestamp,
+    /// Seconds since the row was last refreshed; null when never.
+    pub heartbeat_age_seconds: Option<i64>,
+    /// Corroborated liveness.
+    pub liveness: Liveness,
+    /// Health.
+    pub health: Health,
+}
+
+/// A roster member with its instance count.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConfiguredMember {
+    /// Namespace.
+    pub namespace: String,
+    /// Profile.
+    pub profile: String,
+    /// Role.
+    pub role: String,
+    /// Running instances.
+    pub instance_count: usize,
+    /// Running, missing, or unknown.
+    pub health: Health,
+    /// Pids of the running instances, sorted.
+    pub pids: Vec<i64>,
+}
+
+/// One instance of a duplicated profile.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Instance {
+    /// Pid.
+    pub pid: i64,
+    /// Namespace it serves.
+    pub namespace: String,
+    /// Its cohort.
+    pub cohort_id: Option<String>,
+    /// When it registered.
+    pub registered_at: Timestamp,
+}
+
+/// A profile with more than one running instance.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DuplicateMember {
+    /// Profile.
+    pub profile: String,
+    /// Running instances.
+    pub instance_count: usize,
+    /// Their pids, sorted.
+    pub pids: Vec<i64>,
+    /// Each instance, oldest registration first.
+    pub instances: Vec<Instance>,
+}
+
+/// A row not bound to the expected repository.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BindingMismatch {
+    /// Row id.
+    pub runtime_id: String,
+    /// Profile.
+    pub profile: String,
+    /// Pid.
+    pub pid: i64,
+    /// Remote recorded.
+    pub remote: Option<String>,
+    /// Org recorded.
+    pub org: Option<String>,
+    /// Repo recorded.
+    pub repo: Option<String>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// A row whose role or namespace disagrees with the roster entry of its profile.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RoleMismatch {
+    /// Row id.
+    pub runtime_id: String,
+    /// Profile.
+    pub profile: String,
+    /// Pid.
+    pub pid: i64,
+    /// The roster's role.
+    pub expected_role: String,
+    /// The row's role.
+    pub declared_role: String,
+    /// The roster's namespace.
+    pub expected_namespace: String,
+    /// The row's namespace.
+    pub declared_namespace: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// The verdict. Field names are the wire contract (SPEC §4).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FleetInventory {
+    /// Every roster member.
+    pub configured_members: Vec<ConfiguredMember>,
+    /// Corroborated rows of expected profiles, sorted by (namespace, profile, pid).
+    pub running_members: Vec<MemberRow>,
+    /// `running_members.len()`.
+    pub running_member_count: usize,
+    /// Roster members with no running instance.
+    pub missing_members: Vec<ConfiguredMember>,
+    /// Profiles with more than one running instance.
+    pub duplicate_members: Vec<DuplicateMember>,
+    /// Corroborated rows of profiles not in the roster.
+    pub unexpected_members: Vec<MemberRow>,
+    /// Rows that are not corroborated (dead, unobserved, recycled, unknown).
+    pub stale_members: Vec<MemberRow>,
+    /// Observed fleet processes no running row claims.
+    pub unregistered_processes: Vec<ObservedProcess>,
+    /// Every roster profile has exactly one running instance.
+    pub exactly_one_per_profile: bool,
+    /// No unexpected member runs.
+    pub no_unexpected_members: bool,
+    /// All running rows share one cohort; null when any cohort is unknown.
+    pub single_cohort: Option<bool>,
+    /// Running rows span cohorts; null when any cohort is unknown.
+    pub mixed_cohort: Option<bool>,
+    /// Known cohort ids of running rows, sorted.
+    pub cohort_ids: Vec<String>,
+    /// Running rows started at different revisions.
+    pub mixed_revision: bool,
+    /// Known startup revisions of running rows, sorted.
+    pub startup_revisions: Vec<String>,
+    /// Running rows not bound to the expected repository.
+    pub repository_binding_mismatches: Vec<BindingMismatch>,
+    /// Running rows whose role or namespace disagrees with the roster.
+    pub role_mismatches: Vec<RoleMismatch>,
+    /// No evidence was unknown or unavailable.
+    pub inventory_complete: bool,
+    /// What was unknown or unavailable, each naming the thing.
+    pub incomplete_reasons: Vec<String>,
+    /// Complete and nothing blocks.
+    pub mutation_gate_satisfied: bool,
+    /// The first blocked reason; null when satisfied.
+    pub blocked_reason: Option<String>,
+    /// Every reason the gate is closed.
+    pub blocked_reasons: Vec<String>,
+    /// Always empty: the inventory never acts.
+    pub mutations_performed: Vec<String>,
+    /// Always true.
+    pub read_only: bool,
+    /// Who answered.
+    pub answering_namespace: Option<String>,
+    /// The decision instant.
+    pub assessed_at: Timestamp,
+}
+
+fn liveness_of(
+    row: &RuntimeRecord,
+    scan: &ProcessScan,
+    observed: &BTreeMap<i64, &ObservedProcess>,
+    probe: PidProbe,
+) -> Liveness {
+    if !scan.available {
+        return Liveness::Unknown;
+    }
+    match probe {
+        PidProbe::Dead => Liveness::Dead,
+        PidProbe::Unknown => Liveness::Unknown,
+        PidProbe::Alive => match observed.get(&row.pid) {
+            None => Liveness::Unobserved,
+            Some(p) if p.started_at > row.registered_at => Liveness::PidRecycled,
+            Some(_) => Liveness::Alive,
+        },
+    }
+}
+
+fn who(row: &MemberRow) -> String {
+    format!("{} ({}) pid {}", row.profile, row.namespace, row.pid)
+}
+
+/// Classify one snapshot. `probe` is signal 0 in production; it is called at
+/// most once per running row.
+pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) -> PidProbe) -> FleetInventory {
+    let observed: BTreeMap<i64, &ObservedProcess> = input.process_scan.processes.iter().map(|p| (p.pid, p)).collect();
+    let expected: BTreeMap<&str, &RosterMember> = input.roster.iter().map(|m| (m.profile.as_str(), m)).collect();
+
+    let mut rows: Vec<&RuntimeRecord> =
+        input.runtime_rows.iter().filter(|r| r.status == RuntimeStatus::Running).collect();
+    rows.sort_by(|a, b| {
+        (&a.namespace, &a.profile, a.pid, &a.runtime_id).cmp(&(&b.namespace, &b.profile, b.pid, &b.runtime_id))
+    });
+
+    let mut running = Vec::new();
+    let mut unexpected = Vec::new();
+    let mut stale = Vec::new();
+    let mut incomplete = Vec::new();
+    if !input.registry_available {
+        incomplete.push(format!("registry unreadable: {}", input.registry_error.unwrap_or("no error was given")));
+    }
+    if !input.process_scan.available {
+        incomplete.push(format!(
+            "process listing unavailable: {}",
+            input.process_scan.reason.as_deref().unwrap_or("no reason was given")
+        ));
+    }
+
+    for row in &rows {
+        let liveness = liveness_of(row, input.process_scan, &observed, probe(row.pid));
+        let is_expected = expected.contains_key(row.profile.as_str());
+        let health = match liveness {
+            Liveness::Alive if is_expected => Health::Running,
+            Liveness::Alive => Health::Unexpected,
+            Liveness::Unknown => Health::Unknown,
+            _ => Health::Stale,
+        };
+        let member = MemberRow {
+            runtime_id: row.runtime_id.clone(),
+            namespace: row.namespace.clone(),
+            profile: row.profile.clone(),
+            role: row.role.clone(),
+            pid: row.pid,
+            cohort_id: row.cohort_id.clone(),
+            startup_head: row.startup_head.clone(),
+            registered_at: row.registered_at,
+            heartbeat_age_seconds: row.last_heartbeat_at.map(|t| input.now.seconds_since(t)),
+            liveness,
+            health,
+        };
+        if liveness == Liveness::Unknown && input.process_scan.available {
+            incomplete.push(format!("pid liveness unknown for {}", who(&member)));
+        }
+        match health {
+            Health::Running => running.push((member, *row)),
+            Health::Unexpected => unexpected.push((member, *row)),
+            _ => stale.push(member),
+        }
+    }
+
+    // Everything corroborated counts for cohort, revision and binding, expected or not.
+    let live: Vec<&(MemberRow, &RuntimeRecord)> = running.iter().chain(unexpected.iter()).collect();
+
+    let mut by_profile: BTreeMap<&str, Vec<&(MemberRow, &RuntimeRecord)>> = BTreeMap::new();
+    for entry in &running {
+        by_profile.entry(entry.0.profile.as_str()).or_default().push(entry);
+    }
+    let unknown_profiles: BTreeSet<&str> =
+        stale.iter().filter(|m| m.health == Health::Unknown).map(|m| m.profile.as_str()).collect();
+
+    let mut roster: Vec<&RosterMember> = input.roster.iter().collect();
+    roster.sort();
+    let configured: Vec<ConfiguredMember> = roster
+        .iter()
+        .map(|m| {
+            let instances = by_profile.get(m.profile.as_str()).map_or(&[][..], Vec::as_slice);
+            let mut pids: Vec<i64> = instances.iter().map(|e| e.0.pid).collect();
+            pids.sort_unstable();
+            let health = if !instances.is_empty() {
+                Health::Running
+            } else if unknown_profiles.contains(m.profile.as_str())
+                || !input.registry_available
+                || !input.process_scan.available
+            {
+                Health::Unknown
+            } else {
+                Health::Missing
+            };
+            ConfiguredMember {
+                namespace: m.namespace.clone(),
+                profile: m.profile.clone(),
+                role: m.role.clone(),
+                instance_count: instances.len(),
+                health,
+                pids,
+            }
+        })
+        .collect();
+    let missing: Vec<ConfiguredMember> = configured.iter().filter(|c| c.health == Health::Missing).cloned().collect();
+
+    let duplicates: Vec<DuplicateMember> = by_profile
+        .iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(profile, v)| {
+            let mut instances: Vec<Instance> = v
+                .iter()
+                .map(|e| Instance {
+                    pid: e.0.pid,
+                    namespace: e.0.namespace.clone(),
+                    cohort_id: e.0.cohort_id.clone(),
+                    registered_at: e.0.registered_at,
+                })
+                .collect();
+            instances.sort_by_key(|a| (a.registered_at, a.pid));
+            let mut pids: Vec<i64> = instances.iter().map(|i| i.pid).collect();
+            pids.sort_unstable();
+            DuplicateMember { profile: (*profile).to_owned(), instance_count: v.len(), pids, instances }
+        })
+        .collect();
+
+    let mut cohort_ids = BTreeSet::new();
+    let mut cohort_unknown = false;
+    let mut revisions = BTreeSet::new();
+    for (m, _) in &live {
+        match &m.cohort_id {
+            Some(c) => {
+                cohort_ids.insert(c.clone());
+            }
+            None => {
+                cohort_unknown = true;
+                incomplete.push(format!("cohort unknown for {}", who(m)));
+            }
+        }
+        match &m.startup_head {
+            Some(h) => {
+                revisions.insert(h.clone());
+            }
+            None => incomplete.push(format!("startup revision unknown for {}", who(m))),
+        }
+    }
+    let (single_cohort, mixed_cohort) = if cohort_unknown || live.is_empty() {
+        (None, None)
+    } else {
+        (Some(cohort_ids.len() == 1), Some(cohort_ids.len() > 1))
+    };
+
+    let mut binding_mismatches = Vec::new();
+    if let Some(b) = input.expected_binding {
+        for (m, row) in &live {
+            let fields = [("remote", &row.remote, &b.remote), ("org", &row.org, &b.org), ("repo", &row.repo, &b.repo)];
+            let absent: Vec<&str> = fields.iter().filter(|(_, got, _)| got.is_none()).map(|(n, _, _)| *n).collect();
+            let wrong: Vec<String> = fields
+                .iter()
+                .filter_map(|(n, got, want)| match got {
+                    Some(g) if g != *want => Some(format!("{n} {g:?}, expected {want:?}")),
+                    _ => None,
+                })
+                .collect();
+            let reason = if !absent.is_empty() {
+                format!("binding incomplete: {} not recorded", absent.join(", "))
+            } else if !wrong.is_empty() {
+                format!("bound to another repository: {}", wrong.join(", "))
+            } else {
+                continue;
+            };
+            binding_mismatches.push(BindingMismatch {
+                runtime_id: m.runtime_id.clone(),
+                profile: m.profile.clone(),
+                pid: m.pid,
+                remote: row.remote.clone(),
+                org: row.org.clone(),
+                repo: row.repo.clone(),
+                reason,
+            });
+        }
+    }
+
+    let mut role_mismatches = Vec::new();
+    for (m, _) in &running {
+        let Some(e) = expected.get(m.profile.as_str()) else { continue };
+        let mut wrong = Vec::new();
+        if e.role != m.role {
+            wrong.push(format!("declares role {:?}, the roster says {:?}", m.role, e.role));
+        }
+        if e.namespace != m.namespace {
+            wrong.push(format!("serves namespace {:?}, the roster says {:?}", m.namespace, e.namespace));
+        }
+        if !wrong.is_empty() {
+            role_mismatches.push(RoleMismatch {
+                runtime_id: m.runtime_id.clone(),
+                profile: m.profile.clone(),
+                pid: m.pid,
+                expected_role: e.role.clone(),
+                declared_role: m.role.clone(),
+                expected_namespace: e.namespace.clone(),
+                declared_namespace: m.namespace.clone(),
+                reason: wrong.join("; "),
+            });
+        }
+    }
+
+    let claimed: BTreeSet<i64> = rows.iter().map(|r| r.pid).collect();
+    let unregistered: Vec<ObservedProcess> =
+        input.process_scan.processes.iter().filter(|p| !claimed.contains(&p.pid)).cloned().collect();
+    for p in &unregistered {
+        incomplete.push(format!("unregistered fleet process pid {} ({})", p.pid, p.command));
+    }
+
+    let mut blocked = Vec::new();
+    for d in &duplicates {
+        let detail: Vec<String> = d
+            .instances
+            .iter()
+            .map(|i| format!("pid {} cohort {}", i.pid, i.cohort_id.as_deref().unwrap_or("unknown")))
+            .collect();
+        blocked.push(format!(
+            "duplicate {}: {} running instances ({})",
+            d.profile,
+            d.instance_count,
+            detail.join(", ")
+        ));
+    }
+    for m in &missing {
+        blocked.push(format!("missing member {} ({}): no running instance", m.profile, m.namespace));
+    }
+    for (m, _) in &unexpected {
+        blocked.push(format!("unexpected member {}: not in the roster", who(m)));
+    }
+    if mixed_cohort == Some(true) {
+        blocked.push(format!("mixed cohort: {}", cohort_ids.iter().cloned().collect::<Vec<_>>().join(", ")));
+    }
+    if revisions.len() > 1 {
+        blocked.push(format!("mixed revision: {}", revisions.iter().cloned().collect::<Vec<_>>().join(", ")));
+    }
+    for b in &binding_mismatches {
+        blocked.push(format!("repository binding mismatch for {} pid {}: {}", b.profile, b.pid, b.reason));
+    }
+    for r in &role_mismatches {
+        blocked.push(format!("role mismatch for {} pid {}: {}", r.profile, r.pid, r.reason));
+    }
+    let mut blocked_reasons = incomplete.clone();
+    blocked_reasons.extend(blocked);
+
+    let inventory_complete = incomplete.is_empty();
+    let satisfied = blocked_reasons.is_empty();
+    let exactly_one_per_profile = configured.iter().all(|c| c.instance_count == 1);
+    stale.sort_by(|a, b| (&a.namespace, &a.profile, a.pid).cmp(&(&b.namespace, &b.profile, b.pid)));
+    let running_members: Vec<MemberRow> = running.into_iter().map(|(m, _)| m).collect();
+    let unexpected_members: Vec<MemberRow> = unexpected.into_iter().map(|(m, _)| m).collect();
+    FleetInventory {
+        running_member_count: running_members.len(),
+        no_unexpected_members: unexpected_members.is_empty(),
+        configured_members: configured,
+        running_members,
+        missing_members: missing,
+        duplicate_members: duplicates,
+        unexpected_members,
+        stale_members: stale,
+        unregistered_processes: unregistered,
+        exactly_one_per_profile,
+        single_cohort,
+        mixed_cohort,
+        cohort_ids: cohort_ids.into_iter().collect(),
+        mixed_revision: revisions.len() > 1,
+        startup_revisions: revisions.into_iter().collect(),
+        repository_binding_mismatches: binding_mismatches,
+        role_mismatches,
+        inventory_complete,
+        incomplete_reasons: incomplete,
+        mutation_gate_satisfied: satisfied,
+        blocked_reason: blocked_reasons.first().cloned(),
+        blocked_reasons,
+        mutations_performed: Vec::new(),
+        read_only: true,
+        answering_namespace: input.answering_namespace.map(str::to_owned),
+        assessed_at: input.now,
+    }
+}
+
+/// One line: `5 of 5 members running …` when healthy; the blocked reason when not.
+pub fn summarize(inv: &FleetInventory) -> String {
+    let expected = inv.configured_members.len();
+    let up = inv.configured_members.iter().filter(|c| c.instance_count > 0).count();
+    match &inv.blocked_reason {
+        None => format!(
+            "{up} of {expected} members running, one cohort ({}), one revision ({}): mutation gate open",
+            inv.cohort_ids.join(", "),
+            inv.startup_revisions.iter().map(|r| short(r)).collect::<Vec<_>>().join(", ")
+        ),
+        Some(reason) => {
+            let more = inv.blocked_reasons.len().saturating_sub(1);
+            let tail = if more > 0 { format!(" (+{more} more)") } else { String::new() };
+            format!("{up} of {expected} members running: mutation gate closed: {reason}{tail}")
+        }
+    }
+}
+
+fn short(rev: &str) -> &str {
+    rev.get(..12).unwrap_or(rev)
+}

@@ -1,0 +1,66 @@
+//! `fleetgate inventory`: the verdict, a summary line and a readable table.
+
+use crate::cli::context::Ctx;
+use crate::cli::output::{Exit, Reply, table};
+use crate::observe::assess_inventory;
+use fleetgate_core::inventory::{FleetInventory, MemberRow, summarize};
+
+/// Assess and report. Exit 0 gate open, 3 gate closed; a store that cannot be
+/// opened at all is a failure (1), one that opens but cannot be read fails
+/// closed inside the verdict.
+pub fn run(ctx: &Ctx, answering: Option<&str>) -> anyhow::Result<Reply> {
+    let store = ctx.store()?;
+    let inv = assess_inventory(&ctx.config, Ok(&*store), ctx.clock.now(), answering);
+    let exit = if inv.mutation_gate_satisfied { Exit::Ok } else { Exit::No };
+    Ok(Reply::new(&inv, render(&inv), exit))
+}
+
+fn row_cells(m: &MemberRow) -> Vec<String> {
+    vec![
+        format!("{}/{}", m.namespace, m.profile),
+        format!("{:?}", m.health).to_lowercase(),
+        format!("{:?}", m.liveness).to_lowercase(),
+        m.pid.to_string(),
+        m.heartbeat_age_seconds.map_or("-".into(), |a| format!("{a}s")),
+        m.cohort_id.clone().unwrap_or_else(|| "unknown".into()),
+        m.startup_head.as_deref().map_or("unknown".into(), |h| h.chars().take(12).collect()),
+    ]
+}
+
+/// The readable form: summary, members, then each blocked reason.
+pub fn render(inv: &FleetInventory) -> String {
+    let mut cells: Vec<Vec<String>> = Vec::new();
+    cells.extend(inv.running_members.iter().map(row_cells));
+    cells.extend(inv.unexpected_members.iter().map(row_cells));
+    cells.extend(inv.stale_members.iter().map(row_cells));
+    for m in &inv.missing_members {
+        cells.push(vec![
+            format!("{}/{}", m.namespace, m.profile),
+            "missing".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ]);
+    }
+    for p in &inv.unregistered_processes {
+        cells.push(vec![
+            format!("(unregistered) {}", p.command.chars().take(40).collect::<String>()),
+            "unknown".into(),
+            "unregistered".into(),
+            p.pid.to_string(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ]);
+    }
+    let mut out = vec![summarize(inv), String::new()];
+    out.push(table(&["MEMBER", "HEALTH", "LIVENESS", "PID", "HEARTBEAT AGE", "COHORT", "REVISION"], &cells));
+    if !inv.blocked_reasons.is_empty() {
+        out.push(String::new());
+        out.push("blocked because:".into());
+        out.extend(inv.blocked_reasons.iter().map(|r| format!("  - {r}")));
+    }
+    out.join("\n")
+}

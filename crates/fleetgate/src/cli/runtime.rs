@@ -1,0 +1,114 @@
+//! `fleetgate runtime …`: runtime rows for servers fleetgate does not run
+//! itself, so an existing fleet can be inventoried before it adopts the gateway.
+
+use crate::cli::args::{RuntimeCommand, RuntimeRegisterArgs};
+use crate::cli::context::Ctx;
+use crate::cli::output::{Exit, Reply, parse_flag, table};
+use anyhow::bail;
+use fleetgate_core::runtime::{RuntimeRecord, RuntimeStatus, derive_cohort, runtime_id};
+use fleetgate_host::procfs::{ProcFs, ProcessSource};
+use serde_json::json;
+
+/// Run one runtime command.
+pub fn run(ctx: &Ctx, cmd: &RuntimeCommand) -> anyhow::Result<Reply> {
+    match cmd {
+        RuntimeCommand::Register(a) => register(ctx, a),
+        RuntimeCommand::List => list(ctx),
+        RuntimeCommand::Touch { runtime_id } => {
+            let ok = ctx.store()?.touch_runtime(runtime_id, ctx.clock.now())?;
+            Ok(found(runtime_id, ok, "refreshed"))
+        }
+        RuntimeCommand::Deregister { runtime_id } => {
+            let ok = ctx.store()?.mark_runtime_stopped(runtime_id, ctx.clock.now())?;
+            Ok(found(runtime_id, ok, "stopped"))
+        }
+    }
+}
+
+fn found(id: &str, ok: bool, done: &str) -> Reply {
+    if ok {
+        Reply { value: json!({ "runtime_id": id, "result": done }), text: format!("{id} {done}"), exit: Exit::Ok }
+    } else {
+        let reason = format!("no running runtime row {id}");
+        Reply { value: json!({ "runtime_id": id, "error": reason }), text: reason, exit: Exit::No }
+    }
+}
+
+fn register(ctx: &Ctx, a: &RuntimeRegisterArgs) -> anyhow::Result<Reply> {
+    let pid: i64 = parse_flag("--pid", &a.pid, "a positive integer")?;
+    if pid <= 0 {
+        bail!("invalid --pid {pid}: expected a positive integer");
+    }
+    for (flag, v) in [("--namespace", &a.namespace), ("--profile", &a.profile), ("--role", &a.role)] {
+        if v.trim().is_empty() {
+            bail!("{flag} must not be empty");
+        }
+    }
+    let cohort = match &a.cohort {
+        Some(c) => derive_cohort(Some(c), None),
+        None => derive_cohort(None, ProcFs::default().entry(pid).map(|e| e.ppid)),
+    };
+    let startup_head = match (&a.startup_head, &a.repo_root) {
+        (Some(h), _) => Some(h.clone()),
+        (None, Some(root)) => Some(
+            fleetgate_host::git::head(root)
+                .map_err(|e| anyhow::anyhow!("cannot read the startup head of {}: {e}", root.display()))?,
+        ),
+        (None, None) => None,
+    };
+    let boot = fleetgate_host::boot_id();
+    let row = RuntimeRecord {
+        runtime_id: runtime_id(&a.namespace, pid, &boot),
+        namespace: a.namespace.clone(),
+        profile: a.profile.clone(),
+        role: a.role.clone(),
+        remote: a.remote.clone(),
+        org: a.org.clone(),
+        repo: a.repo.clone(),
+        repository_root: a.repo_root.as_ref().map(|p| p.display().to_string()),
+        pid,
+        cohort_id: cohort.cohort_id,
+        cohort_source: cohort.cohort_source,
+        client_provenance: a.provenance.clone(),
+        boot_id: boot,
+        daemon_start_head: startup_head.clone(),
+        startup_head,
+        transport: a.transport.clone(),
+        registered_at: ctx.clock.now(),
+        last_heartbeat_at: Some(ctx.clock.now()),
+        status: RuntimeStatus::Running,
+    };
+    ctx.store()?.upsert_runtime(&row)?;
+    let text = format!(
+        "registered {} (cohort {}, revision {})",
+        row.runtime_id,
+        row.cohort_id.as_deref().unwrap_or("unknown"),
+        row.startup_head.as_deref().unwrap_or("unknown")
+    );
+    Ok(Reply::new(&row, text, Exit::Ok))
+}
+
+fn list(ctx: &Ctx) -> anyhow::Result<Reply> {
+    let rows = ctx.store()?.list_runtime()?;
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.runtime_id.clone(),
+                r.profile.clone(),
+                r.role.clone(),
+                r.pid.to_string(),
+                r.cohort_id.clone().unwrap_or_else(|| "-".into()),
+                r.startup_head.as_deref().map_or("-".into(), |h| h.chars().take(12).collect()),
+                r.status.as_str().into(),
+                r.registered_at.to_string(),
+            ]
+        })
+        .collect();
+    let text = if cells.is_empty() {
+        format!("no runtime rows in {}", ctx.store_shown())
+    } else {
+        table(&["RUNTIME", "PROFILE", "ROLE", "PID", "COHORT", "REVISION", "STATUS", "REGISTERED"], &cells)
+    };
+    Ok(Reply { value: json!({ "runtimes": rows }), text, exit: Exit::Ok })
+}
