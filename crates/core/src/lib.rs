@@ -8,8 +8,11 @@
 
 pub mod audit;
 pub mod blocker;
+pub mod capability;
 pub mod client;
+pub mod diagnostics;
 pub mod env;
+pub mod glob;
 pub mod heartbeat;
 pub mod interval;
 pub mod inventory;

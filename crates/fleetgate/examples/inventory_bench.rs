@@ -80,7 +80,10 @@ fn main() {
     let procs = ProcFs::default();
     let scan_t = time(21, || scan_fleet(&procs, &matcher));
     let ps_t = time(21, || std::process::Command::new("ps").args(["-eo", "pid,lstart,args"]).output().expect("ps"));
-    let nproc = std::fs::read_dir("/proc").unwrap().filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())).count();
+    let nproc = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok()))
+        .count();
     println!("classify 10000 rows (3 cohorts, 1000 profiles): median {:.2} ms", classify.as_secs_f64() * 1e3);
     println!(
         "process scan of this host ({nproc} processes): fleetgate /proc {:.2} ms, ps -eo pid,lstart,args {:.2} ms, ratio {:.2}x",

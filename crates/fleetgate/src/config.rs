@@ -5,10 +5,11 @@
 //! A bad file is refused whole with the file, line and reason: nothing runs on
 //! a half-read roster.
 
+use fleetgate_core::capability::{RolePolicy, ToolRules};
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_supervise::{SupervisionConfig, SupervisionSettings};
 use serde::Deserialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
@@ -37,6 +38,10 @@ pub struct FleetConfig {
     pub members: Vec<Member>,
     /// Restart, budget and quarantine policy for background loops and the downstream child.
     pub supervision: SupervisionSettings,
+    /// `[roles.<role>]`: which tools each role may call (no table: every tool).
+    pub roles: BTreeMap<String, RolePolicy>,
+    /// `[tools]`: classification overrides.
+    pub tools: ToolRules,
 }
 
 /// A configuration that could not be used.
@@ -59,6 +64,10 @@ struct RawFile {
     #[serde(default)]
     members: Vec<RawMember>,
     supervision: Option<SupervisionConfig>,
+    #[serde(default)]
+    roles: BTreeMap<String, RolePolicy>,
+    #[serde(default)]
+    tools: ToolRules,
 }
 
 #[derive(Deserialize)]
@@ -109,6 +118,8 @@ impl FleetConfig {
             binding: None,
             members,
             supervision: SupervisionSettings::default(),
+            roles: BTreeMap::new(),
+            tools: ToolRules::default(),
         }
     }
 
@@ -172,7 +183,12 @@ impl FleetConfig {
             .unwrap_or_default()
             .validate()
             .map_err(|e| ConfigError(format!("{source}: [supervision]: {e}")))?;
+        if let Some(unknown) = raw.roles.keys().find(|r| !members.iter().any(|m| &m.role == *r)) {
+            return Err(err(format!("[roles.{unknown}] names a role no member of the roster has")));
+        }
         Ok(Self {
+            roles: raw.roles,
+            tools: raw.tools,
             supervision,
             source: source.to_owned(),
             name: get(|f| f.name.clone()).unwrap_or(builtin.name),
@@ -200,6 +216,11 @@ impl FleetConfig {
         let text =
             std::fs::read_to_string(&path).map_err(|e| ConfigError(format!("cannot read config {shown}: {e}")))?;
         Self::parse(&text, &shown)
+    }
+
+    /// The role policy of `role` (open when the config has no table for it).
+    pub fn role_policy(&self, role: &str) -> RolePolicy {
+        self.roles.get(role).cloned().unwrap_or_default()
     }
 
     /// The member with this profile.
@@ -260,6 +281,16 @@ role = "reviewer"
         let tuned = format!("{GOOD}\n[supervision]\nbackoff_seconds = [0.5, 2]\nfailure_budget = 3\n");
         let c = FleetConfig::parse(&tuned, "fleet.toml").unwrap();
         assert_ne!(c.supervision, SupervisionSettings::default());
+
+        let policy = format!(
+            "{GOOD}\n[roles.reviewer]\ndeny = [\"git_commit\", \"git_add\"]\n\n[tools]\nread_only = [\"git_status\"]\n"
+        );
+        let c = FleetConfig::parse(&policy, "fleet.toml").unwrap();
+        assert!(!c.role_policy("reviewer").permits("git_commit"));
+        assert!(c.role_policy("author").permits("git_commit"));
+        assert_eq!(c.tools.read_only, ["git_status"]);
+        let e = FleetConfig::parse(&format!("{GOOD}\n[roles.janitor]\ndeny = []\n"), "f.toml").unwrap_err().0;
+        assert!(e.contains("janitor"), "{e}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! made in `fleetgate_core`; storage is `fleetgate_store`; the operating
 //! system is `fleetgate_host`.
 
+pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod heartbeat;
@@ -59,6 +60,11 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
         Command::Demo => cli::demo::run(ctx),
         Command::Worker(cmd) => cli::worker::run(ctx, cmd),
         Command::Runtime(cmd) => cli::runtime::run(ctx, cmd),
+        Command::Env(cmd) => cli::gate::env(ctx, cmd),
+        Command::Capability { profile, tool, worker, read_only_hint } => {
+            cli::gate::capability(ctx, profile, tool, worker.as_deref(), *read_only_hint)
+        }
+        Command::Audit { since, limit } => cli::gate::audit(ctx, since.as_deref(), limit),
         Command::Inventory { answering_namespace } => cli::inventory::run(ctx, answering_namespace.as_deref()),
         Command::Debug(cmd) => cli::debug::run(ctx, cmd),
     }

@@ -1,37 +1,52 @@
 //! The live fleet snapshot: runtime rows from the store, this host's own
-//! process observation, signal-0 probes — handed to the pure classifier.
-//! The same function backs `fleetgate inventory`, `fleetgate capability` and
-//! the gateway's control tools, so they can never disagree.
+//! process observation, signal-0 probes and each peer's environment — handed
+//! to the pure classifier and diagnostics. The same function backs
+//! `fleetgate inventory`, `fleetgate capability` and the gateway's control
+//! tools and mutation gate, so they can never disagree.
 
 use crate::config::FleetConfig;
 use fleetgate_core::Timestamp;
+use fleetgate_core::diagnostics::{PeerEnv, STALE_RUNTIME, peer_env_diagnostic, stale_runtime_diagnostic};
 use fleetgate_core::inventory::{FleetInventory, InventoryInput, classify_fleet_inventory};
 use fleetgate_core::procmatch::FleetMatcher;
-use fleetgate_core::runtime::ProcessScan;
+use fleetgate_core::runtime::{ProcessScan, RuntimeRecord, RuntimeStatus};
 use fleetgate_host::probe::probe_pid;
 use fleetgate_host::procfs::{ProcFs, ProcessSource, scan_fleet};
 use fleetgate_store::{Store, StoreError};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One look at the fleet.
+#[derive(Clone, Debug, Serialize)]
+pub struct Snapshot {
+    /// The inventory verdict.
+    pub inventory: FleetInventory,
+    /// Runtime diagnostics (hard families first-class: `unsupported-env:`, `stale-runtime:`).
+    pub diagnostics: Vec<String>,
+}
 
 /// This host's fleet processes, observed by this process.
 pub fn scan_host(config: &FleetConfig, source: &dyn ProcessSource) -> ProcessScan {
     scan_fleet(source, &FleetMatcher::new(&config.process_match))
 }
 
-/// Assess the fleet as of `now`. A store that cannot be read fails closed
+/// Look at the fleet as of `now`. A store that cannot be read fails closed
 /// inside the verdict (its error named), never as an empty healthy fleet.
-pub fn assess_inventory(
+pub fn snapshot(
     config: &FleetConfig,
     store: Result<&dyn Store, &StoreError>,
     now: Timestamp,
     answering_namespace: Option<&str>,
-) -> FleetInventory {
+) -> Snapshot {
     let (rows, registry_error) = match store.map(|s| s.list_runtime()) {
         Ok(Ok(rows)) => (rows, None),
         Ok(Err(e)) => (Vec::new(), Some(e.to_string())),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
-    let scan = scan_host(config, &ProcFs::default());
-    classify_fleet_inventory(
+    let source = ProcFs::default();
+    let scan = scan_host(config, &source);
+    let inventory = classify_fleet_inventory(
         &InventoryInput {
             roster: &config.members,
             runtime_rows: &rows,
@@ -43,5 +58,53 @@ pub fn assess_inventory(
             answering_namespace,
         },
         &|pid| probe_pid(Some(pid)),
-    )
+    );
+    let diagnostics = runtime_diagnostics(config, &scan, &rows, &source, &|root| fleetgate_host::git::head(root));
+    Snapshot { inventory, diagnostics }
+}
+
+/// The inventory alone.
+pub fn assess_inventory(
+    config: &FleetConfig,
+    store: Result<&dyn Store, &StoreError>,
+    now: Timestamp,
+    answering_namespace: Option<&str>,
+) -> FleetInventory {
+    snapshot(config, store, now, answering_namespace).inventory
+}
+
+/// Diagnostics of every observed peer: its environment (unknown keys, or an
+/// environment that cannot be read), and for each running row the process
+/// still serves, revision parity against its checkout's current head.
+pub fn runtime_diagnostics(
+    config: &FleetConfig,
+    scan: &ProcessScan,
+    rows: &[RuntimeRecord],
+    source: &dyn ProcessSource,
+    head_of: &dyn Fn(&Path) -> Result<String, String>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &scan.processes {
+        let env = match source.environ(p.pid) {
+            Ok(e) => PeerEnv::Read(e),
+            Err(why) => PeerEnv::Unreadable(why),
+        };
+        out.extend(peer_env_diagnostic(p.pid, &env, &config.env_prefix, &config.pass_through_env));
+    }
+    let observed: BTreeMap<i64, _> = scan.processes.iter().map(|p| (p.pid, p)).collect();
+    let mut heads: BTreeMap<&str, Result<String, String>> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.status == RuntimeStatus::Running && observed.contains_key(&r.pid)) {
+        let (Some(root), Some(startup)) = (row.repository_root.as_deref(), row.startup_head.as_deref()) else {
+            continue;
+        };
+        let current = heads.entry(root).or_insert_with(|| head_of(Path::new(root)));
+        match current {
+            Ok(head) => out.extend(stale_runtime_diagnostic(&row.namespace, row.pid, startup, head)),
+            Err(why) => out.push(format!(
+                "{STALE_RUNTIME} the current revision of {root} cannot be read ({why}), so {} (pid {}) cannot be shown to be current.",
+                row.namespace, row.pid
+            )),
+        }
+    }
+    out
 }

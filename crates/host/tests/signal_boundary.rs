@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-const SIGNAL_APIS: &[&str] = &["kill_process", "kill_process_group", "libc::kill", "nix::sys::signal", "Signal::", "killpg"];
+const SIGNAL_APIS: &[&str] =
+    &["kill_process", "kill_process_group", "libc::kill", "nix::sys::signal", "Signal::", "killpg"];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -31,11 +32,18 @@ fn only_the_probe_touches_signals_and_only_with_signal_zero() {
         let text = std::fs::read_to_string(&file).unwrap();
         if file == probe {
             assert!(text.contains("test_kill_process"), "the probe uses the signal-0-only API");
-            assert!(!text.contains("kill_process(") || text.matches("kill_process(").count() == text.matches("test_kill_process(").count());
+            assert!(
+                !text.contains("kill_process(")
+                    || text.matches("kill_process(").count() == text.matches("test_kill_process(").count()
+            );
             continue;
         }
         for api in SIGNAL_APIS {
-            assert!(!text.contains(api), "{} reaches a signal API ({api}); only host/src/probe.rs may, with signal 0", file.display());
+            assert!(
+                !text.contains(api),
+                "{} reaches a signal API ({api}); only host/src/probe.rs may, with signal 0",
+                file.display()
+            );
         }
     }
 }

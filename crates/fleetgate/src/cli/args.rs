@@ -42,6 +42,34 @@ pub enum Command {
         #[arg(long)]
         answering_namespace: Option<String>,
     },
+    /// The environment gate: which keys fleetgate reads, and whether this environment is supported.
+    #[command(subcommand)]
+    Env(EnvCommand),
+    /// Evaluate the mutation gate for one tool, with diagnostics and inventory taken live
+    /// (exit 0 allowed, 3 blocked).
+    Capability {
+        /// The deciding server's profile.
+        #[arg(long)]
+        profile: String,
+        /// The tool to be called.
+        #[arg(long)]
+        tool: String,
+        /// The worker the call would be made for.
+        #[arg(long)]
+        worker: Option<String>,
+        /// The downstream annotates the tool readOnlyHint: true.
+        #[arg(long)]
+        read_only_hint: bool,
+    },
+    /// The audit log of mutation-gate decisions.
+    Audit {
+        /// Only entries at or after this time (YYYY-MM-DDTHH:MM:SSZ).
+        #[arg(long)]
+        since: Option<String>,
+        /// At most this many (the newest).
+        #[arg(long, default_value = "100")]
+        limit: String,
+    },
     /// Diagnostics for operators and tests (renewal loops, store soak).
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
@@ -68,6 +96,15 @@ pub enum WorkerCommand {
         /// The worker identity.
         identity: String,
     },
+}
+
+/// `fleetgate env …`
+#[derive(Debug, Subcommand)]
+pub enum EnvCommand {
+    /// Classify this process's environment; exit 3 when an unsupported <PREFIX>* key is set.
+    Check,
+    /// Every key fleetgate reads, with its meaning.
+    Keys,
 }
 
 /// `fleetgate runtime …`

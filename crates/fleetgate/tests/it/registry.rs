@@ -300,3 +300,42 @@ fn audit_entries_append_in_order_and_filter() {
     let recent = store.list_audit(Some(now().plus_seconds(2)), 2).unwrap();
     assert_eq!(recent.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>(), ["tool_3", "tool_4"]);
 }
+
+#[test]
+fn the_auditor_appends_and_reports_failures_and_slowness_without_blocking() {
+    use fleetgate::audit::{AuditReceipt, Auditor};
+    use fleetgate_core::audit::AuditEntry;
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    let entry = || AuditEntry {
+        id: None,
+        at: now(),
+        profile: "prgs-author".into(),
+        worker_identity: None,
+        tool: "git_add".into(),
+        allowed: false,
+        blocker_kind: Some("fleet_inventory_blocked".into()),
+        reasons: vec!["duplicate".into()],
+    };
+    let (_d, store) = fresh_store();
+    let auditor = Auditor::new(store.clone(), Duration::from_secs(5));
+    assert!(matches!(auditor.record(entry()), AuditReceipt::Appended { .. }));
+    assert_eq!(store.list_audit(None, 10).unwrap().len(), 1);
+
+    let slow = crate::support::Instrumented::new(store.clone());
+    slow.audit_delay_ms.store(2_000, Ordering::SeqCst);
+    let auditor = Auditor::new(slow, Duration::from_millis(50));
+    let t = Instant::now();
+    let receipt = auditor.record(entry());
+    assert!(t.elapsed() < Duration::from_secs(1), "the decision waited {:?}", t.elapsed());
+    assert_eq!(receipt, AuditReceipt::TimedOut { after_ms: 50 });
+    assert!(receipt.problem().unwrap().contains("not confirmed"));
+
+    let failing = crate::support::Instrumented::new(store);
+    failing.fail_audit.store(true, Ordering::SeqCst);
+    let receipt = Auditor::new(failing, Duration::from_secs(5)).record(entry());
+    assert!(
+        matches!(&receipt, AuditReceipt::Failed { error } if error.contains("audit store is failing")),
+        "{receipt:?}"
+    );
+}

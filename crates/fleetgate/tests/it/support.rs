@@ -69,11 +69,19 @@ pub struct Instrumented {
     pub inner: Arc<dyn Store>,
     pub heartbeats: AtomicU64,
     pub fail_next: AtomicU32,
+    pub audit_delay_ms: AtomicU64,
+    pub fail_audit: std::sync::atomic::AtomicBool,
 }
 
 impl Instrumented {
     pub fn new(inner: Arc<dyn Store>) -> Arc<Self> {
-        Arc::new(Self { inner, heartbeats: AtomicU64::new(0), fail_next: AtomicU32::new(0) })
+        Arc::new(Self {
+            inner,
+            heartbeats: AtomicU64::new(0),
+            fail_next: AtomicU32::new(0),
+            audit_delay_ms: AtomicU64::new(0),
+            fail_audit: std::sync::atomic::AtomicBool::new(false),
+        })
     }
 }
 
@@ -120,6 +128,10 @@ impl Store for Instrumented {
         self.inner.mark_runtime_stopped(id, now)
     }
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        std::thread::sleep(std::time::Duration::from_millis(self.audit_delay_ms.load(Ordering::SeqCst)));
+        if self.fail_audit.load(Ordering::SeqCst) {
+            return Err(StoreError::new(StoreErrorKind::Io, "the audit store is failing"));
+        }
         self.inner.append_audit(entry)
     }
     fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {

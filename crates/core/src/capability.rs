@@ -1,0 +1,262 @@
+//! The capability resolver — the mutation gate (SPEC §6). One pure function
+//! that allows a call or names the exact blocker and the operator action.
+//!
+//! Precedence, first that holds wins: role policy, hard runtime diagnostics,
+//! session attachment, fencing, fleet inventory. Read-only tools answer to
+//! role policy alone.
+
+use crate::blocker::BlockerKind;
+use crate::diagnostics::{STALE_RUNTIME, UNSUPPORTED_ENV, is_hard};
+use crate::glob::any_match;
+use crate::inventory::FleetInventory;
+use crate::provenance::{Ownership, Provenance};
+use serde::{Deserialize, Serialize};
+
+/// Read-only or mutating. Unknown is mutating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolClass {
+    /// Changes nothing.
+    ReadOnly,
+    /// May change shared state.
+    Mutating,
+}
+
+/// Which tools a role may call: `deny` wins; no `allow` list means every tool.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RolePolicy {
+    /// Globs of tools the role may call (absent: all).
+    pub allow: Option<Vec<String>>,
+    /// Globs of tools the role may never call.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+impl RolePolicy {
+    /// May the role call `tool`?
+    pub fn permits(&self, tool: &str) -> bool {
+        !any_match(&self.deny, tool) && self.allow.as_ref().is_none_or(|a| any_match(a, tool))
+    }
+}
+
+/// The config's classification overrides: `[tools] read_only`, `mutating`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRules {
+    /// Globs classified read-only whatever the downstream says.
+    #[serde(default)]
+    pub read_only: Vec<String>,
+    /// Globs classified mutating whatever the downstream says (wins over `read_only`).
+    #[serde(default)]
+    pub mutating: Vec<String>,
+}
+
+/// Classify a tool: config `mutating`, then config `read_only`, then the
+/// downstream's `readOnlyHint: true`; anything else is mutating.
+pub fn classify_tool(tool: &str, read_only_hint: Option<bool>, rules: &ToolRules) -> ToolClass {
+    if any_match(&rules.mutating, tool) {
+        ToolClass::Mutating
+    } else if any_match(&rules.read_only, tool) || read_only_hint == Some(true) {
+        ToolClass::ReadOnly
+    } else {
+        ToolClass::Mutating
+    }
+}
+
+/// Everything one decision is made from.
+#[derive(Clone, Copy, Debug)]
+pub struct CapabilityInput<'a> {
+    /// Deciding server's profile.
+    pub profile: &'a str,
+    /// Its role.
+    pub role: &'a str,
+    /// The tool called.
+    pub tool: &'a str,
+    /// Its classification.
+    pub class: ToolClass,
+    /// The role policy's answer for this tool.
+    pub role_permitted: bool,
+    /// Runtime diagnostics of the fleet (hard ones refuse).
+    pub diagnostics: &'a [String],
+    /// Who owns the session.
+    pub provenance: &'a Provenance,
+    /// The fleet inventory verdict.
+    pub inventory: &'a FleetInventory,
+}
+
+/// The verdict.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Capability {
+    /// The tool.
+    pub tool: String,
+    /// The deciding profile.
+    pub profile: String,
+    /// Its role.
+    pub role: String,
+    /// The tool's classification.
+    pub classification: ToolClass,
+    /// The call may go ahead.
+    pub allowed: bool,
+    /// Null when allowed.
+    pub blocker_kind: Option<BlockerKind>,
+    /// Every reason behind the blocker.
+    pub blocked_reasons: Vec<String>,
+    /// The server must be restarted to clear it.
+    pub restart_required: bool,
+    /// The server must stop what it is doing.
+    pub stop_required: bool,
+    /// One sentence an operator can act on; null when allowed.
+    pub operator_action: Option<String>,
+}
+
+/// Decide one call.
+pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
+    let verdict =
+        |blocker: Option<BlockerKind>, reasons: Vec<String>, restart, stop, action: Option<String>| Capability {
+            tool: input.tool.to_owned(),
+            profile: input.profile.to_owned(),
+            role: input.role.to_owned(),
+            classification: input.class,
+            allowed: blocker.is_none(),
+            blocker_kind: blocker,
+            blocked_reasons: reasons,
+            restart_required: restart,
+            stop_required: stop,
+            operator_action: action,
+        };
+    if !input.role_permitted {
+        return verdict(
+            Some(BlockerKind::RoleNotPermitted),
+            vec![format!("role {} ({}) may not call {}", input.role, input.profile, input.tool)],
+            false,
+            false,
+            Some(format!(
+                "hand this work to a role whose policy allows {}; the {} role never may",
+                input.tool, input.role
+            )),
+        );
+    }
+    if input.class == ToolClass::ReadOnly {
+        return verdict(None, Vec::new(), false, false, None);
+    }
+    let hard: Vec<String> = input.diagnostics.iter().filter(|d| is_hard(d)).cloned().collect();
+    if !hard.is_empty() {
+        let action = hard_action(&hard[0]);
+        return verdict(Some(BlockerKind::RuntimeReconnectRequired), hard, true, true, Some(action));
+    }
+    let p = input.provenance;
+    if p.session_ownership != Ownership::Owned {
+        let kind = p.blocker_kind.unwrap_or(BlockerKind::SessionAttachmentMissing);
+        let reasons =
+            if p.reasons.is_empty() { vec!["no live worker owns this session".into()] } else { p.reasons.clone() };
+        return if kind == BlockerKind::WorkerFenced {
+            verdict(
+                Some(kind),
+                reasons,
+                false,
+                true,
+                Some("stop this server: a newer generation owns its worker; start a fresh session rather than renewing the old one".into()),
+            )
+        } else {
+            verdict(
+                Some(BlockerKind::SessionAttachmentMissing),
+                reasons,
+                false,
+                false,
+                Some(
+                    "attach a live worker to this session (fleetgate worker register) and keep its heartbeat running"
+                        .into(),
+                ),
+            )
+        };
+    }
+    let inv = input.inventory;
+    if !inv.mutation_gate_satisfied {
+        let reasons = if inv.blocked_reasons.is_empty() {
+            vec!["the fleet inventory gate is not satisfied".into()]
+        } else {
+            inv.blocked_reasons.clone()
+        };
+        return verdict(Some(BlockerKind::FleetInventoryBlocked), reasons, false, false, Some(inventory_action(inv)));
+    }
+    verdict(None, Vec::new(), false, false, None)
+}
+
+fn hard_action(first: &str) -> String {
+    if first.starts_with(UNSUPPORTED_ENV) {
+        "restart the server named below without the unsupported override, or declare the key in fleet.pass_through_env if it belongs to the downstream server".into()
+    } else if first.starts_with(STALE_RUNTIME) {
+        "restart the server named below so it runs the repository's current revision".into()
+    } else {
+        "restart the server named below to clear the runtime diagnostic".into()
+    }
+}
+
+/// The operator action for the inventory's first problem.
+pub fn inventory_action(inv: &FleetInventory) -> String {
+    let role_of = |profile: &str| {
+        inv.configured_members
+            .iter()
+            .find(|m| m.profile == profile)
+            .map_or_else(|| profile.to_owned(), |m| m.role.clone())
+    };
+    if let Some(d) = inv.duplicate_members.first()
+        && let Some(newest) = d.instances.last()
+    {
+        return format!(
+            "stop the second {} server, pid {}, started by cohort {}",
+            role_of(&d.profile),
+            newest.pid,
+            newest.cohort_id.as_deref().unwrap_or("unknown")
+        );
+    }
+    if let Some(u) = inv.unexpected_members.first() {
+        return format!("stop the unexpected {} server, pid {}, or add its profile to the roster", u.profile, u.pid);
+    }
+    if let Some(m) = inv.missing_members.first() {
+        return format!("start the {} server ({}) from the fleet's client", m.profile, m.namespace);
+    }
+    if let Some(p) = inv.unregistered_processes.first() {
+        return format!(
+            "stop pid {} or let it register a runtime row; unregistered fleet processes fail closed",
+            p.pid
+        );
+    }
+    if inv.mixed_cohort == Some(true) {
+        return format!("restart the fleet from one client: cohorts {} are running", inv.cohort_ids.join(", "));
+    }
+    if inv.mixed_revision {
+        return format!("restart the servers so all run one revision (seen: {})", inv.startup_revisions.join(", "));
+    }
+    match inv.blocked_reason.as_deref() {
+        Some(r) => format!("resolve this before mutating: {r}"),
+        None => "re-run the fleet inventory".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn role_policy_deny_wins_and_no_allow_means_all() {
+        let open = RolePolicy::default();
+        assert!(open.permits("anything"));
+        let p = RolePolicy { allow: Some(vec!["git_*".into()]), deny: vec!["git_commit".into()] };
+        assert!(p.permits("git_add"));
+        assert!(!p.permits("git_commit"));
+        assert!(!p.permits("gitea_merge"));
+    }
+
+    #[test]
+    fn classification_follows_config_then_annotation_and_defaults_to_mutating() {
+        let rules =
+            ToolRules { read_only: vec!["git_log".into(), "git_s*".into()], mutating: vec!["git_status_write".into()] };
+        assert_eq!(classify_tool("git_log", None, &rules), ToolClass::ReadOnly);
+        assert_eq!(classify_tool("git_status_write", Some(true), &rules), ToolClass::Mutating);
+        assert_eq!(classify_tool("echo", Some(true), &ToolRules::default()), ToolClass::ReadOnly);
+        assert_eq!(classify_tool("echo", Some(false), &ToolRules::default()), ToolClass::Mutating);
+        assert_eq!(classify_tool("echo", None, &ToolRules::default()), ToolClass::Mutating, "unknown means mutating");
+    }
+}

@@ -1,0 +1,242 @@
+//! The capability resolver: one test per row of SPEC §6's precedence table,
+//! combinations, and the property that nothing turns a refusal of a mutating
+//! call into an allow while a blocking condition holds.
+
+use fleetgate_core::BlockerKind;
+use fleetgate_core::Timestamp;
+use fleetgate_core::capability::{Capability, CapabilityInput, ToolClass, resolve_task_capability};
+use fleetgate_core::inventory::{FleetInventory, InventoryInput, PidProbe, classify_fleet_inventory};
+use fleetgate_core::provenance::{Ownership, Provenance};
+use fleetgate_core::runtime::{CohortSource, ObservedProcess, ProcessScan, RosterMember, RuntimeRecord, RuntimeStatus};
+use proptest::prelude::*;
+
+fn t() -> Timestamp {
+    Timestamp::from_unix(1_800_000_000)
+}
+
+fn row(profile: &str, pid: i64, cohort: &str) -> RuntimeRecord {
+    RuntimeRecord {
+        runtime_id: format!("gitea-author:{pid}:b"),
+        namespace: "gitea-author".into(),
+        profile: profile.into(),
+        role: "author".into(),
+        remote: None,
+        org: None,
+        repo: None,
+        repository_root: None,
+        pid,
+        cohort_id: Some(cohort.into()),
+        cohort_source: CohortSource::ParentProcess,
+        client_provenance: "client_managed".into(),
+        boot_id: "b".into(),
+        startup_head: Some("head".into()),
+        daemon_start_head: None,
+        transport: "stdio".into(),
+        registered_at: t().plus_seconds(pid),
+        last_heartbeat_at: None,
+        status: RuntimeStatus::Running,
+    }
+}
+
+fn inventory(rows: &[RuntimeRecord]) -> FleetInventory {
+    let roster =
+        [RosterMember { namespace: "gitea-author".into(), profile: "prgs-author".into(), role: "author".into() }];
+    let scan = ProcessScan::of(
+        rows.iter().map(|r| ObservedProcess { pid: r.pid, started_at: t(), command: "x".into() }).collect(),
+    );
+    classify_fleet_inventory(
+        &InventoryInput {
+            roster: &roster,
+            runtime_rows: rows,
+            process_scan: &scan,
+            expected_binding: None,
+            now: t().plus_seconds(100),
+            registry_available: true,
+            registry_error: None,
+            answering_namespace: None,
+        },
+        &|_| PidProbe::Alive,
+    )
+}
+
+fn open_fleet() -> FleetInventory {
+    let inv = inventory(&[row("prgs-author", 1, "ppid:812")]);
+    assert!(inv.mutation_gate_satisfied, "{:?}", inv.blocked_reasons);
+    inv
+}
+
+fn duplicate_fleet() -> FleetInventory {
+    inventory(&[row("prgs-author", 1, "ppid:812"), row("prgs-author", 4711, "ppid:999")])
+}
+
+fn owned() -> Provenance {
+    Provenance {
+        session_ownership: Ownership::Owned,
+        blocker_kind: None,
+        reasons: vec![],
+        heartbeat_age_seconds: Some(1.0),
+    }
+}
+
+fn unowned(kind: BlockerKind) -> Provenance {
+    Provenance {
+        session_ownership: Ownership::Unowned,
+        blocker_kind: Some(kind),
+        reasons: vec!["why".into()],
+        heartbeat_age_seconds: None,
+    }
+}
+
+const UNSUPPORTED: &str = "unsupported-env: Unsupported GITEA_* environment variable override(s) detected: GITEA_X=1. Unknown env overrides are unsupported.";
+const STALE: &str = "stale-runtime: gitea-author (pid 1) started at revision a, the repository is now at b.";
+
+struct Case {
+    class: ToolClass,
+    permitted: bool,
+    diagnostics: Vec<String>,
+    provenance: Provenance,
+    inventory: FleetInventory,
+}
+
+impl Case {
+    fn healthy() -> Self {
+        Self {
+            class: ToolClass::Mutating,
+            permitted: true,
+            diagnostics: vec![],
+            provenance: owned(),
+            inventory: open_fleet(),
+        }
+    }
+    fn resolve(&self) -> Capability {
+        resolve_task_capability(&CapabilityInput {
+            profile: "prgs-author",
+            role: "author",
+            tool: "git_add",
+            class: self.class,
+            role_permitted: self.permitted,
+            diagnostics: &self.diagnostics,
+            provenance: &self.provenance,
+            inventory: &self.inventory,
+        })
+    }
+}
+
+fn flags(c: &Capability) -> (bool, Option<BlockerKind>, bool, bool) {
+    (c.allowed, c.blocker_kind, c.restart_required, c.stop_required)
+}
+
+#[test]
+fn a_healthy_mutation_is_allowed() {
+    let c = Case::healthy().resolve();
+    assert_eq!(flags(&c), (true, None, false, false));
+    assert_eq!(c.operator_action, None);
+}
+
+#[test]
+fn row_1_role_not_permitted_is_a_permanent_no_even_for_reads() {
+    for class in [ToolClass::Mutating, ToolClass::ReadOnly] {
+        let c = Case { class, permitted: false, ..Case::healthy() }.resolve();
+        assert_eq!(flags(&c), (false, Some(BlockerKind::RoleNotPermitted), false, false));
+        assert!(c.operator_action.unwrap().contains("hand this work"));
+    }
+}
+
+#[test]
+fn row_2_hard_diagnostics_require_a_reconnect_for_both_families() {
+    for d in [UNSUPPORTED, STALE] {
+        let c = Case { diagnostics: vec![d.into()], ..Case::healthy() }.resolve();
+        assert_eq!(flags(&c), (false, Some(BlockerKind::RuntimeReconnectRequired), true, true), "{d}");
+        assert_eq!(c.blocked_reasons, [d]);
+    }
+    let soft = Case { diagnostics: vec!["note: fine".into()], ..Case::healthy() }.resolve();
+    assert!(soft.allowed, "only hard prefixes refuse");
+}
+
+#[test]
+fn row_3_no_live_worker_is_session_attachment_missing() {
+    let c = Case { provenance: unowned(BlockerKind::SessionAttachmentMissing), ..Case::healthy() }.resolve();
+    assert_eq!(flags(&c), (false, Some(BlockerKind::SessionAttachmentMissing), false, false));
+}
+
+#[test]
+fn row_4_a_fenced_worker_must_stop() {
+    let c = Case { provenance: unowned(BlockerKind::WorkerFenced), ..Case::healthy() }.resolve();
+    assert_eq!(flags(&c), (false, Some(BlockerKind::WorkerFenced), false, true));
+}
+
+#[test]
+fn row_5_a_closed_fleet_gate_blocks_with_the_duplicate_to_stop() {
+    let c = Case { inventory: duplicate_fleet(), ..Case::healthy() }.resolve();
+    assert_eq!(flags(&c), (false, Some(BlockerKind::FleetInventoryBlocked), false, false));
+    assert_eq!(
+        c.operator_action.as_deref(),
+        Some("stop the second author server, pid 4711, started by cohort ppid:999")
+    );
+    assert!(c.blocked_reasons.iter().any(|r| r.contains("duplicate")));
+}
+
+#[test]
+fn read_only_tools_pass_fleet_session_and_diagnostics() {
+    let c = Case {
+        class: ToolClass::ReadOnly,
+        diagnostics: vec![UNSUPPORTED.into()],
+        provenance: unowned(BlockerKind::WorkerFenced),
+        inventory: duplicate_fleet(),
+        permitted: true,
+    }
+    .resolve();
+    assert!(c.allowed);
+}
+
+#[test]
+fn the_first_condition_that_holds_wins() {
+    let everything = || Case {
+        class: ToolClass::Mutating,
+        permitted: false,
+        diagnostics: vec![STALE.into()],
+        provenance: unowned(BlockerKind::WorkerFenced),
+        inventory: duplicate_fleet(),
+    };
+    assert_eq!(everything().resolve().blocker_kind, Some(BlockerKind::RoleNotPermitted));
+    assert_eq!(
+        Case { permitted: true, ..everything() }.resolve().blocker_kind,
+        Some(BlockerKind::RuntimeReconnectRequired)
+    );
+    let c = Case { permitted: true, diagnostics: vec![], ..everything() };
+    assert_eq!(c.resolve().blocker_kind, Some(BlockerKind::WorkerFenced));
+    let c = Case {
+        permitted: true,
+        diagnostics: vec![],
+        provenance: unowned(BlockerKind::SessionAttachmentMissing),
+        ..everything()
+    };
+    assert_eq!(c.resolve().blocker_kind, Some(BlockerKind::SessionAttachmentMissing));
+    let c = Case { permitted: true, diagnostics: vec![], provenance: owned(), ..everything() };
+    assert_eq!(c.resolve().blocker_kind, Some(BlockerKind::FleetInventoryBlocked));
+}
+
+proptest! {
+    #[test]
+    fn no_input_turns_a_blocked_mutation_into_an_allow(
+        permitted in any::<bool>(),
+        diag in prop::sample::select(vec![None, Some(UNSUPPORTED), Some(STALE), Some("note: soft")]),
+        prov in 0u8..3,
+        dup in any::<bool>(),
+    ) {
+        let provenance = match prov { 0 => owned(), 1 => unowned(BlockerKind::SessionAttachmentMissing), _ => unowned(BlockerKind::WorkerFenced) };
+        let case = Case {
+            class: ToolClass::Mutating,
+            permitted,
+            diagnostics: diag.map(|d| vec![d.to_owned()]).unwrap_or_default(),
+            provenance,
+            inventory: if dup { duplicate_fleet() } else { open_fleet() },
+        };
+        let blocking = !permitted || matches!(diag, Some(d) if d != "note: soft") || prov != 0 || dup;
+        let c = case.resolve();
+        prop_assert_eq!(c.allowed, !blocking);
+        if !c.allowed {
+            prop_assert!(c.blocker_kind.is_some() && c.operator_action.is_some() && !c.blocked_reasons.is_empty());
+        }
+    }
+}

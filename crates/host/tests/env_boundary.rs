@@ -1,0 +1,55 @@
+//! Nothing but `fleetgate_host::env` reads the process environment. clippy's
+//! `disallowed-methods` (clippy.toml) makes such a read fail CI; this test
+//! checks the same boundary in the sources, so a lint silenced with an
+//! `#[expect]` in library code cannot slip through either.
+
+use std::path::{Path, PathBuf};
+
+const READERS: &[&str] = &["env::var(", "env::var_os(", "env::vars(", "env::vars_os(", "std::env::var", "getenv("];
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn only_the_env_module_reads_the_process_environment() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(crates).unwrap() {
+        sources(&krate.unwrap().path().join("src"), &mut files);
+    }
+    assert!(files.len() > 20, "the scan found the library sources: {}", files.len());
+    let sanctioned = crates.join("host/src/env.rs");
+    let mut offenders = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        if file == &sanctioned {
+            assert!(text.contains("vars_os"), "the sanctioned reader is where it should be");
+            continue;
+        }
+        if READERS.iter().any(|r| text.contains(r)) {
+            offenders.push(file.display().to_string());
+        }
+    }
+    assert!(offenders.is_empty(), "read the environment through fleetgate_host::env only: {offenders:?}");
+}
+
+#[test]
+fn the_recognised_set_is_derived_from_the_declaration() {
+    use fleetgate_core::env::{DECLARED, KeyName, recognized_keys};
+    let known = recognized_keys("GITEA_", &[]);
+    for spec in DECLARED {
+        if let KeyName::Prefixed(suffix) = spec.name {
+            assert!(known.contains(&format!("GITEA_{suffix}")), "{suffix} is declared but not recognised");
+        }
+    }
+    assert_eq!(known.len(), DECLARED.iter().filter(|s| matches!(s.name, KeyName::Prefixed(_))).count());
+}
