@@ -77,12 +77,26 @@ pub struct CapabilityInput<'a> {
     pub class: ToolClass,
     /// The role policy's answer for this tool.
     pub role_permitted: bool,
+    /// What the fleet conditions are judged from. A caller may skip gathering it
+    /// for a call that cannot need it (a permitted read-only tool); a mutating
+    /// call without it is refused, never waved through.
+    pub evidence: Option<Evidence<'a>>,
+}
+
+/// The live inputs of the fleet and session conditions.
+#[derive(Clone, Copy, Debug)]
+pub struct Evidence<'a> {
     /// Runtime diagnostics of the fleet (hard ones refuse).
     pub diagnostics: &'a [String],
     /// Who owns the session.
     pub provenance: &'a Provenance,
     /// The fleet inventory verdict.
     pub inventory: &'a FleetInventory,
+}
+
+/// Does deciding this call need the fleet evidence? Only a permitted mutating call does.
+pub fn needs_evidence(class: ToolClass, role_permitted: bool) -> bool {
+    role_permitted && class == ToolClass::Mutating
 }
 
 /// The verdict.
@@ -140,12 +154,21 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
     if input.class == ToolClass::ReadOnly {
         return verdict(None, Vec::new(), false, false, None);
     }
-    let hard: Vec<String> = input.diagnostics.iter().filter(|d| is_hard(d)).cloned().collect();
+    let Some(ev) = input.evidence else {
+        return verdict(
+            Some(BlockerKind::FleetInventoryBlocked),
+            vec!["the fleet evidence for this mutating call was not gathered".into()],
+            false,
+            false,
+            Some("re-run the call; if it persists, report a fleetgate defect".into()),
+        );
+    };
+    let hard: Vec<String> = ev.diagnostics.iter().filter(|d| is_hard(d)).cloned().collect();
     if !hard.is_empty() {
         let action = hard_action(&hard[0]);
         return verdict(Some(BlockerKind::RuntimeReconnectRequired), hard, true, true, Some(action));
     }
-    let p = input.provenance;
+    let p = ev.provenance;
     if p.session_ownership != Ownership::Owned {
         let kind = p.blocker_kind.unwrap_or(BlockerKind::SessionAttachmentMissing);
         let reasons =
@@ -171,7 +194,7 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
             )
         };
     }
-    let inv = input.inventory;
+    let inv = ev.inventory;
     if !inv.mutation_gate_satisfied {
         let reasons = if inv.blocked_reasons.is_empty() {
             vec!["the fleet inventory gate is not satisfied".into()]

@@ -82,6 +82,40 @@ pub struct InventoryInput<'a> {
     pub registry_error: Option<&'a str>,
     /// Who is answering; changes no other field.
     pub answering_namespace: Option<&'a str>,
+    /// Where the rows run, when the fleet spans hosts.
+    pub hosts: HostView<'a>,
+}
+
+/// What the answering process knows about other hosts. A row whose recorded
+/// host is another one is corroborated only by that host's own fresh
+/// observation, never by the row's claim; without one its liveness is unknown.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostView<'a> {
+    /// This host's id; rows with no recorded host are taken to be local.
+    pub local_host: Option<&'a str>,
+    /// `runtime_id` → host id, for rows that recorded one.
+    pub row_hosts: Option<&'a BTreeMap<String, String>>,
+    /// host id → its latest published observation.
+    pub observations: Option<&'a BTreeMap<String, RemoteObservation>>,
+    /// How old an observation may be and still corroborate.
+    pub observation_ttl_seconds: f64,
+}
+
+/// One host's latest published scan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteObservation {
+    /// When it was made.
+    pub observed_at: Timestamp,
+    /// What it saw.
+    pub scan: ProcessScan,
+}
+
+impl HostView<'_> {
+    /// The other host a row runs on, if it is not this one.
+    fn remote_host_of(&self, row: &RuntimeRecord) -> Option<&str> {
+        let host = self.row_hosts?.get(&row.runtime_id)?.as_str();
+        (Some(host) != self.local_host).then_some(host)
+    }
 }
 
 /// One row as the inventory reports it.
@@ -263,12 +297,32 @@ fn liveness_of(
     match probe {
         PidProbe::Dead => Liveness::Dead,
         PidProbe::Unknown => Liveness::Unknown,
-        PidProbe::Alive => match observed.get(&row.pid) {
-            None => Liveness::Unobserved,
-            Some(p) if p.started_at > row.registered_at => Liveness::PidRecycled,
-            Some(_) => Liveness::Alive,
-        },
+        PidProbe::Alive => by_observation(row, observed.get(&row.pid).copied()),
     }
+}
+
+fn by_observation(row: &RuntimeRecord, seen: Option<&ObservedProcess>) -> Liveness {
+    match seen {
+        None => Liveness::Unobserved,
+        Some(p) if p.started_at > row.registered_at => Liveness::PidRecycled,
+        Some(_) => Liveness::Alive,
+    }
+}
+
+/// A row on another host: its host's fresh observation, or unknown (and why).
+fn remote_liveness(row: &RuntimeRecord, host: &str, view: &HostView<'_>, now: Timestamp) -> (Liveness, Option<String>) {
+    let Some(obs) = view.observations.and_then(|o| o.get(host)) else {
+        return (Liveness::Unknown, Some(format!("host {host} has published no observation")));
+    };
+    let age = now.seconds_since(obs.observed_at) as f64;
+    if age > view.observation_ttl_seconds {
+        return (Liveness::Unknown, Some(format!("host {host}'s last observation is {age:.0}s old")));
+    }
+    if !obs.scan.available {
+        let why = obs.scan.reason.as_deref().unwrap_or("no reason was given");
+        return (Liveness::Unknown, Some(format!("host {host} could not list its processes: {why}")));
+    }
+    (by_observation(row, obs.scan.processes.iter().find(|p| p.pid == row.pid)), None)
 }
 
 fn who(row: &MemberRow) -> String {
@@ -302,7 +356,10 @@ pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) 
     }
 
     for row in &rows {
-        let liveness = liveness_of(row, input.process_scan, &observed, probe(row.pid));
+        let (liveness, remote_unknown) = match input.hosts.remote_host_of(row) {
+            Some(host) => remote_liveness(row, host, &input.hosts, input.now),
+            None => (liveness_of(row, input.process_scan, &observed, probe(row.pid)), None),
+        };
         let is_expected = expected.contains_key(row.profile.as_str());
         let health = match liveness {
             Liveness::Alive if is_expected => Health::Running,
@@ -323,7 +380,9 @@ pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) 
             liveness,
             health,
         };
-        if liveness == Liveness::Unknown && input.process_scan.available {
+        if let Some(why) = remote_unknown {
+            incomplete.push(format!("pid liveness unknown for {}: {why}", who(&member)));
+        } else if liveness == Liveness::Unknown && input.process_scan.available {
             incomplete.push(format!("pid liveness unknown for {}", who(&member)));
         }
         match health {
@@ -474,7 +533,10 @@ pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) 
         }
     }
 
-    let claimed: BTreeSet<i64> = rows.iter().map(|r| r.pid).collect();
+    // This host's scan is checked against this host's rows only: a pid on
+    // another host says nothing about a local process with the same number.
+    let claimed: BTreeSet<i64> =
+        rows.iter().filter(|r| input.hosts.remote_host_of(r).is_none()).map(|r| r.pid).collect();
     let unregistered: Vec<ObservedProcess> =
         input.process_scan.processes.iter().filter(|p| !claimed.contains(&p.pid)).cloned().collect();
     for p in &unregistered {

@@ -4,7 +4,9 @@
 
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
-use fleetgate_core::capability::{Capability, CapabilityInput, ToolClass, resolve_task_capability};
+use fleetgate_core::capability::{
+    Capability, CapabilityInput, Evidence, ToolClass, needs_evidence, resolve_task_capability,
+};
 use fleetgate_core::inventory::{FleetInventory, InventoryInput, PidProbe, classify_fleet_inventory};
 use fleetgate_core::provenance::{Ownership, Provenance};
 use fleetgate_core::runtime::{CohortSource, ObservedProcess, ProcessScan, RosterMember, RuntimeRecord, RuntimeStatus};
@@ -54,6 +56,7 @@ fn inventory(rows: &[RuntimeRecord]) -> FleetInventory {
             registry_available: true,
             registry_error: None,
             answering_namespace: None,
+            hosts: Default::default(),
         },
         &|_| PidProbe::Alive,
     )
@@ -115,9 +118,11 @@ impl Case {
             tool: "git_add",
             class: self.class,
             role_permitted: self.permitted,
-            diagnostics: &self.diagnostics,
-            provenance: &self.provenance,
-            inventory: &self.inventory,
+            evidence: Some(Evidence {
+                diagnostics: &self.diagnostics,
+                provenance: &self.provenance,
+                inventory: &self.inventory,
+            }),
         })
     }
 }
@@ -187,6 +192,31 @@ fn read_only_tools_pass_fleet_session_and_diagnostics() {
     }
     .resolve();
     assert!(c.allowed);
+}
+
+#[test]
+fn a_mutating_call_without_evidence_is_refused_and_reads_need_none() {
+    let c = resolve_task_capability(&CapabilityInput {
+        profile: "p",
+        role: "author",
+        tool: "git_add",
+        class: ToolClass::Mutating,
+        role_permitted: true,
+        evidence: None,
+    });
+    assert_eq!(c.blocker_kind, Some(BlockerKind::FleetInventoryBlocked));
+    let read = CapabilityInput {
+        class: ToolClass::ReadOnly,
+        evidence: None,
+        profile: "p",
+        role: "r",
+        tool: "t",
+        role_permitted: true,
+    };
+    assert!(resolve_task_capability(&read).allowed);
+    assert!(!resolve_task_capability(&CapabilityInput { role_permitted: false, ..read }).allowed);
+    assert!(needs_evidence(ToolClass::Mutating, true));
+    assert!(!needs_evidence(ToolClass::ReadOnly, true) && !needs_evidence(ToolClass::Mutating, false));
 }
 
 #[test]

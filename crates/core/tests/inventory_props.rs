@@ -113,6 +113,7 @@ fn run(
             registry_available: true,
             registry_error: None,
             answering_namespace: None,
+            hosts: Default::default(),
         },
         &|pid| probes.get(&pid).copied().unwrap_or(PidProbe::Unknown),
     )

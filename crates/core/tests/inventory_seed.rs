@@ -110,6 +110,7 @@ impl Snap {
                 registry_available: self.registry_error.is_none(),
                 registry_error: self.registry_error,
                 answering_namespace: self.answering,
+                hosts: Default::default(),
             },
             &probe,
         )
@@ -504,4 +505,97 @@ fn heartbeat_age_is_reported_or_null() {
     assert_eq!(age(rows[0].pid), Some(1800));
     assert_eq!(age(rows[1].pid), None);
     assert!(r.mutation_gate_satisfied, "an old row refresh is diagnosis, not a verdict");
+}
+
+// --- fleets across hosts ----------------------------------------------------
+
+mod across_hosts {
+    use super::*;
+    use fleetgate_core::inventory::{HostView, RemoteObservation};
+    use std::collections::BTreeMap;
+
+    /// The reviewer runs on host-b; everything else here on host-a.
+    fn classify_remote(obs: Option<RemoteObservation>, local_scan: &ProcessScan) -> FleetInventory {
+        let rows = healthy_rows();
+        let reviewer = rows.iter().find(|r| r.profile == "prgs-reviewer").unwrap().runtime_id.clone();
+        let row_hosts: BTreeMap<String, String> = rows
+            .iter()
+            .map(|r| (r.runtime_id.clone(), if r.runtime_id == reviewer { "host-b" } else { "host-a" }.to_owned()))
+            .collect();
+        let observations: BTreeMap<String, RemoteObservation> =
+            obs.into_iter().map(|o| ("host-b".to_owned(), o)).collect();
+        let b = binding();
+        let roster = roster();
+        classify_fleet_inventory(
+            &InventoryInput {
+                roster: &roster,
+                runtime_rows: &rows,
+                process_scan: local_scan,
+                expected_binding: Some(&b),
+                now: now(),
+                registry_available: true,
+                registry_error: None,
+                answering_namespace: None,
+                hosts: HostView {
+                    local_host: Some("host-a"),
+                    row_hosts: Some(&row_hosts),
+                    observations: Some(&observations),
+                    observation_ttl_seconds: 900.0,
+                },
+            },
+            // A remote pid is never probed: signal 0 says nothing about another host.
+            &|pid| if pid == BASE_PID + 1 { PidProbe::Dead } else { PidProbe::Alive },
+        )
+    }
+
+    fn local_scan() -> ProcessScan {
+        let rows: Vec<RuntimeRecord> = healthy_rows().into_iter().filter(|r| r.profile != "prgs-reviewer").collect();
+        scan_for(&rows, &[])
+    }
+
+    fn reviewer_scan() -> ProcessScan {
+        let rows: Vec<RuntimeRecord> = healthy_rows().into_iter().filter(|r| r.profile == "prgs-reviewer").collect();
+        scan_for(&rows, &[])
+    }
+
+    #[test]
+    fn a_member_on_another_host_is_corroborated_by_that_hosts_fresh_observation() {
+        let fresh = RemoteObservation { observed_at: now().plus_seconds(-60), scan: reviewer_scan() };
+        let r = classify_remote(Some(fresh), &local_scan());
+        assert!(r.mutation_gate_satisfied, "{:?}", r.blocked_reasons);
+        assert_eq!(r.running_member_count, 5);
+    }
+
+    #[test]
+    fn no_or_stale_observation_makes_the_remote_member_unknown() {
+        for obs in [None, Some(RemoteObservation { observed_at: now().plus_seconds(-3600), scan: reviewer_scan() })] {
+            let r = classify_remote(obs, &local_scan());
+            let reviewer = r.stale_members.iter().find(|m| m.profile == "prgs-reviewer").expect("not running");
+            assert_eq!((reviewer.liveness, reviewer.health), (Liveness::Unknown, Health::Unknown));
+            assert!(!r.inventory_complete && !r.mutation_gate_satisfied);
+            assert!(any_contains(&r.incomplete_reasons, "host-b"), "{:?}", r.incomplete_reasons);
+        }
+    }
+
+    #[test]
+    fn a_fresh_observation_without_the_pid_leaves_it_unobserved() {
+        let empty = RemoteObservation { observed_at: now(), scan: ProcessScan::of(vec![]) };
+        let r = classify_remote(Some(empty), &local_scan());
+        let reviewer = r.stale_members.iter().find(|m| m.profile == "prgs-reviewer").unwrap();
+        assert_eq!(reviewer.liveness, Liveness::Unobserved);
+        assert_eq!(r.missing_members[0].profile, "prgs-reviewer");
+    }
+
+    #[test]
+    fn a_local_process_sharing_a_remote_pid_is_still_unregistered() {
+        let fresh = RemoteObservation { observed_at: now(), scan: reviewer_scan() };
+        let mut local = local_scan();
+        local.processes.push(ObservedProcess {
+            pid: BASE_PID + 1,
+            started_at: ts("2026-07-28T01:00:00Z"),
+            command: "python mcp_server.py".into(),
+        });
+        let r = classify_remote(Some(fresh), &ProcessScan::of(local.processes));
+        assert_eq!(r.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [BASE_PID + 1]);
+    }
 }

@@ -72,6 +72,7 @@ fn main() {
                 registry_available: true,
                 registry_error: None,
                 answering_namespace: None,
+                hosts: Default::default(),
             },
             &|_| PidProbe::Alive,
         )

@@ -11,6 +11,7 @@ pub mod config;
 pub mod heartbeat;
 pub mod observe;
 pub mod provenance;
+pub mod serve;
 
 use cli::args::{Cli, Command};
 use cli::context::Ctx;
@@ -34,6 +35,18 @@ pub fn run_cli() -> ExitCode {
         }
     };
     let json = cli.json;
+    if let Command::Serve(args) = &cli.command {
+        // Stdout belongs to MCP from here: causes go to stderr only.
+        let outcome = Ctx::resolve(&cli, fleetgate_host::env::capture(), Arc::new(fleetgate_host::clock::SystemClock))
+            .and_then(|ctx| serve::run_serve(&ctx, args));
+        return match outcome {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                eprintln!("fleetgate: {e:#}");
+                Exit::Failure.into()
+            }
+        };
+    }
     let reply = Ctx::resolve(&cli, fleetgate_host::env::capture(), Arc::new(fleetgate_host::clock::SystemClock))
         .and_then(|ctx| dispatch(&ctx, &cli.command));
     match reply {
@@ -67,6 +80,7 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
         Command::Audit { since, limit } => cli::gate::audit(ctx, since.as_deref(), limit),
         Command::Inventory { answering_namespace } => cli::inventory::run(ctx, answering_namespace.as_deref()),
         Command::Debug(cmd) => cli::debug::run(ctx, cmd),
+        Command::Serve(_) => Err(anyhow::anyhow!("serve runs outside the reply path")),
     }
 }
 

@@ -7,7 +7,9 @@
 use crate::config::FleetConfig;
 use fleetgate_core::Timestamp;
 use fleetgate_core::diagnostics::{PeerEnv, STALE_RUNTIME, peer_env_diagnostic, stale_runtime_diagnostic};
-use fleetgate_core::inventory::{FleetInventory, InventoryInput, classify_fleet_inventory};
+use fleetgate_core::inventory::{
+    FleetInventory, HostView, InventoryInput, RemoteObservation, classify_fleet_inventory,
+};
 use fleetgate_core::procmatch::FleetMatcher;
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord, RuntimeStatus};
 use fleetgate_host::probe::probe_pid;
@@ -26,6 +28,17 @@ pub struct Snapshot {
     pub diagnostics: Vec<String>,
 }
 
+/// This host as the store records it, when it can be told.
+pub fn local_host() -> Option<fleetgate_store::HostIdentity> {
+    match fleetgate_host::host_identity() {
+        Ok((host_id, boot_id)) => Some(fleetgate_store::HostIdentity { host_id, boot_id }),
+        Err(e) => {
+            tracing::warn!("host identity unknown: {e}");
+            None
+        }
+    }
+}
+
 /// This host's fleet processes, observed by this process.
 pub fn scan_host(config: &FleetConfig, source: &dyn ProcessSource) -> ProcessScan {
     scan_fleet(source, &FleetMatcher::new(&config.process_match))
@@ -39,11 +52,22 @@ pub fn snapshot(
     now: Timestamp,
     answering_namespace: Option<&str>,
 ) -> Snapshot {
-    let (rows, registry_error) = match store.map(|s| s.list_runtime()) {
-        Ok(Ok(rows)) => (rows, None),
-        Ok(Err(e)) => (Vec::new(), Some(e.to_string())),
-        Err(e) => (Vec::new(), Some(e.to_string())),
+    let read = store.map_err(|e| e.to_string()).and_then(|s| {
+        let rows = s.list_runtime().map_err(|e| e.to_string())?;
+        let hosts = s.list_runtime_hosts().map_err(|e| e.to_string())?;
+        let observations = s.list_observations().map_err(|e| e.to_string())?;
+        Ok((rows, hosts, observations))
+    });
+    let (rows, hosts, observations, registry_error) = match read {
+        Ok((rows, hosts, observations)) => (rows, hosts, observations, None),
+        Err(e) => (Vec::new(), Default::default(), Vec::new(), Some(e)),
     };
+    let row_hosts: BTreeMap<String, String> = hosts.into_iter().map(|(id, h)| (id, h.host_id)).collect();
+    let remote: BTreeMap<String, RemoteObservation> = observations
+        .into_iter()
+        .map(|o| (o.host.host_id, RemoteObservation { observed_at: o.observed_at, scan: o.scan }))
+        .collect();
+    let local = fleetgate_host::host_identity().ok().map(|(machine, _)| machine);
     let source = ProcFs::default();
     let scan = scan_host(config, &source);
     let inventory = classify_fleet_inventory(
@@ -56,6 +80,12 @@ pub fn snapshot(
             registry_available: registry_error.is_none(),
             registry_error: registry_error.as_deref(),
             answering_namespace,
+            hosts: HostView {
+                local_host: local.as_deref(),
+                row_hosts: Some(&row_hosts),
+                observations: Some(&remote),
+                observation_ttl_seconds: config.heartbeat_ttl_seconds,
+            },
         },
         &|pid| probe_pid(Some(pid)),
     );

@@ -12,6 +12,18 @@ pub mod paths;
 pub mod probe;
 pub mod procfs;
 
+/// This machine: its stable machine id and the kernel's id of the current
+/// boot. A row carrying both is tied to one host and one boot of it.
+pub fn host_identity() -> Result<(String, String), String> {
+    let read = |paths: &[&str]| {
+        paths
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p).ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()))
+            .ok_or_else(|| format!("cannot read {}", paths.join(" or ")))
+    };
+    Ok((read(&["/etc/machine-id", "/var/lib/dbus/machine-id"])?, read(&["/proc/sys/kernel/random/boot_id"])?))
+}
+
 /// A fresh boot id: 16 hex digits, new for every process start.
 pub fn boot_id() -> String {
     format!("{:016x}", nonce() as u64)
@@ -27,4 +39,15 @@ pub fn nonce() -> u128 {
         return t ^ (u128::from(std::process::id()) << 96);
     }
     u128::from_le_bytes(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_host_identity_is_stable_within_a_boot() {
+        let (a, b) = (super::host_identity(), super::host_identity());
+        assert_eq!(a, b);
+        let (machine, boot) = a.expect("this machine has a machine id and a boot id");
+        assert!(!machine.is_empty() && boot.len() >= 32, "{machine} {boot}");
+    }
 }

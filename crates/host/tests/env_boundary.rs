@@ -3,21 +3,12 @@
 //! checks the same boundary in the sources, so a lint silenced with an
 //! `#[expect]` in library code cannot slip through either.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::sources;
+use std::path::Path;
 
 const READERS: &[&str] = &["env::var(", "env::var_os(", "env::vars(", "env::vars_os(", "std::env::var", "getenv("];
-
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 #[test]
 fn only_the_env_module_reads_the_process_environment() {

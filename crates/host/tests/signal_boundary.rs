@@ -3,21 +3,13 @@
 //! host, store, the CLI) may reach a signal-sending API, except the probe,
 //! which can only test with signal 0.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::sources;
+use std::path::Path;
 
 const SIGNAL_APIS: &[&str] =
     &["kill_process", "kill_process_group", "libc::kill", "nix::sys::signal", "Signal::", "killpg"];
-
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 #[test]
 fn only_the_probe_touches_signals_and_only_with_signal_zero() {

@@ -1,30 +1,35 @@
-//! The fleetgate control-plane store: the contract ([`Store`], [`StoreError`])
-//! and its engines. The engine is chosen once, at the edge, by [`open`];
-//! nothing above this crate knows which one runs.
+//! The fleetgate control-plane store: the contract ([`Store`], [`StoreError`],
+//! [`HostIdentity`], [`HostObservation`]) and its engines, SQLite and
+//! PostgreSQL. The engine is chosen once, at the edge, by [`open`]; nothing
+//! above this crate knows which one runs.
 //!
 //! **Invariant:** every multi-statement operation runs in one write
 //! transaction, and a renewal's fence is in its `UPDATE`'s `WHERE`: a refused
 //! renewal changes nothing.
 #![deny(missing_docs)]
 
+mod clock;
 mod error;
+pub mod postgres;
 pub mod sqlite;
 
+pub use clock::StoreClock;
 pub use error::{StoreError, StoreErrorKind};
 
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
-use fleetgate_core::runtime::RuntimeRecord;
+use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord,
 };
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The control-plane store.
 pub trait Store: Send + Sync + fmt::Debug {
@@ -77,6 +82,80 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Audit entries at or after `since`, oldest first, at most `limit` (the newest ones).
     fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// The store's own clock, when it has one: with several hosts sharing a
+    /// server, TTL ages are measured against it, never against each host's
+    /// wall clock. `Ok(None)`: the store has no clock (an embedded file), use
+    /// the local one. [`StoreClock`] turns this into a [`fleetgate_core::Clock`].
+    ///
+    /// The default answers `Unsupported`, so a wrapper that forgets to
+    /// delegate fails loudly instead of silently choosing a clock.
+    fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {
+        Err(unsupported(self, "server_now"))
+    }
+
+    /// Record which host a runtime row's process runs on. False when no
+    /// runtime row has that id. Rewriting the row (`upsert_runtime`) keeps it.
+    ///
+    /// The default answers `Unsupported` (see [`Store::server_now`]).
+    fn set_runtime_host(&self, runtime_id: &str, host: &HostIdentity) -> Result<bool, StoreError> {
+        let _ = (runtime_id, host);
+        Err(unsupported(self, "set_runtime_host"))
+    }
+
+    /// The host of every runtime row that has one, by `runtime_id`. A row
+    /// without a host is absent: its host is unknown, which fails closed.
+    ///
+    /// The default answers `Unsupported` (see [`Store::server_now`]).
+    fn list_runtime_hosts(&self) -> Result<BTreeMap<String, HostIdentity>, StoreError> {
+        Err(unsupported(self, "list_runtime_hosts"))
+    }
+
+    /// Publish this host's process scan, taken at `now`, replacing the host's
+    /// previous one. An observation older than the stored one of the same
+    /// boot is dropped (false), so a late writer never turns the clock back;
+    /// one from a new boot always replaces it.
+    ///
+    /// The default answers `Unsupported` (see [`Store::server_now`]).
+    fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError> {
+        let _ = (host, scan, now);
+        Err(unsupported(self, "publish_observation"))
+    }
+
+    /// The latest observation of every host, ordered by `host_id`. Whether
+    /// one is fresh enough to corroborate a member is the caller's decision.
+    ///
+    /// The default answers `Unsupported` (see [`Store::server_now`]).
+    fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
+        Err(unsupported(self, "list_observations"))
+    }
+}
+
+fn unsupported(store: &(impl Store + ?Sized), method: &str) -> StoreError {
+    StoreError::new(StoreErrorKind::Unsupported, format!("{}: the store does not implement {method}", store.describe()))
+}
+
+/// Which machine, in which boot, a process runs on: the stable machine id
+/// (`/etc/machine-id`) and the kernel's boot id. A process observation only
+/// ever speaks for its own host, and a row from an earlier boot of a host
+/// names no process that can still exist.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HostIdentity {
+    /// The stable machine id.
+    pub host_id: String,
+    /// The boot id, fresh at every boot.
+    pub boot_id: String,
+}
+
+/// The latest process scan one host published about itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostObservation {
+    /// The host that made the scan.
+    pub host: HostIdentity,
+    /// When it was made (the store's clock where it has one).
+    pub observed_at: Timestamp,
+    /// What it saw.
+    pub scan: ProcessScan,
 }
 
 /// Open the store named by `spec`: a filesystem path or `sqlite://PATH`
@@ -87,10 +166,7 @@ pub fn open(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
         return Err(StoreError::new(StoreErrorKind::Invalid, "store location is empty"));
     }
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-        return Err(StoreError::new(
-            StoreErrorKind::Unsupported,
-            format!("{}: the PostgreSQL engine is not part of this build yet", redact_url(spec)),
-        ));
+        return Ok(Arc::new(crate::postgres::PostgresStore::open(spec)?));
     }
     if let Some((scheme, _)) = spec.split_once("://")
         && scheme != "sqlite"
@@ -130,10 +206,14 @@ mod tests {
     }
 
     #[test]
-    fn unknown_schemes_and_postgres_are_refused_clearly() {
+    fn unknown_schemes_are_refused_and_postgres_errors_hide_the_password() {
         let err = open("mysql://x").unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::Invalid);
-        let err = open("postgres://u:pw@h/db").unwrap_err();
-        assert!(!err.to_string().contains("pw"), "{err}");
+        // Nothing listens on port 1: the connection is refused, transiently,
+        // and the message names the server without its password.
+        let err = open("postgres://u:s3cret-pw@127.0.0.1:1/db").unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
+        assert!(!err.to_string().contains("s3cret-pw"), "{err}");
+        assert!(err.to_string().contains("postgres://u:***@127.0.0.1:1/db"), "{err}");
     }
 }

@@ -7,16 +7,17 @@
 //! polls after short jittered sleeps instead, bounded by the same 30 s
 //! deadline, so every waiter keeps its chance at the lock.
 
-use crate::{SCHEMA_VERSION, Store, StoreError, StoreErrorKind};
+use crate::{HostIdentity, HostObservation, SCHEMA_VERSION, Store, StoreError, StoreErrorKind};
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
-use fleetgate_core::runtime::{CohortSource, RuntimeRecord, RuntimeStatus};
+use fleetgate_core::runtime::{CohortSource, ProcessScan, RuntimeRecord, RuntimeStatus};
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, WorkerStatus,
     explain_refusal,
 };
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::fs::{DirBuilder, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -92,11 +93,37 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     );
     CREATE INDEX IF NOT EXISTS audit_by_time ON audit_log (at);",
     ),
+    (
+        // The runtime rows' `host_id`/`host_boot_id` columns are added by
+        // ADD_COLUMNS below: SQLite has no `ADD COLUMN IF NOT EXISTS`.
+        4,
+        "host identity and host observations",
+        "CREATE TABLE IF NOT EXISTS host_observations (
+        host_id     TEXT PRIMARY KEY NOT NULL,
+        boot_id     TEXT NOT NULL,
+        observed_at TEXT NOT NULL,
+        scan        TEXT NOT NULL
+    );",
+    ),
 ];
+
+/// Columns a migration adds to an existing table: `(version, table, column,
+/// declaration)`. Each is added only when `pragma_table_info` lacks it, which
+/// keeps the migration idempotent.
+const ADD_COLUMNS: &[(u32, &str, &str, &str)] =
+    &[(4, "runtimes", "host_id", "TEXT"), (4, "runtimes", "host_boot_id", "TEXT")];
 
 const RUNTIME_COLUMNS: &str = "runtime_id, namespace, profile, role, remote, org, repo, repository_root, pid, \
      cohort_id, cohort_source, client_provenance, boot_id, startup_head, daemon_start_head, transport, registered_at, \
      last_heartbeat_at, status";
+
+// Every runtime column but the key, for the upsert.
+const RUNTIME_UPDATE: &str = "namespace = excluded.namespace, profile = excluded.profile, role = excluded.role, \
+     remote = excluded.remote, org = excluded.org, repo = excluded.repo, repository_root = excluded.repository_root, \
+     pid = excluded.pid, cohort_id = excluded.cohort_id, cohort_source = excluded.cohort_source, \
+     client_provenance = excluded.client_provenance, boot_id = excluded.boot_id, startup_head = excluded.startup_head, \
+     daemon_start_head = excluded.daemon_start_head, transport = excluded.transport, \
+     registered_at = excluded.registered_at, last_heartbeat_at = excluded.last_heartbeat_at, status = excluded.status";
 
 const AUDIT_COLUMNS: &str = "id, at, profile, worker_identity, tool, allowed, blocker_kind, reasons";
 
@@ -137,6 +164,25 @@ fn busy_handler(attempt: i32) -> bool {
     let cap_us: u64 = (20u64 << attempt.clamp(0, 6)).min(250);
     std::thread::sleep(Duration::from_micros(fastrand::u64(cap_us / 4..=cap_us)));
     true
+}
+
+// Switching a fresh file to WAL needs its exclusive lock, and SQLite answers
+// BUSY at once, without the busy handler, when it could deadlock with another
+// connection doing the same: processes opening one new store together would
+// fail. Retried here, within the same deadline, after short jittered sleeps.
+fn enter_wal(conn: &Connection) -> rusqlite::Result<String> {
+    let since = Instant::now();
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+            Err(e)
+                if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+                    && since.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_micros(fastrand::u64(500..=5_000)));
+            }
+            other => return other,
+        }
+    }
 }
 
 fn map_err(context: &str, e: rusqlite::Error) -> StoreError {
@@ -240,6 +286,15 @@ fn audit_from_row(row: &Row<'_>) -> rusqlite::Result<AuditEntry> {
     })
 }
 
+fn observation_from_row(row: &Row<'_>) -> rusqlite::Result<HostObservation> {
+    let scan: String = row.get(3)?;
+    Ok(HostObservation {
+        host: HostIdentity { host_id: row.get(0)?, boot_id: row.get(1)? },
+        observed_at: ts(row, 2)?,
+        scan: serde_json::from_str(&scan).map_err(|e| bad_value(3, e.to_string()))?,
+    })
+}
+
 fn select_worker(conn: &Connection, identity: &str) -> rusqlite::Result<Option<WorkerRecord>> {
     conn.prepare_cached(&format!("SELECT {WORKER_COLUMNS} FROM workers WHERE worker_identity = ?1"))?
         .query_row([identity], worker_from_row)
@@ -250,6 +305,18 @@ impl SqliteStore {
     /// Open (creating if absent) the store at `path`. A file that is not a
     /// SQLite database, or a newer schema, fails closed and is left untouched.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_migrated_to(path, SCHEMA_VERSION)
+    }
+
+    /// Open the store at `path` with only the first `version` migrations
+    /// applied: a store as an older fleetgate left it. For the migration
+    /// tests; a store newer than `version` is left as it is.
+    #[doc(hidden)]
+    pub fn open_at_version(path: &Path, version: u32) -> Result<Self, StoreError> {
+        Self::open_migrated_to(path, version.min(SCHEMA_VERSION))
+    }
+
+    fn open_migrated_to(path: &Path, target: u32) -> Result<Self, StoreError> {
         let shown = path.display().to_string();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             DirBuilder::new()
@@ -281,9 +348,7 @@ impl SqliteStore {
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                 .map_err(|e| map_err(&format!("cannot open store {shown}"), e))?;
         conn.busy_handler(Some(busy_handler)).map_err(|e| map_err(&shown, e))?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| map_err(&format!("store {shown} is unreadable"), e))?;
+        let mode = enter_wal(&conn).map_err(|e| map_err(&format!("store {shown} is unreadable"), e))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::new(
                 StoreErrorKind::Unsupported,
@@ -292,7 +357,7 @@ impl SqliteStore {
         }
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").map_err(|e| map_err(&shown, e))?;
         let store = Self { path: path.to_owned(), conn: Mutex::new(conn) };
-        store.migrate()?;
+        store.migrate(target)?;
         Ok(store)
     }
 
@@ -306,7 +371,7 @@ impl SqliteStore {
         f(&mut conn)
     }
 
-    fn migrate(&self) -> Result<(), StoreError> {
+    fn migrate(&self, target: u32) -> Result<(), StoreError> {
         let shown = self.path.display().to_string();
         self.with_conn(|conn| {
             let ctx = |e| map_err(&format!("cannot migrate store {shown}"), e);
@@ -323,8 +388,20 @@ impl SqliteStore {
                     format!("store {shown} is at schema version {current}, newer than this fleetgate (knows {SCHEMA_VERSION})"),
                 ));
             }
-            for (version, name, sql) in MIGRATIONS.iter().filter(|(v, _, _)| *v > current) {
+            for (version, name, sql) in MIGRATIONS.iter().filter(|(v, _, _)| *v > current && *v <= target) {
                 tx.execute_batch(sql).map_err(ctx)?;
+                for (_, table, column, decl) in ADD_COLUMNS.iter().filter(|(v, ..)| v == version) {
+                    let present: bool = tx
+                        .query_row(
+                            "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+                            [table, column],
+                            |r| r.get(0),
+                        )
+                        .map_err(ctx)?;
+                    if !present {
+                        tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}")).map_err(ctx)?;
+                    }
+                }
                 tx.execute(
                     "INSERT INTO fleetgate_schema (version, name, applied_at) VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
                     params![version, name],
@@ -497,9 +574,12 @@ impl Store for SqliteStore {
     fn upsert_runtime(&self, row: &RuntimeRecord) -> Result<(), StoreError> {
         self.with_conn(|conn| {
             let ctx = |e| map_err("cannot write runtime row", e);
+            // An upsert rather than `INSERT OR REPLACE`: a replace deletes the
+            // row first, which would drop the host columns set beside it.
             conn.prepare_cached(&format!(
-                "INSERT OR REPLACE INTO runtimes ({RUNTIME_COLUMNS})
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+                "INSERT INTO runtimes ({RUNTIME_COLUMNS})
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+                 ON CONFLICT (runtime_id) DO UPDATE SET {RUNTIME_UPDATE}"
             ))
             .map_err(ctx)?
             .execute(params![
@@ -597,6 +677,73 @@ impl Store for SqliteStore {
                 ))
                 .map_err(ctx)?;
             let rows = stmt.query_map(params![since, limit], audit_from_row).map_err(ctx)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(ctx)
+        })
+    }
+
+    fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {
+        // An embedded file has no clock of its own; one host uses it.
+        Ok(None)
+    }
+
+    fn set_runtime_host(&self, runtime_id: &str, host: &HostIdentity) -> Result<bool, StoreError> {
+        self.with_conn(|conn| {
+            let ctx = |e| map_err("cannot record runtime host", e);
+            let changed = conn
+                .prepare_cached("UPDATE runtimes SET host_id = ?2, host_boot_id = ?3 WHERE runtime_id = ?1")
+                .map_err(ctx)?
+                .execute(params![runtime_id, host.host_id, host.boot_id])
+                .map_err(ctx)?;
+            Ok(changed == 1)
+        })
+    }
+
+    fn list_runtime_hosts(&self) -> Result<BTreeMap<String, HostIdentity>, StoreError> {
+        self.with_conn(|conn| {
+            let ctx = |e| map_err("cannot list runtime hosts", e);
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT runtime_id, host_id, host_boot_id FROM runtimes
+                     WHERE host_id IS NOT NULL AND host_boot_id IS NOT NULL",
+                )
+                .map_err(ctx)?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, HostIdentity { host_id: r.get(1)?, boot_id: r.get(2)? })))
+                .map_err(ctx)?;
+            rows.collect::<Result<BTreeMap<_, _>, _>>().map_err(ctx)
+        })
+    }
+
+    fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError> {
+        let scan = serde_json::to_string(scan)
+            .map_err(|e| StoreError::new(StoreErrorKind::Invalid, format!("cannot encode process scan: {e}")))?;
+        self.with_conn(|conn| {
+            let ctx = |e| map_err("cannot publish host observation", e);
+            // The newest observation wins: a late, older one changes nothing.
+            // A new boot always wins: no process of the old boot is left to
+            // write late, and the clock may have stepped back across the boot.
+            let changed = conn
+                .prepare_cached(
+                    "INSERT INTO host_observations (host_id, boot_id, observed_at, scan) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (host_id) DO UPDATE SET
+                        boot_id = excluded.boot_id, observed_at = excluded.observed_at, scan = excluded.scan
+                     WHERE excluded.observed_at >= host_observations.observed_at
+                        OR excluded.boot_id <> host_observations.boot_id",
+                )
+                .map_err(ctx)?
+                .execute(params![host.host_id, host.boot_id, now.to_string(), scan])
+                .map_err(ctx)?;
+            Ok(changed == 1)
+        })
+    }
+
+    fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
+        self.with_conn(|conn| {
+            let ctx = |e| map_err("cannot list host observations", e);
+            let mut stmt = conn
+                .prepare_cached("SELECT host_id, boot_id, observed_at, scan FROM host_observations ORDER BY host_id")
+                .map_err(ctx)?;
+            let rows = stmt.query_map([], observation_from_row).map_err(ctx)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(ctx)
         })
     }

@@ -27,6 +27,9 @@ pub struct Cli {
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the MCP gateway for one roster member on stdio, in front of an optional downstream
+    /// MCP server: `fleetgate serve --profile P [-- DOWNSTREAM ARGV…]`.
+    Serve(Box<crate::serve::ServeArgs>),
     /// Show the registry's guarantees on a throwaway store: renewals, drift, fencing, expiry.
     Demo,
     /// The worker registry: register, renew (fenced), claim, inspect.
@@ -147,15 +150,9 @@ pub struct RuntimeRegisterArgs {
     /// Cohort id (default: derived from the server's parent process).
     #[arg(long)]
     pub cohort: Option<String>,
-    /// Forge remote the server is bound to.
-    #[arg(long)]
-    pub remote: Option<String>,
-    /// Organisation the server is bound to.
-    #[arg(long)]
-    pub org: Option<String>,
-    /// Repository the server is bound to.
-    #[arg(long)]
-    pub repo: Option<String>,
+    /// The repository the server is bound to.
+    #[command(flatten)]
+    pub binding: BindingArgs,
     /// The checkout the server works in.
     #[arg(long)]
     pub repo_root: Option<std::path::PathBuf>,
@@ -165,6 +162,32 @@ pub struct RuntimeRegisterArgs {
     /// How the server was launched.
     #[arg(long, default_value = "sidecar")]
     pub provenance: String,
+}
+
+/// `--remote --org --repo`: a repository binding, all three or none.
+#[derive(Debug, Args)]
+pub struct BindingArgs {
+    /// Forge remote the server is bound to.
+    #[arg(long, requires_all = ["org", "repo"])]
+    pub remote: Option<String>,
+    /// Organisation the server is bound to.
+    #[arg(long, requires_all = ["remote", "repo"])]
+    pub org: Option<String>,
+    /// Repository the server is bound to.
+    #[arg(long, requires_all = ["remote", "org"])]
+    pub repo: Option<String>,
+}
+
+impl BindingArgs {
+    /// The binding, when given.
+    pub fn binding(&self) -> Option<fleetgate_core::runtime::Binding> {
+        match (&self.remote, &self.org, &self.repo) {
+            (Some(remote), Some(org), Some(repo)) => {
+                Some(fleetgate_core::runtime::Binding { remote: remote.clone(), org: org.clone(), repo: repo.clone() })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// `worker register`

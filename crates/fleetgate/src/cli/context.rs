@@ -23,6 +23,7 @@ pub struct Ctx {
     pub clock: Arc<dyn Clock>,
     /// `--json`.
     pub json: bool,
+    opened: std::sync::OnceLock<(Arc<dyn Store>, Arc<dyn Clock>)>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -43,7 +44,7 @@ impl Ctx {
             .clone()
             .or_else(|| env.get(EnvKey::WorkerRegistryDb, &config.env_prefix).map(str::to_owned))
             .or_else(|| fleetgate_host::paths::default_store_path(&env).map(|p| p.display().to_string()));
-        Ok(Self { env, config, store_spec, clock, json: cli.json })
+        Ok(Self { env, config, store_spec, clock, json: cli.json, opened: std::sync::OnceLock::new() })
     }
 
     /// The store location as messages may show it.
@@ -51,14 +52,38 @@ impl Ctx {
         self.store_spec.as_deref().map_or_else(|| "(no store)".into(), fleetgate_store::redact_url)
     }
 
-    /// Open the store.
+    /// Open the store (once per process).
     pub fn store(&self) -> anyhow::Result<Arc<dyn Store>> {
+        if let Some((store, _)) = self.opened.get() {
+            return Ok(store.clone());
+        }
         let spec = self.store_spec.as_deref().ok_or_else(|| {
             anyhow!(
                 "no store location: pass --store, set {}, or set HOME or XDG_STATE_HOME",
                 fleetgate_core::env::key_name(EnvKey::WorkerRegistryDb, &self.config.env_prefix)
             )
         })?;
-        Ok(fleetgate_store::open(spec)?)
+        let store = fleetgate_store::open(spec)?;
+        // TTL decisions take `now` from the store's clock where it has one, so
+        // hosts sharing a store agree on every lease's age.
+        let clock: Arc<dyn Clock> = Arc::new(fleetgate_store::StoreClock::new(store.clone(), self.clock.clone()));
+        Ok(self.opened.get_or_init(|| (store, clock)).0.clone())
+    }
+
+    /// The decision clock: the store's (opening it) where it has one, else the
+    /// local one. A store that cannot be opened fails the command that needs
+    /// it, with its own error, right after.
+    pub fn now(&self) -> fleetgate_core::Timestamp {
+        let _ = self.store();
+        match self.opened.get() {
+            Some((_, clock)) => clock.now(),
+            None => self.clock.now(),
+        }
+    }
+
+    /// The decision clock as a handle (for the gateway's threads).
+    pub fn decision_clock(&self) -> anyhow::Result<Arc<dyn Clock>> {
+        self.store()?;
+        Ok(self.opened.get().map_or_else(|| self.clock.clone(), |(_, c)| c.clone()))
     }
 }

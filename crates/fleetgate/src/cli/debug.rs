@@ -41,7 +41,7 @@ pub fn run(ctx: &Ctx, cmd: &DebugCommand) -> anyhow::Result<Reply> {
     let mut total = Duration::ZERO;
     while r.attempts < count && started.elapsed() < budget {
         let t = Instant::now();
-        let answer = store.heartbeat(&request, ctx.clock.now());
+        let answer = store.heartbeat(&request, ctx.now());
         let took = t.elapsed();
         total += took;
         r.max_latency_ms = r.max_latency_ms.max(took.as_secs_f64() * 1e3);

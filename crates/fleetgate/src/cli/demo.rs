@@ -1,69 +1,162 @@
-//! `fleetgate demo`: the registry's guarantees, shown on a throwaway store.
-//! Registers two clients' workers, renews them, lets a new generation claim
-//! one, and shows the old generation fenced off — every refusal with its
-//! blocker literal. Nothing outside a temporary directory is touched.
+//! `fleetgate demo`: the fleet story on a throwaway store, with real processes.
+//! Five `fleetgate serve` gateways of one cohort make the gate open; a second
+//! cohort's author closes it (duplicate, mixed cohort, the operator action);
+//! kill -9 of a member shows it stale and missing. Everything it starts is
+//! stopped before it returns.
 
 use crate::cli::context::Ctx;
+use crate::cli::inventory::render;
 use crate::cli::output::{Exit, Reply};
-use fleetgate_core::worker::{HeartbeatRequest, Registration, is_live, worker_identity};
+use crate::observe::assess_inventory;
+use anyhow::{Context as _, anyhow};
+use fleetgate_core::capability::inventory_action;
+use fleetgate_core::inventory::{FleetInventory, summarize};
+use fleetgate_store::Store;
 use serde_json::json;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Gateways(Vec<(String, Child)>);
+
+impl Gateways {
+    fn stop_all(&mut self) {
+        // Closing stdin is the orderly shutdown; a gateway that ignores it is killed.
+        for (_, c) in &mut self.0 {
+            drop(c.stdin.take());
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for (_, c) in &mut self.0 {
+            while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.0.clear();
+    }
+}
+
+impl Drop for Gateways {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+fn spawn(exe: &Path, store: &Path, repo: &Path, profile: &str, cohort: Option<&str>) -> anyhow::Result<Child> {
+    let mut cmd = Command::new(exe);
+    cmd.arg("--store").arg(store).args(["serve", "--profile", profile, "--repo-root"]).arg(repo);
+    cmd.env_remove("GITEA_MCP_COHORT_ID");
+    if let Some(c) = cohort {
+        cmd.env("GITEA_MCP_COHORT_ID", c);
+    }
+    cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
+    cmd.spawn().with_context(|| format!("cannot start a gateway for {profile}"))
+}
+
+fn wait_rows(store: &dyn Store, running: usize) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let n = store
+            .list_runtime()?
+            .iter()
+            .filter(|r| r.status == fleetgate_core::runtime::RuntimeStatus::Running)
+            .count();
+        if n >= running {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(anyhow!("only {n} of {running} gateways wrote their runtime rows within 15 s"));
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+fn git_repo(dir: &Path) -> anyhow::Result<()> {
+    let git = |args: &[&str]| -> anyhow::Result<()> {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=fleetgate demo", "-c", "user.email=demo@fleetgate.invalid"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .context("cannot run git")?
+            .success();
+        if ok { Ok(()) } else { Err(anyhow!("git {args:?} failed")) }
+    };
+    std::fs::create_dir_all(dir)?;
+    git(&["init", "-q"])?;
+    git(&["commit", "-q", "--allow-empty", "-m", "demo"])
+}
 
 /// Run the demo.
 pub fn run(ctx: &Ctx) -> anyhow::Result<Reply> {
     let dir = tempfile::Builder::new().prefix("fleetgate-demo-").tempdir()?;
-    let path = dir.path().join("registry.sqlite3");
-    let store = fleetgate_store::open(&path.to_string_lossy())?;
-    let now = ctx.clock.now();
+    let store_path = dir.path().join("registry.sqlite3");
+    let repo = dir.path().join("checkout");
+    git_repo(&repo)?;
+    let store = fleetgate_store::open(&store_path.to_string_lossy())?;
+    let exe = std::env::current_exe().context("cannot find the fleetgate binary")?;
+    let config = crate::config::FleetConfig::builtin();
+    let mut gateways = Gateways(Vec::new());
     let mut steps = Vec::new();
-    let mut say = |step: &str, detail: serde_json::Value| {
-        steps.push(json!({ "step": step, "detail": detail }));
+    let mut text = Vec::new();
+    let mut show = |title: &str, inv: &FleetInventory, extra: Option<String>| {
+        text.push(format!("== {title}\n{}", render(inv)));
+        if let Some(e) = &extra {
+            text.push(format!("operator action: {e}"));
+        }
+        text.push(String::new());
+        steps.push(json!({
+            "step": title,
+            "summary": summarize(inv),
+            "mutation_gate_satisfied": inv.mutation_gate_satisfied,
+            "operator_action": extra,
+            "inventory": inv,
+        }));
     };
-    let mut ids = Vec::new();
-    for (client, profile) in [("claude-code", "prgs-author"), ("gemini", "prgs-reviewer")] {
-        let reg = Registration {
-            worker_identity: worker_identity(client, "demo-session", now, fleetgate_host::nonce()),
-            client_name: client.into(),
-            client_instance_id: format!("{client}-1"),
-            session_id: format!("{client}-session"),
-            generation_id: "gen-1".into(),
-            role: profile.trim_start_matches("prgs-").into(),
-            profile: profile.into(),
-            pid: Some(i64::from(std::process::id())),
-            heartbeat_ttl_seconds: ctx.config.heartbeat_ttl_seconds,
-        };
-        let out = store.register(&reg, now)?;
-        say(
-            "register",
-            json!({ "client": client, "stored_client_name": out.client_name, "worker_identity": out.worker_identity, "fencing_epoch": out.fencing_epoch }),
-        );
-        ids.push((out.worker_identity, out.fencing_epoch));
-    }
-    let (author, epoch) = ids[0].clone();
-    let renew = |epoch, session: Option<&str>| HeartbeatRequest {
-        worker_identity: author.clone(),
-        fencing_epoch: epoch,
-        expected_session_id: session.map(str::to_owned),
-        ..Default::default()
-    };
-    let later = now.plus_seconds(300);
-    say("renew at epoch 1", serde_json::to_value(store.heartbeat(&renew(epoch, Some("claude-code-session")), later)?)?);
-    say(
-        "renew presenting another session",
-        serde_json::to_value(store.heartbeat(&renew(epoch, Some("impostor")), later)?)?,
-    );
-    let claim =
-        store.claim_generation(&author, "gen-2", later)?.ok_or_else(|| anyhow::anyhow!("demo worker vanished"))?;
-    say("a new generation claims the author", serde_json::to_value(&claim)?);
-    say("the old generation renews at epoch 1", serde_json::to_value(store.heartbeat(&renew(epoch, None), later)?)?);
-    say("the new generation renews", serde_json::to_value(store.heartbeat(&renew(claim.fencing_epoch, None), later)?)?);
-    let expiry = now.plus_seconds(ctx.config.heartbeat_ttl_seconds as i64 + 301);
-    let reviewer = store.get_worker(&ids[1].0)?.ok_or_else(|| anyhow::anyhow!("demo worker vanished"))?;
-    say("the silent reviewer one TTL later", serde_json::to_value(is_live(&reviewer, expiry, true))?);
 
-    let text = steps
-        .iter()
-        .map(|s| format!("{:<42} {}", s["step"].as_str().unwrap_or(""), s["detail"]))
-        .collect::<Vec<_>>()
-        .join("\n");
-    Ok(Reply { value: json!({ "store": path.display().to_string(), "steps": steps }), text, exit: Exit::Ok })
+    for m in &config.members {
+        gateways.0.push((m.profile.clone(), spawn(&exe, &store_path, &repo, &m.profile, None)?));
+    }
+    wait_rows(&*store, config.members.len())?;
+    let inv = assess_inventory(&config, Ok(&*store), ctx.clock.now(), None);
+    show("five gateways of one cohort", &inv, None);
+
+    gateways.0.push(("prgs-author".into(), spawn(&exe, &store_path, &repo, "prgs-author", Some("cohort-b"))?));
+    wait_rows(&*store, config.members.len() + 1)?;
+    let inv = assess_inventory(&config, Ok(&*store), ctx.clock.now(), None);
+    let action = (!inv.mutation_gate_satisfied).then(|| inventory_action(&inv));
+    show("a second cohort starts another author", &inv, action);
+
+    // The operator does what the action says: the second author stops in order.
+    if let Some((_, mut second)) = gateways.0.pop() {
+        drop(second.stdin.take());
+        second.wait()?;
+    }
+    let inv = assess_inventory(&config, Ok(&*store), ctx.clock.now(), None);
+    show("the operator stops the second author", &inv, None);
+
+    if let Some(i) = gateways.0.iter().position(|(p, _)| p == "prgs-reviewer") {
+        let (_, mut child) = gateways.0.remove(i);
+        child.kill().context("cannot kill the reviewer")?;
+        child.wait()?;
+    }
+    let inv = assess_inventory(&config, Ok(&*store), ctx.clock.now(), None);
+    let action = (!inv.mutation_gate_satisfied).then(|| inventory_action(&inv));
+    show("the reviewer is killed with SIGKILL", &inv, action);
+
+    gateways.stop_all();
+    let left =
+        store.list_runtime()?.iter().filter(|r| r.status == fleetgate_core::runtime::RuntimeStatus::Running).count();
+    text.push(format!(
+        "== stopped every gateway; {left} runtime row(s) left running (the killed reviewer's, now history)"
+    ));
+    Ok(Reply {
+        value: json!({ "store": store_path.display().to_string(), "steps": steps }),
+        text: text.join("\n"),
+        exit: Exit::Ok,
+    })
 }

@@ -7,7 +7,7 @@ use crate::cli::output::{Exit, Reply, parse_flag, table};
 use crate::observe::snapshot;
 use crate::provenance::assess_provenance;
 use anyhow::anyhow;
-use fleetgate_core::capability::{CapabilityInput, classify_tool, resolve_task_capability};
+use fleetgate_core::capability::{CapabilityInput, Evidence, classify_tool, resolve_task_capability};
 use fleetgate_core::env::{DECLARED, EnvSnapshot, KeyName, key_name, recognized_keys, unconsumed_env_overrides};
 use fleetgate_core::provenance::{Ownership, Provenance};
 use fleetgate_core::{BlockerKind, Timestamp};
@@ -73,7 +73,7 @@ pub fn capability(
         .ok_or_else(|| anyhow!("profile {profile:?} is not in the roster ({})", ctx.config.source))?
         .clone();
     let store = ctx.store()?;
-    let now = ctx.clock.now();
+    let now = ctx.now();
     let snap = snapshot(&ctx.config, Ok(&*store), now, Some(&member.namespace));
     let provenance = match worker {
         None => Provenance {
@@ -91,9 +91,11 @@ pub fn capability(
         tool,
         class,
         role_permitted: ctx.config.role_policy(&member.role).permits(tool),
-        diagnostics: &snap.diagnostics,
-        provenance: &provenance,
-        inventory: &snap.inventory,
+        evidence: Some(Evidence {
+            diagnostics: &snap.diagnostics,
+            provenance: &provenance,
+            inventory: &snap.inventory,
+        }),
     });
     let text = match verdict.blocker_kind {
         None => format!("allowed: {profile} may call {tool} ({:?})", verdict.classification).to_lowercase(),

@@ -10,7 +10,7 @@ use fleetgate_core::inventory::{FleetInventory, MemberRow, summarize};
 /// closed inside the verdict.
 pub fn run(ctx: &Ctx, answering: Option<&str>) -> anyhow::Result<Reply> {
     let store = ctx.store()?;
-    let inv = assess_inventory(&ctx.config, Ok(&*store), ctx.clock.now(), answering);
+    let inv = assess_inventory(&ctx.config, Ok(&*store), ctx.now(), answering);
     let exit = if inv.mutation_gate_satisfied { Exit::Ok } else { Exit::No };
     Ok(Reply::new(&inv, render(&inv), exit))
 }

@@ -15,11 +15,11 @@ pub fn run(ctx: &Ctx, cmd: &RuntimeCommand) -> anyhow::Result<Reply> {
         RuntimeCommand::Register(a) => register(ctx, a),
         RuntimeCommand::List => list(ctx),
         RuntimeCommand::Touch { runtime_id } => {
-            let ok = ctx.store()?.touch_runtime(runtime_id, ctx.clock.now())?;
+            let ok = ctx.store()?.touch_runtime(runtime_id, ctx.now())?;
             Ok(found(runtime_id, ok, "refreshed"))
         }
         RuntimeCommand::Deregister { runtime_id } => {
-            let ok = ctx.store()?.mark_runtime_stopped(runtime_id, ctx.clock.now())?;
+            let ok = ctx.store()?.mark_runtime_stopped(runtime_id, ctx.now())?;
             Ok(found(runtime_id, ok, "stopped"))
         }
     }
@@ -62,9 +62,9 @@ fn register(ctx: &Ctx, a: &RuntimeRegisterArgs) -> anyhow::Result<Reply> {
         namespace: a.namespace.clone(),
         profile: a.profile.clone(),
         role: a.role.clone(),
-        remote: a.remote.clone(),
-        org: a.org.clone(),
-        repo: a.repo.clone(),
+        remote: a.binding.remote.clone(),
+        org: a.binding.org.clone(),
+        repo: a.binding.repo.clone(),
         repository_root: a.repo_root.as_ref().map(|p| p.display().to_string()),
         pid,
         cohort_id: cohort.cohort_id,
@@ -74,11 +74,15 @@ fn register(ctx: &Ctx, a: &RuntimeRegisterArgs) -> anyhow::Result<Reply> {
         daemon_start_head: startup_head.clone(),
         startup_head,
         transport: a.transport.clone(),
-        registered_at: ctx.clock.now(),
-        last_heartbeat_at: Some(ctx.clock.now()),
+        registered_at: ctx.now(),
+        last_heartbeat_at: Some(ctx.now()),
         status: RuntimeStatus::Running,
     };
-    ctx.store()?.upsert_runtime(&row)?;
+    let store = ctx.store()?;
+    store.upsert_runtime(&row)?;
+    if let Some(host) = crate::observe::local_host() {
+        store.set_runtime_host(&row.runtime_id, &host)?;
+    }
     let text = format!(
         "registered {} (cohort {}, revision {})",
         row.runtime_id,

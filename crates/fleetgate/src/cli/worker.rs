@@ -37,7 +37,7 @@ fn register(ctx: &Ctx, a: &RegisterArgs) -> anyhow::Result<Reply> {
     if !(ttl.is_finite() && ttl > 0.0) {
         bail!("invalid --ttl {ttl}: expected a positive number of seconds");
     }
-    let now = ctx.clock.now();
+    let now = ctx.now();
     let registration = Registration {
         worker_identity: worker_identity(&a.client, &a.session, now, fleetgate_host::nonce()),
         client_name: a.client.clone(),
@@ -66,7 +66,7 @@ fn heartbeat(ctx: &Ctx, a: &HeartbeatArgs) -> anyhow::Result<Reply> {
         expected_client_name: a.expect_client.clone(),
         expected_pid: a.expect_pid.as_deref().map(|p| parse_flag("--expect-pid", p, "an integer pid")).transpose()?,
     };
-    let outcome = ctx.store()?.heartbeat(&request, ctx.clock.now())?;
+    let outcome = ctx.store()?.heartbeat(&request, ctx.now())?;
     let (text, exit) = if outcome.renewed {
         (format!("renewed {}", request.worker_identity), Exit::Ok)
     } else {
@@ -77,7 +77,7 @@ fn heartbeat(ctx: &Ctx, a: &HeartbeatArgs) -> anyhow::Result<Reply> {
 }
 
 fn claim(ctx: &Ctx, a: &ClaimArgs) -> anyhow::Result<Reply> {
-    match ctx.store()?.claim_generation(&a.identity, &a.generation, ctx.clock.now())? {
+    match ctx.store()?.claim_generation(&a.identity, &a.generation, ctx.now())? {
         Some(c) => {
             let text = format!(
                 "{} now owned by generation {} at epoch {} (epoch {} fenced)",
@@ -108,7 +108,7 @@ struct Shown<'a> {
 
 fn shown(ctx: &Ctx, row: &WorkerRecord) -> serde_json::Value {
     let probe = probe_pid(row.pid);
-    let l = is_live(row, ctx.clock.now(), probe.is_alive());
+    let l = is_live(row, ctx.now(), probe.is_alive());
     let pid_liveness = match probe {
         fleetgate_host::probe::PidLiveness::Alive => "alive",
         fleetgate_host::probe::PidLiveness::Dead => "dead",
@@ -172,7 +172,7 @@ fn list(ctx: &Ctx) -> anyhow::Result<Reply> {
 }
 
 fn deregister(ctx: &Ctx, identity: &str) -> anyhow::Result<Reply> {
-    if ctx.store()?.deregister_worker(identity, ctx.clock.now())? {
+    if ctx.store()?.deregister_worker(identity, ctx.now())? {
         Ok(Reply {
             value: json!({ "worker_identity": identity, "status": "stopped" }),
             text: format!("{identity} stopped"),

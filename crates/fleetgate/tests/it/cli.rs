@@ -210,16 +210,3 @@ fn usage_errors_exit_two_and_bad_config_exits_one() {
     assert!(err.contains("fleet.toml:2") && err.contains("nmae"), "{err}");
     assert!(!store.exists(), "nothing runs on a bad config");
 }
-
-#[test]
-fn the_demo_runs_on_a_throwaway_store_and_shows_the_fence() {
-    let out = Command::new(bin()).env_clear().args(["demo", "--json"]).output().unwrap();
-    assert_eq!(code(&out), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let v = json_of(&out);
-    let steps = v["steps"].as_array().unwrap();
-    let detail = |name: &str| steps.iter().find(|s| s["step"] == name).unwrap()["detail"].clone();
-    assert_eq!(detail("the old generation renews at epoch 1")["blocker_kind"], "worker_fenced");
-    assert_eq!(detail("the new generation renews")["renewed"], true);
-    assert_eq!(detail("the silent reviewer one TTL later")["live"], false);
-    assert!(!std::path::Path::new(v["store"].as_str().unwrap()).exists(), "the throwaway store is removed");
-}

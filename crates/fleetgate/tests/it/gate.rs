@@ -1,139 +1,81 @@
 //! The environment gate and the mutation gate through the CLI, against real
 //! peer processes whose environments fleetgate reads from /proc itself.
 
-use crate::support::{bin, fleetgate, json_of, wait_until};
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use crate::support::{MarkerFleet, bin, json_of};
+use std::process::Command;
 
-/// A one-member fleet (author) with its own marker, store and config.
-struct Fleet {
-    dir: tempfile::TempDir,
-    marker: String,
-    children: Vec<Child>,
+type Fleet = MarkerFleet;
+
+const POLICY: &str =
+    "[roles.reviewer]\ndeny = [\"git_add\", \"git_commit\"]\n\n[tools]\nread_only = [\"git_status\"]\n";
+
+fn member(f: &mut Fleet, profile: &str, env: &[(&str, &str)], extra: &[&str]) -> i64 {
+    let pid = f.spawn(env);
+    let role = profile.trim_start_matches("prgs-");
+    let ns = format!("gitea-{role}");
+    let mut args: Vec<&str> = extra.to_vec();
+    if !extra.contains(&"--startup-head") && !extra.contains(&"--repo-root") {
+        args.extend_from_slice(&["--startup-head", "82d71b77028a7abd4f8ab4a4e4d89658a187f73d"]);
+    }
+    f.register(&ns, profile, role, pid, &args);
+    pid
 }
 
-impl Fleet {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let marker = format!("fleetgate-gate-{:016x}", fleetgate_host::nonce() as u64);
-        let config = format!(
-            "[fleet]\nname = \"t\"\nprocess_match = [\"{marker}\"]\n\n\
-             [[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n\n\
-             [[members]]\nnamespace = \"gitea-reviewer\"\nprofile = \"prgs-reviewer\"\nrole = \"reviewer\"\n\n\
-             [roles.reviewer]\ndeny = [\"git_add\", \"git_commit\"]\n\n[tools]\nread_only = [\"git_status\"]\n"
-        );
-        std::fs::write(dir.path().join("fleet.toml"), config).unwrap();
-        Self { dir, marker, children: Vec::new() }
-    }
-
-    fn store(&self) -> PathBuf {
-        self.dir.path().join("registry.sqlite3")
-    }
-
-    fn cli(&self, args: &[&str]) -> Output {
-        let cfg = self.dir.path().join("fleet.toml");
-        let mut all = vec!["--config", cfg.to_str().unwrap()];
-        all.extend_from_slice(args);
-        fleetgate(&self.store(), &all)
-    }
-
-    /// A peer with exactly this environment (plus PATH).
-    fn spawn(&mut self, env: &[(&str, &str)]) -> i64 {
-        let mut cmd = Command::new("python3");
-        cmd.args(["-c", "import time; time.sleep(600)", &self.marker]).env_clear().env("PATH", "/usr/bin:/bin");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let child = cmd.stdin(Stdio::null()).spawn().unwrap();
-        let pid = i64::from(child.id());
-        self.children.push(child);
-        let marker = self.marker.clone();
-        assert!(wait_until(5.0, || std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker))));
-        pid
-    }
-
-    fn member(&mut self, profile: &str, env: &[(&str, &str)], extra: &[&str]) -> i64 {
-        let pid = self.spawn(env);
-        let role = profile.trim_start_matches("prgs-");
-        let ns = format!("gitea-{role}");
-        let p = pid.to_string();
-        let mut args =
-            vec!["runtime", "register", "--namespace", &ns, "--profile", profile, "--role", role, "--pid", &p];
-        args.extend_from_slice(extra);
-        if !extra.contains(&"--startup-head") && !extra.contains(&"--repo-root") {
-            args.extend_from_slice(&["--startup-head", "82d71b77028a7abd4f8ab4a4e4d89658a187f73d"]);
-        }
-        let out = self.cli(&args);
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-        pid
-    }
-
-    fn worker_for(&self, pid: i64, profile: &str) -> String {
-        let p = pid.to_string();
-        let out = self.cli(&[
-            "worker",
-            "register",
-            "--client",
-            "claude",
-            "--session",
-            "s",
-            "--generation",
-            "g",
-            "--role",
-            "author",
-            "--profile",
-            profile,
-            "--pid",
-            &p,
-            "--json",
-        ]);
-        json_of(&out)["worker_identity"].as_str().unwrap().to_owned()
-    }
-
-    fn capability(&self, profile: &str, tool: &str, worker: Option<&str>) -> (Option<i32>, serde_json::Value) {
-        let mut args = vec!["capability", "--profile", profile, "--tool", tool, "--json"];
-        if let Some(w) = worker {
-            args.extend_from_slice(&["--worker", w]);
-        }
-        let out = self.cli(&args);
-        (out.status.code(), json_of(&out))
-    }
+fn worker_for(f: &Fleet, pid: i64, profile: &str) -> String {
+    let p = pid.to_string();
+    let out = f.cli(&[
+        "worker",
+        "register",
+        "--client",
+        "claude",
+        "--session",
+        "s",
+        "--generation",
+        "g",
+        "--role",
+        "author",
+        "--profile",
+        profile,
+        "--pid",
+        &p,
+        "--json",
+    ]);
+    json_of(&out)["worker_identity"].as_str().unwrap().to_owned()
 }
 
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+fn capability(f: &Fleet, profile: &str, tool: &str, worker: Option<&str>) -> (Option<i32>, serde_json::Value) {
+    let mut args = vec!["capability", "--profile", profile, "--tool", tool, "--json"];
+    if let Some(w) = worker {
+        args.extend_from_slice(&["--worker", w]);
     }
+    let out = f.cli(&args);
+    (out.status.code(), json_of(&out))
 }
 
 const MANAGED: (&str, &str) = ("GITEA_CLIENT_MANAGED", "1");
 
 #[test]
 fn a_healthy_owned_session_may_mutate_and_a_duplicate_closes_the_gate() {
-    let mut f = Fleet::new();
-    let author = f.member("prgs-author", &[MANAGED], &["--cohort", "ppid:812"]);
-    f.member("prgs-reviewer", &[MANAGED], &["--cohort", "ppid:812"]);
-    let worker = f.worker_for(author, "prgs-author");
+    let mut f = Fleet::new(POLICY);
+    let author = member(&mut f, "prgs-author", &[MANAGED], &["--cohort", "ppid:812"]);
+    member(&mut f, "prgs-reviewer", &[MANAGED], &["--cohort", "ppid:812"]);
+    let worker = worker_for(&f, author, "prgs-author");
 
-    let (code, v) = f.capability("prgs-author", "git_add", Some(&worker));
+    let (code, v) = capability(&f, "prgs-author", "git_add", Some(&worker));
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["allowed"], true);
     assert_eq!(v["classification"], "mutating");
 
-    let (code, v) = f.capability("prgs-author", "git_add", None);
+    let (code, v) = capability(&f, "prgs-author", "git_add", None);
     assert_eq!((code, v["blocker_kind"].as_str()), (Some(3), Some("session_attachment_missing")));
 
-    let (code, v) = f.capability("prgs-reviewer", "git_add", Some(&worker));
+    let (code, v) = capability(&f, "prgs-reviewer", "git_add", Some(&worker));
     assert_eq!((code, v["blocker_kind"].as_str()), (Some(3), Some("role_not_permitted")));
-    let (code, v) = f.capability("prgs-reviewer", "git_status", None);
+    let (code, v) = capability(&f, "prgs-reviewer", "git_status", None);
     assert_eq!((code, v["classification"].as_str()), (Some(0), Some("read_only")), "reads pass without a session");
 
-    let second = f.member("prgs-author", &[MANAGED], &["--cohort", "ppid:999"]);
-    let (code, v) = f.capability("prgs-author", "git_add", Some(&worker));
+    let second = member(&mut f, "prgs-author", &[MANAGED], &["--cohort", "ppid:999"]);
+    let (code, v) = capability(&f, "prgs-author", "git_add", Some(&worker));
     assert_eq!((code, v["blocker_kind"].as_str()), (Some(3), Some("fleet_inventory_blocked")));
     assert_eq!(
         v["operator_action"],
@@ -143,11 +85,11 @@ fn a_healthy_owned_session_may_mutate_and_a_duplicate_closes_the_gate() {
 
 #[test]
 fn a_peer_with_an_unknown_key_requires_a_reconnect_naming_the_key() {
-    let mut f = Fleet::new();
-    let author = f.member("prgs-author", &[MANAGED], &["--cohort", "c"]);
-    f.member("prgs-reviewer", &[MANAGED, ("GITEA_TOTALLY_INVENTED_OVERRIDE", "1")], &["--cohort", "c"]);
-    let worker = f.worker_for(author, "prgs-author");
-    let (code, v) = f.capability("prgs-author", "git_add", Some(&worker));
+    let mut f = Fleet::new(POLICY);
+    let author = member(&mut f, "prgs-author", &[MANAGED], &["--cohort", "c"]);
+    member(&mut f, "prgs-reviewer", &[MANAGED, ("GITEA_TOTALLY_INVENTED_OVERRIDE", "1")], &["--cohort", "c"]);
+    let worker = worker_for(&f, author, "prgs-author");
+    let (code, v) = capability(&f, "prgs-author", "git_add", Some(&worker));
     assert_eq!(code, Some(3));
     assert_eq!(v["blocker_kind"], "runtime_reconnect_required");
     assert_eq!((v["restart_required"].as_bool(), v["stop_required"].as_bool()), (Some(true), Some(true)));
@@ -157,9 +99,9 @@ fn a_peer_with_an_unknown_key_requires_a_reconnect_naming_the_key() {
 
 #[test]
 fn a_secret_looking_unknown_key_is_reported_without_its_value() {
-    let mut f = Fleet::new();
-    f.member("prgs-author", &[MANAGED, ("GITEA_DEPLOY_TOKEN", "hunter2-very-secret")], &["--cohort", "c"]);
-    let (_, v) = f.capability("prgs-author", "git_add", None);
+    let mut f = Fleet::new(POLICY);
+    member(&mut f, "prgs-author", &[MANAGED, ("GITEA_DEPLOY_TOKEN", "hunter2-very-secret")], &["--cohort", "c"]);
+    let (_, v) = capability(&f, "prgs-author", "git_add", None);
     let text = v.to_string();
     assert_eq!(v["blocker_kind"], "runtime_reconnect_required");
     assert!(text.contains("GITEA_DEPLOY_TOKEN=***"), "{text}");
@@ -168,7 +110,7 @@ fn a_secret_looking_unknown_key_is_reported_without_its_value() {
 
 #[test]
 fn a_server_behind_its_repository_head_is_stale_runtime() {
-    let mut f = Fleet::new();
+    let mut f = Fleet::new(POLICY);
     let repo = f.dir.path().join("checkout");
     std::fs::create_dir_all(&repo).unwrap();
     let git = |args: &[&str]| {
@@ -186,12 +128,12 @@ fn a_server_behind_its_repository_head_is_stale_runtime() {
     git(&["init", "-q"]);
     git(&["commit", "-q", "--allow-empty", "-m", "one"]);
     let root = repo.to_str().unwrap().to_owned();
-    let author = f.member("prgs-author", &[MANAGED], &["--cohort", "c", "--repo-root", &root]);
-    f.member("prgs-reviewer", &[MANAGED], &["--cohort", "c", "--repo-root", &root]);
-    let worker = f.worker_for(author, "prgs-author");
-    assert_eq!(f.capability("prgs-author", "git_add", Some(&worker)).0, Some(0));
+    let author = member(&mut f, "prgs-author", &[MANAGED], &["--cohort", "c", "--repo-root", &root]);
+    member(&mut f, "prgs-reviewer", &[MANAGED], &["--cohort", "c", "--repo-root", &root]);
+    let worker = worker_for(&f, author, "prgs-author");
+    assert_eq!(capability(&f, "prgs-author", "git_add", Some(&worker)).0, Some(0));
     git(&["commit", "-q", "--allow-empty", "-m", "two"]);
-    let (code, v) = f.capability("prgs-author", "git_add", Some(&worker));
+    let (code, v) = capability(&f, "prgs-author", "git_add", Some(&worker));
     assert_eq!((code, v["blocker_kind"].as_str()), (Some(3), Some("runtime_reconnect_required")));
     assert!(v["blocked_reasons"][0].as_str().unwrap().starts_with("stale-runtime:"), "{v}");
 }
@@ -222,7 +164,7 @@ fn env_check_refuses_unknown_keys_individually_and_masks_secrets() {
 
 #[test]
 fn audit_lists_entries_newest_last_with_since_and_limit() {
-    let f = Fleet::new();
+    let f = Fleet::new(POLICY);
     let store = fleetgate_store::open(f.store().to_str().unwrap()).unwrap();
     let at = fleetgate_core::Timestamp::ymd_hms(2026, 12, 1, 10, 0, 0);
     for i in 0..3 {

@@ -3,11 +3,13 @@
 
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::runtime::ProcessScan;
 use fleetgate_core::runtime::RuntimeRecord;
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, worker_identity,
 };
-use fleetgate_store::{Store, StoreError, StoreErrorKind};
+use fleetgate_store::{HostIdentity, HostObservation, Store, StoreError, StoreErrorKind};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -137,6 +139,21 @@ impl Store for Instrumented {
     fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
         self.inner.list_audit(since, limit)
     }
+    fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {
+        self.inner.server_now()
+    }
+    fn set_runtime_host(&self, id: &str, host: &HostIdentity) -> Result<bool, StoreError> {
+        self.inner.set_runtime_host(id, host)
+    }
+    fn list_runtime_hosts(&self) -> Result<BTreeMap<String, HostIdentity>, StoreError> {
+        self.inner.list_runtime_hosts()
+    }
+    fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError> {
+        self.inner.publish_observation(host, scan, now)
+    }
+    fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
+        self.inner.list_observations()
+    }
 }
 
 /// Poll `cond` every few milliseconds for at most `secs` seconds.
@@ -175,4 +192,95 @@ pub fn json_of(out: &Output) -> serde_json::Value {
             String::from_utf8_lossy(&out.stderr)
         )
     })
+}
+
+/// A throwaway two-member fleet (author, reviewer) whose servers are real
+/// python processes carrying a marker no other test uses on their command lines.
+pub struct MarkerFleet {
+    pub dir: tempfile::TempDir,
+    pub marker: String,
+    children: Vec<std::process::Child>,
+}
+
+impl MarkerFleet {
+    /// `extra` is appended to the roster config (roles, tools, …).
+    pub fn new(extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = format!("fleetgate-it-{:016x}", fleetgate_host::nonce() as u64);
+        let config = format!(
+            "[fleet]\nname = \"t\"\nprocess_match = [\"{marker}\"]\n\n\
+             [[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n\n\
+             [[members]]\nnamespace = \"gitea-reviewer\"\nprofile = \"prgs-reviewer\"\nrole = \"reviewer\"\n\n{extra}"
+        );
+        std::fs::write(dir.path().join("fleet.toml"), config).unwrap();
+        Self { dir, marker, children: Vec::new() }
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.dir.path().join("registry.sqlite3")
+    }
+
+    /// `fleetgate --config … --store …` + args.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        let cfg = self.dir.path().join("fleet.toml");
+        let mut all = vec!["--config", cfg.to_str().unwrap()];
+        all.extend_from_slice(args);
+        fleetgate(&self.store(), &all)
+    }
+
+    /// A server-like process with exactly this environment (plus PATH),
+    /// visible in /proc with its final command line before this returns.
+    pub fn spawn(&mut self, env: &[(&str, &str)]) -> i64 {
+        let mut cmd = Command::new("python3");
+        cmd.args(["-c", "import time; time.sleep(600)", &self.marker]).env_clear().env("PATH", "/usr/bin:/bin");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.stdin(std::process::Stdio::null()).spawn().expect("python3");
+        let pid = i64::from(child.id());
+        self.children.push(child);
+        let marker = self.marker.clone();
+        assert!(wait_until(5.0, || std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker))));
+        pid
+    }
+
+    /// `runtime register` for `pid`; returns the row.
+    pub fn register(&self, ns: &str, profile: &str, role: &str, pid: i64, extra: &[&str]) -> serde_json::Value {
+        let pid = pid.to_string();
+        let mut args = vec![
+            "runtime",
+            "register",
+            "--namespace",
+            ns,
+            "--profile",
+            profile,
+            "--role",
+            role,
+            "--pid",
+            &pid,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = self.cli(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        json_of(&out)
+    }
+
+    /// Kill one of the spawned processes and reap it.
+    pub fn kill(&mut self, pid: i64) {
+        let i = self.children.iter().position(|c| i64::from(c.id()) == pid).unwrap();
+        let mut c = self.children.remove(i);
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+}
+
+impl Drop for MarkerFleet {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }

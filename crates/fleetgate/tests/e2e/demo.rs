@@ -1,0 +1,27 @@
+//! The README's first command: five real gateways, a second cohort, a kill.
+
+use crate::support::{bin, serial};
+use std::process::Command;
+
+#[test]
+fn the_demo_tells_the_fleet_story_and_leaves_nothing_running() {
+    let _serial = serial();
+    let out = Command::new(bin()).env_clear().env("PATH", "/usr/bin:/bin").args(["demo", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    let gate: Vec<bool> = steps.iter().map(|s| s["mutation_gate_satisfied"].as_bool().unwrap()).collect();
+    assert_eq!(gate, [true, false, true, false]);
+    assert!(steps[0]["summary"].as_str().unwrap().starts_with("5 of 5 members running"));
+    let dup = &steps[1]["inventory"];
+    assert_eq!(dup["duplicate_members"][0]["profile"], "prgs-author");
+    assert_eq!(dup["mixed_cohort"], true);
+    assert!(steps[1]["operator_action"].as_str().unwrap().starts_with("stop the second author server, pid "));
+    let killed = &steps[3]["inventory"];
+    assert_eq!(killed["stale_members"][0]["liveness"], "dead");
+    assert_eq!(killed["missing_members"][0]["profile"], "prgs-reviewer");
+    // Nothing it started is left: no gateway runs on the demo's store.
+    let store = v["store"].as_str().unwrap();
+    let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&ps.stdout).contains(store), "a demo gateway is still running");
+}

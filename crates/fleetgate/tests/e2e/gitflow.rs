@@ -1,0 +1,130 @@
+//! The mutation gate in front of the real mcp-server-git: reads pass, a
+//! mutation waits for the fleet, role policy and a second cohort refuse, and
+//! every decision lands in the audit log.
+
+use crate::support::{Client, FleetDir, Member, git, peer, serial, wait_until};
+use serde_json::json;
+
+const CONFIG: &str = r#"
+[fleet]
+name = "e2e"
+tool_prefix = "gitea_"
+
+[[members]]
+namespace = "gitea-author"
+profile = "prgs-author"
+role = "author"
+
+[[members]]
+namespace = "gitea-reviewer"
+profile = "prgs-reviewer"
+role = "reviewer"
+
+[roles.reviewer]
+deny = ["git_add", "git_commit", "git_reset", "git_create_branch", "git_checkout"]
+"#;
+
+fn names(tools: &[serde_json::Value]) -> Vec<String> {
+    tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn mutations_are_gated_by_the_real_fleet() {
+    let _serial = serial();
+    let f = FleetDir::new(CONFIG);
+    let repo = f.repo();
+    let repo_s = repo.display().to_string();
+    std::fs::write(repo.join("hello.txt"), "hello\n").unwrap();
+    let git_server = peer(".venv/bin/mcp-server-git").display().to_string();
+    let downstream = [git_server.as_str(), "--repository", repo_s.as_str()];
+
+    // The author's gateway under the official Python SDK client.
+    let mut author = Client::start(&f.serve_argv("prgs-author", "fleet-a", &downstream));
+    let tools = author.tools();
+    let listed = names(&tools);
+    for want in [
+        "git_status",
+        "git_add",
+        "git_commit",
+        "gitea_get_runtime_context",
+        "gitea_assess_fleet_inventory",
+        "gitea_resolve_task_capability",
+        "gitea_assess_master_parity",
+    ] {
+        assert!(listed.iter().any(|n| n == want), "{want} missing from {listed:?}");
+    }
+
+    let (err, text, _) = author.call("git_status", json!({ "repo_path": repo_s }));
+    assert!(!err && text.contains("hello.txt"), "git_status forwarded: {text}");
+
+    // The reviewer is not up: the fleet is incomplete, so the mutation is refused.
+    let (err, text, _) = author.call("git_add", json!({ "repo_path": repo_s, "files": ["hello.txt"] }));
+    assert!(err, "{text}");
+    assert!(text.starts_with("fleet_inventory_blocked"), "{text}");
+    assert!(text.contains("prgs-reviewer"), "the missing member is named: {text}");
+    assert_eq!(git(&repo, &["diff", "--cached", "--name-only"]), "", "nothing was staged");
+
+    // The reviewer's gateway, in front of its own mcp-server-git: the roster is up.
+    let mut reviewer = Client::start(&f.serve_argv("prgs-reviewer", "fleet-a", &downstream));
+    assert!(wait_until(10.0, || f.running_rows() == 2));
+    let reviewer_tools = names(&reviewer.tools());
+    assert!(reviewer_tools.contains(&"git_status".to_owned()));
+    assert!(
+        !reviewer_tools.contains(&"git_add".to_owned()),
+        "a tool the role may never call is not offered: {reviewer_tools:?}"
+    );
+    let (err, text, _) = reviewer.call("git_add", json!({ "repo_path": repo_s, "files": ["hello.txt"] }));
+    assert!(err && text.starts_with("role_not_permitted"), "{text}");
+
+    let (_, _, verdict) = author.call("gitea_resolve_task_capability", json!({ "tool": "git_add" }));
+    assert_eq!(verdict["allowed"], true, "{verdict}");
+    let (err, text, _) = author.call("git_add", json!({ "repo_path": repo_s, "files": ["hello.txt"] }));
+    assert!(!err, "allowed once the roster is up: {text}");
+    assert_eq!(git(&repo, &["diff", "--cached", "--name-only"]).trim(), "hello.txt", "actually applied");
+
+    let (_, _, ctx) = author.call("gitea_get_runtime_context", json!({}));
+    assert_eq!(ctx["worker_heartbeat"]["supervised"], true, "{ctx}");
+    assert_eq!(ctx["worker_heartbeat"]["running"], true, "{ctx}");
+    assert_eq!(ctx["provenance"]["session_ownership"], "owned", "{ctx}");
+    assert_eq!(ctx["downstream"]["state"], "running");
+    assert_eq!(ctx["cohort_id"], "fleet-a");
+    let (err, text, _) = author.call("gitea_assess_fleet_inventory", json!({ "pids": [1] }));
+    assert!(err && text.contains("no argument"), "the inventory accepts no evidence: {text}");
+
+    // A second author from another cohort closes the gate again.
+    let second = Member::start(&f.serve_argv("prgs-author", "fleet-b", &[]));
+    assert!(wait_until(10.0, || f.running_rows() == 3));
+    std::fs::write(repo.join("second.txt"), "2\n").unwrap();
+    let (err, text, _) = author.call("git_add", json!({ "repo_path": repo_s, "files": ["second.txt"] }));
+    assert!(err && text.starts_with("fleet_inventory_blocked"), "{text}");
+    assert!(text.contains(&format!("pid {}", second.0.id())), "the duplicate is named by pid: {text}");
+    assert!(text.contains("stop the second author server"), "the operator action: {text}");
+    assert!(!git(&repo, &["diff", "--cached", "--name-only"]).contains("second.txt"));
+
+    // Every decision is in the audit log.
+    let audit = f.cli(&["audit", "--json"]);
+    let entries = audit["entries"].as_array().unwrap();
+    let decided = |tool: &str, blocker: Option<&str>| {
+        entries.iter().any(|e| e["tool"] == tool && e["blocker_kind"].as_str() == blocker)
+    };
+    assert!(decided("git_add", Some("fleet_inventory_blocked")));
+    assert!(decided("git_add", Some("role_not_permitted")));
+    assert!(decided("git_add", None) && decided("git_status", None));
+
+    // Each gateway recorded its host and published this host's scan.
+    let store = fleetgate_store::open(f.store().to_str().unwrap()).unwrap();
+    let (machine, _) = fleetgate_host::host_identity().unwrap();
+    let hosts = store.list_runtime_hosts().unwrap();
+    assert!(hosts.len() >= 3 && hosts.values().all(|h| h.host_id == machine), "{hosts:?}");
+    let observations = store.list_observations().unwrap();
+    assert_eq!(observations.len(), 1, "one host, one observation");
+    assert!(observations[0].scan.processes.iter().any(|p| p.pid == i64::from(second.0.id())), "{observations:?}");
+
+    // Orderly shutdown: rows stopped, workers stopped, downstreams gone.
+    second.stop();
+    author.close();
+    reviewer.close();
+    assert!(wait_until(10.0, || f.running_rows() == 0), "every runtime row is marked stopped");
+    let workers = f.cli(&["worker", "list", "--json"]);
+    assert!(workers["workers"].as_array().unwrap().iter().all(|w| w["status"] == "stopped"), "{workers}");
+}

@@ -1,0 +1,13 @@
+//! End-to-end: the real `fleetgate serve` binary, driven by the official Python
+//! MCP SDK client, in front of the real `mcp-server-git`, with the real store,
+//! inventory and capability resolver deciding. Peers come from
+//! `scripts/install-peers`; a missing peer fails the test, it is never skipped.
+//!
+//! One binary, run serially: every test's host scan sees every gateway on the
+//! machine, so two tests' fleets must not overlap in time.
+
+mod canary;
+mod demo;
+mod diagnostics;
+mod gitflow;
+mod support;

@@ -1,0 +1,227 @@
+//! Fixtures: peers, gateways under the Python SDK client, plain member
+//! gateways, and a serial lock.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Hold for the whole test: fleets of different tests must not overlap.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fleetgate"))
+}
+
+/// A peer installed by scripts/install-peers; its absence fails loudly.
+pub fn peer(rel: &str) -> PathBuf {
+    let p = root().join(rel);
+    assert!(p.exists(), "{} is missing: run scripts/install-peers (scripts/test does)", p.display());
+    p
+}
+
+pub fn wait_until(secs: f64, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+/// A throwaway fleet directory: store, config, and a git checkout.
+pub struct FleetDir {
+    pub dir: tempfile::TempDir,
+}
+
+impl FleetDir {
+    pub fn new(config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("fleet.toml"), config).unwrap();
+        let fd = Self { dir };
+        let repo = fd.repo();
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q"]);
+        std::fs::write(repo.join("README.md"), "fleet\n").unwrap();
+        git(&repo, &["add", "README.md"]);
+        git(&repo, &["commit", "-q", "-m", "start"]);
+        fd
+    }
+    pub fn store(&self) -> PathBuf {
+        self.dir.path().join("registry.sqlite3")
+    }
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("fleet.toml")
+    }
+    pub fn repo(&self) -> PathBuf {
+        self.dir.path().join("checkout")
+    }
+    /// `fleetgate --store … --config …` + args.
+    pub fn cli(&self, args: &[&str]) -> serde_json::Value {
+        let out = Command::new(bin())
+            .env_clear()
+            .arg("--store")
+            .arg(self.store())
+            .arg("--config")
+            .arg(self.config())
+            .args(args)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)))
+    }
+    /// The `fleetgate … serve` argv for a member (after `/usr/bin/env KEY=V…`).
+    pub fn serve_argv(&self, profile: &str, cohort: &str, downstream: &[&str]) -> Vec<String> {
+        let mut argv = vec![
+            "GITEA_CLIENT_MANAGED=1".to_owned(),
+            format!("GITEA_MCP_COHORT_ID={cohort}"),
+            bin().display().to_string(),
+            "--store".into(),
+            self.store().display().to_string(),
+            "--config".into(),
+            self.config().display().to_string(),
+            "serve".into(),
+            "--profile".into(),
+            profile.into(),
+            "--repo-root".into(),
+            self.repo().display().to_string(),
+        ];
+        if !downstream.is_empty() {
+            argv.push("--".into());
+            argv.extend(downstream.iter().map(|s| (*s).to_owned()));
+        }
+        argv
+    }
+    pub fn running_rows(&self) -> usize {
+        self.cli(&["runtime", "list", "--json"])["runtimes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["status"] == "running")
+            .count()
+    }
+}
+
+pub fn git(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The official Python SDK client (tests/peers/mcp_drive.py) driving one server.
+pub struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    pub init: serde_json::Value,
+}
+
+impl Client {
+    /// Start `/usr/bin/env ARGV…` under the client and initialise.
+    pub fn start(argv: &[String]) -> Self {
+        let python = peer(".venv/bin/python");
+        let driver = peer("tests/peers/mcp_drive.py");
+        let mut child = Command::new(python)
+            .arg(driver)
+            .arg("/usr/bin/env")
+            .args(argv)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut c = Self { child, stdin, stdout, init: serde_json::Value::Null };
+        c.init = c.read();
+        assert_eq!(c.init["ok"], true, "initialize failed: {}", c.init);
+        c
+    }
+
+    fn read(&mut self) -> serde_json::Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        assert!(!line.is_empty(), "the client ended early");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    pub fn step(&mut self, step: serde_json::Value) -> serde_json::Value {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{step}").unwrap();
+        stdin.flush().unwrap();
+        self.read()
+    }
+
+    pub fn tools(&mut self) -> Vec<serde_json::Value> {
+        let r = self.step(serde_json::json!({ "op": "list_tools" }));
+        assert_eq!(r["ok"], true, "{r}");
+        r["result"]["tools"].as_array().unwrap().clone()
+    }
+
+    /// Call a tool: (is_error, first text content, structured content).
+    pub fn call(&mut self, name: &str, arguments: serde_json::Value) -> (bool, String, serde_json::Value) {
+        let r = self.step(serde_json::json!({ "op": "call_tool", "name": name, "arguments": arguments }));
+        assert_eq!(r["ok"], true, "{name}: {r}");
+        let res = &r["result"];
+        let text = res["content"][0]["text"].as_str().unwrap_or("").to_owned();
+        (res["isError"].as_bool().unwrap_or(false), text, res["structuredContent"].clone())
+    }
+
+    /// stdin EOF: the session ends, the gateway shuts down in order.
+    pub fn close(mut self) {
+        drop(self.stdin.take());
+        assert!(wait_until(15.0, || self.child.try_wait().unwrap().is_some()), "the client did not end");
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A member gateway without a downstream, held open by its stdin.
+pub struct Member(pub Child);
+
+impl Member {
+    pub fn start(argv: &[String]) -> Self {
+        Self(
+            Command::new("/usr/bin/env")
+                .args(argv)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    }
+    pub fn stop(mut self) {
+        drop(self.0.stdin.take());
+        assert!(wait_until(10.0, || self.0.try_wait().unwrap().is_some()), "the member did not stop on stdin EOF");
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

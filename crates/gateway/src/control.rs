@@ -1,0 +1,231 @@
+//! The architecture boundary between the gateway and the fleet control plane: the
+//! [`ControlPlane`] trait and the plain values that cross it.
+//!
+//! The gateway knows MCP, stdio and the downstream child; the control plane knows the
+//! registry, the roster, the environment gate, the capability resolver and the audit log.
+//! Neither knows the other's internals: the gateway asks the questions below and acts on
+//! the answers, and the control plane never sees a transport, a request id or a future.
+//!
+//! Every method may block (a store transaction, a `/proc` scan): the gateway calls them
+//! from `tokio::task::spawn_blocking`, never on an MCP I/O loop, so a slow store delays the
+//! one call that needs it and nothing else.
+
+use rmcp::model::{CallToolResult, Tool};
+use serde_json::{Map, Value};
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+/// Everything the gateway asks of the fleet control plane.
+///
+/// Methods may block on a store: the gateway calls them from
+/// `tokio::task::spawn_blocking`, never on the MCP I/O loop. A method that fails
+/// returns its cause as text; the gateway logs it and keeps serving (a control plane
+/// that cannot write its rows must make [`decide`](Self::decide) refuse mutations: the
+/// gateway does not second-guess it).
+pub trait ControlPlane: Send + Sync + 'static {
+    /// Right after the client transport is bound (before any message is read): write this
+    /// process's runtime row.
+    fn on_transport_bound(&self) -> Result<(), String>;
+
+    /// On the client's first `initialize` (or, for the sessionless 2026-07-28 protocol, its
+    /// first request): register the worker (client name from the environment or
+    /// `clientInfo`) and start the heartbeat supervisor. Called exactly once per gateway
+    /// process; a second `initialize` is refused before it gets here.
+    fn on_client_attach(&self, client: &ClientAttach) -> Result<(), String>;
+
+    /// The control tools this gateway serves: already carrying the fleet's tool prefix, all
+    /// `readOnlyHint: true`. Asked once, at start-up; the answer is served for the process's
+    /// life. A downstream tool with the same name is hidden behind the control tool.
+    fn control_tools(&self) -> Vec<Tool>;
+
+    /// Answer a call of one of [`control_tools`](Self::control_tools). `downstream` is the
+    /// gateway's view of its child at the moment of the call, for the runtime context.
+    fn call_control_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        downstream: &DownstreamStatus,
+    ) -> CallToolResult;
+
+    /// Whether the role may ever call this downstream tool. Tools it may not are left out
+    /// of `tools/list`; a direct call of one is still put to [`decide`](Self::decide).
+    fn role_permits(&self, tool: &str) -> bool;
+
+    /// Read-only or mutating, from the downstream's annotations (`readOnlyHint`) and the
+    /// profile's config. Unknown means mutating.
+    fn classify(&self, tool: &Tool) -> ToolClass;
+
+    /// The mutation gate for one real call of a downstream tool, read-only ones included
+    /// (the role policy lives here too). Records the decision in the audit log itself.
+    fn decide(&self, tool: &str, class: ToolClass) -> GateDecision;
+
+    /// Orderly shutdown (stdin EOF, SIGTERM, SIGINT, the client transport failing): stop
+    /// the heartbeat, mark the runtime row stopped. Called once, after the last call.
+    fn on_shutdown(&self, reason: &str);
+}
+
+/// Who attached, from the client's `initialize` (or the sessionless request's `_meta`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientAttach {
+    /// `clientInfo.name` as sent (not normalised: the control plane normalises).
+    pub client_name: String,
+    /// `clientInfo.version` as sent.
+    pub client_version: String,
+    /// The protocol version negotiated with the client.
+    pub protocol_version: String,
+}
+
+/// How a tool is classified for the mutation gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ToolClass {
+    /// Reads only; never blocked by the fleet or session conditions.
+    ReadOnly,
+    /// May change shared state; passes the mutation gate first.
+    Mutating,
+}
+
+impl ToolClass {
+    /// The wire literal: `read_only` or `mutating` (the `fleetgate/classification` value).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read_only",
+            Self::Mutating => "mutating",
+        }
+    }
+}
+
+impl fmt::Display for ToolClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The mutation gate's answer for one call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GateDecision {
+    /// Whether the call may go to the downstream.
+    pub allowed: bool,
+    /// When refused: the blocker literal consumers switch on (`role_not_permitted`,
+    /// `fleet_inventory_blocked`, …). The refusal text starts with it.
+    pub blocker_kind: Option<String>,
+    /// Why, one line each.
+    pub reasons: Vec<String>,
+    /// What the operator does to clear the blocker.
+    pub operator_action: Option<String>,
+}
+
+impl GateDecision {
+    /// A yes.
+    pub fn allow() -> Self {
+        Self { allowed: true, ..Self::default() }
+    }
+
+    /// A no, naming the blocker, the reasons and the operator action.
+    pub fn refuse(blocker_kind: impl Into<String>, reasons: Vec<String>, operator_action: Option<String>) -> Self {
+        Self { allowed: false, blocker_kind: Some(blocker_kind.into()), reasons, operator_action }
+    }
+}
+
+/// The gateway's view of its downstream child, handed to
+/// [`ControlPlane::call_control_tool`] and used in the errors a downstream tool answers
+/// while the child is not serving.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DownstreamStatus {
+    /// What the child is doing.
+    pub state: DownstreamState,
+    /// Runs begun since the gateway started, minus one (0 while the first run lives).
+    pub restarts: u32,
+    /// How the last failed run ended (`` `python` exited with status 1 ``, a handshake
+    /// failure, …).
+    pub last_exit: Option<String>,
+    /// The downstream's `serverInfo` name and version, once it answered `initialize`.
+    pub server: Option<(String, String)>,
+    /// The protocol version negotiated with the downstream.
+    pub protocol_version: Option<String>,
+    /// The current run's pid, while one runs.
+    pub pid: Option<u32>,
+}
+
+/// What the downstream child is doing.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DownstreamState {
+    /// No downstream command was given: the gateway serves its control tools only.
+    Absent,
+    /// A run is up but has not finished the MCP handshake yet (or waits for the client's
+    /// `initialize`, whose capabilities it is started with).
+    Starting,
+    /// Connected: calls are forwarded.
+    Running,
+    /// The last run failed; the next starts after a backoff delay.
+    Restarting {
+        /// Time left until the next run starts.
+        retry_in: Duration,
+    },
+    /// The child spent its failure budget: no run until the quarantine expires.
+    Quarantined {
+        /// When it expires (wall clock, for display).
+        until: SystemTime,
+        /// Time left until then.
+        retry_in: Duration,
+    },
+    /// The gateway stopped it (shutdown) or it can no longer be run.
+    Stopped,
+}
+
+impl DownstreamState {
+    /// The wire literal: `absent`, `starting`, `running`, `restarting`, `quarantined`,
+    /// `stopped`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Absent => "absent",
+            Self::Starting => "starting",
+            Self::Running => "running",
+            Self::Restarting { .. } => "restarting",
+            Self::Quarantined { .. } => "quarantined",
+            Self::Stopped => "stopped",
+        }
+    }
+
+    /// Time left until the child is tried again, while restarting or quarantined.
+    pub fn retry_in(&self) -> Option<Duration> {
+        match self {
+            Self::Restarting { retry_in } | Self::Quarantined { retry_in, .. } => Some(*retry_in),
+            _ => None,
+        }
+    }
+}
+
+impl DownstreamStatus {
+    /// The status of a gateway without a downstream.
+    pub fn absent() -> Self {
+        Self {
+            state: DownstreamState::Absent,
+            restarts: 0,
+            last_exit: None,
+            server: None,
+            protocol_version: None,
+            pid: None,
+        }
+    }
+
+    /// The JSON form for the runtime context: `{"state", "restarts", "last_exit",
+    /// "retry_in_s", "quarantined_until", "server_name", "server_version",
+    /// "protocol_version", "pid"}` (absent values are `null`).
+    pub fn to_json(&self) -> Value {
+        let until = match &self.state {
+            DownstreamState::Quarantined { until, .. } => Value::String(crate::timefmt::utc(*until)),
+            _ => Value::Null,
+        };
+        serde_json::json!({
+            "state": self.state.as_str(),
+            "restarts": self.restarts,
+            "last_exit": self.last_exit,
+            "retry_in_s": self.state.retry_in().map(|d| (d.as_secs_f64() * 10.0).round() / 10.0),
+            "quarantined_until": until,
+            "server_name": self.server.as_ref().map(|(name, _)| name),
+            "server_version": self.server.as_ref().map(|(_, version)| version),
+            "protocol_version": self.protocol_version,
+            "pid": self.pid,
+        })
+    }
+}

@@ -1,0 +1,290 @@
+//! The downstream MCP server: a permanent child under `fleetgate_supervise`, and the MCP
+//! client connection to each of its runs.
+//!
+//! Each run's pipes come out of the supervisor's `on_spawn` callback into one connector
+//! task, which waits for the client's `initialize` (the downstream is initialised with the
+//! client's capabilities, so that roots, sampling and elicitation requests have somewhere
+//! to go), then runs the MCP handshake over the run's stdin/stdout and publishes the
+//! connection as the current [`Link`]. When the run dies its stdout reaches EOF, rmcp's
+//! loop ends and the link goes down; the supervisor restarts the run with backoff, or
+//! quarantines it, and the next run is connected the same way. A run that does not finish
+//! the handshake in time is killed, which the supervisor counts as a failure like any other.
+//!
+//! **Invariant:** nothing here decides restarts: the supervisor's policy does. Any exit
+//! the gateway did not ask for, status 0 included, is a failure (`permanent(true)`).
+
+use crate::control::{DownstreamState, DownstreamStatus};
+use crate::hub::Hub;
+use crate::options::DownstreamCommand;
+use crate::relay::Relay;
+use fleetgate_supervise::{ChildSpec, ChildStdio, EventBus, SpawnedChild, SupervisionSettings, Supervisor, TaskState};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, ServerCapabilities};
+use rmcp::service::{Peer, RoleClient};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+/// The supervised task and its flow.
+pub(crate) const TASK: &str = "downstream";
+/// The flow the downstream child runs in (cancelled at shutdown).
+pub(crate) const FLOW: &str = "downstream";
+
+/// One live MCP connection to one run of the downstream.
+#[derive(Debug)]
+pub(crate) struct Connection {
+    pub(crate) peer: Peer<RoleClient>,
+    /// Counts connections since start-up; the tool catalogue belongs to one.
+    pub(crate) generation: u64,
+    pub(crate) pid: u32,
+    pub(crate) server: (String, String),
+    pub(crate) protocol_version: String,
+    pub(crate) capabilities: ServerCapabilities,
+    pub(crate) instructions: Option<String>,
+}
+
+/// The current connection, if any.
+pub(crate) type Link = Option<Arc<Connection>>;
+
+/// The downstream child and its connection.
+pub(crate) struct Downstream {
+    supervisor: Supervisor,
+    link: watch::Sender<Link>,
+    /// The last handshake failure, shown when the supervisor has no exit to report yet.
+    handshake_error: Arc<Mutex<Option<String>>>,
+}
+
+impl std::fmt::Debug for Downstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Downstream").field("connected", &self.link.borrow().is_some()).finish_non_exhaustive()
+    }
+}
+
+/// What the connector needs to initialise each run.
+struct Connector {
+    hub: Arc<Hub>,
+    link: watch::Sender<Link>,
+    handshake_error: Arc<Mutex<Option<String>>>,
+    init_timeout: Duration,
+    client_info: Implementation,
+}
+
+impl Downstream {
+    /// Put `command` under supervision and start connecting to its runs.
+    pub(crate) fn start(
+        command: &DownstreamCommand,
+        settings: SupervisionSettings,
+        hub: Arc<Hub>,
+        init_timeout: Duration,
+        client_info: Implementation,
+    ) -> Result<Self, String> {
+        let supervisor = Supervisor::new(settings, EventBus::new(EventBus::DEFAULT_CAPACITY));
+        let (link, _) = watch::channel(None);
+        let handshake_error = Arc::new(Mutex::new(None));
+        let (spawned_tx, spawned_rx) = mpsc::unbounded_channel::<SpawnedChild>();
+        let connector =
+            Connector { hub, link: link.clone(), handshake_error: handshake_error.clone(), init_timeout, client_info };
+        tokio::spawn(connector.run(spawned_rx));
+
+        let mut spec = ChildSpec::new(command.program.clone())
+            .args(command.args.iter().cloned())
+            .stdin(ChildStdio::Piped)
+            .stdout(ChildStdio::Piped)
+            .stderr(ChildStdio::Inherit)
+            .permanent(true)
+            .on_spawn(move |spawned| {
+                // The connector outlives every run; if it is gone the gateway is shutting
+                // down and the run is about to be stopped anyway.
+                let _ = spawned_tx.send(spawned);
+            });
+        if command.env_clear {
+            spec = spec.env_clear();
+        }
+        for (key, value) in &command.env {
+            spec = spec.env(key.clone(), value.clone());
+        }
+        if let Some(dir) = &command.cwd {
+            spec = spec.current_dir(dir.clone());
+        }
+        supervisor.spawn_child(TASK, FLOW, spec).map_err(|e| e.to_string())?;
+        Ok(Self { supervisor, link, handshake_error })
+    }
+
+    /// The current connection, if the downstream is serving.
+    pub(crate) fn link(&self) -> Link {
+        self.link.borrow().clone()
+    }
+
+    /// The gateway's view of the child, now.
+    pub(crate) fn status(&self) -> DownstreamStatus {
+        let link = self.link();
+        let task = self.supervisor.task(TASK);
+        let now = Instant::now();
+        let state = match task.as_ref().map(|t| t.state) {
+            Some(TaskState::Running) if link.is_some() => DownstreamState::Running,
+            Some(TaskState::Running) => DownstreamState::Starting,
+            Some(TaskState::BackingOff) => DownstreamState::Restarting {
+                retry_in: task
+                    .as_ref()
+                    .and_then(|t| t.next_start)
+                    .map(|at| at.saturating_duration_since(now))
+                    .unwrap_or_default(),
+            },
+            Some(TaskState::Quarantined) => {
+                let retry_in = self
+                    .supervisor
+                    .flow(FLOW)
+                    .and_then(|f| f.quarantine)
+                    .map(|q| q.until.saturating_duration_since(now))
+                    .unwrap_or_default();
+                DownstreamState::Quarantined { until: SystemTime::now() + retry_in, retry_in }
+            }
+            Some(TaskState::Finished | TaskState::Cancelling | TaskState::Cancelled) | None => DownstreamState::Stopped,
+        };
+        let last_exit = task
+            .as_ref()
+            .and_then(|t| t.last_error.clone())
+            .or_else(|| self.handshake_error.lock().unwrap_or_else(PoisonError::into_inner).clone());
+        DownstreamStatus {
+            restarts: task.as_ref().map_or(0, |t| t.restarts),
+            last_exit,
+            server: link.as_ref().map(|c| c.server.clone()),
+            protocol_version: link.as_ref().map(|c| c.protocol_version.clone()),
+            pid: if matches!(state, DownstreamState::Running | DownstreamState::Starting) {
+                link.as_ref().map(|c| c.pid)
+            } else {
+                None
+            },
+            state,
+        }
+    }
+
+    /// Wait until the downstream is connected, is quarantined or stopped, or `deadline`
+    /// passes; returns the link then.
+    pub(crate) async fn wait_ready(&self, deadline: Instant) -> Link {
+        let mut link = self.link.subscribe();
+        let mut events = self.supervisor.bus().subscribe();
+        loop {
+            if let Some(connection) = link.borrow_and_update().clone() {
+                return Some(connection);
+            }
+            if matches!(self.status().state, DownstreamState::Quarantined { .. } | DownstreamState::Stopped) {
+                return None;
+            }
+            tokio::select! {
+                changed = link.changed() => if changed.is_err() { return None },
+                // Any supervisor event may be the quarantine; the loop re-reads the state.
+                _ = events.recv() => {}
+                () = tokio::time::sleep_until(deadline) => return self.link(),
+            }
+        }
+    }
+
+    /// Stop the child for good (the gateway is shutting down).
+    pub(crate) async fn stop(&self) {
+        let report = self.supervisor.cancel_flow(FLOW).await;
+        if !report.forced.is_empty() || !report.unresponsive.is_empty() {
+            tracing::warn!(?report, "the downstream server did not stop within its grace");
+        }
+        self.link.send_replace(None);
+    }
+}
+
+impl Connector {
+    async fn run(self, mut spawned_rx: mpsc::UnboundedReceiver<SpawnedChild>) {
+        let mut attached = self.hub.attached();
+        let mut generation = 0_u64;
+        'runs: while let Some(mut spawned) = spawned_rx.recv().await {
+            // The downstream is initialised with the client's capabilities: wait for them.
+            // A newer run (this one died meanwhile) replaces the one waiting.
+            let capabilities = loop {
+                while let Ok(newer) = spawned_rx.try_recv() {
+                    spawned = newer;
+                }
+                if let Some(capabilities) = attached.borrow_and_update().clone() {
+                    break capabilities;
+                }
+                tokio::select! {
+                    changed = attached.changed() => if changed.is_err() { return },
+                    newer = spawned_rx.recv() => match newer {
+                        Some(newer) => spawned = newer,
+                        None => return,
+                    },
+                }
+            };
+            let pid = spawned.pid;
+            let (Some(stdout), Some(stdin)) = (spawned.stdout.take(), spawned.stdin.take()) else {
+                self.fail(pid, "the run's pipes were not handed over".to_owned());
+                continue 'runs;
+            };
+            let relay = Relay { hub: self.hub.clone(), info: self.client_config(capabilities) };
+            let transport = AsyncRwTransport::new_client(stdout, stdin);
+            let running = match tokio::time::timeout(self.init_timeout, rmcp::serve_client(relay, transport)).await {
+                Ok(Ok(running)) => running,
+                Ok(Err(e)) => {
+                    self.fail(pid, format!("MCP handshake with the downstream failed: {e}"));
+                    continue 'runs;
+                }
+                Err(_) => {
+                    let secs = self.init_timeout.as_secs_f64();
+                    self.fail(pid, format!("the downstream did not answer `initialize` within {secs} s"));
+                    continue 'runs;
+                }
+            };
+            generation += 1;
+            let peer = running.peer().clone();
+            let info = peer.peer_info();
+            let connection = Arc::new(Connection {
+                generation,
+                pid,
+                server: info
+                    .as_ref()
+                    .and_then(|i| i.server_info.as_ref().map(|s| (s.name.clone(), s.version.clone())))
+                    .unwrap_or_default(),
+                protocol_version: info.as_ref().map(|i| i.protocol_version.to_string()).unwrap_or_default(),
+                capabilities: info.as_ref().map(|i| i.capabilities.clone()).unwrap_or_default(),
+                instructions: info.as_ref().and_then(|i| i.instructions.clone()),
+                peer,
+            });
+            tracing::info!(pid, generation, server = ?connection.server, "downstream connected");
+            self.link.send_replace(Some(connection));
+            // The client may hold a list without the downstream's tools, or the previous
+            // run's: tell it to list again.
+            if let Some(client) = self.hub.client()
+                && let Err(e) = client.notify_tool_list_changed().await
+            {
+                tracing::debug!(error = %e, "could not tell the client the tool list changed");
+            }
+            let link = self.link.clone();
+            tokio::spawn(async move {
+                let reason = running.waiting().await;
+                tracing::info!(pid, generation, ?reason, "downstream connection ended");
+                link.send_if_modified(|current| {
+                    if current.as_ref().is_some_and(|c| c.generation == generation) {
+                        *current = None;
+                        true
+                    } else {
+                        false
+                    }
+                });
+            });
+        }
+    }
+
+    fn client_config(&self, capabilities: ClientCapabilities) -> ClientConfig {
+        ClientConfig::new(capabilities, self.client_info.clone())
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    /// A run that cannot be used: record why and kill its process group, so the
+    /// supervisor sees the failure and restarts it.
+    fn fail(&self, pid: u32, reason: String) {
+        tracing::warn!(pid, %reason, "killing the downstream run");
+        *self.handshake_error.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
+        if let Some(pgid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+            // ESRCH: it is already gone, which is what we want.
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! The gateway's typed errors: why [`crate::serve`] could not serve at all. Trouble while
+//! serving (a bad frame, a dead downstream, a control plane that fails) is answered on the
+//! wire and logged, never returned.
+
+use std::io;
+
+/// Why the gateway could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GatewayError {
+    /// The tokio runtime could not be built.
+    #[error("start the async runtime: {0}")]
+    Runtime(#[source] io::Error),
+    /// A signal handler could not be installed.
+    #[error("install the {signal} handler: {source}")]
+    Signal {
+        /// `SIGTERM` or `SIGINT`.
+        signal: &'static str,
+        /// The operating system's reason.
+        #[source]
+        source: io::Error,
+    },
+    /// The log filter given is not valid `EnvFilter` syntax.
+    #[error("invalid log filter `{filter}`: {reason}")]
+    LogFilter {
+        /// The filter as given.
+        filter: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The downstream child could not be put under supervision.
+    #[error("supervise the downstream server: {0}")]
+    Supervise(String),
+    /// A control-plane call panicked or could not be run.
+    #[error("control plane call `{call}` failed: {reason}")]
+    ControlPlane {
+        /// The trait method.
+        call: &'static str,
+        /// The panic or join failure.
+        reason: String,
+    },
+}

@@ -1,0 +1,104 @@
+//! What the caller tells [`crate::serve`]: the downstream command, limits, supervision
+//! settings and the gateway's own identity. Resolved by the caller (the `fleetgate serve`
+//! CLI reads flags, the roster and `FLEETGATE_LOG`); this crate reads no environment.
+
+use fleetgate_supervise::SupervisionSettings;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The default cap on one client message: 4 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Options of one gateway process.
+#[derive(Clone, Debug)]
+pub struct GatewayOptions {
+    /// The downstream MCP server to run and front; `None` serves the control tools only.
+    pub downstream: Option<DownstreamCommand>,
+    /// How long a forwarded request (a `tools/call`, a `resources/read`, …) may wait for
+    /// the downstream before it is cancelled and answered with a timeout error.
+    pub call_timeout: Duration,
+    /// How long one run of the downstream may take to answer `initialize` before the run
+    /// is killed (and counted as a failure by the supervisor).
+    pub downstream_init_timeout: Duration,
+    /// How long the client's `initialize` waits for the downstream to come up, so the
+    /// first `tools/list` already holds its tools. Past it the gateway answers with what
+    /// it has (a quarantined downstream is not waited for at all).
+    pub attach_wait: Duration,
+    /// The largest client message accepted, in bytes (the line, without its newline).
+    pub max_message_bytes: usize,
+    /// Restart, budget and quarantine settings for the downstream child.
+    pub supervision: SupervisionSettings,
+    /// `serverInfo.name` in the gateway's `initialize` answer.
+    pub server_name: String,
+    /// `serverInfo.version` in the gateway's `initialize` answer.
+    pub server_version: String,
+    /// `instructions` in the gateway's `initialize` answer (the downstream's are used when
+    /// this is `None`).
+    pub instructions: Option<String>,
+    /// The `tracing` filter for the logs on stderr (`EnvFilter` syntax, e.g. `info` or
+    /// `fleetgate_gateway=debug`); `None` logs warnings and errors. Used by [`crate::run`]
+    /// only, which installs the subscriber.
+    pub log_filter: Option<String>,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        Self {
+            downstream: None,
+            call_timeout: Duration::from_secs(300),
+            downstream_init_timeout: Duration::from_secs(30),
+            attach_wait: Duration::from_secs(10),
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            supervision: SupervisionSettings::default(),
+            server_name: "fleetgate".to_owned(),
+            server_version: env!("CARGO_PKG_VERSION").to_owned(),
+            instructions: None,
+            log_filter: None,
+        }
+    }
+}
+
+/// The downstream MCP server's command line, environment and working directory.
+#[derive(Clone)]
+pub struct DownstreamCommand {
+    /// The program (looked up on `PATH` when it has no slash).
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Variables set for it, on top of the inherited environment (or instead of it with
+    /// [`env_clear`](Self::env_clear)).
+    pub env: Vec<(OsString, OsString)>,
+    /// Start it with an empty environment plus [`env`](Self::env): how the caller passes
+    /// only the profile's declared pass-through keys.
+    pub env_clear: bool,
+    /// Its working directory; the gateway's when `None`.
+    pub cwd: Option<PathBuf>,
+}
+
+impl DownstreamCommand {
+    /// `argv[0]` with the rest as arguments; `None` for an empty argv.
+    pub fn from_argv<I, S>(argv: I) -> Option<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let mut argv = argv.into_iter().map(Into::into);
+        let program = argv.next()?;
+        Some(Self { program, args: argv.collect(), env: Vec::new(), env_clear: false, cwd: None })
+    }
+}
+
+impl std::fmt::Debug for DownstreamCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Values may be secrets (a forge token): keys only.
+        let env_keys: Vec<&OsString> = self.env.iter().map(|(k, _)| k).collect();
+        f.debug_struct("DownstreamCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env_keys", &env_keys)
+            .field("env_clear", &self.env_clear)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
+}

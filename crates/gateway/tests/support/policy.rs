@@ -1,0 +1,130 @@
+//! The test control plane: a small, real [`ControlPlane`] for the gateway's integration
+//! tests, compiled into the `gateway_fixture` example (the binary the tests drive) by
+//! `#[path]`.
+//!
+//! Its state lives in a directory the test owns, so the test can both steer it and see
+//! what the gateway asked of it:
+//! * `allow-mutations` — while this file is absent, mutating calls are refused with
+//!   `fleet_inventory_blocked`; create it and they are allowed (read-only calls always are);
+//! * `events.log` — one line per lifecycle call and decision: `transport_bound`,
+//!   `attach NAME VERSION PROTOCOL`, `decide TOOL CLASS allowed|refused`, `shutdown REASON`.
+//!
+//! Tools named in `forbidden` are refused with `role_not_permitted` and not listed.
+//! Classification: `readOnlyHint: true` is read-only, anything else (no annotations
+//! included) is mutating.
+
+use fleetgate_gateway::rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use fleetgate_gateway::{ClientAttach, ControlPlane, DownstreamStatus, GateDecision, ToolClass};
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The name of the control tool the policy serves.
+pub const RUNTIME_CONTEXT_TOOL: &str = "fleet_get_runtime_context";
+
+/// The test policy.
+#[derive(Debug)]
+pub struct TestPolicy {
+    /// The directory of `allow-mutations` and `events.log`.
+    dir: PathBuf,
+    /// Tools the role may not call.
+    forbidden: BTreeSet<String>,
+    /// `events.log`, opened once in append mode: each line is one `write(2)`, visible to
+    /// the test at once, and a decision costs no `open(2)`.
+    events: Mutex<File>,
+}
+
+impl TestPolicy {
+    /// A policy keeping its state in `dir`, refusing `forbidden` tools.
+    pub fn new(dir: PathBuf, forbidden: BTreeSet<String>) -> std::io::Result<Self> {
+        let events = OpenOptions::new().create(true).append(true).open(dir.join("events.log"))?;
+        Ok(Self { dir, forbidden, events: Mutex::new(events) })
+    }
+
+    fn log(&self, line: &str) {
+        let mut file = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        file.write_all(format!("{line}\n").as_bytes()).expect("append to events.log");
+    }
+
+    fn mutations_allowed(&self) -> bool {
+        self.dir.join("allow-mutations").exists()
+    }
+}
+
+impl ControlPlane for TestPolicy {
+    fn on_transport_bound(&self) -> Result<(), String> {
+        self.log("transport_bound");
+        Ok(())
+    }
+
+    fn on_client_attach(&self, client: &ClientAttach) -> Result<(), String> {
+        self.log(&format!("attach {} {} {}", client.client_name, client.client_version, client.protocol_version));
+        Ok(())
+    }
+
+    fn control_tools(&self) -> Vec<Tool> {
+        let mut schema = JsonObject::new();
+        schema.insert("type".to_owned(), "object".into());
+        let mut annotations = ToolAnnotations::default();
+        annotations.read_only_hint = Some(true);
+        let mut tool = Tool::default();
+        tool.name = RUNTIME_CONTEXT_TOOL.into();
+        tool.description = Some("The gateway's runtime context (test policy).".into());
+        tool.input_schema = Arc::new(schema);
+        tool.annotations = Some(annotations);
+        vec![tool]
+    }
+
+    fn call_control_tool(
+        &self,
+        name: &str,
+        _arguments: Map<String, Value>,
+        downstream: &DownstreamStatus,
+    ) -> CallToolResult {
+        let body = serde_json::json!({
+            "tool": name,
+            "downstream": downstream.to_json(),
+            "mutations_allowed": self.mutations_allowed(),
+        });
+        CallToolResult::success(vec![ContentBlock::text(body.to_string())])
+    }
+
+    fn role_permits(&self, tool: &str) -> bool {
+        !self.forbidden.contains(tool)
+    }
+
+    fn classify(&self, tool: &Tool) -> ToolClass {
+        match tool.annotations.as_ref().and_then(|a| a.read_only_hint) {
+            Some(true) => ToolClass::ReadOnly,
+            _ => ToolClass::Mutating,
+        }
+    }
+
+    fn decide(&self, tool: &str, class: ToolClass) -> GateDecision {
+        let decision = if self.forbidden.contains(tool) {
+            GateDecision::refuse(
+                "role_not_permitted",
+                vec![format!("the test role may not call `{tool}`")],
+                Some("hand the task to the role that owns it".to_owned()),
+            )
+        } else if class == ToolClass::Mutating && !self.mutations_allowed() {
+            GateDecision::refuse(
+                "fleet_inventory_blocked",
+                vec!["test policy: mutations are held until allow-mutations exists".to_owned()],
+                Some(format!("create {}", self.dir.join("allow-mutations").display())),
+            )
+        } else {
+            GateDecision::allow()
+        };
+        let verdict = if decision.allowed { "allowed" } else { "refused" };
+        self.log(&format!("decide {tool} {class} {verdict}"));
+        decision
+    }
+
+    fn on_shutdown(&self, reason: &str) {
+        self.log(&format!("shutdown {reason}"));
+    }
+}

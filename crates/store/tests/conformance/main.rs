@@ -1,0 +1,65 @@
+//! One conformance suite, both engines: every story below walks one area of
+//! the `Store` contract through `&dyn Store` and runs once on SQLite and once
+//! on PostgreSQL, each run on a fresh database dropped afterwards.
+//!
+//! Run it as the README says (`scripts/test`), or alone:
+//! `scripts/with-postgres cargo test -p fleetgate-store --test conformance`.
+//! Without a PostgreSQL server the `postgres::` half fails, never passes.
+
+mod audit;
+mod child;
+mod clock;
+mod engines;
+mod migrations;
+mod race;
+mod registry;
+mod runtime;
+mod support;
+mod transient;
+
+/// One `#[test]` per story and engine: `sqlite::NAME` and `postgres::NAME`,
+/// so a failure names the engine and each engine's count is visible.
+macro_rules! conformance {
+    ($($area:ident :: $story:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[test] fn $story() { crate::engines::run(crate::engines::Kind::Sqlite, crate::$area::$story) })*
+        }
+        mod postgres {
+            $(#[test] fn $story() { crate::engines::run(crate::engines::Kind::Postgres, crate::$area::$story) })*
+            // Connection loss and a server restart have no SQLite counterpart.
+            #[test] fn connection_loss_is_transient_and_heals() { crate::transient::connection_loss() }
+            #[test] fn server_restart_is_transient_and_heals() { crate::transient::server_restart() }
+        }
+    };
+}
+
+conformance! {
+    registry::register_is_insert_or_nothing,
+    registry::registration_is_validated,
+    registry::workers_list_by_start_then_identity_bytes,
+    registry::renewal_checks_every_expectation,
+    registry::refusals_explain_in_spec_order_and_write_nothing,
+    registry::renewal_never_moves_the_heartbeat_back,
+    registry::claim_fences_the_old_epoch,
+    registry::deregistered_rows_are_history,
+    registry::liveness_follows_the_ttl,
+    registry::calls_from_inside_an_async_runtime_answer,
+    runtime::runtime_rows_round_trip_and_refresh,
+    runtime::runtime_rows_carry_their_host,
+    runtime::observations_keep_the_newest_scan_per_host,
+    audit::audit_appends_in_order_and_lists_the_newest,
+    clock::the_store_clock_is_the_servers_where_there_is_one,
+    migrations::a_fresh_store_is_at_the_current_version,
+    migrations::migrates_from_every_older_version,
+    migrations::migrations_are_idempotent,
+    migrations::processes_opening_a_fresh_store_at_once_migrate_once,
+    migrations::a_newer_schema_fails_closed,
+    race::renewals_racing_a_claim_from_processes_never_beat_the_fence,
+}
+
+/// The entry point of the suite's child processes (see `child`): does
+/// nothing unless the race or migration tests started this binary as one.
+#[test]
+fn child_process_entry_point() {
+    child::main_if_child();
+}

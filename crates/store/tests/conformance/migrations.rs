@@ -1,0 +1,119 @@
+//! Schema migrations: numbered alike in both engines, additive, idempotent,
+//! safe when several processes migrate one fresh store at once, and a schema
+//! newer than this build fails closed.
+
+use crate::child;
+use crate::engines::Fixture;
+use crate::support::{attach, audit_entry, now, renewal, runtime_row};
+use fleetgate_core::runtime::ProcessScan;
+use fleetgate_store::{HostIdentity, SCHEMA_VERSION, Store, StoreErrorKind};
+use serde_json::json;
+
+const VERSIONS: &str = "SELECT COUNT(*) FROM fleetgate_schema";
+
+pub fn a_fresh_store_is_at_the_current_version(fx: &Fixture) {
+    let store = fx.open();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    drop(store);
+    // Opening again applies nothing twice.
+    assert_eq!(fx.open().schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(fx.query_i64(VERSIONS), i64::from(SCHEMA_VERSION));
+}
+
+/// Write what a store at `version` can hold.
+fn populate(store: &dyn Store, version: u32) {
+    if version >= 1 {
+        attach(store, "w-old");
+        assert!(store.heartbeat(&renewal("w-old", 1), now().plus_seconds(60)).unwrap().renewed);
+    }
+    if version >= 2 {
+        store.upsert_runtime(&runtime_row("gitea-author", 41001)).unwrap();
+    }
+    if version >= 3 {
+        store.append_audit(&audit_entry("gitea_merge", now())).unwrap();
+    }
+}
+
+/// What `populate` wrote is all there, and the newest tables work.
+fn check_survivors(store: &dyn Store, version: u32) {
+    let workers = store.list_workers().unwrap();
+    if version >= 1 {
+        let row = &workers[0];
+        assert_eq!((row.worker_identity.as_str(), row.renewal_count), ("w-old", 1), "at version {version}");
+        assert_eq!(row.last_heartbeat_at, now().plus_seconds(60));
+    } else {
+        assert!(workers.is_empty());
+    }
+    let runtimes = store.list_runtime().unwrap();
+    assert_eq!(runtimes, if version >= 2 { vec![runtime_row("gitea-author", 41001)] } else { vec![] });
+    let audit = store.list_audit(None, 10).unwrap();
+    assert_eq!(audit.len(), usize::from(version >= 3), "at version {version}");
+    // The newest migration's tables and columns are there.
+    let host = HostIdentity { host_id: "m1".into(), boot_id: "b1".into() };
+    assert!(store.publish_observation(&host, &ProcessScan::of(vec![]), now()).unwrap());
+    if version >= 2 {
+        assert!(store.set_runtime_host(&runtimes[0].runtime_id, &host).unwrap());
+        assert_eq!(store.list_runtime_hosts().unwrap().len(), 1);
+    }
+}
+
+pub fn migrates_from_every_older_version(fx: &Fixture) {
+    for version in 0..SCHEMA_VERSION {
+        let at = fx.sibling();
+        {
+            let old = at.open_at_version(version);
+            assert_eq!(old.schema_version().unwrap(), version);
+            populate(&*old, version);
+        }
+        let store = at.open();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION, "from version {version}");
+        assert_eq!(at.query_i64(VERSIONS), i64::from(SCHEMA_VERSION), "each version recorded once");
+        check_survivors(&*store, version);
+    }
+}
+
+pub fn migrations_are_idempotent(fx: &Fixture) {
+    {
+        let store = fx.open();
+        populate(&*store, SCHEMA_VERSION);
+    }
+    // Forget that migrations 2.. ran: opening runs each of them again over
+    // the tables and columns they made, and must change nothing.
+    fx.exec("DELETE FROM fleetgate_schema WHERE version >= 2");
+    let store = fx.open();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(fx.query_i64(VERSIONS), i64::from(SCHEMA_VERSION));
+    check_survivors(&*store, SCHEMA_VERSION);
+}
+
+pub fn processes_opening_a_fresh_store_at_once_migrate_once(fx: &Fixture) {
+    let start_at_ms = child::wall_ms() + 500;
+    let openers: Vec<_> = (0..4)
+        .map(|_| child::spawn(&json!({ "role": "open", "spec": fx.spec(), "start_at_ms": start_at_ms })))
+        .collect();
+    for opener in openers {
+        let r = child::report(opener);
+        assert_eq!(r["opened"], true, "{r}");
+        assert_eq!(r["version"], SCHEMA_VERSION, "{r}");
+    }
+    assert_eq!(fx.query_i64(VERSIONS), i64::from(SCHEMA_VERSION), "each migration applied exactly once");
+}
+
+pub fn a_newer_schema_fails_closed(fx: &Fixture) {
+    {
+        let store = fx.open();
+        attach(&*store, "w1");
+    }
+    fx.exec(
+        "INSERT INTO fleetgate_schema (version, name, applied_at) VALUES (99, 'from the future', '2099-01-01T00:00:00Z')",
+    );
+    let err = fleetgate_store::open(&fx.spec()).unwrap_err();
+    assert_eq!(err.kind(), StoreErrorKind::Unsupported, "{err}");
+    let text = err.to_string();
+    assert!(text.contains("99") && text.contains("newer"), "{text}");
+    assert!(text.contains(&fleetgate_store::redact_url(&fx.spec())), "names the store: {text}");
+    if let Some(pw) = fx.password() {
+        assert!(!text.contains(&pw), "{text}");
+    }
+    assert_eq!(fx.query_i64("SELECT COUNT(*) FROM workers"), 1, "left untouched");
+}

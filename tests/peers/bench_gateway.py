@@ -1,0 +1,164 @@
+"""Side-by-side figures for the gateway (run by scripts/bench-gateway; not a test).
+
+Usage: bench_gateway.py FIXTURE MCP_SERVER_GIT MINIMAL_SERVER_PY
+
+1. spawn → `initialize` result: the gateway without a downstream, vs `mcp-server-git`
+   and a minimal Python SDK server (`minimal_server.py`);
+2. mean round trip of `git_status` through the gateway vs straight to `mcp-server-git`
+   (same client, same repository, both alive, calls alternated), and the difference per call;
+3. peak RSS (VmHWM) of an idle gateway without a downstream, after initialize + tools/list.
+
+Raw JSON-RPC lines over pipes, so the client's own cost is the same on both sides and small.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+}
+
+
+class Peer:
+    def __init__(self, argv: list[str]) -> None:
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
+        )
+        self.next_id = 100
+
+    def send(self, message: dict) -> None:
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+
+    def answer(self, want_id: int) -> dict:
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("peer closed its stdout")
+            message = json.loads(line)
+            if message.get("id") == want_id:
+                return message
+
+    def initialize(self) -> float:
+        self.send(INIT)
+        self.answer(1)
+        elapsed = time.perf_counter() - self.started
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return elapsed
+
+    def request(self, method: str, params: dict) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.answer(self.next_id)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def startup(argv: list[str], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        peer = Peer(argv)
+        times.append(peer.initialize())
+        peer.close()
+    return times
+
+
+def round_trips(direct_argv: list[str], gateway_argv: list[str], repo: str, calls: int) -> tuple[list[float], list[float]]:
+    """Both peers alive at once, calls alternated one by one, so a change in the machine's
+    load (the other core busy with something else) hits both sides alike."""
+    peers = [Peer(direct_argv), Peer(gateway_argv)]
+    args = {"name": "git_status", "arguments": {"repo_path": repo}}
+    for peer in peers:
+        peer.initialize()
+        peer.request("tools/list", {})
+        for _ in range(20):  # warm-up: imports, git's caches
+            assert "result" in peer.request("tools/call", args)
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(calls):
+        for side, peer in enumerate(peers):
+            t = time.perf_counter()
+            answer = peer.request("tools/call", args)
+            times[side].append(time.perf_counter() - t)
+            assert answer["result"].get("isError") is not True, answer
+    for peer in peers:
+        peer.close()
+    return times
+
+
+def vm_hwm_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmHWM")
+
+
+def ms(values: list[float]) -> str:
+    return f"mean {statistics.mean(values) * 1e3:8.3f} ms  median {statistics.median(values) * 1e3:8.3f} ms"
+
+
+def main() -> None:
+    fixture, git_server, minimal = sys.argv[1:4]
+    python = sys.executable
+    state = tempfile.mkdtemp(prefix="fleetgate-bench-")
+    open(os.path.join(state, "allow-mutations"), "w").close()
+    repo = tempfile.mkdtemp(prefix="fleetgate-bench-repo-")
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    with open(os.path.join(repo, "a.txt"), "w") as f:
+        f.write("x\n")
+
+    gateway = [fixture, "--state", state]
+    print("== spawn -> initialize result")
+    gw = startup(gateway, 50)
+    git = startup([git_server], 10)
+    mini = startup([python, minimal], 10)
+    print(f"gateway (no downstream)  {ms(gw)}")
+    print(f"mcp-server-git (Python)  {ms(git)}")
+    print(f"minimal Python SDK       {ms(mini)}")
+    print(f"ratio mcp-server-git / gateway: {statistics.mean(git) / statistics.mean(gw):7.1f}x")
+    print(f"ratio minimal Python / gateway: {statistics.mean(mini) / statistics.mean(gw):7.1f}x")
+
+    print("== git_status round trip (sequential, 1000 calls each, alternating direct / through)")
+    direct, through = round_trips([git_server], gateway + ["--", git_server], repo, 1000)
+    print(f"direct                   {ms(direct)}")
+    print(f"through the gateway      {ms(through)}")
+    added = statistics.mean(through) - statistics.mean(direct)
+    added_median = statistics.median(through) - statistics.median(direct)
+    print(f"added per call: mean {added * 1e3:.3f} ms, median {added_median * 1e3:.3f} ms")
+
+    print("== idle gateway RSS")
+    peer = Peer(gateway)
+    peer.initialize()
+    peer.request("tools/list", {})
+    peer.request("tools/call", {"name": "fleet_get_runtime_context", "arguments": {}})
+    time.sleep(1.0)
+    hwm = vm_hwm_kib(peer.proc.pid)
+    print(f"peak RSS (VmHWM), no downstream: {hwm / 1024:.1f} MiB")
+    peer.close()
+    peer = Peer(gateway + ["--", git_server])
+    peer.initialize()
+    peer.request("tools/list", {})
+    time.sleep(1.0)
+    hwm = vm_hwm_kib(peer.proc.pid)
+    print(f"peak RSS (VmHWM), gateway process in front of mcp-server-git: {hwm / 1024:.1f} MiB")
+    peer.close()
+
+
+if __name__ == "__main__":
+    main()
