@@ -82,7 +82,24 @@ fn mutations_are_gated_by_the_real_fleet() {
     assert!(!err, "allowed once the roster is up: {text}");
     assert_eq!(git(&repo, &["diff", "--cached", "--name-only"]).trim(), "hello.txt", "actually applied");
 
-    let (_, _, ctx) = author.call("gitea_get_runtime_context", json!({}));
+    // The heartbeat started at attach renews the very row registration wrote:
+    // its session, generation, client, pid and epoch all match.
+    let mut ctx = serde_json::Value::Null;
+    assert!(
+        wait_until(15.0, || {
+            ctx = author.call("gitea_get_runtime_context", json!({})).2;
+            ctx["worker_heartbeat"]["beats_renewed"].as_u64().unwrap_or(0) >= 2
+        }),
+        "no renewals accepted: {ctx}"
+    );
+    assert!(ctx["worker_heartbeat"]["stopped_reason"].is_null(), "{ctx}");
+    let worker_id = ctx["worker"]["worker_identity"].as_str().unwrap().to_owned();
+    let row = f.cli(&["worker", "show", &worker_id, "--json"]);
+    assert!(row["renewal_count"].as_i64().unwrap() >= 2, "{row}");
+    assert_eq!(row["generation_id"], ctx["worker"]["generation_id"]);
+    assert_eq!(row["session_id"], ctx["worker"]["session_id"]);
+    assert_eq!(row["pid"], ctx["pid"]);
+    assert_eq!(row["client_name"], ctx["worker"]["client_name"]);
     assert_eq!(ctx["worker_heartbeat"]["supervised"], true, "{ctx}");
     assert_eq!(ctx["worker_heartbeat"]["running"], true, "{ctx}");
     assert_eq!(ctx["provenance"]["session_ownership"], "owned", "{ctx}");

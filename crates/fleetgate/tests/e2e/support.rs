@@ -86,6 +86,9 @@ impl FleetDir {
         let mut argv = vec![
             "GITEA_CLIENT_MANAGED=1".to_owned(),
             format!("GITEA_MCP_COHORT_ID={cohort}"),
+            // Beat fast, so a test sees renewals accepted (the supervisor presents
+            // exactly what the row records) within a bounded poll.
+            "GITEA_WORKER_HEARTBEAT_INTERVAL_SECONDS=0.2".to_owned(),
             bin().display().to_string(),
             "--store".into(),
             self.store().display().to_string(),
