@@ -4,42 +4,8 @@
 //! keep working while each negative case is refused with its own blocker, and
 //! every refusal is in the audit log.
 
-use crate::support::{Client, FleetDir, Member, git, peer, serial, wait_until};
+use crate::support::{Client, FleetDir, Member, git, peer, roster, serial, wait_until};
 use serde_json::json;
-
-const CONFIG: &str = r#"
-[fleet]
-name = "canary"
-tool_prefix = "gitea_"
-
-[[members]]
-namespace = "gitea-author"
-profile = "prgs-author"
-role = "author"
-
-[[members]]
-namespace = "gitea-reviewer"
-profile = "prgs-reviewer"
-role = "reviewer"
-
-[[members]]
-namespace = "gitea-merger"
-profile = "prgs-merger"
-role = "merger"
-
-[[members]]
-namespace = "gitea-controller"
-profile = "prgs-controller"
-role = "controller"
-
-[[members]]
-namespace = "gitea-reconciler"
-profile = "prgs-reconciler"
-role = "reconciler"
-
-[roles.reviewer]
-deny = ["git_add", "git_commit", "git_reset", "git_checkout", "git_create_branch"]
-"#;
 
 const ROLES: [&str; 5] = ["author", "reviewer", "merger", "controller", "reconciler"];
 
@@ -69,7 +35,11 @@ impl Canary {
 #[test]
 fn the_healthy_cohort_keeps_working_while_every_negative_case_is_refused() {
     let _serial = serial();
-    let f = FleetDir::new(CONFIG);
+    let f = FleetDir::new(&roster(
+        "canary",
+        &["author", "reviewer", "merger", "controller", "reconciler"],
+        "[roles.reviewer]\ndeny = [\"git_add\", \"git_commit\", \"git_reset\", \"git_checkout\", \"git_create_branch\"]\n",
+    ));
     let repo = f.repo().display().to_string();
     let git_server = peer(".venv/bin/mcp-server-git").display().to_string();
     let clients: Vec<Client> = ROLES

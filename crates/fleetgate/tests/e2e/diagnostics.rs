@@ -2,24 +2,8 @@
 //! gateway's tools/call, its resolve_task_capability control tool, and the
 //! `fleetgate capability` CLI — driven for real, not read from a constant.
 
-use crate::support::{Client, FleetDir, Member, git, peer, serial, wait_until};
+use crate::support::{Client, FleetDir, Member, git, peer, roster, serial, wait_until};
 use serde_json::json;
-
-const CONFIG: &str = r#"
-[fleet]
-name = "diag"
-tool_prefix = "gitea_"
-
-[[members]]
-namespace = "gitea-author"
-profile = "prgs-author"
-role = "author"
-
-[[members]]
-namespace = "gitea-reviewer"
-profile = "prgs-reviewer"
-role = "reviewer"
-"#;
 
 /// (tools/call text, control-tool verdict, CLI verdict) for git_add.
 fn three_paths(author: &mut Client, f: &FleetDir, repo: &str) -> (String, serde_json::Value, serde_json::Value) {
@@ -33,7 +17,7 @@ fn three_paths(author: &mut Client, f: &FleetDir, repo: &str) -> (String, serde_
 #[test]
 fn hard_diagnostics_refuse_identically_on_every_path() {
     let _serial = serial();
-    let f = FleetDir::new(CONFIG);
+    let f = FleetDir::new(&roster("diag", &["author", "reviewer"], ""));
     let repo = f.repo();
     let repo_s = repo.display().to_string();
     std::fs::write(repo.join("x.txt"), "x\n").unwrap();

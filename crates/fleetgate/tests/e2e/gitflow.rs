@@ -2,27 +2,8 @@
 //! mutation waits for the fleet, role policy and a second cohort refuse, and
 //! every decision lands in the audit log.
 
-use crate::support::{Client, FleetDir, Member, git, peer, serial, wait_until};
+use crate::support::{Client, FleetDir, Member, git, peer, roster, serial, wait_until};
 use serde_json::json;
-
-const CONFIG: &str = r#"
-[fleet]
-name = "e2e"
-tool_prefix = "gitea_"
-
-[[members]]
-namespace = "gitea-author"
-profile = "prgs-author"
-role = "author"
-
-[[members]]
-namespace = "gitea-reviewer"
-profile = "prgs-reviewer"
-role = "reviewer"
-
-[roles.reviewer]
-deny = ["git_add", "git_commit", "git_reset", "git_create_branch", "git_checkout"]
-"#;
 
 fn names(tools: &[serde_json::Value]) -> Vec<String> {
     tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
@@ -31,7 +12,11 @@ fn names(tools: &[serde_json::Value]) -> Vec<String> {
 #[test]
 fn mutations_are_gated_by_the_real_fleet() {
     let _serial = serial();
-    let f = FleetDir::new(CONFIG);
+    let f = FleetDir::new(&roster(
+        "e2e",
+        &["author", "reviewer"],
+        "[roles.reviewer]\ndeny = [\"git_add\", \"git_commit\", \"git_reset\", \"git_create_branch\", \"git_checkout\"]\n",
+    ));
     let repo = f.repo();
     let repo_s = repo.display().to_string();
     std::fs::write(repo.join("hello.txt"), "hello\n").unwrap();

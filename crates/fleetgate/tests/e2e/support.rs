@@ -228,3 +228,15 @@ impl Drop for Member {
         let _ = self.0.wait();
     }
 }
+
+/// A roster config with these roles (`gitea-<role>` / `prgs-<role>`), the
+/// `gitea_` tool prefix, and `extra` appended (roles, tools, …).
+pub fn roster(name: &str, roles: &[&str], extra: &str) -> String {
+    let mut out = format!("[fleet]\nname = \"{name}\"\ntool_prefix = \"gitea_\"\n");
+    for r in roles {
+        out.push_str(&format!("\n[[members]]\nnamespace = \"gitea-{r}\"\nprofile = \"prgs-{r}\"\nrole = \"{r}\"\n"));
+    }
+    out.push('\n');
+    out.push_str(extra);
+    out
+}

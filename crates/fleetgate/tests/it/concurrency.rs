@@ -7,12 +7,9 @@ use std::process::{Command, Stdio};
 
 const RENEWERS: usize = 4;
 
-#[test]
-fn renewals_racing_a_claim_never_beat_the_fence() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("race.sqlite3");
+fn register(store: &std::path::Path) -> String {
     let reg = json_of(&fleetgate(
-        &store,
+        store,
         &[
             "worker",
             "register",
@@ -33,32 +30,33 @@ fn renewals_racing_a_claim_never_beat_the_fence() {
             "--json",
         ],
     ));
-    let id = reg["worker_identity"].as_str().unwrap().to_owned();
-    let renewers: Vec<_> = (0..RENEWERS)
+    reg["worker_identity"].as_str().unwrap().to_owned()
+}
+
+/// `RENEWERS` OS processes renewing `id` at epoch 1 as fast as they can for `seconds`.
+fn renewers(store: &std::path::Path, id: &str, seconds: &str) -> Vec<std::process::Child> {
+    (0..RENEWERS)
         .map(|_| {
             Command::new(crate::support::bin())
                 .env_clear()
                 .arg("--store")
-                .arg(&store)
-                .args([
-                    "debug",
-                    "renew-loop",
-                    "--identity",
-                    &id,
-                    "--epoch",
-                    "1",
-                    "--count",
-                    "1000000",
-                    "--max-seconds",
-                    "3",
-                    "--json",
-                ])
+                .arg(store)
+                .args(["debug", "renew-loop", "--identity", id, "--epoch", "1", "--count", "1000000"])
+                .args(["--max-seconds", seconds, "--json"])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap()
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn renewals_racing_a_claim_never_beat_the_fence() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("race.sqlite3");
+    let id = register(&store);
+    let renewers = renewers(&store, &id, "3");
     let renewed_so_far =
         || json_of(&fleetgate(&store, &["worker", "show", &id, "--json"]))["renewal_count"].as_i64().unwrap();
     assert!(crate::support::wait_until(10.0, || renewed_so_far() >= 50), "renewers never got going");
@@ -89,53 +87,8 @@ fn renewals_racing_a_claim_never_beat_the_fence() {
 fn renewers_at_once_all_get_their_share_and_their_answers() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("fair.sqlite3");
-    let reg = json_of(&fleetgate(
-        &store,
-        &[
-            "worker",
-            "register",
-            "--client",
-            "codex",
-            "--session",
-            "s",
-            "--generation",
-            "g1",
-            "--role",
-            "author",
-            "--profile",
-            "prgs-author",
-            "--pid",
-            "1",
-            "--ttl",
-            "30",
-            "--json",
-        ],
-    ));
-    let id = reg["worker_identity"].as_str().unwrap().to_owned();
-    let renewers: Vec<_> = (0..RENEWERS)
-        .map(|_| {
-            Command::new(crate::support::bin())
-                .env_clear()
-                .arg("--store")
-                .arg(&store)
-                .args([
-                    "debug",
-                    "renew-loop",
-                    "--identity",
-                    &id,
-                    "--epoch",
-                    "1",
-                    "--count",
-                    "1000000",
-                    "--max-seconds",
-                    "2",
-                    "--json",
-                ])
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let id = register(&store);
+    let renewers = renewers(&store, &id, "2");
     let mut total = 0;
     for child in renewers {
         let r = json_of(&child.wait_with_output().unwrap());
