@@ -5,5 +5,6 @@ mod concurrency;
 mod gate;
 mod heartbeat;
 mod inventory;
+mod postgres;
 mod registry;
 mod support;

@@ -1,0 +1,111 @@
+//! The CLI on PostgreSQL: the engine is chosen at the edge by the URL and
+//! nothing above the store notices. Needs the server `scripts/with-postgres`
+//! starts; without one this test fails (unless FLEETGATE_SKIP_POSTGRES=1 says
+//! to skip it, loudly).
+
+use crate::support::{bin, json_of};
+use std::process::Command;
+
+#[expect(clippy::disallowed_methods, reason = "the test harness reads where scripts/with-postgres put its server")]
+fn harness_env(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.is_empty())
+}
+
+/// A fresh database on the test server, dropped afterwards.
+struct Db {
+    admin: String,
+    name: String,
+}
+
+impl Db {
+    fn create() -> Option<Self> {
+        let Some(admin) = harness_env("FLEETGATE_TEST_POSTGRES_URL") else {
+            if harness_env("FLEETGATE_SKIP_POSTGRES").as_deref() == Some("1") {
+                eprintln!(
+                    "*** PostgreSQL SKIPPED (FLEETGATE_SKIP_POSTGRES=1): the CLI-on-PostgreSQL test did not run ***"
+                );
+                return None;
+            }
+            panic!("FLEETGATE_TEST_POSTGRES_URL is unset: run under scripts/with-postgres (scripts/test does)");
+        };
+        let name = format!("fg_cli_{:016x}", fleetgate_host::nonce() as u64);
+        let db = Self { admin, name };
+        db.psql(&format!("CREATE DATABASE {}", db.name));
+        Some(db)
+    }
+
+    fn psql(&self, sql: &str) {
+        let psql = harness_env("FLEETGATE_TEST_POSTGRES_BINDIR")
+            .map(|d| format!("{d}/psql"))
+            .filter(|p| std::path::Path::new(p).exists())
+            .unwrap_or_else(|| "psql".into());
+        let out = Command::new(psql).arg(&self.admin).args(["-v", "ON_ERROR_STOP=1", "-qc", sql]).output().unwrap();
+        assert!(out.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    fn url(&self) -> String {
+        let base = self.admin.rsplit_once('/').unwrap().0;
+        format!("{base}/{}", self.name)
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.psql(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+    }
+}
+
+fn cli(store: &str, args: &[&str]) -> std::process::Output {
+    Command::new(bin()).env_clear().env("PATH", "/usr/bin:/bin").args(["--store", store]).args(args).output().unwrap()
+}
+
+#[test]
+fn the_registry_and_inventory_run_unchanged_on_postgres() {
+    let Some(db) = Db::create() else { return };
+    let url = db.url();
+    let reg = cli(
+        &url,
+        &[
+            "worker",
+            "register",
+            "--client",
+            "gemini",
+            "--session",
+            "s",
+            "--generation",
+            "g",
+            "--role",
+            "author",
+            "--profile",
+            "prgs-author",
+            "--pid",
+            "4242",
+            "--json",
+        ],
+    );
+    assert_eq!(reg.status.code(), Some(0), "{}", String::from_utf8_lossy(&reg.stderr));
+    let id = json_of(&reg)["worker_identity"].as_str().unwrap().to_owned();
+    let ok = cli(&url, &["worker", "heartbeat", "--identity", &id, "--epoch", "1", "--expect-pid", "4242", "--json"]);
+    assert_eq!((ok.status.code(), json_of(&ok)["renewed"].as_bool()), (Some(0), Some(true)));
+    assert_eq!(
+        cli(&url, &["worker", "claim-generation", "--identity", &id, "--generation", "g2"]).status.code(),
+        Some(0)
+    );
+    let stale = cli(&url, &["worker", "heartbeat", "--identity", &id, "--epoch", "1", "--json"]);
+    assert_eq!((stale.status.code(), json_of(&stale)["blocker_kind"].as_str()), (Some(3), Some("worker_fenced")));
+    let inv = cli(&url, &["inventory", "--json"]);
+    assert_eq!(inv.status.code(), Some(3), "an empty fleet closes the gate");
+    assert_eq!(json_of(&inv)["missing_members"].as_array().unwrap().len(), 5);
+
+    // A wrong password is a clear failure that never shows the password.
+    let wrong = match url.split_once("://").and_then(|(_, rest)| rest.split_once('@')) {
+        Some((userinfo, rest)) => {
+            format!("postgres://{}:not-the-password-x9@{rest}", userinfo.split(':').next().unwrap())
+        }
+        None => panic!("the harness URL carries a user and password: {url}"),
+    };
+    let out = cli(&wrong, &["worker", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("not-the-password-x9") && err.contains("***"), "{err}");
+}
