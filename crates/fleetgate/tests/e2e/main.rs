@@ -10,4 +10,5 @@ mod canary;
 mod demo;
 mod diagnostics;
 mod gitflow;
+mod http;
 mod support;
