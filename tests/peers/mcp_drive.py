@@ -1,8 +1,12 @@
 """Drive an MCP server through the official Python SDK client, one step at a time.
 
 Usage: mcp_drive.py COMMAND [ARG...]
+       mcp_drive.py http://HOST:PORT/mcp
 
-Starts COMMAND as a stdio MCP server with `mcp.client.stdio.stdio_client`, runs
+Starts COMMAND as a stdio MCP server with `mcp.client.stdio.stdio_client` (or, given a
+URL, connects to it with `mcp.client.streamable_http.streamable_http_client`, sending
+`Authorization: Bearer $MCP_DRIVE_BEARER` when that is set, and `clientInfo.name`
+`$MCP_DRIVE_CLIENT_NAME` when that is set), runs
 `ClientSession.initialize()`, prints the result as one JSON line, then reads one JSON
 step per line on stdin and prints one JSON line per step:
 
@@ -23,13 +27,32 @@ session (the client closes the server's stdin).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+
+@contextlib.asynccontextmanager
+async def connect(command: str, args: list[str]) -> Any:
+    if command.startswith(("http://", "https://")):
+        headers = {}
+        token = os.environ.get("MCP_DRIVE_BEARER")
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        async with create_mcp_http_client(headers=headers) as http:
+            async with streamable_http_client(command, http_client=http) as streams:
+                yield streams[0], streams[1]
+    else:
+        server = StdioServerParameters(command=command, args=args)
+        async with stdio_client(server) as (read, write):
+            yield read, write
 
 
 def dump(model: Any) -> Any:
@@ -60,9 +83,12 @@ async def main() -> None:
         if method is not None:
             notes.append({"method": method})
 
-    server = StdioServerParameters(command=command, args=args)
-    async with stdio_client(server) as (read, write):
-        async with ClientSession(read, write, logging_callback=on_log, message_handler=on_message) as session:
+    name = os.environ.get("MCP_DRIVE_CLIENT_NAME")
+    info = types.Implementation(name=name, version="1.0") if name else None
+    async with connect(command, args) as (read, write):
+        async with ClientSession(
+            read, write, logging_callback=on_log, message_handler=on_message, client_info=info
+        ) as session:
             init = await session.initialize()
             emit({"ok": True, "result": dump(init)})
             stdin = anyio.wrap_file(sys.stdin)

@@ -28,6 +28,8 @@ pub enum EnvKey {
     WorkerHeartbeatIntervalSeconds,
     /// `FLEETGATE_LOG`: the tracing filter for stderr logs.
     FleetgateLog,
+    /// `FLEETGATE_HTTP_TOKEN`: the bearer token `fleetgate serve --transport http` requires.
+    FleetgateHttpToken,
     /// `XDG_STATE_HOME`: base of the default store path.
     XdgStateHome,
     /// `XDG_CONFIG_HOME`: base of the default config path.
@@ -107,6 +109,12 @@ pub const DECLARED: &[KeySpec] = &[
         name: KeyName::Plain("FLEETGATE_LOG"),
         meaning: "stderr log filter (tracing syntax)",
         secret: false,
+    },
+    KeySpec {
+        key: EnvKey::FleetgateHttpToken,
+        name: KeyName::Plain("FLEETGATE_HTTP_TOKEN"),
+        meaning: "bearer token every request to `serve --transport http` must carry",
+        secret: true,
     },
     KeySpec {
         key: EnvKey::XdgStateHome,
@@ -220,6 +228,7 @@ mod tests {
             EnvKey::WorkerRegistryDb,
             EnvKey::WorkerHeartbeatIntervalSeconds,
             EnvKey::FleetgateLog,
+            EnvKey::FleetgateHttpToken,
             EnvKey::XdgStateHome,
             EnvKey::XdgConfigHome,
             EnvKey::Home,

@@ -6,6 +6,11 @@
 //! Neither knows the other's internals: the gateway asks the questions below and acts on
 //! the answers, and the control plane never sees a transport, a request id or a future.
 //!
+//! A process serves one or more client **attachments**: over stdio the one client, over
+//! Streamable HTTP each session. The gateway numbers them ([`AttachmentId`]) and names the
+//! attachment in every call that belongs to one, so the control plane keeps a worker, a
+//! heartbeat and an audit trail per attachment while the runtime row stays one per process.
+//!
 //! Every method may block (a store transaction, a `/proc` scan): the gateway calls them
 //! from `tokio::task::spawn_blocking`, never on an MCP I/O loop, so a slow store delays the
 //! one call that needs it and nothing else.
@@ -27,21 +32,30 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// process's runtime row.
     fn on_transport_bound(&self) -> Result<(), String>;
 
-    /// On the client's first `initialize` (or, for the sessionless 2026-07-28 protocol, its
-    /// first request): register the worker (client name from the environment or
-    /// `clientInfo`) and start the heartbeat supervisor. Called exactly once per gateway
-    /// process; a second `initialize` is refused before it gets here.
-    fn on_client_attach(&self, client: &ClientAttach) -> Result<(), String>;
+    /// On an attachment's `initialize` (or, for the sessionless 2026-07-28 protocol, its
+    /// first request): register its worker (client name from the environment or
+    /// `clientInfo`) and start its heartbeat supervisor. Called at most once per
+    /// attachment; a second `initialize` on the same attachment is refused before it gets
+    /// here. The id is the gateway's, so an attachment whose registration failed still has
+    /// one, and [`decide`](Self::decide) for it must refuse mutations.
+    fn on_client_attach(&self, attachment: AttachmentId, client: &ClientAttach) -> Result<(), String>;
+
+    /// An attachment ended before the process does (an HTTP session closed or expired):
+    /// stop its heartbeat and retire its worker. Not called for attachments still open at
+    /// shutdown: [`on_shutdown`](Self::on_shutdown) ends those.
+    fn on_detach(&self, attachment: AttachmentId, reason: &str);
 
     /// The control tools this gateway serves: already carrying the fleet's tool prefix, all
     /// `readOnlyHint: true`. Asked once, at start-up; the answer is served for the process's
     /// life. A downstream tool with the same name is hidden behind the control tool.
     fn control_tools(&self) -> Vec<Tool>;
 
-    /// Answer a call of one of [`control_tools`](Self::control_tools). `downstream` is the
+    /// Answer a call of one of [`control_tools`](Self::control_tools) on `attachment` (whose
+    /// worker the runtime context shows). `downstream` is the
     /// gateway's view of its child at the moment of the call, for the runtime context.
     fn call_control_tool(
         &self,
+        attachment: AttachmentId,
         name: &str,
         arguments: Map<String, Value>,
         downstream: &DownstreamStatus,
@@ -55,13 +69,26 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// profile's config. Unknown means mutating.
     fn classify(&self, tool: &Tool) -> ToolClass;
 
-    /// The mutation gate for one real call of a downstream tool, read-only ones included
-    /// (the role policy lives here too). Records the decision in the audit log itself.
-    fn decide(&self, tool: &str, class: ToolClass) -> GateDecision;
+    /// The mutation gate for one real call of a downstream tool on `attachment`, read-only
+    /// ones included (the role policy lives here too): the attachment's own worker is the
+    /// session evidence. Records the decision in the audit log itself, under that worker.
+    fn decide(&self, attachment: AttachmentId, tool: &str, class: ToolClass) -> GateDecision;
 
     /// Orderly shutdown (stdin EOF, SIGTERM, SIGINT, the client transport failing): stop
-    /// the heartbeat, mark the runtime row stopped. Called once, after the last call.
+    /// every attachment's heartbeat, retire their workers, mark the runtime row stopped.
+    /// Called once, after the last call.
     fn on_shutdown(&self, reason: &str);
+}
+
+/// One client attachment of this process, numbered by the gateway from 1: the stdio client,
+/// or one Streamable HTTP session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AttachmentId(pub u64);
+
+impl fmt::Display for AttachmentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "attachment-{}", self.0)
+    }
 }
 
 /// Who attached, from the client's `initialize` (or the sessionless request's `_meta`).

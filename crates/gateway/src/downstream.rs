@@ -251,10 +251,10 @@ impl Connector {
             self.link.send_replace(Some(connection));
             // The client may hold a list without the downstream's tools, or the previous
             // run's: tell it to list again.
-            if let Some(client) = self.hub.client()
-                && let Err(e) = client.notify_tool_list_changed().await
-            {
-                tracing::debug!(error = %e, "could not tell the client the tool list changed");
+            for client in self.hub.clients() {
+                if let Err(e) = client.notify_tool_list_changed().await {
+                    tracing::debug!(error = %e, "could not tell the client the tool list changed");
+                }
             }
             let link = self.link.clone();
             tokio::spawn(async move {

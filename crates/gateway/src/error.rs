@@ -39,4 +39,19 @@ pub enum GatewayError {
         /// The panic or join failure.
         reason: String,
     },
+    /// A non-loopback listen address without the explicit permission.
+    #[error(
+        "refusing to listen on {0}: it is not a loopback address (pass --allow-remote to serve other hosts, and \
+         set a bearer token)"
+    )]
+    RemoteListen(std::net::SocketAddr),
+    /// The HTTP listener could not be bound.
+    #[error("listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// The operating system's reason.
+        #[source]
+        source: io::Error,
+    },
 }

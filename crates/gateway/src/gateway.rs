@@ -1,7 +1,7 @@
 //! The client → gateway direction: the rmcp server service that answers the client.
 //!
 //! * `initialize`: negotiated here (the client's version when rmcp knows it and it has a
-//!   handshake, else 2025-11-25), attaches the client once ([`ControlPlane::on_client_attach`])
+//!   handshake, else 2025-11-25), attaches this attachment once ([`ControlPlane::on_client_attach`])
 //!   and waits, bounded, for the downstream so the answer mirrors its capabilities.
 //! * `tools/list`: the downstream's page, filtered by [`ControlPlane::role_permits`] and
 //!   annotated with [`ControlPlane::classify`], with the control tools in front of the
@@ -17,7 +17,9 @@
 //! **Invariant:** no downstream `tools/call` is sent without a [`ControlPlane::decide`]
 //! that allowed it, and no control-plane method runs on an async worker thread.
 
-use crate::control::{ClientAttach, ControlPlane, DownstreamState, DownstreamStatus, GateDecision, ToolClass};
+use crate::control::{
+    AttachmentId, ClientAttach, ControlPlane, DownstreamState, DownstreamStatus, GateDecision, ToolClass,
+};
 use crate::downstream::{Connection, Downstream};
 use crate::hub::Hub;
 use rmcp::ErrorData;
@@ -56,7 +58,9 @@ pub(crate) struct ServiceSettings {
     pub(crate) instructions: Option<String>,
 }
 
-/// The rmcp server service the client talks to.
+/// The rmcp server service one client attachment talks to: the stdio client, or one
+/// Streamable HTTP session (each gets its own `Gateway`, sharing everything but the
+/// attachment).
 pub(crate) struct Gateway {
     control: Arc<dyn ControlPlane>,
     hub: Arc<Hub>,
@@ -64,7 +68,26 @@ pub(crate) struct Gateway {
     control_tools: Arc<Vec<Tool>>,
     control_names: Arc<HashSet<String>>,
     settings: ServiceSettings,
+    attachment: AttachmentId,
     attached: OnceLock<ClientAttach>,
+    /// Tell the control plane when this service is dropped (an HTTP session ended). The
+    /// stdio attachment lives as long as the process and ends in `on_shutdown`.
+    detach_on_drop: bool,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if !self.detach_on_drop || self.attached.get().is_none() {
+            return;
+        }
+        let control = self.control.clone();
+        let attachment = self.attachment;
+        // Dropped by rmcp's session task, inside the runtime; the store write goes to the
+        // blocking pool like every other control-plane call.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn_blocking(move || control.on_detach(attachment, "session_closed"));
+        }
+    }
 }
 
 /// Why a forwarded request got no result.
@@ -243,7 +266,25 @@ impl Gateway {
             control_tools: Arc::new(control_tools),
             control_names: Arc::new(control_names),
             settings,
+            attachment: AttachmentId(1),
             attached: OnceLock::new(),
+            detach_on_drop: false,
+        }
+    }
+
+    /// Another attachment's service over the same control plane, downstream and hub (an
+    /// HTTP session), detached when dropped.
+    pub(crate) fn session(&self, attachment: AttachmentId) -> Self {
+        Self {
+            control: self.control.clone(),
+            hub: self.hub.clone(),
+            downstream: self.downstream.clone(),
+            control_tools: self.control_tools.clone(),
+            control_names: self.control_names.clone(),
+            settings: self.settings.clone(),
+            attachment,
+            attached: OnceLock::new(),
+            detach_on_drop: true,
         }
     }
 
@@ -262,11 +303,12 @@ impl Gateway {
         if self.attached.set(client.clone()).is_err() {
             return false;
         }
-        tracing::info!(client = %client.client_name, version = %client.client_version,
+        tracing::info!(attachment = %self.attachment, client = %client.client_name, version = %client.client_version,
             protocol = %client.protocol_version, "client attached");
         self.hub.attach(peer, capabilities);
         let control = self.control.clone();
-        match blocking("on_client_attach", move || control.on_client_attach(&client)).await {
+        let attachment = self.attachment;
+        match blocking("on_client_attach", move || control.on_client_attach(attachment, &client)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!(error = %e, "the control plane could not register the worker"),
             Err(_) => {}
@@ -344,7 +386,7 @@ impl Gateway {
         let handle = connection.peer.send_cancellable_request(request, options).await.map_err(forward_error)?;
         let (id, peer, token) = (handle.id.clone(), handle.peer.clone(), handle.progress_token.clone());
         if let Some(client_token) = &client_token {
-            self.hub.map_progress(token.clone(), client_token.clone());
+            self.hub.map_progress(token.clone(), client_token.clone(), context.peer.clone());
         }
         let result = tokio::select! {
             result = handle.await_response() => result.map_err(forward_error),
@@ -478,8 +520,10 @@ impl Gateway {
             let arguments = request.params.arguments.clone().unwrap_or_default();
             let status = self.status();
             let control = self.control.clone();
+            let attachment = self.attachment;
             let result =
-                blocking("call_control_tool", move || control.call_control_tool(&name, arguments, &status)).await?;
+                blocking("call_control_tool", move || control.call_control_tool(attachment, &name, arguments, &status))
+                    .await?;
             return Ok(ServerResult::CallToolResult(result));
         }
         let Some(downstream) = &self.downstream else { return Err(unknown_tool(&name)) };
@@ -495,14 +539,16 @@ impl Gateway {
         };
         let control = self.control.clone();
         let gated = name.clone();
+        let attachment = self.attachment;
         let (class, decision) = blocking("classify/decide", move || {
             let class = control.classify(&tool);
-            let decision = control.decide(&gated, class);
+            let decision = control.decide(attachment, &gated, class);
             (class, decision)
         })
         .await?;
         if !decision.allowed {
-            tracing::info!(tool = %name, %class, blocker = ?decision.blocker_kind, "call refused by the gate");
+            tracing::info!(attachment = %self.attachment, tool = %name, %class, blocker = ?decision.blocker_kind,
+                "call refused by the gate");
             return Ok(ServerResult::CallToolResult(refusal(&name, class, &decision)));
         }
         match self.send(&connection, ClientRequest::CallToolRequest(request), context).await {
@@ -572,8 +618,10 @@ impl Gateway {
     }
 }
 
-impl Service<RoleServer> for Gateway {
-    async fn handle_request(
+impl Gateway {
+    /// Answer one client request, unshaped: the stdio service shapes the result for the
+    /// client's protocol era below, rmcp's `ServerHandler` dispatch does it over HTTP.
+    pub(crate) async fn dispatch(
         &self,
         request: ClientRequest,
         context: RequestContext<RoleServer>,
@@ -584,7 +632,7 @@ impl Service<RoleServer> for Gateway {
         ) {
             self.attach_inline(&context).await;
         }
-        let result = match request {
+        match request {
             ClientRequest::InitializeRequest(request) => {
                 self.initialize(request.params, &context).await.map(ServerResult::InitializeResult)
             }
@@ -598,9 +646,37 @@ impl Service<RoleServer> for Gateway {
             }
             ClientRequest::CallToolRequest(request) => self.call_tool(request, &context).await,
             other => self.forward(other, &context).await,
+        }
+    }
+
+    /// A client notification: the roots list and custom notifications go to the
+    /// downstream. Cancellations are rmcp's (they cancel the handler's token, which
+    /// cancels the forwarded request); `initialized` is answered by the downstream's own
+    /// session.
+    pub(crate) async fn notify(&self, notification: ClientNotification) {
+        let forward = match notification {
+            ClientNotification::RootsListChangedNotification(_) | ClientNotification::CustomNotification(_) => {
+                notification
+            }
+            _ => return,
         };
-        // The shape each protocol era expects, as rmcp's own server handler does it.
+        if let Some(connection) = self.downstream.as_ref().and_then(|d| d.link())
+            && let Err(e) = connection.peer.send_notification(forward).await
+        {
+            tracing::debug!(error = %e, "could not pass a client notification to the downstream");
+        }
+    }
+}
+
+impl Service<RoleServer> for Gateway {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
         let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
+        let result = self.dispatch(request, context).await;
+        // The shape each protocol era expects, as rmcp's own server handler does it.
         result.map(|mut result| {
             if modern {
                 result.fill_missing_cache_hints();
@@ -617,19 +693,7 @@ impl Service<RoleServer> for Gateway {
         notification: ClientNotification,
         _context: NotificationContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        // Cancellations are rmcp's (they cancel the handler's token, which cancels the
-        // forwarded request); `initialized` is answered by the downstream's own session.
-        let forward = match notification {
-            ClientNotification::RootsListChangedNotification(_) | ClientNotification::CustomNotification(_) => {
-                notification
-            }
-            _ => return Ok(()),
-        };
-        if let Some(connection) = self.downstream.as_ref().and_then(|d| d.link())
-            && let Err(e) = connection.peer.send_notification(forward).await
-        {
-            tracing::debug!(error = %e, "could not pass a client notification to the downstream");
-        }
+        self.notify(notification).await;
         Ok(())
     }
 

@@ -1,6 +1,11 @@
-//! State shared by the two directions of the proxy: the client's peer handle (for what the
+//! State shared by the two directions of the proxy: the clients' peer handles (for what the
 //! downstream sends up), the progress-token map, the downstream tool catalogue, and the
-//! client's capabilities (the downstream is initialised with them).
+//! first client's capabilities (the downstream is initialised with them).
+//!
+//! Over stdio there is one client; over Streamable HTTP every session is one. The one
+//! downstream connection serves them all: progress goes back to the session whose request
+//! it belongs to, other notifications go to every open session, and a request of the
+//! downstream (sampling, roots, elicitation) goes to the earliest open session.
 //!
 //! Short critical sections only: every lock here is a `std::sync::Mutex` held for a map
 //! operation, never across an await.
@@ -8,15 +13,17 @@
 use rmcp::model::{ClientCapabilities, ProgressToken, Tool};
 use rmcp::service::{Peer, RoleServer};
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
 
 /// What both directions share.
 #[derive(Debug)]
 pub(crate) struct Hub {
-    client: OnceLock<Peer<RoleServer>>,
-    /// The downstream's progress token (rmcp picks it per request) → the client's.
-    progress: Mutex<HashMap<ProgressToken, ProgressToken>>,
+    /// The attached clients' peers, oldest first; closed ones are pruned as they are met.
+    clients: Mutex<Vec<Peer<RoleServer>>>,
+    /// The downstream's progress token (rmcp picks it per request) → the client's, and
+    /// the session that asked.
+    progress: Mutex<HashMap<ProgressToken, (ProgressToken, Peer<RoleServer>)>>,
     catalogue: Mutex<Catalogue>,
     /// `Some` once the client attached: its capabilities, mirrored to the downstream.
     attached: watch::Sender<Option<ClientCapabilities>>,
@@ -39,22 +46,36 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Hub {
     pub(crate) fn new() -> Self {
         Self {
-            client: OnceLock::new(),
+            clients: Mutex::new(Vec::new()),
             progress: Mutex::new(HashMap::new()),
             catalogue: Mutex::new(Catalogue::default()),
             attached: watch::channel(None).0,
         }
     }
 
-    /// Remember the client's peer (the first time only) and its capabilities.
+    /// Remember a client's peer, and the first client's capabilities (the downstream is
+    /// initialised once, with those).
     pub(crate) fn attach(&self, peer: Peer<RoleServer>, capabilities: ClientCapabilities) {
-        let _ = self.client.set(peer);
-        self.attached.send_replace(Some(capabilities));
+        lock(&self.clients).push(peer);
+        self.attached.send_if_modified(|current| {
+            if current.is_some() {
+                return false;
+            }
+            *current = Some(capabilities);
+            true
+        });
     }
 
-    /// The client's peer, once attached.
-    pub(crate) fn client(&self) -> Option<&Peer<RoleServer>> {
-        self.client.get()
+    /// The open clients' peers, oldest first.
+    pub(crate) fn clients(&self) -> Vec<Peer<RoleServer>> {
+        let mut clients = lock(&self.clients);
+        clients.retain(|peer| !peer.is_transport_closed());
+        clients.clone()
+    }
+
+    /// The client a downstream request goes to: the oldest open one.
+    pub(crate) fn client(&self) -> Option<Peer<RoleServer>> {
+        self.clients().into_iter().next()
     }
 
     /// Waits for the client's capabilities.
@@ -62,15 +83,16 @@ impl Hub {
         self.attached.subscribe()
     }
 
-    pub(crate) fn map_progress(&self, downstream: ProgressToken, client: ProgressToken) {
-        lock(&self.progress).insert(downstream, client);
+    pub(crate) fn map_progress(&self, downstream: ProgressToken, client: ProgressToken, peer: Peer<RoleServer>) {
+        lock(&self.progress).insert(downstream, (client, peer));
     }
 
     pub(crate) fn unmap_progress(&self, downstream: &ProgressToken) {
         lock(&self.progress).remove(downstream);
     }
 
-    pub(crate) fn client_progress_token(&self, downstream: &ProgressToken) -> Option<ProgressToken> {
+    /// The client's token for a downstream progress token, and the session to tell.
+    pub(crate) fn client_progress(&self, downstream: &ProgressToken) -> Option<(ProgressToken, Peer<RoleServer>)> {
         lock(&self.progress).get(downstream).cloned()
     }
 

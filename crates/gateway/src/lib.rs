@@ -1,4 +1,4 @@
-//! The fleetgate MCP gateway (SPEC §7): an MCP server on stdio in front of a supervised
+//! The fleetgate MCP gateway (SPEC §7): an MCP server on stdio or Streamable HTTP in front of a supervised
 //! downstream MCP server, serving the fleet's control tools and putting every downstream
 //! `tools/call` to the control plane's mutation gate.
 //!
@@ -14,7 +14,8 @@
 //!   requests passed up to the client.
 //! * `downstream` — the supervised child and its per-run MCP connection.
 //! * `hub` — what the two directions share.
-//! * `serve` — the lifecycle.
+//! * `serve` — the stdio lifecycle.
+//! * `http` — the Streamable HTTP transport: one attachment per session.
 #![deny(missing_docs)]
 
 pub mod control;
@@ -22,15 +23,19 @@ mod downstream;
 mod error;
 mod frame;
 mod gateway;
+mod http;
 mod hub;
 mod options;
 mod relay;
 mod serve;
 mod timefmt;
 
-pub use control::{ClientAttach, ControlPlane, DownstreamState, DownstreamStatus, GateDecision, ToolClass};
+pub use control::{
+    AttachmentId, ClientAttach, ControlPlane, DownstreamState, DownstreamStatus, GateDecision, ToolClass,
+};
 pub use error::GatewayError;
 pub use gateway::{CLASSIFICATION_META_KEY, DOWNSTREAM_TIMEOUT, DOWNSTREAM_UNAVAILABLE};
+pub use http::{HTTP_ENDPOINT, HttpOptions, run_http, serve_http};
 pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions};
 pub use serve::{ShutdownReason, init_logging, run, serve, serve_io};
 

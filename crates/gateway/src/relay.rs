@@ -70,12 +70,16 @@ impl Service<RoleClient> for Relay {
             // the downstream's ids.
             ServerNotification::CancelledNotification(_) => return Ok(()),
             ServerNotification::ProgressNotification(mut progress) => {
-                let Some(token) = self.hub.client_progress_token(&progress.params.progress_token) else {
+                let Some((token, client)) = self.hub.client_progress(&progress.params.progress_token) else {
                     tracing::debug!("downstream progress for a request the client asked no progress for");
                     return Ok(());
                 };
                 progress.params.progress_token = token;
-                ServerNotification::ProgressNotification(progress)
+                // Progress belongs to the one session whose request it reports on.
+                if let Err(e) = client.send_notification(ServerNotification::ProgressNotification(progress)).await {
+                    tracing::debug!(error = %e, "could not pass downstream progress to the client");
+                }
+                return Ok(());
             }
             ServerNotification::ToolListChangedNotification(changed) => {
                 self.hub.forget_tools();
@@ -83,13 +87,15 @@ impl Service<RoleClient> for Relay {
             }
             other => other,
         };
-        match self.hub.client() {
-            Some(client) => {
-                if let Err(e) = client.send_notification(notification).await {
-                    tracing::debug!(error = %e, "could not pass a downstream notification to the client");
-                }
+        let clients = self.hub.clients();
+        if clients.is_empty() {
+            tracing::debug!("downstream notification before a client attached: dropped");
+        }
+        // Logging, list changes and resource updates concern every session.
+        for client in clients {
+            if let Err(e) = client.send_notification(notification.clone()).await {
+                tracing::debug!(error = %e, "could not pass a downstream notification to the client");
             }
-            None => tracing::debug!("downstream notification before the client attached: dropped"),
         }
         Ok(())
     }

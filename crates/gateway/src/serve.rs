@@ -167,35 +167,7 @@ where
         inbound_tx,
         frames_tx.clone(),
     ));
-    let bound_plane = control.clone();
-    match tokio::task::spawn_blocking(move || bound_plane.on_transport_bound()).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::error!(error = %e, "the control plane could not record the runtime row"),
-        Err(e) => tracing::error!(error = %e, "on_transport_bound panicked"),
-    }
-
-    let hub = Arc::new(Hub::new());
-    let gateway_info = Implementation::new(options.server_name.clone(), options.server_version.clone());
-    let downstream = match &options.downstream {
-        Some(command) => Some(Arc::new(
-            Downstream::start(
-                command,
-                options.supervision.clone(),
-                hub.clone(),
-                options.downstream_init_timeout,
-                gateway_info.clone(),
-            )
-            .map_err(GatewayError::Supervise)?,
-        )),
-        None => None,
-    };
-    let settings = ServiceSettings {
-        call_timeout: options.call_timeout,
-        attach_wait: options.attach_wait,
-        server_info: gateway_info,
-        instructions: options.instructions.clone(),
-    };
-    let gateway = Gateway::new(control.clone(), hub, downstream.clone(), control_tools, settings);
+    let (gateway, downstream) = start_engine(&options, &control, control_tools).await?;
     let transport = ClientTransport { inbound: inbound_rx, outbound: frames_tx };
 
     let cancel = CancellationToken::new();
@@ -232,11 +204,62 @@ where
     };
     tracing::info!(reason = reason.as_str(), "shutting down");
 
+    stop_engine(&control, downstream.as_deref(), &reason).await;
+    // Every sender is gone once rmcp's loop and the reader ended: the writer drains what
+    // is queued and returns. Bounded, in case the client stopped reading its end.
+    let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+    Ok(reason)
+}
+
+/// What both transports do once the client transport is bound: `on_transport_bound` (the
+/// runtime row), the downstream under supervision, and the first attachment's service.
+pub(crate) async fn start_engine(
+    options: &GatewayOptions,
+    control: &Arc<dyn ControlPlane>,
+    control_tools: Vec<rmcp::model::Tool>,
+) -> Result<(Gateway, Option<Arc<Downstream>>), GatewayError> {
+    let bound_plane = control.clone();
+    match tokio::task::spawn_blocking(move || bound_plane.on_transport_bound()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::error!(error = %e, "the control plane could not record the runtime row"),
+        Err(e) => tracing::error!(error = %e, "on_transport_bound panicked"),
+    }
+    let hub = Arc::new(Hub::new());
+    let gateway_info = Implementation::new(options.server_name.clone(), options.server_version.clone());
+    let downstream = match &options.downstream {
+        Some(command) => Some(Arc::new(
+            Downstream::start(
+                command,
+                options.supervision.clone(),
+                hub.clone(),
+                options.downstream_init_timeout,
+                gateway_info.clone(),
+            )
+            .map_err(GatewayError::Supervise)?,
+        )),
+        None => None,
+    };
+    let settings = ServiceSettings {
+        call_timeout: options.call_timeout,
+        attach_wait: options.attach_wait,
+        server_info: gateway_info,
+        instructions: options.instructions.clone(),
+    };
+    Ok((Gateway::new(control.clone(), hub, downstream.clone(), control_tools, settings), downstream))
+}
+
+/// The orderly end both transports share: `on_shutdown(reason)` and the downstream flow
+/// cancelled (SIGTERM → grace → SIGKILL), concurrently.
+pub(crate) async fn stop_engine(
+    control: &Arc<dyn ControlPlane>,
+    downstream: Option<&Downstream>,
+    reason: &ShutdownReason,
+) {
     let shutdown_plane = control.clone();
     let literal = reason.as_str();
     let marked = tokio::task::spawn_blocking(move || shutdown_plane.on_shutdown(literal));
     let stopped = async {
-        if let Some(downstream) = &downstream {
+        if let Some(downstream) = downstream {
             downstream.stop().await;
         }
     };
@@ -244,8 +267,4 @@ where
     if let Err(e) = marked {
         tracing::error!(error = %e, "on_shutdown panicked");
     }
-    // Every sender is gone once rmcp's loop and the reader ended: the writer drains what
-    // is queued and returns. Bounded, in case the client stopped reading its end.
-    let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
-    Ok(reason)
 }

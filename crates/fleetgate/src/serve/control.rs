@@ -1,10 +1,13 @@
 //! [`FleetControl`]: the fleet control plane behind one gateway process.
 //!
 //! Lifecycle, each wired at the one point the gateway calls: the runtime row is
-//! written when the transport is bound; the worker is registered and its
-//! heartbeat supervisor started on the client's first attach (never twice);
-//! shutdown stops the heartbeat, deregisters the worker and marks the row
-//! stopped. Every `decide` goes through the one resolver and the audit log.
+//! written when the transport is bound (one per process, whatever the
+//! transport); each client attachment — the stdio client, or one Streamable
+//! HTTP session — registers its own worker and starts its own heartbeat
+//! supervisor (never twice for one attachment); a detach retires that one;
+//! shutdown stops every heartbeat, deregisters every worker and marks the row
+//! stopped. Every `decide` goes through the one resolver and the audit log,
+//! under the worker of the attachment that called.
 
 use crate::audit::Auditor;
 use crate::config::{FleetConfig, Member};
@@ -23,7 +26,7 @@ use fleetgate_core::runtime::{Binding, Cohort, RuntimeRecord, RuntimeStatus, der
 use fleetgate_core::worker::{Registration, worker_identity};
 use fleetgate_core::{BlockerKind, Timestamp};
 use fleetgate_gateway::rmcp::model::{CallToolResult, Tool, ToolAnnotations};
-use fleetgate_gateway::{ClientAttach, ControlPlane, DownstreamStatus, GateDecision, ToolClass};
+use fleetgate_gateway::{AttachmentId, ClientAttach, ControlPlane, DownstreamStatus, GateDecision, ToolClass};
 use fleetgate_host::probe::probe_pid;
 use fleetgate_store::Store;
 use serde_json::{Map, Value, json};
@@ -64,15 +67,36 @@ struct Attached {
 
 #[derive(Debug, Default)]
 struct State {
-    attached: Option<Attached>,
-    attach_error: Option<String>,
+    attached: BTreeMap<AttachmentId, Attached>,
+    attach_errors: BTreeMap<AttachmentId, String>,
     shut_down: bool,
+}
+
+/// The client transport this process serves, as its runtime row records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// One client on stdin/stdout; its worker identity may come from the environment.
+    Stdio,
+    /// Streamable HTTP: every session is its own attachment with its own generated
+    /// session id (the environment describes the process, not any one session).
+    Http,
+}
+
+impl Transport {
+    /// The runtime row's literal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Http => "http",
+        }
+    }
 }
 
 /// The control plane of one gateway process.
 pub struct FleetControl {
     config: FleetConfig,
     identity: Identity,
+    transport: Transport,
     env: EnvSnapshot,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
@@ -90,8 +114,11 @@ impl std::fmt::Debug for FleetControl {
 }
 
 impl FleetControl {
-    /// A control plane for `member`, reading `env` (captured once) and `store`.
+    /// A control plane for `member` served over `transport`, reading `env` (captured
+    /// once) and `store`.
+    #[expect(clippy::too_many_arguments, reason = "each is one independent input of the process")]
     pub fn new(
+        transport: Transport,
         config: FleetConfig,
         member: Member,
         env: EnvSnapshot,
@@ -127,6 +154,7 @@ impl FleetControl {
         Self {
             config,
             identity,
+            transport,
             env,
             store,
             clock,
@@ -174,7 +202,7 @@ impl FleetControl {
             boot_id: id.boot_id.clone(),
             startup_head: id.startup_head.clone(),
             daemon_start_head: id.startup_head.clone(),
-            transport: "stdio".into(),
+            transport: self.transport.as_str().into(),
             registered_at: now,
             last_heartbeat_at: Some(now),
             status: RuntimeStatus::Running,
@@ -224,13 +252,16 @@ impl FleetControl {
         }
     }
 
-    fn provenance(&self, now: Timestamp) -> Provenance {
-        let worker = self.lock().attached.as_ref().map(|a| a.worker_identity.clone());
-        let Some(id) = worker else {
+    fn worker_of(&self, attachment: AttachmentId) -> Option<String> {
+        self.lock().attached.get(&attachment).map(|a| a.worker_identity.clone())
+    }
+
+    fn provenance(&self, attachment: AttachmentId, now: Timestamp) -> Provenance {
+        let Some(id) = self.worker_of(attachment) else {
             return Provenance {
                 session_ownership: Ownership::Unowned,
                 blocker_kind: Some(BlockerKind::SessionAttachmentMissing),
-                reasons: vec!["no worker is attached to this gateway yet".into()],
+                reasons: vec![format!("no worker is attached to this gateway for {attachment}")],
                 heartbeat_age_seconds: None,
             };
         };
@@ -245,9 +276,9 @@ impl FleetControl {
         })
     }
 
-    /// The resolver's verdict for `tool`, gathering the live evidence only when
-    /// the call can need it.
-    pub fn resolve(&self, tool: &str, class: ToolClass) -> capability::Capability {
+    /// The resolver's verdict for `tool` called on `attachment`, gathering the
+    /// live evidence only when the call can need it.
+    pub fn resolve(&self, attachment: AttachmentId, tool: &str, class: ToolClass) -> capability::Capability {
         let core_class = match class {
             ToolClass::ReadOnly => capability::ToolClass::ReadOnly,
             ToolClass::Mutating => capability::ToolClass::Mutating,
@@ -267,7 +298,7 @@ impl FleetControl {
         }
         let now = self.clock.now();
         let snap = snapshot(&self.config, Ok(&*self.store), now, Some(&member.namespace));
-        let provenance = self.provenance(now);
+        let provenance = self.provenance(attachment, now);
         resolve_task_capability(&input(Some(Evidence {
             diagnostics: &snap.diagnostics,
             provenance: &provenance,
@@ -283,12 +314,13 @@ impl FleetControl {
         })
     }
 
-    fn runtime_context(&self, downstream: &DownstreamStatus) -> Value {
+    fn runtime_context(&self, attachment: AttachmentId, downstream: &DownstreamStatus) -> Value {
         let id = &self.identity;
         let now = self.clock.now();
         let state = self.lock();
-        let heartbeat = worker_heartbeat_status(state.attached.as_ref().map(|a| &a.heartbeat as _));
-        let worker = state.attached.as_ref().map(|a| {
+        let mine = state.attached.get(&attachment);
+        let heartbeat = worker_heartbeat_status(mine.map(|a| &a.heartbeat as _));
+        let worker = mine.map(|a| {
             json!({
                 "worker_identity": a.worker_identity,
                 "fencing_epoch": a.fencing_epoch,
@@ -297,7 +329,8 @@ impl FleetControl {
                 "generation_id": self.generation(),
             })
         });
-        let attach_error = state.attach_error.clone();
+        let attach_error = state.attach_errors.get(&attachment).cloned();
+        let attachments = state.attached.len();
         drop(state);
         json!({
             "namespace": id.member.namespace,
@@ -306,6 +339,9 @@ impl FleetControl {
             "pid": id.pid,
             "runtime_id": id.runtime_id,
             "boot_id": id.boot_id,
+            "transport": self.transport.as_str(),
+            "attachment": attachment.0,
+            "attachments": attachments,
             "cohort_id": id.cohort.cohort_id,
             "cohort_source": id.cohort.cohort_source,
             "repository_root": id.repo_root,
@@ -314,7 +350,7 @@ impl FleetControl {
             "worker": worker,
             "worker_attach_error": attach_error,
             "worker_heartbeat": heartbeat,
-            "provenance": self.provenance(now),
+            "provenance": self.provenance(attachment, now),
             "env_diagnostics": {
                 "env_prefix": self.prefix(),
                 "unsupported": unconsumed_env_overrides(&self.env, self.prefix(), &self.config.pass_through_env),
@@ -388,20 +424,23 @@ impl ControlPlane for Handle {
         bind(&self.0)
     }
 
-    fn on_client_attach(&self, client: &ClientAttach) -> Result<(), String> {
+    fn on_client_attach(&self, attachment: AttachmentId, client: &ClientAttach) -> Result<(), String> {
         let c = &self.0;
         let mut state = c.lock();
-        if state.attached.is_some() {
+        if state.shut_down || state.attached.contains_key(&attachment) {
             return Ok(());
         }
         let prefix = c.prefix().to_owned();
-        let client_name =
-            c.env.get(EnvKey::McpClient, &prefix).map_or_else(|| client.client_name.clone(), str::to_owned);
-        let session = c
-            .env
-            .get(EnvKey::McpClientSession, &prefix)
+        // The environment names the one stdio client; over HTTP it describes the
+        // process, and each session is a client of its own.
+        let from_env = |key| match c.transport {
+            Transport::Stdio => c.env.get(key, &prefix),
+            Transport::Http => None,
+        };
+        let client_name = from_env(EnvKey::McpClient).map_or_else(|| client.client_name.clone(), str::to_owned);
+        let session = from_env(EnvKey::McpClientSession)
             .map_or_else(|| format!("sess-{}", fleetgate_host::boot_id()), str::to_owned);
-        let instance = c.env.get(EnvKey::McpClientInstance, &prefix).map_or_else(|| session.clone(), str::to_owned);
+        let instance = from_env(EnvKey::McpClientInstance).map_or_else(|| session.clone(), str::to_owned);
         let now = c.clock.now();
         let registration = Registration {
             worker_identity: worker_identity(&client_name, &session, now, fleetgate_host::nonce()),
@@ -418,7 +457,7 @@ impl ControlPlane for Handle {
             Ok(o) => o,
             Err(e) => {
                 let why = format!("cannot register the worker: {e}");
-                state.attach_error = Some(why.clone());
+                state.attach_errors.insert(attachment, why.clone());
                 return Err(why);
             }
         };
@@ -439,15 +478,29 @@ impl ControlPlane for Handle {
             },
         );
         heartbeat.start();
-        tracing::info!(worker = %outcome.worker_identity, client = %outcome.client_name, "worker attached");
-        state.attached = Some(Attached {
-            worker_identity: outcome.worker_identity,
-            fencing_epoch: outcome.fencing_epoch,
-            client_name: outcome.client_name,
-            session_id: session,
-            heartbeat,
-        });
+        tracing::info!(%attachment, worker = %outcome.worker_identity, client = %outcome.client_name, "worker attached");
+        state.attached.insert(
+            attachment,
+            Attached {
+                worker_identity: outcome.worker_identity,
+                fencing_epoch: outcome.fencing_epoch,
+                client_name: outcome.client_name,
+                session_id: session,
+                heartbeat,
+            },
+        );
         Ok(())
+    }
+
+    fn on_detach(&self, attachment: AttachmentId, reason: &str) {
+        let c = &self.0;
+        let attached = c.lock().attached.remove(&attachment);
+        let Some(a) = attached else { return };
+        a.heartbeat.stop(&format!("detached: {reason}"));
+        if let Err(e) = c.store.deregister_worker(&a.worker_identity, c.clock.now()) {
+            tracing::warn!("cannot deregister the worker of {attachment}: {e}");
+        }
+        tracing::info!(%attachment, worker = %a.worker_identity, %reason, "worker detached");
     }
 
     fn control_tools(&self) -> Vec<Tool> {
@@ -473,6 +526,7 @@ impl ControlPlane for Handle {
 
     fn call_control_tool(
         &self,
+        attachment: AttachmentId,
         name: &str,
         arguments: Map<String, Value>,
         downstream: &DownstreamStatus,
@@ -485,9 +539,8 @@ impl ControlPlane for Handle {
             })
         };
         match short {
-            "get_runtime_context" => {
-                refuse_args(&[]).unwrap_or_else(|| CallToolResult::structured(c.runtime_context(downstream)))
-            }
+            "get_runtime_context" => refuse_args(&[])
+                .unwrap_or_else(|| CallToolResult::structured(c.runtime_context(attachment, downstream))),
             "assess_fleet_inventory" => refuse_args(&[]).unwrap_or_else(|| {
                 let snap = snapshot(&c.config, Ok(&*c.store), c.clock.now(), Some(&c.identity.member.namespace));
                 let mut v = serde_json::to_value(&snap.inventory).unwrap_or_default();
@@ -498,7 +551,7 @@ impl ControlPlane for Handle {
             "resolve_task_capability" => {
                 refuse_args(&["tool"]).unwrap_or_else(|| match arguments.get("tool").and_then(Value::as_str) {
                     Some(tool) => {
-                        let verdict = c.resolve(tool, c.known_class(tool));
+                        let verdict = c.resolve(attachment, tool, c.known_class(tool));
                         CallToolResult::structured(serde_json::to_value(verdict).unwrap_or_default())
                     }
                     None => {
@@ -525,10 +578,10 @@ impl ControlPlane for Handle {
         class
     }
 
-    fn decide(&self, tool: &str, class: ToolClass) -> GateDecision {
+    fn decide(&self, attachment: AttachmentId, tool: &str, class: ToolClass) -> GateDecision {
         let c = &self.0;
-        let verdict = c.resolve(tool, class);
-        let worker = c.lock().attached.as_ref().map(|a| a.worker_identity.clone());
+        let verdict = c.resolve(attachment, tool, class);
+        let worker = c.worker_of(attachment);
         let receipt = c.auditor.record(AuditEntry {
             id: None,
             at: c.clock.now(),
@@ -556,16 +609,16 @@ impl ControlPlane for Handle {
             return;
         }
         state.shut_down = true;
-        let attached = state.attached.take();
+        let attached = std::mem::take(&mut state.attached);
         drop(state);
         let (lock, cv) = &*c.wake;
         *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
         cv.notify_all();
         let now = c.clock.now();
-        if let Some(a) = attached {
+        for a in attached.into_values() {
             a.heartbeat.stop(&format!("orderly shutdown: {reason}"));
             if let Err(e) = c.store.deregister_worker(&a.worker_identity, now) {
-                tracing::warn!("cannot deregister the worker: {e}");
+                tracing::warn!("cannot deregister the worker {}: {e}", a.worker_identity);
             }
         }
         if let Err(e) = c.store.mark_runtime_stopped(&c.identity.runtime_id, now) {

@@ -6,5 +6,5 @@
 mod control;
 mod run;
 
-pub use control::FleetControl;
+pub use control::{FleetControl, Transport};
 pub use run::{ServeArgs, run_serve};

@@ -1,14 +1,15 @@
 //! `fleetgate serve` flags and the process around the gateway: resolve the
-//! member, build the control plane, run the gateway on a tokio runtime.
-//! Stdout carries only MCP frames from here on; everything else is stderr.
+//! member, build the control plane, run the gateway on a tokio runtime, over
+//! stdio (stdout carries only MCP frames from here on; everything else is
+//! stderr) or Streamable HTTP (`--transport http --listen ADDR`).
 
-use super::control::{FleetControl, Handle};
+use super::control::{FleetControl, Handle, Transport};
 use crate::cli::args::BindingArgs;
 use crate::cli::context::Ctx;
 use anyhow::{Context as _, anyhow};
 use clap::Args;
 use fleetgate_core::env::EnvKey;
-use fleetgate_gateway::{DownstreamCommand, GatewayOptions};
+use fleetgate_gateway::{DownstreamCommand, GatewayOptions, HttpOptions};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,6 +32,21 @@ pub struct ServeArgs {
     /// Largest client message accepted, in bytes.
     #[arg(long, default_value_t = fleetgate_gateway::DEFAULT_MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
+    /// The client transport: `stdio` (one client) or `http` (MCP Streamable HTTP at
+    /// `http://LISTEN/mcp`, one attachment per session).
+    #[arg(long, default_value = "stdio", value_parser = ["stdio", "http"])]
+    pub transport: String,
+    /// With `--transport http`: the address to listen on (loopback unless
+    /// `--allow-remote`).
+    #[arg(long, default_value = "127.0.0.1:8750")]
+    pub listen: String,
+    /// With `--transport http`: allow a non-loopback `--listen` address.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// With `--transport http`: another `Host` value to accept (a DNS name of a remote
+    /// deployment); repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST[:PORT]")]
+    pub allowed_hosts: Vec<String>,
     /// The downstream MCP server and its arguments, after `--`.
     #[arg(last = true, value_name = "DOWNSTREAM")]
     pub downstream: Vec<OsString>,
@@ -51,8 +67,34 @@ pub fn run_serve(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         Some(p) => Some(p.clone()),
         None => std::env::current_dir().ok(),
     };
+    let transport = if args.transport == "http" { Transport::Http } else { Transport::Stdio };
+    let http = match transport {
+        Transport::Stdio => None,
+        Transport::Http => {
+            let listen = args
+                .listen
+                .parse()
+                .map_err(|_| anyhow!("--listen {:?} is not an address:port (e.g. 127.0.0.1:8750)", args.listen))?;
+            Some(HttpOptions {
+                listen,
+                allow_remote: args.allow_remote,
+                allowed_hosts: args.allowed_hosts.clone(),
+                bearer_token: ctx.env.get(EnvKey::FleetgateHttpToken, "").filter(|t| !t.is_empty()).map(str::to_owned),
+            })
+        }
+    };
+    if let Some(http) = &http
+        && !http.listen.ip().is_loopback()
+        && !http.allow_remote
+    {
+        return Err(anyhow!(
+            "refusing to listen on {}: not a loopback address (pass --allow-remote, and set FLEETGATE_HTTP_TOKEN)",
+            http.listen
+        ));
+    }
     let store = ctx.store()?;
     let control = Arc::new(FleetControl::new(
+        transport,
         ctx.config.clone(),
         member.clone(),
         ctx.env.clone(),
@@ -69,7 +111,16 @@ pub fn run_serve(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         log_filter: ctx.env.get(EnvKey::FleetgateLog, "").map(str::to_owned),
         ..GatewayOptions::default()
     };
-    let reason = fleetgate_gateway::run(options, Arc::new(Handle(control))).context("the gateway failed")?;
+    let control = Arc::new(Handle(control));
+    let reason = match http {
+        None => fleetgate_gateway::run(options, control),
+        Some(http) => fleetgate_gateway::run_http(options, http, control, |addr| {
+            // Always on stderr, whatever the log filter: with port 0 it is the only way
+            // to learn the port.
+            eprintln!("fleetgate serve: listening on http://{addr}{}", fleetgate_gateway::HTTP_ENDPOINT);
+        }),
+    }
+    .context("the gateway failed")?;
     tracing::info!(reason = reason.as_str(), "gateway stopped");
     Ok(0)
 }

@@ -10,5 +10,6 @@ mod canary;
 mod demo;
 mod diagnostics;
 mod gitflow;
+mod http;
 mod lifecycle;
 mod support;

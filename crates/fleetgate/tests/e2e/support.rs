@@ -158,6 +158,26 @@ impl Client {
         c
     }
 
+    /// Connect the client to a Streamable HTTP endpoint, with `KEY=VALUE` settings for
+    /// the driver (`MCP_DRIVE_BEARER`, `MCP_DRIVE_CLIENT_NAME`), and initialise.
+    pub fn start_url(url: &str, env: &[String]) -> Self {
+        let python = peer(".venv/bin/python");
+        let driver = peer("tests/peers/mcp_drive.py");
+        let mut command = Command::new(python);
+        command.arg(driver).arg(url);
+        for pair in env {
+            let (k, v) = pair.split_once('=').unwrap();
+            command.env(k, v);
+        }
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut c = Self { child, stdin, stdout, init: serde_json::Value::Null };
+        c.init = c.read();
+        assert_eq!(c.init["ok"], true, "initialize failed: {}", c.init);
+        c
+    }
+
     fn read(&mut self) -> serde_json::Value {
         let mut line = String::new();
         self.stdout.read_line(&mut line).unwrap();

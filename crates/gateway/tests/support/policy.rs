@@ -7,14 +7,15 @@
 //! * `allow-mutations` — while this file is absent, mutating calls are refused with
 //!   `fleet_inventory_blocked`; create it and they are allowed (read-only calls always are);
 //! * `events.log` — one line per lifecycle call and decision: `transport_bound`,
-//!   `attach NAME VERSION PROTOCOL`, `decide TOOL CLASS allowed|refused`, `shutdown REASON`.
+//!   `attach NAME VERSION PROTOCOL`, `decide TOOL CLASS allowed|refused`, `detach N REASON`,
+//!   `shutdown REASON`.
 //!
 //! Tools named in `forbidden` are refused with `role_not_permitted` and not listed.
 //! Classification: `readOnlyHint: true` is read-only, anything else (no annotations
 //! included) is mutating.
 
 use fleetgate_gateway::rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
-use fleetgate_gateway::{ClientAttach, ControlPlane, DownstreamStatus, GateDecision, ToolClass};
+use fleetgate_gateway::{AttachmentId, ClientAttach, ControlPlane, DownstreamStatus, GateDecision, ToolClass};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -60,9 +61,13 @@ impl ControlPlane for TestPolicy {
         Ok(())
     }
 
-    fn on_client_attach(&self, client: &ClientAttach) -> Result<(), String> {
+    fn on_client_attach(&self, _attachment: AttachmentId, client: &ClientAttach) -> Result<(), String> {
         self.log(&format!("attach {} {} {}", client.client_name, client.client_version, client.protocol_version));
         Ok(())
+    }
+
+    fn on_detach(&self, attachment: AttachmentId, reason: &str) {
+        self.log(&format!("detach {} {reason}", attachment.0));
     }
 
     fn control_tools(&self) -> Vec<Tool> {
@@ -80,6 +85,7 @@ impl ControlPlane for TestPolicy {
 
     fn call_control_tool(
         &self,
+        _attachment: AttachmentId,
         name: &str,
         _arguments: Map<String, Value>,
         downstream: &DownstreamStatus,
@@ -103,7 +109,7 @@ impl ControlPlane for TestPolicy {
         }
     }
 
-    fn decide(&self, tool: &str, class: ToolClass) -> GateDecision {
+    fn decide(&self, _attachment: AttachmentId, tool: &str, class: ToolClass) -> GateDecision {
         let decision = if self.forbidden.contains(tool) {
             GateDecision::refuse(
                 "role_not_permitted",
