@@ -1,0 +1,434 @@
+//! The downstream `scripts/conformance` runs behind `fleetgate serve --transport http`: an rmcp
+//! stdio MCP server with the fixture tools, resources and prompts the server scenarios of the
+//! official conformance suite (`@modelcontextprotocol/conformance`) call — `test_simple_text`,
+//! `test://static-text`, `test_simple_prompt` and the rest — answering exactly what each scenario
+//! expects. The suite's own reference server is not published on the registries, so this is it.
+//!
+//! ```text
+//! conformance_fixture        (no arguments: MCP over stdin/stdout until stdin closes)
+//! ```
+//!
+//! Results are written as the protocol's JSON and parsed into rmcp's types, so the fixture says
+//! on the wire what the scenario descriptions say, field for field. Exits 0 when the client goes
+//! away, 1 with the cause on stderr otherwise.
+
+// Sampling, logging and resources/subscribe are deprecated in rmcp (SEP-2577, 2026-07-28);
+// the suite's scenarios exercise exactly them, so the fixture uses them on purpose.
+#![allow(deprecated)]
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, CompleteRequestParams, CompleteResult,
+    CreateMessageRequest, ElicitRequest, GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerConfig, ServerRequest, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// A 1×1 red PNG.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+/// A 44-byte WAV header with one silent 8-bit sample (8 kHz mono).
+const WAV: &str = "UklGRiUAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQEAAACA";
+
+/// Protocol JSON into one of rmcp's types; a mismatch is the fixture's own bug, reported as an
+/// internal error rather than a panic.
+fn parse<T: DeserializeOwned>(value: Value) -> Result<T, McpError> {
+    serde_json::from_value(value).map_err(|e| McpError::internal_error(format!("fixture JSON: {e}"), None))
+}
+
+fn no_args() -> Value {
+    json!({ "type": "object", "properties": {} })
+}
+
+fn string_args(names: &[(&str, &str)]) -> Value {
+    let properties: serde_json::Map<String, Value> =
+        names.iter().map(|(n, d)| ((*n).to_owned(), json!({ "type": "string", "description": d }))).collect();
+    let required: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
+    json!({ "type": "object", "properties": properties, "required": required })
+}
+
+fn tool(name: &str, description: &str, input_schema: Value) -> Value {
+    json!({ "name": name, "description": description, "inputSchema": input_schema })
+}
+
+fn tools() -> Value {
+    json!({ "tools": [
+        tool("test_simple_text", "Returns a simple text response", no_args()),
+        tool("test_image_content", "Returns an image", no_args()),
+        tool("test_audio_content", "Returns audio", no_args()),
+        tool("test_embedded_resource", "Returns an embedded resource", no_args()),
+        tool("test_multiple_content_types", "Returns text, an image and a resource", no_args()),
+        tool("test_tool_with_logging", "Sends three log notifications while it runs", no_args()),
+        tool("test_tool_with_progress", "Reports progress 0, 50, 100 of 100", no_args()),
+        tool("test_error_handling", "Always answers a tool error", no_args()),
+        tool("test_sampling", "Asks the client to sample an LLM",
+             string_args(&[("prompt", "The prompt to send to the LLM")])),
+        tool("test_elicitation", "Asks the user for a username and email",
+             string_args(&[("message", "The message to show the user")])),
+        tool("test_elicitation_sep1034_defaults", "Elicitation with defaults for every primitive type", no_args()),
+        tool("test_elicitation_sep1330_enums", "Elicitation with all five enum schema forms", no_args()),
+        tool("test_reconnection", "Answers after a short delay (SSE polling scenario)", no_args()),
+        tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": { "address": { "type": "object", "properties": {
+                "street": { "type": "string" }, "city": { "type": "string" } } } },
+            "properties": { "name": { "type": "string" }, "address": { "$ref": "#/$defs/address" } },
+            "additionalProperties": false
+        })),
+    ]})
+}
+
+fn text(text: &str) -> Value {
+    json!({ "type": "text", "text": text })
+}
+
+fn image() -> Value {
+    json!({ "type": "image", "data": PNG, "mimeType": "image/png" })
+}
+
+fn tool_result(content: Value) -> Value {
+    json!({ "content": content })
+}
+
+/// The elicitation schemas of the SEP-1034 and SEP-1330 scenarios.
+fn sep1034_schema() -> Value {
+    json!({ "type": "object", "properties": {
+        "name": { "type": "string", "default": "John Doe" },
+        "age": { "type": "integer", "default": 30 },
+        "score": { "type": "number", "default": 95.5 },
+        "status": { "type": "string", "enum": ["active", "inactive", "pending"], "default": "active" },
+        "verified": { "type": "boolean", "default": true }
+    }})
+}
+
+fn sep1330_schema() -> Value {
+    json!({ "type": "object", "properties": {
+        "untitledSingle": { "type": "string", "enum": ["option1", "option2", "option3"] },
+        "titledSingle": { "type": "string", "oneOf": [
+            { "const": "value1", "title": "First Option" },
+            { "const": "value2", "title": "Second Option" },
+            { "const": "value3", "title": "Third Option" } ] },
+        "legacyEnum": { "type": "string", "enum": ["opt1", "opt2", "opt3"],
+                        "enumNames": ["Option One", "Option Two", "Option Three"] },
+        "untitledMulti": { "type": "array", "items": { "type": "string", "enum": ["option1", "option2", "option3"] } },
+        "titledMulti": { "type": "array", "items": { "anyOf": [
+            { "const": "value1", "title": "First Choice" },
+            { "const": "value2", "title": "Second Choice" },
+            { "const": "value3", "title": "Third Choice" } ] } }
+    }})
+}
+
+/// The fixture server; stateless (subscriptions are acknowledged, nothing is ever updated).
+#[derive(Debug, Clone, Copy)]
+struct Fixture;
+
+impl Fixture {
+    async fn elicit(
+        &self,
+        context: &RequestContext<RoleServer>,
+        message: &str,
+        schema: Value,
+    ) -> Result<Value, McpError> {
+        let params = parse(json!({ "mode": "form", "message": message, "requestedSchema": schema }))?;
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        let answer =
+            context.peer.send_request(request).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        match answer {
+            ClientResult::ElicitResult(result) => {
+                serde_json::to_value(result).map_err(|e| McpError::internal_error(e.to_string(), None))
+            }
+            other => Err(McpError::internal_error(format!("unexpected elicitation answer: {other:?}"), None)),
+        }
+    }
+
+    async fn sample(&self, context: &RequestContext<RoleServer>, prompt: &str) -> Result<String, McpError> {
+        let params = parse(json!({
+            "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }],
+            "maxTokens": 100
+        }))?;
+        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+        let answer =
+            context.peer.send_request(request).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        match answer {
+            ClientResult::CreateMessageResult(result) => {
+                let value = serde_json::to_value(&result).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                Ok(value["content"]["text"].as_str().map_or_else(|| value["content"].to_string(), str::to_owned))
+            }
+            other => Err(McpError::internal_error(format!("unexpected sampling answer: {other:?}"), None)),
+        }
+    }
+
+    async fn log(&self, context: &RequestContext<RoleServer>, message: &str) {
+        if let Ok(param) = parse::<LoggingMessageNotificationParam>(json!({ "level": "info", "data": message })) {
+            let _ = context.peer.notify_logging_message(param).await;
+        }
+    }
+
+    async fn run_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Value, McpError> {
+        let arg = |name: &str| {
+            request.arguments.as_ref().and_then(|a| a.get(name)).and_then(Value::as_str).unwrap_or_default().to_owned()
+        };
+        let pause = || tokio::time::sleep(Duration::from_millis(50));
+        Ok(match request.name.as_ref() {
+            "test_simple_text" => tool_result(json!([text("This is a simple text response for testing.")])),
+            "test_image_content" => tool_result(json!([image()])),
+            "test_audio_content" => tool_result(json!([{ "type": "audio", "data": WAV, "mimeType": "audio/wav" }])),
+            "test_embedded_resource" => tool_result(json!([{ "type": "resource", "resource": {
+                "uri": "test://embedded-resource", "mimeType": "text/plain",
+                "text": "This is an embedded resource content." } }])),
+            "test_multiple_content_types" => tool_result(json!([
+                text("Multiple content types test:"),
+                image(),
+                { "type": "resource", "resource": { "uri": "test://mixed-content-resource",
+                  "mimeType": "application/json", "text": "{\"test\":\"data\",\"value\":123}" } }
+            ])),
+            "test_tool_with_logging" => {
+                self.log(&context, "Tool execution started").await;
+                pause().await;
+                self.log(&context, "Tool processing data").await;
+                pause().await;
+                self.log(&context, "Tool execution completed").await;
+                tool_result(json!([text("Tool with logging executed successfully")]))
+            }
+            "test_tool_with_progress" => {
+                let token = context.meta.get_progress_token().or_else(|| request.meta.as_ref()?.get_progress_token());
+                for (step, progress) in [0, 50, 100].into_iter().enumerate() {
+                    if step > 0 {
+                        pause().await;
+                    }
+                    if let Some(token) = &token {
+                        let param: ProgressNotificationParam =
+                            parse(json!({ "progressToken": token, "progress": progress, "total": 100 }))?;
+                        let _ = context.peer.notify_progress(param).await;
+                    }
+                }
+                tool_result(json!([text("Tool with progress executed successfully")]))
+            }
+            "test_error_handling" => json!({ "isError": true,
+                "content": [text("This tool intentionally returns an error for testing")] }),
+            "test_sampling" => {
+                let answer = self.sample(&context, &arg("prompt")).await?;
+                tool_result(json!([text(&format!("LLM response: {answer}"))]))
+            }
+            "test_elicitation" => {
+                let schema = json!({ "type": "object", "properties": {
+                    "username": { "type": "string", "description": "User's response" },
+                    "email": { "type": "string", "description": "User's email address" } },
+                    "required": ["username", "email"] });
+                let answer = self.elicit(&context, &arg("message"), schema).await?;
+                tool_result(json!([text(&format!("User response: {answer}"))]))
+            }
+            "test_elicitation_sep1034_defaults" | "test_elicitation_sep1330_enums" => {
+                let schema = if request.name == "test_elicitation_sep1034_defaults" {
+                    sep1034_schema()
+                } else {
+                    sep1330_schema()
+                };
+                let answer = self.elicit(&context, "Please review and update the form fields", schema).await?;
+                let done = format!("Elicitation completed: action={}, content={}", answer["action"], answer["content"]);
+                tool_result(json!([text(&done)]))
+            }
+            "test_reconnection" => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                tool_result(json!([text("Reconnection test completed")]))
+            }
+            "json_schema_2020_12_tool" => tool_result(json!([text("JSON Schema 2020-12 tool called")])),
+            other => return Err(McpError::invalid_params(format!("no such tool: {other}"), None)),
+        })
+    }
+}
+
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> ServerConfig {
+        let mut info: ServerConfig = parse(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {
+                "tools": { "listChanged": false },
+                "resources": { "subscribe": true, "listChanged": false },
+                "prompts": { "listChanged": false },
+                "completions": {},
+                "logging": {}
+            },
+            "serverInfo": { "name": "fleetgate-conformance-fixture", "version": env!("CARGO_PKG_VERSION") }
+        }))
+        .unwrap_or_default();
+        if info.server_info.name.is_empty() {
+            info.server_info.name = "fleetgate-conformance-fixture".to_owned();
+        }
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        parse(tools())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let result: CallToolResult = parse(self.run_tool(request, context).await?)?;
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        parse(json!({ "resources": [
+            { "uri": "test://static-text", "name": "static-text", "description": "A static text resource",
+              "mimeType": "text/plain" },
+            { "uri": "test://static-binary", "name": "static-binary", "description": "A static binary resource (PNG)",
+              "mimeType": "image/png" },
+            { "uri": "test://watched-resource", "name": "watched-resource", "description": "A resource to subscribe to",
+              "mimeType": "text/plain" }
+        ]}))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        parse(json!({ "resourceTemplates": [
+            { "uriTemplate": "test://template/{id}/data", "name": "template-data",
+              "description": "Data for an id", "mimeType": "application/json" }
+        ]}))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri.as_str();
+        let content = match uri {
+            "test://static-text" => {
+                json!({ "uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource." })
+            }
+            "test://static-binary" => json!({ "uri": uri, "mimeType": "image/png", "blob": PNG }),
+            "test://watched-resource" => {
+                json!({ "uri": uri, "mimeType": "text/plain", "text": "Watched resource content" })
+            }
+            _ => match uri.strip_prefix("test://template/").and_then(|rest| rest.strip_suffix("/data")) {
+                Some(id) if !id.is_empty() && !id.contains('/') => json!({
+                    "uri": uri, "mimeType": "application/json",
+                    "text": json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string()
+                }),
+                _ => return Err(McpError::resource_not_found(format!("no such resource: {uri}"), None)),
+            },
+        };
+        let result: ReadResourceResult = parse(json!({ "contents": [content] }))?;
+        Ok(result.into())
+    }
+
+    async fn subscribe(
+        &self,
+        _request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        parse(json!({ "prompts": [
+            { "name": "test_simple_prompt", "description": "A prompt without arguments" },
+            { "name": "test_prompt_with_arguments", "description": "A prompt with two arguments", "arguments": [
+                { "name": "arg1", "description": "First test argument", "required": true },
+                { "name": "arg2", "description": "Second test argument", "required": true } ] },
+            { "name": "test_prompt_with_embedded_resource", "description": "A prompt embedding a resource",
+              "arguments": [ { "name": "resourceUri", "description": "URI of the resource to embed", "required": true } ] },
+            { "name": "test_prompt_with_image", "description": "A prompt with an image" }
+        ]}))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let arg = |name: &str| {
+            request.arguments.as_ref().and_then(|a| a.get(name)).and_then(Value::as_str).unwrap_or_default().to_owned()
+        };
+        let user = |content: Value| json!({ "role": "user", "content": content });
+        let messages = match request.name.as_str() {
+            "test_simple_prompt" => json!([user(text("This is a simple prompt for testing."))]),
+            "test_prompt_with_arguments" => {
+                json!([user(text(&format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"))))])
+            }
+            "test_prompt_with_embedded_resource" => json!([
+                user(json!({ "type": "resource", "resource": { "uri": arg("resourceUri"), "mimeType": "text/plain",
+                     "text": "Embedded resource content for testing." } })),
+                user(text("Please process the embedded resource above."))
+            ]),
+            "test_prompt_with_image" => json!([user(image()), user(text("Please analyze the image above."))]),
+            other => return Err(McpError::invalid_params(format!("no such prompt: {other}"), None)),
+        };
+        let result: GetPromptResult = parse(json!({ "messages": messages }))?;
+        Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let typed = request.argument.value.to_lowercase();
+        let values: Vec<&str> = ["paris", "park", "party"].into_iter().filter(|v| v.starts_with(&typed)).collect();
+        parse(json!({ "completion": { "values": values, "total": values.len(), "hasMore": false } }))
+    }
+
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let running = match Fixture.serve((tokio::io::stdin(), tokio::io::stdout())).await {
+        Ok(running) => running,
+        Err(e) => {
+            eprintln!("conformance_fixture: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match running.waiting().await {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("conformance_fixture: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
