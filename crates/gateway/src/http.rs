@@ -129,17 +129,7 @@ pub fn run_http(
         .build()
         .map_err(GatewayError::Runtime)?;
     let outcome = runtime.block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut sigterm =
-            signal(SignalKind::terminate()).map_err(|source| GatewayError::Signal { signal: "SIGTERM", source })?;
-        let mut sigint =
-            signal(SignalKind::interrupt()).map_err(|source| GatewayError::Signal { signal: "SIGINT", source })?;
-        let signalled = async move {
-            tokio::select! {
-                _ = sigterm.recv() => ShutdownReason::Sigterm,
-                _ = sigint.recv() => ShutdownReason::Sigint,
-            }
-        };
+        let signalled = crate::serve::shutdown_signals()?;
         serve_http(options, http, control, signalled, bound).await
     });
     runtime.shutdown_timeout(Duration::from_millis(200));

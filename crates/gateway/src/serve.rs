@@ -101,18 +101,24 @@ pub fn init_logging(filter: Option<&str>) -> Result<(), GatewayError> {
 /// inside a multi-threaded tokio runtime whose worker threads live as long as the
 /// gateway (the downstream's parent-death signal is tied to the spawning thread).
 pub async fn serve(options: GatewayOptions, control: Arc<dyn ControlPlane>) -> Result<ShutdownReason, GatewayError> {
+    let signalled = shutdown_signals()?;
+    serve_io(options, control, client_stdin(), client_stdout(), signalled).await
+}
+
+/// SIGTERM or SIGINT as a shutdown future, for both transports. Installed
+/// before serving starts, so a signal that arrives early is not lost.
+pub(crate) fn shutdown_signals() -> Result<impl Future<Output = ShutdownReason>, GatewayError> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut sigterm =
         signal(SignalKind::terminate()).map_err(|source| GatewayError::Signal { signal: "SIGTERM", source })?;
     let mut sigint =
         signal(SignalKind::interrupt()).map_err(|source| GatewayError::Signal { signal: "SIGINT", source })?;
-    let signalled = async move {
+    Ok(async move {
         tokio::select! {
             _ = sigterm.recv() => ShutdownReason::Sigterm,
             _ = sigint.recv() => ShutdownReason::Sigint,
         }
-    };
-    serve_io(options, control, client_stdin(), client_stdout(), signalled).await
+    })
 }
 
 /// The process's stdin as an async stream. A pipe (how MCP clients start servers) is read
