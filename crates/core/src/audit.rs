@@ -22,4 +22,7 @@ pub struct AuditEntry {
     pub blocker_kind: Option<String>,
     /// Every reason given.
     pub reasons: Vec<String>,
+    /// The HTTP principal the call came from (a tokens-file client name), when one.
+    #[serde(default)]
+    pub principal: Option<String>,
 }

@@ -173,7 +173,13 @@ impl EnvSnapshot {
 
     /// The value of a declared key under `prefix`; empty values count as unset.
     pub fn get(&self, key: EnvKey, prefix: &str) -> Option<&str> {
-        self.0.get(&key_name(key, prefix)).map(String::as_str).filter(|v| !v.is_empty())
+        self.get_raw(key, prefix).filter(|v| !v.is_empty())
+    }
+
+    /// The value of `key` even when it is set but empty: for a secret whose emptiness is
+    /// itself a misconfiguration to refuse (an empty token), not "unset".
+    pub fn get_raw(&self, key: EnvKey, prefix: &str) -> Option<&str> {
+        self.0.get(&key_name(key, prefix)).map(String::as_str)
     }
 
     /// Every pair, in name order.

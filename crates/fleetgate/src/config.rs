@@ -42,6 +42,59 @@ pub struct FleetConfig {
     pub roles: BTreeMap<String, RolePolicy>,
     /// `[tools]`: classification overrides.
     pub tools: ToolRules,
+    /// `[http]`: the Streamable HTTP transport's principals and bounds.
+    pub http: HttpSettings,
+}
+
+/// `[http]`: principals and bounds of `fleetgate serve --transport http`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// The tokens file (`sha256-hex  client-name  [profile…]` per line), resolved against
+    /// the config file's directory.
+    pub tokens_file: Option<PathBuf>,
+    /// Live attachments (sessions and stateless clients) at most; each runs a downstream.
+    pub max_attachments: usize,
+    /// Live attachments one principal may hold at most.
+    pub max_attachments_per_principal: usize,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self { tokens_file: None, max_attachments: 64, max_attachments_per_principal: 16 }
+    }
+}
+
+/// The largest `[http] max_attachments` accepted: each attachment is a downstream process.
+pub const MAX_ATTACHMENTS_LIMIT: usize = 4096;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHttp {
+    tokens_file: Option<PathBuf>,
+    max_attachments: Option<usize>,
+    max_attachments_per_principal: Option<usize>,
+}
+
+impl RawHttp {
+    fn resolve(self, source: &str) -> Result<HttpSettings, String> {
+        let defaults = HttpSettings::default();
+        let max = self.max_attachments.unwrap_or(defaults.max_attachments);
+        if !(1..=MAX_ATTACHMENTS_LIMIT).contains(&max) {
+            return Err(format!("[http] max_attachments must be 1 to {MAX_ATTACHMENTS_LIMIT}, got {max}"));
+        }
+        let per = self.max_attachments_per_principal.unwrap_or(defaults.max_attachments_per_principal.min(max));
+        if !(1..=max).contains(&per) {
+            return Err(format!(
+                "[http] max_attachments_per_principal must be 1 to max_attachments ({max}), got {per}"
+            ));
+        }
+        let base = Path::new(source).parent().filter(|p| !p.as_os_str().is_empty());
+        let tokens_file = self.tokens_file.map(|p| match base {
+            Some(dir) if p.is_relative() => dir.join(p),
+            _ => p,
+        });
+        Ok(HttpSettings { tokens_file, max_attachments: max, max_attachments_per_principal: per })
+    }
 }
 
 /// A configuration that could not be used.
@@ -68,6 +121,7 @@ struct RawFile {
     roles: BTreeMap<String, RolePolicy>,
     #[serde(default)]
     tools: ToolRules,
+    http: Option<RawHttp>,
 }
 
 #[derive(Deserialize)]
@@ -120,6 +174,7 @@ impl FleetConfig {
             supervision: SupervisionSettings::default(),
             roles: BTreeMap::new(),
             tools: ToolRules::default(),
+            http: HttpSettings::default(),
         }
     }
 
@@ -186,7 +241,12 @@ impl FleetConfig {
         if let Some(unknown) = raw.roles.keys().find(|r| !members.iter().any(|m| &m.role == *r)) {
             return Err(err(format!("[roles.{unknown}] names a role no member of the roster has")));
         }
+        let http = match raw.http {
+            Some(http) => http.resolve(source).map_err(err)?,
+            None => HttpSettings::default(),
+        };
         Ok(Self {
+            http,
             roles: raw.roles,
             tools: raw.tools,
             supervision,
@@ -291,6 +351,10 @@ role = "reviewer"
         assert_eq!(c.tools.read_only, ["git_status"]);
         let e = FleetConfig::parse(&format!("{GOOD}\n[roles.janitor]\ndeny = []\n"), "f.toml").unwrap_err().0;
         assert!(e.contains("janitor"), "{e}");
+        let http = format!("{GOOD}\n[http]\ntokens_file = \"tokens\"\nmax_attachments = 8\n");
+        let c = FleetConfig::parse(&http, "/etc/fleetgate/fleet.toml").unwrap();
+        assert_eq!(c.http.tokens_file.as_deref(), Some(Path::new("/etc/fleetgate/tokens")));
+        assert_eq!((c.http.max_attachments, c.http.max_attachments_per_principal), (8, 8));
     }
 
     #[test]
@@ -315,6 +379,8 @@ role = "reviewer"
         let bad = format!("{GOOD}\n[supervision]\nfailure_budget = 0\n");
         let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().0;
         assert!(e.contains("[supervision]") && e.contains("failure_budget"), "{e}");
+        let e = FleetConfig::parse(&format!("{GOOD}\n[http]\nmax_attachments = 0\n"), "f.toml").unwrap_err().0;
+        assert!(e.contains("max_attachments must be 1 to"), "{e}");
         let bad = format!("{GOOD}\n[supervision]\nbackoff = [1]\n");
         let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().0;
         assert!(e.contains("backoff"), "{e}");

@@ -40,8 +40,8 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// one, and [`decide`](Self::decide) for it must refuse mutations.
     fn on_client_attach(&self, attachment: AttachmentId, client: &ClientAttach) -> Result<(), String>;
 
-    /// An attachment ended before the process does (an HTTP session closed or expired):
-    /// stop its heartbeat and retire its worker. Not called for attachments still open at
+    /// An attachment ended before the process does (an HTTP session closed or expired, a
+    /// stateless client idle past its TTL): stop its heartbeat and retire its worker. Not called for attachments still open at
     /// shutdown: [`on_shutdown`](Self::on_shutdown) ends those.
     fn on_detach(&self, attachment: AttachmentId, reason: &str);
 
@@ -81,7 +81,7 @@ pub trait ControlPlane: Send + Sync + 'static {
 }
 
 /// One client attachment of this process, numbered by the gateway from 1: the stdio client,
-/// or one Streamable HTTP session.
+/// one Streamable HTTP session, or one stateless HTTP client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AttachmentId(pub u64);
 
@@ -98,8 +98,13 @@ pub struct ClientAttach {
     pub client_name: String,
     /// `clientInfo.version` as sent.
     pub client_version: String,
-    /// The protocol version negotiated with the client.
+    /// The protocol version negotiated with the client (for a stateless 2026-07-28
+    /// client: the version its requests carry).
     pub protocol_version: String,
+    /// The principal an HTTP tokens file authenticated it as (the entry's client name);
+    /// `None` over stdio, and over HTTP without a tokens file. The control plane records
+    /// it as the worker's client.
+    pub principal: Option<String>,
 }
 
 /// How a tool is classified for the mutation gate.

@@ -1,35 +1,85 @@
-//! The downstream MCP server: a permanent child under `fleetgate_supervise`, and the MCP
-//! client connection to each of its runs.
+//! One channel's downstream MCP server: a permanent child under `fleetgate_supervise` (a
+//! supervisor of its own, so one channel's quarantine never stands another down, and a
+//! closed channel leaves nothing behind), and the MCP client connection to each of its runs.
 //!
 //! Each run's pipes come out of the supervisor's `on_spawn` callback into one connector
-//! task, which waits for the client's `initialize` (the downstream is initialised with the
-//! client's capabilities, so that roots, sampling and elicitation requests have somewhere
-//! to go), then runs the MCP handshake over the run's stdin/stdout and publishes the
-//! connection as the current [`Link`]. When the run dies its stdout reaches EOF, rmcp's
-//! loop ends and the link goes down; the supervisor restarts the run with backoff, or
-//! quarantines it, and the next run is connected the same way. A run that does not finish
-//! the handshake in time is killed, which the supervisor counts as a failure like any other.
+//! task, which waits for the channel's client to attach (the downstream is initialised with
+//! that client's capabilities, so roots, sampling and elicitation requests have somewhere
+//! to go), then opens the MCP connection over the run's stdin/stdout and publishes it as
+//! the current [`Link`]. When the run dies its stdout reaches EOF, rmcp's loop ends and the
+//! link goes down; the supervisor restarts the run with backoff, or quarantines it, and the
+//! next run is connected the same way. A run that does not finish the handshake in time is
+//! killed, which the supervisor counts as a failure like any other.
+//!
+//! The protocol generation is negotiated per hop: a client on a handshake version
+//! (2025-11-25 and older) gets a downstream connection opened with `initialize`; a
+//! 2026-07-28 client gets one opened with `server/discover` when the downstream speaks it,
+//! else `initialize` (the [`EraMemo`] remembers a legacy downstream, so later channels do
+//! not probe it again).
 //!
 //! **Invariant:** nothing here decides restarts: the supervisor's policy does. Any exit
 //! the gateway did not ask for, status 0 included, is a failure (`permanent(true)`).
 
+use crate::channel::ChannelState;
 use crate::control::{DownstreamState, DownstreamStatus};
-use crate::hub::Hub;
 use crate::options::DownstreamCommand;
 use crate::relay::Relay;
+use crate::routes::ClientFacts;
+use crate::routes::ProgressSeq;
 use fleetgate_supervise::{ChildSpec, ChildStdio, EventBus, SpawnedChild, SupervisionSettings, Supervisor, TaskState};
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, ServerCapabilities};
-use rmcp::service::{Peer, RoleClient};
+use rmcp::model::{
+    ClientConfig, GetExtensions, Implementation, JsonRpcError, JsonRpcMessage, ProtocolVersion, ServerCapabilities,
+    ServerNotification,
+};
+use rmcp::service::{ClientLifecycleMode, Peer, RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
+use std::future::Future;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-/// The supervised task and its flow.
+/// The supervised task and its flow (each channel has a supervisor of its own).
 pub(crate) const TASK: &str = "downstream";
-/// The flow the downstream child runs in (cancelled at shutdown).
+/// The flow the downstream child runs in (cancelled when the channel closes).
 pub(crate) const FLOW: &str = "downstream";
+
+/// How every channel's downstream is run: the command and the gateway's side of it.
+#[derive(Clone, Debug)]
+pub(crate) struct DownstreamSpec {
+    pub(crate) command: DownstreamCommand,
+    pub(crate) supervision: SupervisionSettings,
+    /// How long one run may take to answer `initialize` (or `server/discover`).
+    pub(crate) init_timeout: Duration,
+    /// The gateway's own `clientInfo` towards the downstream.
+    pub(crate) client_info: Implementation,
+}
+
+/// What the gateway learned of the downstream's protocol generation, shared by every
+/// channel: once a downstream is known to lack `server/discover`, no channel probes it again.
+#[derive(Debug, Default)]
+pub(crate) struct EraMemo(AtomicU8);
+
+impl EraMemo {
+    const LEGACY: u8 = 1;
+    const MODERN: u8 = 2;
+
+    fn lifecycle(&self, client: &ClientFacts) -> ClientLifecycleMode {
+        if !client.stateless_era || self.0.load(Ordering::Relaxed) == Self::LEGACY {
+            return ClientLifecycleMode::Initialize;
+        }
+        ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        }
+    }
+
+    fn learn(&self, modern: bool) {
+        self.0.store(if modern { Self::MODERN } else { Self::LEGACY }, Ordering::Relaxed);
+    }
+}
 
 /// One live MCP connection to one run of the downstream.
 #[derive(Debug)]
@@ -42,6 +92,8 @@ pub(crate) struct Connection {
     pub(crate) protocol_version: String,
     pub(crate) capabilities: ServerCapabilities,
     pub(crate) instructions: Option<String>,
+    /// Opened with `server/discover` (2026-07-28): per-request `_meta` is the downstream's.
+    pub(crate) stateless_era: bool,
 }
 
 /// The current connection, if any.
@@ -63,7 +115,8 @@ impl std::fmt::Debug for Downstream {
 
 /// What the connector needs to initialise each run.
 struct Connector {
-    hub: Arc<Hub>,
+    state: Arc<ChannelState>,
+    memo: Arc<EraMemo>,
     link: watch::Sender<Link>,
     handshake_error: Arc<Mutex<Option<String>>>,
     init_timeout: Duration,
@@ -71,20 +124,22 @@ struct Connector {
 }
 
 impl Downstream {
-    /// Put `command` under supervision and start connecting to its runs.
-    pub(crate) fn start(
-        command: &DownstreamCommand,
-        settings: SupervisionSettings,
-        hub: Arc<Hub>,
-        init_timeout: Duration,
-        client_info: Implementation,
-    ) -> Result<Self, String> {
-        let supervisor = Supervisor::new(settings, EventBus::new(EventBus::DEFAULT_CAPACITY));
+    /// Put the command under a supervisor of this channel's own and start connecting to
+    /// its runs.
+    pub(crate) fn start(spec: &DownstreamSpec, state: Arc<ChannelState>, memo: Arc<EraMemo>) -> Result<Self, String> {
+        let command = &spec.command;
+        let supervisor = Supervisor::new(spec.supervision.clone(), EventBus::new(EventBus::DEFAULT_CAPACITY));
         let (link, _) = watch::channel(None);
         let handshake_error = Arc::new(Mutex::new(None));
         let (spawned_tx, spawned_rx) = mpsc::unbounded_channel::<SpawnedChild>();
-        let connector =
-            Connector { hub, link: link.clone(), handshake_error: handshake_error.clone(), init_timeout, client_info };
+        let connector = Connector {
+            state,
+            memo,
+            link: link.clone(),
+            handshake_error: handshake_error.clone(),
+            init_timeout: spec.init_timeout,
+            client_info: spec.client_info.clone(),
+        };
         tokio::spawn(connector.run(spawned_rx));
 
         let mut spec = ChildSpec::new(command.program.clone())
@@ -191,19 +246,59 @@ impl Downstream {
     }
 }
 
+/// The connection's transport, read in order: numbers each progress notification and notes
+/// each answer, for [`crate::routes::Routes`] to keep progress ahead of the answer it
+/// precedes. Everything passes through unchanged.
+struct Tap<T> {
+    inner: T,
+    state: Arc<ChannelState>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), T::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let mut message = self.inner.receive().await?;
+        let routes = &self.state.routes;
+        match &mut message {
+            JsonRpcMessage::Notification(n)
+                if matches!(n.notification, ServerNotification::ProgressNotification(_)) =>
+            {
+                let seq = routes.progress_read();
+                n.notification.extensions_mut().insert(ProgressSeq(seq));
+            }
+            JsonRpcMessage::Response(answer) => routes.answer_read(answer.id.clone()),
+            JsonRpcMessage::Error(JsonRpcError { id: Some(id), .. }) => routes.answer_read(id.clone()),
+            _ => {}
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), T::Error>> + Send {
+        self.inner.close()
+    }
+}
+
 impl Connector {
     async fn run(self, mut spawned_rx: mpsc::UnboundedReceiver<SpawnedChild>) {
-        let mut attached = self.hub.attached();
+        let mut attached = self.state.client();
         let mut generation = 0_u64;
         'runs: while let Some(mut spawned) = spawned_rx.recv().await {
             // The downstream is initialised with the client's capabilities: wait for them.
             // A newer run (this one died meanwhile) replaces the one waiting.
-            let capabilities = loop {
+            let client = loop {
                 while let Ok(newer) = spawned_rx.try_recv() {
                     spawned = newer;
                 }
-                if let Some(capabilities) = attached.borrow_and_update().clone() {
-                    break capabilities;
+                if let Some(client) = attached.borrow_and_update().clone() {
+                    break client;
                 }
                 tokio::select! {
                     changed = attached.changed() => if changed.is_err() { return },
@@ -218,9 +313,11 @@ impl Connector {
                 self.fail(pid, "the run's pipes were not handed over".to_owned());
                 continue 'runs;
             };
-            let relay = Relay { hub: self.hub.clone(), info: self.client_config(capabilities) };
-            let transport = AsyncRwTransport::new_client(stdout, stdin);
-            let running = match tokio::time::timeout(self.init_timeout, rmcp::serve_client(relay, transport)).await {
+            let relay = Relay { state: self.state.clone(), info: self.client_config(&client) };
+            let transport = Tap { inner: AsyncRwTransport::new_client(stdout, stdin), state: self.state.clone() };
+            let lifecycle = self.memo.lifecycle(&client);
+            let opening = rmcp::service::serve_client_with_lifecycle(relay, transport, lifecycle);
+            let running = match tokio::time::timeout(self.init_timeout, opening).await {
                 Ok(Ok(running)) => running,
                 Ok(Err(e)) => {
                     self.fail(pid, format!("MCP handshake with the downstream failed: {e}"));
@@ -235,7 +332,12 @@ impl Connector {
             generation += 1;
             let peer = running.peer().clone();
             let info = peer.peer_info();
+            let stateless_era = info.as_ref().is_some_and(|i| !i.protocol_version.has_initialize());
+            if client.stateless_era {
+                self.memo.learn(stateless_era);
+            }
             let connection = Arc::new(Connection {
+                stateless_era,
                 generation,
                 pid,
                 server: info
@@ -247,14 +349,15 @@ impl Connector {
                 instructions: info.as_ref().and_then(|i| i.instructions.clone()),
                 peer,
             });
-            tracing::info!(pid, generation, server = ?connection.server, "downstream connected");
+            tracing::info!(attachment = %self.state.attachment, pid, generation, server = ?connection.server,
+                protocol = %connection.protocol_version, "downstream connected");
             self.link.send_replace(Some(connection));
             // The client may hold a list without the downstream's tools, or the previous
             // run's: tell it to list again.
-            for client in self.hub.clients() {
-                if let Err(e) = client.notify_tool_list_changed().await {
-                    tracing::debug!(error = %e, "could not tell the client the tool list changed");
-                }
+            if let Some(session) = self.state.session()
+                && let Err(e) = session.notify_tool_list_changed().await
+            {
+                tracing::debug!(error = %e, "could not tell the client the tool list changed");
             }
             let link = self.link.clone();
             tokio::spawn(async move {
@@ -272,8 +375,8 @@ impl Connector {
         }
     }
 
-    fn client_config(&self, capabilities: ClientCapabilities) -> ClientConfig {
-        ClientConfig::new(capabilities, self.client_info.clone())
+    fn client_config(&self, client: &ClientFacts) -> ClientConfig {
+        ClientConfig::new(client.capabilities.clone(), self.client_info.clone())
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 

@@ -45,6 +45,15 @@ pub enum GatewayError {
          set a bearer token)"
     )]
     RemoteListen(std::net::SocketAddr),
+    /// A non-loopback listen address with no way to authenticate requests.
+    #[error(
+        "refusing to listen on {0} without authentication: set FLEETGATE_HTTP_TOKEN (non-empty) or an [http] \
+         tokens_file"
+    )]
+    RemoteWithoutToken(std::net::SocketAddr),
+    /// The bearer token is configured but empty (it would let anyone in, or no one).
+    #[error("the HTTP bearer token is empty: set FLEETGATE_HTTP_TOKEN to a non-empty secret, or unset it")]
+    EmptyToken,
     /// The HTTP listener could not be bound.
     #[error("listen on {addr}: {source}")]
     Bind {

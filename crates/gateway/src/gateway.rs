@@ -1,50 +1,46 @@
-//! The client → gateway direction: the rmcp server service that answers the client.
+//! The client → gateway direction: the rmcp server service that answers one client.
 //!
 //! * `initialize`: negotiated here (the client's version when rmcp knows it and it has a
-//!   handshake, else 2025-11-25), attaches this attachment once ([`ControlPlane::on_client_attach`])
-//!   and waits, bounded, for the downstream so the answer mirrors its capabilities.
-//! * `tools/list`: the downstream's page, filtered by [`ControlPlane::role_permits`] and
-//!   annotated with [`ControlPlane::classify`], with the control tools in front of the
-//!   first page; cursors pass through. While the downstream is not serving, the first page
-//!   holds the control tools only (a listed tool that can only fail would mislead the
-//!   model), and the client is sent `tools/list_changed` when it comes back.
-//! * `tools/call`: control tools to [`ControlPlane::call_control_tool`]; every downstream
-//!   tool, read-only ones included, through [`ControlPlane::decide`] first.
-//! * Everything else (resources, templates, prompts, completions, logging level, custom
-//!   methods) is forwarded unchanged, with the client's `_meta`, progress token and
-//!   cancellation carried across.
+//!   handshake, else 2025-11-25); makes this service's attachment (the stdio one, or a new
+//!   HTTP session's, within the bounds) with its own channel, and waits, bounded, for that
+//!   channel's downstream so the answer mirrors its capabilities.
+//! * A sessionless (2026-07-28) request has no `initialize`: over stdio it attaches the one
+//!   attachment at its first request; over HTTP it is served by its principal's stateless
+//!   attachment ([`crate::engine::Engine::stateless`]), made at its first request.
+//! * `tools/list`: the channel's downstream page, filtered by
+//!   [`ControlPlane::role_permits`] and annotated with [`crate::ControlPlane::classify`], with the
+//!   control tools in front of the first page; cursors pass through.
+//! * `tools/call`: control tools to [`crate::ControlPlane::call_control_tool`]; every downstream
+//!   tool, read-only ones included, through [`crate::ControlPlane::decide`] first — a call retried
+//!   with the input a result asked for is a new call, decided again.
+//! * Everything else is forwarded unchanged on the attachment's channel, with the client's
+//!   `_meta`, progress token and cancellation carried across.
 //!
-//! **Invariant:** no downstream `tools/call` is sent without a [`ControlPlane::decide`]
+//! **Invariant:** no downstream `tools/call` is sent without a [`crate::ControlPlane::decide`]
 //! that allowed it, and no control-plane method runs on an async worker thread.
+//! **Invariant:** a request is forwarded on its own attachment's channel and no other.
 
-use crate::control::{
-    AttachmentId, ClientAttach, ControlPlane, DownstreamState, DownstreamStatus, GateDecision, ToolClass,
+use crate::answers::{
+    DOWNSTREAM_TIMEOUT, annotate, forwardable_meta, negotiate, refusal, shape_result, superset_capabilities,
+    unavailable_text, unknown_tool,
 };
-use crate::downstream::{Connection, Downstream};
-use crate::hub::Hub;
+use crate::channel::Channel;
+use crate::control::ClientAttach;
+use crate::downstream::Connection;
+use crate::engine::{Attachment, Engine, StatelessKey};
+use crate::routes::{ClientFacts, InFlight};
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequest, CallToolResult, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
-    ClientNotification, ClientRequest, ContentBlock, DiscoverResult, ErrorCode, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsRequest, ListToolsResult, MetaObject,
-    PaginatedRequestParams, PromptsCapability, ProtocolVersion, RequestMetaObject, ResourcesCapability,
-    ServerCapabilities, ServerResult, Tool, ToolsCapability,
+    CallToolRequest, CallToolResult, CancelledNotification, CancelledNotificationParam, ClientNotification,
+    ClientRequest, ContentBlock, DiscoverResult, ErrorCode, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsRequest, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerResult, Tool,
+    ToolsCapability,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RoleServer, Service, ServiceError};
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
-
-/// The `_meta` key carrying a downstream tool's classification in `tools/list`.
-pub const CLASSIFICATION_META_KEY: &str = "fleetgate/classification";
-
-/// The blocker literal of a downstream tool called while the downstream is not serving.
-pub const DOWNSTREAM_UNAVAILABLE: &str = "downstream_unavailable";
-
-/// The blocker literal of a forwarded call the downstream did not answer in time.
-pub const DOWNSTREAM_TIMEOUT: &str = "downstream_timeout";
 
 /// Pages read, at most, when a call names a tool the gateway has not seen listed.
 const MAX_CATALOGUE_PAGES: usize = 64;
@@ -58,34 +54,38 @@ pub(crate) struct ServiceSettings {
     pub(crate) instructions: Option<String>,
 }
 
-/// The rmcp server service one client attachment talks to: the stdio client, or one
-/// Streamable HTTP session (each gets its own `Gateway`, sharing everything but the
-/// attachment).
+/// The principal the HTTP layer authenticated a request as: a tokens-file entry's client
+/// name, or `None` (no tokens file). Carried in the request's extensions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Authenticated(pub(crate) Option<String>);
+
+/// How this service finds its attachment.
+enum Mode {
+    /// The stdio client: one attachment, its channel opened at start-up.
+    Stdio(Arc<Channel>),
+    /// An HTTP session (attached at its `initialize`, detached when rmcp drops the
+    /// service), or one stateless HTTP request (served by its principal's attachment).
+    Http,
+}
+
+/// The rmcp server service of one client: the stdio client, one Streamable HTTP session,
+/// or one stateless HTTP request.
 pub(crate) struct Gateway {
-    control: Arc<dyn ControlPlane>,
-    hub: Arc<Hub>,
-    downstream: Option<Arc<Downstream>>,
-    control_tools: Arc<Vec<Tool>>,
-    control_names: Arc<HashSet<String>>,
-    settings: ServiceSettings,
-    attachment: AttachmentId,
-    attached: OnceLock<ClientAttach>,
-    /// Tell the control plane when this service is dropped (an HTTP session ended). The
-    /// stdio attachment lives as long as the process and ends in `on_shutdown`.
-    detach_on_drop: bool,
+    engine: Arc<Engine>,
+    mode: Mode,
+    attached: OnceLock<Arc<Attachment>>,
+    /// One attach at a time (two first requests of a sessionless stdio client).
+    attaching: tokio::sync::Mutex<()>,
 }
 
 impl Drop for Gateway {
     fn drop(&mut self) {
-        if !self.detach_on_drop || self.attached.get().is_none() {
-            return;
-        }
-        let control = self.control.clone();
-        let attachment = self.attachment;
-        // Dropped by rmcp's session task, inside the runtime; the store write goes to the
-        // blocking pool like every other control-plane call.
+        let (Mode::Http, Some(attachment)) = (&self.mode, self.attached.get()) else { return };
+        let engine = self.engine.clone();
+        let id = attachment.id;
+        // Dropped by rmcp's session task, inside the runtime.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn_blocking(move || control.on_detach(attachment, "session_closed"));
+            runtime.spawn(async move { engine.detach(id, "session_closed").await });
         }
     }
 }
@@ -100,6 +100,8 @@ enum ForwardError {
     Gone(String),
     /// The client cancelled; rmcp drops whatever is answered.
     Cancelled,
+    /// The attachment has [`crate::routes::MAX_IN_FLIGHT`] requests in flight already.
+    Busy,
 }
 
 fn forward_error(error: ServiceError) -> ForwardError {
@@ -126,194 +128,58 @@ where
     })
 }
 
-/// The version answered to `initialize`: the client's when rmcp knows it and it still has
-/// a handshake, else the newest handshake version (rmcp applies the same rule to the
-/// answer; this is computed here too, for [`ClientAttach`]).
-fn negotiate(requested: &ProtocolVersion) -> ProtocolVersion {
-    if requested.has_initialize() && ProtocolVersion::KNOWN_VERSIONS.contains(requested) {
-        requested.clone()
-    } else {
-        ProtocolVersion::LATEST_WITH_INITIALIZE
-    }
+/// The principal an HTTP request was authenticated as (none over stdio).
+fn principal(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Authenticated>())
+        .and_then(|a| a.0.clone())
 }
 
-/// Add the classification to a downstream tool: `readOnlyHint` is set to what the gate
-/// will treat it as (a mutating tool also gets `destructiveHint` unless it has one), and
-/// `_meta["fleetgate/classification"]` says `read_only` or `mutating`.
-pub(crate) fn annotate(mut tool: Tool, class: ToolClass) -> Tool {
-    let mut annotations = tool.annotations.take().unwrap_or_default();
-    match class {
-        ToolClass::ReadOnly => {
-            annotations.read_only_hint = Some(true);
-            annotations.destructive_hint = Some(false);
-        }
-        ToolClass::Mutating => {
-            annotations.read_only_hint = Some(false);
-            annotations.destructive_hint.get_or_insert(true);
-        }
-    }
-    tool.annotations = Some(annotations);
-    let meta = tool.meta.get_or_insert_with(MetaObject::default);
-    meta.0.insert(CLASSIFICATION_META_KEY.to_owned(), class.as_str().into());
-    tool
-}
-
-/// The tool result of a refused call: text starting with the blocker literal, then the
-/// reasons and the operator action; the decision also as `_meta["fleetgate/gate"]`.
-pub(crate) fn refusal(tool: &str, class: ToolClass, decision: &GateDecision) -> CallToolResult {
-    let kind = decision.blocker_kind.as_deref().unwrap_or("mutation_refused");
-    let mut text = format!("{kind}: `{tool}` ({class}) was refused by the fleet's mutation gate.");
-    if !decision.reasons.is_empty() {
-        text.push_str("\nreasons:");
-        for reason in &decision.reasons {
-            text.push_str("\n- ");
-            text.push_str(reason);
-        }
-    }
-    if let Some(action) = &decision.operator_action {
-        text.push_str("\noperator action: ");
-        text.push_str(action);
-    }
-    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
-    let mut meta = MetaObject::default();
-    meta.0.insert(
-        "fleetgate/gate".to_owned(),
-        serde_json::json!({
-            "allowed": false,
-            "blocker_kind": kind,
-            "reasons": decision.reasons,
-            "operator_action": decision.operator_action,
-            "tool": tool,
-            "classification": class.as_str(),
-        }),
-    );
-    result.meta = Some(meta);
-    result
-}
-
-/// Why a downstream tool or method cannot be reached now, starting with
-/// [`DOWNSTREAM_UNAVAILABLE`].
-pub(crate) fn unavailable_text(what: &str, status: &DownstreamStatus) -> String {
-    let state = match &status.state {
-        DownstreamState::Absent => "is not configured".to_owned(),
-        DownstreamState::Starting => "is starting (its MCP handshake has not finished)".to_owned(),
-        DownstreamState::Running => "lost its connection".to_owned(),
-        DownstreamState::Restarting { retry_in } => {
-            format!("is restarting after a failure; next attempt in {:.1} s", retry_in.as_secs_f64())
-        }
-        DownstreamState::Quarantined { until, retry_in } => format!(
-            "is quarantined after repeated failures; retry in {:.1} s (at {})",
-            retry_in.as_secs_f64(),
-            crate::timefmt::utc(*until)
-        ),
-        DownstreamState::Stopped => "has stopped".to_owned(),
-    };
-    let mut text = format!("{DOWNSTREAM_UNAVAILABLE}: {what} cannot be served: the downstream MCP server {state}.");
-    text.push_str(&format!("\nrestarts: {}", status.restarts));
-    if let Some(exit) = &status.last_exit {
-        text.push_str(&format!("\nlast exit: {exit}"));
-    }
-    text.push_str("\nThe gateway's control tools still answer.");
-    text
-}
-
-fn unknown_tool(name: &str) -> ErrorData {
-    ErrorData::invalid_params(
-        format!("unknown tool `{name}`: neither a control tool nor a tool of the downstream server"),
-        Some(serde_json::json!({ "tool": name })),
-    )
-}
-
-/// The client's `_meta` minus what is the gateway's own business on the downstream
-/// connection: the progress token (rmcp picks one per request; progress is translated
-/// back) and the sessionless-lifecycle keys (the downstream session was initialised).
-fn forwardable_meta(meta: &RequestMetaObject) -> RequestMetaObject {
-    let mut meta = meta.clone();
-    meta.0.0.retain(|key, _| key != "progressToken" && !key.starts_with("io.modelcontextprotocol/"));
-    meta
-}
-
-/// What the gateway advertises while it does not know the downstream's capabilities (it
-/// is down at `initialize`): everything that may be forwarded, so a downstream that comes
-/// back later is not cut off; a method it lacks answers its own error.
-fn superset_capabilities() -> ServerCapabilities {
-    let mut capabilities = ServerCapabilities::default();
-    capabilities.logging = Some(JsonObject::new());
-    capabilities.completions = Some(JsonObject::new());
-    let mut prompts = PromptsCapability::default();
-    prompts.list_changed = Some(true);
-    capabilities.prompts = Some(prompts);
-    let mut resources = ResourcesCapability::default();
-    resources.subscribe = Some(true);
-    resources.list_changed = Some(true);
-    capabilities.resources = Some(resources);
-    capabilities
+/// Whether the request is on the 2026-07-28 (stateless) generation.
+fn stateless_era(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| !v.has_initialize())
 }
 
 impl Gateway {
-    pub(crate) fn new(
-        control: Arc<dyn ControlPlane>,
-        hub: Arc<Hub>,
-        downstream: Option<Arc<Downstream>>,
-        control_tools: Vec<Tool>,
-        settings: ServiceSettings,
-    ) -> Self {
-        let control_names = control_tools.iter().map(|t| t.name.to_string()).collect();
-        Self {
-            control,
-            hub,
-            downstream,
-            control_tools: Arc::new(control_tools),
-            control_names: Arc::new(control_names),
-            settings,
-            attachment: AttachmentId(1),
-            attached: OnceLock::new(),
-            detach_on_drop: false,
-        }
+    /// The stdio client's service, over the channel opened at start-up.
+    pub(crate) fn stdio(engine: Arc<Engine>, channel: Arc<Channel>) -> Self {
+        Self { engine, mode: Mode::Stdio(channel), attached: OnceLock::new(), attaching: tokio::sync::Mutex::new(()) }
     }
 
-    /// Another attachment's service over the same control plane, downstream and hub (an
-    /// HTTP session), detached when dropped.
-    pub(crate) fn session(&self, attachment: AttachmentId) -> Self {
-        Self {
-            control: self.control.clone(),
-            hub: self.hub.clone(),
-            downstream: self.downstream.clone(),
-            control_tools: self.control_tools.clone(),
-            control_names: self.control_names.clone(),
-            settings: self.settings.clone(),
-            attachment,
-            attached: OnceLock::new(),
-            detach_on_drop: true,
-        }
+    /// An HTTP session's (or stateless request's) service.
+    pub(crate) fn http(engine: Arc<Engine>) -> Self {
+        Self { engine, mode: Mode::Http, attached: OnceLock::new(), attaching: tokio::sync::Mutex::new(()) }
     }
 
-    fn status(&self) -> DownstreamStatus {
-        self.downstream.as_ref().map_or_else(DownstreamStatus::absent, |d| d.status())
-    }
-
-    /// Attach the client, once: remember its peer and capabilities (the downstream is
-    /// initialised with them) and tell the control plane. `false` if already attached.
+    /// Make this service's attachment for `client` (stdio: its one channel; HTTP: a new
+    /// session within the bounds). `None` when it is attached already.
     async fn attach(
         &self,
-        peer: rmcp::Peer<RoleServer>,
         client: ClientAttach,
-        capabilities: ClientCapabilities,
-    ) -> bool {
-        if self.attached.set(client.clone()).is_err() {
-            return false;
+        facts: ClientFacts,
+        session: rmcp::Peer<RoleServer>,
+    ) -> Result<Option<Arc<Attachment>>, ErrorData> {
+        let _one = self.attaching.lock().await;
+        if self.attached.get().is_some() {
+            return Ok(None);
         }
-        tracing::info!(attachment = %self.attachment, client = %client.client_name, version = %client.client_version,
-            protocol = %client.protocol_version, "client attached");
-        self.hub.attach(peer, capabilities);
-        let control = self.control.clone();
-        let attachment = self.attachment;
-        match blocking("on_client_attach", move || control.on_client_attach(attachment, &client)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(error = %e, "the control plane could not register the worker"),
-            Err(_) => {}
-        }
-        true
+        let engine = &self.engine;
+        let attachment = match &self.mode {
+            Mode::Stdio(channel) => engine.go_live(None, channel.clone(), client, facts, Some(session)).await,
+            Mode::Http => {
+                let principal = client.principal.clone().unwrap_or_default();
+                let reservation =
+                    engine.reserve(&principal).map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+                let channel = engine.open_channel(&reservation).map_err(|e| {
+                    ErrorData::internal_error(format!("the downstream server could not be started: {e}"), None)
+                })?;
+                engine.go_live(Some(reservation), Arc::new(channel), client, facts, Some(session)).await
+            }
+        };
+        let _ = self.attached.set(attachment.clone());
+        Ok(Some(attachment))
     }
 
     async fn initialize(
@@ -326,70 +192,131 @@ impl Gateway {
             client_name: params.client_info.name.clone(),
             client_version: params.client_info.version.clone(),
             protocol_version: version.to_string(),
+            principal: principal(context),
         };
-        let deadline = Instant::now() + self.settings.attach_wait;
-        if !self.attach(context.peer.clone(), client, params.capabilities.clone()).await {
+        let facts = ClientFacts { capabilities: params.capabilities.clone(), stateless_era: false };
+        let deadline = Instant::now() + self.settings().attach_wait;
+        let Some(attachment) = self.attach(client, facts, context.peer.clone()).await? else {
             return Err(ErrorData::invalid_request("the session is already initialized", None));
-        }
-        let link = match &self.downstream {
-            Some(downstream) => downstream.wait_ready(deadline).await,
-            None => None,
         };
+        let link = attachment.channel.wait_ready(deadline).await;
+        if let Some(connection) = &link {
+            self.engine.learned_capabilities(&connection.capabilities);
+        }
         Ok(self.server_config(link.as_deref()).with_protocol_version(version))
+    }
+
+    fn settings(&self) -> &ServiceSettings {
+        &self.engine.settings
     }
 
     /// The gateway's `initialize` answer: its own identity, the downstream's capabilities
     /// (or the superset while it is down), always tools with `listChanged`.
     fn server_config(&self, link: Option<&Connection>) -> InitializeResult {
-        let mut capabilities = match (link, &self.downstream) {
-            (Some(connection), _) => connection.capabilities.clone(),
-            (None, Some(_)) => superset_capabilities(),
-            (None, None) => ServerCapabilities::default(),
+        let mut capabilities = match link {
+            Some(connection) => connection.capabilities.clone(),
+            None if self.engine.has_downstream() => {
+                self.engine.known_capabilities().unwrap_or_else(superset_capabilities)
+            }
+            None => ServerCapabilities::default(),
         };
         let mut tools = ToolsCapability::default();
         tools.list_changed = Some(true);
         capabilities.tools = Some(tools);
-        let instructions =
-            self.settings.instructions.clone().or_else(|| link.and_then(|connection| connection.instructions.clone()));
-        let mut result = InitializeResult::new(capabilities).with_server_info(self.settings.server_info.clone());
+        let instructions = self
+            .settings()
+            .instructions
+            .clone()
+            .or_else(|| link.and_then(|connection| connection.instructions.clone()));
+        let mut result = InitializeResult::new(capabilities).with_server_info(self.settings().server_info.clone());
         result.instructions = instructions;
         result
     }
 
-    /// A sessionless (2026-07-28) client has no `initialize`: attach on its first request,
-    /// from the lifecycle `_meta` rmcp already validated.
-    async fn attach_inline(&self, context: &RequestContext<RoleServer>) {
-        if self.attached.get().is_some() {
-            return;
+    /// The attachment a request (not `initialize`) is served by.
+    async fn attachment_for(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Attachment>, ErrorData> {
+        if let Some(attachment) = self.attached.get() {
+            return Ok(attachment.clone());
         }
-        let Some(version) = context.meta.protocol_version() else { return };
+        let Some(version) = context.meta.protocol_version() else {
+            return Err(ErrorData::invalid_request("the session is not initialized", None));
+        };
         let info = context.meta.client_info().unwrap_or_else(|| Implementation::new("unknown", "unknown"));
         let client = ClientAttach {
-            client_name: info.name,
-            client_version: info.version,
+            client_name: info.name.clone(),
+            client_version: info.version.clone(),
             protocol_version: version.to_string(),
+            principal: principal(context),
         };
-        let capabilities = context.meta.client_capabilities().unwrap_or_default();
-        self.attach(context.peer.clone(), client, capabilities).await;
+        let facts = ClientFacts {
+            capabilities: context.meta.client_capabilities().unwrap_or_default(),
+            stateless_era: !version.has_initialize(),
+        };
+        match &self.mode {
+            // A sessionless client over stdio: the one attachment, at its first request.
+            Mode::Stdio(_) => {
+                self.attach(client, facts, context.peer.clone()).await?;
+                self.attached.get().cloned().ok_or_else(|| ErrorData::internal_error("attach failed", None))
+            }
+            Mode::Http => {
+                let key = StatelessKey {
+                    principal: client.principal.clone().unwrap_or_default(),
+                    client_name: info.name,
+                    client_version: info.version,
+                };
+                self.engine
+                    .stateless(key, client, facts)
+                    .await
+                    .map_err(|e| ErrorData::invalid_request(e.to_string(), None))
+            }
+        }
     }
 
-    /// Send `request` to the downstream on behalf of the client's request `context`.
+    /// What the gateway knows of the client behind this request.
+    fn facts(attachment: &Attachment, context: &RequestContext<RoleServer>) -> ClientFacts {
+        ClientFacts {
+            capabilities: context.client_capabilities().unwrap_or_else(|| attachment.facts.capabilities.clone()),
+            stateless_era: stateless_era(context) || attachment.facts.stateless_era,
+        }
+    }
+
+    /// Send `request` on the attachment's channel on behalf of the client's request
+    /// `context`: registered in the channel's routes first, its progress token mapped
+    /// before the downstream can answer, unregistered whichever way it ends.
     async fn send(
         &self,
+        attachment: &Attachment,
         connection: &Connection,
         request: ClientRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, ForwardError> {
+        let routes = &attachment.channel.state.routes;
+        let entry = InFlight {
+            client_request: context.id.clone(),
+            method: request.method().to_owned(),
+            peer: context.peer.clone(),
+            client: Self::facts(attachment, context),
+        };
+        let registration = routes.register(entry).ok_or(ForwardError::Busy)?;
         let client_token = context.meta.get_progress_token();
-        let options =
-            PeerRequestOptions::with_timeout(self.settings.call_timeout).with_meta(forwardable_meta(&context.meta));
-        let handle = connection.peer.send_cancellable_request(request, options).await.map_err(forward_error)?;
-        let (id, peer, token) = (handle.id.clone(), handle.peer.clone(), handle.progress_token.clone());
-        if let Some(client_token) = &client_token {
-            self.hub.map_progress(token.clone(), client_token.clone(), context.peer.clone());
-        }
+        let options = PeerRequestOptions::with_timeout(self.settings().call_timeout)
+            .with_meta(forwardable_meta(&context.meta, connection.stateless_era));
+        let handle = {
+            let _order = routes.progress_order().lock().await;
+            let handle = connection.peer.send_cancellable_request(request, options).await.map_err(forward_error)?;
+            if let Some(client_token) = client_token {
+                registration.map_progress(handle.progress_token.clone(), client_token);
+            }
+            handle
+        };
+        let (id, peer) = (handle.id.clone(), handle.peer.clone());
+        let answered = id.clone();
         let result = tokio::select! {
-            result = handle.await_response() => result.map_err(forward_error),
+            result = handle.await_response() => {
+                // The progress that preceded the answer on the wire reaches the client first.
+                routes.settle(&answered).await;
+                result.map_err(forward_error)
+            }
             () = context.ct.cancelled() => {
                 let reason = Some("cancelled by the client".to_owned());
                 let cancel = CancelledNotification::new(CancelledNotificationParam::new(Some(id), reason));
@@ -397,57 +324,59 @@ impl Gateway {
                 Err(ForwardError::Cancelled)
             }
         };
-        if client_token.is_some() {
-            self.hub.unmap_progress(&token);
-        }
+        drop(registration);
         result
     }
 
     async fn list_tools(
         &self,
+        attachment: &Attachment,
         request: ListToolsRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let cursor = request.params.as_ref().and_then(|p| p.cursor.clone());
         let mut tools = Vec::new();
         let mut next_cursor = None;
-        let link = self.downstream.as_ref().and_then(|d| d.link());
-        match &link {
-            Some(connection) => match self.send(connection, ClientRequest::ListToolsRequest(request), context).await {
-                Ok(ServerResult::ListToolsResult(page)) => {
-                    self.hub.remember_tools(connection.generation, &page.tools);
-                    next_cursor = page.next_cursor;
-                    tools = self.filter_and_annotate(page.tools).await?;
+        let channel = &attachment.channel;
+        match channel.ready(self.settings().attach_wait).await {
+            Some(connection) => {
+                match self.send(attachment, &connection, ClientRequest::ListToolsRequest(request), context).await {
+                    Ok(ServerResult::ListToolsResult(page)) => {
+                        channel.state.remember_tools(connection.generation, &page.tools);
+                        next_cursor = page.next_cursor;
+                        tools = self.filter_and_annotate(page.tools).await?;
+                    }
+                    Ok(_) => {
+                        return Err(ErrorData::internal_error(
+                            "the downstream answered tools/list with something else",
+                            None,
+                        ));
+                    }
+                    Err(error) if cursor.is_none() => {
+                        // The control tools are always listed: a downstream that cannot list
+                        // must not hide them.
+                        let message = match error {
+                            ForwardError::Mcp(e) => e.message.to_string(),
+                            ForwardError::Timeout(t) => format!("no answer within {t:?}"),
+                            ForwardError::Gone(reason) => reason,
+                            ForwardError::Busy => "too many requests in flight".to_owned(),
+                            ForwardError::Cancelled => return Err(ErrorData::internal_error("cancelled", None)),
+                        };
+                        tracing::warn!(%message, "downstream tools/list failed; listing the control tools only");
+                    }
+                    Err(error) => return Err(self.forward_error_data(channel, error, "tools/list")),
                 }
-                Ok(_) => {
-                    return Err(ErrorData::internal_error(
-                        "the downstream answered tools/list with something else",
-                        None,
-                    ));
-                }
-                Err(error) if cursor.is_none() => {
-                    // The control tools are always listed: a downstream that cannot list
-                    // must not hide them.
-                    let message = match error {
-                        ForwardError::Mcp(e) => e.message.to_string(),
-                        ForwardError::Timeout(t) => format!("no answer within {t:?}"),
-                        ForwardError::Gone(reason) => reason,
-                        ForwardError::Cancelled => return Err(ErrorData::internal_error("cancelled", None)),
-                    };
-                    tracing::warn!(%message, "downstream tools/list failed; listing the control tools only");
-                }
-                Err(error) => return Err(self.forward_error_data(error, "tools/list")),
-            },
+            }
             None if cursor.is_some() => {
                 return Err(ErrorData::invalid_params(
-                    unavailable_text("tools/list with a cursor", &self.status()),
+                    unavailable_text("tools/list with a cursor", &channel.status()),
                     None,
                 ));
             }
             None => {}
         }
         if cursor.is_none() {
-            let mut first = self.control_tools.as_ref().clone();
+            let mut first = self.engine.control_tools.clone();
             first.append(&mut tools);
             tools = first;
         }
@@ -459,20 +388,19 @@ impl Gateway {
     /// Drop what the role may never call and what a control tool shadows; classify the
     /// rest.
     async fn filter_and_annotate(&self, tools: Vec<Tool>) -> Result<Vec<Tool>, ErrorData> {
-        let control = self.control.clone();
-        let names = self.control_names.clone();
+        let engine = self.engine.clone();
         blocking("role_permits/classify", move || {
             tools
                 .into_iter()
                 .filter(|tool| {
-                    if names.contains(tool.name.as_ref()) {
+                    if engine.control_names.contains(tool.name.as_ref()) {
                         tracing::warn!(tool = %tool.name, "a downstream tool is shadowed by a control tool");
                         return false;
                     }
-                    control.role_permits(&tool.name)
+                    engine.control.role_permits(&tool.name)
                 })
                 .map(|tool| {
-                    let class = control.classify(&tool);
+                    let class = engine.control.classify(&tool);
                     annotate(tool, class)
                 })
                 .collect()
@@ -484,21 +412,24 @@ impl Gateway {
     /// page (bounded) until it shows up.
     async fn find_tool(
         &self,
+        attachment: &Attachment,
         connection: &Connection,
         name: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<Option<Tool>, ForwardError> {
-        if let Some(tool) = self.hub.known_tool(connection.generation, name) {
+        let state = &attachment.channel.state;
+        if let Some(tool) = state.known_tool(connection.generation, name) {
             return Ok(Some(tool));
         }
         let mut cursor = None;
         for _ in 0..MAX_CATALOGUE_PAGES {
             let request = ListToolsRequest::with_param(PaginatedRequestParams::default().with_cursor(cursor));
-            let page = match self.send(connection, ClientRequest::ListToolsRequest(request), context).await? {
-                ServerResult::ListToolsResult(page) => page,
-                _ => return Ok(None),
-            };
-            self.hub.remember_tools(connection.generation, &page.tools);
+            let page =
+                match self.send(attachment, connection, ClientRequest::ListToolsRequest(request), context).await? {
+                    ServerResult::ListToolsResult(page) => page,
+                    _ => return Ok(None),
+                };
+            state.remember_tools(connection.generation, &page.tools);
             if let Some(tool) = page.tools.into_iter().find(|t| t.name == name) {
                 return Ok(Some(tool));
             }
@@ -512,57 +443,59 @@ impl Gateway {
 
     async fn call_tool(
         &self,
+        attachment: &Attachment,
         request: CallToolRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
         let name = request.params.name.to_string();
-        if self.control_names.contains(&name) {
+        let channel = &attachment.channel;
+        let id = attachment.id;
+        if self.engine.control_names.contains(&name) {
             let arguments = request.params.arguments.clone().unwrap_or_default();
-            let status = self.status();
-            let control = self.control.clone();
-            let attachment = self.attachment;
+            let status = channel.status();
+            let control = self.engine.control.clone();
             let result =
-                blocking("call_control_tool", move || control.call_control_tool(attachment, &name, arguments, &status))
-                    .await?;
+                blocking("call_control_tool", move || control.call_control_tool(id, &name, arguments, &status)).await?;
             return Ok(ServerResult::CallToolResult(result));
         }
-        let Some(downstream) = &self.downstream else { return Err(unknown_tool(&name)) };
-        let Some(connection) = downstream.link() else {
-            let what = format!("`{name}`");
-            let text = unavailable_text(&what, &downstream.status());
+        if !channel.has_downstream() {
+            return Err(unknown_tool(&name));
+        }
+        let Some(connection) = channel.ready(self.settings().attach_wait).await else {
+            let text = unavailable_text(&format!("`{name}`"), &channel.status());
             return Ok(ServerResult::CallToolResult(CallToolResult::error(vec![ContentBlock::text(text)])));
         };
-        let tool = match self.find_tool(&connection, &name, context).await {
+        let tool = match self.find_tool(attachment, &connection, &name, context).await {
             Ok(Some(tool)) => tool,
             Ok(None) => return Err(unknown_tool(&name)),
-            Err(error) => return self.call_failed(&name, error, downstream),
+            Err(error) => return self.call_failed(channel, &name, error),
         };
-        let control = self.control.clone();
+        let control = self.engine.control.clone();
         let gated = name.clone();
-        let attachment = self.attachment;
         let (class, decision) = blocking("classify/decide", move || {
             let class = control.classify(&tool);
-            let decision = control.decide(attachment, &gated, class);
+            let decision = control.decide(id, &gated, class);
             (class, decision)
         })
         .await?;
         if !decision.allowed {
-            tracing::info!(attachment = %self.attachment, tool = %name, %class, blocker = ?decision.blocker_kind,
+            tracing::info!(attachment = %id, tool = %name, %class, blocker = ?decision.blocker_kind,
                 "call refused by the gate");
             return Ok(ServerResult::CallToolResult(refusal(&name, class, &decision)));
         }
-        match self.send(&connection, ClientRequest::CallToolRequest(request), context).await {
+        match self.send(attachment, &connection, ClientRequest::CallToolRequest(request), context).await {
             Ok(result) => Ok(result),
-            Err(error) => self.call_failed(&name, error, downstream),
+            Err(error) => self.call_failed(channel, &name, error),
         }
     }
 
     /// A forwarded `tools/call` that got no result: a tool error for the model, except a
     /// JSON-RPC error from the downstream, which passes through.
-    fn call_failed(&self, name: &str, error: ForwardError, downstream: &Downstream) -> Result<ServerResult, ErrorData> {
+    fn call_failed(&self, channel: &Channel, name: &str, error: ForwardError) -> Result<ServerResult, ErrorData> {
         let text = match error {
             ForwardError::Mcp(error) => return Err(error),
             ForwardError::Cancelled => return Err(ErrorData::internal_error("cancelled by the client", None)),
+            ForwardError::Busy => return Err(busy()),
             ForwardError::Timeout(timeout) => format!(
                 "{DOWNSTREAM_TIMEOUT}: `{name}` got no answer from the downstream MCP server within {:.1} s; \
                  the call was cancelled (it may or may not have taken effect).",
@@ -571,29 +504,31 @@ impl Gateway {
             ForwardError::Gone(reason) => format!(
                 "{}\nThe call to `{name}` was in flight ({reason}); it was not retried and may or may not have \
                  taken effect.",
-                unavailable_text(&format!("`{name}`"), &downstream.status())
+                unavailable_text(&format!("`{name}`"), &channel.status())
             ),
         };
         Ok(ServerResult::CallToolResult(CallToolResult::error(vec![ContentBlock::text(text)])))
     }
 
-    fn forward_error_data(&self, error: ForwardError, method: &str) -> ErrorData {
+    fn forward_error_data(&self, channel: &Channel, error: ForwardError, method: &str) -> ErrorData {
         match error {
             ForwardError::Mcp(error) => error,
             ForwardError::Cancelled => ErrorData::internal_error("cancelled by the client", None),
+            ForwardError::Busy => busy(),
             ForwardError::Timeout(timeout) => ErrorData::internal_error(
                 format!("{DOWNSTREAM_TIMEOUT}: `{method}` got no answer within {:.1} s", timeout.as_secs_f64()),
                 None,
             ),
             ForwardError::Gone(_) => {
-                ErrorData::internal_error(unavailable_text(&format!("`{method}`"), &self.status()), None)
+                ErrorData::internal_error(unavailable_text(&format!("`{method}`"), &channel.status()), None)
             }
         }
     }
 
-    /// Anything else the client asks: the downstream's business.
+    /// Anything else the client asks: the downstream's business, on its own channel.
     async fn forward(
         &self,
+        attachment: &Attachment,
         request: ClientRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
@@ -605,32 +540,58 @@ impl Gateway {
             // the downstream as an opaque request (a `tools/call` would skip the gate).
             return Err(ErrorData::invalid_params(format!("invalid params for `{method}`"), None));
         }
-        let Some(downstream) = &self.downstream else {
+        let channel = &attachment.channel;
+        if !channel.has_downstream() {
             return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None));
+        }
+        let Some(connection) = channel.ready(self.settings().attach_wait).await else {
+            return Err(ErrorData::internal_error(unavailable_text(&format!("`{method}`"), &channel.status()), None));
         };
-        let Some(connection) = downstream.link() else {
-            return Err(ErrorData::internal_error(
-                unavailable_text(&format!("`{method}`"), &downstream.status()),
-                None,
-            ));
-        };
-        self.send(&connection, request, context).await.map_err(|e| self.forward_error_data(e, &method))
+        self.send(attachment, &connection, request, context)
+            .await
+            .map_err(|e| self.forward_error_data(channel, e, &method))
     }
 }
 
+fn busy() -> ErrorData {
+    ErrorData::internal_error(
+        format!(
+            "too many requests in flight on this client's connection ({}); wait for an answer first",
+            crate::routes::MAX_IN_FLIGHT
+        ),
+        None,
+    )
+}
+
+/// Methods the 2026-07-28 generation removed: a client on it gets "method not found".
+const REMOVED_IN_STATELESS_ERA: &[&str] =
+    &["initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+
 impl Gateway {
-    /// Answer one client request, unshaped: the stdio service shapes the result for the
-    /// client's protocol era below, rmcp's `ServerHandler` dispatch does it over HTTP.
+    /// Answer one client request, shaped for the client's protocol generation.
     pub(crate) async fn dispatch(
         &self,
         request: ClientRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
-        if !matches!(
-            request,
-            ClientRequest::InitializeRequest(_) | ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_)
-        ) {
-            self.attach_inline(&context).await;
+        let modern = stateless_era(&context);
+        let mut result = self.answer(request, context, modern).await?;
+        shape_result(&mut result, modern);
+        Ok(result)
+    }
+
+    async fn answer(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+        modern: bool,
+    ) -> Result<ServerResult, ErrorData> {
+        if modern && REMOVED_IN_STATELESS_ERA.contains(&request.method()) {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("`{}` does not exist in MCP 2026-07-28", request.method()),
+                None,
+            ));
         }
         match request {
             ClientRequest::InitializeRequest(request) => {
@@ -641,18 +602,23 @@ impl Gateway {
                 ProtocolVersion::KNOWN_VERSIONS.to_vec(),
                 self.get_info(),
             ))),
-            ClientRequest::ListToolsRequest(request) => {
-                self.list_tools(request, &context).await.map(ServerResult::ListToolsResult)
+            request => {
+                let attachment = self.attachment_for(&context).await?;
+                match request {
+                    ClientRequest::ListToolsRequest(request) => {
+                        self.list_tools(&attachment, request, &context).await.map(ServerResult::ListToolsResult)
+                    }
+                    ClientRequest::CallToolRequest(request) => self.call_tool(&attachment, request, &context).await,
+                    other => self.forward(&attachment, other, &context).await,
+                }
             }
-            ClientRequest::CallToolRequest(request) => self.call_tool(request, &context).await,
-            other => self.forward(other, &context).await,
         }
     }
 
     /// A client notification: the roots list and custom notifications go to the
-    /// downstream. Cancellations are rmcp's (they cancel the handler's token, which
-    /// cancels the forwarded request); `initialized` is answered by the downstream's own
-    /// session.
+    /// attachment's downstream. Cancellations are rmcp's (they cancel the handler's token,
+    /// which cancels the forwarded request); `initialized` is answered by the downstream's
+    /// own session.
     pub(crate) async fn notify(&self, notification: ClientNotification) {
         let forward = match notification {
             ClientNotification::RootsListChangedNotification(_) | ClientNotification::CustomNotification(_) => {
@@ -660,7 +626,8 @@ impl Gateway {
             }
             _ => return,
         };
-        if let Some(connection) = self.downstream.as_ref().and_then(|d| d.link())
+        let Some(attachment) = self.attached.get() else { return };
+        if let Some(connection) = attachment.channel.link()
             && let Err(e) = connection.peer.send_notification(forward).await
         {
             tracing::debug!(error = %e, "could not pass a client notification to the downstream");
@@ -674,18 +641,7 @@ impl Service<RoleServer> for Gateway {
         request: ClientRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
-        let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
-        let result = self.dispatch(request, context).await;
-        // The shape each protocol era expects, as rmcp's own server handler does it.
-        result.map(|mut result| {
-            if modern {
-                result.fill_missing_cache_hints();
-            } else {
-                result.strip_result_type_for_legacy_peer();
-                result.strip_non_object_output_for_legacy_peer();
-            }
-            result
-        })
+        self.dispatch(request, context).await
     }
 
     async fn handle_notification(
@@ -698,52 +654,11 @@ impl Service<RoleServer> for Gateway {
     }
 
     fn get_info(&self) -> InitializeResult {
-        self.server_config(self.downstream.as_ref().and_then(|d| d.link()).as_deref())
+        let link = self.attached.get().and_then(|a| a.channel.link());
+        self.server_config(link.as_deref())
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{annotate, negotiate, refusal};
-    use crate::control::{GateDecision, ToolClass};
-    use rmcp::model::{ProtocolVersion, Tool};
-
-    #[test]
-    fn refusal_text_starts_with_the_blocker_and_names_reasons_and_action() {
-        let decision = GateDecision::refuse(
-            "fleet_inventory_blocked",
-            vec!["gitea-merger is missing".to_owned()],
-            Some("start the merger".to_owned()),
-        );
-        let result = refusal("git_add", ToolClass::Mutating, &decision);
-        assert_eq!(result.is_error, Some(true));
-        let text = serde_json::to_value(&result.content).unwrap()[0]["text"].as_str().unwrap().to_owned();
-        assert!(text.starts_with("fleet_inventory_blocked: `git_add` (mutating)"), "{text}");
-        assert!(text.contains("- gitea-merger is missing"), "{text}");
-        assert!(text.ends_with("operator action: start the merger"), "{text}");
-    }
-
-    #[test]
-    fn annotation_overrides_the_hint_and_records_the_class() {
-        let tool = annotate(Tool::default(), ToolClass::Mutating);
-        let json = serde_json::to_value(&tool).unwrap();
-        assert_eq!(json["annotations"]["readOnlyHint"], false);
-        assert_eq!(json["annotations"]["destructiveHint"], true);
-        assert_eq!(json["_meta"]["fleetgate/classification"], "mutating");
-        let json = serde_json::to_value(annotate(Tool::default(), ToolClass::ReadOnly)).unwrap();
-        assert_eq!(json["annotations"]["readOnlyHint"], true);
-        assert_eq!(json["_meta"]["fleetgate/classification"], "read_only");
-    }
-
-    #[test]
-    fn negotiation_echoes_known_handshake_versions_only() {
-        assert_eq!(negotiate(&ProtocolVersion::V_2025_03_26), ProtocolVersion::V_2025_03_26);
-        assert_eq!(negotiate(&ProtocolVersion::V_2026_07_28), ProtocolVersion::V_2025_11_25);
-        let unknown: ProtocolVersion = serde_json::from_str("\"2099-01-01\"").unwrap();
-        assert_eq!(negotiate(&unknown), ProtocolVersion::V_2025_11_25);
     }
 }

@@ -1,37 +1,47 @@
 //! The gateway over MCP's Streamable HTTP transport: one endpoint (`/mcp`), several
-//! clients, each HTTP session its own client attachment.
+//! clients, each an attachment of its own with a downstream of its own.
 //!
 //! rmcp's `StreamableHttpService` owns the wire: sessions (`Mcp-Session-Id`, a
-//! `LocalSessionManager`), SSE streams, one JSON-RPC message per POST (a JSON array is
-//! refused with 4xx), the body cap, and the DNS-rebinding checks on `Host` and `Origin`
-//! (403). It builds one service per session from a factory; that is the per-session hook:
-//! the factory numbers the attachment and hands out a [`Gateway`] for it, sharing the
-//! control plane, the downstream and the hub. The service must be a `ServerHandler`, so
-//! [`HttpGateway`] adapts the gateway's one `dispatch` to its typed methods; the gate
-//! therefore runs on exactly the code path stdio uses. When rmcp drops a session's
-//! service (DELETE, idle expiry, a closed transport) the gateway calls `on_detach`.
+//! `LocalSessionManager`), SSE streams, the stateless 2026-07-28 requests, the body cap,
+//! and the DNS-rebinding checks on `Host` and `Origin` (403). It builds one service per
+//! session (and one per stateless request) from a factory; each is a [`Gateway`] over the
+//! shared [`Engine`], which makes the attachment: a session's at its `initialize`, a
+//! stateless client's at its first request (one per principal and `clientInfo`). The
+//! service must be a `ServerHandler`, so [`HttpGateway`] adapts the gateway's one
+//! `dispatch` to its typed methods; the gate therefore runs on exactly the code path stdio
+//! uses. When rmcp drops a session's service (DELETE, idle expiry, a closed transport) the
+//! attachment is detached; a stateless one is retired by the sweeper after the worker TTL.
 //!
-//! In front of it sits one axum middleware: the bearer token, when configured, on every
-//! request (401 otherwise, compared in constant time, never logged).
+//! In front of it sits one axum middleware, the gatekeeper:
+//! * who: the bearer token against `FLEETGATE_HTTP_TOKEN` or the tokens file's principals
+//!   (401 otherwise; 403 for a principal not allowed this profile), compared in constant
+//!   time, never logged; the principal rides the request's extensions to the gateway;
+//! * what: a JSON array (a batch) is answered 400 with a JSON-RPC `-32600` body; a
+//!   2026-07-28 request for a method that generation removed gets 404 and `-32601`;
+//! * how many: a request that would make a new attachment is admitted only within the
+//!   bounds ([`Limits`]: 503 when the gateway is full, 429 when the principal is) and
+//!   the rate of new attachments (429).
 //!
 //! ```text
 //! control_tools()            once
-//! bind the listener          loopback unless `allow_remote`
+//! bind the listener          loopback unless `allow_remote` (and then a token is required)
 //! on_transport_bound()       the runtime row
-//! start the downstream       supervised; connected after the first session's initialize
-//! serve                      per session: on_client_attach … decide … on_detach
+//! serve                      per attachment: channel + downstream, on_client_attach … decide … on_detach
 //! SIGTERM | SIGINT | shutdown future
 //! sessions cancelled, listener closed (bounded)
-//! on_shutdown(reason)  ‖  cancel the downstream flow
+//! on_shutdown(reason)  ‖  every attachment's downstream stopped
 //! ```
 
-use crate::control::{AttachmentId, ControlPlane};
+use crate::auth::{Principals, same_secret};
+use crate::control::ControlPlane;
+use crate::engine::{Engine, Limits, NotAdmitted, StatelessKey};
 use crate::error::GatewayError;
-use crate::gateway::Gateway;
+use crate::gateway::{Authenticated, Gateway};
 use crate::options::GatewayOptions;
 use crate::serve::ShutdownReason;
+use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::ErrorData;
@@ -53,9 +63,9 @@ use serde::de::DeserializeOwned;
 use std::borrow::Cow;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// The path of the MCP endpoint.
@@ -71,8 +81,16 @@ pub struct HttpOptions {
     /// Extra `Host` values accepted besides the listen address and, on loopback, the
     /// `localhost` forms (a remote deployment's DNS name).
     pub allowed_hosts: Vec<String>,
-    /// When set, every request must carry `Authorization: Bearer <token>`.
+    /// When set, a request may carry `Authorization: Bearer <token>` (it has no principal).
     pub bearer_token: Option<String>,
+    /// When set, a request may carry the token of one of these principals (its client
+    /// name is the principal). With neither this nor a bearer token, requests are not
+    /// authenticated (loopback only).
+    pub principals: Option<Principals>,
+    /// The profile this gateway serves, checked against a principal's profile list.
+    pub profile: Option<String>,
+    /// Bounds on attachments.
+    pub limits: Limits,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -83,6 +101,9 @@ impl std::fmt::Debug for HttpOptions {
             .field("allow_remote", &self.allow_remote)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<set>"))
+            .field("principals", &self.principals)
+            .field("profile", &self.profile)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -149,8 +170,15 @@ where
     S: Future<Output = ShutdownReason>,
     B: FnOnce(SocketAddr),
 {
+    let authenticated = http.bearer_token.is_some() || http.principals.is_some();
+    if http.bearer_token.as_deref() == Some("") {
+        return Err(GatewayError::EmptyToken);
+    }
     if !http.listen.ip().is_loopback() && !http.allow_remote {
         return Err(GatewayError::RemoteListen(http.listen));
+    }
+    if !http.listen.ip().is_loopback() && !authenticated {
+        return Err(GatewayError::RemoteWithoutToken(http.listen));
     }
     let tools_plane = control.clone();
     let control_tools = tokio::task::spawn_blocking(move || tools_plane.control_tools())
@@ -160,11 +188,11 @@ where
         .await
         .map_err(|source| GatewayError::Bind { addr: http.listen, source })?;
     let local = listener.local_addr().map_err(|source| GatewayError::Bind { addr: http.listen, source })?;
-    tracing::info!(listen = %local, endpoint = HTTP_ENDPOINT, token = http.bearer_token.is_some(), "listening");
+    tracing::info!(listen = %local, endpoint = HTTP_ENDPOINT, token = http.bearer_token.is_some(),
+        principals = http.principals.as_ref().map_or(0, Principals::len), "listening");
     bound(local);
 
-    let (template, downstream) = crate::serve::start_engine(&options, &control, control_tools).await?;
-    let next = AtomicU64::new(1);
+    let engine = crate::serve::start_engine(&options, &control, control_tools, http.limits).await?;
     let cancel = CancellationToken::new();
     let hosts = allowed_hosts(local, &http.allowed_hosts);
     let config = StreamableHttpServerConfig::default()
@@ -173,23 +201,46 @@ where
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_message_bytes)
         .with_cancellation_token(cancel.clone());
+    let factory_engine = engine.clone();
     let service = StreamableHttpService::new(
-        move || Ok(HttpGateway(template.session(AttachmentId(next.fetch_add(1, Ordering::Relaxed))))),
+        move || Ok(HttpGateway(Gateway::http(factory_engine.clone()))),
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let token = http.bearer_token.clone().map(Arc::new);
+    let gate = Arc::new(Gatekeeper {
+        engine: engine.clone(),
+        token: http.bearer_token.clone(),
+        principals: http.principals.clone(),
+        profile: http.profile.clone(),
+        max_body: options.max_message_bytes,
+        arrivals: Mutex::new(Bucket::full()),
+    });
     let router = axum::Router::new()
         .route_service(HTTP_ENDPOINT, service)
-        .layer(axum::middleware::from_fn_with_state(token, require_token));
+        .layer(axum::middleware::from_fn_with_state(gate, gatekeeper));
 
     let stop = CancellationToken::new();
     let stopped = stop.clone();
+    // Small writes (SSE events, JSON answers) go out at once: without TCP_NODELAY a
+    // response written in parts waits on the client's delayed ACK, up to 40 ms a request.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
+        }
+    });
     let server = tokio::spawn(async move {
         axum::serve(listener, router).with_graceful_shutdown(async move { stopped.cancelled().await }).await
     });
+    let sweeper_engine = engine.clone();
+    let sweeper = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(sweeper_engine.sweep_every()).await;
+            sweeper_engine.expire_idle().await;
+        }
+    });
     let reason = shutdown.await;
     tracing::info!(reason = reason.as_str(), "shutting down");
+    sweeper.abort();
     // Sessions first (their SSE streams would hold graceful shutdown open), then the
     // listener, bounded.
     cancel.cancel();
@@ -201,32 +252,200 @@ where
         Err(_) => tracing::warn!("the HTTP server did not stop within 2 s"),
     }
 
-    crate::serve::stop_engine(&control, downstream.as_deref(), &reason).await;
+    crate::serve::stop_engine(&engine, None, &reason).await;
     Ok(reason)
 }
 
-/// Equal in time independent of where the first difference is.
-fn same_secret(presented: &[u8], expected: &[u8]) -> bool {
-    presented.len() == expected.len() && presented.iter().zip(expected).fold(0_u8, |acc, (a, b)| acc | (a ^ b)) == 0
+/// New attachments admitted per second, sustained, and in one burst: a client that opens
+/// sessions in a loop is slowed down before the bounds are even reached.
+const ARRIVALS_PER_SECOND: f64 = 16.0;
+const ARRIVALS_BURST: f64 = 32.0;
+
+/// A token bucket for new attachments.
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
 }
 
-/// The bearer token, when configured, on every request.
-async fn require_token(State(token): State<Option<Arc<String>>>, request: Request, next: Next) -> Response {
-    let Some(token) = token else { return next.run(request).await };
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::as_bytes);
-    if presented.is_some_and(|p| same_secret(p, token.as_bytes())) {
-        return next.run(request).await;
+impl Bucket {
+    fn full() -> Self {
+        Self { tokens: ARRIVALS_BURST, at: Instant::now() }
     }
-    // Neither the presented nor the expected value is logged.
-    tracing::info!(path = %request.uri().path(), "request refused: missing or wrong bearer token");
-    let mut response = (StatusCode::UNAUTHORIZED, "Unauthorized: a bearer token is required").into_response();
-    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
+
+    fn take(&mut self, now: Instant) -> bool {
+        let refill = now.saturating_duration_since(self.at).as_secs_f64() * ARRIVALS_PER_SECOND;
+        self.tokens = (self.tokens + refill).min(ARRIVALS_BURST);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// What the gatekeeper middleware checks against.
+struct Gatekeeper {
+    engine: Arc<Engine>,
+    token: Option<String>,
+    principals: Option<Principals>,
+    profile: Option<String>,
+    max_body: usize,
+    arrivals: Mutex<Bucket>,
+}
+
+/// A response that refuses a request before rmcp sees it (boxed: it is the rare path).
+type Refused = Box<Response>;
+
+/// A JSON-RPC error as an HTTP response with `status`.
+fn jsonrpc_refusal(status: StatusCode, id: Option<serde_json::Value>, code: i32, message: String) -> Refused {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.unwrap_or(serde_json::Value::Null),
+        "error": { "code": code, "message": message },
+    });
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    }
+    Box::new(response)
+}
+
+/// The parts of a POSTed message the gatekeeper looks at; serde skips the rest.
+#[derive(serde::Deserialize)]
+struct Probe {
+    id: Option<serde_json::Value>,
+    method: Option<String>,
+    params: Option<ProbeParams>,
+}
+
+#[derive(serde::Deserialize)]
+struct ProbeParams {
+    #[serde(rename = "_meta")]
+    meta: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+
+fn stateless_version(version: Option<&str>) -> bool {
+    version
+        .and_then(|v| serde_json::from_value::<ProtocolVersion>(serde_json::Value::String(v.to_owned())).ok())
+        .is_some_and(|v| !v.has_initialize())
+}
+
+impl Gatekeeper {
+    /// The principal of a request, or the response refusing it.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Authenticated, Refused> {
+        if self.token.is_none() && self.principals.is_none() {
+            return Ok(Authenticated(None));
+        }
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .filter(|t| !t.is_empty());
+        if let Some(presented) = presented {
+            if let Some(principal) = self.principals.as_ref().and_then(|p| p.authenticate(presented)) {
+                if let Some(profile) = &self.profile
+                    && !principal.may_serve(profile)
+                {
+                    tracing::info!(principal = %principal.name, %profile, "request refused: profile not allowed");
+                    let text = format!("Forbidden: principal {} may not use profile {profile}", principal.name);
+                    return Err(Box::new((StatusCode::FORBIDDEN, text).into_response()));
+                }
+                return Ok(Authenticated(Some(principal.name.clone())));
+            }
+            if self.token.as_deref().is_some_and(|t| same_secret(presented.as_bytes(), t.as_bytes())) {
+                return Ok(Authenticated(None));
+            }
+        }
+        // Neither the presented nor the expected value is logged.
+        tracing::info!("request refused: missing or wrong bearer token");
+        let mut response = (StatusCode::UNAUTHORIZED, "Unauthorized: a bearer token is required").into_response();
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        Err(Box::new(response))
+    }
+
+    /// Whether one more attachment for `principal` may be made now.
+    fn admit(&self, principal: &str, id: Option<serde_json::Value>) -> Result<(), Refused> {
+        match self.engine.admit(principal) {
+            Ok(()) => {}
+            Err(refused @ NotAdmitted::PrincipalFull(_)) => {
+                return Err(jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, id, -32000, refused.to_string()));
+            }
+            Err(refused) => {
+                return Err(jsonrpc_refusal(StatusCode::SERVICE_UNAVAILABLE, id, -32000, refused.to_string()));
+            }
+        }
+        if !self.arrivals.lock().unwrap_or_else(PoisonError::into_inner).take(Instant::now()) {
+            let text = "too many new clients at once: retry in a moment".to_owned();
+            return Err(jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, id, -32000, text));
+        }
+        Ok(())
+    }
+
+    /// Judge one POSTed message before rmcp sees it.
+    fn screen(&self, headers: &HeaderMap, body: &[u8], principal: &Authenticated) -> Result<(), Refused> {
+        if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            let text = "batches are not supported: send one JSON-RPC message per POST".to_owned();
+            return Err(jsonrpc_refusal(StatusCode::BAD_REQUEST, None, -32600, text));
+        }
+        if headers.contains_key("mcp-session-id") {
+            return Ok(());
+        }
+        // Not JSON, or not a request: rmcp answers it.
+        let Ok(probe) = serde_json::from_slice::<Probe>(body) else { return Ok(()) };
+        let Some(method) = probe.method.as_deref() else { return Ok(()) };
+        let meta = probe.params.and_then(|p| p.meta).unwrap_or_default();
+        let meta_version = meta.get(META_PROTOCOL_VERSION).and_then(serde_json::Value::as_str);
+        let header_version = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok());
+        let stateless = stateless_version(meta_version) || stateless_version(header_version);
+        let who = principal.0.clone().unwrap_or_default();
+        if method == "initialize" {
+            if stateless {
+                let text = "`initialize` does not exist in MCP 2026-07-28".to_owned();
+                return Err(jsonrpc_refusal(StatusCode::NOT_FOUND, probe.id, -32601, text));
+            }
+            return self.admit(&who, probe.id);
+        }
+        if probe.id.is_none() || !stateless_version(meta_version) {
+            return Ok(());
+        }
+        let info = meta.get(META_CLIENT_INFO);
+        let field =
+            |name: &str| info.and_then(|i| i.get(name)).and_then(serde_json::Value::as_str).unwrap_or("unknown");
+        let key = StatelessKey {
+            principal: who.clone(),
+            client_name: field("name").to_owned(),
+            client_version: field("version").to_owned(),
+        };
+        if self.engine.knows(&key) { Ok(()) } else { self.admit(&who, probe.id) }
+    }
+}
+
+/// Who, what and how many, before rmcp: see the module doc.
+async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Request, next: Next) -> Response {
+    let principal = match gate.authenticate(request.headers()) {
+        Ok(principal) => principal,
+        Err(refused) => return *refused,
+    };
+    let (mut parts, body) = request.into_parts();
+    parts.extensions.insert(principal.clone());
+    if parts.method != Method::POST {
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
+        let text = format!("the message is larger than the gateway accepts ({} bytes)", gate.max_body);
+        return *jsonrpc_refusal(StatusCode::PAYLOAD_TOO_LARGE, None, -32600, text);
+    };
+    if let Err(refused) = gate.screen(&parts.headers, &bytes, &principal) {
+        return *refused;
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
 }
 
 /// One session's gateway as the `ServerHandler` rmcp's HTTP service requires: every typed
@@ -352,6 +571,7 @@ impl rmcp::ServerHandler for HttpGateway {
     ) -> Result<CallToolResponse, ErrorData> {
         match self.0.dispatch(ClientRequest::CallToolRequest(CallToolRequest::new(request)), context).await? {
             ServerResult::CallToolResult(result) => Ok(CallToolResponse::from(result)),
+            ServerResult::InputRequiredResult(input) => Ok(CallToolResponse::InputRequired(input)),
             other => expect::<CallToolResult>(Ok(other)).map(CallToolResponse::from),
         }
     }
@@ -404,7 +624,7 @@ impl rmcp::ServerHandler for HttpGateway {
 
 #[cfg(test)]
 mod tests {
-    use super::{allowed_hosts, allowed_origins, same_secret};
+    use super::{Bucket, allowed_hosts, allowed_origins};
 
     #[test]
     fn loopback_accepts_the_localhost_forms_on_its_port_only() {
@@ -416,9 +636,13 @@ mod tests {
     }
 
     #[test]
-    fn secrets_compare_whole() {
-        assert!(same_secret(b"abc", b"abc"));
-        assert!(!same_secret(b"abd", b"abc"));
-        assert!(!same_secret(b"ab", b"abc"));
+    fn new_attachments_are_rate_limited_by_a_refilling_bucket() {
+        let start = tokio::time::Instant::now();
+        let mut bucket = Bucket::full();
+        bucket.at = start;
+        let taken = (0..100).filter(|_| bucket.take(start)).count();
+        assert_eq!(taken, 32, "one burst");
+        assert!(!bucket.take(start + std::time::Duration::from_millis(10)), "0.16 of a token is not one");
+        assert!(bucket.take(start + std::time::Duration::from_millis(100)), "1.6 tokens refilled");
     }
 }

@@ -10,31 +10,41 @@
 //! * [`control`] — the boundary trait and the values that cross it.
 //! * `frame` — the client's wire: line framing, validation, the one stdout writer.
 //! * `gateway` — the rmcp server service: initialize, tools/list, tools/call, forwarding.
-//! * `relay` — the rmcp client service towards the downstream: notifications and
-//!   requests passed up to the client.
-//! * `downstream` — the supervised child and its per-run MCP connection.
-//! * `hub` — what the two directions share.
+//! * `answers` — the gateway's own wire answers: annotations, refusal texts, result shapes.
+//! * `engine` — what every attachment shares, and the table of attachments.
+//! * `channel` — one attachment's own downstream connection and routing state.
+//! * `routes` — which client request a downstream message belongs to.
+//! * `relay` — the rmcp client service towards one downstream connection: notifications
+//!   and requests passed up to their client.
+//! * `downstream` — one channel's supervised child and its per-run MCP connection.
 //! * `serve` — the stdio lifecycle.
-//! * `http` — the Streamable HTTP transport: one attachment per session.
+//! * `http` — the Streamable HTTP transport: sessions, stateless clients, the gatekeeper.
+//! * `auth` — bearer tokens and the principals of a tokens file.
 #![deny(missing_docs)]
 
+mod answers;
+mod auth;
+mod channel;
 pub mod control;
 mod downstream;
+mod engine;
 mod error;
 mod frame;
 mod gateway;
 mod http;
-mod hub;
 mod options;
 mod relay;
+mod routes;
 mod serve;
 mod timefmt;
 
+pub use answers::{CLASSIFICATION_META_KEY, DOWNSTREAM_TIMEOUT, DOWNSTREAM_UNAVAILABLE};
+pub use auth::{Principal, Principals, PrincipalsError};
 pub use control::{
     AttachmentId, ClientAttach, ControlPlane, DownstreamState, DownstreamStatus, GateDecision, ToolClass,
 };
+pub use engine::Limits;
 pub use error::GatewayError;
-pub use gateway::{CLASSIFICATION_META_KEY, DOWNSTREAM_TIMEOUT, DOWNSTREAM_UNAVAILABLE};
 pub use http::{HTTP_ENDPOINT, HttpOptions, run_http, serve_http};
 pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions};
 pub use serve::{ShutdownReason, init_logging, run, serve, serve_io};

@@ -16,12 +16,13 @@
 //! **Invariant:** the crate reads no environment variable; everything comes in through
 //! [`GatewayOptions`].
 
+use crate::channel::Channel;
 use crate::control::ControlPlane;
-use crate::downstream::Downstream;
+use crate::downstream::DownstreamSpec;
+use crate::engine::{Engine, Limits};
 use crate::error::GatewayError;
 use crate::frame::{ClientTransport, ReadEnd, read_frames, write_frames};
 use crate::gateway::{Gateway, ServiceSettings};
-use crate::hub::Hub;
 use crate::options::GatewayOptions;
 use rmcp::model::Implementation;
 use std::future::Future;
@@ -173,7 +174,9 @@ where
         inbound_tx,
         frames_tx.clone(),
     ));
-    let (gateway, downstream) = start_engine(&options, &control, control_tools).await?;
+    let engine = start_engine(&options, &control, control_tools, Limits::default()).await?;
+    let channel = Arc::new(engine.open_stdio_channel().map_err(GatewayError::Supervise)?);
+    let gateway = Gateway::stdio(engine.clone(), channel.clone());
     let transport = ClientTransport { inbound: inbound_rx, outbound: frames_tx };
 
     let cancel = CancellationToken::new();
@@ -210,7 +213,7 @@ where
     };
     tracing::info!(reason = reason.as_str(), "shutting down");
 
-    stop_engine(&control, downstream.as_deref(), &reason).await;
+    stop_engine(&engine, Some(&channel), &reason).await;
     // Every sender is gone once rmcp's loop and the reader ended: the writer drains what
     // is queued and returns. Bounded, in case the client stopped reading its end.
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
@@ -218,55 +221,46 @@ where
 }
 
 /// What both transports do once the client transport is bound: `on_transport_bound` (the
-/// runtime row), the downstream under supervision, and the first attachment's service.
+/// runtime row), then the engine every attachment shares.
 pub(crate) async fn start_engine(
     options: &GatewayOptions,
     control: &Arc<dyn ControlPlane>,
     control_tools: Vec<rmcp::model::Tool>,
-) -> Result<(Gateway, Option<Arc<Downstream>>), GatewayError> {
+    limits: Limits,
+) -> Result<Arc<Engine>, GatewayError> {
     let bound_plane = control.clone();
     match tokio::task::spawn_blocking(move || bound_plane.on_transport_bound()).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::error!(error = %e, "the control plane could not record the runtime row"),
         Err(e) => tracing::error!(error = %e, "on_transport_bound panicked"),
     }
-    let hub = Arc::new(Hub::new());
     let gateway_info = Implementation::new(options.server_name.clone(), options.server_version.clone());
-    let downstream = match &options.downstream {
-        Some(command) => Some(Arc::new(
-            Downstream::start(
-                command,
-                options.supervision.clone(),
-                hub.clone(),
-                options.downstream_init_timeout,
-                gateway_info.clone(),
-            )
-            .map_err(GatewayError::Supervise)?,
-        )),
-        None => None,
-    };
+    let spec = options.downstream.as_ref().map(|command| DownstreamSpec {
+        command: command.clone(),
+        supervision: options.supervision.clone(),
+        init_timeout: options.downstream_init_timeout,
+        client_info: gateway_info.clone(),
+    });
     let settings = ServiceSettings {
         call_timeout: options.call_timeout,
         attach_wait: options.attach_wait,
         server_info: gateway_info,
         instructions: options.instructions.clone(),
     };
-    Ok((Gateway::new(control.clone(), hub, downstream.clone(), control_tools, settings), downstream))
+    Ok(Arc::new(Engine::new(control.clone(), settings, control_tools, spec, limits)))
 }
 
-/// The orderly end both transports share: `on_shutdown(reason)` and the downstream flow
-/// cancelled (SIGTERM → grace → SIGKILL), concurrently.
-pub(crate) async fn stop_engine(
-    control: &Arc<dyn ControlPlane>,
-    downstream: Option<&Downstream>,
-    reason: &ShutdownReason,
-) {
-    let shutdown_plane = control.clone();
+/// The orderly end both transports share: `on_shutdown(reason)` and every attachment's
+/// downstream stopped (SIGTERM → grace → SIGKILL), concurrently. `unattached` is a channel
+/// opened for a client that never attached (stdio).
+pub(crate) async fn stop_engine(engine: &Engine, unattached: Option<&Channel>, reason: &ShutdownReason) {
+    let shutdown_plane = engine.control.clone();
     let literal = reason.as_str();
     let marked = tokio::task::spawn_blocking(move || shutdown_plane.on_shutdown(literal));
     let stopped = async {
-        if let Some(downstream) = downstream {
-            downstream.stop().await;
+        engine.stop_all().await;
+        if let Some(channel) = unattached {
+            channel.stop().await;
         }
     };
     let (marked, ()) = tokio::join!(marked, stopped);

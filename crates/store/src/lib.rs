@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The control-plane store.
 pub trait Store: Send + Sync + fmt::Debug {

@@ -141,6 +141,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     );
     ALTER TABLE runtimes ADD COLUMN IF NOT EXISTS host_id TEXT, ADD COLUMN IF NOT EXISTS host_boot_id TEXT;"#,
     ),
+    (5, "audit principal", "ALTER TABLE audit_log ADD COLUMN IF NOT EXISTS principal TEXT;"),
 ];
 
 macro_rules! worker_columns {
@@ -160,7 +161,7 @@ macro_rules! runtime_columns {
 
 macro_rules! audit_columns {
     () => {
-        "id, at, profile, worker_identity, tool, allowed, blocker_kind, reasons"
+        "id, at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal"
     };
 }
 
@@ -210,8 +211,9 @@ const SET_RUNTIME_HOST: &str = "UPDATE runtimes SET host_id = $2, host_boot_id =
 const LIST_RUNTIME_HOSTS: &str = "SELECT runtime_id, host_id, host_boot_id FROM runtimes
      WHERE host_id IS NOT NULL AND host_boot_id IS NOT NULL ORDER BY runtime_id";
 
-const APPEND_AUDIT: &str = "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
+const APPEND_AUDIT: &str =
+    "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id";
 const LIST_AUDIT: &str = concat!(
     "SELECT ",
     audit_columns!(),
@@ -456,6 +458,7 @@ fn audit_from_row(row: &Row) -> Result<AuditEntry, Fail> {
         allowed: get(row, 5)?,
         blocker_kind: get(row, 6)?,
         reasons: serde_json::from_str(&reasons).map_err(|e| Fail::Row(format!("audit reasons: {e}")))?,
+        principal: get(row, 8)?,
     })
 }
 
@@ -902,6 +905,7 @@ impl Store for PostgresStore {
                     &entry.allowed,
                     &entry.blocker_kind,
                     &reasons,
+                    &entry.principal,
                 ],
             )?;
             get(&row, 0)

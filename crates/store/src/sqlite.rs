@@ -105,13 +105,18 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         scan        TEXT NOT NULL
     );",
     ),
+    // The audit entries' `principal` column is added by ADD_COLUMNS below.
+    (5, "audit principal", ""),
 ];
 
 /// Columns a migration adds to an existing table: `(version, table, column,
 /// declaration)`. Each is added only when `pragma_table_info` lacks it, which
 /// keeps the migration idempotent.
-const ADD_COLUMNS: &[(u32, &str, &str, &str)] =
-    &[(4, "runtimes", "host_id", "TEXT"), (4, "runtimes", "host_boot_id", "TEXT")];
+const ADD_COLUMNS: &[(u32, &str, &str, &str)] = &[
+    (4, "runtimes", "host_id", "TEXT"),
+    (4, "runtimes", "host_boot_id", "TEXT"),
+    (5, "audit_log", "principal", "TEXT"),
+];
 
 const RUNTIME_COLUMNS: &str = "runtime_id, namespace, profile, role, remote, org, repo, repository_root, pid, \
      cohort_id, cohort_source, client_provenance, boot_id, startup_head, daemon_start_head, transport, registered_at, \
@@ -125,7 +130,7 @@ const RUNTIME_UPDATE: &str = "namespace = excluded.namespace, profile = excluded
      daemon_start_head = excluded.daemon_start_head, transport = excluded.transport, \
      registered_at = excluded.registered_at, last_heartbeat_at = excluded.last_heartbeat_at, status = excluded.status";
 
-const AUDIT_COLUMNS: &str = "id, at, profile, worker_identity, tool, allowed, blocker_kind, reasons";
+const AUDIT_COLUMNS: &str = "id, at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal";
 
 const WORKER_COLUMNS: &str = "worker_identity, client_name, client_instance_id, session_id, generation_id, role, \
      profile, pid, started_at, last_heartbeat_at, heartbeat_ttl_seconds, fencing_epoch, status, renewal_count";
@@ -283,6 +288,7 @@ fn audit_from_row(row: &Row<'_>) -> rusqlite::Result<AuditEntry> {
         allowed: row.get(5)?,
         blocker_kind: row.get(6)?,
         reasons: serde_json::from_str(&reasons).map_err(|e| bad_value(7, e.to_string()))?,
+        principal: row.get(8)?,
     })
 }
 
@@ -647,8 +653,8 @@ impl Store for SqliteStore {
         self.with_conn(|conn| {
             let ctx = |e| map_err("cannot append audit entry", e);
             conn.prepare_cached(
-                "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )
             .map_err(ctx)?
             .execute(params![
@@ -658,7 +664,8 @@ impl Store for SqliteStore {
                 entry.tool,
                 entry.allowed,
                 entry.blocker_kind,
-                reasons
+                reasons,
+                entry.principal
             ])
             .map_err(ctx)?;
             Ok(conn.last_insert_rowid())

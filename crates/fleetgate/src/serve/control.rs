@@ -62,6 +62,8 @@ struct Attached {
     fencing_epoch: i64,
     client_name: String,
     session_id: String,
+    /// The HTTP principal it authenticated as, when a tokens file is in use.
+    principal: Option<String>,
     heartbeat: HeartbeatSupervisor,
 }
 
@@ -326,6 +328,7 @@ impl FleetControl {
                 "fencing_epoch": a.fencing_epoch,
                 "client_name": a.client_name,
                 "session_id": a.session_id,
+                "principal": a.principal,
                 "generation_id": self.generation(),
             })
         });
@@ -437,10 +440,17 @@ impl ControlPlane for Handle {
             Transport::Stdio => c.env.get(key, &prefix),
             Transport::Http => None,
         };
-        let client_name = from_env(EnvKey::McpClient).map_or_else(|| client.client_name.clone(), str::to_owned);
+        // An authenticated principal is who the client is; `clientInfo` is only what it says.
+        let client_name = match &client.principal {
+            Some(principal) => principal.clone(),
+            None => from_env(EnvKey::McpClient).map_or_else(|| client.client_name.clone(), str::to_owned),
+        };
         let session = from_env(EnvKey::McpClientSession)
             .map_or_else(|| format!("sess-{}", fleetgate_host::boot_id()), str::to_owned);
-        let instance = from_env(EnvKey::McpClientInstance).map_or_else(|| session.clone(), str::to_owned);
+        let instance = match &client.principal {
+            Some(_) => format!("{} {}", client.client_name, client.client_version),
+            None => from_env(EnvKey::McpClientInstance).map_or_else(|| session.clone(), str::to_owned),
+        };
         let now = c.clock.now();
         let registration = Registration {
             worker_identity: worker_identity(&client_name, &session, now, fleetgate_host::nonce()),
@@ -486,6 +496,7 @@ impl ControlPlane for Handle {
                 fencing_epoch: outcome.fencing_epoch,
                 client_name: outcome.client_name,
                 session_id: session,
+                principal: client.principal.clone(),
                 heartbeat,
             },
         );
@@ -581,7 +592,11 @@ impl ControlPlane for Handle {
     fn decide(&self, attachment: AttachmentId, tool: &str, class: ToolClass) -> GateDecision {
         let c = &self.0;
         let verdict = c.resolve(attachment, tool, class);
-        let worker = c.worker_of(attachment);
+        let (worker, principal) = c
+            .lock()
+            .attached
+            .get(&attachment)
+            .map_or((None, None), |a| (Some(a.worker_identity.clone()), a.principal.clone()));
         let receipt = c.auditor.record(AuditEntry {
             id: None,
             at: c.clock.now(),
@@ -591,6 +606,7 @@ impl ControlPlane for Handle {
             allowed: verdict.allowed,
             blocker_kind: verdict.blocker_kind.map(|k| k.as_str().to_owned()),
             reasons: verdict.blocked_reasons.clone(),
+            principal,
         });
         let mut reasons = verdict.blocked_reasons;
         if let Some(problem) = receipt.problem() {

@@ -9,10 +9,12 @@ use crate::cli::context::Ctx;
 use anyhow::{Context as _, anyhow};
 use clap::Args;
 use fleetgate_core::env::EnvKey;
-use fleetgate_gateway::{DownstreamCommand, GatewayOptions, HttpOptions};
+use fleetgate_gateway::{DownstreamCommand, GatewayOptions, HttpOptions, Limits, Principals};
 use std::ffi::OsString;
+use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// `fleetgate serve`
 #[derive(Debug, Args)]
@@ -75,22 +77,47 @@ pub fn run_serve(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
                 .listen
                 .parse()
                 .map_err(|_| anyhow!("--listen {:?} is not an address:port (e.g. 127.0.0.1:8750)", args.listen))?;
+            let principals = match &ctx.config.http.tokens_file {
+                Some(path) => Some(read_principals(path)?),
+                None => None,
+            };
             Some(HttpOptions {
                 listen,
                 allow_remote: args.allow_remote,
                 allowed_hosts: args.allowed_hosts.clone(),
-                bearer_token: ctx.env.get(EnvKey::FleetgateHttpToken, "").filter(|t| !t.is_empty()).map(str::to_owned),
+                // An empty token is refused by the gateway, not read as "no token".
+                bearer_token: ctx.env.get_raw(EnvKey::FleetgateHttpToken, "").map(str::to_owned),
+                principals,
+                profile: Some(member.profile.clone()),
+                limits: Limits {
+                    max_attachments: ctx.config.http.max_attachments,
+                    max_per_principal: ctx.config.http.max_attachments_per_principal,
+                    stateless_ttl: Duration::from_secs_f64(ctx.config.heartbeat_ttl_seconds),
+                },
             })
         }
     };
     if let Some(http) = &http
         && !http.listen.ip().is_loopback()
-        && !http.allow_remote
     {
-        return Err(anyhow!(
-            "refusing to listen on {}: not a loopback address (pass --allow-remote, and set FLEETGATE_HTTP_TOKEN)",
-            http.listen
-        ));
+        if !http.allow_remote {
+            return Err(anyhow!(
+                "refusing to listen on {}: not a loopback address (pass --allow-remote, and set FLEETGATE_HTTP_TOKEN)",
+                http.listen
+            ));
+        }
+        if http.bearer_token.as_deref().is_none_or(str::is_empty) && http.principals.is_none() {
+            return Err(anyhow!(
+                "refusing to listen on {} without authentication: set FLEETGATE_HTTP_TOKEN (non-empty) or an [http] \
+                 tokens_file",
+                http.listen
+            ));
+        }
+    }
+    if let Some(http) = &http
+        && http.bearer_token.as_deref() == Some("")
+    {
+        return Err(anyhow!("FLEETGATE_HTTP_TOKEN is set but empty: set it to a non-empty secret, or unset it"));
     }
     let store = ctx.store()?;
     let control = Arc::new(FleetControl::new(
@@ -123,4 +150,16 @@ pub fn run_serve(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
     .context("the gateway failed")?;
     tracing::info!(reason = reason.as_str(), "gateway stopped");
     Ok(0)
+}
+
+/// The principals of `[http] tokens_file`; a file that cannot be read, or a bad line, stops
+/// the gateway before it listens (exit 1, the file and line named).
+fn read_principals(path: &Path) -> anyhow::Result<Principals> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read [http] tokens_file {shown}: {e}"))?;
+    let principals = Principals::parse(&text, &shown).map_err(|e| anyhow!("[http] tokens_file {e}"))?;
+    if principals.is_empty() {
+        return Err(anyhow!("[http] tokens_file {shown} lists no principal"));
+    }
+    Ok(principals)
 }

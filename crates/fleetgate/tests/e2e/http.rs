@@ -3,12 +3,12 @@
 //! the DNS-rebinding checks on `Host` and `Origin`; the bearer token; the loopback rule;
 //! the gate over HTTP.
 
+use crate::httpkit::HttpGateway;
 use crate::support::{Client, FleetDir, bin, peer, serial, wait_until};
 use serde_json::json;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 const CONFIG: &str = r#"
 [fleet]
@@ -22,79 +22,6 @@ role = "author"
 "#;
 
 const TOKEN: &str = "tok-4f1c9a7e-never-logged";
-
-/// One `fleetgate serve --transport http` process, its stderr in a file.
-struct HttpGateway {
-    child: Child,
-    stderr: PathBuf,
-    addr: String,
-}
-
-impl HttpGateway {
-    fn start(f: &FleetDir, token: Option<&str>, downstream: &[&str]) -> Self {
-        let stderr = f.dir.path().join("gateway.stderr");
-        let mut cmd = Command::new(bin());
-        cmd.env_clear()
-            .env("GITEA_CLIENT_MANAGED", "1")
-            .env("GITEA_MCP_COHORT_ID", "fleet-http")
-            .env("FLEETGATE_LOG", "debug")
-            .arg("--store")
-            .arg(f.store())
-            .arg("--config")
-            .arg(f.config())
-            .args(["serve", "--profile", "prgs-author", "--transport", "http", "--listen", "127.0.0.1:0"])
-            .arg("--repo-root")
-            .arg(f.repo());
-        if let Some(token) = token {
-            cmd.env("FLEETGATE_HTTP_TOKEN", token);
-        }
-        if !downstream.is_empty() {
-            cmd.arg("--").args(downstream);
-        }
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let mut g = Self { child, stderr, addr: String::new() };
-        let mut addr = None;
-        let found = wait_until(30.0, || {
-            addr = g
-                .log()
-                .lines()
-                .find_map(|l| l.strip_prefix("fleetgate serve: listening on http://"))
-                .map(|a| a.trim_end_matches("/mcp").to_owned());
-            addr.is_some()
-        });
-        assert!(found, "the gateway did not report its address: {}", g.log());
-        g.addr = addr.unwrap();
-        g
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    /// SIGTERM (through kill(1): the tests reach no signal API themselves) and wait.
-    fn stop(mut self) {
-        let ok = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
-        assert!(ok.success());
-        assert!(wait_until(15.0, || self.child.try_wait().unwrap().is_some()), "the gateway did not stop on SIGTERM");
-        assert!(self.child.try_wait().unwrap().unwrap().success(), "exit status: {}", self.log());
-    }
-}
-
-impl Drop for HttpGateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A Python SDK client session on the gateway's endpoint.
 fn session(g: &HttpGateway, name: &str, token: Option<&str>) -> Client {

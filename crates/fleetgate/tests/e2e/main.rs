@@ -11,5 +11,7 @@ mod demo;
 mod diagnostics;
 mod gitflow;
 mod http;
+mod httpkit;
 mod lifecycle;
+mod routing;
 mod support;

@@ -178,6 +178,7 @@ fn audit_lists_entries_newest_last_with_since_and_limit() {
                 allowed: i != 1,
                 blocker_kind: (i == 1).then(|| "worker_fenced".into()),
                 reasons: vec![],
+                principal: None,
             })
             .unwrap();
     }

@@ -290,6 +290,7 @@ fn audit_entries_append_in_order_and_filter() {
         allowed,
         blocker_kind: (!allowed).then(|| "fleet_inventory_blocked".into()),
         reasons: vec![format!("reason {i}"), "second".into()],
+        principal: (i == 3).then(|| "claude-code".into()),
     };
     let ids: Vec<i64> = (0..5).map(|i| store.append_audit(&entry(i, i % 2 == 0)).unwrap()).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
@@ -297,6 +298,7 @@ fn audit_entries_append_in_order_and_filter() {
     assert_eq!(all.len(), 5);
     assert_eq!(all[1].blocker_kind.as_deref(), Some("fleet_inventory_blocked"));
     assert_eq!(all[1].reasons, ["reason 1", "second"]);
+    assert_eq!((all[1].principal.as_deref(), all[3].principal.as_deref()), (None, Some("claude-code")));
     let recent = store.list_audit(Some(now().plus_seconds(2)), 2).unwrap();
     assert_eq!(recent.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>(), ["tool_3", "tool_4"]);
 }
@@ -316,6 +318,7 @@ fn the_auditor_appends_and_reports_failures_and_slowness_without_blocking() {
         allowed: false,
         blocker_kind: Some("fleet_inventory_blocked".into()),
         reasons: vec!["duplicate".into()],
+        principal: None,
     };
     let (_d, store) = fresh_store();
     let auditor = Auditor::new(store.clone(), Duration::from_secs(5));

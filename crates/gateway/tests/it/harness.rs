@@ -62,6 +62,13 @@ pub fn fixture() -> PathBuf {
     fixture
 }
 
+/// The rmcp conformance fixture, a downstream built next to the gateway fixture.
+pub fn conformance_fixture() -> PathBuf {
+    let fixture = fixture().with_file_name("conformance_fixture");
+    assert!(fixture.exists(), "{} is missing: run the tests with `cargo test` (it builds examples)", fixture.display());
+    fixture
+}
+
 /// A test's state directory (the policy's flag file and event log).
 pub struct State {
     pub dir: TempDir,

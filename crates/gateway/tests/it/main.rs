@@ -10,3 +10,4 @@ mod git;
 mod harness;
 mod lifecycle;
 mod paging;
+mod progress;

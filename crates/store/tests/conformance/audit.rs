@@ -14,6 +14,7 @@ pub fn audit_appends_in_order_and_lists_the_newest(fx: &Fixture) {
             entry.reasons = vec!["quote \" backslash \\ nul \u{0} tab \t ünïcödé".into(), String::new()];
             entry.worker_identity = None;
             entry.blocker_kind = None;
+            entry.principal = None;
             entry.allowed = true;
         }
         let id = store.append_audit(&entry).unwrap();

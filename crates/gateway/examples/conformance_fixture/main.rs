@@ -4,6 +4,9 @@
 //! `test://static-text`, `test_simple_prompt` and the rest — answering exactly what each scenario
 //! expects. The suite's own reference server is not published on the registries, so this is it.
 //!
+//! The 2026-07-28 scenarios' tools (results that ask for input, the stateless diagnostics) are in
+//! `mrtr.rs`; `burst_progress` is the gateway's own progress-ordering test tool.
+//!
 //! ```text
 //! conformance_fixture        (no arguments: MCP over stdin/stdout until stdin closes)
 //! ```
@@ -15,6 +18,8 @@
 // Sampling, logging and resources/subscribe are deprecated in rmcp (SEP-2577, 2026-07-28);
 // the suite's scenarios exercise exactly them, so the fixture uses them on purpose.
 #![allow(deprecated)]
+
+mod mrtr;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, CompleteRequestParams, CompleteResult,
@@ -58,7 +63,7 @@ fn tool(name: &str, description: &str, input_schema: Value) -> Value {
 }
 
 fn tools() -> Value {
-    json!({ "tools": [
+    let mut listed = json!({ "tools": [
         tool("test_simple_text", "Returns a simple text response", no_args()),
         tool("test_image_content", "Returns an image", no_args()),
         tool("test_audio_content", "Returns audio", no_args()),
@@ -74,15 +79,33 @@ fn tools() -> Value {
         tool("test_elicitation_sep1034_defaults", "Elicitation with defaults for every primitive type", no_args()),
         tool("test_elicitation_sep1330_enums", "Elicitation with all five enum schema forms", no_args()),
         tool("test_reconnection", "Answers after a short delay (SSE polling scenario)", no_args()),
+        tool("test_logging_tool", "Logs only when the request asked for a log level (2026-07-28)", no_args()),
+        tool("burst_progress", "Sends `count` progress notifications back to back, the first at once and the \
+              last right before the answer (the gateway's progress-ordering tests)", json!({
+            "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] })),
         tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
-            "$defs": { "address": { "type": "object", "properties": {
+            "$defs": { "address": { "$anchor": "addressDef", "type": "object", "properties": {
                 "street": { "type": "string" }, "city": { "type": "string" } } } },
-            "properties": { "name": { "type": "string" }, "address": { "$ref": "#/$defs/address" } },
+            "properties": {
+                "name": { "type": "string" },
+                "address": { "$ref": "#/$defs/address" },
+                "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+                "phone": { "type": "string" },
+                "email": { "type": "string" }
+            },
+            "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+            "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+            "then": { "required": ["phone"] },
+            "else": { "required": ["email"] },
             "additionalProperties": false
         })),
-    ]})
+    ]});
+    if let Some(all) = listed["tools"].as_array_mut() {
+        all.extend(mrtr::tools());
+    }
+    listed
 }
 
 fn text(text: &str) -> Value {
@@ -244,6 +267,25 @@ impl Fixture {
                 tool_result(json!([text("Reconnection test completed")]))
             }
             "json_schema_2020_12_tool" => tool_result(json!([text("JSON Schema 2020-12 tool called")])),
+            "burst_progress" => {
+                let count = request.arguments.as_ref().and_then(|a| a.get("count")).and_then(Value::as_u64);
+                let token = context.meta.get_progress_token();
+                for step in 1..=count.unwrap_or(3).min(1000) {
+                    if let Some(token) = &token {
+                        let param: ProgressNotificationParam =
+                            parse(json!({ "progressToken": token, "progress": step }))?;
+                        let _ = context.peer.notify_progress(param).await;
+                    }
+                }
+                tool_result(json!([text("burst sent")]))
+            }
+            "test_logging_tool" => {
+                // 2026-07-28: a server logs only for a request that asked for a level.
+                if context.meta.log_level().is_some() {
+                    self.log(&context, "test_logging_tool ran").await;
+                }
+                tool_result(json!([text("Logging tool executed")]))
+            }
             other => return Err(McpError::invalid_params(format!("no such tool: {other}"), None)),
         })
     }
@@ -282,7 +324,14 @@ impl ServerHandler for Fixture {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let result: CallToolResult = parse(self.run_tool(request, context).await?)?;
+        let answer = match mrtr::call(&request, &context) {
+            Some(answer) => answer?,
+            None => self.run_tool(request, context).await?,
+        };
+        if mrtr::is_input_required(&answer) {
+            return Ok(CallToolResponse::InputRequired(parse(answer)?));
+        }
+        let result: CallToolResult = parse(answer)?;
         Ok(result.into())
     }
 
@@ -331,7 +380,12 @@ impl ServerHandler for Fixture {
                     "uri": uri, "mimeType": "application/json",
                     "text": json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string()
                 }),
-                _ => return Err(McpError::resource_not_found(format!("no such resource: {uri}"), None)),
+                _ => {
+                    return Err(McpError::resource_not_found(
+                        format!("no such resource: {uri}"),
+                        Some(json!({ "uri": uri })),
+                    ));
+                }
             },
         };
         let result: ReadResourceResult = parse(json!({ "contents": [content] }))?;
@@ -366,7 +420,8 @@ impl ServerHandler for Fixture {
                 { "name": "arg2", "description": "Second test argument", "required": true } ] },
             { "name": "test_prompt_with_embedded_resource", "description": "A prompt embedding a resource",
               "arguments": [ { "name": "resourceUri", "description": "URI of the resource to embed", "required": true } ] },
-            { "name": "test_prompt_with_image", "description": "A prompt with an image" }
+            { "name": "test_prompt_with_image", "description": "A prompt with an image" },
+            mrtr::prompt()
         ]}))
     }
 
@@ -378,6 +433,14 @@ impl ServerHandler for Fixture {
         let arg = |name: &str| {
             request.arguments.as_ref().and_then(|a| a.get(name)).and_then(Value::as_str).unwrap_or_default().to_owned()
         };
+        if let Some(answer) = mrtr::get_prompt(&request) {
+            let answer = answer?;
+            if mrtr::is_input_required(&answer) {
+                return Ok(GetPromptResponse::InputRequired(parse(answer)?));
+            }
+            let result: GetPromptResult = parse(answer)?;
+            return Ok(result.into());
+        }
         let user = |content: Value| json!({ "role": "user", "content": content });
         let messages = match request.name.as_str() {
             "test_simple_prompt" => json!([user(text("This is a simple prompt for testing."))]),

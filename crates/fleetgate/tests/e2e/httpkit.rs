@@ -1,0 +1,187 @@
+//! The HTTP side of the e2e tests: `fleetgate serve --transport http` as a process, and a
+//! small keep-alive client for raw requests (stateless 2026-07-28 ones, batches, limits).
+
+use crate::support::{FleetDir, bin, wait_until};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// One `fleetgate serve --transport http` process, its stderr in a file.
+pub struct HttpGateway {
+    pub child: Child,
+    pub stderr: PathBuf,
+    pub addr: String,
+}
+
+impl HttpGateway {
+    pub fn start(f: &FleetDir, token: Option<&str>, downstream: &[&str]) -> Self {
+        Self::start_logging(f, token, downstream, "debug")
+    }
+
+    /// [`start`](Self::start) with another log filter (`info` for tests that send many
+    /// requests).
+    pub fn start_logging(f: &FleetDir, token: Option<&str>, downstream: &[&str], log: &str) -> Self {
+        let stderr = f.dir.path().join("gateway.stderr");
+        let mut cmd = Command::new(bin());
+        cmd.env_clear()
+            .env("GITEA_CLIENT_MANAGED", "1")
+            .env("GITEA_MCP_COHORT_ID", "fleet-http")
+            .env("FLEETGATE_LOG", log)
+            .arg("--store")
+            .arg(f.store())
+            .arg("--config")
+            .arg(f.config())
+            .args(["serve", "--profile", "prgs-author", "--transport", "http", "--listen", "127.0.0.1:0"])
+            .arg("--repo-root")
+            .arg(f.repo());
+        if let Some(token) = token {
+            cmd.env("FLEETGATE_HTTP_TOKEN", token);
+        }
+        if !downstream.is_empty() {
+            cmd.arg("--").args(downstream);
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let mut g = Self { child, stderr, addr: String::new() };
+        let mut addr = None;
+        let found = wait_until(30.0, || {
+            addr = g
+                .log()
+                .lines()
+                .find_map(|l| l.strip_prefix("fleetgate serve: listening on http://"))
+                .map(|a| a.trim_end_matches("/mcp").to_owned());
+            addr.is_some()
+        });
+        assert!(found, "the gateway did not report its address: {}", g.log());
+        g.addr = addr.unwrap();
+        g
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// SIGTERM (through kill(1): the tests reach no signal API themselves) and wait.
+    pub fn stop(mut self) {
+        let ok = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
+        assert!(ok.success());
+        assert!(wait_until(15.0, || self.child.try_wait().unwrap().is_some()), "the gateway did not stop on SIGTERM");
+        assert!(self.child.try_wait().unwrap().unwrap().success(), "exit status: {}", self.log());
+    }
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The headers a stateless (2026-07-28) request carries.
+const STATELESS: &str = "2026-07-28";
+
+/// A keep-alive HTTP client for raw requests to one gateway.
+pub struct Raw {
+    agent: ureq::Agent,
+    url: String,
+}
+
+/// One raw answer: the status and the JSON-RPC message of the body (an SSE body's first
+/// `data:` line), `Value::Null` when there is none.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Raw {
+    pub fn new(g: &HttpGateway) -> Self {
+        let config = ureq::Agent::config_builder().http_status_as_error(false).build();
+        Self { agent: config.into(), url: g.url() }
+    }
+
+    /// POST `message` with `headers`.
+    pub fn post(&self, message: &Value, headers: &[(&str, &str)]) -> Answer {
+        let mut request = self
+            .agent
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream");
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        let mut response = request.send(message.to_string()).expect("the gateway answers");
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        let json = text
+            .lines()
+            .find_map(|l| l.strip_prefix("data: ").filter(|d| d.starts_with('{')))
+            .map_or_else(|| serde_json::from_str(&text).unwrap_or(Value::Null), |d| serde_json::from_str(d).unwrap());
+        Answer { status, body: json }
+    }
+
+    /// A stateless 2026-07-28 request of `method` from the client `name`, with `token`.
+    pub fn stateless(&self, id: u64, method: &str, params: Value, name: &str, token: Option<&str>) -> Answer {
+        let mut params = params;
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": STATELESS,
+            "io.modelcontextprotocol/clientInfo": { "name": name, "version": "1.0" },
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let bearer = token.map(|t| format!("Bearer {t}"));
+        let tool = params.get("name").and_then(Value::as_str).map(str::to_owned);
+        let mut headers = vec![("MCP-Protocol-Version", STATELESS), ("Mcp-Method", method)];
+        if let Some(tool) = tool.as_deref() {
+            headers.push(("Mcp-Name", tool));
+        }
+        if let Some(bearer) = bearer.as_deref() {
+            headers.push(("Authorization", bearer));
+        }
+        self.post(&message, &headers)
+    }
+
+    /// A 2025-11-25 `initialize` (a new session), with `token`.
+    pub fn initialize(&self, name: &str, token: Option<&str>) -> Answer {
+        let message = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": name, "version": "1" } } });
+        let bearer = token.map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = bearer.as_deref().map(|b| vec![("Authorization", b)]).unwrap_or_default();
+        self.post(&message, &headers)
+    }
+}
+
+/// `fleetgate serve --transport http` that is expected to refuse to start: its exit code
+/// and stderr.
+pub fn refused_start(f: &FleetDir, env: &[(&str, &str)], extra: &[&str]) -> (Option<i32>, String) {
+    let mut cmd = Command::new(bin());
+    cmd.env_clear().arg("--store").arg(f.store()).arg("--config").arg(f.config());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.args(["serve", "--profile", "prgs-author", "--transport", "http"]).args(extra);
+    let stderr = f.dir.path().join("refused.stderr");
+    let mut child =
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap();
+    // A gateway that starts after all must fail the test, not hang it.
+    let ended = wait_until(20.0, || child.try_wait().unwrap().is_some());
+    if !ended {
+        let _ = child.kill();
+    }
+    let code = child.wait().unwrap().code();
+    assert!(ended, "the gateway started instead of refusing: {}", std::fs::read_to_string(&stderr).unwrap_or_default());
+    (code, std::fs::read_to_string(&stderr).unwrap_or_default())
+}
+
+/// Poll until `wait_until` says so, with a message.
+pub fn eventually(what: &str, secs: f64, cond: impl FnMut() -> bool) {
+    assert!(wait_until(secs, cond), "{what}: not within {secs} s");
+}

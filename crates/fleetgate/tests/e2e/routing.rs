@@ -1,0 +1,226 @@
+//! Every HTTP client its own channel (issue 11): a downstream's server→client requests reach
+//! the client whose call caused them and no other; an unsolicited one is refused, never
+//! broadcast; a stateless 2026-07-28 client is one attachment per principal, not one per
+//! request; principals come from a tokens file; attachments are bounded; a batch gets a
+//! JSON-RPC error body. Through the real binary, the official Python SDK client on both
+//! sides (`tests/peers/elicit_server.py` downstream) and raw HTTP.
+
+use crate::httpkit::{HttpGateway, Raw, eventually, refused_start};
+use crate::support::{FleetDir, peer, roster, serial};
+use serde_json::{Value, json};
+use std::process::Command;
+
+/// A one-member fleet: the gateway under test is its author.
+fn config() -> String {
+    roster("e2e-routing", &["author"], "")
+}
+
+/// The tokens of the two principals of [`fleet_with_principals`].
+const ALICE: &str = "alice-token";
+const BOB: &str = "bob-token";
+
+fn sha256(text: &str) -> String {
+    let out =
+        Command::new("sha256sum").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn();
+    let mut child = out.unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stdout).unwrap().split_whitespace().next().unwrap().to_owned()
+}
+
+/// A fleet whose `[http]` table names a tokens file with alice (any profile) and bob.
+fn fleet_with_principals(extra_http: &str) -> FleetDir {
+    let config = format!("{}\n[http]\ntokens_file = \"tokens\"\n{extra_http}\n", config());
+    let f = FleetDir::new(&config);
+    let tokens =
+        format!("# principals of the e2e fleet\n{}  alice\n{}  bob  prgs-author\n", sha256(ALICE), sha256(BOB));
+    std::fs::write(f.dir.path().join("tokens"), tokens).unwrap();
+    f
+}
+
+fn elicit_server(f: &FleetDir) -> Vec<String> {
+    vec![
+        peer(".venv/bin/python").display().to_string(),
+        peer("tests/peers/elicit_server.py").display().to_string(),
+        f.dir.path().join("unsolicited.jsonl").display().to_string(),
+    ]
+}
+
+fn python(script: &str, args: &[&str]) -> Value {
+    let out = Command::new(peer(".venv/bin/python")).arg(peer(script)).args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line =
+        stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
+            panic!("{script} printed no result: {stdout}\n{}", String::from_utf8_lossy(&out.stderr))
+        });
+    serde_json::from_str(line).unwrap()
+}
+
+fn workers(f: &FleetDir) -> Vec<Value> {
+    f.cli(&["worker", "list", "--json"])["workers"].as_array().unwrap().clone()
+}
+
+#[test]
+fn concurrent_elicitations_reach_the_session_whose_call_asked() {
+    let _serial = serial();
+    let f = FleetDir::new(&config());
+    let argv = elicit_server(&f);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let g = HttpGateway::start_logging(&f, None, &argv, "info");
+    // Two sessions, both calls of every round in flight at once, 100 rounds.
+    let tally = python("tests/peers/elicit_race.py", &[&g.url(), "100"]);
+    assert_eq!(tally["cross_talk"], json!([]), "{tally}");
+    assert_eq!(tally["errors"], json!([]), "{tally}");
+    assert_eq!(tally["answered"], 200, "{tally}");
+    assert_eq!(tally["asked"], 200, "every question asked once: {tally}");
+    g.stop();
+}
+
+#[test]
+fn an_unsolicited_downstream_request_is_refused_not_broadcast() {
+    let _serial = serial();
+    let f = FleetDir::new(&config());
+    let argv = elicit_server(&f);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let g = HttpGateway::start_logging(&f, None, &argv, "info");
+    let seen = python("tests/peers/unsolicited.py", &[&g.url(), "1.5"]);
+    assert_eq!(seen["scheduled"], json!(["scheduled"]), "{seen}");
+    assert_eq!(seen["asked"], json!([]), "no client may be asked: {seen}");
+    let outcome = f.dir.path().join("unsolicited.jsonl");
+    eventually("the downstream learns its request was refused", 10.0, || outcome.exists());
+    let outcome: Value =
+        serde_json::from_str(std::fs::read_to_string(&outcome).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(outcome["answered"], false, "{outcome}");
+    assert!(outcome["message"].as_str().unwrap().contains("no client request is in flight"), "{outcome}");
+    assert!(g.log().contains("downstream request refused"), "the refusal is logged");
+    g.stop();
+}
+
+#[test]
+fn a_stateless_client_is_one_attachment_per_principal_not_per_request() {
+    let _serial = serial();
+    let f = fleet_with_principals("");
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    let raw = Raw::new(&g);
+    for id in 1..=10_000 {
+        let a = raw.stateless(id, "tools/list", json!({}), "cursor", Some(ALICE));
+        assert_eq!(a.status, 200, "request {id}: {a:?}");
+        if id == 1 {
+            let names: Vec<&str> =
+                a.body["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+            assert!(names.contains(&"gitea_get_runtime_context"), "{a:?}");
+            assert_eq!(a.body["result"]["resultType"], "complete", "a 2026-07-28 result says so: {a:?}");
+        }
+    }
+    let active: Vec<Value> = workers(&f).into_iter().filter(|w| w["status"] == "active").collect();
+    assert_eq!(active.len(), 1, "10,000 stateless requests, one worker: {active:?}");
+    assert_eq!(active[0]["client_name"], "alice", "the worker records the principal");
+    assert_eq!(workers(&f).len(), 1, "no rows pile up");
+
+    // Another principal is another attachment, with a worker of its own.
+    let b = raw.stateless(1, "tools/list", json!({}), "cursor", Some(BOB));
+    assert_eq!(b.status, 200, "{b:?}");
+    let mut names: Vec<String> = workers(&f).iter().map(|w| w["client_name"].as_str().unwrap().to_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["alice", "bob"]);
+
+    // The runtime context of its attachment shows the principal.
+    let ctx = raw.stateless(
+        3,
+        "tools/call",
+        json!({ "name": "gitea_get_runtime_context", "arguments": {} }),
+        "cursor",
+        Some(BOB),
+    );
+    assert_eq!(ctx.body["result"]["structuredContent"]["worker"]["principal"], "bob", "{ctx:?}");
+    g.stop();
+}
+
+#[test]
+fn tokens_select_principals_and_a_bad_tokens_file_stops_the_start() {
+    let _serial = serial();
+    let f = fleet_with_principals("");
+    let argv = elicit_server(&f);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let g = HttpGateway::start_logging(&f, None, &argv, "info");
+    let raw = Raw::new(&g);
+    assert_eq!(raw.initialize("x", Some("wrong-token")).status, 401);
+    assert_eq!(raw.initialize("x", None).status, 401);
+    assert_eq!(raw.initialize("x", Some("")).status, 401, "an empty token never authenticates");
+    assert_eq!(raw.initialize("x", Some(ALICE)).status, 200);
+    // A gated call is audited under the principal whose token made it.
+    let call =
+        raw.stateless(1, "tools/call", json!({ "name": "ask", "arguments": { "tag": "t" } }), "cursor", Some(BOB));
+    assert_eq!(call.status, 200, "{call:?}");
+    let audit = f.cli(&["audit", "--json"]);
+    let entry = audit["entries"].as_array().unwrap().iter().find(|e| e["tool"] == "ask").cloned();
+    assert_eq!(entry.as_ref().map(|e| e["principal"].clone()), Some(json!("bob")), "{audit}");
+    assert!(!g.log().contains(ALICE) && !g.log().contains(BOB), "no token in the log");
+    g.stop();
+
+    // A principal limited to other profiles is refused this one.
+    let f = FleetDir::new(&format!("{}\n[http]\ntokens_file = \"tokens\"\n", config()));
+    std::fs::write(f.dir.path().join("tokens"), format!("{}  carol  prgs-merger\n", sha256("carol-token"))).unwrap();
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    assert_eq!(Raw::new(&g).initialize("x", Some("carol-token")).status, 403);
+    g.stop();
+
+    // A bad line refuses the start, naming the file and the line.
+    let f = FleetDir::new(&format!("{}\n[http]\ntokens_file = \"tokens\"\n", config()));
+    std::fs::write(f.dir.path().join("tokens"), format!("{}  carol\nnot-a-digest dave\n", sha256("c"))).unwrap();
+    let (code, stderr) = refused_start(&f, &[], &["--listen", "127.0.0.1:0"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let shown = format!("{}:2:", f.dir.path().join("tokens").display());
+    assert!(stderr.contains(&shown), "{stderr}");
+    assert_eq!(f.cli(&["runtime", "list", "--json"])["runtimes"].as_array().unwrap().len(), 0, "nothing ran");
+
+    // An empty FLEETGATE_HTTP_TOKEN is refused, not read as "no token".
+    let f = FleetDir::new(&config());
+    let (code, stderr) = refused_start(&f, &[("FLEETGATE_HTTP_TOKEN", "")], &["--listen", "127.0.0.1:0"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("empty"), "{stderr}");
+    // A non-loopback address needs authentication even with --allow-remote.
+    let (code, stderr) = refused_start(&f, &[], &["--listen", "0.0.0.0:0", "--allow-remote"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("without authentication"), "{stderr}");
+}
+
+#[test]
+fn attachments_are_bounded_overall_and_per_principal_and_existing_ones_keep_working() {
+    let _serial = serial();
+    let f = fleet_with_principals("max_attachments = 3\nmax_attachments_per_principal = 2");
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    let raw = Raw::new(&g);
+    let first = raw.initialize("a1", Some(ALICE));
+    assert_eq!(first.status, 200, "{first:?}");
+    assert_eq!(raw.initialize("a2", Some(ALICE)).status, 200);
+    let third = raw.initialize("a3", Some(ALICE));
+    assert_eq!(third.status, 429, "past the principal's bound: {third:?}");
+    assert!(third.body["error"]["message"].as_str().unwrap().contains("maximum of 2"), "{third:?}");
+    assert_eq!(raw.initialize("b1", Some(BOB)).status, 200);
+    let full = raw.initialize("b2", Some(BOB));
+    assert_eq!(full.status, 503, "past the gateway's bound: {full:?}");
+    assert!(full.body["error"]["message"].as_str().unwrap().contains("maximum of 3"), "{full:?}");
+    // A stateless newcomer is refused the same way; the existing attachments are unhurt.
+    let newcomer = raw.stateless(1, "tools/list", json!({}), "late", Some(BOB));
+    assert_eq!(newcomer.status, 503, "{newcomer:?}");
+    assert_eq!(workers(&f).iter().filter(|w| w["status"] == "active").count(), 3);
+    g.stop();
+}
+
+#[test]
+fn a_batch_over_http_gets_a_jsonrpc_error_body() {
+    let _serial = serial();
+    let f = FleetDir::new(&config());
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    let raw = Raw::new(&g);
+    let batch =
+        json!([{ "jsonrpc": "2.0", "id": 1, "method": "ping" }, { "jsonrpc": "2.0", "id": 2, "method": "ping" }]);
+    let answer = raw.post(&batch, &[]);
+    assert_eq!(answer.status, 400, "{answer:?}");
+    assert_eq!(answer.body["error"]["code"], -32600, "{answer:?}");
+    assert_eq!(answer.body["id"], Value::Null, "{answer:?}");
+    // The gateway keeps serving.
+    assert_eq!(raw.initialize("after", None).status, 200);
+    g.stop();
+}

@@ -1,0 +1,479 @@
+//! What every attachment of one gateway process shares: the control plane, the settings,
+//! the control tools, how the downstream is run, and the table of live attachments, each
+//! with its own [`Channel`].
+//!
+//! Attachments are made here and only here:
+//! * the stdio client: attachment 1, its channel opened at start-up so the downstream is
+//!   warm when the client's `initialize` arrives;
+//! * an HTTP session: at its `initialize`;
+//! * a stateless (2026-07-28) HTTP client: at its first request, one attachment per
+//!   principal and client (`clientInfo` name and version), reused by every later request
+//!   and retired after `stateless_ttl` without one.
+//!
+//! Their number is bounded ([`Limits`]); the HTTP layer asks [`Engine::admit`] first so a
+//! refusal is a clear HTTP status, and [`Engine::reserve`] enforces the bound again at
+//! creation, where a race would otherwise slip one past it.
+
+use crate::channel::Channel;
+use crate::control::{AttachmentId, ClientAttach, ControlPlane};
+use crate::downstream::{DownstreamSpec, EraMemo};
+use crate::gateway::ServiceSettings;
+use crate::routes::ClientFacts;
+use rmcp::model::{ServerCapabilities, Tool};
+use rmcp::service::{Peer, RoleServer};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Bounds on attachments (HTTP; the stdio transport has exactly one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Live attachments at most: sessions and stateless clients together. Each has a
+    /// downstream process of its own.
+    pub max_attachments: usize,
+    /// Live attachments one principal may hold at most.
+    pub max_per_principal: usize,
+    /// A stateless attachment with no request for this long is retired (its worker
+    /// deregistered, its downstream stopped): the worker TTL.
+    pub stateless_ttl: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_attachments: 64, max_per_principal: 16, stateless_ttl: Duration::from_secs(900) }
+    }
+}
+
+/// Why a new attachment was not admitted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum NotAdmitted {
+    /// The gateway holds [`Limits::max_attachments`] already (HTTP 503).
+    Full(usize),
+    /// This principal holds [`Limits::max_per_principal`] already (HTTP 429).
+    PrincipalFull(usize),
+    /// Its downstream could not be started (HTTP 503).
+    Failed(String),
+}
+
+impl std::fmt::Display for NotAdmitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Full(n) => write!(
+                f,
+                "the gateway serves its maximum of {n} client attachments; retry when a session ends (or raise \
+                 [http] max_attachments)"
+            ),
+            Self::PrincipalFull(n) => {
+                write!(f, "this principal holds its maximum of {n} attachments; end one of its sessions first")
+            }
+            Self::Failed(why) => write!(f, "the downstream server could not be started for this client: {why}"),
+        }
+    }
+}
+
+/// Who a stateless attachment is: the principal and the client it says it is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct StatelessKey {
+    pub(crate) principal: String,
+    pub(crate) client_name: String,
+    pub(crate) client_version: String,
+}
+
+/// One live attachment.
+#[derive(Debug)]
+pub(crate) struct Attachment {
+    pub(crate) id: AttachmentId,
+    pub(crate) channel: Arc<Channel>,
+    pub(crate) facts: ClientFacts,
+    /// The principal it counts against (`""`: none).
+    principal: String,
+    last_used: Mutex<Instant>,
+}
+
+impl Attachment {
+    fn touch(&self) {
+        *self.last_used.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    fn idle_since(&self) -> Instant {
+        *self.last_used.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    next: u64,
+    live: HashMap<AttachmentId, Arc<Attachment>>,
+    /// Attachments being made (counted against the bounds), by principal.
+    pending: HashMap<String, usize>,
+    stateless: HashMap<StatelessKey, AttachmentId>,
+}
+
+impl Table {
+    fn count(&self, principal: &str) -> (usize, usize) {
+        let pending: usize = self.pending.values().sum();
+        let mine = self.live.values().filter(|a| a.principal == principal).count()
+            + self.pending.get(principal).copied().unwrap_or(0);
+        (self.live.len() + pending, mine)
+    }
+}
+
+/// What every attachment shares.
+pub(crate) struct Engine {
+    pub(crate) control: Arc<dyn ControlPlane>,
+    pub(crate) settings: ServiceSettings,
+    pub(crate) control_tools: Vec<Tool>,
+    pub(crate) control_names: HashSet<String>,
+    spec: Option<DownstreamSpec>,
+    memo: Arc<EraMemo>,
+    limits: Limits,
+    table: Mutex<Table>,
+    /// Serialises the making of stateless attachments, so concurrent first requests of
+    /// one client make one.
+    stateless_making: tokio::sync::Mutex<()>,
+    /// The capabilities the downstream last answered with, for answers given outside any
+    /// attachment (a stateless `server/discover`).
+    last_capabilities: Mutex<Option<ServerCapabilities>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("attachments", &self.lock().live.len()).finish_non_exhaustive()
+    }
+}
+
+/// A slot for one attachment being made; given back on drop unless the attachment went live.
+pub(crate) struct Reservation<'a> {
+    engine: &'a Engine,
+    principal: String,
+    id: AttachmentId,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut table = self.engine.lock();
+        if let Some(n) = table.pending.get_mut(&self.principal) {
+            *n -= 1;
+            if *n == 0 {
+                table.pending.remove(&self.principal);
+            }
+        }
+    }
+}
+
+impl Engine {
+    pub(crate) fn new(
+        control: Arc<dyn ControlPlane>,
+        settings: ServiceSettings,
+        control_tools: Vec<Tool>,
+        spec: Option<DownstreamSpec>,
+        limits: Limits,
+    ) -> Self {
+        let control_names = control_tools.iter().map(|t| t.name.to_string()).collect();
+        Self {
+            control,
+            settings,
+            control_tools,
+            control_names,
+            spec,
+            memo: Arc::new(EraMemo::default()),
+            limits,
+            table: Mutex::new(Table::default()),
+            stateless_making: tokio::sync::Mutex::new(()),
+            last_capabilities: Mutex::new(None),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a downstream is configured.
+    pub(crate) fn has_downstream(&self) -> bool {
+        self.spec.is_some()
+    }
+
+    /// Whether a new attachment of `principal` would be admitted now.
+    pub(crate) fn admit(&self, principal: &str) -> Result<(), NotAdmitted> {
+        let (all, mine) = self.lock().count(principal);
+        if all >= self.limits.max_attachments {
+            return Err(NotAdmitted::Full(self.limits.max_attachments));
+        }
+        if mine >= self.limits.max_per_principal {
+            return Err(NotAdmitted::PrincipalFull(self.limits.max_per_principal));
+        }
+        Ok(())
+    }
+
+    /// Take a slot and an id for a new attachment of `principal`, within the bounds.
+    pub(crate) fn reserve(&self, principal: &str) -> Result<Reservation<'_>, NotAdmitted> {
+        self.admit(principal)?;
+        let mut table = self.lock();
+        table.next += 1;
+        let id = AttachmentId(table.next);
+        *table.pending.entry(principal.to_owned()).or_default() += 1;
+        Ok(Reservation { engine: self, principal: principal.to_owned(), id })
+    }
+
+    /// The stdio transport's one attachment, its channel opened now so the downstream
+    /// starts while the client is still connecting. Not bounded.
+    pub(crate) fn open_stdio_channel(&self) -> Result<Channel, String> {
+        let id = {
+            let mut table = self.lock();
+            table.next += 1;
+            AttachmentId(table.next)
+        };
+        Channel::open(id, self.spec.as_ref(), &self.memo)
+    }
+
+    /// Open a channel for a reserved attachment.
+    pub(crate) fn open_channel(&self, reservation: &Reservation<'_>) -> Result<Channel, String> {
+        Channel::open(reservation.id, self.spec.as_ref(), &self.memo)
+    }
+
+    /// Make an attachment live: its channel connects for `facts`, and the control plane
+    /// registers its worker (on the blocking pool). A failing registration is logged; the
+    /// attachment still lives, and the gate refuses its mutations.
+    pub(crate) async fn go_live(
+        &self,
+        reservation: Option<Reservation<'_>>,
+        channel: Arc<Channel>,
+        client: ClientAttach,
+        facts: ClientFacts,
+        session: Option<Peer<RoleServer>>,
+    ) -> Arc<Attachment> {
+        let id = channel.state.attachment;
+        tracing::info!(attachment = %id, client = %client.client_name, version = %client.client_version,
+            protocol = %client.protocol_version, principal = client.principal.as_deref().unwrap_or("-"),
+            "client attached");
+        channel.attach(facts.clone(), session);
+        let principal = client.principal.clone().unwrap_or_default();
+        let attachment = Arc::new(Attachment { id, channel, facts, principal, last_used: Mutex::new(Instant::now()) });
+        let control = self.control.clone();
+        let registered = tokio::task::spawn_blocking(move || control.on_client_attach(id, &client)).await;
+        match registered {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::error!(attachment = %id, error = %e, "the control plane could not register the worker")
+            }
+            Err(e) => tracing::error!(attachment = %id, error = %e, "on_client_attach panicked"),
+        }
+        self.lock().live.insert(id, attachment.clone());
+        drop(reservation);
+        attachment
+    }
+
+    /// The stateless attachment of `key`, made on first use (`make` builds the client
+    /// record and the facts the first time). Every use refreshes its idle clock.
+    pub(crate) async fn stateless(
+        &self,
+        key: StatelessKey,
+        client: ClientAttach,
+        facts: ClientFacts,
+    ) -> Result<Arc<Attachment>, NotAdmitted> {
+        if let Some(found) = self.find_stateless(&key) {
+            return Ok(found);
+        }
+        let _making = self.stateless_making.lock().await;
+        if let Some(found) = self.find_stateless(&key) {
+            return Ok(found);
+        }
+        let reservation = self.reserve(&key.principal)?;
+        let channel = Arc::new(self.open_channel(&reservation).map_err(NotAdmitted::Failed)?);
+        let attachment = self.go_live(Some(reservation), channel, client, facts, None).await;
+        self.lock().stateless.insert(key, attachment.id);
+        Ok(attachment)
+    }
+
+    /// Whether the stateless client `key` has a live attachment.
+    pub(crate) fn knows(&self, key: &StatelessKey) -> bool {
+        self.lock().stateless.contains_key(key)
+    }
+
+    fn find_stateless(&self, key: &StatelessKey) -> Option<Arc<Attachment>> {
+        let table = self.lock();
+        let found = table.stateless.get(key).and_then(|id| table.live.get(id)).cloned();
+        drop(table);
+        found.inspect(|a| a.touch())
+    }
+
+    /// End one attachment: its downstream stopped, its worker retired. Idempotent.
+    pub(crate) async fn detach(&self, id: AttachmentId, reason: &'static str) {
+        let removed = {
+            let mut table = self.lock();
+            table.stateless.retain(|_, live| *live != id);
+            table.live.remove(&id)
+        };
+        let Some(attachment) = removed else { return };
+        let control = self.control.clone();
+        let retired = tokio::task::spawn_blocking(move || control.on_detach(id, reason));
+        let (retired, ()) = tokio::join!(retired, attachment.channel.stop());
+        if let Err(e) = retired {
+            tracing::error!(attachment = %id, error = %e, "on_detach panicked");
+        }
+    }
+
+    /// Retire the stateless attachments idle for longer than the TTL.
+    pub(crate) async fn expire_idle(&self) {
+        let ttl = self.limits.stateless_ttl;
+        let expired: Vec<AttachmentId> = {
+            let table = self.lock();
+            table
+                .stateless
+                .values()
+                .filter_map(|id| table.live.get(id))
+                .filter(|a| a.idle_since().elapsed() > ttl)
+                .map(|a| a.id)
+                .collect()
+        };
+        for id in expired {
+            tracing::info!(attachment = %id, "stateless client idle past the worker TTL: retired");
+            self.detach(id, "stateless_idle").await;
+        }
+    }
+
+    /// How often [`expire_idle`](Self::expire_idle) should run.
+    pub(crate) fn sweep_every(&self) -> Duration {
+        (self.limits.stateless_ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(30))
+    }
+
+    /// Stop every channel's downstream (shutdown; the control plane's `on_shutdown`
+    /// retires the workers).
+    pub(crate) async fn stop_all(&self) {
+        let all: Vec<Arc<Attachment>> = {
+            let mut table = self.lock();
+            table.stateless.clear();
+            table.live.drain().map(|(_, a)| a).collect()
+        };
+        let mut stopping = tokio::task::JoinSet::new();
+        for attachment in all {
+            stopping.spawn(async move { attachment.channel.stop().await });
+        }
+        while stopping.join_next().await.is_some() {}
+    }
+
+    /// Remember what the downstream answered, for answers given outside an attachment.
+    pub(crate) fn learned_capabilities(&self, capabilities: &ServerCapabilities) {
+        *self.last_capabilities.lock().unwrap_or_else(PoisonError::into_inner) = Some(capabilities.clone());
+    }
+
+    /// What the downstream last answered with, if any connection was made.
+    pub(crate) fn known_capabilities(&self) -> Option<ServerCapabilities> {
+        self.last_capabilities.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Engine, Limits, NotAdmitted, StatelessKey};
+    use crate::control::{AttachmentId, ClientAttach, ControlPlane, DownstreamStatus, GateDecision, ToolClass};
+    use crate::gateway::ServiceSettings;
+    use crate::routes::ClientFacts;
+    use rmcp::model::{CallToolResult, Implementation, Tool};
+    use serde_json::{Map, Value};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    /// Records what the engine tells it.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+
+    impl ControlPlane for Recorder {
+        fn on_transport_bound(&self) -> Result<(), String> {
+            Ok(())
+        }
+        fn on_client_attach(&self, attachment: AttachmentId, client: &ClientAttach) -> Result<(), String> {
+            self.0.lock().unwrap().push(format!("attach {} {}", attachment.0, client.client_name));
+            Ok(())
+        }
+        fn on_detach(&self, attachment: AttachmentId, reason: &str) {
+            self.0.lock().unwrap().push(format!("detach {} {reason}", attachment.0));
+        }
+        fn control_tools(&self) -> Vec<Tool> {
+            Vec::new()
+        }
+        fn call_control_tool(
+            &self,
+            _: AttachmentId,
+            _: &str,
+            _: Map<String, Value>,
+            _: &DownstreamStatus,
+        ) -> CallToolResult {
+            CallToolResult::success(Vec::new())
+        }
+        fn role_permits(&self, _: &str) -> bool {
+            true
+        }
+        fn classify(&self, _: &Tool) -> ToolClass {
+            ToolClass::Mutating
+        }
+        fn decide(&self, _: AttachmentId, _: &str, _: ToolClass) -> GateDecision {
+            GateDecision::allow()
+        }
+        fn on_shutdown(&self, _: &str) {}
+    }
+
+    fn engine(limits: Limits) -> (Arc<Recorder>, Engine) {
+        let recorder = Arc::new(Recorder::default());
+        let settings = ServiceSettings {
+            call_timeout: Duration::from_secs(1),
+            attach_wait: Duration::from_secs(1),
+            server_info: Implementation::new("t", "1"),
+            instructions: None,
+        };
+        (recorder.clone(), Engine::new(recorder, settings, Vec::new(), None, limits))
+    }
+
+    fn key(principal: &str, name: &str) -> StatelessKey {
+        StatelessKey { principal: principal.into(), client_name: name.into(), client_version: "1".into() }
+    }
+
+    fn client(name: &str, principal: &str) -> ClientAttach {
+        ClientAttach {
+            client_name: name.into(),
+            client_version: "1".into(),
+            protocol_version: "2026-07-28".into(),
+            principal: Some(principal.into()),
+        }
+    }
+
+    fn facts() -> ClientFacts {
+        ClientFacts { capabilities: Default::default(), stateless_era: true }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stateless_client_keeps_one_attachment_until_idle_past_the_ttl() {
+        let limits = Limits { stateless_ttl: Duration::from_secs(60), ..Limits::default() };
+        let (recorded, engine) = engine(limits);
+        let first = engine.stateless(key("alice", "cursor"), client("cursor", "alice"), facts()).await.unwrap();
+        let again = engine.stateless(key("alice", "cursor"), client("cursor", "alice"), facts()).await.unwrap();
+        assert_eq!(first.id, again.id, "one attachment per principal and client");
+        let other = engine.stateless(key("bob", "cursor"), client("cursor", "bob"), facts()).await.unwrap();
+        assert_ne!(first.id, other.id);
+
+        tokio::time::advance(Duration::from_secs(45)).await;
+        engine.stateless(key("alice", "cursor"), client("cursor", "alice"), facts()).await.unwrap();
+        tokio::time::advance(Duration::from_secs(30)).await;
+        engine.expire_idle().await;
+        assert!(engine.knows(&key("alice", "cursor")), "used 30 s ago: kept");
+        assert!(!engine.knows(&key("bob", "cursor")), "idle 75 s: retired");
+        let log = recorded.0.lock().unwrap().clone();
+        assert!(log.contains(&format!("detach {} stateless_idle", other.id.0)), "{log:?}");
+        assert!(!log.iter().any(|l| l == &format!("detach {} stateless_idle", first.id.0)), "{log:?}");
+    }
+
+    #[tokio::test]
+    async fn attachments_are_bounded_overall_and_per_principal() {
+        let limits = Limits { max_attachments: 3, max_per_principal: 2, ..Limits::default() };
+        let (_, engine) = engine(limits);
+        let a1 = engine.reserve("alice").unwrap();
+        let a2 = engine.reserve("alice").unwrap();
+        assert_eq!(engine.reserve("alice").err(), Some(NotAdmitted::PrincipalFull(2)));
+        let b1 = engine.reserve("bob").unwrap();
+        assert_eq!(engine.reserve("carol").err(), Some(NotAdmitted::Full(3)));
+        drop(a1);
+        assert!(engine.reserve("carol").is_ok(), "a slot given back is free again");
+        drop((a2, b1));
+    }
+}

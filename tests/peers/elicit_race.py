@@ -1,0 +1,69 @@
+"""Two official Python SDK clients on one Streamable HTTP gateway, each answering the
+elicitations put to it with its own name, both calling `ask` at the same moment, ROUNDS
+times: every question must reach the client whose call asked it, every answer come back to
+that call. Prints one JSON line: {"rounds", "answered", "cross_talk", "errors", "asked"}.
+
+Usage: elicit_race.py URL ROUNDS   (sends `Authorization: Bearer $MCP_DRIVE_BEARER` when set)
+"""
+
+import json
+import os
+import sys
+from typing import Any
+
+import anyio
+from mcp import ClientSession, types
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+
+async def client(url: str, me: str, rounds: int, start: list[anyio.Event], tally: dict[str, Any]) -> None:
+    headers = {}
+    if token := os.environ.get("MCP_DRIVE_BEARER"):
+        headers["Authorization"] = f"Bearer {token}"
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        # The question names the call that asked it: it must be one of mine.
+        tally["asked"] += 1
+        if f"call {me}-" not in params.message:
+            tally["cross_talk"].append({"asked": me, "question": params.message})
+        return types.ElicitResult(action="accept", content={"name": me})
+
+    async with create_mcp_http_client(headers=headers) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            info = types.Implementation(name=f"race-{me}", version="1.0")
+            async with ClientSession(streams[0], streams[1], elicitation_callback=on_elicit, client_info=info) as s:
+                await s.initialize()
+                for i in range(rounds):
+                    await start[i].wait()
+                    tag = f"{me}-{i}"
+                    try:
+                        result = await s.call_tool("ask", {"tag": tag})
+                        text = result.content[0].text if result.content else ""
+                        if text == f"call {tag} answered by {me}":
+                            tally["answered"] += 1
+                        else:
+                            tally["cross_talk"].append({"call": tag, "result": text, "is_error": result.is_error})
+                    except Exception as e:  # reported, the run goes on
+                        tally["errors"].append({"call": tag, "error": repr(e)[:300]})
+
+
+async def main() -> None:
+    url, rounds = sys.argv[1], int(sys.argv[2])
+    tally: dict[str, Any] = {"rounds": rounds, "answered": 0, "asked": 0, "cross_talk": [], "errors": []}
+    start = [anyio.Event() for _ in range(rounds)]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client, url, "alice", rounds, start, tally)
+        tg.start_soon(client, url, "bob", rounds, start, tally)
+        await anyio.sleep(0.5)
+        for event in start:
+            # Both calls of a round start together; the next round starts once both answered.
+            before = tally["answered"] + len(tally["cross_talk"]) + len(tally["errors"])
+            event.set()
+            with anyio.fail_after(60):
+                while tally["answered"] + len(tally["cross_talk"]) + len(tally["errors"]) < before + 2:
+                    await anyio.sleep(0.005)
+    print(json.dumps(tally))
+
+
+if __name__ == "__main__":
+    anyio.run(main)
