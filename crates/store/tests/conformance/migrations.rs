@@ -20,8 +20,9 @@ pub fn a_fresh_store_is_at_the_current_version(fx: &Fixture) {
     assert_eq!(fx.query_i64(VERSIONS), i64::from(SCHEMA_VERSION));
 }
 
-/// Write what a store at `version` can hold.
-fn populate(store: &dyn Store, version: u32) {
+/// Write what a store at `version` can hold; `raw` writes through SQL what this build's
+/// store API would write with columns an older version lacks.
+fn populate(store: &dyn Store, version: u32, raw: &dyn Fn(&str)) {
     if version >= 1 {
         attach(store, "w-old");
         assert!(store.heartbeat(&renewal("w-old", 1), now().plus_seconds(60)).unwrap().renewed);
@@ -29,8 +30,15 @@ fn populate(store: &dyn Store, version: u32) {
     if version >= 2 {
         store.upsert_runtime(&runtime_row("gitea-author", 41001)).unwrap();
     }
-    if version >= 3 {
+    if version >= 5 {
         store.append_audit(&audit_entry("gitea_merge", now())).unwrap();
+    } else if version >= 3 {
+        // Version 3's columns: no principal yet.
+        raw(&format!(
+            "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons) \
+             VALUES ('{}', 'prgs-author', 'wrk-1', 'gitea_merge', FALSE, 'worker_fenced', '[]')",
+            now()
+        ));
     }
 }
 
@@ -55,6 +63,9 @@ fn check_survivors(store: &dyn Store, version: u32) {
         assert!(store.set_runtime_host(&runtimes[0].runtime_id, &host).unwrap());
         assert_eq!(store.list_runtime_hosts().unwrap().len(), 1);
     }
+    let id = store.append_audit(&audit_entry("gitea_review", now())).unwrap();
+    let newest = store.list_audit(None, 1).unwrap();
+    assert_eq!((newest[0].id, newest[0].principal.as_deref()), (Some(id), Some("claude-code")), "at version {version}");
 }
 
 pub fn migrates_from_every_older_version(fx: &Fixture) {
@@ -63,7 +74,7 @@ pub fn migrates_from_every_older_version(fx: &Fixture) {
         {
             let old = at.open_at_version(version);
             assert_eq!(old.schema_version().unwrap(), version);
-            populate(&*old, version);
+            populate(&*old, version, &|sql| at.exec(sql));
         }
         let store = at.open();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION, "from version {version}");
@@ -75,7 +86,7 @@ pub fn migrates_from_every_older_version(fx: &Fixture) {
 pub fn migrations_are_idempotent(fx: &Fixture) {
     {
         let store = fx.open();
-        populate(&*store, SCHEMA_VERSION);
+        populate(&*store, SCHEMA_VERSION, &|sql| fx.exec(sql));
     }
     // Forget that migrations 2.. ran: opening runs each of them again over
     // the tables and columns they made, and must change nothing.
