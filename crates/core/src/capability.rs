@@ -6,13 +6,14 @@
 //! role policy alone.
 
 use crate::blocker::BlockerKind;
-use crate::diagnostics::{STALE_RUNTIME, UNSUPPORTED_ENV, is_hard};
+use crate::diagnostics::{Diagnostic, STALE_RUNTIME, UNSUPPORTED_ENV};
 use crate::glob::any_match;
 use crate::inventory::FleetInventory;
 use crate::provenance::{Ownership, Provenance};
 use serde::{Deserialize, Serialize};
 
-/// Read-only or mutating. Unknown is mutating.
+/// Read-only or mutating. Unknown is mutating. The one vocabulary: the gateway's listings,
+/// the gate and the audit all speak it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolClass {
@@ -20,6 +21,22 @@ pub enum ToolClass {
     ReadOnly,
     /// May change shared state.
     Mutating,
+}
+
+impl ToolClass {
+    /// The wire literal: `read_only` or `mutating`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read_only",
+            Self::Mutating => "mutating",
+        }
+    }
+}
+
+impl std::fmt::Display for ToolClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Which tools a role may call: `deny` wins; no `allow` list means every tool.
@@ -87,7 +104,7 @@ pub struct CapabilityInput<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct Evidence<'a> {
     /// Runtime diagnostics of the fleet (hard ones refuse).
-    pub diagnostics: &'a [String],
+    pub diagnostics: &'a [Diagnostic],
     /// Who owns the session.
     pub provenance: &'a Provenance,
     /// The fleet inventory verdict.
@@ -163,7 +180,7 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
             Some("re-run the call; if it persists, report a fleetgate defect".into()),
         );
     };
-    let hard: Vec<String> = ev.diagnostics.iter().filter(|d| is_hard(d)).cloned().collect();
+    let hard: Vec<String> = ev.diagnostics.iter().filter(|d| d.is_hard()).map(ToString::to_string).collect();
     if !hard.is_empty() {
         let action = hard_action(&hard[0]);
         return verdict(Some(BlockerKind::RuntimeReconnectRequired), hard, true, true, Some(action));

@@ -12,9 +12,60 @@ pub fn heartbeat_interval_for(ttl_seconds: f64, override_value: Option<&str>) ->
     }
 }
 
+/// A periodic deadline, sans I/O: the shell asks [`poll_timeout`](Self::poll_timeout) when
+/// to call back, and tells [`handle_timeout`](Self::handle_timeout) the time; times are
+/// offsets on the shell's monotonic clock, so nothing here reads one. Drives the gateway's
+/// heartbeat and runtime-row refresh loops.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cadence {
+    every: std::time::Duration,
+    next: std::time::Duration,
+}
+
+impl Cadence {
+    /// Due first at `now + every`, then every `every`.
+    pub fn new(every: std::time::Duration, now: std::time::Duration) -> Self {
+        Self { every, next: now + every }
+    }
+
+    /// The interval.
+    pub fn every(&self) -> std::time::Duration {
+        self.every
+    }
+
+    /// When to call back.
+    pub fn poll_timeout(&self) -> std::time::Duration {
+        self.next
+    }
+
+    /// True when the deadline has passed at `now`; the next one is then scheduled an
+    /// interval after `now` (a late wake-up shifts the schedule; it never bunches beats).
+    pub fn handle_timeout(&mut self, now: std::time::Duration) -> bool {
+        if now < self.next {
+            return false;
+        }
+        self.next = now + self.every;
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::heartbeat_interval_for as f;
+
+    #[test]
+    fn a_cadence_fires_once_per_deadline_and_reschedules_from_the_wake_up() {
+        use super::Cadence;
+        use std::time::Duration;
+        let s = Duration::from_secs;
+        let mut c = Cadence::new(s(10), s(0));
+        assert_eq!(c.poll_timeout(), s(10));
+        assert!(!c.handle_timeout(s(9)), "early");
+        assert!(c.handle_timeout(s(10)));
+        assert!(!c.handle_timeout(s(10)), "once per deadline");
+        assert!(c.handle_timeout(s(35)), "late");
+        assert_eq!(c.poll_timeout(), s(45), "from the wake-up, no burst of catch-up beats");
+    }
 
     #[test]
     fn default_is_a_third_of_the_ttl() {

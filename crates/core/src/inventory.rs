@@ -1,5 +1,5 @@
 //! The fleet inventory classifier (SPEC §4): a pure function of runtime rows,
-//! a process observation, the roster, `now` and an injected pid probe.
+//! a process observation, the roster, `now` and the pid probes' results, in stages.
 //!
 //! A member is **running** only when its row is corroborated: the pid is
 //! alive, the pid is in the observation, and the observed process started no
@@ -329,40 +329,63 @@ fn who(row: &MemberRow) -> String {
     format!("{} ({}) pid {}", row.profile, row.namespace, row.pid)
 }
 
-/// Classify one snapshot. `probe` is signal 0 in production; it is called at
-/// most once per running row.
+/// Classify one snapshot, probing each running row's pid with `probe` (signal 0 in
+/// production) first: [`classify_with_probes`] with the results.
 pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) -> PidProbe) -> FleetInventory {
-    let observed: BTreeMap<i64, &ObservedProcess> = input.process_scan.processes.iter().map(|p| (p.pid, p)).collect();
-    let expected: BTreeMap<&str, &RosterMember> = input.roster.iter().map(|m| (m.profile.as_str(), m)).collect();
+    let probes: BTreeMap<i64, PidProbe> = input
+        .runtime_rows
+        .iter()
+        .filter(|r| r.status == RuntimeStatus::Running)
+        .map(|r| (r.pid, probe(r.pid)))
+        .collect();
+    classify_with_probes(input, &probes)
+}
 
+/// A corroborated row, and the row it came from.
+type Live<'a> = (MemberRow, &'a RuntimeRecord);
+
+/// Stage 1: each running row corroborated (liveness, health), sorted into running,
+/// unexpected and stale; what could not be known goes to `incomplete`.
+struct Corroborated<'a> {
+    rows: Vec<&'a RuntimeRecord>,
+    running: Vec<Live<'a>>,
+    unexpected: Vec<Live<'a>>,
+    stale: Vec<MemberRow>,
+    incomplete: Vec<String>,
+}
+
+fn corroborate<'a>(input: &InventoryInput<'a>, probes: &BTreeMap<i64, PidProbe>) -> Corroborated<'a> {
+    let observed: BTreeMap<i64, &ObservedProcess> = input.process_scan.processes.iter().map(|p| (p.pid, p)).collect();
+    let expected: BTreeSet<&str> = input.roster.iter().map(|m| m.profile.as_str()).collect();
     let mut rows: Vec<&RuntimeRecord> =
         input.runtime_rows.iter().filter(|r| r.status == RuntimeStatus::Running).collect();
     rows.sort_by(|a, b| {
         (&a.namespace, &a.profile, a.pid, &a.runtime_id).cmp(&(&b.namespace, &b.profile, b.pid, &b.runtime_id))
     });
-
-    let mut running = Vec::new();
-    let mut unexpected = Vec::new();
-    let mut stale = Vec::new();
-    let mut incomplete = Vec::new();
+    let mut out = Corroborated {
+        rows: Vec::new(),
+        running: Vec::new(),
+        unexpected: Vec::new(),
+        stale: Vec::new(),
+        incomplete: Vec::new(),
+    };
     if !input.registry_available {
-        incomplete.push(format!("registry unreadable: {}", input.registry_error.unwrap_or("no error was given")));
+        out.incomplete.push(format!("registry unreadable: {}", input.registry_error.unwrap_or("no error was given")));
     }
     if !input.process_scan.available {
-        incomplete.push(format!(
+        out.incomplete.push(format!(
             "process listing unavailable: {}",
             input.process_scan.reason.as_deref().unwrap_or("no reason was given")
         ));
     }
-
     for row in &rows {
+        let probe = probes.get(&row.pid).copied().unwrap_or(PidProbe::Unknown);
         let (liveness, remote_unknown) = match input.hosts.remote_host_of(row) {
             Some(host) => remote_liveness(row, host, &input.hosts, input.now),
-            None => (liveness_of(row, input.process_scan, &observed, probe(row.pid)), None),
+            None => (liveness_of(row, input.process_scan, &observed, probe), None),
         };
-        let is_expected = expected.contains_key(row.profile.as_str());
         let health = match liveness {
-            Liveness::Alive if is_expected => Health::Running,
+            Liveness::Alive if expected.contains(row.profile.as_str()) => Health::Running,
             Liveness::Alive => Health::Unexpected,
             Liveness::Unknown => Health::Unknown,
             _ => Health::Stale,
@@ -381,27 +404,33 @@ pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) 
             health,
         };
         if let Some(why) = remote_unknown {
-            incomplete.push(format!("pid liveness unknown for {}: {why}", who(&member)));
+            out.incomplete.push(format!("pid liveness unknown for {}: {why}", who(&member)));
         } else if liveness == Liveness::Unknown && input.process_scan.available {
-            incomplete.push(format!("pid liveness unknown for {}", who(&member)));
+            out.incomplete.push(format!("pid liveness unknown for {}", who(&member)));
         }
         match health {
-            Health::Running => running.push((member, *row)),
-            Health::Unexpected => unexpected.push((member, *row)),
-            _ => stale.push(member),
+            Health::Running => out.running.push((member, *row)),
+            Health::Unexpected => out.unexpected.push((member, *row)),
+            _ => out.stale.push(member),
         }
     }
+    out.stale.sort_by(|a, b| (&a.namespace, &a.profile, a.pid).cmp(&(&b.namespace, &b.profile, b.pid)));
+    out.rows = rows;
+    out
+}
 
-    // Everything corroborated counts for cohort, revision and binding, expected or not.
-    let live: Vec<&(MemberRow, &RuntimeRecord)> = running.iter().chain(unexpected.iter()).collect();
-
-    let mut by_profile: BTreeMap<&str, Vec<&(MemberRow, &RuntimeRecord)>> = BTreeMap::new();
-    for entry in &running {
+/// Stage 2: the roster against the running rows — each member's instances, the missing
+/// ones, the duplicated profiles.
+fn count_members(
+    input: &InventoryInput<'_>,
+    c: &Corroborated<'_>,
+) -> (Vec<ConfiguredMember>, Vec<ConfiguredMember>, Vec<DuplicateMember>) {
+    let mut by_profile: BTreeMap<&str, Vec<&Live<'_>>> = BTreeMap::new();
+    for entry in &c.running {
         by_profile.entry(entry.0.profile.as_str()).or_default().push(entry);
     }
     let unknown_profiles: BTreeSet<&str> =
-        stale.iter().filter(|m| m.health == Health::Unknown).map(|m| m.profile.as_str()).collect();
-
+        c.stale.iter().filter(|m| m.health == Health::Unknown).map(|m| m.profile.as_str()).collect();
     let mut roster: Vec<&RosterMember> = input.roster.iter().collect();
     roster.sort();
     let configured: Vec<ConfiguredMember> = roster
@@ -431,7 +460,6 @@ pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) 
         })
         .collect();
     let missing: Vec<ConfiguredMember> = configured.iter().filter(|c| c.health == Health::Missing).cloned().collect();
-
     let duplicates: Vec<DuplicateMember> = by_profile
         .iter()
         .filter(|(_, v)| v.len() > 1)
@@ -451,11 +479,22 @@ pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) 
             DuplicateMember { profile: (*profile).to_owned(), instance_count: v.len(), pids, instances }
         })
         .collect();
+    (configured, missing, duplicates)
+}
 
+/// Stage 3: one cohort, one revision? Unknown ones go to `incomplete`.
+struct Coherence {
+    cohort_ids: BTreeSet<String>,
+    single_cohort: Option<bool>,
+    mixed_cohort: Option<bool>,
+    revisions: BTreeSet<String>,
+}
+
+fn coherence(live: &[&Live<'_>], incomplete: &mut Vec<String>) -> Coherence {
     let mut cohort_ids = BTreeSet::new();
     let mut cohort_unknown = false;
     let mut revisions = BTreeSet::new();
-    for (m, _) in &live {
+    for (m, _) in live {
         match &m.cohort_id {
             Some(c) => {
                 cohort_ids.insert(c.clone());
@@ -477,40 +516,48 @@ pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) 
     } else {
         (Some(cohort_ids.len() == 1), Some(cohort_ids.len() > 1))
     };
+    Coherence { cohort_ids, single_cohort, mixed_cohort, revisions }
+}
 
-    let mut binding_mismatches = Vec::new();
-    if let Some(b) = input.expected_binding {
-        for (m, row) in &live {
-            let fields = [("remote", &row.remote, &b.remote), ("org", &row.org, &b.org), ("repo", &row.repo, &b.repo)];
-            let absent: Vec<&str> = fields.iter().filter(|(_, got, _)| got.is_none()).map(|(n, _, _)| *n).collect();
-            let wrong: Vec<String> = fields
-                .iter()
-                .filter_map(|(n, got, want)| match got {
-                    Some(g) if g != *want => Some(format!("{n} {g:?}, expected {want:?}")),
-                    _ => None,
-                })
-                .collect();
-            let reason = if !absent.is_empty() {
-                format!("binding incomplete: {} not recorded", absent.join(", "))
-            } else if !wrong.is_empty() {
-                format!("bound to another repository: {}", wrong.join(", "))
-            } else {
-                continue;
-            };
-            binding_mismatches.push(BindingMismatch {
-                runtime_id: m.runtime_id.clone(),
-                profile: m.profile.clone(),
-                pid: m.pid,
-                remote: row.remote.clone(),
-                org: row.org.clone(),
-                repo: row.repo.clone(),
-                reason,
-            });
-        }
+/// Stage 4a: rows not bound to the expected repository.
+fn binding_mismatches(expected: Option<&Binding>, live: &[&Live<'_>]) -> Vec<BindingMismatch> {
+    let Some(b) = expected else { return Vec::new() };
+    let mut out = Vec::new();
+    for (m, row) in live {
+        let fields = [("remote", &row.remote, &b.remote), ("org", &row.org, &b.org), ("repo", &row.repo, &b.repo)];
+        let absent: Vec<&str> = fields.iter().filter(|(_, got, _)| got.is_none()).map(|(n, _, _)| *n).collect();
+        let wrong: Vec<String> = fields
+            .iter()
+            .filter_map(|(n, got, want)| match got {
+                Some(g) if g != *want => Some(format!("{n} {g:?}, expected {want:?}")),
+                _ => None,
+            })
+            .collect();
+        let reason = if !absent.is_empty() {
+            format!("binding incomplete: {} not recorded", absent.join(", "))
+        } else if !wrong.is_empty() {
+            format!("bound to another repository: {}", wrong.join(", "))
+        } else {
+            continue;
+        };
+        out.push(BindingMismatch {
+            runtime_id: m.runtime_id.clone(),
+            profile: m.profile.clone(),
+            pid: m.pid,
+            remote: row.remote.clone(),
+            org: row.org.clone(),
+            repo: row.repo.clone(),
+            reason,
+        });
     }
+    out
+}
 
-    let mut role_mismatches = Vec::new();
-    for (m, _) in &running {
+/// Stage 4b: running rows whose role or namespace disagrees with their roster entry.
+fn role_mismatches(roster: &[RosterMember], running: &[Live<'_>]) -> Vec<RoleMismatch> {
+    let expected: BTreeMap<&str, &RosterMember> = roster.iter().map(|m| (m.profile.as_str(), m)).collect();
+    let mut out = Vec::new();
+    for (m, _) in running {
         let Some(e) = expected.get(m.profile.as_str()) else { continue };
         let mut wrong = Vec::new();
         if e.role != m.role {
@@ -520,7 +567,7 @@ pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) 
             wrong.push(format!("serves namespace {:?}, the roster says {:?}", m.namespace, e.namespace));
         }
         if !wrong.is_empty() {
-            role_mismatches.push(RoleMismatch {
+            out.push(RoleMismatch {
                 runtime_id: m.runtime_id.clone(),
                 profile: m.profile.clone(),
                 pid: m.pid,
@@ -532,19 +579,38 @@ pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) 
             });
         }
     }
+    out
+}
 
-    // This host's scan is checked against this host's rows only: a pid on
-    // another host says nothing about a local process with the same number.
+/// Stage 5: this host's fleet processes no row of this host claims. This host's scan is
+/// checked against this host's rows only: a pid on another host says nothing about a
+/// local process with the same number.
+fn unregistered(
+    input: &InventoryInput<'_>,
+    rows: &[&RuntimeRecord],
+    incomplete: &mut Vec<String>,
+) -> Vec<ObservedProcess> {
     let claimed: BTreeSet<i64> =
         rows.iter().filter(|r| input.hosts.remote_host_of(r).is_none()).map(|r| r.pid).collect();
-    let unregistered: Vec<ObservedProcess> =
+    let found: Vec<ObservedProcess> =
         input.process_scan.processes.iter().filter(|p| !claimed.contains(&p.pid)).cloned().collect();
-    for p in &unregistered {
+    for p in &found {
         incomplete.push(format!("unregistered fleet process pid {} ({})", p.pid, p.command));
     }
+    found
+}
 
+/// Stage 6: why the gate is closed, every category named apart.
+fn blocking_reasons(
+    duplicates: &[DuplicateMember],
+    missing: &[ConfiguredMember],
+    unexpected: &[Live<'_>],
+    coherent: &Coherence,
+    bindings: &[BindingMismatch],
+    roles: &[RoleMismatch],
+) -> Vec<String> {
     let mut blocked = Vec::new();
-    for d in &duplicates {
+    for d in duplicates {
         let detail: Vec<String> = d
             .instances
             .iter()
@@ -557,54 +623,65 @@ pub fn classify_fleet_inventory(input: &InventoryInput<'_>, probe: &dyn Fn(i64) 
             detail.join(", ")
         ));
     }
-    for m in &missing {
+    for m in missing {
         blocked.push(format!("missing member {} ({}): no running instance", m.profile, m.namespace));
     }
-    for (m, _) in &unexpected {
+    for (m, _) in unexpected {
         blocked.push(format!("unexpected member {}: not in the roster", who(m)));
     }
-    if mixed_cohort == Some(true) {
-        blocked.push(format!("mixed cohort: {}", cohort_ids.iter().cloned().collect::<Vec<_>>().join(", ")));
+    if coherent.mixed_cohort == Some(true) {
+        blocked.push(format!("mixed cohort: {}", coherent.cohort_ids.iter().cloned().collect::<Vec<_>>().join(", ")));
     }
-    if revisions.len() > 1 {
-        blocked.push(format!("mixed revision: {}", revisions.iter().cloned().collect::<Vec<_>>().join(", ")));
+    if coherent.revisions.len() > 1 {
+        blocked.push(format!("mixed revision: {}", coherent.revisions.iter().cloned().collect::<Vec<_>>().join(", ")));
     }
-    for b in &binding_mismatches {
+    for b in bindings {
         blocked.push(format!("repository binding mismatch for {} pid {}: {}", b.profile, b.pid, b.reason));
     }
-    for r in &role_mismatches {
+    for r in roles {
         blocked.push(format!("role mismatch for {} pid {}: {}", r.profile, r.pid, r.reason));
     }
-    let mut blocked_reasons = incomplete.clone();
-    blocked_reasons.extend(blocked);
+    blocked
+}
 
-    let inventory_complete = incomplete.is_empty();
-    let satisfied = blocked_reasons.is_empty();
-    let exactly_one_per_profile = configured.iter().all(|c| c.instance_count == 1);
-    stale.sort_by(|a, b| (&a.namespace, &a.profile, a.pid).cmp(&(&b.namespace, &b.profile, b.pid)));
-    let running_members: Vec<MemberRow> = running.into_iter().map(|(m, _)| m).collect();
-    let unexpected_members: Vec<MemberRow> = unexpected.into_iter().map(|(m, _)| m).collect();
+/// Classify one snapshot given each running row's probe result (a pid missing from
+/// `probes` is unknown), in stages: corroborate the rows, count the members, check
+/// cohort, revision, binding and roles, find unregistered processes, name the blockers.
+pub fn classify_with_probes(input: &InventoryInput<'_>, probes: &BTreeMap<i64, PidProbe>) -> FleetInventory {
+    let mut c = corroborate(input, probes);
+    let (configured, missing, duplicates) = count_members(input, &c);
+    // Everything corroborated counts for cohort, revision and binding, expected or not.
+    let live: Vec<&Live<'_>> = c.running.iter().chain(c.unexpected.iter()).collect();
+    let coherent = coherence(&live, &mut c.incomplete);
+    let bindings = binding_mismatches(input.expected_binding, &live);
+    let roles = role_mismatches(input.roster, &c.running);
+    let unregistered = unregistered(input, &c.rows, &mut c.incomplete);
+    let blocked = blocking_reasons(&duplicates, &missing, &c.unexpected, &coherent, &bindings, &roles);
+    let mut blocked_reasons = c.incomplete.clone();
+    blocked_reasons.extend(blocked);
+    let running_members: Vec<MemberRow> = c.running.into_iter().map(|(m, _)| m).collect();
+    let unexpected_members: Vec<MemberRow> = c.unexpected.into_iter().map(|(m, _)| m).collect();
     FleetInventory {
         running_member_count: running_members.len(),
         no_unexpected_members: unexpected_members.is_empty(),
+        exactly_one_per_profile: configured.iter().all(|m| m.instance_count == 1),
         configured_members: configured,
         running_members,
         missing_members: missing,
         duplicate_members: duplicates,
         unexpected_members,
-        stale_members: stale,
+        stale_members: c.stale,
         unregistered_processes: unregistered,
-        exactly_one_per_profile,
-        single_cohort,
-        mixed_cohort,
-        cohort_ids: cohort_ids.into_iter().collect(),
-        mixed_revision: revisions.len() > 1,
-        startup_revisions: revisions.into_iter().collect(),
-        repository_binding_mismatches: binding_mismatches,
-        role_mismatches,
-        inventory_complete,
-        incomplete_reasons: incomplete,
-        mutation_gate_satisfied: satisfied,
+        single_cohort: coherent.single_cohort,
+        mixed_cohort: coherent.mixed_cohort,
+        cohort_ids: coherent.cohort_ids.into_iter().collect(),
+        mixed_revision: coherent.revisions.len() > 1,
+        startup_revisions: coherent.revisions.into_iter().collect(),
+        repository_binding_mismatches: bindings,
+        role_mismatches: roles,
+        inventory_complete: c.incomplete.is_empty(),
+        incomplete_reasons: c.incomplete,
+        mutation_gate_satisfied: blocked_reasons.is_empty(),
         blocked_reason: blocked_reasons.first().cloned(),
         blocked_reasons,
         mutations_performed: Vec::new(),

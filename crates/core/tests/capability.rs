@@ -96,7 +96,7 @@ const STALE: &str = "stale-runtime: gitea-author (pid 1) started at revision a, 
 struct Case {
     class: ToolClass,
     permitted: bool,
-    diagnostics: Vec<String>,
+    diagnostics: Vec<fleetgate_core::diagnostics::Diagnostic>,
     provenance: Provenance,
     inventory: FleetInventory,
 }
@@ -258,7 +258,7 @@ proptest! {
         let case = Case {
             class: ToolClass::Mutating,
             permitted,
-            diagnostics: diag.map(|d| vec![d.to_owned()]).unwrap_or_default(),
+            diagnostics: diag.map(|d| vec![d.into()]).unwrap_or_default(),
             provenance,
             inventory: if dup { duplicate_fleet() } else { open_fleet() },
         };

@@ -97,17 +97,48 @@ impl RawHttp {
     }
 }
 
-/// A configuration that could not be used.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError(pub String);
+/// Why a roster could not be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RosterErrorKind {
+    /// The file could not be read.
+    Unreadable,
+    /// It is not valid TOML, or has a key the roster does not know.
+    Syntax,
+    /// It parses, but a value is not acceptable (an empty roster, a duplicate profile, …).
+    Invalid,
+}
 
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+/// A roster (configuration file) that could not be used: the file, the line where known,
+/// and the reason, in one message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RosterError {
+    kind: RosterErrorKind,
+    message: String,
+}
+
+impl RosterError {
+    fn new(kind: RosterErrorKind, message: String) -> Self {
+        Self { kind, message }
+    }
+
+    fn invalid(message: String) -> Self {
+        Self::new(RosterErrorKind::Invalid, message)
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> RosterErrorKind {
+        self.kind
     }
 }
 
-impl std::error::Error for ConfigError {}
+impl std::fmt::Display for RosterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RosterError {}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -179,21 +210,24 @@ impl FleetConfig {
     }
 
     /// Parse a configuration file's text; `source` names it in errors.
-    pub fn parse(text: &str, source: &str) -> Result<Self, ConfigError> {
+    pub fn parse(text: &str, source: &str) -> Result<Self, RosterError> {
         let raw: RawFile = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of(text, s.start));
             let msg = e.message().trim().to_owned();
-            ConfigError(match line {
-                Some(l) => format!("{source}:{l}: {msg}"),
-                None => format!("{source}: {msg}"),
-            })
+            RosterError::new(
+                RosterErrorKind::Syntax,
+                match line {
+                    Some(l) => format!("{source}:{l}: {msg}"),
+                    None => format!("{source}: {msg}"),
+                },
+            )
         })?;
         let builtin = Self::builtin();
         let fleet = raw.fleet;
         let get = |f: fn(&RawFleet) -> Option<String>| fleet.as_ref().and_then(f);
         let env_prefix = get(|f| f.env_prefix.clone()).unwrap_or(builtin.env_prefix);
         let ttl = fleet.as_ref().and_then(|f| f.heartbeat_ttl_seconds).unwrap_or(builtin.heartbeat_ttl_seconds);
-        let err = |why: String| ConfigError(format!("{source}: {why}"));
+        let err = |why: String| RosterError::invalid(format!("{source}: {why}"));
         if env_prefix.is_empty()
             || !env_prefix.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
         {
@@ -224,11 +258,13 @@ impl FleetConfig {
             let profile = m.profile.into_inner();
             for (field, value) in [("namespace", &m.namespace), ("profile", &profile), ("role", &m.role)] {
                 if value.trim().is_empty() {
-                    return Err(ConfigError(format!("{source}:{line}: member {field} must not be empty")));
+                    return Err(RosterError::invalid(format!("{source}:{line}: member {field} must not be empty")));
                 }
             }
             if !seen.insert(profile.clone()) {
-                return Err(ConfigError(format!("{source}:{line}: duplicate profile {profile:?} in the roster")));
+                return Err(RosterError::invalid(format!(
+                    "{source}:{line}: duplicate profile {profile:?} in the roster"
+                )));
             }
             members.push(Member { namespace: m.namespace, profile, role: m.role });
         }
@@ -237,7 +273,7 @@ impl FleetConfig {
             .supervision
             .unwrap_or_default()
             .validate()
-            .map_err(|e| ConfigError(format!("{source}: [supervision]: {e}")))?;
+            .map_err(|e| RosterError::invalid(format!("{source}: [supervision]: {e}")))?;
         if let Some(unknown) = raw.roles.keys().find(|r| !members.iter().any(|m| &m.role == *r)) {
             return Err(err(format!("[roles.{unknown}] names a role no member of the roster has")));
         }
@@ -264,7 +300,7 @@ impl FleetConfig {
 
     /// Load `explicit`, else the user's config file if it exists, else the
     /// built-in roster.
-    pub fn load(explicit: Option<&Path>, env: &EnvSnapshot) -> Result<Self, ConfigError> {
+    pub fn load(explicit: Option<&Path>, env: &EnvSnapshot) -> Result<Self, RosterError> {
         let path: PathBuf = match explicit {
             Some(p) => p.to_owned(),
             None => match fleetgate_host::paths::default_config_path(env) {
@@ -273,8 +309,8 @@ impl FleetConfig {
             },
         };
         let shown = path.display().to_string();
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| ConfigError(format!("cannot read config {shown}: {e}")))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| RosterError::new(RosterErrorKind::Unreadable, format!("cannot read config {shown}: {e}")))?;
         Self::parse(&text, &shown)
     }
 
@@ -349,7 +385,7 @@ role = "reviewer"
         assert!(!c.role_policy("reviewer").permits("git_commit"));
         assert!(c.role_policy("author").permits("git_commit"));
         assert_eq!(c.tools.read_only, ["git_status"]);
-        let e = FleetConfig::parse(&format!("{GOOD}\n[roles.janitor]\ndeny = []\n"), "f.toml").unwrap_err().0;
+        let e = FleetConfig::parse(&format!("{GOOD}\n[roles.janitor]\ndeny = []\n"), "f.toml").unwrap_err().to_string();
         assert!(e.contains("janitor"), "{e}");
         let http = format!("{GOOD}\n[http]\ntokens_file = \"tokens\"\nmax_attachments = 8\n");
         let c = FleetConfig::parse(&http, "/etc/fleetgate/fleet.toml").unwrap();
@@ -360,29 +396,30 @@ role = "reviewer"
     #[test]
     fn bad_files_name_the_file_line_and_reason() {
         let unknown = GOOD.replace("tool_prefix", "tool_prefx");
-        let e = FleetConfig::parse(&unknown, "f.toml").unwrap_err().0;
+        let e = FleetConfig::parse(&unknown, "f.toml").unwrap_err().to_string();
         assert!(e.starts_with("f.toml:5:") && e.contains("tool_prefx"), "{e}");
 
         let dup = GOOD.replace("prgs-reviewer", "prgs-author");
-        let e = FleetConfig::parse(&dup, "f.toml").unwrap_err().0;
+        let e = FleetConfig::parse(&dup, "f.toml").unwrap_err().to_string();
         assert!(e.contains("f.toml:21:") && e.contains("duplicate profile"), "{e}");
 
-        let e = FleetConfig::parse("[fleet]\nname = \"x\"\n", "f.toml").unwrap_err().0;
+        let e = FleetConfig::parse("[fleet]\nname = \"x\"\n", "f.toml").unwrap_err().to_string();
         assert!(e.contains("roster is empty"), "{e}");
 
-        let e = FleetConfig::parse("[fleet\n", "f.toml").unwrap_err().0;
+        let e = FleetConfig::parse("[fleet\n", "f.toml").unwrap_err().to_string();
         assert!(e.starts_with("f.toml:1:"), "{e}");
 
-        let e = FleetConfig::parse(&GOOD.replace("= 900", "= -1"), "f.toml").unwrap_err().0;
+        let e = FleetConfig::parse(&GOOD.replace("= 900", "= -1"), "f.toml").unwrap_err().to_string();
         assert!(e.contains("heartbeat_ttl_seconds"), "{e}");
 
         let bad = format!("{GOOD}\n[supervision]\nfailure_budget = 0\n");
-        let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().0;
+        let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().to_string();
         assert!(e.contains("[supervision]") && e.contains("failure_budget"), "{e}");
-        let e = FleetConfig::parse(&format!("{GOOD}\n[http]\nmax_attachments = 0\n"), "f.toml").unwrap_err().0;
+        let e =
+            FleetConfig::parse(&format!("{GOOD}\n[http]\nmax_attachments = 0\n"), "f.toml").unwrap_err().to_string();
         assert!(e.contains("max_attachments must be 1 to"), "{e}");
         let bad = format!("{GOOD}\n[supervision]\nbackoff = [1]\n");
-        let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().0;
+        let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().to_string();
         assert!(e.contains("backoff"), "{e}");
     }
 }

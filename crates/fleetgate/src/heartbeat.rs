@@ -1,20 +1,23 @@
-//! The heartbeat supervisor: one per attached worker, renewing its lease on
-//! its own OS thread so no MCP I/O loop ever waits on a store write.
+//! The heartbeat supervisor: one per attached worker, renewing its lease in a loop that
+//! runs as a task of the supervision crate's [`Supervisor`] (SPEC §5: the gateway's own
+//! loops are supervised), so thousands of workers cost tasks, not OS threads.
 //!
-//! The decisions (what a result does, when to stop for good) are
-//! [`fleetgate_core::heartbeat::BeatLedger`]'s; this is the thin shell that
-//! reads the clock, calls the store and waits — on a condition variable, so a
-//! `stop` is prompt and never waits out an interval.
+//! The decisions are sans-I/O cores: [`fleetgate_core::heartbeat::BeatLedger`] (what a
+//! result does, when to stop for good) and [`fleetgate_core::interval::Cadence`] (when the
+//! next beat is due). This is the thin shell: it reads the clock, runs each renewal on the
+//! blocking pool (no async worker and no MCP I/O loop ever waits on a store write), and
+//! halts on a cancellation token, so a `stop` is prompt and never waits out an interval.
 
 use fleetgate_core::heartbeat::{BeatAttempt, BeatLedger, BeatReport};
-use fleetgate_core::interval::heartbeat_interval_for;
+use fleetgate_core::interval::{Cadence, heartbeat_interval_for};
 use fleetgate_core::worker::HeartbeatRequest;
 use fleetgate_core::{Clock, Timestamp};
 use fleetgate_store::Store;
+use fleetgate_supervise::Supervisor;
 use serde::Serialize;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Everything a supervisor presents on each renewal.
 #[derive(Clone, Debug)]
@@ -123,8 +126,6 @@ struct State {
     ledger: BeatLedger,
     started: bool,
     running: bool,
-    stop_requested: bool,
-    thread: Option<JoinHandle<()>>,
     last_renewed_at: Option<Timestamp>,
 }
 
@@ -133,14 +134,30 @@ struct Shared {
     clock: Arc<dyn Clock>,
     request: HeartbeatRequest,
     ttl_seconds: f64,
-    interval_seconds: f64,
+    interval: Duration,
     state: Mutex<State>,
-    wake: Condvar,
+    /// Signalled when the loop exits, so `stop` can wait for it.
+    exited: Condvar,
+    /// Raised by `stop` and by a terminal refusal: the loop ends at its next await.
+    halt: CancellationToken,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record one answer (or failure) of the store; a terminal one halts the loop.
+    fn record(&self, attempt: BeatAttempt, now: Timestamp) -> BeatReport {
+        let mut s = self.lock();
+        let report = s.ledger.record(attempt);
+        if report.renewed {
+            s.last_renewed_at = Some(now);
+        }
+        if !s.ledger.may_beat() {
+            self.halt.cancel();
+        }
+        report
     }
 
     fn beat_once(&self) -> BeatReport {
@@ -151,58 +168,62 @@ impl Shared {
             return skipped;
         }
         let now = self.clock.now();
-        let attempt = match self.store.heartbeat(&self.request, now) {
-            Ok(outcome) => BeatAttempt::Answered(outcome),
-            // Only a refusal is terminal; a store that cannot answer may answer
-            // later, and meanwhile the lease expires on its own.
-            Err(e) => BeatAttempt::Transient(e.to_string()),
-        };
-        let mut s = self.lock();
-        let report = s.ledger.record(attempt);
-        if report.renewed {
-            s.last_renewed_at = Some(now);
-        }
-        if !s.ledger.may_beat() {
-            s.stop_requested = true;
-            self.wake.notify_all();
-        }
-        report
+        self.record(attempt(self.store.heartbeat(&self.request, now)), now)
     }
 
-    fn run(self: Arc<Self>) {
-        let interval = Duration::from_secs_f64(self.interval_seconds);
+    /// The loop: a [`Cadence`] says when; the renewal itself runs on the blocking pool,
+    /// so no async worker ever waits on a store write. Ends when halted.
+    async fn run(self: Arc<Self>, epoch: tokio::time::Instant) -> Result<(), String> {
+        let mut cadence = Cadence::new(self.interval, epoch.elapsed());
         loop {
-            let guard = self.lock();
-            let (guard, _) =
-                self.wake.wait_timeout_while(guard, interval, |s| !s.stop_requested).unwrap_or_else(|e| e.into_inner());
-            if guard.stop_requested {
-                break;
+            let due = epoch + cadence.poll_timeout();
+            tokio::select! {
+                () = self.halt.cancelled() => return Ok(()),
+                () = tokio::time::sleep_until(due) => {}
             }
-            drop(guard);
-            self.beat_once();
+            if !cadence.handle_timeout(epoch.elapsed()) {
+                continue;
+            }
+            let shared = Arc::clone(&self);
+            let now = shared.clock.now();
+            let answered = tokio::task::spawn_blocking(move || shared.store.heartbeat(&shared.request, now))
+                .await
+                .map_err(|e| format!("the renewal task failed: {e}"))?;
+            self.record(attempt(answered), now);
         }
-        let mut s = self.lock();
-        s.running = false;
-        self.wake.notify_all();
+    }
+
+    fn exited(&self) {
+        self.lock().running = false;
+        self.exited.notify_all();
+    }
+}
+
+/// Only a refusal is terminal; a store that cannot answer may answer later, and
+/// meanwhile the lease expires on its own.
+fn attempt(answered: Result<fleetgate_core::worker::HeartbeatOutcome, fleetgate_store::StoreError>) -> BeatAttempt {
+    match answered {
+        Ok(outcome) => BeatAttempt::Answered(outcome),
+        Err(e) => BeatAttempt::Transient(e.to_string()),
     }
 }
 
 /// Renews one worker's lease every interval until stopped or fenced.
 #[derive(Clone)]
-pub struct HeartbeatSupervisor {
+pub struct WorkerHeartbeat {
     shared: Arc<Shared>,
 }
 
-impl std::fmt::Debug for HeartbeatSupervisor {
+impl std::fmt::Debug for WorkerHeartbeat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HeartbeatSupervisor")
+        f.debug_struct("WorkerHeartbeat")
             .field("worker_identity", &self.shared.request.worker_identity)
-            .field("interval_seconds", &self.shared.interval_seconds)
+            .field("interval", &self.shared.interval)
             .finish_non_exhaustive()
     }
 }
 
-impl HeartbeatSupervisor {
+impl WorkerHeartbeat {
     /// A supervisor for one registration. Not started.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, params: HeartbeatParams) -> Self {
         let interval_seconds = heartbeat_interval_for(params.ttl_seconds, params.interval_override.as_deref());
@@ -220,16 +241,17 @@ impl HeartbeatSupervisor {
                 clock,
                 request,
                 ttl_seconds: params.ttl_seconds,
-                interval_seconds,
+                interval: Duration::from_secs_f64(interval_seconds),
                 state: Mutex::new(State::default()),
-                wake: Condvar::new(),
+                exited: Condvar::new(),
+                halt: CancellationToken::new(),
             }),
         }
     }
 
     /// Seconds between beats.
     pub fn interval_seconds(&self) -> f64 {
-        self.shared.interval_seconds
+        self.shared.interval.as_secs_f64()
     }
 
     /// Why beating stopped, if it did.
@@ -242,9 +264,11 @@ impl HeartbeatSupervisor {
         self.shared.beat_once()
     }
 
-    /// Start the loop; idempotent. Refuses after any stop: a stopped or fenced
-    /// worker never beats its way back.
-    pub fn start(&self) -> StartOutcome {
+    /// Start the loop as a task of `supervisor` (its own task and flow, `heartbeat:ID`:
+    /// a loop that keeps failing is restarted with backoff, then quarantined, without
+    /// touching any other worker's); idempotent. Refuses after any stop: a stopped or
+    /// fenced worker never beats its way back.
+    pub fn start(&self, supervisor: &Supervisor) -> StartOutcome {
         let mut s = self.shared.lock();
         if !s.ledger.may_beat() {
             return StartOutcome { started: false, already_running: false };
@@ -252,43 +276,50 @@ impl HeartbeatSupervisor {
         if s.running {
             return StartOutcome { started: true, already_running: true };
         }
+        let name = self.task_name();
         let shared = Arc::clone(&self.shared);
-        let spawned = std::thread::Builder::new().name("fleetgate-heartbeat".into()).spawn(move || shared.run());
+        let epoch = tokio::time::Instant::now();
+        let spawned = supervisor.spawn(&name, &name, move || {
+            let shared = Arc::clone(&shared);
+            async move {
+                let ended = Arc::clone(&shared).run(epoch).await;
+                if ended.is_ok() {
+                    shared.exited();
+                }
+                ended
+            }
+        });
         match spawned {
-            Ok(handle) => {
+            Ok(()) => {
                 s.started = true;
                 s.running = true;
-                s.thread = Some(handle);
                 StartOutcome { started: true, already_running: false }
             }
             Err(e) => {
-                s.ledger.stop(format!("cannot start heartbeat thread: {e}"));
+                s.ledger.stop(format!("cannot start the heartbeat loop: {e}"));
                 StartOutcome { started: false, already_running: false }
             }
         }
     }
 
-    /// Stop for good; idempotent, the first reason is kept. Returns once the
-    /// loop has exited (bounded: a renewal in flight may finish first).
+    /// The supervisor task (and flow) of this worker's loop.
+    pub fn task_name(&self) -> String {
+        format!("heartbeat:{}", self.shared.request.worker_identity)
+    }
+
+    /// Stop for good; idempotent, the first reason is kept. Returns once the loop has
+    /// exited (bounded: a renewal in flight may finish first). Call it off the async
+    /// workers (it waits).
     pub fn stop(&self, reason: &str) {
         let mut s = self.shared.lock();
         s.ledger.stop(reason);
-        s.stop_requested = true;
-        self.shared.wake.notify_all();
-        let handle = s.thread.take();
+        self.shared.halt.cancel();
         let (mut s, _) = self
             .shared
-            .wake
+            .exited
             .wait_timeout_while(s, Duration::from_secs(35), |s| s.running)
             .unwrap_or_else(|e| e.into_inner());
         s.running = false;
-        drop(s);
-        if let Some(h) = handle
-            && h.thread().id() != std::thread::current().id()
-            && h.is_finished()
-        {
-            let _ = h.join();
-        }
     }
 
     /// The current status.
@@ -304,18 +335,18 @@ impl HeartbeatSupervisor {
             stopped_reason: s.ledger.stopped_reason.clone(),
             worker_identity: Some(self.shared.request.worker_identity.clone()),
             heartbeat_ttl_seconds: Some(self.shared.ttl_seconds),
-            heartbeat_interval_seconds: Some(self.shared.interval_seconds),
+            heartbeat_interval_seconds: Some(self.interval_seconds()),
             last_renewed_at: s.last_renewed_at,
             reasons: Vec::new(),
         }
     }
 }
 
-impl HeartbeatStatusSource for HeartbeatSupervisor {
+impl HeartbeatStatusSource for WorkerHeartbeat {
     fn status(&self) -> Result<HeartbeatStatus, String> {
         if self.shared.state.is_poisoned() {
             return Err("the heartbeat state was poisoned by a panic".into());
         }
-        Ok(HeartbeatSupervisor::status(self))
+        Ok(WorkerHeartbeat::status(self))
     }
 }

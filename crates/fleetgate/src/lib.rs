@@ -1,16 +1,18 @@
 //! fleetgate: the control plane for fleets of LLM-client MCP servers.
 //!
-//! This crate is the imperative shell: the CLI, the roster configuration, the
-//! heartbeat supervisor's thread, and (later) the MCP gateway. Decisions are
-//! made in `fleetgate_core`; storage is `fleetgate_store`; the operating
-//! system is `fleetgate_host`.
+//! This crate is the imperative shell: the CLI (`cli`), the roster configuration
+//! (`config`), the gate every decision goes through (`gate`), the heartbeat loops
+//! (`heartbeat`), the audit writer (`audit`) and the MCP gateway's control plane
+//! (`serve`). Decisions are made in `fleetgate_core`; storage is `fleetgate_store`; the
+//! operating system is `fleetgate_host`; MCP is `fleetgate_gateway`.
+
+#![deny(missing_docs)]
 
 pub mod audit;
 pub mod cli;
 pub mod config;
+pub mod gate;
 pub mod heartbeat;
-pub mod observe;
-pub mod provenance;
 pub mod serve;
 
 use cli::args::{Cli, Command};
@@ -38,7 +40,7 @@ pub fn run_cli() -> ExitCode {
     if let Command::Serve(args) = &cli.command {
         // Stdout belongs to MCP from here: causes go to stderr only.
         let outcome = Ctx::resolve(&cli, fleetgate_host::env::capture(), Arc::new(fleetgate_host::clock::SystemClock))
-            .and_then(|ctx| serve::run_serve(&ctx, args));
+            .and_then(|ctx| cli::serve::run(&ctx, args));
         return match outcome {
             Ok(code) => ExitCode::from(code),
             Err(e) => {
@@ -74,8 +76,8 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
         Command::Worker(cmd) => cli::worker::run(ctx, cmd),
         Command::Runtime(cmd) => cli::runtime::run(ctx, cmd),
         Command::Env(cmd) => cli::gate::env(ctx, cmd),
-        Command::Capability { profile, tool, worker, read_only_hint } => {
-            cli::gate::capability(ctx, profile, tool, worker.as_deref(), *read_only_hint)
+        Command::Capability { profile, tool, worker, read_only_hint, arguments } => {
+            cli::gate::capability(ctx, profile, tool, worker.as_deref(), *read_only_hint, arguments.as_deref())
         }
         Command::Audit { since, limit } => cli::gate::audit(ctx, since.as_deref(), limit),
         Command::Inventory { answering_namespace } => cli::inventory::run(ctx, answering_namespace.as_deref()),

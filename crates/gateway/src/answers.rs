@@ -32,7 +32,7 @@ pub(crate) fn negotiate(requested: &ProtocolVersion) -> ProtocolVersion {
 /// Add the classification to a downstream tool: `readOnlyHint` is set to what the gate
 /// will treat it as (a mutating tool also gets `destructiveHint` unless it has one), and
 /// `_meta["fleetgate/classification"]` says `read_only` or `mutating`.
-pub(crate) fn annotate(mut tool: Tool, class: ToolClass) -> Tool {
+pub(crate) fn annotate(mut tool: Tool, class: ToolClass, extra: JsonObject) -> Tool {
     let mut annotations = tool.annotations.take().unwrap_or_default();
     match class {
         ToolClass::ReadOnly => {
@@ -46,6 +46,7 @@ pub(crate) fn annotate(mut tool: Tool, class: ToolClass) -> Tool {
     }
     tool.annotations = Some(annotations);
     let meta = tool.meta.get_or_insert_with(MetaObject::default);
+    meta.0.extend(extra);
     meta.0.insert(CLASSIFICATION_META_KEY.to_owned(), class.as_str().into());
     tool
 }
@@ -53,7 +54,7 @@ pub(crate) fn annotate(mut tool: Tool, class: ToolClass) -> Tool {
 /// The tool result of a refused call: text starting with the blocker literal, then the
 /// reasons and the operator action; the decision also as `_meta["fleetgate/gate"]`.
 pub(crate) fn refusal(tool: &str, class: ToolClass, decision: &GateDecision) -> CallToolResult {
-    let kind = decision.blocker_kind.as_deref().unwrap_or("mutation_refused");
+    let kind = decision.blocker_kind.map_or("mutation_refused", |k| k.as_str());
     let mut text = format!("{kind}: `{tool}` ({class}) was refused by the fleet's mutation gate.");
     if !decision.reasons.is_empty() {
         text.push_str("\nreasons:");
@@ -186,7 +187,7 @@ mod tests {
     #[test]
     fn refusal_text_starts_with_the_blocker_and_names_reasons_and_action() {
         let decision = GateDecision::refuse(
-            "fleet_inventory_blocked",
+            crate::control::BlockerKind::FleetInventoryBlocked,
             vec!["gitea-merger is missing".to_owned()],
             Some("start the merger".to_owned()),
         );
@@ -200,12 +201,12 @@ mod tests {
 
     #[test]
     fn annotation_overrides_the_hint_and_records_the_class() {
-        let tool = annotate(Tool::default(), ToolClass::Mutating);
+        let tool = annotate(Tool::default(), ToolClass::Mutating, Default::default());
         let json = serde_json::to_value(&tool).unwrap();
         assert_eq!(json["annotations"]["readOnlyHint"], false);
         assert_eq!(json["annotations"]["destructiveHint"], true);
         assert_eq!(json["_meta"]["fleetgate/classification"], "mutating");
-        let json = serde_json::to_value(annotate(Tool::default(), ToolClass::ReadOnly)).unwrap();
+        let json = serde_json::to_value(annotate(Tool::default(), ToolClass::ReadOnly, Default::default())).unwrap();
         assert_eq!(json["annotations"]["readOnlyHint"], true);
         assert_eq!(json["_meta"]["fleetgate/classification"], "read_only");
     }

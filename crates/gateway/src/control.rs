@@ -15,7 +15,9 @@
 //! from `tokio::task::spawn_blocking`, never on an MCP I/O loop, so a slow store delays the
 //! one call that needs it and nothing else.
 
-use rmcp::model::{CallToolResult, Tool};
+pub use fleetgate_core::BlockerKind;
+pub use fleetgate_core::capability::ToolClass;
+use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::{Map, Value};
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -30,7 +32,7 @@ use std::time::{Duration, SystemTime};
 pub trait ControlPlane: Send + Sync + 'static {
     /// Right after the client transport is bound (before any message is read): write this
     /// process's runtime row.
-    fn on_transport_bound(&self) -> Result<(), String>;
+    fn on_transport_bound(&self) -> Result<(), ControlError>;
 
     /// On an attachment's `initialize` (or, for the sessionless 2026-07-28 protocol, its
     /// first request): register its worker (client name from the environment or
@@ -38,7 +40,7 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// attachment; a second `initialize` on the same attachment is refused before it gets
     /// here. The id is the gateway's, so an attachment whose registration failed still has
     /// one, and [`decide`](Self::decide) for it must refuse mutations.
-    fn on_client_attach(&self, attachment: AttachmentId, client: &ClientAttach) -> Result<(), String>;
+    fn on_client_attach(&self, attachment: AttachmentId, client: &ClientAttach) -> Result<(), ControlError>;
 
     /// An attachment ended before the process does (an HTTP session closed or expired, a
     /// stateless client idle past its TTL): stop its heartbeat and retire its worker. Not called for attachments still open at
@@ -50,35 +52,60 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// life. A downstream tool with the same name is hidden behind the control tool.
     fn control_tools(&self) -> Vec<Tool>;
 
-    /// Answer a call of one of [`control_tools`](Self::control_tools) on `attachment` (whose
-    /// worker the runtime context shows). `downstream` is the
-    /// gateway's view of its child at the moment of the call, for the runtime context.
-    fn call_control_tool(
-        &self,
-        attachment: AttachmentId,
-        name: &str,
-        arguments: Map<String, Value>,
-        downstream: &DownstreamStatus,
-    ) -> CallToolResult;
+    /// Answer a call of one of [`control_tools`](Self::control_tools) (see [`ControlCall`]).
+    fn call_control_tool(&self, call: ControlCall<'_>) -> CallToolResult;
 
-    /// Whether the role may ever call this downstream tool. Tools it may not are left out
-    /// of `tools/list`; a direct call of one is still put to [`decide`](Self::decide).
-    fn role_permits(&self, tool: &str) -> bool;
-
-    /// Read-only or mutating, from the downstream's annotations (`readOnlyHint`) and the
-    /// profile's config. Unknown means mutating.
-    fn classify(&self, tool: &Tool) -> ToolClass;
+    /// How a downstream tool is listed to this role: whether at all (a tool the role may
+    /// never call is left out of `tools/list`; a direct call of one is still put to
+    /// [`decide`](Self::decide)), its class, and what the listing's `_meta` adds.
+    fn list_tool(&self, tool: &Tool) -> Listing;
 
     /// The mutation gate for one real call of a downstream tool on `attachment`, read-only
-    /// ones included (the role policy lives here too): the attachment's own worker is the
+    /// ones included (the role policy lives here too), judged from the whole call — the
+    /// tool's definition and the call's arguments: the attachment's own worker is the
     /// session evidence. Records the decision in the audit log itself, under that worker.
-    fn decide(&self, attachment: AttachmentId, tool: &str, class: ToolClass) -> GateDecision;
+    fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict;
 
     /// Orderly shutdown (stdin EOF, SIGTERM, SIGINT, the client transport failing): stop
     /// every attachment's heartbeat, retire their workers, mark the runtime row stopped.
     /// Called once, after the last call.
     fn on_shutdown(&self, reason: &str);
 }
+
+/// What kind of failure a control-plane call reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ControlErrorKind {
+    /// The store could not record what the call asked (the row, the worker).
+    Store,
+    /// A loop the call starts could not be started.
+    Supervision,
+}
+
+/// Why a control-plane call failed: its kind and the message naming the thing. The gateway
+/// logs it and keeps serving; the gate refuses what the failure leaves unproven.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlError {
+    /// What kind of failure.
+    pub kind: ControlErrorKind,
+    /// What failed, in words.
+    pub message: String,
+}
+
+impl ControlError {
+    /// A failure of `kind`.
+    pub fn new(kind: ControlErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+}
+
+impl fmt::Display for ControlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ControlError {}
 
 /// One client attachment of this process, numbered by the gateway from 1: the stdio client,
 /// one Streamable HTTP session, or one stateless HTTP client.
@@ -107,29 +134,58 @@ pub struct ClientAttach {
     pub principal: Option<String>,
 }
 
-/// How a tool is classified for the mutation gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ToolClass {
-    /// Reads only; never blocked by the fleet or session conditions.
-    ReadOnly,
-    /// May change shared state; passes the mutation gate first.
-    Mutating,
+/// A call of one of the control tools, on `attachment` (whose worker the runtime context
+/// shows).
+pub struct ControlCall<'a> {
+    /// The attachment that called.
+    pub attachment: AttachmentId,
+    /// The control tool's name, with the prefix.
+    pub name: &'a str,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+    /// The gateway's view of the attachment's downstream at the moment of the call.
+    pub downstream: &'a DownstreamStatus,
+    /// The attachment's downstream tool of a name, as the gateway last saw it listed (a
+    /// control tool that judges a tool by name reads its definition here).
+    pub known_tool: &'a (dyn Fn(&str) -> Option<Tool> + Sync),
 }
 
-impl ToolClass {
-    /// The wire literal: `read_only` or `mutating` (the `fleetgate/classification` value).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read_only",
-            Self::Mutating => "mutating",
-        }
-    }
-}
-
-impl fmt::Display for ToolClass {
+impl fmt::Debug for ControlCall<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.debug_struct("ControlCall")
+            .field("attachment", &self.attachment)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
+}
+
+/// One real call of a downstream tool: its definition and its arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct ToolCall<'a> {
+    /// The tool as the downstream defines it (annotations included).
+    pub tool: &'a Tool,
+    /// The call's arguments, as sent.
+    pub arguments: Option<&'a JsonObject>,
+}
+
+/// How a downstream tool is listed to the role.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Listing {
+    /// Listed at all (the role may call it for some arguments).
+    pub visible: bool,
+    /// Its classification, set as `readOnlyHint` and `_meta["fleetgate/classification"]`.
+    pub class: ToolClass,
+    /// More `_meta` for the listing (what the role may call it with, …).
+    pub meta: JsonObject,
+}
+
+/// The gate's answer for one call, with the class it judged the call as.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// The call's classification.
+    pub class: ToolClass,
+    /// Allowed, or refused with the blocker.
+    pub decision: GateDecision,
 }
 
 /// The mutation gate's answer for one call.
@@ -137,9 +193,9 @@ impl fmt::Display for ToolClass {
 pub struct GateDecision {
     /// Whether the call may go to the downstream.
     pub allowed: bool,
-    /// When refused: the blocker literal consumers switch on (`role_not_permitted`,
-    /// `fleet_inventory_blocked`, …). The refusal text starts with it.
-    pub blocker_kind: Option<String>,
+    /// When refused: the blocker consumers switch on (`role_not_permitted`,
+    /// `fleet_inventory_blocked`, …). The refusal text starts with its literal.
+    pub blocker_kind: Option<BlockerKind>,
     /// Why, one line each.
     pub reasons: Vec<String>,
     /// What the operator does to clear the blocker.
@@ -153,8 +209,8 @@ impl GateDecision {
     }
 
     /// A no, naming the blocker, the reasons and the operator action.
-    pub fn refuse(blocker_kind: impl Into<String>, reasons: Vec<String>, operator_action: Option<String>) -> Self {
-        Self { allowed: false, blocker_kind: Some(blocker_kind.into()), reasons, operator_action }
+    pub fn refuse(blocker_kind: BlockerKind, reasons: Vec<String>, operator_action: Option<String>) -> Self {
+        Self { allowed: false, blocker_kind: Some(blocker_kind), reasons, operator_action }
     }
 }
 

@@ -367,11 +367,12 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::{Engine, Limits, NotAdmitted, StatelessKey};
-    use crate::control::{AttachmentId, ClientAttach, ControlPlane, DownstreamStatus, GateDecision, ToolClass};
+    use crate::control::{
+        AttachmentId, ClientAttach, ControlCall, ControlPlane, GateDecision, Listing, ToolCall, ToolClass, Verdict,
+    };
     use crate::gateway::ServiceSettings;
     use crate::routes::ClientFacts;
     use rmcp::model::{CallToolResult, Implementation, Tool};
-    use serde_json::{Map, Value};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
@@ -380,10 +381,14 @@ mod tests {
     struct Recorder(Mutex<Vec<String>>);
 
     impl ControlPlane for Recorder {
-        fn on_transport_bound(&self) -> Result<(), String> {
+        fn on_transport_bound(&self) -> Result<(), crate::control::ControlError> {
             Ok(())
         }
-        fn on_client_attach(&self, attachment: AttachmentId, client: &ClientAttach) -> Result<(), String> {
+        fn on_client_attach(
+            &self,
+            attachment: AttachmentId,
+            client: &ClientAttach,
+        ) -> Result<(), crate::control::ControlError> {
             self.0.lock().unwrap().push(format!("attach {} {}", attachment.0, client.client_name));
             Ok(())
         }
@@ -393,23 +398,14 @@ mod tests {
         fn control_tools(&self) -> Vec<Tool> {
             Vec::new()
         }
-        fn call_control_tool(
-            &self,
-            _: AttachmentId,
-            _: &str,
-            _: Map<String, Value>,
-            _: &DownstreamStatus,
-        ) -> CallToolResult {
+        fn call_control_tool(&self, _: ControlCall<'_>) -> CallToolResult {
             CallToolResult::success(Vec::new())
         }
-        fn role_permits(&self, _: &str) -> bool {
-            true
+        fn list_tool(&self, _: &Tool) -> Listing {
+            Listing { visible: true, class: ToolClass::Mutating, meta: Default::default() }
         }
-        fn classify(&self, _: &Tool) -> ToolClass {
-            ToolClass::Mutating
-        }
-        fn decide(&self, _: AttachmentId, _: &str, _: ToolClass) -> GateDecision {
-            GateDecision::allow()
+        fn decide(&self, _: AttachmentId, _: &ToolCall<'_>) -> Verdict {
+            Verdict { class: ToolClass::Mutating, decision: GateDecision::allow() }
         }
         fn on_shutdown(&self, _: &str) {}
     }

@@ -7,9 +7,9 @@
 //! * A sessionless (2026-07-28) request has no `initialize`: over stdio it attaches the one
 //!   attachment at its first request; over HTTP it is served by its principal's stateless
 //!   attachment ([`crate::engine::Engine::stateless`]), made at its first request.
-//! * `tools/list`: the channel's downstream page, filtered by
-//!   [`ControlPlane::role_permits`] and annotated with [`crate::ControlPlane::classify`], with the
-//!   control tools in front of the first page; cursors pass through.
+//! * `tools/list`: the channel's downstream page, each tool listed (or hidden) and annotated
+//!   as [`crate::ControlPlane::list_tool`] says, with the control tools in front of the
+//!   first page; cursors pass through.
 //! * `tools/call`: control tools to [`crate::ControlPlane::call_control_tool`]; every downstream
 //!   tool, read-only ones included, through [`crate::ControlPlane::decide`] first — a call retried
 //!   with the input a result asked for is a new call, decided again.
@@ -25,7 +25,7 @@ use crate::answers::{
     unavailable_text, unknown_tool,
 };
 use crate::channel::Channel;
-use crate::control::ClientAttach;
+use crate::control::{ClientAttach, ControlCall, ToolCall, Verdict};
 use crate::downstream::Connection;
 use crate::engine::{Attachment, Engine, StatelessKey};
 use crate::routes::{ClientFacts, InFlight};
@@ -385,23 +385,20 @@ impl Gateway {
         Ok(result)
     }
 
-    /// Drop what the role may never call and what a control tool shadows; classify the
-    /// rest.
+    /// Drop what the role may never call and what a control tool shadows; annotate the
+    /// rest with their listing.
     async fn filter_and_annotate(&self, tools: Vec<Tool>) -> Result<Vec<Tool>, ErrorData> {
         let engine = self.engine.clone();
-        blocking("role_permits/classify", move || {
+        blocking("list_tool", move || {
             tools
                 .into_iter()
-                .filter(|tool| {
+                .filter_map(|tool| {
                     if engine.control_names.contains(tool.name.as_ref()) {
                         tracing::warn!(tool = %tool.name, "a downstream tool is shadowed by a control tool");
-                        return false;
+                        return None;
                     }
-                    engine.control.role_permits(&tool.name)
-                })
-                .map(|tool| {
-                    let class = engine.control.classify(&tool);
-                    annotate(tool, class)
+                    let listing = engine.control.list_tool(&tool);
+                    listing.visible.then(|| annotate(tool, listing.class, listing.meta))
                 })
                 .collect()
         })
@@ -454,8 +451,19 @@ impl Gateway {
             let arguments = request.params.arguments.clone().unwrap_or_default();
             let status = channel.status();
             let control = self.engine.control.clone();
-            let result =
-                blocking("call_control_tool", move || control.call_control_tool(id, &name, arguments, &status)).await?;
+            let state = channel.state.clone();
+            let generation = channel.link().map(|c| c.generation);
+            let result = blocking("call_control_tool", move || {
+                let known_tool = |tool: &str| generation.and_then(|g| state.known_tool(g, tool));
+                control.call_control_tool(ControlCall {
+                    attachment: id,
+                    name: &name,
+                    arguments,
+                    downstream: &status,
+                    known_tool: &known_tool,
+                })
+            })
+            .await?;
             return Ok(ServerResult::CallToolResult(result));
         }
         if !channel.has_downstream() {
@@ -471,13 +479,10 @@ impl Gateway {
             Err(error) => return self.call_failed(channel, &name, error),
         };
         let control = self.engine.control.clone();
-        let gated = name.clone();
-        let (class, decision) = blocking("classify/decide", move || {
-            let class = control.classify(&tool);
-            let decision = control.decide(id, &gated, class);
-            (class, decision)
-        })
-        .await?;
+        let arguments = request.params.arguments.clone();
+        let Verdict { class, decision } =
+            blocking("decide", move || control.decide(id, &ToolCall { tool: &tool, arguments: arguments.as_ref() }))
+                .await?;
         if !decision.allowed {
             tracing::info!(attachment = %id, tool = %name, %class, blocker = ?decision.blocker_kind,
                 "call refused by the gate");

@@ -2,9 +2,9 @@
 //! downstream MCP server, serving the fleet's control tools and putting every downstream
 //! `tools/call` to the control plane's mutation gate.
 //!
-//! The gateway is generic over the control plane: [`ControlPlane`] is the whole boundary
-//! (runtime row, worker registration, control tools, role policy, classification, the gate,
-//! shutdown). [`run`] and [`serve`] are the entry points; [`GatewayOptions`] is everything
+//! The gateway asks its control plane through one trait object: [`ControlPlane`] is the
+//! whole boundary (runtime row, worker registration, control tools, how a tool is listed,
+//! the gate on the whole call, shutdown). [`run`] and [`serve`] are the entry points; [`GatewayOptions`] is everything
 //! else the caller decides.
 //!
 //! * [`control`] — the boundary trait and the values that cross it.
@@ -41,7 +41,8 @@ mod timefmt;
 pub use answers::{CLASSIFICATION_META_KEY, DOWNSTREAM_TIMEOUT, DOWNSTREAM_UNAVAILABLE};
 pub use auth::{Principal, Principals, PrincipalsError};
 pub use control::{
-    AttachmentId, ClientAttach, ControlPlane, DownstreamState, DownstreamStatus, GateDecision, ToolClass,
+    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
+    DownstreamState, DownstreamStatus, GateDecision, Listing, ToolCall, ToolClass, Verdict,
 };
 pub use engine::Limits;
 pub use error::GatewayError;

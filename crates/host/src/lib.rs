@@ -7,25 +7,30 @@
 
 pub mod clock;
 pub mod env;
+mod error;
 pub mod git;
 pub mod paths;
 pub mod probe;
 pub mod procfs;
 
+pub use error::{HostError, HostErrorKind};
+
 /// This machine: its stable machine id and the kernel's id of the current
 /// boot. A row carrying both is tied to one host and one boot of it.
-pub fn host_identity() -> Result<(String, String), String> {
+pub fn host_identity() -> Result<(String, String), HostError> {
     let read = |paths: &[&str]| {
         paths
             .iter()
             .find_map(|p| std::fs::read_to_string(p).ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()))
-            .ok_or_else(|| format!("cannot read {}", paths.join(" or ")))
+            .ok_or_else(|| HostError::new(HostErrorKind::Unreadable, format!("cannot read {}", paths.join(" or "))))
     };
     Ok((read(&["/etc/machine-id", "/var/lib/dbus/machine-id"])?, read(&["/proc/sys/kernel/random/boot_id"])?))
 }
 
-/// A fresh boot id: 16 hex digits, new for every process start.
-pub fn boot_id() -> String {
+/// A fresh start id for this process: 16 hex digits, new for every process start (the
+/// runtime row's `boot_id`, which names a process start, not a kernel boot: that one is
+/// [`host_identity`]'s).
+pub fn start_id() -> String {
     format!("{:016x}", nonce() as u64)
 }
 

@@ -3,6 +3,7 @@
 //! so it is never later than the true start (a server that registered in the
 //! same second is never mistaken for a recycled pid).
 
+use crate::error::{HostError, HostErrorKind};
 use fleetgate_core::Timestamp;
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_core::procmatch::FleetMatcher;
@@ -27,11 +28,11 @@ pub struct ProcEntry {
 pub trait ProcessSource {
     /// Every process with a command line (kernel threads have none), or why
     /// the listing cannot be made.
-    fn entries(&self) -> Result<Vec<ProcEntry>, String>;
+    fn entries(&self) -> Result<Vec<ProcEntry>, HostError>;
     /// One process, if it exists.
     fn entry(&self, pid: i64) -> Option<ProcEntry>;
     /// Another process's environment, or why it cannot be read.
-    fn environ(&self, pid: i64) -> Result<EnvSnapshot, String>;
+    fn environ(&self, pid: i64) -> Result<EnvSnapshot, HostError>;
 }
 
 /// `/proc` (or another procfs mount, for tests).
@@ -52,12 +53,13 @@ impl ProcFs {
         Self { root: root.into() }
     }
 
-    fn boot_time(&self) -> Result<i64, String> {
+    fn boot_time(&self) -> Result<i64, HostError> {
         let path = self.root.join("stat");
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| HostError::new(HostErrorKind::Unreadable, format!("cannot read {}: {e}", path.display())))?;
         text.lines()
             .find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse().ok()))
-            .ok_or_else(|| format!("{} has no btime line", path.display()))
+            .ok_or_else(|| HostError::new(HostErrorKind::Malformed, format!("{} has no btime line", path.display())))
     }
 
     fn read_entry(&self, dir: &Path, pid: i64, boot: i64, ticks: i64) -> Option<ProcEntry> {
@@ -82,13 +84,16 @@ fn clock_ticks() -> i64 {
 }
 
 impl ProcessSource for ProcFs {
-    fn entries(&self) -> Result<Vec<ProcEntry>, String> {
+    fn entries(&self) -> Result<Vec<ProcEntry>, HostError> {
         let boot = self.boot_time()?;
         let ticks = clock_ticks();
-        let dir = std::fs::read_dir(&self.root).map_err(|e| format!("cannot list {}: {e}", self.root.display()))?;
+        let unlisted = |e: std::io::Error| {
+            HostError::new(HostErrorKind::Unreadable, format!("cannot list {}: {e}", self.root.display()))
+        };
+        let dir = std::fs::read_dir(&self.root).map_err(unlisted)?;
         let mut out = Vec::new();
         for item in dir {
-            let item = item.map_err(|e| format!("cannot list {}: {e}", self.root.display()))?;
+            let item = item.map_err(unlisted)?;
             let Some(pid) = item.file_name().to_str().and_then(|n| n.parse::<i64>().ok()) else { continue };
             // A process may exit mid-scan; what vanished is simply not there.
             if let Some(e) = self.read_entry(&item.path(), pid, boot, ticks) {
@@ -104,9 +109,10 @@ impl ProcessSource for ProcFs {
         self.read_entry(&self.root.join(pid.to_string()), pid, boot, clock_ticks())
     }
 
-    fn environ(&self, pid: i64) -> Result<EnvSnapshot, String> {
+    fn environ(&self, pid: i64) -> Result<EnvSnapshot, HostError> {
         let path = self.root.join(pid.to_string()).join("environ");
-        let raw = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let raw = std::fs::read(&path)
+            .map_err(|e| HostError::new(HostErrorKind::Unreadable, format!("cannot read {}: {e}", path.display())))?;
         Ok(EnvSnapshot::from_pairs(raw.split(|b| *b == 0).filter(|s| !s.is_empty()).filter_map(|kv| {
             let kv = String::from_utf8_lossy(kv);
             kv.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -119,7 +125,7 @@ impl ProcessSource for ProcFs {
 pub fn scan_fleet(source: &dyn ProcessSource, matcher: &FleetMatcher) -> ProcessScan {
     let entries = match source.entries() {
         Ok(e) => e,
-        Err(why) => return ProcessScan::unavailable(why),
+        Err(why) => return ProcessScan::unavailable(why.to_string()),
     };
     let gateways: BTreeSet<i64> = entries.iter().filter(|e| FleetMatcher::is_gateway(&e.argv)).map(|e| e.pid).collect();
     ProcessScan::of(

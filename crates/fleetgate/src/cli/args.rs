@@ -29,7 +29,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the MCP gateway for one roster member on stdio, in front of an optional downstream
     /// MCP server: `fleetgate serve --profile P [-- DOWNSTREAM ARGV…]`.
-    Serve(Box<crate::serve::ServeArgs>),
+    Serve(Box<crate::cli::serve::ServeArgs>),
     /// Show the registry's guarantees on a throwaway store: renewals, drift, fencing, expiry.
     Demo,
     /// The worker registry: register, renew (fenced), claim, inspect.
@@ -63,6 +63,9 @@ pub enum Command {
         /// The downstream annotates the tool readOnlyHint: true.
         #[arg(long)]
         read_only_hint: bool,
+        /// The call's arguments, as a JSON object (the verdict may depend on them).
+        #[arg(long = "args", value_name = "JSON")]
+        arguments: Option<String>,
     },
     /// The audit log of mutation-gate decisions.
     Audit {

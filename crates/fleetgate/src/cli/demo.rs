@@ -7,7 +7,7 @@
 use crate::cli::context::Ctx;
 use crate::cli::inventory::render;
 use crate::cli::output::{Exit, Reply};
-use crate::observe::assess_inventory;
+use crate::gate::{LiveObserver, assess_inventory};
 use anyhow::{Context as _, anyhow};
 use fleetgate_core::capability::inventory_action;
 use fleetgate_core::inventory::{FleetInventory, summarize};
@@ -122,12 +122,12 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Reply> {
         gateways.0.push((m.profile.clone(), spawn(&exe, &store_path, &repo, &m.profile, None)?));
     }
     wait_rows(&*store, config.members.len())?;
-    let inv = assess_inventory(&config, Ok(&*store), ctx.clock.now(), None);
+    let inv = assess_inventory(&config, Ok(&*store), &LiveObserver::default(), ctx.clock.now(), None);
     show("five gateways of one cohort", &inv, None);
 
     gateways.0.push(("prgs-author".into(), spawn(&exe, &store_path, &repo, "prgs-author", Some("cohort-b"))?));
     wait_rows(&*store, config.members.len() + 1)?;
-    let inv = assess_inventory(&config, Ok(&*store), ctx.clock.now(), None);
+    let inv = assess_inventory(&config, Ok(&*store), &LiveObserver::default(), ctx.clock.now(), None);
     let action = (!inv.mutation_gate_satisfied).then(|| inventory_action(&inv));
     show("a second cohort starts another author", &inv, action);
 
@@ -136,7 +136,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Reply> {
         drop(second.stdin.take());
         second.wait()?;
     }
-    let inv = assess_inventory(&config, Ok(&*store), ctx.clock.now(), None);
+    let inv = assess_inventory(&config, Ok(&*store), &LiveObserver::default(), ctx.clock.now(), None);
     show("the operator stops the second author", &inv, None);
 
     if let Some(i) = gateways.0.iter().position(|(p, _)| p == "prgs-reviewer") {
@@ -144,7 +144,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Reply> {
         child.kill().context("cannot kill the reviewer")?;
         child.wait()?;
     }
-    let inv = assess_inventory(&config, Ok(&*store), ctx.clock.now(), None);
+    let inv = assess_inventory(&config, Ok(&*store), &LiveObserver::default(), ctx.clock.now(), None);
     let action = (!inv.mutation_gate_satisfied).then(|| inventory_action(&inv));
     show("the reviewer is killed with SIGKILL", &inv, action);
 

@@ -4,16 +4,12 @@
 use crate::cli::args::EnvCommand;
 use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply, parse_flag, table};
-use crate::observe::snapshot;
-use crate::provenance::assess_provenance;
+use crate::gate::{Call, Caller, Gate, LiveObserver};
 use anyhow::anyhow;
-use fleetgate_core::capability::{CapabilityInput, Evidence, classify_tool, resolve_task_capability};
-use fleetgate_core::env::{DECLARED, EnvSnapshot, KeyName, key_name, recognized_keys, unconsumed_env_overrides};
-use fleetgate_core::provenance::{Ownership, Provenance};
-use fleetgate_core::{BlockerKind, Timestamp};
-use fleetgate_host::probe::probe_pid;
-use fleetgate_host::procfs::{ProcFs, ProcessSource};
-use serde_json::json;
+use fleetgate_core::Timestamp;
+use fleetgate_core::env::{DECLARED, KeyName, key_name, recognized_keys, unconsumed_env_overrides};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
 
 /// `fleetgate env check|keys`.
 pub fn env(ctx: &Ctx, cmd: &EnvCommand) -> anyhow::Result<Reply> {
@@ -59,46 +55,47 @@ pub fn env(ctx: &Ctx, cmd: &EnvCommand) -> anyhow::Result<Reply> {
     }
 }
 
-/// `fleetgate capability`: the resolver the gateway uses, with live inputs.
+/// `fleetgate capability`: the gate the gateway uses, on the same path, with live inputs.
+/// `arguments`: the call's arguments as JSON (`--args`), when the verdict may depend on them.
 pub fn capability(
     ctx: &Ctx,
     profile: &str,
     tool: &str,
     worker: Option<&str>,
     read_only_hint: bool,
+    arguments: Option<&str>,
 ) -> anyhow::Result<Reply> {
     let member = ctx
         .config
         .member(profile)
         .ok_or_else(|| anyhow!("profile {profile:?} is not in the roster ({})", ctx.config.source))?
         .clone();
-    let store = ctx.store()?;
-    let now = ctx.now();
-    let snap = snapshot(&ctx.config, Ok(&*store), now, Some(&member.namespace));
-    let provenance = match worker {
-        None => Provenance {
-            session_ownership: Ownership::Unowned,
-            blocker_kind: Some(BlockerKind::SessionAttachmentMissing),
-            reasons: vec!["no --worker was given: no live worker owns a session here".into()],
-            heartbeat_age_seconds: None,
-        },
-        Some(id) => worker_provenance(ctx, &*store, id, now)?,
+    let arguments: Option<Map<String, Value>> = arguments
+        .map(|text| serde_json::from_str(text).map_err(|e| anyhow!("--args is not a JSON object: {e}")))
+        .transpose()?;
+    let gate = Gate::new(Arc::new(ctx.config.clone()), ctx.store()?, Arc::new(LiveObserver::default()));
+    Ok(capability_reply(&gate, &member, tool, worker, read_only_hint, arguments.as_ref(), ctx.now()))
+}
+
+/// The `capability` answer from `gate` as of `now`: what `fleetgate capability` prints.
+pub fn capability_reply(
+    gate: &Gate,
+    member: &crate::config::Member,
+    tool: &str,
+    worker: Option<&str>,
+    read_only_hint: bool,
+    arguments: Option<&Map<String, Value>>,
+    now: Timestamp,
+) -> Reply {
+    let profile = &member.profile;
+    let caller = match worker {
+        Some(identity) => Caller::Worker { identity, generation: None },
+        None => Caller::Nobody("no --worker was given: no live worker owns a session here".into()),
     };
-    let class = classify_tool(tool, read_only_hint.then_some(true), &ctx.config.tools);
-    let verdict = resolve_task_capability(&CapabilityInput {
-        profile,
-        role: &member.role,
-        tool,
-        class,
-        role_permitted: ctx.config.role_policy(&member.role).permits(tool),
-        evidence: Some(Evidence {
-            diagnostics: &snap.diagnostics,
-            provenance: &provenance,
-            inventory: &snap.inventory,
-        }),
-    });
+    let call = Call { member, tool, read_only_hint: read_only_hint.then_some(true), arguments, caller };
+    let verdict = gate.resolve(&call, now);
     let text = match verdict.blocker_kind {
-        None => format!("allowed: {profile} may call {tool} ({:?})", verdict.classification).to_lowercase(),
+        None => format!("allowed: {profile} may call {tool} ({})", verdict.classification),
         Some(kind) => format!(
             "{kind}: {}\noperator action: {}",
             verdict.blocked_reasons.join("; "),
@@ -106,27 +103,7 @@ pub fn capability(
         ),
     };
     let exit = if verdict.allowed { Exit::Ok } else { Exit::No };
-    Ok(Reply::new(&verdict, text, exit))
-}
-
-/// Ownership of a worker as seen from outside its process: its own
-/// generation, its process's `CLIENT_MANAGED` read from `/proc`.
-fn worker_provenance(
-    ctx: &Ctx,
-    store: &dyn fleetgate_store::Store,
-    id: &str,
-    now: Timestamp,
-) -> anyhow::Result<Provenance> {
-    let row = store.get_worker(id)?;
-    let generation = row.as_ref().map(|r| r.generation_id.clone()).unwrap_or_default();
-    let env = row
-        .as_ref()
-        .and_then(|r| r.pid)
-        .and_then(|pid| ProcFs::default().environ(pid).ok())
-        .unwrap_or_else(EnvSnapshot::default);
-    Ok(assess_provenance(store, id, &generation, &env, &ctx.config.env_prefix, true, now, &|pid| {
-        probe_pid(pid).is_alive()
-    })?)
+    Reply::new(&verdict, text, exit)
 }
 
 /// `fleetgate audit`.

@@ -2,7 +2,7 @@
 
 use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply, table};
-use crate::observe::assess_inventory;
+use crate::gate::{LiveObserver, snapshot};
 use fleetgate_core::inventory::{FleetInventory, MemberRow, summarize};
 
 /// Assess and report. Exit 0 gate open, 3 gate closed; a store that cannot be
@@ -10,9 +10,20 @@ use fleetgate_core::inventory::{FleetInventory, MemberRow, summarize};
 /// closed inside the verdict.
 pub fn run(ctx: &Ctx, answering: Option<&str>) -> anyhow::Result<Reply> {
     let store = ctx.store()?;
-    let inv = assess_inventory(&ctx.config, Ok(&*store), ctx.now(), answering);
-    let exit = if inv.mutation_gate_satisfied { Exit::Ok } else { Exit::No };
-    Ok(Reply::new(&inv, render(&inv), exit))
+    let snap = snapshot(&ctx.config, Ok(&*store), &LiveObserver::default(), ctx.now(), answering);
+    let exit = if snap.inventory.mutation_gate_satisfied { Exit::Ok } else { Exit::No };
+    let mut text = render(&snap.inventory);
+    if !snap.diagnostics.is_empty() {
+        text.push_str("\n\nruntime diagnostics:");
+        for d in &snap.diagnostics {
+            text.push_str(&format!("\n  - {d}"));
+        }
+    }
+    // The verdict, plus the runtime diagnostics the gate would also weigh (the control
+    // tool answers the same two).
+    let mut value = serde_json::to_value(&snap.inventory)?;
+    value["runtime_diagnostics"] = serde_json::json!(snap.diagnostics);
+    Ok(Reply { value, text, exit })
 }
 
 fn row_cells(m: &MemberRow) -> Vec<String> {

@@ -10,4 +10,5 @@ pub mod gate;
 pub mod inventory;
 pub mod output;
 pub mod runtime;
+pub mod serve;
 pub mod worker;

@@ -56,7 +56,7 @@ fn register(ctx: &Ctx, a: &RuntimeRegisterArgs) -> anyhow::Result<Reply> {
         ),
         (None, None) => None,
     };
-    let boot = fleetgate_host::boot_id();
+    let boot = fleetgate_host::start_id();
     let row = RuntimeRecord {
         runtime_id: runtime_id(&a.namespace, pid, &boot),
         namespace: a.namespace.clone(),
@@ -80,7 +80,7 @@ fn register(ctx: &Ctx, a: &RuntimeRegisterArgs) -> anyhow::Result<Reply> {
     };
     let store = ctx.store()?;
     store.upsert_runtime(&row)?;
-    if let Some(host) = crate::observe::local_host() {
+    if let Some(host) = crate::gate::local_host() {
         store.set_runtime_host(&row.runtime_id, &host)?;
     }
     let text = format!(

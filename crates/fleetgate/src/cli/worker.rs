@@ -110,9 +110,9 @@ fn shown(ctx: &Ctx, row: &WorkerRecord) -> serde_json::Value {
     let probe = probe_pid(row.pid);
     let l = is_live(row, ctx.now(), probe.is_alive());
     let pid_liveness = match probe {
-        fleetgate_host::probe::PidLiveness::Alive => "alive",
-        fleetgate_host::probe::PidLiveness::Dead => "dead",
-        fleetgate_host::probe::PidLiveness::Unknown => "unknown",
+        fleetgate_host::probe::PidProbe::Alive => "alive",
+        fleetgate_host::probe::PidProbe::Dead => "dead",
+        fleetgate_host::probe::PidProbe::Unknown => "unknown",
     };
     serde_json::to_value(Shown {
         row,

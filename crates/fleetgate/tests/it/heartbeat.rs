@@ -2,10 +2,10 @@
 //! and the real thread on a millisecond interval with bounded polling.
 
 use crate::support::{Attach, Instrumented, TTL, attach, fresh_store, now, wait_until};
+use fleetgate::gate::assess_provenance;
 use fleetgate::heartbeat::{
-    HeartbeatParams, HeartbeatStatus, HeartbeatStatusSource, HeartbeatSupervisor, worker_heartbeat_status,
+    HeartbeatParams, HeartbeatStatus, HeartbeatStatusSource, WorkerHeartbeat, worker_heartbeat_status,
 };
-use fleetgate::provenance::assess_provenance;
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_core::provenance::Ownership;
 use fleetgate_core::worker::{RegisterOutcome, is_live, worker_identity};
@@ -27,8 +27,20 @@ fn params(out: &RegisterOutcome, session: &str, ttl: f64, interval: Option<&str>
     }
 }
 
-fn supervisor(store: Arc<dyn Store>, clock: Arc<ManualClock>, out: &RegisterOutcome) -> HeartbeatSupervisor {
-    HeartbeatSupervisor::new(store, clock, params(out, "sess-0001", TTL, None))
+fn supervisor(store: Arc<dyn Store>, clock: Arc<ManualClock>, out: &RegisterOutcome) -> WorkerHeartbeat {
+    WorkerHeartbeat::new(store, clock, params(out, "sess-0001", TTL, None))
+}
+
+/// A runtime and a supervisor on it: the loop runs as a supervised task.
+fn loops() -> (tokio::runtime::Runtime, fleetgate_supervise::Supervisor) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let supervisor = runtime.block_on(async {
+        fleetgate_supervise::Supervisor::new(
+            fleetgate_supervise::SupervisionSettings::default(),
+            fleetgate_supervise::EventBus::new(fleetgate_supervise::EventBus::DEFAULT_CAPACITY),
+        )
+    });
+    (runtime, supervisor)
 }
 
 fn owned(store: &dyn Store, id: &str, at: fleetgate_core::Timestamp) -> Ownership {
@@ -101,7 +113,8 @@ fn fenced_supervisor_stops_permanently() {
     assert!(!second.renewed && !second.beat_attempted);
     assert_eq!(sup.status().beats_attempted, 1);
     assert_eq!(counted.heartbeats.load(Ordering::SeqCst), 1, "the second beat never reached the store");
-    assert!(!sup.start().started, "a fenced supervisor cannot be restarted");
+    let (_rt, loops) = loops();
+    assert!(!sup.start(&loops).started, "a fenced supervisor cannot be restarted");
 }
 
 #[test]
@@ -115,7 +128,7 @@ fn missing_registration_stops_the_supervisor() {
         started_at: now(),
         heartbeat_ttl_seconds: TTL,
     };
-    let sup = HeartbeatSupervisor::new(
+    let sup = WorkerHeartbeat::new(
         store,
         Arc::new(ManualClock::new(now())),
         HeartbeatParams {
@@ -173,7 +186,7 @@ fn one_worker_expiring_does_not_stale_healthy_workers() {
     let healthy = attach(&*store, Attach { session: "sess-live", ..Default::default() });
     let abandoned = attach(&*store, Attach { client: "gemini", session: "sess-dead", ..Default::default() });
     let clock = Arc::new(ManualClock::new(now()));
-    let sup = HeartbeatSupervisor::new(store.clone(), clock.clone(), params(&healthy, "sess-live", TTL, None));
+    let sup = WorkerHeartbeat::new(store.clone(), clock.clone(), params(&healthy, "sess-live", TTL, None));
     let mut elapsed = 0.0;
     while elapsed < TTL + 300.0 {
         clock.advance(sup.interval_seconds() as i64);
@@ -245,13 +258,14 @@ fn the_real_thread_beats_repeatedly_then_stops_promptly() {
     let (_d, store) = fresh_store();
     let out = attach(&*store, Attach { ttl: 1.0, ..Default::default() });
     let counted = Instrumented::new(store);
-    let sup = HeartbeatSupervisor::new(
+    let sup = WorkerHeartbeat::new(
         counted.clone(),
         Arc::new(fleetgate_host::clock::SystemClock),
         params(&out, "sess-0001", 1.0, Some("0.01")),
     );
     assert_eq!(sup.interval_seconds(), 0.01);
-    let started = sup.start();
+    let (_rt, loops) = loops();
+    let started = sup.start(&loops);
     assert!(started.started && !started.already_running);
     assert!(wait_until(10.0, || counted.heartbeats.load(Ordering::SeqCst) >= 3), "no beats from the thread");
     assert!(sup.status().running);
@@ -262,7 +276,7 @@ fn the_real_thread_beats_repeatedly_then_stops_promptly() {
     assert!(s.beats_renewed >= 3, "{s:?}");
     assert!(!s.running);
     let beats = counted.heartbeats.load(Ordering::SeqCst);
-    // The loop waits on a condition variable, so stop returns without waiting
+    // The loop waits on a cancellation token, so stop returns without waiting
     // out an interval, and nothing beats afterwards.
     assert!(stopped_in < std::time::Duration::from_secs(5), "stop took {stopped_in:?}");
     std::thread::sleep(std::time::Duration::from_millis(50));
@@ -273,32 +287,34 @@ fn the_real_thread_beats_repeatedly_then_stops_promptly() {
 fn start_is_idempotent_and_refused_after_a_stop() {
     let (_d, store) = fresh_store();
     let out = attach(&*store, Attach { ttl: 1.0, ..Default::default() });
-    let sup = HeartbeatSupervisor::new(
+    let sup = WorkerHeartbeat::new(
         store.clone(),
         Arc::new(fleetgate_host::clock::SystemClock),
         params(&out, "sess-0001", 1.0, Some("0.05")),
     );
-    assert!(!sup.start().already_running);
-    assert!(sup.start().already_running);
+    let (_rt, loops) = loops();
+    assert!(!sup.start(&loops).already_running);
+    assert!(sup.start(&loops).already_running);
     sup.stop("test teardown");
-    let again = sup.start();
+    let again = sup.start(&loops);
     assert!(!again.started && !again.already_running);
 
     let other = supervisor(store, Arc::new(ManualClock::new(now())), &out);
     other.stop("orderly shutdown");
-    assert!(!other.start().started);
+    assert!(!other.start(&loops).started);
 }
 
 #[test]
 fn a_thread_fenced_mid_run_stops_itself() {
     let (_d, store) = fresh_store();
     let out = attach(&*store, Attach { ttl: 1.0, ..Default::default() });
-    let sup = HeartbeatSupervisor::new(
+    let sup = WorkerHeartbeat::new(
         store.clone(),
         Arc::new(fleetgate_host::clock::SystemClock),
         params(&out, "sess-0001", 1.0, Some("0.01")),
     );
-    sup.start();
+    let (_rt, loops) = loops();
+    sup.start(&loops);
     assert!(wait_until(10.0, || sup.status().beats_renewed >= 1));
     store.claim_generation(&out.worker_identity, "gen-0002", now()).unwrap();
     assert!(wait_until(10.0, || !sup.status().running), "a fenced loop must end by itself");

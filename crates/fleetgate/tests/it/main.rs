@@ -5,6 +5,7 @@ mod concurrency;
 mod gate;
 mod heartbeat;
 mod inventory;
+mod one_gate;
 mod postgres;
 mod registry;
 mod support;

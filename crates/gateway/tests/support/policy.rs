@@ -15,8 +15,10 @@
 //! included) is mutating.
 
 use fleetgate_gateway::rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
-use fleetgate_gateway::{AttachmentId, ClientAttach, ControlPlane, DownstreamStatus, GateDecision, ToolClass};
-use serde_json::{Map, Value};
+use fleetgate_gateway::{
+    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlPlane, GateDecision, Listing, ToolCall, ToolClass,
+    Verdict,
+};
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -55,13 +57,25 @@ impl TestPolicy {
     }
 }
 
+/// `readOnlyHint: true` is read-only; anything else, no annotations included, is mutating.
+fn classify(tool: &Tool) -> ToolClass {
+    match tool.annotations.as_ref().and_then(|a| a.read_only_hint) {
+        Some(true) => ToolClass::ReadOnly,
+        _ => ToolClass::Mutating,
+    }
+}
+
 impl ControlPlane for TestPolicy {
-    fn on_transport_bound(&self) -> Result<(), String> {
+    fn on_transport_bound(&self) -> Result<(), fleetgate_gateway::ControlError> {
         self.log("transport_bound");
         Ok(())
     }
 
-    fn on_client_attach(&self, _attachment: AttachmentId, client: &ClientAttach) -> Result<(), String> {
+    fn on_client_attach(
+        &self,
+        _attachment: AttachmentId,
+        client: &ClientAttach,
+    ) -> Result<(), fleetgate_gateway::ControlError> {
         self.log(&format!("attach {} {} {}", client.client_name, client.client_version, client.protocol_version));
         Ok(())
     }
@@ -83,42 +97,34 @@ impl ControlPlane for TestPolicy {
         vec![tool]
     }
 
-    fn call_control_tool(
-        &self,
-        _attachment: AttachmentId,
-        name: &str,
-        _arguments: Map<String, Value>,
-        downstream: &DownstreamStatus,
-    ) -> CallToolResult {
+    fn call_control_tool(&self, call: ControlCall<'_>) -> CallToolResult {
         let body = serde_json::json!({
-            "tool": name,
-            "downstream": downstream.to_json(),
+            "tool": call.name,
+            "downstream": call.downstream.to_json(),
             "mutations_allowed": self.mutations_allowed(),
         });
         CallToolResult::success(vec![ContentBlock::text(body.to_string())])
     }
 
-    fn role_permits(&self, tool: &str) -> bool {
-        !self.forbidden.contains(tool)
-    }
-
-    fn classify(&self, tool: &Tool) -> ToolClass {
-        match tool.annotations.as_ref().and_then(|a| a.read_only_hint) {
-            Some(true) => ToolClass::ReadOnly,
-            _ => ToolClass::Mutating,
+    fn list_tool(&self, tool: &Tool) -> Listing {
+        Listing {
+            visible: !self.forbidden.contains(tool.name.as_ref()),
+            class: classify(tool),
+            meta: JsonObject::new(),
         }
     }
 
-    fn decide(&self, _attachment: AttachmentId, tool: &str, class: ToolClass) -> GateDecision {
+    fn decide(&self, _attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
+        let (tool, class) = (call.tool.name.as_ref(), classify(call.tool));
         let decision = if self.forbidden.contains(tool) {
             GateDecision::refuse(
-                "role_not_permitted",
+                BlockerKind::RoleNotPermitted,
                 vec![format!("the test role may not call `{tool}`")],
                 Some("hand the task to the role that owns it".to_owned()),
             )
         } else if class == ToolClass::Mutating && !self.mutations_allowed() {
             GateDecision::refuse(
-                "fleet_inventory_blocked",
+                BlockerKind::FleetInventoryBlocked,
                 vec!["test policy: mutations are held until allow-mutations exists".to_owned()],
                 Some(format!("create {}", self.dir.join("allow-mutations").display())),
             )
@@ -127,7 +133,7 @@ impl ControlPlane for TestPolicy {
         };
         let verdict = if decision.allowed { "allowed" } else { "refused" };
         self.log(&format!("decide {tool} {class} {verdict}"));
-        decision
+        Verdict { class, decision }
     }
 
     fn on_shutdown(&self, reason: &str) {

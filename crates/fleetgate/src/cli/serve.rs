@@ -1,0 +1,163 @@
+//! `fleetgate serve`: the command side — flags resolved into [`ServeSettings`] (the member,
+//! its binding and checkout, this process's identity read from the OS, the HTTP options and
+//! principals), then [`run_serve`].
+
+use crate::cli::args::BindingArgs;
+use crate::cli::context::Ctx;
+use crate::gate::{Gate, LiveObserver};
+use crate::serve::{FleetControl, Identity, ServeSettings, Transport, run_serve};
+use anyhow::anyhow;
+use clap::Args;
+use fleetgate_core::env::EnvKey;
+use fleetgate_core::runtime::derive_cohort;
+use fleetgate_gateway::{DownstreamCommand, GatewayOptions, HttpOptions, Limits, Principals};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `fleetgate serve`
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The roster profile this gateway serves (prgs-author, …).
+    #[arg(long)]
+    pub profile: String,
+    /// The MCP namespace (default: the roster member's).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// The checkout this member works in (default: the current directory).
+    #[arg(long)]
+    pub repo_root: Option<PathBuf>,
+    /// The repository this server is bound to (default: the roster's [binding]).
+    #[command(flatten)]
+    pub binding: BindingArgs,
+    /// Largest client message accepted, in bytes.
+    #[arg(long, default_value_t = fleetgate_gateway::DEFAULT_MAX_MESSAGE_BYTES)]
+    pub max_message_bytes: usize,
+    /// The client transport: `stdio` (one client) or `http` (MCP Streamable HTTP at
+    /// `http://LISTEN/mcp`, one attachment per session).
+    #[arg(long, default_value = "stdio", value_parser = ["stdio", "http"])]
+    pub transport: String,
+    /// With `--transport http`: the address to listen on (loopback unless
+    /// `--allow-remote`).
+    #[arg(long, default_value = "127.0.0.1:8750")]
+    pub listen: String,
+    /// With `--transport http`: allow a non-loopback `--listen` address.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// With `--transport http`: another `Host` value to accept (a DNS name of a remote
+    /// deployment); repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST[:PORT]")]
+    pub allowed_hosts: Vec<String>,
+    /// The downstream MCP server and its arguments, after `--`.
+    #[arg(last = true, value_name = "DOWNSTREAM")]
+    pub downstream: Vec<OsString>,
+}
+
+/// Resolve the flags and run the gateway until shutdown. Returns the process exit code.
+pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
+    let mut member = ctx
+        .config
+        .member(&args.profile)
+        .ok_or_else(|| anyhow!("profile {:?} is not in the roster ({})", args.profile, ctx.config.source))?
+        .clone();
+    if let Some(ns) = &args.namespace {
+        member.namespace = ns.clone();
+    }
+    let binding = args.binding.binding().or_else(|| ctx.config.binding.clone());
+    let repo_root = match &args.repo_root {
+        Some(p) => Some(p.clone()),
+        None => std::env::current_dir().ok(),
+    };
+    let transport = if args.transport == "http" { Transport::Http } else { Transport::Stdio };
+    let http = match transport {
+        Transport::Stdio => None,
+        Transport::Http => Some(http_options(ctx, args, &member.profile)?),
+    };
+    let store = ctx.store()?;
+    // This process, read from the OS once: the edge hands values to the identity.
+    let pid = i64::from(std::process::id());
+    let cohort = derive_cohort(
+        ctx.env.get(EnvKey::McpCohortId, &ctx.config.env_prefix),
+        Some(i64::from(std::os::unix::process::parent_id())),
+    );
+    let startup_head = repo_root.as_deref().and_then(|r| match fleetgate_host::git::head(r) {
+        Ok(h) => Some(h),
+        Err(e) => {
+            tracing::warn!("startup revision unknown: {e}");
+            None
+        }
+    });
+    let identity =
+        Identity::new(member.clone(), pid, fleetgate_host::start_id(), cohort, (repo_root, startup_head), binding);
+    let gate = Gate::new(Arc::new(ctx.config.clone()), store, Arc::new(LiveObserver::default()))
+        .with_auditor(crate::audit::Auditor::new(ctx.store()?, Duration::from_secs(2)));
+    let control = FleetControl::new(identity, transport, ctx.env.clone(), ctx.decision_clock()?, gate);
+    let options = GatewayOptions {
+        downstream: DownstreamCommand::from_argv(args.downstream.iter().cloned()),
+        max_message_bytes: args.max_message_bytes,
+        supervision: ctx.config.supervision.clone(),
+        server_name: format!("fleetgate {}", member.profile),
+        log_filter: ctx.env.get(EnvKey::FleetgateLog, "").map(str::to_owned),
+        ..GatewayOptions::default()
+    };
+    run_serve(ServeSettings { control, options, http })
+}
+
+/// The HTTP transport's options: the listen address (loopback unless allowed), the token
+/// or the principals of `[http] tokens_file` (a non-loopback address needs one), the bounds.
+fn http_options(ctx: &Ctx, args: &ServeArgs, profile: &str) -> anyhow::Result<HttpOptions> {
+    let listen = args
+        .listen
+        .parse()
+        .map_err(|_| anyhow!("--listen {:?} is not an address:port (e.g. 127.0.0.1:8750)", args.listen))?;
+    let principals = match &ctx.config.http.tokens_file {
+        Some(path) => Some(read_principals(path)?),
+        None => None,
+    };
+    let http = HttpOptions {
+        listen,
+        allow_remote: args.allow_remote,
+        allowed_hosts: args.allowed_hosts.clone(),
+        // An empty token is refused, not read as "no token".
+        bearer_token: ctx.env.get_raw(EnvKey::FleetgateHttpToken, "").map(str::to_owned),
+        principals,
+        profile: Some(profile.to_owned()),
+        limits: Limits {
+            max_attachments: ctx.config.http.max_attachments,
+            max_per_principal: ctx.config.http.max_attachments_per_principal,
+            stateless_ttl: Duration::from_secs_f64(ctx.config.heartbeat_ttl_seconds),
+        },
+    };
+    if http.bearer_token.as_deref() == Some("") {
+        return Err(anyhow!("FLEETGATE_HTTP_TOKEN is set but empty: set it to a non-empty secret, or unset it"));
+    }
+    if !http.listen.ip().is_loopback() {
+        if !http.allow_remote {
+            return Err(anyhow!(
+                "refusing to listen on {}: not a loopback address (pass --allow-remote, and set FLEETGATE_HTTP_TOKEN)",
+                http.listen
+            ));
+        }
+        if http.bearer_token.is_none() && http.principals.is_none() {
+            return Err(anyhow!(
+                "refusing to listen on {} without authentication: set FLEETGATE_HTTP_TOKEN (non-empty) or an [http] \
+                 tokens_file",
+                http.listen
+            ));
+        }
+    }
+    Ok(http)
+}
+
+/// The principals of `[http] tokens_file`; a file that cannot be read, or a bad line, stops
+/// the gateway before it listens (exit 1, the file and line named).
+fn read_principals(path: &Path) -> anyhow::Result<Principals> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read [http] tokens_file {shown}: {e}"))?;
+    let principals = Principals::parse(&text, &shown).map_err(|e| anyhow!("[http] tokens_file {e}"))?;
+    if principals.is_empty() {
+        return Err(anyhow!("[http] tokens_file {shown} lists no principal"));
+    }
+    Ok(principals)
+}

@@ -1,0 +1,152 @@
+//! The fleet evidence: runtime rows from the store, this host's own process observation,
+//! signal-0 probes, each peer's environment and each checkout's HEAD, all through the
+//! [`Observer`] — handed to the pure classifier and diagnostics. The one path behind
+//! `fleetgate inventory`, `fleetgate capability`, the control tools and the gateway's gate,
+//! so they can never disagree.
+
+use super::observer::{Observer, scan_host};
+use crate::config::FleetConfig;
+use fleetgate_core::Timestamp;
+use fleetgate_core::diagnostics::{Diagnostic, PeerEnv, peer_env_diagnostic, stale_runtime_diagnostic};
+use fleetgate_core::inventory::{
+    FleetInventory, HostView, InventoryInput, PidProbe, RemoteObservation, classify_with_probes,
+};
+use fleetgate_core::runtime::{ProcessScan, RuntimeRecord, RuntimeStatus};
+use fleetgate_host::procfs::ProcessSource;
+use fleetgate_store::{Store, StoreError};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One look at the fleet.
+#[derive(Clone, Debug, Serialize)]
+pub struct Snapshot {
+    /// The inventory verdict.
+    pub inventory: FleetInventory,
+    /// Runtime diagnostics (hard families first-class: `unsupported-env:`, `stale-runtime:`).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What the store holds about the fleet, or why it cannot be read.
+struct Rows {
+    rows: Vec<RuntimeRecord>,
+    row_hosts: BTreeMap<String, String>,
+    remote: BTreeMap<String, RemoteObservation>,
+    error: Option<String>,
+}
+
+fn read_rows(store: Result<&dyn Store, &StoreError>) -> Rows {
+    let read = store.map_err(|e| e.to_string()).and_then(|s| {
+        let rows = s.list_runtime().map_err(|e| e.to_string())?;
+        let hosts = s.list_runtime_hosts().map_err(|e| e.to_string())?;
+        let observations = s.list_observations().map_err(|e| e.to_string())?;
+        Ok((rows, hosts, observations))
+    });
+    match read {
+        Ok((rows, hosts, observations)) => Rows {
+            rows,
+            row_hosts: hosts.into_iter().map(|(id, h)| (id, h.host_id)).collect(),
+            remote: observations
+                .into_iter()
+                .map(|o| (o.host.host_id, RemoteObservation { observed_at: o.observed_at, scan: o.scan }))
+                .collect(),
+            error: None,
+        },
+        Err(e) => Rows { rows: Vec::new(), row_hosts: BTreeMap::new(), remote: BTreeMap::new(), error: Some(e) },
+    }
+}
+
+/// Signal 0 for every pid a running row claims, taken before classification: the
+/// classifier reads probe results as values.
+fn probe_rows(rows: &[RuntimeRecord], observer: &dyn Observer) -> BTreeMap<i64, PidProbe> {
+    rows.iter()
+        .filter(|r| r.status == RuntimeStatus::Running)
+        .map(|r| (r.pid, if r.pid > 0 { observer.probe(r.pid) } else { PidProbe::Unknown }))
+        .collect()
+}
+
+/// Look at the fleet as of `now`. A store that cannot be read fails closed inside the
+/// verdict (its error named), never as an empty healthy fleet.
+pub fn snapshot(
+    config: &FleetConfig,
+    store: Result<&dyn Store, &StoreError>,
+    observer: &dyn Observer,
+    now: Timestamp,
+    answering_namespace: Option<&str>,
+) -> Snapshot {
+    let read = read_rows(store);
+    let local = observer.local_host().map(|h| h.host_id);
+    let scan = scan_host(config, observer.processes());
+    let probes = probe_rows(&read.rows, observer);
+    let inventory = classify_with_probes(
+        &InventoryInput {
+            roster: &config.members,
+            runtime_rows: &read.rows,
+            process_scan: &scan,
+            expected_binding: config.binding.as_ref(),
+            now,
+            registry_available: read.error.is_none(),
+            registry_error: read.error.as_deref(),
+            answering_namespace,
+            hosts: HostView {
+                local_host: local.as_deref(),
+                row_hosts: Some(&read.row_hosts),
+                observations: Some(&read.remote),
+                observation_ttl_seconds: config.heartbeat_ttl_seconds,
+            },
+        },
+        &probes,
+    );
+    let head_of = |root: &Path| observer.head(root).map_err(|e| e.to_string());
+    let diagnostics = runtime_diagnostics(config, &scan, &read.rows, observer.processes(), &head_of);
+    Snapshot { inventory, diagnostics }
+}
+
+/// The inventory alone.
+pub fn assess_inventory(
+    config: &FleetConfig,
+    store: Result<&dyn Store, &StoreError>,
+    observer: &dyn Observer,
+    now: Timestamp,
+    answering_namespace: Option<&str>,
+) -> FleetInventory {
+    snapshot(config, store, observer, now, answering_namespace).inventory
+}
+
+/// Diagnostics of every observed peer: its environment (unknown keys, or an
+/// environment that cannot be read), and for each running row the process
+/// still serves, revision parity against its checkout's current head.
+pub fn runtime_diagnostics(
+    config: &FleetConfig,
+    scan: &ProcessScan,
+    rows: &[RuntimeRecord],
+    source: &dyn ProcessSource,
+    head_of: &dyn Fn(&Path) -> Result<String, String>,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for p in &scan.processes {
+        let env = match source.environ(p.pid) {
+            Ok(e) => PeerEnv::Read(e),
+            Err(why) => PeerEnv::Unreadable(why.to_string()),
+        };
+        out.extend(peer_env_diagnostic(p.pid, &env, &config.env_prefix, &config.pass_through_env));
+    }
+    let observed: BTreeMap<i64, _> = scan.processes.iter().map(|p| (p.pid, p)).collect();
+    let mut heads: BTreeMap<&str, Result<String, String>> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.status == RuntimeStatus::Running && observed.contains_key(&r.pid)) {
+        let (Some(root), Some(startup)) = (row.repository_root.as_deref(), row.startup_head.as_deref()) else {
+            continue;
+        };
+        let current = heads.entry(root).or_insert_with(|| head_of(Path::new(root)));
+        match current {
+            Ok(head) => out.extend(stale_runtime_diagnostic(&row.namespace, row.pid, startup, head)),
+            Err(why) => out.push(Diagnostic::UnknownHead {
+                root: root.to_owned(),
+                namespace: row.namespace.clone(),
+                pid: row.pid,
+                why: why.clone(),
+            }),
+        }
+    }
+    out
+}

@@ -1,0 +1,213 @@
+//! The attached clients of one gateway process: each attachment (the stdio client, one HTTP
+//! session, one stateless principal) registers its own worker and renews it with its own
+//! heartbeat supervisor (a task of the process's supervisor), started at the one point
+//! where identity and epoch are both known, presenting exactly what the row records.
+//! Detach retires one; shutdown retires all.
+
+use super::identity::Identity;
+use crate::heartbeat::{HeartbeatParams, HeartbeatStatus, WorkerHeartbeat, worker_heartbeat_status};
+use fleetgate_core::Clock;
+use fleetgate_core::worker::{Registration, worker_identity};
+use fleetgate_gateway::AttachmentId;
+use fleetgate_store::Store;
+use fleetgate_supervise::Supervisor;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Who attached, resolved: the client name is the principal when one authenticated, else
+/// the environment's (stdio) or `clientInfo`.
+#[derive(Clone, Debug)]
+pub struct Client {
+    /// The client name the worker registers (normalised by the store).
+    pub name: String,
+    /// Its session id.
+    pub session: String,
+    /// Its instance id.
+    pub instance: String,
+    /// The HTTP principal, when a tokens file authenticated it.
+    pub principal: Option<String>,
+}
+
+#[derive(Debug)]
+struct Attached {
+    worker_identity: String,
+    fencing_epoch: i64,
+    client_name: String,
+    session_id: String,
+    principal: Option<String>,
+    heartbeat: WorkerHeartbeat,
+}
+
+/// The runtime context's `worker` object: the attachment's worker, as registered.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkerView {
+    /// Its identity.
+    pub worker_identity: String,
+    /// The epoch its registration returned.
+    pub fencing_epoch: i64,
+    /// Its client (normalised).
+    pub client_name: String,
+    /// Its session.
+    pub session_id: String,
+    /// The HTTP principal it authenticated as, if any.
+    pub principal: Option<String>,
+    /// The generation it registered as.
+    pub generation_id: String,
+}
+
+/// What the runtime context shows of one attachment.
+#[derive(Clone, Debug)]
+pub struct AttachmentView {
+    /// Its worker, once registered.
+    pub worker: Option<WorkerView>,
+    /// Why its registration failed, if it did.
+    pub attach_error: Option<String>,
+    /// Its heartbeat supervisor's status (or why there is none).
+    pub heartbeat: HeartbeatStatus,
+    /// Live attachments of the process.
+    pub attachments: usize,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    attached: BTreeMap<AttachmentId, Attached>,
+    attach_errors: BTreeMap<AttachmentId, String>,
+    shut_down: bool,
+}
+
+/// The attachments of one process.
+#[derive(Debug, Default)]
+pub struct Attachments {
+    state: Mutex<State>,
+}
+
+/// What registering a worker needs from the process.
+pub struct Registrar<'a> {
+    pub(super) identity: &'a Identity,
+    pub(super) store: &'a Arc<dyn Store>,
+    pub(super) clock: &'a Arc<dyn Clock>,
+    pub(super) supervisor: &'a Supervisor,
+    pub(super) ttl_seconds: f64,
+    pub(super) interval_override: Option<String>,
+}
+
+impl Attachments {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Register `attachment`'s worker and start its heartbeat; once per attachment.
+    pub fn attach(&self, with: &Registrar<'_>, attachment: AttachmentId, client: Client) -> Result<(), String> {
+        let mut state = self.lock();
+        if state.shut_down || state.attached.contains_key(&attachment) {
+            return Ok(());
+        }
+        let now = with.clock.now();
+        let generation = with.identity.generation();
+        let registration = Registration {
+            worker_identity: worker_identity(&client.name, &client.session, now, fleetgate_host::nonce()),
+            client_name: client.name.clone(),
+            client_instance_id: client.instance,
+            session_id: client.session.clone(),
+            generation_id: generation.clone(),
+            role: with.identity.member.role.clone(),
+            profile: with.identity.member.profile.clone(),
+            pid: Some(with.identity.pid),
+            heartbeat_ttl_seconds: with.ttl_seconds,
+        };
+        let outcome = match with.store.register(&registration, now) {
+            Ok(o) => o,
+            Err(e) => {
+                let why = format!("cannot register the worker: {e}");
+                state.attach_errors.insert(attachment, why.clone());
+                return Err(why);
+            }
+        };
+        let heartbeat = WorkerHeartbeat::new(
+            with.store.clone(),
+            with.clock.clone(),
+            HeartbeatParams {
+                worker_identity: outcome.worker_identity.clone(),
+                fencing_epoch: outcome.fencing_epoch,
+                session_id: Some(client.session.clone()),
+                generation_id: Some(generation),
+                client_name: Some(outcome.client_name.clone()),
+                pid: Some(with.identity.pid),
+                ttl_seconds: outcome.heartbeat_ttl_seconds,
+                interval_override: with.interval_override.clone(),
+            },
+        );
+        heartbeat.start(with.supervisor);
+        tracing::info!(%attachment, worker = %outcome.worker_identity, client = %outcome.client_name, "worker attached");
+        state.attached.insert(
+            attachment,
+            Attached {
+                worker_identity: outcome.worker_identity,
+                fencing_epoch: outcome.fencing_epoch,
+                client_name: outcome.client_name,
+                session_id: client.session,
+                principal: client.principal,
+                heartbeat,
+            },
+        );
+        Ok(())
+    }
+
+    /// The worker and principal of `attachment`, once registered.
+    pub fn worker_of(&self, attachment: AttachmentId) -> Option<(String, Option<String>)> {
+        self.lock().attached.get(&attachment).map(|a| (a.worker_identity.clone(), a.principal.clone()))
+    }
+
+    /// What the runtime context shows of `attachment`.
+    pub fn view(&self, attachment: AttachmentId, generation: &str) -> AttachmentView {
+        let state = self.lock();
+        let mine = state.attached.get(&attachment);
+        AttachmentView {
+            worker: mine.map(|a| WorkerView {
+                worker_identity: a.worker_identity.clone(),
+                fencing_epoch: a.fencing_epoch,
+                client_name: a.client_name.clone(),
+                session_id: a.session_id.clone(),
+                principal: a.principal.clone(),
+                generation_id: generation.to_owned(),
+            }),
+            attach_error: state.attach_errors.get(&attachment).cloned(),
+            heartbeat: worker_heartbeat_status(mine.map(|a| &a.heartbeat as _)),
+            attachments: state.attached.len(),
+        }
+    }
+
+    /// End one attachment: its heartbeat stopped, its worker deregistered.
+    pub fn detach(&self, store: &dyn Store, clock: &dyn Clock, attachment: AttachmentId, reason: &str) {
+        let mut state = self.lock();
+        state.attach_errors.remove(&attachment);
+        let Some(a) = state.attached.remove(&attachment) else { return };
+        drop(state);
+        a.heartbeat.stop(&format!("detached: {reason}"));
+        if let Err(e) = store.deregister_worker(&a.worker_identity, clock.now()) {
+            tracing::warn!("cannot deregister the worker of {attachment}: {e}");
+        }
+        tracing::info!(%attachment, worker = %a.worker_identity, %reason, "worker detached");
+    }
+
+    /// End them all, once: every heartbeat stopped, every worker deregistered. False when
+    /// it had already happened.
+    pub fn shut_down(&self, store: &dyn Store, clock: &dyn Clock, reason: &str) -> bool {
+        let mut state = self.lock();
+        if state.shut_down {
+            return false;
+        }
+        state.shut_down = true;
+        let attached = std::mem::take(&mut state.attached);
+        drop(state);
+        let now = clock.now();
+        for a in attached.into_values() {
+            a.heartbeat.stop(&format!("orderly shutdown: {reason}"));
+            if let Err(e) = store.deregister_worker(&a.worker_identity, now) {
+                tracing::warn!("cannot deregister the worker {}: {e}", a.worker_identity);
+            }
+        }
+        true
+    }
+}

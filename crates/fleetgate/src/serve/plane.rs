@@ -1,0 +1,264 @@
+//! [`FleetControl`]: the fleet control plane behind one gateway process — the
+//! `ControlPlane` the gateway asks. It owns no logic of its own: each part owns its state
+//! and its lifecycle, wired here at the one point the gateway calls:
+//! * the runtime row ([`RowKeeper`]) — written when the transport is bound, refreshed by a
+//!   supervised loop, marked stopped at shutdown;
+//! * the attachments ([`Attachments`]) — a worker and a supervised heartbeat per client,
+//!   registered at its attach, retired at its detach or at shutdown;
+//! * the control tools (`tools`);
+//! * the gate ([`Gate`]) — every `decide`, listing and capability question.
+//!
+//! The process's loops (heartbeats, row refresh) run under one
+//! [`Supervisor`](fleetgate_supervise::Supervisor), made when the transport is bound
+//! (inside the gateway's runtime).
+
+use super::attachments::{Attachments, Client, Registrar};
+use super::identity::Identity;
+use super::row::{RowKeeper, runtime_row};
+use super::tools;
+use crate::config::FleetConfig;
+use crate::gate::{Call, Caller, Gate};
+use fleetgate_core::env::{EnvKey, EnvSnapshot};
+use fleetgate_core::{Clock, Timestamp};
+use fleetgate_gateway::rmcp::model::{CallToolResult, Tool};
+use fleetgate_gateway::{
+    AttachmentId, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane, GateDecision, Listing,
+    ToolCall, Verdict,
+};
+use fleetgate_supervise::{EventBus, Supervisor};
+use std::sync::{Arc, OnceLock};
+
+/// The client transport this process serves, as its runtime row records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// One client on stdin/stdout; its worker identity may come from the environment.
+    Stdio,
+    /// Streamable HTTP: every session is its own attachment with its own generated
+    /// session id (the environment describes the process, not any one session).
+    Http,
+}
+
+impl Transport {
+    /// The runtime row's literal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Http => "http",
+        }
+    }
+}
+
+/// The control plane of one gateway process.
+pub struct FleetControl {
+    identity: Identity,
+    transport: Transport,
+    env: EnvSnapshot,
+    clock: Arc<dyn Clock>,
+    gate: Gate,
+    row: Arc<RowKeeper>,
+    attachments: Attachments,
+    /// Made inside the gateway's runtime, when the transport is bound.
+    supervisor: OnceLock<Supervisor>,
+    generation: String,
+}
+
+impl std::fmt::Debug for FleetControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetControl").field("runtime_id", &self.identity.runtime_id).finish_non_exhaustive()
+    }
+}
+
+impl FleetControl {
+    /// A control plane for `identity` served over `transport`, reading `env` (captured
+    /// once), deciding through `gate` (which holds the store and the observer).
+    pub fn new(identity: Identity, transport: Transport, env: EnvSnapshot, clock: Arc<dyn Clock>, gate: Gate) -> Self {
+        let config = Arc::new(gate.config().clone());
+        let row = Arc::new(RowKeeper {
+            store: gate.store().clone(),
+            clock: clock.clone(),
+            host: gate.observer().local_host(),
+            config,
+            observer: gate.observer_arc(),
+            runtime_id: identity.runtime_id.clone(),
+            interval_override: env
+                .get(EnvKey::WorkerHeartbeatIntervalSeconds, &gate.config().env_prefix)
+                .map(str::to_owned),
+        });
+        let generation = identity.generation();
+        Self {
+            identity,
+            transport,
+            env,
+            clock,
+            gate,
+            row,
+            attachments: Attachments::default(),
+            supervisor: OnceLock::new(),
+            generation,
+        }
+    }
+
+    /// This process's identity.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// The roster.
+    pub fn config(&self) -> &FleetConfig {
+        self.gate.config()
+    }
+
+    /// The gate every decision goes through.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The attached clients.
+    pub(super) fn attachments(&self) -> &Attachments {
+        &self.attachments
+    }
+
+    /// The transport served.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// The environment captured at start.
+    pub(super) fn env(&self) -> &EnvSnapshot {
+        &self.env
+    }
+
+    /// The generation every worker of this process runs as.
+    pub fn generation(&self) -> &str {
+        &self.generation
+    }
+
+    /// The decision clock's now.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    fn client_managed(&self) -> bool {
+        self.env.get(EnvKey::ClientManaged, &self.config().env_prefix) == Some("1")
+    }
+
+    /// The process's supervisor (made on first use, inside the gateway's runtime).
+    fn supervisor(&self) -> &Supervisor {
+        self.supervisor.get_or_init(|| {
+            Supervisor::new(self.config().supervision.clone(), EventBus::new(EventBus::DEFAULT_CAPACITY))
+        })
+    }
+
+    /// Who attached, resolved: the principal when one authenticated; over stdio the
+    /// environment's identity keys; else `clientInfo`.
+    fn client(&self, client: &ClientAttach) -> Client {
+        let prefix = &self.config().env_prefix;
+        // The environment names the one stdio client; over HTTP it describes the process,
+        // and each session is a client of its own.
+        let from_env = |key| match self.transport {
+            Transport::Stdio => self.env.get(key, prefix),
+            Transport::Http => None,
+        };
+        let name = match &client.principal {
+            Some(principal) => principal.clone(),
+            None => from_env(EnvKey::McpClient).map_or_else(|| client.client_name.clone(), str::to_owned),
+        };
+        let session = from_env(EnvKey::McpClientSession)
+            .map_or_else(|| format!("sess-{}", fleetgate_host::start_id()), str::to_owned);
+        let instance = match &client.principal {
+            Some(_) => format!("{} {}", client.client_name, client.client_version),
+            None => from_env(EnvKey::McpClientInstance).map_or_else(|| session.clone(), str::to_owned),
+        };
+        Client { name, session, instance, principal: client.principal.clone() }
+    }
+}
+
+impl ControlPlane for FleetControl {
+    fn on_transport_bound(&self) -> Result<(), ControlError> {
+        let row = runtime_row(&self.identity, self.transport.as_str(), self.client_managed(), self.clock.now());
+        self.row.write(&row).map_err(|e| ControlError::new(ControlErrorKind::Store, e))?;
+        self.row.start(self.supervisor()).map_err(|e| ControlError::new(ControlErrorKind::Supervision, e))
+    }
+
+    fn on_client_attach(&self, attachment: AttachmentId, client: &ClientAttach) -> Result<(), ControlError> {
+        let registrar = Registrar {
+            identity: &self.identity,
+            store: self.gate.store(),
+            clock: &self.clock,
+            supervisor: self.supervisor(),
+            ttl_seconds: self.config().heartbeat_ttl_seconds,
+            interval_override: self.row.interval_override.clone(),
+        };
+        self.attachments
+            .attach(&registrar, attachment, self.client(client))
+            .map_err(|e| ControlError::new(ControlErrorKind::Store, e))
+    }
+
+    fn on_detach(&self, attachment: AttachmentId, reason: &str) {
+        self.attachments.detach(&**self.gate.store(), &*self.clock, attachment, reason);
+    }
+
+    fn control_tools(&self) -> Vec<Tool> {
+        tools::definitions(&self.config().tool_prefix)
+    }
+
+    fn call_control_tool(&self, call: ControlCall<'_>) -> CallToolResult {
+        tools::call(self, call)
+    }
+
+    fn list_tool(&self, tool: &Tool) -> Listing {
+        let hint = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+        Listing {
+            visible: self.gate.permits(&self.identity.member.role, &tool.name),
+            class: self.gate.classify(&tool.name, hint),
+            meta: Default::default(),
+        }
+    }
+
+    fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
+        let worker = self.attachments.worker_of(attachment);
+        let (caller, principal) = match &worker {
+            Some((identity, principal)) => {
+                (Caller::Worker { identity, generation: Some(&self.generation) }, principal.clone())
+            }
+            None => (Caller::Nobody(format!("no worker is attached to this gateway for {attachment}")), None),
+        };
+        let hint = call.tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+        let verdict = self.gate.decide(
+            &Call {
+                member: &self.identity.member,
+                tool: &call.tool.name,
+                read_only_hint: hint,
+                arguments: call.arguments,
+                caller,
+            },
+            self.clock.now(),
+            principal,
+        );
+        let decision = match verdict.blocker_kind {
+            None => GateDecision {
+                allowed: true,
+                blocker_kind: None,
+                reasons: verdict.blocked_reasons,
+                operator_action: None,
+            },
+            Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
+        };
+        Verdict { class: verdict.classification, decision }
+    }
+
+    fn on_shutdown(&self, reason: &str) {
+        if !self.attachments.shut_down(&**self.gate.store(), &*self.clock, reason) {
+            return;
+        }
+        if let Some(supervisor) = self.supervisor.get() {
+            // The loops end with the runtime; cancelling here only makes it prompt.
+            let supervisor = supervisor.clone();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move { supervisor.cancel_all().await });
+            }
+        }
+        self.row.stop();
+        tracing::info!(%reason, "shut down");
+    }
+}

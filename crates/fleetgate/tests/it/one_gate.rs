@@ -1,0 +1,254 @@
+//! One gate, one path (issue 16): the `capability` CLI's answer, the
+//! `…resolve_task_capability` control tool and the gateway's `decide` judge a made-up fleet
+//! — a real SQLite store, processes, probes and environments from a fake observer, no
+//! process spawned — and must agree on every verdict: allowed, role refused, a duplicate
+//! closing the gate, a peer's unsupported override, a read-only call.
+
+use fleetgate::cli::gate::capability_reply;
+use fleetgate::config::FleetConfig;
+use fleetgate::gate::{Gate, Observer};
+use fleetgate::serve::{FleetControl, Identity, Transport};
+use fleetgate_core::env::EnvSnapshot;
+use fleetgate_core::inventory::PidProbe;
+use fleetgate_core::runtime::{Cohort, CohortSource, RuntimeRecord, RuntimeStatus};
+use fleetgate_core::{ManualClock, Timestamp};
+use fleetgate_gateway::rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use fleetgate_gateway::{AttachmentId, ClientAttach, ControlCall, ControlPlane, DownstreamStatus, ToolCall};
+use fleetgate_host::procfs::{ProcEntry, ProcessSource};
+use fleetgate_host::{HostError, HostErrorKind};
+use fleetgate_store::{HostIdentity, Store};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+const HEAD: &str = "82d71b77028a7abd4f8ab4a4e4d89658a187f73d";
+const CONFIG: &str = r#"
+[fleet]
+name = "made-up"
+tool_prefix = "gitea_"
+process_match = ["mcp_server.py"]
+
+[roles.reviewer]
+deny = ["git_add"]
+
+[tools]
+read_only = ["git_status"]
+
+[[members]]
+namespace = "gitea-author"
+profile = "prgs-author"
+role = "author"
+
+[[members]]
+namespace = "gitea-reviewer"
+profile = "prgs-reviewer"
+role = "reviewer"
+"#;
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::ymd_hms(2026, 12, 1, 12, 0, 0).plus_seconds(seconds)
+}
+
+/// A made-up host: processes with their environments, every probe alive.
+#[derive(Debug, Default)]
+struct MadeUp {
+    processes: Mutex<BTreeMap<i64, (ProcEntry, EnvSnapshot)>>,
+}
+
+impl MadeUp {
+    fn run(&self, pid: i64, env: &[(&str, &str)]) {
+        let entry =
+            ProcEntry { pid, ppid: 812, started_at: at(0), argv: vec!["python".into(), "mcp_server.py".into()] };
+        let env = EnvSnapshot::from_pairs(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        self.processes.lock().unwrap().insert(pid, (entry, env));
+    }
+}
+
+impl ProcessSource for MadeUp {
+    fn entries(&self) -> Result<Vec<ProcEntry>, HostError> {
+        Ok(self.processes.lock().unwrap().values().map(|(e, _)| e.clone()).collect())
+    }
+    fn entry(&self, pid: i64) -> Option<ProcEntry> {
+        self.processes.lock().unwrap().get(&pid).map(|(e, _)| e.clone())
+    }
+    fn environ(&self, pid: i64) -> Result<EnvSnapshot, HostError> {
+        self.processes
+            .lock()
+            .unwrap()
+            .get(&pid)
+            .map(|(_, env)| env.clone())
+            .ok_or_else(|| HostError::new(HostErrorKind::Unreadable, format!("no process {pid}")))
+    }
+}
+
+impl Observer for MadeUp {
+    fn processes(&self) -> &dyn ProcessSource {
+        self
+    }
+    fn probe(&self, pid: i64) -> PidProbe {
+        if self.processes.lock().unwrap().contains_key(&pid) { PidProbe::Alive } else { PidProbe::Dead }
+    }
+    fn local_host(&self) -> Option<HostIdentity> {
+        Some(HostIdentity { host_id: "made-up-host".into(), boot_id: "b1".into() })
+    }
+    fn head(&self, _checkout: &Path) -> Result<String, HostError> {
+        Ok(HEAD.into())
+    }
+}
+
+fn row(namespace: &str, profile: &str, role: &str, pid: i64, cohort: &str) -> RuntimeRecord {
+    RuntimeRecord {
+        runtime_id: format!("{namespace}:{pid}:b"),
+        namespace: namespace.into(),
+        profile: profile.into(),
+        role: role.into(),
+        remote: None,
+        org: None,
+        repo: None,
+        repository_root: Some("/made-up/checkout".into()),
+        pid,
+        cohort_id: Some(cohort.into()),
+        cohort_source: CohortSource::ExplicitEnv,
+        client_provenance: "client_managed".into(),
+        boot_id: "b".into(),
+        startup_head: Some(HEAD.into()),
+        daemon_start_head: Some(HEAD.into()),
+        transport: "stdio".into(),
+        registered_at: at(10),
+        last_heartbeat_at: Some(at(10)),
+        status: RuntimeStatus::Running,
+    }
+}
+
+/// The made-up fleet: its store, its host, and the author's gateway (pid 4100) with one
+/// attached client, all on one gate.
+struct Fleet {
+    _dir: tempfile::TempDir,
+    store: Arc<dyn Store>,
+    host: Arc<MadeUp>,
+    gate: Gate,
+    control: FleetControl,
+    config: FleetConfig,
+    worker: String,
+}
+
+const MANAGED: (&str, &str) = ("GITEA_CLIENT_MANAGED", "1");
+
+fn fleet() -> Fleet {
+    let dir = tempfile::tempdir().unwrap();
+    let store = fleetgate_store::open(dir.path().join("s.sqlite3").to_str().unwrap()).unwrap();
+    let host = Arc::new(MadeUp::default());
+    host.run(4100, &[MANAGED]);
+    host.run(4200, &[MANAGED]);
+    store.upsert_runtime(&row("gitea-author", "prgs-author", "author", 4100, "fleet-a")).unwrap();
+    store.upsert_runtime(&row("gitea-reviewer", "prgs-reviewer", "reviewer", 4200, "fleet-a")).unwrap();
+    let config = FleetConfig::parse(CONFIG, "made-up.toml").unwrap();
+    let gate = Gate::new(Arc::new(config.clone()), store.clone(), host.clone());
+    let member = config.member("prgs-author").unwrap().clone();
+    let cohort = Cohort { cohort_id: Some("fleet-a".into()), cohort_source: CohortSource::ExplicitEnv };
+    let identity = Identity::new(member, 4100, "b".into(), cohort, (None, Some(HEAD.into())), None);
+    let clock = Arc::new(ManualClock::new(at(20)));
+    let control = FleetControl::new(identity, Transport::Stdio, EnvSnapshot::default(), clock, gate.clone());
+    let client = ClientAttach {
+        client_name: "claude-code".into(),
+        client_version: "1".into(),
+        protocol_version: "2025-11-25".into(),
+        principal: None,
+    };
+    control.on_client_attach(AttachmentId(1), &client).unwrap();
+    let worker = store.list_workers().unwrap()[0].worker_identity.clone();
+    Fleet { _dir: dir, store, host, gate, control, config, worker }
+}
+
+fn tool(name: &str) -> Tool {
+    let mut tool = Tool::new(name.to_owned(), "a tool", Arc::new(JsonObject::new()));
+    if name == "git_log" {
+        tool = tool.with_annotations(ToolAnnotations::new().read_only(true));
+    }
+    tool
+}
+
+/// The three paths' verdicts for `name` called by the author's attached worker:
+/// (allowed, blocker, reasons) from each.
+fn three(f: &Fleet, name: &str) -> [(bool, Value, Value); 3] {
+    let member = f.config.member("prgs-author").unwrap();
+    let hint = (name == "git_log").then_some(true);
+    let cli = capability_reply(&f.gate, member, name, Some(&f.worker), hint.is_some(), None, at(20)).value;
+    let t = tool(name);
+    let known = |n: &str| (n == name).then(|| t.clone());
+    let control = f.control.call_control_tool(ControlCall {
+        attachment: AttachmentId(1),
+        name: "gitea_resolve_task_capability",
+        arguments: json!({ "tool": name }).as_object().unwrap().clone(),
+        downstream: &DownstreamStatus::absent(),
+        known_tool: &known,
+    });
+    let control = control.structured_content.unwrap();
+    let decided = f.control.decide(AttachmentId(1), &ToolCall { tool: &t, arguments: None });
+    let gateway = (
+        decided.decision.allowed,
+        json!(decided.decision.blocker_kind.map(|k| k.as_str())),
+        json!(decided.decision.reasons),
+    );
+    let pick = |v: &Value| (v["allowed"].as_bool().unwrap(), v["blocker_kind"].clone(), v["blocked_reasons"].clone());
+    [pick(&cli), pick(&control), gateway]
+}
+
+fn agree(f: &Fleet, name: &str) -> (bool, Value, Value) {
+    let [cli, control, gateway] = three(f, name);
+    assert_eq!(cli, control, "`{name}`: the CLI and the control tool disagree");
+    assert_eq!(cli, gateway, "`{name}`: the CLI and the gateway disagree");
+    cli
+}
+
+#[test]
+fn the_cli_the_control_tool_and_the_gateway_give_one_verdict() {
+    // The test runs the heartbeat loops on a runtime of its own.
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async {
+        tokio::task::spawn_blocking(|| {
+            let f = fleet();
+            assert_eq!(agree(&f, "git_add"), (true, Value::Null, json!([])), "a healthy fleet, an owned session");
+            assert!(agree(&f, "git_log").0, "read-only");
+
+            // A second author from another cohort closes the gate, the same way on every path.
+            f.host.run(4300, &[MANAGED]);
+            f.store.upsert_runtime(&row("gitea-author", "prgs-author", "author", 4300, "fleet-b")).unwrap();
+            let (allowed, blocker, reasons) = agree(&f, "git_add");
+            assert!(!allowed);
+            assert_eq!(blocker, "fleet_inventory_blocked");
+            assert!(reasons.to_string().contains("duplicate prgs-author"), "{reasons}");
+            assert!(agree(&f, "git_log").0, "reads answer to role policy alone");
+
+            // A peer's unsupported override is a hard diagnostic on every path.
+            f.host.run(4300, &[MANAGED, ("GITEA_MCP_CLIENT_SOMETHING_ELSE", "x")]);
+            let (_, blocker, reasons) = agree(&f, "git_add");
+            assert_eq!(blocker, "runtime_reconnect_required");
+            assert!(reasons.to_string().contains("unsupported-env:"), "{reasons}");
+            f.control.on_shutdown("test");
+        })
+        .await
+        .unwrap();
+    });
+}
+
+#[test]
+fn a_role_refusal_is_the_same_everywhere_and_needs_no_evidence() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async {
+        tokio::task::spawn_blocking(|| {
+            let f = fleet();
+            let reviewer = f.config.member("prgs-reviewer").unwrap();
+            let refused = capability_reply(&f.gate, reviewer, "git_add", None, false, None, at(20)).value;
+            assert_eq!(refused["blocker_kind"], "role_not_permitted");
+            // No evidence was needed: an empty host changes nothing.
+            f.host.processes.lock().unwrap().clear();
+            let again = capability_reply(&f.gate, reviewer, "git_add", None, false, None, at(20)).value;
+            assert_eq!(refused, again);
+            f.control.on_shutdown("test");
+        })
+        .await
+        .unwrap();
+    });
+}
