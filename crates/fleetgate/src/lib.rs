@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod heartbeat;
 pub mod observe;
 pub mod provenance;
