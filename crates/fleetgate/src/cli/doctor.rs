@@ -191,7 +191,9 @@ fn client_text(s: &Surveyed) -> String {
         out.push(format!("  error: {}:{}:{}: {}", f.0.path, f.1.line, f.1.column, f.1.message));
     }
     if !r.adopted && r.findings.is_empty() {
-        if !present.is_empty() {
+        if r.files.iter().any(|f| f.error.is_some()) {
+            out.push("  members unknown until the file above can be read".to_owned());
+        } else if !present.is_empty() {
             out.push(format!("  none of the roster's members ({} other servers)", r.unrelated_servers.len()));
         }
         return out.join("\n");

@@ -177,6 +177,8 @@ fn an_unparsable_file_is_located_and_the_others_are_still_checked() {
     let codex = v["clients"].as_array().unwrap().iter().find(|c| c["client"] == "codex").unwrap();
     assert!(codex["members"].as_array().unwrap().iter().all(|m| m["status"] == "unknown"), "{codex:#}");
     assert_eq!(codex["findings"], serde_json::json!([]), "nothing is called missing from a file never read");
+    let text = String::from_utf8(t.doctor(&["--client", "codex"]).stdout).unwrap();
+    assert!(text.contains("members unknown until the file above can be read"), "{text}");
 }
 
 #[test]
