@@ -57,7 +57,10 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> anyhow::Result<Reply> {
         bail!("--snippet takes exactly one --client");
     }
     let cwd = std::env::current_dir().map_err(|e| anyhow!("cannot read the current directory: {e}"))?;
+    // Physical, as a client's getcwd sees it: Claude Code keys its local
+    // scope by that path.
     let project = std::path::absolute(args.project.as_deref().unwrap_or(&cwd))?;
+    let project = std::fs::canonicalize(&project).unwrap_or(project);
     let home = args.home.as_deref().map(std::path::absolute).transpose()?;
     let scope = Scope {
         layout: Layout::resolve(home.as_deref(), &project, &ctx.env).map_err(|e| anyhow!(e))?,
