@@ -34,8 +34,12 @@ pub enum EnvKey {
     XdgStateHome,
     /// `XDG_CONFIG_HOME`: base of the default config path.
     XdgConfigHome,
-    /// `HOME`: fallback base of both.
+    /// `HOME`: fallback base of both, and where the clients' user files live.
     Home,
+    /// `PATH`: where `fleetgate doctor` looks for the commands client configurations launch.
+    Path,
+    /// `CODEX_HOME`: Codex CLI's home (its `config.toml`), read by `fleetgate doctor`.
+    CodexHome,
 }
 
 /// How a key is named.
@@ -129,6 +133,18 @@ pub const DECLARED: &[KeySpec] = &[
         secret: false,
     },
     KeySpec { key: EnvKey::Home, name: KeyName::Plain("HOME"), meaning: "fallback base directory", secret: false },
+    KeySpec {
+        key: EnvKey::Path,
+        name: KeyName::Plain("PATH"),
+        meaning: "search path for the commands client configurations launch (doctor)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::CodexHome,
+        name: KeyName::Plain("CODEX_HOME"),
+        meaning: "Codex CLI home, else ~/.codex (doctor)",
+        secret: false,
+    },
 ];
 
 /// The declaration entry of `key`.
@@ -238,6 +254,8 @@ mod tests {
             EnvKey::XdgStateHome,
             EnvKey::XdgConfigHome,
             EnvKey::Home,
+            EnvKey::Path,
+            EnvKey::CodexHome,
         ];
         for key in all {
             assert_eq!(DECLARED.iter().filter(|s| s.key == key).count(), 1, "{key:?}");

@@ -11,6 +11,7 @@
 pub mod audit;
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod gate;
 pub mod heartbeat;
 pub mod serve;
@@ -81,6 +82,7 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
         }
         Command::Audit { since, limit } => cli::gate::audit(ctx, since.as_deref(), limit),
         Command::Inventory { answering_namespace } => cli::inventory::run(ctx, answering_namespace.as_deref()),
+        Command::Doctor(args) => cli::doctor::run(ctx, args),
         Command::Debug(cmd) => cli::debug::run(ctx, cmd),
         Command::Serve(_) => Err(anyhow::anyhow!("serve runs outside the reply path")),
     }

@@ -76,9 +76,38 @@ pub enum Command {
         #[arg(long, default_value = "100")]
         limit: String,
     },
+    /// Check each LLM client's MCP configuration against the roster (exit 0 clean, 3 findings,
+    /// 1 a file that cannot be read); `--fix` shows the repair, `--fix --apply` writes it.
+    Doctor(DoctorArgs),
     /// Diagnostics for operators and tests (renewal loops, store soak).
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
+}
+
+/// `fleetgate doctor`
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Only these clients (claude-code, claude-desktop, gemini, codex, cursor, vscode); repeatable.
+    #[arg(long = "client", value_name = "NAME", value_delimiter = ',')]
+    pub clients: Vec<String>,
+    /// Read the user files under DIR instead of $HOME (XDG_CONFIG_HOME and CODEX_HOME are then ignored).
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// The project whose files to read (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Show the repair as a unified diff (a dry run: nothing is written).
+    #[arg(long, conflicts_with = "snippet")]
+    pub fix: bool,
+    /// With --fix: write it, each file backed up beside itself and replaced atomically.
+    #[arg(long, requires = "fix")]
+    pub apply: bool,
+    /// Print the block to paste into one client's configuration (with exactly one --client).
+    #[arg(long, requires = "clients")]
+    pub snippet: bool,
+    /// With --snippet: the downstream MCP server fleetgate fronts (default: as the client runs it).
+    #[arg(last = true, value_name = "DOWNSTREAM")]
+    pub downstream: Vec<String>,
 }
 
 /// `fleetgate worker …`

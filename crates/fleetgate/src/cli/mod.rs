@@ -6,6 +6,7 @@ pub mod args;
 pub mod context;
 pub mod debug;
 pub mod demo;
+pub mod doctor;
 pub mod gate;
 pub mod inventory;
 pub mod output;

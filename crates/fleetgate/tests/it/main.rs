@@ -2,6 +2,7 @@
 
 mod cli;
 mod concurrency;
+mod doctor;
 mod gate;
 mod heartbeat;
 mod inventory;

@@ -1,0 +1,340 @@
+//! `fleetgate doctor`: the shell around the pure doctor. It reads the clients'
+//! files and the PATH, prints the report, the repair's diff or the snippet,
+//! and hands changed files to `doctor::apply`, the one writer.
+
+use crate::cli::args::DoctorArgs;
+use crate::cli::context::Ctx;
+use crate::cli::output::{Exit, Reply};
+use crate::doctor::clients::{Client, Format, Layout, locations};
+use crate::doctor::findings::{
+    ClientReport, FileInput, FileState, Finding, Roster, classify, fleetgate_serve, template,
+};
+use crate::doctor::read::{self, FileError, Launch};
+use crate::doctor::{apply, diff, edit, repair, snippet};
+use anyhow::{anyhow, bail};
+use fleetgate_core::env::{EnvKey, key_name};
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// One client, surveyed: its verdict, its files, and the bytes each was read as.
+struct Surveyed {
+    report: ClientReport,
+    files: Vec<FileInput>,
+    raw: Vec<Option<Vec<u8>>>,
+}
+
+/// The inputs every survey shares.
+struct Scope<'a> {
+    layout: Layout,
+    roster: Roster<'a>,
+    named: bool,
+    path: String,
+}
+
+impl Scope<'_> {
+    fn exists(&self, command: &str) -> bool {
+        on_path(command, &self.path)
+    }
+
+    fn survey(&self, client: Client) -> Surveyed {
+        let (files, raw): (Vec<FileInput>, Vec<Option<Vec<u8>>>) = locations(client, &self.layout)
+            .into_iter()
+            .map(|source| {
+                let (state, raw) = read_file(&source.path, |text| read::parse(text, &source));
+                (FileInput { source, state }, raw)
+            })
+            .unzip();
+        let report = classify(client, &files, self.roster, self.named, &|c| self.exists(c));
+        Surveyed { report, files, raw }
+    }
+}
+
+/// `fleetgate doctor`.
+pub fn run(ctx: &Ctx, args: &DoctorArgs) -> anyhow::Result<Reply> {
+    let clients = selected(&args.clients)?;
+    if args.snippet && clients.len() != 1 {
+        bail!("--snippet takes exactly one --client");
+    }
+    let cwd = std::env::current_dir().map_err(|e| anyhow!("cannot read the current directory: {e}"))?;
+    // Physical, as a client's getcwd sees it: Claude Code keys its local
+    // scope by that path.
+    let project = std::path::absolute(args.project.as_deref().unwrap_or(&cwd))?;
+    let project = std::fs::canonicalize(&project).unwrap_or(project);
+    let home = args.home.as_deref().map(std::path::absolute).transpose()?;
+    let scope = Scope {
+        layout: Layout::resolve(home.as_deref(), &project, &ctx.env).map_err(|e| anyhow!(e))?,
+        roster: Roster {
+            members: &ctx.config.members,
+            env_prefix: &ctx.config.env_prefix,
+            pass_through: &ctx.config.pass_through_env,
+        },
+        named: !args.clients.is_empty(),
+        path: ctx.env.get(EnvKey::Path, "").unwrap_or_default().to_owned(),
+    };
+    let surveyed: Vec<Surveyed> = clients.iter().map(|c| scope.survey(*c)).collect();
+    if args.snippet {
+        return Ok(snippet_reply(ctx, &scope, &surveyed[0], &args.downstream));
+    }
+    if args.fix {
+        return Ok(fix(ctx, &scope, surveyed, args.apply));
+    }
+    Ok(report(ctx, &surveyed))
+}
+
+fn selected(names: &[String]) -> anyhow::Result<Vec<Client>> {
+    if names.is_empty() {
+        return Ok(Client::ALL.to_vec());
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let client = Client::parse(name).ok_or_else(|| {
+            let known: Vec<&str> = Client::ALL.iter().map(|c| c.name()).collect();
+            anyhow!("unknown client {name:?}: expected one of {}", known.join(", "))
+        })?;
+        if !out.contains(&client) {
+            out.push(client);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `command` names an executable: an absolute path, or a name found
+/// in one of `path`'s directories.
+fn on_path(command: &str, path: &str) -> bool {
+    let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if Path::new(command).is_absolute() {
+        return executable(Path::new(command));
+    }
+    path.split(':').filter(|d| !d.is_empty()).any(|d| executable(&Path::new(d).join(command)))
+}
+
+/// How to invoke fleetgate in a new wrapper: by name when it is on PATH,
+/// else by this binary's absolute path.
+fn fleetgate_command(scope: &Scope<'_>) -> String {
+    if scope.exists("fleetgate") {
+        return "fleetgate".into();
+    }
+    std::env::current_exe().map_or_else(|_| "fleetgate".into(), |p| p.display().to_string())
+}
+
+fn read_file(path: &Path, parse: impl Fn(&str) -> Result<read::ParsedFile, FileError>) -> (FileState, Option<Vec<u8>>) {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (FileState::Absent, None),
+        Err(e) => {
+            return (
+                FileState::Failed(FileError { line: 1, column: 1, message: format!("cannot read it: {e}") }),
+                None,
+            );
+        }
+    };
+    let state = match std::str::from_utf8(&bytes) {
+        Ok(text) => parse(text).map_or_else(FileState::Failed, FileState::Parsed),
+        Err(e) => {
+            let valid = String::from_utf8_lossy(&bytes[..e.valid_up_to()]).into_owned();
+            let (line, column) = read::line_col(&valid, valid.len());
+            FileState::Failed(FileError { line, column, message: "not utf-8".into() })
+        }
+    };
+    (state, Some(bytes))
+}
+
+fn file_errors(surveyed: &[Surveyed]) -> Vec<Value> {
+    surveyed
+        .iter()
+        .flat_map(|s| &s.report.files)
+        .filter_map(|f| {
+            let e = f.error.as_ref()?;
+            Some(json!({ "file": f.path, "line": e.line, "column": e.column, "message": e.message }))
+        })
+        .collect()
+}
+
+fn error_line(e: &Value) -> String {
+    match (e["line"].as_u64(), e["column"].as_u64()) {
+        (Some(l), Some(c)) => {
+            format!("{}:{l}:{c}: {}", e["file"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or(""))
+        }
+        _ => format!("{}: {}", e["file"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or("")),
+    }
+}
+
+/// Errors go to stderr too, one line each: exit 1 always says why there.
+fn exit_for(errors: &[Value], findings: usize) -> Exit {
+    for e in errors {
+        eprintln!("fleetgate: doctor: {}", error_line(e));
+    }
+    if !errors.is_empty() {
+        Exit::Failure
+    } else if findings > 0 {
+        Exit::No
+    } else {
+        Exit::Ok
+    }
+}
+
+fn all_findings(surveyed: &[Surveyed]) -> Vec<&Finding> {
+    surveyed.iter().flat_map(|s| &s.report.findings).collect()
+}
+
+fn finding_line(f: &Finding) -> String {
+    format!("  - {}: {}{}", json!(f.kind).as_str().unwrap_or(""), f.message, if f.fixable { " [fixable]" } else { "" })
+}
+
+fn client_text(s: &Surveyed) -> String {
+    let r = &s.report;
+    let present: Vec<&str> = r.files.iter().filter(|f| f.exists).map(|f| f.path.as_str()).collect();
+    let mut out = vec![format!(
+        "{}: {}",
+        r.client,
+        if present.is_empty() { "no configuration file".to_owned() } else { present.join(", ") }
+    )];
+    for f in r.files.iter().filter_map(|f| f.error.as_ref().map(|e| (f, e))) {
+        out.push(format!("  error: {}:{}:{}: {}", f.0.path, f.1.line, f.1.column, f.1.message));
+    }
+    if !r.adopted && r.findings.is_empty() {
+        if r.files.iter().any(|f| f.error.is_some()) {
+            out.push("  members unknown until the file above can be read".to_owned());
+        } else if !present.is_empty() {
+            out.push(format!("  none of the roster's members ({} other servers)", r.unrelated_servers.len()));
+        }
+        return out.join("\n");
+    }
+    for m in &r.members {
+        let defs: Vec<String> =
+            m.definitions.iter().map(|d| format!("{} {}:{} {:?}", d.launch, d.file, d.line, d.entry)).collect();
+        let shown = if defs.is_empty() { m.status.to_owned() } else { defs.join("; ") };
+        out.push(format!("  {:<20} {shown}", m.profile));
+    }
+    out.extend(r.findings.iter().map(finding_line));
+    out.join("\n")
+}
+
+fn report(ctx: &Ctx, surveyed: &[Surveyed]) -> Reply {
+    let findings = all_findings(surveyed);
+    let errors = file_errors(surveyed);
+    let fixable = findings.iter().filter(|f| f.fixable).count();
+    let mut text: Vec<String> = surveyed.iter().map(client_text).collect();
+    text.push(if findings.is_empty() && errors.is_empty() {
+        "clean: every client's configuration matches the roster".to_owned()
+    } else {
+        let unreadable = match errors.len() {
+            0 => String::new(),
+            n => format!("; {n} file(s) cannot be read"),
+        };
+        format!("{} finding(s), {fixable} fixable (fleetgate doctor --fix){unreadable}", findings.len())
+    });
+    let value = json!({
+        "clean": findings.is_empty() && errors.is_empty(),
+        "env_prefix": ctx.config.env_prefix,
+        "clients": surveyed.iter().map(|s| &s.report).collect::<Vec<_>>(),
+        "findings": findings,
+        "finding_count": findings.len(),
+        "errors": errors,
+    });
+    let exit = exit_for(&errors, findings.len());
+    Reply { value, text: text.join("\n"), exit }
+}
+
+/// Every changed file of one client, its repaired text re-read as the client
+/// would read it: a repair its own reader refuses is an error, never a write.
+fn changes(s: &Surveyed, fleetgate: &str, errors: &mut Vec<Value>) -> Vec<apply::Change> {
+    let mut out = Vec::new();
+    for (f, edits) in repair::plan(&s.report, fleetgate) {
+        let (FileState::Parsed(parsed), Some(raw)) = (&s.files[f].state, &s.raw[f]) else { continue };
+        let source = &s.files[f].source;
+        let text = String::from_utf8_lossy(raw);
+        let repaired = edit::apply(&text, source, parsed, &edits)
+            .and_then(|t| read::parse(&t, source).map(|_| t).map_err(|e| format!("the repair would not parse: {e:?}")));
+        match repaired {
+            Ok(updated) if updated != text => {
+                out.push(apply::Change { path: source.path.clone(), original: raw.clone(), updated });
+            }
+            Ok(_) => {}
+            Err(e) => errors.push(
+                json!({ "file": source.path.display().to_string(), "message": format!("cannot repair it: {e}") }),
+            ),
+        }
+    }
+    out
+}
+
+fn fix(ctx: &Ctx, scope: &Scope<'_>, surveyed: Vec<Surveyed>, write: bool) -> Reply {
+    let fleetgate = fleetgate_command(scope);
+    let mut errors = file_errors(&surveyed);
+    let changes: Vec<apply::Change> = surveyed.iter().flat_map(|s| changes(s, &fleetgate, &mut errors)).collect();
+    let stamp: String = ctx.clock.now().to_string().chars().filter(|c| !matches!(c, '-' | ':')).collect();
+    let mut shown = Vec::new();
+    let mut text = Vec::new();
+    for c in &changes {
+        let path = c.path.display().to_string();
+        let d = diff::unified(&path, &String::from_utf8_lossy(&c.original), &c.updated);
+        text.push(d.clone());
+        let (written, backup) = if write {
+            match apply::apply(c, &stamp, &mut |_| {}) {
+                Ok(b) => (true, Some(b.display().to_string())),
+                Err(e) => {
+                    errors.push(json!({ "file": path, "message": e.message }));
+                    (false, None)
+                }
+            }
+        } else {
+            (false, None)
+        };
+        shown.push(json!({ "file": path, "diff": d, "written": written, "backup": backup }));
+    }
+    let after: Vec<Surveyed> =
+        if write { surveyed.iter().map(|s| scope.survey(s.report.id)).collect() } else { surveyed };
+    let remaining = all_findings(&after);
+    let open: Vec<&&Finding> = remaining.iter().filter(|f| write || !f.fixable).collect();
+    let written = shown.iter().filter(|c| c["written"] == true).count();
+    text.push(match (write, changes.len()) {
+        (_, 0) => "nothing to change".to_owned(),
+        (false, n) => format!("dry run: {n} file(s) would change; run with --apply to write them"),
+        (true, n) => format!("wrote {written} of {n} file(s), each backed up beside itself"),
+    });
+    if !open.is_empty() {
+        text.push(format!("{} finding(s) --fix does not repair:", open.len()));
+        text.extend(open.iter().map(|f| finding_line(f)));
+    }
+    let value = json!({
+        "applied": write,
+        "changes": shown,
+        "findings": remaining,
+        "errors": errors,
+        "clean": remaining.is_empty() && errors.is_empty(),
+    });
+    let pending = if write { remaining.len() } else { remaining.len() + changes.len() };
+    let exit = exit_for(&errors, pending);
+    Reply { value, text: text.join("\n"), exit }
+}
+
+fn snippet_reply(ctx: &Ctx, scope: &Scope<'_>, s: &Surveyed, downstream: &[String]) -> Reply {
+    let client = s.report.id;
+    // The downstream as the client already runs it, unless one is given.
+    let mut from = None;
+    let mut argv = downstream.to_vec();
+    let mut fleetgate = fleetgate_command(scope);
+    if argv.is_empty()
+        && let Some((m, d)) = template(&s.report)
+        && let FileState::Parsed(parsed) = &s.files[d.at.0].state
+        && let Launch::Stdio { command, args } = &parsed.entries[d.at.1].launch
+    {
+        argv = match fleetgate_serve(command, args) {
+            Some(serve) => {
+                fleetgate = command.clone();
+                serve.downstream
+            }
+            None => std::iter::once(command.clone()).chain(args.iter().cloned()).collect(),
+        };
+        from = ctx.config.member(&m.profile);
+    }
+    let key = key_name(EnvKey::McpClient, &ctx.config.env_prefix);
+    let block = snippet::snippet(client, &ctx.config.members, &key, &fleetgate, &argv, from);
+    let file: PathBuf = locations(client, &scope.layout).remove(0).path;
+    let format = if matches!(s.files[0].source.format, Format::Toml) { "toml" } else { "json" };
+    let value =
+        json!({ "client": client.name(), "file": file.display().to_string(), "format": format, "snippet": block });
+    Reply { value, text: block.trim_end().to_owned(), exit: Exit::Ok }
+}

@@ -1,0 +1,430 @@
+//! The classification: one client's parsed files + the roster + the env-key
+//! declaration + a command lookup → which member each entry is, and every
+//! finding. A pure function of its inputs: the PATH lookup is injected.
+//!
+//! The matching rule, in order: an entry that launches `fleetgate serve` is
+//! the member whose profile its `--profile` names; else an entry whose name is
+//! a member's namespace (`gitea-author`) is that member; else a bare launch
+//! whose arguments carry `--profile P` for a roster profile P is that member.
+//! Anything else is an unrelated server and is never judged.
+
+use super::clients::{Client, SourceFile};
+use super::read::{Entry, FileError, Launch, ParsedFile};
+use crate::config::Member;
+use fleetgate_core::client::normalize_client_name;
+use fleetgate_core::env::{EnvKey, EnvSnapshot, key_name, unconsumed_env_overrides};
+use serde::Serialize;
+use std::path::Path;
+
+/// The roster and the env declaration the findings are judged against.
+#[derive(Clone, Copy, Debug)]
+pub struct Roster<'a> {
+    /// The expected members.
+    pub members: &'a [Member],
+    /// The fleet's env prefix (`GITEA_`).
+    pub env_prefix: &'a str,
+    /// The downstream's declared pass-through keys.
+    pub pass_through: &'a [String],
+}
+
+/// What reading one file gave.
+#[derive(Clone, Debug)]
+pub enum FileState {
+    /// No such file.
+    Absent,
+    /// Read and parsed.
+    Parsed(ParsedFile),
+    /// Present but unreadable or unparsable.
+    Failed(FileError),
+}
+
+/// One file of a client, as the classifier sees it.
+#[derive(Clone, Debug)]
+pub struct FileInput {
+    /// Where and how.
+    pub source: SourceFile,
+    /// What reading it gave.
+    pub state: FileState,
+}
+
+/// Finding kinds: the literals scripts switch on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingKind {
+    /// A roster member the client does not define.
+    Missing,
+    /// A member launched without `fleetgate serve`.
+    Bare,
+    /// One profile defined more than once across the files the client merges.
+    Duplicate,
+    /// A `<PREFIX>*` key in `env` that the env gate does not recognise.
+    UnsupportedEnv,
+    /// No `<PREFIX>MCP_CLIENT` in `env`.
+    ClientIdentityMissing,
+    /// `<PREFIX>MCP_CLIENT` names another client.
+    ClientIdentityWrong,
+    /// The launched command is not on PATH.
+    CommandNotFound,
+    /// `fleetgate serve` with no `--profile`, or one the roster lacks.
+    UnknownProfile,
+}
+
+/// Where a definition is: a file (index into the client's files) and an
+/// entry (index into that file's entries).
+pub type At = (usize, usize);
+
+/// One finding.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    /// What kind.
+    pub kind: FindingKind,
+    /// The client.
+    pub client: &'static str,
+    /// The member's profile (none for an unknown profile).
+    pub profile: Option<String>,
+    /// The file (none for a missing member).
+    pub file: Option<String>,
+    /// The line of the entry.
+    pub line: Option<usize>,
+    /// The entry's name.
+    pub entry: Option<String>,
+    /// The env key at fault (`unsupported_env`, identity kinds).
+    pub key: Option<String>,
+    /// One readable sentence.
+    pub message: String,
+    /// Whether `--fix` repairs it.
+    pub fixable: bool,
+    /// The definition it is about.
+    #[serde(skip)]
+    pub at: Option<At>,
+}
+
+/// One definition of a member.
+#[derive(Clone, Debug, Serialize)]
+pub struct Definition {
+    /// The file.
+    pub file: String,
+    /// The line of the entry.
+    pub line: usize,
+    /// The section's scope (`user`, `local`, `project`, `workspace`).
+    pub scope: &'static str,
+    /// The entry's name.
+    pub entry: String,
+    /// `wrapped`, `bare` or `remote`.
+    pub launch: &'static str,
+    /// The launched command (none for a remote server).
+    pub command: Option<String>,
+    /// Where it is.
+    #[serde(skip)]
+    pub at: At,
+}
+
+/// One roster member in one client.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemberReport {
+    /// Namespace.
+    pub namespace: String,
+    /// Profile.
+    pub profile: String,
+    /// Role.
+    pub role: String,
+    /// `defined`, `missing`, or `unknown` (a file of the client could not be read).
+    pub status: &'static str,
+    /// Every definition.
+    pub definitions: Vec<Definition>,
+}
+
+/// One file in a client's report.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileReport {
+    /// The path.
+    pub path: String,
+    /// Whether it exists.
+    pub exists: bool,
+    /// Why it could not be read, with line and column.
+    pub error: Option<FileError>,
+}
+
+/// One client's verdict.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientReport {
+    /// The client's name.
+    pub client: &'static str,
+    /// The client.
+    #[serde(skip)]
+    pub id: Client,
+    /// Its files.
+    pub files: Vec<FileReport>,
+    /// Whether it defines at least one roster member.
+    pub adopted: bool,
+    /// Every roster member.
+    pub members: Vec<MemberReport>,
+    /// Names of the servers that are none of the roster's.
+    pub unrelated_servers: Vec<String>,
+    /// Every finding, by member then kind.
+    pub findings: Vec<Finding>,
+}
+
+/// `fleetgate serve …` as read from an entry's launch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Serve {
+    /// The `--profile` it names.
+    pub profile: Option<String>,
+    /// The downstream argv after `--`.
+    pub downstream: Vec<String>,
+}
+
+/// The value of `--profile P` / `--profile=P` in `args`.
+pub fn profile_arg(args: &[String]) -> Option<&str> {
+    args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--profile") {
+        Some("") => args.get(i + 1).map(String::as_str),
+        Some(rest) => rest.strip_prefix('='),
+        None => None,
+    })
+}
+
+/// Whether `command args` launches `fleetgate serve`, and with what.
+pub fn fleetgate_serve(command: &str, args: &[String]) -> Option<Serve> {
+    let is_fleetgate = Path::new(command).file_name().is_some_and(|n| n == "fleetgate");
+    let split = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let own = &args[..split];
+    (is_fleetgate && own.iter().any(|a| a == "serve")).then(|| Serve {
+        profile: profile_arg(own).map(str::to_owned),
+        downstream: args.get(split + 1..).unwrap_or_default().to_vec(),
+    })
+}
+
+/// Which member an entry is (index into the roster), by the documented rule.
+pub fn member_of(entry: &Entry, members: &[Member]) -> Option<usize> {
+    let by_profile = |p: &str| members.iter().position(|m| m.profile == p);
+    if let Launch::Stdio { command, args } = &entry.launch
+        && let Some(serve) = fleetgate_serve(command, args)
+    {
+        return serve.profile.as_deref().and_then(by_profile);
+    }
+    members.iter().position(|m| m.namespace == entry.name).or_else(|| match &entry.launch {
+        Launch::Stdio { args, .. } => profile_arg(args).and_then(by_profile),
+        _ => None,
+    })
+}
+
+/// The definition a missing member is copied from: the first local-process
+/// definition, in roster order, preferring one already wrapped.
+pub fn template(report: &ClientReport) -> Option<(&MemberReport, &Definition)> {
+    let defs = || report.members.iter().flat_map(|m| m.definitions.iter().map(move |d| (m, d)));
+    defs().find(|(_, d)| d.launch == "wrapped").or_else(|| defs().find(|(_, d)| d.launch == "bare"))
+}
+
+/// Judge one client.
+pub fn classify(
+    client: Client,
+    files: &[FileInput],
+    roster: Roster<'_>,
+    named: bool,
+    exists: &dyn Fn(&str) -> bool,
+) -> ClientReport {
+    let mut members: Vec<MemberReport> = roster
+        .members
+        .iter()
+        .map(|m| MemberReport {
+            namespace: m.namespace.clone(),
+            profile: m.profile.clone(),
+            role: m.role.clone(),
+            status: "missing",
+            definitions: Vec::new(),
+        })
+        .collect();
+    let mut findings = Vec::new();
+    let mut unrelated = Vec::new();
+    for (f, input) in files.iter().enumerate() {
+        let FileState::Parsed(parsed) = &input.state else { continue };
+        let shown = input.source.path.display().to_string();
+        for (e, entry) in parsed.entries.iter().enumerate() {
+            let scope = parsed.sections[entry.section].scope;
+            match member_of(entry, roster.members) {
+                Some(m) => members[m].definitions.push(definition(&shown, scope, entry, (f, e))),
+                None => match unknown_profile(client, &shown, entry, (f, e)) {
+                    Some(finding) => findings.push(finding),
+                    None => unrelated.push(entry.name.clone()),
+                },
+            }
+        }
+    }
+    let complete = !files.iter().any(|f| matches!(f.state, FileState::Failed(_)));
+    let adopted = members.iter().any(|m| !m.definitions.is_empty());
+    let mut report = ClientReport {
+        client: client.name(),
+        id: client,
+        files: files.iter().map(file_report).collect(),
+        adopted,
+        members: Vec::new(),
+        unrelated_servers: unrelated,
+        findings: Vec::new(),
+    };
+    for m in &mut members {
+        if !m.definitions.is_empty() {
+            m.status = "defined";
+        } else if !complete {
+            m.status = "unknown";
+        }
+    }
+    report.members = members;
+    let can_copy = template(&report).is_some();
+    for m in &report.members {
+        if m.status == "missing" && (adopted || named) {
+            findings.push(missing(client, m, can_copy));
+        }
+        if m.definitions.len() > 1 {
+            findings.push(duplicate(client, m));
+        }
+        for d in &m.definitions {
+            let FileState::Parsed(parsed) = &files[d.at.0].state else { continue };
+            findings.extend(entry_findings(client, m, d, &parsed.entries[d.at.1], roster, exists));
+        }
+    }
+    report.findings = findings;
+    report
+}
+
+fn file_report(input: &FileInput) -> FileReport {
+    let (exists, error) = match &input.state {
+        FileState::Absent => (false, None),
+        FileState::Parsed(_) => (true, None),
+        FileState::Failed(e) => (true, Some(e.clone())),
+    };
+    FileReport { path: input.source.path.display().to_string(), exists, error }
+}
+
+fn definition(file: &str, scope: &'static str, entry: &Entry, at: At) -> Definition {
+    let (launch, command) = match &entry.launch {
+        Launch::Stdio { command, args } => {
+            (if fleetgate_serve(command, args).is_some() { "wrapped" } else { "bare" }, Some(command.clone()))
+        }
+        _ => ("remote", None),
+    };
+    Definition { file: file.to_owned(), line: entry.line, scope, entry: entry.name.clone(), launch, command, at }
+}
+
+fn finding(client: Client, kind: FindingKind, profile: Option<&str>, message: String, fixable: bool) -> Finding {
+    Finding {
+        kind,
+        client: client.name(),
+        profile: profile.map(str::to_owned),
+        file: None,
+        line: None,
+        entry: None,
+        key: None,
+        message,
+        fixable,
+        at: None,
+    }
+}
+
+fn located(mut f: Finding, file: &str, entry: &Entry, at: At) -> Finding {
+    f.file = Some(file.to_owned());
+    f.line = Some(entry.line);
+    f.entry = Some(entry.name.clone());
+    f.at = Some(at);
+    f
+}
+
+fn unknown_profile(client: Client, file: &str, entry: &Entry, at: At) -> Option<Finding> {
+    let Launch::Stdio { command, args } = &entry.launch else { return None };
+    let serve = fleetgate_serve(command, args)?;
+    let message = match &serve.profile {
+        Some(p) => format!("{:?} runs fleetgate serve --profile {p}, a profile the roster does not have", entry.name),
+        None => format!("{:?} runs fleetgate serve without --profile", entry.name),
+    };
+    let f = finding(client, FindingKind::UnknownProfile, serve.profile.as_deref(), message, false);
+    Some(located(f, file, entry, at))
+}
+
+fn missing(client: Client, m: &MemberReport, can_copy: bool) -> Finding {
+    let how = if can_copy {
+        "--fix adds it, copied from a defined member"
+    } else {
+        "paste the block `fleetgate doctor --snippet` prints"
+    };
+    let message = format!("{} ({}) is not defined: {how}", m.profile, m.namespace);
+    finding(client, FindingKind::Missing, Some(&m.profile), message, can_copy)
+}
+
+fn duplicate(client: Client, m: &MemberReport) -> Finding {
+    let places: Vec<String> = m.definitions.iter().map(|d| format!("{}:{} {:?}", d.file, d.line, d.entry)).collect();
+    let message = format!(
+        "{} is defined {} times ({}): the client may start it more than once; keep one",
+        m.profile,
+        places.len(),
+        places.join(", ")
+    );
+    finding(client, FindingKind::Duplicate, Some(&m.profile), message, false)
+}
+
+/// Whether a command can be judged here: not a relative path and not a
+/// client-side variable (`${workspaceFolder}`, `$HOME`).
+fn checkable(command: &str) -> bool {
+    !command.is_empty() && !command.contains('$') && (Path::new(command).is_absolute() || !command.contains('/'))
+}
+
+fn entry_findings(
+    client: Client,
+    m: &MemberReport,
+    d: &Definition,
+    entry: &Entry,
+    roster: Roster<'_>,
+    exists: &dyn Fn(&str) -> bool,
+) -> Vec<Finding> {
+    let Launch::Stdio { command, args } = &entry.launch else { return Vec::new() };
+    let here = |kind, message: String, fixable| {
+        located(finding(client, kind, Some(&m.profile), message, fixable), &d.file, entry, d.at)
+    };
+    let mut out = Vec::new();
+    let serve = fleetgate_serve(command, args);
+    let mut commands = vec![command.as_str()];
+    match &serve {
+        Some(s) => commands.extend(s.downstream.first().map(String::as_str)),
+        None => out.push(here(
+            FindingKind::Bare,
+            format!("{:?} launches {command:?} without fleetgate serve --profile {}", entry.name, m.profile),
+            true,
+        )),
+    }
+    for c in commands.into_iter().filter(|c| checkable(c) && !exists(c)) {
+        out.push(here(
+            FindingKind::CommandNotFound,
+            format!("{:?} launches {c:?}, which is not on PATH", entry.name),
+            false,
+        ));
+    }
+    let env = EnvSnapshot::from_pairs(entry.env.iter().cloned());
+    for bad in unconsumed_env_overrides(&env, roster.env_prefix, roster.pass_through) {
+        let mut f = here(
+            FindingKind::UnsupportedEnv,
+            format!(
+                "{:?} sets {}={}: unsupported, the env gate refuses it fleet-wide \
+                 (declare it in the roster's pass_through_env if the downstream reads it)",
+                entry.name, bad.key, bad.value
+            ),
+            true,
+        );
+        f.key = Some(bad.key);
+        out.push(f);
+    }
+    let key = key_name(EnvKey::McpClient, roster.env_prefix);
+    let mut identity = match env.get(EnvKey::McpClient, roster.env_prefix) {
+        None => here(
+            FindingKind::ClientIdentityMissing,
+            format!("{:?} does not set {key}={}", entry.name, client.identity()),
+            true,
+        ),
+        Some(v) if normalize_client_name(v) != normalize_client_name(client.identity()) => here(
+            FindingKind::ClientIdentityWrong,
+            format!("{:?} sets {key}={v}, but {} launches it ({})", entry.name, client.name(), client.identity()),
+            true,
+        ),
+        Some(_) => return out,
+    };
+    identity.key = Some(key);
+    out.push(identity);
+    out
+}
