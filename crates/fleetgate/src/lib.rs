@@ -9,6 +9,7 @@ pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod heartbeat;
+pub mod metrics;
 pub mod observe;
 pub mod provenance;
 pub mod serve;
