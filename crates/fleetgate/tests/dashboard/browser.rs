@@ -3,7 +3,7 @@
 //! on a desktop, then on a phone in dark mode. Nothing the page requests leaves its
 //! origin.
 
-use crate::support::{Browser, HEAD, Island, get, output_dir, serial};
+use crate::support::{Browser, HEAD, Island, get, island, output_dir, serial};
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
 
@@ -26,7 +26,7 @@ fn refusal_of_a_mutation(island: &Island) {
 #[test]
 fn a_killed_member_turns_stale_and_closes_the_gate_without_a_reload() {
     let _serial = serial();
-    let island = Island::start(1, &["--interval", "0.25"]);
+    let island = island(1, &["--interval", "0.25"]);
     island.register(1);
     refusal_of_a_mutation(&island);
     let pid = island.inner_pid(1);

@@ -2,7 +2,7 @@
 //! it refuses at start (exit 1), what it answers 401 and 403 to (as the gateway does),
 //! that it serves only reads, the `/api/fleet` shape and its SSE twin, and SIGTERM.
 
-use crate::support::{Island, dashboard, first_event, get, http, wait_until};
+use crate::support::{dashboard, first_event, get, http, island, wait_until};
 use std::process::Command;
 
 #[test]
@@ -107,7 +107,7 @@ fn it_serves_reads_only_with_headers_that_keep_the_page_home() {
 
 #[test]
 fn api_fleet_has_the_documented_shape_and_events_push_the_same_view() {
-    let island = Island::start(1, &[]);
+    let island = island(1, &[]);
     island.register(1);
     let pid = island.inner_pid(1);
     let mut v = serde_json::Value::Null;

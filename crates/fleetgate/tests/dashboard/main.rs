@@ -3,9 +3,10 @@
 //! chromedriver by Selenium from `.venv`; `scripts/install-peers` installs both).
 //!
 //! Fleets that must look healthy live on an island — a PID namespace of their own — so
-//! no gateway elsewhere on the host enters their inventory; see `support`.
+//! no gateway elsewhere on the host enters their inventory; see `fixture`.
 
 mod browser;
 mod contract;
+mod fixture;
 mod metrics;
 mod support;

@@ -1,7 +1,7 @@
 //! `/metrics`, scraped and parsed with a Prometheus text-format parser, follows the fleet:
 //! a real process registered, a worker attached to it, then the process killed.
 
-use crate::support::{Island, get, wait_until};
+use crate::support::{Island, get, island, wait_until};
 use prometheus_parse::{Scrape, Value};
 
 fn scrape(island: &Island) -> Scrape {
@@ -45,7 +45,7 @@ fn until(island: &Island, what: &str, cond: impl Fn(&Scrape) -> bool) -> Scrape 
 
 #[test]
 fn fleet_gauges_follow_a_member_registered_then_killed() {
-    let island = Island::start(1, &["--interval", "0.2"]);
+    let island = island(1, &["--interval", "0.2"]);
     // The process runs but no row claims it: missing member, unregistered process, gate closed.
     let s = scrape(&island);
     assert_eq!(value(&s, "fleetgate_fleet_configured_members", None), 1.0);
@@ -98,7 +98,7 @@ fn fleet_gauges_follow_a_member_registered_then_killed() {
 
 #[test]
 fn prometheus_gets_openmetrics_when_it_asks() {
-    let island = Island::start(1, &[]);
+    let island = island(1, &[]);
     let accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
     let answer = get(island.addr, "/metrics", &[("Accept", accept)]);
     assert_eq!(answer.status, 200);
