@@ -162,10 +162,7 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
             vec![format!("role {} ({}) may not call {}", input.role, input.profile, input.tool)],
             false,
             false,
-            Some(format!(
-                "hand this work to a role whose policy allows {}; the {} role never may",
-                input.tool, input.role
-            )),
+            Some(role_action(input.tool, Some(input.role))),
         );
     }
     if input.class == ToolClass::ReadOnly {
@@ -180,10 +177,8 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
             Some("re-run the call; if it persists, report a fleetgate defect".into()),
         );
     };
-    let hard: Vec<String> = ev.diagnostics.iter().filter(|d| d.is_hard()).map(ToString::to_string).collect();
-    if !hard.is_empty() {
-        let action = hard_action(&hard[0]);
-        return verdict(Some(BlockerKind::RuntimeReconnectRequired), hard, true, true, Some(action));
+    if let Some(b) = hard_block(ev.diagnostics) {
+        return verdict(Some(b.blocker_kind), b.blocked_reasons, true, true, Some(b.operator_action));
     }
     let p = ev.provenance;
     if p.session_ownership != Ownership::Owned {
@@ -191,36 +186,98 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
         let reasons =
             if p.reasons.is_empty() { vec!["no live worker owns this session".into()] } else { p.reasons.clone() };
         return if kind == BlockerKind::WorkerFenced {
-            verdict(
-                Some(kind),
-                reasons,
-                false,
-                true,
-                Some("stop this server: a newer generation owns its worker; start a fresh session rather than renewing the old one".into()),
-            )
+            verdict(Some(kind), reasons, false, true, Some(FENCED_ACTION.into()))
         } else {
-            verdict(
-                Some(BlockerKind::SessionAttachmentMissing),
-                reasons,
-                false,
-                false,
-                Some(
-                    "attach a live worker to this session (fleetgate worker register) and keep its heartbeat running"
-                        .into(),
-                ),
-            )
+            verdict(Some(BlockerKind::SessionAttachmentMissing), reasons, false, false, Some(ATTACH_ACTION.into()))
         };
     }
-    let inv = ev.inventory;
-    if !inv.mutation_gate_satisfied {
-        let reasons = if inv.blocked_reasons.is_empty() {
-            vec!["the fleet inventory gate is not satisfied".into()]
-        } else {
-            inv.blocked_reasons.clone()
-        };
-        return verdict(Some(BlockerKind::FleetInventoryBlocked), reasons, false, false, Some(inventory_action(inv)));
+    if let Some(b) = inventory_block(ev.inventory) {
+        return verdict(Some(b.blocker_kind), b.blocked_reasons, false, false, Some(b.operator_action));
     }
     verdict(None, Vec::new(), false, false, None)
+}
+
+const FENCED_ACTION: &str =
+    "stop this server: a newer generation owns its worker; start a fresh session rather than renewing the old one";
+const ATTACH_ACTION: &str =
+    "attach a live worker to this session (fleetgate worker register) and keep its heartbeat running";
+
+fn role_action(tool: &str, role: Option<&str>) -> String {
+    match role {
+        Some(role) => format!("hand this work to a role whose policy allows {tool}; the {role} role never may"),
+        None => format!("hand this work to a role whose policy allows {tool}"),
+    }
+}
+
+fn resolve_first(reason: &str) -> String {
+    format!("resolve this before mutating: {reason}")
+}
+
+/// The fleet-wide half of the gate: what refuses every permitted mutating call,
+/// whichever session makes it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FleetBlock {
+    /// `runtime_reconnect_required` or `fleet_inventory_blocked`.
+    pub blocker_kind: BlockerKind,
+    /// Every reason behind it.
+    pub blocked_reasons: Vec<String>,
+    /// One sentence an operator can act on.
+    pub operator_action: String,
+}
+
+/// Is the fleet-wide gate closed, and why? The resolver's own precedence: a hard
+/// runtime diagnostic first, then the inventory. `None`: a mutating call from a live,
+/// owned session of a permitted role would be allowed.
+pub fn fleet_gate(diagnostics: &[Diagnostic], inventory: &FleetInventory) -> Option<FleetBlock> {
+    hard_block(diagnostics).or_else(|| inventory_block(inventory))
+}
+
+fn hard_block(diagnostics: &[Diagnostic]) -> Option<FleetBlock> {
+    let hard: Vec<String> = diagnostics.iter().filter(|d| d.is_hard()).map(ToString::to_string).collect();
+    let action = hard_action(hard.first()?);
+    Some(FleetBlock {
+        blocker_kind: BlockerKind::RuntimeReconnectRequired,
+        blocked_reasons: hard,
+        operator_action: action,
+    })
+}
+
+fn inventory_block(inv: &FleetInventory) -> Option<FleetBlock> {
+    if inv.mutation_gate_satisfied {
+        return None;
+    }
+    let reasons = if inv.blocked_reasons.is_empty() {
+        vec!["the fleet inventory gate is not satisfied".into()]
+    } else {
+        inv.blocked_reasons.clone()
+    };
+    Some(FleetBlock {
+        blocker_kind: BlockerKind::FleetInventoryBlocked,
+        blocked_reasons: reasons,
+        operator_action: inventory_action(inv),
+    })
+}
+
+/// The operator action of a recorded refusal. The audit log keeps the blocker
+/// literal and the reasons, not the sentence the caller was shown, so it is
+/// derived here from the same sentences the resolver uses; for
+/// `fleet_inventory_blocked` (whose sentence was built from the inventory of that
+/// moment) it names the first recorded reason. `None` for an unknown literal.
+pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reasons: &[String]) -> Option<String> {
+    const ROLE: &str = BlockerKind::RoleNotPermitted.as_str();
+    const HARD: &str = BlockerKind::RuntimeReconnectRequired.as_str();
+    const ATTACH: &str = BlockerKind::SessionAttachmentMissing.as_str();
+    const FENCED: &str = BlockerKind::WorkerFenced.as_str();
+    const FLEET: &str = BlockerKind::FleetInventoryBlocked.as_str();
+    let first = reasons.first().map(String::as_str);
+    Some(match blocker_kind {
+        ROLE => role_action(tool, role),
+        HARD => hard_action(first.unwrap_or_default()),
+        ATTACH => ATTACH_ACTION.into(),
+        FENCED => FENCED_ACTION.into(),
+        FLEET => first.map_or_else(|| "re-run the fleet inventory".into(), resolve_first),
+        _ => return None,
+    })
 }
 
 fn hard_action(first: &str) -> String {
@@ -270,7 +327,7 @@ pub fn inventory_action(inv: &FleetInventory) -> String {
         return format!("restart the servers so all run one revision (seen: {})", inv.startup_revisions.join(", "));
     }
     match inv.blocked_reason.as_deref() {
-        Some(r) => format!("resolve this before mutating: {r}"),
+        Some(r) => resolve_first(r),
         None => "re-run the fleet inventory".into(),
     }
 }

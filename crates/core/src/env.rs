@@ -30,6 +30,8 @@ pub enum EnvKey {
     FleetgateLog,
     /// `FLEETGATE_HTTP_TOKEN`: the bearer token `fleetgate serve --transport http` requires.
     FleetgateHttpToken,
+    /// `FLEETGATE_DASHBOARD_TOKEN`: the token `fleetgate dashboard` requires (read-only access).
+    FleetgateDashboardToken,
     /// `XDG_STATE_HOME`: base of the default store path.
     XdgStateHome,
     /// `XDG_CONFIG_HOME`: base of the default config path.
@@ -121,6 +123,12 @@ pub const DECLARED: &[KeySpec] = &[
         secret: true,
     },
     KeySpec {
+        key: EnvKey::FleetgateDashboardToken,
+        name: KeyName::Plain("FLEETGATE_DASHBOARD_TOKEN"),
+        meaning: "token every request to `fleetgate dashboard` must carry (required with --allow-remote)",
+        secret: true,
+    },
+    KeySpec {
         key: EnvKey::XdgStateHome,
         name: KeyName::Plain("XDG_STATE_HOME"),
         meaning: "base directory of the default store",
@@ -198,6 +206,12 @@ impl EnvSnapshot {
         self.0.get(&key_name(key, prefix)).map(String::as_str)
     }
 
+    /// The value of a declared key exactly as set, empty included: for the
+    /// callers that must refuse a key set to nothing rather than read it as unset.
+    pub fn raw(&self, key: EnvKey, prefix: &str) -> Option<&str> {
+        self.0.get(&key_name(key, prefix)).map(String::as_str)
+    }
+
     /// Every pair, in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
@@ -251,6 +265,7 @@ mod tests {
             EnvKey::WorkerHeartbeatIntervalSeconds,
             EnvKey::FleetgateLog,
             EnvKey::FleetgateHttpToken,
+            EnvKey::FleetgateDashboardToken,
             EnvKey::XdgStateHome,
             EnvKey::XdgConfigHome,
             EnvKey::Home,
@@ -304,5 +319,7 @@ mod tests {
         assert_eq!(env.get(EnvKey::McpClient, "FLEET_"), Some("gemini"));
         assert_eq!(env.get(EnvKey::McpClient, P), None);
         assert_eq!(env.get(EnvKey::ClientManaged, "FLEET_"), None);
+        assert_eq!(env.raw(EnvKey::ClientManaged, "FLEET_"), Some(""), "raw keeps a key set to nothing");
+        assert_eq!(env.raw(EnvKey::McpClient, P), None);
     }
 }

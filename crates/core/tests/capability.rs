@@ -5,7 +5,8 @@
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
 use fleetgate_core::capability::{
-    Capability, CapabilityInput, Evidence, ToolClass, needs_evidence, resolve_task_capability,
+    Capability, CapabilityInput, Evidence, ToolClass, fleet_gate, needs_evidence, refusal_action,
+    resolve_task_capability,
 };
 use fleetgate_core::inventory::{FleetInventory, InventoryInput, PidProbe, classify_fleet_inventory};
 use fleetgate_core::provenance::{Ownership, Provenance};
@@ -244,6 +245,47 @@ fn the_first_condition_that_holds_wins() {
     assert_eq!(c.resolve().blocker_kind, Some(BlockerKind::SessionAttachmentMissing));
     let c = Case { permitted: true, diagnostics: vec![], provenance: owned(), ..everything() };
     assert_eq!(c.resolve().blocker_kind, Some(BlockerKind::FleetInventoryBlocked));
+}
+
+#[test]
+fn the_fleet_gate_is_the_resolvers_own_fleet_half() {
+    assert_eq!(fleet_gate(&[], &open_fleet()), None);
+    assert_eq!(fleet_gate(&["note: soft".into()], &open_fleet()), None);
+    for case in [
+        Case { inventory: duplicate_fleet(), ..Case::healthy() },
+        Case { diagnostics: vec![STALE.into()], inventory: duplicate_fleet(), ..Case::healthy() },
+    ] {
+        let gate = fleet_gate(&case.diagnostics, &case.inventory).expect("closed");
+        let c = case.resolve();
+        assert_eq!(Some(gate.blocker_kind), c.blocker_kind);
+        assert_eq!(gate.blocked_reasons, c.blocked_reasons);
+        assert_eq!(Some(gate.operator_action), c.operator_action);
+    }
+}
+
+#[test]
+fn a_recorded_refusal_gets_the_resolvers_sentence_back() {
+    let cases = [
+        Case { permitted: false, ..Case::healthy() },
+        Case { diagnostics: vec![UNSUPPORTED.into()], ..Case::healthy() },
+        Case { diagnostics: vec![STALE.into()], ..Case::healthy() },
+        Case { provenance: unowned(BlockerKind::SessionAttachmentMissing), ..Case::healthy() },
+        Case { provenance: unowned(BlockerKind::WorkerFenced), ..Case::healthy() },
+    ];
+    for case in cases {
+        let c = case.resolve();
+        let kind = c.blocker_kind.unwrap().as_str();
+        assert_eq!(refusal_action(kind, &c.tool, Some(&c.role), &c.blocked_reasons), c.operator_action, "{kind}");
+    }
+    // The inventory's own sentence needs the inventory of that moment: the first reason stands in.
+    let c = Case { inventory: duplicate_fleet(), ..Case::healthy() }.resolve();
+    let derived = refusal_action("fleet_inventory_blocked", "git_add", None, &c.blocked_reasons).unwrap();
+    assert_eq!(derived, format!("resolve this before mutating: {}", c.blocked_reasons[0]));
+    assert_eq!(refusal_action("no_such_blocker", "t", None, &[]), None);
+    assert_eq!(
+        refusal_action("role_not_permitted", "git_add", None, &[]).as_deref(),
+        Some("hand this work to a role whose policy allows git_add")
+    );
 }
 
 proptest! {

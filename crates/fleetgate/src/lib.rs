@@ -11,9 +11,11 @@
 pub mod audit;
 pub mod cli;
 pub mod config;
+pub mod dashboard;
 pub mod doctor;
 pub mod gate;
 pub mod heartbeat;
+pub mod metrics;
 pub mod serve;
 
 use cli::args::{Cli, Command};
@@ -38,10 +40,14 @@ pub fn run_cli() -> ExitCode {
         }
     };
     let json = cli.json;
-    if let Command::Serve(args) = &cli.command {
-        // Stdout belongs to MCP from here: causes go to stderr only.
+    if let Command::Serve(_) | Command::Dashboard(_) = &cli.command {
+        // Long-running: stdout belongs to MCP (serve) or to nobody (dashboard); causes go to stderr only.
         let outcome = Ctx::resolve(&cli, fleetgate_host::env::capture(), Arc::new(fleetgate_host::clock::SystemClock))
-            .and_then(|ctx| cli::serve::run(&ctx, args));
+            .and_then(|ctx| match &cli.command {
+                Command::Serve(args) => cli::serve::run(&ctx, args),
+                Command::Dashboard(args) => dashboard::run::run_dashboard(&ctx, args),
+                _ => Err(anyhow::anyhow!("not a long-running command")),
+            });
         return match outcome {
             Ok(code) => ExitCode::from(code),
             Err(e) => {
@@ -84,7 +90,9 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
         Command::Inventory { answering_namespace } => cli::inventory::run(ctx, answering_namespace.as_deref()),
         Command::Doctor(args) => cli::doctor::run(ctx, args),
         Command::Debug(cmd) => cli::debug::run(ctx, cmd),
-        Command::Serve(_) => Err(anyhow::anyhow!("serve runs outside the reply path")),
+        Command::Serve(_) | Command::Dashboard(_) => {
+            Err(anyhow::anyhow!("long-running commands run outside the reply path"))
+        }
     }
 }
 

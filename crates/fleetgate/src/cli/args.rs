@@ -30,6 +30,9 @@ pub enum Command {
     /// Run the MCP gateway for one roster member on stdio, in front of an optional downstream
     /// MCP server: `fleetgate serve --profile P [-- DOWNSTREAM ARGV…]`.
     Serve(Box<crate::cli::serve::ServeArgs>),
+    /// Serve the live fleet page (read-only): `fleetgate dashboard [--listen 127.0.0.1:8760]`,
+    /// with `/api/fleet`, `/events` (server-sent events) and `/metrics`.
+    Dashboard(Box<crate::dashboard::run::DashboardArgs>),
     /// Show the registry's guarantees on a throwaway store: renewals, drift, fencing, expiry.
     Demo,
     /// The worker registry: register, renew (fenced), claim, inspect.

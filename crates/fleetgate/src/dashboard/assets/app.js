@@ -1,0 +1,199 @@
+// fleetgate dashboard: renders the fleet view pushed on /events (server-sent events)
+// into the page shell. No framework and no request to another origin; every text
+// from the store goes in through textContent, never as markup.
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  // Server time at the last event, and when it arrived here: ages tick locally
+  // between pushes (the server pushes only when the fleet changes).
+  let clock = null;
+  let rendered = false;
+  let lastView = null;
+
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props || {})) {
+      if (value === null || value === undefined) continue;
+      if (key === "text") node.textContent = value;
+      else if (key === "data") for (const [k, v] of Object.entries(value)) node.dataset[k] = v;
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) if (child !== null && child !== undefined) node.append(child);
+    return node;
+  }
+
+  const serverNow = () => (clock ? clock.server + (performance.now() - clock.local) : Date.now());
+
+  function age(seconds) {
+    if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return "—";
+    const s = Math.max(0, Math.round(seconds));
+    if (s < 120) return `${s} s`;
+    if (s < 7200) return `${Math.floor(s / 60)} min`;
+    return `${Math.floor(s / 3600)} h`;
+  }
+
+  const since = (ts) => (ts ? (serverNow() - Date.parse(ts)) / 1000 : null);
+  const shortRev = (rev) => (rev ? rev.slice(0, 12) : "unknown");
+  const cell = (label, content, cls) => el("td", { "data-label": label, class: cls }, content);
+  const empty = (span, text) => el("tr", { class: "empty" }, el("td", { colspan: String(span), class: "muted", text }));
+  const ticking = (ts) => el("span", { class: "age", data: { since: ts || "" }, text: age(since(ts)) });
+
+  function renderGate(view) {
+    const gate = view.gate;
+    const box = $("gate");
+    box.dataset.open = String(gate.open);
+    $("gate-title").textContent = gate.open
+      ? "Mutation gate open"
+      : `Mutation gate CLOSED — ${gate.blocker_kind}`;
+    const action = $("gate-action");
+    action.hidden = gate.open;
+    action.replaceChildren(...(gate.open ? [] : [el("strong", { text: "Operator action: " }), gate.operator_action || "—"]));
+    $("gate-reasons").replaceChildren(...gate.blocked_reasons.map((r) => el("li", { text: r })));
+    $("summary").textContent = view.summary;
+  }
+
+  function healthBadge(m) {
+    const text = m.health === "stale" && m.liveness ? `stale · ${m.liveness.replace("_", " ")}` : m.health;
+    return el("span", { class: `badge ${m.health}`, text: m.duplicate ? `${text} · duplicate` : text });
+  }
+
+  function renderRoster(view) {
+    const rows = view.members.map((m) =>
+      el(
+        "tr",
+        { data: { profile: m.profile, health: m.health, pid: m.pid === null ? "" : String(m.pid) } },
+        cell("Member", el("span", {}, el("strong", { text: m.profile }), el("br"), el("span", { class: "muted", text: m.namespace }))),
+        cell("Role", m.expected ? m.role : `${m.role} (not in roster)`),
+        cell("Health", healthBadge(m)),
+        cell("PID", m.pid === null ? "—" : String(m.pid), "num"),
+        cell("Cohort", m.pid === null ? "—" : m.cohort_id || "unknown"),
+        cell("Revision", m.pid === null ? "—" : el("code", { text: shortRev(m.startup_head), title: m.startup_head || "" })),
+        cell("Row refreshed", m.last_heartbeat_at ? ticking(m.last_heartbeat_at) : "—"),
+      ),
+    );
+    $("roster").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(7, "the roster is empty")]));
+    const unregistered = view.unregistered_processes;
+    $("unregistered").hidden = unregistered.length === 0;
+    $("unregistered-list").replaceChildren(
+      ...unregistered.map((p) => el("li", {}, el("strong", { text: `pid ${p.pid}` }), " ", el("code", { text: p.command }))),
+    );
+    const f = view.facts;
+    const cohorts =
+      f.running_member_count === 0 ? "no running cohort"
+        : f.single_cohort === null ? "a cohort is unknown"
+        : `cohorts: ${f.cohort_ids.join(", ")}`;
+    const revisions = `revisions: ${f.startup_revisions.map(shortRev).join(", ") || "none"}`;
+    const incomplete = f.inventory_complete ? "" : ` · incomplete: ${f.incomplete_reasons.join("; ")}`;
+    $("facts").textContent = `${f.running_member_count} of ${f.configured_member_count} running · ${cohorts} · ${revisions}${incomplete}`;
+    $("fleet-name").textContent = view.fleet.name;
+  }
+
+  function renderDiagnostics(view) {
+    $("diagnostics-section").hidden = view.diagnostics.length === 0;
+    $("diagnostics").replaceChildren(
+      ...view.diagnostics.map((d) => el("li", { class: d.hard ? "hard" : "" }, el("span", { class: `badge ${d.hard ? "stale" : "muted"}`, text: d.hard ? "hard" : "note" }), " ", d.text)),
+    );
+  }
+
+  function lease(w) {
+    const bar = el("span", { class: "bar" }, el("span", { class: "fill" }));
+    return el("span", { class: "lease", data: { since: w.last_heartbeat_at, ttl: String(w.heartbeat_ttl_seconds) } },
+      ticking(w.last_heartbeat_at), ` / ${age(w.heartbeat_ttl_seconds)} `, bar);
+  }
+
+  function renderWorkers(view) {
+    const rows = view.workers.map((w) => {
+      const state = w.live ? "live" : w.heartbeat_fresh ? "pid gone" : "expired";
+      return el(
+        "tr",
+        { data: { worker: w.worker_identity, live: String(w.live) } },
+        cell("Worker", el("code", { text: w.worker_identity, title: `session ${w.session_id}` })),
+        cell("Client", w.client_name),
+        cell("Profile", w.profile),
+        cell("PID", w.pid === null ? "—" : String(w.pid), "num"),
+        cell("Epoch", String(w.fencing_epoch), "num"),
+        cell("Lease age / TTL", lease(w)),
+        cell("State", el("span", { class: `badge ${w.live ? "running" : "stale"}`, text: state })),
+      );
+    });
+    $("workers").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(7, "no active workers")]));
+    $("workers-note").textContent = `${view.workers.length} active, ${view.stopped_workers} stopped`;
+    $("workers-error").hidden = !view.workers_error;
+    $("workers-error").textContent = view.workers_error ? `worker rows unreadable: ${view.workers_error}` : "";
+  }
+
+  function renderRefusals(view) {
+    const items = view.refusals.map((r) =>
+      el(
+        "li",
+        { data: { blocker: r.blocker_kind || "" } },
+        el("div", { class: "when" }, el("span", { class: "badge stale", text: r.blocker_kind || "refused" }), " ",
+          el("strong", { text: r.tool }), ` by ${r.profile} · `, el("time", { datetime: r.at, text: r.at })),
+        el("ul", { class: "reasons" }, ...r.reasons.map((x) => el("li", { text: x }))),
+        el("p", { class: "action" }, el("strong", { text: "Operator action: " }), r.operator_action || "—"),
+      ),
+    );
+    $("refusals").replaceChildren(...items);
+    $("refusals-note").textContent = items.length ? "" : `none among the newest ${view.audit_window} decisions`;
+    $("refusals-error").hidden = !view.refusals_error;
+    $("refusals-error").textContent = view.refusals_error ? `audit log unreadable: ${view.refusals_error}` : "";
+  }
+
+  function render(view) {
+    clock = { server: Date.parse(view.generated_at), local: performance.now() };
+    lastView = view;
+    renderGate(view);
+    renderRoster(view);
+    renderDiagnostics(view);
+    renderWorkers(view);
+    renderRefusals(view);
+    $("store").textContent = view.fleet.store;
+    $("generated").textContent = view.generated_at;
+    document.body.dataset.version = String(view.version);
+    if (!rendered) {
+      rendered = true;
+      performance.mark("fleet:first-render");
+    }
+  }
+
+  function tick() {
+    for (const node of document.querySelectorAll(".age[data-since]")) {
+      if (node.dataset.since) node.textContent = age(since(node.dataset.since));
+    }
+    for (const node of document.querySelectorAll(".lease")) {
+      const ratio = since(node.dataset.since) / Number(node.dataset.ttl);
+      const fill = node.querySelector(".fill");
+      fill.style.width = `${Math.min(100, Math.max(0, ratio * 100)).toFixed(1)}%`;
+      fill.classList.toggle("late", ratio > 2 / 3);
+    }
+  }
+
+  function setConnection(state, text) {
+    const conn = $("conn");
+    conn.dataset.state = state;
+    conn.textContent = text;
+  }
+
+  function connect() {
+    const source = new EventSource("/events");
+    source.addEventListener("fleet", (event) => {
+      render(JSON.parse(event.data));
+      tick();
+      setConnection("live", "live");
+    });
+    source.onerror = () => {
+      const when = lastView ? ` — showing the fleet as of ${lastView.generated_at}` : "";
+      if (source.readyState === EventSource.CLOSED) {
+        // Refused (401/403) or not an event stream: the browser gives up; try again later.
+        setConnection("down", `disconnected${when}`);
+        source.close();
+        setTimeout(connect, 5000);
+      } else {
+        setConnection("down", `reconnecting${when}`);
+      }
+    };
+  }
+
+  setInterval(tick, 1000);
+  connect();
+})();

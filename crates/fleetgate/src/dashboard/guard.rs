@@ -1,0 +1,208 @@
+//! Who may read the dashboard: the gateway's HTTP rules, applied to a read-only page.
+//!
+//! * DNS-rebinding protection: `Host` must be the listen address (on loopback also
+//!   `localhost:PORT`, `127.0.0.1:PORT`, `[::1]:PORT`) or an `--allowed-host`;
+//!   `Origin` must be absent or one of those over `http://`. Else 403.
+//! * With a token configured, every request carries it — `Authorization: Bearer`
+//!   (scrapers, scripts) or the cookie a browser gets by opening `/?token=…` once
+//!   (an `EventSource` cannot send headers). Else 401. Compared in constant time;
+//!   neither the presented nor the expected value is ever logged.
+//!
+//! [`Guard::judge`] is a pure function of the request's headers.
+
+use std::net::SocketAddr;
+
+/// The cookie a browser carries the token in.
+pub const COOKIE: &str = "fleetgate_dashboard_token";
+
+/// The rules for one listener.
+#[derive(Clone)]
+pub struct Guard {
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    token: Option<String>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("hosts", &self.hosts)
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a request gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Serve it.
+    Pass,
+    /// 403, and why (for the log; the body says only which header).
+    Forbidden(&'static str),
+    /// 401: no token, or the wrong one.
+    Unauthorized,
+}
+
+/// The parts of a request the guard reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Presented<'a> {
+    /// `Host`.
+    pub host: Option<&'a str>,
+    /// `Origin`.
+    pub origin: Option<&'a str>,
+    /// `Authorization`.
+    pub authorization: Option<&'a str>,
+    /// `Cookie`.
+    pub cookie: Option<&'a str>,
+}
+
+impl Guard {
+    /// The rules for `listen` (the bound address), extra `Host` values, and the token.
+    pub fn new(listen: SocketAddr, extra_hosts: &[String], token: Option<String>) -> Self {
+        let port = listen.port();
+        let mut hosts = vec![match listen {
+            SocketAddr::V4(v4) => format!("{}:{port}", v4.ip()),
+            SocketAddr::V6(v6) => format!("[{}]:{port}", v6.ip()),
+        }];
+        if listen.ip().is_loopback() {
+            hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(|name| format!("{name}:{port}")));
+        }
+        hosts.extend(extra_hosts.iter().cloned());
+        let mut seen = std::collections::HashSet::new();
+        hosts.retain(|h| seen.insert(h.to_ascii_lowercase()));
+        let origins = hosts.iter().map(|h| format!("http://{h}")).collect();
+        Self { hosts, origins, token }
+    }
+
+    /// Whether a token is required.
+    pub fn requires_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// Judge one request: Host and Origin first (a rebinding page learns nothing
+    /// about the token), then the token.
+    pub fn judge(&self, p: &Presented<'_>) -> Verdict {
+        let Some(host) = p.host else { return Verdict::Forbidden("Host header missing") };
+        if !self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            return Verdict::Forbidden("Host not allowed");
+        }
+        if let Some(origin) = p.origin
+            && !self.origins.iter().any(|o| o.eq_ignore_ascii_case(origin))
+        {
+            return Verdict::Forbidden("Origin not allowed");
+        }
+        if self.token_ok(p.authorization.and_then(|a| a.strip_prefix("Bearer ")))
+            || self.token_ok(p.cookie.and_then(cookie_token))
+        {
+            return Verdict::Pass;
+        }
+        if self.token.is_none() { Verdict::Pass } else { Verdict::Unauthorized }
+    }
+
+    /// Is `presented` the token? False when none is configured.
+    pub fn token_ok(&self, presented: Option<&str>) -> bool {
+        match (&self.token, presented) {
+            (Some(expected), Some(p)) => same_secret(p.as_bytes(), expected.as_bytes()),
+            _ => false,
+        }
+    }
+}
+
+/// The token in a `Cookie` header, if it carries ours.
+fn cookie_token(header: &str) -> Option<&str> {
+    header.split(';').map(str::trim).find_map(|pair| pair.strip_prefix(COOKIE)?.strip_prefix('='))
+}
+
+/// The `token` parameter of a query string, percent-decoded.
+pub fn query_token(query: Option<&str>) -> Option<String> {
+    let raw = query?.split('&').find_map(|pair| pair.strip_prefix("token="))?;
+    percent_decode(raw)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'%' => {
+                let hex = [bytes.next()?, bytes.next()?];
+                out.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
+            }
+            b'+' => out.push(b' '),
+            _ => out.push(b),
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Equal in time independent of where the first difference is.
+fn same_secret(presented: &[u8], expected: &[u8]) -> bool {
+    presented.len() == expected.len() && presented.iter().zip(expected).fold(0_u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loopback(token: Option<&str>) -> Guard {
+        Guard::new("127.0.0.1:8760".parse().unwrap(), &[], token.map(str::to_owned))
+    }
+
+    fn req<'a>(host: &'a str, origin: Option<&'a str>) -> Presented<'a> {
+        Presented { host: Some(host), origin, ..Presented::default() }
+    }
+
+    #[test]
+    fn loopback_accepts_its_own_names_on_its_port_only() {
+        let g = loopback(None);
+        for host in ["127.0.0.1:8760", "localhost:8760", "LOCALHOST:8760", "[::1]:8760"] {
+            assert_eq!(g.judge(&req(host, None)), Verdict::Pass, "{host}");
+        }
+        assert_eq!(g.judge(&req("localhost:8761", None)), Verdict::Forbidden("Host not allowed"));
+        assert_eq!(g.judge(&req("evil.example:8760", None)), Verdict::Forbidden("Host not allowed"));
+        assert_eq!(g.judge(&Presented::default()), Verdict::Forbidden("Host header missing"));
+    }
+
+    #[test]
+    fn a_foreign_origin_is_forbidden_and_the_same_origin_passes() {
+        let g = loopback(None);
+        assert_eq!(g.judge(&req("localhost:8760", Some("http://localhost:8760"))), Verdict::Pass);
+        assert_eq!(
+            g.judge(&req("localhost:8760", Some("http://evil.example"))),
+            Verdict::Forbidden("Origin not allowed")
+        );
+        assert_eq!(g.judge(&req("localhost:8760", Some("null"))), Verdict::Forbidden("Origin not allowed"));
+    }
+
+    #[test]
+    fn a_remote_listener_accepts_only_its_address_and_the_allowed_hosts() {
+        let g = Guard::new("10.1.2.3:80".parse().unwrap(), &["dash.example".into()], Some("t".into()));
+        assert_eq!(g.hosts, ["10.1.2.3:80", "dash.example"]);
+        assert!(g.requires_token());
+    }
+
+    #[test]
+    fn the_token_comes_as_a_bearer_header_or_our_cookie() {
+        let g = loopback(Some("s3cret"));
+        let host = Some("127.0.0.1:8760");
+        let with = |authorization, cookie| g.judge(&Presented { host, origin: None, authorization, cookie });
+        assert_eq!(with(None, None), Verdict::Unauthorized);
+        assert_eq!(with(Some("Bearer s3cret"), None), Verdict::Pass);
+        assert_eq!(with(Some("Bearer s3cre"), None), Verdict::Unauthorized);
+        assert_eq!(with(Some("Basic s3cret"), None), Verdict::Unauthorized);
+        assert_eq!(with(None, Some("a=1; fleetgate_dashboard_token=s3cret")), Verdict::Pass);
+        assert_eq!(with(None, Some("fleetgate_dashboard_token=nope")), Verdict::Unauthorized);
+        // Host is judged first: a rebinding page gets 403, not a hint about the token.
+        let rebinding = Presented { host: Some("evil:8760"), ..Presented::default() };
+        assert_eq!(g.judge(&rebinding), Verdict::Forbidden("Host not allowed"));
+        assert!(format!("{g:?}").contains("<set>") && !format!("{g:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn query_tokens_are_percent_decoded() {
+        assert_eq!(query_token(Some("a=1&token=x%2By%3D")), Some("x+y=".into()));
+        assert_eq!(query_token(Some("token=bad%zz")), None);
+        assert_eq!(query_token(Some("a=1")), None);
+        assert_eq!(query_token(None), None);
+    }
+}

@@ -1,0 +1,214 @@
+//! The view as a pure function: hand-made looks in, what the page shows out.
+
+use super::*;
+use fleetgate_core::inventory::{InventoryInput, PidProbe, classify_fleet_inventory};
+use fleetgate_core::runtime::{CohortSource, ObservedProcess, ProcessScan, RosterMember, RuntimeRecord, RuntimeStatus};
+use fleetgate_core::worker::Registration;
+
+fn t0() -> Timestamp {
+    Timestamp::from_unix(1_800_000_000)
+}
+
+fn roster() -> Vec<RosterMember> {
+    vec![RosterMember { namespace: "gitea-author".into(), profile: "prgs-author".into(), role: "author".into() }]
+}
+
+fn row(pid: i64) -> RuntimeRecord {
+    RuntimeRecord {
+        runtime_id: format!("gitea-author:{pid}:b"),
+        namespace: "gitea-author".into(),
+        profile: "prgs-author".into(),
+        role: "author".into(),
+        remote: None,
+        org: None,
+        repo: None,
+        repository_root: None,
+        pid,
+        cohort_id: Some("ppid:812".into()),
+        cohort_source: CohortSource::ParentProcess,
+        client_provenance: "sidecar".into(),
+        boot_id: "b".into(),
+        startup_head: Some("82d71b77028a7abd4f8ab4a4e4d89658a187f73d".into()),
+        daemon_start_head: None,
+        transport: "stdio".into(),
+        registered_at: t0(),
+        last_heartbeat_at: Some(t0().plus_seconds(30)),
+        status: RuntimeStatus::Running,
+    }
+}
+
+/// The fleet at `now` with these rows; `dead` pids answer signal 0 as gone.
+fn snapshot(rows: &[RuntimeRecord], dead: &[i64], diagnostics: &[&str], now: Timestamp) -> Snapshot {
+    let scan = ProcessScan::of(
+        rows.iter()
+            .filter(|r| !dead.contains(&r.pid))
+            .map(|r| ObservedProcess { pid: r.pid, started_at: t0(), command: "sleep marker".into() })
+            .collect(),
+    );
+    let inventory = classify_fleet_inventory(
+        &InventoryInput {
+            roster: &roster(),
+            runtime_rows: rows,
+            process_scan: &scan,
+            expected_binding: None,
+            now,
+            registry_available: true,
+            registry_error: None,
+            answering_namespace: None,
+            hosts: Default::default(),
+        },
+        &|pid| if dead.contains(&pid) { PidProbe::Dead } else { PidProbe::Alive },
+    );
+    Snapshot { inventory, diagnostics: diagnostics.iter().map(|d| (*d).into()).collect() }
+}
+
+fn view(snap: &Snapshot, workers: &[WorkerRecord], audit: &[AuditEntry], now: Timestamp) -> FleetView {
+    let look =
+        Look { fleet_name: "t", store: "sqlite:/x", snapshot: snap, workers: Ok(workers), audit: Ok(audit), now };
+    build(&look, &|pid| pid != Some(666))
+}
+
+fn worker(id: &str, pid: i64, renewed: Timestamp) -> WorkerRecord {
+    let mut w = Registration {
+        worker_identity: id.into(),
+        client_name: "claude".into(),
+        client_instance_id: "i".into(),
+        session_id: "s".into(),
+        generation_id: "g".into(),
+        role: "author".into(),
+        profile: "prgs-author".into(),
+        pid: Some(pid),
+        heartbeat_ttl_seconds: 900.0,
+    }
+    .into_record(t0());
+    w.last_heartbeat_at = renewed;
+    w
+}
+
+fn refusal(id: i64, allowed: bool, blocker: Option<&str>) -> AuditEntry {
+    AuditEntry {
+        id: Some(id),
+        at: t0().plus_seconds(id),
+        profile: "prgs-author".into(),
+        worker_identity: None,
+        tool: "git_add".into(),
+        allowed,
+        blocker_kind: blocker.map(str::to_owned),
+        reasons: vec![format!("reason {id}")],
+        principal: None,
+    }
+}
+
+#[test]
+fn a_healthy_member_shows_its_pid_cohort_revision_and_an_open_gate() {
+    let now = t0().plus_seconds(40);
+    let v = view(&snapshot(&[row(4100)], &[], &[], now), &[], &[], now);
+    assert!(v.gate.open, "{:?}", v.gate);
+    assert_eq!((v.gate.blocker_kind.as_deref(), v.gate.operator_action.as_deref()), (None, None));
+    assert_eq!(v.members.len(), 1);
+    let m = &v.members[0];
+    assert_eq!((m.health, m.liveness, m.pid), (Health::Running, Some(Liveness::Alive), Some(4100)));
+    assert_eq!(m.cohort_id.as_deref(), Some("ppid:812"));
+    assert!(m.startup_head.as_deref().unwrap().starts_with("82d71b77"));
+    assert_eq!(m.last_heartbeat_at, Some(t0().plus_seconds(30)), "the refresh time, recovered from the age");
+    assert_eq!(m.heartbeat_age_seconds, Some(10));
+    assert!(v.summary.starts_with("1 of 1 members running"), "{}", v.summary);
+    assert_eq!(v.pr_leases, None, "reserved for the workflow issue");
+}
+
+#[test]
+fn a_killed_member_is_missing_with_its_stale_row_under_it_and_the_gate_names_the_action() {
+    let now = t0().plus_seconds(40);
+    let v = view(&snapshot(&[row(4100)], &[4100], &[], now), &[], &[], now);
+    assert!(!v.gate.open);
+    assert_eq!(v.gate.blocker_kind.as_deref(), Some("fleet_inventory_blocked"));
+    assert!(v.gate.blocked_reasons.iter().any(|r| r.contains("prgs-author")), "{:?}", v.gate.blocked_reasons);
+    assert_eq!(
+        v.gate.operator_action.as_deref(),
+        Some("start the prgs-author server (gitea-author) from the fleet's client")
+    );
+    let shape: Vec<_> = v.members.iter().map(|m| (m.health, m.liveness, m.pid)).collect();
+    assert_eq!(shape, [(Health::Missing, None, None), (Health::Stale, Some(Liveness::Dead), Some(4100))]);
+    let g = v.gauges();
+    assert!(!g.gate_open);
+    assert!(g.members_by_health.contains(&("stale", 1)) && g.members_by_health.contains(&("running", 0)));
+}
+
+#[test]
+fn a_hard_diagnostic_closes_the_gate_before_the_inventory() {
+    let now = t0().plus_seconds(40);
+    let stale = "stale-runtime: gitea-author (pid 4100) started at revision a, the repository is now at b.";
+    let v = view(&snapshot(&[row(4100)], &[], &[stale, "note: soft"], now), &[], &[], now);
+    assert_eq!(v.gate.blocker_kind.as_deref(), Some("runtime_reconnect_required"));
+    assert_eq!(v.gate.blocked_reasons, [stale]);
+    assert!(v.gate.operator_action.as_deref().unwrap().contains("current revision"));
+    assert_eq!(v.diagnostics.iter().map(|d| d.hard).collect::<Vec<_>>(), [true, false]);
+    assert_eq!(v.gauges().hard_diagnostics, 1);
+}
+
+#[test]
+fn workers_show_lease_age_against_ttl_and_stopped_rows_are_counted_not_listed() {
+    let now = t0().plus_seconds(1000);
+    let mut stopped = worker("w-stopped", 10, t0());
+    stopped.status = WorkerStatus::Stopped;
+    let workers = [
+        worker("w-live", 10, now.plus_seconds(-100)),
+        worker("w-expired", 10, now.plus_seconds(-901)),
+        worker("w-dead-pid", 666, now.plus_seconds(-5)),
+        stopped,
+    ];
+    let v = view(&snapshot(&[row(4100)], &[], &[], now), &workers, &[], now);
+    let shape: Vec<_> = v
+        .workers
+        .iter()
+        .map(|w| (w.worker_identity.as_str(), w.lease_age_seconds, w.heartbeat_fresh, w.live))
+        .collect();
+    assert_eq!(shape, [("w-live", 100, true, true), ("w-expired", 901, false, false), ("w-dead-pid", 5, true, false)]);
+    assert_eq!(v.stopped_workers, 1);
+    assert!(v.gauges().workers_by_state.contains(&("expired", 2)));
+}
+
+#[test]
+fn refusals_are_the_newest_first_with_an_operator_action() {
+    let now = t0().plus_seconds(100);
+    let mut audit: Vec<AuditEntry> = (1..=30).map(|i| refusal(i, false, Some("worker_fenced"))).collect();
+    audit.push(refusal(31, true, None));
+    audit.push(refusal(32, false, Some("fleet_inventory_blocked")));
+    let v = view(&snapshot(&[row(4100)], &[], &[], now), &[], &audit, now);
+    assert_eq!(v.refusals.len(), REFUSALS_SHOWN);
+    assert_eq!(v.refusals[0].id, Some(32), "newest first, allowed entries skipped");
+    assert_eq!(v.refusals[1].id, Some(30));
+    assert_eq!(v.refusals[0].operator_action.as_deref(), Some("resolve this before mutating: reason 32"));
+    assert!(v.refusals[1].operator_action.as_deref().unwrap().starts_with("stop this server"));
+}
+
+#[test]
+fn unreadable_rows_are_said_not_hidden() {
+    let now = t0();
+    let snap = snapshot(&[], &[], &[], now);
+    let look = Look {
+        fleet_name: "t",
+        store: "sqlite:/x",
+        snapshot: &snap,
+        workers: Err("database is locked".into()),
+        audit: Err("no such table".into()),
+        now,
+    };
+    let v = build(&look, &|_| true);
+    assert_eq!(v.workers_error.as_deref(), Some("database is locked"));
+    assert_eq!(v.refusals_error.as_deref(), Some("no such table"));
+}
+
+#[test]
+fn the_fingerprint_ignores_the_clock_but_not_the_fleet() {
+    let at = |s| t0().plus_seconds(s);
+    let workers = [worker("w", 10, at(0))];
+    let a = view(&snapshot(&[row(4100)], &[], &[], at(40)), &workers, &[], at(40));
+    let b = view(&snapshot(&[row(4100)], &[], &[], at(50)), &workers, &[], at(50));
+    assert_ne!(a, b, "ages moved");
+    assert_eq!(a.fingerprint(), b.fingerprint(), "nothing but the clock moved");
+    let expired = view(&snapshot(&[row(4100)], &[], &[], at(901)), &workers, &[], at(901));
+    assert_ne!(a.fingerprint(), expired.fingerprint(), "a lease crossing its TTL is a change");
+    let killed = view(&snapshot(&[row(4100)], &[4100], &[], at(50)), &workers, &[], at(50));
+    assert_ne!(a.fingerprint(), killed.fingerprint());
+}

@@ -1,0 +1,192 @@
+//! The contract of `fleetgate dashboard` through the real binary: where it listens, what
+//! it refuses at start (exit 1), what it answers 401 and 403 to (as the gateway does),
+//! that it serves only reads, the `/api/fleet` shape and its SSE twin, and SIGTERM.
+
+use crate::support::{dashboard, first_event, get, http, island, wait_until};
+use std::process::Command;
+
+#[test]
+fn it_listens_on_loopback_by_default_and_prints_where() {
+    let help = Command::new(crate::support::bin()).args(["dashboard", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("[default: 127.0.0.1:8760]"), "{help}");
+    let d = dashboard(&[], &["--listen", "127.0.0.1:0"]).unwrap();
+    assert!(d.addr.ip().is_loopback());
+    assert!(d.log.lock().unwrap().contains(&format!("fleetgate dashboard: listening on http://{}/", d.addr)));
+    assert_eq!(get(d.addr, "/", &[]).status, 200);
+}
+
+#[test]
+fn what_it_refuses_at_start_exits_1_before_listening() {
+    let refused = |env: &[(&str, &str)], args: &[&str], why: &str| {
+        let Err((code, stderr)) = dashboard(env, args) else { panic!("{args:?} {env:?} started") };
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(stderr.contains(why), "{why:?} not in {stderr:?}");
+        assert!(!stderr.contains("listening"), "{stderr}");
+    };
+    refused(&[], &["--listen", "0.0.0.0:0"], "not a loopback address (pass --allow-remote");
+    refused(&[("FLEETGATE_DASHBOARD_TOKEN", "t0k3n")], &["--listen", "0.0.0.0:0"], "pass --allow-remote");
+    refused(&[], &["--listen", "0.0.0.0:0", "--allow-remote"], "--allow-remote needs a token");
+    refused(&[("FLEETGATE_DASHBOARD_TOKEN", "")], &["--listen", "127.0.0.1:0"], "is set but empty");
+    refused(&[("FLEETGATE_DASHBOARD_TOKEN", "  ")], &["--listen", "0.0.0.0:0", "--allow-remote"], "is set but empty");
+    refused(&[("FLEETGATE_DASHBOARD_TOKEN", "a b")], &["--listen", "127.0.0.1:0"], "printable ASCII");
+    refused(&[], &["--listen", "nowhere"], "is not an address:port");
+    refused(&[], &["--listen", "127.0.0.1:0", "--interval", "0"], "invalid --interval");
+}
+
+#[test]
+fn with_a_token_every_request_needs_it_as_on_the_gateway() {
+    let token = "dash-t0k3n-f00d";
+    let d = dashboard(
+        &[("FLEETGATE_DASHBOARD_TOKEN", token), ("FLEETGATE_LOG", "debug")],
+        &["--listen", "127.0.0.1:0", "--allow-remote"],
+    )
+    .unwrap();
+    let bearer = format!("Bearer {token}");
+    for path in ["/", "/api/fleet", "/events", "/metrics", "/assets/app.js"] {
+        let refused = get(d.addr, path, &[]);
+        assert_eq!(refused.status, 401, "{path}");
+        assert_eq!(refused.header("www-authenticate"), Some("Bearer"));
+        assert_eq!(get(d.addr, path, &[("Authorization", "Bearer wrong")]).status, 401, "{path}");
+    }
+    assert_eq!(get(d.addr, "/api/fleet", &[("Authorization", &bearer)]).status, 200);
+    assert_eq!(get(d.addr, "/metrics", &[("Authorization", &bearer)]).status, 200);
+
+    // A browser trades the token for a cookie once; the address bar loses it at once.
+    assert_eq!(get(d.addr, "/?token=wrong", &[]).status, 401);
+    let traded = get(d.addr, &format!("/?token={token}"), &[]);
+    assert_eq!((traded.status, traded.header("location")), (303, Some("/")));
+    let cookie = traded.header("set-cookie").unwrap().to_owned();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    let cookie = cookie.split(';').next().unwrap();
+    assert_eq!(get(d.addr, "/", &[("Cookie", cookie)]).status, 200);
+    let (status, _, _, data) = first_event(d.addr, &[("Cookie", cookie)]);
+    assert_eq!(status, 200);
+    assert!(data.starts_with("{\"version\":1,"), "{data}");
+
+    // Host and Origin are judged before the token, with it or without.
+    let evil = get(d.addr, "/api/fleet", &[("Host", "evil.example"), ("Authorization", &bearer)]);
+    assert_eq!(evil.status, 403);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!d.log.lock().unwrap().contains(token), "the token reached the log");
+}
+
+#[test]
+fn host_and_origin_checks_answer_403() {
+    let d = dashboard(&[], &["--listen", "127.0.0.1:0", "--allowed-host", "dash.example:8760"]).unwrap();
+    let port = d.addr.port();
+    for host in [format!("127.0.0.1:{port}"), format!("localhost:{port}"), "dash.example:8760".into()] {
+        assert_eq!(get(d.addr, "/api/fleet", &[("Host", &host)]).status, 200, "{host}");
+    }
+    for host in [format!("evil.example:{port}"), format!("localhost:{}", port + 1)] {
+        let answer = get(d.addr, "/api/fleet", &[("Host", &host)]);
+        assert_eq!(answer.status, 403, "{host}");
+        assert!(answer.body.contains("Host"));
+    }
+    let origin = format!("http://localhost:{port}");
+    assert_eq!(get(d.addr, "/api/fleet", &[("Origin", &origin)]).status, 200);
+    for origin in ["http://evil.example", "null", "https://localhost"] {
+        assert_eq!(get(d.addr, "/events", &[("Origin", origin)]).status, 403, "{origin}");
+    }
+}
+
+#[test]
+fn it_serves_reads_only_with_headers_that_keep_the_page_home() {
+    let d = dashboard(&[], &["--listen", "127.0.0.1:0"]).unwrap();
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        assert_eq!(http(d.addr, method, "/api/fleet", &[("Content-Length", "0")]).status, 405, "{method}");
+    }
+    assert_eq!(get(d.addr, "/nothing-here", &[]).status, 404);
+    let page = get(d.addr, "/", &[]);
+    assert!(page.header("content-type").unwrap().starts_with("text/html"));
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"), "{csp}");
+    assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(page.header("referrer-policy"), Some("no-referrer"));
+}
+
+#[test]
+fn api_fleet_has_the_documented_shape_and_events_push_the_same_view() {
+    let island = island(1, &[]);
+    island.register(1);
+    let pid = island.inner_pid(1);
+    let mut v = serde_json::Value::Null;
+    assert!(wait_until(10.0, || {
+        v = serde_json::from_str(&get(island.addr, "/api/fleet", &[]).body).unwrap();
+        v["gate"]["open"] == true
+    }));
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut documented = vec![
+        "version",
+        "generated_at",
+        "fleet",
+        "summary",
+        "gate",
+        "members",
+        "unregistered_processes",
+        "facts",
+        "diagnostics",
+        "workers",
+        "stopped_workers",
+        "workers_error",
+        "refusals",
+        "refusals_error",
+        "audit_window",
+        "pr_leases",
+    ];
+    keys.sort_unstable();
+    documented.sort_unstable();
+    assert_eq!(keys, documented);
+    assert!(fleetgate_core::Timestamp::parse(v["generated_at"].as_str().unwrap()).is_ok());
+    assert_eq!(
+        v["gate"],
+        serde_json::json!({ "open": true, "blocker_kind": null, "blocked_reasons": [], "operator_action": null })
+    );
+    let m = &v["members"][0];
+    assert_eq!(
+        (m["profile"].as_str(), m["health"].as_str(), m["pid"].as_i64()),
+        (Some("prgs-author"), Some("running"), Some(pid))
+    );
+    assert_eq!((m["liveness"].as_str(), m["cohort_id"].as_str()), (Some("alive"), Some("island")));
+    for key in [
+        "runtime_id",
+        "startup_head",
+        "registered_at",
+        "last_heartbeat_at",
+        "heartbeat_age_seconds",
+        "duplicate",
+        "expected",
+    ] {
+        assert!(m.get(key).is_some(), "member field {key}");
+    }
+    assert_eq!(v["facts"]["running_member_count"], 1);
+    assert_eq!(v["pr_leases"], serde_json::Value::Null, "reserved until the workflow lands");
+    assert!(v["fleet"]["store"].as_str().unwrap().starts_with("sqlite:"));
+
+    let (status, headers, id, data) = first_event(island.addr, &[]);
+    assert_eq!(status, 200);
+    assert!(headers.iter().any(|(k, v)| k == "content-type" && v.starts_with("text/event-stream")));
+    let event: serde_json::Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(id, event["version"].to_string(), "the event id is the view's version");
+    assert_eq!(
+        (event["members"][0]["pid"].as_i64(), event["members"][0]["health"].as_str()),
+        (Some(pid), Some("running"))
+    );
+    assert_eq!(event["gate"], v["gate"]);
+}
+
+#[test]
+fn sigterm_stops_it_with_an_event_stream_open() {
+    let mut d = dashboard(&[], &["--listen", "127.0.0.1:0"]).unwrap();
+    let addr = d.addr;
+    let stream = std::thread::spawn(move || first_event(addr, &[]));
+    assert_eq!(stream.join().unwrap().0, 200);
+    // A second stream stays open across the signal.
+    let held = std::net::TcpStream::connect(addr).unwrap();
+    std::io::Write::write_all(&mut &held, format!("GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let pid = d.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(wait_until(5.0, || d.child.try_wait().unwrap().is_some()), "SIGTERM did not stop it");
+    assert_eq!(d.child.wait().unwrap().code(), Some(0));
+}
