@@ -92,8 +92,10 @@ pub struct CapabilityInput<'a> {
     pub tool: &'a str,
     /// Its classification.
     pub class: ToolClass,
-    /// The role policy's answer for this tool.
+    /// The role policy's answer for this call (the rules', or the role's globs').
     pub role_permitted: bool,
+    /// When the rules refused it: why and who may instead (absent: the globs did).
+    pub role_refusal: Option<&'a RoleRefusal>,
     /// What the fleet conditions are judged from. A caller may skip gathering it
     /// for a call that cannot need it (a permitted read-only tool); a mutating
     /// call without it is refused, never waved through.
@@ -109,6 +111,16 @@ pub struct Evidence<'a> {
     pub provenance: &'a Provenance,
     /// The fleet inventory verdict.
     pub inventory: &'a FleetInventory,
+}
+
+/// Why the rules refused a call, and which roles may make it instead (none: no rule
+/// matches the call, so no role may).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoleRefusal {
+    /// The reason, naming the rule, the argument and its value.
+    pub reason: String,
+    /// The roles that may make this call.
+    pub may: Vec<String>,
 }
 
 /// Does deciding this call need the fleet evidence? Only a permitted mutating call does.

@@ -119,6 +119,7 @@ impl Case {
             tool: "git_add",
             class: self.class,
             role_permitted: self.permitted,
+            role_refusal: None,
             evidence: Some(Evidence {
                 diagnostics: &self.diagnostics,
                 provenance: &self.provenance,
@@ -203,6 +204,7 @@ fn a_mutating_call_without_evidence_is_refused_and_reads_need_none() {
         tool: "git_add",
         class: ToolClass::Mutating,
         role_permitted: true,
+        role_refusal: None,
         evidence: None,
     });
     assert_eq!(c.blocker_kind, Some(BlockerKind::FleetInventoryBlocked));
@@ -213,6 +215,7 @@ fn a_mutating_call_without_evidence_is_refused_and_reads_need_none() {
         role: "r",
         tool: "t",
         role_permitted: true,
+        role_refusal: None,
     };
     assert!(resolve_task_capability(&read).allowed);
     assert!(!resolve_task_capability(&CapabilityInput { role_permitted: false, ..read }).allowed);

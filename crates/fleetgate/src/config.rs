@@ -5,8 +5,9 @@
 //! A bad file is refused whole with the file, line and reason: nothing runs on
 //! a half-read roster.
 
-use fleetgate_core::capability::{RolePolicy, ToolRules};
+use fleetgate_core::capability::{RolePolicy, ToolClass, ToolRules};
 use fleetgate_core::env::EnvSnapshot;
+use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
 use fleetgate_supervise::{SupervisionConfig, SupervisionSettings};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,6 +45,10 @@ pub struct FleetConfig {
     pub tools: ToolRules,
     /// `[http]`: the Streamable HTTP transport's principals and bounds.
     pub http: HttpSettings,
+    /// `[fleet] forge`: a built-in rule profile for the downstream (`gitea-mcp`).
+    pub forge: Option<String>,
+    /// `[[rules]]`, then the forge profile's: argument-aware policy (SPEC §9).
+    pub rules: RuleSet,
 }
 
 /// `[http]`: principals and bounds of `fleetgate serve --transport http`.
@@ -153,6 +158,77 @@ struct RawFile {
     #[serde(default)]
     tools: ToolRules,
     http: Option<RawHttp>,
+    #[serde(default)]
+    rules: Vec<Spanned<RawRule>>,
+}
+
+/// One `[[rules]]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    tool: String,
+    #[serde(default)]
+    args: BTreeMap<String, toml::Value>,
+    roles: Vec<String>,
+    class: Option<ToolClass>,
+    action: Option<String>,
+}
+
+impl RawRule {
+    /// The rule, checked against the roster's roles; `origin` is `FILE:LINE`.
+    fn resolve(self, origin: String, roles: &BTreeSet<&str>) -> Result<Rule, String> {
+        if self.tool.trim().is_empty() {
+            return Err("`tool` must not be empty".into());
+        }
+        if let Some(unknown) = self.roles.iter().find(|r| *r != "*" && !roles.contains(r.as_str())) {
+            return Err(format!("role {unknown:?} is not a role of the roster (roles: {})", join(roles)));
+        }
+        let mut args = Vec::new();
+        for (pointer, value) in self.args {
+            if !pointer.starts_with('/') || pointer.contains("~") && !valid_escapes(&pointer) {
+                return Err(format!(
+                    "argument {pointer:?} is not a JSON pointer: write \"/name\" (and \"/a/0/b\" into objects and arrays)"
+                ));
+            }
+            let matcher = match value {
+                toml::Value::String(s) if s == "present" => ArgMatch::Present,
+                toml::Value::String(s) if s == "absent" => ArgMatch::Absent,
+                toml::Value::Array(values) if values.is_empty() => {
+                    return Err(format!("argument {pointer:?} lists no value: a call could never match it"));
+                }
+                toml::Value::Array(values) => {
+                    ArgMatch::OneOf(values.into_iter().map(|v| scalar(&pointer, v)).collect::<Result<Vec<_>, _>>()?)
+                }
+                other => {
+                    return Err(format!(
+                        "argument {pointer:?} must be a list of values, \"present\" or \"absent\", not {other}"
+                    ));
+                }
+            };
+            args.push((pointer, matcher));
+        }
+        Ok(Rule { origin, tool: self.tool, args, roles: self.roles, class: self.class, action: self.action })
+    }
+}
+
+fn valid_escapes(pointer: &str) -> bool {
+    pointer.match_indices('~').all(|(i, _)| matches!(pointer.as_bytes().get(i + 1), Some(b'0' | b'1')))
+}
+
+fn scalar(pointer: &str, value: toml::Value) -> Result<serde_json::Value, String> {
+    Ok(match value {
+        toml::Value::String(s) => serde_json::Value::String(s),
+        toml::Value::Integer(i) => serde_json::Value::from(i),
+        toml::Value::Boolean(b) => serde_json::Value::Bool(b),
+        toml::Value::Float(f) => serde_json::Number::from_f64(f)
+            .map(serde_json::Value::Number)
+            .ok_or_else(|| format!("argument {pointer:?}: {f} is not a finite number"))?,
+        other => return Err(format!("argument {pointer:?}: {other} is not a string, number or boolean")),
+    })
+}
+
+fn join(roles: &BTreeSet<&str>) -> String {
+    roles.iter().copied().collect::<Vec<_>>().join(", ")
 }
 
 #[derive(Deserialize)]
@@ -164,6 +240,7 @@ struct RawFleet {
     heartbeat_ttl_seconds: Option<f64>,
     process_match: Option<Vec<String>>,
     pass_through_env: Option<Vec<String>>,
+    forge: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -206,6 +283,8 @@ impl FleetConfig {
             roles: BTreeMap::new(),
             tools: ToolRules::default(),
             http: HttpSettings::default(),
+            forge: None,
+            rules: RuleSet::default(),
         }
     }
 
@@ -281,8 +360,12 @@ impl FleetConfig {
             Some(http) => http.resolve(source).map_err(err)?,
             None => HttpSettings::default(),
         };
+        let forge = get(|f| f.forge.clone());
+        let rules = rules(text, source, raw.rules, &members, forge.as_deref())?;
         Ok(Self {
             http,
+            forge,
+            rules,
             roles: raw.roles,
             tools: raw.tools,
             supervision,
@@ -323,6 +406,41 @@ impl FleetConfig {
     pub fn member(&self, profile: &str) -> Option<&Member> {
         self.members.iter().find(|m| m.profile == profile)
     }
+}
+
+/// The operator's `[[rules]]`, each checked (roles, pointers, values) and the set checked for
+/// rules that can never decide, then the forge profile's rules after them.
+fn rules(
+    text: &str,
+    source: &str,
+    raw: Vec<Spanned<RawRule>>,
+    members: &[Member],
+    forge: Option<&str>,
+) -> Result<RuleSet, RosterError> {
+    let roles: BTreeSet<&str> = members.iter().map(|m| m.role.as_str()).collect();
+    let mut list = Vec::with_capacity(raw.len());
+    for spanned in raw {
+        let origin = format!("{source}:{}", line_of(text, spanned.span().start));
+        let rule = spanned
+            .into_inner()
+            .resolve(origin.clone(), &roles)
+            .map_err(|why| RosterError::invalid(format!("{origin}: [[rules]]: {why}")))?;
+        list.push(rule);
+    }
+    let own = list.len();
+    match forge {
+        None => {}
+        Some(fleetgate_core::forge::GITEA_MCP) => list.extend(fleetgate_core::forge::gitea_mcp_rules()),
+        Some(other) => {
+            return Err(RosterError::invalid(format!(
+                "{source}: fleet.forge {other:?} is not a known forge profile (known: {:?})",
+                fleetgate_core::forge::GITEA_MCP
+            )));
+        }
+    }
+    let set = RuleSet::new(list);
+    set.check(own).map_err(|e| RosterError::invalid(format!("{e} ([[rules]])")))?;
+    Ok(set)
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -421,5 +539,49 @@ role = "reviewer"
         let bad = format!("{GOOD}\n[supervision]\nbackoff = [1]\n");
         let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().to_string();
         assert!(e.contains("backoff"), "{e}");
+    }
+
+    #[test]
+    fn rules_are_read_with_their_lines_and_bad_ones_refused_naming_file_line_and_reason() {
+        let rules = format!(
+            "{GOOD}\n[[rules]]\ntool = \"pull_request_write\"\nargs = {{ \"/method\" = [\"merge\"] }}\nroles = [\"reviewer\"]\n\
+             class = \"mutating\"\naction = \"merge\"\n\n[[rules]]\ntool = \"pull_request_read\"\nroles = [\"*\"]\nargs = {{ \"/index\" = \"present\" }}\n"
+        );
+        let c = FleetConfig::parse(&rules, "f.toml").unwrap();
+        assert_eq!(c.rules.rules().len(), 2);
+        assert_eq!(c.rules.rules()[0].origin, "f.toml:24", "a rule's line is its [[rules]] header's");
+        assert_eq!(c.rules.rules()[0].action.as_deref(), Some("merge"));
+
+        let bad =
+            |rule: &str| FleetConfig::parse(&format!("{GOOD}\n[[rules]]\n{rule}\n"), "f.toml").unwrap_err().to_string();
+        let e = bad("tool = \"t\"\nroles = [\"janitor\"]");
+        assert!(e.starts_with("f.toml:24: [[rules]]:") && e.contains("\"janitor\" is not a role"), "{e}");
+        let e = bad("tool = \"t\"\nroles = [\"author\"]\nargs = { \"method\" = [\"x\"] }");
+        assert!(e.contains("not a JSON pointer"), "{e}");
+        let e = bad("tool = \"t\"\nroles = [\"author\"]\nargs = { \"/m~2\" = [\"x\"] }");
+        assert!(e.contains("not a JSON pointer"), "{e}");
+        let e = bad("tool = \"t\"\nroles = [\"author\"]\nargs = { \"/method\" = [] }");
+        assert!(e.contains("lists no value"), "{e}");
+        let e = bad("tool = \"t\"\nroles = [\"author\"]\nargs = { \"/method\" = \"sometimes\" }");
+        assert!(e.contains("must be a list of values"), "{e}");
+        let shadowed = format!(
+            "{GOOD}\n[[rules]]\ntool = \"pull_*\"\nroles = [\"author\"]\n\n[[rules]]\ntool = \"pull_request_write\"\nroles = [\"reviewer\"]\n"
+        );
+        let e = FleetConfig::parse(&shadowed, "f.toml").unwrap_err().to_string();
+        assert!(e.starts_with("f.toml:28:") && e.contains("f.toml:24") && e.contains("never decide"), "{e}");
+        let e = FleetConfig::parse(&GOOD.replace("[fleet]", "[fleet]\nforge = \"gitlab\""), "f.toml").unwrap_err();
+        assert!(e.to_string().contains("not a known forge profile"), "{e}");
+    }
+
+    #[test]
+    fn the_gitea_profile_comes_after_the_operator_s_rules_which_may_override_it() {
+        let text = GOOD.replace("[fleet]", "[fleet]\nforge = \"gitea-mcp\"");
+        let c = FleetConfig::parse(&format!("{text}\n[[rules]]\ntool = \"pull_request_write\"\nargs = {{ \"/method\" = [\"merge\"] }}\nroles = [\"reviewer\"]\n"), "f.toml").unwrap();
+        assert_eq!(c.forge.as_deref(), Some("gitea-mcp"));
+        assert!(c.rules.rules().len() > 10);
+        let merge = serde_json::json!({ "method": "merge" });
+        let d = c.rules.decide("reviewer", "pull_request_write", merge.as_object()).unwrap();
+        assert!(d.permitted, "the operator's rule overrides the profile");
+        assert_eq!(d.rule.as_deref(), Some("f.toml:25"));
     }
 }

@@ -13,7 +13,7 @@ mod observer;
 mod session;
 mod snapshot;
 
-pub use decide::{Call, Gate};
+pub use decide::{Call, Gate, Listing, Policy};
 pub use observer::{LiveObserver, Observer, local_host, scan_host};
 pub use session::{Caller, assess_provenance, session_provenance};
 pub use snapshot::{Snapshot, assess_inventory, runtime_diagnostics, snapshot};

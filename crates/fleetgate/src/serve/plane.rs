@@ -28,6 +28,10 @@ use fleetgate_gateway::{
 use fleetgate_supervise::{EventBus, Supervisor};
 use std::sync::{Arc, OnceLock};
 
+/// The `_meta` key of a listed tool that rules name: the calls this role may make of it
+/// (`[{"rule": …, "args": {"/method": ["create", …]}}, …]`).
+pub const ALLOWED_META_KEY: &str = "fleetgate/allowed";
+
 /// The client transport this process serves, as its runtime row records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
@@ -208,11 +212,12 @@ impl ControlPlane for FleetControl {
 
     fn list_tool(&self, tool: &Tool) -> Listing {
         let hint = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
-        Listing {
-            visible: self.gate.permits(&self.identity.member.role, &tool.name),
-            class: self.gate.classify(&tool.name, hint),
-            meta: Default::default(),
+        let listing = self.gate.listing(&self.identity.member.role, &tool.name, hint);
+        let mut meta = fleetgate_gateway::rmcp::model::JsonObject::new();
+        if let Some(allowed) = listing.allowed {
+            meta.insert(ALLOWED_META_KEY.to_owned(), allowed.into());
         }
+        Listing { visible: listing.visible, class: listing.class, meta }
     }
 
     fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {

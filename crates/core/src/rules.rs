@@ -1,0 +1,358 @@
+//! Argument-aware policy (SPEC §9): rules that read a call's arguments. A downstream that
+//! folds many operations into one tool (the Gitea MCP server's `pull_request_write` creates,
+//! updates, closes *and merges*, chosen by `method`) cannot be governed by tool names alone.
+//!
+//! A [`Rule`] is a tool glob, argument matchers (a JSON pointer into the call's arguments →
+//! the values allowed there, or `present` / `absent`), the roles that may make such a call,
+//! an optional classification and an optional workflow action. **The first matching rule
+//! decides.** A tool that has rules but whose call matches none is refused, whatever the
+//! role: an unknown `method` is never forwarded. A tool no rule names falls back to the
+//! role's globs.
+//!
+//! Pure: values in, verdicts out. [`RuleSet::check`] refuses, at load, a rule no call could
+//! ever reach (shadowed by an earlier one).
+
+use crate::capability::ToolClass;
+use crate::glob::glob_match;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::fmt;
+
+/// What one argument must be.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgMatch {
+    /// One of these values (strings, numbers, booleans; `null` never matches a value).
+    OneOf(Vec<Value>),
+    /// Present (any value, `null` included).
+    Present,
+    /// Absent.
+    Absent,
+}
+
+impl ArgMatch {
+    fn holds(&self, found: Option<&Value>) -> bool {
+        match (self, found) {
+            (Self::Absent, found) => found.is_none(),
+            (Self::Present, found) => found.is_some(),
+            (Self::OneOf(_), None | Some(Value::Null)) => false,
+            (Self::OneOf(allowed), Some(v)) => allowed.iter().any(|a| same(a, v)),
+        }
+    }
+
+    /// Every call this matcher admits, `other` admits too.
+    fn within(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::OneOf(mine), Self::OneOf(theirs)) => mine.iter().all(|m| theirs.iter().any(|t| same(m, t))),
+            (Self::OneOf(_) | Self::Present, Self::Present) | (Self::Absent, Self::Absent) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Equal as values: numbers by value (`1` and `1.0`), everything else exactly.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+impl fmt::Display for ArgMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Present => f.write_str("present"),
+            Self::Absent => f.write_str("absent"),
+            Self::OneOf(values) => {
+                let shown: Vec<String> = values.iter().map(Value::to_string).collect();
+                write!(f, "one of [{}]", shown.join(", "))
+            }
+        }
+    }
+}
+
+/// One rule.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Rule {
+    /// Where it comes from, for reasons and errors: `fleet.toml:12`, `gitea-mcp:merge`.
+    pub origin: String,
+    /// The tool glob.
+    pub tool: String,
+    /// JSON pointer → what must be there. All must hold.
+    pub args: Vec<(String, ArgMatch)>,
+    /// The roles that may make such a call (`*`: every role).
+    pub roles: Vec<String>,
+    /// The classification of such a call, overriding the tool's own.
+    pub class: Option<ToolClass>,
+    /// The workflow action such a call is (`merge`, `review`, …), for the PR workflow.
+    pub action: Option<String>,
+}
+
+/// The value at JSON pointer `pointer` in the call's arguments, without copying them (a call
+/// may carry a whole file).
+fn lookup<'a>(arguments: Option<&'a Map<String, Value>>, pointer: &str) -> Option<&'a Value> {
+    let rest = pointer.strip_prefix('/')?;
+    let (first, tail) = rest.split_once('/').map_or((rest, None), |(f, t)| (f, Some(t)));
+    let first = first.replace("~1", "/").replace("~0", "~");
+    let value = arguments?.get(&first)?;
+    match tail {
+        None => Some(value),
+        Some(tail) => value.pointer(&format!("/{tail}")),
+    }
+}
+
+impl Rule {
+    fn matches(&self, tool: &str, arguments: Option<&Map<String, Value>>) -> bool {
+        glob_match(&self.tool, tool) && self.args.iter().all(|(pointer, m)| m.holds(lookup(arguments, pointer)))
+    }
+
+    /// Whether `role` may make the calls this rule matches.
+    pub fn admits(&self, role: &str) -> bool {
+        self.roles.iter().any(|r| r == "*" || r == role)
+    }
+
+    /// Every call `self` matches, `earlier` matches too: `self` can never decide.
+    fn shadowed_by(&self, earlier: &Self) -> bool {
+        glob_match(&earlier.tool, &self.tool)
+            && earlier
+                .args
+                .iter()
+                .all(|(pointer, theirs)| self.args.iter().any(|(p, mine)| p == pointer && mine.within(theirs)))
+    }
+
+    /// The rule's condition in words: `pull_request_write with /method one of ["merge"]`.
+    pub fn describe(&self) -> String {
+        if self.args.is_empty() {
+            return format!("`{}`", self.tool);
+        }
+        let conditions: Vec<String> = self.args.iter().map(|(p, m)| format!("{p} {m}")).collect();
+        format!("`{}` with {}", self.tool, conditions.join(" and "))
+    }
+}
+
+/// Why a rule set was refused at load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleError {
+    /// The rule's origin (file and line).
+    pub origin: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.origin, self.reason)
+    }
+}
+
+/// What the rules say of one call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RuleVerdict<'a> {
+    /// No rule names this tool: the role's globs decide.
+    Unruled,
+    /// This rule matched: it decides.
+    Matched(&'a Rule),
+    /// Rules name the tool, none matches these arguments: refused for every role.
+    Unmatched {
+        /// The rules that name the tool, in order.
+        candidates: Vec<&'a Rule>,
+    },
+}
+
+/// The decision of the rules for one call and one role.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleDecision {
+    /// The role may make the call.
+    pub permitted: bool,
+    /// When refused: why, naming the rule, the argument and its value, and who may.
+    pub reason: Option<String>,
+    /// When refused: the roles that may make this call (empty: none).
+    pub may: Vec<String>,
+    /// The class the matching rule gives the call.
+    pub class: Option<ToolClass>,
+    /// The workflow action of the matching rule.
+    pub action: Option<String>,
+    /// The matching rule's origin.
+    pub rule: Option<String>,
+}
+
+/// An ordered rule set: the operator's rules, then a forge profile's.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RuleSet {
+    rules: Vec<Rule>,
+    /// Rules whose tool is a literal name, by that name (indices, ascending); the rest are
+    /// globs, tried on every call.
+    literal: HashMap<String, Vec<usize>>,
+    globbed: Vec<usize>,
+}
+
+fn is_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?'])
+}
+
+impl RuleSet {
+    /// The rules, in the order they decide.
+    pub fn new(rules: Vec<Rule>) -> Self {
+        let mut literal: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut globbed = Vec::new();
+        for (i, rule) in rules.iter().enumerate() {
+            if is_glob(&rule.tool) {
+                globbed.push(i);
+            } else {
+                literal.entry(rule.tool.clone()).or_default().push(i);
+            }
+        }
+        Self { rules, literal, globbed }
+    }
+
+    /// Whether there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The rules, in order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The rules whose glob names `tool`, in order.
+    fn candidates(&self, tool: &str) -> Vec<&Rule> {
+        let mut at: Vec<usize> = self.literal.get(tool).cloned().unwrap_or_default();
+        at.extend(self.globbed.iter().copied().filter(|i| glob_match(&self.rules[*i].tool, tool)));
+        at.sort_unstable();
+        at.into_iter().map(|i| &self.rules[i]).collect()
+    }
+
+    /// What the rules say of calling `tool` with `arguments`.
+    pub fn evaluate(&self, tool: &str, arguments: Option<&Map<String, Value>>) -> RuleVerdict<'_> {
+        let candidates = self.candidates(tool);
+        if candidates.is_empty() {
+            return RuleVerdict::Unruled;
+        }
+        match candidates.iter().find(|r| r.matches(tool, arguments)) {
+            Some(rule) => RuleVerdict::Matched(rule),
+            None => RuleVerdict::Unmatched { candidates },
+        }
+    }
+
+    /// The decision for `role` calling `tool` with `arguments`; `None` when no rule names
+    /// the tool (the role's globs decide).
+    pub fn decide(&self, role: &str, tool: &str, arguments: Option<&Map<String, Value>>) -> Option<RuleDecision> {
+        match self.evaluate(tool, arguments) {
+            RuleVerdict::Unruled => None,
+            RuleVerdict::Matched(rule) => {
+                let permitted = rule.admits(role);
+                Some(RuleDecision {
+                    permitted,
+                    reason: (!permitted).then(|| {
+                        let shown = shown_arguments(rule, arguments);
+                        format!(
+                            "rule {} ({}) lets {} make this call{shown}; role {role} may not",
+                            rule.origin,
+                            rule.describe(),
+                            who(&rule.roles)
+                        )
+                    }),
+                    may: if permitted { Vec::new() } else { rule.roles.clone() },
+                    class: rule.class,
+                    action: rule.action.clone(),
+                    rule: Some(rule.origin.clone()),
+                })
+            }
+            RuleVerdict::Unmatched { candidates } => {
+                let pointers: Vec<&str> =
+                    candidates.iter().flat_map(|r| r.args.iter().map(|(p, _)| p.as_str())).collect();
+                let given = describe_values(&pointers, arguments);
+                Some(RuleDecision {
+                    permitted: false,
+                    reason: Some(format!(
+                        "no rule for `{tool}` matches this call ({given}): {} rule(s) name the tool ({}), so it is \
+                         refused for every role",
+                        candidates.len(),
+                        candidates.iter().map(|r| r.origin.as_str()).collect::<Vec<_>>().join(", ")
+                    )),
+                    may: Vec::new(),
+                    class: None,
+                    action: None,
+                    rule: None,
+                })
+            }
+        }
+    }
+
+    /// Whether `role` may call `tool` with some arguments, and with which (the matchers of
+    /// the rules that admit it, in order); `None` when no rule names the tool.
+    pub fn allowed_for(&self, role: &str, tool: &str) -> Option<Vec<&Rule>> {
+        let candidates = self.candidates(tool);
+        if candidates.is_empty() {
+            return None;
+        }
+        Some(candidates.into_iter().filter(|r| r.admits(role)).collect())
+    }
+
+    /// Refuse a set whose rule among the first `own` can never decide (an earlier one
+    /// matches every call it matches), naming both. Only the first `own` rules are checked:
+    /// they are the operator's, and a forge profile's rules after them may well be
+    /// overridden by them — that is what operator rules are for.
+    pub fn check(&self, own: usize) -> Result<(), RuleError> {
+        for (i, rule) in self.rules.iter().enumerate().take(own) {
+            if let Some(earlier) = self.rules[..i].iter().find(|e| rule.shadowed_by(e)) {
+                return Err(RuleError {
+                    origin: rule.origin.clone(),
+                    reason: format!(
+                        "this rule ({}) can never decide: the earlier rule {} ({}) matches every call it matches",
+                        rule.describe(),
+                        earlier.origin,
+                        earlier.describe()
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn who(roles: &[String]) -> String {
+    match roles {
+        [] => "no role".to_owned(),
+        r if r.iter().any(|x| x == "*") => "every role".to_owned(),
+        [one] => format!("only the {one} role"),
+        many => format!("only the roles {}", many.join(", ")),
+    }
+}
+
+/// `(/method = "merge")` for the arguments a rule looked at.
+fn shown_arguments(rule: &Rule, arguments: Option<&Map<String, Value>>) -> String {
+    let pointers: Vec<&str> = rule.args.iter().map(|(p, _)| p.as_str()).collect();
+    if pointers.is_empty() { String::new() } else { format!(" ({})", describe_values(&pointers, arguments)) }
+}
+
+fn describe_values(pointers: &[&str], arguments: Option<&Map<String, Value>>) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut parts = Vec::new();
+    for p in pointers {
+        if seen.contains(p) {
+            continue;
+        }
+        seen.push(p);
+        parts.push(match lookup(arguments, p) {
+            Some(v) => format!("{p} = {}", shorten(v)),
+            None => format!("{p} absent"),
+        });
+    }
+    if parts.is_empty() { "no arguments examined".to_owned() } else { parts.join(", ") }
+}
+
+/// A value as a reason may quote it: scalars whole (bounded), structures by kind.
+fn shorten(v: &Value) -> String {
+    match v {
+        Value::String(s) if s.chars().count() > 64 => format!("{:?}…", s.chars().take(64).collect::<String>()),
+        Value::Array(_) => "an array".to_owned(),
+        Value::Object(_) => "an object".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
