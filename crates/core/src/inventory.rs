@@ -595,7 +595,11 @@ fn unregistered(
     let found: Vec<ObservedProcess> =
         input.process_scan.processes.iter().filter(|p| !claimed.contains(&p.pid)).cloned().collect();
     for p in &found {
-        incomplete.push(format!("unregistered fleet process pid {} ({})", p.pid, p.command));
+        let owner = p.uid.map_or_else(|| "owner unknown".to_owned(), |uid| format!("uid {uid}"));
+        incomplete.push(format!(
+            "unregistered fleet process pid {} ({owner}, started {}): {}",
+            p.pid, p.started_at, p.command
+        ));
     }
     found
 }

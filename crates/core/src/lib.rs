@@ -19,6 +19,7 @@ pub mod interval;
 pub mod inventory;
 pub mod procmatch;
 pub mod provenance;
+pub mod redact;
 pub mod rules;
 pub mod runtime;
 pub mod time;

@@ -191,8 +191,12 @@ pub struct ObservedProcess {
     pub pid: i64,
     /// When it started (never later than the true start).
     pub started_at: Timestamp,
-    /// Its command line, arguments joined by spaces.
+    /// Its command line, arguments joined by spaces, secrets masked (`redact_argv`).
     pub command: String,
+    /// The user it runs as, when known: on a shared host, who owns a process that closes
+    /// the gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
 }
 
 /// A process observation: the fleet processes on one host, sorted by pid, or

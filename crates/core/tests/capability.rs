@@ -45,7 +45,7 @@ fn inventory(rows: &[RuntimeRecord]) -> FleetInventory {
     let roster =
         [RosterMember { namespace: "gitea-author".into(), profile: "prgs-author".into(), role: "author".into() }];
     let scan = ProcessScan::of(
-        rows.iter().map(|r| ObservedProcess { pid: r.pid, started_at: t(), command: "x".into() }).collect(),
+        rows.iter().map(|r| ObservedProcess { pid: r.pid, started_at: t(), command: "x".into(), uid: None }).collect(),
     );
     classify_fleet_inventory(
         &InventoryInput {

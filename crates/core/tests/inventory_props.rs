@@ -85,7 +85,7 @@ fn build(gens: &[Gen]) -> (Vec<RuntimeRecord>, ProcessScan, BTreeMap<i64, PidPro
         });
         if g.observed {
             let started = if g.recycled { reg.plus_seconds(60) } else { reg.plus_seconds(-60) };
-            procs.insert(pid, ObservedProcess { pid, started_at: started, command: "mcp_server.py".into() });
+            procs.insert(pid, ObservedProcess { pid, started_at: started, command: "mcp_server.py".into(), uid: None });
         }
         probes.entry(pid).or_insert(match g.probe {
             0 => PidProbe::Dead,

@@ -71,7 +71,7 @@ fn scan_for(rows: &[RuntimeRecord], extra: &[i64]) -> ProcessScan {
         rows.iter()
             .map(|r| r.pid)
             .chain(extra.iter().copied())
-            .map(|pid| ObservedProcess { pid, started_at: started, command: "python mcp_server.py".into() })
+            .map(|pid| ObservedProcess { pid, started_at: started, command: "python mcp_server.py".into(), uid: None })
             .collect(),
     )
 }
@@ -594,6 +594,7 @@ mod across_hosts {
             pid: BASE_PID + 1,
             started_at: ts("2026-07-28T01:00:00Z"),
             command: "python mcp_server.py".into(),
+            uid: None,
         });
         let r = classify_remote(Some(fresh), &ProcessScan::of(local.processes));
         assert_eq!(r.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [BASE_PID + 1]);

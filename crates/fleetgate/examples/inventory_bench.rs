@@ -58,7 +58,12 @@ fn main() {
         .collect();
     let scan = ProcessScan::of(
         rows.iter()
-            .map(|r| ObservedProcess { pid: r.pid, started_at: reg.plus_seconds(-5), command: "mcp_server.py".into() })
+            .map(|r| ObservedProcess {
+                pid: r.pid,
+                started_at: reg.plus_seconds(-5),
+                command: "mcp_server.py".into(),
+                uid: None,
+            })
             .collect(),
     );
     let classify = time(21, || {

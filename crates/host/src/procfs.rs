@@ -22,6 +22,8 @@ pub struct ProcEntry {
     pub started_at: Timestamp,
     /// Command line.
     pub argv: Vec<String>,
+    /// The user it runs as (the owner of its `/proc` entry).
+    pub uid: Option<u32>,
 }
 
 /// Where process listings come from; `/proc` here, the platform API elsewhere.
@@ -75,7 +77,14 @@ impl ProcFs {
         let fields: Vec<&str> = rest.split_whitespace().collect();
         let ppid: i64 = fields.get(1)?.parse().ok()?;
         let start_ticks: i64 = fields.get(19)?.parse().ok()?;
-        Some(ProcEntry { pid, ppid, started_at: Timestamp::from_unix(boot + start_ticks / ticks.max(1)), argv })
+        let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir).ok()?);
+        Some(ProcEntry {
+            pid,
+            ppid,
+            started_at: Timestamp::from_unix(boot + start_ticks / ticks.max(1)),
+            argv,
+            uid: Some(uid),
+        })
     }
 }
 
@@ -132,7 +141,12 @@ pub fn scan_fleet(source: &dyn ProcessSource, matcher: &FleetMatcher) -> Process
         entries
             .into_iter()
             .filter(|e| matcher.matches(&e.argv) && !gateways.contains(&e.ppid))
-            .map(|e| ObservedProcess { pid: e.pid, started_at: e.started_at, command: e.argv.join(" ") })
+            .map(|e| ObservedProcess {
+                pid: e.pid,
+                started_at: e.started_at,
+                command: fleetgate_core::redact::redact_argv(&e.argv),
+                uid: e.uid,
+            })
             .collect(),
     )
 }

@@ -42,7 +42,7 @@ fn snapshot(rows: &[RuntimeRecord], dead: &[i64], diagnostics: &[&str], now: Tim
     let scan = ProcessScan::of(
         rows.iter()
             .filter(|r| !dead.contains(&r.pid))
-            .map(|r| ObservedProcess { pid: r.pid, started_at: t0(), command: "sleep marker".into() })
+            .map(|r| ObservedProcess { pid: r.pid, started_at: t0(), command: "sleep marker".into(), uid: None })
             .collect(),
     );
     let inventory = classify_fleet_inventory(

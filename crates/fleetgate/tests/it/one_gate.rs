@@ -58,8 +58,13 @@ struct MadeUp {
 
 impl MadeUp {
     fn run(&self, pid: i64, env: &[(&str, &str)]) {
-        let entry =
-            ProcEntry { pid, ppid: 812, started_at: at(0), argv: vec!["python".into(), "mcp_server.py".into()] };
+        let entry = ProcEntry {
+            pid,
+            ppid: 812,
+            started_at: at(0),
+            argv: vec!["python".into(), "mcp_server.py".into()],
+            uid: Some(1000),
+        };
         let env = EnvSnapshot::from_pairs(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
         self.processes.lock().unwrap().insert(pid, (entry, env));
     }

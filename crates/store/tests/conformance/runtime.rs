@@ -81,6 +81,7 @@ fn scan(pids: &[i64]) -> ProcessScan {
                 pid,
                 started_at: now().plus_seconds(-60),
                 command: format!("python3 mcp_server.py --profile p{pid} \"quoted\" ünï"),
+                uid: Some(1000),
             })
             .collect(),
     )
