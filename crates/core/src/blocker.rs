@@ -18,6 +18,18 @@ pub enum BlockerKind {
     WorkerFenced,
     /// The fleet inventory gate is not satisfied.
     FleetInventoryBlocked,
+    /// A review decision without a live review lease on the PR (SPEC §10).
+    ReviewLeaseRequired,
+    /// A lease or a claim names a head that is no longer the PR's head.
+    StaleHead,
+    /// A merge without a merge lease and an independent approval at the current head.
+    ApprovalRequired,
+    /// Another worker holds a live lease on the PR.
+    ReviewLeaseHeld,
+    /// The forge did not report the PR's current head, so the workflow fails closed.
+    ForgeUnavailable,
+    /// The downstream changed the tool's definition since it was pinned (`[tools] pin = "enforce"`).
+    ToolDefinitionChanged,
 }
 
 impl BlockerKind {
@@ -29,6 +41,12 @@ impl BlockerKind {
             Self::SessionAttachmentMissing => "session_attachment_missing",
             Self::WorkerFenced => "worker_fenced",
             Self::FleetInventoryBlocked => "fleet_inventory_blocked",
+            Self::ReviewLeaseRequired => "review_lease_required",
+            Self::StaleHead => "stale_head",
+            Self::ApprovalRequired => "approval_required",
+            Self::ReviewLeaseHeld => "review_lease_held",
+            Self::ForgeUnavailable => "forge_unavailable",
+            Self::ToolDefinitionChanged => "tool_definition_changed",
         }
     }
 }
@@ -37,6 +55,28 @@ impl BlockerKind {
 pub const BLOCKER_FENCED: BlockerKind = BlockerKind::WorkerFenced;
 /// `session_attachment_missing`, the seed's `BLOCKER_NO_ATTACHMENT`.
 pub const BLOCKER_NO_ATTACHMENT: BlockerKind = BlockerKind::SessionAttachmentMissing;
+
+impl BlockerKind {
+    /// Every blocker, in the gate's precedence order.
+    pub const ALL: [BlockerKind; 11] = [
+        Self::RoleNotPermitted,
+        Self::ToolDefinitionChanged,
+        Self::RuntimeReconnectRequired,
+        Self::SessionAttachmentMissing,
+        Self::WorkerFenced,
+        Self::FleetInventoryBlocked,
+        Self::ForgeUnavailable,
+        Self::ReviewLeaseHeld,
+        Self::ReviewLeaseRequired,
+        Self::StaleHead,
+        Self::ApprovalRequired,
+    ];
+
+    /// The blocker whose literal is `text`.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+}
 
 impl fmt::Display for BlockerKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -61,5 +101,14 @@ mod tests {
         assert_eq!(BlockerKind::RoleNotPermitted.to_string(), "role_not_permitted");
         assert_eq!(BlockerKind::RuntimeReconnectRequired.as_str(), "runtime_reconnect_required");
         assert_eq!(BlockerKind::FleetInventoryBlocked.as_str(), "fleet_inventory_blocked");
+        assert_eq!(BlockerKind::ReviewLeaseRequired.as_str(), "review_lease_required");
+        assert_eq!(BlockerKind::StaleHead.as_str(), "stale_head");
+        assert_eq!(BlockerKind::ApprovalRequired.as_str(), "approval_required");
+        assert_eq!(BlockerKind::ReviewLeaseHeld.as_str(), "review_lease_held");
+        assert_eq!(BlockerKind::ForgeUnavailable.as_str(), "forge_unavailable");
+        assert_eq!(BlockerKind::ToolDefinitionChanged.as_str(), "tool_definition_changed");
+        for kind in BlockerKind::ALL {
+            assert_eq!(BlockerKind::parse(kind.as_str()), Some(kind));
+        }
     }
 }

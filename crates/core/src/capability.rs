@@ -214,6 +214,9 @@ const FENCED_ACTION: &str =
 const ATTACH_ACTION: &str =
     "attach a live worker to this session (fleetgate worker register) and keep its heartbeat running";
 
+/// The operator action of `tool_definition_changed`.
+pub const TOOL_CHANGED_ACTION: &str = "review the downstream's changed tool definition, then accept it (fleetgate tools accept TOOL) or pin the server's version";
+
 fn role_action(tool: &str, role: Option<&str>) -> String {
     match role {
         Some(role) => format!("hand this work to a role whose policy allows {tool}; the {role} role never may"),
@@ -281,6 +284,7 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
     const ATTACH: &str = BlockerKind::SessionAttachmentMissing.as_str();
     const FENCED: &str = BlockerKind::WorkerFenced.as_str();
     const FLEET: &str = BlockerKind::FleetInventoryBlocked.as_str();
+    const TOOL: &str = BlockerKind::ToolDefinitionChanged.as_str();
     let first = reasons.first().map(String::as_str);
     Some(match blocker_kind {
         ROLE => role_action(tool, role),
@@ -288,7 +292,8 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
         ATTACH => ATTACH_ACTION.into(),
         FENCED => FENCED_ACTION.into(),
         FLEET => first.map_or_else(|| "re-run the fleet inventory".into(), resolve_first),
-        _ => return None,
+        TOOL => TOOL_CHANGED_ACTION.into(),
+        other => return BlockerKind::parse(other).map(|k| crate::workflow::action(k).to_owned()),
     })
 }
 

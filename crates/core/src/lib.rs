@@ -24,6 +24,7 @@ pub mod rules;
 pub mod runtime;
 pub mod time;
 pub mod worker;
+pub mod workflow;
 
 pub use blocker::BlockerKind;
 pub use time::{Clock, ManualClock, Timestamp};

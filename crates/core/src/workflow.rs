@@ -1,0 +1,514 @@
+//! The pull-request workflow (SPEC §10) as pure functions: leases at an exact head, review
+//! decisions pinned to the head they were made at, a merge only at the approved head.
+//!
+//! Every function here takes what the store holds for one pull request ([`PrState`]), the
+//! head the forge reports now (read by the gateway from the downstream, never taken from
+//! the caller), the caller and `now` — the store's clock, so every machine judges expiry
+//! alike — and answers what may happen. Nothing is written here; the shell writes what the
+//! answer says.
+
+use crate::blocker::BlockerKind;
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What a lease is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// Reviewing: approving or requesting changes.
+    Review,
+    /// Merging.
+    Merge,
+}
+
+impl Purpose {
+    /// The wire literal.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Review => "review",
+            Self::Merge => "merge",
+        }
+    }
+
+    /// The purpose named `text`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "review" => Some(Self::Review),
+            "merge" => Some(Self::Merge),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Purpose {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a lease stands. A `claimed` lease past its expiry reads as expired
+/// ([`PrLease::phase_at`]); the row is marked when it is taken over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Held.
+    Claimed,
+    /// Given up (by its holder, an operator, a merge, or its holder's end).
+    Released,
+    /// Not renewed in time, and taken over or swept.
+    Expired,
+}
+
+impl Phase {
+    /// The wire literal.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Claimed => "claimed",
+            Self::Released => "released",
+            Self::Expired => "expired",
+        }
+    }
+
+    /// The phase named `text`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "claimed" => Some(Self::Claimed),
+            "released" => Some(Self::Released),
+            "expired" => Some(Self::Expired),
+            _ => None,
+        }
+    }
+}
+
+/// Why a lease was released.
+pub mod released {
+    /// Its holder gave it up.
+    pub const BY_HOLDER: &str = "released";
+    /// The PR was merged through the gateway.
+    pub const MERGED: &str = "merged";
+    /// Its holder's worker was fenced or deregistered.
+    pub const HOLDER_GONE: &str = "holder_gone";
+    /// It expired and another worker claimed the PR.
+    pub const TAKEN_OVER: &str = "taken_over";
+}
+
+/// A review decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewVerdict {
+    /// Approve.
+    Approve,
+    /// Request changes.
+    RequestChanges,
+}
+
+impl ReviewVerdict {
+    /// The wire literal.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::RequestChanges => "request_changes",
+        }
+    }
+
+    /// The verdict named `text` (the wire literal).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "approve" => Some(Self::Approve),
+            "request_changes" => Some(Self::RequestChanges),
+            _ => None,
+        }
+    }
+}
+
+/// Which approvals count (`[workflow] independent_review`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Independence {
+    /// The approving client session differs from the one that created the PR.
+    #[default]
+    Session,
+    /// The approving client differs from the one that created the PR.
+    Client,
+    /// Any approval counts.
+    Off,
+}
+
+/// The worker, client and session a call comes from (a lease's holder, a decision's maker).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Actor {
+    /// The worker identity.
+    pub worker: String,
+    /// The roster profile.
+    pub profile: String,
+    /// The client (`claude-code`, `codex`, …).
+    pub client: String,
+    /// The client session.
+    pub session: String,
+}
+
+/// One pull request of one repository binding (`remote/org/repo`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PrRef {
+    /// `remote/org/repo`.
+    pub binding: String,
+    /// The PR number.
+    pub pr: u64,
+}
+
+impl fmt::Display for PrRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}#{}", self.binding, self.pr)
+    }
+}
+
+/// A PR lease (SPEC §10).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrLease {
+    /// Its id.
+    pub lease_id: String,
+    /// The PR.
+    #[serde(flatten)]
+    pub pr: PrRef,
+    /// Review or merge.
+    pub purpose: Purpose,
+    /// Who holds it.
+    pub holder: Actor,
+    /// The head it was claimed at.
+    pub candidate_head: String,
+    /// The PR's target branch, when the forge named it.
+    pub target_branch: Option<String>,
+    /// That branch's head at the claim, when known.
+    pub target_branch_sha: Option<String>,
+    /// Where it stands (as stored; see [`PrLease::phase_at`]).
+    pub phase: Phase,
+    /// When it was claimed.
+    pub claimed_at: Timestamp,
+    /// The holder's last gated call on the PR.
+    pub last_activity: Timestamp,
+    /// `last_activity` + the lease TTL.
+    pub expires_at: Timestamp,
+    /// Why it was released.
+    pub released_reason: Option<String>,
+}
+
+impl PrLease {
+    /// Its phase as of `now`: a claimed lease past its expiry is expired.
+    pub fn phase_at(&self, now: Timestamp) -> Phase {
+        if self.phase == Phase::Claimed && now >= self.expires_at { Phase::Expired } else { self.phase }
+    }
+
+    /// Held as of `now`.
+    pub fn is_live(&self, now: Timestamp) -> bool {
+        self.phase_at(now) == Phase::Claimed
+    }
+}
+
+/// A recorded review decision, pinned to the head it was made at.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrDecision {
+    /// The PR.
+    #[serde(flatten)]
+    pub pr: PrRef,
+    /// The head it was made at.
+    pub head: String,
+    /// Approve or request changes.
+    pub verdict: ReviewVerdict,
+    /// Who made it.
+    pub by: Actor,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// Who created a PR through the gateway (for independence).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrOrigin {
+    /// The PR.
+    #[serde(flatten)]
+    pub pr: PrRef,
+    /// The creating worker, client and session.
+    pub by: Actor,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// What the store holds for one PR.
+#[derive(Clone, Copy, Debug)]
+pub struct PrState<'a> {
+    /// Its leases, any phase.
+    pub leases: &'a [PrLease],
+    /// Its decisions, oldest first.
+    pub decisions: &'a [PrDecision],
+    /// Who created it through the gateway, when it was.
+    pub origin: Option<&'a PrOrigin>,
+}
+
+/// A workflow refusal: the blocker, every reason, and what the operator (or the model) does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// The blocker literal.
+    pub blocker_kind: BlockerKind,
+    /// Every reason.
+    pub reasons: Vec<String>,
+    /// One sentence to act on.
+    pub operator_action: String,
+}
+
+impl Refusal {
+    fn new(kind: BlockerKind, reasons: Vec<String>) -> Self {
+        Self { blocker_kind: kind, operator_action: action(kind).to_owned(), reasons }
+    }
+}
+
+/// The operator action of a workflow blocker.
+pub fn action(kind: BlockerKind) -> &'static str {
+    match kind {
+        BlockerKind::ReviewLeaseRequired => {
+            "claim a review lease on the PR at its current head (<prefix>claim_pr_lease) before deciding"
+        }
+        BlockerKind::StaleHead => {
+            "the PR has a new head: read it, claim a lease at it and review that head; earlier decisions do not carry over"
+        }
+        BlockerKind::ApprovalRequired => {
+            "get an independent approval at the PR's current head and hold a merge lease at that head, then merge"
+        }
+        BlockerKind::ReviewLeaseHeld => {
+            "wait for the holder to finish or its lease to expire, or have an operator release it (fleetgate pr release)"
+        }
+        BlockerKind::ForgeUnavailable => {
+            "the forge did not report the PR's head; check the downstream server and the PR number, then retry"
+        }
+        _ => "resolve the blocker named in the reasons",
+    }
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// The caller's live lease of `purpose` on the PR, if it holds one.
+pub fn held_by<'a>(state: &PrState<'a>, purpose: Purpose, worker: &str, now: Timestamp) -> Option<&'a PrLease> {
+    state.leases.iter().find(|l| l.purpose == purpose && l.holder.worker == worker && l.is_live(now))
+}
+
+/// The live lease of `purpose` on the PR, whoever holds it.
+pub fn live_lease<'a>(state: &PrState<'a>, purpose: Purpose, now: Timestamp) -> Option<&'a PrLease> {
+    state.leases.iter().find(|l| l.purpose == purpose && l.is_live(now))
+}
+
+/// May `caller` record `verdict` on the PR whose head the forge reports as `head`? Allowed:
+/// the lease to touch (its `last_activity` advances).
+pub fn judge_review<'a>(
+    state: &PrState<'a>,
+    caller: &Actor,
+    head: &str,
+    verdict: ReviewVerdict,
+    now: Timestamp,
+) -> Result<&'a PrLease, Refusal> {
+    let Some(lease) = held_by(state, Purpose::Review, &caller.worker, now) else {
+        let mut reasons =
+            vec![format!("{} needs a live review lease held by worker {} on this PR", verdict.as_str(), caller.worker)];
+        if let Some(other) = live_lease(state, Purpose::Review, now) {
+            reasons
+                .push(format!("the review lease is held by worker {} until {}", other.holder.worker, other.expires_at));
+        } else if let Some(old) =
+            state.leases.iter().rev().find(|l| l.purpose == Purpose::Review && l.holder.worker == caller.worker)
+        {
+            reasons.push(format!("this worker's lease {} is {}", old.lease_id, old.phase_at(now).as_str()));
+        }
+        return Err(Refusal::new(BlockerKind::ReviewLeaseRequired, reasons));
+    };
+    if lease.candidate_head != head {
+        return Err(Refusal::new(
+            BlockerKind::StaleHead,
+            vec![format!(
+                "the review lease is at head {} but the PR's head is now {}",
+                short(&lease.candidate_head),
+                short(head)
+            )],
+        ));
+    }
+    Ok(lease)
+}
+
+/// Does `approval` count against the PR's origin under `independence`?
+pub fn independent(approval: &PrDecision, origin: Option<&PrOrigin>, independence: Independence) -> bool {
+    let Some(origin) = origin else { return true };
+    match independence {
+        Independence::Session => approval.by.session != origin.by.session,
+        Independence::Client => approval.by.client != origin.by.client,
+        Independence::Off => true,
+    }
+}
+
+/// The approval that lets `head` merge: an independent approval at exactly `head` with no
+/// later request-changes at it. Else every missing piece, in words.
+pub fn approval_at<'a>(
+    state: &PrState<'a>,
+    head: &str,
+    independence: Independence,
+) -> Result<&'a PrDecision, Vec<String>> {
+    let at_head: Vec<&PrDecision> = state.decisions.iter().filter(|d| d.head == head).collect();
+    let approvals: Vec<&&PrDecision> = at_head.iter().filter(|d| d.verdict == ReviewVerdict::Approve).collect();
+    let Some(approval) = approvals.iter().rev().find(|d| independent(d, state.origin, independence)) else {
+        let mut missing = vec![format!("no independent approval recorded at head {}", short(head))];
+        if !approvals.is_empty() {
+            missing.push(format!(
+                "{} approval(s) at this head came from the session that created the PR",
+                approvals.len()
+            ));
+        }
+        let older = state.decisions.iter().filter(|d| d.head != head && d.verdict == ReviewVerdict::Approve).count();
+        if older > 0 {
+            missing.push(format!("{older} approval(s) at earlier heads are historical"));
+        }
+        return Err(missing);
+    };
+    if let Some(rc) = at_head.iter().find(|d| d.verdict == ReviewVerdict::RequestChanges && d.at >= approval.at) {
+        return Err(vec![format!(
+            "worker {} requested changes at head {} after the approval",
+            rc.by.worker,
+            short(head)
+        )]);
+    }
+    Ok(approval)
+}
+
+/// May `caller` merge the PR whose head the forge reports as `head`? Allowed: the merge
+/// lease to touch.
+pub fn judge_merge<'a>(
+    state: &PrState<'a>,
+    caller: &Actor,
+    head: &str,
+    independence: Independence,
+    now: Timestamp,
+) -> Result<&'a PrLease, Refusal> {
+    let mut missing = Vec::new();
+    let lease = held_by(state, Purpose::Merge, &caller.worker, now);
+    match lease {
+        None => missing.push(format!("no live merge lease held by worker {}", caller.worker)),
+        Some(l) if l.candidate_head != head => missing.push(format!(
+            "the merge lease is at head {} but the PR's head is now {}",
+            short(&l.candidate_head),
+            short(head)
+        )),
+        Some(_) => {}
+    }
+    if let Err(more) = approval_at(state, head, independence) {
+        missing.extend(more);
+    }
+    match lease {
+        Some(l) if missing.is_empty() => Ok(l),
+        _ => Err(Refusal::new(BlockerKind::ApprovalRequired, missing)),
+    }
+}
+
+/// What a claim does, as judged before the store's guarded write (which checks again).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimPlan {
+    /// Claim afresh; release these leases first (expired ones taken over, or ones whose
+    /// holder is gone), each with its reason.
+    Claim {
+        /// `(lease_id, released_reason)`.
+        release: Vec<(String, &'static str)>,
+    },
+    /// The caller already holds the live lease at this head: renew it.
+    Renew {
+        /// The lease.
+        lease_id: String,
+    },
+}
+
+/// May `caller` claim a `purpose` lease on the PR at `claimed_head`, the forge reporting
+/// `head`? `holder_alive` says whether a lease holder's worker still owns its session.
+pub fn judge_claim(
+    state: &PrState<'_>,
+    caller: &Actor,
+    purpose: Purpose,
+    claimed_head: &str,
+    head: &str,
+    now: Timestamp,
+    holder_alive: &dyn Fn(&Actor) -> bool,
+) -> Result<ClaimPlan, Refusal> {
+    if claimed_head != head {
+        return Err(Refusal::new(
+            BlockerKind::StaleHead,
+            vec![format!("the claim names head {} but the PR's head is {}", short(claimed_head), short(head))],
+        ));
+    }
+    let mut release = Vec::new();
+    for lease in state.leases.iter().filter(|l| l.purpose == purpose && l.phase == Phase::Claimed) {
+        if !lease.is_live(now) {
+            release.push((lease.lease_id.clone(), released::TAKEN_OVER));
+        } else if lease.holder.worker == caller.worker {
+            if lease.candidate_head == head {
+                return Ok(ClaimPlan::Renew { lease_id: lease.lease_id.clone() });
+            }
+            release.push((lease.lease_id.clone(), released::BY_HOLDER));
+        } else if !holder_alive(&lease.holder) {
+            release.push((lease.lease_id.clone(), released::HOLDER_GONE));
+        } else {
+            return Err(Refusal::new(
+                BlockerKind::ReviewLeaseHeld,
+                vec![format!(
+                    "worker {} ({}, session {}) holds the {} lease {} at head {} until {}",
+                    lease.holder.worker,
+                    lease.holder.client,
+                    lease.holder.session,
+                    purpose.as_str(),
+                    lease.lease_id,
+                    short(&lease.candidate_head),
+                    lease.expires_at
+                )],
+            ));
+        }
+    }
+    Ok(ClaimPlan::Claim { release })
+}
+
+/// What `<prefix>assess_pr` answers: the PR's live leases, its decisions split into current
+/// (at the head) and historical, and what a merge at the head still needs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Assessment {
+    /// The PR.
+    pub pr: PrRef,
+    /// The head the forge reports.
+    pub current_head: String,
+    /// Live leases.
+    pub leases: Vec<PrLease>,
+    /// Decisions at the current head.
+    pub current_decisions: Vec<PrDecision>,
+    /// Decisions at earlier heads (they no longer count).
+    pub historical_decisions: Vec<PrDecision>,
+    /// Who created it through the gateway.
+    pub origin: Option<PrOrigin>,
+    /// An independent approval at the head with no later request-changes exists.
+    pub approved_at_head: bool,
+    /// What a merge would still need besides a merge lease at the head (empty: nothing).
+    pub merge_needs: Vec<String>,
+}
+
+/// Assess a PR.
+pub fn assess(pr: PrRef, state: &PrState<'_>, head: &str, independence: Independence, now: Timestamp) -> Assessment {
+    let (current, historical): (Vec<PrDecision>, Vec<PrDecision>) =
+        state.decisions.iter().cloned().partition(|d| d.head == head);
+    let approval = approval_at(state, head, independence);
+    let mut merge_needs = approval.as_ref().err().cloned().unwrap_or_default();
+    if live_lease(state, Purpose::Merge, now).is_none_or(|l| l.candidate_head != head) {
+        merge_needs.push(format!("a merge lease at head {}", short(head)));
+    }
+    Assessment {
+        pr,
+        current_head: head.to_owned(),
+        leases: state.leases.iter().filter(|l| l.is_live(now)).cloned().collect(),
+        current_decisions: current,
+        historical_decisions: historical,
+        origin: state.origin.cloned(),
+        approved_at_head: approval.is_ok(),
+        merge_needs,
+    }
+}
+
+#[cfg(test)]
+mod tests;

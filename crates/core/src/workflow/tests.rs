@@ -1,0 +1,327 @@
+//! The workflow decision: the seed's story case by case, and two properties over random
+//! call sequences — no merge of a head no independent reviewer approved, and a new head
+//! never inherits an approval.
+
+use super::*;
+use proptest::prelude::*;
+
+const T0: i64 = 1_800_000_000;
+const TTL: i64 = 600;
+
+fn at(s: i64) -> Timestamp {
+    Timestamp::from_unix(T0 + s)
+}
+
+fn actor(name: &str, client: &str, session: &str) -> Actor {
+    Actor { worker: name.into(), profile: name.into(), client: client.into(), session: session.into() }
+}
+
+fn pr() -> PrRef {
+    PrRef { binding: "prgs/Org/Repo".into(), pr: 976 }
+}
+
+fn lease(id: &str, purpose: Purpose, holder: &Actor, head: &str, since: i64) -> PrLease {
+    PrLease {
+        lease_id: id.into(),
+        pr: pr(),
+        purpose,
+        holder: holder.clone(),
+        candidate_head: head.into(),
+        target_branch: Some("main".into()),
+        target_branch_sha: None,
+        phase: Phase::Claimed,
+        claimed_at: at(since),
+        last_activity: at(since),
+        expires_at: at(since + TTL),
+        released_reason: None,
+    }
+}
+
+fn decision(by: &Actor, head: &str, verdict: ReviewVerdict, when: i64) -> PrDecision {
+    PrDecision { pr: pr(), head: head.into(), verdict, by: by.clone(), at: at(when) }
+}
+
+fn origin(by: &Actor) -> PrOrigin {
+    PrOrigin { pr: pr(), by: by.clone(), at: at(0) }
+}
+
+const H1: &str = "1a38ef95aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const H2: &str = "b0868be6bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+#[test]
+fn the_seed_story_approve_new_head_voids_rereview_merge() {
+    let author = actor("author", "claude-code", "s-author");
+    let reviewer = actor("reviewer", "codex", "s-review");
+    let merger = actor("merger", "gemini", "s-merge");
+    let o = origin(&author);
+    let mut leases = vec![lease("L1", Purpose::Review, &reviewer, H1, 10)];
+    let mut decisions = Vec::new();
+    let st = |l: &[PrLease], d: &[PrDecision]| -> (Vec<PrLease>, Vec<PrDecision>) { (l.to_vec(), d.to_vec()) };
+
+    let (l, d) = st(&leases, &decisions);
+    let state = PrState { leases: &l, decisions: &d, origin: Some(&o) };
+    assert_eq!(judge_review(&state, &reviewer, H1, ReviewVerdict::Approve, at(20)).unwrap().lease_id, "L1");
+    decisions.push(decision(&reviewer, H1, ReviewVerdict::Approve, 20));
+
+    // The author pushes: the approval no longer counts, the lease is stale.
+    let (l, d) = st(&leases, &decisions);
+    let state = PrState { leases: &l, decisions: &d, origin: Some(&o) };
+    let stale = judge_review(&state, &reviewer, H2, ReviewVerdict::Approve, at(30)).unwrap_err();
+    assert_eq!(stale.blocker_kind, BlockerKind::StaleHead);
+    assert!(stale.reasons[0].contains("1a38ef95aaaa") && stale.reasons[0].contains("b0868be6bbbb"), "{stale:?}");
+    assert!(approval_at(&state, H2, Independence::Session).is_err(), "a new head never inherits an approval");
+
+    // Re-review at the new head: the claim renews into a new lease at H2.
+    let plan = judge_claim(&state, &reviewer, Purpose::Review, H2, H2, at(40), &|_| true).unwrap();
+    assert_eq!(plan, ClaimPlan::Claim { release: vec![("L1".into(), released::BY_HOLDER)] });
+    leases[0].phase = Phase::Released;
+    leases.push(lease("L2", Purpose::Review, &reviewer, H2, 40));
+    decisions.push(decision(&reviewer, H2, ReviewVerdict::Approve, 50));
+
+    // The merger: no merge lease yet.
+    let (l, d) = st(&leases, &decisions);
+    let state = PrState { leases: &l, decisions: &d, origin: Some(&o) };
+    let refused = judge_merge(&state, &merger, H2, Independence::Session, at(60)).unwrap_err();
+    assert_eq!(refused.blocker_kind, BlockerKind::ApprovalRequired);
+    assert_eq!(refused.reasons, vec!["no live merge lease held by worker merger".to_owned()]);
+
+    leases.push(lease("M1", Purpose::Merge, &merger, H2, 60));
+    let (l, d) = st(&leases, &decisions);
+    let state = PrState { leases: &l, decisions: &d, origin: Some(&o) };
+    assert_eq!(judge_merge(&state, &merger, H2, Independence::Session, at(70)).unwrap().lease_id, "M1");
+    let a = assess(pr(), &state, H2, Independence::Session, at(70));
+    assert!(a.approved_at_head && a.merge_needs.is_empty(), "{a:?}");
+    assert_eq!((a.current_decisions.len(), a.historical_decisions.len()), (1, 1));
+}
+
+#[test]
+fn a_decision_without_a_lease_names_who_holds_it() {
+    let reviewer = actor("r1", "codex", "s1");
+    let other = actor("r2", "cursor", "s2");
+    let leases = vec![lease("L", Purpose::Review, &other, H1, 0)];
+    let state = PrState { leases: &leases, decisions: &[], origin: None };
+    let refused = judge_review(&state, &reviewer, H1, ReviewVerdict::RequestChanges, at(1)).unwrap_err();
+    assert_eq!(refused.blocker_kind, BlockerKind::ReviewLeaseRequired);
+    assert!(refused.reasons[1].contains("held by worker r2"), "{refused:?}");
+}
+
+#[test]
+fn an_expired_lease_counts_for_nothing_and_may_be_taken_over() {
+    let old = actor("r1", "codex", "s1");
+    let new = actor("r2", "cursor", "s2");
+    let leases = vec![lease("L", Purpose::Review, &old, H1, 0)];
+    let state = PrState { leases: &leases, decisions: &[], origin: None };
+    assert!(judge_review(&state, &old, H1, ReviewVerdict::Approve, at(TTL - 1)).is_ok());
+    let expired = judge_review(&state, &old, H1, ReviewVerdict::Approve, at(TTL)).unwrap_err();
+    assert_eq!(expired.blocker_kind, BlockerKind::ReviewLeaseRequired);
+    assert!(expired.reasons[1].contains("is expired"), "{expired:?}");
+
+    let held = judge_claim(&state, &new, Purpose::Review, H1, H1, at(TTL - 1), &|_| true).unwrap_err();
+    assert_eq!(held.blocker_kind, BlockerKind::ReviewLeaseHeld);
+    assert!(held.reasons[0].contains("worker r1") && held.reasons[0].contains("1a38ef95aaaa"), "{held:?}");
+    let plan = judge_claim(&state, &new, Purpose::Review, H1, H1, at(TTL), &|_| true).unwrap();
+    assert_eq!(plan, ClaimPlan::Claim { release: vec![("L".into(), released::TAKEN_OVER)] });
+}
+
+#[test]
+fn a_gone_holder_loses_its_lease_and_a_live_one_renews() {
+    let old = actor("r1", "codex", "s1");
+    let new = actor("r2", "cursor", "s2");
+    let leases = vec![lease("L", Purpose::Review, &old, H1, 0)];
+    let state = PrState { leases: &leases, decisions: &[], origin: None };
+    let plan = judge_claim(&state, &new, Purpose::Review, H1, H1, at(5), &|a| a.worker != "r1").unwrap();
+    assert_eq!(plan, ClaimPlan::Claim { release: vec![("L".into(), released::HOLDER_GONE)] });
+    let renew = judge_claim(&state, &old, Purpose::Review, H1, H1, at(5), &|_| true).unwrap();
+    assert_eq!(renew, ClaimPlan::Renew { lease_id: "L".into() });
+    let stale = judge_claim(&state, &new, Purpose::Review, H1, H2, at(5), &|_| true).unwrap_err();
+    assert_eq!(stale.blocker_kind, BlockerKind::StaleHead);
+}
+
+#[test]
+fn leases_of_the_other_purpose_do_not_block_a_claim() {
+    let reviewer = actor("r1", "codex", "s1");
+    let merger = actor("m", "gemini", "s3");
+    let leases = vec![lease("L", Purpose::Review, &reviewer, H1, 0)];
+    let state = PrState { leases: &leases, decisions: &[], origin: None };
+    assert!(judge_claim(&state, &merger, Purpose::Merge, H1, H1, at(1), &|_| true).is_ok());
+}
+
+#[test]
+fn self_approval_and_later_request_changes_do_not_count() {
+    let author = actor("author", "claude-code", "s-author");
+    // The author's own session approving (a reviewer profile in the same client session).
+    let same_session = actor("reviewer", "claude-code", "s-author");
+    let other_session = actor("reviewer", "claude-code", "s-other");
+    let o = origin(&author);
+    let d = vec![decision(&same_session, H1, ReviewVerdict::Approve, 1)];
+    let state = PrState { leases: &[], decisions: &d, origin: Some(&o) };
+    let missing = approval_at(&state, H1, Independence::Session).unwrap_err();
+    assert!(missing[1].contains("came from the session that created the PR"), "{missing:?}");
+    assert!(approval_at(&state, H1, Independence::Off).is_ok());
+
+    let d = vec![
+        decision(&other_session, H1, ReviewVerdict::Approve, 1),
+        decision(&actor("r2", "cursor", "s9"), H1, ReviewVerdict::RequestChanges, 2),
+    ];
+    let state = PrState { leases: &[], decisions: &d, origin: Some(&o) };
+    assert!(approval_at(&state, H1, Independence::Session).unwrap_err()[0].contains("requested changes"));
+    assert!(approval_at(&state, H1, Independence::Client).is_err(), "same client: not independent by client");
+
+    let d = vec![
+        decision(&actor("r2", "cursor", "s9"), H1, ReviewVerdict::RequestChanges, 1),
+        decision(&other_session, H1, ReviewVerdict::Approve, 2),
+    ];
+    let state = PrState { leases: &[], decisions: &d, origin: Some(&o) };
+    assert!(approval_at(&state, H1, Independence::Session).is_ok(), "an approval after the request counts");
+}
+
+#[test]
+fn a_merge_lease_at_an_old_head_is_named() {
+    let merger = actor("m", "gemini", "s3");
+    let leases = vec![lease("M", Purpose::Merge, &merger, H1, 0)];
+    let d = vec![decision(&actor("r", "codex", "s1"), H2, ReviewVerdict::Approve, 1)];
+    let state = PrState { leases: &leases, decisions: &d, origin: None };
+    let refused = judge_merge(&state, &merger, H2, Independence::Session, at(2)).unwrap_err();
+    assert_eq!(refused.blocker_kind, BlockerKind::ApprovalRequired);
+    assert!(refused.reasons[0].contains("merge lease is at head 1a38ef95aaaa"), "{refused:?}");
+}
+
+// ---- the properties: a random fleet playing the workflow through the pure functions ----
+
+#[derive(Clone, Debug)]
+enum Op {
+    Push,
+    Claim { who: usize, purpose: Purpose, stale: bool },
+    Review { who: usize, verdict: ReviewVerdict },
+    Merge { who: usize },
+    Wait { seconds: i64 },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        1 => Just(Op::Push),
+        3 => (0..4usize, prop_oneof![Just(Purpose::Review), Just(Purpose::Merge)], any::<bool>())
+            .prop_map(|(who, purpose, stale)| Op::Claim { who, purpose, stale }),
+        3 => (0..4usize, prop_oneof![Just(ReviewVerdict::Approve), Just(ReviewVerdict::RequestChanges)])
+            .prop_map(|(who, verdict)| Op::Review { who, verdict }),
+        2 => (0..4usize).prop_map(|who| Op::Merge { who }),
+        1 => (1..900i64).prop_map(|seconds| Op::Wait { seconds }),
+    ]
+}
+
+/// The shell's part, done as the gateway does it: an allowed call is recorded.
+struct World {
+    actors: Vec<Actor>,
+    origin: PrOrigin,
+    heads: Vec<String>,
+    leases: Vec<PrLease>,
+    decisions: Vec<PrDecision>,
+    now: i64,
+    merged: Option<String>,
+}
+
+impl World {
+    fn new() -> Self {
+        // 0: the author; 1: a reviewer in the author's own client session; 2, 3: independent.
+        let actors = vec![
+            actor("author", "claude-code", "s0"),
+            actor("self-reviewer", "claude-code", "s0"),
+            actor("reviewer", "codex", "s2"),
+            actor("merger", "gemini", "s3"),
+        ];
+        let origin = PrOrigin { pr: pr(), by: actors[0].clone(), at: at(0) };
+        Self { actors, origin, heads: vec!["h0".into()], leases: vec![], decisions: vec![], now: 0, merged: None }
+    }
+
+    fn head(&self) -> String {
+        self.heads.last().cloned().unwrap_or_default()
+    }
+
+    fn apply(&mut self, op: &Op) {
+        let now = at(self.now);
+        let head = self.head();
+        let (leases, decisions) = (self.leases.clone(), self.decisions.clone());
+        let state = PrState { leases: &leases, decisions: &decisions, origin: Some(&self.origin) };
+        match *op {
+            Op::Push => self.heads.push(format!("h{}", self.heads.len())),
+            Op::Wait { seconds } => self.now += seconds,
+            Op::Claim { who, purpose, stale } => {
+                let claimed = if stale { self.heads.first().cloned().unwrap_or_default() } else { head.clone() };
+                let caller = self.actors[who].clone();
+                match judge_claim(&state, &caller, purpose, &claimed, &head, now, &|_| true) {
+                    Ok(ClaimPlan::Renew { lease_id }) => {
+                        let l = self.leases.iter_mut().find(|l| l.lease_id == lease_id).expect("renewed lease");
+                        l.last_activity = now;
+                        l.expires_at = now.plus_seconds(TTL);
+                    }
+                    Ok(ClaimPlan::Claim { release }) => {
+                        for (id, reason) in release {
+                            let l = self.leases.iter_mut().find(|l| l.lease_id == id).expect("released lease");
+                            l.phase = Phase::Released;
+                            l.released_reason = Some(reason.into());
+                        }
+                        let id = format!("L{}", self.leases.len());
+                        let mut l = lease(&id, purpose, &caller, &head, self.now);
+                        l.pr = pr();
+                        self.leases.push(l);
+                    }
+                    Err(_) => {}
+                }
+            }
+            Op::Review { who, verdict } => {
+                let caller = self.actors[who].clone();
+                if judge_review(&state, &caller, &head, verdict, now).is_ok() {
+                    self.decisions.push(PrDecision { pr: pr(), head, verdict, by: caller, at: now });
+                }
+            }
+            Op::Merge { who } => {
+                let caller = self.actors[who].clone();
+                if judge_merge(&state, &caller, &head, Independence::Session, now).is_ok() {
+                    self.merged = Some(head);
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn no_sequence_merges_a_head_no_independent_reviewer_approved(ops in prop::collection::vec(op(), 1..60)) {
+        let mut world = World::new();
+        for op in &ops {
+            world.merged = None;
+            world.apply(op);
+            if let Some(merged) = &world.merged {
+                let approvals: Vec<&PrDecision> = world.decisions.iter()
+                    .filter(|d| &d.head == merged && d.verdict == ReviewVerdict::Approve && d.by.session != "s0")
+                    .collect();
+                prop_assert!(!approvals.is_empty(), "merged {merged} with no independent approval: {:?}", world.decisions);
+                let last_approval = approvals.iter().map(|d| d.at).max();
+                prop_assert!(
+                    !world.decisions.iter().any(|d| &d.head == merged
+                        && d.verdict == ReviewVerdict::RequestChanges
+                        && Some(d.at) > last_approval),
+                    "merged over a later request-changes"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_head_never_inherits_an_approval(ops in prop::collection::vec(op(), 1..60)) {
+        let mut world = World::new();
+        for op in &ops {
+            world.apply(op);
+            if matches!(op, Op::Push) {
+                let state = PrState { leases: &world.leases, decisions: &world.decisions, origin: Some(&world.origin) };
+                for independence in [Independence::Session, Independence::Client, Independence::Off] {
+                    prop_assert!(approval_at(&state, &world.head(), independence).is_err());
+                }
+                let merger = world.actors[3].clone();
+                prop_assert!(judge_merge(&state, &merger, &world.head(), Independence::Off, at(world.now)).is_err());
+            }
+        }
+    }
+}
