@@ -169,13 +169,16 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
             operator_action: action,
         };
     if !input.role_permitted {
-        return verdict(
-            Some(BlockerKind::RoleNotPermitted),
-            vec![format!("role {} ({}) may not call {}", input.role, input.profile, input.tool)],
-            false,
-            false,
-            Some(role_action(input.tool, Some(input.role))),
-        );
+        // A rule's refusal names the rule, the argument and its value, and hands the call to
+        // the roles that may make it; the globs' names the role and the tool.
+        let (reason, action) = match input.role_refusal {
+            Some(refusal) => (refusal.reason.clone(), rule_action(input.tool, &refusal.may)),
+            None => (
+                format!("role {} ({}) may not call {}", input.role, input.profile, input.tool),
+                role_action(input.tool, Some(input.role)),
+            ),
+        };
+        return verdict(Some(BlockerKind::RoleNotPermitted), vec![reason], false, false, Some(action));
     }
     if input.class == ToolClass::ReadOnly {
         return verdict(None, Vec::new(), false, false, None);
@@ -221,6 +224,17 @@ fn role_action(tool: &str, role: Option<&str>) -> String {
     match role {
         Some(role) => format!("hand this work to a role whose policy allows {tool}; the {role} role never may"),
         None => format!("hand this work to a role whose policy allows {tool}"),
+    }
+}
+
+/// The operator action of a call a rule refused: hand it to the roles the rules let make it,
+/// or — when none may — change the call.
+fn rule_action(tool: &str, may: &[String]) -> String {
+    match may {
+        [] => format!(
+            "no role may make this `{tool}` call: change its arguments, or add a [[rules]] entry that allows it"
+        ),
+        roles => format!("hand this `{tool}` call to the {} role", roles.join(" or the ")),
     }
 }
 

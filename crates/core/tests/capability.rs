@@ -5,7 +5,7 @@
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
 use fleetgate_core::capability::{
-    Capability, CapabilityInput, Evidence, ToolClass, fleet_gate, needs_evidence, refusal_action,
+    Capability, CapabilityInput, Evidence, RoleRefusal, ToolClass, fleet_gate, needs_evidence, refusal_action,
     resolve_task_capability,
 };
 use fleetgate_core::inventory::{FleetInventory, InventoryInput, PidProbe, classify_fleet_inventory};
@@ -221,6 +221,33 @@ fn a_mutating_call_without_evidence_is_refused_and_reads_need_none() {
     assert!(!resolve_task_capability(&CapabilityInput { role_permitted: false, ..read }).allowed);
     assert!(needs_evidence(ToolClass::Mutating, true));
     assert!(!needs_evidence(ToolClass::ReadOnly, true) && !needs_evidence(ToolClass::Mutating, false));
+}
+
+#[test]
+fn a_rule_s_refusal_keeps_its_reason_and_hands_the_call_to_the_roles_that_may() {
+    let refusal = RoleRefusal {
+        reason: "rule gitea-mcp:pr-merge (`pull_request_write` with /method one of [\"merge\"]) lets only the merger \
+                 role make this call (/method = \"merge\"); role reviewer may not"
+            .into(),
+        may: vec!["merger".into()],
+    };
+    let input = CapabilityInput {
+        profile: "prgs-reviewer",
+        role: "reviewer",
+        tool: "pull_request_write",
+        class: ToolClass::Mutating,
+        role_permitted: false,
+        role_refusal: Some(&refusal),
+        evidence: None,
+    };
+    let c = resolve_task_capability(&input);
+    assert_eq!(c.blocker_kind, Some(BlockerKind::RoleNotPermitted));
+    assert_eq!(c.blocked_reasons, vec![refusal.reason.clone()], "the rule's reason, not a generic one");
+    assert_eq!(c.operator_action.as_deref(), Some("hand this `pull_request_write` call to the merger role"));
+    let nobody = RoleRefusal { reason: "no rule matches".into(), may: vec![] };
+    let c = resolve_task_capability(&CapabilityInput { role_refusal: Some(&nobody), ..input });
+    assert_eq!(c.blocked_reasons, vec!["no rule matches".to_owned()]);
+    assert!(c.operator_action.unwrap().starts_with("no role may make this `pull_request_write` call"));
 }
 
 #[test]
