@@ -1,12 +1,18 @@
 //! Built-in rule profiles for known downstream servers (`[fleet] forge = "…"`).
 //!
-//! `gitea-mcp`: the official Gitea MCP server, v1.x, whose consolidated tools fold many
-//! operations into one tool chosen by a `method` argument. The role matrix is SPEC §9's;
-//! tool names and `method` values are the server's own (see `GITEA_MCP_SOURCE`). Every
-//! reader is read-only for every role; every write names the roles that may make it; a
-//! `method` the matrix does not list, and a tool the profile does not know, are refused for
-//! every role (fail closed: the server may grow a tool or a method the fleet has not
-//! decided about).
+//! `gitea-mcp`: the official Gitea MCP server (`gitea.com/gitea/gitea-mcp`), v1.x, whose
+//! consolidated tools fold many operations into one tool chosen by a `method` argument. The
+//! role matrix is SPEC §9's; tool names, `method` values and argument names are the server's
+//! own, read from its source ([`GITEA_MCP_SOURCE`]; the digest is
+//! `crates/fleetgate/examples/forge_fixture/GITEA_MCP.md`). Every reader is read-only for
+//! every role; every write names the `method` values the server has and the roles that may
+//! use each; a `method` the server does not have, and a tool the profile does not know, are
+//! refused for every role (fail closed: the server may grow a tool or a method the fleet has
+//! not decided about).
+//!
+//! Read against that source, SPEC §9's list names two things the server does not have:
+//! `issue_write` `add_dependency`/`remove_dependency` and a `project_write` tool. The
+//! profile has no rule for them, so they are refused like any unknown call.
 
 use crate::capability::ToolClass;
 use crate::rules::{ArgMatch, Rule};
@@ -15,191 +21,210 @@ use serde_json::Value;
 /// The profile name of the official Gitea MCP server.
 pub const GITEA_MCP: &str = "gitea-mcp";
 
-/// Where the tool names and `method` values of [`gitea_mcp_rules`] were read.
-pub const GITEA_MCP_SOURCE: &str = "gitea-mcp v1.x, operation/{pull,issue,repo,label,milestone,notification}";
+/// Where the tool names, `method` values and argument names of [`gitea_mcp_rules`] were
+/// read: the upstream tree after its move to the official Go MCP SDK (the MCP 2026-07-28
+/// generation), as carried unchanged under `operation/` by the fork
+/// `github.com/wjk22/gitea-mcp-oauth` at commit 0303ae4f644d; checked against upstream commit
+/// a5dd03c7f0d8 (2026-03-26, the v1.0 line), which has the same tool names with fewer
+/// methods and `index` for the number arguments.
+pub const GITEA_MCP_SOURCE: &str = "gitea-mcp operation/{pull,issue,repo,label,milestone,notification} \
+     as of wjk22/gitea-mcp-oauth@0303ae4f644d (go-sdk generation); v1.0 line: upstream a5dd03c7f0d8";
+
+/// The argument naming the pull request in `pull_request_read`, `pull_request_write` and
+/// `pull_request_review_write` (the v1.0 line called it [`LEGACY_NUMBER_ARG`]).
+pub const PR_NUMBER_ARG: &str = "pull_number";
+/// The argument naming the issue (or pull request: Gitea numbers both in one sequence) in
+/// `issue_read` and `issue_write` (the v1.0 line called it [`LEGACY_NUMBER_ARG`]).
+pub const ISSUE_NUMBER_ARG: &str = "issue_number";
+/// The v1.0 line's name for both number arguments.
+pub const LEGACY_NUMBER_ARG: &str = "index";
 
 /// The workflow action of a merge (the PR workflow reads it).
 pub const ACTION_MERGE: &str = "merge";
 /// The workflow action of a review decision.
 pub const ACTION_REVIEW: &str = "review";
 
+/// What one argument of a matching call must be.
+#[derive(Clone, Copy)]
+enum Arg {
+    /// One of these strings.
+    Is(&'static [&'static str]),
+    /// Any value.
+    Present,
+    /// No value.
+    Absent,
+}
+
 struct Entry {
     name: &'static str,
     tool: &'static str,
-    methods: &'static [&'static str],
+    args: &'static [(&'static str, Arg)],
     roles: &'static [&'static str],
     class: Option<ToolClass>,
     action: Option<&'static str>,
 }
 
+const fn read(name: &'static str, tool: &'static str) -> Entry {
+    Entry { name, tool, args: &[], roles: EVERY, class: Some(ToolClass::ReadOnly), action: None }
+}
+
 const fn write(
     name: &'static str,
     tool: &'static str,
-    methods: &'static [&'static str],
+    args: &'static [(&'static str, Arg)],
     roles: &'static [&'static str],
 ) -> Entry {
-    Entry { name, tool, methods, roles, class: Some(ToolClass::Mutating), action: None }
+    Entry { name, tool, args, roles, class: Some(ToolClass::Mutating), action: None }
 }
 
+/// A method-dispatched tool's last rule: any other `method` is no role's. (A call without a
+/// `method` falls to the profile's catch-all; the server refuses it either way.)
+const fn other_method(name: &'static str, tool: &'static str) -> Entry {
+    write(name, tool, &[(METHOD, Arg::Present)], NOBODY)
+}
+
+const METHOD: &str = "/method";
+const STATE: &str = "/state";
 const EVERY: &[&str] = &["*"];
 const NOBODY: &[&str] = &[];
 
 /// Readers first (never blocked but by role), then writes by method, then the catch-all.
+/// The `method` lists are the server's enums, in its order.
 const MATRIX: &[Entry] = &[
-    Entry { name: "read", tool: "*_read", methods: &[], roles: EVERY, class: Some(ToolClass::ReadOnly), action: None },
-    Entry { name: "list", tool: "list_*", methods: &[], roles: EVERY, class: Some(ToolClass::ReadOnly), action: None },
-    Entry { name: "get", tool: "get_*", methods: &[], roles: EVERY, class: Some(ToolClass::ReadOnly), action: None },
-    Entry {
-        name: "search",
-        tool: "search_*",
-        methods: &[],
-        roles: EVERY,
-        class: Some(ToolClass::ReadOnly),
-        action: None,
-    },
-    // Issues.
-    write("issue-create", "issue_write", &["create"], &["author", "controller"]),
-    write("issue-update", "issue_write", &["update"], &["author", "controller", "reconciler"]),
+    read("read", "*_read"),
+    read("list", "list_*"),
+    read("get", "get_*"),
+    read("search", "search_*"),
+    // Issues (`issue_write`: create, update, add_comment, edit_comment, add_labels,
+    // remove_label, replace_labels, clear_labels).
+    write("issue-create", "issue_write", &[(METHOD, Arg::Is(&["create"]))], &["author", "controller"]),
+    write("issue-update", "issue_write", &[(METHOD, Arg::Is(&["update"]))], &["author", "controller", "reconciler"]),
     write(
         "issue-comment",
         "issue_write",
-        &["add_comment"],
+        &[(METHOD, Arg::Is(&["add_comment"]))],
         &["author", "reviewer", "merger", "controller", "reconciler"],
     ),
-    write("issue-edit-comment", "issue_write", &["edit_comment"], &["author", "reviewer", "controller", "reconciler"]),
+    write(
+        "issue-edit-comment",
+        "issue_write",
+        &[(METHOD, Arg::Is(&["edit_comment"]))],
+        &["author", "reviewer", "controller", "reconciler"],
+    ),
     write(
         "issue-labels",
         "issue_write",
-        &["add_labels", "remove_label", "replace_labels", "clear_labels"],
+        &[(METHOD, Arg::Is(&["add_labels", "remove_label", "replace_labels", "clear_labels"]))],
         &["author", "controller", "reconciler"],
     ),
-    write("issue-dependencies", "issue_write", &["add_dependency", "remove_dependency"], &["author", "controller"]),
-    // Pull requests: the author opens and maintains; the merger alone merges; the controller
-    // and the reconciler close and reopen.
-    write("pr-create", "pull_request_write", &["create"], &["author"]),
-    write("pr-maintain", "pull_request_write", &["update_branch", "add_reviewers", "remove_reviewers"], &["author"]),
-    write("pr-close", "pull_request_write", &["close", "reopen"], &["controller", "reconciler"]),
+    other_method("issue-other", "issue_write"),
+    // Pull requests (`pull_request_write`: create, update, close, reopen, merge,
+    // update_branch, add_reviewers, remove_reviewers): the author opens and maintains; an
+    // update is the author's unless it changes the state (`/state` absent or `open`); the
+    // controller and the reconciler close and reopen; the merger alone merges.
+    write("pr-create", "pull_request_write", &[(METHOD, Arg::Is(&["create"]))], &["author"]),
+    write(
+        "pr-maintain",
+        "pull_request_write",
+        &[(METHOD, Arg::Is(&["update_branch", "add_reviewers", "remove_reviewers"]))],
+        &["author"],
+    ),
+    write("pr-update", "pull_request_write", &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Absent)], &["author"]),
+    write(
+        "pr-update-open",
+        "pull_request_write",
+        &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Is(&["open"]))],
+        &["author"],
+    ),
+    write("pr-update-state", "pull_request_write", &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Present)], NOBODY),
+    write("pr-close", "pull_request_write", &[(METHOD, Arg::Is(&["close", "reopen"]))], &["controller", "reconciler"]),
     Entry {
         name: "pr-merge",
         tool: "pull_request_write",
-        methods: &["merge"],
+        args: &[(METHOD, Arg::Is(&["merge"]))],
         roles: &["merger"],
         class: Some(ToolClass::Mutating),
         action: Some(ACTION_MERGE),
     },
-    // Reviews: every method is the reviewer's.
+    other_method("pr-other", "pull_request_write"),
+    // Reviews (`pull_request_review_write`): every method the server has is the reviewer's.
     Entry {
         name: "review",
         tool: "pull_request_review_write",
-        methods: &[],
+        args: &[(
+            METHOD,
+            Arg::Is(&["create", "submit", "delete", "dismiss", "reply_comment", "resolve_thread", "unresolve_thread"]),
+        )],
         roles: &["reviewer"],
         class: Some(ToolClass::Mutating),
         action: Some(ACTION_REVIEW),
     },
+    other_method("review-other", "pull_request_review_write"),
     // The controller's tracker tools; the reconciler's notifications.
-    write("labels", "label_write", &[], &["controller"]),
-    write("milestones", "milestone_write", &[], &["controller"]),
-    write("projects", "project_write", &[], &["controller"]),
-    write("notifications", "notification_write", &[], &["reconciler"]),
+    write(
+        "labels",
+        "label_write",
+        &[(
+            METHOD,
+            Arg::Is(&[
+                "create_repo_label",
+                "edit_repo_label",
+                "delete_repo_label",
+                "create_org_label",
+                "edit_org_label",
+                "delete_org_label",
+            ]),
+        )],
+        &["controller"],
+    ),
+    other_method("labels-other", "label_write"),
+    write(
+        "milestones",
+        "milestone_write",
+        &[(METHOD, Arg::Is(&["create", "update", "edit", "delete"]))],
+        &["controller"],
+    ),
+    other_method("milestones-other", "milestone_write"),
+    write(
+        "notifications",
+        "notification_write",
+        &[(METHOD, Arg::Is(&["mark_read", "mark_all_read"]))],
+        &["reconciler"],
+    ),
+    other_method("notifications-other", "notification_write"),
     // Files and branches: the author's; the merger also deletes a merged branch.
     write("files", "create_or_update_file", &[], &["author"]),
     write("file-delete", "delete_file", &[], &["author"]),
     write("branch-create", "create_branch", &[], &["author"]),
     write("branch-rename", "rename_branch", &[], &["author"]),
     write("branch-delete", "delete_branch", &[], &["author", "merger"]),
-    // Anything else the server offers: no role of this fleet may.
+    // Anything else the server offers (wiki, actions, time tracking, packages, repositories,
+    // forks, tags, releases) and any tool it may grow: no role of this fleet may.
     write("other", "*", &[], NOBODY),
 ];
 
-/// The `gitea-mcp` profile's rules, in the order they decide. A `pull_request_write` update
-/// is the author's unless it closes the PR (`/state` absent or `open`); a closing update
-/// matches no rule and is refused.
+fn matcher(arg: Arg) -> ArgMatch {
+    match arg {
+        Arg::Is(values) => ArgMatch::OneOf(values.iter().map(|v| Value::from(*v)).collect()),
+        Arg::Present => ArgMatch::Present,
+        Arg::Absent => ArgMatch::Absent,
+    }
+}
+
+/// The `gitea-mcp` profile's rules, in the order they decide.
 pub fn gitea_mcp_rules() -> Vec<Rule> {
-    let mut rules = Vec::new();
-    for entry in MATRIX {
-        if entry.name == "pr-close" {
-            rules.extend(update_rules());
-        }
-        let args = if entry.methods.is_empty() {
-            Vec::new()
-        } else {
-            vec![("/method".to_owned(), ArgMatch::OneOf(entry.methods.iter().map(|m| Value::from(*m)).collect()))]
-        };
-        rules.push(Rule {
+    MATRIX
+        .iter()
+        .map(|entry| Rule {
             origin: format!("{GITEA_MCP}:{}", entry.name),
             tool: entry.tool.to_owned(),
-            args,
+            args: entry.args.iter().map(|(pointer, arg)| ((*pointer).to_owned(), matcher(*arg))).collect(),
             roles: entry.roles.iter().map(|r| (*r).to_owned()).collect(),
             class: entry.class,
             action: entry.action.map(str::to_owned),
-        });
-    }
-    rules
-}
-
-/// `update` never to a closed state: two rules, `/state` absent or `open`.
-fn update_rules() -> Vec<Rule> {
-    let update = || ("/method".to_owned(), ArgMatch::OneOf(vec![Value::from("update")]));
-    [("pr-update", ArgMatch::Absent), ("pr-update-open", ArgMatch::OneOf(vec![Value::from("open")]))]
-        .into_iter()
-        .map(|(name, state)| Rule {
-            origin: format!("{GITEA_MCP}:{name}"),
-            tool: "pull_request_write".to_owned(),
-            args: vec![update(), ("/state".to_owned(), state)],
-            roles: vec!["author".to_owned()],
-            class: Some(ToolClass::Mutating),
-            action: None,
         })
         .collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::gitea_mcp_rules;
-    use crate::rules::RuleSet;
-    use serde_json::{Map, Value, json};
-
-    fn call(v: Value) -> Map<String, Value> {
-        v.as_object().unwrap().clone()
-    }
-
-    fn may(rules: &RuleSet, role: &str, tool: &str, args: Value) -> bool {
-        rules.decide(role, tool, Some(&call(args))).is_some_and(|d| d.permitted)
-    }
-
-    #[test]
-    fn the_profile_is_consistent_and_every_rule_can_decide() {
-        let rules = RuleSet::new(gitea_mcp_rules());
-        rules.check(rules.rules().len()).unwrap();
-    }
-
-    #[test]
-    fn the_matrix_of_spec_9() {
-        let r = RuleSet::new(gitea_mcp_rules());
-        for role in ["author", "reviewer", "merger", "controller", "reconciler"] {
-            assert!(may(&r, role, "pull_request_read", json!({ "method": "get" })), "{role} reads");
-            assert!(may(&r, role, "list_pull_requests", json!({})), "{role} lists");
-            assert!(!may(&r, role, "pull_request_write", json!({ "method": "frobnicate" })), "unknown method");
-            assert!(!may(&r, role, "create_release", json!({})), "{role}: not in the matrix");
-        }
-        assert!(may(&r, "merger", "pull_request_write", json!({ "method": "merge" })));
-        for role in ["author", "reviewer", "controller", "reconciler"] {
-            assert!(!may(&r, role, "pull_request_write", json!({ "method": "merge" })), "{role} never merges");
-        }
-        assert!(may(&r, "author", "pull_request_write", json!({ "method": "create" })));
-        assert!(may(&r, "author", "pull_request_write", json!({ "method": "update", "title": "t" })));
-        assert!(!may(&r, "author", "pull_request_write", json!({ "method": "update", "state": "closed" })));
-        assert!(may(&r, "controller", "pull_request_write", json!({ "method": "close" })));
-        assert!(may(&r, "reviewer", "pull_request_review_write", json!({ "method": "create" })));
-        assert!(!may(&r, "author", "pull_request_review_write", json!({ "method": "create" })));
-        assert!(may(&r, "merger", "issue_write", json!({ "method": "add_comment" })));
-        assert!(!may(&r, "merger", "issue_write", json!({ "method": "edit_comment" })));
-        assert!(may(&r, "merger", "delete_branch", json!({})));
-        assert!(may(&r, "reconciler", "notification_write", json!({ "method": "mark_read" })));
-        let review =
-            r.decide("reviewer", "pull_request_review_write", Some(&call(json!({ "method": "create" })))).unwrap();
-        assert_eq!(review.action.as_deref(), Some("review"));
-        let merge = r.decide("merger", "pull_request_write", Some(&call(json!({ "method": "merge" })))).unwrap();
-        assert_eq!(merge.action.as_deref(), Some("merge"));
-    }
-}
+mod tests;

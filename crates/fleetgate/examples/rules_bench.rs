@@ -39,7 +39,7 @@ fn main() {
     let iterations: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200_000);
     let config = FleetConfig::parse(&roster(200), "bench.toml").expect("the bench roster parses");
     let calls: Vec<(&str, &str, Map<String, Value>)> = [
-        ("merger", "pull_request_write", json!({ "method": "merge", "owner": "o", "repo": "r", "index": 976 })),
+        ("merger", "pull_request_write", json!({ "method": "merge", "owner": "o", "repo": "r", "pull_number": 976 })),
         ("author", "pull_request_write", json!({ "method": "create", "title": "t", "head": "f", "base": "main" })),
         ("reviewer", "pull_request_review_write", json!({ "method": "create", "index": 976, "state": "APPROVED" })),
         ("reviewer", "pull_request_write", json!({ "method": "frobnicate" })),

@@ -1,0 +1,217 @@
+use super::gitea_mcp_rules;
+use crate::capability::ToolClass;
+use crate::rules::RuleSet;
+use serde_json::{Map, Value, json};
+
+const ROLES: [&str; 5] = ["author", "reviewer", "merger", "controller", "reconciler"];
+
+fn call(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+fn may(rules: &RuleSet, role: &str, tool: &str, args: Value) -> bool {
+    rules.decide(role, tool, Some(&call(args))).is_some_and(|d| d.permitted)
+}
+
+/// The server's read tools (go-sdk generation) and their `method` values (empty: none).
+const READERS: &[(&str, &[&str])] = &[
+    ("get_gitea_mcp_server_version", &[]),
+    ("get_me", &[]),
+    ("get_user_orgs", &[]),
+    ("search_users", &[]),
+    ("search_org_teams", &[]),
+    ("search_repos", &[]),
+    ("search_issues", &[]),
+    ("notification_read", &["list", "get"]),
+    ("label_read", &["list_repo_labels", "get_repo_label", "list_org_labels"]),
+    ("milestone_read", &["get", "list"]),
+    ("wiki_read", &["list", "get", "get_revisions"]),
+    ("timetracking_read", &["list_issue_times", "list_repo_times", "get_my_stopwatches", "get_my_times"]),
+    ("package_read", &["list", "list_versions", "get"]),
+    ("list_issues", &[]),
+    ("attachment_read", &["list", "get", "download"]),
+    ("issue_read", &["get", "get_comments", "get_labels"]),
+    ("list_pull_requests", &[]),
+    (
+        "pull_request_read",
+        &["get", "get_diff", "get_files", "get_status", "get_reviews", "get_review", "get_review_comments"],
+    ),
+    ("actions_config_read", &["list_repo_secrets", "list_repo_variables", "get_repo_variable"]),
+    ("actions_run_read", &["list_workflows", "list_runs", "get_run", "get_job_log_preview"]),
+    ("list_my_repos", &[]),
+    ("list_org_repos", &[]),
+    ("get_repository_tree", &[]),
+    ("get_file_contents", &[]),
+    ("get_dir_contents", &[]),
+    ("list_branches", &[]),
+    ("get_tag", &[]),
+    ("list_tags", &[]),
+    ("list_commits", &[]),
+    ("get_commit", &[]),
+    ("get_release", &[]),
+    ("get_latest_release", &[]),
+    ("list_releases", &[]),
+];
+
+/// The server's write tools, each `method` (`""`: the tool has none) with the roles SPEC
+/// §9's matrix lets make it.
+const WRITES: &[(&str, &str, &[&str])] = &[
+    ("issue_write", "create", &["author", "controller"]),
+    ("issue_write", "update", &["author", "controller", "reconciler"]),
+    ("issue_write", "add_comment", &["author", "reviewer", "merger", "controller", "reconciler"]),
+    ("issue_write", "edit_comment", &["author", "reviewer", "controller", "reconciler"]),
+    ("issue_write", "add_labels", &["author", "controller", "reconciler"]),
+    ("issue_write", "remove_label", &["author", "controller", "reconciler"]),
+    ("issue_write", "replace_labels", &["author", "controller", "reconciler"]),
+    ("issue_write", "clear_labels", &["author", "controller", "reconciler"]),
+    ("pull_request_write", "create", &["author"]),
+    ("pull_request_write", "update", &["author"]),
+    ("pull_request_write", "close", &["controller", "reconciler"]),
+    ("pull_request_write", "reopen", &["controller", "reconciler"]),
+    ("pull_request_write", "merge", &["merger"]),
+    ("pull_request_write", "update_branch", &["author"]),
+    ("pull_request_write", "add_reviewers", &["author"]),
+    ("pull_request_write", "remove_reviewers", &["author"]),
+    ("pull_request_review_write", "create", &["reviewer"]),
+    ("pull_request_review_write", "submit", &["reviewer"]),
+    ("pull_request_review_write", "delete", &["reviewer"]),
+    ("pull_request_review_write", "dismiss", &["reviewer"]),
+    ("pull_request_review_write", "reply_comment", &["reviewer"]),
+    ("pull_request_review_write", "resolve_thread", &["reviewer"]),
+    ("pull_request_review_write", "unresolve_thread", &["reviewer"]),
+    ("label_write", "create_repo_label", &["controller"]),
+    ("label_write", "edit_repo_label", &["controller"]),
+    ("label_write", "delete_repo_label", &["controller"]),
+    ("label_write", "create_org_label", &["controller"]),
+    ("label_write", "edit_org_label", &["controller"]),
+    ("label_write", "delete_org_label", &["controller"]),
+    ("milestone_write", "create", &["controller"]),
+    ("milestone_write", "update", &["controller"]),
+    ("milestone_write", "edit", &["controller"]),
+    ("milestone_write", "delete", &["controller"]),
+    ("notification_write", "mark_read", &["reconciler"]),
+    ("notification_write", "mark_all_read", &["reconciler"]),
+    ("wiki_write", "create", &[]),
+    ("timetracking_write", "add_time", &[]),
+    ("package_write", "delete", &[]),
+    ("actions_config_write", "upsert_repo_variable", &[]),
+    ("actions_run_write", "dispatch_workflow", &[]),
+    ("create_or_update_file", "", &["author"]),
+    ("delete_file", "", &["author"]),
+    ("create_branch", "", &["author"]),
+    ("rename_branch", "", &["author"]),
+    ("delete_branch", "", &["author", "merger"]),
+    ("create_repo", "", &[]),
+    ("fork_repo", "", &[]),
+    ("create_tag", "", &[]),
+    ("delete_tag", "", &[]),
+    ("create_release", "", &[]),
+    ("delete_release", "", &[]),
+];
+
+#[test]
+fn the_profile_is_consistent_and_every_rule_can_decide() {
+    let rules = RuleSet::new(gitea_mcp_rules());
+    rules.check(rules.rules().len()).unwrap();
+}
+
+#[test]
+fn every_reader_of_the_server_is_read_only_for_every_role() {
+    let r = RuleSet::new(gitea_mcp_rules());
+    for (tool, methods) in READERS {
+        let calls: Vec<Value> = if methods.is_empty() {
+            vec![json!({ "owner": "o", "repo": "r" })]
+        } else {
+            methods.iter().map(|m| json!({ "method": m, "owner": "o", "repo": "r" })).collect()
+        };
+        for (role, args) in ROLES.iter().flat_map(|role| calls.iter().map(move |a| (role, a))) {
+            let d = r.decide(role, tool, Some(&call(args.clone()))).unwrap();
+            assert!(d.permitted, "{role} reads {tool} {args}");
+            assert_eq!(d.class, Some(ToolClass::ReadOnly), "{tool}");
+        }
+    }
+}
+
+#[test]
+fn every_write_of_the_server_is_made_by_the_roles_of_spec_9_and_no_other() {
+    let r = RuleSet::new(gitea_mcp_rules());
+    for (tool, method, allowed) in WRITES {
+        let args = if method.is_empty() { json!({ "owner": "o" }) } else { json!({ "method": method, "owner": "o" }) };
+        for role in ROLES {
+            let d = r.decide(role, tool, Some(&call(args.clone()))).unwrap();
+            assert_eq!(d.permitted, allowed.contains(&role), "{role} {tool} {method}: {:?}", d.reason);
+            assert_eq!(d.class, Some(ToolClass::Mutating), "{tool} {method}");
+        }
+    }
+}
+
+#[test]
+fn the_matrix_of_spec_9() {
+    let r = RuleSet::new(gitea_mcp_rules());
+    for role in ROLES {
+        assert!(may(&r, role, "pull_request_read", json!({ "method": "get", "pull_number": 1 })), "{role} reads");
+        assert!(may(&r, role, "list_pull_requests", json!({})), "{role} lists");
+        assert!(!may(&r, role, "create_release", json!({})), "{role}: not in the matrix");
+    }
+    assert!(may(&r, "author", "pull_request_write", json!({ "method": "update", "title": "t" })));
+    assert!(may(&r, "author", "pull_request_write", json!({ "method": "update", "state": "open" })));
+    assert!(!may(&r, "author", "pull_request_write", json!({ "method": "update", "state": "closed" })));
+    let review = r.decide("reviewer", "pull_request_review_write", Some(&call(json!({ "method": "create" })))).unwrap();
+    assert_eq!(review.action.as_deref(), Some("review"));
+    let merge = r.decide("merger", "pull_request_write", Some(&call(json!({ "method": "merge" })))).unwrap();
+    assert_eq!(merge.action.as_deref(), Some("merge"));
+}
+
+#[test]
+fn a_method_the_server_does_not_have_is_no_role_s_and_the_refusal_names_it() {
+    let r = RuleSet::new(gitea_mcp_rules());
+    for tool in [
+        "issue_write",
+        "pull_request_write",
+        "pull_request_review_write",
+        "label_write",
+        "milestone_write",
+        "notification_write",
+    ] {
+        for role in ROLES {
+            let d = r.decide(role, tool, Some(&call(json!({ "method": "frobnicate" })))).unwrap();
+            assert!(!d.permitted, "{role} {tool}");
+            let reason = d.reason.unwrap();
+            assert!(reason.contains("/method = \"frobnicate\"") && reason.contains("no role"), "{reason}");
+            assert!(d.rule.unwrap().ends_with("-other"), "the tool's own fallback decides");
+        }
+    }
+    // SPEC §9 lists these, the server has no such method or tool: refused like any unknown call.
+    for role in ROLES {
+        assert!(!may(&r, role, "issue_write", json!({ "method": "add_dependency" })), "{role}");
+        assert!(!may(&r, role, "issue_write", json!({ "method": "remove_dependency" })), "{role}");
+        assert!(!may(&r, role, "project_write", json!({ "method": "create" })), "{role}");
+    }
+}
+
+#[test]
+fn a_state_changing_update_is_refused_naming_the_state() {
+    let r = RuleSet::new(gitea_mcp_rules());
+    for role in ROLES {
+        let d = r
+            .decide(role, "pull_request_write", Some(&call(json!({ "method": "update", "state": "closed" }))))
+            .unwrap();
+        assert!(!d.permitted, "{role}");
+        let reason = d.reason.unwrap();
+        assert!(reason.contains("gitea-mcp:pr-update-state") && reason.contains("/state = \"closed\""), "{reason}");
+    }
+}
+
+#[test]
+fn a_merge_refused_to_the_reviewer_names_the_rule_the_value_and_the_merger() {
+    let r = RuleSet::new(gitea_mcp_rules());
+    let d = r
+        .decide("reviewer", "pull_request_write", Some(&call(json!({ "method": "merge", "pull_number": 7 }))))
+        .unwrap();
+    assert!(!d.permitted);
+    let reason = d.reason.unwrap();
+    for part in ["gitea-mcp:pr-merge", "/method = \"merge\"", "only the merger role", "role reviewer may not"] {
+        assert!(reason.contains(part), "{part}: {reason}");
+    }
+    assert_eq!(d.may, ["merger"]);
+}
