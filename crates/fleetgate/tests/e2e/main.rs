@@ -9,6 +9,7 @@
 mod canary;
 mod demo;
 mod diagnostics;
+mod forge;
 mod gitflow;
 mod http;
 mod httpkit;
