@@ -31,7 +31,9 @@ use std::sync::Arc;
 /// migrations alike, so a version means the same tables everywhere.
 pub const SCHEMA_VERSION: u32 = 5;
 
-/// The control-plane store.
+/// The control-plane store. Every method is required: a wrapper that forgets
+/// to delegate one does not compile, rather than answering "unsupported" at
+/// run time.
 pub trait Store: Send + Sync + fmt::Debug {
     /// Engine and location, passwords redacted: `sqlite:/path/registry.sqlite3`.
     fn describe(&self) -> String;
@@ -87,52 +89,25 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// server, TTL ages are measured against it, never against each host's
     /// wall clock. `Ok(None)`: the store has no clock (an embedded file), use
     /// the local one. [`StoreClock`] turns this into a [`fleetgate_core::Clock`].
-    ///
-    /// The default answers `Unsupported`, so a wrapper that forgets to
-    /// delegate fails loudly instead of silently choosing a clock.
-    fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {
-        Err(unsupported(self, "server_now"))
-    }
+    fn server_now(&self) -> Result<Option<Timestamp>, StoreError>;
 
     /// Record which host a runtime row's process runs on. False when no
     /// runtime row has that id. Rewriting the row (`upsert_runtime`) keeps it.
-    ///
-    /// The default answers `Unsupported` (see [`Store::server_now`]).
-    fn set_runtime_host(&self, runtime_id: &str, host: &HostIdentity) -> Result<bool, StoreError> {
-        let _ = (runtime_id, host);
-        Err(unsupported(self, "set_runtime_host"))
-    }
+    fn set_runtime_host(&self, runtime_id: &str, host: &HostIdentity) -> Result<bool, StoreError>;
 
     /// The host of every runtime row that has one, by `runtime_id`. A row
     /// without a host is absent: its host is unknown, which fails closed.
-    ///
-    /// The default answers `Unsupported` (see [`Store::server_now`]).
-    fn list_runtime_hosts(&self) -> Result<BTreeMap<String, HostIdentity>, StoreError> {
-        Err(unsupported(self, "list_runtime_hosts"))
-    }
+    fn list_runtime_hosts(&self) -> Result<BTreeMap<String, HostIdentity>, StoreError>;
 
     /// Publish this host's process scan, taken at `now`, replacing the host's
     /// previous one. An observation older than the stored one of the same
     /// boot is dropped (false), so a late writer never turns the clock back;
     /// one from a new boot always replaces it.
-    ///
-    /// The default answers `Unsupported` (see [`Store::server_now`]).
-    fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError> {
-        let _ = (host, scan, now);
-        Err(unsupported(self, "publish_observation"))
-    }
+    fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError>;
 
     /// The latest observation of every host, ordered by `host_id`. Whether
     /// one is fresh enough to corroborate a member is the caller's decision.
-    ///
-    /// The default answers `Unsupported` (see [`Store::server_now`]).
-    fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
-        Err(unsupported(self, "list_observations"))
-    }
-}
-
-fn unsupported(store: &(impl Store + ?Sized), method: &str) -> StoreError {
-    StoreError::new(StoreErrorKind::Unsupported, format!("{}: the store does not implement {method}", store.describe()))
+    fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError>;
 }
 
 /// Which machine, in which boot, a process runs on: the stable machine id
