@@ -135,6 +135,23 @@ pub struct RuntimeRecord {
     pub last_heartbeat_at: Option<Timestamp>,
     /// Running or stopped.
     pub status: RuntimeStatus,
+    /// The host the process runs on, written with the row; null when it
+    /// could not be told. A row without a host is of unknown whereabouts,
+    /// never assumed local.
+    pub host: Option<HostIdentity>,
+}
+
+/// Which machine, in which boot, a process runs on: the stable machine id
+/// (`/etc/machine-id`) and the kernel's boot id. A process observation only
+/// ever speaks for its own host, and a row from an earlier boot of a host
+/// names no process that can still exist.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct HostIdentity {
+    /// The stable machine id.
+    pub host_id: String,
+    /// The kernel's boot id, fresh at every boot (not the row's `boot_id`,
+    /// which is fresh at every process start).
+    pub boot_id: String,
 }
 
 /// One expected server of the roster.

@@ -38,6 +38,7 @@ fn row(profile: &str, pid: i64, cohort: &str) -> RuntimeRecord {
         registered_at: t().plus_seconds(pid),
         last_heartbeat_at: None,
         status: RuntimeStatus::Running,
+        host: None,
     }
 }
 

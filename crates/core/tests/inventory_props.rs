@@ -82,6 +82,7 @@ fn build(gens: &[Gen]) -> (Vec<RuntimeRecord>, ProcessScan, BTreeMap<i64, PidPro
             registered_at: reg,
             last_heartbeat_at: Some(reg),
             status: if g.stopped { RuntimeStatus::Stopped } else { RuntimeStatus::Running },
+            host: None,
         });
         if g.observed {
             let started = if g.recycled { reg.plus_seconds(60) } else { reg.plus_seconds(-60) };

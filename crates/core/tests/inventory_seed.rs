@@ -58,6 +58,7 @@ fn row(namespace: &str, profile: &str, role: &str, pid: i64) -> RuntimeRecord {
         registered_at: ts("2026-07-28T02:00:00Z"),
         last_heartbeat_at: Some(ts("2026-07-28T02:00:00Z")),
         status: RuntimeStatus::Running,
+        host: None,
     }
 }
 

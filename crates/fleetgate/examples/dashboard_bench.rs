@@ -95,6 +95,7 @@ fn measure(fleetgate: &std::path::Path, n: usize) -> Figures {
             registered_at: now,
             last_heartbeat_at: Some(now),
             status: RuntimeStatus::Running,
+            host: None,
         };
         store.upsert_runtime(&row).unwrap();
         first_row.get_or_insert(row.runtime_id);

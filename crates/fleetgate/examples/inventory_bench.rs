@@ -54,6 +54,7 @@ fn main() {
             registered_at: reg,
             last_heartbeat_at: Some(reg),
             status: RuntimeStatus::Running,
+            host: None,
         })
         .collect();
     let scan = ProcessScan::of(

@@ -1,5 +1,5 @@
 //! The fleetgate control-plane store: the contract ([`Store`], [`StoreError`],
-//! [`HostIdentity`], [`HostObservation`]) and its engines, SQLite and
+//! [`HostObservation`], and core's [`HostIdentity`]) and its engines, SQLite and
 //! PostgreSQL. The engine is chosen once, at the edge, by [`open`]; nothing
 //! above this crate knows which one runs.
 //!
@@ -18,11 +18,11 @@ pub use error::{StoreError, StoreErrorKind};
 
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
+pub use fleetgate_core::runtime::HostIdentity;
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord,
 };
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -67,7 +67,9 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Mark a worker stopped (orderly shutdown). False when it does not exist.
     fn deregister_worker(&self, worker_identity: &str, now: Timestamp) -> Result<bool, StoreError>;
 
-    /// Write a runtime row, replacing the row of the same `runtime_id`.
+    /// Write a runtime row, its host included, replacing the row of the same
+    /// `runtime_id`: one statement, so a row is never seen without the host
+    /// it was written with.
     fn upsert_runtime(&self, row: &RuntimeRecord) -> Result<(), StoreError>;
 
     /// Every runtime row, stopped ones included, ordered by `runtime_id`.
@@ -91,14 +93,6 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// the local one. [`StoreClock`] turns this into a [`fleetgate_core::Clock`].
     fn server_now(&self) -> Result<Option<Timestamp>, StoreError>;
 
-    /// Record which host a runtime row's process runs on. False when no
-    /// runtime row has that id. Rewriting the row (`upsert_runtime`) keeps it.
-    fn set_runtime_host(&self, runtime_id: &str, host: &HostIdentity) -> Result<bool, StoreError>;
-
-    /// The host of every runtime row that has one, by `runtime_id`. A row
-    /// without a host is absent: its host is unknown, which fails closed.
-    fn list_runtime_hosts(&self) -> Result<BTreeMap<String, HostIdentity>, StoreError>;
-
     /// Publish this host's process scan, taken at `now`, replacing the host's
     /// previous one. An observation older than the stored one of the same
     /// boot is dropped (false), so a late writer never turns the clock back;
@@ -108,18 +102,6 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// The latest observation of every host, ordered by `host_id`. Whether
     /// one is fresh enough to corroborate a member is the caller's decision.
     fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError>;
-}
-
-/// Which machine, in which boot, a process runs on: the stable machine id
-/// (`/etc/machine-id`) and the kernel's boot id. A process observation only
-/// ever speaks for its own host, and a row from an earlier boot of a host
-/// names no process that can still exist.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct HostIdentity {
-    /// The stable machine id.
-    pub host_id: String,
-    /// The boot id, fresh at every boot.
-    pub boot_id: String,
 }
 
 /// The latest process scan one host published about itself.

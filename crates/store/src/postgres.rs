@@ -40,7 +40,7 @@ use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, WorkerStatus,
     explain_refusal,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -155,7 +155,7 @@ macro_rules! runtime_columns {
     () => {
         "runtime_id, namespace, profile, role, remote, org, repo, repository_root, pid, cohort_id, cohort_source, \
          client_provenance, boot_id, startup_head, daemon_start_head, transport, registered_at, last_heartbeat_at, \
-         status"
+         status, host_id, host_boot_id"
     };
 }
 
@@ -189,12 +189,11 @@ const CLAIM: &str = "UPDATE workers SET fencing_epoch = $2, generation_id = $3, 
      WHERE worker_identity = $1";
 const DEREGISTER: &str = "UPDATE workers SET status = 'stopped' WHERE worker_identity = $1";
 
-// The upsert sets every column but the key and the host columns, which
-// `set_runtime_host` owns.
+// The upsert sets every column but the key, the host's included.
 const UPSERT_RUNTIME: &str = concat!(
     "INSERT INTO runtimes (",
     runtime_columns!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
      ON CONFLICT (runtime_id) DO UPDATE SET namespace = EXCLUDED.namespace, profile = EXCLUDED.profile,
         role = EXCLUDED.role, remote = EXCLUDED.remote, org = EXCLUDED.org, repo = EXCLUDED.repo,
         repository_root = EXCLUDED.repository_root, pid = EXCLUDED.pid, cohort_id = EXCLUDED.cohort_id,
@@ -202,14 +201,11 @@ const UPSERT_RUNTIME: &str = concat!(
         boot_id = EXCLUDED.boot_id, startup_head = EXCLUDED.startup_head,
         daemon_start_head = EXCLUDED.daemon_start_head, transport = EXCLUDED.transport,
         registered_at = EXCLUDED.registered_at, last_heartbeat_at = EXCLUDED.last_heartbeat_at,
-        status = EXCLUDED.status"
+        status = EXCLUDED.status, host_id = EXCLUDED.host_id, host_boot_id = EXCLUDED.host_boot_id"
 );
 const LIST_RUNTIME: &str = concat!("SELECT ", runtime_columns!(), " FROM runtimes ORDER BY runtime_id");
 const TOUCH_RUNTIME: &str = "UPDATE runtimes SET last_heartbeat_at = $2 WHERE runtime_id = $1 AND status = 'running'";
 const STOP_RUNTIME: &str = "UPDATE runtimes SET status = 'stopped' WHERE runtime_id = $1";
-const SET_RUNTIME_HOST: &str = "UPDATE runtimes SET host_id = $2, host_boot_id = $3 WHERE runtime_id = $1";
-const LIST_RUNTIME_HOSTS: &str = "SELECT runtime_id, host_id, host_boot_id FROM runtimes
-     WHERE host_id IS NOT NULL AND host_boot_id IS NOT NULL ORDER BY runtime_id";
 
 const APPEND_AUDIT: &str =
     "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal)
@@ -444,6 +440,10 @@ fn runtime_from_row(row: &Row) -> Result<RuntimeRecord, Fail> {
         registered_at: ts(row, 16)?,
         last_heartbeat_at: last.map(from_sql_time),
         status: RuntimeStatus::parse(&status).ok_or_else(|| Fail::Row(format!("unknown runtime status {status:?}")))?,
+        host: match (get(row, 19)?, get(row, 20)?) {
+            (Some(host_id), Some(boot_id)) => Some(HostIdentity { host_id, boot_id }),
+            _ => None,
+        },
     })
 }
 
@@ -860,6 +860,8 @@ impl Store for PostgresStore {
                     &registered,
                     &last,
                     &row.status.as_str(),
+                    &row.host.as_ref().map(|h| &h.host_id),
+                    &row.host.as_ref().map(|h| &h.boot_id),
                 ],
             )?;
             Ok(())
@@ -925,24 +927,6 @@ impl Store for PostgresStore {
         self.run("cannot read the server clock", Retry::Idempotent, |s| {
             let now: SystemTime = get(&s.client.query_one("SELECT now()", &[])?, 0)?;
             Ok(Some(from_sql_time(now)))
-        })
-    }
-
-    fn set_runtime_host(&self, runtime_id: &str, host: &HostIdentity) -> Result<bool, StoreError> {
-        self.run("cannot record runtime host", Retry::Idempotent, |s| {
-            let set = s.prepared(SET_RUNTIME_HOST)?;
-            Ok(s.client.execute(&set, &[&runtime_id, &host.host_id, &host.boot_id])? == 1)
-        })
-    }
-
-    fn list_runtime_hosts(&self) -> Result<BTreeMap<String, HostIdentity>, StoreError> {
-        self.run("cannot list runtime hosts", Retry::Idempotent, |s| {
-            let list = s.prepared(LIST_RUNTIME_HOSTS)?;
-            s.client
-                .query(&list, &[])?
-                .iter()
-                .map(|r| Ok((get(r, 0)?, HostIdentity { host_id: get(r, 1)?, boot_id: get(r, 2)? })))
-                .collect()
         })
     }
 

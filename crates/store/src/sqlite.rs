@@ -17,7 +17,6 @@ use fleetgate_core::worker::{
 };
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::fs::{DirBuilder, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -120,7 +119,7 @@ const ADD_COLUMNS: &[(u32, &str, &str, &str)] = &[
 
 const RUNTIME_COLUMNS: &str = "runtime_id, namespace, profile, role, remote, org, repo, repository_root, pid, \
      cohort_id, cohort_source, client_provenance, boot_id, startup_head, daemon_start_head, transport, registered_at, \
-     last_heartbeat_at, status";
+     last_heartbeat_at, status, host_id, host_boot_id";
 
 // Every runtime column but the key, for the upsert.
 const RUNTIME_UPDATE: &str = "namespace = excluded.namespace, profile = excluded.profile, role = excluded.role, \
@@ -128,7 +127,8 @@ const RUNTIME_UPDATE: &str = "namespace = excluded.namespace, profile = excluded
      pid = excluded.pid, cohort_id = excluded.cohort_id, cohort_source = excluded.cohort_source, \
      client_provenance = excluded.client_provenance, boot_id = excluded.boot_id, startup_head = excluded.startup_head, \
      daemon_start_head = excluded.daemon_start_head, transport = excluded.transport, \
-     registered_at = excluded.registered_at, last_heartbeat_at = excluded.last_heartbeat_at, status = excluded.status";
+     registered_at = excluded.registered_at, last_heartbeat_at = excluded.last_heartbeat_at, status = excluded.status, \
+     host_id = excluded.host_id, host_boot_id = excluded.host_boot_id";
 
 const AUDIT_COLUMNS: &str = "id, at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal";
 
@@ -274,6 +274,10 @@ fn runtime_from_row(row: &Row<'_>) -> rusqlite::Result<RuntimeRecord> {
         last_heartbeat_at: last.map(|t| Timestamp::parse(&t).map_err(|e| bad_value(17, e.to_string()))).transpose()?,
         status: RuntimeStatus::parse(&status)
             .ok_or_else(|| bad_value(18, format!("unknown runtime status {status:?}")))?,
+        host: match (row.get(19)?, row.get(20)?) {
+            (Some(host_id), Some(boot_id)) => Some(HostIdentity { host_id, boot_id }),
+            _ => None,
+        },
     })
 }
 
@@ -580,11 +584,9 @@ impl Store for SqliteStore {
     fn upsert_runtime(&self, row: &RuntimeRecord) -> Result<(), StoreError> {
         self.with_conn(|conn| {
             let ctx = |e| map_err("cannot write runtime row", e);
-            // An upsert rather than `INSERT OR REPLACE`: a replace deletes the
-            // row first, which would drop the host columns set beside it.
             conn.prepare_cached(&format!(
                 "INSERT INTO runtimes ({RUNTIME_COLUMNS})
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
                  ON CONFLICT (runtime_id) DO UPDATE SET {RUNTIME_UPDATE}"
             ))
             .map_err(ctx)?
@@ -608,6 +610,8 @@ impl Store for SqliteStore {
                 row.registered_at.to_string(),
                 row.last_heartbeat_at.map(|t| t.to_string()),
                 row.status.as_str(),
+                row.host.as_ref().map(|h| &h.host_id),
+                row.host.as_ref().map(|h| &h.boot_id),
             ])
             .map_err(ctx)?;
             Ok(())
@@ -691,34 +695,6 @@ impl Store for SqliteStore {
     fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {
         // An embedded file has no clock of its own; one host uses it.
         Ok(None)
-    }
-
-    fn set_runtime_host(&self, runtime_id: &str, host: &HostIdentity) -> Result<bool, StoreError> {
-        self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot record runtime host", e);
-            let changed = conn
-                .prepare_cached("UPDATE runtimes SET host_id = ?2, host_boot_id = ?3 WHERE runtime_id = ?1")
-                .map_err(ctx)?
-                .execute(params![runtime_id, host.host_id, host.boot_id])
-                .map_err(ctx)?;
-            Ok(changed == 1)
-        })
-    }
-
-    fn list_runtime_hosts(&self) -> Result<BTreeMap<String, HostIdentity>, StoreError> {
-        self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot list runtime hosts", e);
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT runtime_id, host_id, host_boot_id FROM runtimes
-                     WHERE host_id IS NOT NULL AND host_boot_id IS NOT NULL",
-                )
-                .map_err(ctx)?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get(0)?, HostIdentity { host_id: r.get(1)?, boot_id: r.get(2)? })))
-                .map_err(ctx)?;
-            rows.collect::<Result<BTreeMap<_, _>, _>>().map_err(ctx)
-        })
     }
 
     fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError> {

@@ -77,12 +77,9 @@ fn register(ctx: &Ctx, a: &RuntimeRegisterArgs) -> anyhow::Result<Reply> {
         registered_at: ctx.now(),
         last_heartbeat_at: Some(ctx.now()),
         status: RuntimeStatus::Running,
+        host: crate::gate::local_host(),
     };
-    let store = ctx.store()?;
-    store.upsert_runtime(&row)?;
-    if let Some(host) = crate::gate::local_host() {
-        store.set_runtime_host(&row.runtime_id, &host)?;
-    }
+    ctx.store()?.upsert_runtime(&row)?;
     let text = format!(
         "registered {} (cohort {}, revision {})",
         row.runtime_id,

@@ -34,6 +34,7 @@ fn row(pid: i64) -> RuntimeRecord {
         registered_at: t0(),
         last_heartbeat_at: Some(t0().plus_seconds(30)),
         status: RuntimeStatus::Running,
+        host: None,
     }
 }
 

@@ -38,14 +38,16 @@ struct Rows {
 fn read_rows(store: Result<&dyn Store, &StoreError>) -> Rows {
     let read = store.map_err(|e| e.to_string()).and_then(|s| {
         let rows = s.list_runtime().map_err(|e| e.to_string())?;
-        let hosts = s.list_runtime_hosts().map_err(|e| e.to_string())?;
         let observations = s.list_observations().map_err(|e| e.to_string())?;
-        Ok((rows, hosts, observations))
+        Ok((rows, observations))
     });
     match read {
-        Ok((rows, hosts, observations)) => Rows {
+        Ok((rows, observations)) => Rows {
+            row_hosts: rows
+                .iter()
+                .filter_map(|r| Some((r.runtime_id.clone(), r.host.as_ref()?.host_id.clone())))
+                .collect(),
             rows,
-            row_hosts: hosts.into_iter().map(|(id, h)| (id, h.host_id)).collect(),
             remote: observations
                 .into_iter()
                 .map(|o| (o.host.host_id, RemoteObservation { observed_at: o.observed_at, scan: o.scan }))

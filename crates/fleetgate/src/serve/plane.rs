@@ -179,7 +179,8 @@ impl FleetControl {
 
 impl ControlPlane for FleetControl {
     fn on_transport_bound(&self) -> Result<(), ControlError> {
-        let row = runtime_row(&self.identity, self.transport.as_str(), self.client_managed(), self.clock.now());
+        let host = self.row.host.clone();
+        let row = runtime_row(&self.identity, self.transport.as_str(), self.client_managed(), host, self.clock.now());
         self.row.write(&row).map_err(|e| ControlError::new(ControlErrorKind::Store, e))?;
         self.row.start(self.supervisor()).map_err(|e| ControlError::new(ControlErrorKind::Supervision, e))
     }

@@ -17,8 +17,14 @@ use std::time::Duration;
 /// The supervised task (and flow) that keeps the row fresh.
 pub const REFRESH_TASK: &str = "runtime-row";
 
-/// The runtime row `identity` writes about itself, serving over `transport`.
-pub fn runtime_row(identity: &Identity, transport: &str, client_managed: bool, now: Timestamp) -> RuntimeRecord {
+/// The runtime row `identity` writes about itself, serving over `transport` on `host`.
+pub fn runtime_row(
+    identity: &Identity,
+    transport: &str,
+    client_managed: bool,
+    host: Option<HostIdentity>,
+    now: Timestamp,
+) -> RuntimeRecord {
     let b = identity.binding.as_ref();
     RuntimeRecord {
         runtime_id: identity.runtime_id.clone(),
@@ -40,6 +46,7 @@ pub fn runtime_row(identity: &Identity, transport: &str, client_managed: bool, n
         registered_at: now,
         last_heartbeat_at: Some(now),
         status: RuntimeStatus::Running,
+        host,
     }
 }
 
@@ -62,14 +69,9 @@ impl std::fmt::Debug for RowKeeper {
 }
 
 impl RowKeeper {
-    /// Write the row (and its host), then publish this host's scan once.
+    /// Write the row (its host in it: one write), then publish this host's scan once.
     pub fn write(&self, row: &RuntimeRecord) -> Result<(), String> {
         self.store.upsert_runtime(row).map_err(|e| format!("cannot write the runtime row: {e}"))?;
-        if let Some(host) = &self.host {
-            self.store
-                .set_runtime_host(&self.runtime_id, host)
-                .map_err(|e| format!("cannot record this row's host: {e}"))?;
-        }
         self.refresh();
         Ok(())
     }

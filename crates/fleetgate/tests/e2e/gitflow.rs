@@ -116,8 +116,8 @@ fn mutations_are_gated_by_the_real_fleet() {
     // Each gateway recorded its host and published this host's scan.
     let store = fleetgate_store::open(f.store().to_str().unwrap()).unwrap();
     let (machine, _) = fleetgate_host::host_identity().unwrap();
-    let hosts = store.list_runtime_hosts().unwrap();
-    assert!(hosts.len() >= 3 && hosts.values().all(|h| h.host_id == machine), "{hosts:?}");
+    let hosts: Vec<_> = store.list_runtime().unwrap().into_iter().filter_map(|r| r.host).collect();
+    assert!(hosts.len() >= 3 && hosts.iter().all(|h| h.host_id == machine), "{hosts:?}");
     let observations = store.list_observations().unwrap();
     assert_eq!(observations.len(), 1, "one host, one observation");
     assert!(observations[0].scan.processes.iter().any(|p| p.pid == i64::from(second.0.id())), "{observations:?}");

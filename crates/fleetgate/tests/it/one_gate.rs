@@ -123,6 +123,7 @@ fn row(namespace: &str, profile: &str, role: &str, pid: i64, cohort: &str) -> Ru
         registered_at: at(10),
         last_heartbeat_at: Some(at(10)),
         status: RuntimeStatus::Running,
+        host: None,
     }
 }
 

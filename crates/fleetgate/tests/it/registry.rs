@@ -254,6 +254,7 @@ fn runtime_row(ns: &str, pid: i64) -> fleetgate_core::runtime::RuntimeRecord {
         registered_at: now(),
         last_heartbeat_at: None,
         status: RuntimeStatus::Running,
+        host: None,
     }
 }
 

@@ -9,7 +9,6 @@ use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, worker_identity,
 };
 use fleetgate_store::{HostIdentity, HostObservation, Store, StoreError, StoreErrorKind};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -141,12 +140,6 @@ impl Store for Instrumented {
     }
     fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {
         self.inner.server_now()
-    }
-    fn set_runtime_host(&self, id: &str, host: &HostIdentity) -> Result<bool, StoreError> {
-        self.inner.set_runtime_host(id, host)
-    }
-    fn list_runtime_hosts(&self) -> Result<BTreeMap<String, HostIdentity>, StoreError> {
-        self.inner.list_runtime_hosts()
     }
     fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError> {
         self.inner.publish_observation(host, scan, now)

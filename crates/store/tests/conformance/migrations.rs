@@ -5,7 +5,7 @@
 use crate::child;
 use crate::engines::Fixture;
 use crate::support::{attach, audit_entry, now, renewal, runtime_row};
-use fleetgate_core::runtime::ProcessScan;
+use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_store::{HostIdentity, SCHEMA_VERSION, Store, StoreErrorKind};
 use serde_json::json;
 
@@ -27,8 +27,10 @@ fn populate(store: &dyn Store, version: u32, raw: &dyn Fn(&str)) {
         attach(store, "w-old");
         assert!(store.heartbeat(&renewal("w-old", 1), now().plus_seconds(60)).unwrap().renewed);
     }
-    if version >= 2 {
+    if version >= 4 {
         store.upsert_runtime(&runtime_row("gitea-author", 41001)).unwrap();
+    } else if version >= 2 {
+        raw(&v2_runtime_insert(&runtime_row("gitea-author", 41001)));
     }
     if version >= 5 {
         store.append_audit(&audit_entry("gitea_merge", now())).unwrap();
@@ -40,6 +42,36 @@ fn populate(store: &dyn Store, version: u32, raw: &dyn Fn(&str)) {
             now()
         ));
     }
+}
+
+/// The row as version 2's columns hold it: no host yet.
+fn v2_runtime_insert(r: &RuntimeRecord) -> String {
+    let opt = |v: &Option<String>| v.as_deref().map_or_else(|| "NULL".to_owned(), |v| format!("'{v}'"));
+    format!(
+        "INSERT INTO runtimes (runtime_id, namespace, profile, role, remote, org, repo, repository_root, pid, \
+         cohort_id, cohort_source, client_provenance, boot_id, startup_head, daemon_start_head, transport, \
+         registered_at, last_heartbeat_at, status) \
+         VALUES ('{}', '{}', '{}', '{}', {}, {}, {}, {}, {}, {}, '{}', '{}', '{}', {}, {}, '{}', '{}', {}, '{}')",
+        r.runtime_id,
+        r.namespace,
+        r.profile,
+        r.role,
+        opt(&r.remote),
+        opt(&r.org),
+        opt(&r.repo),
+        opt(&r.repository_root),
+        r.pid,
+        opt(&r.cohort_id),
+        r.cohort_source.as_str(),
+        r.client_provenance,
+        r.boot_id,
+        opt(&r.startup_head),
+        opt(&r.daemon_start_head),
+        r.transport,
+        r.registered_at,
+        opt(&r.last_heartbeat_at.map(|t| t.to_string())),
+        r.status.as_str(),
+    )
 }
 
 /// What `populate` wrote is all there, and the newest tables work.
@@ -60,8 +92,10 @@ fn check_survivors(store: &dyn Store, version: u32) {
     let host = HostIdentity { host_id: "m1".into(), boot_id: "b1".into() };
     assert!(store.publish_observation(&host, &ProcessScan::of(vec![]), now()).unwrap());
     if version >= 2 {
-        assert!(store.set_runtime_host(&runtimes[0].runtime_id, &host).unwrap());
-        assert_eq!(store.list_runtime_hosts().unwrap().len(), 1);
+        let mut hosted = runtimes[0].clone();
+        hosted.host = Some(host);
+        store.upsert_runtime(&hosted).unwrap();
+        assert_eq!(store.list_runtime().unwrap(), [hosted], "at version {version}");
     }
     let id = store.append_audit(&audit_entry("gitea_review", now())).unwrap();
     let newest = store.list_audit(None, 1).unwrap();

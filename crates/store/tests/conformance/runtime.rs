@@ -51,27 +51,28 @@ fn host(id: &str, boot: &str) -> HostIdentity {
 
 pub fn runtime_rows_carry_their_host(fx: &Fixture) {
     let store = fx.open();
-    let a = runtime_row("gitea-author", 41001);
-    let b = runtime_row("gitea-merger", 41003);
+    let mut a = runtime_row("gitea-author", 41001);
+    a.host = Some(host("m1", "b1"));
+    let mut b = runtime_row("gitea-merger", 41003);
     store.upsert_runtime(&a).unwrap();
     store.upsert_runtime(&b).unwrap();
-    assert!(store.list_runtime_hosts().unwrap().is_empty(), "no host recorded yet: unknown, not assumed local");
-    assert!(!store.set_runtime_host("nobody:1:x", &host("m1", "b1")).unwrap());
-    assert!(store.set_runtime_host(&a.runtime_id, &host("m1", "b1")).unwrap());
-    let hosts = store.list_runtime_hosts().unwrap();
-    assert_eq!(hosts.len(), 1, "{hosts:?}");
-    assert_eq!(hosts[&a.runtime_id], host("m1", "b1"));
+    // The host is written and read with the row; a row without one is of
+    // unknown whereabouts, not assumed local.
+    assert_eq!(store.list_runtime().unwrap(), [a.clone(), b.clone()]);
 
-    // Rewriting the row keeps its host; recording another host replaces it.
-    let mut refreshed = a.clone();
-    refreshed.startup_head = Some("fedc4321".into());
-    store.upsert_runtime(&refreshed).unwrap();
-    assert_eq!(store.list_runtime_hosts().unwrap()[&a.runtime_id], host("m1", "b1"));
-    assert!(store.set_runtime_host(&a.runtime_id, &host("m1", "b2")).unwrap());
-    assert!(store.set_runtime_host(&b.runtime_id, &host("m2", "b9")).unwrap());
-    let hosts: Vec<_> = store.list_runtime_hosts().unwrap().into_iter().collect();
-    assert_eq!(hosts, [(a.runtime_id.clone(), host("m1", "b2")), (b.runtime_id.clone(), host("m2", "b9"))]);
-    assert_eq!(store.list_runtime().unwrap()[0], refreshed, "the host columns are beside the row, not in it");
+    // Rewriting the row rewrites its host, in the same statement.
+    a.host = Some(host("m1", "b2"));
+    b.host = Some(host("m2", "b9"));
+    store.upsert_runtime(&a).unwrap();
+    store.upsert_runtime(&b).unwrap();
+    assert_eq!(store.list_runtime().unwrap(), [a.clone(), b.clone()]);
+    b.host = None;
+    store.upsert_runtime(&b).unwrap();
+    assert_eq!(store.list_runtime().unwrap(), [a.clone(), b.clone()]);
+
+    // Half a host is no host.
+    fx.exec(&format!("UPDATE runtimes SET host_boot_id = NULL WHERE runtime_id = '{}'", a.runtime_id));
+    assert_eq!(store.list_runtime().unwrap()[0].host, None);
 }
 
 fn scan(pids: &[i64]) -> ProcessScan {

@@ -63,6 +63,7 @@ pub fn runtime_row(namespace: &str, pid: i64) -> RuntimeRecord {
         registered_at: now(),
         last_heartbeat_at: Some(now()),
         status: RuntimeStatus::Running,
+        host: None,
     }
 }
 
