@@ -11,6 +11,8 @@
 mod clock;
 mod error;
 pub mod postgres;
+mod rows;
+mod sql;
 pub mod sqlite;
 
 pub use clock::StoreClock;

@@ -29,20 +29,22 @@
 //!
 //! TLS is not part of this build: `sslmode=require` is refused at open.
 
+use crate::rows::{self, Columns, Value};
+use crate::sql::Sql;
 use crate::{HostIdentity, HostObservation, SCHEMA_VERSION, Store, StoreError, StoreErrorKind, redact_url};
 use ::postgres::config::SslMode;
 use ::postgres::types::{FromSql, ToSql};
 use ::postgres::{Client, Config, GenericClient, NoTls, Row, Statement};
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
-use fleetgate_core::runtime::{CohortSource, ProcessScan, RuntimeRecord, RuntimeStatus};
+use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
-    ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, WorkerStatus,
-    explain_refusal,
+    ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, explain_refusal,
 };
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long one statement may wait for a row lock before it is `Busy`: the
@@ -144,36 +146,11 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     (5, "audit principal", "ALTER TABLE audit_log ADD COLUMN IF NOT EXISTS principal TEXT;"),
 ];
 
-macro_rules! worker_columns {
-    () => {
-        "worker_identity, client_name, client_instance_id, session_id, generation_id, role, profile, pid, \
-         started_at, last_heartbeat_at, heartbeat_ttl_seconds, fencing_epoch, status, renewal_count"
-    };
-}
+/// The shared statements, numbered `$N`.
+static SQL: LazyLock<Sql> = LazyLock::new(|| Sql::numbered('$'));
 
-macro_rules! runtime_columns {
-    () => {
-        "runtime_id, namespace, profile, role, remote, org, repo, repository_root, pid, cohort_id, cohort_source, \
-         client_provenance, boot_id, startup_head, daemon_start_head, transport, registered_at, last_heartbeat_at, \
-         status, host_id, host_boot_id"
-    };
-}
-
-macro_rules! audit_columns {
-    () => {
-        "id, at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal"
-    };
-}
-
-const SELECT_WORKER: &str = concat!("SELECT ", worker_columns!(), " FROM workers WHERE worker_identity = $1");
-const LOCK_WORKER: &str = concat!("SELECT ", worker_columns!(), " FROM workers WHERE worker_identity = $1 FOR UPDATE");
-const LIST_WORKERS: &str = concat!("SELECT ", worker_columns!(), " FROM workers ORDER BY started_at, worker_identity");
-const INSERT_WORKER: &str = concat!(
-    "INSERT INTO workers (",
-    worker_columns!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-     ON CONFLICT (worker_identity) DO NOTHING"
-);
+/// A worker row, locked until the transaction ends.
+static LOCK_WORKER: LazyLock<String> = LazyLock::new(|| format!("{} FOR UPDATE", SQL.select_worker));
 
 // The fence: zero rows changed means refused. The casts type the optional
 // expectations for the planner; a NULL expectation is skipped.
@@ -187,48 +164,15 @@ const LOCK_EPOCH: &str = "SELECT fencing_epoch, renewal_count FROM workers WHERE
 const CLAIM: &str = "UPDATE workers SET fencing_epoch = $2, generation_id = $3, status = 'active',
         last_heartbeat_at = GREATEST(last_heartbeat_at, $4)
      WHERE worker_identity = $1";
-const DEREGISTER: &str = "UPDATE workers SET status = 'stopped' WHERE worker_identity = $1";
 
-// The upsert sets every column but the key, the host's included.
-const UPSERT_RUNTIME: &str = concat!(
-    "INSERT INTO runtimes (",
-    runtime_columns!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
-     ON CONFLICT (runtime_id) DO UPDATE SET namespace = EXCLUDED.namespace, profile = EXCLUDED.profile,
-        role = EXCLUDED.role, remote = EXCLUDED.remote, org = EXCLUDED.org, repo = EXCLUDED.repo,
-        repository_root = EXCLUDED.repository_root, pid = EXCLUDED.pid, cohort_id = EXCLUDED.cohort_id,
-        cohort_source = EXCLUDED.cohort_source, client_provenance = EXCLUDED.client_provenance,
-        boot_id = EXCLUDED.boot_id, startup_head = EXCLUDED.startup_head,
-        daemon_start_head = EXCLUDED.daemon_start_head, transport = EXCLUDED.transport,
-        registered_at = EXCLUDED.registered_at, last_heartbeat_at = EXCLUDED.last_heartbeat_at,
-        status = EXCLUDED.status, host_id = EXCLUDED.host_id, host_boot_id = EXCLUDED.host_boot_id"
-);
-const LIST_RUNTIME: &str = concat!("SELECT ", runtime_columns!(), " FROM runtimes ORDER BY runtime_id");
-const TOUCH_RUNTIME: &str = "UPDATE runtimes SET last_heartbeat_at = $2 WHERE runtime_id = $1 AND status = 'running'";
-const STOP_RUNTIME: &str = "UPDATE runtimes SET status = 'stopped' WHERE runtime_id = $1";
-
-const APPEND_AUDIT: &str =
-    "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id";
-const LIST_AUDIT: &str = concat!(
-    "SELECT ",
-    audit_columns!(),
-    " FROM (SELECT ",
-    audit_columns!(),
-    " FROM audit_log WHERE ($1::timestamptz IS NULL OR at >= $1) ORDER BY id DESC LIMIT $2) recent ORDER BY id"
-);
-
-// The newest observation wins; a new boot always wins (no process of the
-// old boot is left to write late, and the clock may have stepped back).
-const PUBLISH_OBSERVATION: &str = "INSERT INTO host_observations (host_id, boot_id, observed_at, scan)
-     VALUES ($1, $2, $3, $4)
-     ON CONFLICT (host_id) DO UPDATE SET
-        boot_id = EXCLUDED.boot_id, observed_at = EXCLUDED.observed_at, scan = EXCLUDED.scan
-     WHERE EXCLUDED.observed_at >= host_observations.observed_at
-        OR EXCLUDED.boot_id <> host_observations.boot_id";
-const LIST_OBSERVATIONS: &str = "SELECT host_id, boot_id, observed_at, scan FROM host_observations ORDER BY host_id";
-
-const SCHEMA_VERSION_SQL: &str = "SELECT COALESCE(MAX(version), 0) FROM fleetgate_schema";
+/// The newest `$2` entries at or after `$1` (NULL: since the first), oldest first.
+static LIST_AUDIT: LazyLock<String> = LazyLock::new(|| {
+    let columns = rows::names(&rows::AUDIT);
+    format!(
+        "SELECT {columns} FROM (SELECT {columns} FROM audit_log WHERE ($1::timestamptz IS NULL OR at >= $1)
+         ORDER BY id DESC LIMIT $2) recent ORDER BY id"
+    )
+});
 
 /// A PostgreSQL-backed store: one connection, serialised by a mutex like
 /// SQLite's; every operation is a short transaction.
@@ -287,7 +231,7 @@ impl Session {
 }
 
 /// Why an operation failed, before it is named for the caller.
-enum Fail {
+pub(crate) enum Fail {
     /// The server or the connection.
     Pg(::postgres::Error),
     /// A row that does not read as a fleetgate row.
@@ -391,88 +335,89 @@ fn get<'a, T: FromSql<'a>>(row: &'a Row, idx: usize) -> Result<T, Fail> {
     row.try_get(idx).map_err(|e| Fail::Row(format!("column {}: {}", idx, detail(&e))))
 }
 
-fn ts(row: &Row, idx: usize) -> Result<Timestamp, Fail> {
-    get::<SystemTime>(row, idx).map(from_sql_time)
+// Times are `timestamptz`, read as whole seconds.
+impl Columns for Row {
+    type Error = Fail;
+
+    fn opt_text(&self, i: usize) -> Result<Option<String>, Fail> {
+        get(self, i)
+    }
+
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, Fail> {
+        get(self, i)
+    }
+
+    fn real(&self, i: usize) -> Result<f64, Fail> {
+        get(self, i)
+    }
+
+    fn boolean(&self, i: usize) -> Result<bool, Fail> {
+        get(self, i)
+    }
+
+    fn opt_time(&self, i: usize) -> Result<Option<Timestamp>, Fail> {
+        Ok(get::<Option<SystemTime>>(self, i)?.map(from_sql_time))
+    }
+
+    fn invalid(&self, i: usize, why: String) -> Fail {
+        Fail::Row(format!("column {i}: {why}"))
+    }
 }
 
-fn worker_from_row(row: &Row) -> Result<WorkerRecord, Fail> {
-    let status: String = get(row, 12)?;
-    Ok(WorkerRecord {
-        worker_identity: get(row, 0)?,
-        client_name: get(row, 1)?,
-        client_instance_id: get(row, 2)?,
-        session_id: get(row, 3)?,
-        generation_id: get(row, 4)?,
-        role: get(row, 5)?,
-        profile: get(row, 6)?,
-        pid: get(row, 7)?,
-        started_at: ts(row, 8)?,
-        last_heartbeat_at: ts(row, 9)?,
-        heartbeat_ttl_seconds: get(row, 10)?,
-        fencing_epoch: get(row, 11)?,
-        status: WorkerStatus::parse(&status).ok_or_else(|| Fail::Row(format!("unknown worker status {status:?}")))?,
-        renewal_count: get(row, 13)?,
-    })
+/// A parameter as the PostgreSQL type of its column.
+enum Bound<'a> {
+    Text(Option<Cow<'a, str>>),
+    Int(Option<i64>),
+    Real(f64),
+    Bool(bool),
+    Time(Option<SystemTime>),
 }
 
-fn runtime_from_row(row: &Row) -> Result<RuntimeRecord, Fail> {
-    let source: String = get(row, 10)?;
-    let status: String = get(row, 18)?;
-    let last: Option<SystemTime> = get(row, 17)?;
-    Ok(RuntimeRecord {
-        runtime_id: get(row, 0)?,
-        namespace: get(row, 1)?,
-        profile: get(row, 2)?,
-        role: get(row, 3)?,
-        remote: get(row, 4)?,
-        org: get(row, 5)?,
-        repo: get(row, 6)?,
-        repository_root: get(row, 7)?,
-        pid: get(row, 8)?,
-        cohort_id: get(row, 9)?,
-        cohort_source: CohortSource::parse(&source)
-            .ok_or_else(|| Fail::Row(format!("unknown cohort source {source:?}")))?,
-        client_provenance: get(row, 11)?,
-        boot_id: get(row, 12)?,
-        startup_head: get(row, 13)?,
-        daemon_start_head: get(row, 14)?,
-        transport: get(row, 15)?,
-        registered_at: ts(row, 16)?,
-        last_heartbeat_at: last.map(from_sql_time),
-        status: RuntimeStatus::parse(&status).ok_or_else(|| Fail::Row(format!("unknown runtime status {status:?}")))?,
-        host: match (get(row, 19)?, get(row, 20)?) {
-            (Some(host_id), Some(boot_id)) => Some(HostIdentity { host_id, boot_id }),
-            _ => None,
-        },
-    })
-}
+/// A statement's parameters, bound from [`Value`]s.
+struct Args<'a>(Vec<Bound<'a>>);
 
-fn audit_from_row(row: &Row) -> Result<AuditEntry, Fail> {
-    let reasons: String = get(row, 7)?;
-    Ok(AuditEntry {
-        id: Some(get(row, 0)?),
-        at: ts(row, 1)?,
-        profile: get(row, 2)?,
-        worker_identity: get(row, 3)?,
-        tool: get(row, 4)?,
-        allowed: get(row, 5)?,
-        blocker_kind: get(row, 6)?,
-        reasons: serde_json::from_str(&reasons).map_err(|e| Fail::Row(format!("audit reasons: {e}")))?,
-        principal: get(row, 8)?,
-    })
-}
+impl<'a> Args<'a> {
+    /// Bound in order; a time out of the server's range is `Invalid`.
+    fn of(values: impl IntoIterator<Item = Value<'a>>) -> Result<Self, StoreError> {
+        let bind = |value| {
+            Ok(match value {
+                Value::Text(v) => Bound::Text(v),
+                Value::Int(v) => Bound::Int(v),
+                Value::Real(v) => Bound::Real(v),
+                Value::Bool(v) => Bound::Bool(v),
+                Value::Time(v) => Bound::Time(v.map(sql_time).transpose()?),
+            })
+        };
+        values.into_iter().map(bind).collect::<Result<_, StoreError>>().map(Self)
+    }
 
-fn observation_from_row(row: &Row) -> Result<HostObservation, Fail> {
-    let scan: String = get(row, 3)?;
-    Ok(HostObservation {
-        host: HostIdentity { host_id: get(row, 0)?, boot_id: get(row, 1)? },
-        observed_at: ts(row, 2)?,
-        scan: serde_json::from_str(&scan).map_err(|e| Fail::Row(format!("process scan: {e}")))?,
-    })
+    fn refs(&self) -> Vec<&(dyn ToSql + Sync)> {
+        self.0
+            .iter()
+            .map(|bound| -> &(dyn ToSql + Sync) {
+                match bound {
+                    Bound::Text(v) => v,
+                    Bound::Int(v) => v,
+                    Bound::Real(v) => v,
+                    Bound::Bool(v) => v,
+                    Bound::Time(v) => v,
+                }
+            })
+            .collect()
+    }
 }
 
 fn select_worker(c: &mut impl GenericClient, sql: &Statement, id: &str) -> Result<Option<WorkerRecord>, Fail> {
-    c.query_opt(sql, &[&id])?.as_ref().map(worker_from_row).transpose()
+    c.query_opt(sql, &[&id])?.as_ref().map(rows::worker).transpose()
+}
+
+/// Every row `sql` selects, decoded by `decode`.
+fn select_all<T>(
+    c: &mut impl GenericClient,
+    sql: &Statement,
+    decode: fn(&Row) -> Result<T, Fail>,
+) -> Result<Vec<T>, Fail> {
+    c.query(sql, &[])?.iter().map(decode).collect()
 }
 
 /// Run `f` here, or, when this thread is driving an async runtime, on a
@@ -582,7 +527,7 @@ impl PostgresStore {
             "CREATE TABLE IF NOT EXISTS fleetgate_schema (
                 version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
         )?;
-        let current: i32 = get(&tx.query_one(SCHEMA_VERSION_SQL, &[])?, 0)?;
+        let current: i32 = get(&tx.query_one(&SQL.schema_version, &[])?, 0)?;
         let current = u32::try_from(current).unwrap_or(0);
         if current > SCHEMA_VERSION {
             return Err(Fail::Store(StoreError::new(
@@ -691,78 +636,42 @@ impl Store for PostgresStore {
 
     fn schema_version(&self) -> Result<u32, StoreError> {
         self.run("cannot read schema version", Retry::Idempotent, |s| {
-            let version: i32 = get(&s.client.query_one(SCHEMA_VERSION_SQL, &[])?, 0)?;
+            let version: i32 = get(&s.client.query_one(&SQL.schema_version, &[])?, 0)?;
             Ok(u32::try_from(version).unwrap_or(0))
         })
     }
 
     fn register(&self, registration: &Registration, now: Timestamp) -> Result<RegisterOutcome, StoreError> {
-        registration
-            .validate()
-            .map_err(|why| StoreError::new(StoreErrorKind::Invalid, format!("invalid registration: {why}")))?;
-        let row = registration.clone().into_record(now);
-        let (started, last) = (sql_time(row.started_at)?, sql_time(row.last_heartbeat_at)?);
+        let row = rows::validated(registration, now)?;
+        let args = Args::of(rows::worker_values(&row))?;
         // Not retried: a first attempt that committed would come back `created: false`.
         self.run("cannot register worker", Retry::Never, |s| {
-            let (insert, select) = (s.prepared(INSERT_WORKER)?, s.prepared(SELECT_WORKER)?);
+            let (insert, select) = (s.prepared(&SQL.insert_worker)?, s.prepared(&SQL.select_worker)?);
             let mut tx = s.client.transaction()?;
-            let inserted = tx.execute(
-                &insert,
-                &[
-                    &row.worker_identity,
-                    &row.client_name,
-                    &row.client_instance_id,
-                    &row.session_id,
-                    &row.generation_id,
-                    &row.role,
-                    &row.profile,
-                    &row.pid,
-                    &started,
-                    &last,
-                    &row.heartbeat_ttl_seconds,
-                    &row.fencing_epoch,
-                    &row.status.as_str(),
-                    &row.renewal_count,
-                ],
-            )?;
-            let outcome = if inserted == 1 {
-                RegisterOutcome::of(&row, true)
-            } else {
-                let existing = select_worker(&mut tx, &select, &row.worker_identity)?
-                    .ok_or_else(|| Fail::Row("worker vanished inside its own transaction".into()))?;
-                RegisterOutcome::of(&existing, false)
-            };
+            let inserted = tx.execute(&insert, &args.refs())? == 1;
+            let existing = if inserted { None } else { select_worker(&mut tx, &select, &row.worker_identity)? };
             tx.commit()?;
-            Ok(outcome)
+            Ok(rows::registered(&row, inserted, existing)?)
         })
     }
 
     fn get_worker(&self, worker_identity: &str) -> Result<Option<WorkerRecord>, StoreError> {
         self.run("cannot read worker", Retry::Idempotent, |s| {
-            let select = s.prepared(SELECT_WORKER)?;
+            let select = s.prepared(&SQL.select_worker)?;
             select_worker(&mut s.client, &select, worker_identity)
         })
     }
 
     fn list_workers(&self) -> Result<Vec<WorkerRecord>, StoreError> {
         self.run("cannot list workers", Retry::Idempotent, |s| {
-            let list = s.prepared(LIST_WORKERS)?;
-            s.client.query(&list, &[])?.iter().map(worker_from_row).collect()
+            let list = s.prepared(&SQL.list_workers)?;
+            select_all(&mut s.client, &list, rows::worker)
         })
     }
 
     fn heartbeat(&self, request: &HeartbeatRequest, now: Timestamp) -> Result<HeartbeatOutcome, StoreError> {
-        let client = request.normalized_expected_client();
-        let now = sql_time(now)?;
-        let args: [&(dyn ToSql + Sync); 7] = [
-            &request.worker_identity,
-            &now,
-            &request.fencing_epoch,
-            &request.expected_session_id,
-            &request.expected_generation_id,
-            &client,
-            &request.expected_pid,
-        ];
+        let args = Args::of(rows::renewal_values(request, now))?;
+        let args = args.refs();
         // Not retried: a renewal that committed before the connection broke
         // would be counted twice.
         self.run("cannot renew worker", Retry::Never, |s| {
@@ -775,7 +684,7 @@ impl Store for PostgresStore {
             // Refused (or the row appeared meanwhile): lock the row, decide
             // again, and read the reasons from the row the UPDATE was judged
             // against, so the answer matches the row.
-            let lock = s.prepared(LOCK_WORKER)?;
+            let lock = s.prepared(&LOCK_WORKER)?;
             let mut tx = s.client.transaction()?;
             let locked = select_worker(&mut tx, &lock, &request.worker_identity)?;
             let outcome = if tx.execute(&renew, &args)? == 1 {
@@ -800,9 +709,7 @@ impl Store for PostgresStore {
         generation_id: &str,
         now: Timestamp,
     ) -> Result<Option<ClaimOutcome>, StoreError> {
-        if generation_id.trim().is_empty() {
-            return Err(StoreError::new(StoreErrorKind::Invalid, "generation_id must not be empty"));
-        }
+        rows::check_generation(generation_id)?;
         let now = sql_time(now)?;
         // Not retried: a claim that committed would bump the epoch twice.
         self.run("cannot claim generation", Retry::Never, |s| {
@@ -816,101 +723,54 @@ impl Store for PostgresStore {
             let (epoch, renewals): (i64, i64) = (get(&current, 0)?, get(&current, 1)?);
             tx.execute(&claim, &[&worker_identity, &(epoch + 1), &generation_id, &now])?;
             tx.commit()?;
-            Ok(Some(ClaimOutcome {
-                worker_identity: worker_identity.to_owned(),
-                previous_epoch: epoch,
-                fencing_epoch: epoch + 1,
-                generation_id: generation_id.to_owned(),
-                renewal_count: renewals,
-            }))
+            Ok(Some(rows::claimed(worker_identity, generation_id, epoch, renewals)))
         })
     }
 
     fn deregister_worker(&self, worker_identity: &str, _now: Timestamp) -> Result<bool, StoreError> {
         self.run("cannot deregister worker", Retry::Idempotent, |s| {
-            let deregister = s.prepared(DEREGISTER)?;
+            let deregister = s.prepared(&SQL.deregister_worker)?;
             Ok(s.client.execute(&deregister, &[&worker_identity])? == 1)
         })
     }
 
     fn upsert_runtime(&self, row: &RuntimeRecord) -> Result<(), StoreError> {
-        let registered = sql_time(row.registered_at)?;
-        let last = row.last_heartbeat_at.map(sql_time).transpose()?;
+        let args = Args::of(rows::runtime_values(row))?;
         self.run("cannot write runtime row", Retry::Idempotent, |s| {
-            let upsert = s.prepared(UPSERT_RUNTIME)?;
-            s.client.execute(
-                &upsert,
-                &[
-                    &row.runtime_id,
-                    &row.namespace,
-                    &row.profile,
-                    &row.role,
-                    &row.remote,
-                    &row.org,
-                    &row.repo,
-                    &row.repository_root,
-                    &row.pid,
-                    &row.cohort_id,
-                    &row.cohort_source.as_str(),
-                    &row.client_provenance,
-                    &row.boot_id,
-                    &row.startup_head,
-                    &row.daemon_start_head,
-                    &row.transport,
-                    &registered,
-                    &last,
-                    &row.status.as_str(),
-                    &row.host.as_ref().map(|h| &h.host_id),
-                    &row.host.as_ref().map(|h| &h.boot_id),
-                ],
-            )?;
+            let upsert = s.prepared(&SQL.upsert_runtime)?;
+            s.client.execute(&upsert, &args.refs())?;
             Ok(())
         })
     }
 
     fn list_runtime(&self) -> Result<Vec<RuntimeRecord>, StoreError> {
         self.run("cannot list runtime rows", Retry::Idempotent, |s| {
-            let list = s.prepared(LIST_RUNTIME)?;
-            s.client.query(&list, &[])?.iter().map(runtime_from_row).collect()
+            let list = s.prepared(&SQL.list_runtime)?;
+            select_all(&mut s.client, &list, rows::runtime)
         })
     }
 
     fn touch_runtime(&self, runtime_id: &str, now: Timestamp) -> Result<bool, StoreError> {
         let now = sql_time(now)?;
         self.run("cannot refresh runtime row", Retry::Idempotent, |s| {
-            let touch = s.prepared(TOUCH_RUNTIME)?;
+            let touch = s.prepared(&SQL.touch_runtime)?;
             Ok(s.client.execute(&touch, &[&runtime_id, &now])? == 1)
         })
     }
 
     fn mark_runtime_stopped(&self, runtime_id: &str, _now: Timestamp) -> Result<bool, StoreError> {
         self.run("cannot stop runtime row", Retry::Idempotent, |s| {
-            let stop = s.prepared(STOP_RUNTIME)?;
+            let stop = s.prepared(&SQL.stop_runtime)?;
             Ok(s.client.execute(&stop, &[&runtime_id])? == 1)
         })
     }
 
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
-        let reasons = serde_json::to_string(&entry.reasons)
-            .map_err(|e| StoreError::new(StoreErrorKind::Invalid, format!("cannot encode audit reasons: {e}")))?;
-        let at = sql_time(entry.at)?;
+        let args = Args::of(rows::audit_values(entry)?)?;
         // Not retried: an append that committed would be recorded twice.
         self.run("cannot append audit entry", Retry::Never, |s| {
-            let append = s.prepared(APPEND_AUDIT)?;
-            let row = s.client.query_one(
-                &append,
-                &[
-                    &at,
-                    &entry.profile,
-                    &entry.worker_identity,
-                    &entry.tool,
-                    &entry.allowed,
-                    &entry.blocker_kind,
-                    &reasons,
-                    &entry.principal,
-                ],
-            )?;
-            get(&row, 0)
+            let append = s.prepared(&SQL.append_audit)?;
+            get(&s.client.query_one(&append, &args.refs())?, 0)
         })
     }
 
@@ -918,8 +778,8 @@ impl Store for PostgresStore {
         let since = since.map(sql_time).transpose()?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.run("cannot list audit entries", Retry::Idempotent, |s| {
-            let list = s.prepared(LIST_AUDIT)?;
-            s.client.query(&list, &[&since, &limit])?.iter().map(audit_from_row).collect()
+            let list = s.prepared(&LIST_AUDIT)?;
+            s.client.query(&list, &[&since, &limit])?.iter().map(rows::audit).collect()
         })
     }
 
@@ -931,19 +791,17 @@ impl Store for PostgresStore {
     }
 
     fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError> {
-        let scan = serde_json::to_string(scan)
-            .map_err(|e| StoreError::new(StoreErrorKind::Invalid, format!("cannot encode process scan: {e}")))?;
-        let now = sql_time(now)?;
+        let args = Args::of(rows::observation_values(host, scan, now)?)?;
         self.run("cannot publish host observation", Retry::Idempotent, |s| {
-            let publish = s.prepared(PUBLISH_OBSERVATION)?;
-            Ok(s.client.execute(&publish, &[&host.host_id, &host.boot_id, &now, &scan])? == 1)
+            let publish = s.prepared(&SQL.publish_observation)?;
+            Ok(s.client.execute(&publish, &args.refs())? == 1)
         })
     }
 
     fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
         self.run("cannot list host observations", Retry::Idempotent, |s| {
-            let list = s.prepared(LIST_OBSERVATIONS)?;
-            s.client.query(&list, &[])?.iter().map(observation_from_row).collect()
+            let list = s.prepared(&SQL.list_observations)?;
+            select_all(&mut s.client, &list, rows::observation)
         })
     }
 }

@@ -7,20 +7,23 @@
 //! polls after short jittered sleeps instead, bounded by the same 30 s
 //! deadline, so every waiter keeps its chance at the lock.
 
+use crate::rows::{self, Columns, Value};
 use crate::{HostIdentity, HostObservation, SCHEMA_VERSION, Store, StoreError, StoreErrorKind};
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
-use fleetgate_core::runtime::{CohortSource, ProcessScan, RuntimeRecord, RuntimeStatus};
+use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
-    ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, WorkerStatus,
-    explain_refusal,
+    ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, explain_refusal,
 };
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::types::{ToSqlOutput, Type, Value as Sql, ValueRef};
+use rusqlite::{
+    Connection, ErrorCode, OpenFlags, OptionalExtension, Row, ToSql, TransactionBehavior, params, params_from_iter,
+};
 use std::cell::Cell;
 use std::fs::{DirBuilder, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long one operation may wait for the write lock before it is `Busy`.
@@ -117,24 +120,6 @@ const ADD_COLUMNS: &[(u32, &str, &str, &str)] = &[
     (5, "audit_log", "principal", "TEXT"),
 ];
 
-const RUNTIME_COLUMNS: &str = "runtime_id, namespace, profile, role, remote, org, repo, repository_root, pid, \
-     cohort_id, cohort_source, client_provenance, boot_id, startup_head, daemon_start_head, transport, registered_at, \
-     last_heartbeat_at, status, host_id, host_boot_id";
-
-// Every runtime column but the key, for the upsert.
-const RUNTIME_UPDATE: &str = "namespace = excluded.namespace, profile = excluded.profile, role = excluded.role, \
-     remote = excluded.remote, org = excluded.org, repo = excluded.repo, repository_root = excluded.repository_root, \
-     pid = excluded.pid, cohort_id = excluded.cohort_id, cohort_source = excluded.cohort_source, \
-     client_provenance = excluded.client_provenance, boot_id = excluded.boot_id, startup_head = excluded.startup_head, \
-     daemon_start_head = excluded.daemon_start_head, transport = excluded.transport, \
-     registered_at = excluded.registered_at, last_heartbeat_at = excluded.last_heartbeat_at, status = excluded.status, \
-     host_id = excluded.host_id, host_boot_id = excluded.host_boot_id";
-
-const AUDIT_COLUMNS: &str = "id, at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal";
-
-const WORKER_COLUMNS: &str = "worker_identity, client_name, client_instance_id, session_id, generation_id, role, \
-     profile, pid, started_at, last_heartbeat_at, heartbeat_ttl_seconds, fencing_epoch, status, renewal_count";
-
 // The fence: zero rows changed means refused.
 const RENEW_SQL: &str =
     "UPDATE workers SET last_heartbeat_at = MAX(last_heartbeat_at, ?2), renewal_count = renewal_count + 1
@@ -212,103 +197,63 @@ fn io_err(context: String, e: &std::io::Error) -> StoreError {
     StoreError::new(kind, format!("{context}: {e}"))
 }
 
-fn ts(row: &Row<'_>, idx: usize) -> rusqlite::Result<Timestamp> {
-    let text: String = row.get(idx)?;
-    Timestamp::parse(&text)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e)))
+// Times are stored as `%Y-%m-%dT%H:%M:%SZ` text, booleans as integers.
+impl Columns for Row<'_> {
+    type Error = rusqlite::Error;
+
+    fn opt_text(&self, i: usize) -> rusqlite::Result<Option<String>> {
+        self.get(i)
+    }
+
+    fn opt_int(&self, i: usize) -> rusqlite::Result<Option<i64>> {
+        self.get(i)
+    }
+
+    fn real(&self, i: usize) -> rusqlite::Result<f64> {
+        self.get(i)
+    }
+
+    fn boolean(&self, i: usize) -> rusqlite::Result<bool> {
+        self.get(i)
+    }
+
+    fn opt_time(&self, i: usize) -> rusqlite::Result<Option<Timestamp>> {
+        let text: Option<String> = self.get(i)?;
+        text.map(|t| Timestamp::parse(&t).map_err(|e| self.invalid(i, e.to_string()))).transpose()
+    }
+
+    fn invalid(&self, i: usize, why: String) -> rusqlite::Error {
+        rusqlite::Error::FromSqlConversionFailure(i, Type::Text, why.into())
+    }
 }
 
-fn worker_from_row(row: &Row<'_>) -> rusqlite::Result<WorkerRecord> {
-    let status: String = row.get(12)?;
-    Ok(WorkerRecord {
-        worker_identity: row.get(0)?,
-        client_name: row.get(1)?,
-        client_instance_id: row.get(2)?,
-        session_id: row.get(3)?,
-        generation_id: row.get(4)?,
-        role: row.get(5)?,
-        profile: row.get(6)?,
-        pid: row.get(7)?,
-        started_at: ts(row, 8)?,
-        last_heartbeat_at: ts(row, 9)?,
-        heartbeat_ttl_seconds: row.get(10)?,
-        fencing_epoch: row.get(11)?,
-        status: WorkerStatus::parse(&status).ok_or_else(|| {
-            rusqlite::Error::FromSqlConversionFailure(
-                12,
-                rusqlite::types::Type::Text,
-                format!("unknown worker status {status:?}").into(),
-            )
-        })?,
-        renewal_count: row.get(13)?,
-    })
+impl ToSql for Value<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Value::Text(Some(text)) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
+            Value::Int(Some(n)) => ToSqlOutput::Owned(Sql::Integer(*n)),
+            Value::Real(x) => ToSqlOutput::Owned(Sql::Real(*x)),
+            Value::Bool(b) => ToSqlOutput::Owned(Sql::Integer(i64::from(*b))),
+            Value::Time(Some(t)) => ToSqlOutput::Owned(Sql::Text(t.to_string())),
+            Value::Text(None) | Value::Int(None) | Value::Time(None) => ToSqlOutput::Owned(Sql::Null),
+        })
+    }
 }
 
-fn bad_value(idx: usize, what: String) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, what.into())
-}
-
-fn runtime_from_row(row: &Row<'_>) -> rusqlite::Result<RuntimeRecord> {
-    let source: String = row.get(10)?;
-    let status: String = row.get(18)?;
-    let last: Option<String> = row.get(17)?;
-    Ok(RuntimeRecord {
-        runtime_id: row.get(0)?,
-        namespace: row.get(1)?,
-        profile: row.get(2)?,
-        role: row.get(3)?,
-        remote: row.get(4)?,
-        org: row.get(5)?,
-        repo: row.get(6)?,
-        repository_root: row.get(7)?,
-        pid: row.get(8)?,
-        cohort_id: row.get(9)?,
-        cohort_source: CohortSource::parse(&source)
-            .ok_or_else(|| bad_value(10, format!("unknown cohort source {source:?}")))?,
-        client_provenance: row.get(11)?,
-        boot_id: row.get(12)?,
-        startup_head: row.get(13)?,
-        daemon_start_head: row.get(14)?,
-        transport: row.get(15)?,
-        registered_at: ts(row, 16)?,
-        last_heartbeat_at: last.map(|t| Timestamp::parse(&t).map_err(|e| bad_value(17, e.to_string()))).transpose()?,
-        status: RuntimeStatus::parse(&status)
-            .ok_or_else(|| bad_value(18, format!("unknown runtime status {status:?}")))?,
-        host: match (row.get(19)?, row.get(20)?) {
-            (Some(host_id), Some(boot_id)) => Some(HostIdentity { host_id, boot_id }),
-            _ => None,
-        },
-    })
-}
-
-fn audit_from_row(row: &Row<'_>) -> rusqlite::Result<AuditEntry> {
-    let reasons: String = row.get(7)?;
-    Ok(AuditEntry {
-        id: row.get(0)?,
-        at: ts(row, 1)?,
-        profile: row.get(2)?,
-        worker_identity: row.get(3)?,
-        tool: row.get(4)?,
-        allowed: row.get(5)?,
-        blocker_kind: row.get(6)?,
-        reasons: serde_json::from_str(&reasons).map_err(|e| bad_value(7, e.to_string()))?,
-        principal: row.get(8)?,
-    })
-}
-
-fn observation_from_row(row: &Row<'_>) -> rusqlite::Result<HostObservation> {
-    let scan: String = row.get(3)?;
-    Ok(HostObservation {
-        host: HostIdentity { host_id: row.get(0)?, boot_id: row.get(1)? },
-        observed_at: ts(row, 2)?,
-        scan: serde_json::from_str(&scan).map_err(|e| bad_value(3, e.to_string()))?,
-    })
-}
+/// The shared statements, numbered `?N`.
+static SQL: LazyLock<crate::sql::Sql> = LazyLock::new(|| crate::sql::Sql::numbered('?'));
 
 fn select_worker(conn: &Connection, identity: &str) -> rusqlite::Result<Option<WorkerRecord>> {
-    conn.prepare_cached(&format!("SELECT {WORKER_COLUMNS} FROM workers WHERE worker_identity = ?1"))?
-        .query_row([identity], worker_from_row)
-        .optional()
+    conn.prepare_cached(&SQL.select_worker)?.query_row([identity], |r| rows::worker(r)).optional()
+}
+
+/// Every row `sql` selects, decoded by `decode`.
+fn select_all<T>(
+    conn: &Connection,
+    sql: &str,
+    decode: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    conn.prepare_cached(sql)?.query_map([], decode)?.collect()
 }
 
 impl SqliteStore {
@@ -430,52 +375,23 @@ impl Store for SqliteStore {
 
     fn schema_version(&self) -> Result<u32, StoreError> {
         self.with_conn(|conn| {
-            conn.query_row("SELECT COALESCE(MAX(version), 0) FROM fleetgate_schema", [], |r| r.get(0))
-                .map_err(|e| map_err("cannot read schema version", e))
+            conn.query_row(&SQL.schema_version, [], |r| r.get(0)).map_err(|e| map_err("cannot read schema version", e))
         })
     }
 
     fn register(&self, registration: &Registration, now: Timestamp) -> Result<RegisterOutcome, StoreError> {
-        registration
-            .validate()
-            .map_err(|why| StoreError::new(StoreErrorKind::Invalid, format!("invalid registration: {why}")))?;
-        let row = registration.clone().into_record(now);
+        let row = rows::validated(registration, now)?;
         self.with_conn(|conn| {
             let ctx = |e| map_err("cannot register worker", e);
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(ctx)?;
             let inserted = tx
-                .prepare_cached(&format!(
-                    "INSERT INTO workers ({WORKER_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
-                     ON CONFLICT (worker_identity) DO NOTHING"
-                ))
+                .prepare_cached(&SQL.insert_worker)
                 .map_err(ctx)?
-                .execute(params![
-                    row.worker_identity,
-                    row.client_name,
-                    row.client_instance_id,
-                    row.session_id,
-                    row.generation_id,
-                    row.role,
-                    row.profile,
-                    row.pid,
-                    row.started_at.to_string(),
-                    row.last_heartbeat_at.to_string(),
-                    row.heartbeat_ttl_seconds,
-                    row.fencing_epoch,
-                    row.status.as_str(),
-                    row.renewal_count,
-                ])
+                .execute(params_from_iter(rows::worker_values(&row)))
                 .map_err(ctx)?;
-            let outcome = if inserted == 1 {
-                RegisterOutcome::of(&row, true)
-            } else {
-                let existing = select_worker(&tx, &row.worker_identity).map_err(ctx)?.ok_or_else(|| {
-                    StoreError::new(StoreErrorKind::Other, "worker vanished inside its own transaction")
-                })?;
-                RegisterOutcome::of(&existing, false)
-            };
+            let existing = if inserted == 1 { None } else { select_worker(&tx, &row.worker_identity).map_err(ctx)? };
             tx.commit().map_err(ctx)?;
-            Ok(outcome)
+            rows::registered(&row, inserted == 1, existing)
         })
     }
 
@@ -485,39 +401,25 @@ impl Store for SqliteStore {
 
     fn list_workers(&self) -> Result<Vec<WorkerRecord>, StoreError> {
         self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot list workers", e);
-            let mut stmt = conn
-                .prepare_cached(&format!("SELECT {WORKER_COLUMNS} FROM workers ORDER BY started_at, worker_identity"))
-                .map_err(ctx)?;
-            let rows = stmt.query_map([], worker_from_row).map_err(ctx)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(ctx)
+            select_all(conn, &SQL.list_workers, |r| rows::worker(r)).map_err(|e| map_err("cannot list workers", e))
         })
     }
 
     fn heartbeat(&self, request: &HeartbeatRequest, now: Timestamp) -> Result<HeartbeatOutcome, StoreError> {
-        let client = request.normalized_expected_client();
-        let now = now.to_string();
-        let args = params![
-            request.worker_identity,
-            now,
-            request.fencing_epoch,
-            request.expected_session_id,
-            request.expected_generation_id,
-            client,
-            request.expected_pid,
-        ];
+        let args = rows::renewal_values(request, now);
         self.with_conn(|conn| {
             let ctx = |e| map_err("cannot renew worker", e);
+            let renew = |conn: &Connection| conn.prepare_cached(RENEW_SQL)?.execute(params_from_iter(&args));
             // Fast path: the guarded UPDATE alone. A single write statement
             // takes the write lock before it reads, so it is its own
             // immediate transaction, and the fence is its WHERE clause.
-            if conn.prepare_cached(RENEW_SQL).map_err(ctx)?.execute(args).map_err(ctx)? == 1 {
+            if renew(conn).map_err(ctx)? == 1 {
                 return Ok(HeartbeatOutcome::renewed());
             }
             // Refused (or the row appeared meanwhile): decide again and read the
             // reasons back inside one transaction, so the answer matches the row.
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(ctx)?;
-            let outcome = if tx.prepare_cached(RENEW_SQL).map_err(ctx)?.execute(args).map_err(ctx)? == 1 {
+            let outcome = if renew(&tx).map_err(ctx)? == 1 {
                 HeartbeatOutcome::renewed()
             } else {
                 let row = select_worker(&tx, &request.worker_identity).map_err(ctx)?;
@@ -534,9 +436,7 @@ impl Store for SqliteStore {
         generation_id: &str,
         now: Timestamp,
     ) -> Result<Option<ClaimOutcome>, StoreError> {
-        if generation_id.trim().is_empty() {
-            return Err(StoreError::new(StoreErrorKind::Invalid, "generation_id must not be empty"));
-        }
+        rows::check_generation(generation_id)?;
         self.with_conn(|conn| {
             let ctx = |e| map_err("cannot claim generation", e);
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(ctx)?;
@@ -559,24 +459,15 @@ impl Store for SqliteStore {
             )
             .map_err(ctx)?;
             tx.commit().map_err(ctx)?;
-            Ok(Some(ClaimOutcome {
-                worker_identity: worker_identity.to_owned(),
-                previous_epoch: epoch,
-                fencing_epoch: epoch + 1,
-                generation_id: generation_id.to_owned(),
-                renewal_count: renewals,
-            }))
+            Ok(Some(rows::claimed(worker_identity, generation_id, epoch, renewals)))
         })
     }
 
     fn deregister_worker(&self, worker_identity: &str, _now: Timestamp) -> Result<bool, StoreError> {
         self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot deregister worker", e);
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(ctx)?;
-            let changed = tx
-                .execute("UPDATE workers SET status = 'stopped' WHERE worker_identity = ?1", params![worker_identity])
-                .map_err(ctx)?;
-            tx.commit().map_err(ctx)?;
+            let changed = conn
+                .execute(&SQL.deregister_worker, [worker_identity])
+                .map_err(|e| map_err("cannot deregister worker", e))?;
             Ok(changed == 1)
         })
     }
@@ -584,110 +475,63 @@ impl Store for SqliteStore {
     fn upsert_runtime(&self, row: &RuntimeRecord) -> Result<(), StoreError> {
         self.with_conn(|conn| {
             let ctx = |e| map_err("cannot write runtime row", e);
-            conn.prepare_cached(&format!(
-                "INSERT INTO runtimes ({RUNTIME_COLUMNS})
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
-                 ON CONFLICT (runtime_id) DO UPDATE SET {RUNTIME_UPDATE}"
-            ))
-            .map_err(ctx)?
-            .execute(params![
-                row.runtime_id,
-                row.namespace,
-                row.profile,
-                row.role,
-                row.remote,
-                row.org,
-                row.repo,
-                row.repository_root,
-                row.pid,
-                row.cohort_id,
-                row.cohort_source.as_str(),
-                row.client_provenance,
-                row.boot_id,
-                row.startup_head,
-                row.daemon_start_head,
-                row.transport,
-                row.registered_at.to_string(),
-                row.last_heartbeat_at.map(|t| t.to_string()),
-                row.status.as_str(),
-                row.host.as_ref().map(|h| &h.host_id),
-                row.host.as_ref().map(|h| &h.boot_id),
-            ])
-            .map_err(ctx)?;
+            conn.prepare_cached(&SQL.upsert_runtime)
+                .map_err(ctx)?
+                .execute(params_from_iter(rows::runtime_values(row)))
+                .map_err(ctx)?;
             Ok(())
         })
     }
 
     fn list_runtime(&self) -> Result<Vec<RuntimeRecord>, StoreError> {
         self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot list runtime rows", e);
-            let mut stmt = conn
-                .prepare_cached(&format!("SELECT {RUNTIME_COLUMNS} FROM runtimes ORDER BY runtime_id"))
-                .map_err(ctx)?;
-            let rows = stmt.query_map([], runtime_from_row).map_err(ctx)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(ctx)
+            select_all(conn, &SQL.list_runtime, |r| rows::runtime(r))
+                .map_err(|e| map_err("cannot list runtime rows", e))
         })
     }
 
     fn touch_runtime(&self, runtime_id: &str, now: Timestamp) -> Result<bool, StoreError> {
         self.with_conn(|conn| {
-            let changed = conn
-                .prepare_cached(
-                    "UPDATE runtimes SET last_heartbeat_at = ?2 WHERE runtime_id = ?1 AND status = 'running'",
-                )
-                .map_err(|e| map_err("cannot refresh runtime row", e))?
-                .execute(params![runtime_id, now.to_string()])
-                .map_err(|e| map_err("cannot refresh runtime row", e))?;
-            Ok(changed == 1)
+            let ctx = |e| map_err("cannot refresh runtime row", e);
+            let changed =
+                conn.prepare_cached(&SQL.touch_runtime).map_err(ctx)?.execute(params![runtime_id, now.to_string()]);
+            Ok(changed.map_err(ctx)? == 1)
         })
     }
 
     fn mark_runtime_stopped(&self, runtime_id: &str, _now: Timestamp) -> Result<bool, StoreError> {
         self.with_conn(|conn| {
-            let changed = conn
-                .execute("UPDATE runtimes SET status = 'stopped' WHERE runtime_id = ?1", [runtime_id])
-                .map_err(|e| map_err("cannot stop runtime row", e))?;
+            let changed =
+                conn.execute(&SQL.stop_runtime, [runtime_id]).map_err(|e| map_err("cannot stop runtime row", e))?;
             Ok(changed == 1)
         })
     }
 
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
-        let reasons = serde_json::to_string(&entry.reasons)
-            .map_err(|e| StoreError::new(StoreErrorKind::Invalid, format!("cannot encode audit reasons: {e}")))?;
+        let values = rows::audit_values(entry)?;
         self.with_conn(|conn| {
             let ctx = |e| map_err("cannot append audit entry", e);
-            conn.prepare_cached(
-                "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )
-            .map_err(ctx)?
-            .execute(params![
-                entry.at.to_string(),
-                entry.profile,
-                entry.worker_identity,
-                entry.tool,
-                entry.allowed,
-                entry.blocker_kind,
-                reasons,
-                entry.principal
-            ])
-            .map_err(ctx)?;
-            Ok(conn.last_insert_rowid())
+            conn.prepare_cached(&SQL.append_audit)
+                .map_err(ctx)?
+                .query_row(params_from_iter(values), |r| r.get(0))
+                .map_err(ctx)
         })
     }
 
     fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        // Text in one format orders as time; every entry is at or after "".
         let since = since.map_or_else(String::new, |t| t.to_string());
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let columns = rows::names(&rows::AUDIT);
         self.with_conn(|conn| {
             let ctx = |e| map_err("cannot list audit entries", e);
             let mut stmt = conn
                 .prepare_cached(&format!(
-                    "SELECT {AUDIT_COLUMNS} FROM (SELECT {AUDIT_COLUMNS} FROM audit_log WHERE at >= ?1
+                    "SELECT {columns} FROM (SELECT {columns} FROM audit_log WHERE at >= ?1
                      ORDER BY id DESC LIMIT ?2) ORDER BY id"
                 ))
                 .map_err(ctx)?;
-            let rows = stmt.query_map(params![since, limit], audit_from_row).map_err(ctx)?;
+            let rows = stmt.query_map(params![since, limit], |r| rows::audit(r)).map_err(ctx)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(ctx)
         })
     }
@@ -698,36 +542,18 @@ impl Store for SqliteStore {
     }
 
     fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError> {
-        let scan = serde_json::to_string(scan)
-            .map_err(|e| StoreError::new(StoreErrorKind::Invalid, format!("cannot encode process scan: {e}")))?;
+        let values = rows::observation_values(host, scan, now)?;
         self.with_conn(|conn| {
             let ctx = |e| map_err("cannot publish host observation", e);
-            // The newest observation wins: a late, older one changes nothing.
-            // A new boot always wins: no process of the old boot is left to
-            // write late, and the clock may have stepped back across the boot.
-            let changed = conn
-                .prepare_cached(
-                    "INSERT INTO host_observations (host_id, boot_id, observed_at, scan) VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (host_id) DO UPDATE SET
-                        boot_id = excluded.boot_id, observed_at = excluded.observed_at, scan = excluded.scan
-                     WHERE excluded.observed_at >= host_observations.observed_at
-                        OR excluded.boot_id <> host_observations.boot_id",
-                )
-                .map_err(ctx)?
-                .execute(params![host.host_id, host.boot_id, now.to_string(), scan])
-                .map_err(ctx)?;
-            Ok(changed == 1)
+            let changed = conn.prepare_cached(&SQL.publish_observation).map_err(ctx)?.execute(params_from_iter(values));
+            Ok(changed.map_err(ctx)? == 1)
         })
     }
 
     fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
         self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot list host observations", e);
-            let mut stmt = conn
-                .prepare_cached("SELECT host_id, boot_id, observed_at, scan FROM host_observations ORDER BY host_id")
-                .map_err(ctx)?;
-            let rows = stmt.query_map([], observation_from_row).map_err(ctx)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(ctx)
+            select_all(conn, &SQL.list_observations, |r| rows::observation(r))
+                .map_err(|e| map_err("cannot list host observations", e))
         })
     }
 }
