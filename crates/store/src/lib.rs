@@ -9,7 +9,9 @@
 #![deny(missing_docs)]
 
 mod clock;
+mod engine;
 mod error;
+mod ops;
 pub mod postgres;
 mod rows;
 mod sql;

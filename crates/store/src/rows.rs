@@ -1,6 +1,6 @@
 //! The rows of every table, written once for both engines: the column lists,
 //! how a record becomes statement parameters ([`Value`]) and how a row read
-//! back becomes a record again (over [`Columns`]).
+//! back becomes a record again ([`Record`], over [`Columns`]).
 //!
 //! A column list's order is the order of the parameters its encoder returns
 //! and of the indices its decoder reads, so the three cannot drift apart: the
@@ -89,11 +89,13 @@ pub(crate) enum Value<'a> {
     Time(Option<Timestamp>),
 }
 
-fn text(v: &str) -> Value<'_> {
+/// Text.
+pub(crate) fn text(v: &str) -> Value<'_> {
     Value::Text(Some(Cow::Borrowed(v)))
 }
 
-fn opt_text(v: Option<&str>) -> Value<'_> {
+/// Text, or NULL.
+pub(crate) fn opt_text(v: Option<&str>) -> Value<'_> {
     Value::Text(v.map(Cow::Borrowed))
 }
 
@@ -236,78 +238,107 @@ pub(crate) trait Columns {
     }
 }
 
+/// What a row reads as: a record in its table's column order, or the
+/// scalars a statement answers.
+pub(crate) trait Record: Sized {
+    /// Read one row.
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error>;
+}
+
+/// A count or an id.
+impl Record for i64 {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        r.int(0)
+    }
+}
+
+/// A worker's epoch and renewal count.
+impl Record for (i64, i64) {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        Ok((r.int(0)?, r.int(1)?))
+    }
+}
+
 /// A worker row read in [`WORKER`]'s order.
-pub(crate) fn worker<R: Columns>(r: &R) -> Result<WorkerRecord, R::Error> {
-    Ok(WorkerRecord {
-        worker_identity: r.text(0)?,
-        client_name: r.text(1)?,
-        client_instance_id: r.text(2)?,
-        session_id: r.text(3)?,
-        generation_id: r.text(4)?,
-        role: r.text(5)?,
-        profile: r.text(6)?,
-        pid: r.opt_int(7)?,
-        started_at: r.time(8)?,
-        last_heartbeat_at: r.time(9)?,
-        heartbeat_ttl_seconds: r.real(10)?,
-        fencing_epoch: r.int(11)?,
-        status: r.literal(12, "worker status", WorkerStatus::parse)?,
-        renewal_count: r.int(13)?,
-    })
+impl Record for WorkerRecord {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        Ok(WorkerRecord {
+            worker_identity: r.text(0)?,
+            client_name: r.text(1)?,
+            client_instance_id: r.text(2)?,
+            session_id: r.text(3)?,
+            generation_id: r.text(4)?,
+            role: r.text(5)?,
+            profile: r.text(6)?,
+            pid: r.opt_int(7)?,
+            started_at: r.time(8)?,
+            last_heartbeat_at: r.time(9)?,
+            heartbeat_ttl_seconds: r.real(10)?,
+            fencing_epoch: r.int(11)?,
+            status: r.literal(12, "worker status", WorkerStatus::parse)?,
+            renewal_count: r.int(13)?,
+        })
+    }
 }
 
 /// A runtime row read in [`RUNTIME`]'s order. Half a host (one of its
 /// columns NULL) is no host: its whereabouts are unknown.
-pub(crate) fn runtime<R: Columns>(r: &R) -> Result<RuntimeRecord, R::Error> {
-    Ok(RuntimeRecord {
-        runtime_id: r.text(0)?,
-        namespace: r.text(1)?,
-        profile: r.text(2)?,
-        role: r.text(3)?,
-        remote: r.opt_text(4)?,
-        org: r.opt_text(5)?,
-        repo: r.opt_text(6)?,
-        repository_root: r.opt_text(7)?,
-        pid: r.int(8)?,
-        cohort_id: r.opt_text(9)?,
-        cohort_source: r.literal(10, "cohort source", CohortSource::parse)?,
-        client_provenance: r.text(11)?,
-        boot_id: r.text(12)?,
-        startup_head: r.opt_text(13)?,
-        daemon_start_head: r.opt_text(14)?,
-        transport: r.text(15)?,
-        registered_at: r.time(16)?,
-        last_heartbeat_at: r.opt_time(17)?,
-        status: r.literal(18, "runtime status", RuntimeStatus::parse)?,
-        host: match (r.opt_text(19)?, r.opt_text(20)?) {
-            (Some(host_id), Some(boot_id)) => Some(HostIdentity { host_id, boot_id }),
-            _ => None,
-        },
-    })
+impl Record for RuntimeRecord {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        Ok(RuntimeRecord {
+            runtime_id: r.text(0)?,
+            namespace: r.text(1)?,
+            profile: r.text(2)?,
+            role: r.text(3)?,
+            remote: r.opt_text(4)?,
+            org: r.opt_text(5)?,
+            repo: r.opt_text(6)?,
+            repository_root: r.opt_text(7)?,
+            pid: r.int(8)?,
+            cohort_id: r.opt_text(9)?,
+            cohort_source: r.literal(10, "cohort source", CohortSource::parse)?,
+            client_provenance: r.text(11)?,
+            boot_id: r.text(12)?,
+            startup_head: r.opt_text(13)?,
+            daemon_start_head: r.opt_text(14)?,
+            transport: r.text(15)?,
+            registered_at: r.time(16)?,
+            last_heartbeat_at: r.opt_time(17)?,
+            status: r.literal(18, "runtime status", RuntimeStatus::parse)?,
+            host: match (r.opt_text(19)?, r.opt_text(20)?) {
+                (Some(host_id), Some(boot_id)) => Some(HostIdentity { host_id, boot_id }),
+                _ => None,
+            },
+        })
+    }
 }
 
 /// An audit entry read in [`AUDIT`]'s order.
-pub(crate) fn audit<R: Columns>(r: &R) -> Result<AuditEntry, R::Error> {
-    Ok(AuditEntry {
-        id: Some(r.int(0)?),
-        at: r.time(1)?,
-        profile: r.text(2)?,
-        worker_identity: r.opt_text(3)?,
-        tool: r.text(4)?,
-        allowed: r.boolean(5)?,
-        blocker_kind: r.opt_text(6)?,
-        reasons: r.json(7)?,
-        principal: r.opt_text(8)?,
-    })
+impl Record for AuditEntry {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        Ok(AuditEntry {
+            id: Some(r.int(0)?),
+            at: r.time(1)?,
+            profile: r.text(2)?,
+            worker_identity: r.opt_text(3)?,
+            tool: r.text(4)?,
+            allowed: r.boolean(5)?,
+            blocker_kind: r.opt_text(6)?,
+            reasons: r.json(7)?,
+            principal: r.opt_text(8)?,
+        })
+    }
 }
 
 /// A host's observation read in [`OBSERVATION`]'s order.
-pub(crate) fn observation<R: Columns>(r: &R) -> Result<HostObservation, R::Error> {
-    Ok(HostObservation {
-        host: HostIdentity { host_id: r.text(0)?, boot_id: r.text(1)? },
-        observed_at: r.time(2)?,
-        scan: r.json(3)?,
-    })
+impl Record for HostObservation {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        Ok(HostObservation {
+            host: HostIdentity { host_id: r.text(0)?, boot_id: r.text(1)? },
+            observed_at: r.time(2)?,
+            scan: r.json(3)?,
+        })
+    }
 }
 
 /// The row a registration writes, once it is valid.

@@ -1,25 +1,55 @@
-//! The statements both engines run alike, written once over the column lists
-//! of [`crate::rows`].
+//! Every statement the store's operations run, written once over the column
+//! lists of [`crate::rows`] and spelled per engine by its [`Dialect`].
 //!
-//! Each is written with numbered `$N` parameters and built once per engine
-//! in that engine's style by [`Sql::numbered`] (SQLite's is `?N`), so no
-//! statement here may hold a `$` of its own. Statements whose SQL differs
-//! between the engines (the renewal's fence, the claim, the audit listing,
-//! row locks) stay with their engine.
+//! Each is written with numbered `$N` parameters, renumbered in the engine's
+//! own style, so no statement here may hold a `$` of its own. Where the
+//! engines differ — the larger of two values, row locks, a parameter that is
+//! tested for NULL and must name its type — the dialect says how.
 
 use crate::rows::{AUDIT, OBSERVATION, RUNTIME, WORKER, names};
 
-/// The shared statements, numbered in one engine's parameter style.
+/// How one engine spells what the two differ in.
+#[derive(Debug)]
+pub(crate) struct Dialect {
+    /// Parameters are written `{mark}N`.
+    pub mark: char,
+    /// The larger of two values.
+    pub greatest: &'static str,
+    /// What follows a read that decides a write, to lock its rows until the
+    /// transaction ends (empty where the transaction holds the whole store).
+    pub lock_rows: &'static str,
+    /// A parameter tested for NULL names its type (`$4::text`), where the
+    /// server must infer every parameter's type before it runs.
+    pub typed_nulls: bool,
+}
+
+impl Dialect {
+    /// Parameter `n`, of SQL type `ty` where the dialect types them.
+    fn typed(&self, n: usize, ty: &str) -> String {
+        if self.typed_nulls { format!("${n}::{ty}") } else { format!("${n}") }
+    }
+}
+
+/// The statements, in one engine's spelling.
 #[derive(Debug)]
 pub(crate) struct Sql {
-    /// The schema version the store is at.
+    /// The schema version the store is at, as a 64-bit integer.
     pub schema_version: String,
     /// Insert a worker row ([`WORKER`]) unless its identity exists.
     pub insert_worker: String,
     /// One worker row by identity (`$1`).
     pub select_worker: String,
+    /// One worker row by identity (`$1`), locked until the transaction ends.
+    pub lock_worker: String,
     /// Every worker row, oldest registration first.
     pub list_workers: String,
+    /// The fenced renewal: zero rows changed means refused. Parameters as
+    /// [`crate::rows::renewal_values`] numbers them.
+    pub renew: String,
+    /// A worker's (`$1`) epoch and renewal count, locked.
+    pub lock_epoch: String,
+    /// Hand a worker (`$1`) to generation `$3` at epoch `$2`, at `$4`.
+    pub claim: String,
     /// Mark a worker (`$1`) stopped.
     pub deregister_worker: String,
     /// Write a runtime row ([`RUNTIME`]), replacing every column of the row
@@ -33,6 +63,9 @@ pub(crate) struct Sql {
     pub stop_runtime: String,
     /// Append an audit entry (`AUDIT[1..]`), answering its id.
     pub append_audit: String,
+    /// The newest `$2` entries at or after `$1` (NULL: since the first),
+    /// oldest first.
+    pub list_audit: String,
     /// Publish a host's observation ([`OBSERVATION`]). The newest one wins,
     /// and a new boot always wins: no process of the old boot is left to
     /// write late, and the clock may have stepped back across the boot.
@@ -52,18 +85,43 @@ fn set_excluded(columns: &[&str]) -> String {
 }
 
 impl Sql {
-    /// The statements with their parameters written `{mark}N`.
-    pub(crate) fn numbered(mark: char) -> Self {
-        let (worker, runtime, observation) = (names(&WORKER), names(&RUNTIME), names(&OBSERVATION));
-        let sql = |template: String| template.replace('$', mark.encode_utf8(&mut [0; 4]));
+    /// The statements in `dialect`'s spelling.
+    pub(crate) fn new(dialect: &Dialect) -> Self {
+        let d = dialect;
+        let (worker, runtime, audit, observation) =
+            (names(&WORKER), names(&RUNTIME), names(&AUDIT), names(&OBSERVATION));
+        let sql = |template: String| template.replace('$', d.mark.encode_utf8(&mut [0; 4]));
+        let select_worker = format!("SELECT {worker} FROM workers WHERE worker_identity = $1");
         Self {
-            schema_version: sql("SELECT COALESCE(MAX(version), 0) FROM fleetgate_schema".into()),
+            schema_version: sql("SELECT CAST(COALESCE(MAX(version), 0) AS BIGINT) FROM fleetgate_schema".into()),
             insert_worker: sql(format!(
                 "INSERT INTO workers ({worker}) VALUES ({}) ON CONFLICT (worker_identity) DO NOTHING",
                 parameters(WORKER.len())
             )),
-            select_worker: sql(format!("SELECT {worker} FROM workers WHERE worker_identity = $1")),
+            lock_worker: sql(format!("{select_worker}{}", d.lock_rows)),
+            select_worker: sql(select_worker),
             list_workers: sql(format!("SELECT {worker} FROM workers ORDER BY started_at, worker_identity")),
+            renew: sql(format!(
+                "UPDATE workers SET last_heartbeat_at = {}(last_heartbeat_at, $2), renewal_count = renewal_count + 1
+                 WHERE worker_identity = $1 AND fencing_epoch = $3 AND status = 'active'
+                   AND ({} IS NULL OR session_id = $4) AND ({} IS NULL OR generation_id = $5)
+                   AND ({} IS NULL OR client_name = $6) AND ({} IS NULL OR pid = $7)",
+                d.greatest,
+                d.typed(4, "text"),
+                d.typed(5, "text"),
+                d.typed(6, "text"),
+                d.typed(7, "bigint"),
+            )),
+            lock_epoch: sql(format!(
+                "SELECT fencing_epoch, renewal_count FROM workers WHERE worker_identity = $1{}",
+                d.lock_rows
+            )),
+            claim: sql(format!(
+                "UPDATE workers SET fencing_epoch = $2, generation_id = $3, status = 'active',
+                    last_heartbeat_at = {}(last_heartbeat_at, $4)
+                 WHERE worker_identity = $1",
+                d.greatest
+            )),
             deregister_worker: sql("UPDATE workers SET status = 'stopped' WHERE worker_identity = $1".into()),
             upsert_runtime: sql(format!(
                 "INSERT INTO runtimes ({runtime}) VALUES ({}) ON CONFLICT (runtime_id) DO UPDATE SET {}",
@@ -79,6 +137,11 @@ impl Sql {
                 "INSERT INTO audit_log ({}) VALUES ({}) RETURNING id",
                 names(&AUDIT[1..]),
                 parameters(AUDIT.len() - 1)
+            )),
+            list_audit: sql(format!(
+                "SELECT {audit} FROM (SELECT {audit} FROM audit_log WHERE ({} IS NULL OR at >= $1)
+                 ORDER BY id DESC LIMIT $2) recent ORDER BY id",
+                d.typed(1, "timestamptz")
             )),
             publish_observation: sql(format!(
                 "INSERT INTO host_observations ({observation}) VALUES ({}) ON CONFLICT (host_id) DO UPDATE SET {}
@@ -96,20 +159,36 @@ impl Sql {
 mod tests {
     use super::*;
 
+    const PLAIN: Dialect = Dialect { mark: '?', greatest: "MAX", lock_rows: "", typed_nulls: false };
+    const TYPED: Dialect = Dialect { mark: '$', greatest: "GREATEST", lock_rows: " FOR UPDATE", typed_nulls: true };
+
     #[test]
     fn parameters_are_numbered_in_the_engines_style() {
-        let sqlite = Sql::numbered('?');
+        let plain = Sql::new(&PLAIN);
         assert_eq!(
-            sqlite.touch_runtime,
+            plain.touch_runtime,
             "UPDATE runtimes SET last_heartbeat_at = ?2 WHERE runtime_id = ?1 AND status = 'running'"
         );
-        assert!(sqlite.insert_worker.contains("VALUES (?1, ?2, ?3,") && sqlite.insert_worker.contains("?14)"));
-        let postgres = Sql::numbered('$');
+        assert!(plain.insert_worker.contains("VALUES (?1, ?2, ?3,") && plain.insert_worker.contains("?14)"));
+        let typed = Sql::new(&TYPED);
         assert!(
-            postgres
+            typed
                 .upsert_runtime
                 .contains("$21) ON CONFLICT (runtime_id) DO UPDATE SET namespace = excluded.namespace,")
         );
-        assert!(postgres.upsert_runtime.ends_with("host_boot_id = excluded.host_boot_id"));
+        assert!(typed.upsert_runtime.ends_with("host_boot_id = excluded.host_boot_id"));
+    }
+
+    #[test]
+    fn the_dialect_spells_what_the_engines_differ_in() {
+        let (plain, typed) = (Sql::new(&PLAIN), Sql::new(&TYPED));
+        assert!(plain.renew.contains("MAX(last_heartbeat_at, ?2)") && plain.renew.contains("(?7 IS NULL OR pid = ?7)"));
+        assert!(typed.renew.contains("GREATEST(last_heartbeat_at, $2)"));
+        assert!(typed.renew.contains("($7::bigint IS NULL OR pid = $7)"));
+        assert_eq!(plain.lock_worker, plain.select_worker);
+        assert_eq!(typed.lock_worker, format!("{} FOR UPDATE", typed.select_worker));
+        assert!(typed.lock_epoch.ends_with("WHERE worker_identity = $1 FOR UPDATE"));
+        assert!(typed.list_audit.contains("($1::timestamptz IS NULL OR at >= $1)"));
+        assert!(plain.list_audit.contains("(?1 IS NULL OR at >= ?1)"));
     }
 }

@@ -7,18 +7,13 @@
 //! polls after short jittered sleeps instead, bounded by the same 30 s
 //! deadline, so every waiter keeps its chance at the lock.
 
-use crate::rows::{self, Columns, Value};
-use crate::{HostIdentity, HostObservation, SCHEMA_VERSION, Store, StoreError, StoreErrorKind};
+use crate::engine::{Engine, Exec, Fail, Retry, Tx};
+use crate::rows::{Columns, Record, Value};
+use crate::sql::Dialect;
+use crate::{SCHEMA_VERSION, StoreError, StoreErrorKind};
 use fleetgate_core::Timestamp;
-use fleetgate_core::audit::AuditEntry;
-use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
-use fleetgate_core::worker::{
-    ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, explain_refusal,
-};
 use rusqlite::types::{ToSqlOutput, Type, Value as Sql, ValueRef};
-use rusqlite::{
-    Connection, ErrorCode, OpenFlags, OptionalExtension, Row, ToSql, TransactionBehavior, params, params_from_iter,
-};
+use rusqlite::{Connection, ErrorCode, OpenFlags, Row, ToSql, params, params_from_iter};
 use std::cell::Cell;
 use std::fs::{DirBuilder, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -120,13 +115,6 @@ const ADD_COLUMNS: &[(u32, &str, &str, &str)] = &[
     (5, "audit_log", "principal", "TEXT"),
 ];
 
-// The fence: zero rows changed means refused.
-const RENEW_SQL: &str =
-    "UPDATE workers SET last_heartbeat_at = MAX(last_heartbeat_at, ?2), renewal_count = renewal_count + 1
-     WHERE worker_identity = ?1 AND fencing_epoch = ?3 AND status = 'active'
-       AND (?4 IS NULL OR session_id = ?4) AND (?5 IS NULL OR generation_id = ?5)
-       AND (?6 IS NULL OR client_name = ?6) AND (?7 IS NULL OR pid = ?7)";
-
 /// A SQLite-backed store. One connection per process, serialised by a mutex:
 /// every operation is a short transaction, so that costs nothing.
 #[derive(Debug)]
@@ -199,31 +187,31 @@ fn io_err(context: String, e: &std::io::Error) -> StoreError {
 
 // Times are stored as `%Y-%m-%dT%H:%M:%SZ` text, booleans as integers.
 impl Columns for Row<'_> {
-    type Error = rusqlite::Error;
+    type Error = Fail<rusqlite::Error>;
 
-    fn opt_text(&self, i: usize) -> rusqlite::Result<Option<String>> {
-        self.get(i)
+    fn opt_text(&self, i: usize) -> Result<Option<String>, Self::Error> {
+        Ok(self.get(i)?)
     }
 
-    fn opt_int(&self, i: usize) -> rusqlite::Result<Option<i64>> {
-        self.get(i)
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, Self::Error> {
+        Ok(self.get(i)?)
     }
 
-    fn real(&self, i: usize) -> rusqlite::Result<f64> {
-        self.get(i)
+    fn real(&self, i: usize) -> Result<f64, Self::Error> {
+        Ok(self.get(i)?)
     }
 
-    fn boolean(&self, i: usize) -> rusqlite::Result<bool> {
-        self.get(i)
+    fn boolean(&self, i: usize) -> Result<bool, Self::Error> {
+        Ok(self.get(i)?)
     }
 
-    fn opt_time(&self, i: usize) -> rusqlite::Result<Option<Timestamp>> {
+    fn opt_time(&self, i: usize) -> Result<Option<Timestamp>, Self::Error> {
         let text: Option<String> = self.get(i)?;
         text.map(|t| Timestamp::parse(&t).map_err(|e| self.invalid(i, e.to_string()))).transpose()
     }
 
-    fn invalid(&self, i: usize, why: String) -> rusqlite::Error {
-        rusqlite::Error::FromSqlConversionFailure(i, Type::Text, why.into())
+    fn invalid(&self, i: usize, why: String) -> Self::Error {
+        Fail::Db(rusqlite::Error::FromSqlConversionFailure(i, Type::Text, why.into()))
     }
 }
 
@@ -240,20 +228,55 @@ impl ToSql for Value<'_> {
     }
 }
 
-/// The shared statements, numbered `?N`.
-static SQL: LazyLock<crate::sql::Sql> = LazyLock::new(|| crate::sql::Sql::numbered('?'));
-
-fn select_worker(conn: &Connection, identity: &str) -> rusqlite::Result<Option<WorkerRecord>> {
-    conn.prepare_cached(&SQL.select_worker)?.query_row([identity], |r| rows::worker(r)).optional()
+impl From<rusqlite::Error> for Fail<rusqlite::Error> {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Db(e)
+    }
 }
 
-/// Every row `sql` selects, decoded by `decode`.
-fn select_all<T>(
-    conn: &Connection,
-    sql: &str,
-    decode: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
-) -> rusqlite::Result<Vec<T>> {
-    conn.prepare_cached(sql)?.query_map([], decode)?.collect()
+/// SQLite's spelling: `?N`, `MAX`, and no row locks — a write transaction
+/// holds the whole file from its `BEGIN IMMEDIATE`.
+const DIALECT: Dialect = Dialect { mark: '?', greatest: "MAX", lock_rows: "", typed_nulls: false };
+
+/// The statements, numbered `?N`.
+static SQL: LazyLock<crate::sql::Sql> = LazyLock::new(|| crate::sql::Sql::new(&DIALECT));
+
+impl Exec for Connection {
+    type Db = rusqlite::Error;
+
+    fn execute(&mut self, sql: &'static str, args: &[Value<'_>]) -> Result<u64, Fail<rusqlite::Error>> {
+        let changed = self.prepare_cached(sql)?.execute(params_from_iter(args))?;
+        Ok(u64::try_from(changed).unwrap_or(u64::MAX))
+    }
+
+    fn query<T: Record>(&mut self, sql: &'static str, args: &[Value<'_>]) -> Result<Vec<T>, Fail<rusqlite::Error>> {
+        let mut statement = self.prepare_cached(sql)?;
+        let mut rows = statement.query(params_from_iter(args))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            out.push(T::read(row)?);
+        }
+        Ok(out)
+    }
+
+    fn transaction<T>(
+        &mut self,
+        kind: Tx,
+        op: impl FnOnce(&mut Self) -> Result<T, Fail<rusqlite::Error>>,
+    ) -> Result<T, Fail<rusqlite::Error>> {
+        self.execute_batch(match kind {
+            Tx::Write => "BEGIN IMMEDIATE",
+        })?;
+        let done = op(self).and_then(|value| {
+            self.execute_batch("COMMIT")?;
+            Ok(value)
+        });
+        if done.is_err() && !self.is_autocommit() {
+            // What failed is the answer; a failed rollback adds nothing to it.
+            let _ = self.execute_batch("ROLLBACK");
+        }
+        done
+    }
 }
 
 impl SqliteStore {
@@ -321,239 +344,76 @@ impl SqliteStore {
         &self.path
     }
 
-    fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut conn)
-    }
-
     fn migrate(&self, target: u32) -> Result<(), StoreError> {
         let shown = self.path.display().to_string();
-        self.with_conn(|conn| {
-            let ctx = |e| map_err(&format!("cannot migrate store {shown}"), e);
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(ctx)?;
-            tx.execute_batch(
-                "CREATE TABLE IF NOT EXISTS fleetgate_schema (
-                    version INTEGER PRIMARY KEY NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-            )
-            .map_err(ctx)?;
-            let current: u32 = tx.query_row("SELECT COALESCE(MAX(version), 0) FROM fleetgate_schema", [], |r| r.get(0)).map_err(ctx)?;
-            if current > SCHEMA_VERSION {
-                return Err(StoreError::new(
-                    StoreErrorKind::Unsupported,
-                    format!("store {shown} is at schema version {current}, newer than this fleetgate (knows {SCHEMA_VERSION})"),
-                ));
-            }
-            for (version, name, sql) in MIGRATIONS.iter().filter(|(v, _, _)| *v > current && *v <= target) {
-                tx.execute_batch(sql).map_err(ctx)?;
-                for (_, table, column, decl) in ADD_COLUMNS.iter().filter(|(v, ..)| v == version) {
-                    let present: bool = tx
-                        .query_row(
+        self.run(&format!("cannot migrate store {shown}"), Retry::Never, |conn| {
+            Exec::transaction(conn, Tx::Write, |conn| {
+                conn.execute_batch(
+                    "CREATE TABLE IF NOT EXISTS fleetgate_schema (
+                        version INTEGER PRIMARY KEY NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+                )?;
+                let current: i64 = Exec::query_one(conn, &SQL.schema_version, &[])?;
+                if current > i64::from(SCHEMA_VERSION) {
+                    return Err(Fail::Store(StoreError::new(
+                        StoreErrorKind::Unsupported,
+                        format!(
+                            "store {shown} is at schema version {current}, newer than this fleetgate (knows {SCHEMA_VERSION})"
+                        ),
+                    )));
+                }
+                for (version, name, sql) in MIGRATIONS.iter().filter(|(v, _, _)| i64::from(*v) > current && *v <= target) {
+                    conn.execute_batch(sql)?;
+                    for (_, table, column, decl) in ADD_COLUMNS.iter().filter(|(v, ..)| v == version) {
+                        let present: bool = conn.query_row(
                             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
                             [table, column],
                             |r| r.get(0),
-                        )
-                        .map_err(ctx)?;
-                    if !present {
-                        tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}")).map_err(ctx)?;
+                        )?;
+                        if !present {
+                            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+                        }
                     }
+                    Connection::execute(
+                        conn,
+                        "INSERT INTO fleetgate_schema (version, name, applied_at)
+                         VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
+                        params![version, name],
+                    )?;
                 }
-                tx.execute(
-                    "INSERT INTO fleetgate_schema (version, name, applied_at) VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
-                    params![version, name],
-                )
-                .map_err(ctx)?;
-            }
-            tx.commit().map_err(ctx)
+                Ok(())
+            })
         })
     }
 }
 
-impl Store for SqliteStore {
-    fn describe(&self) -> String {
+impl Engine for SqliteStore {
+    type Conn = Connection;
+
+    fn sql(&self) -> &'static crate::sql::Sql {
+        &SQL
+    }
+
+    fn label(&self) -> String {
         format!("sqlite:{}", self.path.display())
     }
 
-    fn schema_version(&self) -> Result<u32, StoreError> {
-        self.with_conn(|conn| {
-            conn.query_row(&SQL.schema_version, [], |r| r.get(0)).map_err(|e| map_err("cannot read schema version", e))
-        })
-    }
-
-    fn register(&self, registration: &Registration, now: Timestamp) -> Result<RegisterOutcome, StoreError> {
-        let row = rows::validated(registration, now)?;
-        self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot register worker", e);
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(ctx)?;
-            let inserted = tx
-                .prepare_cached(&SQL.insert_worker)
-                .map_err(ctx)?
-                .execute(params_from_iter(rows::worker_values(&row)))
-                .map_err(ctx)?;
-            let existing = if inserted == 1 { None } else { select_worker(&tx, &row.worker_identity).map_err(ctx)? };
-            tx.commit().map_err(ctx)?;
-            rows::registered(&row, inserted == 1, existing)
-        })
-    }
-
-    fn get_worker(&self, worker_identity: &str) -> Result<Option<WorkerRecord>, StoreError> {
-        self.with_conn(|conn| select_worker(conn, worker_identity).map_err(|e| map_err("cannot read worker", e)))
-    }
-
-    fn list_workers(&self) -> Result<Vec<WorkerRecord>, StoreError> {
-        self.with_conn(|conn| {
-            select_all(conn, &SQL.list_workers, |r| rows::worker(r)).map_err(|e| map_err("cannot list workers", e))
-        })
-    }
-
-    fn heartbeat(&self, request: &HeartbeatRequest, now: Timestamp) -> Result<HeartbeatOutcome, StoreError> {
-        let args = rows::renewal_values(request, now);
-        self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot renew worker", e);
-            let renew = |conn: &Connection| conn.prepare_cached(RENEW_SQL)?.execute(params_from_iter(&args));
-            // Fast path: the guarded UPDATE alone. A single write statement
-            // takes the write lock before it reads, so it is its own
-            // immediate transaction, and the fence is its WHERE clause.
-            if renew(conn).map_err(ctx)? == 1 {
-                return Ok(HeartbeatOutcome::renewed());
-            }
-            // Refused (or the row appeared meanwhile): decide again and read the
-            // reasons back inside one transaction, so the answer matches the row.
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(ctx)?;
-            let outcome = if renew(&tx).map_err(ctx)? == 1 {
-                HeartbeatOutcome::renewed()
-            } else {
-                let row = select_worker(&tx, &request.worker_identity).map_err(ctx)?;
-                explain_refusal(row.as_ref(), request)
-            };
-            tx.commit().map_err(ctx)?;
-            Ok(outcome)
-        })
-    }
-
-    fn claim_generation(
-        &self,
-        worker_identity: &str,
-        generation_id: &str,
-        now: Timestamp,
-    ) -> Result<Option<ClaimOutcome>, StoreError> {
-        rows::check_generation(generation_id)?;
-        self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot claim generation", e);
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(ctx)?;
-            let current: Option<(i64, i64)> = tx
-                .query_row(
-                    "SELECT fencing_epoch, renewal_count FROM workers WHERE worker_identity = ?1",
-                    [worker_identity],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
-                .map_err(ctx)?;
-            let Some((epoch, renewals)) = current else {
-                return Ok(None);
-            };
-            tx.execute(
-                "UPDATE workers SET fencing_epoch = ?2, generation_id = ?3, status = 'active',
-                        last_heartbeat_at = MAX(last_heartbeat_at, ?4)
-                 WHERE worker_identity = ?1",
-                params![worker_identity, epoch + 1, generation_id, now.to_string()],
-            )
-            .map_err(ctx)?;
-            tx.commit().map_err(ctx)?;
-            Ok(Some(rows::claimed(worker_identity, generation_id, epoch, renewals)))
-        })
-    }
-
-    fn deregister_worker(&self, worker_identity: &str, _now: Timestamp) -> Result<bool, StoreError> {
-        self.with_conn(|conn| {
-            let changed = conn
-                .execute(&SQL.deregister_worker, [worker_identity])
-                .map_err(|e| map_err("cannot deregister worker", e))?;
-            Ok(changed == 1)
-        })
-    }
-
-    fn upsert_runtime(&self, row: &RuntimeRecord) -> Result<(), StoreError> {
-        self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot write runtime row", e);
-            conn.prepare_cached(&SQL.upsert_runtime)
-                .map_err(ctx)?
-                .execute(params_from_iter(rows::runtime_values(row)))
-                .map_err(ctx)?;
-            Ok(())
-        })
-    }
-
-    fn list_runtime(&self) -> Result<Vec<RuntimeRecord>, StoreError> {
-        self.with_conn(|conn| {
-            select_all(conn, &SQL.list_runtime, |r| rows::runtime(r))
-                .map_err(|e| map_err("cannot list runtime rows", e))
-        })
-    }
-
-    fn touch_runtime(&self, runtime_id: &str, now: Timestamp) -> Result<bool, StoreError> {
-        self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot refresh runtime row", e);
-            let changed =
-                conn.prepare_cached(&SQL.touch_runtime).map_err(ctx)?.execute(params![runtime_id, now.to_string()]);
-            Ok(changed.map_err(ctx)? == 1)
-        })
-    }
-
-    fn mark_runtime_stopped(&self, runtime_id: &str, _now: Timestamp) -> Result<bool, StoreError> {
-        self.with_conn(|conn| {
-            let changed =
-                conn.execute(&SQL.stop_runtime, [runtime_id]).map_err(|e| map_err("cannot stop runtime row", e))?;
-            Ok(changed == 1)
-        })
-    }
-
-    fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
-        let values = rows::audit_values(entry)?;
-        self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot append audit entry", e);
-            conn.prepare_cached(&SQL.append_audit)
-                .map_err(ctx)?
-                .query_row(params_from_iter(values), |r| r.get(0))
-                .map_err(ctx)
-        })
-    }
-
-    fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
-        // Text in one format orders as time; every entry is at or after "".
-        let since = since.map_or_else(String::new, |t| t.to_string());
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let columns = rows::names(&rows::AUDIT);
-        self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot list audit entries", e);
-            let mut stmt = conn
-                .prepare_cached(&format!(
-                    "SELECT {columns} FROM (SELECT {columns} FROM audit_log WHERE at >= ?1
-                     ORDER BY id DESC LIMIT ?2) ORDER BY id"
-                ))
-                .map_err(ctx)?;
-            let rows = stmt.query_map(params![since, limit], |r| rows::audit(r)).map_err(ctx)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(ctx)
-        })
-    }
-
-    fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {
-        // An embedded file has no clock of its own; one host uses it.
+    /// An embedded file has no clock of its own.
+    fn server_clock(&self) -> Result<Option<Timestamp>, StoreError> {
         Ok(None)
     }
 
-    fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError> {
-        let values = rows::observation_values(host, scan, now)?;
-        self.with_conn(|conn| {
-            let ctx = |e| map_err("cannot publish host observation", e);
-            let changed = conn.prepare_cached(&SQL.publish_observation).map_err(ctx)?.execute(params_from_iter(values));
-            Ok(changed.map_err(ctx)? == 1)
-        })
-    }
-
-    fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
-        self.with_conn(|conn| {
-            select_all(conn, &SQL.list_observations, |r| rows::observation(r))
-                .map_err(|e| map_err("cannot list host observations", e))
+    /// The connection is never lost, so `retry` changes nothing.
+    fn run<T: Send>(
+        &self,
+        context: &str,
+        _retry: Retry,
+        mut op: impl FnMut(&mut Connection) -> Result<T, Fail<rusqlite::Error>> + Send,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        op(&mut conn).map_err(|fail| match fail {
+            Fail::Db(e) => map_err(context, e),
+            Fail::Row(why) => StoreError::new(StoreErrorKind::Corrupt, format!("{context}: unreadable row: {why}")),
+            Fail::Store(e) => e,
         })
     }
 }

@@ -1,0 +1,164 @@
+//! The store, written once: every [`Store`] operation over any [`Engine`] —
+//! which statements it runs, in which transaction, whether it may be retried
+//! on a fresh connection, and what it answers. An engine supplies only its
+//! dialect ([`crate::engine`]).
+
+use crate::engine::{Engine, Exec, Retry, Tx};
+use crate::rows::{self, Value, text};
+use crate::{HostIdentity, HostObservation, Store, StoreError};
+use fleetgate_core::Timestamp;
+use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
+use fleetgate_core::worker::{
+    ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, explain_refusal,
+};
+
+impl<E: Engine> Store for E {
+    fn describe(&self) -> String {
+        self.label()
+    }
+
+    fn schema_version(&self) -> Result<u32, StoreError> {
+        let version: i64 = self
+            .run("cannot read schema version", Retry::Idempotent, |c| c.query_one(&self.sql().schema_version, &[]))?;
+        Ok(u32::try_from(version).unwrap_or(0))
+    }
+
+    fn register(&self, registration: &Registration, now: Timestamp) -> Result<RegisterOutcome, StoreError> {
+        let sql = self.sql();
+        let row = rows::validated(registration, now)?;
+        let values = rows::worker_values(&row);
+        let id = [text(&row.worker_identity)];
+        // Not retried: a first attempt that committed would come back `created: false`.
+        let (inserted, existing) = self.run("cannot register worker", Retry::Never, |c| {
+            c.transaction(Tx::Write, |c| {
+                let inserted = c.execute(&sql.insert_worker, &values)? == 1;
+                let existing = if inserted { None } else { c.query_opt(&sql.select_worker, &id)? };
+                Ok((inserted, existing))
+            })
+        })?;
+        rows::registered(&row, inserted, existing)
+    }
+
+    fn get_worker(&self, worker_identity: &str) -> Result<Option<WorkerRecord>, StoreError> {
+        self.run("cannot read worker", Retry::Idempotent, |c| {
+            c.query_opt(&self.sql().select_worker, &[text(worker_identity)])
+        })
+    }
+
+    fn list_workers(&self) -> Result<Vec<WorkerRecord>, StoreError> {
+        self.run("cannot list workers", Retry::Idempotent, |c| c.query(&self.sql().list_workers, &[]))
+    }
+
+    fn heartbeat(&self, request: &HeartbeatRequest, now: Timestamp) -> Result<HeartbeatOutcome, StoreError> {
+        let sql = self.sql();
+        let args = rows::renewal_values(request, now);
+        let id = [text(&request.worker_identity)];
+        // Not retried: a renewal that committed before the connection broke
+        // would be counted twice.
+        self.run("cannot renew worker", Retry::Never, |c| {
+            // Fast path: the guarded UPDATE alone is its own transaction, and
+            // the fence is its WHERE clause.
+            if c.execute(&sql.renew, &args)? == 1 {
+                return Ok(HeartbeatOutcome::renewed());
+            }
+            // Refused (or the row appeared meanwhile): lock the row, decide
+            // again, and read the reasons from the row the UPDATE was judged
+            // against, so the answer matches the row.
+            c.transaction(Tx::Write, |c| {
+                let locked = c.query_opt(&sql.lock_worker, &id)?;
+                if c.execute(&sql.renew, &args)? == 1 {
+                    return Ok(HeartbeatOutcome::renewed());
+                }
+                // A row registered between the two statements was not locked
+                // by the first: read it (locked) before explaining.
+                let row = match locked {
+                    Some(row) => Some(row),
+                    None => c.query_opt(&sql.lock_worker, &id)?,
+                };
+                Ok(explain_refusal(row.as_ref(), request))
+            })
+        })
+    }
+
+    fn claim_generation(
+        &self,
+        worker_identity: &str,
+        generation_id: &str,
+        now: Timestamp,
+    ) -> Result<Option<ClaimOutcome>, StoreError> {
+        let sql = self.sql();
+        rows::check_generation(generation_id)?;
+        let id = [text(worker_identity)];
+        // Not retried: a claim that committed would bump the epoch twice.
+        self.run("cannot claim generation", Retry::Never, |c| {
+            c.transaction(Tx::Write, |c| {
+                // The row lock makes every renewal wait for this claim and
+                // then judge its WHERE against the new epoch.
+                let Some((epoch, renewals)) = c.query_opt::<(i64, i64)>(&sql.lock_epoch, &id)? else {
+                    return Ok(None);
+                };
+                let next = Value::Int(Some(epoch + 1));
+                c.execute(&sql.claim, &[text(worker_identity), next, text(generation_id), Value::Time(Some(now))])?;
+                Ok(Some(rows::claimed(worker_identity, generation_id, epoch, renewals)))
+            })
+        })
+    }
+
+    fn deregister_worker(&self, worker_identity: &str, _now: Timestamp) -> Result<bool, StoreError> {
+        self.run("cannot deregister worker", Retry::Idempotent, |c| {
+            Ok(c.execute(&self.sql().deregister_worker, &[text(worker_identity)])? == 1)
+        })
+    }
+
+    fn upsert_runtime(&self, row: &RuntimeRecord) -> Result<(), StoreError> {
+        let values = rows::runtime_values(row);
+        self.run("cannot write runtime row", Retry::Idempotent, |c| {
+            c.execute(&self.sql().upsert_runtime, &values)?;
+            Ok(())
+        })
+    }
+
+    fn list_runtime(&self) -> Result<Vec<RuntimeRecord>, StoreError> {
+        self.run("cannot list runtime rows", Retry::Idempotent, |c| c.query(&self.sql().list_runtime, &[]))
+    }
+
+    fn touch_runtime(&self, runtime_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let args = [text(runtime_id), Value::Time(Some(now))];
+        self.run("cannot refresh runtime row", Retry::Idempotent, |c| {
+            Ok(c.execute(&self.sql().touch_runtime, &args)? == 1)
+        })
+    }
+
+    fn mark_runtime_stopped(&self, runtime_id: &str, _now: Timestamp) -> Result<bool, StoreError> {
+        self.run("cannot stop runtime row", Retry::Idempotent, |c| {
+            Ok(c.execute(&self.sql().stop_runtime, &[text(runtime_id)])? == 1)
+        })
+    }
+
+    fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        let values = rows::audit_values(entry)?;
+        // Not retried: an append that committed would be recorded twice.
+        self.run("cannot append audit entry", Retry::Never, |c| c.query_one(&self.sql().append_audit, &values))
+    }
+
+    fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let args = [Value::Time(since), Value::Int(Some(i64::try_from(limit).unwrap_or(i64::MAX)))];
+        self.run("cannot list audit entries", Retry::Idempotent, |c| c.query(&self.sql().list_audit, &args))
+    }
+
+    fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {
+        self.server_clock()
+    }
+
+    fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError> {
+        let values = rows::observation_values(host, scan, now)?;
+        self.run("cannot publish host observation", Retry::Idempotent, |c| {
+            Ok(c.execute(&self.sql().publish_observation, &values)? == 1)
+        })
+    }
+
+    fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
+        self.run("cannot list host observations", Retry::Idempotent, |c| c.query(&self.sql().list_observations, &[]))
+    }
+}
