@@ -14,6 +14,7 @@ mod error;
 mod ops;
 pub mod postgres;
 mod rows;
+mod schema;
 mod sql;
 pub mod sqlite;
 

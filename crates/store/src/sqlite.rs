@@ -9,6 +9,7 @@
 
 use crate::engine::{Engine, Exec, Fail, Retry, Tx};
 use crate::rows::{Columns, Record, Value};
+use crate::schema::{self, Types};
 use crate::sql::Dialect;
 use crate::{SCHEMA_VERSION, StoreError, StoreErrorKind};
 use fleetgate_core::Timestamp;
@@ -24,96 +25,16 @@ use std::time::{Duration, Instant};
 /// How long one operation may wait for the write lock before it is `Busy`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Numbered migrations. Each is additive and idempotent (`IF NOT EXISTS`), and
-/// all run inside one `BEGIN IMMEDIATE`, so two processes opening a fresh file
-/// at once apply each exactly once.
-const MIGRATIONS: &[(u32, &str, &str)] = &[
-    (
-        1,
-        "worker registry",
-        "CREATE TABLE IF NOT EXISTS workers (
-        worker_identity       TEXT PRIMARY KEY NOT NULL,
-        client_name           TEXT NOT NULL,
-        client_instance_id    TEXT NOT NULL,
-        session_id            TEXT NOT NULL,
-        generation_id         TEXT NOT NULL,
-        role                  TEXT NOT NULL,
-        profile               TEXT NOT NULL,
-        pid                   INTEGER,
-        started_at            TEXT NOT NULL,
-        last_heartbeat_at     TEXT NOT NULL,
-        heartbeat_ttl_seconds REAL NOT NULL,
-        fencing_epoch         INTEGER NOT NULL,
-        status                TEXT NOT NULL,
-        renewal_count         INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE INDEX IF NOT EXISTS workers_by_profile ON workers (profile, status);",
-    ),
-    (
-        2,
-        "runtime rows",
-        "CREATE TABLE IF NOT EXISTS runtimes (
-        runtime_id        TEXT PRIMARY KEY NOT NULL,
-        namespace         TEXT NOT NULL,
-        profile           TEXT NOT NULL,
-        role              TEXT NOT NULL,
-        remote            TEXT,
-        org               TEXT,
-        repo              TEXT,
-        repository_root   TEXT,
-        pid               INTEGER NOT NULL,
-        cohort_id         TEXT,
-        cohort_source     TEXT NOT NULL,
-        client_provenance TEXT NOT NULL,
-        boot_id           TEXT NOT NULL,
-        startup_head      TEXT,
-        daemon_start_head TEXT,
-        transport         TEXT NOT NULL,
-        registered_at     TEXT NOT NULL,
-        last_heartbeat_at TEXT,
-        status            TEXT NOT NULL
-    );
-    CREATE INDEX IF NOT EXISTS runtimes_by_status ON runtimes (status, profile);",
-    ),
-    (
-        3,
-        "audit log",
-        "CREATE TABLE IF NOT EXISTS audit_log (
-        id              INTEGER PRIMARY KEY AUTOINCREMENT,
-        at              TEXT NOT NULL,
-        profile         TEXT NOT NULL,
-        worker_identity TEXT,
-        tool            TEXT NOT NULL,
-        allowed         INTEGER NOT NULL,
-        blocker_kind    TEXT,
-        reasons         TEXT NOT NULL
-    );
-    CREATE INDEX IF NOT EXISTS audit_by_time ON audit_log (at);",
-    ),
-    (
-        // The runtime rows' `host_id`/`host_boot_id` columns are added by
-        // ADD_COLUMNS below: SQLite has no `ADD COLUMN IF NOT EXISTS`.
-        4,
-        "host identity and host observations",
-        "CREATE TABLE IF NOT EXISTS host_observations (
-        host_id     TEXT PRIMARY KEY NOT NULL,
-        boot_id     TEXT NOT NULL,
-        observed_at TEXT NOT NULL,
-        scan        TEXT NOT NULL
-    );",
-    ),
-    // The audit entries' `principal` column is added by ADD_COLUMNS below.
-    (5, "audit principal", ""),
-];
-
-/// Columns a migration adds to an existing table: `(version, table, column,
-/// declaration)`. Each is added only when `pragma_table_info` lacks it, which
-/// keeps the migration idempotent.
-const ADD_COLUMNS: &[(u32, &str, &str, &str)] = &[
-    (4, "runtimes", "host_id", "TEXT"),
-    (4, "runtimes", "host_boot_id", "TEXT"),
-    (5, "audit_log", "principal", "TEXT"),
-];
+/// SQLite's column types: times as `%Y-%m-%dT%H:%M:%SZ` text (ordered as
+/// time, being one format), booleans as integers.
+const TYPES: Types = Types {
+    key: "TEXT PRIMARY KEY NOT NULL",
+    id: "INTEGER PRIMARY KEY AUTOINCREMENT",
+    int: "INTEGER",
+    real: "REAL",
+    boolean: "INTEGER",
+    time: "TEXT",
+};
 
 /// A SQLite-backed store. One connection per process, serialised by a mutex:
 /// every operation is a short transaction, so that costs nothing.
@@ -344,6 +265,10 @@ impl SqliteStore {
         &self.path
     }
 
+    /// Apply the shared schema's pending versions inside one `BEGIN
+    /// IMMEDIATE`, so two processes opening a fresh file at once apply each
+    /// exactly once. SQLite has no `ADD COLUMN IF NOT EXISTS`: a column is
+    /// added only when `pragma_table_info` lacks it.
     fn migrate(&self, target: u32) -> Result<(), StoreError> {
         let shown = self.path.display().to_string();
         self.run(&format!("cannot migrate store {shown}"), Retry::Never, |conn| {
@@ -353,31 +278,23 @@ impl SqliteStore {
                         version INTEGER PRIMARY KEY NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
                 )?;
                 let current: i64 = Exec::query_one(conn, &SQL.schema_version, &[])?;
-                if current > i64::from(SCHEMA_VERSION) {
-                    return Err(Fail::Store(StoreError::new(
-                        StoreErrorKind::Unsupported,
-                        format!(
-                            "store {shown} is at schema version {current}, newer than this fleetgate (knows {SCHEMA_VERSION})"
-                        ),
-                    )));
-                }
-                for (version, name, sql) in MIGRATIONS.iter().filter(|(v, _, _)| i64::from(*v) > current && *v <= target) {
-                    conn.execute_batch(sql)?;
-                    for (_, table, column, decl) in ADD_COLUMNS.iter().filter(|(v, ..)| v == version) {
+                for migration in schema::pending(&shown, current, target)? {
+                    conn.execute_batch(&TYPES.spell(migration.create))?;
+                    for (table, column, declaration) in migration.add {
                         let present: bool = conn.query_row(
                             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
                             [table, column],
                             |r| r.get(0),
                         )?;
                         if !present {
-                            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+                            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {declaration}"))?;
                         }
                     }
                     Connection::execute(
                         conn,
                         "INSERT INTO fleetgate_schema (version, name, applied_at)
                          VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
-                        params![version, name],
+                        params![migration.version, migration.name],
                     )?;
                 }
                 Ok(())
