@@ -36,6 +36,10 @@ pub(crate) enum Tx {
     /// up front (`BEGIN IMMEDIATE`); PostgreSQL locks the rows it decides on
     /// (`FOR UPDATE` in the statement).
     Write,
+    /// Reads only, all from one consistent snapshot: SQLite's deferred
+    /// transaction (WAL: one snapshot from the first read on); PostgreSQL's
+    /// `REPEATABLE READ, READ ONLY`.
+    Snapshot,
 }
 
 /// May an operation run again on a fresh connection after its first attempt

@@ -107,6 +107,24 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// The latest observation of every host, ordered by `host_id`. Whether
     /// one is fresh enough to corroborate a member is the caller's decision.
     fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError>;
+
+    /// What a look at the fleet needs, read in one transaction: every runtime
+    /// row (its host in it), every worker row and every host's observation,
+    /// as [`list_runtime`](Self::list_runtime), [`list_workers`](Self::list_workers)
+    /// and [`list_observations`](Self::list_observations) order them — all
+    /// as of one instant, so no write lands between two of the lists.
+    fn fleet_snapshot(&self) -> Result<FleetSnapshot, StoreError>;
+}
+
+/// The fleet as the store holds it at one instant ([`Store::fleet_snapshot`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FleetSnapshot {
+    /// Every runtime row, stopped ones included, ordered by `runtime_id`.
+    pub runtimes: Vec<RuntimeRecord>,
+    /// Every worker row, oldest registration first.
+    pub workers: Vec<WorkerRecord>,
+    /// The latest observation of every host, ordered by `host_id`.
+    pub observations: Vec<HostObservation>,
 }
 
 /// The latest process scan one host published about itself.

@@ -5,7 +5,7 @@
 
 use crate::engine::{Engine, Exec, Retry, Tx};
 use crate::rows::{self, Value, text};
-use crate::{HostIdentity, HostObservation, Store, StoreError};
+use crate::{FleetSnapshot, HostIdentity, HostObservation, Store, StoreError};
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
@@ -160,5 +160,18 @@ impl<E: Engine> Store for E {
 
     fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
         self.run("cannot list host observations", Retry::Idempotent, |c| c.query(&self.sql().list_observations, &[]))
+    }
+
+    fn fleet_snapshot(&self) -> Result<FleetSnapshot, StoreError> {
+        let sql = self.sql();
+        self.run("cannot read the fleet", Retry::Idempotent, |c| {
+            c.transaction(Tx::Snapshot, |c| {
+                Ok(FleetSnapshot {
+                    runtimes: c.query(&sql.list_runtime, &[])?,
+                    workers: c.query(&sql.list_workers, &[])?,
+                    observations: c.query(&sql.list_observations, &[])?,
+                })
+            })
+        })
     }
 }

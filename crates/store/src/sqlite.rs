@@ -187,6 +187,7 @@ impl Exec for Connection {
     ) -> Result<T, Fail<rusqlite::Error>> {
         self.execute_batch(match kind {
             Tx::Write => "BEGIN IMMEDIATE",
+            Tx::Snapshot => "BEGIN DEFERRED",
         })?;
         let done = op(self).and_then(|value| {
             self.execute_batch("COMMIT")?;

@@ -8,7 +8,7 @@ use fleetgate_core::runtime::RuntimeRecord;
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, worker_identity,
 };
-use fleetgate_store::{HostIdentity, HostObservation, Store, StoreError, StoreErrorKind};
+use fleetgate_store::{FleetSnapshot, HostIdentity, HostObservation, Store, StoreError, StoreErrorKind};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -146,6 +146,9 @@ impl Store for Instrumented {
     }
     fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
         self.inner.list_observations()
+    }
+    fn fleet_snapshot(&self) -> Result<FleetSnapshot, StoreError> {
+        self.inner.fleet_snapshot()
     }
 }
 

@@ -64,7 +64,9 @@ impl Exec for Session {
         self.client.query(&statement, &args.refs())?.iter().map(T::read).collect()
     }
 
-    /// A write runs at READ COMMITTED and locks the rows it decides on.
+    /// A write runs at READ COMMITTED and locks the rows it decides on; a
+    /// snapshot reads at REPEATABLE READ, so every statement sees the
+    /// transaction's one snapshot.
     fn transaction<T>(
         &mut self,
         kind: Tx,
@@ -72,6 +74,7 @@ impl Exec for Session {
     ) -> Result<T, Fail<::postgres::Error>> {
         self.client.batch_execute(match kind {
             Tx::Write => "BEGIN",
+            Tx::Snapshot => "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
         })?;
         let done = op(self).and_then(|value| {
             self.client.batch_execute("COMMIT")?;

@@ -10,6 +10,8 @@
 //!   the epoch and every expectation; a waiting `UPDATE` re-checks its `WHERE`
 //!   against the row a concurrent claim committed, so it can never renew past
 //!   that claim.
+//!   The fleet snapshot reads at REPEATABLE READ, READ ONLY: its statements
+//!   all see the one snapshot the first of them takes.
 //! * **Migrations** run in one transaction under `pg_advisory_xact_lock`, so
 //!   two processes migrating one database at once apply each exactly once.
 //! * **Time.** Timestamps are `timestamptz`: the server can compare and age

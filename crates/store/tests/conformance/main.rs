@@ -14,6 +14,7 @@ mod migrations;
 mod race;
 mod registry;
 mod runtime;
+mod snapshot;
 mod support;
 mod transient;
 
@@ -47,6 +48,8 @@ conformance! {
     runtime::runtime_rows_round_trip_and_refresh,
     runtime::runtime_rows_carry_their_host,
     runtime::observations_keep_the_newest_scan_per_host,
+    snapshot::the_fleet_snapshot_holds_what_the_lists_hold,
+    snapshot::the_fleet_snapshot_is_one_instant,
     audit::audit_appends_in_order_and_lists_the_newest,
     clock::the_store_clock_is_the_servers_where_there_is_one,
     migrations::a_fresh_store_is_at_the_current_version,
