@@ -8,7 +8,7 @@
 
 use super::view::{AUDIT_WINDOW, FleetView, Look, build};
 use crate::config::FleetConfig;
-use crate::gate::{LiveObserver, snapshot};
+use crate::gate::{LiveObserver, read_fleet, snapshot_of};
 use crate::metrics::FleetMetrics;
 use fleetgate_core::Clock;
 use fleetgate_host::probe::probe_pid;
@@ -45,11 +45,13 @@ impl std::fmt::Debug for Source {
 }
 
 impl Source {
-    /// Look once: the live snapshot, the worker rows and the newest audit entries.
+    /// Look once: the live snapshot and the worker rows (from one store read), and the
+    /// newest audit entries.
     pub fn look(&self) -> FleetView {
         let now = self.clock.now();
-        let snap = snapshot(&self.config, Ok(&*self.store), &LiveObserver::default(), now, None);
-        let workers = self.store.list_workers().map_err(|e| e.to_string());
+        let mut read = read_fleet(Ok(&*self.store));
+        let workers = read.as_mut().map(|fleet| std::mem::take(&mut fleet.workers)).map_err(|e| e.clone());
+        let snap = snapshot_of(&self.config, read, &LiveObserver::default(), now, None);
         let audit = self.store.list_audit(None, AUDIT_WINDOW).map_err(|e| e.to_string());
         let store = self.store.describe();
         let look = Look {

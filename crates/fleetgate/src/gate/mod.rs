@@ -16,4 +16,4 @@ mod snapshot;
 pub use decide::{Call, Gate, Listing, Policy};
 pub use observer::{LiveObserver, Observer, local_host, scan_host};
 pub use session::{Caller, assess_provenance, session_provenance};
-pub use snapshot::{Snapshot, assess_inventory, runtime_diagnostics, snapshot};
+pub use snapshot::{Snapshot, assess_inventory, read_fleet, runtime_diagnostics, snapshot, snapshot_of};

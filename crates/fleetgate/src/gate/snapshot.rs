@@ -1,6 +1,7 @@
-//! The fleet evidence: runtime rows from the store, this host's own process observation,
-//! signal-0 probes, each peer's environment and each checkout's HEAD, all through the
-//! [`Observer`] — handed to the pure classifier and diagnostics. The one path behind
+//! The fleet evidence: the store's runtime rows (with their hosts) and other hosts'
+//! published scans, read in one transaction ([`Store::fleet_snapshot`]); this host's own
+//! process observation, signal-0 probes, each peer's environment and each checkout's HEAD,
+//! all through the [`Observer`] — handed to the pure classifier and diagnostics. The one path behind
 //! `fleetgate inventory`, `fleetgate capability`, the control tools and the gateway's gate,
 //! so they can never disagree.
 
@@ -13,7 +14,7 @@ use fleetgate_core::inventory::{
 };
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord, RuntimeStatus};
 use fleetgate_host::procfs::ProcessSource;
-use fleetgate_store::{Store, StoreError};
+use fleetgate_store::{FleetSnapshot, Store, StoreError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -35,14 +36,14 @@ struct Rows {
     error: Option<String>,
 }
 
-fn read_rows(store: Result<&dyn Store, &StoreError>) -> Rows {
-    let read = store.map_err(|e| e.to_string()).and_then(|s| {
-        let rows = s.list_runtime().map_err(|e| e.to_string())?;
-        let observations = s.list_observations().map_err(|e| e.to_string())?;
-        Ok((rows, observations))
-    });
+/// The fleet as the store holds it, read in one transaction, or why it cannot be read.
+pub fn read_fleet(store: Result<&dyn Store, &StoreError>) -> Result<FleetSnapshot, String> {
+    store.map_err(|e| e.to_string()).and_then(|s| s.fleet_snapshot().map_err(|e| e.to_string()))
+}
+
+fn read_rows(read: Result<FleetSnapshot, String>) -> Rows {
     match read {
-        Ok((rows, observations)) => Rows {
+        Ok(FleetSnapshot { runtimes: rows, observations, .. }) => Rows {
             row_hosts: rows
                 .iter()
                 .filter_map(|r| Some((r.runtime_id.clone(), r.host.as_ref()?.host_id.clone())))
@@ -76,7 +77,18 @@ pub fn snapshot(
     now: Timestamp,
     answering_namespace: Option<&str>,
 ) -> Snapshot {
-    let read = read_rows(store);
+    snapshot_of(config, read_fleet(store), observer, now, answering_namespace)
+}
+
+/// Look at the fleet as `read` (one [`read_fleet`]) holds it, as of `now`.
+pub fn snapshot_of(
+    config: &FleetConfig,
+    read: Result<FleetSnapshot, String>,
+    observer: &dyn Observer,
+    now: Timestamp,
+    answering_namespace: Option<&str>,
+) -> Snapshot {
+    let read = read_rows(read);
     let local = observer.local_host().map(|h| h.host_id);
     let scan = scan_host(config, observer.processes());
     let probes = probe_rows(&read.rows, observer);
