@@ -20,12 +20,14 @@
 //!
 //! Each run works in a database of its own, created and dropped here.
 
-use fleetgate_core::Timestamp;
-use fleetgate_core::worker::{HeartbeatRequest, Registration};
+mod bench;
+
+use bench::{now, registration};
+use fleetgate_core::worker::HeartbeatRequest;
 use fleetgate_store::Store;
 use fleetgate_store::postgres::PostgresStore;
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 struct Opts {
     mode: String,
@@ -61,11 +63,6 @@ fn opts() -> Opts {
     o
 }
 
-fn now() -> Timestamp {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_secs();
-    Timestamp::from_unix(i64::try_from(secs).expect("in range"))
-}
-
 /// A database of its own, dropped at the end.
 struct BenchDb {
     admin: String,
@@ -92,20 +89,6 @@ impl Drop for BenchDb {
     fn drop(&mut self) {
         let _ = postgres::Client::connect(&self.admin, postgres::NoTls)
             .and_then(|mut c| c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)));
-    }
-}
-
-fn registration(identity: String, ttl: f64) -> Registration {
-    Registration {
-        worker_identity: identity,
-        client_name: "bench".into(),
-        client_instance_id: "i".into(),
-        session_id: "s".into(),
-        generation_id: "g".into(),
-        role: "author".into(),
-        profile: "p".into(),
-        pid: Some(1),
-        heartbeat_ttl_seconds: ttl,
     }
 }
 

@@ -3,8 +3,10 @@
 //!
 //! cargo run --release -p fleetgate-store --example renew_bench -- --mode fenced --procs 8 --seconds 5
 
-use fleetgate_core::Timestamp;
-use fleetgate_core::worker::{HeartbeatRequest, Registration};
+mod bench;
+
+use bench::{now, registration};
+use fleetgate_core::worker::HeartbeatRequest;
 use fleetgate_store::Store;
 use fleetgate_store::sqlite::SqliteStore;
 use std::path::{Path, PathBuf};
@@ -36,11 +38,6 @@ fn opts() -> Opts {
         }
     }
     o
-}
-
-fn now() -> Timestamp {
-    let s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    Timestamp::from_unix(s as i64)
 }
 
 fn child(o: &Opts) {
@@ -96,22 +93,7 @@ fn setup(mode: &str, db: &Path) {
         )
         .unwrap();
     } else {
-        store
-            .register(
-                &Registration {
-                    worker_identity: ID.into(),
-                    client_name: "bench".into(),
-                    client_instance_id: "i".into(),
-                    session_id: "s".into(),
-                    generation_id: "g".into(),
-                    role: "author".into(),
-                    profile: "p".into(),
-                    pid: Some(1),
-                    heartbeat_ttl_seconds: 900.0,
-                },
-                now(),
-            )
-            .unwrap();
+        store.register(&registration(ID, 900.0), now()).unwrap();
     }
 }
 
