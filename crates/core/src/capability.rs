@@ -67,6 +67,34 @@ pub struct ToolRules {
     /// Globs classified mutating whatever the downstream says (wins over `read_only`).
     #[serde(default)]
     pub mutating: Vec<String>,
+    /// What a changed downstream tool definition does (SPEC §9).
+    #[serde(default)]
+    pub pin: PinMode,
+}
+
+/// `[tools] pin`: what the gateway does with the digest of each downstream tool's definition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PinMode {
+    /// Pin the first definition seen; report a change (runtime context, inventory, audit).
+    #[default]
+    Record,
+    /// As `record`, and refuse calls of a changed tool (`tool_definition_changed`) until
+    /// an operator accepts the change.
+    Enforce,
+    /// Neither pin nor report.
+    Off,
+}
+
+impl PinMode {
+    /// The wire literal.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Record => "record",
+            Self::Enforce => "enforce",
+            Self::Off => "off",
+        }
+    }
 }
 
 /// Classify a tool: config `mutating`, then config `read_only`, then the
@@ -379,8 +407,11 @@ mod tests {
 
     #[test]
     fn classification_follows_config_then_annotation_and_defaults_to_mutating() {
-        let rules =
-            ToolRules { read_only: vec!["git_log".into(), "git_s*".into()], mutating: vec!["git_status_write".into()] };
+        let rules = ToolRules {
+            read_only: vec!["git_log".into(), "git_s*".into()],
+            mutating: vec!["git_status_write".into()],
+            ..ToolRules::default()
+        };
         assert_eq!(classify_tool("git_log", None, &rules), ToolClass::ReadOnly);
         assert_eq!(classify_tool("git_status_write", Some(true), &rules), ToolClass::Mutating);
         assert_eq!(classify_tool("echo", Some(true), &ToolRules::default()), ToolClass::ReadOnly);

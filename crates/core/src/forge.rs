@@ -43,6 +43,8 @@ pub const LEGACY_NUMBER_ARG: &str = "index";
 pub const ACTION_MERGE: &str = "merge";
 /// The workflow action of a review decision.
 pub const ACTION_REVIEW: &str = "review";
+/// The workflow action of opening a pull request (its creator is recorded, for independence).
+pub const ACTION_OPEN: &str = "open";
 
 /// What one argument of a matching call must be.
 #[derive(Clone, Copy)]
@@ -122,7 +124,14 @@ const MATRIX: &[Entry] = &[
     // update_branch, add_reviewers, remove_reviewers): the author opens and maintains; an
     // update is the author's unless it changes the state (`/state` absent or `open`); the
     // controller and the reconciler close and reopen; the merger alone merges.
-    write("pr-create", "pull_request_write", &[(METHOD, Arg::Is(&["create"]))], &["author"]),
+    Entry {
+        name: "pr-create",
+        tool: "pull_request_write",
+        args: &[(METHOD, Arg::Is(&["create"]))],
+        roles: &["author"],
+        class: Some(ToolClass::Mutating),
+        action: Some(ACTION_OPEN),
+    },
     write(
         "pr-maintain",
         "pull_request_write",

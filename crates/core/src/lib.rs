@@ -13,6 +13,7 @@ pub mod client;
 pub mod diagnostics;
 pub mod env;
 pub mod forge;
+pub mod forge_workflow;
 pub mod glob;
 pub mod heartbeat;
 pub mod interval;

@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 pub use fleetgate_core::runtime::{Binding, RosterMember as Member};
+pub use workflow::WorkflowSettings;
+
+mod workflow;
 
 /// The resolved fleet configuration.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,6 +52,8 @@ pub struct FleetConfig {
     pub forge: Option<String>,
     /// `[[rules]]`, then the forge profile's: argument-aware policy (SPEC §9).
     pub rules: RuleSet,
+    /// `[workflow]`: the pull-request workflow (SPEC §10).
+    pub workflow: WorkflowSettings,
 }
 
 /// `[http]`: principals and bounds of `fleetgate serve --transport http`.
@@ -160,6 +165,7 @@ struct RawFile {
     http: Option<RawHttp>,
     #[serde(default)]
     rules: Vec<Spanned<RawRule>>,
+    workflow: Option<workflow::RawWorkflow>,
 }
 
 /// One `[[rules]]` table as written.
@@ -285,6 +291,7 @@ impl FleetConfig {
             http: HttpSettings::default(),
             forge: None,
             rules: RuleSet::default(),
+            workflow: WorkflowSettings::default(),
         }
     }
 
@@ -362,7 +369,10 @@ impl FleetConfig {
         };
         let forge = get(|f| f.forge.clone());
         let rules = rules(text, source, raw.rules, &members, forge.as_deref())?;
+        let remote = raw.binding.as_ref().map(|b| b.remote.as_str());
+        let workflow = workflow::RawWorkflow::resolve(raw.workflow, remote).map_err(err)?;
         Ok(Self {
+            workflow,
             http,
             forge,
             rules,

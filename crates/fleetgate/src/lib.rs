@@ -16,6 +16,7 @@ pub mod doctor;
 pub mod gate;
 pub mod heartbeat;
 pub mod metrics;
+pub mod pins;
 pub mod serve;
 
 use cli::args::{Cli, Command};
@@ -89,6 +90,8 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
         Command::Audit { since, limit } => cli::gate::audit(ctx, since.as_deref(), limit),
         Command::Inventory { answering_namespace } => cli::inventory::run(ctx, answering_namespace.as_deref()),
         Command::Doctor(args) => cli::doctor::run(ctx, args),
+        Command::Pr(cmd) => cli::pr::pr(ctx, cmd),
+        Command::Tools(cmd) => cli::tools::tools(ctx, cmd),
         Command::Debug(cmd) => cli::debug::run(ctx, cmd),
         Command::Serve(_) | Command::Dashboard(_) => {
             Err(anyhow::anyhow!("long-running commands run outside the reply path"))

@@ -66,6 +66,12 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// session evidence. Records the decision in the audit log itself, under that worker.
     fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict;
 
+    /// A call [`decide`](Self::decide) allowed was forwarded and the downstream answered
+    /// `result` (an error result included): the control plane records what the answer
+    /// settles (the PR workflow's decisions, a created PR's origin, a merge's released
+    /// leases). Called from the blocking pool, like `decide`.
+    fn on_forwarded(&self, attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult);
+
     /// Orderly shutdown (stdin EOF, SIGTERM, SIGINT, the client transport failing): stop
     /// every attachment's heartbeat, retire their workers, mark the runtime row stopped.
     /// Called once, after the last call.
@@ -148,6 +154,9 @@ pub struct ControlCall<'a> {
     /// The attachment's downstream tool of a name, as the gateway last saw it listed (a
     /// control tool that judges a tool by name reads its definition here).
     pub known_tool: &'a (dyn Fn(&str) -> Option<Tool> + Sync),
+    /// The attachment's downstream, while it is connected (the workflow's control tools
+    /// read a PR's head through it).
+    pub link: Option<&'a dyn DownstreamLink>,
 }
 
 impl fmt::Debug for ControlCall<'_> {
@@ -166,6 +175,18 @@ pub struct ToolCall<'a> {
     pub tool: &'a Tool,
     /// The call's arguments, as sent.
     pub arguments: Option<&'a JsonObject>,
+    /// The attachment's downstream, for the reads the gate makes itself before deciding
+    /// (a PR's current head): never the caller's word.
+    pub link: Option<&'a dyn DownstreamLink>,
+}
+
+/// The attachment's downstream, for the control plane's own calls. The control plane runs
+/// on the blocking pool, so the call blocks there (bounded by the gateway's call timeout)
+/// while the runtime carries the exchange.
+pub trait DownstreamLink: Send + Sync + fmt::Debug {
+    /// Call `name` with `arguments` and wait for the answer: a result (possibly an error
+    /// result), or why there is none.
+    fn call_tool(&self, name: &str, arguments: JsonObject) -> Result<CallToolResult, String>;
 }
 
 /// How a downstream tool is listed to the role.

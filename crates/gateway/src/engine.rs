@@ -407,6 +407,7 @@ mod tests {
         fn decide(&self, _: AttachmentId, _: &ToolCall<'_>) -> Verdict {
             Verdict { class: ToolClass::Mutating, decision: GateDecision::allow() }
         }
+        fn on_forwarded(&self, _: AttachmentId, _: &ToolCall<'_>, _: &CallToolResult) {}
         fn on_shutdown(&self, _: &str) {}
     }
 

@@ -25,9 +25,10 @@ use crate::answers::{
     unavailable_text, unknown_tool,
 };
 use crate::channel::Channel;
-use crate::control::{ClientAttach, ControlCall, ToolCall, Verdict};
+use crate::control::{ClientAttach, ControlCall, DownstreamLink, ToolCall, Verdict};
 use crate::downstream::Connection;
 use crate::engine::{Attachment, Engine, StatelessKey};
+use crate::link::PeerLink;
 use crate::routes::{ClientFacts, InFlight};
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -453,6 +454,7 @@ impl Gateway {
             let control = self.engine.control.clone();
             let state = channel.state.clone();
             let generation = channel.link().map(|c| c.generation);
+            let link = channel.link().map(|c| PeerLink::new(&c, self.settings().call_timeout));
             let result = blocking("call_control_tool", move || {
                 let known_tool = |tool: &str| generation.and_then(|g| state.known_tool(g, tool));
                 control.call_control_tool(ControlCall {
@@ -461,6 +463,7 @@ impl Gateway {
                     arguments,
                     downstream: &status,
                     known_tool: &known_tool,
+                    link: link.as_ref().map(|l| l as &dyn DownstreamLink),
                 })
             })
             .await?;
@@ -480,16 +483,32 @@ impl Gateway {
         };
         let control = self.engine.control.clone();
         let arguments = request.params.arguments.clone();
-        let Verdict { class, decision } =
-            blocking("decide", move || control.decide(id, &ToolCall { tool: &tool, arguments: arguments.as_ref() }))
-                .await?;
+        let link = PeerLink::new(&connection, self.settings().call_timeout);
+        let (tool, arguments, Verdict { class, decision }) = blocking("decide", move || {
+            let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: Some(&link) };
+            let verdict = control.decide(id, &call);
+            (tool, arguments, verdict)
+        })
+        .await?;
         if !decision.allowed {
             tracing::info!(attachment = %id, tool = %name, %class, blocker = ?decision.blocker_kind,
                 "call refused by the gate");
             return Ok(ServerResult::CallToolResult(refusal(&name, class, &decision)));
         }
         match self.send(attachment, &connection, ClientRequest::CallToolRequest(request), context).await {
-            Ok(result) => Ok(result),
+            Ok(result) => {
+                if let ServerResult::CallToolResult(answer) = &result {
+                    let (control, answer) = (self.engine.control.clone(), answer.clone());
+                    let recorded = blocking("on_forwarded", move || {
+                        let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: None };
+                        control.on_forwarded(id, &call, &answer);
+                    });
+                    if recorded.await.is_err() {
+                        tracing::warn!(attachment = %id, tool = %name, "the forwarded call's outcome was not recorded");
+                    }
+                }
+                Ok(result)
+            }
             Err(error) => self.call_failed(channel, &name, error),
         }
     }
@@ -591,7 +610,9 @@ impl Gateway {
         context: RequestContext<RoleServer>,
         modern: bool,
     ) -> Result<ServerResult, ErrorData> {
-        if modern && REMOVED_IN_STATELESS_ERA.contains(&request.method()) {
+        // A parsed `initialize` carries a version to negotiate: the 2025 handshake, answered.
+        let handshake = matches!(request, ClientRequest::InitializeRequest(_));
+        if modern && !handshake && REMOVED_IN_STATELESS_ERA.contains(&request.method()) {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 format!("`{}` does not exist in MCP 2026-07-28", request.method()),

@@ -326,6 +326,9 @@ struct Probe {
 struct ProbeParams {
     #[serde(rename = "_meta")]
     meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Present on a 2025-style `initialize` handshake, whatever version it offers.
+    #[serde(rename = "protocolVersion")]
+    protocol_version: Option<serde_json::Value>,
 }
 
 const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -400,13 +403,17 @@ impl Gatekeeper {
         // Not JSON, or not a request: rmcp answers it.
         let Ok(probe) = serde_json::from_slice::<Probe>(body) else { return Ok(()) };
         let Some(method) = probe.method.as_deref() else { return Ok(()) };
+        // An `initialize` that offers a version is the 2025 handshake, even when the version
+        // it offers is 2026-07-28 (rmcp's client does that): it is answered, negotiated down.
+        // Only a 2026-07-28 request *named* `initialize` is the removed method.
+        let handshake = probe.params.as_ref().is_some_and(|p| p.protocol_version.is_some());
         let meta = probe.params.and_then(|p| p.meta).unwrap_or_default();
         let meta_version = meta.get(META_PROTOCOL_VERSION).and_then(serde_json::Value::as_str);
         let header_version = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok());
         let stateless = stateless_version(meta_version) || stateless_version(header_version);
         let who = principal.0.clone().unwrap_or_default();
         if method == "initialize" {
-            if stateless {
+            if stateless && !handshake {
                 let text = "`initialize` does not exist in MCP 2026-07-28".to_owned();
                 return Err(jsonrpc_refusal(StatusCode::NOT_FOUND, probe.id, -32601, text));
             }

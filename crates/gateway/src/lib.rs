@@ -32,6 +32,7 @@ mod error;
 mod frame;
 mod gateway;
 mod http;
+mod link;
 mod options;
 mod relay;
 mod routes;
@@ -41,7 +42,7 @@ mod timefmt;
 pub use answers::{CLASSIFICATION_META_KEY, DOWNSTREAM_TIMEOUT, DOWNSTREAM_UNAVAILABLE};
 pub use auth::{Principal, Principals, PrincipalsError};
 pub use control::{
-    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
+    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane, DownstreamLink,
     DownstreamState, DownstreamStatus, GateDecision, Listing, ToolCall, ToolClass, Verdict,
 };
 pub use engine::Limits;

@@ -11,15 +11,18 @@
 mod clock;
 mod engine;
 mod error;
+mod ledger;
 mod ops;
 pub mod postgres;
 mod rows;
 mod schema;
 mod sql;
 pub mod sqlite;
+mod workflow;
 
 pub use clock::StoreClock;
 pub use error::{StoreError, StoreErrorKind};
+pub use workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin, new_lease_id};
 
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
@@ -28,13 +31,14 @@ use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord,
 };
+use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrRef};
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The control-plane store. Every method is required: a wrapper that forgets
 /// to delegate one does not compile, rather than answering "unsupported" at
@@ -114,6 +118,62 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// and [`list_observations`](Self::list_observations) order them — all
     /// as of one instant, so no write lands between two of the lists.
     fn fleet_snapshot(&self) -> Result<FleetSnapshot, StoreError>;
+
+    /// Claim a PR lease as `claim.plan` says (SPEC §10), in one guarded write: the plan's
+    /// releases, the PR's expired lease of the purpose marked expired, and the new lease —
+    /// unless another live one of the purpose exists, which is answered instead. `now` is
+    /// the store's clock (the server's on PostgreSQL).
+    fn claim_pr_lease(&self, claim: &PrLeaseClaim, now: Timestamp) -> Result<PrClaimOutcome, StoreError>;
+
+    /// A PR's leases (any phase), decisions (oldest first) and origin, as of one instant.
+    fn pr_records(&self, pr: &PrRef) -> Result<PrRecords, StoreError>;
+
+    /// Advance `worker`'s live leases on `pr`: `last_activity` = `now`, expiring `ttl_seconds`
+    /// later. The number advanced.
+    fn touch_pr_leases(&self, pr: &PrRef, worker: &str, ttl_seconds: i64, now: Timestamp) -> Result<usize, StoreError>;
+
+    /// End a claimed lease with `reason` (`taken_over` marks it expired, anything else
+    /// released); with `holder`, only that worker's. False when it was not claimed (by it).
+    fn release_pr_lease(
+        &self,
+        lease_id: &str,
+        holder: Option<&str>,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Release every claimed lease of `pr` (after a merge). The number released.
+    fn release_pr_leases(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Result<usize, StoreError>;
+
+    /// Every lease (`live_only`: the claimed ones not expired at `now`), by PR.
+    fn list_pr_leases(&self, live_only: bool, now: Timestamp) -> Result<Vec<PrLease>, StoreError>;
+
+    /// Record a review decision at its head.
+    fn record_pr_decision(&self, decision: &PrDecision) -> Result<(), StoreError>;
+
+    /// Record who created a PR through a gateway; the first record stands.
+    fn record_pr_origin(&self, origin: &PrOrigin) -> Result<(), StoreError>;
+
+    /// Record the definition of `profile`'s downstream tool as seen at `now`: pinned the
+    /// first time, else kept as the last seen when its digest differs. The pin as it stands.
+    fn observe_tool(
+        &self,
+        profile: &str,
+        tool: &str,
+        digest: &str,
+        definition: &str,
+        now: Timestamp,
+    ) -> Result<ToolPin, StoreError>;
+
+    /// One tool's pin.
+    fn tool_pin(&self, profile: &str, tool: &str) -> Result<Option<ToolPin>, StoreError>;
+
+    /// Every pin (of `profile`), by profile and tool.
+    fn list_tool_pins(&self, profile: Option<&str>) -> Result<Vec<ToolPin>, StoreError>;
+
+    /// Make the definition last seen (`digest`) the pinned one. False when the tool's last
+    /// seen definition is not `digest`, or is pinned already.
+    fn accept_tool(&self, profile: &str, tool: &str, digest: &str, now: Timestamp) -> Result<bool, StoreError>;
 }
 
 /// The fleet as the store holds it at one instant ([`Store::fleet_snapshot`]).

@@ -4,7 +4,9 @@
 //! dialect ([`crate::engine`]).
 
 use crate::engine::{Engine, Exec, Retry, Tx};
+use crate::ledger;
 use crate::rows::{self, Value, text};
+use crate::workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin};
 use crate::{FleetSnapshot, HostIdentity, HostObservation, Store, StoreError};
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
@@ -12,6 +14,7 @@ use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, explain_refusal,
 };
+use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrRef};
 
 impl<E: Engine> Store for E {
     fn describe(&self) -> String {
@@ -173,5 +176,66 @@ impl<E: Engine> Store for E {
                 })
             })
         })
+    }
+
+    fn claim_pr_lease(&self, claim: &PrLeaseClaim, now: Timestamp) -> Result<PrClaimOutcome, StoreError> {
+        ledger::claim(self, claim, now)
+    }
+
+    fn pr_records(&self, pr: &PrRef) -> Result<PrRecords, StoreError> {
+        ledger::records(self, pr)
+    }
+
+    fn touch_pr_leases(&self, pr: &PrRef, worker: &str, ttl_seconds: i64, now: Timestamp) -> Result<usize, StoreError> {
+        ledger::touch(self, pr, worker, ttl_seconds, now)
+    }
+
+    fn release_pr_lease(
+        &self,
+        lease_id: &str,
+        holder: Option<&str>,
+        reason: &str,
+        _now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        ledger::release(self, lease_id, holder, reason)
+    }
+
+    fn release_pr_leases(&self, pr: &PrRef, reason: &str, _now: Timestamp) -> Result<usize, StoreError> {
+        ledger::release_pr(self, pr, reason)
+    }
+
+    fn list_pr_leases(&self, live_only: bool, now: Timestamp) -> Result<Vec<PrLease>, StoreError> {
+        ledger::list(self, live_only, now)
+    }
+
+    fn record_pr_decision(&self, decision: &PrDecision) -> Result<(), StoreError> {
+        ledger::decide(self, decision)
+    }
+
+    fn record_pr_origin(&self, origin: &PrOrigin) -> Result<(), StoreError> {
+        ledger::originate(self, origin)
+    }
+
+    fn observe_tool(
+        &self,
+        profile: &str,
+        tool: &str,
+        digest: &str,
+        definition: &str,
+        now: Timestamp,
+    ) -> Result<ToolPin, StoreError> {
+        ledger::observe(self, profile, tool, digest, definition, now)
+    }
+
+    fn tool_pin(&self, profile: &str, tool: &str) -> Result<Option<ToolPin>, StoreError> {
+        ledger::pin(self, profile, tool)
+    }
+
+    fn list_tool_pins(&self, profile: Option<&str>) -> Result<Vec<ToolPin>, StoreError> {
+        ledger::pins(self, profile)
+    }
+
+    fn accept_tool(&self, profile: &str, tool: &str, digest: &str, now: Timestamp) -> Result<bool, StoreError> {
+        ledger::accept(self, profile, tool, digest, now)
     }
 }

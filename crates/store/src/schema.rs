@@ -136,6 +136,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         add: &[("runtimes", "host_id", "TEXT"), ("runtimes", "host_boot_id", "TEXT")],
     },
     Migration { version: 5, name: "audit principal", create: "", add: &[("audit_log", "principal", "TEXT")] },
+    Migration { version: 6, name: "PR workflow and tool pins", create: crate::ledger::CREATE, add: &[] },
 ];
 
 /// The migrations a store at `current` still needs to reach `target`, or

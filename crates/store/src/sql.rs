@@ -72,6 +72,8 @@ pub(crate) struct Sql {
     pub publish_observation: String,
     /// Every host's observation, by host id.
     pub list_observations: String,
+    /// Schema v6's: the PR workflow and the tool pins.
+    pub ledger: crate::ledger::LedgerSql,
 }
 
 /// `$1, $2, …, $n`.
@@ -151,6 +153,7 @@ impl Sql {
                 set_excluded(&OBSERVATION[1..])
             )),
             list_observations: sql(format!("SELECT {observation} FROM host_observations ORDER BY host_id")),
+            ledger: crate::ledger::LedgerSql::new(d),
         }
     }
 }

@@ -82,9 +82,69 @@ pub enum Command {
     /// Check each LLM client's MCP configuration against the roster (exit 0 clean, 3 findings,
     /// 1 a file that cannot be read); `--fix` shows the repair, `--fix --apply` writes it.
     Doctor(DoctorArgs),
+    /// The pull-request workflow: leases and the decisions pinned to heads (SPEC §10).
+    #[command(subcommand)]
+    Pr(PrCommand),
+    /// Pinned downstream tool definitions: list them, accept a changed one (SPEC §9).
+    #[command(subcommand)]
+    Tools(ToolsCommand),
     /// Diagnostics for operators and tests (renewal loops, store soak).
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
+}
+
+/// `fleetgate pr …`
+#[derive(Debug, Subcommand)]
+pub enum PrCommand {
+    /// The live PR leases (`--all`: released and expired ones too).
+    List {
+        /// Every lease, not only the live ones.
+        #[arg(long)]
+        all: bool,
+    },
+    /// One PR: its leases, its decisions, the forge's head and what a merge still needs.
+    Show {
+        /// The PR number.
+        pr: u64,
+        /// Repository owner (default: the roster's [binding] org).
+        #[arg(long)]
+        owner: Option<String>,
+        /// Repository name (default: the roster's [binding] repo).
+        #[arg(long)]
+        repo: Option<String>,
+    },
+    /// Release a lease (`LEASE_ID --reason R`), or every live lease whose PR the forge reports
+    /// merged or closed (`--stale`).
+    Release {
+        /// The lease to release.
+        #[arg(required_unless_present = "stale", conflicts_with = "stale")]
+        lease_id: Option<String>,
+        /// Why (recorded on the lease).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Release the leases of merged or closed PRs.
+        #[arg(long)]
+        stale: bool,
+    },
+}
+
+/// `fleetgate tools …`
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// The pinned tool definitions and the ones that changed since.
+    List {
+        /// Only this profile's downstream.
+        #[arg(long)]
+        profile: Option<String>,
+    },
+    /// Accept the definitions seen last as the pinned ones (every changed tool when none is named).
+    Accept {
+        /// Only this profile's downstream.
+        #[arg(long)]
+        profile: Option<String>,
+        /// The tools to accept.
+        tools: Vec<String>,
+    },
 }
 
 /// `fleetgate doctor`

@@ -92,7 +92,15 @@ pub fn capability_reply(
         Some(identity) => Caller::Worker { identity, generation: None },
         None => Caller::Nobody("no --worker was given: no live worker owns a session here".into()),
     };
-    let call = Call { member, tool, read_only_hint: read_only_hint.then_some(true), arguments, caller };
+    let forge = super::forge::CommandForge::new(&gate.config().workflow.forge_command);
+    let call = Call {
+        member,
+        tool,
+        read_only_hint: read_only_hint.then_some(true),
+        arguments,
+        caller,
+        forge: forge.as_ref().map(|f| f as _),
+    };
     let verdict = gate.resolve(&call, now);
     let text = match verdict.blocker_kind {
         None => format!("allowed: {profile} may call {tool} ({})", verdict.classification),

@@ -23,6 +23,9 @@ pub fn run(ctx: &Ctx, answering: Option<&str>) -> anyhow::Result<Reply> {
     // tool answers the same two).
     let mut value = serde_json::to_value(&snap.inventory)?;
     value["runtime_diagnostics"] = serde_json::json!(snap.diagnostics);
+    if let Ok(store) = ctx.store() {
+        value["tool_changes"] = serde_json::json!(crate::pins::changes(&*store, None));
+    }
     Ok(Reply { value, text, exit })
 }
 

@@ -5,6 +5,7 @@
 use super::observer::Observer;
 use super::session::{Caller, session_provenance};
 use super::snapshot::{Snapshot, snapshot};
+use super::workflow::{self, ForgeReader, WorkflowCall};
 use crate::audit::Auditor;
 use crate::config::{FleetConfig, Member};
 use fleetgate_core::Timestamp;
@@ -32,6 +33,14 @@ pub struct Call<'a> {
     pub arguments: Option<&'a Map<String, Value>>,
     /// Who makes it.
     pub caller: Caller<'a>,
+    /// Where the PR workflow reads a PR's current head (a gateway: its downstream).
+    pub forge: Option<&'a dyn ForgeReader>,
+}
+
+impl std::fmt::Debug for dyn ForgeReader + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ForgeReader")
+    }
 }
 
 /// The role policy of one call, as [`Gate::policy`] decides it.
@@ -191,6 +200,79 @@ impl Gate {
     /// The verdict for `call` as of `now`, gathering the live evidence only when the call
     /// can need it. Records nothing.
     pub fn resolve(&self, call: &Call<'_>, now: Timestamp) -> Capability {
+        self.judge(call, now)
+    }
+
+    /// Under `[tools] pin = "enforce"`: why `tool`'s definition may not be used (it changed
+    /// since it was pinned, or the pin cannot be read). Otherwise nothing.
+    fn changed_definition(&self, profile: &str, tool: &str) -> Option<String> {
+        if self.config.tools.pin != fleetgate_core::capability::PinMode::Enforce {
+            return None;
+        }
+        match self.store.tool_pin(profile, tool) {
+            Ok(Some(pin)) if pin.changed() => Some(crate::pins::change_reason(&pin)),
+            Ok(_) => None,
+            Err(e) => Some(format!("the pinned definition of {tool} cannot be read: {e}")),
+        }
+    }
+
+    /// The caller as the workflow knows it: its worker's client and session.
+    pub fn actor(&self, call: &Call<'_>) -> Result<fleetgate_core::workflow::Actor, String> {
+        let Caller::Worker { identity, .. } = &call.caller else {
+            return Err("no worker makes this call".into());
+        };
+        let row = self.store.get_worker(identity).map_err(|e| format!("the registry cannot be read: {e}"))?;
+        let row = row.ok_or_else(|| format!("worker {identity} is not registered"))?;
+        Ok(fleetgate_core::workflow::Actor {
+            worker: row.worker_identity,
+            profile: call.member.profile.clone(),
+            client: row.client_name,
+            session: row.session_id,
+        })
+    }
+
+    fn workflow_call<'c>(
+        &'c self,
+        call: &'c Call<'_>,
+        action: &'c str,
+        actor: &'c fleetgate_core::workflow::Actor,
+    ) -> WorkflowCall<'c> {
+        WorkflowCall {
+            action,
+            arguments: call.arguments,
+            actor,
+            remote: &self.config.workflow.remote,
+            independence: self.config.workflow.independent_review,
+        }
+    }
+
+    /// The PR workflow's half of an allowed call whose rule names an action.
+    fn judge_workflow(
+        &self,
+        call: &Call<'_>,
+        action: &str,
+        now: Timestamp,
+    ) -> Result<(), fleetgate_core::workflow::Refusal> {
+        let actor = self.actor(call).map_err(|why| fleetgate_core::workflow::Refusal {
+            blocker_kind: fleetgate_core::BlockerKind::SessionAttachmentMissing,
+            reasons: vec![why],
+            operator_action: "attach a live worker to this session before a workflow call".into(),
+        })?;
+        workflow::judge(&*self.store, call.forge, &self.workflow_call(call, action, &actor), now)
+    }
+
+    /// After a forwarded call the downstream accepted: record what it settles for the PR
+    /// workflow (a decision at its head, an opened PR's creator, a merge's released leases).
+    pub fn settle(&self, call: &Call<'_>, answer: Option<&Value>, now: Timestamp) {
+        let Some(action) = self.policy(call).action else { return };
+        let Ok(actor) = self.actor(call) else { return };
+        let wcall = self.workflow_call(call, &action, &actor);
+        if let Err(e) = workflow::settle(&*self.store, call.forge, &wcall, answer, now) {
+            tracing::warn!(tool = call.tool, error = %e, "the workflow outcome of a forwarded call was not recorded");
+        }
+    }
+
+    fn judge(&self, call: &Call<'_>, now: Timestamp) -> Capability {
         let member = call.member;
         let policy = self.policy(call);
         let class = policy.class;
@@ -204,23 +286,42 @@ impl Gate {
             role_refusal: policy.refusal.as_ref(),
             evidence,
         };
+        if role_permitted && let Some(why) = self.changed_definition(&member.profile, call.tool) {
+            let mut verdict = resolve_task_capability(&input(None));
+            verdict.allowed = false;
+            verdict.blocker_kind = Some(fleetgate_core::BlockerKind::ToolDefinitionChanged);
+            verdict.blocked_reasons = vec![why];
+            verdict.operator_action = Some(fleetgate_core::capability::TOOL_CHANGED_ACTION.into());
+            return verdict;
+        }
         if !needs_evidence(class, role_permitted) {
             return resolve_task_capability(&input(None));
         }
         let snap = self.snapshot(now, Some(&member.namespace));
         let provenance = session_provenance(&*self.store, &*self.observer, &call.caller, &self.config.env_prefix, now);
-        resolve_task_capability(&input(Some(Evidence {
+        let mut verdict = resolve_task_capability(&input(Some(Evidence {
             diagnostics: &snap.diagnostics,
             provenance: &provenance,
             inventory: &snap.inventory,
-        })))
+        })));
+        let Some(action) = policy.action.as_deref().filter(|_| verdict.allowed) else { return verdict };
+        if let Err(refusal) = self.judge_workflow(call, action, now) {
+            verdict.allowed = false;
+            verdict.blocker_kind = Some(refusal.blocker_kind);
+            verdict.blocked_reasons = refusal.reasons;
+            verdict.operator_action = Some(refusal.operator_action);
+        }
+        verdict
     }
 
     /// A real call: [`resolve`](Self::resolve), and record the decision in the audit log
     /// under the caller's worker and principal. An entry that is not known to be stored
     /// adds its reason to the verdict; it is never silent.
     pub fn decide(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Capability {
-        let mut verdict = self.resolve(call, now);
+        let mut verdict = self.judge(call, now);
+        if verdict.allowed {
+            self.touch_leases(call, now);
+        }
         let Some(auditor) = &self.auditor else { return verdict };
         let worker = match &call.caller {
             Caller::Worker { identity, .. } => Some((*identity).to_owned()),
@@ -241,5 +342,25 @@ impl Gate {
             verdict.blocked_reasons.push(problem);
         }
         verdict
+    }
+
+    /// Record `entry` in the audit log (a gate without an auditor records nothing).
+    pub fn record(&self, entry: AuditEntry) {
+        if let Some(auditor) = &self.auditor
+            && let Some(problem) = auditor.record(entry).problem()
+        {
+            tracing::warn!(%problem, "an audit entry was not stored");
+        }
+    }
+
+    /// A gated call of a lease holder on its PR advances the lease's `last_activity`.
+    fn touch_leases(&self, call: &Call<'_>, now: Timestamp) {
+        let Caller::Worker { identity, .. } = &call.caller else { return };
+        let Some(target) = call.arguments.and_then(fleetgate_core::forge_workflow::pr_target) else { return };
+        let pr = target.key(&self.config.workflow.remote);
+        let ttl = self.config.workflow.lease_ttl_seconds;
+        if let Err(e) = self.store.touch_pr_leases(&pr, identity, ttl, now) {
+            tracing::warn!(%pr, error = %e, "a lease's last activity was not advanced");
+        }
     }
 }

@@ -12,6 +12,7 @@ mod decide;
 mod observer;
 mod session;
 mod snapshot;
+pub mod workflow;
 
 pub use decide::{Call, Gate, Listing, Policy};
 pub use observer::{LiveObserver, Observer, local_host, scan_host};

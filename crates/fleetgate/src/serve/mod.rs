@@ -12,6 +12,7 @@ mod plane;
 mod row;
 mod run;
 mod tools;
+mod workflow;
 
 pub use identity::Identity;
 pub use plane::{FleetControl, Transport};

@@ -16,6 +16,7 @@ use super::attachments::{Attachments, Client, Registrar};
 use super::identity::Identity;
 use super::row::{RowKeeper, runtime_row};
 use super::tools;
+use super::workflow::LinkForge;
 use crate::config::FleetConfig;
 use crate::gate::{Call, Caller, Gate};
 use fleetgate_core::env::{EnvKey, EnvSnapshot};
@@ -64,6 +65,7 @@ pub struct FleetControl {
     /// Made inside the gateway's runtime, when the transport is bound.
     supervisor: OnceLock<Supervisor>,
     generation: String,
+    pins: crate::pins::Pins,
 }
 
 impl std::fmt::Debug for FleetControl {
@@ -99,6 +101,7 @@ impl FleetControl {
             attachments: Attachments::default(),
             supervisor: OnceLock::new(),
             generation,
+            pins: crate::pins::Pins::default(),
         }
     }
 
@@ -140,6 +143,72 @@ impl FleetControl {
     /// The decision clock's now.
     pub fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// Record a control tool's workflow decision (a lease claimed or refused, released) in
+    /// the audit log, under the attachment's worker, with the PR and head in its reasons.
+    pub(super) fn record_control(
+        &self,
+        attachment: AttachmentId,
+        tool: &str,
+        allowed: bool,
+        blocker: Option<fleetgate_core::BlockerKind>,
+        reasons: Vec<String>,
+    ) {
+        let worker = self.attachments.worker_of(attachment);
+        let (worker, principal) = worker.map_or((None, None), |(w, p)| (Some(w), p));
+        self.gate.record(fleetgate_core::audit::AuditEntry {
+            id: None,
+            at: self.now(),
+            profile: self.identity.member.profile.clone(),
+            worker_identity: worker,
+            tool: format!("{}{tool}", self.config().tool_prefix),
+            allowed,
+            blocker_kind: blocker.map(|k| k.as_str().to_owned()),
+            reasons,
+            principal,
+        });
+    }
+
+    fn call_of<'a>(
+        &'a self,
+        attachment: AttachmentId,
+        call: &'a ToolCall<'a>,
+        worker: &'a Option<(String, Option<String>)>,
+        forge: Option<&'a dyn crate::gate::workflow::ForgeReader>,
+    ) -> Call<'a> {
+        let caller = match worker {
+            Some((identity, _)) => Caller::Worker { identity, generation: Some(&self.generation) },
+            None => Caller::Nobody(format!("no worker is attached to this gateway for {attachment}")),
+        };
+        Call {
+            member: &self.identity.member,
+            tool: &call.tool.name,
+            read_only_hint: call.tool.annotations.as_ref().and_then(|a| a.read_only_hint),
+            arguments: call.arguments,
+            caller,
+            forge,
+        }
+    }
+
+    /// Pin or check `tool`'s definition (unless `[tools] pin = "off"`); a change seen for
+    /// the first time is reported in the audit log.
+    fn observe_definition(&self, tool: &Tool, worker: Option<String>) {
+        let mode = self.config().tools.pin;
+        if mode == fleetgate_core::capability::PinMode::Off {
+            return;
+        }
+        let now = self.now();
+        match self.pins.observe(&**self.gate.store(), &self.identity.member.profile, tool, now) {
+            Ok(Some(changed)) => {
+                tracing::warn!(tool = %tool.name, pinned = %changed.pinned_digest, seen = %changed.seen_digest,
+                    "a downstream tool's definition changed since it was pinned");
+                let enforced = mode == fleetgate_core::capability::PinMode::Enforce;
+                self.gate.record(crate::pins::change_entry(&changed, worker, now, enforced));
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(tool = %tool.name, error = %e, "the tool definition could not be pinned"),
+        }
     }
 
     fn client_managed(&self) -> bool {
@@ -212,6 +281,7 @@ impl ControlPlane for FleetControl {
     }
 
     fn list_tool(&self, tool: &Tool) -> Listing {
+        self.observe_definition(tool, None);
         let hint = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
         let listing = self.gate.listing(&self.identity.member.role, &tool.name, hint);
         let mut meta = fleetgate_gateway::rmcp::model::JsonObject::new();
@@ -223,24 +293,11 @@ impl ControlPlane for FleetControl {
 
     fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
         let worker = self.attachments.worker_of(attachment);
-        let (caller, principal) = match &worker {
-            Some((identity, principal)) => {
-                (Caller::Worker { identity, generation: Some(&self.generation) }, principal.clone())
-            }
-            None => (Caller::Nobody(format!("no worker is attached to this gateway for {attachment}")), None),
-        };
-        let hint = call.tool.annotations.as_ref().and_then(|a| a.read_only_hint);
-        let verdict = self.gate.decide(
-            &Call {
-                member: &self.identity.member,
-                tool: &call.tool.name,
-                read_only_hint: hint,
-                arguments: call.arguments,
-                caller,
-            },
-            self.clock.now(),
-            principal,
-        );
+        self.observe_definition(call.tool, worker.as_ref().map(|(w, _)| w.clone()));
+        let principal = worker.as_ref().and_then(|(_, p)| p.clone());
+        let forge = call.link.map(LinkForge);
+        let gated = self.call_of(attachment, call, &worker, forge.as_ref().map(|f| f as _));
+        let verdict = self.gate.decide(&gated, self.clock.now(), principal);
         let decision = match verdict.blocker_kind {
             None => GateDecision {
                 allowed: true,
@@ -251,6 +308,17 @@ impl ControlPlane for FleetControl {
             Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
         };
         Verdict { class: verdict.classification, decision }
+    }
+
+    fn on_forwarded(&self, attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult) {
+        if result.is_error == Some(true) {
+            return;
+        }
+        let worker = self.attachments.worker_of(attachment);
+        let forge = call.link.map(LinkForge);
+        let gated = self.call_of(attachment, call, &worker, forge.as_ref().map(|f| f as _));
+        let answer = crate::gate::workflow::answer_json(result);
+        self.gate.settle(&gated, answer.as_ref(), self.clock.now());
     }
 
     fn on_shutdown(&self, reason: &str) {

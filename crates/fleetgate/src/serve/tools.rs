@@ -1,10 +1,14 @@
-//! The control tools a gateway serves, named with the fleet's tool prefix, all read-only:
+//! The control tools a gateway serves, named with the fleet's tool prefix:
 //! `…get_runtime_context`, `…assess_fleet_inventory`, `…resolve_task_capability`,
-//! `…assess_master_parity`. Their arguments and answers are serde structs (the wire
+//! `…assess_master_parity`, and the PR workflow's `…claim_pr_lease`, `…release_pr_lease`,
+//! `…list_pr_leases`, `…assess_pr` (`serve::workflow`). All are read-only towards the
+//! forge; the claim and the release change fleetgate's own lease table, so they are not
+//! annotated read-only. Their arguments and answers are serde structs (the wire
 //! shapes); their input schemas are derived from the argument structs. None takes evidence
 //! from the caller: an argument a tool does not declare is refused.
 
 use super::plane::FleetControl;
+use super::workflow;
 use crate::gate::{Call, Caller};
 use fleetgate_core::diagnostics::stale_runtime_diagnostic;
 use fleetgate_core::env::{UnsupportedOverride, unconsumed_env_overrides};
@@ -75,19 +79,24 @@ struct RuntimeContext<'a> {
     provenance: fleetgate_core::provenance::Provenance,
     env_diagnostics: EnvDiagnostics<'a>,
     downstream: Value,
+    tool_changes: Vec<Value>,
     store: String,
     read_only: bool,
 }
 
 /// The four tools' definitions, with `prefix`.
 pub fn definitions(prefix: &str) -> Vec<Tool> {
-    fn tool<A: JsonSchema>(name: String, description: &str) -> Tool {
+    fn writer<A: JsonSchema>(name: String, description: &str) -> Tool {
         let schema = serde_json::to_value(schemars::schema_for!(A)).unwrap_or_else(|_| json!({ "type": "object" }));
         let mut schema = schema.as_object().cloned().unwrap_or_default();
         schema.remove("$schema");
         schema.remove("title");
         Tool::new(name, description.to_owned(), Arc::new(schema))
-            .with_annotations(ToolAnnotations::new().read_only(true))
+            .with_annotations(ToolAnnotations::new().read_only(false).destructive(false))
+    }
+    fn tool<A: JsonSchema>(name: String, description: &str) -> Tool {
+        let t = writer::<A>(name, description);
+        t.with_annotations(ToolAnnotations::new().read_only(true))
     }
     vec![
         tool::<NoArgs>(
@@ -106,6 +115,18 @@ pub fn definitions(prefix: &str) -> Vec<Tool> {
         tool::<NoArgs>(
             format!("{prefix}assess_master_parity"),
             "This server's startup revision against its checkout's current HEAD.",
+        ),
+        writer::<workflow::ClaimArgs>(
+            format!("{prefix}claim_pr_lease"),
+            "Claim a review or merge lease on a pull request at its current head (read from the forge). Review \
+             decisions and merges are only forwarded under a live lease at the PR's current head.",
+        ),
+        writer::<workflow::ReleaseArgs>(format!("{prefix}release_pr_lease"), "Release a PR lease this session holds."),
+        tool::<NoArgs>(format!("{prefix}list_pr_leases"), "The fleet's live PR leases."),
+        tool::<workflow::PrArgs>(
+            format!("{prefix}assess_pr"),
+            "A pull request's live leases, its decisions at the current head and earlier ones, and what a merge \
+             at the current head still needs.",
         ),
     ]
 }
@@ -150,6 +171,7 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
                 let mut v = serde_json::to_value(&snap.inventory).unwrap_or_default();
                 v["summary"] = json!(fleetgate_core::inventory::summarize(&snap.inventory));
                 v["runtime_diagnostics"] = json!(snap.diagnostics);
+                v["tool_changes"] = json!(crate::pins::changes(&**plane.gate().store(), None));
                 CallToolResult::structured(v)
             }
             Err(refused) => refused,
@@ -158,6 +180,7 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
             Ok(resolve) => {
                 let hint = (call.known_tool)(&resolve.tool).and_then(|t| t.annotations.and_then(|a| a.read_only_hint));
                 let worker = plane.attachments().worker_of(call.attachment);
+                let forge = call.link.map(super::workflow::LinkForge);
                 let caller = match &worker {
                     Some((identity, _)) => Caller::Worker { identity, generation: Some(plane.generation()) },
                     None => Caller::Nobody(format!("no worker is attached to this gateway for {}", call.attachment)),
@@ -169,6 +192,7 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
                         read_only_hint: hint,
                         arguments: resolve.arguments.as_ref(),
                         caller,
+                        forge: forge.as_ref().map(|f| f as _),
                     },
                     plane.now(),
                 );
@@ -178,6 +202,24 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
         },
         "assess_master_parity" => match args::<NoArgs>(name, call.arguments, &[]) {
             Ok(_) => answer(&parity(plane)),
+            Err(refused) => refused,
+        },
+        "claim_pr_lease" => {
+            match args::<workflow::ClaimArgs>(name, call.arguments, &["pr", "head", "purpose", "owner", "repo"]) {
+                Ok(claim) => workflow::claim(plane, call.attachment, call.link, claim),
+                Err(refused) => refused,
+            }
+        }
+        "release_pr_lease" => match args::<workflow::ReleaseArgs>(name, call.arguments, &["lease_id"]) {
+            Ok(release) => workflow::release(plane, call.attachment, release),
+            Err(refused) => refused,
+        },
+        "list_pr_leases" => match args::<NoArgs>(name, call.arguments, &[]) {
+            Ok(_) => workflow::list(plane),
+            Err(refused) => refused,
+        },
+        "assess_pr" => match args::<workflow::PrArgs>(name, call.arguments, &["pr", "owner", "repo"]) {
+            Ok(pr) => workflow::assess(plane, call.link, pr),
             Err(refused) => refused,
         },
         _ => error(format!("unknown control tool {name}")),
@@ -252,6 +294,7 @@ fn runtime_context(
             unsupported: unconsumed_env_overrides(plane.env(), &config.env_prefix, &config.pass_through_env),
         },
         downstream: downstream.to_json(),
+        tool_changes: crate::pins::changes(&**gate.store(), Some(&id.member.profile)),
         store: gate.store().describe(),
         read_only: true,
     })

@@ -10,25 +10,11 @@
 //! The forge fixture itself is checked first, without gateways: its listing variant, and
 //! that processes sharing a repository share one forge.
 
-use crate::support::{Client, FleetDir, bare_repo, forge_fixture, git, roster, serial, wait_until};
+use crate::support::{Client, FleetDir, answer, at, bare_repo, forge_fixture, git, roster, serial, wait_until};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 const ROLES: [&str; 5] = ["author", "reviewer", "merger", "controller", "reconciler"];
-
-/// The repository every call names (the fixture's default slug).
-fn at(mut args: Value) -> Value {
-    args["owner"] = json!("fleet");
-    args["repo"] = json!("forge");
-    args
-}
-
-/// A successful forge answer's JSON.
-fn answer(call: (bool, String, Value)) -> Value {
-    let (err, text, _) = call;
-    assert!(!err, "the call failed: {text}");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
 
 /// The fixture alone under the Python SDK client.
 fn fixture_client(bare: &Path, extra: &[&str]) -> Client {
@@ -126,6 +112,7 @@ fn fixture_processes_on_one_repository_share_one_forge() {
 
 /// The fleet: five gateways, one per role, each before its own forge fixture process.
 struct Fleet {
+    _dir: tempfile::TempDir,
     f: FleetDir,
     bare: PathBuf,
     clients: Vec<Client>,
@@ -134,11 +121,15 @@ struct Fleet {
 
 impl Fleet {
     fn start() -> Self {
-        let config = roster("forge", &ROLES, "").replacen("[fleet]\n", "[fleet]\nforge = \"gitea-mcp\"\n", 1);
-        let f = FleetDir::new(&config);
-        let bare = bare_repo(f.dir.path(), "forge.git", &f.repo());
+        let dir = tempfile::tempdir().unwrap();
         let fixture = forge_fixture().display().to_string();
+        let bare = dir.path().join("forge.git");
         let bare_s = bare.display().to_string();
+        let workflow = format!("[workflow]\nforge_command = [{fixture:?}, \"--repo\", {bare_s:?}]\n");
+        let config = roster("forge", &ROLES, &workflow).replacen("[fleet]\n", "[fleet]\nforge = \"gitea-mcp\"\n", 1);
+        let f = FleetDir::new(&config);
+        let made = bare_repo(dir.path(), "forge.git", &f.repo());
+        assert_eq!(made, bare);
         let mut clients: Vec<Client> = ROLES
             .iter()
             .map(|r| {
@@ -154,7 +145,7 @@ impl Fleet {
                 ctx["worker"]["worker_identity"].as_str().unwrap().to_owned()
             })
             .collect();
-        Self { f, bare, clients, workers }
+        Self { _dir: dir, f, bare, clients, workers }
     }
 
     fn who(role: &str) -> usize {
@@ -182,6 +173,14 @@ impl Fleet {
             worker,
             "--json",
         ])
+    }
+
+    /// `role` claims a `purpose` lease on PR `number` at `head`.
+    fn lease(&mut self, role: &str, number: i64, head: &str, purpose: &str) -> Value {
+        let claim = at(json!({ "pr": number, "head": head, "purpose": purpose }));
+        let (err, text, v) = self.clients[Self::who(role)].call("gitea_claim_pr_lease", claim);
+        assert!(!err && v["allowed"] == true, "{role} could not claim: {text}");
+        v["lease"].clone()
     }
 
     fn git(&self, args: &[&str]) -> String {
@@ -231,9 +230,6 @@ fn forge_calls_are_decided_by_method_and_role_on_every_path() {
     let text = refused_by(fleet.call("reviewer", "pull_request_write", merge.clone()), "gitea-mcp:pr-merge");
     assert!(text.contains("/method = \"merge\"") && text.contains("merger"), "{text}");
     assert_eq!(fleet.git(&["rev-parse", "main"]), main_before, "nothing merged");
-    // The reviewer reviews (their call is forwarded).
-    let review = json!({ "method": "create", "pull_number": number, "state": "APPROVED", "body": "LGTM" });
-    assert_eq!(answer(fleet.call("reviewer", "pull_request_review_write", review))["state"], "APPROVED");
 
     // An invented method is no role's, and never reaches the forge.
     let invented = json!({ "method": "frobnicate", "pull_number": number });
@@ -255,7 +251,12 @@ fn forge_calls_are_decided_by_method_and_role_on_every_path() {
     assert_eq!(seen["head"]["sha"].as_str().unwrap(), head.trim(), "the current head, read from the branch");
     assert_eq!((seen["state"].as_str(), seen["merged"].as_bool()), (Some("open"), Some(false)));
 
-    // The merger merges: forwarded, and the base branch really has it.
+    // The reviewer approves under a review lease at the current head (the PR workflow,
+    // `tests/e2e/workflow.rs`, tells the refusals), and the merger merges under a merge lease.
+    fleet.lease("reviewer", number, head.trim(), "review");
+    let review = json!({ "method": "create", "pull_number": number, "state": "APPROVED", "body": "LGTM" });
+    assert_eq!(answer(fleet.call("reviewer", "pull_request_review_write", review))["state"], "APPROVED");
+    fleet.lease("merger", number, head.trim(), "merge");
     let merged = answer(fleet.call("merger", "pull_request_write", merge.clone()));
     assert_eq!(merged["merged"], true, "{merged}");
     let log = fleet.git(&["log", "--format=%s", "main"]);
@@ -267,9 +268,12 @@ fn forge_calls_are_decided_by_method_and_role_on_every_path() {
     assert_eq!((after["merged"].as_bool(), after["state"].as_str()), (Some(true), Some("closed")), "{after}");
 
     // The same verdicts through `fleetgate capability --args`.
+    // (The merger's merge, asked again after it happened, meets the PR workflow: its lease
+    // was released by the merge, so the CLI, reading the forge through `[workflow]
+    // forge_command`, refuses it as a gateway would.)
     let verdicts = [
-        ("reviewer", "pull_request_write", merge.clone(), Some("gitea-mcp:pr-merge")),
-        ("merger", "pull_request_write", merge.clone(), None),
+        ("reviewer", "pull_request_write", merge.clone(), Some(("role_not_permitted", "gitea-mcp:pr-merge"))),
+        ("merger", "pull_request_write", merge.clone(), Some(("approval_required", "no live merge lease"))),
         ("author", "pull_request_write", create, None),
         ("reviewer", "pull_request_review_write", json!({ "method": "create", "pull_number": number }), None),
     ];
@@ -277,9 +281,9 @@ fn forge_calls_are_decided_by_method_and_role_on_every_path() {
         let v = fleet.capability(role, tool, &args);
         match refusal {
             None => assert_eq!(v["allowed"], true, "{role} {tool} {args}: {v}"),
-            Some(rule) => {
-                assert_eq!(v["blocker_kind"], "role_not_permitted", "{v}");
-                assert!(v["blocked_reasons"][0].as_str().unwrap().contains(rule), "{v}");
+            Some((blocker, needle)) => {
+                assert_eq!(v["blocker_kind"], blocker, "{v}");
+                assert!(v["blocked_reasons"][0].as_str().unwrap().contains(needle), "{v}");
             }
         }
     }
@@ -314,6 +318,7 @@ fn forge_calls_are_decided_by_method_and_role_on_every_path() {
     assert_eq!(refusals("gitea-mcp:pr-other"), ROLES.len(), "{audit}");
     let allowed = |tool: &str| entries.iter().filter(|e| e["tool"] == tool && e["allowed"] == true).count();
     assert_eq!(allowed("pull_request_write"), 2, "the create and the merge: {audit}");
+    assert_eq!(allowed("gitea_claim_pr_lease"), 2, "the review and the merge lease: {audit}");
     assert!(allowed("create_or_update_file") == 2 && allowed("pull_request_review_write") == 1, "{audit}");
     fleet.stop();
 }

@@ -86,7 +86,7 @@ impl Drop for HttpGateway {
 }
 
 /// The headers a stateless (2026-07-28) request carries.
-const STATELESS: &str = "2026-07-28";
+pub const STATELESS: &str = "2026-07-28";
 
 /// A keep-alive HTTP client for raw requests to one gateway.
 pub struct Raw {

@@ -16,3 +16,4 @@ mod httpkit;
 mod lifecycle;
 mod routing;
 mod support;
+mod workflow;

@@ -5,7 +5,7 @@
 //! JSON-RPC error body. Through the real binary, the official Python SDK client on both
 //! sides (`tests/peers/elicit_server.py` downstream) and raw HTTP.
 
-use crate::httpkit::{HttpGateway, Raw, eventually, refused_start};
+use crate::httpkit::{HttpGateway, Raw, STATELESS, eventually, refused_start};
 use crate::support::{FleetDir, peer, roster, serial};
 use serde_json::{Value, json};
 use std::process::Command;
@@ -222,5 +222,24 @@ fn a_batch_over_http_gets_a_jsonrpc_error_body() {
     assert_eq!(answer.body["id"], Value::Null, "{answer:?}");
     // The gateway keeps serving.
     assert_eq!(raw.initialize("after", None).status, 200);
+    g.stop();
+}
+
+#[test]
+fn an_initialize_offering_2026_07_28_is_negotiated_down_and_the_bare_method_is_removed() {
+    let _serial = serial();
+    let f = FleetDir::new(&config());
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    let raw = Raw::new(&g);
+    // rmcp's own client opens a session this way: the handshake, offering the newest version.
+    let handshake = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": STATELESS, "capabilities": {}, "clientInfo": { "name": "rmcp", "version": "3" } } });
+    let answer = raw.post(&handshake, &[("MCP-Protocol-Version", STATELESS)]);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.body["result"]["protocolVersion"], "2025-11-25", "negotiated down: {answer:?}");
+    // A 2026-07-28 request named `initialize` with no handshake in it is the removed method.
+    let removed = raw.stateless(2, "initialize", json!({}), "new", None);
+    assert_eq!(removed.status, 404, "{removed:?}");
+    assert_eq!(removed.body["error"]["code"], -32601, "{removed:?}");
     g.stop();
 }

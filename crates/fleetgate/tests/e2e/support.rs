@@ -294,3 +294,17 @@ pub fn bare_repo(dir: &Path, name: &str, checkout: &Path) -> PathBuf {
     git(checkout, &["push", "-q", &bare.display().to_string(), "HEAD:refs/heads/main"]);
     bare
 }
+
+/// The repository every call names (the fixture's default slug).
+pub fn at(mut args: serde_json::Value) -> serde_json::Value {
+    args["owner"] = serde_json::json!("fleet");
+    args["repo"] = serde_json::json!("forge");
+    args
+}
+
+/// A successful forge answer's JSON.
+pub fn answer(call: (bool, String, serde_json::Value)) -> serde_json::Value {
+    let (err, text, _) = call;
+    assert!(!err, "the call failed: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}

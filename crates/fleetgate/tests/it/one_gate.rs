@@ -189,9 +189,10 @@ fn three(f: &Fleet, name: &str) -> [(bool, Value, Value); 3] {
         arguments: json!({ "tool": name }).as_object().unwrap().clone(),
         downstream: &DownstreamStatus::absent(),
         known_tool: &known,
+        link: None,
     });
     let control = control.structured_content.unwrap();
-    let decided = f.control.decide(AttachmentId(1), &ToolCall { tool: &t, arguments: None });
+    let decided = f.control.decide(AttachmentId(1), &ToolCall { tool: &t, arguments: None, link: None });
     let gateway = (
         decided.decision.allowed,
         json!(decided.decision.blocker_kind.map(|k| k.as_str())),

@@ -8,7 +8,11 @@ use fleetgate_core::runtime::RuntimeRecord;
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, worker_identity,
 };
-use fleetgate_store::{FleetSnapshot, HostIdentity, HostObservation, Store, StoreError, StoreErrorKind};
+use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrRef};
+use fleetgate_store::{
+    FleetSnapshot, HostIdentity, HostObservation, PrClaimOutcome, PrLeaseClaim, PrRecords, Store, StoreError,
+    StoreErrorKind, ToolPin,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -149,6 +153,48 @@ impl Store for Instrumented {
     }
     fn fleet_snapshot(&self) -> Result<FleetSnapshot, StoreError> {
         self.inner.fleet_snapshot()
+    }
+    fn claim_pr_lease(&self, claim: &PrLeaseClaim, now: Timestamp) -> Result<PrClaimOutcome, StoreError> {
+        self.inner.claim_pr_lease(claim, now)
+    }
+    fn pr_records(&self, pr: &PrRef) -> Result<PrRecords, StoreError> {
+        self.inner.pr_records(pr)
+    }
+    fn touch_pr_leases(&self, pr: &PrRef, worker: &str, ttl: i64, now: Timestamp) -> Result<usize, StoreError> {
+        self.inner.touch_pr_leases(pr, worker, ttl, now)
+    }
+    fn release_pr_lease(
+        &self,
+        id: &str,
+        holder: Option<&str>,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.inner.release_pr_lease(id, holder, reason, now)
+    }
+    fn release_pr_leases(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Result<usize, StoreError> {
+        self.inner.release_pr_leases(pr, reason, now)
+    }
+    fn list_pr_leases(&self, live_only: bool, now: Timestamp) -> Result<Vec<PrLease>, StoreError> {
+        self.inner.list_pr_leases(live_only, now)
+    }
+    fn record_pr_decision(&self, d: &PrDecision) -> Result<(), StoreError> {
+        self.inner.record_pr_decision(d)
+    }
+    fn record_pr_origin(&self, o: &PrOrigin) -> Result<(), StoreError> {
+        self.inner.record_pr_origin(o)
+    }
+    fn observe_tool(&self, p: &str, t: &str, d: &str, def: &str, now: Timestamp) -> Result<ToolPin, StoreError> {
+        self.inner.observe_tool(p, t, d, def, now)
+    }
+    fn tool_pin(&self, p: &str, t: &str) -> Result<Option<ToolPin>, StoreError> {
+        self.inner.tool_pin(p, t)
+    }
+    fn list_tool_pins(&self, p: Option<&str>) -> Result<Vec<ToolPin>, StoreError> {
+        self.inner.list_tool_pins(p)
+    }
+    fn accept_tool(&self, p: &str, t: &str, d: &str, now: Timestamp) -> Result<bool, StoreError> {
+        self.inner.accept_tool(p, t, d, now)
     }
 }
 

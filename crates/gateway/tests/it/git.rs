@@ -47,9 +47,12 @@ fn git_tools_are_listed_forwarded_and_gated() {
     assert_eq!(porcelain(repo.path()), "?? a.txt\n", "a refused call must not reach the repository");
 
     state.allow_mutations();
+    // The gate reads the downstream itself before deciding (as the PR workflow reads a head).
+    std::fs::write(state.path().join("probe"), format!("git_status {}", json!({"repo_path": repo_path}))).unwrap();
     let added = client.call("git_add", json!({"repo_path": repo_path, "files": ["a.txt"]}));
     assert_ne!(added["isError"], true, "{added}");
     assert_eq!(porcelain(repo.path()), "A  a.txt\n", "the allowed call was applied");
+    std::fs::remove_file(state.path().join("probe")).unwrap();
 
     let forbidden = client.call("git_log", json!({"repo_path": repo_path}));
     assert_eq!(forbidden["isError"], true, "{forbidden}");
@@ -74,6 +77,13 @@ fn git_tools_are_listed_forwarded_and_gated() {
         ],
         "every downstream call, read-only ones too, went through the gate once"
     );
+    let probe: Vec<&String> = events.iter().filter(|e| e.starts_with("probe")).collect();
+    assert!(
+        probe.len() == 1 && probe[0].starts_with("probe git_status ok") && probe[0].contains("a.txt"),
+        "the decision's own read reached the downstream and came back before the call: {events:?}"
+    );
+    let forwarded: Vec<&str> = events.iter().filter(|e| e.starts_with("forwarded")).map(String::as_str).collect();
+    assert_eq!(forwarded, ["forwarded git_status ok", "forwarded git_add ok"], "{events:?}");
     assert_eq!(events.last().map(String::as_str), Some("shutdown stdin_eof"), "{events:?}");
 }
 

@@ -8,7 +8,10 @@
 //!   `fleet_inventory_blocked`; create it and they are allowed (read-only calls always are);
 //! * `events.log` — one line per lifecycle call and decision: `transport_bound`,
 //!   `attach NAME VERSION PROTOCOL`, `decide TOOL CLASS allowed|refused`, `detach N REASON`,
-//!   `shutdown REASON`.
+//!   `shutdown REASON`, `forwarded TOOL ok|error` (the answer of an allowed call),
+//!   `probe TOOL ok|error TEXT` (see `probe`);
+//! * `probe` — while it holds `TOOL {json arguments}`, every `decide` first calls that tool
+//!   on the downstream through the call's link, as the PR workflow reads a head.
 //!
 //! Tools named in `forbidden` are refused with `role_not_permitted` and not listed.
 //! Classification: `readOnlyHint: true` is read-only, anything else (no annotations
@@ -115,6 +118,20 @@ impl ControlPlane for TestPolicy {
     }
 
     fn decide(&self, _attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
+        if let Ok(probe) = std::fs::read_to_string(self.dir.join("probe")) {
+            let (tool, args) = probe.trim().split_once(' ').unwrap_or((probe.trim(), "{}"));
+            let args: JsonObject = serde_json::from_str(args).expect("probe arguments are a JSON object");
+            let line = match call.link.map(|link| link.call_tool(tool, args)) {
+                Some(Ok(result)) => {
+                    let text: Vec<String> =
+                        result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+                    format!("probe {tool} ok {}", text.join(" ").replace('\n', " "))
+                }
+                Some(Err(why)) => format!("probe {tool} error {why}"),
+                None => format!("probe {tool} error no link"),
+            };
+            self.log(&line);
+        }
         let (tool, class) = (call.tool.name.as_ref(), classify(call.tool));
         let decision = if self.forbidden.contains(tool) {
             GateDecision::refuse(
@@ -134,6 +151,11 @@ impl ControlPlane for TestPolicy {
         let verdict = if decision.allowed { "allowed" } else { "refused" };
         self.log(&format!("decide {tool} {class} {verdict}"));
         Verdict { class, decision }
+    }
+
+    fn on_forwarded(&self, _attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult) {
+        let outcome = if result.is_error == Some(true) { "error" } else { "ok" };
+        self.log(&format!("forwarded {} {outcome}", call.tool.name));
     }
 
     fn on_shutdown(&self, reason: &str) {

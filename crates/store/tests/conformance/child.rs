@@ -62,6 +62,11 @@ pub fn main_if_child() {
             Err(e) => json!({ "opened": false, "error": e.to_string() }),
         },
         Some("renew") => renew(spec, &job),
+        Some("claim_pr") => {
+            let store = fleetgate_store::open(spec).expect("open the store");
+            let at = Timestamp::from_unix(job["now"].as_i64().expect("now"));
+            crate::ledger::child_claim(&*store, job["who"].as_str().expect("who"), at)
+        }
         other => panic!("unknown child role {other:?}"),
     };
     // Its own line: the harness has already printed the test's name.

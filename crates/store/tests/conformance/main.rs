@@ -10,6 +10,7 @@ mod audit;
 mod child;
 mod clock;
 mod engines;
+mod ledger;
 mod migrations;
 mod race;
 mod registry;
@@ -58,6 +59,12 @@ conformance! {
     migrations::processes_opening_a_fresh_store_at_once_migrate_once,
     migrations::a_newer_schema_fails_closed,
     race::renewals_racing_a_claim_from_processes_never_beat_the_fence,
+    ledger::leases_are_one_per_pr_and_purpose_and_expire_on_the_store_clock,
+    ledger::a_plan_releases_before_it_claims,
+    ledger::decisions_and_origins_are_kept_per_pr,
+    ledger::tool_definitions_are_pinned_reported_and_accepted,
+    ledger::threads_racing_to_claim_one_pr_leave_one_holder,
+    ledger::processes_racing_to_claim_one_pr_leave_one_holder,
 }
 
 /// The entry point of the suite's child processes (see `child`): does

@@ -32,6 +32,11 @@ fn populate(store: &dyn Store, version: u32, raw: &dyn Fn(&str)) {
     } else if version >= 2 {
         raw(&v2_runtime_insert(&runtime_row("gitea-author", 41001)));
     }
+    if version >= 6 {
+        let claim = crate::ledger::claim_of("r1", fleetgate_core::workflow::Purpose::Review, "h1", 600);
+        store.claim_pr_lease(&claim, now()).unwrap();
+        store.observe_tool("prgs-author", "pull_request_write", "sha256:a", "{}", now()).unwrap();
+    }
     if version >= 5 {
         store.append_audit(&audit_entry("gitea_merge", now())).unwrap();
     } else if version >= 3 {
@@ -97,6 +102,11 @@ fn check_survivors(store: &dyn Store, version: u32) {
         store.upsert_runtime(&hosted).unwrap();
         assert_eq!(store.list_runtime().unwrap(), [hosted], "at version {version}");
     }
+    let leases = store.list_pr_leases(false, now()).unwrap();
+    assert_eq!(leases.len(), usize::from(version >= 6), "at version {version}");
+    assert_eq!(store.list_tool_pins(None).unwrap().len(), usize::from(version >= 6), "at version {version}");
+    let claim = crate::ledger::claim_of("r9", fleetgate_core::workflow::Purpose::Merge, "h9", 600);
+    assert!(matches!(store.claim_pr_lease(&claim, now()).unwrap(), fleetgate_store::PrClaimOutcome::Claimed(_)));
     let id = store.append_audit(&audit_entry("gitea_review", now())).unwrap();
     let newest = store.list_audit(None, 1).unwrap();
     assert_eq!((newest[0].id, newest[0].principal.as_deref()), (Some(id), Some("claude-code")), "at version {version}");

@@ -1,0 +1,67 @@
+//! The CLI's forge: the downstream server started for one read, as the fleet's clients
+//! launch it (`[workflow] forge_command`), so `fleetgate capability` and `fleetgate pr`
+//! judge the PR workflow from the forge's own answer, as a gateway does through its
+//! downstream.
+
+use crate::gate::workflow::{ForgeReader, answer_json};
+use fleetgate_gateway::rmcp::ServiceExt;
+use fleetgate_gateway::rmcp::model::CallToolRequestParams;
+use serde_json::{Map, Value};
+use std::process::Stdio;
+use std::time::Duration;
+
+/// How long one read may take, the server's start-up included.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `[workflow] forge_command`, started per read.
+#[derive(Debug)]
+pub struct CommandForge {
+    argv: Vec<String>,
+}
+
+impl CommandForge {
+    /// The forge of `argv`, or none when the roster names no command.
+    pub fn new(argv: &[String]) -> Option<Self> {
+        (!argv.is_empty()).then(|| Self { argv: argv.to_vec() })
+    }
+
+    async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
+        let program = &self.argv[0];
+        let mut child = tokio::process::Command::new(program)
+            .args(&self.argv[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start the forge command {program:?}: {e}"))?;
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err("the forge command's pipes were not opened".into());
+        };
+        let client = ().serve((stdout, stdin)).await.map_err(|e| format!("the forge command did not start MCP: {e}"))?;
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let result = client.peer().call_tool(params).await.map_err(|e| format!("`{tool}` failed: {e}"));
+        let _ = client.cancel().await;
+        let _ = child.kill().await;
+        let result = result?;
+        let text = || result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>();
+        if result.is_error == Some(true) {
+            return Err(format!("`{tool}` answered an error: {}", text().join(" ")));
+        }
+        answer_json(&result).ok_or_else(|| format!("`{tool}` answered no JSON: {}", text().join(" ")))
+    }
+}
+
+impl ForgeReader for CommandForge {
+    fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a runtime for the forge read: {e}"))?;
+        runtime.block_on(async {
+            tokio::time::timeout(READ_TIMEOUT, self.call(tool, arguments))
+                .await
+                .unwrap_or_else(|_| Err(format!("the forge command did not answer `{tool}` within {READ_TIMEOUT:?}")))
+        })
+    }
+}

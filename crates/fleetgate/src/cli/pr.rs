@@ -1,0 +1,158 @@
+//! `fleetgate pr list|show|release`: the PR workflow's leases and decisions for the
+//! operator (SPEC §10). `show` and `release --stale` read the forge through
+//! `[workflow] forge_command`; the rest needs only the store.
+
+use crate::cli::args::PrCommand;
+use crate::cli::context::Ctx;
+use crate::cli::forge::CommandForge;
+use crate::cli::output::{Exit, Reply, table};
+use crate::gate::workflow::{AsState, ForgeReader, read_pr};
+use anyhow::anyhow;
+use fleetgate_core::forge_workflow::PrTarget;
+use fleetgate_core::workflow::{self, PrLease, PrRef};
+use serde_json::json;
+
+/// `fleetgate pr …`.
+pub fn pr(ctx: &Ctx, cmd: &PrCommand) -> anyhow::Result<Reply> {
+    match cmd {
+        PrCommand::List { all } => list(ctx, !*all),
+        PrCommand::Show { pr, owner, repo } => show(ctx, *pr, owner.as_deref(), repo.as_deref()),
+        PrCommand::Release { lease_id: Some(id), reason, stale: false } => {
+            release(ctx, id, reason.as_deref().unwrap_or("released by an operator"))
+        }
+        PrCommand::Release { lease_id: None, stale: true, .. } => release_stale(ctx),
+        PrCommand::Release { .. } => Err(anyhow!("give either a LEASE_ID or --stale")),
+    }
+}
+
+fn rows(leases: &[PrLease], now: fleetgate_core::Timestamp) -> Vec<Vec<String>> {
+    leases
+        .iter()
+        .map(|l| {
+            vec![
+                l.lease_id.clone(),
+                l.pr.to_string(),
+                l.purpose.to_string(),
+                l.holder.worker.clone(),
+                l.candidate_head.get(..12).unwrap_or(&l.candidate_head).to_owned(),
+                l.phase_at(now).as_str().to_owned(),
+                l.expires_at.to_string(),
+            ]
+        })
+        .collect()
+}
+
+const HEADERS: [&str; 7] = ["LEASE", "PR", "PURPOSE", "HOLDER", "HEAD", "PHASE", "EXPIRES"];
+
+fn list(ctx: &Ctx, live_only: bool) -> anyhow::Result<Reply> {
+    let now = ctx.now();
+    let leases = ctx.store()?.list_pr_leases(live_only, now)?;
+    let text = if leases.is_empty() { "no PR leases".to_owned() } else { table(&HEADERS, &rows(&leases, now)) };
+    Ok(Reply { value: json!({ "leases": leases }), text, exit: Exit::Ok })
+}
+
+fn target(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow::Result<PrTarget> {
+    let binding = ctx.config.binding.as_ref();
+    let owner = owner.map(str::to_owned).or_else(|| binding.map(|b| b.org.clone()));
+    let repo = repo.map(str::to_owned).or_else(|| binding.map(|b| b.repo.clone()));
+    match (owner, repo) {
+        (Some(owner), Some(repo)) => Ok(PrTarget { owner, repo, pr }),
+        _ => Err(anyhow!("name the repository with --owner and --repo, or give the roster a [binding]")),
+    }
+}
+
+fn show(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow::Result<Reply> {
+    let target = target(ctx, pr, owner, repo)?;
+    let key = target.key(&ctx.config.workflow.remote);
+    let held = ctx.store()?.pr_records(&key)?;
+    let now = ctx.now();
+    let forge = CommandForge::new(&ctx.config.workflow.forge_command);
+    let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target);
+    let independence = ctx.config.workflow.independent_review;
+    let (value, head_line) = match &facts {
+        Ok(f) => {
+            let a = workflow::assess(key.clone(), &held.state(), &f.head, independence, now);
+            let line = if a.merge_needs.is_empty() {
+                format!("head {}: approved, mergeable under a merge lease", f.head)
+            } else {
+                format!("head {}: a merge needs {}", f.head, a.merge_needs.join("; "))
+            };
+            (serde_json::to_value(&a)?, line)
+        }
+        Err(why) => (
+            json!({ "pr": key, "leases": held.leases, "decisions": held.decisions, "origin": held.origin,
+                    "current_head": null, "forge_error": why }),
+            format!("head unknown: {why}"),
+        ),
+    };
+    let decisions: Vec<Vec<String>> = held
+        .decisions
+        .iter()
+        .map(|d| {
+            vec![d.at.to_string(), d.verdict.as_str().into(), d.head.clone(), d.by.worker.clone(), d.by.session.clone()]
+        })
+        .collect();
+    let mut text = vec![format!("{key}"), head_line];
+    if !held.leases.is_empty() {
+        text.push(table(&HEADERS, &rows(&held.leases, now)));
+    }
+    if !decisions.is_empty() {
+        text.push(table(&["AT", "VERDICT", "HEAD", "WORKER", "SESSION"], &decisions));
+    }
+    Ok(Reply { value, text: text.join("\n"), exit: Exit::Ok })
+}
+
+fn release(ctx: &Ctx, lease_id: &str, reason: &str) -> anyhow::Result<Reply> {
+    let released = ctx.store()?.release_pr_lease(lease_id, None, reason, ctx.now())?;
+    if !released {
+        return Err(anyhow!("lease {lease_id} is not a claimed lease"));
+    }
+    Ok(Reply {
+        value: json!({ "released": [lease_id], "reason": reason }),
+        text: format!("released {lease_id}: {reason}"),
+        exit: Exit::Ok,
+    })
+}
+
+/// Release live leases whose PR the forge reports merged or closed; a PR the forge cannot
+/// answer for keeps its leases (and is named).
+fn release_stale(ctx: &Ctx) -> anyhow::Result<Reply> {
+    let forge = CommandForge::new(&ctx.config.workflow.forge_command)
+        .ok_or_else(|| anyhow!("--stale reads the forge: set [workflow] forge_command in the roster"))?;
+    let store = ctx.store()?;
+    let now = ctx.now();
+    let leases = store.list_pr_leases(true, now)?;
+    let mut prs: Vec<&PrRef> = leases.iter().map(|l| &l.pr).collect();
+    prs.sort();
+    prs.dedup();
+    let (mut released, mut kept) = (Vec::new(), Vec::new());
+    for key in prs {
+        let Some(target) = parse_key(key, &ctx.config.workflow.remote) else {
+            kept.push(json!({ "pr": key, "why": "not a PR of this fleet's forge remote" }));
+            continue;
+        };
+        match read_pr(Some(&forge), &target) {
+            Ok(f) if f.is_done() => {
+                let reason = if f.merged { "stale: merged" } else { "stale: closed" };
+                for lease in leases.iter().filter(|l| &l.pr == key) {
+                    if store.release_pr_lease(&lease.lease_id, None, reason, now)? {
+                        released.push(lease.lease_id.clone());
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(why) => kept.push(json!({ "pr": key, "why": why })),
+        }
+    }
+    let text =
+        format!("released {} stale lease(s); {} PR(s) the forge could not answer for", released.len(), kept.len());
+    let exit = if kept.is_empty() { Exit::Ok } else { Exit::No };
+    Ok(Reply { value: json!({ "released": released, "unanswered": kept }), text, exit })
+}
+
+/// `remote/owner/repo#N` back into the PR to read.
+fn parse_key(key: &PrRef, remote: &str) -> Option<PrTarget> {
+    let rest = key.binding.strip_prefix(remote)?.strip_prefix('/')?;
+    let (owner, repo) = rest.split_once('/')?;
+    Some(PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: key.pr })
+}

@@ -1,0 +1,67 @@
+//! `[workflow]`: the pull-request workflow's settings (SPEC §10).
+
+use fleetgate_core::workflow::Independence;
+use serde::Deserialize;
+
+/// The lease TTL when the roster names none: ten minutes, the seed's.
+pub const DEFAULT_LEASE_TTL_SECONDS: i64 = 600;
+/// The longest lease TTL accepted: a day.
+pub const MAX_LEASE_TTL_SECONDS: i64 = 86_400;
+
+/// `[workflow]` resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkflowSettings {
+    /// A PR lease lives this long past its holder's last gated call on the PR.
+    pub lease_ttl_seconds: i64,
+    /// Which approvals count.
+    pub independent_review: Independence,
+    /// The command the CLI (`fleetgate capability`, `fleetgate pr`) starts to read a PR's
+    /// head from the forge: the downstream server, as the fleet's clients launch it. A
+    /// gateway reads through its own downstream and never needs it.
+    pub forge_command: Vec<String>,
+    /// The first part of every PR key (`remote/owner/repo`): the `[binding]` remote, else
+    /// `forge`.
+    pub remote: String,
+}
+
+impl Default for WorkflowSettings {
+    fn default() -> Self {
+        Self {
+            lease_ttl_seconds: DEFAULT_LEASE_TTL_SECONDS,
+            independent_review: Independence::Session,
+            forge_command: Vec::new(),
+            remote: "forge".into(),
+        }
+    }
+}
+
+/// `[workflow]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWorkflow {
+    lease_ttl_seconds: Option<i64>,
+    independent_review: Option<Independence>,
+    forge_command: Option<Vec<String>>,
+}
+
+impl RawWorkflow {
+    pub(super) fn resolve(raw: Option<Self>, remote: Option<&str>) -> Result<WorkflowSettings, String> {
+        let defaults = WorkflowSettings::default();
+        let remote = remote.map_or(defaults.remote, str::to_owned);
+        let Some(raw) = raw else { return Ok(WorkflowSettings { remote, ..defaults }) };
+        let ttl = raw.lease_ttl_seconds.unwrap_or(defaults.lease_ttl_seconds);
+        if !(1..=MAX_LEASE_TTL_SECONDS).contains(&ttl) {
+            return Err(format!("[workflow] lease_ttl_seconds must be 1 to {MAX_LEASE_TTL_SECONDS}, got {ttl}"));
+        }
+        let forge_command = raw.forge_command.unwrap_or_default();
+        if forge_command.first().is_some_and(|c| c.trim().is_empty()) {
+            return Err("[workflow] forge_command must start with a program".into());
+        }
+        Ok(WorkflowSettings {
+            lease_ttl_seconds: ttl,
+            independent_review: raw.independent_review.unwrap_or(defaults.independent_review),
+            forge_command,
+            remote,
+        })
+    }
+}

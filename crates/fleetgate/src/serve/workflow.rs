@@ -1,0 +1,283 @@
+//! The PR workflow's control tools (SPEC §10): `…claim_pr_lease`, `…release_pr_lease`,
+//! `…list_pr_leases`, `…assess_pr`, and the gateway's [`ForgeReader`]: its own downstream,
+//! read through the attachment's link (the PR's head never comes from the caller).
+
+use super::plane::FleetControl;
+use crate::gate::workflow::{AsState, ForgeReader, answer_json, read_pr, records};
+use crate::gate::{Call, Caller};
+use fleetgate_core::forge_workflow::PrTarget;
+use fleetgate_core::workflow::{self, Actor, Purpose, Refusal};
+use fleetgate_core::{BlockerKind, Timestamp};
+use fleetgate_gateway::DownstreamLink;
+use fleetgate_gateway::rmcp::model::CallToolResult;
+use fleetgate_store::{PrClaimOutcome, PrLeaseClaim, Store};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// The attachment's downstream as the forge the workflow reads.
+pub struct LinkForge<'a>(pub &'a dyn DownstreamLink);
+
+impl ForgeReader for LinkForge<'_> {
+    fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
+        let result = self.0.call_tool(tool, arguments)?;
+        let text =
+            || result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join(" ");
+        if result.is_error == Some(true) {
+            return Err(format!("`{tool}` answered an error: {}", text()));
+        }
+        answer_json(&result).ok_or_else(|| format!("`{tool}` answered no JSON: {}", text()))
+    }
+}
+
+/// `…claim_pr_lease`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimArgs {
+    /// The PR number.
+    pub pr: u64,
+    /// The head commit the lease is for: must be the PR's current head.
+    pub head: String,
+    /// `review` or `merge`.
+    pub purpose: String,
+    /// Repository owner (default: the roster's `[binding]` org).
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Repository name (default: the roster's `[binding]` repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+}
+
+/// `…release_pr_lease`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseArgs {
+    /// The lease.
+    pub lease_id: String,
+}
+
+/// `…assess_pr`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrArgs {
+    /// The PR number.
+    pub pr: u64,
+    /// Repository owner (default: the roster's `[binding]` org).
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Repository name (default: the roster's `[binding]` repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+}
+
+/// A workflow refusal as a control tool answers it.
+#[derive(Debug, Serialize)]
+struct Refused<'a> {
+    allowed: bool,
+    blocker_kind: BlockerKind,
+    blocked_reasons: &'a [String],
+    operator_action: &'a str,
+}
+
+fn refused(r: &Refusal) -> CallToolResult {
+    let body = Refused {
+        allowed: false,
+        blocker_kind: r.blocker_kind,
+        blocked_reasons: &r.reasons,
+        operator_action: &r.operator_action,
+    };
+    CallToolResult::structured_error(serde_json::to_value(body).unwrap_or_default())
+}
+
+fn refusal(kind: BlockerKind, reason: String) -> Refusal {
+    Refusal { blocker_kind: kind, reasons: vec![reason], operator_action: workflow::action(kind).to_owned() }
+}
+
+fn target(plane: &FleetControl, pr: u64, owner: Option<String>, repo: Option<String>) -> Result<PrTarget, Refusal> {
+    let binding = plane.config().binding.as_ref();
+    let owner = owner.or_else(|| binding.map(|b| b.org.clone()));
+    let repo = repo.or_else(|| binding.map(|b| b.repo.clone()));
+    match (owner, repo) {
+        (Some(owner), Some(repo)) => Ok(PrTarget { owner, repo, pr }),
+        _ => Err(refusal(
+            BlockerKind::ForgeUnavailable,
+            "name the repository (owner, repo) or give the roster a [binding]".into(),
+        )),
+    }
+}
+
+/// The worker of `attachment`, as the workflow knows it.
+fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> Result<Actor, Refusal> {
+    let worker = plane.attachments().worker_of(attachment);
+    let Some((identity, _)) = &worker else {
+        return Err(refusal(
+            BlockerKind::SessionAttachmentMissing,
+            format!("no worker is attached to this gateway for {attachment}"),
+        ));
+    };
+    let call = Call {
+        member: &plane.identity().member,
+        tool: "",
+        read_only_hint: None,
+        arguments: None,
+        caller: Caller::Worker { identity, generation: Some(plane.generation()) },
+        forge: None,
+    };
+    plane.gate().actor(&call).map_err(|why| refusal(BlockerKind::SessionAttachmentMissing, why))
+}
+
+/// Does the holder still own its session (registered, active, fresh, same session)?
+pub fn holder_alive(store: &dyn Store, holder: &Actor, now: Timestamp) -> bool {
+    match store.get_worker(&holder.worker) {
+        Ok(Some(row)) => row.session_id == holder.session && fleetgate_core::worker::is_live(&row, now, true).live,
+        _ => false,
+    }
+}
+
+/// May this role claim a lease of `purpose`? When rules name the action, only the roles
+/// they allow it; with no rule naming it, any role.
+fn role_may(plane: &FleetControl, purpose: Purpose) -> bool {
+    let action = purpose.as_str();
+    let role = &plane.identity().member.role;
+    let ruled: Vec<_> = plane.config().rules.rules().iter().filter(|r| r.action.as_deref() == Some(action)).collect();
+    ruled.is_empty() || ruled.iter().any(|r| r.roles.iter().any(|x| x == "*" || x == role))
+}
+
+/// `…claim_pr_lease`.
+pub fn claim(
+    plane: &FleetControl,
+    attachment: fleetgate_gateway::AttachmentId,
+    link: Option<&dyn DownstreamLink>,
+    args: ClaimArgs,
+) -> CallToolResult {
+    let result = claim_inner(plane, attachment, link, args);
+    let (allowed, kind, reasons) = match &result {
+        Ok(lease) => (
+            true,
+            None,
+            vec![format!(
+                "{} lease {} on {} at head {}",
+                lease.purpose, lease.lease_id, lease.pr, lease.candidate_head
+            )],
+        ),
+        Err(r) => (false, Some(r.blocker_kind), r.reasons.clone()),
+    };
+    plane.record_control(attachment, "claim_pr_lease", allowed, kind, reasons);
+    match result {
+        Ok(lease) => CallToolResult::structured(json!({ "allowed": true, "lease": lease })),
+        Err(r) => refused(&r),
+    }
+}
+
+fn claim_inner(
+    plane: &FleetControl,
+    attachment: fleetgate_gateway::AttachmentId,
+    link: Option<&dyn DownstreamLink>,
+    args: ClaimArgs,
+) -> Result<workflow::PrLease, Refusal> {
+    let purpose = Purpose::parse(&args.purpose).ok_or_else(|| {
+        refusal(BlockerKind::ReviewLeaseRequired, format!("purpose {:?} is neither review nor merge", args.purpose))
+    })?;
+    if !role_may(plane, purpose) {
+        return Err(refusal(
+            BlockerKind::RoleNotPermitted,
+            format!(
+                "role {} may not hold a {purpose} lease: no rule gives it the {purpose} action",
+                plane.identity().member.role
+            ),
+        ));
+    }
+    let actor = actor(plane, attachment)?;
+    let target = target(plane, args.pr, args.owner, args.repo)?;
+    let forge = link.map(LinkForge);
+    let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target)
+        .map_err(|e| refusal(BlockerKind::ForgeUnavailable, e))?;
+    let store = plane.gate().store();
+    let key = target.key(&plane.config().workflow.remote);
+    let held = records(&**store, &key)?;
+    let now = plane.now();
+    let alive = |a: &Actor| holder_alive(&**store, a, now);
+    let plan = workflow::judge_claim(&held.state(), &actor, purpose, &args.head, &facts.head, now, &alive)?;
+    let claim = PrLeaseClaim {
+        pr: key,
+        purpose,
+        holder: actor,
+        candidate_head: facts.head.clone(),
+        target_branch: facts.base_ref.clone(),
+        target_branch_sha: facts.base_sha.clone(),
+        ttl_seconds: plane.config().workflow.lease_ttl_seconds,
+        plan,
+    };
+    match store.claim_pr_lease(&claim, now) {
+        Ok(PrClaimOutcome::Claimed(lease)) => Ok(lease),
+        Ok(PrClaimOutcome::Held(other)) => Err(refusal(
+            BlockerKind::ReviewLeaseHeld,
+            format!(
+                "worker {} holds the {} lease {} at head {} until {}",
+                other.holder.worker, other.purpose, other.lease_id, other.candidate_head, other.expires_at
+            ),
+        )),
+        Err(e) => Err(refusal(BlockerKind::ForgeUnavailable, format!("the lease could not be recorded: {e}"))),
+    }
+}
+
+/// `…release_pr_lease`: the holder releases its own lease.
+pub fn release(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId, args: ReleaseArgs) -> CallToolResult {
+    let actor = match actor(plane, attachment) {
+        Ok(a) => a,
+        Err(r) => return refused(&r),
+    };
+    let store = plane.gate().store();
+    let outcome =
+        store.release_pr_lease(&args.lease_id, Some(&actor.worker), workflow::released::BY_HOLDER, plane.now());
+    let (allowed, reasons) = match &outcome {
+        Ok(true) => (true, vec![format!("lease {} released", args.lease_id)]),
+        Ok(false) => {
+            (false, vec![format!("lease {} is not a live lease held by worker {}", args.lease_id, actor.worker)])
+        }
+        Err(e) => (false, vec![format!("the store cannot release lease {}: {e}", args.lease_id)]),
+    };
+    plane.record_control(
+        attachment,
+        "release_pr_lease",
+        allowed,
+        (!allowed).then_some(BlockerKind::ReviewLeaseRequired),
+        reasons.clone(),
+    );
+    if allowed {
+        CallToolResult::structured(json!({ "released": true, "lease_id": args.lease_id }))
+    } else {
+        refused(&refusal(BlockerKind::ReviewLeaseRequired, reasons.join("; ")))
+    }
+}
+
+/// `…list_pr_leases`: live leases of the fleet.
+pub fn list(plane: &FleetControl) -> CallToolResult {
+    match plane.gate().store().list_pr_leases(true, plane.now()) {
+        Ok(leases) => CallToolResult::structured(json!({ "leases": leases })),
+        Err(e) => CallToolResult::structured_error(json!({ "error": format!("the leases cannot be read: {e}") })),
+    }
+}
+
+/// `…assess_pr`: leases, decisions, the forge's head and what a merge would need.
+pub fn assess(plane: &FleetControl, link: Option<&dyn DownstreamLink>, args: PrArgs) -> CallToolResult {
+    let inner = || -> Result<Value, Refusal> {
+        let target = target(plane, args.pr, args.owner, args.repo)?;
+        let forge = link.map(LinkForge);
+        let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target)
+            .map_err(|e| refusal(BlockerKind::ForgeUnavailable, e))?;
+        let key = target.key(&plane.config().workflow.remote);
+        let held = records(&**plane.gate().store(), &key)?;
+        let independence = plane.config().workflow.independent_review;
+        let a = workflow::assess(key, &held.state(), &facts.head, independence, plane.now());
+        let mut v = serde_json::to_value(a).unwrap_or_default();
+        v["state"] = json!(facts.state);
+        v["merged"] = json!(facts.merged);
+        v["target_branch"] = json!(facts.base_ref);
+        Ok(v)
+    };
+    match inner() {
+        Ok(v) => CallToolResult::structured(v),
+        Err(r) => refused(&r),
+    }
+}

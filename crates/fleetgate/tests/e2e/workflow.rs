@@ -1,0 +1,271 @@
+//! The pull-request workflow end to end (SPEC §10): real gateways — an author, two
+//! reviewers, a merger — in front of forge fixture processes on one bare repository, each
+//! driven by the official Python SDK client. The story: a PR created, a review lease, an
+//! approval, a new head that voids it, a re-review, the merge at exactly the approved head
+//! (`git log` says so), and every refusal on the way: an approval without a lease, at an
+//! old head, a second reviewer claiming a held lease, a self-approval by the authoring
+//! session, a merge after a new push, a merge with no merge lease, the forge read failing,
+//! and (with a short TTL) an expired lease taken over. Then the operator's `fleetgate pr`,
+//! and a changed tool definition pinned, reported, refused under `enforce` and accepted.
+
+use crate::support::{Client, FleetDir, answer, at, bare_repo, forge_fixture, git, serial, wait_until};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// The roles of this fleet; `reviewer2` runs in the author's own client session.
+const MEMBERS: [(&str, &str); 4] =
+    [("author", "author"), ("reviewer", "reviewer"), ("reviewer2", "reviewer"), ("merger", "merger")];
+
+/// Refused with `blocker`, its reasons containing `needle`: a gated call's refusal text
+/// starts with the blocker; a control tool answers it as structured JSON.
+fn refused(call: (bool, String, Value), blocker: &str, needle: &str) -> String {
+    let (err, text, structured) = call;
+    assert!(err, "forwarded, not refused: {text}");
+    if structured.is_object() && structured.get("blocker_kind").is_some() {
+        assert_eq!(structured["blocker_kind"], blocker, "{structured}");
+    } else {
+        assert!(text.starts_with(blocker), "expected {blocker}: {text}");
+    }
+    assert!(text.contains(needle), "{needle:?} is named: {text}");
+    text
+}
+
+struct Fleet {
+    _dir: tempfile::TempDir,
+    f: FleetDir,
+    bare: PathBuf,
+    fixture: String,
+    clients: Vec<Client>,
+}
+
+impl Fleet {
+    fn start(extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = forge_fixture().display().to_string();
+        let bare = dir.path().join("forge.git");
+        let bare_s = bare.display().to_string();
+        let mut config = "[fleet]\nname = \"flow\"\ntool_prefix = \"gitea_\"\nforge = \"gitea-mcp\"\n".to_owned();
+        for (name, role) in MEMBERS {
+            config.push_str(&format!(
+                "\n[[members]]\nnamespace = \"gitea-{name}\"\nprofile = \"prgs-{name}\"\nrole = \"{role}\"\n"
+            ));
+        }
+        config.push_str(&format!("\n[workflow]\nforge_command = [{fixture:?}, \"--repo\", {bare_s:?}]\n{extra}"));
+        let f = FleetDir::new(&config);
+        bare_repo(dir.path(), "forge.git", &f.repo());
+        let mut fleet = Self { _dir: dir, f, bare, fixture, clients: Vec::new() };
+        for (name, _) in MEMBERS {
+            let client = fleet.gateway(name, &[]);
+            fleet.clients.push(client);
+        }
+        assert!(wait_until(20.0, || fleet.f.running_rows() == MEMBERS.len()), "the fleet did not come up");
+        fleet
+    }
+
+    /// A gateway for `name` before its own fixture process (with `variant` flags).
+    fn gateway(&self, name: &str, variant: &[&str]) -> Client {
+        let bare = self.bare.display().to_string();
+        let mut downstream = vec![self.fixture.as_str(), "--repo", bare.as_str()];
+        downstream.extend_from_slice(variant);
+        let mut argv = self.f.serve_argv(&format!("prgs-{name}"), "flow-a", &downstream);
+        // The author's client session is shared by reviewer2: its approvals are not independent.
+        let session = if name == "reviewer2" { "author" } else { name };
+        argv.insert(0, format!("GITEA_MCP_CLIENT_SESSION=sess-{session}"));
+        Client::start(&argv)
+    }
+
+    fn who(name: &str) -> usize {
+        MEMBERS.iter().position(|(n, _)| *n == name).unwrap()
+    }
+
+    fn call(&mut self, name: &str, tool: &str, args: Value) -> (bool, String, Value) {
+        self.clients[Self::who(name)].call(tool, at(args))
+    }
+
+    fn claim(&mut self, name: &str, pr: i64, head: &str, purpose: &str) -> (bool, String, Value) {
+        self.call(name, "gitea_claim_pr_lease", json!({ "pr": pr, "head": head, "purpose": purpose }))
+    }
+
+    fn release(&mut self, name: &str, lease_id: &str) -> (bool, String, Value) {
+        self.clients[Self::who(name)].call("gitea_release_pr_lease", json!({ "lease_id": lease_id }))
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        git(&self.bare, args).trim().to_owned()
+    }
+
+    /// The author commits `content` to `feature`; the new head.
+    fn push(&mut self, content: &str, message: &str) -> String {
+        let existing = self.call("author", "get_file_contents", json!({ "ref": "feature", "path": "f.txt" }));
+        let mut commit = json!({ "path": "f.txt", "content": content, "message": message, "branch_name": "feature" });
+        if !existing.0 {
+            commit["sha"] = serde_json::from_str::<Value>(&existing.1).unwrap()["sha"].clone();
+        }
+        answer(self.call("author", "create_or_update_file", commit));
+        self.git(&["rev-parse", "feature"])
+    }
+
+    fn stop(self) {
+        for c in self.clients {
+            c.close();
+        }
+    }
+}
+
+fn approve(pr: i64) -> Value {
+    json!({ "method": "create", "pull_number": pr, "state": "APPROVED", "body": "LGTM" })
+}
+
+#[test]
+fn the_workflow_merges_only_the_independently_approved_head() {
+    let _serial = serial();
+    let mut fleet = Fleet::start("");
+    let main_before = fleet.git(&["rev-parse", "main"]);
+    answer(fleet.call("author", "create_branch", json!({ "branch": "feature" })));
+    let h1 = fleet.push("one\n", "First");
+    let create = json!({ "method": "create", "title": "Feature", "body": "b", "head": "feature", "base": "main" });
+    let pr = answer(fleet.call("author", "pull_request_write", create))["number"].as_i64().unwrap();
+
+    // An approval without a lease; a claim at a head that is not the PR's.
+    refused(
+        fleet.call("reviewer", "pull_request_review_write", approve(pr)),
+        "review_lease_required",
+        "live review lease",
+    );
+    refused(fleet.claim("reviewer", pr, &"0".repeat(40), "review"), "stale_head", &h1[..12]);
+    // The forge cannot answer for a PR that does not exist: the claim fails closed.
+    refused(fleet.claim("reviewer", pr + 100, &h1, "review"), "forge_unavailable", "reading PR");
+    let (err, text, lease) = fleet.claim("reviewer", pr, &h1, "review");
+    assert!(!err, "{text}");
+    assert_eq!(lease["lease"]["candidate_head"], h1.as_str());
+    // A second reviewer may not claim the live lease.
+    refused(fleet.claim("reviewer2", pr, &h1, "review"), "review_lease_held", "worker");
+    assert_eq!(answer(fleet.call("reviewer", "pull_request_review_write", approve(pr)))["state"], "APPROVED");
+
+    // A new head voids the approval: the reviewer's lease is stale, the merge needs approval.
+    let h2 = fleet.push("two\n", "Second");
+    refused(fleet.call("reviewer", "pull_request_review_write", approve(pr)), "stale_head", &h2[..12]);
+    let merge = json!({ "method": "merge", "pull_number": pr });
+    refused(fleet.call("merger", "pull_request_write", merge.clone()), "approval_required", "no live merge lease");
+    assert!(!fleet.claim("merger", pr, &h2, "merge").0);
+    let text = refused(
+        fleet.call("merger", "pull_request_write", merge.clone()),
+        "approval_required",
+        "no independent approval",
+    );
+    assert!(text.contains("historical"), "the old approval is named historical: {text}");
+
+    // The author's own session approving does not count.
+    assert!(!fleet.claim("reviewer", pr, &h2, "review").0, "the reviewer renews at the new head");
+    let id = fleet_lease(&mut fleet, pr, "review");
+    let (_, _, released) = fleet.release("reviewer", &id);
+    assert_eq!(released["released"], true, "{released}");
+    assert!(!fleet.claim("reviewer2", pr, &h2, "review").0);
+    answer(fleet.call("reviewer2", "pull_request_review_write", approve(pr)));
+    refused(
+        fleet.call("merger", "pull_request_write", merge.clone()),
+        "approval_required",
+        "session that created the PR",
+    );
+
+    // The independent reviewer re-reviews at the new head; the merge goes through at it.
+    let id = fleet_lease(&mut fleet, pr, "review");
+    assert_eq!(fleet.release("reviewer2", &id).2["released"], true);
+    assert!(!fleet.claim("reviewer", pr, &h2, "review").0);
+    answer(fleet.call("reviewer", "pull_request_review_write", approve(pr)));
+    let assessed = fleet.call("merger", "gitea_assess_pr", json!({ "pr": pr })).2;
+    assert_eq!(
+        (assessed["approved_at_head"].as_bool(), assessed["current_head"].as_str()),
+        (Some(true), Some(h2.as_str())),
+        "{assessed}"
+    );
+    assert_eq!(answer(fleet.call("merger", "pull_request_write", merge.clone()))["merged"], true);
+    let parents = fleet.git(&["rev-list", "--parents", "-n", "1", "main"]);
+    assert_eq!(
+        parents.split(' ').collect::<Vec<_>>()[1..],
+        [main_before.as_str(), h2.as_str()],
+        "merged exactly the approved head"
+    );
+    // The merge released the PR's leases.
+    let listed = fleet.f.cli(&["pr", "list", "--json"]);
+    assert_eq!(listed["leases"].as_array().unwrap().len(), 0, "{listed}");
+    let shown = fleet.f.cli(&["pr", "show", &pr.to_string(), "--owner", "fleet", "--repo", "forge", "--json"]);
+    assert_eq!(shown["current_head"], h2.as_str(), "{shown}");
+    assert_eq!(shown["historical_decisions"].as_array().unwrap().len(), 1, "{shown}");
+
+    // Every workflow decision is audited with the PR and the head.
+    let audit = fleet.f.cli(&["audit", "--json", "--limit", "1000"]);
+    let kinds: Vec<&str> =
+        audit["entries"].as_array().unwrap().iter().filter_map(|e| e["blocker_kind"].as_str()).collect();
+    for kind in ["review_lease_required", "stale_head", "review_lease_held", "approval_required", "forge_unavailable"] {
+        assert!(kinds.contains(&kind), "{kind} audited: {kinds:?}");
+    }
+    fleet.stop();
+}
+
+/// The id of `purpose`'s live lease on `pr`, from `fleetgate pr list`.
+fn fleet_lease(fleet: &mut Fleet, pr: i64, purpose: &str) -> String {
+    let listed = fleet.f.cli(&["pr", "list", "--json"]);
+    let lease = listed["leases"].as_array().unwrap().iter().find(|l| l["pr"] == pr && l["purpose"] == purpose).cloned();
+    lease.unwrap_or_else(|| panic!("no live {purpose} lease: {listed}"))["lease_id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn an_expired_lease_is_taken_over_and_its_old_holder_refused() {
+    let _serial = serial();
+    let mut fleet = Fleet::start("lease_ttl_seconds = 2\n");
+    answer(fleet.call("author", "create_branch", json!({ "branch": "feature" })));
+    let h1 = fleet.push("one\n", "First");
+    let create = json!({ "method": "create", "title": "Feature", "body": "b", "head": "feature", "base": "main" });
+    let pr = answer(fleet.call("author", "pull_request_write", create))["number"].as_i64().unwrap();
+    assert!(!fleet.claim("reviewer", pr, &h1, "review").0);
+    // The short TTL in config runs out (polled, bounded); then the lease may be taken over.
+    assert!(wait_until(10.0, || fleet.f.cli(&["pr", "list", "--json"])["leases"].as_array().unwrap().is_empty()));
+    let (err, text, _) = fleet.claim("reviewer2", pr, &h1, "review");
+    assert!(!err, "{text}");
+    refused(
+        fleet.call("reviewer", "pull_request_review_write", approve(pr)),
+        "review_lease_required",
+        "held by worker",
+    );
+    let all = fleet.f.cli(&["pr", "list", "--all", "--json"]);
+    let reasons: Vec<&str> =
+        all["leases"].as_array().unwrap().iter().filter_map(|l| l["released_reason"].as_str()).collect();
+    assert_eq!(reasons, ["taken_over"], "{all}");
+    fleet.stop();
+}
+
+#[test]
+fn a_changed_tool_definition_is_reported_refused_under_enforce_and_accepted() {
+    let _serial = serial();
+    let mut fleet = Fleet::start("");
+    // Reconfigure to enforce, restart the author before a changed server.
+    let config = std::fs::read_to_string(fleet.f.config())
+        .unwrap()
+        .replace("[workflow]", "[tools]\npin = \"enforce\"\n\n[workflow]");
+    std::fs::write(fleet.f.config(), config).unwrap();
+    fleet.clients[0].tools();
+    let pinned = fleet.f.cli(&["tools", "list", "--json"]);
+    assert_eq!(pinned["changed"], 0, "{pinned}");
+    let author = fleet.clients.remove(0);
+    author.close();
+    let mut changed = fleet.gateway("author", &["--variant", "changed-description"]);
+    changed.tools();
+    let listed = fleet.f.cli(&["tools", "list", "--profile", "prgs-author", "--json"]);
+    assert_eq!(listed["changed"], 1, "{listed}");
+    let (_, _, ctx) = changed.call("gitea_get_runtime_context", json!({}));
+    assert_eq!(ctx["tool_changes"][0]["tool"], "pull_request_write", "{ctx}");
+    let create = at(json!({ "method": "create", "title": "t", "body": "b", "head": "main", "base": "main" }));
+    refused(changed.call("pull_request_write", create.clone()), "tool_definition_changed", "pull_request_write");
+    let accepted = fleet.f.cli(&["tools", "accept", "--profile", "prgs-author", "pull_request_write", "--json"]);
+    assert_eq!(accepted["accepted"].as_array().unwrap().len(), 1, "{accepted}");
+    let (err, text, _) = changed.call("pull_request_write", create);
+    assert!(!text.starts_with("tool_definition_changed"), "accepted: {err} {text}");
+    let audit = fleet.f.cli(&["audit", "--json", "--limit", "1000"]);
+    assert!(
+        audit["entries"].as_array().unwrap().iter().any(|e| e["blocker_kind"] == "tool_definition_changed"),
+        "{audit}"
+    );
+    changed.close();
+    fleet.stop();
+}

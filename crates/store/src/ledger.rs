@@ -1,0 +1,477 @@
+//! Schema v6's tables, written once for both engines like the rest of the store: the PR
+//! workflow's leases, decisions and origins (SPEC §10) and the pinned tool definitions
+//! (SPEC §9) — their column lists, encoders, row decoders, statements and operations.
+//!
+//! **Invariant:** at most one `claimed` lease per PR and purpose: a partial unique index
+//! says so, so two claims racing on two connections (or two machines) cannot both insert;
+//! the loser's `INSERT … ON CONFLICT DO NOTHING` changes nothing and it reads the winner.
+
+use crate::StoreError;
+use crate::engine::{Engine, Exec, Fail, Retry, Tx};
+use crate::rows::{Columns, Record, Value, names, opt_text, text};
+use crate::sql::Dialect;
+use crate::workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin, new_lease_id};
+use fleetgate_core::Timestamp;
+use fleetgate_core::workflow::{
+    Actor, ClaimPlan, Phase, PrDecision, PrLease, PrOrigin, PrRef, Purpose, ReviewVerdict, released,
+};
+
+/// Schema v6, types as placeholders (see `crate::schema`).
+pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS pr_leases (
+        lease_id          {key},
+        binding           TEXT NOT NULL,
+        pr                {int} NOT NULL,
+        purpose           TEXT NOT NULL,
+        holder_worker     TEXT NOT NULL,
+        holder_profile    TEXT NOT NULL,
+        holder_client     TEXT NOT NULL,
+        holder_session    TEXT NOT NULL,
+        candidate_head    TEXT NOT NULL,
+        target_branch     TEXT,
+        target_branch_sha TEXT,
+        phase             TEXT NOT NULL,
+        claimed_at        {time} NOT NULL,
+        last_activity     {time} NOT NULL,
+        expires_at        {time} NOT NULL,
+        released_reason   TEXT
+    );
+    CREATE UNIQUE INDEX IF NOT EXISTS pr_leases_one_claimed ON pr_leases (binding, pr, purpose) WHERE phase = 'claimed';
+    CREATE INDEX IF NOT EXISTS pr_leases_by_pr ON pr_leases (binding, pr);
+    CREATE TABLE IF NOT EXISTS pr_decisions (
+        id       {id},
+        binding  TEXT NOT NULL,
+        pr       {int} NOT NULL,
+        head     TEXT NOT NULL,
+        verdict  TEXT NOT NULL,
+        worker   TEXT NOT NULL,
+        profile  TEXT NOT NULL,
+        client   TEXT NOT NULL,
+        session  TEXT NOT NULL,
+        at       {time} NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS pr_decisions_by_pr ON pr_decisions (binding, pr);
+    CREATE TABLE IF NOT EXISTS pr_origins (
+        binding  TEXT NOT NULL,
+        pr       {int} NOT NULL,
+        worker   TEXT NOT NULL,
+        profile  TEXT NOT NULL,
+        client   TEXT NOT NULL,
+        session  TEXT NOT NULL,
+        at       {time} NOT NULL,
+        PRIMARY KEY (binding, pr)
+    );
+    CREATE TABLE IF NOT EXISTS tool_pins (
+        profile         TEXT NOT NULL,
+        tool            TEXT NOT NULL,
+        pinned_digest   TEXT NOT NULL,
+        pinned_at       {time} NOT NULL,
+        seen_digest     TEXT NOT NULL,
+        seen_definition TEXT NOT NULL,
+        seen_at         {time} NOT NULL,
+        PRIMARY KEY (profile, tool)
+    );";
+
+/// The `pr_leases` table.
+const LEASE: [&str; 16] = [
+    "lease_id",
+    "binding",
+    "pr",
+    "purpose",
+    "holder_worker",
+    "holder_profile",
+    "holder_client",
+    "holder_session",
+    "candidate_head",
+    "target_branch",
+    "target_branch_sha",
+    "phase",
+    "claimed_at",
+    "last_activity",
+    "expires_at",
+    "released_reason",
+];
+
+/// The `pr_decisions` table; `id` is the store's.
+const DECISION: [&str; 10] = ["id", "binding", "pr", "head", "verdict", "worker", "profile", "client", "session", "at"];
+
+/// The `pr_origins` table.
+const ORIGIN: [&str; 7] = ["binding", "pr", "worker", "profile", "client", "session", "at"];
+
+/// The `tool_pins` table.
+const PIN: [&str; 7] = ["profile", "tool", "pinned_digest", "pinned_at", "seen_digest", "seen_definition", "seen_at"];
+
+/// Schema v6's statements in one engine's spelling.
+#[derive(Debug)]
+pub(crate) struct LedgerSql {
+    insert_lease: String,
+    select_lease: String,
+    leases_of_pr: String,
+    live_leases: String,
+    all_leases: String,
+    end_lease: String,
+    expire_leases: String,
+    renew_lease: String,
+    touch_leases: String,
+    release_pr: String,
+    insert_decision: String,
+    decisions_of_pr: String,
+    insert_origin: String,
+    origin_of_pr: String,
+    observe_pin: String,
+    select_pin: String,
+    list_pins: String,
+    accept_pin: String,
+}
+
+fn parameters(n: usize) -> String {
+    (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
+impl LedgerSql {
+    pub(crate) fn new(d: &Dialect) -> Self {
+        let sql = |template: String| template.replace('$', d.mark.encode_utf8(&mut [0; 4]));
+        let (lease, decision, origin, pin) = (names(&LEASE), names(&DECISION), names(&ORIGIN), names(&PIN));
+        let typed_text = if d.typed_nulls { "$1::text" } else { "$1" };
+        Self {
+            insert_lease: sql(format!(
+                "INSERT INTO pr_leases ({lease}) VALUES ({}) ON CONFLICT DO NOTHING",
+                parameters(LEASE.len())
+            )),
+            select_lease: sql(format!("SELECT {lease} FROM pr_leases WHERE lease_id = $1")),
+            leases_of_pr: sql(format!(
+                "SELECT {lease} FROM pr_leases WHERE binding = $1 AND pr = $2 ORDER BY claimed_at, lease_id"
+            )),
+            live_leases: sql(format!(
+                "SELECT {lease} FROM pr_leases WHERE phase = 'claimed' AND expires_at > $1
+                 ORDER BY binding, pr, claimed_at, lease_id"
+            )),
+            all_leases: sql(format!("SELECT {lease} FROM pr_leases ORDER BY binding, pr, claimed_at, lease_id")),
+            end_lease: sql("UPDATE pr_leases SET phase = $2, released_reason = $3
+                 WHERE lease_id = $1 AND phase = 'claimed' AND ($4 = '' OR holder_worker = $4)"
+                .into()),
+            expire_leases: sql("UPDATE pr_leases SET phase = 'expired', released_reason = 'taken_over'
+                 WHERE binding = $1 AND pr = $2 AND purpose = $3 AND phase = 'claimed' AND expires_at <= $4"
+                .into()),
+            renew_lease: sql("UPDATE pr_leases SET last_activity = $3, expires_at = $4
+                 WHERE lease_id = $1 AND holder_worker = $2 AND phase = 'claimed' AND expires_at > $3"
+                .into()),
+            touch_leases: sql("UPDATE pr_leases SET last_activity = $4, expires_at = $5
+                 WHERE binding = $1 AND pr = $2 AND holder_worker = $3 AND phase = 'claimed' AND expires_at > $4"
+                .into()),
+            release_pr: sql("UPDATE pr_leases SET phase = 'released', released_reason = $3
+                 WHERE binding = $1 AND pr = $2 AND phase = 'claimed'"
+                .into()),
+            insert_decision: sql(format!(
+                "INSERT INTO pr_decisions ({}) VALUES ({})",
+                names(&DECISION[1..]),
+                parameters(DECISION.len() - 1)
+            )),
+            decisions_of_pr: sql(format!(
+                "SELECT {decision} FROM pr_decisions WHERE binding = $1 AND pr = $2 ORDER BY id"
+            )),
+            insert_origin: sql(format!(
+                "INSERT INTO pr_origins ({origin}) VALUES ({}) ON CONFLICT (binding, pr) DO NOTHING",
+                parameters(ORIGIN.len())
+            )),
+            origin_of_pr: sql(format!("SELECT {origin} FROM pr_origins WHERE binding = $1 AND pr = $2")),
+            observe_pin: sql(format!(
+                "INSERT INTO tool_pins ({pin}) VALUES ($1, $2, $3, $4, $3, $5, $4)
+                 ON CONFLICT (profile, tool) DO UPDATE SET seen_digest = excluded.seen_digest,
+                    seen_definition = excluded.seen_definition, seen_at = excluded.seen_at
+                 WHERE tool_pins.seen_digest <> excluded.seen_digest"
+            )),
+            select_pin: sql(format!("SELECT {pin} FROM tool_pins WHERE profile = $1 AND tool = $2")),
+            list_pins: sql(format!(
+                "SELECT {pin} FROM tool_pins WHERE ({typed_text} IS NULL OR profile = $1) ORDER BY profile, tool"
+            )),
+            accept_pin: sql("UPDATE tool_pins SET pinned_digest = seen_digest, pinned_at = $4
+                 WHERE profile = $1 AND tool = $2 AND seen_digest = $3 AND pinned_digest <> seen_digest"
+                .into()),
+        }
+    }
+}
+
+impl Record for PrLease {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        let pr = u64::try_from(r.int(2)?).map_err(|_| r.invalid(2, "is negative".into()))?;
+        Ok(PrLease {
+            lease_id: r.text(0)?,
+            pr: PrRef { binding: r.text(1)?, pr },
+            purpose: r.literal(3, "lease purpose", Purpose::parse)?,
+            holder: Actor { worker: r.text(4)?, profile: r.text(5)?, client: r.text(6)?, session: r.text(7)? },
+            candidate_head: r.text(8)?,
+            target_branch: r.opt_text(9)?,
+            target_branch_sha: r.opt_text(10)?,
+            phase: r.literal(11, "lease phase", Phase::parse)?,
+            claimed_at: r.time(12)?,
+            last_activity: r.time(13)?,
+            expires_at: r.time(14)?,
+            released_reason: r.opt_text(15)?,
+        })
+    }
+}
+
+fn read_pr<R: Columns>(r: &R, i: usize) -> Result<PrRef, R::Error> {
+    let pr = u64::try_from(r.int(i + 1)?).map_err(|_| r.invalid(i + 1, "is negative".into()))?;
+    Ok(PrRef { binding: r.text(i)?, pr })
+}
+
+fn read_actor<R: Columns>(r: &R, i: usize) -> Result<Actor, R::Error> {
+    Ok(Actor { worker: r.text(i)?, profile: r.text(i + 1)?, client: r.text(i + 2)?, session: r.text(i + 3)? })
+}
+
+impl Record for PrDecision {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        Ok(PrDecision {
+            pr: read_pr(r, 1)?,
+            head: r.text(3)?,
+            verdict: r.literal(4, "review verdict", ReviewVerdict::parse)?,
+            by: read_actor(r, 5)?,
+            at: r.time(9)?,
+        })
+    }
+}
+
+impl Record for PrOrigin {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        Ok(PrOrigin { pr: read_pr(r, 0)?, by: read_actor(r, 2)?, at: r.time(6)? })
+    }
+}
+
+impl Record for ToolPin {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        Ok(ToolPin {
+            profile: r.text(0)?,
+            tool: r.text(1)?,
+            pinned_digest: r.text(2)?,
+            pinned_at: r.time(3)?,
+            seen_digest: r.text(4)?,
+            seen_definition: r.text(5)?,
+            seen_at: r.time(6)?,
+        })
+    }
+}
+
+fn pr_number(pr: &PrRef) -> Value<'static> {
+    Value::Int(Some(i64::try_from(pr.pr).unwrap_or(i64::MAX)))
+}
+
+fn time(t: Timestamp) -> Value<'static> {
+    Value::Time(Some(t))
+}
+
+fn lease_values(l: &PrLease) -> [Value<'_>; LEASE.len()] {
+    [
+        text(&l.lease_id),
+        text(&l.pr.binding),
+        pr_number(&l.pr),
+        text(l.purpose.as_str()),
+        text(&l.holder.worker),
+        text(&l.holder.profile),
+        text(&l.holder.client),
+        text(&l.holder.session),
+        text(&l.candidate_head),
+        opt_text(l.target_branch.as_deref()),
+        opt_text(l.target_branch_sha.as_deref()),
+        text(l.phase.as_str()),
+        time(l.claimed_at),
+        time(l.last_activity),
+        time(l.expires_at),
+        opt_text(l.released_reason.as_deref()),
+    ]
+}
+
+fn actor_values(a: &Actor) -> [Value<'_>; 4] {
+    [text(&a.worker), text(&a.profile), text(&a.client), text(&a.session)]
+}
+
+fn key<'a>(pr: &'a PrRef) -> [Value<'a>; 2] {
+    [text(&pr.binding), pr_number(pr)]
+}
+
+fn ended(reason: &str) -> &'static str {
+    if reason == released::TAKEN_OVER { Phase::Expired.as_str() } else { Phase::Released.as_str() }
+}
+
+fn invalid_ttl(ttl: i64) -> Result<(), StoreError> {
+    if ttl < 1 {
+        return Err(StoreError::new(
+            crate::StoreErrorKind::Invalid,
+            format!("a lease TTL must be positive, got {ttl}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `Store::claim_pr_lease`, over any engine.
+pub(crate) fn claim<E: Engine>(e: &E, claim: &PrLeaseClaim, now: Timestamp) -> Result<PrClaimOutcome, StoreError> {
+    invalid_ttl(claim.ttl_seconds)?;
+    let sql = &e.sql().ledger;
+    let expires = now.plus_seconds(claim.ttl_seconds);
+    let fresh = PrLease {
+        lease_id: new_lease_id(&claim.pr, claim.purpose, now),
+        pr: claim.pr.clone(),
+        purpose: claim.purpose,
+        holder: claim.holder.clone(),
+        candidate_head: claim.candidate_head.clone(),
+        target_branch: claim.target_branch.clone(),
+        target_branch_sha: claim.target_branch_sha.clone(),
+        phase: Phase::Claimed,
+        claimed_at: now,
+        last_activity: now,
+        expires_at: expires,
+        released_reason: None,
+    };
+    // Not retried: a claim that committed would come back as held by itself.
+    e.run("cannot claim the PR lease", Retry::Never, |c| {
+        c.transaction(Tx::Write, |c| {
+            match &claim.plan {
+                ClaimPlan::Renew { lease_id } => {
+                    let args = [text(lease_id), text(&claim.holder.worker), time(now), time(expires)];
+                    if c.execute(&sql.renew_lease, &args)? == 1 {
+                        return Ok(PrClaimOutcome::Claimed(c.query_one(&sql.select_lease, &[text(lease_id)])?));
+                    }
+                }
+                ClaimPlan::Claim { release } => {
+                    for (id, reason) in release {
+                        c.execute(&sql.end_lease, &[text(id), text(ended(reason)), text(reason), text("")])?;
+                    }
+                }
+            }
+            let [binding, pr] = key(&claim.pr);
+            c.execute(&sql.expire_leases, &[binding, pr, text(claim.purpose.as_str()), time(now)])?;
+            if c.execute(&sql.insert_lease, &lease_values(&fresh))? == 1 {
+                return Ok(PrClaimOutcome::Claimed(fresh.clone()));
+            }
+            let winner = c
+                .query::<PrLease>(&sql.leases_of_pr, &key(&claim.pr))?
+                .into_iter()
+                .find(|l| l.purpose == claim.purpose && l.phase == Phase::Claimed);
+            winner
+                .map(PrClaimOutcome::Held)
+                .ok_or_else(|| Fail::Row("the claim neither inserted nor found the holder".into()))
+        })
+    })
+}
+
+/// `Store::pr_records`.
+pub(crate) fn records<E: Engine>(e: &E, pr: &PrRef) -> Result<PrRecords, StoreError> {
+    let sql = &e.sql().ledger;
+    e.run("cannot read the PR's workflow records", Retry::Idempotent, |c| {
+        c.transaction(Tx::Snapshot, |c| {
+            Ok(PrRecords {
+                leases: c.query(&sql.leases_of_pr, &key(pr))?,
+                decisions: c.query(&sql.decisions_of_pr, &key(pr))?,
+                origin: c.query_opt(&sql.origin_of_pr, &key(pr))?,
+            })
+        })
+    })
+}
+
+/// `Store::touch_pr_leases`.
+pub(crate) fn touch<E: Engine>(e: &E, pr: &PrRef, worker: &str, ttl: i64, now: Timestamp) -> Result<usize, StoreError> {
+    invalid_ttl(ttl)?;
+    let [binding, number] = key(pr);
+    let args = [binding, number, text(worker), time(now), time(now.plus_seconds(ttl))];
+    e.run("cannot advance the lease", Retry::Idempotent, |c| {
+        Ok(usize::try_from(c.execute(&e.sql().ledger.touch_leases, &args)?).unwrap_or(usize::MAX))
+    })
+}
+
+/// `Store::release_pr_lease`.
+pub(crate) fn release<E: Engine>(
+    e: &E,
+    lease_id: &str,
+    holder: Option<&str>,
+    reason: &str,
+) -> Result<bool, StoreError> {
+    let args = [text(lease_id), text(ended(reason)), text(reason), text(holder.unwrap_or(""))];
+    e.run("cannot release the lease", Retry::Idempotent, |c| Ok(c.execute(&e.sql().ledger.end_lease, &args)? == 1))
+}
+
+/// `Store::release_pr_leases`.
+pub(crate) fn release_pr<E: Engine>(e: &E, pr: &PrRef, reason: &str) -> Result<usize, StoreError> {
+    let [binding, number] = key(pr);
+    let args = [binding, number, text(reason)];
+    e.run("cannot release the PR's leases", Retry::Idempotent, |c| {
+        Ok(usize::try_from(c.execute(&e.sql().ledger.release_pr, &args)?).unwrap_or(usize::MAX))
+    })
+}
+
+/// `Store::list_pr_leases`.
+pub(crate) fn list<E: Engine>(e: &E, live_only: bool, now: Timestamp) -> Result<Vec<PrLease>, StoreError> {
+    let sql = &e.sql().ledger;
+    e.run("cannot list the PR leases", Retry::Idempotent, |c| {
+        if live_only { c.query(&sql.live_leases, &[time(now)]) } else { c.query(&sql.all_leases, &[]) }
+    })
+}
+
+/// `Store::record_pr_decision`.
+pub(crate) fn decide<E: Engine>(e: &E, d: &PrDecision) -> Result<(), StoreError> {
+    let [binding, number] = key(&d.pr);
+    let [w, p, cl, s] = actor_values(&d.by);
+    let args = [binding, number, text(&d.head), text(d.verdict.as_str()), w, p, cl, s, time(d.at)];
+    // Not retried: a decision that committed would be recorded twice.
+    e.run("cannot record the review decision", Retry::Never, |c| {
+        c.execute(&e.sql().ledger.insert_decision, &args)?;
+        Ok(())
+    })
+}
+
+/// `Store::record_pr_origin`: the first creator recorded wins.
+pub(crate) fn originate<E: Engine>(e: &E, o: &PrOrigin) -> Result<(), StoreError> {
+    let [binding, number] = key(&o.pr);
+    let [w, p, cl, s] = actor_values(&o.by);
+    let args = [binding, number, w, p, cl, s, time(o.at)];
+    e.run("cannot record the PR's creator", Retry::Idempotent, |c| {
+        c.execute(&e.sql().ledger.insert_origin, &args)?;
+        Ok(())
+    })
+}
+
+/// `Store::observe_tool`.
+pub(crate) fn observe<E: Engine>(
+    e: &E,
+    profile: &str,
+    tool: &str,
+    digest: &str,
+    definition: &str,
+    now: Timestamp,
+) -> Result<ToolPin, StoreError> {
+    let sql = &e.sql().ledger;
+    let args = [text(profile), text(tool), text(digest), time(now), text(definition)];
+    e.run("cannot pin the tool definition", Retry::Idempotent, |c| {
+        c.transaction(Tx::Write, |c| {
+            c.execute(&sql.observe_pin, &args)?;
+            c.query_one(&sql.select_pin, &[text(profile), text(tool)])
+        })
+    })
+}
+
+/// `Store::tool_pin`.
+pub(crate) fn pin<E: Engine>(e: &E, profile: &str, tool: &str) -> Result<Option<ToolPin>, StoreError> {
+    e.run("cannot read the pinned definition", Retry::Idempotent, |c| {
+        c.query_opt(&e.sql().ledger.select_pin, &[text(profile), text(tool)])
+    })
+}
+
+/// `Store::list_tool_pins`.
+pub(crate) fn pins<E: Engine>(e: &E, profile: Option<&str>) -> Result<Vec<ToolPin>, StoreError> {
+    e.run("cannot list the pinned definitions", Retry::Idempotent, |c| {
+        c.query(&e.sql().ledger.list_pins, &[opt_text(profile)])
+    })
+}
+
+/// `Store::accept_tool`.
+pub(crate) fn accept<E: Engine>(
+    e: &E,
+    profile: &str,
+    tool: &str,
+    digest: &str,
+    now: Timestamp,
+) -> Result<bool, StoreError> {
+    let args = [text(profile), text(tool), text(digest), time(now)];
+    e.run("cannot accept the tool definition", Retry::Idempotent, |c| {
+        Ok(c.execute(&e.sql().ledger.accept_pin, &args)? == 1)
+    })
+}
