@@ -3,7 +3,7 @@
 //! through the server's own read tool, and what that read answers. The dialect is the
 //! official Gitea MCP server's (gitea-mcp's go-sdk generation: `owner`, `repo`,
 //! `pull_number`; the read is `pull_request_read {method: "get"}` answering the Gitea API's
-//! pull-request object as JSON text; see `crates/fleetgate/examples/forge_fixture/GITEA_MCP.md`),
+//! pull-request object as JSON text; see `crates/fleetgate/src/forge_fixture/GITEA_MCP.md`),
 //! read leniently where versions differ (the v1.0 line's `index`, a number or a numeric
 //! string; `state` / `event` for the verdict).
 

@@ -13,6 +13,8 @@ pub mod cli;
 pub mod config;
 pub mod dashboard;
 pub mod doctor;
+#[allow(missing_docs)] // A test and demo stand-in, documented at its module.
+pub mod forge_fixture;
 pub mod gate;
 pub mod heartbeat;
 pub mod metrics;
@@ -41,6 +43,10 @@ pub fn run_cli() -> ExitCode {
         }
     };
     let json = cli.json;
+    if let Command::Debug(cli::args::DebugCommand::ForgeFixture { args }) = &cli.command {
+        // An MCP server on stdio of its own: no store, no roster.
+        return forge_fixture::run(args);
+    }
     if let Command::Serve(_) | Command::Dashboard(_) = &cli.command {
         // Long-running: stdout belongs to MCP (serve) or to nobody (dashboard); causes go to stderr only.
         let outcome = Ctx::resolve(&cli, fleetgate_host::env::capture(), Arc::new(fleetgate_host::clock::SystemClock))

@@ -351,6 +351,14 @@ pub struct ClaimArgs {
 /// `fleetgate debug …`
 #[derive(Debug, Subcommand)]
 pub enum DebugCommand {
+    /// A stand-in Gitea forge behind the gitea-mcp tool surface, on a bare git repository (MCP on
+    /// stdio): the forge of `fleetgate demo` and of the tests. `--help` lists its flags.
+    #[command(disable_help_flag = true)]
+    ForgeFixture {
+        /// Its flags (`--repo PATH.git`, `--slug`, `--state`, `--user`, `--variant`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Renew one worker in a tight loop and report every answer (store soak and fencing races).
     RenewLoop {
         /// The worker identity.

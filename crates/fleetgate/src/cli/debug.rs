@@ -26,7 +26,9 @@ struct LoopReport {
 
 /// Run one debug command.
 pub fn run(ctx: &Ctx, cmd: &DebugCommand) -> anyhow::Result<Reply> {
-    let DebugCommand::RenewLoop { identity, epoch, count, max_seconds } = cmd;
+    let DebugCommand::RenewLoop { identity, epoch, count, max_seconds } = cmd else {
+        return Err(anyhow::anyhow!("the forge fixture runs outside the reply path"));
+    };
     let request = HeartbeatRequest {
         worker_identity: identity.clone(),
         fencing_epoch: parse_flag("--epoch", epoch, "an integer fencing epoch")?,

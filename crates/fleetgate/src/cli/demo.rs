@@ -1,8 +1,8 @@
 //! `fleetgate demo`: the fleet story on a throwaway store, with real processes.
 //! Five `fleetgate serve` gateways of one cohort make the gate open; a second
 //! cohort's author closes it (duplicate, mixed cohort, the operator action);
-//! kill -9 of a member shows it stale and missing. Everything it starts is
-//! stopped before it returns.
+//! kill -9 of a member shows it stale and missing. Then the pull-request workflow
+//! (`demo_workflow`). Everything it starts is stopped before it returns.
 
 use crate::cli::context::Ctx;
 use crate::cli::inventory::render;
@@ -154,8 +154,11 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Reply> {
     text.push(format!(
         "== stopped every gateway; {left} runtime row(s) left running (the killed reviewer's, now history)"
     ));
+    text.push(String::new());
+    let (lines, workflow) = super::demo_workflow::run(&exe, dir.path(), &repo)?;
+    text.extend(lines);
     Ok(Reply {
-        value: json!({ "store": store_path.display().to_string(), "steps": steps }),
+        value: json!({ "store": store_path.display().to_string(), "steps": steps, "workflow": workflow }),
         text: text.join("\n"),
         exit: Exit::Ok,
     })

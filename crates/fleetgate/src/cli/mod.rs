@@ -6,6 +6,7 @@ pub mod args;
 pub mod context;
 pub mod debug;
 pub mod demo;
+pub mod demo_workflow;
 pub mod doctor;
 pub mod forge;
 pub mod gate;

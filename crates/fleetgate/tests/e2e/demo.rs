@@ -1,4 +1,5 @@
-//! The README's first command: five real gateways, a second cohort, a kill.
+//! The README's first command: five real gateways, a second cohort, a kill; then the PR
+//! workflow through four gateways over the forge stand-in.
 
 use crate::support::{bin, serial};
 use std::process::Command;
@@ -20,8 +21,26 @@ fn the_demo_tells_the_fleet_story_and_leaves_nothing_running() {
     let killed = &steps[3]["inventory"];
     assert_eq!(killed["stale_members"][0]["liveness"], "dead");
     assert_eq!(killed["missing_members"][0]["profile"], "prgs-reviewer");
+    // The workflow act: one refusal per blocker, and the merge of exactly the approved head.
+    let flow = &v["workflow"];
+    let refusals: Vec<&str> = flow["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["allowed"] == false)
+        .filter_map(|s| s["answer"].as_str()?.split(':').next())
+        .collect();
+    assert_eq!(
+        refusals,
+        ["role_not_permitted", "review_lease_required", "review_lease_held", "stale_head", "approval_required"],
+        "{flow}"
+    );
+    assert!(flow["outcome"].as_str().unwrap().contains("has the approved head"), "{flow}");
     // Nothing it started is left: no gateway runs on the demo's store.
     let store = v["store"].as_str().unwrap();
     let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
-    assert!(!String::from_utf8_lossy(&ps.stdout).contains(store), "a demo gateway is still running");
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    assert!(!ps.contains(store), "a demo gateway is still running");
+    let flow_store = std::path::Path::new(store).with_file_name("flow.sqlite3");
+    assert!(!ps.contains(&*flow_store.to_string_lossy()), "a workflow gateway is still running");
 }

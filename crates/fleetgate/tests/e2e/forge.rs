@@ -18,7 +18,8 @@ const ROLES: [&str; 5] = ["author", "reviewer", "merger", "controller", "reconci
 
 /// The fixture alone under the Python SDK client.
 fn fixture_client(bare: &Path, extra: &[&str]) -> Client {
-    let mut argv = vec![forge_fixture().display().to_string(), "--repo".into(), bare.display().to_string()];
+    let mut argv = forge_fixture();
+    argv.extend(["--repo".to_owned(), bare.display().to_string()]);
     argv.extend(extra.iter().map(|s| (*s).to_owned()));
     Client::start(&argv)
 }
@@ -122,10 +123,11 @@ struct Fleet {
 impl Fleet {
     fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let fixture = forge_fixture().display().to_string();
         let bare = dir.path().join("forge.git");
         let bare_s = bare.display().to_string();
-        let workflow = format!("[workflow]\nforge_command = [{fixture:?}, \"--repo\", {bare_s:?}]\n");
+        let mut fixture = forge_fixture();
+        fixture.extend(["--repo".to_owned(), bare_s.clone()]);
+        let workflow = format!("[workflow]\nforge_command = {fixture:?}\n");
         let config = roster("forge", &ROLES, &workflow).replacen("[fleet]\n", "[fleet]\nforge = \"gitea-mcp\"\n", 1);
         let f = FleetDir::new(&config);
         let made = bare_repo(dir.path(), "forge.git", &f.repo());
@@ -133,7 +135,7 @@ impl Fleet {
         let mut clients: Vec<Client> = ROLES
             .iter()
             .map(|r| {
-                let downstream = [fixture.as_str(), "--repo", bare_s.as_str()];
+                let downstream: Vec<&str> = fixture.iter().map(String::as_str).collect();
                 Client::start(&f.serve_argv(&format!("prgs-{r}"), "forge-a", &downstream))
             })
             .collect();

@@ -261,30 +261,10 @@ pub fn roster(name: &str, roles: &[&str], extra: &str) -> String {
     out
 }
 
-/// The forge fixture (`examples/forge_fixture`): a stand-in for a Gitea forge behind the
-/// gitea-mcp tool surface. Built here once per test binary (`cargo test --test e2e` builds no
-/// examples), into the target directory this binary runs from.
-pub fn forge_fixture() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            // target/<profile>/deps/e2e-…
-            let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
-            let target = profile_dir.parent().unwrap();
-            let mut build = Command::new(env!("CARGO"));
-            build.current_dir(root()).args(["build", "--quiet", "-p", "fleetgate", "--example", "forge_fixture"]);
-            build.arg("--target-dir").arg(target);
-            if profile_dir.file_name().is_some_and(|p| p == "release") {
-                build.arg("--release");
-            }
-            let status = build.status().unwrap();
-            assert!(status.success(), "building the forge fixture failed");
-            let fixture = profile_dir.join("examples").join("forge_fixture");
-            assert!(fixture.exists(), "{} is missing after the build", fixture.display());
-            fixture
-        })
-        .clone()
+/// The forge fixture (`fleetgate debug forge-fixture`, `src/forge_fixture/`): a stand-in for
+/// a Gitea forge behind the gitea-mcp tool surface. Its argv, before its own flags.
+pub fn forge_fixture() -> Vec<String> {
+    vec![bin().display().to_string(), "debug".into(), "forge-fixture".into()]
 }
 
 /// A bare repository `name` in `dir` whose `main` holds `checkout`'s history.

@@ -34,14 +34,14 @@ struct Fleet {
     _dir: tempfile::TempDir,
     f: FleetDir,
     bare: PathBuf,
-    fixture: String,
+    fixture: Vec<String>,
     clients: Vec<Client>,
 }
 
 impl Fleet {
     fn start(extra: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let fixture = forge_fixture().display().to_string();
+        let fixture = forge_fixture();
         let bare = dir.path().join("forge.git");
         let bare_s = bare.display().to_string();
         let mut config = "[fleet]\nname = \"flow\"\ntool_prefix = \"gitea_\"\nforge = \"gitea-mcp\"\n".to_owned();
@@ -50,7 +50,9 @@ impl Fleet {
                 "\n[[members]]\nnamespace = \"gitea-{name}\"\nprofile = \"prgs-{name}\"\nrole = \"{role}\"\n"
             ));
         }
-        config.push_str(&format!("\n[workflow]\nforge_command = [{fixture:?}, \"--repo\", {bare_s:?}]\n{extra}"));
+        let mut command = fixture.clone();
+        command.extend(["--repo".to_owned(), bare_s]);
+        config.push_str(&format!("\n[workflow]\nforge_command = {command:?}\n{extra}"));
         let f = FleetDir::new(&config);
         bare_repo(dir.path(), "forge.git", &f.repo());
         let mut fleet = Self { _dir: dir, f, bare, fixture, clients: Vec::new() };
@@ -65,7 +67,8 @@ impl Fleet {
     /// A gateway for `name` before its own fixture process (with `variant` flags).
     fn gateway(&self, name: &str, variant: &[&str]) -> Client {
         let bare = self.bare.display().to_string();
-        let mut downstream = vec![self.fixture.as_str(), "--repo", bare.as_str()];
+        let mut downstream: Vec<&str> = self.fixture.iter().map(String::as_str).collect();
+        downstream.extend(["--repo", bare.as_str()]);
         downstream.extend_from_slice(variant);
         let mut argv = self.f.serve_argv(&format!("prgs-{name}"), "flow-a", &downstream);
         // The author's client session is shared by reviewer2: its approvals are not independent.

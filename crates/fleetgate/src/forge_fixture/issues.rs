@@ -2,10 +2,10 @@
 //! sequence, as in Gitea; an issue tool given a pull request's number works on the pull
 //! request's conversation.
 
-use crate::Forge;
-use crate::args::{self, Args};
-use crate::catalog::{ISSUE_READ_METHODS, ISSUE_WRITE_METHODS};
-use crate::ledger::{Comment, Issue, State, now};
+use super::Forge;
+use super::args::{self, Args};
+use super::catalog::{ISSUE_READ_METHODS, ISSUE_WRITE_METHODS};
+use super::ledger::{Comment, Issue, State, now};
 use serde_json::{Value, json};
 
 fn labels(ids: &[i64]) -> Vec<Value> {
@@ -45,7 +45,7 @@ fn slim(f: &Forge, i: &Issue) -> Value {
 /// An issue or a pull request, as the issue tools see it.
 enum Thread<'a> {
     Issue(&'a mut Issue),
-    Pull(&'a mut crate::ledger::Pull),
+    Pull(&'a mut super::ledger::Pull),
 }
 
 fn thread(state: &mut State, number: i64) -> Option<Thread<'_>> {

@@ -3,10 +3,10 @@
 //! branch's tip, read afresh on every call (a push to the branch moves it), and
 //! `refs/pull/<n>/head` follows. A merge is a real merge of that head into the base branch.
 
-use crate::Forge;
-use crate::args::{self, Args};
-use crate::catalog::{MERGE_STYLES, REVIEW_STATES};
-use crate::ledger::{Pull, Review, ReviewComment, State, now};
+use super::Forge;
+use super::args::{self, Args};
+use super::catalog::{MERGE_STYLES, REVIEW_STATES};
+use super::ledger::{Pull, Review, ReviewComment, State, now};
 use serde_json::{Value, json};
 
 fn is_draft(title: &str) -> bool {
@@ -160,7 +160,7 @@ pub fn list(f: &Forge, args: &Args) -> Result<Value, String> {
 
 pub fn read(f: &Forge, args: &Args) -> Result<Value, String> {
     let method = args::string(args, "method")?;
-    if !crate::catalog::PR_READ_METHODS.contains(&method.as_str()) {
+    if !super::catalog::PR_READ_METHODS.contains(&method.as_str()) {
         return Err(format!("unknown method: {method}"));
     }
     let (owner, repo) = f.check_repo(args)?;
@@ -219,7 +219,7 @@ pub fn read(f: &Forge, args: &Args) -> Result<Value, String> {
 
 pub fn write(f: &Forge, args: &Args) -> Result<Value, String> {
     let method = args::string(args, "method")?;
-    if !crate::catalog::PR_WRITE_METHODS.contains(&method.as_str()) {
+    if !super::catalog::PR_WRITE_METHODS.contains(&method.as_str()) {
         return Err(format!("unknown method: {method}"));
     }
     let (owner, repo) = f.check_repo(args)?;
@@ -428,7 +428,7 @@ fn merge(f: &Forge, state: &mut State, number: i64, args: &Args, at: &str) -> Re
 
 pub fn review_write(f: &Forge, args: &Args) -> Result<Value, String> {
     let method = args::string(args, "method")?;
-    if !crate::catalog::REVIEW_WRITE_METHODS.contains(&method.as_str()) {
+    if !super::catalog::REVIEW_WRITE_METHODS.contains(&method.as_str()) {
         return Err(format!("unknown method: {method}"));
     }
     let (owner, repo) = f.check_repo(args)?;

@@ -1,8 +1,8 @@
 //! Branches, files and commits: real refs and real commits in the bare repository.
 
-use crate::Forge;
-use crate::args::{self, Args};
-use crate::git::CommitInfo;
+use super::Forge;
+use super::args::{self, Args};
+use super::git::CommitInfo;
 use serde_json::{Value, json};
 
 /// Standard base64 with padding (what the server answers file contents in).

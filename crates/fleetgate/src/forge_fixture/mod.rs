@@ -31,8 +31,11 @@
 //! not have, `<key> is required` for a missing argument); an unknown tool is a JSON-RPC
 //! invalid-params error (`unknown tool "<name>"`).
 //!
+//! It ships in the binary as a hidden command, because `fleetgate demo` tells the PR
+//! workflow through it too (no forge is needed to see fleetgate work):
+//!
 //! ```text
-//! forge_fixture --repo PATH.git [--slug OWNER/NAME] [--state FILE] [--user LOGIN]
+//! fleetgate debug forge-fixture --repo PATH.git [--slug OWNER/NAME] [--state FILE] [--user LOGIN]
 //!               [--variant changed-description|new-method]...
 //! ```
 //!
@@ -54,19 +57,23 @@ mod repo;
 
 use args::Args;
 use clap::Parser;
-use rmcp::model::{
+use fleetgate_gateway::rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
 };
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use fleetgate_gateway::rmcp::service::RequestContext;
+use fleetgate_gateway::rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// The fixture's flags.
 #[derive(Debug, Parser)]
-#[command(name = "forge_fixture", about = "A Gitea forge behind the gitea-mcp tool surface, on a bare git repository")]
-struct Flags {
+#[command(
+    name = "fleetgate debug forge-fixture",
+    about = "A Gitea forge behind the gitea-mcp tool surface, on a bare git repository"
+)]
+pub struct Flags {
     /// The bare repository the forge serves.
     #[arg(long, value_name = "PATH")]
     repo: PathBuf,
@@ -229,12 +236,27 @@ async fn serve(flags: Flags) -> Result<(), String> {
     running.waiting().await.map(drop).map_err(|e| e.to_string())
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> ExitCode {
-    match serve(Flags::parse()).await {
+/// `fleetgate debug forge-fixture ARGS…`: serve until the client goes away (exit 0), or
+/// exit 1 with the cause on stderr.
+pub fn run(argv: &[String]) -> ExitCode {
+    let flags = match Flags::try_parse_from(std::iter::once("forge-fixture".to_owned()).chain(argv.iter().cloned())) {
+        Ok(flags) => flags,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("forge-fixture: cannot start a runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(serve(flags)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("forge_fixture: {e}");
+            eprintln!("forge-fixture: {e}");
             ExitCode::from(1)
         }
     }

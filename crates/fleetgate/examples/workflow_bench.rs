@@ -1,0 +1,84 @@
+//! The PR workflow's cost at the gate (SPEC §10), through real gateways: the added latency of
+//! a gated review decision (lease + head read + decision recorded) and of a gated merge (head
+//! read + leases + decisions + release) over a plain forwarded mutating call
+//! (`issue_write add_comment`), all in the same run against the same forge stand-in. Not a
+//! test: `scripts/bench-workflow` runs it; BENCHMARKS.md records the figures.
+//!
+//! ```text
+//! workflow_bench --fleetgate target/release/fleetgate [--rounds 40]
+//! ```
+//!
+//! Each round: the author opens a PR; the reviewer claims and approves; the merger claims and
+//! merges; the reviewer comments on an issue (the plain call). Each kind's calls are timed
+//! at the MCP client, so the numbers include the client, the gateway and the forge.
+
+use fleetgate::cli::demo_workflow::Flow;
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+fn pct(v: &mut [Duration], p: f64) -> f64 {
+    v.sort();
+    v.get(((v.len() as f64 - 1.0) * p).round() as usize).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
+async fn timed(flow: &mut Flow, who: &'static str, tool: &str, args: serde_json::Value) -> Duration {
+    let t = Instant::now();
+    let (ok, answer) = flow.call(who, tool, args).await.expect("the call");
+    assert!(ok, "{who} {tool}: {answer}");
+    t.elapsed()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let (mut exe, mut rounds) = (PathBuf::from("target/release/fleetgate"), 40usize);
+    while let Some(a) = args.next() {
+        let mut val = || args.next().expect("flag needs a value");
+        match a.as_str() {
+            "--fleetgate" => exe = val().into(),
+            "--rounds" => rounds = val().parse().expect("--rounds"),
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    let exe = exe.canonicalize().expect("the fleetgate binary");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let checkout = dir.path().join("checkout");
+    std::fs::create_dir_all(&checkout).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git").arg("-C").arg(&checkout).args(args).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["-c", "user.name=bench", "-c", "user.email=b@x.invalid", "commit", "-q", "--allow-empty", "-m", "b"]);
+    let mut flow = Flow::start(&exe, dir.path(), &checkout).await.expect("the fleet");
+    let issue = flow.call("author", "issue_write", json!({ "method": "create", "title": "t", "body": "b" })).await;
+    let issue = issue.expect("an issue").1["number"].as_i64().unwrap();
+    let (mut plain, mut review, mut merge) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let branch = format!("b{round}");
+        flow.call("author", "create_branch", json!({ "branch": branch })).await.unwrap();
+        let file = json!({ "path": format!("f{round}.txt"), "content": "x\n", "message": "m", "branch_name": branch });
+        flow.call("author", "create_or_update_file", file).await.unwrap();
+        let create = json!({ "method": "create", "title": "t", "body": "b", "head": branch, "base": "main" });
+        let pr = flow.call("author", "pull_request_write", create).await.unwrap().1["number"].as_i64().unwrap();
+        let head = flow.git(&["rev-parse", &branch]).unwrap();
+        let claim = |purpose: &str| json!({ "pr": pr, "head": head, "purpose": purpose });
+        flow.call("reviewer", "gitea_claim_pr_lease", claim("review")).await.unwrap();
+        let comment = json!({ "method": "add_comment", "issue_number": issue, "body": "plain" });
+        plain.push(timed(&mut flow, "reviewer", "issue_write", comment).await);
+        let approve = json!({ "method": "create", "pull_number": pr, "state": "APPROVED", "body": "ok" });
+        review.push(timed(&mut flow, "reviewer", "pull_request_review_write", approve).await);
+        flow.call("merger", "gitea_claim_pr_lease", claim("merge")).await.unwrap();
+        let merging = json!({ "method": "merge", "pull_number": pr, "merge_style": "merge" });
+        merge.push(timed(&mut flow, "merger", "pull_request_write", merging).await);
+    }
+    flow.stop().await;
+    let (p50, p99) = (pct(&mut plain, 0.5), pct(&mut plain, 0.99));
+    println!("rounds={rounds}");
+    println!("plain forwarded mutating call (issue_write add_comment): p50={p50:.2}ms p99={p99:.2}ms");
+    for (name, v) in [("gated review decision", &mut review), ("gated merge", &mut merge)] {
+        let (q50, q99) = (pct(v, 0.5), pct(v, 0.99));
+        println!("{name}: p50={q50:.2}ms p99={q99:.2}ms  added p50={:.2}ms", q50 - p50);
+    }
+}
