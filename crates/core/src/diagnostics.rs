@@ -19,7 +19,8 @@ pub fn is_hard(diagnostic: &str) -> bool {
 
 /// The `unsupported-env:` message for `overrides` (values already masked).
 pub fn unsupported_env_message(prefix: &str, overrides: &[UnsupportedOverride]) -> String {
-    let listed: Vec<String> = overrides.iter().map(|o| format!("{}={}", o.key, o.value)).collect();
+    // Key names only: a value may be a secret whatever its key is called (`GITEA_PAT=ghp_…`).
+    let listed: Vec<&str> = overrides.iter().map(|o| o.key.as_str()).collect();
     format!(
         "{UNSUPPORTED_ENV} Unsupported {prefix}* environment variable override(s) detected: {}. Unknown env overrides are unsupported.",
         listed.join(", ")
@@ -178,15 +179,24 @@ mod tests {
             "GITEA_",
             &[UnsupportedOverride { key: "GITEA_INVENTED".into(), value: "1".into() }],
         );
-        assert_eq!(ours, seed);
+        // The seed printed `KEY=value`; values are never shown now (a value may be a secret
+        // under any key name), and the message keeps the seed's family and wording.
+        assert_eq!(ours, seed.replace("GITEA_INVENTED=1", "GITEA_INVENTED"));
+        assert!(is_hard(&ours));
         assert!(!is_hard("note: something"));
     }
 
     #[test]
     fn peers_report_unknown_keys_masked_and_unreadable_envs_fail_closed() {
-        let env = EnvSnapshot::from_pairs([("GITEA_SECRET_TOKEN", "hunter2"), ("GITEA_MCP_CLIENT", "codex")]);
+        // A secret under a key that does not look secret is not shown either.
+        let env = EnvSnapshot::from_pairs([
+            ("GITEA_SECRET_TOKEN", "hunter2"),
+            ("GITEA_PAT", "ghp_abcdef"),
+            ("GITEA_MCP_CLIENT", "codex"),
+        ]);
         let d = peer_env_diagnostic(7, &PeerEnv::Read(env), "GITEA_", &[]).unwrap().to_string();
-        assert!(d.contains("GITEA_SECRET_TOKEN=***") && !d.contains("hunter2") && d.contains("pid 7"), "{d}");
+        assert!(d.contains("GITEA_SECRET_TOKEN") && d.contains("GITEA_PAT") && d.contains("pid 7"), "{d}");
+        assert!(!d.contains("hunter2") && !d.contains("ghp_") && !d.contains('='), "key names only: {d}");
         let clean = EnvSnapshot::from_pairs([("GITEA_MCP_CLIENT", "codex"), ("PATH", "/bin")]);
         assert_eq!(peer_env_diagnostic(7, &PeerEnv::Read(clean), "GITEA_", &[]), None);
         let d = peer_env_diagnostic(8, &PeerEnv::Unreadable("permission denied".into()), "GITEA_", &[]).unwrap();

@@ -226,7 +226,10 @@ pub fn looks_secret(key: &str) -> bool {
 
 /// A value fit to show: secrets masked.
 pub fn shown_value(key: &str, value: &str) -> String {
-    if looks_secret(key) { "***".to_owned() } else { value.to_owned() }
+    // Never the value: redaction by key name misses `GITEA_PAT=ghp_…`; the key is what an
+    // operator needs to act on.
+    let _ = (key, value);
+    crate::redact::MASK.to_owned()
 }
 
 /// A prefixed key the program does not recognise.
@@ -234,7 +237,7 @@ pub fn shown_value(key: &str, value: &str) -> String {
 pub struct UnsupportedOverride {
     /// The key.
     pub key: String,
-    /// Its value, masked when the key looks secret.
+    /// Always `***`: values are never shown (kept for the JSON shape).
     pub value: String,
 }
 
@@ -297,7 +300,7 @@ mod tests {
         let env =
             EnvSnapshot::from_pairs([("GITEA_MCP_CLIENT", "claude_code"), ("GITEA_TOTALLY_INVENTED_OVERRIDE", "1")]);
         let found = unconsumed_env_overrides(&env, P, &[]);
-        assert_eq!(found, [UnsupportedOverride { key: "GITEA_TOTALLY_INVENTED_OVERRIDE".into(), value: "1".into() }]);
+        assert_eq!(found, [UnsupportedOverride { key: "GITEA_TOTALLY_INVENTED_OVERRIDE".into(), value: "***".into() }]);
     }
 
     #[test]

@@ -95,6 +95,40 @@ pub struct Registration {
     pub heartbeat_ttl_seconds: f64,
 }
 
+/// The longest identity field (client name, session, profile, …) a registration may carry,
+/// in characters: every listing and refusal quotes these, so they are bounded at the door.
+pub const MAX_FIELD_CHARS: usize = 256;
+
+/// The lease TTLs accepted, in seconds: a second to a week. Shorter renews faster than a
+/// store can answer; longer keeps a dead worker's lease for days.
+pub const TTL_RANGE_SECONDS: std::ops::RangeInclusive<f64> = 1.0..=604_800.0;
+
+/// An identity field as it may be stored: at most [`MAX_FIELD_CHARS`], no control characters
+/// (a newline or a terminal escape in a name would forge lines in an operator's terminal).
+pub fn check_field(name: &str, value: &str) -> Result<(), String> {
+    if value.chars().count() > MAX_FIELD_CHARS {
+        return Err(format!("{name} is longer than {MAX_FIELD_CHARS} characters"));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(format!("{name} contains a control character"));
+    }
+    Ok(())
+}
+
+/// A lease TTL in [`TTL_RANGE_SECONDS`].
+pub fn check_ttl(ttl: f64) -> Result<(), String> {
+    if !TTL_RANGE_SECONDS.contains(&ttl) {
+        return Err(format!("heartbeat_ttl_seconds must be 1 to 604800 seconds, got {ttl}"));
+    }
+    Ok(())
+}
+
+/// A name a peer sent (an MCP `clientInfo.name`), made storable: control characters dropped,
+/// cut to [`MAX_FIELD_CHARS`].
+pub fn bounded_field(value: &str) -> String {
+    value.chars().filter(|c| !c.is_control()).take(MAX_FIELD_CHARS).collect()
+}
+
 impl Registration {
     /// Refuse a registration that could never renew or be found again.
     pub fn validate(&self) -> Result<(), String> {
@@ -109,9 +143,11 @@ impl Registration {
         if let Some((name, _)) = fields.iter().find(|(_, v)| v.trim().is_empty()) {
             return Err(format!("{name} must not be empty"));
         }
-        if !(self.heartbeat_ttl_seconds.is_finite() && self.heartbeat_ttl_seconds > 0.0) {
-            return Err(format!("heartbeat_ttl_seconds must be a positive number, got {}", self.heartbeat_ttl_seconds));
+        let with_instance = fields.iter().copied().chain([("client_instance_id", &self.client_instance_id)]);
+        for (name, value) in with_instance {
+            check_field(name, value)?;
         }
+        check_ttl(self.heartbeat_ttl_seconds)?;
         if let Some(pid) = self.pid
             && pid <= 0
         {

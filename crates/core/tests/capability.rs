@@ -92,7 +92,7 @@ fn unowned(kind: BlockerKind) -> Provenance {
     }
 }
 
-const UNSUPPORTED: &str = "unsupported-env: Unsupported GITEA_* environment variable override(s) detected: GITEA_X=1. Unknown env overrides are unsupported.";
+const UNSUPPORTED: &str = "unsupported-env: Unsupported GITEA_* environment variable override(s) detected: GITEA_X. Unknown env overrides are unsupported.";
 const STALE: &str = "stale-runtime: gitea-author (pid 1) started at revision a, the repository is now at b.";
 
 struct Case {

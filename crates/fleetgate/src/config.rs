@@ -321,8 +321,8 @@ impl FleetConfig {
                 "fleet.env_prefix {env_prefix:?} must be non-empty upper-case letters, digits and _"
             )));
         }
-        if !(ttl.is_finite() && ttl > 0.0) {
-            return Err(err(format!("fleet.heartbeat_ttl_seconds must be a positive number, got {ttl}")));
+        if !fleetgate_core::worker::TTL_RANGE_SECONDS.contains(&ttl) {
+            return Err(err(format!("fleet.heartbeat_ttl_seconds must be 1 to 604800, got {ttl}")));
         }
         let pass_through_env = fleet.as_ref().and_then(|f| f.pass_through_env.clone()).unwrap_or_default();
         if let Some(bad) = pass_through_env.iter().find(|k| !k.starts_with(&env_prefix)) {
@@ -346,6 +346,16 @@ impl FleetConfig {
                 if value.trim().is_empty() {
                     return Err(RosterError::invalid(format!("{source}:{line}: member {field} must not be empty")));
                 }
+            }
+            for (field, value) in [("namespace", &m.namespace), ("profile", &profile), ("role", &m.role)] {
+                fleetgate_core::worker::check_field(field, value)
+                    .map_err(|why| RosterError::invalid(format!("{source}:{line}: member {why}")))?;
+            }
+            if members.iter().any(|x: &Member| x.namespace == m.namespace) {
+                return Err(RosterError::invalid(format!(
+                    "{source}:{line}: duplicate namespace {:?} in the roster",
+                    m.namespace
+                )));
             }
             if !seen.insert(profile.clone()) {
                 return Err(RosterError::invalid(format!(

@@ -217,6 +217,22 @@ pub fn open(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
         ));
     }
     let path = spec.strip_prefix("sqlite://").unwrap_or(spec);
+    if path == ":memory:" || path.starts_with("file::memory:") {
+        return Err(StoreError::new(
+            StoreErrorKind::Invalid,
+            "an in-memory store cannot be shared by the fleet's processes: give a file path or a postgres:// URL",
+        ));
+    }
+    // A libpq keyword string (`host=… dbname=… password=…`) is not a path: refused before a file
+    // of that name is made, and never echoed (it may hold a password).
+    let keywords = ["host=", "hostaddr=", "dbname=", "user=", "password=", "port=", "sslmode="];
+    if path.split_whitespace().filter(|w| keywords.iter().any(|k| w.starts_with(k))).count() >= 1 && path.contains(' ')
+    {
+        return Err(StoreError::new(
+            StoreErrorKind::Invalid,
+            "the store looks like a libpq keyword string (host=… dbname=…): write it as a postgres:// URL",
+        ));
+    }
     Ok(Arc::new(sqlite::SqliteStore::open(Path::new(path))?))
 }
 

@@ -41,8 +41,32 @@ impl Reply {
     }
 }
 
-/// A fixed-width table for the readable forms.
+/// The longest cell a table prints, in characters: a stored value may be anything.
+pub const MAX_CELL_CHARS: usize = 120;
+
+/// A value as a terminal may show it: control characters escaped (a stored name cannot
+/// move the cursor or forge a line), cut to `max` characters with an ellipsis.
+pub fn shown(value: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in value.chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A fixed-width table for the readable forms. Cells are [`shown`]: escaped and bounded, so
+/// no stored value can break the layout or the formatter.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| shown(c, MAX_CELL_CHARS)).collect()).collect();
+    let rows = &rows;
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -68,4 +92,19 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 /// Parse an operator-typed number, naming the flag when it is not one.
 pub fn parse_flag<T: std::str::FromStr>(flag: &str, value: &str, expected: &str) -> anyhow::Result<T> {
     value.trim().parse().map_err(|_| anyhow::anyhow!("invalid {flag} {value:?}: expected {expected}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_value_cannot_break_a_table_or_forge_a_line() {
+        let huge = "x".repeat(70_000);
+        let forged = "author\n5 of 5 members running: mutation gate open\u{1b}[2K";
+        let t = table(&["NAME", "PID"], &[vec![huge, "1".into()], vec![forged.into(), "2".into()]]);
+        assert_eq!(t.lines().count(), 3, "one line per row: {t}");
+        assert!(t.lines().all(|l| l.chars().count() < 200), "{t}");
+        assert!(t.contains("author\\n5 of 5") && t.contains("\\u{1b}"), "{t}");
+    }
 }

@@ -16,6 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The `--max-message-bytes` accepted: an `initialize` fits in the least, and no single line
+/// may take more than 64 MiB of memory.
+pub const MESSAGE_BYTES: std::ops::RangeInclusive<usize> = 4096..=64 * 1024 * 1024;
+
 /// `fleetgate serve`
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -31,7 +35,7 @@ pub struct ServeArgs {
     /// The repository this server is bound to (default: the roster's [binding]).
     #[command(flatten)]
     pub binding: BindingArgs,
-    /// Largest client message accepted, in bytes.
+    /// Largest client message accepted, in bytes (4096 to 67108864).
     #[arg(long, default_value_t = fleetgate_gateway::DEFAULT_MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
     /// The client transport: `stdio` (one client) or `http` (MCP Streamable HTTP at
@@ -62,7 +66,16 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         .ok_or_else(|| anyhow!("profile {:?} is not in the roster ({})", args.profile, ctx.config.source))?
         .clone();
     if let Some(ns) = &args.namespace {
+        fleetgate_core::worker::check_field("--namespace", ns).map_err(|why| anyhow!("invalid {why}"))?;
         member.namespace = ns.clone();
+    }
+    if !MESSAGE_BYTES.contains(&args.max_message_bytes) {
+        return Err(anyhow!(
+            "invalid --max-message-bytes {}: expected {} to {} (a message must at least hold an initialize)",
+            args.max_message_bytes,
+            MESSAGE_BYTES.start(),
+            MESSAGE_BYTES.end()
+        ));
     }
     let binding = args.binding.binding().or_else(|| ctx.config.binding.clone());
     let repo_root = match &args.repo_root {

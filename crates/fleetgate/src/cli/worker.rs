@@ -34,8 +34,19 @@ fn register(ctx: &Ctx, a: &RegisterArgs) -> anyhow::Result<Reply> {
     if pid <= 0 {
         bail!("invalid --pid {pid}: expected a positive integer");
     }
-    if !(ttl.is_finite() && ttl > 0.0) {
-        bail!("invalid --ttl {ttl}: expected a positive number of seconds");
+    if fleetgate_core::worker::check_ttl(ttl).is_err() {
+        bail!("invalid --ttl {ttl}: expected 1 to 604800 seconds");
+    }
+    // A role the roster does not have, or not the profile's, would register a worker the
+    // gate then judges under the wrong policy.
+    match ctx.config.member(&a.profile) {
+        Some(m) if m.role != a.role => {
+            bail!("--role {:?} does not match profile {:?}, whose role is {:?}", a.role, a.profile, m.role)
+        }
+        None if !ctx.config.members.iter().any(|m| m.role == a.role) => {
+            bail!("--role {:?} is not a role of the roster ({})", a.role, ctx.config.source)
+        }
+        _ => {}
     }
     let now = ctx.now();
     let registration = Registration {

@@ -242,7 +242,14 @@ impl FleetControl {
             Some(_) => format!("{} {}", client.client_name, client.client_version),
             None => from_env(EnvKey::McpClientInstance).map_or_else(|| session.clone(), str::to_owned),
         };
-        Client { name, session, instance, principal: client.principal.clone() }
+        // What a peer sent is bounded before it is stored, listed and quoted.
+        let bounded = fleetgate_core::worker::bounded_field;
+        Client {
+            name: bounded(&name),
+            session: bounded(&session),
+            instance: bounded(&instance),
+            principal: client.principal.clone(),
+        }
     }
 }
 

@@ -210,3 +210,89 @@ fn usage_errors_exit_two_and_bad_config_exits_one() {
     assert!(err.contains("fleet.toml:2") && err.contains("nmae"), "{err}");
     assert!(!store.exists(), "nothing runs on a bad config");
 }
+
+/// Issue 18's operator traps at the CLI: each refused with a clear error, nothing written.
+#[test]
+fn out_of_range_and_mismatched_values_are_refused_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.sqlite3");
+    register(&store, "claude");
+    let base = ["worker", "register", "--client", "c", "--generation", "g", "--pid", "4242"];
+    let long = "x".repeat(70_000);
+    let cases: [(&[&str], &str); 6] = [
+        (&["--session", "s", "--role", "author", "--profile", "prgs-author", "--ttl", "1e308"], "--ttl"),
+        (&["--session", "s", "--role", "author", "--profile", "prgs-author", "--ttl", "0.001"], "--ttl"),
+        (&["--session", "s", "--role", "merger", "--profile", "prgs-author"], "does not match profile"),
+        (&["--session", "s", "--role", "overlord", "--profile", "prgs-overlord"], "not a role of the roster"),
+        (&["--session", "a\u{1b}[2Kb", "--role", "author", "--profile", "prgs-author"], "control character"),
+        (&["--session", "s", "--role", "author", "--profile", "prgs-author", "--instance", &long], "longer than 256"),
+    ];
+    for (extra, needle) in cases {
+        let args: Vec<&str> = base.iter().copied().chain(extra.iter().copied()).collect();
+        let out = fleetgate(&store, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), Some(1), "{extra:?}: {err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+    }
+    let list = json_of(&fleetgate(&store, &["worker", "list", "--json"]));
+    assert_eq!(list["workers"].as_array().unwrap().len(), 1, "nothing was registered by the refused calls");
+    // A table is never broken by what is stored.
+    let text = fleetgate(&store, &["worker", "list"]);
+    assert_eq!(code(&text), Some(0));
+}
+
+#[test]
+fn store_locations_that_are_not_files_are_refused_without_making_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for (spec, needle) in
+        [(":memory:", "in-memory"), ("host=db.example dbname=fleet password=hunter2", "libpq keyword string")]
+    {
+        let out = Command::new(bin())
+            .current_dir(dir.path())
+            .env_clear()
+            .args(["--store", spec, "worker", "list"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), Some(1), "{spec}: {err}");
+        assert!(err.contains(needle) && !err.contains("hunter2"), "{spec}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no file was made");
+}
+
+#[test]
+fn a_roster_with_a_duplicate_namespace_or_a_bad_serve_flag_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fleet.toml");
+    std::fs::write(
+        &config,
+        "[[members]]\nnamespace = \"gitea-a\"\nprofile = \"prgs-a\"\nrole = \"author\"\n\n\
+         [[members]]\nnamespace = \"gitea-a\"\nprofile = \"prgs-b\"\nrole = \"reviewer\"\n",
+    )
+    .unwrap();
+    let store = dir.path().join("r.sqlite3");
+    let out = Command::new(bin())
+        .env_clear()
+        .arg("--store")
+        .arg(&store)
+        .arg("--config")
+        .arg(&config)
+        .args(["inventory"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), Some(1), "{err}");
+    assert!(err.contains("duplicate namespace \"gitea-a\"") && err.contains("fleet.toml:8"), "{err}");
+    for (flag, value) in [("--max-message-bytes", "0"), ("--max-message-bytes", "18446744073709551615")] {
+        let out = Command::new(bin())
+            .env_clear()
+            .arg("--store")
+            .arg(&store)
+            .args(["serve", "--profile", "prgs-author", flag, value])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), Some(1), "{flag} {value}: {err}");
+        assert!(err.contains("--max-message-bytes"), "{err}");
+    }
+}

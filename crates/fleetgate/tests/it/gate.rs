@@ -94,7 +94,12 @@ fn a_peer_with_an_unknown_key_requires_a_reconnect_naming_the_key() {
     assert_eq!(v["blocker_kind"], "runtime_reconnect_required");
     assert_eq!((v["restart_required"].as_bool(), v["stop_required"].as_bool()), (Some(true), Some(true)));
     let reasons = v["blocked_reasons"].to_string();
-    assert!(reasons.contains("unsupported-env:") && reasons.contains("GITEA_TOTALLY_INVENTED_OVERRIDE=1"), "{reasons}");
+    assert!(
+        reasons.contains("unsupported-env:")
+            && reasons.contains("GITEA_TOTALLY_INVENTED_OVERRIDE")
+            && !reasons.contains("OVERRIDE=1"),
+        "{reasons}"
+    );
 }
 
 #[test]
@@ -104,7 +109,7 @@ fn a_secret_looking_unknown_key_is_reported_without_its_value() {
     let (_, v) = capability(&f, "prgs-author", "git_add", None);
     let text = v.to_string();
     assert_eq!(v["blocker_kind"], "runtime_reconnect_required");
-    assert!(text.contains("GITEA_DEPLOY_TOKEN=***"), "{text}");
+    assert!(text.contains("GITEA_DEPLOY_TOKEN"), "{text}");
     assert!(!text.contains("hunter2"), "{text}");
 }
 
