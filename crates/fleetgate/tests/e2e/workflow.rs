@@ -196,6 +196,20 @@ fn the_workflow_merges_only_the_independently_approved_head() {
     assert_eq!(shown["current_head"], h2.as_str(), "{shown}");
     assert_eq!(shown["historical_decisions"].as_array().unwrap().len(), 1, "{shown}");
 
+    // The operator's releases: by id with a reason, and --stale (the forge says merged).
+    assert!(!fleet.claim("reviewer", pr, &h2, "review").0, "a lease on the merged PR, left behind");
+    assert!(!fleet.claim("merger", pr, &h2, "merge").0);
+    let merge_lease = fleet_lease(&mut fleet, pr, "merge");
+    let released = fleet.f.cli(&["pr", "release", &merge_lease, "--reason", "operator cleanup", "--json"]);
+    assert_eq!(released["released"][0], merge_lease.as_str(), "{released}");
+    let stale = fleet.f.cli(&["pr", "release", "--stale", "--json"]);
+    assert_eq!(stale["released"].as_array().unwrap().len(), 1, "the review lease of a merged PR: {stale}");
+    assert_eq!(fleet.f.cli(&["pr", "list", "--json"])["leases"].as_array().unwrap().len(), 0);
+    let all = fleet.f.cli(&["pr", "list", "--all", "--json"]);
+    let reasons: Vec<&str> =
+        all["leases"].as_array().unwrap().iter().filter_map(|l| l["released_reason"].as_str()).collect();
+    assert!(reasons.contains(&"operator cleanup") && reasons.contains(&"stale: merged"), "{all}");
+
     // Every workflow decision is audited with the PR and the head.
     let audit = fleet.f.cli(&["audit", "--json", "--limit", "1000"]);
     let kinds: Vec<&str> =
