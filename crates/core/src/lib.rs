@@ -18,6 +18,7 @@ pub mod glob;
 pub mod heartbeat;
 pub mod interval;
 pub mod inventory;
+pub mod origin;
 pub mod procmatch;
 pub mod provenance;
 pub mod redact;

@@ -8,6 +8,7 @@
 //! blocking pool (no async worker and no MCP I/O loop ever waits on a store write), and
 //! halts on a cancellation token, so a `stop` is prompt and never waits out an interval.
 
+use crate::metrics::GatewayMetrics;
 use fleetgate_core::heartbeat::{BeatAttempt, BeatLedger, BeatReport};
 use fleetgate_core::interval::{Cadence, heartbeat_interval_for};
 use fleetgate_core::worker::HeartbeatRequest;
@@ -15,7 +16,7 @@ use fleetgate_core::{Clock, Timestamp};
 use fleetgate_store::Store;
 use fleetgate_supervise::Supervisor;
 use serde::Serialize;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -140,6 +141,8 @@ struct Shared {
     exited: Condvar,
     /// Raised by `stop` and by a terminal refusal: the loop ends at its next await.
     halt: CancellationToken,
+    /// Where renewals and refusals are counted (a gateway's `/metrics`), when anywhere.
+    metrics: OnceLock<GatewayMetrics>,
 }
 
 impl Shared {
@@ -149,6 +152,13 @@ impl Shared {
 
     /// Record one answer (or failure) of the store; a terminal one halts the loop.
     fn record(&self, attempt: BeatAttempt, now: Timestamp) -> BeatReport {
+        if let (Some(metrics), BeatAttempt::Answered(outcome)) = (self.metrics.get(), &attempt) {
+            if outcome.renewed {
+                metrics.renewals.inc();
+            } else if let Some(kind) = outcome.blocker_kind {
+                metrics.refused(kind.as_str());
+            }
+        }
         let mut s = self.lock();
         let report = s.ledger.record(attempt);
         if report.renewed {
@@ -245,8 +255,15 @@ impl WorkerHeartbeat {
                 state: Mutex::new(State::default()),
                 exited: Condvar::new(),
                 halt: CancellationToken::new(),
+                metrics: OnceLock::new(),
             }),
         }
+    }
+
+    /// Count this worker's renewals and refusals in `metrics` (before [`start`](Self::start)).
+    pub fn with_metrics(self, metrics: GatewayMetrics) -> Self {
+        let _ = self.shared.metrics.set(metrics);
+        self
     }
 
     /// Seconds between beats.

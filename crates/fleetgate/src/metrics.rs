@@ -13,12 +13,19 @@
 //! family that stays at zero because nothing in that process could move it.
 //! Every name carries the `fleetgate_` prefix; counters end in `_total`.
 
+mod store;
+
+pub use store::MeteredStore;
+
+use fleetgate_gateway::{Exposition, GatewayObserver};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// `Content-Type` of the Prometheus text format (0.0.4), the default answer.
 pub const PROMETHEUS_TEXT: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
@@ -54,22 +61,23 @@ impl MetricsRegistry {
     }
 }
 
-/// Labels of a gate decision.
+/// Labels of a gate decision. Literals and a shared profile name: counting a decision
+/// allocates nothing once its series exists.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DecisionLabels {
     /// `read_only` or `mutating`.
-    pub tool_class: String,
+    pub tool_class: &'static str,
     /// The blocker literal, or `none` for an allowed call.
-    pub blocker: String,
+    pub blocker: &'static str,
     /// The deciding gateway's profile.
-    pub profile: String,
+    pub profile: Arc<str>,
 }
 
 /// Labels of a refused renewal.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct BlockerLabels {
     /// The blocker literal (`worker_fenced`, `session_attachment_missing`).
-    pub blocker: String,
+    pub blocker: &'static str,
 }
 
 /// What a gateway records. Cloning shares the same series.
@@ -85,9 +93,11 @@ pub struct GatewayMetrics {
     pub store_transient_failures: Counter,
     /// `fleetgate_downstream_restarts_total`.
     pub downstream_restarts: Counter,
-    /// `fleetgate_downstream_quarantined`: 1 while the downstream's flow is quarantined.
+    /// `fleetgate_downstream_quarantined`: downstreams whose flow is quarantined now (each
+    /// client attachment has its own downstream: over stdio 0 or 1).
     pub downstream_quarantined: Gauge,
-    /// `fleetgate_http_sessions_open`.
+    /// `fleetgate_http_sessions_open`: Streamable HTTP attachments (sessions and
+    /// stateless clients) open.
     pub http_sessions_open: Gauge,
     /// `fleetgate_forwarded_call_duration_seconds`: a forwarded `tools/call`, gate excluded.
     pub forwarded_call_seconds: Histogram,
@@ -131,10 +141,14 @@ impl GatewayMetrics {
         );
         r.register(
             "downstream_quarantined",
-            "1 while the downstream's flow is quarantined, else 0",
+            "Downstream servers whose flow is quarantined now (one per client attachment)",
             m.downstream_quarantined.clone(),
         );
-        r.register("http_sessions_open", "Streamable HTTP sessions open", m.http_sessions_open.clone());
+        r.register(
+            "http_sessions_open",
+            "Streamable HTTP attachments open (sessions and stateless clients)",
+            m.http_sessions_open.clone(),
+        );
         r.register(
             "forwarded_call_duration_seconds",
             "Time of a forwarded tools/call at the downstream, in seconds",
@@ -149,13 +163,77 @@ impl GatewayMetrics {
     }
 
     /// Count one gate decision.
-    pub fn decided(&self, tool_class: &str, blocker: Option<&str>, profile: &str) {
-        let labels = DecisionLabels {
-            tool_class: tool_class.to_owned(),
-            blocker: blocker.unwrap_or("none").to_owned(),
-            profile: profile.to_owned(),
-        };
+    pub fn decided(&self, tool_class: &'static str, blocker: Option<&'static str>, profile: &Arc<str>) {
+        let labels = DecisionLabels { tool_class, blocker: blocker.unwrap_or("none"), profile: profile.clone() };
         self.gate_decisions.get_or_create(&labels).inc();
+    }
+
+    /// Count one refused renewal.
+    pub fn refused(&self, blocker: &'static str) {
+        self.refusals.get_or_create(&BlockerLabels { blocker }).inc();
+    }
+}
+
+/// A gateway process's `/metrics`: its registry with the [`GatewayMetrics`] families, and
+/// the [`GatewayObserver`] the gateway engine reports forwarded calls, downstream restarts
+/// and quarantines and HTTP sessions to.
+#[derive(Debug)]
+pub struct GatewayExposition {
+    registry: MetricsRegistry,
+    metrics: GatewayMetrics,
+}
+
+impl Default for GatewayExposition {
+    fn default() -> Self {
+        let mut registry = MetricsRegistry::default();
+        let metrics = GatewayMetrics::register(&mut registry);
+        Self { registry, metrics }
+    }
+}
+
+impl GatewayExposition {
+    /// The families, to record into (cloning shares the series).
+    pub fn metrics(&self) -> &GatewayMetrics {
+        &self.metrics
+    }
+
+    /// The registry, encoded.
+    pub fn encode(&self, openmetrics: bool) -> Result<String, std::fmt::Error> {
+        self.registry.encode(openmetrics)
+    }
+}
+
+impl GatewayObserver for GatewayExposition {
+    fn forwarded_call(&self, elapsed: Duration) {
+        self.metrics.forwarded_call_seconds.observe(elapsed.as_secs_f64());
+    }
+
+    fn downstream_restarted(&self) {
+        self.metrics.downstream_restarts.inc();
+    }
+
+    fn downstream_quarantined(&self, quarantined: bool) {
+        if quarantined {
+            self.metrics.downstream_quarantined.inc();
+        } else {
+            self.metrics.downstream_quarantined.dec();
+        }
+    }
+
+    fn http_sessions_open(&self, open: usize) {
+        self.metrics.http_sessions_open.set(i64::try_from(open).unwrap_or(i64::MAX));
+    }
+
+    fn exposition(&self, accept: Option<&str>) -> Option<Exposition> {
+        let openmetrics = MetricsRegistry::wants_openmetrics(accept);
+        let content_type = if openmetrics { OPENMETRICS_TEXT } else { PROMETHEUS_TEXT };
+        match self.encode(openmetrics) {
+            Ok(body) => Some(Exposition { content_type, body }),
+            Err(e) => {
+                tracing::warn!(error = %e, "the metrics could not be encoded");
+                None
+            }
+        }
     }
 }
 
@@ -306,25 +384,37 @@ mod tests {
 
     #[test]
     fn gateway_families_record_and_parse() {
-        let mut registry = MetricsRegistry::default();
-        let m = GatewayMetrics::register(&mut registry);
-        m.decided("mutating", Some("fleet_inventory_blocked"), "prgs-author");
-        m.decided("mutating", Some("fleet_inventory_blocked"), "prgs-author");
-        m.decided("read_only", None, "prgs-author");
+        let exposition = GatewayExposition::default();
+        let m = exposition.metrics();
+        let profile: Arc<str> = "prgs-author".into();
+        m.decided("mutating", Some("fleet_inventory_blocked"), &profile);
+        m.decided("mutating", Some("fleet_inventory_blocked"), &profile);
+        m.decided("read_only", None, &profile);
         m.renewals.inc();
-        m.refusals.get_or_create(&BlockerLabels { blocker: "worker_fenced".into() }).inc();
-        m.http_sessions_open.set(3);
-        m.forwarded_call_seconds.observe(0.004);
+        m.refused("worker_fenced");
         m.gate_seconds.observe(0.0002);
-        let s = scrape(&registry);
+        let observer: &dyn GatewayObserver = &exposition;
+        observer.http_sessions_open(3);
+        observer.forwarded_call(Duration::from_millis(4));
+        observer.downstream_restarted();
+        observer.downstream_quarantined(true);
+        observer.downstream_quarantined(true);
+        observer.downstream_quarantined(false);
+        let answer = observer.exposition(Some("text/plain")).unwrap();
+        assert_eq!(answer.content_type, PROMETHEUS_TEXT);
+        let s = prometheus_parse::Scrape::parse(answer.body.lines().map(|l| Ok(l.to_owned()))).unwrap();
         let blocked = ("blocker", "fleet_inventory_blocked");
         assert_eq!(value(&s, "fleetgate_gate_decisions_total", Some(blocked)), 2.0);
         assert_eq!(value(&s, "fleetgate_gate_decisions_total", Some(("blocker", "none"))), 1.0);
         assert_eq!(value(&s, "fleetgate_heartbeat_renewals_total", None), 1.0);
         assert_eq!(value(&s, "fleetgate_heartbeat_refusals_total", Some(("blocker", "worker_fenced"))), 1.0);
         assert_eq!(value(&s, "fleetgate_http_sessions_open", None), 3.0);
-        assert!(s.samples.iter().any(|x| x.metric == "fleetgate_forwarded_call_duration_seconds"));
-        assert!(s.samples.iter().any(|x| x.metric == "fleetgate_gate_duration_seconds"));
+        assert_eq!(value(&s, "fleetgate_downstream_restarts_total", None), 1.0);
+        assert_eq!(value(&s, "fleetgate_downstream_quarantined", None), 1.0);
+        assert_eq!(value(&s, "fleetgate_forwarded_call_duration_seconds_count", None), 1.0);
+        assert!(s.samples.iter().any(|x| x.metric.starts_with("fleetgate_gate_duration_seconds")));
+        let openmetrics = observer.exposition(Some("application/openmetrics-text; version=1.0.0")).unwrap();
+        assert_eq!(openmetrics.content_type, OPENMETRICS_TEXT);
     }
 
     #[test]

@@ -82,6 +82,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    options.observer = Some(control.clone());
     match fleetgate_gateway::run(options, control) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {

@@ -8,6 +8,7 @@
 //! file with its line number. Every presented token is hashed and compared with every
 //! entry in constant time; neither the presented nor a stored value is ever logged.
 
+use fleetgate_core::origin::same_secret;
 use sha2::{Digest, Sha256};
 use std::fmt;
 
@@ -131,14 +132,9 @@ impl Principals {
     }
 }
 
-/// Equal in time independent of where the first difference is.
-pub(crate) fn same_secret(presented: &[u8], expected: &[u8]) -> bool {
-    presented.len() == expected.len() && presented.iter().zip(expected).fold(0_u8, |acc, (a, b)| acc | (a ^ b)) == 0
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Principals, same_secret};
+    use super::Principals;
 
     const ALICE: &str = "2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90"; // sha256("alice")
 
@@ -165,12 +161,5 @@ mod tests {
         let e = Principals::parse(&format!("{ALICE} a\n{ALICE} b\n"), "t").unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.reason.contains("twice"), "{e}");
-    }
-
-    #[test]
-    fn secrets_compare_whole() {
-        assert!(same_secret(b"abc", b"abc"));
-        assert!(!same_secret(b"abd", b"abc"));
-        assert!(!same_secret(b"ab", b"abc"));
     }
 }

@@ -22,11 +22,14 @@
 
 use crate::channel::ChannelState;
 use crate::control::{DownstreamState, DownstreamStatus};
+use crate::observe::GatewayObserver;
 use crate::options::DownstreamCommand;
 use crate::relay::Relay;
 use crate::routes::ClientFacts;
 use crate::routes::ProgressSeq;
-use fleetgate_supervise::{ChildSpec, ChildStdio, EventBus, SpawnedChild, SupervisionSettings, Supervisor, TaskState};
+use fleetgate_supervise::{
+    ChildSpec, ChildStdio, Event, EventBus, SpawnedChild, SupervisionSettings, Supervisor, TaskState,
+};
 use rmcp::model::{
     ClientConfig, GetExtensions, Implementation, JsonRpcError, JsonRpcMessage, ProtocolVersion, ServerCapabilities,
     ServerNotification,
@@ -55,6 +58,8 @@ pub(crate) struct DownstreamSpec {
     pub(crate) init_timeout: Duration,
     /// The gateway's own `clientInfo` towards the downstream.
     pub(crate) client_info: Implementation,
+    /// Told of restarts and quarantines.
+    pub(crate) observer: Option<Arc<dyn GatewayObserver>>,
 }
 
 /// What the gateway learned of the downstream's protocol generation, shared by every
@@ -129,6 +134,9 @@ impl Downstream {
     pub(crate) fn start(spec: &DownstreamSpec, state: Arc<ChannelState>, memo: Arc<EraMemo>) -> Result<Self, String> {
         let command = &spec.command;
         let supervisor = Supervisor::new(spec.supervision.clone(), EventBus::new(EventBus::DEFAULT_CAPACITY));
+        if let Some(observer) = &spec.observer {
+            tokio::spawn(report_supervision(supervisor.bus().subscribe(), observer.clone()));
+        }
         let (link, _) = watch::channel(None);
         let handshake_error = Arc::new(Mutex::new(None));
         let (spawned_tx, spawned_rx) = mpsc::unbounded_channel::<SpawnedChild>();
@@ -243,6 +251,37 @@ impl Downstream {
             tracing::warn!(?report, "the downstream server did not stop within its grace");
         }
         self.link.send_replace(None);
+    }
+}
+
+/// Tell `observer` of one channel's restarts and quarantines, as its supervisor publishes
+/// them, until the channel's flow is cancelled (the channel closed). A quarantine still
+/// standing then is reported lifted, so the observer's count never keeps a closed channel.
+async fn report_supervision(mut events: tokio::sync::broadcast::Receiver<Event>, observer: Arc<dyn GatewayObserver>) {
+    use tokio::sync::broadcast::error::RecvError;
+    let mut quarantined = false;
+    loop {
+        let event = match events.recv().await {
+            Ok(event) => event,
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => break,
+        };
+        match event {
+            Event::TaskStarted { attempt, .. } if attempt > 1 => observer.downstream_restarted(),
+            Event::FlowQuarantined { .. } if !quarantined => {
+                quarantined = true;
+                observer.downstream_quarantined(true);
+            }
+            Event::FlowQuarantineExpired { .. } if quarantined => {
+                quarantined = false;
+                observer.downstream_quarantined(false);
+            }
+            Event::FlowCancelled { .. } => break,
+            _ => {}
+        }
+    }
+    if quarantined {
+        observer.downstream_quarantined(false);
     }
 }
 

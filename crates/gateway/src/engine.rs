@@ -189,6 +189,15 @@ impl Engine {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Tell the observer how many HTTP attachments are open (over stdio: nothing).
+    fn sessions_open(&self, open: usize) {
+        if self.settings.http
+            && let Some(observer) = &self.settings.observer
+        {
+            observer.http_sessions_open(open);
+        }
+    }
+
     /// Whether a downstream is configured.
     pub(crate) fn has_downstream(&self) -> bool {
         self.spec.is_some()
@@ -259,7 +268,12 @@ impl Engine {
             }
             Err(e) => tracing::error!(attachment = %id, error = %e, "on_client_attach panicked"),
         }
-        self.lock().live.insert(id, attachment.clone());
+        let open = {
+            let mut table = self.lock();
+            table.live.insert(id, attachment.clone());
+            table.live.len()
+        };
+        self.sessions_open(open);
         drop(reservation);
         attachment
     }
@@ -300,12 +314,14 @@ impl Engine {
 
     /// End one attachment: its downstream stopped, its worker retired. Idempotent.
     pub(crate) async fn detach(&self, id: AttachmentId, reason: &'static str) {
-        let removed = {
+        let (removed, open) = {
             let mut table = self.lock();
             table.stateless.retain(|_, live| *live != id);
-            table.live.remove(&id)
+            let removed = table.live.remove(&id);
+            (removed, table.live.len())
         };
         let Some(attachment) = removed else { return };
+        self.sessions_open(open);
         let control = self.control.clone();
         let retired = tokio::task::spawn_blocking(move || control.on_detach(id, reason));
         let (retired, ()) = tokio::join!(retired, attachment.channel.stop());
@@ -346,6 +362,7 @@ impl Engine {
             table.stateless.clear();
             table.live.drain().map(|(_, a)| a).collect()
         };
+        self.sessions_open(0);
         let mut stopping = tokio::task::JoinSet::new();
         for attachment in all {
             stopping.spawn(async move { attachment.channel.stop().await });
@@ -418,6 +435,8 @@ mod tests {
             attach_wait: Duration::from_secs(1),
             server_info: Implementation::new("t", "1"),
             instructions: None,
+            observer: None,
+            http: true,
         };
         (recorder.clone(), Engine::new(recorder, settings, Vec::new(), None, limits))
     }

@@ -29,6 +29,7 @@ use crate::control::{ClientAttach, ControlCall, DownstreamLink, ToolCall, Verdic
 use crate::downstream::Connection;
 use crate::engine::{Attachment, Engine, StatelessKey};
 use crate::link::PeerLink;
+use crate::observe::GatewayObserver;
 use crate::routes::{ClientFacts, InFlight};
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -42,6 +43,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
+use tracing::Instrument as _;
 
 /// Pages read, at most, when a call names a tool the gateway has not seen listed.
 const MAX_CATALOGUE_PAGES: usize = 64;
@@ -53,6 +55,10 @@ pub(crate) struct ServiceSettings {
     pub(crate) attach_wait: Duration,
     pub(crate) server_info: Implementation,
     pub(crate) instructions: Option<String>,
+    /// Told of forwarded calls (and, over HTTP, of the sessions open).
+    pub(crate) observer: Option<Arc<dyn GatewayObserver>>,
+    /// Over Streamable HTTP: the attachments are sessions, counted for the observer.
+    pub(crate) http: bool,
 }
 
 /// The principal the HTTP layer authenticated a request as: a tokens-file entry's client
@@ -123,7 +129,9 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
+    // The control plane's own spans (the gate, the store) nest under the request's.
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(f)).await.map_err(|e| {
         tracing::error!(call, error = %e, "control plane call failed");
         ErrorData::internal_error(format!("control plane call `{call}` failed: {e}"), None)
     })
@@ -495,7 +503,16 @@ impl Gateway {
                 "call refused by the gate");
             return Ok(ServerResult::CallToolResult(refusal(&name, class, &decision)));
         }
-        match self.send(attachment, &connection, ClientRequest::CallToolRequest(request), context).await {
+        let forward = tracing::info_span!("forward", tool = %name, pid = connection.pid);
+        let sent = Instant::now();
+        let answered = self
+            .send(attachment, &connection, ClientRequest::CallToolRequest(request), context)
+            .instrument(forward)
+            .await;
+        if let Some(observer) = &self.settings().observer {
+            observer.forwarded_call(sent.elapsed());
+        }
+        match answered {
             Ok(result) => {
                 if let ServerResult::CallToolResult(answer) = &result {
                     let (control, answer) = (self.engine.control.clone(), answer.clone());
@@ -634,7 +651,13 @@ impl Gateway {
                     ClientRequest::ListToolsRequest(request) => {
                         self.list_tools(&attachment, request, &context).await.map(ServerResult::ListToolsResult)
                     }
-                    ClientRequest::CallToolRequest(request) => self.call_tool(&attachment, request, &context).await,
+                    ClientRequest::CallToolRequest(request) => {
+                        // The caller's W3C trace context (SEP-414) names the trace; the
+                        // `_meta` carrying it is forwarded to the downstream unchanged.
+                        let span = tracing::info_span!("tools/call", tool = %request.params.name,
+                            attachment = %attachment.id, traceparent = context.meta.get_traceparent());
+                        self.call_tool(&attachment, request, &context).instrument(span).await
+                    }
                     other => self.forward(&attachment, other, &context).await,
                 }
             }

@@ -22,6 +22,10 @@
 //!   bounds ([`Limits`]: 503 when the gateway is full, 429 when the principal is) and
 //!   the rate of new attachments (429).
 //!
+//! With an observer ([`GatewayOptions::observer`]) the listener also serves `GET /metrics`
+//! (its exposition), behind the same gatekeeper and the same `Host`/`Origin` rules
+//! (`fleetgate_core::origin::HostRules`, which also give rmcp its allowed hosts).
+//!
 //! ```text
 //! control_tools()            once
 //! bind the listener          loopback unless `allow_remote` (and then a token is required)
@@ -32,11 +36,12 @@
 //! on_shutdown(reason)  ‖  every attachment's downstream stopped
 //! ```
 
-use crate::auth::{Principals, same_secret};
+use crate::auth::Principals;
 use crate::control::ControlPlane;
 use crate::engine::{Engine, Limits, NotAdmitted, StatelessKey};
 use crate::error::GatewayError;
 use crate::gateway::{Authenticated, Gateway};
+use crate::observe::GatewayObserver;
 use crate::options::GatewayOptions;
 use crate::serve::ShutdownReason;
 use axum::body::Body;
@@ -44,6 +49,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use fleetgate_core::origin::{HostRules, same_secret};
 use rmcp::ErrorData;
 #[expect(deprecated, reason = "legacy-era methods are still forwarded")]
 use rmcp::model::{
@@ -70,6 +76,8 @@ use tokio_util::sync::CancellationToken;
 
 /// The path of the MCP endpoint.
 pub const HTTP_ENDPOINT: &str = "/mcp";
+/// The path of the Prometheus endpoint (served when [`GatewayOptions::observer`] is set).
+pub const METRICS_ENDPOINT: &str = "/metrics";
 
 /// How the HTTP transport listens.
 #[derive(Clone)]
@@ -106,31 +114,6 @@ impl std::fmt::Debug for HttpOptions {
             .field("limits", &self.limits)
             .finish()
     }
-}
-
-/// The `Host` values accepted for `listen`: its own authority, and on loopback the
-/// `localhost` / `127.0.0.1` / `[::1]` forms with the same port.
-fn allowed_hosts(listen: SocketAddr, extra: &[String]) -> Vec<String> {
-    let port = listen.port();
-    let mut hosts = vec![match listen {
-        SocketAddr::V4(v4) => format!("{}:{port}", v4.ip()),
-        SocketAddr::V6(v6) => format!("[{}]:{port}", v6.ip()),
-    }];
-    if listen.ip().is_loopback() {
-        for name in ["localhost", "127.0.0.1", "[::1]"] {
-            hosts.push(format!("{name}:{port}"));
-        }
-    }
-    hosts.extend(extra.iter().cloned());
-    let mut seen = std::collections::HashSet::new();
-    hosts.retain(|host| seen.insert(host.clone()));
-    hosts
-}
-
-/// The `Origin` values accepted: the same origins as the hosts, over http (a browser page
-/// served from elsewhere is a foreign origin and gets 403).
-fn allowed_origins(hosts: &[String]) -> Vec<String> {
-    hosts.iter().map(|host| format!("http://{host}")).collect()
 }
 
 /// Build a runtime and the log subscriber like [`crate::run`], and [`serve_http`] until
@@ -192,12 +175,12 @@ where
         principals = http.principals.as_ref().map_or(0, Principals::len), "listening");
     bound(local);
 
-    let engine = crate::serve::start_engine(&options, &control, control_tools, http.limits).await?;
+    let engine = crate::serve::start_engine(&options, &control, control_tools, http.limits, true).await?;
     let cancel = CancellationToken::new();
-    let hosts = allowed_hosts(local, &http.allowed_hosts);
+    let hosts = HostRules::new(local, &http.allowed_hosts);
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts.clone())
-        .with_allowed_origins(allowed_origins(&hosts))
+        .with_allowed_hosts(hosts.hosts().to_vec())
+        .with_allowed_origins(hosts.origins().to_vec())
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_message_bytes)
         .with_cancellation_token(cancel.clone());
@@ -215,9 +198,12 @@ where
         max_body: options.max_message_bytes,
         arrivals: Mutex::new(Bucket::full()),
     });
-    let router = axum::Router::new()
-        .route_service(HTTP_ENDPOINT, service)
-        .layer(axum::middleware::from_fn_with_state(gate, gatekeeper));
+    let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);
+    if let Some(observer) = options.observer.clone() {
+        let endpoint = Arc::new(MetricsEndpoint { observer, hosts });
+        router = router.route(METRICS_ENDPOINT, axum::routing::get(metrics).with_state(endpoint));
+    }
+    let router = router.layer(axum::middleware::from_fn_with_state(gate, gatekeeper));
 
     let stop = CancellationToken::new();
     let stopped = stop.clone();
@@ -254,6 +240,26 @@ where
 
     crate::serve::stop_engine(&engine, None, &reason).await;
     Ok(reason)
+}
+
+/// What `GET /metrics` answers with, behind the gatekeeper (the same token or principals
+/// as the MCP endpoint) and the same `Host`/`Origin` rules.
+struct MetricsEndpoint {
+    observer: Arc<dyn GatewayObserver>,
+    hosts: HostRules,
+}
+
+/// `GET /metrics`: the observer's exposition (OpenMetrics when the scraper asks for it).
+async fn metrics(State(endpoint): State<Arc<MetricsEndpoint>>, headers: HeaderMap) -> Response {
+    let header = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    if let Err(foreign) = endpoint.hosts.judge(header(header::HOST), header(header::ORIGIN)) {
+        tracing::info!(reason = foreign.as_str(), "metrics request refused");
+        return (StatusCode::FORBIDDEN, format!("Forbidden: {}", foreign.as_str())).into_response();
+    }
+    match endpoint.observer.exposition(header(header::ACCEPT)) {
+        Some(exposition) => ([(header::CONTENT_TYPE, exposition.content_type)], exposition.body).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 /// New attachments admitted per second, sustained, and in one burst: a client that opens
@@ -631,16 +637,7 @@ impl rmcp::ServerHandler for HttpGateway {
 
 #[cfg(test)]
 mod tests {
-    use super::{Bucket, allowed_hosts, allowed_origins};
-
-    #[test]
-    fn loopback_accepts_the_localhost_forms_on_its_port_only() {
-        let hosts = allowed_hosts("127.0.0.1:8123".parse().unwrap(), &[]);
-        assert_eq!(hosts, ["127.0.0.1:8123", "localhost:8123", "[::1]:8123"]);
-        assert!(allowed_origins(&hosts).contains(&"http://localhost:8123".to_owned()));
-        let remote = allowed_hosts("10.1.2.3:80".parse().unwrap(), &["gw.example".to_owned()]);
-        assert_eq!(remote, ["10.1.2.3:80", "gw.example"]);
-    }
+    use super::Bucket;
 
     #[test]
     fn new_attachments_are_rate_limited_by_a_refilling_bucket() {

@@ -20,6 +20,8 @@
 //! * `serve` — the stdio lifecycle.
 //! * `http` — the Streamable HTTP transport: sessions, stateless clients, the gatekeeper.
 //! * `auth` — bearer tokens and the principals of a tokens file.
+//! * [`observe`] — what the gateway tells its metrics ([`GatewayObserver`]) and the
+//!   `GET /metrics` answer it is handed.
 #![deny(missing_docs)]
 
 mod answers;
@@ -33,6 +35,7 @@ mod frame;
 mod gateway;
 mod http;
 mod link;
+pub mod observe;
 mod options;
 mod relay;
 mod routes;
@@ -47,7 +50,8 @@ pub use control::{
 };
 pub use engine::Limits;
 pub use error::GatewayError;
-pub use http::{HTTP_ENDPOINT, HttpOptions, run_http, serve_http};
+pub use http::{HTTP_ENDPOINT, HttpOptions, METRICS_ENDPOINT, run_http, serve_http};
+pub use observe::{Exposition, GatewayObserver};
 pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions};
 pub use serve::{ShutdownReason, init_logging, run, serve, serve_io};
 

@@ -2,9 +2,11 @@
 //! settings and the gateway's own identity. Resolved by the caller (the `fleetgate serve`
 //! CLI reads flags, the roster and `FLEETGATE_LOG`); this crate reads no environment.
 
+use crate::observe::GatewayObserver;
 use fleetgate_supervise::SupervisionSettings;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The default cap on one client message: 4 MiB.
@@ -40,6 +42,9 @@ pub struct GatewayOptions {
     /// `fleetgate_gateway=debug`); `None` logs warnings and errors. Used by [`crate::run`]
     /// only, which installs the subscriber.
     pub log_filter: Option<String>,
+    /// Told what the gateway does (forwarded calls, downstream restarts and quarantine,
+    /// HTTP sessions) and asked for `GET /metrics` over HTTP; `None` measures nothing.
+    pub observer: Option<Arc<dyn GatewayObserver>>,
 }
 
 impl Default for GatewayOptions {
@@ -55,6 +60,7 @@ impl Default for GatewayOptions {
             server_version: env!("CARGO_PKG_VERSION").to_owned(),
             instructions: None,
             log_filter: None,
+            observer: None,
         }
     }
 }

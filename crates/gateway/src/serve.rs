@@ -174,7 +174,7 @@ where
         inbound_tx,
         frames_tx.clone(),
     ));
-    let engine = start_engine(&options, &control, control_tools, Limits::default()).await?;
+    let engine = start_engine(&options, &control, control_tools, Limits::default(), false).await?;
     let channel = Arc::new(engine.open_stdio_channel().map_err(GatewayError::Supervise)?);
     let gateway = Gateway::stdio(engine.clone(), channel.clone());
     let transport = ClientTransport { inbound: inbound_rx, outbound: frames_tx };
@@ -221,12 +221,14 @@ where
 }
 
 /// What both transports do once the client transport is bound: `on_transport_bound` (the
-/// runtime row), then the engine every attachment shares.
+/// runtime row), then the engine every attachment shares (`http`: its attachments are
+/// Streamable HTTP sessions).
 pub(crate) async fn start_engine(
     options: &GatewayOptions,
     control: &Arc<dyn ControlPlane>,
     control_tools: Vec<rmcp::model::Tool>,
     limits: Limits,
+    http: bool,
 ) -> Result<Arc<Engine>, GatewayError> {
     let bound_plane = control.clone();
     match tokio::task::spawn_blocking(move || bound_plane.on_transport_bound()).await {
@@ -240,12 +242,15 @@ pub(crate) async fn start_engine(
         supervision: options.supervision.clone(),
         init_timeout: options.downstream_init_timeout,
         client_info: gateway_info.clone(),
+        observer: options.observer.clone(),
     });
     let settings = ServiceSettings {
         call_timeout: options.call_timeout,
         attach_wait: options.attach_wait,
         server_info: gateway_info,
         instructions: options.instructions.clone(),
+        observer: options.observer.clone(),
+        http,
     };
     Ok(Arc::new(Engine::new(control.clone(), settings, control_tools, spec, limits)))
 }

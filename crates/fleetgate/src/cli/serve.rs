@@ -5,6 +5,7 @@
 use crate::cli::args::BindingArgs;
 use crate::cli::context::Ctx;
 use crate::gate::{Gate, LiveObserver};
+use crate::metrics::{GatewayExposition, MeteredStore};
 use crate::serve::{FleetControl, Identity, ServeSettings, Transport, run_serve};
 use anyhow::anyhow;
 use clap::Args;
@@ -87,7 +88,11 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         Transport::Stdio => None,
         Transport::Http => Some(http_options(ctx, args, &member.profile)?),
     };
-    let store = ctx.store()?;
+    // The process's `/metrics` (served on the HTTP listener): every store handle counts
+    // its transient failures there, the gate its decisions, each heartbeat its renewals.
+    let exposition = Arc::new(GatewayExposition::default());
+    let metrics = exposition.metrics().clone();
+    let store = MeteredStore::wrap(ctx.store()?, metrics.clone());
     // This process, read from the OS once: the edge hands values to the identity.
     let pid = i64::from(std::process::id());
     let cohort = derive_cohort(
@@ -103,15 +108,18 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
     });
     let identity =
         Identity::new(member.clone(), pid, fleetgate_host::start_id(), cohort, (repo_root, startup_head), binding);
-    let gate = Gate::new(Arc::new(ctx.config.clone()), store, Arc::new(LiveObserver::default()))
-        .with_auditor(crate::audit::Auditor::new(ctx.store()?, Duration::from_secs(2)));
-    let control = FleetControl::new(identity, transport, ctx.env.clone(), ctx.decision_clock()?, gate);
+    let gate = Gate::new(Arc::new(ctx.config.clone()), store, Arc::new(LiveObserver::default())).with_auditor(
+        crate::audit::Auditor::new(MeteredStore::wrap(ctx.store()?, metrics.clone()), Duration::from_secs(2)),
+    );
+    let control =
+        FleetControl::new(identity, transport, ctx.env.clone(), ctx.decision_clock()?, gate).with_metrics(metrics);
     let options = GatewayOptions {
         downstream: DownstreamCommand::from_argv(args.downstream.iter().cloned()),
         max_message_bytes: args.max_message_bytes,
         supervision: ctx.config.supervision.clone(),
         server_name: format!("fleetgate {}", member.profile),
         log_filter: ctx.env.get(EnvKey::FleetgateLog, "").map(str::to_owned),
+        observer: Some(exposition),
         ..GatewayOptions::default()
     };
     run_serve(ServeSettings { control, options, http })

@@ -8,8 +8,10 @@
 //!   (an `EventSource` cannot send headers). Else 401. Compared in constant time;
 //!   neither the presented nor the expected value is ever logged.
 //!
-//! [`Guard::judge`] is a pure function of the request's headers.
+//! [`Guard::judge`] is a pure function of the request's headers; the Host/Origin half is
+//! `fleetgate_core::origin::HostRules`, the same judge the gateway's HTTP listener uses.
 
+use fleetgate_core::origin::{HostRules, same_secret};
 use std::net::SocketAddr;
 
 /// The cookie a browser carries the token in.
@@ -18,15 +20,14 @@ pub const COOKIE: &str = "fleetgate_dashboard_token";
 /// The rules for one listener.
 #[derive(Clone)]
 pub struct Guard {
-    hosts: Vec<String>,
-    origins: Vec<String>,
+    hosts: HostRules,
     token: Option<String>,
 }
 
 impl std::fmt::Debug for Guard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Guard")
-            .field("hosts", &self.hosts)
+            .field("hosts", &self.hosts.hosts())
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .finish_non_exhaustive()
     }
@@ -59,19 +60,7 @@ pub struct Presented<'a> {
 impl Guard {
     /// The rules for `listen` (the bound address), extra `Host` values, and the token.
     pub fn new(listen: SocketAddr, extra_hosts: &[String], token: Option<String>) -> Self {
-        let port = listen.port();
-        let mut hosts = vec![match listen {
-            SocketAddr::V4(v4) => format!("{}:{port}", v4.ip()),
-            SocketAddr::V6(v6) => format!("[{}]:{port}", v6.ip()),
-        }];
-        if listen.ip().is_loopback() {
-            hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(|name| format!("{name}:{port}")));
-        }
-        hosts.extend(extra_hosts.iter().cloned());
-        let mut seen = std::collections::HashSet::new();
-        hosts.retain(|h| seen.insert(h.to_ascii_lowercase()));
-        let origins = hosts.iter().map(|h| format!("http://{h}")).collect();
-        Self { hosts, origins, token }
+        Self { hosts: HostRules::new(listen, extra_hosts), token }
     }
 
     /// Whether a token is required.
@@ -82,14 +71,8 @@ impl Guard {
     /// Judge one request: Host and Origin first (a rebinding page learns nothing
     /// about the token), then the token.
     pub fn judge(&self, p: &Presented<'_>) -> Verdict {
-        let Some(host) = p.host else { return Verdict::Forbidden("Host header missing") };
-        if !self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
-            return Verdict::Forbidden("Host not allowed");
-        }
-        if let Some(origin) = p.origin
-            && !self.origins.iter().any(|o| o.eq_ignore_ascii_case(origin))
-        {
-            return Verdict::Forbidden("Origin not allowed");
+        if let Err(foreign) = self.hosts.judge(p.host, p.origin) {
+            return Verdict::Forbidden(foreign.as_str());
         }
         if self.token_ok(p.authorization.and_then(|a| a.strip_prefix("Bearer ")))
             || self.token_ok(p.cookie.and_then(cookie_token))
@@ -135,11 +118,6 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Equal in time independent of where the first difference is.
-fn same_secret(presented: &[u8], expected: &[u8]) -> bool {
-    presented.len() == expected.len() && presented.iter().zip(expected).fold(0_u8, |acc, (a, b)| acc | (a ^ b)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,7 +155,7 @@ mod tests {
     #[test]
     fn a_remote_listener_accepts_only_its_address_and_the_allowed_hosts() {
         let g = Guard::new("10.1.2.3:80".parse().unwrap(), &["dash.example".into()], Some("t".into()));
-        assert_eq!(g.hosts, ["10.1.2.3:80", "dash.example"]);
+        assert_eq!(g.hosts.hosts(), ["10.1.2.3:80", "dash.example"]);
         assert!(g.requires_token());
     }
 

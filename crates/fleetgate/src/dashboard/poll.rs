@@ -45,14 +45,15 @@ impl std::fmt::Debug for Source {
 }
 
 impl Source {
-    /// Look once: the live snapshot and the worker rows (from one store read), and the
-    /// newest audit entries.
+    /// Look once: the live snapshot and the worker rows (from one store read), the
+    /// newest audit entries and the live PR leases.
     pub fn look(&self) -> FleetView {
         let now = self.clock.now();
         let mut read = read_fleet(Ok(&*self.store));
         let workers = read.as_mut().map(|fleet| std::mem::take(&mut fleet.workers)).map_err(|e| e.clone());
         let snap = snapshot_of(&self.config, read, &LiveObserver::default(), now, None);
         let audit = self.store.list_audit(None, AUDIT_WINDOW).map_err(|e| e.to_string());
+        let leases = self.store.list_pr_leases(true, now).map_err(|e| e.to_string());
         let store = self.store.describe();
         let look = Look {
             fleet_name: &self.config.name,
@@ -60,6 +61,7 @@ impl Source {
             snapshot: &snap,
             workers: workers.as_deref().map_err(Clone::clone),
             audit: audit.as_deref().map_err(Clone::clone),
+            pr_leases: leases.as_deref().map_err(Clone::clone),
             now,
         };
         build(&look, &|pid| probe_pid(pid).is_alive())

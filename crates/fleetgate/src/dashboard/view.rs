@@ -1,6 +1,6 @@
 //! What the fleet page shows, as one value: [`FleetView`], the `/api/fleet` JSON.
 //! Built by [`build`], a pure function of one look (the live snapshot, the worker
-//! rows, the newest audit entries, `now` and the workers' pid probes), so what the
+//! rows, the newest audit entries, the live PR leases, `now` and the workers' pid probes), so what the
 //! page says can be tested without a store, a host or a browser.
 //!
 //! The view is a wire type of its own, apart from the core types it is built
@@ -13,6 +13,7 @@ use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::capability::{fleet_gate, refusal_action};
 use fleetgate_core::inventory::{FleetInventory, Health, Liveness, MemberRow, summarize};
 use fleetgate_core::worker::{WorkerRecord, WorkerStatus, is_live};
+use fleetgate_core::workflow::PrLease;
 use serde::Serialize;
 
 /// Refusals shown, newest first.
@@ -53,8 +54,37 @@ pub struct FleetView {
     pub refusals_error: Option<String>,
     /// How many of the newest audit entries were searched for refusals.
     pub audit_window: usize,
-    /// Reserved for PR leases (SPEC §10): always null until the workflow lands.
-    pub pr_leases: Option<Vec<serde_json::Value>>,
+    /// Live PR leases (SPEC §10), by PR.
+    pub pr_leases: Vec<PrLeaseView>,
+    /// Why the PR leases could not be read, when they could not.
+    pub pr_leases_error: Option<String>,
+}
+
+/// A live PR lease.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PrLeaseView {
+    /// Its id.
+    pub lease_id: String,
+    /// `remote/org/repo#N`.
+    pub pr: String,
+    /// `review` or `merge`.
+    pub purpose: String,
+    /// The holder's worker identity.
+    pub holder: String,
+    /// The holder's client.
+    pub holder_client: String,
+    /// The holder's profile.
+    pub holder_profile: String,
+    /// The head it was claimed at.
+    pub head: String,
+    /// When it was claimed.
+    pub claimed_at: Timestamp,
+    /// The holder's last gated call on the PR.
+    pub last_activity: Timestamp,
+    /// When it expires unless the holder acts on the PR again.
+    pub expires_at: Timestamp,
+    /// Seconds until then, as of `generated_at`.
+    pub expires_in_seconds: i64,
 }
 
 /// Which fleet, which store.
@@ -219,6 +249,8 @@ pub struct Look<'a> {
     pub workers: Result<&'a [WorkerRecord], String>,
     /// The newest audit entries (oldest first, as the store lists them), or why not.
     pub audit: Result<&'a [AuditEntry], String>,
+    /// The live PR leases, or why not.
+    pub pr_leases: Result<&'a [PrLease], String>,
     /// The decision instant.
     pub now: Timestamp,
 }
@@ -236,6 +268,10 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
     };
     let (refusals, refusals_error) = match &look.audit {
         Ok(entries) => (refusals(inv, entries), None),
+        Err(e) => (Vec::new(), Some(e.clone())),
+    };
+    let (pr_leases, pr_leases_error) = match &look.pr_leases {
+        Ok(leases) => (leases.iter().map(|l| lease_view(l, look.now)).collect(), None),
         Err(e) => (Vec::new(), Some(e.clone())),
     };
     FleetView {
@@ -263,7 +299,24 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
         refusals,
         refusals_error,
         audit_window: AUDIT_WINDOW,
-        pr_leases: None,
+        pr_leases,
+        pr_leases_error,
+    }
+}
+
+fn lease_view(l: &PrLease, now: Timestamp) -> PrLeaseView {
+    PrLeaseView {
+        lease_id: l.lease_id.clone(),
+        pr: l.pr.to_string(),
+        purpose: l.purpose.as_str().to_owned(),
+        holder: l.holder.worker.clone(),
+        holder_client: l.holder.client.clone(),
+        holder_profile: l.holder.profile.clone(),
+        head: l.candidate_head.clone(),
+        claimed_at: l.claimed_at,
+        last_activity: l.last_activity,
+        expires_at: l.expires_at,
+        expires_in_seconds: l.expires_at.seconds_since(now),
     }
 }
 
@@ -412,6 +465,9 @@ impl FleetView {
         }
         for w in &mut still.workers {
             w.lease_age_seconds = 0;
+        }
+        for l in &mut still.pr_leases {
+            l.expires_in_seconds = 0;
         }
         serde_json::to_string(&still).unwrap_or_default()
     }

@@ -4,6 +4,7 @@ use super::*;
 use fleetgate_core::inventory::{InventoryInput, PidProbe, classify_fleet_inventory};
 use fleetgate_core::runtime::{CohortSource, ObservedProcess, ProcessScan, RosterMember, RuntimeRecord, RuntimeStatus};
 use fleetgate_core::worker::Registration;
+use fleetgate_core::workflow::{Actor, Phase, PrRef, Purpose};
 
 fn t0() -> Timestamp {
     Timestamp::from_unix(1_800_000_000)
@@ -64,8 +65,25 @@ fn snapshot(rows: &[RuntimeRecord], dead: &[i64], diagnostics: &[&str], now: Tim
 }
 
 fn view(snap: &Snapshot, workers: &[WorkerRecord], audit: &[AuditEntry], now: Timestamp) -> FleetView {
-    let look =
-        Look { fleet_name: "t", store: "sqlite:/x", snapshot: snap, workers: Ok(workers), audit: Ok(audit), now };
+    view_with_leases(snap, workers, audit, &[], now)
+}
+
+fn view_with_leases(
+    snap: &Snapshot,
+    workers: &[WorkerRecord],
+    audit: &[AuditEntry],
+    leases: &[PrLease],
+    now: Timestamp,
+) -> FleetView {
+    let look = Look {
+        fleet_name: "t",
+        store: "sqlite:/x",
+        snapshot: snap,
+        workers: Ok(workers),
+        audit: Ok(audit),
+        pr_leases: Ok(leases),
+        now,
+    };
     build(&look, &|pid| pid != Some(666))
 }
 
@@ -114,7 +132,7 @@ fn a_healthy_member_shows_its_pid_cohort_revision_and_an_open_gate() {
     assert_eq!(m.last_heartbeat_at, Some(t0().plus_seconds(30)), "the refresh time, recovered from the age");
     assert_eq!(m.heartbeat_age_seconds, Some(10));
     assert!(v.summary.starts_with("1 of 1 members running"), "{}", v.summary);
-    assert_eq!(v.pr_leases, None, "reserved for the workflow issue");
+    assert!(v.pr_leases.is_empty() && v.pr_leases_error.is_none());
 }
 
 #[test]
@@ -193,11 +211,13 @@ fn unreadable_rows_are_said_not_hidden() {
         snapshot: &snap,
         workers: Err("database is locked".into()),
         audit: Err("no such table".into()),
+        pr_leases: Err("no such table: pr_leases".into()),
         now,
     };
     let v = build(&look, &|_| true);
     assert_eq!(v.workers_error.as_deref(), Some("database is locked"));
     assert_eq!(v.refusals_error.as_deref(), Some("no such table"));
+    assert_eq!(v.pr_leases_error.as_deref(), Some("no such table: pr_leases"));
 }
 
 #[test]
@@ -212,4 +232,44 @@ fn the_fingerprint_ignores_the_clock_but_not_the_fleet() {
     assert_ne!(a.fingerprint(), expired.fingerprint(), "a lease crossing its TTL is a change");
     let killed = view(&snapshot(&[row(4100)], &[4100], &[], at(50)), &workers, &[], at(50));
     assert_ne!(a.fingerprint(), killed.fingerprint());
+}
+
+fn lease(pr: u64, purpose: Purpose, claimed: Timestamp, ttl: i64) -> PrLease {
+    PrLease {
+        lease_id: format!("lease-{pr}-{}", purpose.as_str()),
+        pr: PrRef { binding: "gitea/acme/widgets".into(), pr },
+        purpose,
+        holder: Actor {
+            worker: "wrk-claude_code-1".into(),
+            profile: "prgs-reviewer".into(),
+            client: "claude_code".into(),
+            session: "s".into(),
+        },
+        candidate_head: "5f0c2e1d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d".into(),
+        target_branch: Some("main".into()),
+        target_branch_sha: None,
+        phase: Phase::Claimed,
+        claimed_at: claimed,
+        last_activity: claimed,
+        expires_at: claimed.plus_seconds(ttl),
+        released_reason: None,
+    }
+}
+
+#[test]
+fn live_pr_leases_show_pr_purpose_holder_head_and_expiry() {
+    let now = t0().plus_seconds(100);
+    let leases = [lease(12, Purpose::Review, t0(), 900), lease(13, Purpose::Merge, t0().plus_seconds(50), 600)];
+    let v = view_with_leases(&snapshot(&[row(4100)], &[], &[], now), &[], &[], &leases, now);
+    let shape: Vec<_> = v.pr_leases.iter().map(|l| (l.pr.as_str(), l.purpose.as_str(), l.expires_in_seconds)).collect();
+    assert_eq!(shape, [("gitea/acme/widgets#12", "review", 800), ("gitea/acme/widgets#13", "merge", 550)]);
+    let first = &v.pr_leases[0];
+    assert_eq!((first.holder.as_str(), first.holder_client.as_str()), ("wrk-claude_code-1", "claude_code"));
+    assert!(first.head.starts_with("5f0c2e1d"));
+    assert_eq!(first.expires_at, t0().plus_seconds(900));
+    // The countdown alone is not a change; a lease released (gone from the live list) is.
+    let later = view_with_leases(&snapshot(&[row(4100)], &[], &[], now), &[], &[], &leases, now.plus_seconds(5));
+    assert_eq!(v.fingerprint(), later.fingerprint());
+    let released = view_with_leases(&snapshot(&[row(4100)], &[], &[], now), &[], &[], &leases[1..], now);
+    assert_ne!(v.fingerprint(), released.fingerprint());
 }

@@ -6,6 +6,7 @@
 
 use super::identity::Identity;
 use crate::heartbeat::{HeartbeatParams, HeartbeatStatus, WorkerHeartbeat, worker_heartbeat_status};
+use crate::metrics::GatewayMetrics;
 use fleetgate_core::Clock;
 use fleetgate_core::worker::{Registration, worker_identity};
 use fleetgate_gateway::AttachmentId;
@@ -90,6 +91,8 @@ pub struct Registrar<'a> {
     pub(super) supervisor: &'a Supervisor,
     pub(super) ttl_seconds: f64,
     pub(super) interval_override: Option<String>,
+    /// Where the heartbeats count renewals and refusals, when anywhere.
+    pub(super) metrics: Option<&'a GatewayMetrics>,
 }
 
 impl Attachments {
@@ -138,6 +141,10 @@ impl Attachments {
                 interval_override: with.interval_override.clone(),
             },
         );
+        let heartbeat = match with.metrics {
+            Some(metrics) => heartbeat.with_metrics(metrics.clone()),
+            None => heartbeat,
+        };
         heartbeat.start(with.supervisor);
         tracing::info!(%attachment, worker = %outcome.worker_identity, client = %outcome.client_name, "worker attached");
         state.attached.insert(

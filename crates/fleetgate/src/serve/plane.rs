@@ -19,12 +19,13 @@ use super::tools;
 use super::workflow::LinkForge;
 use crate::config::FleetConfig;
 use crate::gate::{Call, Caller, Gate};
+use crate::metrics::GatewayMetrics;
 use fleetgate_core::env::{EnvKey, EnvSnapshot};
 use fleetgate_core::{Clock, Timestamp};
 use fleetgate_gateway::rmcp::model::{CallToolResult, Tool};
 use fleetgate_gateway::{
-    AttachmentId, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane, GateDecision, Listing,
-    ToolCall, Verdict,
+    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane, GateDecision,
+    Listing, ToolCall, Verdict,
 };
 use fleetgate_supervise::{EventBus, Supervisor};
 use std::sync::{Arc, OnceLock};
@@ -66,6 +67,10 @@ pub struct FleetControl {
     supervisor: OnceLock<Supervisor>,
     generation: String,
     pins: crate::pins::Pins,
+    /// Where the gate's decisions and the heartbeats are counted (`/metrics`), when anywhere.
+    metrics: Option<GatewayMetrics>,
+    /// The profile as the decisions' label (shared: counting allocates nothing).
+    profile_label: Arc<str>,
 }
 
 impl std::fmt::Debug for FleetControl {
@@ -91,6 +96,7 @@ impl FleetControl {
                 .map(str::to_owned),
         });
         let generation = identity.generation();
+        let profile_label = Arc::from(identity.member.profile.as_str());
         Self {
             identity,
             transport,
@@ -102,7 +108,17 @@ impl FleetControl {
             supervisor: OnceLock::new(),
             generation,
             pins: crate::pins::Pins::default(),
+            metrics: None,
+            profile_label,
         }
+    }
+
+    /// Count the gate's decisions and time, and each worker's renewals and refusals, in
+    /// `metrics` (the store's transient failures are counted by the store handed to the
+    /// gate: [`crate::metrics::MeteredStore`]).
+    pub fn with_metrics(mut self, metrics: GatewayMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// This process's identity.
@@ -211,6 +227,27 @@ impl FleetControl {
         }
     }
 
+    /// The gate on one call: the definition observed (pinned or checked), the decision
+    /// made and audited, as the gateway's [`Verdict`].
+    fn judge_call(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
+        let worker = self.attachments.worker_of(attachment);
+        self.observe_definition(call.tool, worker.as_ref().map(|(w, _)| w.clone()));
+        let principal = worker.as_ref().and_then(|(_, p)| p.clone());
+        let forge = call.link.map(LinkForge);
+        let gated = self.call_of(attachment, call, &worker, forge.as_ref().map(|f| f as _));
+        let verdict = self.gate.decide(&gated, self.clock.now(), principal);
+        let decision = match verdict.blocker_kind {
+            None => GateDecision {
+                allowed: true,
+                blocker_kind: None,
+                reasons: verdict.blocked_reasons,
+                operator_action: None,
+            },
+            Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
+        };
+        Verdict { class: verdict.classification, decision }
+    }
+
     fn client_managed(&self) -> bool {
         self.env.get(EnvKey::ClientManaged, &self.config().env_prefix) == Some("1")
     }
@@ -269,6 +306,7 @@ impl ControlPlane for FleetControl {
             supervisor: self.supervisor(),
             ttl_seconds: self.config().heartbeat_ttl_seconds,
             interval_override: self.row.interval_override.clone(),
+            metrics: self.metrics.as_ref(),
         };
         self.attachments
             .attach(&registrar, attachment, self.client(client))
@@ -299,22 +337,19 @@ impl ControlPlane for FleetControl {
     }
 
     fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
-        let worker = self.attachments.worker_of(attachment);
-        self.observe_definition(call.tool, worker.as_ref().map(|(w, _)| w.clone()));
-        let principal = worker.as_ref().and_then(|(_, p)| p.clone());
-        let forge = call.link.map(LinkForge);
-        let gated = self.call_of(attachment, call, &worker, forge.as_ref().map(|f| f as _));
-        let verdict = self.gate.decide(&gated, self.clock.now(), principal);
-        let decision = match verdict.blocker_kind {
-            None => GateDecision {
-                allowed: true,
-                blocker_kind: None,
-                reasons: verdict.blocked_reasons,
-                operator_action: None,
-            },
-            Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
-        };
-        Verdict { class: verdict.classification, decision }
+        let span = tracing::info_span!("gate", tool = %call.tool.name, class = tracing::field::Empty,
+            blocker = tracing::field::Empty);
+        let _entered = span.enter();
+        let started = std::time::Instant::now();
+        let verdict = self.judge_call(attachment, call);
+        let blocker = verdict.decision.blocker_kind.map(BlockerKind::as_str);
+        span.record("class", verdict.class.as_str());
+        span.record("blocker", blocker.unwrap_or("none"));
+        if let Some(metrics) = &self.metrics {
+            metrics.gate_seconds.observe(started.elapsed().as_secs_f64());
+            metrics.decided(verdict.class.as_str(), blocker, &self.profile_label);
+        }
+        verdict
     }
 
     fn on_forwarded(&self, attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult) {

@@ -1,11 +1,16 @@
-//! The page in a real headless Chromium: a healthy fleet, then a member killed with
-//! SIGKILL turning its row stale and the gate banner closed — live, without a reload —
+//! The page in a real headless Chromium: a healthy fleet with a live PR lease, then a
+//! member killed with SIGKILL turning its row stale and the gate banner closed, and the
+//! lease released leaving its table — live, without a reload —
 //! on a desktop, then on a phone in dark mode. Nothing the page requests leaves its
 //! origin.
 
 use crate::support::{Browser, HEAD, Island, get, island, output_dir, serial};
+use fleetgate_core::Clock as _;
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::workflow::{Actor, ClaimPlan, PrRef, Purpose};
+use fleetgate_host::clock::SystemClock;
+use fleetgate_store::{PrClaimOutcome, PrLeaseClaim};
 
 fn refusal_of_a_mutation(island: &Island) {
     island
@@ -24,12 +29,39 @@ fn refusal_of_a_mutation(island: &Island) {
         .unwrap();
 }
 
+const PR: &str = "gitea/acme/widgets#7";
+const PR_HEAD: &str = "5f0c2e1d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d";
+
+/// A review lease on PR 7, claimed now for 15 minutes: its id.
+fn lease_under_review(island: &Island) -> String {
+    let claim = PrLeaseClaim {
+        pr: PrRef { binding: "gitea/acme/widgets".into(), pr: 7 },
+        purpose: Purpose::Review,
+        holder: Actor {
+            worker: "wrk-claude_code-reviewer".into(),
+            profile: "prgs-reviewer".into(),
+            client: "claude_code".into(),
+            session: "s-1".into(),
+        },
+        candidate_head: PR_HEAD.into(),
+        target_branch: Some("main".into()),
+        target_branch_sha: None,
+        ttl_seconds: 900,
+        plan: ClaimPlan::Claim { release: vec![] },
+    };
+    match island.store().claim_pr_lease(&claim, SystemClock.now()).unwrap() {
+        PrClaimOutcome::Claimed(lease) => lease.lease_id,
+        other => panic!("not claimed: {other:?}"),
+    }
+}
+
 #[test]
 fn a_killed_member_turns_stale_and_closes_the_gate_without_a_reload() {
     let _serial = serial();
     let island = island(1, &["--interval", "0.25"]);
     island.register(1);
     refusal_of_a_mutation(&island);
+    let lease_id = lease_under_review(&island);
     let pid = island.inner_pid(1);
     let out = output_dir();
     let mut b = Browser::start();
@@ -51,9 +83,13 @@ fn a_killed_member_turns_stale_and_closes_the_gate_without_a_reload() {
     let refusal = b.eval("return document.querySelector('#refusals li').innerText").as_str().unwrap().to_owned();
     assert!(refusal.contains("worker_fenced") && refusal.contains("git_commit"), "{refusal}");
     assert!(refusal.contains("Operator action: stop this server"), "{refusal}");
-    assert!(
-        b.eval("return document.getElementById('pr-leases').innerText").as_str().unwrap().contains("Not tracked yet")
-    );
+    // The live PR lease: PR, purpose, holder, head, and a countdown to its expiry.
+    let lease = b.eval(&format!("return document.querySelector('#leases tr[data-pr=\"{PR}\"]').innerText"));
+    let lease = lease.as_str().unwrap().to_owned();
+    for expected in [PR, "review", "wrk-claude_code-reviewer", "claude_code", &PR_HEAD[..12]] {
+        assert!(lease.contains(expected), "{expected:?} not in the lease row {lease:?}");
+    }
+    assert!(lease.contains(" min") || lease.contains(" s"), "no expiry countdown in {lease:?}");
     b.screenshot(&out.join("healthy.png"));
 
     // Kill the member; the page must follow on its own.
@@ -80,6 +116,10 @@ fn a_killed_member_turns_stale_and_closes_the_gate_without_a_reload() {
     assert_eq!(b.eval("return document.querySelector('main').firstElementChild.id"), "gate");
     assert!(b.eval("return document.getElementById('gate').getBoundingClientRect().top").as_f64().unwrap() < 60.0);
     b.screenshot(&out.join("closed.png"));
+
+    // The lease released: its row goes, live too.
+    assert!(island.store().release_pr_lease(&lease_id, None, "released", SystemClock.now()).unwrap());
+    b.wait("return document.querySelector('#leases tbody').innerText.includes('no live PR leases')", 10.0);
 
     // A phone, in dark mode: no sideways scrolling, dark background, the banner still first.
     b.step(serde_json::json!({ "op": "viewport", "width": 390, "height": 844 }));

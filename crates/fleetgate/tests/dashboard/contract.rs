@@ -133,6 +133,7 @@ fn api_fleet_has_the_documented_shape_and_events_push_the_same_view() {
         "refusals_error",
         "audit_window",
         "pr_leases",
+        "pr_leases_error",
     ];
     keys.sort_unstable();
     documented.sort_unstable();
@@ -160,7 +161,8 @@ fn api_fleet_has_the_documented_shape_and_events_push_the_same_view() {
         assert!(m.get(key).is_some(), "member field {key}");
     }
     assert_eq!(v["facts"]["running_member_count"], 1);
-    assert_eq!(v["pr_leases"], serde_json::Value::Null, "reserved until the workflow lands");
+    assert_eq!(v["pr_leases"], serde_json::json!([]), "no PR lease is claimed");
+    assert_eq!(v["pr_leases_error"], serde_json::Value::Null);
     assert!(v["fleet"]["store"].as_str().unwrap().starts_with("sqlite:"));
 
     let (status, headers, id, data) = first_event(island.addr, &[]);

@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 
-const CONFIG: &str = r#"
+pub const CONFIG: &str = r#"
 [fleet]
 name = "e2e-http"
 tool_prefix = "gitea_"
@@ -22,6 +22,12 @@ role = "author"
 "#;
 
 const TOKEN: &str = "tok-4f1c9a7e-never-logged";
+
+/// `config` with a second member, a reviewer: while it is not running, the inventory closes
+/// the gate to every mutation.
+pub fn with_reviewer(config: &str) -> String {
+    format!("{config}\n[[members]]\nnamespace = \"gitea-reviewer\"\nprofile = \"prgs-reviewer\"\nrole = \"reviewer\"\n")
+}
 
 /// A Python SDK client session on the gateway's endpoint.
 fn session(g: &HttpGateway, name: &str, token: Option<&str>) -> Client {
@@ -148,10 +154,7 @@ fn each_http_session_is_its_own_worker_heartbeat_and_audit_trail() {
 fn the_gate_refuses_a_mutation_over_http_with_the_blocker_text() {
     let _serial = serial();
     // Two configured members, one running: the inventory closes the gate.
-    let config = format!(
-        "{CONFIG}\n[[members]]\nnamespace = \"gitea-reviewer\"\nprofile = \"prgs-reviewer\"\nrole = \"reviewer\"\n"
-    );
-    let f = FleetDir::new(&config);
+    let f = FleetDir::new(&with_reviewer(CONFIG));
     let repo_s = f.repo().display().to_string();
     std::fs::write(f.repo().join("new.txt"), "x\n").unwrap();
     let git_server = peer(".venv/bin/mcp-server-git").display().to_string();

@@ -14,6 +14,7 @@ mod gitflow;
 mod http;
 mod httpkit;
 mod lifecycle;
+mod metrics;
 mod routing;
 mod support;
 mod workflow;

@@ -51,6 +51,12 @@ fn a_downstream_that_exits_at_once_is_quarantined_and_control_tools_still_answer
     assert_eq!(names, ["fleet_get_runtime_context"], "while quarantined only the control tools are listed: {listed}");
     // No downstream call was put to the gate: the gateway answered it.
     assert!(!state.events().iter().any(|e| e.starts_with("decide")), "{:?}", state.events());
+    // The observer (the fixture's metrics) was told: a restart within the budget, then the
+    // quarantine, once.
+    let events = state.events();
+    assert!(events.iter().any(|e| e == "observed restart"), "{events:?}");
+    assert_eq!(events.iter().filter(|e| *e == "observed quarantined true").count(), 1, "{events:?}");
+    assert!(!events.iter().any(|e| e == "observed quarantined false"), "{events:?}");
 }
 
 #[test]
@@ -76,6 +82,7 @@ fn a_killed_downstream_is_restarted_and_reinitialised() {
     );
     assert_eq!(status["restarts"], 1, "{status}");
     assert!(status["last_exit"].as_str().unwrap().contains("SIGKILL"), "{status}");
+    assert_eq!(state.events().iter().filter(|e| *e == "observed restart").count(), 1, "{:?}", state.events());
     assert!(!alive(pid));
     let repo_path = path_text(repo.path());
     let call = gateway.request(200, "tools/call", json!({"name": "git_status", "arguments": {"repo_path": repo_path}}));

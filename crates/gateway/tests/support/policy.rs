@@ -9,7 +9,8 @@
 //! * `events.log` — one line per lifecycle call and decision: `transport_bound`,
 //!   `attach NAME VERSION PROTOCOL`, `decide TOOL CLASS allowed|refused`, `detach N REASON`,
 //!   `shutdown REASON`, `forwarded TOOL ok|error` (the answer of an allowed call),
-//!   `probe TOOL ok|error TEXT` (see `probe`);
+//!   `probe TOOL ok|error TEXT` (see `probe`); as the fixture's observer also
+//!   `observed restart` and `observed quarantined true|false` (downstream supervision);
 //! * `probe` — while it holds `TOOL {json arguments}`, every `decide` first calls that tool
 //!   on the downstream through the call's link, as the PR workflow reads a head.
 //!
@@ -19,8 +20,8 @@
 
 use fleetgate_gateway::rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use fleetgate_gateway::{
-    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlPlane, GateDecision, Listing, ToolCall, ToolClass,
-    Verdict,
+    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlPlane, GateDecision, GatewayObserver, Listing,
+    ToolCall, ToolClass, Verdict,
 };
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -160,5 +161,16 @@ impl ControlPlane for TestPolicy {
 
     fn on_shutdown(&self, reason: &str) {
         self.log(&format!("shutdown {reason}"));
+    }
+}
+
+/// The fixture's observer: the downstream's restarts and quarantines, in `events.log`.
+impl GatewayObserver for TestPolicy {
+    fn downstream_restarted(&self) {
+        self.log("observed restart");
+    }
+
+    fn downstream_quarantined(&self, quarantined: bool) {
+        self.log(&format!("observed quarantined {quarantined}"));
     }
 }

@@ -122,6 +122,30 @@
     $("workers-error").textContent = view.workers_error ? `worker rows unreadable: ${view.workers_error}` : "";
   }
 
+  const until = (ts) => {
+    const left = -since(ts);
+    return left > 0 ? age(left) : "expired";
+  };
+
+  function renderLeases(view) {
+    const rows = view.pr_leases.map((l) =>
+      el(
+        "tr",
+        { data: { pr: l.pr, purpose: l.purpose } },
+        cell("PR", el("strong", { text: l.pr })),
+        cell("Purpose", el("span", { class: `badge ${l.purpose === "merge" ? "stale" : "running"}`, text: l.purpose })),
+        cell("Holder", el("span", {}, el("code", { text: l.holder }), el("br"),
+          el("span", { class: "muted", text: `${l.holder_client} · ${l.holder_profile}` }))),
+        cell("Head", el("code", { text: shortRev(l.head), title: l.head })),
+        cell("Expires in", el("span", { class: "until", data: { until: l.expires_at }, text: until(l.expires_at) })),
+      ),
+    );
+    $("leases").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(5, "no live PR leases")]));
+    $("pr-leases-note").textContent = rows.length ? `${rows.length} live` : "";
+    $("pr-leases-error").hidden = !view.pr_leases_error;
+    $("pr-leases-error").textContent = view.pr_leases_error ? `PR leases unreadable: ${view.pr_leases_error}` : "";
+  }
+
   function renderRefusals(view) {
     const items = view.refusals.map((r) =>
       el(
@@ -146,6 +170,7 @@
     renderRoster(view);
     renderDiagnostics(view);
     renderWorkers(view);
+    renderLeases(view);
     renderRefusals(view);
     $("store").textContent = view.fleet.store;
     $("generated").textContent = view.generated_at;
@@ -159,6 +184,9 @@
   function tick() {
     for (const node of document.querySelectorAll(".age[data-since]")) {
       if (node.dataset.since) node.textContent = age(since(node.dataset.since));
+    }
+    for (const node of document.querySelectorAll(".until[data-until]")) {
+      node.textContent = until(node.dataset.until);
     }
     for (const node of document.querySelectorAll(".lease")) {
       const ratio = since(node.dataset.since) / Number(node.dataset.ttl);
