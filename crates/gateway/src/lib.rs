@@ -30,6 +30,8 @@ mod downstream;
 mod engine;
 mod error;
 mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gateway;
 mod http;
 mod options;
