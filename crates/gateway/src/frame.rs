@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 
 /// What to do with one line from the client.
 #[derive(Debug)]
-pub(crate) enum Verdict {
+pub enum Verdict {
     /// A well-formed message for rmcp.
     Pass(Box<ClientJsonRpcMessage>),
     /// Refused: answer with this error (and the request's id, when it had one).
@@ -43,7 +43,7 @@ pub(crate) enum Verdict {
 }
 
 /// Judge one line (without its `\n`).
-pub(crate) fn judge(line: &[u8]) -> Verdict {
+pub fn judge(line: &[u8]) -> Verdict {
     let line = line.trim_ascii();
     if line.is_empty() {
         return Verdict::Drop("blank line".to_owned());
@@ -88,7 +88,7 @@ pub(crate) fn judge(line: &[u8]) -> Verdict {
 /// request whose params do not fit its method as a *custom* request of the same name;
 /// one of those must never be forwarded, or a malformed `tools/call` would reach the
 /// downstream without passing the gate.
-pub(crate) const STANDARD_METHODS: &[&str] = &[
+pub const STANDARD_METHODS: &[&str] = &[
     "completion/complete",
     "elicitation/create",
     "initialize",
@@ -209,7 +209,7 @@ fn opens_session(message: &ClientJsonRpcMessage) -> bool {
 
 /// How the client's stream ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ReadEnd {
+pub enum ReadEnd {
     /// EOF on stdin.
     Eof,
     /// A read failed.
@@ -220,7 +220,7 @@ pub(crate) enum ReadEnd {
 
 /// Read lines from `reader`, judge each, hand messages to `service` and send refusals to
 /// `replies`. Returns how the stream ended.
-pub(crate) async fn read_frames<R>(
+pub async fn read_frames<R>(
     mut reader: R,
     max_bytes: usize,
     service: mpsc::Sender<ClientJsonRpcMessage>,
@@ -345,7 +345,7 @@ where
 
 /// Serialise one message. JSON-RPC 2.0 requires `"id": null` on an error that answers no
 /// request (a parse error, a batch); rmcp leaves the member out, so it is put back here.
-fn encode(bytes: &mut Vec<u8>, message: &ServerJsonRpcMessage) -> serde_json::Result<()> {
+pub(crate) fn encode(bytes: &mut Vec<u8>, message: &ServerJsonRpcMessage) -> serde_json::Result<()> {
     match message {
         JsonRpcMessage::Error(error) if error.id.is_none() => {
             let mut value = serde_json::to_value(message)?;

@@ -32,6 +32,8 @@ mod downstream;
 mod engine;
 mod error;
 mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gateway;
 mod http;
 mod link;

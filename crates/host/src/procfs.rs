@@ -59,8 +59,7 @@ impl ProcFs {
         let path = self.root.join("stat");
         let text = std::fs::read_to_string(&path)
             .map_err(|e| HostError::new(HostErrorKind::Unreadable, format!("cannot read {}: {e}", path.display())))?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse().ok()))
+        parse_btime(&text)
             .ok_or_else(|| HostError::new(HostErrorKind::Malformed, format!("{} has no btime line", path.display())))
     }
 
@@ -69,22 +68,10 @@ impl ProcFs {
         if raw.is_empty() {
             return None;
         }
-        let argv: Vec<String> =
-            raw.split(|b| *b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect();
-        let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-        // The command name may hold spaces and parentheses: fields start after the last ')'.
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ppid: i64 = fields.get(1)?.parse().ok()?;
-        let start_ticks: i64 = fields.get(19)?.parse().ok()?;
+        let argv = parse_cmdline(&raw);
+        let stat = parse_pid_stat(&std::fs::read_to_string(dir.join("stat")).ok()?)?;
         let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir).ok()?);
-        Some(ProcEntry {
-            pid,
-            ppid,
-            started_at: Timestamp::from_unix(boot + start_ticks / ticks.max(1)),
-            argv,
-            uid: Some(uid),
-        })
+        Some(ProcEntry { pid, ppid: stat.ppid, started_at: stat.started_at(boot, ticks)?, argv, uid: Some(uid) })
     }
 }
 
@@ -122,11 +109,59 @@ impl ProcessSource for ProcFs {
         let path = self.root.join(pid.to_string()).join("environ");
         let raw = std::fs::read(&path)
             .map_err(|e| HostError::new(HostErrorKind::Unreadable, format!("cannot read {}: {e}", path.display())))?;
-        Ok(EnvSnapshot::from_pairs(raw.split(|b| *b == 0).filter(|s| !s.is_empty()).filter_map(|kv| {
-            let kv = String::from_utf8_lossy(kv);
-            kv.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned()))
-        })))
+        Ok(parse_environ(&raw))
     }
+}
+
+// The parsers below are pure functions of a file's bytes, so the fuzzers (`fuzz/`) and the
+// tests can feed them anything a procfs could hold.
+
+/// The boot time (`btime`, seconds since the epoch) from the text of `/proc/stat`, if it
+/// has a well-formed `btime` line.
+pub fn parse_btime(text: &str) -> Option<i64> {
+    text.lines().find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse().ok()))
+}
+
+/// The fields of `/proc/<pid>/stat` the scan uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PidStat {
+    /// Parent pid (field 4).
+    pub ppid: i64,
+    /// Start time in clock ticks after boot (field 22).
+    pub start_ticks: i64,
+}
+
+impl PidStat {
+    /// The start time, given the boot time and the clock ticks per second, rounded down to
+    /// the second; `None` when the sum is no time at all (it overflows: a corrupt or hostile
+    /// procfs), so the entry is unreadable rather than a panic or a wrapped-around time.
+    pub fn started_at(&self, boot: i64, ticks_per_second: i64) -> Option<Timestamp> {
+        boot.checked_add(self.start_ticks / ticks_per_second.max(1)).map(Timestamp::from_unix)
+    }
+}
+
+/// The parent pid and start ticks from the text of `/proc/<pid>/stat`, or `None` when it
+/// is not such a line.
+pub fn parse_pid_stat(stat: &str) -> Option<PidStat> {
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(PidStat { ppid: fields.get(1)?.parse().ok()?, start_ticks: fields.get(19)?.parse().ok()? })
+}
+
+/// The argument vector from the bytes of `/proc/<pid>/cmdline` (NUL-separated; empty
+/// arguments left out, invalid UTF-8 replaced).
+pub fn parse_cmdline(raw: &[u8]) -> Vec<String> {
+    raw.split(|b| *b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect()
+}
+
+/// The environment from the bytes of `/proc/<pid>/environ` (NUL-separated `KEY=value`;
+/// entries without `=` left out, invalid UTF-8 replaced).
+pub fn parse_environ(raw: &[u8]) -> EnvSnapshot {
+    EnvSnapshot::from_pairs(raw.split(|b| *b == 0).filter(|s| !s.is_empty()).filter_map(|kv| {
+        let kv = String::from_utf8_lossy(kv);
+        kv.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned()))
+    }))
 }
 
 /// The fleet processes on this host: gateways and `process_match` hits, minus
@@ -173,6 +208,40 @@ mod tests {
         let scan = scan_fleet(&ProcFs::at("/nonexistent-procfs"), &FleetMatcher::new(&[]));
         assert!(!scan.available);
         assert!(scan.reason.unwrap().contains("/nonexistent-procfs"));
+    }
+
+    /// Found by `fuzz/fuzz_targets/procfs_stat.rs` (minimized): a `btime` and a start-tick
+    /// count each near `i64::MAX` overflowed the start time (a panic in debug builds, a
+    /// wrapped-around time in release). Now the entry is unreadable.
+    #[test]
+    fn a_start_time_past_the_end_of_time_is_refused_not_overflowed() {
+        let text = ")c 3\nb 1 3 i 0\n2\n+ 0 0\ne\n' 1 - 4\nm\nb\nbtime 8888800000000003012";
+        let boot = parse_btime(text).unwrap();
+        let stat = parse_pid_stat(text).unwrap();
+        assert_eq!((boot, stat.start_ticks), (8_888_800_000_000_003_012, 8_888_800_000_000_003_012));
+        assert_eq!(stat.started_at(boot, 1), None);
+        assert_eq!(
+            stat.started_at(boot, 100),
+            Some(Timestamp::from_unix(8_888_800_000_000_003_012 + 88_888_000_000_000_030))
+        );
+        assert_eq!(stat.started_at(-boot, 1), Some(Timestamp::from_unix(0)));
+    }
+
+    #[test]
+    fn stat_lines_parse_with_any_command_name() {
+        let line = "4711 (a) (b\n c)) R 4100 4711 4100 34816 4711 4194304 91 0 0 0 0 0 0 0 20 0 1 0 99999999 8491008\n";
+        assert_eq!(parse_pid_stat(line), Some(PidStat { ppid: 4100, start_ticks: 99_999_999 }));
+        assert_eq!(parse_pid_stat("4711 (a) R 1"), None);
+        assert_eq!(parse_pid_stat("no parenthesis 1 2 3"), None);
+        assert_eq!(parse_btime("cpu 1 2\nbtime 1733212800\n"), Some(1_733_212_800));
+        assert_eq!(parse_btime("btime x\n"), None);
+    }
+
+    #[test]
+    fn environ_and_cmdline_bytes_split_on_nul() {
+        let env = parse_environ(b"A=1\0NOEQUALS\0\0B=x=y\0\xffK=\xfe\0");
+        assert_eq!(env.iter().collect::<Vec<_>>(), [("A", "1"), ("B", "x=y"), ("\u{fffd}K", "\u{fffd}")]);
+        assert_eq!(parse_cmdline(b"fleetgate\0\0serve\0"), ["fleetgate", "serve"]);
     }
 
     #[test]

@@ -91,12 +91,22 @@ pub fn json_options(format: Format) -> ParseOptions {
     }
 }
 
-/// 1-based line and column of a byte offset.
+/// 1-based line and column (in characters) of a byte offset. Lines end at `\n`, `\r\n` or
+/// a lone `\r`, as editors and the JSON parser count them, so an entry's line and a parse
+/// error's line agree in every file.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let bytes = before.as_bytes();
+    let breaks = bytes
+        .iter()
+        .enumerate()
+        .filter(|&(i, b)| *b == b'\n' || *b == b'\r' && text.as_bytes().get(i + 1) != Some(&b'\n'));
+    let (line, start) = breaks.fold((1, 0), |(line, _), (i, _)| (line + 1, i + 1));
+    (line, before[start..].chars().count() + 1)
 }
 
 fn error_at(text: &str, offset: usize, message: String) -> FileError {
@@ -116,14 +126,9 @@ pub fn parse(text: &str, source: &SourceFile) -> Result<ParsedFile, FileError> {
 }
 
 fn parse_json(text: &str, source: &SourceFile) -> Result<ParsedFile, FileError> {
-    let ast =
-        jsonc_parser::parse_to_ast(text, &CollectOptions::default(), &json_options(source.format)).map_err(|e| {
-            FileError {
-                line: e.line_display(),
-                column: e.column_display(),
-                message: e.kind().to_string().to_lowercase(),
-            }
-        })?;
+    // The error's position from its offset, counted as every other position here is.
+    let ast = jsonc_parser::parse_to_ast(text, &CollectOptions::default(), &json_options(source.format))
+        .map_err(|e| error_at(text, e.range().start, e.kind().to_string().to_lowercase()))?;
     let Some(Value::Object(root)) = &ast.value else {
         return Err(error_at(text, 0, "the file is not a JSON object".into()));
     };
@@ -311,6 +316,25 @@ mod tests {
         assert_eq!(got, [("a", 3, vec![("K".into(), "v".into())]), ("b", 8, vec![("GITEA_X".into(), "1".into())])]);
         let e = parse("[mcp_servers.a]\ncommand = \n", &source(Client::Codex)).unwrap_err();
         assert_eq!(e.line, 2, "{e:?}");
+    }
+
+    /// Found by `fuzz/fuzz_targets/doctor_config.rs` (minimized): the JSON parser counts a
+    /// lone `\r` as a line break and the doctor did not, so an error in such a file was
+    /// reported on a line the file does not have (line 2 of a one-line file), and an
+    /// entry's line and an error's disagreed.
+    #[test]
+    fn a_lone_carriage_return_is_a_line_break_for_errors_and_entries_alike() {
+        let e = parse("\r\"", &source(Client::Cursor)).unwrap_err();
+        assert_eq!((e.line, e.column), (2, 1), "{e:?}");
+        let text = "{\r  \"mcpServers\": {\r\n    \"a\": {\"command\": \"x\"}\r  },\r  oops\n}";
+        let e = parse(text, &source(Client::Gemini)).unwrap_err();
+        assert_eq!((e.line, e.column), (5, 3), "{e:?}");
+        let f = parse(&text.replace("oops", "\"k\": 1"), &source(Client::Gemini)).unwrap();
+        assert_eq!(f.entries[0].line, 3);
+        assert_eq!(line_col("a\r\nb\rc\nd", 7), (4, 1));
+        assert_eq!(line_col("a\r\nb\rc\nd", 99), (4, 2));
+        assert_eq!(line_col("\u{e9}\u{e9}x", 4), (1, 3), "columns count characters");
+        assert_eq!(line_col("\u{e9}", 1), (1, 1), "an offset inside a character is its start");
     }
 
     #[test]
