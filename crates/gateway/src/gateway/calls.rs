@@ -1,0 +1,269 @@
+//! A client's tool calls and everything else it asks, on its own channel: `tools/list`
+//! filtered and annotated by the control plane, `tools/call` put to the gate (with the
+//! downstream link the gate reads through) and forwarded only when allowed, the forwarded
+//! answer handed back to the control plane, and any other request forwarded as it is.
+
+use super::*;
+
+impl Gateway {
+    pub(super) async fn list_tools(
+        &self,
+        attachment: &Attachment,
+        request: ListToolsRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let cursor = request.params.as_ref().and_then(|p| p.cursor.clone());
+        let mut tools = Vec::new();
+        let mut next_cursor = None;
+        let channel = &attachment.channel;
+        match channel.ready(self.settings().attach_wait).await {
+            Some(connection) => {
+                match self.send(attachment, &connection, ClientRequest::ListToolsRequest(request), context).await {
+                    Ok(ServerResult::ListToolsResult(page)) => {
+                        channel.state.remember_tools(connection.generation, &page.tools);
+                        next_cursor = page.next_cursor;
+                        tools = self.filter_and_annotate(page.tools).await?;
+                    }
+                    Ok(_) => {
+                        return Err(ErrorData::internal_error(
+                            "the downstream answered tools/list with something else",
+                            None,
+                        ));
+                    }
+                    Err(error) if cursor.is_none() => {
+                        // The control tools are always listed: a downstream that cannot list
+                        // must not hide them.
+                        let message = match error {
+                            ForwardError::Mcp(e) => e.message.to_string(),
+                            ForwardError::Timeout(t) => format!("no answer within {t:?}"),
+                            ForwardError::Gone(reason) => reason,
+                            ForwardError::Busy => "too many requests in flight".to_owned(),
+                            ForwardError::Cancelled => return Err(ErrorData::internal_error("cancelled", None)),
+                        };
+                        tracing::warn!(%message, "downstream tools/list failed; listing the control tools only");
+                    }
+                    Err(error) => return Err(self.forward_error_data(channel, error, "tools/list")),
+                }
+            }
+            None if cursor.is_some() => {
+                return Err(ErrorData::invalid_params(
+                    unavailable_text("tools/list with a cursor", &channel.status()),
+                    None,
+                ));
+            }
+            None => {}
+        }
+        if cursor.is_none() {
+            let mut first = self.engine.control_tools.clone();
+            first.append(&mut tools);
+            tools = first;
+        }
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next_cursor;
+        Ok(result)
+    }
+
+    /// Drop what the role may never call and what a control tool shadows; annotate the
+    /// rest with their listing.
+    pub(super) async fn filter_and_annotate(&self, tools: Vec<Tool>) -> Result<Vec<Tool>, ErrorData> {
+        let engine = self.engine.clone();
+        blocking("list_tool", move || {
+            tools
+                .into_iter()
+                .filter_map(|tool| {
+                    if engine.control_names.contains(tool.name.as_ref()) {
+                        tracing::warn!(tool = %tool.name, "a downstream tool is shadowed by a control tool");
+                        return None;
+                    }
+                    let listing = engine.control.list_tool(&tool);
+                    listing.visible.then(|| annotate(tool, listing.class, listing.meta))
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// The downstream's definition of `name`: from the catalogue, else by listing every
+    /// page (bounded) until it shows up.
+    pub(super) async fn find_tool(
+        &self,
+        attachment: &Attachment,
+        connection: &Connection,
+        name: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Tool>, ForwardError> {
+        let state = &attachment.channel.state;
+        if let Some(tool) = state.known_tool(connection.generation, name) {
+            return Ok(Some(tool));
+        }
+        let mut cursor = None;
+        for _ in 0..MAX_CATALOGUE_PAGES {
+            let request = ListToolsRequest::with_param(PaginatedRequestParams::default().with_cursor(cursor));
+            let page =
+                match self.send(attachment, connection, ClientRequest::ListToolsRequest(request), context).await? {
+                    ServerResult::ListToolsResult(page) => page,
+                    _ => return Ok(None),
+                };
+            state.remember_tools(connection.generation, &page.tools);
+            if let Some(tool) = page.tools.into_iter().find(|t| t.name == name) {
+                return Ok(Some(tool));
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    pub(super) async fn call_tool(
+        &self,
+        attachment: &Attachment,
+        request: CallToolRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let name = request.params.name.to_string();
+        let channel = &attachment.channel;
+        let id = attachment.id;
+        if self.engine.control_names.contains(&name) {
+            let arguments = request.params.arguments.clone().unwrap_or_default();
+            let status = channel.status();
+            let control = self.engine.control.clone();
+            let state = channel.state.clone();
+            let generation = channel.link().map(|c| c.generation);
+            let link = channel.link().map(|c| PeerLink::new(&c, self.settings().call_timeout));
+            let result = blocking("call_control_tool", move || {
+                let known_tool = |tool: &str| generation.and_then(|g| state.known_tool(g, tool));
+                control.call_control_tool(ControlCall {
+                    attachment: id,
+                    name: &name,
+                    arguments,
+                    downstream: &status,
+                    known_tool: &known_tool,
+                    link: link.as_ref().map(|l| l as &dyn DownstreamLink),
+                })
+            })
+            .await?;
+            return Ok(ServerResult::CallToolResult(result));
+        }
+        if !channel.has_downstream() {
+            return Err(unknown_tool(&name));
+        }
+        let Some(connection) = channel.ready(self.settings().attach_wait).await else {
+            let text = unavailable_text(&format!("`{name}`"), &channel.status());
+            return Ok(ServerResult::CallToolResult(CallToolResult::error(vec![ContentBlock::text(text)])));
+        };
+        let tool = match self.find_tool(attachment, &connection, &name, context).await {
+            Ok(Some(tool)) => tool,
+            Ok(None) => return Err(unknown_tool(&name)),
+            Err(error) => return self.call_failed(channel, &name, error),
+        };
+        let control = self.engine.control.clone();
+        let arguments = request.params.arguments.clone();
+        let link = PeerLink::new(&connection, self.settings().call_timeout);
+        let (tool, arguments, Verdict { class, decision }) = blocking("decide", move || {
+            let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: Some(&link) };
+            let verdict = control.decide(id, &call);
+            (tool, arguments, verdict)
+        })
+        .await?;
+        if !decision.allowed {
+            tracing::info!(attachment = %id, tool = %name, %class, blocker = ?decision.blocker_kind,
+                "call refused by the gate");
+            return Ok(ServerResult::CallToolResult(refusal(&name, class, &decision)));
+        }
+        let forward = tracing::info_span!("forward", tool = %name, pid = connection.pid);
+        let sent = Instant::now();
+        let answered = self
+            .send(attachment, &connection, ClientRequest::CallToolRequest(request), context)
+            .instrument(forward)
+            .await;
+        if let Some(observer) = &self.settings().observer {
+            observer.forwarded_call(sent.elapsed());
+        }
+        match answered {
+            Ok(result) => {
+                if let ServerResult::CallToolResult(answer) = &result {
+                    let (control, answer) = (self.engine.control.clone(), answer.clone());
+                    let recorded = blocking("on_forwarded", move || {
+                        let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: None };
+                        control.on_forwarded(id, &call, &answer);
+                    });
+                    if recorded.await.is_err() {
+                        tracing::warn!(attachment = %id, tool = %name, "the forwarded call's outcome was not recorded");
+                    }
+                }
+                Ok(result)
+            }
+            Err(error) => self.call_failed(channel, &name, error),
+        }
+    }
+
+    /// A forwarded `tools/call` that got no result: a tool error for the model, except a
+    /// JSON-RPC error from the downstream, which passes through.
+    pub(super) fn call_failed(
+        &self,
+        channel: &Channel,
+        name: &str,
+        error: ForwardError,
+    ) -> Result<ServerResult, ErrorData> {
+        let text = match error {
+            ForwardError::Mcp(error) => return Err(error),
+            ForwardError::Cancelled => return Err(ErrorData::internal_error("cancelled by the client", None)),
+            ForwardError::Busy => return Err(busy()),
+            ForwardError::Timeout(timeout) => format!(
+                "{DOWNSTREAM_TIMEOUT}: `{name}` got no answer from the downstream MCP server within {:.1} s; \
+                 the call was cancelled (it may or may not have taken effect).",
+                timeout.as_secs_f64()
+            ),
+            ForwardError::Gone(reason) => format!(
+                "{}\nThe call to `{name}` was in flight ({reason}); it was not retried and may or may not have \
+                 taken effect.",
+                unavailable_text(&format!("`{name}`"), &channel.status())
+            ),
+        };
+        Ok(ServerResult::CallToolResult(CallToolResult::error(vec![ContentBlock::text(text)])))
+    }
+
+    pub(super) fn forward_error_data(&self, channel: &Channel, error: ForwardError, method: &str) -> ErrorData {
+        match error {
+            ForwardError::Mcp(error) => error,
+            ForwardError::Cancelled => ErrorData::internal_error("cancelled by the client", None),
+            ForwardError::Busy => busy(),
+            ForwardError::Timeout(timeout) => ErrorData::internal_error(
+                format!("{DOWNSTREAM_TIMEOUT}: `{method}` got no answer within {:.1} s", timeout.as_secs_f64()),
+                None,
+            ),
+            ForwardError::Gone(_) => {
+                ErrorData::internal_error(unavailable_text(&format!("`{method}`"), &channel.status()), None)
+            }
+        }
+    }
+
+    /// Anything else the client asks: the downstream's business, on its own channel.
+    pub(super) async fn forward(
+        &self,
+        attachment: &Attachment,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let method = request.method().to_owned();
+        if matches!(request, ClientRequest::CustomRequest(_))
+            && crate::frame::STANDARD_METHODS.contains(&method.as_str())
+        {
+            // The frame judge refuses these already; a standard method must never reach
+            // the downstream as an opaque request (a `tools/call` would skip the gate).
+            return Err(ErrorData::invalid_params(format!("invalid params for `{method}`"), None));
+        }
+        let channel = &attachment.channel;
+        if !channel.has_downstream() {
+            return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None));
+        }
+        let Some(connection) = channel.ready(self.settings().attach_wait).await else {
+            return Err(ErrorData::internal_error(unavailable_text(&format!("`{method}`"), &channel.status()), None));
+        };
+        self.send(attachment, &connection, request, context)
+            .await
+            .map_err(|e| self.forward_error_data(channel, e, &method))
+    }
+}

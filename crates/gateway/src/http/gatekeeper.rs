@@ -1,0 +1,221 @@
+//! The gatekeeper: the one axum middleware in front of rmcp's service — who (the bearer
+//! token or the tokens-file principal), what (one JSON-RPC message per POST, no removed
+//! 2026-07-28 method), and how many (attachment admission and the arrival rate) — refusing
+//! with a JSON-RPC error body before rmcp sees the request.
+
+use super::*;
+
+/// New attachments admitted per second, sustained, and in one burst: a client that opens
+/// sessions in a loop is slowed down before the bounds are even reached.
+const ARRIVALS_PER_SECOND: f64 = 16.0;
+const ARRIVALS_BURST: f64 = 32.0;
+
+/// A token bucket for new attachments.
+#[derive(Debug)]
+pub(super) struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    pub(super) fn full() -> Self {
+        Self { tokens: ARRIVALS_BURST, at: Instant::now() }
+    }
+
+    fn take(&mut self, now: Instant) -> bool {
+        let refill = now.saturating_duration_since(self.at).as_secs_f64() * ARRIVALS_PER_SECOND;
+        self.tokens = (self.tokens + refill).min(ARRIVALS_BURST);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// What the gatekeeper middleware checks against.
+pub(super) struct Gatekeeper {
+    pub(super) engine: Arc<Engine>,
+    pub(super) token: Option<String>,
+    pub(super) principals: Option<Principals>,
+    pub(super) profile: Option<String>,
+    pub(super) max_body: usize,
+    pub(super) arrivals: Mutex<Bucket>,
+}
+
+/// A response that refuses a request before rmcp sees it (boxed: it is the rare path).
+type Refused = Box<Response>;
+
+/// A JSON-RPC error as an HTTP response with `status`.
+fn jsonrpc_refusal(status: StatusCode, id: Option<serde_json::Value>, code: i32, message: String) -> Refused {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.unwrap_or(serde_json::Value::Null),
+        "error": { "code": code, "message": message },
+    });
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    }
+    Box::new(response)
+}
+
+/// The parts of a POSTed message the gatekeeper looks at; serde skips the rest.
+#[derive(serde::Deserialize)]
+struct Probe {
+    id: Option<serde_json::Value>,
+    method: Option<String>,
+    params: Option<ProbeParams>,
+}
+
+#[derive(serde::Deserialize)]
+struct ProbeParams {
+    #[serde(rename = "_meta")]
+    meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Present on a 2025-style `initialize` handshake, whatever version it offers.
+    #[serde(rename = "protocolVersion")]
+    protocol_version: Option<serde_json::Value>,
+}
+
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+
+fn stateless_version(version: Option<&str>) -> bool {
+    version
+        .and_then(|v| serde_json::from_value::<ProtocolVersion>(serde_json::Value::String(v.to_owned())).ok())
+        .is_some_and(|v| !v.has_initialize())
+}
+
+impl Gatekeeper {
+    /// The principal of a request, or the response refusing it.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Authenticated, Refused> {
+        if self.token.is_none() && self.principals.is_none() {
+            return Ok(Authenticated(None));
+        }
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .filter(|t| !t.is_empty());
+        if let Some(presented) = presented {
+            if let Some(principal) = self.principals.as_ref().and_then(|p| p.authenticate(presented)) {
+                if let Some(profile) = &self.profile
+                    && !principal.may_serve(profile)
+                {
+                    tracing::info!(principal = %principal.name, %profile, "request refused: profile not allowed");
+                    let text = format!("Forbidden: principal {} may not use profile {profile}", principal.name);
+                    return Err(Box::new((StatusCode::FORBIDDEN, text).into_response()));
+                }
+                return Ok(Authenticated(Some(principal.name.clone())));
+            }
+            if self.token.as_deref().is_some_and(|t| same_secret(presented.as_bytes(), t.as_bytes())) {
+                return Ok(Authenticated(None));
+            }
+        }
+        // Neither the presented nor the expected value is logged.
+        tracing::info!("request refused: missing or wrong bearer token");
+        let mut response = (StatusCode::UNAUTHORIZED, "Unauthorized: a bearer token is required").into_response();
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        Err(Box::new(response))
+    }
+
+    /// Whether one more attachment for `principal` may be made now.
+    fn admit(&self, principal: &str, id: Option<serde_json::Value>) -> Result<(), Refused> {
+        match self.engine.admit(principal) {
+            Ok(()) => {}
+            Err(refused @ NotAdmitted::PrincipalFull(_)) => {
+                return Err(jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, id, -32000, refused.to_string()));
+            }
+            Err(refused) => {
+                return Err(jsonrpc_refusal(StatusCode::SERVICE_UNAVAILABLE, id, -32000, refused.to_string()));
+            }
+        }
+        if !self.arrivals.lock().unwrap_or_else(PoisonError::into_inner).take(Instant::now()) {
+            let text = "too many new clients at once: retry in a moment".to_owned();
+            return Err(jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, id, -32000, text));
+        }
+        Ok(())
+    }
+
+    /// Judge one POSTed message before rmcp sees it.
+    fn screen(&self, headers: &HeaderMap, body: &[u8], principal: &Authenticated) -> Result<(), Refused> {
+        if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            let text = "batches are not supported: send one JSON-RPC message per POST".to_owned();
+            return Err(jsonrpc_refusal(StatusCode::BAD_REQUEST, None, -32600, text));
+        }
+        if headers.contains_key("mcp-session-id") {
+            return Ok(());
+        }
+        // Not JSON, or not a request: rmcp answers it.
+        let Ok(probe) = serde_json::from_slice::<Probe>(body) else { return Ok(()) };
+        let Some(method) = probe.method.as_deref() else { return Ok(()) };
+        // An `initialize` that offers a version is the 2025 handshake, even when the version
+        // it offers is 2026-07-28 (rmcp's client does that): it is answered, negotiated down.
+        // Only a 2026-07-28 request *named* `initialize` is the removed method.
+        let handshake = probe.params.as_ref().is_some_and(|p| p.protocol_version.is_some());
+        let meta = probe.params.and_then(|p| p.meta).unwrap_or_default();
+        let meta_version = meta.get(META_PROTOCOL_VERSION).and_then(serde_json::Value::as_str);
+        let header_version = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok());
+        let stateless = stateless_version(meta_version) || stateless_version(header_version);
+        let who = principal.0.clone().unwrap_or_default();
+        if method == "initialize" {
+            if stateless && !handshake {
+                let text = "`initialize` does not exist in MCP 2026-07-28".to_owned();
+                return Err(jsonrpc_refusal(StatusCode::NOT_FOUND, probe.id, -32601, text));
+            }
+            return self.admit(&who, probe.id);
+        }
+        if probe.id.is_none() || !stateless_version(meta_version) {
+            return Ok(());
+        }
+        let info = meta.get(META_CLIENT_INFO);
+        let field =
+            |name: &str| info.and_then(|i| i.get(name)).and_then(serde_json::Value::as_str).unwrap_or("unknown");
+        let key = StatelessKey {
+            principal: who.clone(),
+            client_name: field("name").to_owned(),
+            client_version: field("version").to_owned(),
+        };
+        if self.engine.knows(&key) { Ok(()) } else { self.admit(&who, probe.id) }
+    }
+}
+
+/// Who, what and how many, before rmcp: see the module doc.
+pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Request, next: Next) -> Response {
+    let principal = match gate.authenticate(request.headers()) {
+        Ok(principal) => principal,
+        Err(refused) => return *refused,
+    };
+    let (mut parts, body) = request.into_parts();
+    parts.extensions.insert(principal.clone());
+    if parts.method != Method::POST {
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
+        let text = format!("the message is larger than the gateway accepts ({} bytes)", gate.max_body);
+        return *jsonrpc_refusal(StatusCode::PAYLOAD_TOO_LARGE, None, -32600, text);
+    };
+    if let Err(refused) = gate.screen(&parts.headers, &bytes, &principal) {
+        return *refused;
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Bucket;
+
+    #[test]
+    fn new_attachments_are_rate_limited_by_a_refilling_bucket() {
+        let start = tokio::time::Instant::now();
+        let mut bucket = Bucket::full();
+        bucket.at = start;
+        let taken = (0..100).filter(|_| bucket.take(start)).count();
+        assert_eq!(taken, 32, "one burst");
+        assert!(!bucket.take(start + std::time::Duration::from_millis(10)), "0.16 of a token is not one");
+        assert!(bucket.take(start + std::time::Duration::from_millis(100)), "1.6 tokens refilled");
+    }
+}
