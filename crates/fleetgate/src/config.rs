@@ -217,6 +217,37 @@ impl RawRule {
     }
 }
 
+/// The `[[members]]` tables, each checked (fields present and bounded, namespace and profile
+/// unique), with the file and line of a bad one.
+fn roster_members(text: &str, source: &str, raw: Vec<RawMember>) -> Result<Vec<Member>, RosterError> {
+    let mut seen = BTreeSet::new();
+    let mut members = Vec::with_capacity(raw.len());
+    for m in raw {
+        let line = line_of(text, m.profile.span().start);
+        let profile = m.profile.into_inner();
+        for (field, value) in [("namespace", &m.namespace), ("profile", &profile), ("role", &m.role)] {
+            if value.trim().is_empty() {
+                return Err(RosterError::invalid(format!("{source}:{line}: member {field} must not be empty")));
+            }
+        }
+        for (field, value) in [("namespace", &m.namespace), ("profile", &profile), ("role", &m.role)] {
+            fleetgate_core::worker::check_field(field, value)
+                .map_err(|why| RosterError::invalid(format!("{source}:{line}: member {why}")))?;
+        }
+        if members.iter().any(|x: &Member| x.namespace == m.namespace) {
+            return Err(RosterError::invalid(format!(
+                "{source}:{line}: duplicate namespace {:?} in the roster",
+                m.namespace
+            )));
+        }
+        if !seen.insert(profile.clone()) {
+            return Err(RosterError::invalid(format!("{source}:{line}: duplicate profile {profile:?} in the roster")));
+        }
+        members.push(Member { namespace: m.namespace, profile, role: m.role });
+    }
+    Ok(members)
+}
+
 fn valid_escapes(pointer: &str) -> bool {
     pointer.match_indices('~').all(|(i, _)| matches!(pointer.as_bytes().get(i + 1), Some(b'0' | b'1')))
 }
@@ -337,33 +368,7 @@ impl FleetConfig {
         if raw.members.is_empty() {
             return Err(err("the roster is empty: declare at least one [[members]] table".into()));
         }
-        let mut seen = BTreeSet::new();
-        let mut members = Vec::with_capacity(raw.members.len());
-        for m in raw.members {
-            let line = line_of(text, m.profile.span().start);
-            let profile = m.profile.into_inner();
-            for (field, value) in [("namespace", &m.namespace), ("profile", &profile), ("role", &m.role)] {
-                if value.trim().is_empty() {
-                    return Err(RosterError::invalid(format!("{source}:{line}: member {field} must not be empty")));
-                }
-            }
-            for (field, value) in [("namespace", &m.namespace), ("profile", &profile), ("role", &m.role)] {
-                fleetgate_core::worker::check_field(field, value)
-                    .map_err(|why| RosterError::invalid(format!("{source}:{line}: member {why}")))?;
-            }
-            if members.iter().any(|x: &Member| x.namespace == m.namespace) {
-                return Err(RosterError::invalid(format!(
-                    "{source}:{line}: duplicate namespace {:?} in the roster",
-                    m.namespace
-                )));
-            }
-            if !seen.insert(profile.clone()) {
-                return Err(RosterError::invalid(format!(
-                    "{source}:{line}: duplicate profile {profile:?} in the roster"
-                )));
-            }
-            members.push(Member { namespace: m.namespace, profile, role: m.role });
-        }
+        let mut members = roster_members(text, source, raw.members)?;
         members.sort();
         let supervision = raw
             .supervision

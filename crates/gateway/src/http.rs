@@ -156,16 +156,7 @@ where
     S: Future<Output = ShutdownReason>,
     B: FnOnce(SocketAddr),
 {
-    let authenticated = http.bearer_token.is_some() || http.principals.is_some();
-    if http.bearer_token.as_deref() == Some("") {
-        return Err(GatewayError::EmptyToken);
-    }
-    if !http.listen.ip().is_loopback() && !http.allow_remote {
-        return Err(GatewayError::RemoteListen(http.listen));
-    }
-    if !http.listen.ip().is_loopback() && !authenticated {
-        return Err(GatewayError::RemoteWithoutToken(http.listen));
-    }
+    check_listen(&http)?;
     let tools_plane = control.clone();
     let control_tools = tokio::task::spawn_blocking(move || tools_plane.control_tools())
         .await
@@ -180,33 +171,7 @@ where
 
     let engine = crate::serve::start_engine(&options, &control, control_tools, http.limits, true).await?;
     let cancel = CancellationToken::new();
-    let hosts = HostRules::new(local, &http.allowed_hosts);
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts.hosts().to_vec())
-        .with_allowed_origins(hosts.origins().to_vec())
-        .enforce_origin_validation()
-        .with_max_request_body_bytes(options.max_message_bytes)
-        .with_cancellation_token(cancel.clone());
-    let factory_engine = engine.clone();
-    let service = StreamableHttpService::new(
-        move || Ok(HttpGateway(Gateway::http(factory_engine.clone()))),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let gate = Arc::new(Gatekeeper {
-        engine: engine.clone(),
-        token: http.bearer_token.clone(),
-        principals: http.principals.clone(),
-        profile: http.profile.clone(),
-        max_body: options.max_message_bytes,
-        arrivals: Mutex::new(Bucket::full()),
-    });
-    let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);
-    if let Some(observer) = options.observer.clone() {
-        let endpoint = Arc::new(MetricsEndpoint { observer, hosts });
-        router = router.route(METRICS_ENDPOINT, axum::routing::get(metrics).with_state(endpoint));
-    }
-    let router = router.layer(axum::middleware::from_fn_with_state(gate, gatekeeper));
+    let router = router(&engine, &options, &http, local, cancel.clone());
 
     let stop = CancellationToken::new();
     let stopped = stop.clone();
@@ -243,6 +208,59 @@ where
 
     crate::serve::stop_engine(&engine, None, &reason).await;
     Ok(reason)
+}
+
+/// A non-empty token; a non-loopback address only with `--allow-remote` and authentication.
+fn check_listen(http: &HttpOptions) -> Result<(), GatewayError> {
+    let authenticated = http.bearer_token.is_some() || http.principals.is_some();
+    if http.bearer_token.as_deref() == Some("") {
+        return Err(GatewayError::EmptyToken);
+    }
+    if !http.listen.ip().is_loopback() && !http.allow_remote {
+        return Err(GatewayError::RemoteListen(http.listen));
+    }
+    if !http.listen.ip().is_loopback() && !authenticated {
+        return Err(GatewayError::RemoteWithoutToken(http.listen));
+    }
+    Ok(())
+}
+
+/// The routes: rmcp's service at the MCP endpoint, `/metrics` when observed, the gatekeeper
+/// in front of both.
+fn router(
+    engine: &Arc<Engine>,
+    options: &GatewayOptions,
+    http: &HttpOptions,
+    local: SocketAddr,
+    cancel: CancellationToken,
+) -> axum::Router {
+    let hosts = HostRules::new(local, &http.allowed_hosts);
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts.hosts().to_vec())
+        .with_allowed_origins(hosts.origins().to_vec())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(options.max_message_bytes)
+        .with_cancellation_token(cancel);
+    let factory_engine = engine.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(HttpGateway(Gateway::http(factory_engine.clone()))),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let gate = Arc::new(Gatekeeper {
+        engine: engine.clone(),
+        token: http.bearer_token.clone(),
+        principals: http.principals.clone(),
+        profile: http.profile.clone(),
+        max_body: options.max_message_bytes,
+        arrivals: Mutex::new(Bucket::full()),
+    });
+    let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);
+    if let Some(observer) = options.observer.clone() {
+        let endpoint = Arc::new(MetricsEndpoint { observer, hosts });
+        router = router.route(METRICS_ENDPOINT, axum::routing::get(metrics).with_state(endpoint));
+    }
+    router.layer(axum::middleware::from_fn_with_state(gate, gatekeeper))
 }
 
 /// What `GET /metrics` answers with, behind the gatekeeper (the same token or principals
