@@ -58,10 +58,12 @@ pub fn watch_stderr(stderr: impl Read + Send + 'static) -> (std::sync::mpsc::Rec
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             eprintln!("[dashboard] {line}");
+            // Logged before the address is announced: a test that got the address finds
+            // the line in the log.
+            kept.lock().unwrap().push_str(&format!("{line}\n"));
             if let Some(rest) = line.strip_prefix("fleetgate dashboard: listening on http://") {
                 let _ = tx.send(rest.trim_end_matches('/').parse().unwrap());
             }
-            kept.lock().unwrap().push_str(&format!("{line}\n"));
         }
     });
     (rx, log)
