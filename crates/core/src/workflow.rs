@@ -259,6 +259,11 @@ impl Refusal {
     fn new(kind: BlockerKind, reasons: Vec<String>) -> Self {
         Self { blocker_kind: kind, operator_action: action(kind).to_owned(), reasons }
     }
+
+    /// A refusal for one reason, with the blocker's own operator action.
+    pub fn of(kind: BlockerKind, reason: String) -> Self {
+        Self::new(kind, vec![reason])
+    }
 }
 
 /// The operator action of a workflow blocker.

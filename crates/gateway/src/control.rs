@@ -66,7 +66,7 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// session evidence. Records the decision in the audit log itself, under that worker.
     fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict;
 
-    /// A call [`decide`](Self::decide) allowed was forwarded and the downstream answered
+    /// A call [`decide`](Self::decide) allowed, with [`Verdict::settles`], was forwarded and the downstream answered
     /// `result` (an error result included): the control plane records what the answer
     /// settles (the PR workflow's decisions, a created PR's origin, a merge's released
     /// leases). Called from the blocking pool, like `decide`.
@@ -207,6 +207,9 @@ pub struct Verdict {
     pub class: ToolClass,
     /// Allowed, or refused with the blocker.
     pub decision: GateDecision,
+    /// The control plane wants this call's answer ([`ControlPlane::on_forwarded`]): only a
+    /// call whose outcome it records asks, so every other call skips that round trip.
+    pub settles: bool,
 }
 
 /// The mutation gate's answer for one call.

@@ -3,7 +3,7 @@
 //! judge the PR workflow from the forge's own answer, as a gateway does through its
 //! downstream.
 
-use crate::gate::workflow::{ForgeReader, answer_json};
+use crate::gate::workflow::{ForgeReader, forge_answer};
 use fleetgate_gateway::rmcp::ServiceExt;
 use fleetgate_gateway::rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value};
@@ -43,12 +43,7 @@ impl CommandForge {
         let result = client.peer().call_tool(params).await.map_err(|e| format!("`{tool}` failed: {e}"));
         let _ = client.cancel().await;
         let _ = child.kill().await;
-        let result = result?;
-        let text = || result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>();
-        if result.is_error == Some(true) {
-            return Err(format!("`{tool}` answered an error: {}", text().join(" ")));
-        }
-        answer_json(&result).ok_or_else(|| format!("`{tool}` answered no JSON: {}", text().join(" ")))
+        forge_answer(tool, &result?)
     }
 }
 

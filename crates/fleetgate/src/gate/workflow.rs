@@ -45,6 +45,17 @@ pub fn answer_json(result: &fleetgate_gateway::rmcp::model::CallToolResult) -> O
     result.content.iter().filter_map(|c| c.as_text()).find_map(|t| serde_json::from_str(&t.text).ok())
 }
 
+/// A forge read's answer as JSON: an error result, or one that carries no JSON, is the
+/// read failing, with the forge's own words.
+pub fn forge_answer(tool: &str, result: &fleetgate_gateway::rmcp::model::CallToolResult) -> Result<Value, String> {
+    let text =
+        || result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join(" ");
+    if result.is_error == Some(true) {
+        return Err(format!("`{tool}` answered an error: {}", text()));
+    }
+    answer_json(result).ok_or_else(|| format!("`{tool}` answered no JSON: {}", text()))
+}
+
 /// What the workflow needs of one call.
 #[derive(Debug)]
 pub struct WorkflowCall<'a> {
@@ -60,14 +71,10 @@ pub struct WorkflowCall<'a> {
     pub independence: workflow::Independence,
 }
 
-fn refusal(kind: BlockerKind, reason: String) -> Refusal {
-    Refusal { blocker_kind: kind, reasons: vec![reason], operator_action: workflow::action(kind).to_owned() }
-}
-
 /// What the store holds for `pr`, as the pure functions take it.
 pub fn records(store: &dyn Store, pr: &PrRef) -> Result<PrRecords, Refusal> {
     store.pr_records(pr).map_err(|e| {
-        refusal(BlockerKind::ForgeUnavailable, format!("the workflow records of {pr} cannot be read: {e}"))
+        Refusal::of(BlockerKind::ForgeUnavailable, format!("the workflow records of {pr} cannot be read: {e}"))
     })
 }
 
@@ -91,12 +98,12 @@ pub fn judge(
     };
     let Some(target) = pr_target(args) else {
         let kind = if verdict.is_some() { BlockerKind::ReviewLeaseRequired } else { BlockerKind::ApprovalRequired };
-        return Err(refusal(kind, "the call names no pull request (owner, repo and pull_number)".into()));
+        return Err(Refusal::of(kind, "the call names no pull request (owner, repo and pull_number)".into()));
     };
-    let facts = read_pr(forge, &target).map_err(|e| refusal(BlockerKind::ForgeUnavailable, e))?;
+    let facts = read_pr(forge, &target).map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e))?;
     let key = target.key(call.remote);
     if let Some(expected) = fleetgate_core::forge_workflow::expected_head(args).filter(|h| *h != facts.head) {
-        return Err(refusal(
+        return Err(Refusal::of(
             BlockerKind::StaleHead,
             format!("the call expects head {expected} but the PR's head is {}", facts.head),
         ));

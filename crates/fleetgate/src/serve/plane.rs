@@ -236,6 +236,8 @@ impl FleetControl {
         let forge = call.link.map(LinkForge);
         let gated = self.call_of(attachment, call, &worker, forge.as_ref().map(|f| f as _));
         let verdict = self.gate.decide(&gated, self.clock.now(), principal);
+        // Only a call whose rule names a workflow action has an outcome to record.
+        let settles = verdict.allowed && self.gate.policy(&gated).action.is_some();
         let decision = match verdict.blocker_kind {
             None => GateDecision {
                 allowed: true,
@@ -245,7 +247,7 @@ impl FleetControl {
             },
             Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
         };
-        Verdict { class: verdict.classification, decision }
+        Verdict { class: verdict.classification, decision, settles }
     }
 
     fn client_managed(&self) -> bool {

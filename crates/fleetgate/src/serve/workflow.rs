@@ -3,7 +3,7 @@
 //! read through the attachment's link (the PR's head never comes from the caller).
 
 use super::plane::FleetControl;
-use crate::gate::workflow::{AsState, ForgeReader, answer_json, read_pr, records};
+use crate::gate::workflow::{AsState, ForgeReader, forge_answer, read_pr, records};
 use crate::gate::{Call, Caller};
 use fleetgate_core::forge_workflow::PrTarget;
 use fleetgate_core::workflow::{self, Actor, Purpose, Refusal};
@@ -20,13 +20,7 @@ pub struct LinkForge<'a>(pub &'a dyn DownstreamLink);
 
 impl ForgeReader for LinkForge<'_> {
     fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
-        let result = self.0.call_tool(tool, arguments)?;
-        let text =
-            || result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join(" ");
-        if result.is_error == Some(true) {
-            return Err(format!("`{tool}` answered an error: {}", text()));
-        }
-        answer_json(&result).ok_or_else(|| format!("`{tool}` answered no JSON: {}", text()))
+        forge_answer(tool, &self.0.call_tool(tool, arguments)?)
     }
 }
 
@@ -89,17 +83,13 @@ fn refused(r: &Refusal) -> CallToolResult {
     CallToolResult::structured_error(serde_json::to_value(body).unwrap_or_default())
 }
 
-fn refusal(kind: BlockerKind, reason: String) -> Refusal {
-    Refusal { blocker_kind: kind, reasons: vec![reason], operator_action: workflow::action(kind).to_owned() }
-}
-
 fn target(plane: &FleetControl, pr: u64, owner: Option<String>, repo: Option<String>) -> Result<PrTarget, Refusal> {
     let binding = plane.config().binding.as_ref();
     let owner = owner.or_else(|| binding.map(|b| b.org.clone()));
     let repo = repo.or_else(|| binding.map(|b| b.repo.clone()));
     match (owner, repo) {
         (Some(owner), Some(repo)) => Ok(PrTarget { owner, repo, pr }),
-        _ => Err(refusal(
+        _ => Err(Refusal::of(
             BlockerKind::ForgeUnavailable,
             "name the repository (owner, repo) or give the roster a [binding]".into(),
         )),
@@ -110,7 +100,7 @@ fn target(plane: &FleetControl, pr: u64, owner: Option<String>, repo: Option<Str
 fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> Result<Actor, Refusal> {
     let worker = plane.attachments().worker_of(attachment);
     let Some((identity, _)) = &worker else {
-        return Err(refusal(
+        return Err(Refusal::of(
             BlockerKind::SessionAttachmentMissing,
             format!("no worker is attached to this gateway for {attachment}"),
         ));
@@ -123,7 +113,7 @@ fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> R
         caller: Caller::Worker { identity, generation: Some(plane.generation()) },
         forge: None,
     };
-    plane.gate().actor(&call).map_err(|why| refusal(BlockerKind::SessionAttachmentMissing, why))
+    plane.gate().actor(&call).map_err(|why| Refusal::of(BlockerKind::SessionAttachmentMissing, why))
 }
 
 /// Does the holder still own its session (registered, active, fresh, same session)?
@@ -176,10 +166,10 @@ fn claim_inner(
     args: ClaimArgs,
 ) -> Result<workflow::PrLease, Refusal> {
     let purpose = Purpose::parse(&args.purpose).ok_or_else(|| {
-        refusal(BlockerKind::ReviewLeaseRequired, format!("purpose {:?} is neither review nor merge", args.purpose))
+        Refusal::of(BlockerKind::ReviewLeaseRequired, format!("purpose {:?} is neither review nor merge", args.purpose))
     })?;
     if !role_may(plane, purpose) {
-        return Err(refusal(
+        return Err(Refusal::of(
             BlockerKind::RoleNotPermitted,
             format!(
                 "role {} may not hold a {purpose} lease: no rule gives it the {purpose} action",
@@ -191,7 +181,7 @@ fn claim_inner(
     let target = target(plane, args.pr, args.owner, args.repo)?;
     let forge = link.map(LinkForge);
     let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target)
-        .map_err(|e| refusal(BlockerKind::ForgeUnavailable, e))?;
+        .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e))?;
     let store = plane.gate().store();
     let key = target.key(&plane.config().workflow.remote);
     let held = records(&**store, &key)?;
@@ -210,14 +200,14 @@ fn claim_inner(
     };
     match store.claim_pr_lease(&claim, now) {
         Ok(PrClaimOutcome::Claimed(lease)) => Ok(lease),
-        Ok(PrClaimOutcome::Held(other)) => Err(refusal(
+        Ok(PrClaimOutcome::Held(other)) => Err(Refusal::of(
             BlockerKind::ReviewLeaseHeld,
             format!(
                 "worker {} holds the {} lease {} at head {} until {}",
                 other.holder.worker, other.purpose, other.lease_id, other.candidate_head, other.expires_at
             ),
         )),
-        Err(e) => Err(refusal(BlockerKind::ForgeUnavailable, format!("the lease could not be recorded: {e}"))),
+        Err(e) => Err(Refusal::of(BlockerKind::ForgeUnavailable, format!("the lease could not be recorded: {e}"))),
     }
 }
 
@@ -247,7 +237,7 @@ pub fn release(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId
     if allowed {
         CallToolResult::structured(json!({ "released": true, "lease_id": args.lease_id }))
     } else {
-        refused(&refusal(BlockerKind::ReviewLeaseRequired, reasons.join("; ")))
+        refused(&Refusal::of(BlockerKind::ReviewLeaseRequired, reasons.join("; ")))
     }
 }
 
@@ -265,7 +255,7 @@ pub fn assess(plane: &FleetControl, link: Option<&dyn DownstreamLink>, args: PrA
         let target = target(plane, args.pr, args.owner, args.repo)?;
         let forge = link.map(LinkForge);
         let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target)
-            .map_err(|e| refusal(BlockerKind::ForgeUnavailable, e))?;
+            .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e))?;
         let key = target.key(&plane.config().workflow.remote);
         let held = records(&**plane.gate().store(), &key)?;
         let independence = plane.config().workflow.independent_review;

@@ -161,7 +161,7 @@ impl Gateway {
         let control = self.engine.control.clone();
         let arguments = request.params.arguments.clone();
         let link = PeerLink::new(&connection, self.settings().call_timeout);
-        let (tool, arguments, Verdict { class, decision }) = blocking("decide", move || {
+        let (tool, arguments, Verdict { class, decision, settles }) = blocking("decide", move || {
             let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: Some(&link) };
             let verdict = control.decide(id, &call);
             (tool, arguments, verdict)
@@ -183,7 +183,7 @@ impl Gateway {
         }
         match answered {
             Ok(result) => {
-                if let ServerResult::CallToolResult(answer) = &result {
+                if let (true, ServerResult::CallToolResult(answer)) = (settles, &result) {
                     let (control, answer) = (self.engine.control.clone(), answer.clone());
                     let recorded = blocking("on_forwarded", move || {
                         let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: None };

@@ -151,7 +151,8 @@ impl ControlPlane for TestPolicy {
         };
         let verdict = if decision.allowed { "allowed" } else { "refused" };
         self.log(&format!("decide {tool} {class} {verdict}"));
-        Verdict { class, decision }
+        // Every call's answer is logged (`forwarded …`), so every allowed call settles.
+        Verdict { class, decision, settles: true }
     }
 
     fn on_forwarded(&self, _attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult) {
