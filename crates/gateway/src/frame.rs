@@ -419,6 +419,28 @@ mod tests {
         assert!(matches!(judge(br#"{"jsonrpc":"2.0","id":1,"method":"no/such/method"}"#), Verdict::Pass(_)));
     }
 
+    /// Found by `fuzz/fuzz_targets/jsonrpc_message.rs` (minimized): serde_json's default
+    /// float parsing is not correctly rounded, so a number a client sent could reach the
+    /// downstream changed in its last digit (`1191E-31` read one ulp off, then written as
+    /// `1.1910000000000001e-28`), and a passed message did not survive being written and
+    /// read again. The gateway builds serde_json with `float_roundtrip`.
+    #[test]
+    fn numbers_pass_through_unchanged() {
+        for line in [
+            &br#"{"jsonrpc":"2.0","method":"","params":{"":1191E-31}}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"x":111111110991E-31}}}"#,
+        ] {
+            let Verdict::Pass(message) = judge(line) else { panic!("passes") };
+            let written = serde_json::to_string(&*message).unwrap();
+            let Verdict::Pass(again) = judge(written.as_bytes()) else { panic!("passes again") };
+            assert_eq!(serde_json::to_string(&*again).unwrap(), written, "changed by a write and a read");
+            let text = std::str::from_utf8(line).unwrap();
+            let number = text.rsplit(':').next().unwrap().trim_end_matches('}');
+            let exact: f64 = number.parse().unwrap();
+            assert!(written.contains(&format!(":{exact:e}")), "{number} became {written}");
+        }
+    }
+
     #[tokio::test]
     async fn an_oversized_line_is_refused_once_and_the_next_line_still_served() {
         let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"pad\":\"{}\"}}\n", "x".repeat(10_000));
