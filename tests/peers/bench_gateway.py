@@ -4,9 +4,9 @@ Usage: bench_gateway.py FIXTURE MCP_SERVER_GIT MINIMAL_SERVER_PY
 
 1. spawn → `initialize` result: the gateway without a downstream, vs `mcp-server-git`
    and a minimal Python SDK server (`minimal_server.py`);
-2. mean round trip of `git_status` through the gateway vs straight to `mcp-server-git`
-   (same client, same repository, both alive, calls alternated), and the difference per call;
-3. peak RSS (VmHWM) of an idle gateway without a downstream, after initialize + tools/list.
+2. peak RSS (VmHWM) of an idle gateway without a downstream, after initialize + tools/list.
+
+The cost per forwarded call of the real `fleetgate serve` is bench_serve.py's.
 
 Raw JSON-RPC lines over pipes, so the client's own cost is the same on both sides and small.
 """
@@ -30,10 +30,10 @@ INIT = {
 
 
 class Peer:
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0, env=env
         )
         self.next_id = 100
 
@@ -79,28 +79,6 @@ def startup(argv: list[str], runs: int) -> list[float]:
     return times
 
 
-def round_trips(direct_argv: list[str], gateway_argv: list[str], repo: str, calls: int) -> tuple[list[float], list[float]]:
-    """Both peers alive at once, calls alternated one by one, so a change in the machine's
-    load (the other core busy with something else) hits both sides alike."""
-    peers = [Peer(direct_argv), Peer(gateway_argv)]
-    args = {"name": "git_status", "arguments": {"repo_path": repo}}
-    for peer in peers:
-        peer.initialize()
-        peer.request("tools/list", {})
-        for _ in range(20):  # warm-up: imports, git's caches
-            assert "result" in peer.request("tools/call", args)
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(calls):
-        for side, peer in enumerate(peers):
-            t = time.perf_counter()
-            answer = peer.request("tools/call", args)
-            times[side].append(time.perf_counter() - t)
-            assert answer["result"].get("isError") is not True, answer
-    for peer in peers:
-        peer.close()
-    return times
-
-
 def vm_hwm_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -118,11 +96,6 @@ def main() -> None:
     python = sys.executable
     state = tempfile.mkdtemp(prefix="fleetgate-bench-")
     open(os.path.join(state, "allow-mutations"), "w").close()
-    repo = tempfile.mkdtemp(prefix="fleetgate-bench-repo-")
-    subprocess.run(["git", "init", "-q", repo], check=True)
-    with open(os.path.join(repo, "a.txt"), "w") as f:
-        f.write("x\n")
-
     gateway = [fixture, "--state", state]
     print("== spawn -> initialize result")
     gw = startup(gateway, 50)
@@ -133,14 +106,6 @@ def main() -> None:
     print(f"minimal Python SDK       {ms(mini)}")
     print(f"ratio mcp-server-git / gateway: {statistics.mean(git) / statistics.mean(gw):7.1f}x")
     print(f"ratio minimal Python / gateway: {statistics.mean(mini) / statistics.mean(gw):7.1f}x")
-
-    print("== git_status round trip (sequential, 1000 calls each, alternating direct / through)")
-    direct, through = round_trips([git_server], gateway + ["--", git_server], repo, 1000)
-    print(f"direct                   {ms(direct)}")
-    print(f"through the gateway      {ms(through)}")
-    added = statistics.mean(through) - statistics.mean(direct)
-    added_median = statistics.median(through) - statistics.median(direct)
-    print(f"added per call: mean {added * 1e3:.3f} ms, median {added_median * 1e3:.3f} ms")
 
     print("== idle gateway RSS")
     peer = Peer(gateway)

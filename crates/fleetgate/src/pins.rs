@@ -72,11 +72,12 @@ pub fn changes(store: &dyn Store, profile: Option<&str>) -> Vec<Value> {
     }
 }
 
-/// One gateway's memory of the digests it has recorded, so the store is written only when
-/// a tool's definition is new to this process.
+/// One gateway's memory of the definitions it has recorded (and their digests), so the
+/// store is written only when a tool's definition is new to this process, and a call of a
+/// known definition costs a comparison (the schema is shared, so usually a pointer's).
 #[derive(Debug, Default)]
 pub struct Pins {
-    recorded: Mutex<HashMap<String, String>>,
+    recorded: Mutex<HashMap<String, (Tool, String)>>,
 }
 
 impl Pins {
@@ -90,17 +91,28 @@ impl Pins {
         tool: &Tool,
         now: Timestamp,
     ) -> Result<Option<ToolPin>, String> {
+        if self.knows(tool) {
+            return Ok(None);
+        }
         let definition = canonical_definition(tool);
         let seen = digest(&definition);
-        {
-            let recorded = self.recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if recorded.get(tool.name.as_ref()) == Some(&seen) {
-                return Ok(None);
-            }
+        if self.lock().get(tool.name.as_ref()).is_some_and(|(_, digest)| *digest == seen) {
+            self.lock().insert(tool.name.to_string(), (tool.clone(), seen));
+            return Ok(None);
         }
         let pin = store.observe_tool(profile, &tool.name, &seen, &definition, now).map_err(|e| e.to_string())?;
-        self.recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(tool.name.to_string(), seen);
+        self.lock().insert(tool.name.to_string(), (tool.clone(), seen));
         Ok(pin.changed().then_some(pin))
+    }
+
+    /// This process has recorded exactly this definition of `tool` (observing it again
+    /// would change nothing).
+    pub fn knows(&self, tool: &Tool) -> bool {
+        self.lock().get(tool.name.as_ref()).is_some_and(|(known, _)| known == tool)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Tool, String)>> {
+        self.recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

@@ -13,7 +13,8 @@
 //!
 //! Every method may block (a store transaction, a `/proc` scan): the gateway calls them
 //! from `tokio::task::spawn_blocking`, never on an MCP I/O loop, so a slow store delays the
-//! one call that needs it and nothing else.
+//! one call that needs it and nothing else. The one exception is
+//! [`ControlPlane::decide_now`], which never blocks and is asked on the call's own task.
 
 pub use fleetgate_core::BlockerKind;
 pub use fleetgate_core::capability::ToolClass;
@@ -65,6 +66,15 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// tool's definition and the call's arguments: the attachment's own worker is the
     /// session evidence. Records the decision in the audit log itself, under that worker.
     fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict;
+
+    /// [`decide`](Self::decide) when the verdict can be given at once, from memory: the
+    /// gateway asks this first, on the task that handles the call, and goes to the
+    /// blocking pool only for `None`. It must never block (no store round trip, no `/proc`
+    /// scan, no lock held across I/O); what it decides it records like `decide` does.
+    fn decide_now(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Option<Verdict> {
+        let _ = (attachment, call);
+        None
+    }
 
     /// A call [`decide`](Self::decide) allowed, with [`Verdict::settles`], was forwarded and the downstream answered
     /// `result` (an error result included): the control plane records what the answer

@@ -48,7 +48,10 @@ pub(crate) enum Tx {
 /// connection and ignores this.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Retry {
-    /// Reads, and writes whose second run changes nothing.
+    /// Reads only. Idempotent, and run where a writer never holds them up
+    /// (SQLite: its read connection).
+    Read,
+    /// Writes whose second run changes nothing.
     Idempotent,
     /// Renewals, claims, registrations and audit appends.
     Never,

@@ -357,7 +357,7 @@ pub(crate) fn claim<E: Engine>(e: &E, claim: &PrLeaseClaim, now: Timestamp) -> R
 /// `Store::pr_records`.
 pub(crate) fn records<E: Engine>(e: &E, pr: &PrRef) -> Result<PrRecords, StoreError> {
     let sql = &e.sql().ledger;
-    e.run("cannot read the PR's workflow records", Retry::Idempotent, |c| {
+    e.run("cannot read the PR's workflow records", Retry::Read, |c| {
         c.transaction(Tx::Snapshot, |c| {
             Ok(PrRecords {
                 leases: c.query(&sql.leases_of_pr, &key(pr))?,
@@ -401,7 +401,7 @@ pub(crate) fn release_pr<E: Engine>(e: &E, pr: &PrRef, reason: &str) -> Result<u
 /// `Store::list_pr_leases`.
 pub(crate) fn list<E: Engine>(e: &E, live_only: bool, now: Timestamp) -> Result<Vec<PrLease>, StoreError> {
     let sql = &e.sql().ledger;
-    e.run("cannot list the PR leases", Retry::Idempotent, |c| {
+    e.run("cannot list the PR leases", Retry::Read, |c| {
         if live_only { c.query(&sql.live_leases, &[time(now)]) } else { c.query(&sql.all_leases, &[]) }
     })
 }
@@ -450,14 +450,14 @@ pub(crate) fn observe<E: Engine>(
 
 /// `Store::tool_pin`.
 pub(crate) fn pin<E: Engine>(e: &E, profile: &str, tool: &str) -> Result<Option<ToolPin>, StoreError> {
-    e.run("cannot read the pinned definition", Retry::Idempotent, |c| {
+    e.run("cannot read the pinned definition", Retry::Read, |c| {
         c.query_opt(&e.sql().ledger.select_pin, &[text(profile), text(tool)])
     })
 }
 
 /// `Store::list_tool_pins`.
 pub(crate) fn pins<E: Engine>(e: &E, profile: Option<&str>) -> Result<Vec<ToolPin>, StoreError> {
-    e.run("cannot list the pinned definitions", Retry::Idempotent, |c| {
+    e.run("cannot list the pinned definitions", Retry::Read, |c| {
         c.query(&e.sql().ledger.list_pins, &[opt_text(profile)])
     })
 }

@@ -93,6 +93,23 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Append one audit entry; returns its sequence number.
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError>;
 
+    /// Append `entries` in one write transaction; their sequence numbers, in order.
+    /// `settle` runs once that transaction has begun (SQLite: holding the write lock),
+    /// before anything is written, and may rewrite the entries: the auditor's group commit
+    /// decides there, for each entry someone waits for, whether it is written as the
+    /// waiter's or as given up. Nothing is appended when it fails.
+    ///
+    /// The default settles, then appends one by one without the transaction (a wrapper
+    /// over an engine forwards to the engine's).
+    fn append_audit_batch(
+        &self,
+        entries: &mut [AuditEntry],
+        settle: &mut (dyn FnMut(&mut [AuditEntry]) + Send),
+    ) -> Result<Vec<i64>, StoreError> {
+        settle(entries);
+        entries.iter().map(|entry| self.append_audit(entry)).collect()
+    }
+
     /// Audit entries at or after `since`, oldest first, at most `limit` (the newest ones).
     fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
 

@@ -22,8 +22,8 @@ impl<E: Engine> Store for E {
     }
 
     fn schema_version(&self) -> Result<u32, StoreError> {
-        let version: i64 = self
-            .run("cannot read schema version", Retry::Idempotent, |c| c.query_one(&self.sql().schema_version, &[]))?;
+        let version: i64 =
+            self.run("cannot read schema version", Retry::Read, |c| c.query_one(&self.sql().schema_version, &[]))?;
         Ok(u32::try_from(version).unwrap_or(0))
     }
 
@@ -44,13 +44,13 @@ impl<E: Engine> Store for E {
     }
 
     fn get_worker(&self, worker_identity: &str) -> Result<Option<WorkerRecord>, StoreError> {
-        self.run("cannot read worker", Retry::Idempotent, |c| {
+        self.run("cannot read worker", Retry::Read, |c| {
             c.query_opt(&self.sql().select_worker, &[text(worker_identity)])
         })
     }
 
     fn list_workers(&self) -> Result<Vec<WorkerRecord>, StoreError> {
-        self.run("cannot list workers", Retry::Idempotent, |c| c.query(&self.sql().list_workers, &[]))
+        self.run("cannot list workers", Retry::Read, |c| c.query(&self.sql().list_workers, &[]))
     }
 
     fn heartbeat(&self, request: &HeartbeatRequest, now: Timestamp) -> Result<HeartbeatOutcome, StoreError> {
@@ -123,7 +123,7 @@ impl<E: Engine> Store for E {
     }
 
     fn list_runtime(&self) -> Result<Vec<RuntimeRecord>, StoreError> {
-        self.run("cannot list runtime rows", Retry::Idempotent, |c| c.query(&self.sql().list_runtime, &[]))
+        self.run("cannot list runtime rows", Retry::Read, |c| c.query(&self.sql().list_runtime, &[]))
     }
 
     fn touch_runtime(&self, runtime_id: &str, now: Timestamp) -> Result<bool, StoreError> {
@@ -145,9 +145,28 @@ impl<E: Engine> Store for E {
         self.run("cannot append audit entry", Retry::Never, |c| c.query_one(&self.sql().append_audit, &values))
     }
 
+    fn append_audit_batch(
+        &self,
+        entries: &mut [AuditEntry],
+        settle: &mut (dyn FnMut(&mut [AuditEntry]) + Send),
+    ) -> Result<Vec<i64>, StoreError> {
+        let sql = &self.sql().append_audit;
+        // Not retried, like one append.
+        self.run("cannot append audit entries", Retry::Never, |c| {
+            c.transaction(Tx::Write, |c| {
+                settle(entries);
+                let mut ids = Vec::with_capacity(entries.len());
+                for entry in entries.iter() {
+                    ids.push(c.query_one(sql, &rows::audit_values(entry)?)?);
+                }
+                Ok(ids)
+            })
+        })
+    }
+
     fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
         let args = [Value::Time(since), Value::Int(Some(i64::try_from(limit).unwrap_or(i64::MAX)))];
-        self.run("cannot list audit entries", Retry::Idempotent, |c| c.query(&self.sql().list_audit, &args))
+        self.run("cannot list audit entries", Retry::Read, |c| c.query(&self.sql().list_audit, &args))
     }
 
     fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {
@@ -162,12 +181,12 @@ impl<E: Engine> Store for E {
     }
 
     fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
-        self.run("cannot list host observations", Retry::Idempotent, |c| c.query(&self.sql().list_observations, &[]))
+        self.run("cannot list host observations", Retry::Read, |c| c.query(&self.sql().list_observations, &[]))
     }
 
     fn fleet_snapshot(&self) -> Result<FleetSnapshot, StoreError> {
         let sql = self.sql();
-        self.run("cannot read the fleet", Retry::Idempotent, |c| {
+        self.run("cannot read the fleet", Retry::Read, |c| {
             c.transaction(Tx::Snapshot, |c| {
                 Ok(FleetSnapshot {
                     runtimes: c.query(&sql.list_runtime, &[])?,

@@ -1,11 +1,19 @@
-//! The SQLite engine: one file, WAL, `BEGIN IMMEDIATE`, a 30 s busy deadline,
-//! file mode 0600, numbered additive migrations.
+//! The SQLite engine: one file, WAL, `BEGIN IMMEDIATE`, a 5 s deadline per
+//! operation, file mode 0600, numbered additive migrations.
 //!
 //! SQLite's own busy handler sleeps longer the longer it waits, so under
 //! contention a writer that just committed wins again and again (measured here:
 //! two of eight processes got one commit in 10 s). The handler installed here
-//! polls after short jittered sleeps instead, bounded by the same 30 s
+//! polls after short jittered sleeps instead, bounded by the operation's
 //! deadline, so every waiter keeps its chance at the lock.
+//!
+//! The deadline counts from the operation's start, the wait for this process's
+//! connection included: a lock held by another process (an operator's `BEGIN
+//! EXCLUSIVE`, a stalled writer) makes an operation `Busy` within
+//! [`BUSY_TIMEOUT`], well under an MCP client's call timeout, however many
+//! operations queue behind it. Reads run on a second connection ([`Retry::Read`]):
+//! in WAL they never wait for the write lock, so they never queue behind a writer
+//! that does.
 
 use crate::engine::{Engine, Exec, Fail, Retry, Tx};
 use crate::rows::{Columns, Record, Value};
@@ -13,17 +21,19 @@ use crate::schema::{self, Types};
 use crate::sql::Dialect;
 use crate::{SCHEMA_VERSION, StoreError, StoreErrorKind};
 use fleetgate_core::Timestamp;
+use parking_lot::Mutex;
 use rusqlite::types::{ToSqlOutput, Type, Value as Sql, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags, Row, ToSql, params, params_from_iter};
 use std::cell::Cell;
 use std::fs::{DirBuilder, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
-/// How long one operation may wait for the write lock before it is `Busy`.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one operation may wait — for this process's connection, then for the
+/// write lock — before it is `Busy`.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// SQLite's column types: times as `%Y-%m-%dT%H:%M:%SZ` text (ordered as
 /// time, being one format), booleans as integers.
@@ -36,26 +46,33 @@ const TYPES: Types = Types {
     time: "TEXT",
 };
 
-/// A SQLite-backed store. One connection per process, serialised by a mutex:
-/// every operation is a short transaction, so that costs nothing.
+/// A SQLite-backed store. Two connections per process, each serialised by a
+/// mutex: one writes (every operation is a short transaction, so that costs
+/// nothing), one only reads.
 #[derive(Debug)]
 pub struct SqliteStore {
     path: PathBuf,
     conn: Mutex<Connection>,
+    reader: Mutex<Connection>,
 }
 
 thread_local! {
-    static BUSY_SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// When the running operation started: its deadline's origin.
+    static OP_SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// Outside an operation (opening the file): when this lock wait started.
+    static WAIT_SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
 // SQLite calls this with the number of prior calls for the same lock wait.
 fn busy_handler(attempt: i32) -> bool {
     let now = Instant::now();
-    let since = BUSY_SINCE.with(|c| {
-        if attempt == 0 || c.get().is_none() {
-            c.set(Some(now));
-        }
-        c.get().unwrap_or(now)
+    let since = OP_SINCE.with(Cell::get).unwrap_or_else(|| {
+        WAIT_SINCE.with(|c| {
+            if attempt == 0 || c.get().is_none() {
+                c.set(Some(now));
+            }
+            c.get().unwrap_or(now)
+        })
     });
     if now.duration_since(since) >= BUSY_TIMEOUT {
         return false;
@@ -256,7 +273,14 @@ impl SqliteStore {
             ));
         }
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").map_err(|e| map_err(&shown, e))?;
-        let store = Self { path: path.to_owned(), conn: Mutex::new(conn) };
+        // Opened before the migration, when the file is known to be a WAL database, and
+        // used only once it is migrated.
+        let mut reader =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(|e| map_err(&format!("cannot open store {shown}"), e))?;
+        reader.busy_handler(Some(busy_handler)).map_err(|e| map_err(&shown, e))?;
+        reader.execute_batch("PRAGMA query_only = ON;").map_err(|e| map_err(&shown, e))?;
+        let store = Self { path: path.to_owned(), conn: Mutex::new(conn), reader: Mutex::new(reader) };
         store.migrate(target)?;
         Ok(store)
     }
@@ -320,15 +344,30 @@ impl Engine for SqliteStore {
         Ok(None)
     }
 
-    /// The connection is never lost, so `retry` changes nothing.
+    /// The connection is never lost, so `retry` only chooses the connection: reads
+    /// have their own.
     fn run<T: Send>(
         &self,
         context: &str,
-        _retry: Retry,
+        retry: Retry,
         mut op: impl FnMut(&mut Connection) -> Result<T, Fail<rusqlite::Error>> + Send,
     ) -> Result<T, StoreError> {
-        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        op(&mut conn).map_err(|fail| match fail {
+        let since = Instant::now();
+        let connection = if retry == Retry::Read { &self.reader } else { &self.conn };
+        let Some(mut conn) = connection.try_lock_for(BUSY_TIMEOUT) else {
+            return Err(StoreError::new(
+                StoreErrorKind::Busy,
+                format!(
+                    "{context}: the store's connection stayed busy for {} s (another operation of this process \
+                     waits for the write lock)",
+                    BUSY_TIMEOUT.as_secs()
+                ),
+            ));
+        };
+        OP_SINCE.with(|c| c.set(Some(since)));
+        let done = op(&mut conn);
+        OP_SINCE.with(|c| c.set(None));
+        done.map_err(|fail| match fail {
             Fail::Db(e) => map_err(context, e),
             Fail::Row(why) => StoreError::new(StoreErrorKind::Corrupt, format!("{context}: unreadable row: {why}")),
             Fail::Store(e) => e,

@@ -273,8 +273,11 @@ impl Gate {
     }
 
     fn judge(&self, call: &Call<'_>, now: Timestamp) -> Capability {
+        self.judge_with(call, self.policy(call), now)
+    }
+
+    fn judge_with(&self, call: &Call<'_>, policy: Policy, now: Timestamp) -> Capability {
         let member = call.member;
-        let policy = self.policy(call);
         let class = policy.class;
         let role_permitted = policy.permitted;
         let input = |evidence| CapabilityInput {
@@ -315,19 +318,34 @@ impl Gate {
     }
 
     /// A real call: [`resolve`](Self::resolve), and record the decision in the audit log
-    /// under the caller's worker and principal. An entry that is not known to be stored
-    /// adds its reason to the verdict; it is never silent.
+    /// under the caller's worker and principal. An allowed mutating call waits until its
+    /// entry is committed and is refused (`audit_unavailable`) when it is not: no mutation
+    /// is forwarded unaudited. Any other entry is queued; one that cannot be adds its
+    /// reason to the verdict. Never silent.
     pub fn decide(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Capability {
         let mut verdict = self.judge(call, now);
+        if let Some(auditor) = &self.auditor {
+            self.audit(auditor, call, &mut verdict, now, principal);
+        }
         if verdict.allowed {
             self.touch_leases(call, now);
         }
-        let Some(auditor) = &self.auditor else { return verdict };
+        verdict
+    }
+
+    fn audit(
+        &self,
+        auditor: &Auditor,
+        call: &Call<'_>,
+        verdict: &mut Capability,
+        now: Timestamp,
+        principal: Option<String>,
+    ) {
         let worker = match &call.caller {
             Caller::Worker { identity, .. } => Some((*identity).to_owned()),
             Caller::Nobody(_) => None,
         };
-        let receipt = auditor.record(AuditEntry {
+        let entry = AuditEntry {
             id: None,
             at: now,
             profile: call.member.profile.clone(),
@@ -337,20 +355,48 @@ impl Gate {
             blocker_kind: verdict.blocker_kind.map(|k| k.as_str().to_owned()),
             reasons: verdict.blocked_reasons.clone(),
             principal,
-        });
-        if let Some(problem) = receipt.problem() {
-            verdict.blocked_reasons.push(problem);
+        };
+        let durable = verdict.allowed && verdict.classification == ToolClass::Mutating;
+        let receipt = if durable { auditor.record(entry) } else { auditor.queue(entry) };
+        match receipt.problem() {
+            Some(problem) if durable => audit_refusal(verdict, problem),
+            Some(problem) => verdict.blocked_reasons.push(problem),
+            None => {}
         }
-        verdict
     }
 
-    /// Record `entry` in the audit log (a gate without an auditor records nothing).
-    pub fn record(&self, entry: AuditEntry) {
-        if let Some(auditor) = &self.auditor
-            && let Some(problem) = auditor.record(entry).problem()
+    /// The verdict of a call the role policy alone decides — a read-only call, or one the
+    /// role may not make — from memory, with its audit entry queued; `None` for any call
+    /// that needs the store or the forge (a permitted mutating call, a workflow action,
+    /// an enforced pin, a PR lease to advance): ask [`decide`](Self::decide). Never blocks.
+    pub fn decide_now(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Option<Capability> {
+        let policy = self.policy(call);
+        let permitted = policy.permitted;
+        if needs_evidence(policy.class, permitted)
+            || policy.action.is_some()
+            || (permitted && self.config.tools.pin == fleetgate_core::capability::PinMode::Enforce)
+            || (permitted && call.arguments.and_then(fleetgate_core::forge_workflow::pr_target).is_some())
         {
-            tracing::warn!(%problem, "an audit entry was not stored");
+            return None;
         }
+        let mut verdict = self.judge_with(call, policy, now);
+        if let Some(auditor) = &self.auditor {
+            // Never a durable entry: no allowed mutation gets here.
+            self.audit(auditor, call, &mut verdict, now, principal);
+        }
+        Some(verdict)
+    }
+
+    /// Queue `entry` for the audit log (a gate without an auditor records nothing).
+    pub fn record(&self, entry: AuditEntry) {
+        if let Some(auditor) = &self.auditor {
+            auditor.queue(entry);
+        }
+    }
+
+    /// Wait, at most `within`, until every audit entry queued so far is committed.
+    pub fn flush_audit(&self, within: std::time::Duration) -> bool {
+        self.auditor.as_ref().is_none_or(|auditor| auditor.flush(within))
     }
 
     /// A gated call of a lease holder on its PR advances the lease's `last_activity`.
@@ -363,4 +409,16 @@ impl Gate {
             tracing::warn!(%pr, error = %e, "a lease's last activity was not advanced");
         }
     }
+}
+
+/// What operators do about `audit_unavailable`.
+pub const AUDIT_UNAVAILABLE_ACTION: &str = "the store did not take the call's audit entry in time, so the mutation \
+     was not forwarded: check the store (`fleetgate runtime context`, a lock held on it, a full disk), then retry";
+
+/// An allowed mutation whose audit entry is not committed: refused.
+fn audit_refusal(verdict: &mut Capability, problem: String) {
+    verdict.allowed = false;
+    verdict.blocker_kind = Some(fleetgate_core::BlockerKind::AuditUnavailable);
+    verdict.blocked_reasons = vec![problem];
+    verdict.operator_action = Some(AUDIT_UNAVAILABLE_ACTION.into());
 }

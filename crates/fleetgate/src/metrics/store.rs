@@ -56,6 +56,14 @@ impl Store for MeteredStore {
         self.inner.describe()
     }
 
+    fn append_audit_batch(
+        &self,
+        entries: &mut [AuditEntry],
+        settle: &mut (dyn FnMut(&mut [AuditEntry]) + Send),
+    ) -> Result<Vec<i64>, StoreError> {
+        self.metered("append_audit_batch", || self.inner.append_audit_batch(entries, settle))
+    }
+
     metered! {
         fn schema_version(&self) -> u32;
         fn register(&self, registration: &Registration, now: Timestamp) -> RegisterOutcome;

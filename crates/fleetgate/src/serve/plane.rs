@@ -238,16 +238,31 @@ impl FleetControl {
         let verdict = self.gate.decide(&gated, self.clock.now(), principal);
         // Only a call whose rule names a workflow action has an outcome to record.
         let settles = verdict.allowed && self.gate.policy(&gated).action.is_some();
-        let decision = match verdict.blocker_kind {
-            None => GateDecision {
-                allowed: true,
-                blocker_kind: None,
-                reasons: verdict.blocked_reasons,
-                operator_action: None,
-            },
-            Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
-        };
-        Verdict { class: verdict.classification, decision, settles }
+        gateway_verdict(verdict, settles)
+    }
+
+    /// [`judge_call`](Self::judge_call) from memory alone, when it can be: a definition
+    /// this process has already pinned, and a call the role policy alone decides.
+    fn judge_now(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Option<Verdict> {
+        if self.config().tools.pin != fleetgate_core::capability::PinMode::Off && !self.pins.knows(call.tool) {
+            return None;
+        }
+        let worker = self.attachments.worker_of(attachment);
+        let principal = worker.as_ref().and_then(|(_, p)| p.clone());
+        let gated = self.call_of(attachment, call, &worker, None);
+        let verdict = self.gate.decide_now(&gated, self.clock.now(), principal)?;
+        Some(gateway_verdict(verdict, false))
+    }
+
+    /// Count and trace one gate decision, made since `started` inside `span`.
+    fn counted(&self, span: &tracing::Span, started: std::time::Instant, verdict: &Verdict) {
+        let blocker = verdict.decision.blocker_kind.map(BlockerKind::as_str);
+        span.record("class", verdict.class.as_str());
+        span.record("blocker", blocker.unwrap_or("none"));
+        if let Some(metrics) = &self.metrics {
+            metrics.gate_seconds.observe(started.elapsed().as_secs_f64());
+            metrics.decided(verdict.class.as_str(), blocker, &self.profile_label);
+        }
     }
 
     fn client_managed(&self) -> bool {
@@ -339,19 +354,19 @@ impl ControlPlane for FleetControl {
     }
 
     fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
-        let span = tracing::info_span!("gate", tool = %call.tool.name, class = tracing::field::Empty,
-            blocker = tracing::field::Empty);
+        let (span, started) = (gate_span(call), std::time::Instant::now());
         let _entered = span.enter();
-        let started = std::time::Instant::now();
         let verdict = self.judge_call(attachment, call);
-        let blocker = verdict.decision.blocker_kind.map(BlockerKind::as_str);
-        span.record("class", verdict.class.as_str());
-        span.record("blocker", blocker.unwrap_or("none"));
-        if let Some(metrics) = &self.metrics {
-            metrics.gate_seconds.observe(started.elapsed().as_secs_f64());
-            metrics.decided(verdict.class.as_str(), blocker, &self.profile_label);
-        }
+        self.counted(&span, started, &verdict);
         verdict
+    }
+
+    fn decide_now(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Option<Verdict> {
+        let (span, started) = (gate_span(call), std::time::Instant::now());
+        let _entered = span.enter();
+        let verdict = self.judge_now(attachment, call)?;
+        self.counted(&span, started, &verdict);
+        Some(verdict)
     }
 
     fn on_forwarded(&self, attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult) {
@@ -377,6 +392,24 @@ impl ControlPlane for FleetControl {
             }
         }
         self.row.stop();
+        if !self.gate.flush_audit(std::time::Duration::from_secs(5)) {
+            tracing::error!("audit entries queued before the shutdown were not all committed");
+        }
         tracing::info!(%reason, "shut down");
     }
+}
+
+/// The gate's capability as the gateway's verdict.
+fn gateway_verdict(verdict: fleetgate_core::capability::Capability, settles: bool) -> Verdict {
+    let decision = match verdict.blocker_kind {
+        None => {
+            GateDecision { allowed: true, blocker_kind: None, reasons: verdict.blocked_reasons, operator_action: None }
+        }
+        Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
+    };
+    Verdict { class: verdict.classification, decision, settles }
+}
+
+fn gate_span(call: &ToolCall<'_>) -> tracing::Span {
+    tracing::info_span!("gate", tool = %call.tool.name, class = tracing::field::Empty, blocker = tracing::field::Empty)
 }

@@ -109,7 +109,8 @@ fn the_healthy_cohort_keeps_working_while_every_negative_case_is_refused() {
     c.reads_work();
 
     // Each refusal is in the audit log.
-    let audit = c.f.cli(&["audit", "--json", "--limit", "1000"]);
+    let wants = ["role_not_permitted", "fleet_inventory_blocked", "runtime_reconnect_required", "worker_fenced"];
+    let audit = c.f.audit_until(|e| wants.iter().all(|w| e.iter().any(|x| x["blocker_kind"] == *w)));
     let kinds: Vec<String> = audit["entries"]
         .as_array()
         .unwrap()

@@ -302,7 +302,10 @@ fn forge_calls_are_decided_by_method_and_role_on_every_path() {
     }
 
     // Every refusal is in the audit log, naming its rule; the forwarded calls are there too.
-    let audit = fleet.f.cli(&["audit", "--json", "--limit", "1000"]);
+    let audit = fleet.f.audit_until(|e| {
+        e.iter().filter(|x| x["tool"] == "pull_request_write" && x["blocker_kind"] == "role_not_permitted").count()
+            > ROLES.len()
+    });
     let entries = audit["entries"].as_array().unwrap();
     let refusals = |rule: &str| {
         entries

@@ -104,7 +104,10 @@ fn mutations_are_gated_by_the_real_fleet() {
     assert!(!git(&repo, &["diff", "--cached", "--name-only"]).contains("second.txt"));
 
     // Every decision is in the audit log.
-    let audit = f.cli(&["audit", "--json"]);
+    let audit = f.audit_until(|e| {
+        e.iter().any(|x| x["tool"] == "git_add" && x["blocker_kind"] == "fleet_inventory_blocked")
+            && e.iter().any(|x| x["tool"] == "git_add" && x["blocker_kind"] == "role_not_permitted")
+    });
     let entries = audit["entries"].as_array().unwrap();
     let decided = |tool: &str, blocker: Option<&str>| {
         entries.iter().any(|e| e["tool"] == tool && e["blocker_kind"].as_str() == blocker)

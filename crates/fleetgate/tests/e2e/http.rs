@@ -119,7 +119,9 @@ fn each_http_session_is_its_own_worker_heartbeat_and_audit_trail() {
     // One member of a one-member fleet, but the other session's worker is not the
     // issue: the mutation is gated per session and audited under that worker.
     let (err, text, _) = b.call("git_add", json!({ "repo_path": repo_s, "files": ["new.txt"] }));
-    let audit = f.cli(&["audit", "--json"]);
+    let audit = f.audit_until(|e| {
+        e.iter().filter(|x| x["tool"] == "git_status").count() >= 2 && e.iter().any(|x| x["tool"] == "git_add")
+    });
     let entries = audit["entries"].as_array().unwrap();
     let by = |tool: &str, worker: &serde_json::Value| {
         entries.iter().filter(|e| e["tool"] == tool && &e["worker_identity"] == worker).count()

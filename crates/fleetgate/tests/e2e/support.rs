@@ -106,6 +106,17 @@ impl FleetDir {
         }
         argv
     }
+    /// `fleetgate audit --json --limit 1000` once `ready` holds of its entries (bounded):
+    /// a read call's or a refusal's entry is queued, committed within milliseconds, not
+    /// waited for by the call.
+    pub fn audit_until(&self, ready: impl Fn(&[serde_json::Value]) -> bool) -> serde_json::Value {
+        let mut audit = serde_json::Value::Null;
+        wait_until(10.0, || {
+            audit = self.cli(&["audit", "--json", "--limit", "1000"]);
+            audit["entries"].as_array().is_some_and(|e| ready(e))
+        });
+        audit
+    }
     pub fn running_rows(&self) -> usize {
         self.cli(&["runtime", "list", "--json"])["runtimes"]
             .as_array()

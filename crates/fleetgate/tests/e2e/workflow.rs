@@ -211,7 +211,8 @@ fn the_workflow_merges_only_the_independently_approved_head() {
     assert!(reasons.contains(&"operator cleanup") && reasons.contains(&"stale: merged"), "{all}");
 
     // Every workflow decision is audited with the PR and the head.
-    let audit = fleet.f.cli(&["audit", "--json", "--limit", "1000"]);
+    let wanted = ["review_lease_required", "stale_head", "review_lease_held", "approval_required", "forge_unavailable"];
+    let audit = fleet.f.audit_until(|e| wanted.iter().all(|w| e.iter().any(|x| x["blocker_kind"] == *w)));
     let kinds: Vec<&str> =
         audit["entries"].as_array().unwrap().iter().filter_map(|e| e["blocker_kind"].as_str()).collect();
     for kind in ["review_lease_required", "stale_head", "review_lease_held", "approval_required", "forge_unavailable"] {
@@ -278,7 +279,7 @@ fn a_changed_tool_definition_is_reported_refused_under_enforce_and_accepted() {
     assert_eq!(accepted["accepted"].as_array().unwrap().len(), 1, "{accepted}");
     let (err, text, _) = changed.call("pull_request_write", create);
     assert!(!text.starts_with("tool_definition_changed"), "accepted: {err} {text}");
-    let audit = fleet.f.cli(&["audit", "--json", "--limit", "1000"]);
+    let audit = fleet.f.audit_until(|e| e.iter().any(|x| x["blocker_kind"] == "tool_definition_changed"));
     assert!(
         audit["entries"].as_array().unwrap().iter().any(|e| e["blocker_kind"] == "tool_definition_changed"),
         "{audit}"

@@ -142,6 +142,11 @@ struct Fleet {
 const MANAGED: (&str, &str) = ("GITEA_CLIENT_MANAGED", "1");
 
 fn fleet() -> Fleet {
+    fleet_audited(None)
+}
+
+/// The made-up fleet, its gate auditing with this wait when one is given.
+fn fleet_audited(audit_wait: Option<std::time::Duration>) -> Fleet {
     let dir = tempfile::tempdir().unwrap();
     let store = fleetgate_store::open(dir.path().join("s.sqlite3").to_str().unwrap()).unwrap();
     let host = Arc::new(MadeUp::default());
@@ -150,7 +155,10 @@ fn fleet() -> Fleet {
     store.upsert_runtime(&row("gitea-author", "prgs-author", "author", 4100, "fleet-a")).unwrap();
     store.upsert_runtime(&row("gitea-reviewer", "prgs-reviewer", "reviewer", 4200, "fleet-a")).unwrap();
     let config = FleetConfig::parse(CONFIG, "made-up.toml").unwrap();
-    let gate = Gate::new(Arc::new(config.clone()), store.clone(), host.clone());
+    let mut gate = Gate::new(Arc::new(config.clone()), store.clone(), host.clone());
+    if let Some(wait) = audit_wait {
+        gate = gate.with_auditor(fleetgate::audit::Auditor::new(store.clone(), wait));
+    }
     let member = config.member("prgs-author").unwrap().clone();
     let cohort = Cohort { cohort_id: Some("fleet-a".into()), cohort_source: CohortSource::ExplicitEnv };
     let identity = Identity::new(member, 4100, "b".into(), cohort, (None, Some(HEAD.into())), None);
@@ -253,6 +261,50 @@ fn a_role_refusal_is_the_same_everywhere_and_needs_no_evidence() {
             f.host.processes.lock().unwrap().clear();
             let again = capability_reply(&f.gate, reviewer, "git_add", None, false, None, at(20)).value;
             assert_eq!(refused, again);
+            f.control.on_shutdown("test");
+        })
+        .await
+        .unwrap();
+    });
+}
+
+#[test]
+fn a_read_is_decided_at_once_and_a_mutation_only_with_its_audit_entry_committed() {
+    use std::time::{Duration, Instant};
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async {
+        tokio::task::spawn_blocking(|| {
+            let f = fleet_audited(Some(Duration::from_millis(300)));
+            let (read, add) = (tool("git_log"), tool("git_add"));
+            let call = |t| ToolCall { tool: t, arguments: None, link: None };
+            assert_eq!(f.control.decide_now(AttachmentId(1), &call(&read)), None, "a definition not yet pinned");
+            assert!(f.control.decide(AttachmentId(1), &call(&read)).decision.allowed);
+            assert!(f.control.decide(AttachmentId(1), &call(&add)).decision.allowed);
+            let quick = f.control.decide_now(AttachmentId(1), &call(&read)).expect("a pinned read-only call");
+            assert!(quick.decision.allowed);
+            assert_eq!(f.control.decide_now(AttachmentId(1), &call(&add)), None, "a mutation needs the store");
+
+            // An operator (or a stalled process) holds the store's write lock.
+            let path = f._dir.path().join("s.sqlite3");
+            let lock = rusqlite::Connection::open(&path).unwrap();
+            lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+            let started = Instant::now();
+            let refused = f.control.decide(AttachmentId(1), &call(&add));
+            assert!(!refused.decision.allowed, "no mutation goes ahead unaudited");
+            assert_eq!(refused.decision.blocker_kind, Some(fleetgate_core::BlockerKind::AuditUnavailable));
+            assert!(refused.decision.operator_action.as_deref().unwrap().contains("store"));
+            assert!(started.elapsed() < fleetgate_store::sqlite::BUSY_TIMEOUT, "took {:?}", started.elapsed());
+            let read_now = f.control.decide_now(AttachmentId(1), &call(&read)).unwrap();
+            assert!(read_now.decision.allowed, "reads go on under the lock");
+            lock.execute_batch("COMMIT").unwrap();
+
+            assert!(f.gate.flush_audit(Duration::from_secs(20)));
+            let trail = f.store.list_audit(None, 100).unwrap();
+            let tools: Vec<&str> = trail.iter().map(|e| e.tool.as_str()).collect();
+            assert_eq!(tools, ["git_log", "git_add", "git_log", "git_add", "git_log"]);
+            assert!(trail[3].reasons.iter().any(|r| r.contains("not confirmed within 300 ms")), "{:?}", trail[3]);
+            assert_eq!(trail[3].blocker_kind.as_deref(), Some("audit_unavailable"));
+            assert!(!trail[3].allowed && trail[1].allowed && trail[4].allowed);
             f.control.on_shutdown("test");
         })
         .await

@@ -159,14 +159,23 @@ impl Gateway {
             Err(error) => return self.call_failed(channel, &name, error),
         };
         let control = self.engine.control.clone();
-        let arguments = request.params.arguments.clone();
-        let link = PeerLink::new(&connection, self.settings().call_timeout);
-        let (tool, arguments, Verdict { class, decision, settles }) = blocking("decide", move || {
-            let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: Some(&link) };
-            let verdict = control.decide(id, &call);
-            (tool, arguments, verdict)
-        })
-        .await?;
+        // Decided here when the role policy alone decides (a read-only call): the pool
+        // round trip is only for calls that need the store or the forge.
+        let now =
+            control.decide_now(id, &ToolCall { tool: &tool, arguments: request.params.arguments.as_ref(), link: None });
+        let (tool, arguments, Verdict { class, decision, settles }) = match now {
+            Some(verdict) => (tool, None, verdict),
+            None => {
+                let arguments = request.params.arguments.clone();
+                let link = PeerLink::new(&connection, self.settings().call_timeout);
+                blocking("decide", move || {
+                    let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: Some(&link) };
+                    let verdict = control.decide(id, &call);
+                    (tool, arguments, verdict)
+                })
+                .await?
+            }
+        };
         if !decision.allowed {
             tracing::info!(attachment = %id, tool = %name, %class, blocker = ?decision.blocker_kind,
                 "call refused by the gate");

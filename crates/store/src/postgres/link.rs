@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// How long one statement may wait for a row lock before it is `Busy`: the
 /// same deadline as SQLite's write lock.
-pub const LOCK_TIMEOUT: Duration = Duration::from_secs(30);
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 
 // Reconnect backoff while the server keeps refusing: doubling, jittered.
 pub(super) const BACKOFF_FIRST: Duration = Duration::from_millis(200);
@@ -132,7 +132,7 @@ impl PostgresStore {
         mut op: impl FnMut(&mut Session) -> Result<T, Fail<::postgres::Error>>,
     ) -> Result<T, StoreError> {
         let mut link = self.link.lock().unwrap_or_else(|e| e.into_inner());
-        let mut tries_left = if retry == Retry::Idempotent { 2 } else { 1 };
+        let mut tries_left = if matches!(retry, Retry::Read | Retry::Idempotent) { 2 } else { 1 };
         loop {
             tries_left -= 1;
             let session = self.session(&mut link)?;

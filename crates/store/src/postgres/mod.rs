@@ -126,7 +126,7 @@ impl Engine for PostgresStore {
     }
 
     fn server_clock(&self) -> Result<Option<Timestamp>, StoreError> {
-        self.run("cannot read the server clock", Retry::Idempotent, |s| {
+        self.run("cannot read the server clock", Retry::Read, |s| {
             let now: SystemTime = bind::get(&s.client.query_one("SELECT now()", &[])?, 0)?;
             Ok(Some(bind::from_sql_time(now)))
         })

@@ -1,0 +1,127 @@
+//! The audit trail's group commit (issues 17 and 18.7): entries land in order, many per
+//! transaction; a mutation's entry is waited for and, when the store cannot take it in
+//! time — a real `BEGIN EXCLUSIVE` held on the real file, a failing store — the call is
+//! refused and the trail records that refusal once the store recovers, never an allowed
+//! mutation that was not forwarded.
+
+use crate::support::{Instrumented, fresh_store, now};
+use fleetgate::audit::{AuditReceipt, Auditor};
+use fleetgate_core::audit::AuditEntry;
+use fleetgate_store::Store;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+fn entry(tool: &str, allowed: bool) -> AuditEntry {
+    AuditEntry {
+        id: None,
+        at: now(),
+        profile: "prgs-author".into(),
+        worker_identity: Some("w-1".into()),
+        tool: tool.into(),
+        allowed,
+        blocker_kind: None,
+        reasons: vec![],
+        principal: None,
+    }
+}
+
+fn tools(store: &dyn Store) -> Vec<String> {
+    store.list_audit(None, 10_000).unwrap().into_iter().map(|e| e.tool).collect()
+}
+
+/// A fresh store, an auditor over it waiting `wait`, and a connection holding the store's
+/// write lock (`BEGIN EXCLUSIVE`, as an operator's `sqlite3` session would).
+fn locked_store(wait: Duration) -> (tempfile::TempDir, Arc<dyn Store>, Auditor, rusqlite::Connection) {
+    let (dir, store) = fresh_store();
+    let auditor = Auditor::new(store.clone(), wait);
+    let lock = rusqlite::Connection::open(dir.path().join("registry.sqlite3")).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    (dir, store, auditor, lock)
+}
+
+#[test]
+fn queued_entries_and_a_waited_entry_are_committed_in_order() {
+    let (_d, store) = fresh_store();
+    let auditor = Auditor::new(store.clone(), Duration::from_secs(5));
+    for i in 0..300 {
+        assert_eq!(auditor.queue(entry(&format!("read_{i}"), true)), AuditReceipt::Queued);
+    }
+    let receipt = auditor.record(entry("git_add", true));
+    let AuditReceipt::Appended { id } = receipt else { panic!("{receipt:?}") };
+    // Waiting for the mutation's entry waited for everything queued before it.
+    let stored = store.list_audit(None, 10_000).unwrap();
+    assert_eq!(stored.len(), 301);
+    assert_eq!(stored.last().unwrap().id, Some(id));
+    let expected: Vec<String> = (0..300).map(|i| format!("read_{i}")).chain(["git_add".to_owned()]).collect();
+    assert_eq!(tools(&*store), expected, "in the order queued");
+    let ids: Vec<i64> = stored.iter().map(|e| e.id.unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "gap-free ids: {ids:?}");
+    assert!(auditor.flush(Duration::from_secs(5)));
+}
+
+#[test]
+fn a_held_store_lock_refuses_the_mutation_within_its_bound_and_the_trail_says_so() {
+    let (_dir, store, auditor, lock) = locked_store(Duration::from_millis(300));
+
+    let started = Instant::now();
+    let receipt = auditor.record(entry("git_push", true));
+    assert_eq!(receipt, AuditReceipt::TimedOut { after_ms: 300 });
+    assert!(
+        started.elapsed() < fleetgate_store::sqlite::BUSY_TIMEOUT,
+        "refused after {:?}, not within its bound",
+        started.elapsed()
+    );
+    assert_eq!(auditor.queue(entry("git_status", true)), AuditReceipt::Queued, "reads are not held up");
+
+    lock.execute_batch("COMMIT").unwrap();
+    assert!(auditor.flush(Duration::from_secs(20)), "the trail catches up once the lock is gone");
+    let stored = store.list_audit(None, 10).unwrap();
+    assert_eq!(stored.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>(), ["git_push", "git_status"]);
+    let push = &stored[0];
+    assert!(!push.allowed, "the trail shows the refusal the call got: {push:?}");
+    assert_eq!(push.blocker_kind.as_deref(), Some("audit_unavailable"));
+    assert!(push.reasons.iter().any(|r| r.contains("not confirmed within 300 ms")), "{:?}", push.reasons);
+    assert!(stored[1].allowed);
+}
+
+#[test]
+fn a_failing_store_fails_the_waiter_and_keeps_the_entries_for_later() {
+    let (_d, store) = fresh_store();
+    let failing = Instrumented::new(store.clone());
+    failing.fail_audit.store(true, Ordering::SeqCst);
+    let auditor = Auditor::new(failing.clone(), Duration::from_secs(5));
+    assert_eq!(auditor.queue(entry("git_status", true)), AuditReceipt::Queued);
+    let receipt = auditor.record(entry("git_commit", true));
+    assert!(
+        matches!(&receipt, AuditReceipt::Failed { error } if error.contains("audit store is failing")),
+        "{receipt:?}"
+    );
+    assert!(receipt.problem().unwrap().starts_with("audit append failed"));
+    assert!(tools(&*store).is_empty());
+
+    failing.fail_audit.store(false, Ordering::SeqCst);
+    assert!(auditor.flush(Duration::from_secs(20)));
+    let stored = store.list_audit(None, 10).unwrap();
+    assert_eq!(stored.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>(), ["git_status", "git_commit"]);
+    assert!(stored[0].allowed, "a read's entry is kept as it was");
+    assert!(!stored[1].allowed);
+    assert_eq!(stored[1].blocker_kind.as_deref(), Some("audit_unavailable"));
+}
+
+#[test]
+fn a_full_queue_is_named_never_silent() {
+    let (_dir, store, auditor, lock) = locked_store(Duration::from_millis(100));
+    let cap = fleetgate::audit::QUEUE_CAPACITY + fleetgate::audit::MAX_HELD;
+    let full = (0..cap + 10).map(|i| auditor.queue(entry(&format!("r{i}"), true))).find(|r| *r != AuditReceipt::Queued);
+    let Some(receipt) = full else { panic!("{} entries were queued past every bound", cap + 10) };
+    assert_eq!(receipt.problem().as_deref(), Some("audit append failed: the audit queue is full"));
+    assert!(matches!(auditor.record(entry("git_add", true)), AuditReceipt::Failed { .. }), "a mutation is refused");
+    lock.execute_batch("COMMIT").unwrap();
+    // The queue itself may still be full for a moment: a flush is queued like an entry.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !auditor.flush(Duration::from_secs(1)) {
+        assert!(Instant::now() < deadline, "the queue never drained");
+    }
+    assert!(store.list_audit(None, 100_000).unwrap().len() >= fleetgate::audit::QUEUE_CAPACITY);
+}
