@@ -185,6 +185,40 @@ fn a_corrupt_store_fails_closed_and_is_left_untouched() {
 }
 
 #[test]
+fn a_read_only_store_is_reported_read_only_with_the_fix() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ro.sqlite3");
+    register(&store, "claude-code");
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o400)).unwrap();
+    let before = std::fs::read(&store).unwrap();
+    let out = if std::fs::metadata("/proc/self").unwrap().uid() == 0 {
+        // Root may write any file: the store is nobody's, and nobody runs the command.
+        std::os::unix::fs::chown(&store, Some(65534), Some(65534)).unwrap();
+        std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .arg("--store")
+            .arg(&store)
+            .args(["worker", "list"])
+            .output()
+            .expect("run fleetgate as nobody")
+    } else {
+        fleetgate(&store, &["worker", "list"])
+    };
+    assert_eq!(code(&out), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ro.sqlite3 is read-only for this user"), "{err}");
+    assert!(err.contains(&format!("chmod u+w {}", store.display())), "{err}");
+    assert!(!err.contains("unreadable"), "{err}");
+    assert_eq!(std::fs::read(&store).unwrap(), before);
+}
+
+#[test]
 fn a_store_directory_that_cannot_be_created_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let blocker = dir.path().join("a-file");

@@ -16,6 +16,7 @@ mod race;
 mod registry;
 mod runtime;
 mod snapshot;
+mod sqlite_file;
 mod support;
 mod transient;
 
