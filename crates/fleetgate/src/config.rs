@@ -86,7 +86,9 @@ struct RawHttp {
 }
 
 impl RawHttp {
-    fn resolve(self, source: &str) -> Result<HttpSettings, String> {
+    /// The settings, a relative `tokens_file` taken from `dir` (the config file's own
+    /// directory, as a path: never its display, which is lossy for a non-UTF-8 name).
+    fn resolve(self, dir: Option<&Path>) -> Result<HttpSettings, String> {
         let defaults = HttpSettings::default();
         let max = self.max_attachments.unwrap_or(defaults.max_attachments);
         if !(1..=MAX_ATTACHMENTS_LIMIT).contains(&max) {
@@ -98,7 +100,7 @@ impl RawHttp {
                 "[http] max_attachments_per_principal must be 1 to max_attachments ({max}), got {per}"
             ));
         }
-        let base = Path::new(source).parent().filter(|p| !p.as_os_str().is_empty());
+        let base = dir.filter(|p| !p.as_os_str().is_empty());
         let tokens_file = self.tokens_file.map(|p| match base {
             Some(dir) if p.is_relative() => dir.join(p),
             _ => p,
@@ -326,8 +328,15 @@ impl FleetConfig {
         }
     }
 
-    /// Parse a configuration file's text; `source` names it in errors.
+    /// Parse a configuration file's text; `source` names it in errors, and a relative
+    /// path in it is taken from `source`'s directory.
     pub fn parse(text: &str, source: &str) -> Result<Self, RosterError> {
+        Self::parse_in(text, source, Path::new(source).parent())
+    }
+
+    /// Parse a configuration file's text; `source` names it in errors, `dir` is where
+    /// a relative path in it is taken from.
+    fn parse_in(text: &str, source: &str, dir: Option<&Path>) -> Result<Self, RosterError> {
         let raw: RawFile = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of(text, s.start));
             let msg = e.message().trim().to_owned();
@@ -379,7 +388,7 @@ impl FleetConfig {
             return Err(err(format!("[roles.{unknown}] names a role no member of the roster has")));
         }
         let http = match raw.http {
-            Some(http) => http.resolve(source).map_err(err)?,
+            Some(http) => http.resolve(dir).map_err(err)?,
             None => HttpSettings::default(),
         };
         let forge = get(|f| f.forge.clone());
@@ -416,10 +425,11 @@ impl FleetConfig {
                 _ => return Ok(Self::builtin()),
             },
         };
+        // The path is used as given (an OsString end to end); only messages show it lossily.
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(&path)
             .map_err(|e| RosterError::new(RosterErrorKind::Unreadable, format!("cannot read config {shown}: {e}")))?;
-        Self::parse(&text, &shown)
+        Self::parse_in(&text, &shown, path.parent())
     }
 
     /// The role policy of `role` (open when the config has no table for it).

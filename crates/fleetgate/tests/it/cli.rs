@@ -219,6 +219,35 @@ fn a_read_only_store_is_reported_read_only_with_the_fix() {
 }
 
 #[test]
+fn a_non_utf8_config_path_is_used_as_given() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    // `caf\xe9` is not UTF-8; read lossily it would be `caf\u{FFFD}`, another directory.
+    let named = dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    std::fs::create_dir(&named).unwrap();
+    let roster =
+        "[[members]]\nnamespace = \"ns-a\"\nprofile = \"p-a\"\nrole = \"author\"\n\n[http]\ntokens_file = \"tokens\"\n";
+    std::fs::write(named.join("fleet.toml"), roster).unwrap();
+    // The tokens file beside the config has a bad second line: reading it stops the start
+    // naming that line; a lossy path would not find it at all.
+    std::fs::write(named.join("tokens"), format!("{}  alice\nnot-a-digest bob\n", "ab".repeat(32))).unwrap();
+    let out = Command::new(bin())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .arg("--store")
+        .arg(dir.path().join("r.sqlite3"))
+        .arg("--config")
+        .arg(named.join("fleet.toml"))
+        .args(["serve", "--profile", "p-a", "--transport", "http", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tokens:2:"), "the tokens file beside the config was read: {err}");
+    assert!(!err.contains("cannot read"), "{err}");
+}
+
+#[test]
 fn a_store_directory_that_cannot_be_created_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let blocker = dir.path().join("a-file");
