@@ -90,6 +90,18 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Mark a runtime row stopped (orderly shutdown). False when it does not exist.
     fn mark_runtime_stopped(&self, runtime_id: &str, now: Timestamp) -> Result<bool, StoreError>;
 
+    /// Delete the worker rows that are history as of `now` — stopped or expired, and last
+    /// heard from at least `older_than_seconds` before `now`
+    /// ([`fleetgate_core::prune::worker_prunable`]) — in one write transaction that
+    /// locks them first, so a row renewed meanwhile is judged as renewed: a live row is
+    /// never deleted. The identities deleted, oldest first.
+    fn prune_workers(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError>;
+
+    /// Delete the stopped runtime rows last heard from (else registered) at least
+    /// `older_than_seconds` before `now` ([`fleetgate_core::prune::runtime_prunable`]),
+    /// in one write transaction; a running row is never deleted. The ids deleted.
+    fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError>;
+
     /// Append one audit entry; returns its sequence number.
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError>;
 

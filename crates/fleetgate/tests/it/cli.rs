@@ -170,6 +170,72 @@ fn a_non_number_epoch_is_a_clear_error_and_writes_nothing() {
     assert_eq!(list["workers"].as_array().unwrap().len(), 1, "nothing was registered by the bad calls");
 }
 
+/// The `field` of every row `fleetgate NOUN list --json` lists under `key`.
+fn listed(store: &Path, noun: &str, key: &str, field: &str) -> Vec<String> {
+    let list = json_of(&fleetgate(store, &[noun, "list", "--json"]));
+    list[key].as_array().unwrap().iter().map(|r| r[field].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn prune_deletes_old_history_and_never_a_live_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.sqlite3");
+    let live = register(&store, "claude-code")["worker_identity"].as_str().unwrap().to_owned();
+    let gone = register(&store, "gemini")["worker_identity"].as_str().unwrap().to_owned();
+    assert_eq!(code(&fleetgate(&store, &["worker", "deregister", &gone])), Some(0));
+
+    // Bad ages are refused by name, and delete nothing.
+    for bad in ["7", "7 days", "-1d", "1y", "3651d"] {
+        let out = fleetgate(&store, &["worker", "prune", "--older-than", bad, "--json"]);
+        assert_eq!(code(&out), Some(1), "{bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--older-than"), "{bad}");
+    }
+    let out = fleetgate(&store, &["worker", "prune", "--older-than", "7d", "--json"]);
+    assert_eq!(code(&out), Some(0));
+    assert_eq!(
+        json_of(&out),
+        serde_json::json!({"pruned": [], "count": 0, "older_than": "7d", "older_than_seconds": 604800})
+    );
+    assert_eq!(listed(&store, "worker", "workers", "worker_identity").len(), 2);
+
+    let out = fleetgate(&store, &["worker", "prune", "--older-than", "0s", "--json"]);
+    assert_eq!(code(&out), Some(0));
+    assert_eq!(json_of(&out)["pruned"], serde_json::json!([gone]));
+    assert_eq!(listed(&store, "worker", "workers", "worker_identity"), [live], "the live row stays");
+    let text =
+        String::from_utf8_lossy(&fleetgate(&store, &["worker", "prune", "--older-than", "0s"]).stdout).into_owned();
+    assert_eq!(text.trim(), "0 worker rows pruned (older than 0s)");
+
+    // Runtime rows: a stopped one goes, a running one stays.
+    let row = |ns: &str, pid: &str| {
+        let out = fleetgate(
+            &store,
+            &[
+                "runtime",
+                "register",
+                "--namespace",
+                ns,
+                "--profile",
+                "prgs-author",
+                "--role",
+                "author",
+                "--pid",
+                pid,
+                "--json",
+            ],
+        );
+        assert_eq!(code(&out), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        json_of(&out)["runtime_id"].as_str().unwrap().to_owned()
+    };
+    let (running, stopped) = (row("gitea-author", "4001"), row("gitea-author-2", "4002"));
+    assert_eq!(code(&fleetgate(&store, &["runtime", "deregister", &stopped])), Some(0));
+    let out = fleetgate(&store, &["runtime", "prune", "--older-than", "0s", "--json"]);
+    assert_eq!(code(&out), Some(0));
+    assert_eq!(json_of(&out)["pruned"], serde_json::json!([stopped]));
+    assert_eq!(listed(&store, "runtime", "runtimes", "runtime_id"), [running]);
+    assert_eq!(code(&fleetgate(&store, &["runtime", "prune", "--older-than", "soon"])), Some(1));
+}
+
 #[test]
 fn a_corrupt_store_fails_closed_and_is_left_untouched() {
     let dir = tempfile::tempdir().unwrap();

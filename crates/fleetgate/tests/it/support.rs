@@ -132,6 +132,12 @@ impl Store for Instrumented {
     fn mark_runtime_stopped(&self, id: &str, now: Timestamp) -> Result<bool, StoreError> {
         self.inner.mark_runtime_stopped(id, now)
     }
+    fn prune_workers(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        self.inner.prune_workers(older_than_seconds, now)
+    }
+    fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        self.inner.prune_runtime(older_than_seconds, now)
+    }
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
         std::thread::sleep(std::time::Duration::from_millis(self.audit_delay_ms.load(Ordering::SeqCst)));
         if self.fail_audit.load(Ordering::SeqCst) {
