@@ -30,6 +30,9 @@ pub enum BlockerKind {
     ForgeUnavailable,
     /// The downstream changed the tool's definition since it was pinned (`[tools] pin = "enforce"`).
     ToolDefinitionChanged,
+    /// The store file this process opened was deleted or replaced under it: what it would
+    /// record (the audit, its leases) no other process reads.
+    StoreReplaced,
 }
 
 impl BlockerKind {
@@ -47,6 +50,7 @@ impl BlockerKind {
             Self::ReviewLeaseHeld => "review_lease_held",
             Self::ForgeUnavailable => "forge_unavailable",
             Self::ToolDefinitionChanged => "tool_definition_changed",
+            Self::StoreReplaced => "store_replaced",
         }
     }
 }
@@ -58,9 +62,10 @@ pub const BLOCKER_NO_ATTACHMENT: BlockerKind = BlockerKind::SessionAttachmentMis
 
 impl BlockerKind {
     /// Every blocker, in the gate's precedence order.
-    pub const ALL: [BlockerKind; 11] = [
+    pub const ALL: [BlockerKind; 12] = [
         Self::RoleNotPermitted,
         Self::ToolDefinitionChanged,
+        Self::StoreReplaced,
         Self::RuntimeReconnectRequired,
         Self::SessionAttachmentMissing,
         Self::WorkerFenced,
@@ -107,6 +112,7 @@ mod tests {
         assert_eq!(BlockerKind::ReviewLeaseHeld.as_str(), "review_lease_held");
         assert_eq!(BlockerKind::ForgeUnavailable.as_str(), "forge_unavailable");
         assert_eq!(BlockerKind::ToolDefinitionChanged.as_str(), "tool_definition_changed");
+        assert_eq!(BlockerKind::StoreReplaced.as_str(), "store_replaced");
         for kind in BlockerKind::ALL {
             assert_eq!(BlockerKind::parse(kind.as_str()), Some(kind));
         }

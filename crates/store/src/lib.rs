@@ -47,6 +47,14 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Engine and location, passwords redacted: `sqlite:/path/registry.sqlite3`.
     fn describe(&self) -> String;
 
+    /// Whether the location this handle was opened at still names the store it opened. An
+    /// embedded file can be deleted or replaced under a running process, which would then
+    /// go on writing to a file no one else sees: the path's device and inode are compared
+    /// with the open file's (one `stat`, cheap enough before every mutation decision). A
+    /// server's database always is. `Err` of kind [`StoreErrorKind::Replaced`] says what
+    /// happened.
+    fn check_location(&self) -> Result<(), StoreError>;
+
     /// The schema version the store is at.
     fn schema_version(&self) -> Result<u32, StoreError>;
 

@@ -22,6 +22,10 @@ impl<E: Engine> Store for E {
         self.label()
     }
 
+    fn check_location(&self) -> Result<(), StoreError> {
+        Engine::check_location(self)
+    }
+
     fn schema_version(&self) -> Result<u32, StoreError> {
         let version: i64 = self
             .run("cannot read schema version", Retry::Idempotent, |c| c.query_one(&self.sql().schema_version, &[]))?;

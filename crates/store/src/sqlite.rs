@@ -43,6 +43,8 @@ const TYPES: Types = Types {
 pub struct SqliteStore {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// The file opened, to tell later whether `path` still names it.
+    file: file::FileId,
 }
 
 thread_local! {
@@ -212,7 +214,7 @@ impl SqliteStore {
 
     fn open_migrated_to(path: &Path, target: u32) -> Result<Self, StoreError> {
         let shown = path.display().to_string();
-        file::prepare(path, &shown)?;
+        let file = file::prepare(path, &shown)?;
         let mut conn =
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                 .map_err(|e| map_err(&format!("cannot open store {shown}"), e))?;
@@ -227,7 +229,7 @@ impl SqliteStore {
             ));
         }
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").map_err(|e| map_err(&shown, e))?;
-        let store = Self { path: path.to_owned(), conn: Mutex::new(conn) };
+        let store = Self { path: path.to_owned(), conn: Mutex::new(conn), file };
         store.migrate(target)?;
         Ok(store)
     }
@@ -284,6 +286,23 @@ impl Engine for SqliteStore {
 
     fn label(&self) -> String {
         format!("sqlite:{}", self.path.display())
+    }
+
+    /// One `stat` of the path against the file opened. A path that cannot be looked at
+    /// fails closed: the store is not known to be the one opened.
+    fn check_location(&self) -> Result<(), StoreError> {
+        let shown = self.path.display();
+        let why = match file::same_file(&self.path, self.file) {
+            Ok(None) => return Ok(()),
+            Ok(Some(why)) => why,
+            Err(e) => format!("it cannot be looked at ({e})"),
+        };
+        Err(StoreError::new(
+            StoreErrorKind::Replaced,
+            format!(
+                "store {shown} is no longer the file this process opened: {why}; what this process writes, no                  other process reads"
+            ),
+        ))
     }
 
     /// An embedded file has no clock of its own.

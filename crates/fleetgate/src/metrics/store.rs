@@ -56,6 +56,10 @@ impl Store for MeteredStore {
         self.inner.describe()
     }
 
+    fn check_location(&self) -> Result<(), StoreError> {
+        self.inner.check_location()
+    }
+
     metered! {
         fn schema_version(&self) -> u32;
         fn register(&self, registration: &Registration, now: Timestamp) -> RegisterOutcome;

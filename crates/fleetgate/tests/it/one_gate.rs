@@ -259,3 +259,53 @@ fn a_role_refusal_is_the_same_everywhere_and_needs_no_evidence() {
         .unwrap();
     });
 }
+
+#[test]
+fn a_store_deleted_or_replaced_under_the_gateway_refuses_mutations_until_it_is_back() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async {
+        tokio::task::spawn_blocking(|| {
+            let f = fleet();
+            let (path, aside) = (f._dir.path().join("s.sqlite3"), f._dir.path().join("aside.sqlite3"));
+            let health = || {
+                let context = f.control.call_control_tool(ControlCall {
+                    attachment: AttachmentId(1),
+                    name: "gitea_get_runtime_context",
+                    arguments: JsonObject::new(),
+                    downstream: &DownstreamStatus::absent(),
+                    known_tool: &|_| None,
+                    link: None,
+                });
+                context.structured_content.unwrap()["store_health"].clone()
+            };
+            assert!(agree(&f, "git_add").0, "a healthy fleet");
+            assert_eq!(health()["ok"], true);
+
+            // Deleted from its path (here: moved aside, so it can come back).
+            std::fs::rename(&path, &aside).unwrap();
+            let (allowed, blocker, reasons) = agree(&f, "git_add");
+            assert!(!allowed);
+            assert_eq!(blocker, "store_replaced");
+            assert!(reasons.to_string().contains("s.sqlite3 is no longer the file this process opened"), "{reasons}");
+            assert!(reasons.to_string().contains("it was deleted"), "{reasons}");
+            assert!(agree(&f, "git_log").0, "reads answer to role policy alone");
+            let h = health();
+            assert_eq!((h["ok"].clone(), h["blocker_kind"].clone()), (json!(false), json!("store_replaced")), "{h}");
+            assert!(h["operator_action"].as_str().unwrap().contains("put that file back"), "{h}");
+
+            // Another file at the same path (what the next CLI call would have created).
+            std::fs::copy(&aside, &path).unwrap();
+            let (allowed, blocker, reasons) = agree(&f, "git_add");
+            assert_eq!((allowed, blocker), (false, json!("store_replaced")));
+            assert!(reasons.to_string().contains("replaced by another file"), "{reasons}");
+
+            // The file it opened back at its path: mutations are decided as before.
+            std::fs::rename(&aside, &path).unwrap();
+            assert_eq!(agree(&f, "git_add"), (true, Value::Null, json!([])));
+            assert_eq!(health()["ok"], true);
+            f.control.on_shutdown("test");
+        })
+        .await
+        .unwrap();
+    });
+}

@@ -94,6 +94,9 @@ impl Store for Instrumented {
     fn describe(&self) -> String {
         self.inner.describe()
     }
+    fn check_location(&self) -> Result<(), StoreError> {
+        self.inner.check_location()
+    }
     fn schema_version(&self) -> Result<u32, StoreError> {
         self.inner.schema_version()
     }

@@ -17,6 +17,22 @@ use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
+/// The file a store handle opened: its device and inode, so a later look at the path
+/// can tell whether it still names that file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+impl FileId {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        Self { dev: meta.dev(), ino: meta.ino() }
+    }
+}
+
 /// Who besides this process's user could write the file, as its owner and mode say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exposure {
@@ -115,8 +131,8 @@ fn euid() -> u32 {
 
 /// Make the store's directory (0700) and file (0600) when absent, then judge the file
 /// and its `-wal`/`-shm` siblings: regular, private, writable. Writes nothing to an
-/// existing file.
-pub fn prepare(path: &Path, shown: &str) -> Result<(), StoreError> {
+/// existing file. The file's identity, for [`same_file`] later.
+pub fn prepare(path: &Path, shown: &str) -> Result<FileId, StoreError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         DirBuilder::new()
             .recursive(true)
@@ -174,7 +190,24 @@ pub fn prepare(path: &Path, shown: &str) -> Result<(), StoreError> {
             return Err(refused);
         }
     }
-    Ok(())
+    Ok(FileId::of(&meta))
+}
+
+/// Whether `path` still names the file `opened`: `Ok(None)` when it does, else why not
+/// (deleted, or replaced by another file).
+pub fn same_file(path: &Path, opened: FileId) -> std::io::Result<Option<String>> {
+    match std::fs::metadata(path) {
+        Ok(meta) if FileId::of(&meta) == opened => Ok(None),
+        Ok(meta) => Ok(Some(format!(
+            "it was replaced by another file (inode {} on device {}, opened: inode {} on device {})",
+            meta.ino(),
+            meta.dev(),
+            opened.ino,
+            opened.dev
+        ))),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(Some("it was deleted".into())),
+        Err(e) => Err(e),
+    }
 }
 
 /// Refuse a database of another program before anything is written to it: read its

@@ -133,3 +133,20 @@ fn a_store_another_user_owns_is_refused_with_the_fix() {
     rustix::fs::chown(&path, Some(rustix::process::Uid::from_raw(0)), None).unwrap();
     open(&path).expect("owned again: opens");
 }
+
+#[test]
+fn a_store_file_deleted_or_replaced_while_open_is_named() {
+    let (dir, path) = location();
+    let store = open(&path).unwrap();
+    store.check_location().expect("the path names the file opened");
+    let aside = dir.path().join("aside.sqlite3");
+    std::fs::rename(&path, &aside).unwrap();
+    let err = store.check_location().unwrap_err();
+    assert_eq!(err.kind(), StoreErrorKind::Replaced, "{err}");
+    assert!(err.to_string().contains("it was deleted"), "{err}");
+    std::fs::copy(&aside, &path).unwrap();
+    let err = store.check_location().unwrap_err();
+    assert!(err.to_string().contains("replaced by another file"), "{err}");
+    std::fs::rename(&aside, &path).unwrap();
+    store.check_location().expect("back at its path");
+}
