@@ -16,5 +16,6 @@ mod httpkit;
 mod lifecycle;
 mod metrics;
 mod routing;
+mod store;
 mod support;
 mod workflow;
