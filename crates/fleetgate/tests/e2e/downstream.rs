@@ -1,0 +1,58 @@
+//! What the gateway's downstream child gets and keeps: only the declared environment, no
+//! process left behind when the gateway is killed, and a first sessionless call that waits
+//! for a downstream still starting.
+
+use crate::support::{FleetDir, Member, serial, wait_until};
+use std::path::Path;
+
+/// `KEY=value` lines of a file `env` wrote, as pairs.
+fn dumped_env(path: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+        .collect()
+}
+
+#[test]
+fn the_downstream_sees_only_declared_keys_never_the_token_or_the_store_url() {
+    let _serial = serial();
+    let config = "[fleet]\nname = \"envs\"\npass_through_env = [\"GITEA_HOST\", \"GITEA_ACCESS_TOKEN\"]\n\n\
+                  [downstream]\npass_env = [\"NODE_*\"]\n\n\
+                  [[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n";
+    let f = FleetDir::new(config);
+    let dump = f.dir.path().join("downstream.env");
+    let script = format!("env > {}.part && mv {0}.part {0} && exec sleep 600", dump.display());
+    let mut argv = vec![
+        "FLEETGATE_HTTP_TOKEN=http-token-must-not-leak".to_owned(),
+        "GITEA_WORKER_REGISTRY_DB=postgres://fleet:store-password@db.invalid/fleet".to_owned(),
+        "UNDECLARED_SECRET=undeclared-must-not-leak".to_owned(),
+        "GITEA_HOST=https://forge.invalid".to_owned(),
+        "GITEA_ACCESS_TOKEN=forge-pat".to_owned(),
+        "NODE_OPTIONS=--trace-warnings".to_owned(),
+        "LANG=C.UTF-8".to_owned(),
+    ];
+    // `--store` names the store, so the URL above is only in the environment.
+    argv.extend(f.serve_argv("prgs-author", "c", &["/bin/sh", "-c", &script]));
+    let member = Member::start(&argv);
+    assert!(wait_until(20.0, || dump.exists()), "the downstream did not start");
+    let env = dumped_env(&dump);
+    let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    let text = std::fs::read_to_string(&dump).unwrap();
+    for secret in ["http-token-must-not-leak", "store-password", "undeclared-must-not-leak"] {
+        assert!(!text.contains(secret), "{secret} reached the downstream: {keys:?}");
+    }
+    for absent in ["FLEETGATE_HTTP_TOKEN", "GITEA_WORKER_REGISTRY_DB", "UNDECLARED_SECRET", "GITEA_MCP_COHORT_ID"] {
+        assert!(!keys.contains(&absent), "{absent} reached the downstream: {keys:?}");
+    }
+    for (key, value) in [
+        ("GITEA_HOST", "https://forge.invalid"),
+        ("GITEA_ACCESS_TOKEN", "forge-pat"),
+        ("NODE_OPTIONS", "--trace-warnings"),
+        ("LANG", "C.UTF-8"),
+    ] {
+        assert!(env.iter().any(|(k, v)| k == key && v == value), "{key} missing: {keys:?}");
+    }
+    assert!(keys.contains(&"PATH"), "the basics pass: {keys:?}");
+    member.stop();
+}
