@@ -170,6 +170,9 @@ impl Downstream {
         if let Some(dir) = &command.cwd {
             spec = spec.current_dir(dir.clone());
         }
+        if let Some((guard, args)) = &command.guard {
+            spec = spec.guard(guard.clone(), args.iter().cloned());
+        }
         supervisor.spawn_child(TASK, FLOW, spec).map_err(|e| e.to_string())?;
         Ok(Self { supervisor, link, handshake_error })
     }

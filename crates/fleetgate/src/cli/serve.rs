@@ -127,7 +127,7 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
 
 /// The downstream's command line, started with only what it may see of this process's
 /// environment ([`fleetgate_core::env::downstream_env`]): never the HTTP token, the store
-/// location or an undeclared key.
+/// location or an undeclared key; and through the guard (`fleetgate debug downstream-guard`).
 fn downstream_command(ctx: &Ctx, argv: &[OsString]) -> Option<DownstreamCommand> {
     let mut command = DownstreamCommand::from_argv(argv.iter().cloned())?;
     let config = &ctx.config;
@@ -139,6 +139,14 @@ fn downstream_command(ctx: &Ctx, argv: &[OsString]) -> Option<DownstreamCommand>
     );
     command.env_clear = true;
     command.env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    // Each run starts through this binary's guard, so its whole process group dies with the
+    // gateway, `kill -9` included.
+    match std::env::current_exe() {
+        Ok(exe) => command.guard = Some((exe.into(), vec!["debug".into(), "downstream-guard".into()])),
+        Err(e) => tracing::warn!(
+            "cannot find this binary to guard the downstream ({e}): only its direct child dies with the gateway"
+        ),
+    }
     Some(command)
 }
 

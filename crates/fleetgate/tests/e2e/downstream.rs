@@ -56,3 +56,35 @@ fn the_downstream_sees_only_declared_keys_never_the_token_or_the_store_url() {
     assert!(keys.contains(&"PATH"), "the basics pass: {keys:?}");
     member.stop();
 }
+
+/// Whether `pid` is gone: no such process, or a zombie nobody has reaped yet (dead all the
+/// same; a container's init may be slow to reap what is reparented to it).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn kill_9_of_the_gateway_leaves_no_descendant_of_the_downstream_behind() {
+    let _serial = serial();
+    let f = FleetDir::new(
+        "[fleet]\nname = \"orphans\"\n\n[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n",
+    );
+    let pidfile = f.dir.path().join("grandchild.pid");
+    // A downstream whose own child is in the background: the gateway's direct child is
+    // `sleep 601`, its child `sleep 600`.
+    let script = format!("sleep 600 & echo $! > {0}.part && mv {0}.part {0}; exec sleep 601", pidfile.display());
+    let mut member = Member::start(&f.serve_argv("prgs-author", "c", &["/bin/sh", "-c", &script]));
+    assert!(wait_until(20.0, || pidfile.exists()), "the downstream did not start");
+    let grandchild: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(!gone(grandchild), "the grandchild runs while the gateway does");
+    member.0.kill().unwrap();
+    member.0.wait().unwrap();
+    let died = wait_until(10.0, || gone(grandchild));
+    if !died {
+        let _ = std::process::Command::new("kill").args(["-KILL", &grandchild.to_string()]).status();
+    }
+    assert!(died, "the downstream's child {grandchild} outlived the gateway's SIGKILL");
+}
