@@ -88,3 +88,42 @@ fn kill_9_of_the_gateway_leaves_no_descendant_of_the_downstream_behind() {
     }
     assert!(died, "the downstream's child {grandchild} outlived the gateway's SIGKILL");
 }
+
+#[test]
+fn the_first_sessionless_call_waits_for_a_downstream_still_starting() {
+    use crate::httpkit::{HttpGateway, Raw};
+    use crate::support::{bare_repo, forge_fixture};
+    let _serial = serial();
+    let f = FleetDir::new(
+        "[fleet]\nname = \"slow\"\ntool_prefix = \"gitea_\"\n\n[supervision]\nbackoff_seconds = [1.5]\n\
+         jitter_ratio = 0\n\n[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n",
+    );
+    let bare = bare_repo(f.dir.path(), "forge.git", &f.repo());
+    let marker = f.dir.path().join("first-run");
+    // Slow to start: its first run fails at once; the second, 1.5 s later, comes up.
+    let script = format!(
+        "if [ ! -e {m} ]; then touch {m}; exit 1; fi; exec {fixture} --repo {bare}",
+        m = marker.display(),
+        fixture = forge_fixture().join(" "),
+        bare = bare.display()
+    );
+    let g = HttpGateway::start(&f, None, &["/bin/sh", "-c", &script]);
+    let raw = Raw::new(&g);
+    // The client's first request (a control tool) makes its attachment and starts its
+    // downstream; its first call of a downstream tool comes while the downstream waits to
+    // be restarted.
+    let context = serde_json::json!({ "name": "gitea_get_runtime_context", "arguments": {} });
+    let state = || {
+        raw.stateless(1, "tools/call", context.clone(), "slow", None).body["result"]["structuredContent"]["downstream"]
+            ["state"]
+            .clone()
+    };
+    assert!(wait_until(10.0, || state() == "restarting"), "the first run did not fail: {}", state());
+    let call = serde_json::json!({ "name": "get_me", "arguments": {} });
+    let first = raw.stateless(2, "tools/call", call, "slow", None);
+    assert_eq!(first.status, 200, "{first:?}");
+    let text = first.body["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(!text.starts_with("downstream_unavailable"), "the first call did not wait: {}", first.body);
+    assert!(text.contains("fleet-bot"), "{}", first.body);
+    g.stop();
+}
