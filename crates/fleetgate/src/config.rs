@@ -54,6 +54,9 @@ pub struct FleetConfig {
     pub rules: RuleSet,
     /// `[workflow]`: the pull-request workflow (SPEC §10).
     pub workflow: WorkflowSettings,
+    /// `[downstream] pass_env`: keys (or `NAME*` prefixes) outside `env_prefix` the
+    /// downstream server is also given, beyond the basics and `pass_through_env`.
+    pub downstream_pass_env: Vec<String>,
 }
 
 /// `[http]`: principals and bounds of `fleetgate serve --transport http`.
@@ -168,6 +171,15 @@ struct RawFile {
     #[serde(default)]
     rules: Vec<Spanned<RawRule>>,
     workflow: Option<workflow::RawWorkflow>,
+    downstream: Option<RawDownstream>,
+}
+
+/// `[downstream]`: what the downstream server is given.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDownstream {
+    #[serde(default)]
+    pass_env: Vec<String>,
 }
 
 /// One `[[rules]]` table as written.
@@ -325,6 +337,7 @@ impl FleetConfig {
             forge: None,
             rules: RuleSet::default(),
             workflow: WorkflowSettings::default(),
+            downstream_pass_env: Vec::new(),
         }
     }
 
@@ -370,6 +383,11 @@ impl FleetConfig {
                 "fleet.pass_through_env key {bad:?} does not start with env_prefix {env_prefix:?}"
             )));
         }
+        let downstream_pass_env = raw.downstream.map(|d| d.pass_env).unwrap_or_default();
+        for pattern in &downstream_pass_env {
+            fleetgate_core::env::check_pass_env(pattern, &env_prefix)
+                .map_err(|why| err(format!("[downstream] pass_env: {why}")))?;
+        }
         let process_match = fleet.as_ref().and_then(|f| f.process_match.clone()).unwrap_or(builtin.process_match);
         if process_match.iter().any(|m| m.trim().is_empty()) {
             return Err(err("fleet.process_match entries must not be empty".into()));
@@ -396,6 +414,7 @@ impl FleetConfig {
         let remote = raw.binding.as_ref().map(|b| b.remote.as_str());
         let workflow = workflow::RawWorkflow::resolve(raw.workflow, remote).map_err(err)?;
         Ok(Self {
+            downstream_pass_env,
             workflow,
             http,
             forge,
@@ -571,6 +590,10 @@ role = "reviewer"
         let e =
             FleetConfig::parse(&format!("{GOOD}\n[http]\nmax_attachments = 0\n"), "f.toml").unwrap_err().to_string();
         assert!(e.contains("max_attachments must be 1 to"), "{e}");
+        let e = FleetConfig::parse(&format!("{GOOD}\n[downstream]\npass_env = [\"*\"]\n"), "f.toml").unwrap_err();
+        assert!(e.to_string().contains("[downstream] pass_env") && e.to_string().contains("whole environment"), "{e}");
+        let c = FleetConfig::parse(&format!("{GOOD}\n[downstream]\npass_env = [\"NODE_*\"]\n"), "f.toml").unwrap();
+        assert_eq!(c.downstream_pass_env, ["NODE_*"]);
         let bad = format!("{GOOD}\n[supervision]\nbackoff = [1]\n");
         let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().to_string();
         assert!(e.contains("backoff"), "{e}");

@@ -365,6 +365,15 @@ pub struct ClaimArgs {
 /// `fleetgate debug …`
 #[derive(Debug, Subcommand)]
 pub enum DebugCommand {
+    /// The guard `fleetgate serve` starts each downstream run through (not for operators):
+    /// it runs `-- PROGRAM [ARGS…]` in its process group and SIGKILLs the group when the
+    /// gateway is gone, `kill -9` included (`fleetgate_supervise::guard`).
+    #[command(hide = true, name = "downstream-guard")]
+    DownstreamGuard {
+        /// The downstream's command line, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// A stand-in Gitea forge behind the gitea-mcp tool surface, on a bare git repository (MCP on
     /// stdio): the forge of `fleetgate demo` and of the tests. `--help` lists its flags.
     #[command(disable_help_flag = true)]

@@ -9,6 +9,7 @@
 mod canary;
 mod demo;
 mod diagnostics;
+mod downstream;
 mod forge;
 mod gitflow;
 mod http;
