@@ -33,6 +33,9 @@ pub enum BlockerKind {
     /// The call's audit entry could not be made durable in time: a mutation is never
     /// forwarded unaudited.
     AuditUnavailable,
+    /// The store file this process opened was deleted or replaced under it: what it would
+    /// record (the audit, its leases) no other process reads.
+    StoreReplaced,
 }
 
 impl BlockerKind {
@@ -51,6 +54,7 @@ impl BlockerKind {
             Self::ForgeUnavailable => "forge_unavailable",
             Self::ToolDefinitionChanged => "tool_definition_changed",
             Self::AuditUnavailable => "audit_unavailable",
+            Self::StoreReplaced => "store_replaced",
         }
     }
 }
@@ -62,9 +66,10 @@ pub const BLOCKER_NO_ATTACHMENT: BlockerKind = BlockerKind::SessionAttachmentMis
 
 impl BlockerKind {
     /// Every blocker, in the gate's precedence order.
-    pub const ALL: [BlockerKind; 12] = [
+    pub const ALL: [BlockerKind; 13] = [
         Self::RoleNotPermitted,
         Self::ToolDefinitionChanged,
+        Self::StoreReplaced,
         Self::RuntimeReconnectRequired,
         Self::SessionAttachmentMissing,
         Self::WorkerFenced,
@@ -113,6 +118,7 @@ mod tests {
         assert_eq!(BlockerKind::ForgeUnavailable.as_str(), "forge_unavailable");
         assert_eq!(BlockerKind::ToolDefinitionChanged.as_str(), "tool_definition_changed");
         assert_eq!(BlockerKind::AuditUnavailable.as_str(), "audit_unavailable");
+        assert_eq!(BlockerKind::StoreReplaced.as_str(), "store_replaced");
         for kind in BlockerKind::ALL {
             assert_eq!(BlockerKind::parse(kind.as_str()), Some(kind));
         }

@@ -248,6 +248,11 @@ const ATTACH_ACTION: &str =
 /// The operator action of `tool_definition_changed`.
 pub const TOOL_CHANGED_ACTION: &str = "review the downstream's changed tool definition, then accept it (fleetgate tools accept TOOL) or pin the server's version";
 
+/// The operator action of `store_replaced`.
+pub const STORE_REPLACED_ACTION: &str = "the store file this server opened was deleted or replaced at its path: \
+     put that file back at the path (mv it back), or restart this server so it opens the store now at the path; \
+     mutations stay refused until one is done";
+
 fn role_action(tool: &str, role: Option<&str>) -> String {
     match role {
         Some(role) => format!("hand this work to a role whose policy allows {tool}; the {role} role never may"),
@@ -327,6 +332,7 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
     const FENCED: &str = BlockerKind::WorkerFenced.as_str();
     const FLEET: &str = BlockerKind::FleetInventoryBlocked.as_str();
     const TOOL: &str = BlockerKind::ToolDefinitionChanged.as_str();
+    const STORE: &str = BlockerKind::StoreReplaced.as_str();
     let first = reasons.first().map(String::as_str);
     Some(match blocker_kind {
         ROLE => role_action(tool, role),
@@ -335,6 +341,7 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
         FENCED => FENCED_ACTION.into(),
         FLEET => first.map_or_else(|| "re-run the fleet inventory".into(), resolve_first),
         TOOL => TOOL_CHANGED_ACTION.into(),
+        STORE => STORE_REPLACED_ACTION.into(),
         other => return BlockerKind::parse(other).map(|k| crate::workflow::action(k).to_owned()),
     })
 }

@@ -250,6 +250,92 @@ pub fn unconsumed_env_overrides(env: &EnvSnapshot, prefix: &str, pass_through: &
         .collect()
 }
 
+/// What a downstream server gets from the gateway's environment whatever the roster says,
+/// when set: what a program needs to run — search path, home and user, shell, locale,
+/// terminal, time zone, temporary and XDG directories, the CA bundle. Nothing else of the
+/// gateway's environment reaches it unless the roster declares it
+/// ([`downstream_env`]). `LC_*` is the one pattern.
+pub const DOWNSTREAM_BASE_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "COLORTERM",
+    "TZ",
+    "TMPDIR",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// Does `key` match `pattern`: the same name, or a name that starts with the part before a
+/// trailing `*`?
+fn pattern_matches(pattern: &str, key: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(stem) => key.starts_with(stem),
+        None => key == pattern,
+    }
+}
+
+/// Check one `[downstream] pass_env` entry: a key name or `NAME*` (letters, digits and `_`,
+/// then at most a trailing `*`), outside the fleet's `prefix` (those keys are declared one by
+/// one in `fleet.pass_through_env`, which the environment gate also recognises). A bare `*`
+/// is refused: it would hand the downstream the gateway's whole environment, secrets included.
+pub fn check_pass_env(pattern: &str, prefix: &str) -> Result<(), String> {
+    let stem = pattern.strip_suffix('*').unwrap_or(pattern);
+    if stem.is_empty() {
+        return Err(format!(
+            "{pattern:?} would pass the gateway's whole environment, its secrets included: name the keys, or a \
+             prefix such as \"NODE_*\""
+        ));
+    }
+    if !stem.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(format!("{pattern:?} is not a key name (letters, digits and _, optionally ending in *)"));
+    }
+    if stem.starts_with(prefix) || (prefix.starts_with(stem) && pattern.ends_with('*')) {
+        return Err(format!(
+            "{pattern:?} is under the fleet's env_prefix {prefix:?}: declare the downstream's own keys one by one \
+             in fleet.pass_through_env"
+        ));
+    }
+    Ok(())
+}
+
+/// The environment a downstream server is started with (it inherits nothing else): the
+/// [`DOWNSTREAM_BASE_ENV`] keys, the roster's `pass_through_env` (full names) and its
+/// `[downstream] pass_env` patterns, as set in `env`. A pattern never passes a key fleetgate
+/// declares ([`DECLARED`] under `prefix`: its tokens, the store location, the client
+/// identity): such a key reaches the downstream only when one of the three lists names it
+/// exactly.
+pub fn downstream_env<'a>(
+    env: &'a EnvSnapshot,
+    prefix: &str,
+    pass_through: &[String],
+    pass_env: &[String],
+) -> Vec<(&'a str, &'a str)> {
+    let own: Vec<String> = DECLARED.iter().map(|s| key_name(s.key, prefix)).collect();
+    let patterns =
+        || DOWNSTREAM_BASE_ENV.iter().copied().chain(pass_through.iter().chain(pass_env).map(String::as_str));
+    env.iter()
+        .filter(|(key, _)| {
+            if own.iter().any(|k| k == key) {
+                patterns().any(|p| p == *key)
+            } else {
+                patterns().any(|p| pattern_matches(p, key))
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,5 +410,57 @@ mod tests {
         assert_eq!(env.get(EnvKey::ClientManaged, "FLEET_"), None);
         assert_eq!(env.raw(EnvKey::ClientManaged, "FLEET_"), Some(""), "raw keeps a key set to nothing");
         assert_eq!(env.raw(EnvKey::McpClient, P), None);
+    }
+
+    #[test]
+    fn the_downstream_gets_the_basics_and_what_the_roster_declares_never_fleetgate_s_own_keys_by_pattern() {
+        let env = EnvSnapshot::from_pairs([
+            ("PATH", "/usr/bin"),
+            ("HOME", "/home/op"),
+            ("LC_CTYPE", "C.UTF-8"),
+            ("FLEETGATE_HTTP_TOKEN", "tok"),
+            ("FLEETGATE_DASHBOARD_TOKEN", "dash"),
+            ("GITEA_WORKER_REGISTRY_DB", "postgres://u:pw@db/fleet"),
+            ("GITEA_MCP_CLIENT", "claude_code"),
+            ("GITEA_HOST", "https://forge"),
+            ("GITEA_ACCESS_TOKEN", "pat"),
+            ("AWS_SECRET_ACCESS_KEY", "aws"),
+            ("NODE_OPTIONS", "--max-old-space-size=512"),
+            ("FLEETGATE_LOG", "debug"),
+        ]);
+        let through = ["GITEA_HOST".to_owned(), "GITEA_ACCESS_TOKEN".to_owned()];
+        let keys = |pass_env: &[&str]| -> Vec<String> {
+            let pass_env: Vec<String> = pass_env.iter().map(|s| (*s).to_owned()).collect();
+            downstream_env(&env, P, &through, &pass_env).into_iter().map(|(k, _)| k.to_owned()).collect()
+        };
+        assert_eq!(keys(&[]), ["GITEA_ACCESS_TOKEN", "GITEA_HOST", "HOME", "LC_CTYPE", "PATH"]);
+        assert_eq!(
+            keys(&["NODE_*", "FLEETGATE_*"]),
+            ["GITEA_ACCESS_TOKEN", "GITEA_HOST", "HOME", "LC_CTYPE", "NODE_OPTIONS", "PATH"],
+            "a pattern never passes a declared key"
+        );
+        assert!(
+            keys(&["FLEETGATE_HTTP_TOKEN"]).contains(&"FLEETGATE_HTTP_TOKEN".to_owned()),
+            "named exactly, it passes"
+        );
+    }
+
+    #[test]
+    fn pass_env_entries_are_names_or_prefixes_outside_the_fleet_s_prefix() {
+        for good in ["NODE_OPTIONS", "NODE_*", "HTTPS_PROXY", "FLEETGATE_HTTP_TOKEN"] {
+            assert_eq!(check_pass_env(good, P), Ok(()), "{good}");
+        }
+        for (bad, why) in [
+            ("*", "whole environment"),
+            ("", "whole environment"),
+            ("GITEA_*", "pass_through_env"),
+            ("GITEA_HOST", "pass_through_env"),
+            ("GIT*", "pass_through_env"),
+            ("A B", "not a key name"),
+            ("NODE_*_X", "not a key name"),
+        ] {
+            let e = check_pass_env(bad, P).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 }

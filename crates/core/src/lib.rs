@@ -21,6 +21,7 @@ pub mod inventory;
 pub mod origin;
 pub mod procmatch;
 pub mod provenance;
+pub mod prune;
 pub mod redact;
 pub mod rules;
 pub mod runtime;

@@ -21,25 +21,15 @@ impl FleetMatcher {
     /// `argv` is a fleetgate gateway: its program is named `fleetgate` and its
     /// subcommand is `serve`.
     pub fn is_gateway(argv: &[String]) -> bool {
-        let Some(program) = argv.first() else { return false };
-        if program.rsplit('/').next() != Some("fleetgate") {
-            return false;
-        }
-        let mut args = argv[1..].iter();
-        while let Some(arg) = args.next() {
-            if arg == "--" {
-                return false;
-            }
-            if VALUE_FLAGS.contains(&arg.as_str()) {
-                args.next();
-                continue;
-            }
-            if arg.starts_with('-') {
-                continue;
-            }
-            return arg == "serve";
-        }
-        false
+        fleetgate_subcommand(argv).is_some_and(|mut words| words.next() == Some("serve"))
+    }
+
+    /// `argv` is the guard a gateway starts its downstream through (`fleetgate debug
+    /// downstream-guard -- <the downstream>`): not a server itself, though its command line
+    /// holds the downstream's.
+    pub fn is_downstream_guard(argv: &[String]) -> bool {
+        fleetgate_subcommand(argv)
+            .is_some_and(|mut words| words.next() == Some("debug") && words.next() == Some("downstream-guard"))
     }
 
     /// `argv` is a fleet server of either kind.
@@ -47,9 +37,37 @@ impl FleetMatcher {
         if Self::is_gateway(argv) {
             return true;
         }
+        if Self::is_downstream_guard(argv) {
+            return false;
+        }
         let line = argv.join(" ");
         self.substrings.iter().any(|s| line.contains(s.as_str()))
     }
+}
+
+/// The words of a `fleetgate` command line from its subcommand on (global flags skipped);
+/// `None` when the program is not `fleetgate` or `--` comes first.
+fn fleetgate_subcommand(argv: &[String]) -> Option<impl Iterator<Item = &str>> {
+    let program = argv.first()?;
+    if program.rsplit('/').next() != Some("fleetgate") {
+        return None;
+    }
+    let mut at = 1;
+    while let Some(arg) = argv.get(at) {
+        if arg == "--" {
+            return None;
+        }
+        if VALUE_FLAGS.contains(&arg.as_str()) {
+            at += 2;
+            continue;
+        }
+        if arg.starts_with('-') {
+            at += 1;
+            continue;
+        }
+        return Some(argv[at..].iter().map(String::as_str));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -78,5 +96,9 @@ mod tests {
         assert!(!m.matches(&v("python /path/other_server.py")));
         assert!(m.matches(&v("fleetgate serve")));
         assert!(!FleetMatcher::new(&[String::new()]).matches(&v("anything")));
+        let guard = v("/usr/bin/fleetgate debug downstream-guard -- python /path/mcp_server.py");
+        assert!(FleetMatcher::is_downstream_guard(&guard));
+        assert!(!m.matches(&guard), "the guard is not a server, though it names one");
+        assert!(m.matches(&v("fleetgate debug forge-fixture -- python mcp_server.py")));
     }
 }

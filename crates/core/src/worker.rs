@@ -441,10 +441,15 @@ pub fn worker_identity(client: &str, session: &str, now: Timestamp, nonce: u128)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn row() -> WorkerRecord {
+        row_at(Timestamp::from_unix(1_000))
+    }
+
+    /// A worker row (TTL 900 s) registered, and last heard from, at `at`.
+    pub(crate) fn row_at(at: Timestamp) -> WorkerRecord {
         Registration {
             worker_identity: "w1".into(),
             client_name: "claude".into(),
@@ -456,7 +461,7 @@ mod tests {
             pid: Some(4242),
             heartbeat_ttl_seconds: 900.0,
         }
-        .into_record(Timestamp::from_unix(1_000))
+        .into_record(at)
     }
 
     #[test]

@@ -54,6 +54,9 @@ pub struct FleetConfig {
     pub rules: RuleSet,
     /// `[workflow]`: the pull-request workflow (SPEC §10).
     pub workflow: WorkflowSettings,
+    /// `[downstream] pass_env`: keys (or `NAME*` prefixes) outside `env_prefix` the
+    /// downstream server is also given, beyond the basics and `pass_through_env`.
+    pub downstream_pass_env: Vec<String>,
 }
 
 /// `[http]`: principals and bounds of `fleetgate serve --transport http`.
@@ -86,7 +89,9 @@ struct RawHttp {
 }
 
 impl RawHttp {
-    fn resolve(self, source: &str) -> Result<HttpSettings, String> {
+    /// The settings, a relative `tokens_file` taken from `dir` (the config file's own
+    /// directory, as a path: never its display, which is lossy for a non-UTF-8 name).
+    fn resolve(self, dir: Option<&Path>) -> Result<HttpSettings, String> {
         let defaults = HttpSettings::default();
         let max = self.max_attachments.unwrap_or(defaults.max_attachments);
         if !(1..=MAX_ATTACHMENTS_LIMIT).contains(&max) {
@@ -98,7 +103,7 @@ impl RawHttp {
                 "[http] max_attachments_per_principal must be 1 to max_attachments ({max}), got {per}"
             ));
         }
-        let base = Path::new(source).parent().filter(|p| !p.as_os_str().is_empty());
+        let base = dir.filter(|p| !p.as_os_str().is_empty());
         let tokens_file = self.tokens_file.map(|p| match base {
             Some(dir) if p.is_relative() => dir.join(p),
             _ => p,
@@ -166,6 +171,15 @@ struct RawFile {
     #[serde(default)]
     rules: Vec<Spanned<RawRule>>,
     workflow: Option<workflow::RawWorkflow>,
+    downstream: Option<RawDownstream>,
+}
+
+/// `[downstream]`: what the downstream server is given.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDownstream {
+    #[serde(default)]
+    pass_env: Vec<String>,
 }
 
 /// One `[[rules]]` table as written.
@@ -323,11 +337,19 @@ impl FleetConfig {
             forge: None,
             rules: RuleSet::default(),
             workflow: WorkflowSettings::default(),
+            downstream_pass_env: Vec::new(),
         }
     }
 
-    /// Parse a configuration file's text; `source` names it in errors.
+    /// Parse a configuration file's text; `source` names it in errors, and a relative
+    /// path in it is taken from `source`'s directory.
     pub fn parse(text: &str, source: &str) -> Result<Self, RosterError> {
+        Self::parse_in(text, source, Path::new(source).parent())
+    }
+
+    /// Parse a configuration file's text; `source` names it in errors, `dir` is where
+    /// a relative path in it is taken from.
+    fn parse_in(text: &str, source: &str, dir: Option<&Path>) -> Result<Self, RosterError> {
         let raw: RawFile = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of(text, s.start));
             let msg = e.message().trim().to_owned();
@@ -361,6 +383,11 @@ impl FleetConfig {
                 "fleet.pass_through_env key {bad:?} does not start with env_prefix {env_prefix:?}"
             )));
         }
+        let downstream_pass_env = raw.downstream.map(|d| d.pass_env).unwrap_or_default();
+        for pattern in &downstream_pass_env {
+            fleetgate_core::env::check_pass_env(pattern, &env_prefix)
+                .map_err(|why| err(format!("[downstream] pass_env: {why}")))?;
+        }
         let process_match = fleet.as_ref().and_then(|f| f.process_match.clone()).unwrap_or(builtin.process_match);
         if process_match.iter().any(|m| m.trim().is_empty()) {
             return Err(err("fleet.process_match entries must not be empty".into()));
@@ -379,7 +406,7 @@ impl FleetConfig {
             return Err(err(format!("[roles.{unknown}] names a role no member of the roster has")));
         }
         let http = match raw.http {
-            Some(http) => http.resolve(source).map_err(err)?,
+            Some(http) => http.resolve(dir).map_err(err)?,
             None => HttpSettings::default(),
         };
         let forge = get(|f| f.forge.clone());
@@ -387,6 +414,7 @@ impl FleetConfig {
         let remote = raw.binding.as_ref().map(|b| b.remote.as_str());
         let workflow = workflow::RawWorkflow::resolve(raw.workflow, remote).map_err(err)?;
         Ok(Self {
+            downstream_pass_env,
             workflow,
             http,
             forge,
@@ -416,10 +444,11 @@ impl FleetConfig {
                 _ => return Ok(Self::builtin()),
             },
         };
+        // The path is used as given (an OsString end to end); only messages show it lossily.
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(&path)
             .map_err(|e| RosterError::new(RosterErrorKind::Unreadable, format!("cannot read config {shown}: {e}")))?;
-        Self::parse(&text, &shown)
+        Self::parse_in(&text, &shown, path.parent())
     }
 
     /// The role policy of `role` (open when the config has no table for it).
@@ -561,6 +590,10 @@ role = "reviewer"
         let e =
             FleetConfig::parse(&format!("{GOOD}\n[http]\nmax_attachments = 0\n"), "f.toml").unwrap_err().to_string();
         assert!(e.contains("max_attachments must be 1 to"), "{e}");
+        let e = FleetConfig::parse(&format!("{GOOD}\n[downstream]\npass_env = [\"*\"]\n"), "f.toml").unwrap_err();
+        assert!(e.to_string().contains("[downstream] pass_env") && e.to_string().contains("whole environment"), "{e}");
+        let c = FleetConfig::parse(&format!("{GOOD}\n[downstream]\npass_env = [\"NODE_*\"]\n"), "f.toml").unwrap();
+        assert_eq!(c.downstream_pass_env, ["NODE_*"]);
         let bad = format!("{GOOD}\n[supervision]\nbackoff = [1]\n");
         let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().to_string();
         assert!(e.contains("backoff"), "{e}");

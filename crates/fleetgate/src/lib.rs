@@ -43,6 +43,10 @@ pub fn run_cli() -> ExitCode {
         }
     };
     let json = cli.json;
+    if let Command::Debug(cli::args::DebugCommand::DownstreamGuard { command }) = &cli.command {
+        // Before anything else: no store, no roster, no environment read.
+        return fleetgate_supervise::guard::run(command);
+    }
     if let Command::Debug(cli::args::DebugCommand::ForgeFixture { args }) = &cli.command {
         // An MCP server on stdio of its own: no store, no roster.
         return forge_fixture::run(args);

@@ -166,15 +166,22 @@ impl Channel {
         }
     }
 
-    /// The connection, waiting (until `wait` has passed) while the first run is still
-    /// starting: a client's first request after it attached is served, not refused, as
-    /// `initialize` is. A restarting or quarantined downstream is not waited for.
+    /// The connection, waiting (until `wait` has passed, the bound `initialize` waits) while
+    /// a run is starting, or while the downstream has never connected yet — its first runs
+    /// failing and being restarted: a client's first request (a sessionless client has no
+    /// `initialize`) is served, not refused, as `initialize` is. A downstream that was
+    /// connected and is restarting, or a quarantined one, is not waited for.
     pub(crate) async fn ready(&self, wait: std::time::Duration) -> Link {
+        use crate::control::DownstreamState;
         if let Some(link) = self.link() {
             return Some(link);
         }
+        let Some(downstream) = &self.downstream else { return None };
         match self.status().state {
-            crate::control::DownstreamState::Starting => self.wait_ready(Instant::now() + wait).await,
+            DownstreamState::Starting => self.wait_ready(Instant::now() + wait).await,
+            DownstreamState::Restarting { .. } if !downstream.connected_once() => {
+                self.wait_ready(Instant::now() + wait).await
+            }
             _ => None,
         }
     }

@@ -38,7 +38,7 @@ use rmcp::service::{ClientLifecycleMode, Peer, RoleClient, RxJsonRpcMessage, TxJ
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use std::future::Future;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 use tokio::sync::{mpsc, watch};
@@ -110,6 +110,9 @@ pub(crate) struct Downstream {
     link: watch::Sender<Link>,
     /// The last handshake failure, shown when the supervisor has no exit to report yet.
     handshake_error: Arc<Mutex<Option<String>>>,
+    /// Whether any run has connected yet: until one has, the downstream is still coming up
+    /// (its first runs may fail and be restarted), and a client's first request waits for it.
+    connected_once: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Downstream {
@@ -124,6 +127,7 @@ struct Connector {
     memo: Arc<EraMemo>,
     link: watch::Sender<Link>,
     handshake_error: Arc<Mutex<Option<String>>>,
+    connected_once: Arc<AtomicBool>,
     init_timeout: Duration,
     client_info: Implementation,
 }
@@ -139,12 +143,14 @@ impl Downstream {
         }
         let (link, _) = watch::channel(None);
         let handshake_error = Arc::new(Mutex::new(None));
+        let connected_once = Arc::new(AtomicBool::new(false));
         let (spawned_tx, spawned_rx) = mpsc::unbounded_channel::<SpawnedChild>();
         let connector = Connector {
             state,
             memo,
             link: link.clone(),
             handshake_error: handshake_error.clone(),
+            connected_once: connected_once.clone(),
             init_timeout: spec.init_timeout,
             client_info: spec.client_info.clone(),
         };
@@ -170,13 +176,21 @@ impl Downstream {
         if let Some(dir) = &command.cwd {
             spec = spec.current_dir(dir.clone());
         }
+        if let Some((guard, args)) = &command.guard {
+            spec = spec.guard(guard.clone(), args.iter().cloned());
+        }
         supervisor.spawn_child(TASK, FLOW, spec).map_err(|e| e.to_string())?;
-        Ok(Self { supervisor, link, handshake_error })
+        Ok(Self { supervisor, link, handshake_error, connected_once })
     }
 
     /// The current connection, if the downstream is serving.
     pub(crate) fn link(&self) -> Link {
         self.link.borrow().clone()
+    }
+
+    /// Whether any run has connected yet.
+    pub(crate) fn connected_once(&self) -> bool {
+        self.connected_once.load(Ordering::Acquire)
     }
 
     /// The gateway's view of the child, now.
@@ -390,6 +404,7 @@ impl Connector {
             });
             tracing::info!(attachment = %self.state.attachment, pid, generation, server = ?connection.server,
                 protocol = %connection.protocol_version, "downstream connected");
+            self.connected_once.store(true, Ordering::Release);
             self.link.send_replace(Some(connection));
             // The client may hold a list without the downstream's tools, or the previous
             // run's: tell it to list again.

@@ -80,6 +80,10 @@ pub struct DownstreamCommand {
     pub env_clear: bool,
     /// Its working directory; the gateway's when `None`.
     pub cwd: Option<PathBuf>,
+    /// A guard program and its arguments to start each run through (see
+    /// `fleetgate_supervise::ChildSpec::guard`): with one, the run's whole process group
+    /// dies with the gateway even on `kill -9`; without, only the direct child does.
+    pub guard: Option<(OsString, Vec<OsString>)>,
 }
 
 impl DownstreamCommand {
@@ -91,7 +95,7 @@ impl DownstreamCommand {
     {
         let mut argv = argv.into_iter().map(Into::into);
         let program = argv.next()?;
-        Some(Self { program, args: argv.collect(), env: Vec::new(), env_clear: false, cwd: None })
+        Some(Self { program, args: argv.collect(), env: Vec::new(), env_clear: false, cwd: None, guard: None })
     }
 }
 
@@ -105,6 +109,7 @@ impl std::fmt::Debug for DownstreamCommand {
             .field("env_keys", &env_keys)
             .field("env_clear", &self.env_clear)
             .field("cwd", &self.cwd)
+            .field("guard", &self.guard)
             .finish()
     }
 }

@@ -105,6 +105,10 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// ([`crate::Store::server_now`]).
     fn server_clock(&self) -> Result<Option<Timestamp>, StoreError>;
 
+    /// Whether its location still names the database it opened
+    /// ([`crate::Store::check_location`]).
+    fn check_location(&self) -> Result<(), StoreError>;
+
     /// Run `op` on the connection (reconnecting first where it was lost, and
     /// once more where `retry` allows); a failure is named by `context`.
     fn run<T: Send>(

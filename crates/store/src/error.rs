@@ -20,6 +20,9 @@ pub enum StoreErrorKind {
     Invalid,
     /// The store's schema is newer than this build, or an engine is missing.
     Unsupported,
+    /// The location no longer names the store this handle opened (an embedded file
+    /// deleted or replaced while open): what it writes, no one else reads.
+    Replaced,
     /// Anything else the engine reported.
     Other,
 }

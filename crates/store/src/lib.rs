@@ -47,6 +47,14 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Engine and location, passwords redacted: `sqlite:/path/registry.sqlite3`.
     fn describe(&self) -> String;
 
+    /// Whether the location this handle was opened at still names the store it opened. An
+    /// embedded file can be deleted or replaced under a running process, which would then
+    /// go on writing to a file no one else sees: the path's device and inode are compared
+    /// with the open file's (one `stat`, cheap enough before every mutation decision). A
+    /// server's database always is. `Err` of kind [`StoreErrorKind::Replaced`] says what
+    /// happened.
+    fn check_location(&self) -> Result<(), StoreError>;
+
     /// The schema version the store is at.
     fn schema_version(&self) -> Result<u32, StoreError>;
 
@@ -89,6 +97,18 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Mark a runtime row stopped (orderly shutdown). False when it does not exist.
     fn mark_runtime_stopped(&self, runtime_id: &str, now: Timestamp) -> Result<bool, StoreError>;
+
+    /// Delete the worker rows that are history as of `now` — stopped or expired, and last
+    /// heard from at least `older_than_seconds` before `now`
+    /// ([`fleetgate_core::prune::worker_prunable`]) — in one write transaction that
+    /// locks them first, so a row renewed meanwhile is judged as renewed: a live row is
+    /// never deleted. The identities deleted, oldest first.
+    fn prune_workers(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError>;
+
+    /// Delete the stopped runtime rows last heard from (else registered) at least
+    /// `older_than_seconds` before `now` ([`fleetgate_core::prune::runtime_prunable`]),
+    /// in one write transaction; a running row is never deleted. The ids deleted.
+    fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError>;
 
     /// Append one audit entry; returns its sequence number.
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError>;

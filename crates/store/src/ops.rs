@@ -10,6 +10,7 @@ use crate::workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin};
 use crate::{FleetSnapshot, HostIdentity, HostObservation, Store, StoreError};
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::prune::{runtime_prunable, worker_prunable};
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, explain_refusal,
@@ -19,6 +20,10 @@ use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrRef};
 impl<E: Engine> Store for E {
     fn describe(&self) -> String {
         self.label()
+    }
+
+    fn check_location(&self) -> Result<(), StoreError> {
+        Engine::check_location(self)
     }
 
     fn schema_version(&self) -> Result<u32, StoreError> {
@@ -139,6 +144,30 @@ impl<E: Engine> Store for E {
         })
     }
 
+    fn prune_workers(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        let candidates = &self.sql().lock_workers_silent_since;
+        prune(self, "cannot prune workers", candidates, &self.sql().delete_worker, older_than_seconds, now, |row| {
+            let row: WorkerRecord = row;
+            worker_prunable(&row, now, older_than_seconds).then_some(row.worker_identity)
+        })
+    }
+
+    fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        let candidates = &self.sql().lock_stopped_runtime_since;
+        prune(
+            self,
+            "cannot prune runtime rows",
+            candidates,
+            &self.sql().delete_runtime,
+            older_than_seconds,
+            now,
+            |row| {
+                let row: RuntimeRecord = row;
+                runtime_prunable(&row, now, older_than_seconds).then_some(row.runtime_id)
+            },
+        )
+    }
+
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
         let values = rows::audit_values(entry)?;
         // Not retried: an append that committed would be recorded twice.
@@ -257,4 +286,28 @@ impl<E: Engine> Store for E {
     fn accept_tool(&self, profile: &str, tool: &str, digest: &str, now: Timestamp) -> Result<bool, StoreError> {
         ledger::accept(self, profile, tool, digest, now)
     }
+}
+
+/// One prune, in one write transaction: the `candidates` last heard from at or before
+/// `now - older_than_seconds`, locked; the ones `history` keys deleted by that key. Not
+/// retried: a prune that committed would answer an empty list the second time.
+fn prune<E: Engine, R: rows::Record>(
+    engine: &E,
+    context: &str,
+    candidates: &'static str,
+    delete: &'static str,
+    older_than_seconds: i64,
+    now: Timestamp,
+    history: impl Fn(R) -> Option<String> + Sync,
+) -> Result<Vec<String>, StoreError> {
+    let cutoff = [Value::Time(Some(now.plus_seconds(-older_than_seconds.max(0))))];
+    engine.run(context, Retry::Never, |c| {
+        c.transaction(Tx::Write, |c| {
+            let doomed: Vec<String> = c.query::<R>(candidates, &cutoff)?.into_iter().filter_map(&history).collect();
+            for key in &doomed {
+                c.execute(delete, &[text(key)])?;
+            }
+            Ok(doomed)
+        })
+    })
 }

@@ -52,6 +52,10 @@ pub(crate) struct Sql {
     pub claim: String,
     /// Mark a worker (`$1`) stopped.
     pub deregister_worker: String,
+    /// Every worker row last heard from at or before `$1`, locked: the candidates of a prune.
+    pub lock_workers_silent_since: String,
+    /// Delete a worker row (`$1`).
+    pub delete_worker: String,
     /// Write a runtime row ([`RUNTIME`]), replacing every column of the row
     /// with the same id, its host included.
     pub upsert_runtime: String,
@@ -61,6 +65,11 @@ pub(crate) struct Sql {
     pub touch_runtime: String,
     /// Mark a runtime row (`$1`) stopped.
     pub stop_runtime: String,
+    /// Every stopped runtime row last heard from (else registered) at or before `$1`,
+    /// locked: the candidates of a prune.
+    pub lock_stopped_runtime_since: String,
+    /// Delete a runtime row (`$1`).
+    pub delete_runtime: String,
     /// Append an audit entry (`AUDIT[1..]`), answering its id.
     pub append_audit: String,
     /// The newest `$2` entries at or after `$1` (NULL: since the first),
@@ -125,6 +134,11 @@ impl Sql {
                 d.greatest
             )),
             deregister_worker: sql("UPDATE workers SET status = 'stopped' WHERE worker_identity = $1".into()),
+            lock_workers_silent_since: sql(format!(
+                "SELECT {worker} FROM workers WHERE last_heartbeat_at <= $1 ORDER BY started_at, worker_identity{}",
+                d.lock_rows
+            )),
+            delete_worker: sql("DELETE FROM workers WHERE worker_identity = $1".into()),
             upsert_runtime: sql(format!(
                 "INSERT INTO runtimes ({runtime}) VALUES ({}) ON CONFLICT (runtime_id) DO UPDATE SET {}",
                 parameters(RUNTIME.len()),
@@ -135,6 +149,12 @@ impl Sql {
                 "UPDATE runtimes SET last_heartbeat_at = $2 WHERE runtime_id = $1 AND status = 'running'".into(),
             ),
             stop_runtime: sql("UPDATE runtimes SET status = 'stopped' WHERE runtime_id = $1".into()),
+            lock_stopped_runtime_since: sql(format!(
+                "SELECT {runtime} FROM runtimes WHERE status = 'stopped' AND COALESCE(last_heartbeat_at, registered_at) <= $1
+                 ORDER BY runtime_id{}",
+                d.lock_rows
+            )),
+            delete_runtime: sql("DELETE FROM runtimes WHERE runtime_id = $1".into()),
             append_audit: sql(format!(
                 "INSERT INTO audit_log ({}) VALUES ({}) RETURNING id",
                 names(&AUDIT[1..]),

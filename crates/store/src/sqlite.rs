@@ -1,5 +1,7 @@
 //! The SQLite engine: one file, WAL, `BEGIN IMMEDIATE`, a 5 s deadline per
-//! operation, file mode 0600, numbered additive migrations.
+//! operation, file mode 0600, numbered additive migrations. Before SQLite writes to
+//! the file, [`file`] judges it: this user's and private, writable, and empty or
+//! fleetgate's.
 //!
 //! SQLite's own busy handler sleeps longer the longer it waits, so under
 //! contention a writer that just committed wins again and again (measured here:
@@ -15,6 +17,8 @@
 //! in WAL they never wait for the write lock, so they never queue behind a writer
 //! that does.
 
+mod file;
+
 use crate::engine::{Engine, Exec, Fail, Retry, Tx};
 use crate::rows::{Columns, Record, Value};
 use crate::schema::{self, Types};
@@ -25,8 +29,6 @@ use parking_lot::Mutex;
 use rusqlite::types::{ToSqlOutput, Type, Value as Sql, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags, Row, ToSql, params, params_from_iter};
 use std::cell::Cell;
-use std::fs::{DirBuilder, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
@@ -54,6 +56,8 @@ pub struct SqliteStore {
     path: PathBuf,
     conn: Mutex<Connection>,
     reader: Mutex<Connection>,
+    /// The file opened, to tell later whether `path` still names it.
+    file: file::FileId,
 }
 
 thread_local! {
@@ -111,14 +115,6 @@ fn map_err(context: &str, e: rusqlite::Error) -> StoreError {
         }
         Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure) => StoreErrorKind::Io,
         _ => StoreErrorKind::Other,
-    };
-    StoreError::new(kind, format!("{context}: {e}"))
-}
-
-fn io_err(context: String, e: &std::io::Error) -> StoreError {
-    let kind = match e.kind() {
-        std::io::ErrorKind::PermissionDenied => StoreErrorKind::Permission,
-        _ => StoreErrorKind::Io,
     };
     StoreError::new(kind, format!("{context}: {e}"))
 }
@@ -220,7 +216,8 @@ impl Exec for Connection {
 
 impl SqliteStore {
     /// Open (creating if absent) the store at `path`. A file that is not a
-    /// SQLite database, or a newer schema, fails closed and is left untouched.
+    /// SQLite database, another program's database, a newer schema, a file
+    /// another user owns or others may write, fails closed and is left untouched.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         Self::open_migrated_to(path, SCHEMA_VERSION)
     }
@@ -235,36 +232,13 @@ impl SqliteStore {
 
     fn open_migrated_to(path: &Path, target: u32) -> Result<Self, StoreError> {
         let shown = path.display().to_string();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(parent)
-                .map_err(|e| io_err(format!("cannot create store directory {}", parent.display()), &e))?;
-        }
-        match std::fs::metadata(path) {
-            Ok(meta) if !meta.is_file() => {
-                return Err(StoreError::new(
-                    StoreErrorKind::Invalid,
-                    format!("store {shown} exists and is not a regular file"),
-                ));
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // Created here, 0600, before SQLite sees it; SQLite gives the
-                // -wal and -shm files the same mode.
-                match OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(io_err(format!("cannot create store {shown}"), &e)),
-                }
-            }
-            Err(e) => return Err(io_err(format!("cannot read store {shown}"), &e)),
-        }
+        let file = file::prepare(path, &shown)?;
         let mut conn =
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                 .map_err(|e| map_err(&format!("cannot open store {shown}"), e))?;
         conn.busy_handler(Some(busy_handler)).map_err(|e| map_err(&shown, e))?;
+        // Another program's database is refused before WAL mode or a table is written to it.
+        file::check_adoptable(&conn, &shown)?;
         let mode = enter_wal(&conn).map_err(|e| map_err(&format!("store {shown} is unreadable"), e))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::new(
@@ -280,7 +254,7 @@ impl SqliteStore {
                 .map_err(|e| map_err(&format!("cannot open store {shown}"), e))?;
         reader.busy_handler(Some(busy_handler)).map_err(|e| map_err(&shown, e))?;
         reader.execute_batch("PRAGMA query_only = ON;").map_err(|e| map_err(&shown, e))?;
-        let store = Self { path: path.to_owned(), conn: Mutex::new(conn), reader: Mutex::new(reader) };
+        let store = Self { path: path.to_owned(), conn: Mutex::new(conn), reader: Mutex::new(reader), file };
         store.migrate(target)?;
         Ok(store)
     }
@@ -337,6 +311,23 @@ impl Engine for SqliteStore {
 
     fn label(&self) -> String {
         format!("sqlite:{}", self.path.display())
+    }
+
+    /// One `stat` of the path against the file opened. A path that cannot be looked at
+    /// fails closed: the store is not known to be the one opened.
+    fn check_location(&self) -> Result<(), StoreError> {
+        let shown = self.path.display();
+        let why = match file::same_file(&self.path, self.file) {
+            Ok(None) => return Ok(()),
+            Ok(Some(why)) => why,
+            Err(e) => format!("it cannot be looked at ({e})"),
+        };
+        Err(StoreError::new(
+            StoreErrorKind::Replaced,
+            format!(
+                "store {shown} is no longer the file this process opened: {why}; what this process writes, no                  other process reads"
+            ),
+        ))
     }
 
     /// An embedded file has no clock of its own.

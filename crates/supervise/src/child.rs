@@ -19,6 +19,13 @@
 //! runs are spawned from tokio worker threads, which live as long as their
 //! runtime. It reaches the direct child only; the child's own descendants
 //! rely on the stdin EOF, or on the group kill when the supervisor stops them.
+//!
+//! A *guarded* run ([`ChildSpec::guard`]) closes that gap: the supervisor
+//! starts a guard process ([`crate::guard`]) that leads the group and starts
+//! the command in it, and holds the write end of a pipe whose read end the
+//! guard holds on fd [`crate::guard::DEATH_PIPE_FD`]. However the supervising
+//! process ends, `kill -9` included, the kernel closes that write end; the
+//! guard reads EOF and SIGKILLs the whole group, grandchildren included.
 
 use crate::policy::SpawnError;
 use crate::supervisor::{StopSignal, Supervisor};
@@ -93,6 +100,7 @@ pub struct ChildSpec {
     permanent: bool,
     term_grace: Duration,
     on_spawn: Option<OnSpawn>,
+    guard: Option<(OsString, Vec<OsString>)>,
 }
 
 impl fmt::Debug for ChildSpec {
@@ -111,6 +119,7 @@ impl fmt::Debug for ChildSpec {
             .field("permanent", &self.permanent)
             .field("term_grace", &self.term_grace)
             .field("on_spawn", &self.on_spawn.is_some())
+            .field("guard", &self.guard)
             .finish()
     }
 }
@@ -130,6 +139,7 @@ impl ChildSpec {
             permanent: false,
             term_grace: Duration::from_secs(2),
             on_spawn: None,
+            guard: None,
         }
     }
 
@@ -208,6 +218,20 @@ impl ChildSpec {
         F: Fn(SpawnedChild) + Send + Sync + 'static,
     {
         self.on_spawn = Some(Arc::new(callback));
+        self
+    }
+
+    /// Start each run through a guard: `program args… -- <command> <its args…>`, a
+    /// process that calls [`crate::guard::run`] (a binary re-executing itself, such as
+    /// `fleetgate debug downstream-guard`). The guard leads the run's process group and
+    /// SIGKILLs it when the supervising process is gone, however it ended, so no
+    /// descendant of the command outlives it. The run's pid is then the guard's.
+    pub fn guard<I, S>(mut self, program: impl Into<OsString>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.guard = Some((program.into(), args.into_iter().map(Into::into).collect()));
         self
     }
 
@@ -300,9 +324,23 @@ pub async fn run_child(spec: &ChildSpec, stop: StopSignal) -> Result<(), ChildEr
     if stop.is_stopped() {
         return Ok(());
     }
-    let mut command = Command::new(&spec.program);
+    let (mut command, death_pipe) = match &spec.guard {
+        None => {
+            let mut command = Command::new(&spec.program);
+            command.args(&spec.args);
+            die_with_parent(&mut command);
+            (command, None)
+        }
+        Some((guard, guard_args)) => {
+            let mut command = Command::new(guard);
+            command.args(guard_args).arg("--").arg(&spec.program).args(&spec.args);
+            let (reader, writer) =
+                std::io::pipe().map_err(|source| ChildError::Spawn { program: program.clone(), source })?;
+            hand_over_death_pipe(&mut command, reader.into());
+            (command, Some(writer))
+        }
+    };
     command
-        .args(&spec.args)
         .stdin(spec.stdin.to_stdio())
         .stdout(spec.stdout.to_stdio())
         .stderr(spec.stderr.to_stdio())
@@ -315,8 +353,12 @@ pub async fn run_child(spec: &ChildSpec, stop: StopSignal) -> Result<(), ChildEr
     if let Some(dir) = &spec.cwd {
         command.current_dir(dir);
     }
-    die_with_parent(&mut command);
-    let mut child = command.spawn().map_err(|source| ChildError::Spawn { program: program.clone(), source })?;
+    let spawned = command.spawn();
+    // The guard's end of the pipe (moved into the hook) is closed here; ours is held for
+    // the run's life, and by the kernel's bookkeeping until this process is gone.
+    drop(command);
+    let mut child = spawned.map_err(|source| ChildError::Spawn { program: program.clone(), source })?;
+    let _death_pipe = death_pipe;
     // Armed before anything else can fail or be cancelled: from here on,
     // however this future ends, the group is killed.
     let group = ProcessGroup(child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw));
@@ -422,6 +464,33 @@ fn die_with_parent(command: &mut Command) {
     // SAFETY: the hook runs in the forked child before exec. It calls only
     // prctl(2) and getppid(2), both async-signal-safe, and builds its error
     // from an errno without allocating.
+    unsafe {
+        command.pre_exec(hook);
+    }
+}
+
+/// Give the guard `reader` as its fd [`crate::guard::DEATH_PIPE_FD`] (the pipe is
+/// close-on-exec, so no other child of this process keeps either end).
+#[expect(
+    unsafe_code,
+    reason = "Command::pre_exec is unsafe; the hook only makes async-signal-safe syscalls and does not allocate"
+)]
+fn hand_over_death_pipe(command: &mut Command, reader: std::os::fd::OwnedFd) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let hook = move || -> io::Result<()> {
+        if reader.as_raw_fd() == crate::guard::DEATH_PIPE_FD {
+            // Already in place: only make it survive the exec.
+            return Ok(rustix::io::fcntl_setfd(&reader, rustix::io::FdFlags::empty())?);
+        }
+        // SAFETY: fd 3 of the forked child is replaced, not read: `dup2` closes whatever
+        // it was; the handle is forgotten, never dropped, so nothing closes it again.
+        let mut target = std::mem::ManuallyDrop::new(unsafe { OwnedFd::from_raw_fd(crate::guard::DEATH_PIPE_FD) });
+        rustix::io::dup2(&reader, &mut target)?;
+        Ok(())
+    };
+    // SAFETY: the hook runs in the forked child before exec. It calls only dup2(2) and
+    // fcntl(2), both async-signal-safe, and builds its error from an errno without
+    // allocating.
     unsafe {
         command.pre_exec(hook);
     }

@@ -12,6 +12,8 @@
 //!   and expiry from state, input and `now`. No tokio, no clock.
 //! * [`supervisor`] — the tokio shell that runs tasks and feeds the policy.
 //! * [`child`] — external commands as tasks, with no orphans.
+//! * [`guard`] — the guard a guarded child runs under, which takes the child's whole
+//!   process group down when the supervising process dies (`kill -9` included).
 //! * [`events`] — the events published and the bus that carries them.
 //! * [`config`] — the `[supervision]` roster table and its validation.
 #![deny(missing_docs)]
@@ -20,6 +22,8 @@
 pub mod child;
 pub mod config;
 pub mod events;
+#[cfg(unix)]
+pub mod guard;
 pub mod policy;
 pub mod supervisor;
 

@@ -194,6 +194,17 @@ pub enum WorkerCommand {
         /// The worker identity.
         identity: String,
     },
+    /// Delete history: stopped or expired worker rows last heard from at least D ago.
+    /// A live lease is never deleted.
+    Prune(PruneArgs),
+}
+
+/// `worker prune`, `runtime prune`
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// The age: a whole number and s, m, h, d or w (30m, 12h, 7d).
+    #[arg(long, value_name = "D", allow_hyphen_values = true)]
+    pub older_than: String,
 }
 
 /// `fleetgate env …`
@@ -222,6 +233,9 @@ pub enum RuntimeCommand {
         /// The runtime id (`namespace:pid:boot_id`).
         runtime_id: String,
     },
+    /// Delete history: stopped runtime rows last heard from at least D ago. A running row
+    /// is never deleted.
+    Prune(PruneArgs),
 }
 
 /// `runtime register`
@@ -351,6 +365,15 @@ pub struct ClaimArgs {
 /// `fleetgate debug …`
 #[derive(Debug, Subcommand)]
 pub enum DebugCommand {
+    /// The guard `fleetgate serve` starts each downstream run through (not for operators):
+    /// it runs `-- PROGRAM [ARGS…]` in its process group and SIGKILLs the group when the
+    /// gateway is gone, `kill -9` included (`fleetgate_supervise::guard`).
+    #[command(hide = true, name = "downstream-guard")]
+    DownstreamGuard {
+        /// The downstream's command line, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// A stand-in Gitea forge behind the gitea-mcp tool surface, on a bare git repository (MCP on
     /// stdio): the forge of `fleetgate demo` and of the tests. `--help` lists its flags.
     #[command(disable_help_flag = true)]

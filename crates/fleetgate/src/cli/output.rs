@@ -89,6 +89,28 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     out.join("\n")
 }
 
+/// What a prune deleted: `{"pruned": [ids], "count": N, "older_than": "7d", "older_than_seconds": S}`,
+/// or the ids and a count line.
+pub fn pruned(rows: &str, older_than: &str, older_than_seconds: i64, ids: Vec<String>) -> Reply {
+    let mut text: Vec<String> = ids.iter().map(|id| shown(id, MAX_CELL_CHARS)).collect();
+    text.push(format!("{} {rows} pruned (older than {})", ids.len(), shown(older_than, MAX_CELL_CHARS)));
+    Reply {
+        value: serde_json::json!({
+            "pruned": ids,
+            "count": ids.len(),
+            "older_than": older_than,
+            "older_than_seconds": older_than_seconds,
+        }),
+        text: text.join("\n"),
+        exit: Exit::Ok,
+    }
+}
+
+/// `--older-than`'s age in seconds, or the error naming the flag.
+pub fn older_than(value: &str) -> anyhow::Result<i64> {
+    fleetgate_core::prune::parse_age(value).map_err(|why| anyhow::anyhow!("invalid --older-than: {why}"))
+}
+
 /// Parse an operator-typed number, naming the flag when it is not one.
 pub fn parse_flag<T: std::str::FromStr>(flag: &str, value: &str, expected: &str) -> anyhow::Result<T> {
     value.trim().parse().map_err(|_| anyhow::anyhow!("invalid {flag} {value:?}: expected {expected}"))

@@ -3,7 +3,7 @@
 
 use crate::cli::args::{RuntimeCommand, RuntimeRegisterArgs};
 use crate::cli::context::Ctx;
-use crate::cli::output::{Exit, Reply, parse_flag, table};
+use crate::cli::output::{Exit, Reply, older_than, parse_flag, pruned, table};
 use anyhow::bail;
 use fleetgate_core::runtime::{RuntimeRecord, RuntimeStatus, derive_cohort, runtime_id};
 use fleetgate_host::procfs::{ProcFs, ProcessSource};
@@ -21,6 +21,11 @@ pub fn run(ctx: &Ctx, cmd: &RuntimeCommand) -> anyhow::Result<Reply> {
         RuntimeCommand::Deregister { runtime_id } => {
             let ok = ctx.store()?.mark_runtime_stopped(runtime_id, ctx.now())?;
             Ok(found(runtime_id, ok, "stopped"))
+        }
+        RuntimeCommand::Prune(a) => {
+            let seconds = older_than(&a.older_than)?;
+            let ids = ctx.store()?.prune_runtime(seconds, ctx.now())?;
+            Ok(pruned("runtime rows", &a.older_than, seconds, ids))
         }
     }
 }

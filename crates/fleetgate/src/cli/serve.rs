@@ -114,7 +114,7 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
     let control =
         FleetControl::new(identity, transport, ctx.env.clone(), ctx.decision_clock()?, gate).with_metrics(metrics);
     let options = GatewayOptions {
-        downstream: DownstreamCommand::from_argv(args.downstream.iter().cloned()),
+        downstream: downstream_command(ctx, &args.downstream),
         max_message_bytes: args.max_message_bytes,
         supervision: ctx.config.supervision.clone(),
         server_name: format!("fleetgate {}", member.profile),
@@ -123,6 +123,31 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         ..GatewayOptions::default()
     };
     run_serve(ServeSettings { control, options, http })
+}
+
+/// The downstream's command line, started with only what it may see of this process's
+/// environment ([`fleetgate_core::env::downstream_env`]): never the HTTP token, the store
+/// location or an undeclared key; and through the guard (`fleetgate debug downstream-guard`).
+fn downstream_command(ctx: &Ctx, argv: &[OsString]) -> Option<DownstreamCommand> {
+    let mut command = DownstreamCommand::from_argv(argv.iter().cloned())?;
+    let config = &ctx.config;
+    let env = fleetgate_core::env::downstream_env(
+        &ctx.env,
+        &config.env_prefix,
+        &config.pass_through_env,
+        &config.downstream_pass_env,
+    );
+    command.env_clear = true;
+    command.env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    // Each run starts through this binary's guard, so its whole process group dies with the
+    // gateway, `kill -9` included.
+    match std::env::current_exe() {
+        Ok(exe) => command.guard = Some((exe.into(), vec!["debug".into(), "downstream-guard".into()])),
+        Err(e) => tracing::warn!(
+            "cannot find this binary to guard the downstream ({e}): only its direct child dies with the gateway"
+        ),
+    }
+    Some(command)
 }
 
 /// The HTTP transport's options: the listen address (loopback unless allowed), the token

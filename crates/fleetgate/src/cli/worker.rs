@@ -2,7 +2,7 @@
 
 use crate::cli::args::{ClaimArgs, HeartbeatArgs, RegisterArgs, WorkerCommand};
 use crate::cli::context::Ctx;
-use crate::cli::output::{Exit, Reply, parse_flag, table};
+use crate::cli::output::{Exit, Reply, older_than, parse_flag, pruned, table};
 use anyhow::bail;
 use fleetgate_core::BlockerKind;
 use fleetgate_core::worker::{HeartbeatRequest, Registration, WorkerRecord, is_live, worker_identity};
@@ -19,6 +19,11 @@ pub fn run(ctx: &Ctx, cmd: &WorkerCommand) -> anyhow::Result<Reply> {
         WorkerCommand::Show { identity } => show(ctx, identity),
         WorkerCommand::List => list(ctx),
         WorkerCommand::Deregister { identity } => deregister(ctx, identity),
+        WorkerCommand::Prune(a) => {
+            let seconds = older_than(&a.older_than)?;
+            let ids = ctx.store()?.prune_workers(seconds, ctx.now())?;
+            Ok(pruned("worker rows", &a.older_than, seconds, ids))
+        }
     }
 }
 

@@ -8,11 +8,12 @@ use super::snapshot::{Snapshot, snapshot};
 use super::workflow::{self, ForgeReader, WorkflowCall};
 use crate::audit::Auditor;
 use crate::config::{FleetConfig, Member};
+use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::capability::{
-    Capability, CapabilityInput, Evidence, RoleRefusal, ToolClass, classify_tool, needs_evidence,
-    resolve_task_capability,
+    Capability, CapabilityInput, Evidence, RoleRefusal, STORE_REPLACED_ACTION, TOOL_CHANGED_ACTION, ToolClass,
+    classify_tool, needs_evidence, resolve_task_capability,
 };
 use fleetgate_core::rules::{ArgMatch, Rule};
 use fleetgate_store::Store;
@@ -290,15 +291,20 @@ impl Gate {
             evidence,
         };
         if role_permitted && let Some(why) = self.changed_definition(&member.profile, call.tool) {
-            let mut verdict = resolve_task_capability(&input(None));
-            verdict.allowed = false;
-            verdict.blocker_kind = Some(fleetgate_core::BlockerKind::ToolDefinitionChanged);
-            verdict.blocked_reasons = vec![why];
-            verdict.operator_action = Some(fleetgate_core::capability::TOOL_CHANGED_ACTION.into());
-            return verdict;
+            let verdict = resolve_task_capability(&input(None));
+            return refused(verdict, BlockerKind::ToolDefinitionChanged, why, TOOL_CHANGED_ACTION);
         }
         if !needs_evidence(class, role_permitted) {
             return resolve_task_capability(&input(None));
+        }
+        // A store deleted or replaced under this process: its evidence, its audit and its
+        // leases are in a file no one else reads.
+        if let Err(e) = self.store.check_location() {
+            let verdict = resolve_task_capability(&input(None));
+            return Capability {
+                restart_required: true,
+                ..refused(verdict, BlockerKind::StoreReplaced, e.to_string(), STORE_REPLACED_ACTION)
+            };
         }
         let snap = self.snapshot(now, Some(&member.namespace));
         let provenance = session_provenance(&*self.store, &*self.observer, &call.caller, &self.config.env_prefix, now);
@@ -417,8 +423,14 @@ pub const AUDIT_UNAVAILABLE_ACTION: &str = "the store did not take the call's au
 
 /// An allowed mutation whose audit entry is not committed: refused.
 fn audit_refusal(verdict: &mut Capability, problem: String) {
+    *verdict = refused(verdict.clone(), BlockerKind::AuditUnavailable, problem, AUDIT_UNAVAILABLE_ACTION);
+}
+
+/// `verdict` (the resolver's, before the evidence) turned into a refusal by `kind`.
+fn refused(mut verdict: Capability, kind: BlockerKind, reason: String, action: &str) -> Capability {
     verdict.allowed = false;
-    verdict.blocker_kind = Some(fleetgate_core::BlockerKind::AuditUnavailable);
-    verdict.blocked_reasons = vec![problem];
-    verdict.operator_action = Some(AUDIT_UNAVAILABLE_ACTION.into());
+    verdict.blocker_kind = Some(kind);
+    verdict.blocked_reasons = vec![reason];
+    verdict.operator_action = Some(action.to_owned());
+    verdict
 }

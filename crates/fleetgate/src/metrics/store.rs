@@ -64,6 +64,10 @@ impl Store for MeteredStore {
         self.metered("append_audit_batch", || self.inner.append_audit_batch(entries, settle))
     }
 
+    fn check_location(&self) -> Result<(), StoreError> {
+        self.inner.check_location()
+    }
+
     metered! {
         fn schema_version(&self) -> u32;
         fn register(&self, registration: &Registration, now: Timestamp) -> RegisterOutcome;
@@ -76,6 +80,8 @@ impl Store for MeteredStore {
         fn list_runtime(&self) -> Vec<RuntimeRecord>;
         fn touch_runtime(&self, runtime_id: &str, now: Timestamp) -> bool;
         fn mark_runtime_stopped(&self, runtime_id: &str, now: Timestamp) -> bool;
+        fn prune_workers(&self, older_than_seconds: i64, now: Timestamp) -> Vec<String>;
+        fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Vec<String>;
         fn append_audit(&self, entry: &AuditEntry) -> i64;
         fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Vec<AuditEntry>;
         fn server_now(&self) -> Option<Timestamp>;

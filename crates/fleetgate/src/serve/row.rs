@@ -76,8 +76,14 @@ impl RowKeeper {
         Ok(())
     }
 
-    /// Keep the row fresh and publish this host's scan.
+    /// Keep the row fresh and publish this host's scan; say on each tick when the store
+    /// was deleted or replaced under this process (the gate refuses mutations meanwhile).
     pub fn refresh(&self) {
+        if let Err(e) = self.store.check_location() {
+            tracing::error!(
+                "{e}: mutating calls are refused (store_replaced) until it is put back or this gateway restarts"
+            );
+        }
         let now = self.clock.now();
         if let Err(e) = self.store.touch_runtime(&self.runtime_id, now) {
             tracing::warn!("runtime row refresh failed: {e}");

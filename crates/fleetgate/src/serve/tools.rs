@@ -56,6 +56,30 @@ struct EnvDiagnostics<'a> {
     unsupported: Vec<UnsupportedOverride>,
 }
 
+/// `…get_runtime_context`'s `store_health`: whether the store's location still names the
+/// store this process opened; when not, the blocker every mutating call gets and the fix.
+#[derive(Debug, Serialize)]
+struct StoreHealth {
+    ok: bool,
+    blocker_kind: Option<fleetgate_core::BlockerKind>,
+    reason: Option<String>,
+    operator_action: Option<&'static str>,
+}
+
+impl StoreHealth {
+    fn of(store: &dyn fleetgate_store::Store) -> Self {
+        match store.check_location() {
+            Ok(()) => Self { ok: true, blocker_kind: None, reason: None, operator_action: None },
+            Err(e) => Self {
+                ok: false,
+                blocker_kind: Some(fleetgate_core::BlockerKind::StoreReplaced),
+                reason: Some(e.to_string()),
+                operator_action: Some(fleetgate_core::capability::STORE_REPLACED_ACTION),
+            },
+        }
+    }
+}
+
 /// `…get_runtime_context`'s answer.
 #[derive(Debug, Serialize)]
 struct RuntimeContext<'a> {
@@ -81,6 +105,7 @@ struct RuntimeContext<'a> {
     downstream: Value,
     tool_changes: Vec<Value>,
     store: String,
+    store_health: StoreHealth,
     read_only: bool,
 }
 
@@ -296,6 +321,7 @@ fn runtime_context(
         downstream: downstream.to_json(),
         tool_changes: crate::pins::changes(&**gate.store(), Some(&id.member.profile)),
         store: gate.store().describe(),
+        store_health: StoreHealth::of(&**gate.store()),
         read_only: true,
     })
 }

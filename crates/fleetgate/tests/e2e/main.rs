@@ -9,6 +9,7 @@
 mod canary;
 mod demo;
 mod diagnostics;
+mod downstream;
 mod forge;
 mod gitflow;
 mod http;
@@ -16,5 +17,6 @@ mod httpkit;
 mod lifecycle;
 mod metrics;
 mod routing;
+mod store;
 mod support;
 mod workflow;

@@ -235,17 +235,14 @@ impl Drop for Client {
 /// A member gateway without a downstream, held open by its stdin.
 pub struct Member(pub Child);
 
+/// `/usr/bin/env ARGV…` with its stdin piped, its stdout to `stdout`, its stderr dropped.
+pub fn spawn_env(argv: &[String], stdout: Stdio) -> Child {
+    Command::new("/usr/bin/env").args(argv).stdin(Stdio::piped()).stdout(stdout).stderr(Stdio::null()).spawn().unwrap()
+}
+
 impl Member {
     pub fn start(argv: &[String]) -> Self {
-        Self(
-            Command::new("/usr/bin/env")
-                .args(argv)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
+        Self(spawn_env(argv, Stdio::null()))
     }
     pub fn stop(mut self) {
         drop(self.0.stdin.take());

@@ -170,6 +170,72 @@ fn a_non_number_epoch_is_a_clear_error_and_writes_nothing() {
     assert_eq!(list["workers"].as_array().unwrap().len(), 1, "nothing was registered by the bad calls");
 }
 
+/// The `field` of every row `fleetgate NOUN list --json` lists under `key`.
+fn listed(store: &Path, noun: &str, key: &str, field: &str) -> Vec<String> {
+    let list = json_of(&fleetgate(store, &[noun, "list", "--json"]));
+    list[key].as_array().unwrap().iter().map(|r| r[field].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn prune_deletes_old_history_and_never_a_live_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.sqlite3");
+    let live = register(&store, "claude-code")["worker_identity"].as_str().unwrap().to_owned();
+    let gone = register(&store, "gemini")["worker_identity"].as_str().unwrap().to_owned();
+    assert_eq!(code(&fleetgate(&store, &["worker", "deregister", &gone])), Some(0));
+
+    // Bad ages are refused by name, and delete nothing.
+    for bad in ["7", "7 days", "-1d", "1y", "3651d"] {
+        let out = fleetgate(&store, &["worker", "prune", "--older-than", bad, "--json"]);
+        assert_eq!(code(&out), Some(1), "{bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--older-than"), "{bad}");
+    }
+    let out = fleetgate(&store, &["worker", "prune", "--older-than", "7d", "--json"]);
+    assert_eq!(code(&out), Some(0));
+    assert_eq!(
+        json_of(&out),
+        serde_json::json!({"pruned": [], "count": 0, "older_than": "7d", "older_than_seconds": 604800})
+    );
+    assert_eq!(listed(&store, "worker", "workers", "worker_identity").len(), 2);
+
+    let out = fleetgate(&store, &["worker", "prune", "--older-than", "0s", "--json"]);
+    assert_eq!(code(&out), Some(0));
+    assert_eq!(json_of(&out)["pruned"], serde_json::json!([gone]));
+    assert_eq!(listed(&store, "worker", "workers", "worker_identity"), [live], "the live row stays");
+    let text =
+        String::from_utf8_lossy(&fleetgate(&store, &["worker", "prune", "--older-than", "0s"]).stdout).into_owned();
+    assert_eq!(text.trim(), "0 worker rows pruned (older than 0s)");
+
+    // Runtime rows: a stopped one goes, a running one stays.
+    let row = |ns: &str, pid: &str| {
+        let out = fleetgate(
+            &store,
+            &[
+                "runtime",
+                "register",
+                "--namespace",
+                ns,
+                "--profile",
+                "prgs-author",
+                "--role",
+                "author",
+                "--pid",
+                pid,
+                "--json",
+            ],
+        );
+        assert_eq!(code(&out), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        json_of(&out)["runtime_id"].as_str().unwrap().to_owned()
+    };
+    let (running, stopped) = (row("gitea-author", "4001"), row("gitea-author-2", "4002"));
+    assert_eq!(code(&fleetgate(&store, &["runtime", "deregister", &stopped])), Some(0));
+    let out = fleetgate(&store, &["runtime", "prune", "--older-than", "0s", "--json"]);
+    assert_eq!(code(&out), Some(0));
+    assert_eq!(json_of(&out)["pruned"], serde_json::json!([stopped]));
+    assert_eq!(listed(&store, "runtime", "runtimes", "runtime_id"), [running]);
+    assert_eq!(code(&fleetgate(&store, &["runtime", "prune", "--older-than", "soon"])), Some(1));
+}
+
 #[test]
 fn a_corrupt_store_fails_closed_and_is_left_untouched() {
     let dir = tempfile::tempdir().unwrap();
@@ -182,6 +248,69 @@ fn a_corrupt_store_fails_closed_and_is_left_untouched() {
     assert!(json_of(&out)["error"].as_str().unwrap().contains("corrupt.sqlite3"));
     assert_eq!(std::fs::read(&store).unwrap(), garbage);
     assert!(!dir.path().join("corrupt.sqlite3-wal").exists());
+}
+
+#[test]
+fn a_read_only_store_is_reported_read_only_with_the_fix() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ro.sqlite3");
+    register(&store, "claude-code");
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o400)).unwrap();
+    let before = std::fs::read(&store).unwrap();
+    let out = if std::fs::metadata("/proc/self").unwrap().uid() == 0 {
+        // Root may write any file: the store is nobody's, and nobody runs the command.
+        std::os::unix::fs::chown(&store, Some(65534), Some(65534)).unwrap();
+        std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .arg("--store")
+            .arg(&store)
+            .args(["worker", "list"])
+            .output()
+            .expect("run fleetgate as nobody")
+    } else {
+        fleetgate(&store, &["worker", "list"])
+    };
+    assert_eq!(code(&out), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ro.sqlite3 is read-only for this user"), "{err}");
+    assert!(err.contains(&format!("chmod u+w {}", store.display())), "{err}");
+    assert!(!err.contains("unreadable"), "{err}");
+    assert_eq!(std::fs::read(&store).unwrap(), before);
+}
+
+#[test]
+fn a_non_utf8_config_path_is_used_as_given() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    // `caf\xe9` is not UTF-8; read lossily it would be `caf\u{FFFD}`, another directory.
+    let named = dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    std::fs::create_dir(&named).unwrap();
+    let roster =
+        "[[members]]\nnamespace = \"ns-a\"\nprofile = \"p-a\"\nrole = \"author\"\n\n[http]\ntokens_file = \"tokens\"\n";
+    std::fs::write(named.join("fleet.toml"), roster).unwrap();
+    // The tokens file beside the config has a bad second line: reading it stops the start
+    // naming that line; a lossy path would not find it at all.
+    std::fs::write(named.join("tokens"), format!("{}  alice\nnot-a-digest bob\n", "ab".repeat(32))).unwrap();
+    let out = Command::new(bin())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .arg("--store")
+        .arg(dir.path().join("r.sqlite3"))
+        .arg("--config")
+        .arg(named.join("fleet.toml"))
+        .args(["serve", "--profile", "p-a", "--transport", "http", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tokens:2:"), "the tokens file beside the config was read: {err}");
+    assert!(!err.contains("cannot read"), "{err}");
 }
 
 #[test]

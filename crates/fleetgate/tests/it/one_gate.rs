@@ -175,6 +175,33 @@ fn fleet_audited(audit_wait: Option<std::time::Duration>) -> Fleet {
     Fleet { _dir: dir, store, host, gate, control, config, worker }
 }
 
+/// Run `story` on a fresh made-up fleet, its heartbeat loops on a runtime of the test's own.
+fn with_fleet(story: fn(&Fleet)) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async {
+        tokio::task::spawn_blocking(move || {
+            let f = fleet();
+            story(&f);
+            f.control.on_shutdown("test");
+        })
+        .await
+        .unwrap();
+    });
+}
+
+/// The structured answer of control tool `name` called on the author's attachment.
+fn control_tool(f: &Fleet, name: &str, arguments: Value, known: &(dyn Fn(&str) -> Option<Tool> + Sync)) -> Value {
+    let answer = f.control.call_control_tool(ControlCall {
+        attachment: AttachmentId(1),
+        name,
+        arguments: arguments.as_object().unwrap().clone(),
+        downstream: &DownstreamStatus::absent(),
+        known_tool: known,
+        link: None,
+    });
+    answer.structured_content.unwrap()
+}
+
 fn tool(name: &str) -> Tool {
     let mut tool = Tool::new(name.to_owned(), "a tool", Arc::new(JsonObject::new()));
     if name == "git_log" {
@@ -191,15 +218,7 @@ fn three(f: &Fleet, name: &str) -> [(bool, Value, Value); 3] {
     let cli = capability_reply(&f.gate, member, name, Some(&f.worker), hint.is_some(), None, at(20)).value;
     let t = tool(name);
     let known = |n: &str| (n == name).then(|| t.clone());
-    let control = f.control.call_control_tool(ControlCall {
-        attachment: AttachmentId(1),
-        name: "gitea_resolve_task_capability",
-        arguments: json!({ "tool": name }).as_object().unwrap().clone(),
-        downstream: &DownstreamStatus::absent(),
-        known_tool: &known,
-        link: None,
-    });
-    let control = control.structured_content.unwrap();
+    let control = control_tool(f, "gitea_resolve_task_capability", json!({ "tool": name }), &known);
     let decided = f.control.decide(AttachmentId(1), &ToolCall { tool: &t, arguments: None, link: None });
     let gateway = (
         decided.decision.allowed,
@@ -219,52 +238,70 @@ fn agree(f: &Fleet, name: &str) -> (bool, Value, Value) {
 
 #[test]
 fn the_cli_the_control_tool_and_the_gateway_give_one_verdict() {
-    // The test runs the heartbeat loops on a runtime of its own.
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    runtime.block_on(async {
-        tokio::task::spawn_blocking(|| {
-            let f = fleet();
-            assert_eq!(agree(&f, "git_add"), (true, Value::Null, json!([])), "a healthy fleet, an owned session");
-            assert!(agree(&f, "git_log").0, "read-only");
+    with_fleet(|f| {
+        assert_eq!(agree(f, "git_add"), (true, Value::Null, json!([])), "a healthy fleet, an owned session");
+        assert!(agree(f, "git_log").0, "read-only");
 
-            // A second author from another cohort closes the gate, the same way on every path.
-            f.host.run(4300, &[MANAGED]);
-            f.store.upsert_runtime(&row("gitea-author", "prgs-author", "author", 4300, "fleet-b")).unwrap();
-            let (allowed, blocker, reasons) = agree(&f, "git_add");
-            assert!(!allowed);
-            assert_eq!(blocker, "fleet_inventory_blocked");
-            assert!(reasons.to_string().contains("duplicate prgs-author"), "{reasons}");
-            assert!(agree(&f, "git_log").0, "reads answer to role policy alone");
+        // A second author from another cohort closes the gate, the same way on every path.
+        f.host.run(4300, &[MANAGED]);
+        f.store.upsert_runtime(&row("gitea-author", "prgs-author", "author", 4300, "fleet-b")).unwrap();
+        let (allowed, blocker, reasons) = agree(f, "git_add");
+        assert!(!allowed);
+        assert_eq!(blocker, "fleet_inventory_blocked");
+        assert!(reasons.to_string().contains("duplicate prgs-author"), "{reasons}");
+        assert!(agree(f, "git_log").0, "reads answer to role policy alone");
 
-            // A peer's unsupported override is a hard diagnostic on every path.
-            f.host.run(4300, &[MANAGED, ("GITEA_MCP_CLIENT_SOMETHING_ELSE", "x")]);
-            let (_, blocker, reasons) = agree(&f, "git_add");
-            assert_eq!(blocker, "runtime_reconnect_required");
-            assert!(reasons.to_string().contains("unsupported-env:"), "{reasons}");
-            f.control.on_shutdown("test");
-        })
-        .await
-        .unwrap();
+        // A peer's unsupported override is a hard diagnostic on every path.
+        f.host.run(4300, &[MANAGED, ("GITEA_MCP_CLIENT_SOMETHING_ELSE", "x")]);
+        let (_, blocker, reasons) = agree(f, "git_add");
+        assert_eq!(blocker, "runtime_reconnect_required");
+        assert!(reasons.to_string().contains("unsupported-env:"), "{reasons}");
     });
 }
 
 #[test]
 fn a_role_refusal_is_the_same_everywhere_and_needs_no_evidence() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    runtime.block_on(async {
-        tokio::task::spawn_blocking(|| {
-            let f = fleet();
-            let reviewer = f.config.member("prgs-reviewer").unwrap();
-            let refused = capability_reply(&f.gate, reviewer, "git_add", None, false, None, at(20)).value;
-            assert_eq!(refused["blocker_kind"], "role_not_permitted");
-            // No evidence was needed: an empty host changes nothing.
-            f.host.processes.lock().unwrap().clear();
-            let again = capability_reply(&f.gate, reviewer, "git_add", None, false, None, at(20)).value;
-            assert_eq!(refused, again);
-            f.control.on_shutdown("test");
-        })
-        .await
-        .unwrap();
+    with_fleet(|f| {
+        let reviewer = f.config.member("prgs-reviewer").unwrap();
+        let refused = capability_reply(&f.gate, reviewer, "git_add", None, false, None, at(20)).value;
+        assert_eq!(refused["blocker_kind"], "role_not_permitted");
+        // No evidence was needed: an empty host changes nothing.
+        f.host.processes.lock().unwrap().clear();
+        let again = capability_reply(&f.gate, reviewer, "git_add", None, false, None, at(20)).value;
+        assert_eq!(refused, again);
+    });
+}
+
+#[test]
+fn a_store_deleted_or_replaced_under_the_gateway_refuses_mutations_until_it_is_back() {
+    with_fleet(|f| {
+        let (path, aside) = (f._dir.path().join("s.sqlite3"), f._dir.path().join("aside.sqlite3"));
+        let health = || control_tool(f, "gitea_get_runtime_context", json!({}), &|_| None)["store_health"].clone();
+        assert!(agree(f, "git_add").0, "a healthy fleet");
+        assert_eq!(health()["ok"], true);
+
+        // Deleted from its path (here: moved aside, so it can come back).
+        std::fs::rename(&path, &aside).unwrap();
+        let (allowed, blocker, reasons) = agree(f, "git_add");
+        assert!(!allowed);
+        assert_eq!(blocker, "store_replaced");
+        assert!(reasons.to_string().contains("s.sqlite3 is no longer the file this process opened"), "{reasons}");
+        assert!(reasons.to_string().contains("it was deleted"), "{reasons}");
+        assert!(agree(f, "git_log").0, "reads answer to role policy alone");
+        let h = health();
+        assert_eq!((h["ok"].clone(), h["blocker_kind"].clone()), (json!(false), json!("store_replaced")), "{h}");
+        assert!(h["operator_action"].as_str().unwrap().contains("put that file back"), "{h}");
+
+        // Another file at the same path (what the next CLI call would have created).
+        std::fs::copy(&aside, &path).unwrap();
+        let (allowed, blocker, reasons) = agree(f, "git_add");
+        assert_eq!((allowed, blocker), (false, json!("store_replaced")));
+        assert!(reasons.to_string().contains("replaced by another file"), "{reasons}");
+
+        // The file it opened back at its path: mutations are decided as before.
+        std::fs::rename(&aside, &path).unwrap();
+        assert_eq!(agree(f, "git_add"), (true, Value::Null, json!([])));
+        assert_eq!(health()["ok"], true);
     });
 }
 

@@ -94,6 +94,9 @@ impl Store for Instrumented {
     fn describe(&self) -> String {
         self.inner.describe()
     }
+    fn check_location(&self) -> Result<(), StoreError> {
+        self.inner.check_location()
+    }
     fn schema_version(&self) -> Result<u32, StoreError> {
         self.inner.schema_version()
     }
@@ -131,6 +134,12 @@ impl Store for Instrumented {
     }
     fn mark_runtime_stopped(&self, id: &str, now: Timestamp) -> Result<bool, StoreError> {
         self.inner.mark_runtime_stopped(id, now)
+    }
+    fn prune_workers(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        self.inner.prune_workers(older_than_seconds, now)
+    }
+    fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        self.inner.prune_runtime(older_than_seconds, now)
     }
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
         std::thread::sleep(std::time::Duration::from_millis(self.audit_delay_ms.load(Ordering::SeqCst)));

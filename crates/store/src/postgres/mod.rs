@@ -125,6 +125,12 @@ impl Engine for PostgresStore {
         self.target.shown.clone()
     }
 
+    /// A URL names a server's database, which a client cannot lose under itself the way
+    /// a process can lose a deleted file: always the same store.
+    fn check_location(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     fn server_clock(&self) -> Result<Option<Timestamp>, StoreError> {
         self.run("cannot read the server clock", Retry::Read, |s| {
             let now: SystemTime = bind::get(&s.client.query_one("SELECT now()", &[])?, 0)?;

@@ -12,10 +12,12 @@ mod clock;
 mod engines;
 mod ledger;
 mod migrations;
+mod prune;
 mod race;
 mod registry;
 mod runtime;
 mod snapshot;
+mod sqlite_file;
 mod support;
 mod transient;
 
@@ -46,6 +48,8 @@ conformance! {
     registry::deregistered_rows_are_history,
     registry::liveness_follows_the_ttl,
     registry::calls_from_inside_an_async_runtime_answer,
+    prune::pruning_deletes_old_history_and_never_a_live_row,
+    prune::pruning_runtime_rows_deletes_only_old_stopped_ones,
     runtime::runtime_rows_round_trip_and_refresh,
     runtime::runtime_rows_carry_their_host,
     runtime::observations_keep_the_newest_scan_per_host,

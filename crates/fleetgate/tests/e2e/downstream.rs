@@ -1,0 +1,129 @@
+//! What the gateway's downstream child gets and keeps: only the declared environment, no
+//! process left behind when the gateway is killed, and a first sessionless call that waits
+//! for a downstream still starting.
+
+use crate::support::{FleetDir, Member, serial, wait_until};
+use std::path::Path;
+
+/// `KEY=value` lines of a file `env` wrote, as pairs.
+fn dumped_env(path: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+        .collect()
+}
+
+#[test]
+fn the_downstream_sees_only_declared_keys_never_the_token_or_the_store_url() {
+    let _serial = serial();
+    let config = "[fleet]\nname = \"envs\"\npass_through_env = [\"GITEA_HOST\", \"GITEA_ACCESS_TOKEN\"]\n\n\
+                  [downstream]\npass_env = [\"NODE_*\"]\n\n\
+                  [[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n";
+    let f = FleetDir::new(config);
+    let dump = f.dir.path().join("downstream.env");
+    let script = format!("env > {}.part && mv {0}.part {0} && exec sleep 600", dump.display());
+    let mut argv = vec![
+        "FLEETGATE_HTTP_TOKEN=http-token-must-not-leak".to_owned(),
+        "GITEA_WORKER_REGISTRY_DB=postgres://fleet:store-password@db.invalid/fleet".to_owned(),
+        "UNDECLARED_SECRET=undeclared-must-not-leak".to_owned(),
+        "GITEA_HOST=https://forge.invalid".to_owned(),
+        "GITEA_ACCESS_TOKEN=forge-pat".to_owned(),
+        "NODE_OPTIONS=--trace-warnings".to_owned(),
+        "LANG=C.UTF-8".to_owned(),
+    ];
+    // `--store` names the store, so the URL above is only in the environment.
+    argv.extend(f.serve_argv("prgs-author", "c", &["/bin/sh", "-c", &script]));
+    let member = Member::start(&argv);
+    assert!(wait_until(20.0, || dump.exists()), "the downstream did not start");
+    let env = dumped_env(&dump);
+    let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    let text = std::fs::read_to_string(&dump).unwrap();
+    for secret in ["http-token-must-not-leak", "store-password", "undeclared-must-not-leak"] {
+        assert!(!text.contains(secret), "{secret} reached the downstream: {keys:?}");
+    }
+    for absent in ["FLEETGATE_HTTP_TOKEN", "GITEA_WORKER_REGISTRY_DB", "UNDECLARED_SECRET", "GITEA_MCP_COHORT_ID"] {
+        assert!(!keys.contains(&absent), "{absent} reached the downstream: {keys:?}");
+    }
+    for (key, value) in [
+        ("GITEA_HOST", "https://forge.invalid"),
+        ("GITEA_ACCESS_TOKEN", "forge-pat"),
+        ("NODE_OPTIONS", "--trace-warnings"),
+        ("LANG", "C.UTF-8"),
+    ] {
+        assert!(env.iter().any(|(k, v)| k == key && v == value), "{key} missing: {keys:?}");
+    }
+    assert!(keys.contains(&"PATH"), "the basics pass: {keys:?}");
+    member.stop();
+}
+
+/// Whether `pid` is gone: no such process, or a zombie nobody has reaped yet (dead all the
+/// same; a container's init may be slow to reap what is reparented to it).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn kill_9_of_the_gateway_leaves_no_descendant_of_the_downstream_behind() {
+    let _serial = serial();
+    let f = FleetDir::new(
+        "[fleet]\nname = \"orphans\"\n\n[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n",
+    );
+    let pidfile = f.dir.path().join("grandchild.pid");
+    // A downstream whose own child is in the background: the gateway's direct child is
+    // `sleep 601`, its child `sleep 600`.
+    let script = format!("sleep 600 & echo $! > {0}.part && mv {0}.part {0}; exec sleep 601", pidfile.display());
+    let mut member = Member::start(&f.serve_argv("prgs-author", "c", &["/bin/sh", "-c", &script]));
+    assert!(wait_until(20.0, || pidfile.exists()), "the downstream did not start");
+    let grandchild: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(!gone(grandchild), "the grandchild runs while the gateway does");
+    member.0.kill().unwrap();
+    member.0.wait().unwrap();
+    let died = wait_until(10.0, || gone(grandchild));
+    if !died {
+        let _ = std::process::Command::new("kill").args(["-KILL", &grandchild.to_string()]).status();
+    }
+    assert!(died, "the downstream's child {grandchild} outlived the gateway's SIGKILL");
+}
+
+#[test]
+fn the_first_sessionless_call_waits_for_a_downstream_still_starting() {
+    use crate::httpkit::{HttpGateway, Raw};
+    use crate::support::{bare_repo, forge_fixture};
+    let _serial = serial();
+    let f = FleetDir::new(
+        "[fleet]\nname = \"slow\"\ntool_prefix = \"gitea_\"\n\n[supervision]\nbackoff_seconds = [1.5]\n\
+         jitter_ratio = 0\n\n[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n",
+    );
+    let bare = bare_repo(f.dir.path(), "forge.git", &f.repo());
+    let marker = f.dir.path().join("first-run");
+    // Slow to start: its first run fails at once; the second, 1.5 s later, comes up.
+    let script = format!(
+        "if [ ! -e {m} ]; then touch {m}; exit 1; fi; exec {fixture} --repo {bare}",
+        m = marker.display(),
+        fixture = forge_fixture().join(" "),
+        bare = bare.display()
+    );
+    let g = HttpGateway::start(&f, None, &["/bin/sh", "-c", &script]);
+    let raw = Raw::new(&g);
+    // The client's first request (a control tool) makes its attachment and starts its
+    // downstream; its first call of a downstream tool comes while the downstream waits to
+    // be restarted.
+    let context = serde_json::json!({ "name": "gitea_get_runtime_context", "arguments": {} });
+    let state = || {
+        raw.stateless(1, "tools/call", context.clone(), "slow", None).body["result"]["structuredContent"]["downstream"]
+            ["state"]
+            .clone()
+    };
+    assert!(wait_until(10.0, || state() == "restarting"), "the first run did not fail: {}", state());
+    let call = serde_json::json!({ "name": "get_me", "arguments": {} });
+    let first = raw.stateless(2, "tools/call", call, "slow", None);
+    assert_eq!(first.status, 200, "{first:?}");
+    let text = first.body["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(!text.starts_with("downstream_unavailable"), "the first call did not wait: {}", first.body);
+    assert!(text.contains("fleet-bot"), "{}", first.body);
+    g.stop();
+}

@@ -1,0 +1,138 @@
+//! The guard of a guarded child ([`crate::ChildSpec::guard`]): a small process between the
+//! supervisor and the command, so that the command's whole process group dies with the
+//! supervisor even when the supervisor gets no chance to clean up (`kill -9`, a crash).
+//!
+//! The supervisor starts the guard as the leader of a new process group, with the read end
+//! of a pipe on fd [`DEATH_PIPE_FD`] whose write end only the supervisor holds. The guard
+//! starts the command in its own group (the command inherits its stdio, environment and
+//! directory) and then waits for one of:
+//! * the command exits: the guard exits the same way (its status, or its signal), so the
+//!   supervisor judges the command's exit as if it were its direct child;
+//! * EOF on the pipe, which the kernel delivers once the supervisor is gone: the guard
+//!   SIGKILLs the group, itself included — the command and every descendant that stayed in
+//!   the group;
+//! * SIGTERM (the supervisor stopping the group): the command got it too; the guard keeps
+//!   waiting for the command, so the command's grace is its own.
+//!
+//! A descendant that leaves the group (`setsid`, `setpgid`) is beyond the guard's reach.
+
+use std::ffi::OsString;
+use std::io::Read as _;
+use std::os::fd::{FromRawFd as _, OwnedFd};
+use std::os::unix::process::ExitStatusExt as _;
+use std::process::ExitCode;
+
+/// The guard's fd holding the read end of the supervisor's pipe.
+pub const DEATH_PIPE_FD: i32 = 3;
+
+/// Run as the guard of `argv` (`-- program args…`, or `program args…`): start the command
+/// and wait as described in the module documentation. Returns only when the command has
+/// exited (normally, or by a signal the guard could not re-raise on itself) or could not
+/// be started; the exit code to end the process with.
+pub fn run(argv: &[OsString]) -> ExitCode {
+    let argv = match argv.split_first() {
+        Some((dashes, rest)) if dashes == "--" => rest,
+        _ => argv,
+    };
+    let Some((program, args)) = argv.split_first() else {
+        eprintln!("downstream-guard: no command given (usage: … -- PROGRAM [ARGS…])");
+        return ExitCode::from(2);
+    };
+    let pipe = match death_pipe() {
+        Ok(pipe) => pipe,
+        Err(e) => {
+            eprintln!("downstream-guard: no death pipe on fd {DEATH_PIPE_FD} ({e}): start it through ChildSpec::guard");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("downstream-guard: cannot start a runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(guard(program, args, pipe))
+}
+
+/// Fd 3, checked to be open and kept from the command (close-on-exec).
+#[expect(unsafe_code, reason = "taking ownership of the inherited fd 3 needs from_raw_fd")]
+fn death_pipe() -> std::io::Result<OwnedFd> {
+    // SAFETY: fd 3 is borrowed only to ask whether it is open; nothing else in this process
+    // owns it (the guard is started with it and takes it before anything opens a file).
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(DEATH_PIPE_FD) };
+    rustix::io::fcntl_setfd(borrowed, rustix::io::FdFlags::CLOEXEC)?;
+    // SAFETY: it is open (fcntl succeeded) and owned by nobody else, see above.
+    Ok(unsafe { OwnedFd::from_raw_fd(DEATH_PIPE_FD) })
+}
+
+async fn guard(program: &OsString, args: &[OsString], pipe: OwnedFd) -> ExitCode {
+    use tokio::signal::unix::{SignalKind, signal};
+    // Installed before the command exists: a stop's SIGTERM to the group is the command's
+    // to act on; the guard waits for it.
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(e) => {
+            eprintln!("downstream-guard: cannot handle SIGTERM: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut child = match tokio::process::Command::new(program).args(args).kill_on_drop(false).spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("downstream-guard: cannot start {}: {e}", program.to_string_lossy());
+            return ExitCode::from(127);
+        }
+    };
+    std::thread::spawn(move || watch_supervisor(pipe));
+    loop {
+        tokio::select! {
+            status = child.wait() => return match status {
+                Ok(status) => exit_like(status),
+                Err(e) => {
+                    eprintln!("downstream-guard: cannot wait for the command: {e}");
+                    ExitCode::from(1)
+                }
+            },
+            received = term.recv() => if received.is_none() { break },
+        }
+    }
+    // The signal stream ended (it does not, while the runtime runs): keep waiting.
+    exit_like(child.wait().await.unwrap_or_default())
+}
+
+/// Block until the supervisor is gone (EOF or an error on the pipe), then SIGKILL the
+/// group: the command, its descendants in the group, and the guard.
+fn watch_supervisor(pipe: OwnedFd) {
+    let mut pipe = std::fs::File::from(pipe);
+    let mut buffer = [0_u8; 64];
+    loop {
+        match pipe.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(_) => {}
+            // A signal (the SIGTERM the guard handles) interrupted the read: not the end.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    let group = rustix::process::getpgrp();
+    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    // Not the group's leader after all (started outside a supervisor): take the command's
+    // group down with the process itself.
+    std::process::exit(137);
+}
+
+/// End this process the way the command ended: its exit code, or its signal re-raised
+/// (SIGTERM, which the guard handles, as the shell's `128 + 15`).
+fn exit_like(status: std::process::ExitStatus) -> ExitCode {
+    if let Some(code) = status.code() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    let Some(signal) = status.signal() else { return ExitCode::from(1) };
+    if signal != rustix::process::Signal::TERM.as_raw()
+        && let Some(raised) = rustix::process::Signal::from_named_raw(signal)
+    {
+        let _ = rustix::process::kill_process(rustix::process::getpid(), raised);
+    }
+    ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
+}
