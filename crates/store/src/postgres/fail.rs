@@ -33,14 +33,18 @@ fn kind_of(e: &::postgres::Error) -> StoreErrorKind {
         };
     }
     // No SQLSTATE: the client library's own kinds are private, so tell them
-    // by what they carry. A certificate the TLS settings refuse stays refused:
-    // not transient. An I/O cause, a closed connection or a timeout all
-    // mean the server is not reachable right now.
-    if tls_refusal(e).is_some() {
+    // by what they carry. A certificate the TLS settings refuse stays refused,
+    // and a server without TLS stays without: neither is transient. An I/O
+    // cause, a closed connection or a timeout all mean the server is not
+    // reachable right now.
+    if matches!(tls_refusal(e), Some(rustls::Error::InvalidCertificate(_))) {
         return StoreErrorKind::Permission;
     }
-    let io = std::error::Error::source(e).is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some());
+    if detail(e).ends_with("server does not support TLS") {
+        return StoreErrorKind::Unsupported;
+    }
     let text = e.to_string();
+    let io = std::error::Error::source(e).is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some());
     if io || e.is_closed() || text.starts_with("timeout") || text.starts_with("error connecting") {
         StoreErrorKind::Unavailable
     } else if text.starts_with("authentication") {
@@ -50,8 +54,8 @@ fn kind_of(e: &::postgres::Error) -> StoreErrorKind {
     }
 }
 
-/// The TLS library's refusal of the server (its certificate, most often), if
-/// that is what ended the connection attempt.
+/// The TLS library's error (a refused certificate, most often), if that is
+/// what ended the connection attempt.
 fn tls_refusal(e: &::postgres::Error) -> Option<&rustls::Error> {
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

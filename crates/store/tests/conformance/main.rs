@@ -40,6 +40,7 @@ macro_rules! conformance {
             #[test] fn tls_verify_full_with_the_right_ca_connects() { crate::tls::verify_full_with_the_right_ca_connects() }
             #[test] fn tls_verify_full_refuses_another_ca() { crate::tls::verify_full_refuses_another_ca() }
             #[test] fn tls_verify_full_refuses_a_wrong_host_name() { crate::tls::verify_full_refuses_a_wrong_host_name() }
+            #[test] fn tls_require_is_refused_by_a_server_without_tls() { crate::tls::require_is_refused_by_a_server_without_tls() }
             #[test] fn tls_disable_is_refused_by_an_ssl_only_server() { crate::tls::disable_is_refused_by_an_ssl_only_server() }
         }
     };

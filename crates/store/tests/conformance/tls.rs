@@ -5,7 +5,7 @@
 //! `sslmode` under test, and asks the server (through its socket) whether the
 //! store's own connection is encrypted.
 
-use crate::engines::{Fixture, Server, env, with_database};
+use crate::engines::{Fixture, Kind, Server, env, with_database};
 use crate::support::attach;
 use fleetgate_store::{Store, StoreError, StoreErrorKind};
 use std::sync::Arc;
@@ -65,6 +65,7 @@ impl TlsServer {
         let err = self.open(query).err().unwrap_or_else(|| panic!("{query} connected"));
         let text = err.to_string();
         assert_eq!(err.kind(), kind, "{query}: {text}");
+        assert!(!err.is_transient(), "a refusal is not retried as an outage: {text}");
         assert!(text.contains(says), "{query}: {text}");
         assert!(text.contains("fleetgate:***@"), "names the store, password redacted: {text}");
         assert!(!text.contains(&self.password()), "{text}");
@@ -115,6 +116,19 @@ pub fn verify_full_refuses_a_wrong_host_name() {
     );
     // verify-ca checks the chain only: the same name passes.
     by_name.assert_encrypted(&format!("sslmode=verify-ca&sslrootcert={ca}&hostaddr=127.0.0.1"));
+}
+
+pub fn require_is_refused_by_a_server_without_tls() {
+    // The main server has ssl off: `prefer` falls back to plain TCP there (the
+    // rest of the suite runs so), `require` does not.
+    let Some(plain) = Fixture::fresh(Kind::Postgres) else { return };
+    let url = format!("{}?sslmode=require", plain.spec());
+    let Err(err) = fleetgate_store::open(&url) else { panic!("require connected to a server without TLS") };
+    let text = err.to_string();
+    assert_eq!(err.kind(), StoreErrorKind::Unsupported, "{text}");
+    assert!(!err.is_transient());
+    assert!(text.contains("server does not support TLS") && text.contains("sslmode=require"), "{text}");
+    assert!(!text.contains(&plain.password().expect("a password")), "{text}");
 }
 
 pub fn disable_is_refused_by_an_ssl_only_server() {
