@@ -53,6 +53,12 @@ impl Cadence {
     pub fn fire(&mut self, now: std::time::Duration) {
         self.next = now + self.every;
     }
+
+    /// Due again `delay` after `now` (never later than an interval): a retry sooner
+    /// than the schedule.
+    pub fn retry_after(&mut self, now: std::time::Duration, delay: std::time::Duration) {
+        self.next = now + delay.min(self.every);
+    }
 }
 
 #[cfg(test)]
@@ -83,6 +89,10 @@ mod tests {
         assert_eq!(c.poll_timeout(), s(307), "an interval after the early beat");
         assert!(!c.handle_timeout(s(300)), "the old deadline no longer fires");
         assert!(c.handle_timeout(s(307)));
+        c.retry_after(s(307), s(2));
+        assert_eq!(c.poll_timeout(), s(309));
+        c.retry_after(s(309), s(9999));
+        assert_eq!(c.poll_timeout(), s(609), "a retry is never later than the interval");
     }
 
     #[test]

@@ -52,6 +52,30 @@ impl SuspendWatch {
     }
 }
 
+/// Catching up after a wake-up, when the lease has most likely expired: until a
+/// renewal is answered (renewed or refused), a transient failure (the network
+/// not back yet) is retried after a delay doubling from `first`, capped at
+/// `cap` (the beat interval), instead of a whole interval later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CatchUp {
+    delay: Duration,
+    cap: Duration,
+}
+
+impl CatchUp {
+    /// Retrying first after `first`, never after more than `cap`.
+    pub fn new(first: Duration, cap: Duration) -> Self {
+        Self { delay: first.min(cap), cap }
+    }
+
+    /// The delay before the next retry; the one after is twice as long.
+    pub fn next_delay(&mut self) -> Duration {
+        let delay = self.delay;
+        self.delay = delay.saturating_mul(2).min(self.cap);
+        delay
+    }
+}
+
 /// What the runtime context shows of the last detected suspend.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ResumedAfterSuspend {
@@ -165,6 +189,14 @@ mod tests {
         assert_eq!(watch.observe(clocks.read()), None, "reported once");
         clocks.advance(S(600));
         assert_eq!(watch.observe(clocks.read()), None, "awake time is not a suspend, however long");
+    }
+
+    #[test]
+    fn catching_up_retries_sooner_doubling_up_to_the_interval() {
+        let mut c = CatchUp::new(S(1), S(300));
+        let delays: Vec<u64> = (0..11).map(|_| c.next_delay().as_secs()).collect();
+        assert_eq!(delays, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
+        assert_eq!(CatchUp::new(S(10), S(3)).next_delay(), S(3), "never beyond the cap");
     }
 
     #[test]

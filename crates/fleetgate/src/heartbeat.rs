@@ -19,7 +19,7 @@
 use crate::metrics::GatewayMetrics;
 use fleetgate_core::heartbeat::{BeatAttempt, BeatLedger, BeatReport};
 use fleetgate_core::interval::{Cadence, heartbeat_interval_for};
-use fleetgate_core::suspend::{ClockPairSource, ResumedAfterSuspend, SUSPEND_THRESHOLD, SuspendWatch};
+use fleetgate_core::suspend::{CatchUp, ClockPairSource, ResumedAfterSuspend, SUSPEND_THRESHOLD, SuspendWatch};
 use fleetgate_core::worker::HeartbeatRequest;
 use fleetgate_core::{Clock, Timestamp};
 use fleetgate_store::Store;
@@ -221,11 +221,14 @@ impl Shared {
     }
 
     /// The loop: a [`Cadence`] says when; it also wakes every `suspend_check` to read
-    /// the clock pair, and beats at once after a suspend. The renewal itself runs on the
-    /// blocking pool, so no async worker ever waits on a store write. Ends when halted.
+    /// the clock pair, and beats at once after a suspend, retrying a transient failure
+    /// sooner than the schedule ([`CatchUp`]) until a renewal is answered. The renewal
+    /// itself runs on the blocking pool, so no async worker ever waits on a store write.
+    /// Ends when halted.
     async fn run(self: Arc<Self>, epoch: tokio::time::Instant) -> Result<(), String> {
         let mut cadence = Cadence::new(self.interval, epoch.elapsed());
         let mut watch = SuspendWatch::new(self.clocks.read(), SUSPEND_THRESHOLD);
+        let mut catch_up = None;
         loop {
             let due = (epoch + cadence.poll_timeout()).min(tokio::time::Instant::now() + self.suspend_check);
             tokio::select! {
@@ -235,6 +238,7 @@ impl Shared {
             if let Some(slept) = watch.observe(self.clocks.read()) {
                 self.resumed(slept, self.clock.now());
                 cadence.fire(epoch.elapsed());
+                catch_up = Some(CatchUp::new(self.suspend_check, self.interval));
             } else if !cadence.handle_timeout(epoch.elapsed()) {
                 continue;
             }
@@ -243,7 +247,11 @@ impl Shared {
             let answered = tokio::task::spawn_blocking(move || shared.store.heartbeat(&shared.request, now))
                 .await
                 .map_err(|e| format!("the renewal task failed: {e}"))?;
-            self.record(attempt(answered), now);
+            let report = self.record(attempt(answered), now);
+            match catch_up.as_mut() {
+                Some(retry) if report.transient => cadence.retry_after(epoch.elapsed(), retry.next_delay()),
+                _ => catch_up = None,
+            }
         }
     }
 

@@ -343,6 +343,8 @@ impl ClockPairSource for Watched {
 struct Sleeper {
     _dir: tempfile::TempDir,
     store: Arc<dyn Store>,
+    /// The store as the loop sees it: its renewals counted, or failed on demand.
+    counted: Arc<Instrumented>,
     out: RegisterOutcome,
     clock: Arc<ManualClock>,
     clocks: Arc<Watched>,
@@ -355,8 +357,9 @@ fn sleep_aware_loop() -> Sleeper {
     let out = attach(&*store, Attach::default());
     let clock = Arc::new(ManualClock::new(now()));
     let clocks = Arc::new(Watched::default());
+    let counted = Instrumented::new(store.clone());
     let sup = WorkerHeartbeat::with_clock_pair(
-        store.clone(),
+        counted.clone(),
         clock.clone(),
         clocks.clone(),
         Duration::from_millis(10),
@@ -368,7 +371,7 @@ fn sleep_aware_loop() -> Sleeper {
     // The loop is up and reading the pair; awake, it has not beaten.
     assert!(wait_until(10.0, || clocks.reads.load(Ordering::SeqCst) >= 3), "the loop never read the clock pair");
     assert_eq!(sup.status().beats_attempted, 0);
-    Sleeper { _dir: dir, store, out, clock, clocks, sup, _loops: loops }
+    Sleeper { _dir: dir, store, counted, out, clock, clocks, sup, _loops: loops }
 }
 
 #[test]
@@ -425,4 +428,24 @@ fn a_worker_taken_over_while_asleep_is_refused_on_wake_not_extended() {
     assert_eq!(after.fencing_epoch, taken.fencing_epoch);
     assert_eq!(after.last_heartbeat_at, taken.last_heartbeat_at, "the new holder's lease is not extended");
     assert_eq!(after.renewal_count, taken.renewal_count);
+}
+
+#[test]
+fn a_wake_whose_first_renewal_fails_transiently_retries_soon_not_an_interval_later() {
+    let Sleeper { store, counted, out, clock, clocks, sup, .. } = &sleep_aware_loop();
+    // The network is not back yet: the first two renewals after the wake-up fail.
+    counted.fail_next.store(2, Ordering::SeqCst);
+    clock.advance(3600);
+    clocks.pair.suspend(Duration::from_secs(3600));
+    // Retried 10 ms, then 20 ms later (the catch-up doubles from the check period),
+    // not 300 s later as the schedule would.
+    assert!(wait_until(10.0, || sup.status().beats_renewed >= 1), "no renewal after the wake: {:?}", sup.status());
+    let s = sup.status();
+    assert_eq!((s.transient_failures, s.beats_renewed, s.suspends_detected), (2, 1, 1), "{s:?}");
+    assert_eq!(store.get_worker(&out.worker_identity).unwrap().unwrap().last_heartbeat_at, clock.now());
+    // Caught up: no more beats until the schedule (300 s of monotonic time) or another wake.
+    let reads = clocks.reads.load(Ordering::SeqCst);
+    assert!(wait_until(10.0, || clocks.reads.load(Ordering::SeqCst) >= reads + 5));
+    assert_eq!(counted.heartbeats.load(Ordering::SeqCst), 1, "{:?}", sup.status());
+    sup.stop("test teardown");
 }
