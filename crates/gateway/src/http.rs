@@ -64,7 +64,9 @@ use rmcp::model::{
 };
 
 mod gatekeeper;
+mod listen;
 use gatekeeper::{Bucket, Gatekeeper, gatekeeper};
+pub use listen::ConnectionLimits;
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service as _};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -102,6 +104,8 @@ pub struct HttpOptions {
     pub profile: Option<String>,
     /// Bounds on attachments.
     pub limits: Limits,
+    /// Bounds on connections: the cap, the header and body timeouts.
+    pub connections: ConnectionLimits,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -115,6 +119,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("principals", &self.principals)
             .field("profile", &self.profile)
             .field("limits", &self.limits)
+            .field("connections", &self.connections)
             .finish()
     }
 }
@@ -174,17 +179,7 @@ where
     let router = router(&engine, &options, &http, local, cancel.clone());
 
     let stop = CancellationToken::new();
-    let stopped = stop.clone();
-    // Small writes (SSE events, JSON answers) go out at once: without TCP_NODELAY a
-    // response written in parts waits on the client's delayed ACK, up to 40 ms a request.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
-        }
-    });
-    let server = tokio::spawn(async move {
-        axum::serve(listener, router).with_graceful_shutdown(async move { stopped.cancelled().await }).await
-    });
+    let server = tokio::spawn(listen::serve_connections(listener, router, http.connections, stop.clone()));
     let sweeper_engine = engine.clone();
     let sweeper = tokio::spawn(async move {
         loop {
@@ -200,8 +195,7 @@ where
     cancel.cancel();
     stop.cancel();
     match tokio::time::timeout(Duration::from_secs(2), server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(e))) => tracing::warn!(error = %e, "the HTTP server ended with an error"),
+        Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(error = %e, "the HTTP server task failed"),
         Err(_) => tracing::warn!("the HTTP server did not stop within 2 s"),
     }
@@ -253,6 +247,7 @@ fn router(
         principals: http.principals.clone(),
         profile: http.profile.clone(),
         max_body: options.max_message_bytes,
+        body_timeout: http.connections.body_timeout,
         arrivals: Mutex::new(Bucket::full()),
     });
     let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);

@@ -11,6 +11,7 @@ mod demo;
 mod diagnostics;
 mod forge;
 mod gitflow;
+mod hostile;
 mod http;
 mod httpkit;
 mod lifecycle;

@@ -42,6 +42,8 @@ pub(super) struct Gatekeeper {
     pub(super) principals: Option<Principals>,
     pub(super) profile: Option<String>,
     pub(super) max_body: usize,
+    /// How long a POST's body may take to arrive (a trickled body holds a connection).
+    pub(super) body_timeout: Duration,
     pub(super) arrivals: Mutex<Bucket>,
 }
 
@@ -194,9 +196,17 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
     if parts.method != Method::POST {
         return next.run(Request::from_parts(parts, body)).await;
     }
-    let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
-        let text = format!("the message is larger than the gateway accepts ({} bytes)", gate.max_body);
-        return *jsonrpc_refusal(StatusCode::PAYLOAD_TOO_LARGE, None, -32600, text);
+    let read = tokio::time::timeout(gate.body_timeout, axum::body::to_bytes(body, gate.max_body));
+    let bytes = match read.await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            let text = format!("the message is larger than the gateway accepts ({} bytes)", gate.max_body);
+            return *jsonrpc_refusal(StatusCode::PAYLOAD_TOO_LARGE, None, -32600, text);
+        }
+        Err(_) => {
+            let text = format!("the request body did not arrive within {} s", gate.body_timeout.as_secs_f64());
+            return *jsonrpc_refusal(StatusCode::REQUEST_TIMEOUT, None, -32600, text);
+        }
     };
     if let Err(refused) = gate.screen(&parts.headers, &bytes, &principal) {
         return *refused;

@@ -1,0 +1,91 @@
+//! `fleetgate serve --transport http` against hostile peers (issue #18): half-open
+//! connections, a connection flood, trickled bodies. Raw sockets, so each test knows which
+//! connection it uses; timeouts are configured short and waited for by polling, bounded.
+
+use crate::http::CONFIG;
+use crate::httpkit::{Conn, HttpGateway, open_session};
+use crate::support::{FleetDir, serial};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// `[http]` bounds small enough to reach in a test.
+fn bounded(extra: &str) -> String {
+    format!("{CONFIG}\n[http]\n{extra}\n")
+}
+
+#[test]
+fn half_open_connections_are_closed_after_the_header_timeout_and_the_cap_refuses_past_it() {
+    let _serial = serial();
+    let f = FleetDir::new(&bounded("max_connections = 8\nheader_timeout_seconds = 2"));
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+
+    // A working session on a connection of its own, and its event stream on another.
+    let mut session = Conn::open(&g.addr);
+    let id = open_session(&mut session, &[]);
+    let mut events = Conn::open(&g.addr);
+    events.send("GET", &[("Mcp-Session-Id", id.as_str())], "");
+    let head = events.read_head();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+
+    // Six half-open connections: part of a request head, then nothing.
+    let started = Instant::now();
+    let mut stalled: Vec<Conn> = (0..6)
+        .map(|_| {
+            let mut c = Conn::open(&g.addr);
+            c.send_raw(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: appl");
+            c
+        })
+        .collect();
+
+    // The ninth connection is over the cap: told so, and closed.
+    let mut refused = Conn::open(&g.addr);
+    let reply = refused.read_reply();
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(refused.closed_within(5.0), "the refused connection was left open");
+
+    // The session keeps working on its own connection meanwhile.
+    let ping = json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }).to_string();
+    let reply = session.request("POST", &[("Mcp-Session-Id", id.as_str())], &ping);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.json()["id"], 2, "{reply:?}");
+
+    // Every half-open connection is closed once the header timeout passes, not before.
+    for c in &mut stalled {
+        assert!(c.closed_within(10.0), "a half-open connection outlived the header timeout");
+    }
+    assert!(started.elapsed() >= Duration::from_millis(1500), "closed before the timeout: {:?}", started.elapsed());
+    // The idle keep-alive connection is closed too; the event stream, answering, is not.
+    assert!(session.closed_within(10.0), "an idle keep-alive connection outlived the header timeout");
+    assert!(!events.closed_within(0.5), "the session's event stream was closed by the header timeout");
+
+    // The slots are free again: a new connection is served.
+    let mut again = Conn::open(&g.addr);
+    let reply = again.request("POST", &[("Mcp-Session-Id", id.as_str())], &ping);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    drop(events);
+    g.stop();
+}
+
+#[test]
+fn a_trickled_body_is_answered_408_after_the_body_timeout() {
+    let _serial = serial();
+    let f = FleetDir::new(&bounded("body_timeout_seconds = 1"));
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    let mut c = Conn::open(&g.addr);
+    let addr = g.addr.clone();
+    c.send_raw(
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
+        )
+        .as_bytes(),
+    );
+    let reply = c.read_reply();
+    assert_eq!(reply.status, 408, "{reply:?}");
+    assert_eq!(reply.json()["error"]["code"], -32600, "{reply:?}");
+    // The gateway keeps serving.
+    let mut next = Conn::open(&g.addr);
+    open_session(&mut next, &[]);
+    g.stop();
+}
