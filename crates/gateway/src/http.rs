@@ -65,6 +65,7 @@ use rmcp::model::{
 
 mod gatekeeper;
 mod listen;
+mod slots;
 use gatekeeper::{Bucket, Gatekeeper, gatekeeper};
 pub use listen::ConnectionLimits;
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service as _};
@@ -249,6 +250,7 @@ fn router(
         max_body: options.max_message_bytes,
         body_timeout: http.connections.body_timeout,
         arrivals: Mutex::new(Bucket::full()),
+        requests: Arc::default(),
     });
     let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);
     if let Some(observer) = options.observer.clone() {

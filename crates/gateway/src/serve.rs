@@ -177,7 +177,7 @@ where
     let engine = start_engine(&options, &control, control_tools, Limits::default(), false).await?;
     let channel = Arc::new(engine.open_stdio_channel().map_err(GatewayError::Supervise)?);
     let gateway = Gateway::stdio(engine.clone(), channel.clone());
-    let transport = ClientTransport { inbound: inbound_rx, outbound: frames_tx };
+    let transport = ClientTransport::new(inbound_rx, frames_tx);
 
     let cancel = CancellationToken::new();
     let session = async {

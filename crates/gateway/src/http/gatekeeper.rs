@@ -3,6 +3,7 @@
 //! 2026-07-28 method), and how many (attachment admission and the arrival rate) — refusing
 //! with a JSON-RPC error body before rmcp sees the request.
 
+use super::slots::{Slot, Slots, hold_while_answering};
 use super::*;
 
 /// New attachments admitted per second, sustained, and in one burst: a client that opens
@@ -45,7 +46,12 @@ pub(super) struct Gatekeeper {
     /// How long a POST's body may take to arrive (a trickled body holds a connection).
     pub(super) body_timeout: Duration,
     pub(super) arrivals: Mutex<Bucket>,
+    /// Each session's request ids being answered.
+    pub(super) requests: Arc<Slots<RequestKey>>,
 }
+
+/// A session id and a request id (its JSON text: `1` and `"1"` are different ids).
+pub(super) type RequestKey = (String, String);
 
 /// A response that refuses a request before rmcp sees it (boxed: it is the rare path).
 type Refused = Box<Response>;
@@ -185,6 +191,26 @@ impl Gatekeeper {
     }
 }
 
+impl Gatekeeper {
+    /// A request in a session holds its id while it is answered. rmcp keys a session's
+    /// requests by id: a second one with an id in flight would take over the first's
+    /// answer stream, and one of the two answers would be lost. It gets 409 instead.
+    fn hold_id(&self, headers: &HeaderMap, body: &[u8]) -> Result<Option<Slot<RequestKey>>, Refused> {
+        let Some(session) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return Ok(None) };
+        // Not a request (or not JSON): nothing is answered, nothing to hold.
+        let Ok(Probe { id: Some(id), method: Some(_), .. }) = serde_json::from_slice::<Probe>(body) else {
+            return Ok(None);
+        };
+        match self.requests.take((session.to_owned(), id.to_string()), 1) {
+            Some(slot) => Ok(Some(slot)),
+            None => {
+                let error = crate::frame::duplicate_id(&id);
+                Err(jsonrpc_refusal(StatusCode::CONFLICT, Some(id), error.code.0, error.message.into_owned()))
+            }
+        }
+    }
+}
+
 /// Who, what and how many, before rmcp: see the module doc.
 pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Request, next: Next) -> Response {
     let principal = match gate.authenticate(request.headers()) {
@@ -211,7 +237,15 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
     if let Err(refused) = gate.screen(&parts.headers, &bytes, &principal) {
         return *refused;
     }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    let held = match gate.hold_id(&parts.headers, &bytes) {
+        Ok(held) => held,
+        Err(refused) => return *refused,
+    };
+    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    match held {
+        Some(slot) => hold_while_answering(response, slot),
+        None => response,
+    }
 }
 
 #[cfg(test)]
