@@ -16,11 +16,16 @@
 //! * who: the bearer token against `FLEETGATE_HTTP_TOKEN` or the tokens file's principals
 //!   (401 otherwise; 403 for a principal not allowed this profile), compared in constant
 //!   time, never logged; the principal rides the request's extensions to the gateway;
-//! * what: a JSON array (a batch) is answered 400 with a JSON-RPC `-32600` body; a
-//!   2026-07-28 request for a method that generation removed gets 404 and `-32601`;
+//! * what: a JSON array (a batch) is answered 400 with a JSON-RPC `-32600` body, a body
+//!   that is no JSON-RPC message 400 (rmcp says 415); a 2026-07-28 request for a method
+//!   that generation removed gets 404 and `-32601`; a DELETE of an ended session 404;
 //! * how many: a request that would make a new attachment is admitted only within the
 //!   bounds ([`Limits`]: 503 when the gateway is full, 429 when the principal is) and
-//!   the rate of new attachments (429).
+//!   the rate of new attachments (429); a session's request id is held while answered
+//!   (409 for a second request with it) and its event streams are bounded (429).
+//!
+//! Beneath it, the listener (`listen`) bounds the connections themselves: the header and
+//! body timeouts and the connection cap ([`ConnectionLimits`]), before any of this runs.
 //!
 //! With an observer ([`GatewayOptions::observer`]) the listener also serves `GET /metrics`
 //! (its exposition), behind the same gatekeeper and the same `Host`/`Origin` rules
@@ -237,9 +242,10 @@ fn router(
         .with_max_request_body_bytes(options.max_message_bytes)
         .with_cancellation_token(cancel);
     let factory_engine = engine.clone();
+    let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(HttpGateway(Gateway::http(factory_engine.clone()))),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
     );
     let gate = Arc::new(Gatekeeper {
@@ -251,6 +257,8 @@ fn router(
         body_timeout: http.connections.body_timeout,
         arrivals: Mutex::new(Bucket::full()),
         requests: Arc::default(),
+        event_streams: Arc::default(),
+        sessions,
     });
     let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);
     if let Some(observer) = options.observer.clone() {

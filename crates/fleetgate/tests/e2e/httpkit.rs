@@ -235,7 +235,7 @@ impl Conn {
             self.addr,
             body.len()
         );
-        if !body.is_empty() {
+        if !body.is_empty() && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
             request.push_str("Content-Type: application/json\r\n");
         }
         for (k, v) in headers {
