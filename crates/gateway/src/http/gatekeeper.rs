@@ -200,9 +200,7 @@ impl Gatekeeper {
         };
         if self.engine.knows(&key) { Ok(()) } else { self.admit(&who, probe.id) }
     }
-}
 
-impl Gatekeeper {
     /// A request in a session holds its id while it is answered. rmcp keys a session's
     /// requests by id: a second one with an id in flight would take over the first's
     /// answer stream, and one of the two answers would be lost. It gets 409 instead.
@@ -220,9 +218,7 @@ impl Gatekeeper {
             }
         }
     }
-}
 
-impl Gatekeeper {
     /// A GET or DELETE of a session: its event streams are bounded, and a session that has
     /// ended (deleted already, say) answers 404 where rmcp would accept the DELETE again.
     async fn session_request(&self, session: String, request: Request, next: Next) -> Response {
