@@ -84,6 +84,7 @@ fn a_trickled_body_is_answered_408_after_the_body_timeout() {
     let reply = c.read_reply();
     assert_eq!(reply.status, 408, "{reply:?}");
     assert_eq!(reply.json()["error"]["code"], -32600, "{reply:?}");
+    assert_eq!(reply.header("connection"), Some("close"), "the body was not read: the connection ends");
     // The gateway keeps serving.
     let mut next = Conn::open(&g.addr);
     open_session(&mut next, &[]);
@@ -200,4 +201,21 @@ fn neither_the_session_id_at_info_nor_tool_arguments_are_logged() {
     for line in log.lines().filter(|l| l.contains(&id)) {
         assert!(line.contains(" DEBUG ") || line.contains(" TRACE "), "the session id logged above DEBUG: {line}");
     }
+}
+
+/// A refusal sent before the body is read ends the connection, and says so: a client that
+/// pooled it would otherwise send its next request into a socket hyper has closed (the
+/// e2e suite's ureq client did, now and then, after a 401).
+#[test]
+fn an_unauthenticated_post_is_refused_with_connection_close() {
+    let _serial = serial();
+    let f = FleetDir::new(CONFIG);
+    let g = HttpGateway::start_logging(&f, Some("tok-e2e-hostile"), &[], "info");
+    let mut c = Conn::open(&g.addr);
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }).to_string();
+    let reply = c.request("POST", &[], &init);
+    assert_eq!(reply.status, 401, "{reply:?}");
+    assert_eq!(reply.header("connection"), Some("close"), "{reply:?}");
+    assert!(c.closed_within(5.0), "the connection was kept after a refusal that left its body unread");
+    g.stop();
 }

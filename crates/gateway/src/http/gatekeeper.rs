@@ -247,6 +247,14 @@ impl Gatekeeper {
     }
 }
 
+/// `response` to a request whose body was not read whole: hyper closes the connection
+/// after it (it cannot find where the next request starts), so say so — a client that
+/// pooled the connection would otherwise send its next request into a closed socket.
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 /// Whether a request says its body is JSON (`application/json`, parameters aside).
 fn is_json(headers: &HeaderMap) -> bool {
     headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
@@ -270,7 +278,7 @@ fn not_a_message(body: &[u8]) -> Refused {
 pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Request, next: Next) -> Response {
     let principal = match gate.authenticate(request.headers()) {
         Ok(principal) => principal,
-        Err(refused) => return *refused,
+        Err(refused) => return closing(*refused),
     };
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(principal.clone());
@@ -289,11 +297,11 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
         Ok(Ok(bytes)) => bytes,
         Ok(Err(_)) => {
             let text = format!("the message is larger than the gateway accepts ({} bytes)", gate.max_body);
-            return *jsonrpc_refusal(StatusCode::PAYLOAD_TOO_LARGE, None, -32600, text);
+            return closing(*jsonrpc_refusal(StatusCode::PAYLOAD_TOO_LARGE, None, -32600, text));
         }
         Err(_) => {
             let text = format!("the request body did not arrive within {} s", gate.body_timeout.as_secs_f64());
-            return *jsonrpc_refusal(StatusCode::REQUEST_TIMEOUT, None, -32600, text);
+            return closing(*jsonrpc_refusal(StatusCode::REQUEST_TIMEOUT, None, -32600, text));
         }
     };
     if let Err(refused) = gate.screen(&parts.headers, &bytes, &principal) {
