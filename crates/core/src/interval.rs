@@ -47,6 +47,18 @@ impl Cadence {
         self.next = now + self.every;
         true
     }
+
+    /// Fired at `now` outside the schedule (a wake-up from suspend): the next
+    /// deadline is an interval after `now`.
+    pub fn fire(&mut self, now: std::time::Duration) {
+        self.next = now + self.every;
+    }
+
+    /// Due again `delay` after `now` (never later than an interval): a retry sooner
+    /// than the schedule.
+    pub fn retry_after(&mut self, now: std::time::Duration, delay: std::time::Duration) {
+        self.next = now + delay.min(self.every);
+    }
 }
 
 #[cfg(test)]
@@ -65,6 +77,22 @@ mod tests {
         assert!(!c.handle_timeout(s(10)), "once per deadline");
         assert!(c.handle_timeout(s(35)), "late");
         assert_eq!(c.poll_timeout(), s(45), "from the wake-up, no burst of catch-up beats");
+    }
+
+    #[test]
+    fn a_cadence_fired_early_reschedules_from_then() {
+        use super::Cadence;
+        use std::time::Duration;
+        let s = Duration::from_secs;
+        let mut c = Cadence::new(s(300), s(0));
+        c.fire(s(7));
+        assert_eq!(c.poll_timeout(), s(307), "an interval after the early beat");
+        assert!(!c.handle_timeout(s(300)), "the old deadline no longer fires");
+        assert!(c.handle_timeout(s(307)));
+        c.retry_after(s(307), s(2));
+        assert_eq!(c.poll_timeout(), s(309));
+        c.retry_after(s(309), s(9999));
+        assert_eq!(c.poll_timeout(), s(609), "a retry is never later than the interval");
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod prune;
 pub mod redact;
 pub mod rules;
 pub mod runtime;
+pub mod suspend;
 pub mod time;
 pub mod worker;
 pub mod workflow;

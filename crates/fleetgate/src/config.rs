@@ -8,10 +8,12 @@
 use fleetgate_core::capability::{RolePolicy, ToolClass, ToolRules};
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
+use fleetgate_gateway::ConnectionLimits;
 use fleetgate_supervise::{SupervisionConfig, SupervisionSettings};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use toml::Spanned;
 
 pub use fleetgate_core::runtime::{Binding, RosterMember as Member};
@@ -69,11 +71,18 @@ pub struct HttpSettings {
     pub max_attachments: usize,
     /// Live attachments one principal may hold at most.
     pub max_attachments_per_principal: usize,
+    /// Open connections at most, and how long a request head and a body may take.
+    pub connections: ConnectionLimits,
 }
 
 impl Default for HttpSettings {
     fn default() -> Self {
-        Self { tokens_file: None, max_attachments: 64, max_attachments_per_principal: 16 }
+        Self {
+            tokens_file: None,
+            max_attachments: 64,
+            max_attachments_per_principal: 16,
+            connections: ConnectionLimits::default(),
+        }
     }
 }
 
@@ -86,6 +95,23 @@ struct RawHttp {
     tokens_file: Option<PathBuf>,
     max_attachments: Option<usize>,
     max_attachments_per_principal: Option<usize>,
+    max_connections: Option<usize>,
+    header_timeout_seconds: Option<f64>,
+    body_timeout_seconds: Option<f64>,
+}
+
+/// The largest `[http] max_connections` accepted.
+pub const MAX_CONNECTIONS_LIMIT: usize = 65536;
+/// The longest `[http] header_timeout_seconds` / `body_timeout_seconds` accepted.
+pub const MAX_READ_TIMEOUT_SECONDS: f64 = 600.0;
+
+/// A `[http]` read timeout: more than 0, at most [`MAX_READ_TIMEOUT_SECONDS`].
+fn read_timeout(key: &str, value: Option<f64>, default: Duration) -> Result<Duration, String> {
+    let Some(seconds) = value else { return Ok(default) };
+    if !(seconds > 0.0 && seconds <= MAX_READ_TIMEOUT_SECONDS) {
+        return Err(format!("[http] {key} must be more than 0 and at most {MAX_READ_TIMEOUT_SECONDS}, got {seconds}"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 impl RawHttp {
@@ -108,7 +134,26 @@ impl RawHttp {
             Some(dir) if p.is_relative() => dir.join(p),
             _ => p,
         });
-        Ok(HttpSettings { tokens_file, max_attachments: max, max_attachments_per_principal: per })
+        let connections = ConnectionLimits {
+            max_connections: self.max_connections.unwrap_or(defaults.connections.max_connections),
+            header_timeout: read_timeout(
+                "header_timeout_seconds",
+                self.header_timeout_seconds,
+                defaults.connections.header_timeout,
+            )?,
+            body_timeout: read_timeout(
+                "body_timeout_seconds",
+                self.body_timeout_seconds,
+                defaults.connections.body_timeout,
+            )?,
+        };
+        if !(1..=MAX_CONNECTIONS_LIMIT).contains(&connections.max_connections) {
+            return Err(format!(
+                "[http] max_connections must be 1 to {MAX_CONNECTIONS_LIMIT}, got {}",
+                connections.max_connections
+            ));
+        }
+        Ok(HttpSettings { tokens_file, max_attachments: max, max_attachments_per_principal: per, connections })
     }
 }
 
@@ -563,6 +608,20 @@ role = "reviewer"
         let c = FleetConfig::parse(&http, "/etc/fleetgate/fleet.toml").unwrap();
         assert_eq!(c.http.tokens_file.as_deref(), Some(Path::new("/etc/fleetgate/tokens")));
         assert_eq!((c.http.max_attachments, c.http.max_attachments_per_principal), (8, 8));
+        assert_eq!(c.http.connections, ConnectionLimits::default());
+        let tuned =
+            format!("{GOOD}\n[http]\nmax_connections = 9\nheader_timeout_seconds = 0.5\nbody_timeout_seconds = 2\n");
+        let c = FleetConfig::parse(&tuned, "fleet.toml").unwrap();
+        let expected = ConnectionLimits {
+            max_connections: 9,
+            header_timeout: Duration::from_millis(500),
+            body_timeout: Duration::from_secs(2),
+        };
+        assert_eq!(c.http.connections, expected);
+        for bad in ["max_connections = 0", "header_timeout_seconds = 0", "body_timeout_seconds = 601"] {
+            let e = FleetConfig::parse(&format!("{GOOD}\n[http]\n{bad}\n"), "f.toml").unwrap_err().to_string();
+            assert!(e.contains(bad.split(' ').next().unwrap()), "{e}");
+        }
     }
 
     #[test]

@@ -7,10 +7,19 @@
 //! next beat is due). This is the thin shell: it reads the clock, runs each renewal on the
 //! blocking pool (no async worker and no MCP I/O loop ever waits on a store write), and
 //! halts on a cancellation token, so a `stop` is prompt and never waits out an interval.
+//!
+//! Sleep-aware: the loop wakes at least every [`SUSPEND_CHECK`] and reads the clock pair
+//! (`CLOCK_BOOTTIME` against `CLOCK_MONOTONIC`, through an injectable
+//! [`ClockPairSource`]); when [`SuspendWatch`] says the machine slept, it beats at once
+//! rather than when the monotonic schedule (which stood still while asleep) comes due, and
+//! the runtime context shows `resumed after N s of suspend`. The beat is the same fenced
+//! renewal as any other: a worker whose lease was taken over while it slept is refused and
+//! stops, never extended.
 
 use crate::metrics::GatewayMetrics;
 use fleetgate_core::heartbeat::{BeatAttempt, BeatLedger, BeatReport};
 use fleetgate_core::interval::{Cadence, heartbeat_interval_for};
+use fleetgate_core::suspend::{CatchUp, ClockPairSource, ResumedAfterSuspend, SUSPEND_THRESHOLD, SuspendWatch};
 use fleetgate_core::worker::HeartbeatRequest;
 use fleetgate_core::{Clock, Timestamp};
 use fleetgate_store::Store;
@@ -19,6 +28,10 @@ use serde::Serialize;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// The longest the loop sleeps before it reads the clock pair again: a wake-up from
+/// suspend is noticed, and beaten on, within this long.
+pub const SUSPEND_CHECK: Duration = Duration::from_secs(1);
 
 /// Everything a supervisor presents on each renewal.
 #[derive(Clone, Debug)]
@@ -76,6 +89,10 @@ pub struct HeartbeatStatus {
     pub heartbeat_interval_seconds: Option<f64>,
     /// Last accepted renewal.
     pub last_renewed_at: Option<Timestamp>,
+    /// Suspends of the machine the loop woke from (and beat at once after).
+    pub suspends_detected: u64,
+    /// The last of them: how long, and when the loop noticed the wake-up.
+    pub last_suspend: Option<ResumedAfterSuspend>,
     /// Why the status is degraded or unsupervised; empty otherwise.
     pub reasons: Vec<String>,
 }
@@ -99,6 +116,8 @@ impl HeartbeatStatus {
             heartbeat_ttl_seconds: None,
             heartbeat_interval_seconds: None,
             last_renewed_at: None,
+            suspends_detected: 0,
+            last_suspend: None,
             reasons: vec![reason.into()],
         }
     }
@@ -128,11 +147,17 @@ struct State {
     started: bool,
     running: bool,
     last_renewed_at: Option<Timestamp>,
+    suspends_detected: u64,
+    last_suspend: Option<ResumedAfterSuspend>,
 }
 
 struct Shared {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    /// `CLOCK_BOOTTIME` and `CLOCK_MONOTONIC`, to notice a suspend.
+    clocks: Arc<dyn ClockPairSource>,
+    /// The longest sleep between two readings of `clocks`.
+    suspend_check: Duration,
     request: HeartbeatRequest,
     ttl_seconds: f64,
     interval: Duration,
@@ -181,17 +206,40 @@ impl Shared {
         self.record(attempt(self.store.heartbeat(&self.request, now)), now)
     }
 
-    /// The loop: a [`Cadence`] says when; the renewal itself runs on the blocking pool,
-    /// so no async worker ever waits on a store write. Ends when halted.
+    /// Note a suspend of `slept` noticed at `now`: counted, shown, logged.
+    fn resumed(&self, slept: Duration, now: Timestamp) {
+        let report = ResumedAfterSuspend::new(slept, now);
+        tracing::warn!(
+            worker = %self.request.worker_identity,
+            resumed_after_suspend_seconds = report.resumed_after_suspend_seconds,
+            "{}; renewing the lease at once",
+            report.message
+        );
+        let mut s = self.lock();
+        s.suspends_detected += 1;
+        s.last_suspend = Some(report);
+    }
+
+    /// The loop: a [`Cadence`] says when; it also wakes every `suspend_check` to read
+    /// the clock pair, and beats at once after a suspend, retrying a transient failure
+    /// sooner than the schedule ([`CatchUp`]) until a renewal is answered. The renewal
+    /// itself runs on the blocking pool, so no async worker ever waits on a store write.
+    /// Ends when halted.
     async fn run(self: Arc<Self>, epoch: tokio::time::Instant) -> Result<(), String> {
         let mut cadence = Cadence::new(self.interval, epoch.elapsed());
+        let mut watch = SuspendWatch::new(self.clocks.read(), SUSPEND_THRESHOLD);
+        let mut catch_up = None;
         loop {
-            let due = epoch + cadence.poll_timeout();
+            let due = (epoch + cadence.poll_timeout()).min(tokio::time::Instant::now() + self.suspend_check);
             tokio::select! {
                 () = self.halt.cancelled() => return Ok(()),
                 () = tokio::time::sleep_until(due) => {}
             }
-            if !cadence.handle_timeout(epoch.elapsed()) {
+            if let Some(slept) = watch.observe(self.clocks.read()) {
+                self.resumed(slept, self.clock.now());
+                cadence.fire(epoch.elapsed());
+                catch_up = Some(CatchUp::new(self.suspend_check, self.interval));
+            } else if !cadence.handle_timeout(epoch.elapsed()) {
                 continue;
             }
             let shared = Arc::clone(&self);
@@ -199,7 +247,11 @@ impl Shared {
             let answered = tokio::task::spawn_blocking(move || shared.store.heartbeat(&shared.request, now))
                 .await
                 .map_err(|e| format!("the renewal task failed: {e}"))?;
-            self.record(attempt(answered), now);
+            let report = self.record(attempt(answered), now);
+            match catch_up.as_mut() {
+                Some(retry) if report.transient => cadence.retry_after(epoch.elapsed(), retry.next_delay()),
+                _ => catch_up = None,
+            }
         }
     }
 
@@ -236,6 +288,18 @@ impl std::fmt::Debug for WorkerHeartbeat {
 impl WorkerHeartbeat {
     /// A supervisor for one registration. Not started.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, params: HeartbeatParams) -> Self {
+        Self::with_clock_pair(store, clock, Arc::new(fleetgate_host::clock::SystemClockPair), SUSPEND_CHECK, params)
+    }
+
+    /// A supervisor that notices suspends through `clocks`, read at least every
+    /// `suspend_check` (a test's clock pair jumps; the system's is [`new`](Self::new)'s).
+    pub fn with_clock_pair(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        clocks: Arc<dyn ClockPairSource>,
+        suspend_check: Duration,
+        params: HeartbeatParams,
+    ) -> Self {
         let interval_seconds = heartbeat_interval_for(params.ttl_seconds, params.interval_override.as_deref());
         let request = HeartbeatRequest {
             worker_identity: params.worker_identity,
@@ -249,6 +313,8 @@ impl WorkerHeartbeat {
             shared: Arc::new(Shared {
                 store,
                 clock,
+                clocks,
+                suspend_check,
                 request,
                 ttl_seconds: params.ttl_seconds,
                 interval: Duration::from_secs_f64(interval_seconds),
@@ -354,6 +420,8 @@ impl WorkerHeartbeat {
             heartbeat_ttl_seconds: Some(self.shared.ttl_seconds),
             heartbeat_interval_seconds: Some(self.interval_seconds()),
             last_renewed_at: s.last_renewed_at,
+            suspends_detected: s.suspends_detected,
+            last_suspend: s.last_suspend.clone(),
             reasons: Vec::new(),
         }
     }

@@ -4,15 +4,18 @@
 //! ```text
 //! gateway_fixture --state DIR [--forbid TOOL]... [--max-bytes N] [--log FILTER]
 //!                 [--backoff-ms N] [--budget N] [--quarantine-s N] [--call-timeout-ms N]
-//!                 [-- DOWNSTREAM ARGV...]
+//!                 [--http ADDR] [-- DOWNSTREAM ARGV...]
 //! ```
+//!
+//! With `--http` it serves Streamable HTTP on ADDR (`127.0.0.1:0` picks a port) instead of
+//! stdio, and writes the address it listens on to `DIR/listen-addr`.
 //!
 //! Exits 0 after an orderly shutdown, 1 with the cause on stderr otherwise, 2 on bad usage.
 
 #[path = "../tests/support/policy.rs"]
 mod policy;
 
-use fleetgate_gateway::{DownstreamCommand, GatewayOptions};
+use fleetgate_gateway::{ConnectionLimits, DownstreamCommand, GatewayOptions, HttpOptions, Limits};
 use fleetgate_supervise::SupervisionConfig;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
     let mut options = GatewayOptions { server_name: "fleetgate-test".to_owned(), ..GatewayOptions::default() };
     let mut supervision = SupervisionConfig::default();
     let mut downstream = Vec::new();
+    let mut http = None;
     let mut at = 0;
     while at < args.len() {
         let flag = args[at].as_str();
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
                 number::<u32>(value).map(|n| supervision.quarantine_backoff_seconds = vec![f64::from(n)])
             }
             "--call-timeout-ms" => number(value).map(|n| options.call_timeout = Duration::from_millis(n)),
+            "--http" => value.parse().map(|addr| http = Some(addr)).map_err(|_| format!("`{value}` is not an address")),
             other => Err(format!("unknown argument `{other}`")),
         };
         if let Err(message) = parsed {
@@ -75,6 +80,7 @@ fn main() -> ExitCode {
         Err(e) => return usage(&e.to_string()),
     };
     options.downstream = DownstreamCommand::from_argv(downstream);
+    let addr_file = dir.join("listen-addr");
     let control = match policy::TestPolicy::new(dir, forbidden) {
         Ok(policy) => Arc::new(policy),
         Err(e) => {
@@ -83,7 +89,27 @@ fn main() -> ExitCode {
         }
     };
     options.observer = Some(control.clone());
-    match fleetgate_gateway::run(options, control) {
+    let served = match http {
+        None => fleetgate_gateway::run(options, control),
+        Some(listen) => {
+            let http = HttpOptions {
+                listen,
+                allow_remote: false,
+                allowed_hosts: Vec::new(),
+                bearer_token: None,
+                principals: None,
+                profile: None,
+                limits: Limits::default(),
+                connections: ConnectionLimits::default(),
+            };
+            fleetgate_gateway::run_http(options, http, control, move |addr| {
+                if let Err(e) = std::fs::write(&addr_file, addr.to_string()) {
+                    eprintln!("gateway_fixture: cannot write {}: {e}", addr_file.display());
+                }
+            })
+        }
+    };
+    match served {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gateway_fixture: {e}");

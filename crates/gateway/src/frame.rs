@@ -21,12 +21,13 @@
 //! replies produced here go through the same channel as rmcp's messages.
 
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, JsonRpcRequest, RequestId,
-    ServerJsonRpcMessage,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorCode, ErrorData, JsonRpcError, JsonRpcMessage,
+    JsonRpcRequest, JsonRpcResponse, RequestId, ServerJsonRpcMessage,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde_json::Value;
+use std::collections::HashSet;
 use std::future::Future;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -365,23 +366,74 @@ pub(crate) struct ClientGone;
 
 /// rmcp's view of the client connection: messages judged by [`read_frames`] in, messages
 /// to [`write_frames`] out.
+///
+/// It also keeps the ids of the client's requests rmcp has not answered: rmcp keys its
+/// requests by id, so a second request with an id still in flight would replace the
+/// first's entry and one of the two answers would be dropped. The second is refused
+/// here instead (`-32600`, with its id) and never reaches rmcp; the first is answered.
 pub(crate) struct ClientTransport {
-    pub(crate) inbound: mpsc::Receiver<ClientJsonRpcMessage>,
-    pub(crate) outbound: mpsc::Sender<ServerJsonRpcMessage>,
+    inbound: mpsc::Receiver<ClientJsonRpcMessage>,
+    outbound: mpsc::Sender<ServerJsonRpcMessage>,
+    /// Passed to rmcp, not answered yet (nor cancelled: rmcp drops a cancelled one's answer).
+    in_flight: HashSet<RequestId>,
+}
+
+impl ClientTransport {
+    pub(crate) fn new(
+        inbound: mpsc::Receiver<ClientJsonRpcMessage>,
+        outbound: mpsc::Sender<ServerJsonRpcMessage>,
+    ) -> Self {
+        Self { inbound, outbound, in_flight: HashSet::new() }
+    }
+}
+
+/// The refusal of a request whose id is in flight already.
+pub(crate) fn duplicate_id(id: &dyn std::fmt::Display) -> ErrorData {
+    ErrorData::invalid_request(
+        format!("request id {id} is already in flight: a request id must be unique among the requests in flight"),
+        None,
+    )
 }
 
 impl Transport<RoleServer> for ClientTransport {
     type Error = ClientGone;
 
     fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), ClientGone>> + Send + 'static {
+        // Freed as rmcp hands the answer over, in its loop, before it reads the next request.
+        if let JsonRpcMessage::Response(JsonRpcResponse { id, .. })
+        | JsonRpcMessage::Error(JsonRpcError { id: Some(id), .. }) = &item
+        {
+            self.in_flight.remove(id);
+        }
         let outbound = self.outbound.clone();
         async move { outbound.send(item).await.map_err(|_| ClientGone) }
     }
 
-    // Cancellation-safe, as rmcp's loop needs: it polls this inside a `select!`, and
-    // `mpsc::Receiver::recv` loses nothing when dropped.
-    fn receive(&mut self) -> impl Future<Output = Option<ClientJsonRpcMessage>> + Send {
-        self.inbound.recv()
+    // Cancellation-safe, as rmcp's loop needs: it polls this inside a `select!`; the only
+    // await is `mpsc::Receiver::recv`, which loses nothing when dropped.
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            let message = self.inbound.recv().await?;
+            match &message {
+                JsonRpcMessage::Request(request) if !self.in_flight.insert(request.id.clone()) => {
+                    tracing::debug!(id = %request.id, "refused a request whose id is in flight");
+                    let refusal = ServerJsonRpcMessage::error(duplicate_id(&request.id), Some(request.id.clone()));
+                    // Not awaited here (a dropped `receive` would lose it); order does not matter.
+                    let outbound = self.outbound.clone();
+                    tokio::spawn(async move { outbound.send(refusal).await });
+                    continue;
+                }
+                JsonRpcMessage::Notification(notification) => {
+                    if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+                        && let Some(id) = &cancelled.params.request_id
+                    {
+                        self.in_flight.remove(id);
+                    }
+                }
+                _ => {}
+            }
+            return Some(message);
+        }
     }
 
     async fn close(&mut self) -> Result<(), ClientGone> {

@@ -16,11 +16,16 @@
 //! * who: the bearer token against `FLEETGATE_HTTP_TOKEN` or the tokens file's principals
 //!   (401 otherwise; 403 for a principal not allowed this profile), compared in constant
 //!   time, never logged; the principal rides the request's extensions to the gateway;
-//! * what: a JSON array (a batch) is answered 400 with a JSON-RPC `-32600` body; a
-//!   2026-07-28 request for a method that generation removed gets 404 and `-32601`;
+//! * what: a JSON array (a batch) is answered 400 with a JSON-RPC `-32600` body, a body
+//!   that is no JSON-RPC message 400 (rmcp says 415); a 2026-07-28 request for a method
+//!   that generation removed gets 404 and `-32601`; a DELETE of an ended session 404;
 //! * how many: a request that would make a new attachment is admitted only within the
 //!   bounds ([`Limits`]: 503 when the gateway is full, 429 when the principal is) and
-//!   the rate of new attachments (429).
+//!   the rate of new attachments (429); a session's request id is held while answered
+//!   (409 for a second request with it) and its event streams are bounded (429).
+//!
+//! Beneath it, the listener (`listen`) bounds the connections themselves: the header and
+//! body timeouts and the connection cap ([`ConnectionLimits`]), before any of this runs.
 //!
 //! With an observer ([`GatewayOptions::observer`]) the listener also serves `GET /metrics`
 //! (its exposition), behind the same gatekeeper and the same `Host`/`Origin` rules
@@ -64,7 +69,10 @@ use rmcp::model::{
 };
 
 mod gatekeeper;
+mod listen;
+mod slots;
 use gatekeeper::{Bucket, Gatekeeper, gatekeeper};
+pub use listen::ConnectionLimits;
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service as _};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -102,6 +110,8 @@ pub struct HttpOptions {
     pub profile: Option<String>,
     /// Bounds on attachments.
     pub limits: Limits,
+    /// Bounds on connections: the cap, the header and body timeouts.
+    pub connections: ConnectionLimits,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -115,6 +125,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("principals", &self.principals)
             .field("profile", &self.profile)
             .field("limits", &self.limits)
+            .field("connections", &self.connections)
             .finish()
     }
 }
@@ -174,17 +185,7 @@ where
     let router = router(&engine, &options, &http, local, cancel.clone());
 
     let stop = CancellationToken::new();
-    let stopped = stop.clone();
-    // Small writes (SSE events, JSON answers) go out at once: without TCP_NODELAY a
-    // response written in parts waits on the client's delayed ACK, up to 40 ms a request.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
-        }
-    });
-    let server = tokio::spawn(async move {
-        axum::serve(listener, router).with_graceful_shutdown(async move { stopped.cancelled().await }).await
-    });
+    let server = tokio::spawn(listen::serve_connections(listener, router, http.connections, stop.clone()));
     let sweeper_engine = engine.clone();
     let sweeper = tokio::spawn(async move {
         loop {
@@ -200,8 +201,7 @@ where
     cancel.cancel();
     stop.cancel();
     match tokio::time::timeout(Duration::from_secs(2), server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(e))) => tracing::warn!(error = %e, "the HTTP server ended with an error"),
+        Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(error = %e, "the HTTP server task failed"),
         Err(_) => tracing::warn!("the HTTP server did not stop within 2 s"),
     }
@@ -242,9 +242,10 @@ fn router(
         .with_max_request_body_bytes(options.max_message_bytes)
         .with_cancellation_token(cancel);
     let factory_engine = engine.clone();
+    let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(HttpGateway(Gateway::http(factory_engine.clone()))),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
     );
     let gate = Arc::new(Gatekeeper {
@@ -253,7 +254,11 @@ fn router(
         principals: http.principals.clone(),
         profile: http.profile.clone(),
         max_body: options.max_message_bytes,
+        body_timeout: http.connections.body_timeout,
         arrivals: Mutex::new(Bucket::full()),
+        requests: Arc::default(),
+        event_streams: Arc::default(),
+        sessions,
     });
     let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);
     if let Some(observer) = options.observer.clone() {

@@ -52,7 +52,7 @@ pub use control::{
 };
 pub use engine::Limits;
 pub use error::GatewayError;
-pub use http::{HTTP_ENDPOINT, HttpOptions, METRICS_ENDPOINT, run_http, serve_http};
+pub use http::{ConnectionLimits, HTTP_ENDPOINT, HttpOptions, METRICS_ENDPOINT, run_http, serve_http};
 pub use observe::{Exposition, GatewayObserver};
 pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions};
 pub use serve::{ShutdownReason, init_logging, run, serve, serve_io};

@@ -86,16 +86,33 @@ pub fn run(options: GatewayOptions, control: Arc<dyn ControlPlane>) -> Result<Sh
 }
 
 /// Install a `tracing` subscriber writing to stderr with `filter` (`EnvFilter` syntax;
-/// `warn,rmcp=error` when `None`). A subscriber already installed is left in place.
+/// `warn,rmcp=error` when `None`), under [`never_logged`]'s ceiling whatever the filter
+/// says. A subscriber already installed is left in place.
 pub fn init_logging(filter: Option<&str>) -> Result<(), GatewayError> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{Layer as _, fmt};
     // rmcp logs every error answer at WARN; those are the client's mistakes, not the gateway's.
     let filter = filter.unwrap_or("warn,rmcp=error");
     let env_filter = tracing_subscriber::EnvFilter::try_new(filter)
         .map_err(|e| GatewayError::LogFilter { filter: filter.to_owned(), reason: e.to_string() })?;
+    let layer = fmt::layer().with_writer(std::io::stderr).with_ansi(false).with_filter(env_filter);
     // Err only when a subscriber is already set (the caller's): keep theirs.
-    let _ =
-        tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter(env_filter).try_init();
+    let _ = tracing_subscriber::registry().with(layer.with_filter(never_logged())).try_init();
     Ok(())
+}
+
+/// The ceiling no log filter lifts. rmcp logs every request and answer whole at DEBUG —
+/// a tool call's arguments, which may hold secrets — and carries the `Mcp-Session-Id`,
+/// which lets its holder act in the session, on its HTTP session's INFO span and
+/// "create new session" event. The gateway's own events name tools, never arguments,
+/// and attachments by number, never by session id.
+fn never_logged() -> tracing_subscriber::filter::Targets {
+    use tracing_subscriber::filter::LevelFilter;
+    tracing_subscriber::filter::Targets::new()
+        .with_default(LevelFilter::TRACE)
+        .with_target("rmcp", LevelFilter::INFO)
+        .with_target("rmcp::transport::streamable_http_server::session", LevelFilter::WARN)
 }
 
 /// Serve MCP on this process's stdin/stdout until stdin EOF, SIGTERM or SIGINT. Must run
@@ -177,7 +194,7 @@ where
     let engine = start_engine(&options, &control, control_tools, Limits::default(), false).await?;
     let channel = Arc::new(engine.open_stdio_channel().map_err(GatewayError::Supervise)?);
     let gateway = Gateway::stdio(engine.clone(), channel.clone());
-    let transport = ClientTransport { inbound: inbound_rx, outbound: frames_tx };
+    let transport = ClientTransport::new(inbound_rx, frames_tx);
 
     let cancel = CancellationToken::new();
     let session = async {

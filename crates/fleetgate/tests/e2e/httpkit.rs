@@ -185,3 +185,164 @@ pub fn refused_start(f: &FleetDir, env: &[(&str, &str)], extra: &[&str]) -> (Opt
 pub fn eventually(what: &str, secs: f64, cond: impl FnMut() -> bool) {
     assert!(wait_until(secs, cond), "{what}: not within {secs} s");
 }
+
+/// One raw HTTP/1.1 connection, kept alive across requests: for tests about connections
+/// themselves (timeouts, the cap), where a pooled client would hide which one is used.
+pub struct Conn {
+    pub stream: std::net::TcpStream,
+    addr: String,
+}
+
+/// One response read off a [`Conn`]: the status, the headers (names lower-cased) and the
+/// body (chunked bodies decoded).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC message of the body (an SSE body's first `data:` line), `Null` if none.
+    pub fn json(&self) -> Value {
+        self.body.lines().find_map(|l| l.strip_prefix("data: ").filter(|d| d.starts_with('{'))).map_or_else(
+            || serde_json::from_str(&self.body).unwrap_or(Value::Null),
+            |d| serde_json::from_str(d).unwrap(),
+        )
+    }
+}
+
+impl Conn {
+    pub fn open(addr: &str) -> Self {
+        let stream = std::net::TcpStream::connect(addr).expect("the gateway accepts the connection");
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+        Self { stream, addr: addr.to_owned() }
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        self.stream.write_all(bytes).unwrap();
+    }
+
+    /// Send one request of `method` to `/mcp` with `headers` and `body`.
+    pub fn send(&mut self, method: &str, headers: &[(&str, &str)], body: &str) {
+        let mut request = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            self.addr,
+            body.len()
+        );
+        if !body.is_empty() && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+            request.push_str("Content-Type: application/json\r\n");
+        }
+        for (k, v) in headers {
+            request.push_str(&format!("{k}: {v}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        self.send_raw(request.as_bytes());
+    }
+
+    /// Send a request and read its whole response.
+    pub fn request(&mut self, method: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        self.send(method, headers, body);
+        self.read_reply()
+    }
+
+    /// Read one response head, and the body it announces (`Content-Length` or chunked).
+    pub fn read_reply(&mut self) -> Reply {
+        let head = self.read_head();
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().unwrap_or_default();
+        let status = status_line.get(9..12).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{status_line:?}"));
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let find = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let body = if find("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+            let mut body = Vec::new();
+            loop {
+                let size = usize::from_str_radix(self.read_line().trim(), 16).expect("a chunk size");
+                let chunk = self.read_exact(size + 2);
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+            body
+        } else {
+            let length = find("content-length").map_or(0, |v| v.parse().unwrap());
+            self.read_exact(length)
+        };
+        Reply { status, headers, body: String::from_utf8_lossy(&body).into_owned() }
+    }
+
+    fn read_exact(&mut self, n: usize) -> Vec<u8> {
+        use std::io::Read;
+        let mut bytes = vec![0; n];
+        self.stream.read_exact(&mut bytes).expect("the whole body");
+        bytes
+    }
+
+    fn read_line(&mut self) -> String {
+        let mut line = Vec::new();
+        while !line.ends_with(b"\r\n") {
+            line.extend(self.read_exact(1));
+        }
+        String::from_utf8_lossy(&line).into_owned()
+    }
+
+    /// Read one response head (alone: an event stream's, whose body does not end).
+    pub fn read_head(&mut self) -> String {
+        let mut head = String::new();
+        loop {
+            let line = self.read_line();
+            if line == "\r\n" {
+                return head;
+            }
+            head.push_str(&line);
+        }
+    }
+
+    /// Whether the gateway closed this connection within `secs`: a read sees EOF (or a
+    /// reset) rather than waiting. Bytes that arrive meanwhile are skipped.
+    pub fn closed_within(&mut self, secs: f64) -> bool {
+        use std::io::Read;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+        let mut buf = [0_u8; 4096];
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            self.stream.set_read_timeout(Some(left)).unwrap();
+            match self.stream.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                    return false;
+                }
+                Err(_) => return true,
+            }
+        }
+    }
+}
+
+/// A 2025-11-25 `initialize` and `notifications/initialized` on `conn`: the session id.
+pub fn open_session(conn: &mut Conn, headers: &[(&str, &str)]) -> String {
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "1" } } });
+    let reply = conn.request("POST", headers, &init.to_string());
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let session = reply.header("mcp-session-id").expect("a session id").to_owned();
+    let mut with_session = headers.to_vec();
+    with_session.push(("Mcp-Session-Id", session.as_str()));
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let reply = conn.request("POST", &with_session, &initialized.to_string());
+    assert_eq!(reply.status, 202, "{reply:?}");
+    session
+}

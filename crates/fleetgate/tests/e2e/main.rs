@@ -12,6 +12,7 @@ mod diagnostics;
 mod downstream;
 mod forge;
 mod gitflow;
+mod hostile;
 mod http;
 mod httpkit;
 mod lifecycle;

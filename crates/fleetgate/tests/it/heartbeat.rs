@@ -8,11 +8,13 @@ use fleetgate::heartbeat::{
 };
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_core::provenance::Ownership;
+use fleetgate_core::suspend::{ClockPair, ClockPairSource, ManualClockPair};
 use fleetgate_core::worker::{RegisterOutcome, is_live, worker_identity};
 use fleetgate_core::{BlockerKind, Clock, ManualClock};
 use fleetgate_store::Store;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 fn params(out: &RegisterOutcome, session: &str, ttl: f64, interval: Option<&str>) -> HeartbeatParams {
     HeartbeatParams {
@@ -319,4 +321,131 @@ fn a_thread_fenced_mid_run_stops_itself() {
     store.claim_generation(&out.worker_identity, "gen-0002", now()).unwrap();
     assert!(wait_until(10.0, || !sup.status().running), "a fenced loop must end by itself");
     assert!(sup.stopped_reason().unwrap().starts_with("worker_fenced"));
+}
+
+/// The clock pair a test jumps, counting the loop's reads of it.
+#[derive(Default)]
+struct Watched {
+    pair: ManualClockPair,
+    reads: AtomicU64,
+}
+
+impl ClockPairSource for Watched {
+    fn read(&self) -> ClockPair {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.pair.read()
+    }
+}
+
+/// A registered worker whose loop runs on an injected wall clock and clock pair,
+/// the pair read every 10 ms and beats 300 s of monotonic time apart: within a
+/// test, only a suspend the loop notices can make it beat.
+struct Sleeper {
+    _dir: tempfile::TempDir,
+    store: Arc<dyn Store>,
+    /// The store as the loop sees it: its renewals counted, or failed on demand.
+    counted: Arc<Instrumented>,
+    out: RegisterOutcome,
+    clock: Arc<ManualClock>,
+    clocks: Arc<Watched>,
+    sup: WorkerHeartbeat,
+    _loops: (tokio::runtime::Runtime, fleetgate_supervise::Supervisor),
+}
+
+fn sleep_aware_loop() -> Sleeper {
+    let (dir, store) = fresh_store();
+    let out = attach(&*store, Attach::default());
+    let clock = Arc::new(ManualClock::new(now()));
+    let clocks = Arc::new(Watched::default());
+    let counted = Instrumented::new(store.clone());
+    let sup = WorkerHeartbeat::with_clock_pair(
+        counted.clone(),
+        clock.clone(),
+        clocks.clone(),
+        Duration::from_millis(10),
+        params(&out, "sess-0001", TTL, None),
+    );
+    assert_eq!(sup.interval_seconds(), 300.0);
+    let loops = loops();
+    assert!(sup.start(&loops.1).started);
+    // The loop is up and reading the pair; awake, it has not beaten.
+    assert!(wait_until(10.0, || clocks.reads.load(Ordering::SeqCst) >= 3), "the loop never read the clock pair");
+    assert_eq!(sup.status().beats_attempted, 0);
+    Sleeper { _dir: dir, store, counted, out, clock, clocks, sup, _loops: loops }
+}
+
+#[test]
+fn a_wake_from_suspend_beats_at_once_and_the_runtime_context_says_so() {
+    let Sleeper { store, out, clock, clocks, sup, .. } = &sleep_aware_loop();
+    let reads = clocks.reads.load(Ordering::SeqCst);
+    clocks.pair.advance(Duration::from_secs(1));
+    assert!(wait_until(10.0, || clocks.reads.load(Ordering::SeqCst) >= reads + 3));
+    assert_eq!(sup.status().beats_attempted, 0, "awake time is no suspend");
+
+    // An hour asleep: the wall clock and boottime jump, monotonic does not, and every
+    // lease this worker held has expired.
+    clock.advance(3600);
+    assert!(!is_live(&store.get_worker(&out.worker_identity).unwrap().unwrap(), clock.now(), true).live);
+    clocks.pair.suspend(Duration::from_secs(3600));
+    assert!(wait_until(10.0, || sup.status().beats_renewed >= 1), "no beat on wake: {:?}", sup.status());
+
+    let s = sup.status();
+    assert_eq!((s.beats_attempted, s.beats_renewed, s.suspends_detected), (1, 1, 1), "{s:?}");
+    let resumed = s.last_suspend.expect("the suspend is reported");
+    assert_eq!(resumed.resumed_after_suspend_seconds, 3600);
+    assert_eq!(resumed.resumed_at, clock.now());
+    assert_eq!(resumed.message, "resumed after 3600 s of suspend");
+    let json = serde_json::to_value(worker_heartbeat_status(Some(sup))).unwrap();
+    assert_eq!(json["last_suspend"]["resumed_after_suspend_seconds"], 3600, "{json}");
+    assert_eq!(json["last_suspend"]["message"], "resumed after 3600 s of suspend", "{json}");
+    assert_eq!(json["suspends_detected"], 1, "{json}");
+    let row = store.get_worker(&out.worker_identity).unwrap().unwrap();
+    assert_eq!(row.last_heartbeat_at, clock.now(), "renewed at the wake-up");
+    assert!(is_live(&row, clock.now(), true).live);
+    assert_eq!(owned(&**store, &out.worker_identity, clock.now()), Ownership::Owned);
+    sup.stop("test teardown");
+}
+
+#[test]
+fn a_worker_taken_over_while_asleep_is_refused_on_wake_not_extended() {
+    let Sleeper { store, out, clock, clocks, sup, .. } = &sleep_aware_loop();
+
+    // While this machine sleeps its lease expires and the worker is claimed anew
+    // (a new generation, a new fencing epoch).
+    clock.advance(3600);
+    store.claim_generation(&out.worker_identity, "gen-0002", clock.now()).unwrap();
+    let taken = store.get_worker(&out.worker_identity).unwrap().unwrap();
+    assert!(taken.fencing_epoch > out.fencing_epoch);
+    clock.advance(5);
+    clocks.pair.suspend(Duration::from_secs(3605));
+
+    assert!(wait_until(10.0, || !sup.status().running), "a fenced loop must end by itself: {:?}", sup.status());
+    let s = sup.status();
+    assert_eq!(s.last_suspend.as_ref().map(|r| r.resumed_after_suspend_seconds), Some(3605), "{s:?}");
+    assert_eq!((s.beats_attempted, s.beats_renewed), (1, 0), "{s:?}");
+    assert!(s.stopped_reason.as_deref().unwrap_or("").starts_with("worker_fenced"), "{s:?}");
+    let after = store.get_worker(&out.worker_identity).unwrap().unwrap();
+    assert_eq!(after.fencing_epoch, taken.fencing_epoch);
+    assert_eq!(after.last_heartbeat_at, taken.last_heartbeat_at, "the new holder's lease is not extended");
+    assert_eq!(after.renewal_count, taken.renewal_count);
+}
+
+#[test]
+fn a_wake_whose_first_renewal_fails_transiently_retries_soon_not_an_interval_later() {
+    let Sleeper { store, counted, out, clock, clocks, sup, .. } = &sleep_aware_loop();
+    // The network is not back yet: the first two renewals after the wake-up fail.
+    counted.fail_next.store(2, Ordering::SeqCst);
+    clock.advance(3600);
+    clocks.pair.suspend(Duration::from_secs(3600));
+    // Retried 10 ms, then 20 ms later (the catch-up doubles from the check period),
+    // not 300 s later as the schedule would.
+    assert!(wait_until(10.0, || sup.status().beats_renewed >= 1), "no renewal after the wake: {:?}", sup.status());
+    let s = sup.status();
+    assert_eq!((s.transient_failures, s.beats_renewed, s.suspends_detected), (2, 1, 1), "{s:?}");
+    assert_eq!(store.get_worker(&out.worker_identity).unwrap().unwrap().last_heartbeat_at, clock.now());
+    // Caught up: no more beats until the schedule (300 s of monotonic time) or another wake.
+    let reads = clocks.reads.load(Ordering::SeqCst);
+    assert!(wait_until(10.0, || clocks.reads.load(Ordering::SeqCst) >= reads + 5));
+    assert_eq!(counted.heartbeats.load(Ordering::SeqCst), 1, "{:?}", sup.status());
+    sup.stop("test teardown");
 }

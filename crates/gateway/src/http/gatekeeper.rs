@@ -1,9 +1,12 @@
 //! The gatekeeper: the one axum middleware in front of rmcp's service — who (the bearer
 //! token or the tokens-file principal), what (one JSON-RPC message per POST, no removed
-//! 2026-07-28 method), and how many (attachment admission and the arrival rate) — refusing
-//! with a JSON-RPC error body before rmcp sees the request.
+//! 2026-07-28 method, no DELETE of an ended session), and how many (attachment admission
+//! and the arrival rate, one request per id in flight in a session, a few event streams
+//! per session) — refusing with a JSON-RPC error body before rmcp sees the request.
 
+use super::slots::{Slot, Slots, hold_while_answering};
 use super::*;
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 
 /// New attachments admitted per second, sustained, and in one burst: a client that opens
 /// sessions in a loop is slowed down before the bounds are even reached.
@@ -42,8 +45,24 @@ pub(super) struct Gatekeeper {
     pub(super) principals: Option<Principals>,
     pub(super) profile: Option<String>,
     pub(super) max_body: usize,
+    /// How long a POST's body may take to arrive (a trickled body holds a connection).
+    pub(super) body_timeout: Duration,
     pub(super) arrivals: Mutex<Bucket>,
+    /// Each session's request ids being answered.
+    pub(super) requests: Arc<Slots<RequestKey>>,
+    /// Each session's open event streams (GET).
+    pub(super) event_streams: Arc<Slots<String>>,
+    /// rmcp's sessions, asked whether one a DELETE names still exists.
+    pub(super) sessions: Arc<LocalSessionManager>,
 }
+
+/// Event streams (GET) one session may hold open at once. rmcp sends on one of them and
+/// keeps the rest alive with pings; a few cover a client reconnecting before the server
+/// noticed its old stream was gone.
+pub(super) const MAX_EVENT_STREAMS: usize = 4;
+
+/// A session id and a request id (its JSON text: `1` and `"1"` are different ids).
+pub(super) type RequestKey = (String, String);
 
 /// A response that refuses a request before rmcp sees it (boxed: it is the rare path).
 type Refused = Box<Response>;
@@ -181,27 +200,128 @@ impl Gatekeeper {
         };
         if self.engine.knows(&key) { Ok(()) } else { self.admit(&who, probe.id) }
     }
+
+    /// A request in a session holds its id while it is answered. rmcp keys a session's
+    /// requests by id: a second one with an id in flight would take over the first's
+    /// answer stream, and one of the two answers would be lost. It gets 409 instead.
+    fn hold_id(&self, headers: &HeaderMap, body: &[u8]) -> Result<Option<Slot<RequestKey>>, Refused> {
+        let Some(session) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return Ok(None) };
+        // Not a request (or not JSON): nothing is answered, nothing to hold.
+        let Ok(Probe { id: Some(id), method: Some(_), .. }) = serde_json::from_slice::<Probe>(body) else {
+            return Ok(None);
+        };
+        match self.requests.take((session.to_owned(), id.to_string()), 1) {
+            Some(slot) => Ok(Some(slot)),
+            None => {
+                let error = crate::frame::duplicate_id(&id);
+                Err(jsonrpc_refusal(StatusCode::CONFLICT, Some(id), error.code.0, error.message.into_owned()))
+            }
+        }
+    }
+
+    /// A GET or DELETE of a session: its event streams are bounded, and a session that has
+    /// ended (deleted already, say) answers 404 where rmcp would accept the DELETE again.
+    async fn session_request(&self, session: String, request: Request, next: Next) -> Response {
+        match *request.method() {
+            Method::GET => {
+                let Some(slot) = self.event_streams.take(session, MAX_EVENT_STREAMS) else {
+                    let text = format!(
+                        "this session has {MAX_EVENT_STREAMS} event streams (GET) open already: close one before \
+                         opening another"
+                    );
+                    return *jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, None, -32000, text);
+                };
+                hold_while_answering(next.run(request).await, slot)
+            }
+            Method::DELETE => {
+                // On an error, rmcp's own answer stands.
+                let known = self.sessions.has_session(&session.into()).await.unwrap_or(true);
+                let response = next.run(request).await;
+                if !known && response.status() == StatusCode::ACCEPTED {
+                    return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+                }
+                response
+            }
+            _ => next.run(request).await,
+        }
+    }
+}
+
+/// `response` to a request whose body was not read whole: hyper closes the connection
+/// after it (it cannot find where the next request starts), so say so — a client that
+/// pooled the connection would otherwise send its next request into a closed socket.
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Whether a request says its body is JSON (`application/json`, parameters aside).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+        v.split(';').next().is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+    })
+}
+
+/// 400 for a POST body that is not a JSON-RPC message, with the error the stdio judge
+/// gives the same bytes (`-32700` not JSON, `-32600` not a message, `-32602` bad params).
+fn not_a_message(body: &[u8]) -> Refused {
+    let (error, id) = match crate::frame::judge(body) {
+        crate::frame::Verdict::Reply(error, id) => (error, id),
+        crate::frame::Verdict::Drop(reason) => (ErrorData::invalid_request(reason, None), None),
+        crate::frame::Verdict::Pass(_) => (ErrorData::invalid_request("not a JSON-RPC message", None), None),
+    };
+    let id = id.and_then(|id| serde_json::to_value(id).ok());
+    jsonrpc_refusal(StatusCode::BAD_REQUEST, id, error.code.0, error.message.into_owned())
 }
 
 /// Who, what and how many, before rmcp: see the module doc.
 pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Request, next: Next) -> Response {
     let principal = match gate.authenticate(request.headers()) {
         Ok(principal) => principal,
-        Err(refused) => return *refused,
+        Err(refused) => return closing(*refused),
     };
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(principal.clone());
     if parts.method != Method::POST {
-        return next.run(Request::from_parts(parts, body)).await;
+        let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let request = Request::from_parts(parts, body);
+        return match session {
+            Some(session) if request.uri().path() == HTTP_ENDPOINT => {
+                gate.session_request(session, request, next).await
+            }
+            _ => next.run(request).await,
+        };
     }
-    let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
-        let text = format!("the message is larger than the gateway accepts ({} bytes)", gate.max_body);
-        return *jsonrpc_refusal(StatusCode::PAYLOAD_TOO_LARGE, None, -32600, text);
+    let read = tokio::time::timeout(gate.body_timeout, axum::body::to_bytes(body, gate.max_body));
+    let bytes = match read.await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            let text = format!("the message is larger than the gateway accepts ({} bytes)", gate.max_body);
+            return closing(*jsonrpc_refusal(StatusCode::PAYLOAD_TOO_LARGE, None, -32600, text));
+        }
+        Err(_) => {
+            let text = format!("the request body did not arrive within {} s", gate.body_timeout.as_secs_f64());
+            return closing(*jsonrpc_refusal(StatusCode::REQUEST_TIMEOUT, None, -32600, text));
+        }
     };
     if let Err(refused) = gate.screen(&parts.headers, &bytes, &principal) {
         return *refused;
     }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    let held = match gate.hold_id(&parts.headers, &bytes) {
+        Ok(held) => held,
+        Err(refused) => return *refused,
+    };
+    let json = is_json(&parts.headers);
+    let response = next.run(Request::from_parts(parts, Body::from(bytes.clone()))).await;
+    // rmcp answers 415 to a JSON body that is no JSON-RPC message: the content type was
+    // right, the message is not — 400, with the error stdio gives the same line.
+    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && json {
+        return *not_a_message(&bytes);
+    }
+    match held {
+        Some(slot) => hold_while_answering(response, slot),
+        None => response,
+    }
 }
 
 #[cfg(test)]

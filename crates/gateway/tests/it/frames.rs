@@ -147,3 +147,63 @@ fn a_sessionless_2026_client_attaches_on_its_first_request() {
     assert_eq!(gateway.exit_code(ANSWER), Some(0));
     assert_eq!(state.events(), ["transport_bound", "attach modern 2 2026-07-28", "shutdown stdin_eof"]);
 }
+
+/// The next frame with `id` among the client-bound frames (requests from the downstream
+/// are skipped), or `None` within `within`.
+fn frame_with_id(
+    gateway: &mut RawGateway,
+    id: &serde_json::Value,
+    within: std::time::Duration,
+) -> Option<serde_json::Value> {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let frame = gateway.next(left)?;
+        if frame.get("method").is_none() && &frame["id"] == id {
+            return Some(frame);
+        }
+    }
+}
+
+/// Issue #18, item 12: rmcp keyed its requests by id, so a second request with the id of
+/// one in flight took over its entry and one of the two answers was dropped.
+#[test]
+fn a_request_reusing_an_id_in_flight_is_refused_and_the_first_still_answered() {
+    let state = State::new();
+    state.allow_mutations();
+    let mut gateway =
+        RawGateway::start(&state, &[], &[crate::harness::path_text(&crate::harness::conformance_fixture())]);
+    let answer = gateway.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw-test", "version": "9.9"}}),
+    );
+    assert!(answer.get("result").is_some(), "{answer}");
+    gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // The call is in flight for sure while its elicitation waits on this client.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "test_elicitation", "arguments": {"message": "who?"}}});
+    gateway.send(&call);
+    let elicitation = loop {
+        let frame = gateway.next(ANSWER).expect("the downstream's elicitation reaches the client");
+        if frame["method"] == "elicitation/create" {
+            break frame;
+        }
+        assert!(frame.get("id") != Some(&json!(7)), "the call was answered before it asked: {frame}");
+    };
+
+    gateway.send(&call);
+    let refused = frame_with_id(&mut gateway, &json!(7), std::time::Duration::from_secs(10))
+        .expect("the second request with id 7 is answered");
+    assert_eq!(error_code(&refused), -32600, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("already in flight"), "{refused}");
+
+    gateway.send(&json!({"jsonrpc": "2.0", "id": elicitation["id"], "result": {"action": "accept",
+        "content": {"username": "ada", "email": "ada@example.org"}}}));
+    let answered = frame_with_id(&mut gateway, &json!(7), ANSWER).expect("the first request is answered");
+    let text = answered["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{answered}"));
+    assert!(text.contains("ada"), "{answered}");
+    // Answered, the id is free again.
+    assert_still_serving(&mut gateway, 7);
+}

@@ -8,6 +8,7 @@ mod everything;
 mod frames;
 mod git;
 mod harness;
+mod http;
 mod lifecycle;
 mod paging;
 mod progress;

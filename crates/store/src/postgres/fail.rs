@@ -33,10 +33,18 @@ fn kind_of(e: &::postgres::Error) -> StoreErrorKind {
         };
     }
     // No SQLSTATE: the client library's own kinds are private, so tell them
-    // by what they carry. An I/O cause, a closed connection or a timeout all
-    // mean the server is not reachable right now.
-    let io = std::error::Error::source(e).is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some());
+    // by what they carry. A certificate the TLS settings refuse stays refused,
+    // and a server without TLS stays without: neither is transient. An I/O
+    // cause, a closed connection or a timeout all mean the server is not
+    // reachable right now.
+    if matches!(tls_refusal(e), Some(rustls::Error::InvalidCertificate(_))) {
+        return StoreErrorKind::Permission;
+    }
+    if detail(e).ends_with("server does not support TLS") {
+        return StoreErrorKind::Unsupported;
+    }
     let text = e.to_string();
+    let io = std::error::Error::source(e).is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some());
     if io || e.is_closed() || text.starts_with("timeout") || text.starts_with("error connecting") {
         StoreErrorKind::Unavailable
     } else if text.starts_with("authentication") {
@@ -44,6 +52,22 @@ fn kind_of(e: &::postgres::Error) -> StoreErrorKind {
     } else {
         StoreErrorKind::Other
     }
+}
+
+/// The TLS library's error (a refused certificate, most often), if that is
+/// what ended the connection attempt.
+fn tls_refusal(e: &::postgres::Error) -> Option<&rustls::Error> {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(refusal) = s.downcast_ref::<rustls::Error>() {
+            return Some(refusal);
+        }
+        if let Some(refusal) = s.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()?.downcast_ref()) {
+            return Some(refusal);
+        }
+        source = s.source();
+    }
+    None
 }
 
 /// The server's message on one line, with its SQLSTATE, or the client's error

@@ -110,8 +110,11 @@ fn jittered(d: Duration) -> Duration {
 impl PostgresStore {
     /// A new connection, set up for the store.
     pub(super) fn connect(&self) -> Result<Session, StoreError> {
-        let mut client =
-            self.target.config.connect(NoTls).map_err(|e| self.name("cannot connect to store", Fail::Db(e)))?;
+        let connected = match &self.target.connector {
+            Some(tls) => self.target.config.connect(tls.clone()),
+            None => self.target.config.connect(NoTls),
+        };
+        let mut client = connected.map_err(|e| self.name("cannot connect to store", Fail::Db(e)))?;
         // A row-lock wait is bounded like SQLite's busy wait; a process that
         // stalls inside a transaction cannot hold others' rows for long.
         client

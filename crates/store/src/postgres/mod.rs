@@ -1,7 +1,8 @@
 //! The PostgreSQL engine, for fleets across hosts: the same contract and the
 //! same migration numbers as [`crate::sqlite`], one connection per process.
 //! What every operation does is written once, in `ops`; this module is the
-//! dialect, by concern: `config` (the URL), `link` (the connection),
+//! dialect, by concern: `config` (the URL), `tls` (what is checked of the
+//! server), `link` (the connection),
 //! `fail` (what an error means), `bind` (the types), `migrations`.
 //!
 //! * **Transactions.** Every multi-statement write is one transaction at
@@ -32,13 +33,17 @@
 //! * **Secrets.** Every message names the store by [`crate::redact_url`], and the
 //!   password is scrubbed from the server's own texts too.
 //!
-//! TLS is not part of this build: `sslmode=require` is refused at open.
+//! * **TLS.** rustls, with libpq's `sslmode` values (`disable`, `prefer` —
+//!   the default —, `require`, `verify-ca`, `verify-full`) and `sslrootcert`
+//!   (a PEM file, else the system's roots): see `tls`. A certificate the
+//!   settings refuse is [`crate::StoreErrorKind::Permission`], not transient.
 
 mod bind;
 mod config;
 mod fail;
 mod link;
 mod migrations;
+mod tls;
 
 pub use config::{CONNECT_TIMEOUT, TCP_USER_TIMEOUT};
 pub use link::LOCK_TIMEOUT;
@@ -154,12 +159,13 @@ mod tests {
     use crate::StoreErrorKind;
 
     #[test]
-    fn a_bad_url_is_invalid_and_tls_is_refused_without_leaking_the_password() {
+    fn a_bad_url_or_sslmode_is_invalid_without_leaking_the_password() {
         let err = PostgresStore::open("postgres://u:hunter22@127.0.0.1:notaport/db").unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::Invalid, "{err}");
         assert!(!err.to_string().contains("hunter22"), "{err}");
-        let err = PostgresStore::open("postgres://u:hunter22@127.0.0.1/db?sslmode=require").unwrap_err();
-        assert_eq!(err.kind(), StoreErrorKind::Unsupported, "{err}");
+        let err = PostgresStore::open("postgres://u:hunter22@127.0.0.1/db?sslmode=bogus").unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::Invalid, "{err}");
+        assert!(err.to_string().contains("invalid sslmode \"bogus\""), "{err}");
         assert!(!err.to_string().contains("hunter22"), "{err}");
     }
 }

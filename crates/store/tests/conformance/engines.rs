@@ -33,6 +33,8 @@ pub enum Server {
     Main,
     /// The server the restart test may stop and start.
     Spare,
+    /// The server with TLS on, refusing plain TCP; set up through its socket.
+    Tls,
 }
 
 /// One fresh store location, removed on drop.
@@ -57,6 +59,7 @@ fn postgres_url(server: Server) -> Option<String> {
     let key = match server {
         Server::Main => "FLEETGATE_TEST_POSTGRES_URL",
         Server::Spare => "FLEETGATE_TEST_POSTGRES_RESTART_URL",
+        Server::Tls => "FLEETGATE_TEST_POSTGRES_TLS_ADMIN_URL",
     };
     if let Some(url) = env(key) {
         return Some(url);
@@ -180,7 +183,7 @@ pub struct PgDatabase {
 }
 
 /// `url` with its database replaced by `db` (any query string kept).
-fn with_database(url: &str, db: &str) -> String {
+pub fn with_database(url: &str, db: &str) -> String {
     let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
     let (scheme, rest) = base.split_once("://").expect("a postgres:// URL");
     let authority = rest.split('/').next().unwrap_or(rest);

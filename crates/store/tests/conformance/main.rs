@@ -19,6 +19,7 @@ mod runtime;
 mod snapshot;
 mod sqlite_file;
 mod support;
+mod tls;
 mod transient;
 
 /// One `#[test]` per story and engine: `sqlite::NAME` and `postgres::NAME`,
@@ -33,6 +34,14 @@ macro_rules! conformance {
             // Connection loss and a server restart have no SQLite counterpart.
             #[test] fn connection_loss_is_transient_and_heals() { crate::transient::connection_loss() }
             #[test] fn server_restart_is_transient_and_heals() { crate::transient::server_restart() }
+            // TLS, against the server with ssl=on and a certificate made for this run.
+            #[test] fn tls_prefer_is_the_default_and_encrypts() { crate::tls::prefer_is_the_default_and_encrypts() }
+            #[test] fn tls_require_encrypts() { crate::tls::require_encrypts() }
+            #[test] fn tls_verify_full_with_the_right_ca_connects() { crate::tls::verify_full_with_the_right_ca_connects() }
+            #[test] fn tls_verify_full_refuses_another_ca() { crate::tls::verify_full_refuses_another_ca() }
+            #[test] fn tls_verify_full_refuses_a_wrong_host_name() { crate::tls::verify_full_refuses_a_wrong_host_name() }
+            #[test] fn tls_require_is_refused_by_a_server_without_tls() { crate::tls::require_is_refused_by_a_server_without_tls() }
+            #[test] fn tls_disable_is_refused_by_an_ssl_only_server() { crate::tls::disable_is_refused_by_an_ssl_only_server() }
         }
     };
 }

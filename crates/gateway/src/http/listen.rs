@@ -1,0 +1,132 @@
+//! The listener: hyper's HTTP/1.1 server on every accepted connection, with the bounds
+//! `axum::serve` does not set (it runs hyper without a timer, so a connection that never
+//! finishes its request head is kept forever — 2,000 of them stayed open past 40 s):
+//!
+//! * a connection must deliver a complete request head within
+//!   [`ConnectionLimits::header_timeout`] of starting to wait for one: when it opens and
+//!   again after every answer, so an idle keep-alive connection is closed after it too. A
+//!   response being streamed (an SSE stream) is no wait for a head and is not timed;
+//! * the body of a POST must arrive within [`ConnectionLimits::body_timeout`] (the
+//!   gatekeeper answers 408 otherwise);
+//! * at most [`ConnectionLimits::max_connections`] at once: past it a new connection is
+//!   answered 503 (`Connection: close`) and closed before anything of it is read, while
+//!   the open ones keep being served.
+//!
+//! All of it before authentication: the gatekeeper only runs on a complete request head.
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Bounds on the HTTP listener's connections (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Open connections at most; past it a new one is answered 503 and closed.
+    pub max_connections: usize,
+    /// How long a connection may take to deliver a request head, from when it opens or
+    /// its previous answer ended (the idle keep-alive timeout too).
+    pub header_timeout: Duration,
+    /// How long a POST's body may take to arrive once its head has.
+    pub body_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        // 512 stays below the common soft limit of 1024 open files, with room for the
+        // downstreams' pipes; 10 s is plenty for a head on any working link.
+        Self { max_connections: 512, header_timeout: Duration::from_secs(10), body_timeout: Duration::from_secs(30) }
+    }
+}
+
+/// What a connection past the cap is told before it is closed.
+const FULL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 1\r\n\
+Connection: close\r\nContent-Length: 66\r\n\r\nService Unavailable: the gateway serves its maximum of connections";
+
+/// Serve `router` on every connection `listener` accepts until `stop` is cancelled, then
+/// shut every connection down gracefully and wait for them.
+pub(super) async fn serve_connections(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: ConnectionLimits,
+    stop: CancellationToken,
+) {
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let connections = TaskTracker::new();
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout).keep_alive(true);
+    // Warn once each time the cap is reached, not once per refused connection.
+    let mut at_cap = false;
+    loop {
+        let stream = tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, say: the open connections keep being served.
+                    tracing::warn!(error = %e, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            if !at_cap {
+                tracing::warn!(max = limits.max_connections, "connection cap reached: refusing new connections");
+            }
+            at_cap = true;
+            refuse(&stream);
+            continue;
+        };
+        at_cap = false;
+        // Small writes (SSE events, JSON answers) go out at once: without TCP_NODELAY a
+        // response written in parts waits on the client's delayed ACK, up to 40 ms a request.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
+        }
+        let connection = http1.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router.clone()));
+        let stop = stop.clone();
+        connections.spawn(async move {
+            let _permit = permit;
+            tokio::pin!(connection);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => ended,
+                () = stop.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            // A header timeout, a reset by the peer: the peer's doing, not the gateway's.
+            if let Err(e) = ended {
+                tracing::debug!(error = %e, "connection ended");
+            }
+        });
+    }
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+}
+
+/// Tell a connection past the cap why it is closed. The socket's send buffer is empty, so
+/// the few bytes go out without waiting; nothing of the peer's is read.
+fn refuse(stream: &TcpStream) {
+    tracing::debug!("connection refused: at the connection cap");
+    if let Err(e) = stream.try_write(FULL) {
+        tracing::debug!(error = %e, "cannot tell a refused connection why");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_refusal_is_a_complete_response() {
+        let text = std::str::from_utf8(super::FULL).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let length: usize = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).unwrap().parse().unwrap();
+        assert_eq!(length, body.len());
+    }
+}

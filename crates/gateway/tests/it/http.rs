@@ -1,0 +1,92 @@
+//! The fixture over Streamable HTTP (`--http`), raw requests through reqwest: what the
+//! HTTP transport guarantees a session, with the rmcp conformance fixture downstream.
+
+use crate::harness::{ANSWER, RawGateway, State, conformance_fixture, path_text, wait_until};
+use serde_json::{Value, json};
+
+/// Start the fixture on HTTP in front of the conformance fixture: the gateway (kept for
+/// its lifetime) and the endpoint's URL.
+fn start(state: &State) -> (RawGateway, String) {
+    let gateway = RawGateway::start(state, &["--http", "127.0.0.1:0"], &[path_text(&conformance_fixture())]);
+    let file = state.path().join("listen-addr");
+    let mut addr = String::new();
+    let bound = wait_until(ANSWER, || {
+        addr = std::fs::read_to_string(&file).unwrap_or_default();
+        !addr.is_empty()
+    });
+    assert!(bound, "the fixture did not report its address");
+    (gateway, format!("http://{addr}/mcp"))
+}
+
+/// A POST of `message` to `url`, in `session` when given.
+async fn post(client: &reqwest::Client, url: &str, session: Option<&str>, message: &Value) -> reqwest::Response {
+    let mut request = client
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(message.to_string());
+    if let Some(session) = session {
+        request = request.header("Mcp-Session-Id", session);
+    }
+    request.send().await.expect("the gateway answers")
+}
+
+/// Read `response`'s body into `text` until it contains `needle` (bounded).
+async fn read_until(response: &mut reqwest::Response, text: &mut String, needle: &str) {
+    let read = async {
+        while !text.contains(needle) {
+            let chunk = response.chunk().await.expect("the stream reads").expect("the stream is still open");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    tokio::time::timeout(ANSWER, read).await.unwrap_or_else(|_| panic!("no {needle:?} within {ANSWER:?}: {text}"));
+}
+
+/// The JSON-RPC messages of an SSE body.
+fn messages(text: &str) -> Vec<Value> {
+    text.lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str(d).ok()).collect()
+}
+
+/// Issue #18, item 12, over HTTP: rmcp keyed a session's requests by id, so a second
+/// request with the id of one in flight took over its answer stream and one of the two
+/// answers was lost. The second is refused with 409; the first is still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_a_request_reusing_an_id_in_flight_gets_409_and_the_first_is_still_answered() {
+    let state = State::new();
+    state.allow_mutations();
+    let (_gateway, url) = start(&state);
+    let client = reqwest::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw-http", "version": "1"}}});
+    let answer = post(&client, &url, None, &init).await;
+    assert_eq!(answer.status(), 200);
+    let session = answer.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&client, &url, Some(&session), &initialized).await.status(), 202);
+
+    // The call is in flight for sure while its elicitation waits on this client.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "test_elicitation", "arguments": {"message": "who?"}}});
+    let mut first = post(&client, &url, Some(&session), &call).await;
+    assert_eq!(first.status(), 200);
+    let mut text = String::new();
+    read_until(&mut first, &mut text, "elicitation/create").await;
+    let elicitation = messages(&text).into_iter().find(|m| m["method"] == "elicitation/create").unwrap();
+
+    let second = post(&client, &url, Some(&session), &call).await;
+    assert_eq!(second.status(), 409, "the second request with id 7");
+    let refusal: Value = serde_json::from_str(&second.text().await.unwrap()).unwrap();
+    assert_eq!((refusal["id"].clone(), refusal["error"]["code"].clone()), (json!(7), json!(-32600)), "{refusal}");
+    assert!(refusal["error"]["message"].as_str().unwrap().contains("already in flight"), "{refusal}");
+
+    let accept = json!({"jsonrpc": "2.0", "id": elicitation["id"], "result": {"action": "accept",
+        "content": {"username": "ada", "email": "ada@example.org"}}});
+    assert_eq!(post(&client, &url, Some(&session), &accept).await.status(), 202);
+    read_until(&mut first, &mut text, "\"id\":7").await;
+    let answered = messages(&text).into_iter().find(|m| m["id"] == 7).unwrap();
+    assert!(answered["result"]["content"][0]["text"].as_str().is_some_and(|t| t.contains("ada")), "{answered}");
+
+    // Answered, the id is free again.
+    let ping = post(&client, &url, Some(&session), &json!({"jsonrpc": "2.0", "id": 7, "method": "ping"})).await;
+    assert_eq!(ping.status(), 200);
+}
