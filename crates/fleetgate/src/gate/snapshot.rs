@@ -108,6 +108,7 @@ pub fn snapshot_of(
                 observations: Some(&read.remote),
                 observation_ttl_seconds: config.heartbeat_ttl_seconds,
             },
+            peers: Default::default(),
         },
         &probes,
     );
