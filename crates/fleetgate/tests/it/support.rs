@@ -271,6 +271,31 @@ impl MarkerFleet {
         self.dir.path().join("registry.sqlite3")
     }
 
+    /// The fleet's checkout (a git repository with one commit, made on first use) and its
+    /// HEAD: a fleet whose rows name their checkout can tell another fleet's gateway from
+    /// its own, so its gate does not close for one running beside it.
+    pub fn checkout(&self) -> (PathBuf, String) {
+        let dir = self.dir.path().join("checkout");
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(&dir)
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap()
+        };
+        if !dir.join(".git").exists() {
+            std::fs::create_dir_all(&dir).unwrap();
+            git(&["init", "-q"]);
+            git(&["commit", "-q", "--allow-empty", "-m", "start"]);
+        }
+        let head = git(&["rev-parse", "HEAD"]).trim().to_owned();
+        (dir, head)
+    }
+
     /// `fleetgate --config … --store …` + args.
     pub fn cli(&self, args: &[&str]) -> Output {
         let cfg = self.dir.path().join("fleet.toml");
