@@ -236,7 +236,9 @@ impl SqliteStore {
     }
 
     /// The runtime rows of another process's store at `path`, read through a read-only
-    /// connection: nothing is created, migrated or written, not even a WAL switch. A file
+    /// connection: no byte of the database or its WAL is written, nothing is migrated, no
+    /// store is made where none is, and the journal mode is left alone (SQLite itself may
+    /// make an empty `-wal`/`-shm` beside a WAL database whose writer left none). A file
     /// that is not a fleetgate store at schema version 4 or later (rows with their hosts)
     /// and no newer than this build's is refused. For telling another fleet's gateway by
     /// its own store (the inventory's peer evidence).
