@@ -84,6 +84,8 @@ pub struct InventoryInput<'a> {
     pub answering_namespace: Option<&'a str>,
     /// Where the rows run, when the fleet spans hosts.
     pub hosts: HostView<'a>,
+    /// What unclaimed gateways' stores say: another fleet's, proven, or not.
+    pub peers: PeerView<'a>,
 }
 
 /// What the answering process knows about other hosts. A row whose recorded
@@ -118,10 +120,14 @@ impl HostView<'_> {
     }
 }
 
+pub use other_fleet::{
+    OtherFleetGateway, OurRepository, PeerEvidence, PeerStore, PeerVerdict, PeerView, judge_peer, our_repository,
+};
 pub use report::{
     BindingMismatch, ConfiguredMember, DuplicateMember, FleetInventory, Instance, MemberRow, RoleMismatch,
 };
 
+mod other_fleet;
 mod report;
 
 fn liveness_of(
@@ -423,24 +429,38 @@ fn role_mismatches(roster: &[RosterMember], running: &[Live<'_>]) -> Vec<RoleMis
 
 /// Stage 5: this host's fleet processes no row of this host claims. This host's scan is
 /// checked against this host's rows only: a pid on another host says nothing about a
-/// local process with the same number.
+/// local process with the same number. A gateway that proves it is another fleet's, bound
+/// to another repository ([`judge_peer`]), is set aside; every other one is unregistered
+/// and fails closed, with why it is not proven another fleet's when it was looked at.
 fn unregistered(
     input: &InventoryInput<'_>,
     rows: &[&RuntimeRecord],
     incomplete: &mut Vec<String>,
-) -> Vec<ObservedProcess> {
+) -> (Vec<ObservedProcess>, Vec<OtherFleetGateway>) {
     let claimed: BTreeSet<i64> =
         rows.iter().filter(|r| input.hosts.remote_host_of(r).is_none()).map(|r| r.pid).collect();
-    let found: Vec<ObservedProcess> =
-        input.process_scan.processes.iter().filter(|p| !claimed.contains(&p.pid)).cloned().collect();
-    for p in &found {
+    let mut found = Vec::new();
+    let mut others = Vec::new();
+    for p in input.process_scan.processes.iter().filter(|p| !claimed.contains(&p.pid)) {
+        let looked_at = input.peers.evidence.is_some_and(|e| e.contains_key(&p.pid));
+        let why = match judge_peer(p, &input.peers) {
+            PeerVerdict::OtherFleet(g) => {
+                others.push(*g);
+                continue;
+            }
+            PeerVerdict::NotProven(why) => looked_at.then(|| format!("; not another fleet's: {why}")),
+        };
         let owner = p.uid.map_or_else(|| "owner unknown".to_owned(), |uid| format!("uid {uid}"));
         incomplete.push(format!(
-            "unregistered fleet process pid {} ({owner}, started {}): {}",
-            p.pid, p.started_at, p.command
+            "unregistered fleet process pid {} ({owner}, started {}): {}{}",
+            p.pid,
+            p.started_at,
+            p.command,
+            why.unwrap_or_default()
         ));
+        found.push(p.clone());
     }
-    found
+    (found, others)
 }
 
 /// Stage 6: why the gate is closed, every category named apart.
@@ -498,7 +518,7 @@ pub fn classify_with_probes(input: &InventoryInput<'_>, probes: &BTreeMap<i64, P
     let coherent = coherence(&live, &mut c.incomplete);
     let bindings = binding_mismatches(input.expected_binding, &live);
     let roles = role_mismatches(input.roster, &c.running);
-    let unregistered = unregistered(input, &c.rows, &mut c.incomplete);
+    let (unregistered, other_fleets) = unregistered(input, &c.rows, &mut c.incomplete);
     let blocked = blocking_reasons(&duplicates, &missing, &c.unexpected, &coherent, &bindings, &roles);
     let mut blocked_reasons = c.incomplete.clone();
     blocked_reasons.extend(blocked);
@@ -515,6 +535,7 @@ pub fn classify_with_probes(input: &InventoryInput<'_>, probes: &BTreeMap<i64, P
         unexpected_members,
         stale_members: c.stale,
         unregistered_processes: unregistered,
+        other_fleet_gateways: other_fleets,
         single_cohort: coherent.single_cohort,
         mixed_cohort: coherent.mixed_cohort,
         cohort_ids: coherent.cohort_ids.into_iter().collect(),

@@ -59,6 +59,7 @@ fn inventory(rows: &[RuntimeRecord]) -> FleetInventory {
             registry_error: None,
             answering_namespace: None,
             hosts: Default::default(),
+            peers: Default::default(),
         },
         &|_| PidProbe::Alive,
     )

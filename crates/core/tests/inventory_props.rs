@@ -115,6 +115,7 @@ fn run(
             registry_error: None,
             answering_namespace: None,
             hosts: Default::default(),
+            peers: Default::default(),
         },
         &|pid| probes.get(&pid).copied().unwrap_or(PidProbe::Unknown),
     )

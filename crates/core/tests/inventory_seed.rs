@@ -112,6 +112,7 @@ impl Snap {
                 registry_error: self.registry_error,
                 answering_namespace: self.answering,
                 hosts: Default::default(),
+                peers: Default::default(),
             },
             &probe,
         )
@@ -543,6 +544,7 @@ mod across_hosts {
                     observations: Some(&observations),
                     observation_ttl_seconds: 900.0,
                 },
+                peers: Default::default(),
             },
             // A remote pid is never probed: signal 0 says nothing about another host.
             &|pid| if pid == BASE_PID + 1 { PidProbe::Dead } else { PidProbe::Alive },

@@ -79,6 +79,7 @@ fn main() {
                 registry_error: None,
                 answering_namespace: None,
                 hosts: Default::default(),
+                peers: Default::default(),
             },
             &|_| PidProbe::Alive,
         )

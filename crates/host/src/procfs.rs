@@ -35,6 +35,15 @@ pub trait ProcessSource {
     fn entry(&self, pid: i64) -> Option<ProcEntry>;
     /// Another process's environment, or why it cannot be read.
     fn environ(&self, pid: i64) -> Result<EnvSnapshot, HostError>;
+    /// The files a process holds open, as (device, inode), or why they cannot be read (a
+    /// source that cannot tell says so: nothing is taken as held open).
+    fn open_files(&self, pid: i64) -> Result<BTreeSet<(u64, u64)>, HostError> {
+        Err(HostError::new(HostErrorKind::Unreadable, format!("open files of pid {pid} cannot be listed here")))
+    }
+    /// A process's working directory, or why it cannot be read.
+    fn cwd(&self, pid: i64) -> Result<PathBuf, HostError> {
+        Err(HostError::new(HostErrorKind::Unreadable, format!("the working directory of pid {pid} is unknown here")))
+    }
 }
 
 /// `/proc` (or another procfs mount, for tests).
@@ -110,6 +119,29 @@ impl ProcessSource for ProcFs {
         let raw = std::fs::read(&path)
             .map_err(|e| HostError::new(HostErrorKind::Unreadable, format!("cannot read {}: {e}", path.display())))?;
         Ok(parse_environ(&raw))
+    }
+
+    fn open_files(&self, pid: i64) -> Result<BTreeSet<(u64, u64)>, HostError> {
+        use std::os::unix::fs::MetadataExt;
+        let dir = self.root.join(pid.to_string()).join("fd");
+        let unreadable = |e: std::io::Error| {
+            HostError::new(HostErrorKind::Unreadable, format!("cannot list {}: {e}", dir.display()))
+        };
+        let mut out = BTreeSet::new();
+        for item in std::fs::read_dir(&dir).map_err(unreadable)? {
+            // A descriptor closed mid-listing is simply not there; `metadata` follows the
+            // link to the open file itself (even a deleted one).
+            if let Ok(meta) = item.map_err(unreadable).and_then(|i| std::fs::metadata(i.path()).map_err(unreadable)) {
+                out.insert((meta.dev(), meta.ino()));
+            }
+        }
+        Ok(out)
+    }
+
+    fn cwd(&self, pid: i64) -> Result<PathBuf, HostError> {
+        let link = self.root.join(pid.to_string()).join("cwd");
+        std::fs::read_link(&link)
+            .map_err(|e| HostError::new(HostErrorKind::Unreadable, format!("cannot read {}: {e}", link.display())))
     }
 }
 
@@ -253,5 +285,31 @@ mod tests {
         child.wait().unwrap();
         assert_eq!(env.iter().collect::<Vec<_>>(), [("GITEA_PROBE_TEST", "yes")]);
         assert!(ProcFs::default().environ(i64::from(child.id())).is_err());
+    }
+
+    #[test]
+    fn a_file_a_process_holds_open_is_listed_and_one_it_only_names_is_not() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = std::env::temp_dir().join(format!("fleetgate-open-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (held, named) = (dir.join("held"), dir.join("named"));
+        std::fs::write(&held, "x").unwrap();
+        std::fs::write(&named, "y").unwrap();
+        let file = std::fs::File::open(&held).unwrap();
+        // A child that holds `held` on its stdin and names `named` on its command line.
+        let mut child =
+            std::process::Command::new("sleep").arg("5").arg(&named).current_dir(&dir).stdin(file).spawn().unwrap();
+        let pid = i64::from(child.id());
+        let open = ProcFs::default().open_files(pid);
+        let cwd = ProcFs::default().cwd(pid);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let id = |p: &Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).unwrap();
+        let open = open.unwrap();
+        assert!(open.contains(&id(&held)), "{open:?}");
+        assert!(!open.contains(&id(&named)), "{open:?}");
+        assert_eq!(cwd.unwrap(), dir.canonicalize().unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(ProcFs::default().open_files(pid).is_err(), "a gone process holds nothing");
     }
 }

@@ -109,6 +109,10 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// ([`crate::Store::check_location`]).
     fn check_location(&self) -> Result<(), StoreError>;
 
+    /// The file this handle opened, as (device, inode); `None` for a server's database
+    /// ([`crate::FleetSnapshot::store_file`]).
+    fn file_identity(&self) -> Option<(u64, u64)>;
+
     /// Run `op` on the connection (reconnecting first where it was lost, and
     /// once more where `retry` allows); a failure is named by `context`.
     fn run<T: Send>(

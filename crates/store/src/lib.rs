@@ -222,6 +222,9 @@ pub struct FleetSnapshot {
     pub workers: Vec<WorkerRecord>,
     /// The latest observation of every host, ordered by `host_id`.
     pub observations: Vec<HostObservation>,
+    /// The file these rows were read from, as (device, inode); `None` for a server's
+    /// database. Tells a peer gateway that names this very store from one with its own.
+    pub store_file: Option<(u64, u64)>,
 }
 
 /// The latest process scan one host published about itself.

@@ -135,6 +135,9 @@ pub struct FleetInventory {
     pub stale_members: Vec<MemberRow>,
     /// Observed fleet processes no running row claims.
     pub unregistered_processes: Vec<ObservedProcess>,
+    /// Gateways of other fleets on this host, each proven by its own store and bound to
+    /// another repository: reported, never a reason to close this fleet's gate.
+    pub other_fleet_gateways: Vec<super::OtherFleetGateway>,
     /// Every roster profile has exactly one running instance.
     pub exactly_one_per_profile: bool,
     /// No unexpected member runs.

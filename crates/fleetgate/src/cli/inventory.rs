@@ -76,5 +76,15 @@ pub fn render(inv: &FleetInventory) -> String {
         out.push("blocked because:".into());
         out.extend(inv.blocked_reasons.iter().map(|r| format!("  - {r}")));
     }
+    if !inv.other_fleet_gateways.is_empty() {
+        out.push(String::new());
+        out.push("other fleets on this host (proven by their own stores; not ours):".into());
+        out.extend(inv.other_fleet_gateways.iter().map(|g| {
+            format!(
+                "  - other fleet: pid {} {} ({}), store {}, checkout {}",
+                g.pid, g.profile, g.namespace, g.store, g.repository_root
+            )
+        }));
+    }
     out.join("\n")
 }

@@ -58,6 +58,7 @@ fn snapshot(rows: &[RuntimeRecord], dead: &[i64], diagnostics: &[&str], now: Tim
             registry_error: None,
             answering_namespace: None,
             hosts: Default::default(),
+            peers: Default::default(),
         },
         &|pid| if dead.contains(&pid) { PidProbe::Dead } else { PidProbe::Alive },
     );

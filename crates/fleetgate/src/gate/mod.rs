@@ -10,11 +10,13 @@
 
 mod decide;
 mod observer;
+mod peers;
 mod session;
 mod snapshot;
 pub mod workflow;
 
 pub use decide::{Call, Gate, Listing, Policy};
 pub use observer::{LiveObserver, Observer, local_host, scan_host};
+pub use peers::{canonical_root, peer_evidence};
 pub use session::{Caller, assess_provenance, session_provenance};
 pub use snapshot::{Snapshot, assess_inventory, read_fleet, runtime_diagnostics, snapshot, snapshot_of};

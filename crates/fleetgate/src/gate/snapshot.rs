@@ -6,11 +6,13 @@
 //! so they can never disagree.
 
 use super::observer::{Observer, scan_host};
+use super::peers::{canonical_root, peer_evidence};
 use crate::config::FleetConfig;
 use fleetgate_core::Timestamp;
 use fleetgate_core::diagnostics::{Diagnostic, PeerEnv, peer_env_diagnostic, stale_runtime_diagnostic};
 use fleetgate_core::inventory::{
-    FleetInventory, HostView, InventoryInput, PidProbe, RemoteObservation, classify_with_probes,
+    FleetInventory, HostView, InventoryInput, PeerView, PidProbe, RemoteObservation, classify_with_probes,
+    our_repository,
 };
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord, RuntimeStatus};
 use fleetgate_host::procfs::ProcessSource;
@@ -33,6 +35,7 @@ struct Rows {
     rows: Vec<RuntimeRecord>,
     row_hosts: BTreeMap<String, String>,
     remote: BTreeMap<String, RemoteObservation>,
+    store_file: Option<(u64, u64)>,
     error: Option<String>,
 }
 
@@ -43,7 +46,7 @@ pub fn read_fleet(store: Result<&dyn Store, &StoreError>) -> Result<FleetSnapsho
 
 fn read_rows(read: Result<FleetSnapshot, String>) -> Rows {
     match read {
-        Ok(FleetSnapshot { runtimes: rows, observations, .. }) => Rows {
+        Ok(FleetSnapshot { runtimes: rows, observations, store_file, .. }) => Rows {
             row_hosts: rows
                 .iter()
                 .filter_map(|r| Some((r.runtime_id.clone(), r.host.as_ref()?.host_id.clone())))
@@ -53,9 +56,16 @@ fn read_rows(read: Result<FleetSnapshot, String>) -> Rows {
                 .into_iter()
                 .map(|o| (o.host.host_id, RemoteObservation { observed_at: o.observed_at, scan: o.scan }))
                 .collect(),
+            store_file,
             error: None,
         },
-        Err(e) => Rows { rows: Vec::new(), row_hosts: BTreeMap::new(), remote: BTreeMap::new(), error: Some(e) },
+        Err(e) => Rows {
+            rows: Vec::new(),
+            row_hosts: BTreeMap::new(),
+            remote: BTreeMap::new(),
+            store_file: None,
+            error: Some(e),
+        },
     }
 }
 
@@ -89,9 +99,14 @@ pub fn snapshot_of(
     answering_namespace: Option<&str>,
 ) -> Snapshot {
     let read = read_rows(read);
-    let local = observer.local_host().map(|h| h.host_id);
+    let local_identity = observer.local_host();
+    let local = local_identity.as_ref().map(|h| h.host_id.clone());
     let scan = scan_host(config, observer.processes());
     let probes = probe_rows(&read.rows, observer);
+    // Gateways no row of ours claims: the facts their own stores give, for the classifier
+    // to tell another fleet's (proven, another repository) from an unregistered process.
+    let evidence = peer_evidence(config, &scan, &read.rows, read.store_file, observer.processes());
+    let ours = our_repository(config.binding.as_ref(), &read.rows, &canonical_root);
     let inventory = classify_with_probes(
         &InventoryInput {
             roster: &config.members,
@@ -108,11 +123,22 @@ pub fn snapshot_of(
                 observations: Some(&read.remote),
                 observation_ttl_seconds: config.heartbeat_ttl_seconds,
             },
+            peers: PeerView { evidence: Some(&evidence), ours: Some(&ours), local: local_identity.as_ref() },
         },
         &probes,
     );
     let head_of = |root: &Path| observer.head(root).map_err(|e| e.to_string());
-    let diagnostics = runtime_diagnostics(config, &scan, &read.rows, observer.processes(), &head_of);
+    // Another fleet's gateway runs under its own fleet's environment rules, not ours.
+    let ours_only = ProcessScan {
+        processes: scan
+            .processes
+            .iter()
+            .filter(|p| !inventory.other_fleet_gateways.iter().any(|g| g.pid == p.pid))
+            .cloned()
+            .collect(),
+        ..scan.clone()
+    };
+    let diagnostics = runtime_diagnostics(config, &ours_only, &read.rows, observer.processes(), &head_of);
     Snapshot { inventory, diagnostics }
 }
 

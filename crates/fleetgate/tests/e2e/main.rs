@@ -10,6 +10,7 @@ mod canary;
 mod demo;
 mod diagnostics;
 mod downstream;
+mod fleets;
 mod forge;
 mod gitflow;
 mod hostile;

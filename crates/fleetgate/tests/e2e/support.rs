@@ -4,14 +4,41 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Hold for the whole test: fleets of different tests must not overlap.
+/// Hold for the whole test: fleets of different tests must not overlap. Every test that
+/// holds it runs beside [`foreign_fleet`]'s gateway, as on a host with another fleet.
 pub fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    foreign_fleet();
+    guard
+}
+
+/// Another fleet on this host for the whole run (issue #19): its own store, its own
+/// checkout, one gateway, started before the first test that takes [`serial`]. The suite
+/// must pass beside it. Its stdin is this process's pipe, so it stops in order when the
+/// test binary exits, however it exits.
+pub fn foreign_fleet() -> &'static ForeignFleet {
+    static FOREIGN: OnceLock<ForeignFleet> = OnceLock::new();
+    FOREIGN.get_or_init(|| {
+        let fleet = FleetDir::new(&roster("foreign", &["author"], ""));
+        let gateway = Member::start(&fleet.serve_argv("prgs-author", "foreign-cohort", &[]));
+        assert!(wait_until(15.0, || fleet.running_rows() == 1), "the foreign fleet's gateway wrote no row");
+        let pid = i64::from(gateway.0.id());
+        ForeignFleet { fleet, _gateway: Mutex::new(gateway), pid }
+    })
+}
+
+/// The run-long foreign fleet.
+pub struct ForeignFleet {
+    pub fleet: FleetDir,
+    /// Kept so its stdin stays open; never dropped (a static), see [`foreign_fleet`].
+    _gateway: Mutex<Member>,
+    /// The gateway's pid (`/usr/bin/env` execs it, so the child's pid is the gateway's).
+    pub pid: i64,
 }
 
 pub fn root() -> PathBuf {

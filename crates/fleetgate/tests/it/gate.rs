@@ -14,8 +14,11 @@ fn member(f: &mut Fleet, profile: &str, env: &[(&str, &str)], extra: &[&str]) ->
     let role = profile.trim_start_matches("prgs-");
     let ns = format!("gitea-{role}");
     let mut args: Vec<&str> = extra.to_vec();
+    let (checkout, _) = f.checkout();
+    let checkout = checkout.display().to_string();
     if !extra.contains(&"--startup-head") && !extra.contains(&"--repo-root") {
-        args.extend_from_slice(&["--startup-head", "82d71b77028a7abd4f8ab4a4e4d89658a187f73d"]);
+        // Its revision is its checkout's HEAD, and the checkout tells this fleet apart.
+        args.extend_from_slice(&["--repo-root", &checkout]);
     }
     f.register(&ns, profile, role, pid, &args);
     pid

@@ -3,8 +3,6 @@
 //! `fleetgate inventory --json` — which observes them itself.
 
 use crate::support::{MarkerFleet, json_of};
-use std::path::Path;
-use std::process::Command;
 
 const HEAD: &str = "82d71b77028a7abd4f8ab4a4e4d89658a187f73d";
 
@@ -15,29 +13,10 @@ fn inventory(f: &Fleet) -> (Option<i32>, serde_json::Value) {
     (out.status.code(), json_of(&out))
 }
 
-fn git_repo(dir: &Path) -> String {
-    let git = |args: &[&str]| {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    };
-    std::fs::create_dir_all(dir).unwrap();
-    git(&["init", "-q"]);
-    git(&["commit", "-q", "--allow-empty", "-m", "start"]);
-    git(&["rev-parse", "HEAD"]).trim().to_owned()
-}
-
 #[test]
 fn healthy_then_duplicate_then_killed_then_unregistered() {
     let mut f = Fleet::new("");
-    let repo = f.dir.path().join("checkout");
-    let head = git_repo(&repo);
+    let (repo, head) = f.checkout();
     let author = f.spawn(&[]);
     let reviewer = f.spawn(&[]);
     let root = repo.to_str().unwrap();
@@ -127,9 +106,12 @@ fn runtime_rows_list_and_deregister() {
     assert_eq!(f.cli(&["runtime", "touch", &id]).status.code(), Some(0));
     assert_eq!(f.cli(&["runtime", "deregister", &id]).status.code(), Some(0));
     assert_eq!(f.cli(&["runtime", "touch", &id]).status.code(), Some(3), "a stopped row is not refreshed");
-    // A deregistered row is history; the still-running process is now unregistered.
+    // A deregistered row is history; the still-running process is now unregistered (beside
+    // any gateway of another fleet on this host: with no running row this fleet's checkout
+    // is unknown, so no gateway can prove it is another fleet's).
     let (_, v) = inventory(&f);
-    assert_eq!(v["unregistered_processes"][0]["pid"], pid);
+    let unregistered = v["unregistered_processes"].as_array().unwrap();
+    assert!(unregistered.iter().any(|p| p["pid"] == pid), "{unregistered:?}");
     let bad = f.cli(&["runtime", "register", "--namespace", "n", "--profile", "p", "--role", "r", "--pid", "zero"]);
     assert_eq!(bad.status.code(), Some(1));
 }

@@ -245,6 +245,72 @@ pub fn json_of(out: &Output) -> serde_json::Value {
     })
 }
 
+/// `DIR/checkout`, a git repository with one commit (made on first use), and its HEAD.
+pub fn checkout_in(parent: &Path) -> (PathBuf, String) {
+    let dir = parent.join("checkout");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    if !dir.join(".git").exists() {
+        std::fs::create_dir_all(&dir).unwrap();
+        git(&["init", "-q"]);
+        git(&["commit", "-q", "--allow-empty", "-m", "start"]);
+    }
+    let head = git(&["rev-parse", "HEAD"]).trim().to_owned();
+    (dir, head)
+}
+
+/// Another fleet on this host for the whole run (issue #19): one real `fleetgate serve` on
+/// its own store and checkout, started before the first marker fleet, so every test that
+/// makes one runs beside it. Its stdin is this process's pipe: it stops in order when the
+/// test binary exits, however it exits. Its pid.
+pub fn foreign_fleet() -> i64 {
+    static FOREIGN: std::sync::OnceLock<(tempfile::TempDir, std::sync::Mutex<std::process::Child>, i64)> =
+        std::sync::OnceLock::new();
+    FOREIGN
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let config = dir.path().join("fleet.toml");
+            let roster = "[fleet]\nname = \"foreign\"\n\n[[members]]\nnamespace = \"gitea-author\"\n\
+                          profile = \"prgs-author\"\nrole = \"author\"\n";
+            std::fs::write(&config, roster).unwrap();
+            let (checkout, _) = checkout_in(dir.path());
+            let store = dir.path().join("registry.sqlite3");
+            let child = Command::new(bin())
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .arg("--store")
+                .arg(&store)
+                .arg("--config")
+                .arg(&config)
+                .args(["serve", "--profile", "prgs-author", "--repo-root"])
+                .arg(&checkout)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("the foreign fleet's gateway");
+            let pid = i64::from(child.id());
+            let running = || {
+                let rows = json_of(&fleetgate(&store, &["runtime", "list", "--json"]));
+                rows["runtimes"]
+                    .as_array()
+                    .is_some_and(|r| r.iter().any(|r| r["pid"] == pid && r["status"] == "running"))
+            };
+            assert!(wait_until(15.0, running), "the foreign fleet's gateway wrote no row");
+            (dir, std::sync::Mutex::new(child), pid)
+        })
+        .2
+}
+
 /// A throwaway two-member fleet (author, reviewer) whose servers are real
 /// python processes carrying a marker no other test uses on their command lines.
 pub struct MarkerFleet {
@@ -256,6 +322,7 @@ pub struct MarkerFleet {
 impl MarkerFleet {
     /// `extra` is appended to the roster config (roles, tools, …).
     pub fn new(extra: &str) -> Self {
+        foreign_fleet();
         let dir = tempfile::tempdir().unwrap();
         let marker = format!("fleetgate-it-{:016x}", fleetgate_host::nonce() as u64);
         let config = format!(
@@ -269,6 +336,13 @@ impl MarkerFleet {
 
     pub fn store(&self) -> PathBuf {
         self.dir.path().join("registry.sqlite3")
+    }
+
+    /// The fleet's checkout (a git repository with one commit, made on first use) and its
+    /// HEAD: a fleet whose rows name their checkout can tell another fleet's gateway from
+    /// its own, so its gate does not close for one running beside it.
+    pub fn checkout(&self) -> (PathBuf, String) {
+        checkout_in(self.dir.path())
     }
 
     /// `fleetgate --config … --store …` + args.

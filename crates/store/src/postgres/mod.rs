@@ -136,6 +136,10 @@ impl Engine for PostgresStore {
         Ok(())
     }
 
+    fn file_identity(&self) -> Option<(u64, u64)> {
+        None
+    }
+
     fn server_clock(&self) -> Result<Option<Timestamp>, StoreError> {
         self.run("cannot read the server clock", Retry::Read, |s| {
             let now: SystemTime = bind::get(&s.client.query_one("SELECT now()", &[])?, 0)?;

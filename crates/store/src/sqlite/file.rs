@@ -28,7 +28,8 @@ pub struct FileId {
 }
 
 impl FileId {
-    fn of(meta: &std::fs::Metadata) -> Self {
+    /// The file `meta` describes.
+    pub fn of(meta: &std::fs::Metadata) -> Self {
         Self { dev: meta.dev(), ino: meta.ino() }
     }
 }

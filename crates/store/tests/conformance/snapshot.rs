@@ -1,7 +1,7 @@
 //! One look at the fleet: runtime rows (their hosts in them), workers and
 //! every host's observation, read as of one instant.
 
-use crate::engines::Fixture;
+use crate::engines::{Fixture, Kind};
 use crate::support::{attach, now, runtime_row};
 use fleetgate_core::runtime::{ObservedProcess, ProcessScan};
 use fleetgate_store::{FleetSnapshot, HostIdentity};
@@ -22,7 +22,8 @@ fn scan(pid: i64) -> ProcessScan {
 
 pub fn the_fleet_snapshot_holds_what_the_lists_hold(fx: &Fixture) {
     let store = fx.open();
-    assert_eq!(store.fleet_snapshot().unwrap(), FleetSnapshot::default());
+    let empty = store.fleet_snapshot().unwrap();
+    assert_eq!(FleetSnapshot { store_file: None, ..empty }, FleetSnapshot::default());
     attach(&*store, "wrk-b");
     attach(&*store, "wrk-a");
     let mut author = runtime_row("gitea-author", 41001);
@@ -70,4 +71,21 @@ pub fn the_fleet_snapshot_is_one_instant(fx: &Fixture) {
     rounds.join().unwrap();
     let last = store.fleet_snapshot().unwrap();
     assert_eq!(last.observations[0].observed_at, now().plus_seconds(ROUNDS));
+}
+
+/// The snapshot names the file it was read from (device and inode), so a gateway that
+/// names this very store is told from one with its own; a server's database has none.
+pub fn the_fleet_snapshot_names_its_file(fx: &Fixture) {
+    use std::os::unix::fs::MetadataExt;
+    let store = fx.open();
+    let file = store.fleet_snapshot().unwrap().store_file;
+    match fx.kind {
+        Kind::Sqlite => {
+            let meta = std::fs::metadata(fx.spec()).unwrap();
+            assert_eq!(file, Some((meta.dev(), meta.ino())));
+            assert_eq!(fx.open().fleet_snapshot().unwrap().store_file, file, "another handle, the same file");
+            assert_ne!(fx.sibling().open().fleet_snapshot().unwrap().store_file, file, "another store");
+        }
+        Kind::Postgres => assert_eq!(file, None),
+    }
 }

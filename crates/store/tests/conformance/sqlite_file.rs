@@ -150,3 +150,42 @@ fn a_store_file_deleted_or_replaced_while_open_is_named() {
     std::fs::rename(&aside, &path).unwrap();
     store.check_location().expect("back at its path");
 }
+
+/// Another fleet's store, read as proof of its gateway: its rows (those still in its WAL
+/// too), through a read-only connection that changes no byte of the database or its WAL;
+/// a file that is not a fleetgate store, or one too old to record hosts, is refused, and
+/// nothing is made where no store is.
+#[test]
+fn another_fleets_store_is_read_without_a_byte_changed() {
+    use fleetgate_store::sqlite::SqliteStore;
+    let (_dir, path) = location();
+    {
+        let store = open(&path).unwrap();
+        store.upsert_runtime(&crate::support::runtime_row("gitea-author", 41001)).unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let rows = SqliteStore::read_runtime_rows(&path).unwrap();
+    assert_eq!(rows.iter().map(|r| r.pid).collect::<Vec<_>>(), [41001]);
+    assert_eq!(std::fs::read(&path).unwrap(), before, "not a byte of the database changed");
+    // While its gateway runs, a row still in its WAL is read too, and the WAL left as it was.
+    let writer = open(&path).unwrap();
+    writer.upsert_runtime(&crate::support::runtime_row("gitea-reviewer", 41002)).unwrap();
+    let wal = std::fs::read(sibling(&path, "-wal")).unwrap();
+    let rows = SqliteStore::read_runtime_rows(&path).unwrap();
+    assert_eq!(rows.iter().map(|r| r.pid).collect::<Vec<_>>(), [41001, 41002]);
+    assert_eq!(std::fs::read(sibling(&path, "-wal")).unwrap(), wal, "not a byte of the WAL changed");
+
+    let (_dir, other) = location();
+    {
+        let c = rusqlite::Connection::open(&other).unwrap();
+        c.execute_batch("CREATE TABLE notes (body TEXT);").unwrap();
+    }
+    assert!(SqliteStore::read_runtime_rows(&other).is_err(), "another program's database");
+    let (_dir, old) = location();
+    drop(SqliteStore::open_at_version(&old, 3).unwrap());
+    let err = SqliteStore::read_runtime_rows(&old).unwrap_err();
+    assert!(err.to_string().contains("schema version 3"), "{err}");
+    let (_dir, absent) = location();
+    assert!(SqliteStore::read_runtime_rows(&absent).is_err());
+    assert!(!absent.exists(), "nothing made where nothing was");
+}
