@@ -45,7 +45,7 @@ fn model(data: &[u8], limit: usize) -> (Vec<Value>, Vec<Candidate>) {
     let mut candidates = Vec::new();
     for line in data.split(|b| *b == b'\n') {
         if line.len() > limit {
-            let message = wire(&stream_error(limit));
+            let message = wire(&stream_error(limit, fuzzing::leading_id(&line[..limit])));
             replies.push(message);
             continue;
         }
@@ -63,14 +63,14 @@ fn model(data: &[u8], limit: usize) -> (Vec<Value>, Vec<Candidate>) {
 
 /// The refusal of an oversized line, as the reader sends it (checked field by field in
 /// [`wire`], so the model need not copy its wording).
-fn stream_error(limit: usize) -> ServerJsonRpcMessage {
+fn stream_error(limit: usize, id: Option<fleetgate_gateway::rmcp::model::RequestId>) -> ServerJsonRpcMessage {
     let text = format!("message exceeds the gateway's limit of {limit} bytes; it was discarded");
     let error = fleetgate_gateway::rmcp::model::ErrorData::new(
         fleetgate_gateway::rmcp::model::ErrorCode::INVALID_REQUEST,
         text,
         Some(serde_json::json!({ "limit_bytes": limit })),
     );
-    ServerJsonRpcMessage::error(error, None)
+    ServerJsonRpcMessage::error(error, id)
 }
 
 /// A refusal exactly as written to stdout, checked to be a JSON-RPC 2.0 error object.

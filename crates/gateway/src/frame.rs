@@ -195,6 +195,93 @@ fn oversized(limit: usize) -> ErrorData {
     )
 }
 
+/// The `id` of a message from the start of its text, when the text up to and through it is
+/// there: an oversized request is answered with its own id, so its client does not wait
+/// forever. Only the top-level object's keys are looked at, in order; anything that does
+/// not read as JSON before the `id` gives `None` (the refusal then has `id: null`).
+pub fn leading_id(prefix: &[u8]) -> Option<RequestId> {
+    let ws = |mut i: usize| {
+        while prefix.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = ws(0);
+    if prefix.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = ws(i);
+        let key_end = string_end(prefix, i)?;
+        let key = &prefix[i..key_end];
+        i = ws(key_end);
+        if prefix.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(i + 1);
+        let value_end = value_end(prefix, i)?;
+        if key == b"\"id\"" {
+            return serde_json::from_slice(&prefix[i..value_end]).ok();
+        }
+        i = ws(value_end);
+        if prefix.get(i) != Some(&b',') {
+            return None;
+        }
+        i += 1;
+    }
+}
+
+/// The index just past the JSON string starting at `start`, when it ends in `text`.
+fn string_end(text: &[u8], start: usize) -> Option<usize> {
+    if text.get(start) != Some(&b'"') {
+        return None;
+    }
+    let mut i = start + 1;
+    while let Some(&b) = text.get(i) {
+        match b {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The index just past the JSON value starting at `start`, when it ends in `text` (a
+/// scalar must be followed by something, or it may have been cut).
+fn value_end(text: &[u8], start: usize) -> Option<usize> {
+    match text.get(start)? {
+        b'"' => string_end(text, start),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = start;
+            while let Some(&b) = text.get(i) {
+                match b {
+                    b'"' => {
+                        i = string_end(text, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            None
+        }
+        _ => {
+            let len = text[start..].iter().position(|b| matches!(b, b',' | b'}' | b']') || b.is_ascii_whitespace())?;
+            Some(start + len)
+        }
+    }
+}
+
 /// Whether a message opens rmcp's session: `initialize`, or a request carrying the
 /// sessionless lifecycle metadata.
 fn opens_session(message: &ClientJsonRpcMessage) -> bool {
@@ -256,9 +343,13 @@ where
         if !discarding {
             if line.len() + taken > max_bytes {
                 discarding = true;
+                // The first `max_bytes` of the line, however it was chunked: its id, if there.
+                let room = max_bytes - line.len();
+                line.extend_from_slice(&chunk[..taken.min(room)]);
+                let id = leading_id(&line);
                 line.clear();
                 tracing::warn!(limit = max_bytes, "client message over the size limit: refused and skipped");
-                if replies.send(ServerJsonRpcMessage::error(oversized(max_bytes), None)).await.is_err() {
+                if replies.send(ServerJsonRpcMessage::error(oversized(max_bytes), id)).await.is_err() {
                     return ReadEnd::Closed;
                 }
             } else {
@@ -493,6 +584,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn an_oversized_messages_id_is_read_from_its_start_when_it_is_there() {
+        let id = |text: &str| super::leading_id(text.as_bytes());
+        assert_eq!(id(r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"#), Some(RequestId::Number(42)));
+        assert_eq!(id(r#" { "id" : "a\"b" , "#), Some(RequestId::String("a\"b".into())));
+        assert_eq!(
+            id(r#"{"jsonrpc":"2.0","meta":{"x":[1,{"id":9}],"s":"}"},"id":-3,"params":"#),
+            Some(RequestId::Number(-3)),
+            "only the top level's id, past nested values and braces in strings"
+        );
+        assert_eq!(id(r#"{"jsonrpc":"2.0","id":12"#), None, "a number that may have been cut");
+        assert_eq!(id(r#"{"method":"tools/call","params":{"pad":"xxxx"#), None, "the id is past the limit");
+        assert_eq!(id(r#"{"id":null,"#), None);
+        assert_eq!(id(r#"{"id":[1],"#), None);
+        assert_eq!(id("[{\"id\":1}]"), None);
+        assert_eq!(id("garbage"), None);
+    }
+
     #[tokio::test]
     async fn an_oversized_line_is_refused_once_and_the_next_line_still_served() {
         let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"pad\":\"{}\"}}\n", "x".repeat(10_000));
@@ -506,6 +615,7 @@ mod tests {
         let reply = reply_rx.recv().await.expect("one refusal");
         let ServerJsonRpcMessage::Error(error) = reply else { panic!("expected an error, got {reply:?}") };
         assert_eq!(error.error.code.0, -32600);
+        assert_eq!(error.id, Some(RequestId::Number(1)), "the client gets its own id back");
         assert!(error.error.message.contains("1000 bytes"), "{}", error.error.message);
         assert!(reply_rx.recv().await.is_none(), "exactly one refusal");
         let passed = service_rx.recv().await.expect("the second line passes");

@@ -5,7 +5,7 @@ use crate::frame;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use tokio::sync::mpsc;
 
-pub use crate::frame::{ReadEnd, STANDARD_METHODS, Verdict, judge};
+pub use crate::frame::{ReadEnd, STANDARD_METHODS, Verdict, judge, leading_id};
 
 /// What the stdio reader made of a whole client stream.
 #[derive(Debug)]

@@ -300,11 +300,20 @@ mod tests {
         let mut child =
             std::process::Command::new("sleep").arg("5").arg(&named).current_dir(&dir).stdin(file).spawn().unwrap();
         let pid = i64::from(child.id());
-        let open = ProcFs::default().open_files(pid);
+        let id = |p: &Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).unwrap();
+        // Read until the child is seen holding it (bounded): under load the listing can be
+        // read before the child's descriptors are in place.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let open = loop {
+            let open = ProcFs::default().open_files(pid);
+            if open.as_ref().is_ok_and(|o| o.contains(&id(&held))) || std::time::Instant::now() > deadline {
+                break open;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
         let cwd = ProcFs::default().cwd(pid);
         child.kill().unwrap();
         child.wait().unwrap();
-        let id = |p: &Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).unwrap();
         let open = open.unwrap();
         assert!(open.contains(&id(&held)), "{open:?}");
         assert!(!open.contains(&id(&named)), "{open:?}");
