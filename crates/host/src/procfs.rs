@@ -296,9 +296,16 @@ mod tests {
         std::fs::write(&held, "x").unwrap();
         std::fs::write(&named, "y").unwrap();
         let file = std::fs::File::open(&held).unwrap();
-        // A child that holds `held` on its stdin and names `named` on its command line.
-        let mut child =
-            std::process::Command::new("sleep").arg("5").arg(&named).current_dir(&dir).stdin(file).spawn().unwrap();
+        // A child that holds `held` on its stdin and names `named` on its command line (a
+        // shell: `sleep 5 NAMED` would refuse the extra argument and exit at once, and a
+        // zombie lists no descriptors).
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 5; :", "sh"])
+            .arg(&named)
+            .current_dir(&dir)
+            .stdin(file)
+            .spawn()
+            .unwrap();
         let pid = i64::from(child.id());
         let id = |p: &Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).unwrap();
         // Read until the child is seen holding it (bounded): under load the listing can be
