@@ -14,21 +14,47 @@ use std::time::Duration;
 pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `[workflow] forge_command`, started per read.
-#[derive(Debug)]
 pub struct CommandForge {
     argv: Vec<String>,
+    /// What it may see of this process's environment: what a gateway's downstream sees.
+    env: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for CommandForge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The environment may hold the forge's token: its keys only.
+        let keys: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("CommandForge").field("argv", &self.argv).field("env_keys", &keys).finish()
+    }
 }
 
 impl CommandForge {
-    /// The forge of `argv`, or none when the roster names no command.
-    pub fn new(argv: &[String]) -> Option<Self> {
-        (!argv.is_empty()).then(|| Self { argv: argv.to_vec() })
+    /// The roster's forge command, or none when it names none. It starts with an empty
+    /// environment plus what a gateway's downstream is given
+    /// ([`fleetgate_core::env::downstream_env`]): never the store location, the HTTP token or
+    /// an undeclared key of the CLI's environment.
+    pub fn new(config: &crate::config::FleetConfig) -> Option<Self> {
+        let argv = &config.workflow.forge_command;
+        if argv.is_empty() {
+            return None;
+        }
+        let captured = fleetgate_host::env::capture();
+        let env = fleetgate_core::env::downstream_env(
+            &captured,
+            &config.env_prefix,
+            &config.pass_through_env,
+            &config.downstream_pass_env,
+        );
+        let env = env.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+        Some(Self { argv: argv.clone(), env })
     }
 
     async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
         let program = &self.argv[0];
         let mut child = tokio::process::Command::new(program)
             .args(&self.argv[1..])
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -92,7 +92,7 @@ pub fn capability_reply(
         Some(identity) => Caller::Worker { identity, generation: None },
         None => Caller::Nobody("no --worker was given: no live worker owns a session here".into()),
     };
-    let forge = super::forge::CommandForge::new(&gate.config().workflow.forge_command);
+    let forge = super::forge::CommandForge::new(gate.config());
     let call = Call {
         member,
         tool,

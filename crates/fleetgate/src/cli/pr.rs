@@ -66,7 +66,7 @@ fn show(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow::
     let key = target.key(&ctx.config.workflow.remote);
     let held = ctx.store()?.pr_records(&key)?;
     let now = ctx.now();
-    let forge = CommandForge::new(&ctx.config.workflow.forge_command);
+    let forge = CommandForge::new(&ctx.config);
     let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target);
     let independence = ctx.config.workflow.independent_review;
     let (value, head_line) = match &facts {
@@ -117,7 +117,7 @@ fn release(ctx: &Ctx, lease_id: &str, reason: &str) -> anyhow::Result<Reply> {
 /// Release live leases whose PR the forge reports merged or closed; a PR the forge cannot
 /// answer for keeps its leases (and is named).
 fn release_stale(ctx: &Ctx) -> anyhow::Result<Reply> {
-    let forge = CommandForge::new(&ctx.config.workflow.forge_command)
+    let forge = CommandForge::new(&ctx.config)
         .ok_or_else(|| anyhow!("--stale reads the forge: set [workflow] forge_command in the roster"))?;
     let store = ctx.store()?;
     let now = ctx.now();

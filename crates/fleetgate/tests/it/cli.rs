@@ -425,3 +425,35 @@ fn a_roster_with_a_duplicate_namespace_or_a_bad_serve_flag_is_refused() {
         assert!(err.contains("--max-message-bytes"), "{err}");
     }
 }
+
+#[test]
+fn the_forge_command_sees_only_declared_keys_never_the_token_or_the_store_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("forge-env");
+    // The forge command writes what it was given and exits (the read then fails closed).
+    let roster = format!(
+        "[fleet]\nforge = \"gitea-mcp\"\npass_through_env = [\"GITEA_ACCESS_TOKEN\"]\n\n[[members]]\n\
+         namespace = \"gitea-merger\"\nprofile = \"prgs-merger\"\nrole = \"merger\"\n\n[workflow]\n\
+         forge_command = [\"/bin/sh\", \"-c\", \"env > {}\"]\n",
+        seen.display()
+    );
+    std::fs::write(dir.path().join("fleet.toml"), roster).unwrap();
+    let out = Command::new(bin())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("FLEETGATE_HTTP_TOKEN", "http-token-secret")
+        .env("UNDECLARED_SECRET", "undeclared-secret")
+        .env("GITEA_ACCESS_TOKEN", "forge-token")
+        .arg("--store")
+        .arg(dir.path().join("r.sqlite3"))
+        .arg("--config")
+        .arg(dir.path().join("fleet.toml"))
+        .args(["pr", "show", "7", "--owner", "o", "--repo", "r", "--json"])
+        .output()
+        .unwrap();
+    let env = std::fs::read_to_string(&seen)
+        .unwrap_or_else(|e| panic!("the forge command did not run ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(env.contains("PATH=/usr/bin:/bin"), "{env}");
+    assert!(env.contains("GITEA_ACCESS_TOKEN=forge-token"), "a declared pass-through key reaches it: {env}");
+    assert!(!env.contains("http-token-secret") && !env.contains("undeclared-secret"), "{env}");
+}
