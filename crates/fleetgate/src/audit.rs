@@ -135,7 +135,7 @@ impl Auditor {
         let (queue, jobs) = mpsc::sync_channel(QUEUE_CAPACITY);
         let writer = std::thread::Builder::new()
             .name("fleetgate-audit".into())
-            .spawn(move || Writer { store, held: Vec::new(), backoff: None }.run(&jobs))
+            .spawn(move || Writer::new(store).run(&jobs))
             .map(|handle| handle.thread().clone())
             .inspect_err(|e| tracing::error!("cannot start the audit thread: {e}"))
             .ok();
@@ -222,48 +222,67 @@ impl Auditor {
 }
 
 /// An entry given up on by its waiter, as it is written: the refusal the call got.
-fn refused(mut entry: AuditEntry, why: String) -> AuditEntry {
+fn refuse(entry: &mut AuditEntry, why: String) {
     if entry.allowed {
         entry.allowed = false;
         entry.blocker_kind = Some(BlockerKind::AuditUnavailable.as_str().to_owned());
         entry.reasons.push(why);
     }
-    entry
 }
 
-/// The writer thread's state: what it holds (oldest first) and how long it backs off.
+/// The writer thread's state: the entries it holds (oldest first, each with its waiter when
+/// someone waits for it), the flushes waiting for them, and how long it backs off.
 struct Writer {
     store: Arc<dyn Store>,
-    held: Vec<Job>,
+    entries: Vec<AuditEntry>,
+    waiters: Vec<Option<Arc<Waiter>>>,
+    flushes: Vec<Arc<Waiter>>,
     backoff: Option<Duration>,
 }
 
 impl Writer {
+    fn new(store: Arc<dyn Store>) -> Self {
+        Self { store, entries: Vec::new(), waiters: Vec::new(), flushes: Vec::new(), backoff: None }
+    }
+
+    fn held(&self) -> usize {
+        self.entries.len() + self.flushes.len()
+    }
+
+    fn hold(&mut self, job: Job) {
+        match job {
+            Job::Entry(entry, waiter) => {
+                self.entries.push(entry);
+                self.waiters.push(waiter);
+            }
+            Job::Flush(waiter) => self.flushes.push(waiter),
+        }
+    }
+
     fn run(mut self, jobs: &Receiver<Job>) {
         let mut open = true;
-        while open || !self.held.is_empty() {
+        while open || self.held() > 0 {
             if let Some(pause) = self.backoff {
                 std::thread::sleep(pause);
-            } else if self.held.is_empty() {
-                match jobs.recv() {
-                    Ok(job) => self.held.push(job),
-                    Err(_) => return,
-                }
-                if !self.held[0].urgent() {
+            } else if self.held() == 0 {
+                let Ok(job) = jobs.recv() else { return };
+                let urgent = job.urgent();
+                self.hold(job);
+                if !urgent {
                     // A waiter unparks this thread; entries nobody waits for gather meanwhile.
                     std::thread::park_timeout(LINGER);
                 }
             }
-            while open && self.held.len() < MAX_HELD {
+            while open && self.held() < MAX_HELD {
                 match jobs.try_recv() {
-                    Ok(job) => self.held.push(job),
+                    Ok(job) => self.hold(job),
                     Err(TryRecvError::Empty) => break,
                     Err(TryRecvError::Disconnected) => open = false,
                 }
             }
             let written = self.write();
             if !open && !written {
-                tracing::error!(entries = self.held.len(), "the audit writer stops with entries it could not write");
+                tracing::error!(entries = self.entries.len(), "the audit writer stops with entries it could not write");
                 return;
             }
         }
@@ -271,70 +290,50 @@ impl Writer {
 
     /// Commit everything held in one transaction. True when it was.
     fn write(&mut self) -> bool {
-        let mut entries: Vec<AuditEntry> = Vec::with_capacity(self.held.len());
-        for job in &self.held {
-            if let Job::Entry(entry, _) = job {
-                entries.push(entry.clone());
-            }
-        }
-        let held = &self.held;
+        let waiters = &self.waiters;
         let mut settle = |entries: &mut [AuditEntry]| {
             // The write lock is held: each waiter either gets this commit's outcome or has
             // given up, and then its entry says so.
-            let waiters = held.iter().filter_map(|job| match job {
-                Job::Entry(_, waiter) => Some(waiter),
-                Job::Flush(_) => None,
-            });
             for (entry, waiter) in entries.iter_mut().zip(waiters) {
                 let Some(waiter) = waiter else { continue };
                 let mut stage = waiter.lock();
                 match &*stage {
                     Stage::Pending => *stage = Stage::Claimed,
-                    Stage::Abandoned(ms) => {
-                        *entry = refused(entry.clone(), format!("audit append not confirmed within {ms} ms"));
-                    }
+                    Stage::Abandoned(ms) => refuse(entry, format!("audit append not confirmed within {ms} ms")),
                     Stage::Claimed | Stage::Done(_) => {}
                 }
             }
         };
-        let outcome = self.store.append_audit_batch(&mut entries, &mut settle);
-        match outcome {
+        match self.store.append_audit_batch(&mut self.entries, &mut settle) {
             Ok(ids) => {
                 let mut ids = ids.into_iter();
-                for job in self.held.drain(..) {
-                    match job {
-                        Job::Entry(_, Some(waiter)) => {
-                            let id = ids.next().ok_or_else(|| "the store answered fewer ids".to_owned());
-                            if !matches!(*waiter.lock(), Stage::Abandoned(_)) {
-                                waiter.finish(id);
-                            }
-                        }
-                        Job::Entry(_, None) => {
-                            ids.next();
-                        }
-                        Job::Flush(waiter) => waiter.finish(Ok(0)),
+                for waiter in self.waiters.drain(..) {
+                    let id = ids.next().ok_or_else(|| "the store answered fewer ids".to_owned());
+                    if let Some(waiter) = waiter
+                        && !matches!(*waiter.lock(), Stage::Abandoned(_))
+                    {
+                        waiter.finish(id);
                     }
+                }
+                self.entries.clear();
+                for flush in self.flushes.drain(..) {
+                    flush.finish(Ok(0));
                 }
                 self.backoff = None;
                 true
             }
             Err(e) => {
                 let error = e.to_string();
-                tracing::warn!(%error, entries = entries.len(), "audit batch not written; it is tried again");
+                tracing::warn!(%error, entries = self.entries.len(), "audit batch not written; it is tried again");
                 // Every waiter is answered now; what is kept is each entry as its call ended.
-                let mut entries = entries.into_iter();
-                for job in &mut self.held {
-                    let Job::Entry(entry, waiter) = job else { continue };
-                    let mut kept = entries.next().unwrap_or_else(|| entry.clone());
-                    if let Some(w) = waiter.take() {
-                        let why = match &*w.lock() {
-                            Stage::Abandoned(ms) => format!("audit append not confirmed within {ms} ms"),
-                            _ => format!("audit append failed: {error}"),
-                        };
-                        kept = refused(kept, why);
-                        w.finish(Err(error.clone()));
-                    }
-                    *entry = kept;
+                for (entry, waiter) in self.entries.iter_mut().zip(self.waiters.iter_mut()) {
+                    let Some(w) = waiter.take() else { continue };
+                    let why = match &*w.lock() {
+                        Stage::Abandoned(ms) => format!("audit append not confirmed within {ms} ms"),
+                        _ => format!("audit append failed: {error}"),
+                    };
+                    refuse(entry, why);
+                    w.finish(Err(error.clone()));
                 }
                 let next = self.backoff.map_or(BACKOFF_FIRST, |b| (b * 2).min(BACKOFF_MAX));
                 self.backoff = Some(next);

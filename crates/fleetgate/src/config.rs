@@ -501,6 +501,12 @@ impl FleetConfig {
         self.roles.get(role).cloned().unwrap_or_default()
     }
 
+    /// What a process this fleet starts (a gateway's downstream, the CLI's forge command)
+    /// may see of `env`: [`fleetgate_core::env::downstream_env`] under this roster's lists.
+    pub fn downstream_env<'a>(&self, env: &'a EnvSnapshot) -> Vec<(&'a str, &'a str)> {
+        fleetgate_core::env::downstream_env(env, &self.env_prefix, &self.pass_through_env, &self.downstream_pass_env)
+    }
+
     /// The member with this profile.
     pub fn member(&self, profile: &str) -> Option<&Member> {
         self.members.iter().find(|m| m.profile == profile)

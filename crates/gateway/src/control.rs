@@ -70,7 +70,9 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// [`decide`](Self::decide) when the verdict can be given at once, from memory: the
     /// gateway asks this first, on the task that handles the call, and goes to the
     /// blocking pool only for `None`. It must never block (no store round trip, no `/proc`
-    /// scan, no lock held across I/O); what it decides it records like `decide` does.
+    /// scan, no lock held across I/O); what it decides it records like `decide` does. It
+    /// never answers a call whose verdict [`settles`](Verdict::settles): that one goes to
+    /// `decide`.
     fn decide_now(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Option<Verdict> {
         let _ = (attachment, call);
         None

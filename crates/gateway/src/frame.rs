@@ -467,6 +467,9 @@ pub(crate) struct ClientTransport {
     outbound: mpsc::Sender<ServerJsonRpcMessage>,
     /// Passed to rmcp, not answered yet (nor cancelled: rmcp drops a cancelled one's answer).
     in_flight: HashSet<RequestId>,
+    /// A duplicate id's refusal not yet handed to the writer: at most one, so a client that
+    /// sends duplicates and never reads is simply no longer read.
+    pending: Option<ServerJsonRpcMessage>,
 }
 
 impl ClientTransport {
@@ -474,7 +477,7 @@ impl ClientTransport {
         inbound: mpsc::Receiver<ClientJsonRpcMessage>,
         outbound: mpsc::Sender<ServerJsonRpcMessage>,
     ) -> Self {
-        Self { inbound, outbound, in_flight: HashSet::new() }
+        Self { inbound, outbound, in_flight: HashSet::new(), pending: None }
     }
 }
 
@@ -500,18 +503,23 @@ impl Transport<RoleServer> for ClientTransport {
         async move { outbound.send(item).await.map_err(|_| ClientGone) }
     }
 
-    // Cancellation-safe, as rmcp's loop needs: it polls this inside a `select!`; the only
-    // await is `mpsc::Receiver::recv`, which loses nothing when dropped.
+    // Cancellation-safe, as rmcp's loop needs: it polls this inside a `select!`; the awaits
+    // are `mpsc::Sender::reserve` (a pending refusal stays pending) and
+    // `mpsc::Receiver::recv`, which lose nothing when dropped.
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
+            if self.pending.is_some() {
+                let permit = self.outbound.reserve().await.ok()?;
+                if let Some(refusal) = self.pending.take() {
+                    permit.send(refusal);
+                }
+            }
             let message = self.inbound.recv().await?;
             match &message {
                 JsonRpcMessage::Request(request) if !self.in_flight.insert(request.id.clone()) => {
                     tracing::debug!(id = %request.id, "refused a request whose id is in flight");
-                    let refusal = ServerJsonRpcMessage::error(duplicate_id(&request.id), Some(request.id.clone()));
-                    // Not awaited here (a dropped `receive` would lose it); order does not matter.
-                    let outbound = self.outbound.clone();
-                    tokio::spawn(async move { outbound.send(refusal).await });
+                    self.pending =
+                        Some(ServerJsonRpcMessage::error(duplicate_id(&request.id), Some(request.id.clone())));
                     continue;
                 }
                 JsonRpcMessage::Notification(notification) => {

@@ -23,7 +23,7 @@ use crate::engine::{Engine, Exec, Fail, Retry, Tx};
 use crate::rows::{Columns, Record, Value};
 use crate::schema::{self, Types};
 use crate::sql::Dialect;
-use crate::{SCHEMA_VERSION, Store, StoreError, StoreErrorKind};
+use crate::{SCHEMA_VERSION, StoreError, StoreErrorKind};
 use fleetgate_core::Timestamp;
 use fleetgate_core::runtime::RuntimeRecord;
 use parking_lot::Mutex;
@@ -118,6 +118,15 @@ fn map_err(context: &str, e: rusqlite::Error) -> StoreError {
         _ => StoreErrorKind::Other,
     };
     StoreError::new(kind, format!("{context}: {e}"))
+}
+
+/// An operation's failure, named by `context`.
+fn named(context: &str, fail: Fail<rusqlite::Error>) -> StoreError {
+    match fail {
+        Fail::Db(e) => map_err(context, e),
+        Fail::Row(why) => StoreError::new(StoreErrorKind::Corrupt, format!("{context}: unreadable row: {why}")),
+        Fail::Store(e) => e,
+    }
 }
 
 // Times are stored as `%Y-%m-%dT%H:%M:%SZ` text, booleans as integers.
@@ -274,24 +283,19 @@ impl SqliteStore {
         if !meta.is_file() {
             return Err(StoreError::new(StoreErrorKind::Invalid, format!("store {shown} is not a regular file")));
         }
-        let read_only = || {
-            let conn =
-                Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-                    .map_err(|e| map_err(&format!("cannot open store {shown} read-only"), e))?;
-            conn.busy_timeout(Duration::from_secs(2)).map_err(|e| map_err(&shown, e))?;
-            Ok::<_, StoreError>(Mutex::new(conn))
-        };
-        // Only the reading connection is used; the other is there to make a store of it.
-        let store =
-            Self { path: path.to_owned(), conn: read_only()?, reader: read_only()?, file: file::FileId::of(&meta) };
-        let version = store.schema_version()?;
-        if !(4..=SCHEMA_VERSION).contains(&version) {
+        let mut conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(|e| map_err(&format!("cannot open store {shown} read-only"), e))?;
+        conn.busy_timeout(Duration::from_secs(2)).map_err(|e| map_err(&shown, e))?;
+        let version: i64 = Exec::query_one(&mut conn, &SQL.schema_version, &[])
+            .map_err(|fail| named("cannot read schema version", fail))?;
+        if !(4..=i64::from(SCHEMA_VERSION)).contains(&version) {
             return Err(StoreError::new(
                 StoreErrorKind::Unsupported,
                 format!("store {shown} is at schema version {version}: rows with hosts need 4 to {SCHEMA_VERSION}"),
             ));
         }
-        store.list_runtime()
+        Exec::query(&mut conn, &SQL.list_runtime, &[]).map_err(|fail| named("cannot list runtime rows", fail))
     }
 
     /// Where the file is.
@@ -364,7 +368,8 @@ impl Engine for SqliteStore {
         Err(StoreError::new(
             StoreErrorKind::Replaced,
             format!(
-                "store {shown} is no longer the file this process opened: {why}; what this process writes, no                  other process reads"
+                "store {shown} is no longer the file this process opened: {why}; what this process writes, no \
+                 other process reads"
             ),
         ))
     }
@@ -397,10 +402,6 @@ impl Engine for SqliteStore {
         OP_SINCE.with(|c| c.set(Some(since)));
         let done = op(&mut conn);
         OP_SINCE.with(|c| c.set(None));
-        done.map_err(|fail| match fail {
-            Fail::Db(e) => map_err(context, e),
-            Fail::Row(why) => StoreError::new(StoreErrorKind::Corrupt, format!("{context}: unreadable row: {why}")),
-            Fail::Store(e) => e,
-        })
+        done.map_err(|fail| named(context, fail))
     }
 }

@@ -39,13 +39,7 @@ impl CommandForge {
             return None;
         }
         let captured = fleetgate_host::env::capture();
-        let env = fleetgate_core::env::downstream_env(
-            &captured,
-            &config.env_prefix,
-            &config.pass_through_env,
-            &config.downstream_pass_env,
-        );
-        let env = env.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+        let env = config.downstream_env(&captured).into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
         Some(Self { argv: argv.clone(), env })
     }
 

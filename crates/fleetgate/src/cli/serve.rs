@@ -131,12 +131,7 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
 fn downstream_command(ctx: &Ctx, argv: &[OsString]) -> Option<DownstreamCommand> {
     let mut command = DownstreamCommand::from_argv(argv.iter().cloned())?;
     let config = &ctx.config;
-    let env = fleetgate_core::env::downstream_env(
-        &ctx.env,
-        &config.env_prefix,
-        &config.pass_through_env,
-        &config.downstream_pass_env,
-    );
+    let env = config.downstream_env(&ctx.env);
     command.env_clear = true;
     command.env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
     // Each run starts through this binary's guard, so its whole process group dies with the

@@ -39,7 +39,8 @@ pub fn peer_evidence(
     let claimed: BTreeSet<i64> = rows.iter().filter(|r| r.status == RuntimeStatus::Running).map(|r| r.pid).collect();
     let mut out = BTreeMap::new();
     for p in scan.processes.iter().filter(|p| !claimed.contains(&p.pid)) {
-        let Some(entry) = source.entry(p.pid) else { continue };
+        // The same process as scanned, not a pid recycled since.
+        let Some(entry) = source.entry(p.pid).filter(|e| e.started_at == p.started_at) else { continue };
         if !FleetMatcher::is_gateway(&entry.argv) {
             continue;
         }
@@ -59,9 +60,8 @@ fn read_peer(
     source: &dyn ProcessSource,
     our_file: Option<(u64, u64)>,
 ) -> Result<PeerStore, String> {
-    let cli = Cli::try_parse_from(argv).map_err(|e| {
-        format!("its command line does not parse: {}", e.to_string().lines().next().unwrap_or_default())
-    })?;
+    // The kind only: clap's message quotes the offending argument, which may be a secret.
+    let cli = Cli::try_parse_from(argv).map_err(|e| format!("its command line does not parse ({:?})", e.kind()))?;
     let env = source.environ(pid).map_err(|e| format!("its environment cannot be read: {e}"))?;
     let spec = store_spec(cli.store.as_deref(), &env, &config.env_prefix)
         .ok_or_else(|| "it names no store (no --store, store key, HOME or XDG_STATE_HOME)".to_owned())?;

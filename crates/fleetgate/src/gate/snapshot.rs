@@ -129,15 +129,8 @@ pub fn snapshot_of(
     );
     let head_of = |root: &Path| observer.head(root).map_err(|e| e.to_string());
     // Another fleet's gateway runs under its own fleet's environment rules, not ours.
-    let ours_only = ProcessScan {
-        processes: scan
-            .processes
-            .iter()
-            .filter(|p| !inventory.other_fleet_gateways.iter().any(|g| g.pid == p.pid))
-            .cloned()
-            .collect(),
-        ..scan.clone()
-    };
+    let mut ours_only = scan;
+    ours_only.processes.retain(|p| !inventory.other_fleet_gateways.iter().any(|g| g.pid == p.pid));
     let diagnostics = runtime_diagnostics(config, &ours_only, &read.rows, observer.processes(), &head_of);
     Snapshot { inventory, diagnostics }
 }

@@ -164,7 +164,11 @@ impl Gateway {
         let now =
             control.decide_now(id, &ToolCall { tool: &tool, arguments: request.params.arguments.as_ref(), link: None });
         let (tool, arguments, Verdict { class, decision, settles }) = match now {
-            Some(verdict) => (tool, None, verdict),
+            Some(verdict) => {
+                // A settling call needs its arguments after the answer: never decided here.
+                debug_assert!(!verdict.settles, "decide_now answered a call whose outcome settles");
+                (tool, None, verdict)
+            }
             None => {
                 let arguments = request.params.arguments.clone();
                 let link = PeerLink::new(&connection, self.settings().call_timeout);

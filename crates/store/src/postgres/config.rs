@@ -103,7 +103,8 @@ fn decode(key: &str, value: &str) -> Result<String, StoreError> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = value.get(i + 1..i + 3).ok_or_else(bad)?;
+            // `from_str_radix` would take a sign (`%+1`): two hex digits exactly.
+            let hex = value.get(i + 1..i + 3).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit())).ok_or_else(bad)?;
             out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
             i += 3;
         } else {

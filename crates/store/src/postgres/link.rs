@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// How long one statement may wait for a row lock before it is `Busy`: the
 /// same deadline as SQLite's write lock.
-pub const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+pub const LOCK_TIMEOUT: Duration = crate::sqlite::BUSY_TIMEOUT;
 
 // Reconnect backoff while the server keeps refusing: doubling, jittered.
 pub(super) const BACKOFF_FIRST: Duration = Duration::from_millis(200);
