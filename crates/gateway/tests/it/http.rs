@@ -86,7 +86,16 @@ async fn over_http_a_request_reusing_an_id_in_flight_gets_409_and_the_first_is_s
     let answered = messages(&text).into_iter().find(|m| m["id"] == 7).unwrap();
     assert!(answered["result"]["content"][0]["text"].as_str().is_some_and(|t| t.contains("ada")), "{answered}");
 
-    // Answered, the id is free again.
-    let ping = post(&client, &url, Some(&session), &json!({"jsonrpc": "2.0", "id": 7, "method": "ping"})).await;
-    assert_eq!(ping.status(), 200);
+    // Answered, the id is free again: once the answer's stream has ended, which the server
+    // sees a moment after the client read the answer (polled, bounded).
+    drop(first);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    let status = loop {
+        let ping = post(&client, &url, Some(&session), &json!({"jsonrpc": "2.0", "id": 7, "method": "ping"})).await;
+        if ping.status() != 409 || tokio::time::Instant::now() > deadline {
+            break ping.status();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(status, 200);
 }
