@@ -1,5 +1,6 @@
 //! The `/proc` stat parsers (crates/host/src/procfs.rs): `btime` from `/proc/stat`, the
-//! parent pid and start ticks from `/proc/<pid>/stat`, and the start time made of them.
+//! parent pid, start ticks and image addresses from `/proc/<pid>/stat`, and the start time
+//! made of them.
 //! The input is read as both files (a seed holds a `btime` line and a pid's stat line).
 //!
 //! Invariants: no panic on any text (a command name may hold spaces, parentheses and
@@ -40,5 +41,8 @@ fn canonical(stat: PidStat) -> String {
     fields[2] = "S".into();
     fields[3] = stat.ppid.to_string();
     fields[21] = stat.start_ticks.to_string();
+    for (i, address) in [25, 26, 47, 48].into_iter().zip(stat.image) {
+        fields[i] = address.to_string();
+    }
     fields.join(" ") + "\n"
 }

@@ -8,20 +8,24 @@
 //! * A read call's entry (and any other report) is **queued** ([`Auditor::queue`]) and not
 //!   waited for. A kill -9 loses at most the queued entries not yet committed; an orderly
 //!   shutdown [`flush`](Auditor::flush)es them.
-//! * Entries are committed in the order they were queued, many per transaction: the
-//!   writer takes whatever is queued when it wakes, and waits up to [`LINGER`] for more
-//!   unless someone is waiting for an entry.
+//! * Entries are committed in the order they were queued, many per transaction: a writer
+//!   takes whatever is queued. The writer thread waits up to [`LINGER`] for more unless
+//!   someone is waiting for an entry.
+//! * A waiter whose store bounds its own waits ([`Store::bounds_waits`]: SQLite) commits
+//!   the queue itself when no one else is writing (the leader of a group commit), within
+//!   what is left of its bound: no hand-off to the writer thread and back, two thread
+//!   wake-ups fewer per mutating call. Otherwise, or while another writer is at it, the
+//!   writer thread commits and the waiter waits for it.
 //! * The queue is bounded. A full queue is named on the decision (a mutation is refused),
 //!   never silent. A batch the store refuses is kept and tried again, before anything
-//!   newer, with backoff.
+//!   newer, by the writer thread with backoff.
 
 use fleetgate_core::BlockerKind;
 use fleetgate_core::audit::AuditEntry;
-use fleetgate_store::Store;
+use fleetgate_store::{Store, StoreErrorKind};
 use serde::Serialize;
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 /// Entries queued and not yet taken by the writer.
@@ -71,7 +75,7 @@ impl AuditReceipt {
     }
 }
 
-/// Where a waited-for entry stands; the writer and the waiter agree through it on whether
+/// Where a waited-for entry stands; a writer and the waiter agree through it on whether
 /// the entry is written as allowed or as refused.
 #[derive(Debug)]
 enum Stage {
@@ -82,7 +86,15 @@ enum Stage {
     /// The waiter gave up after this many ms: the entry is written as refused.
     Abandoned(u64),
     /// Committed (its id) or failed.
-    Done(Result<i64, String>),
+    Done(Result<i64, Failure>),
+}
+
+/// Why an entry was not committed.
+#[derive(Debug, Clone)]
+struct Failure {
+    error: String,
+    /// The store stayed locked past the waiter's bound: the waiter timed out.
+    timed_out: bool,
 }
 
 #[derive(Debug)]
@@ -100,7 +112,7 @@ impl Waiter {
         self.stage.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn finish(&self, result: Result<i64, String>) {
+    fn finish(&self, result: Result<i64, Failure>) {
         *self.lock() = Stage::Done(result);
         self.changed.notify_all();
     }
@@ -120,48 +132,289 @@ impl Job {
     }
 }
 
-/// Appends entries through a bounded queue to one writer thread.
+/// Entries taken from the queue and not yet written (oldest first, each with its waiter
+/// when someone waits for it), and the flushes waiting for them.
+#[derive(Debug, Default)]
+struct Batch {
+    entries: Vec<AuditEntry>,
+    waiters: Vec<Option<Arc<Waiter>>>,
+    flushes: Vec<Arc<Waiter>>,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.entries.len() + self.flushes.len()
+    }
+
+    fn hold(&mut self, job: Job) {
+        match job {
+            Job::Entry(entry, waiter) => {
+                self.entries.push(entry);
+                self.waiters.push(waiter);
+            }
+            Job::Flush(waiter) => self.flushes.push(waiter),
+        }
+    }
+
+    /// Commit everything held in one transaction. On failure every waiter is answered and
+    /// each entry kept as its call ended (refused, when someone waited for it).
+    fn write(&mut self, store: &dyn Store, wait: Duration) -> Result<(), String> {
+        let waiters = &self.waiters;
+        let mut settle = |entries: &mut [AuditEntry]| {
+            // The write lock is held: each waiter either gets this commit's outcome or has
+            // given up, and then its entry says so.
+            for (entry, waiter) in entries.iter_mut().zip(waiters) {
+                let Some(waiter) = waiter else { continue };
+                let mut stage = waiter.lock();
+                match &*stage {
+                    Stage::Pending => *stage = Stage::Claimed,
+                    Stage::Abandoned(ms) => refuse(entry, not_confirmed(*ms)),
+                    Stage::Claimed | Stage::Done(_) => {}
+                }
+            }
+        };
+        match store.append_audit_batch(&mut self.entries, &mut settle) {
+            Ok(ids) => {
+                let mut ids = ids.into_iter();
+                for waiter in self.waiters.drain(..) {
+                    let id = ids
+                        .next()
+                        .ok_or_else(|| Failure { error: "the store answered fewer ids".to_owned(), timed_out: false });
+                    if let Some(waiter) = waiter
+                        && !matches!(*waiter.lock(), Stage::Abandoned(_))
+                    {
+                        waiter.finish(id);
+                    }
+                }
+                self.entries.clear();
+                for flush in self.flushes.drain(..) {
+                    flush.finish(Ok(0));
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let error = e.to_string();
+                // Locked past the bound of whoever waits: they time out, as they would
+                // waiting for the writer thread.
+                let timed_out = e.kind() == StoreErrorKind::Busy;
+                let after_ms = millis(wait);
+                for (entry, waiter) in self.entries.iter_mut().zip(self.waiters.iter_mut()) {
+                    let Some(w) = waiter.take() else { continue };
+                    let why = match &*w.lock() {
+                        Stage::Abandoned(ms) => not_confirmed(*ms),
+                        _ if timed_out => not_confirmed(after_ms),
+                        _ => format!("audit append failed: {error}"),
+                    };
+                    refuse(entry, why);
+                    w.finish(Err(Failure { error: error.clone(), timed_out }));
+                }
+                Err(error)
+            }
+        }
+    }
+}
+
+/// The queue and who writes, shared by every handle and the writer thread.
+#[derive(Debug, Default)]
+struct State {
+    /// Queued and not yet taken (at most [`QUEUE_CAPACITY`]).
+    queue: VecDeque<Job>,
+    /// An urgent job is queued (someone waits): no lingering.
+    urgent: bool,
+    /// What a failed write kept, to be written before anything queued (only while no
+    /// writer has it out).
+    held: Batch,
+    /// A writer (the thread or a leader) has a batch out.
+    writing: bool,
+    /// After a failure: the backoff, and no write before this instant.
+    backoff: Option<(Duration, Instant)>,
+    /// The writer thread waits for a nudge (nothing to write, or a leader writing).
+    idle: bool,
+    /// The writer thread lingers for more entries (an urgent one cuts that short).
+    lingering: bool,
+    /// Every handle is gone: the writer thread writes what is left and stops.
+    closed: bool,
+}
+
+#[derive(Debug)]
+struct Shared {
+    store: Arc<dyn Store>,
+    state: Mutex<State>,
+    /// The writer thread waits here.
+    work: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wake the writer thread when it sleeps past what `state` now holds for it: idle with
+    /// something to write, or lingering with someone waiting. Otherwise it wakes by itself
+    /// (no wake-up per queued entry).
+    fn nudge(&self, state: &mut State) {
+        let pending = !state.queue.is_empty() || state.held.len() > 0;
+        if (state.idle && pending) || (state.lingering && state.urgent) {
+            state.idle = false;
+            self.work.notify_one();
+        }
+    }
+
+    /// Wait for a nudge.
+    fn sleep<'a>(&self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        state.idle = true;
+        let mut state = self.work.wait(state).unwrap_or_else(PoisonError::into_inner);
+        state.idle = false;
+        state
+    }
+
+    /// Take what is held and queued (at most [`MAX_HELD`]), write it without the lock, and
+    /// put back what failed. `state` must have no writer.
+    fn write_turn<'a>(&'a self, mut state: MutexGuard<'a, State>, wait: Duration) -> (MutexGuard<'a, State>, bool) {
+        let mut batch = std::mem::take(&mut state.held);
+        while batch.len() < MAX_HELD {
+            let Some(job) = state.queue.pop_front() else { break };
+            batch.hold(job);
+        }
+        state.urgent = state.queue.iter().any(Job::urgent);
+        state.writing = true;
+        drop(state);
+        let written = batch.write(&*self.store, wait);
+        let mut state = self.lock();
+        state.writing = false;
+        let ok = match written {
+            Ok(()) => {
+                state.backoff = None;
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, entries = batch.entries.len(), "audit batch not written; it is tried again");
+                let next = state.backoff.map_or(BACKOFF_FIRST, |(b, _)| (b * 2).min(BACKOFF_MAX));
+                state.backoff = Some((next, Instant::now() + next));
+                state.held = batch;
+                false
+            }
+        };
+        // What was queued meanwhile, or kept, is the thread's.
+        self.nudge(&mut state);
+        (state, ok)
+    }
+
+    /// The writer thread: commit whatever is queued, lingering for more when nobody
+    /// waits, backing off after a failure, until every handle is gone and nothing is left.
+    fn run(&self, wait: Duration) {
+        let mut state = self.lock();
+        let mut linger_until: Option<Instant> = None;
+        loop {
+            let pending = !state.queue.is_empty() || state.held.len() > 0;
+            if state.writing {
+                state = self.sleep(state);
+                continue;
+            }
+            if !pending {
+                if state.closed {
+                    return;
+                }
+                linger_until = None;
+                state = self.sleep(state);
+                continue;
+            }
+            let now = Instant::now();
+            if let Some((_, at)) = state.backoff
+                && now < at
+            {
+                state = self.work.wait_timeout(state, at - now).unwrap_or_else(PoisonError::into_inner).0;
+                continue;
+            }
+            // Entries nobody waits for gather a little; a waiter cuts it short.
+            if !state.urgent && !state.closed && state.backoff.is_none() {
+                let until = *linger_until.get_or_insert(now + LINGER);
+                if now < until {
+                    state.lingering = true;
+                    state = self.work.wait_timeout(state, until - now).unwrap_or_else(PoisonError::into_inner).0;
+                    state.lingering = false;
+                    continue;
+                }
+            }
+            linger_until = None;
+            let (next, ok) = self.write_turn(state, wait);
+            state = next;
+            if state.closed && !ok {
+                tracing::error!(
+                    entries = state.held.entries.len(),
+                    "the audit writer stops with entries it could not write"
+                );
+                return;
+            }
+        }
+    }
+}
+
+/// The handles' common part: when the last one goes, the writer thread finishes.
+#[derive(Debug)]
+struct Handle(Arc<Shared>);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        // Wherever it sleeps, the thread sees it is the last one.
+        self.0.work.notify_one();
+    }
+}
+
+/// Appends entries through a bounded queue, committed by one writer at a time.
 #[derive(Debug, Clone)]
 pub struct Auditor {
-    queue: SyncSender<Job>,
-    writer: Option<Thread>,
+    handle: Arc<Handle>,
     wait: Duration,
+    /// A waiter may commit itself ([`Store::bounds_waits`]).
+    lead: bool,
+    /// The writer thread runs.
+    writer: bool,
 }
 
 impl Auditor {
     /// Start the writer thread over `store`; a waited-for entry is waited for at most
     /// `wait` before it is given up.
     pub fn new(store: Arc<dyn Store>, wait: Duration) -> Self {
-        let (queue, jobs) = mpsc::sync_channel(QUEUE_CAPACITY);
+        let lead = store.bounds_waits();
+        let shared = Arc::new(Shared { store, state: Mutex::default(), work: Condvar::new() });
+        let thread = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
             .name("fleetgate-audit".into())
-            .spawn(move || Writer::new(store).run(&jobs))
-            .map(|handle| handle.thread().clone())
+            .spawn(move || thread.run(wait))
             .inspect_err(|e| tracing::error!("cannot start the audit thread: {e}"))
-            .ok();
-        Self { queue, writer, wait }
+            .is_ok();
+        Self { handle: Arc::new(Handle(shared)), wait, lead, writer }
     }
 
-    fn send(&self, job: Job) -> Result<(), AuditReceipt> {
-        let urgent = job.urgent();
-        match self.queue.try_send(job) {
-            Ok(()) => {
-                if urgent && let Some(writer) = &self.writer {
-                    // The writer may be lingering for more entries: someone waits for this one.
-                    writer.unpark();
-                }
-                Ok(())
-            }
-            Err(TrySendError::Full(_)) => Err(AuditReceipt::Failed { error: "the audit queue is full".into() }),
-            Err(TrySendError::Disconnected(_)) => {
-                Err(AuditReceipt::Failed { error: "the audit writer has stopped".into() })
-            }
+    fn shared(&self) -> &Shared {
+        &self.handle.0
+    }
+
+    /// Queue `job`; the state, still locked, for the caller to lead or nudge the thread.
+    fn send(&self, job: Job) -> Result<MutexGuard<'_, State>, AuditReceipt> {
+        if !self.writer {
+            return Err(AuditReceipt::Failed { error: "the audit writer has stopped".into() });
         }
+        let mut state = self.shared().lock();
+        if state.queue.len() >= QUEUE_CAPACITY {
+            return Err(AuditReceipt::Failed { error: "the audit queue is full".into() });
+        }
+        state.urgent |= job.urgent();
+        state.queue.push_back(job);
+        Ok(state)
     }
 
     /// Queue `entry` without waiting for it (a read call's, a report's).
     pub fn queue(&self, entry: AuditEntry) -> AuditReceipt {
-        let receipt = self.send(Job::Entry(entry, None)).map_or_else(|failed| failed, |()| AuditReceipt::Queued);
+        let receipt = match self.send(Job::Entry(entry, None)) {
+            Ok(mut state) => {
+                self.shared().nudge(&mut state);
+                AuditReceipt::Queued
+            }
+            Err(failed) => failed,
+        };
         if let Some(problem) = receipt.problem() {
             tracing::error!(%problem, "audit entry not queued");
         }
@@ -171,10 +424,21 @@ impl Auditor {
     /// Append `entry` and wait, at most the bound, until it is committed (a mutating
     /// call's: forwarded only when this answers [`AuditReceipt::Appended`]).
     pub fn record(&self, entry: AuditEntry) -> AuditReceipt {
+        let started = Instant::now();
         let waiter = Waiter::new();
         let receipt = match self.send(Job::Entry(entry, Some(waiter.clone()))) {
             Err(failed) => failed,
-            Ok(()) => self.await_entry(&waiter),
+            Ok(mut state) => {
+                if self.lead && !state.writing && state.backoff.is_none() {
+                    // Lead: commit the queue, this entry included, on this thread.
+                    let budget = self.wait.saturating_sub(started.elapsed());
+                    drop(fleetgate_store::within(budget, || self.shared().write_turn(state, self.wait)));
+                } else {
+                    self.shared().nudge(&mut state);
+                    drop(state);
+                }
+                self.await_entry(&waiter, started)
+            }
         };
         if let Some(problem) = receipt.problem() {
             tracing::error!(%problem, "audit entry not confirmed");
@@ -182,15 +446,16 @@ impl Auditor {
         receipt
     }
 
-    fn await_entry(&self, waiter: &Waiter) -> AuditReceipt {
-        let after_ms = u64::try_from(self.wait.as_millis()).unwrap_or(u64::MAX);
-        let deadline = Instant::now() + self.wait;
+    fn await_entry(&self, waiter: &Waiter, started: Instant) -> AuditReceipt {
+        let after_ms = millis(self.wait);
+        let deadline = started + self.wait;
         let mut stage = waiter.lock();
         loop {
             let now = Instant::now();
             match &*stage {
                 Stage::Done(Ok(id)) => return AuditReceipt::Appended { id: *id },
-                Stage::Done(Err(error)) => return AuditReceipt::Failed { error: error.clone() },
+                Stage::Done(Err(Failure { timed_out: true, .. })) => return AuditReceipt::TimedOut { after_ms },
+                Stage::Done(Err(failure)) => return AuditReceipt::Failed { error: failure.error.clone() },
                 Stage::Pending if now >= deadline => {
                     *stage = Stage::Abandoned(after_ms);
                     return AuditReceipt::TimedOut { after_ms };
@@ -209,8 +474,9 @@ impl Auditor {
     /// shutdown). False when it is not.
     pub fn flush(&self, within: Duration) -> bool {
         let waiter = Waiter::new();
-        if self.send(Job::Flush(waiter.clone())).is_err() {
-            return false;
+        match self.send(Job::Flush(waiter.clone())) {
+            Ok(mut state) => self.shared().nudge(&mut state),
+            Err(_) => return false,
         }
         let stage = waiter.lock();
         let (stage, _) = waiter
@@ -221,124 +487,19 @@ impl Auditor {
     }
 }
 
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn not_confirmed(ms: u64) -> String {
+    format!("audit append not confirmed within {ms} ms")
+}
+
 /// An entry given up on by its waiter, as it is written: the refusal the call got.
 fn refuse(entry: &mut AuditEntry, why: String) {
     if entry.allowed {
         entry.allowed = false;
         entry.blocker_kind = Some(BlockerKind::AuditUnavailable.as_str().to_owned());
         entry.reasons.push(why);
-    }
-}
-
-/// The writer thread's state: the entries it holds (oldest first, each with its waiter when
-/// someone waits for it), the flushes waiting for them, and how long it backs off.
-struct Writer {
-    store: Arc<dyn Store>,
-    entries: Vec<AuditEntry>,
-    waiters: Vec<Option<Arc<Waiter>>>,
-    flushes: Vec<Arc<Waiter>>,
-    backoff: Option<Duration>,
-}
-
-impl Writer {
-    fn new(store: Arc<dyn Store>) -> Self {
-        Self { store, entries: Vec::new(), waiters: Vec::new(), flushes: Vec::new(), backoff: None }
-    }
-
-    fn held(&self) -> usize {
-        self.entries.len() + self.flushes.len()
-    }
-
-    fn hold(&mut self, job: Job) {
-        match job {
-            Job::Entry(entry, waiter) => {
-                self.entries.push(entry);
-                self.waiters.push(waiter);
-            }
-            Job::Flush(waiter) => self.flushes.push(waiter),
-        }
-    }
-
-    fn run(mut self, jobs: &Receiver<Job>) {
-        let mut open = true;
-        while open || self.held() > 0 {
-            if let Some(pause) = self.backoff {
-                std::thread::sleep(pause);
-            } else if self.held() == 0 {
-                let Ok(job) = jobs.recv() else { return };
-                let urgent = job.urgent();
-                self.hold(job);
-                if !urgent {
-                    // A waiter unparks this thread; entries nobody waits for gather meanwhile.
-                    std::thread::park_timeout(LINGER);
-                }
-            }
-            while open && self.held() < MAX_HELD {
-                match jobs.try_recv() {
-                    Ok(job) => self.hold(job),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => open = false,
-                }
-            }
-            let written = self.write();
-            if !open && !written {
-                tracing::error!(entries = self.entries.len(), "the audit writer stops with entries it could not write");
-                return;
-            }
-        }
-    }
-
-    /// Commit everything held in one transaction. True when it was.
-    fn write(&mut self) -> bool {
-        let waiters = &self.waiters;
-        let mut settle = |entries: &mut [AuditEntry]| {
-            // The write lock is held: each waiter either gets this commit's outcome or has
-            // given up, and then its entry says so.
-            for (entry, waiter) in entries.iter_mut().zip(waiters) {
-                let Some(waiter) = waiter else { continue };
-                let mut stage = waiter.lock();
-                match &*stage {
-                    Stage::Pending => *stage = Stage::Claimed,
-                    Stage::Abandoned(ms) => refuse(entry, format!("audit append not confirmed within {ms} ms")),
-                    Stage::Claimed | Stage::Done(_) => {}
-                }
-            }
-        };
-        match self.store.append_audit_batch(&mut self.entries, &mut settle) {
-            Ok(ids) => {
-                let mut ids = ids.into_iter();
-                for waiter in self.waiters.drain(..) {
-                    let id = ids.next().ok_or_else(|| "the store answered fewer ids".to_owned());
-                    if let Some(waiter) = waiter
-                        && !matches!(*waiter.lock(), Stage::Abandoned(_))
-                    {
-                        waiter.finish(id);
-                    }
-                }
-                self.entries.clear();
-                for flush in self.flushes.drain(..) {
-                    flush.finish(Ok(0));
-                }
-                self.backoff = None;
-                true
-            }
-            Err(e) => {
-                let error = e.to_string();
-                tracing::warn!(%error, entries = self.entries.len(), "audit batch not written; it is tried again");
-                // Every waiter is answered now; what is kept is each entry as its call ended.
-                for (entry, waiter) in self.entries.iter_mut().zip(self.waiters.iter_mut()) {
-                    let Some(w) = waiter.take() else { continue };
-                    let why = match &*w.lock() {
-                        Stage::Abandoned(ms) => format!("audit append not confirmed within {ms} ms"),
-                        _ => format!("audit append failed: {error}"),
-                    };
-                    refuse(entry, why);
-                    w.finish(Err(error.clone()));
-                }
-                let next = self.backoff.map_or(BACKOFF_FIRST, |b| (b * 2).min(BACKOFF_MAX));
-                self.backoff = Some(next);
-                false
-            }
-        }
     }
 }

@@ -2,14 +2,29 @@
 //! of a process comes from its start ticks and the boot time, rounded down,
 //! so it is never later than the true start (a server that registered in the
 //! same second is never mistaken for a recycled pid).
+//!
+//! A scan runs for every gated mutating call, so [`ProcFs`] reads little twice. A process
+//! the listing shows for the first time is read at once; what was read of a listed process
+//! serves the scans of the next [`REUSE`] (a burst of calls lists `/proc` and reads nothing
+//! else); after that its `stat` and owner are read again, and its command line only when
+//! its start or program image changed (exec maps a new image, a recycled pid starts later).
+//! So a process that appears or exits is seen at the next scan, an exec within [`REUSE`],
+//! and a command line rewritten in place (setproctitle) is not seen: the one it was started
+//! with counts.
 
 use crate::error::{HostError, HostErrorKind};
 use fleetgate_core::Timestamp;
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_core::procmatch::FleetMatcher;
 use fleetgate_core::runtime::{ObservedProcess, ProcessScan};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How long a read of the boot time (`/proc/stat`, which the kernel computes with every
+/// CPU's counters) serves the scans after it.
+const BOOT_TIME_REUSE: Duration = Duration::from_secs(1);
 
 /// One process as the OS lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,40 +62,109 @@ pub trait ProcessSource {
 }
 
 /// `/proc` (or another procfs mount, for tests).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct ProcFs {
     root: PathBuf,
+    /// How long what a scan read of a listed process serves the scans after it.
+    reuse: Duration,
+    /// What was read of each listed process, by pid.
+    known: Mutex<HashMap<i64, Known>>,
+    /// The boot time, and when it was read.
+    boot: Mutex<Option<(Instant, i64)>>,
 }
+
+/// What was read of one process, and under which `stat`.
+#[derive(Debug)]
+struct Known {
+    start_ticks: i64,
+    image: [u64; 4],
+    /// `None`: no command line (a kernel thread).
+    entry: Option<ProcEntry>,
+    read_at: Instant,
+}
+
+/// How long a scan's read of a listed process serves the scans after it
+/// ([`ProcFs::reusing_for`]).
+pub const REUSE: Duration = Duration::from_secs(1);
 
 impl Default for ProcFs {
     fn default() -> Self {
-        Self { root: PathBuf::from("/proc") }
+        Self::at("/proc")
+    }
+}
+
+impl Clone for ProcFs {
+    fn clone(&self) -> Self {
+        Self::at(self.root.clone()).reusing_for(self.reuse)
     }
 }
 
 impl ProcFs {
     /// A procfs at `root`.
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self { root: root.into(), reuse: REUSE, known: Mutex::default(), boot: Mutex::default() }
+    }
+
+    /// The same, a scan's read of a listed process serving the scans of the next `reuse`.
+    #[must_use]
+    pub fn reusing_for(mut self, reuse: Duration) -> Self {
+        self.reuse = reuse;
+        self
     }
 
     fn boot_time(&self) -> Result<i64, HostError> {
+        let mut boot = self.boot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((at, btime)) = *boot
+            && at.elapsed() < BOOT_TIME_REUSE
+        {
+            return Ok(btime);
+        }
         let path = self.root.join("stat");
         let text = std::fs::read_to_string(&path)
             .map_err(|e| HostError::new(HostErrorKind::Unreadable, format!("cannot read {}: {e}", path.display())))?;
-        parse_btime(&text)
-            .ok_or_else(|| HostError::new(HostErrorKind::Malformed, format!("{} has no btime line", path.display())))
+        let btime = parse_btime(&text)
+            .ok_or_else(|| HostError::new(HostErrorKind::Malformed, format!("{} has no btime line", path.display())))?;
+        *boot = Some((Instant::now(), btime));
+        Ok(btime)
     }
 
+    /// Pid `pid` as `dir` shows it: its `stat` and owner read now, its command line read
+    /// only when this process was not read before under the same start and image (exec maps
+    /// a new image; a recycled pid starts later). `None` for a kernel thread (no command
+    /// line) or a process gone meanwhile.
     fn read_entry(&self, dir: &Path, pid: i64, boot: i64, ticks: i64) -> Option<ProcEntry> {
-        let raw = std::fs::read(dir.join("cmdline")).ok()?;
-        if raw.is_empty() {
-            return None;
-        }
-        let argv = parse_cmdline(&raw);
-        let stat = parse_pid_stat(&std::fs::read_to_string(dir.join("stat")).ok()?)?;
-        let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir).ok()?);
-        Some(ProcEntry { pid, ppid: stat.ppid, started_at: stat.started_at(boot, ticks)?, argv, uid: Some(uid) })
+        // The owner of `stat` is the owner of the process's entry: one open for both.
+        let mut file = std::fs::File::open(dir.join("stat")).ok()?;
+        let uid = std::os::unix::fs::MetadataExt::uid(&file.metadata().ok()?);
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut file, &mut text).ok()?;
+        let stat = parse_pid_stat(&text)?;
+        // Addresses this reader may not see (all zero) tell no exec apart: read again.
+        let same = |k: &Known| stat.image != [0; 4] && k.start_ticks == stat.start_ticks && k.image == stat.image;
+        let argv = match self.known().get(&pid).filter(|k| same(k)) {
+            Some(known) => known.entry.as_ref().map(|e| e.argv.clone()),
+            None => Some(std::fs::read(dir.join("cmdline")).ok()?)
+                .filter(|raw| !raw.is_empty())
+                .map(|raw| parse_cmdline(&raw)),
+        };
+        let entry = match argv {
+            Some(argv) => Some(ProcEntry {
+                pid,
+                ppid: stat.ppid,
+                started_at: stat.started_at(boot, ticks)?,
+                argv,
+                uid: Some(uid),
+            }),
+            None => None,
+        };
+        let known =
+            Known { start_ticks: stat.start_ticks, image: stat.image, entry: entry.clone(), read_at: Instant::now() };
+        self.known().insert(pid, known);
+        entry
+    }
+
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Known>> {
+        self.known.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -96,16 +180,21 @@ impl ProcessSource for ProcFs {
             HostError::new(HostErrorKind::Unreadable, format!("cannot list {}: {e}", self.root.display()))
         };
         let dir = std::fs::read_dir(&self.root).map_err(unlisted)?;
-        let mut out = Vec::new();
+        let (mut out, mut listed) = (Vec::new(), Vec::new());
         for item in dir {
             let item = item.map_err(unlisted)?;
             let Some(pid) = item.file_name().to_str().and_then(|n| n.parse::<i64>().ok()) else { continue };
+            listed.push(pid);
+            let recent = self.known().get(&pid).filter(|k| k.read_at.elapsed() < self.reuse).map(|k| k.entry.clone());
             // A process may exit mid-scan; what vanished is simply not there.
-            if let Some(e) = self.read_entry(&item.path(), pid, boot, ticks) {
+            if let Some(e) = recent.unwrap_or_else(|| self.read_entry(&item.path(), pid, boot, ticks)) {
                 out.push(e);
             }
         }
         out.sort_by_key(|e| e.pid);
+        listed.sort_unstable();
+        // What is no longer listed is forgotten: the map holds this host's processes only.
+        self.known().retain(|pid, _| listed.binary_search(pid).is_ok());
         Ok(out)
     }
 
@@ -161,6 +250,10 @@ pub struct PidStat {
     pub ppid: i64,
     /// Start time in clock ticks after boot (field 22).
     pub start_ticks: i64,
+    /// Where the program's code starts and ends and where its argument strings start and end
+    /// (fields 26, 27, 48, 49): exec maps a new image, so they change with it. All zero when
+    /// the reader may not see them, or the line is too short to have them.
+    pub image: [u64; 4],
 }
 
 impl PidStat {
@@ -178,7 +271,12 @@ pub fn parse_pid_stat(stat: &str) -> Option<PidStat> {
     // The command name may hold spaces and parentheses: fields start after the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    Some(PidStat { ppid: fields.get(1)?.parse().ok()?, start_ticks: fields.get(19)?.parse().ok()? })
+    let address = |i: usize| fields.get(i).and_then(|f| f.parse().ok()).unwrap_or(0);
+    Some(PidStat {
+        ppid: fields.get(1)?.parse().ok()?,
+        start_ticks: fields.get(19)?.parse().ok()?,
+        image: [address(23), address(24), address(45), address(46)],
+    })
 }
 
 /// The argument vector from the bytes of `/proc/<pid>/cmdline` (NUL-separated; empty
@@ -262,11 +360,108 @@ mod tests {
     #[test]
     fn stat_lines_parse_with_any_command_name() {
         let line = "4711 (a) (b\n c)) R 4100 4711 4100 34816 4711 4194304 91 0 0 0 0 0 0 0 20 0 1 0 99999999 8491008\n";
-        assert_eq!(parse_pid_stat(line), Some(PidStat { ppid: 4100, start_ticks: 99_999_999 }));
+        assert_eq!(parse_pid_stat(line), Some(PidStat { ppid: 4100, start_ticks: 99_999_999, image: [0; 4] }));
+        // Linux 6's 52 fields, numbered from 1 as proc(5) does.
+        let mut fields: Vec<String> = (1..=52).map(|n| (n * 1000).to_string()).collect();
+        fields[1] = "(x y)".into();
+        fields[2] = "S".into();
+        let full = fields.join(" ");
+        assert_eq!(
+            parse_pid_stat(&full),
+            Some(PidStat { ppid: 4000, start_ticks: 22_000, image: [26_000, 27_000, 48_000, 49_000] }),
+            "code start/end (fields 26, 27), arguments start/end (48, 49)"
+        );
         assert_eq!(parse_pid_stat("4711 (a) R 1"), None);
         assert_eq!(parse_pid_stat("no parenthesis 1 2 3"), None);
         assert_eq!(parse_btime("cpu 1 2\nbtime 1733212800\n"), Some(1_733_212_800));
         assert_eq!(parse_btime("btime x\n"), None);
+    }
+
+    /// A stat line of pid 42 started at `ticks` with this image.
+    fn stat_line(ticks: i64, image: [u64; 4]) -> String {
+        let mut fields: Vec<String> = vec!["0".into(); 52];
+        (fields[0], fields[1], fields[2], fields[3]) = ("42".into(), "(x)".into(), "S".into(), "1".into());
+        fields[21] = ticks.to_string();
+        for (i, address) in [25, 26, 47, 48].into_iter().zip(image) {
+            fields[i] = address.to_string();
+        }
+        fields.join(" ")
+    }
+
+    #[test]
+    fn a_command_line_is_read_again_only_after_an_exec_or_a_new_start() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("stat"), "cpu 1\nbtime 1700000000\n").unwrap();
+        let pid = root.path().join("42");
+        std::fs::create_dir(&pid).unwrap();
+        let write = |ticks, image, argv: &[u8]| {
+            std::fs::write(pid.join("stat"), stat_line(ticks, image)).unwrap();
+            std::fs::write(pid.join("cmdline"), argv).unwrap();
+        };
+        let fs = ProcFs::at(root.path()).reusing_for(Duration::ZERO);
+        let argv = || fs.entries().unwrap().into_iter().map(|e| e.argv).collect::<Vec<_>>();
+        write(100, [1, 2, 3, 4], b"sh\0-c\0exec gitea-mcp\0");
+        assert_eq!(argv(), [["sh", "-c", "exec gitea-mcp"]]);
+        // Rewritten in place (setproctitle): the same start and image, the line read first.
+        write(100, [1, 2, 3, 4], b"renamed\0");
+        assert_eq!(argv(), [["sh", "-c", "exec gitea-mcp"]]);
+        write(100, [5, 6, 7, 8], b"gitea-mcp\0");
+        assert_eq!(argv(), [["gitea-mcp"]], "an exec maps a new image");
+        write(200, [5, 6, 7, 8], b"sleep\0");
+        assert_eq!(argv(), [["sleep"]], "a recycled pid starts later");
+        write(200, [0; 4], b"hidden\0");
+        assert_eq!(argv(), [["hidden"]], "addresses this reader may not see: read every time");
+        write(200, [0; 4], b"hidden again\0");
+        assert_eq!(argv(), [["hidden again"]]);
+        std::fs::remove_dir_all(&pid).unwrap();
+        assert!(argv().is_empty());
+        assert!(fs.known().is_empty(), "a process gone is forgotten");
+    }
+
+    #[test]
+    fn within_the_reuse_a_listed_process_is_not_read_again_but_arrivals_and_exits_are_seen() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("stat"), "btime 1700000000\n").unwrap();
+        let write = |pid: i64, image, argv: &[u8]| {
+            let dir = root.path().join(pid.to_string());
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("stat"), stat_line(100, image)).unwrap();
+            std::fs::write(dir.join("cmdline"), argv).unwrap();
+        };
+        let fs = ProcFs::at(root.path()).reusing_for(Duration::from_secs(3600));
+        let argv = || fs.entries().unwrap().into_iter().map(|e| (e.pid, e.argv)).collect::<Vec<_>>();
+        write(42, [1, 2, 3, 4], b"sh\0");
+        assert_eq!(argv(), [(42, vec!["sh".to_owned()])]);
+        write(42, [5, 6, 7, 8], b"gitea-mcp\0");
+        write(43, [1, 2, 3, 4], b"new\0");
+        assert_eq!(argv(), [(42, vec!["sh".to_owned()]), (43, vec!["new".to_owned()])], "a new pid at once");
+        std::fs::remove_dir_all(root.path().join("42")).unwrap();
+        assert_eq!(argv(), [(43, vec!["new".to_owned()])], "an exit at once");
+        assert_eq!(fs.entry(43).map(|e| e.argv), Some(vec!["new".to_owned()]));
+    }
+
+    #[test]
+    fn a_real_exec_is_seen_under_the_same_pid() {
+        use std::io::Write;
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "read line; exec sleep 30"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = i64::from(child.id());
+        // As the gate reads it: the exec is seen within the reuse.
+        let fs = ProcFs::default();
+        let argv = |fs: &ProcFs| fs.entries().unwrap().into_iter().find(|e| e.pid == pid).map(|e| e.argv);
+        assert_eq!(argv(&fs).unwrap()[0], "sh");
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while argv(&fs).is_some_and(|a| a[0] == "sh") && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let seen = argv(&fs);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(seen.unwrap(), ["sleep", "30"]);
     }
 
     #[test]

@@ -109,6 +109,9 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// ([`crate::Store::check_location`]).
     fn check_location(&self) -> Result<(), StoreError>;
 
+    /// Whether [`crate::within`] bounds its waits ([`crate::Store::bounds_waits`]).
+    fn bounds_waits(&self) -> bool;
+
     /// The file this handle opened, as (device, inode); `None` for a server's database
     /// ([`crate::FleetSnapshot::store_file`]).
     fn file_identity(&self) -> Option<(u64, u64)>;

@@ -36,6 +36,14 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
+/// Run `f` with every operation it makes on this thread's store handles bounded by
+/// `budget` instead of the engine's own deadline, when `budget` is the shorter, where the
+/// engine can bound its waits ([`Store::bounds_waits`]): an operation still waiting for a
+/// lock when it runs out fails `Busy`. PostgreSQL's server-side lock timeout is not changed.
+pub fn within<T>(budget: std::time::Duration, f: impl FnOnce() -> T) -> T {
+    sqlite::within(budget, f)
+}
+
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
 pub const SCHEMA_VERSION: u32 = 6;
@@ -54,6 +62,11 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// server's database always is. `Err` of kind [`StoreErrorKind::Replaced`] says what
     /// happened.
     fn check_location(&self) -> Result<(), StoreError>;
+
+    /// Whether [`within`] bounds this store's waits (SQLite's lock waits): a caller that
+    /// must answer within its own bound may then write itself rather than hand the write to
+    /// a thread it can stop waiting for.
+    fn bounds_waits(&self) -> bool;
 
     /// The schema version the store is at.
     fn schema_version(&self) -> Result<u32, StoreError>;

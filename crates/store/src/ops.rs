@@ -26,6 +26,10 @@ impl<E: Engine> Store for E {
         Engine::check_location(self)
     }
 
+    fn bounds_waits(&self) -> bool {
+        Engine::bounds_waits(self)
+    }
+
     fn schema_version(&self) -> Result<u32, StoreError> {
         let version: i64 =
             self.run("cannot read schema version", Retry::Read, |c| c.query_one(&self.sql().schema_version, &[]))?;

@@ -66,6 +66,26 @@ thread_local! {
     static OP_SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
     /// Outside an operation (opening the file): when this lock wait started.
     static WAIT_SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// A caller's own bound on this thread's operations ([`within`]), when shorter.
+    static BUDGET: Cell<Option<Duration>> = const { Cell::new(None) };
+}
+
+/// How long an operation of this thread may wait: [`BUSY_TIMEOUT`], or a caller's shorter
+/// [`within`] budget.
+fn deadline() -> Duration {
+    BUDGET.with(Cell::get).map_or(BUSY_TIMEOUT, |budget| budget.min(BUSY_TIMEOUT))
+}
+
+/// [`crate::within`]: `f` with this thread's operations bounded by `budget`.
+pub(crate) fn within<T>(budget: Duration, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Duration>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BUDGET.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(BUDGET.with(|c| c.replace(Some(budget))));
+    f()
 }
 
 // SQLite calls this with the number of prior calls for the same lock wait.
@@ -79,7 +99,7 @@ fn busy_handler(attempt: i32) -> bool {
             c.get().unwrap_or(now)
         })
     });
-    if now.duration_since(since) >= BUSY_TIMEOUT {
+    if now.duration_since(since) >= deadline() {
         return false;
     }
     let cap_us: u64 = (20u64 << attempt.clamp(0, 6)).min(250);
@@ -344,6 +364,10 @@ impl SqliteStore {
 impl Engine for SqliteStore {
     type Conn = Connection;
 
+    fn bounds_waits(&self) -> bool {
+        true
+    }
+
     fn sql(&self) -> &'static crate::sql::Sql {
         &SQL
     }
@@ -389,13 +413,14 @@ impl Engine for SqliteStore {
     ) -> Result<T, StoreError> {
         let since = Instant::now();
         let connection = if retry == Retry::Read { &self.reader } else { &self.conn };
-        let Some(mut conn) = connection.try_lock_for(BUSY_TIMEOUT) else {
+        let limit = deadline();
+        let Some(mut conn) = connection.try_lock_for(limit) else {
             return Err(StoreError::new(
                 StoreErrorKind::Busy,
                 format!(
-                    "{context}: the store's connection stayed busy for {} s (another operation of this process \
+                    "{context}: the store's connection stayed busy for {} ms (another operation of this process \
                      waits for the write lock)",
-                    BUSY_TIMEOUT.as_secs()
+                    limit.as_millis()
                 ),
             ));
         };

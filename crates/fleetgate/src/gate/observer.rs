@@ -28,6 +28,8 @@ pub trait Observer: Send + Sync + fmt::Debug {
 #[derive(Debug, Default)]
 pub struct LiveObserver {
     procfs: ProcFs,
+    /// The machine and boot ids, once read: neither changes while this process runs.
+    host: std::sync::OnceLock<fleetgate_store::HostIdentity>,
 }
 
 impl Observer for LiveObserver {
@@ -40,7 +42,12 @@ impl Observer for LiveObserver {
     }
 
     fn local_host(&self) -> Option<fleetgate_store::HostIdentity> {
-        local_host()
+        if let Some(host) = self.host.get() {
+            return Some(host.clone());
+        }
+        // Not known yet, or unreadable before: read again (a failure is not kept).
+        let host = local_host()?;
+        Some(self.host.get_or_init(|| host).clone())
     }
 
     fn head(&self, checkout: &Path) -> Result<String, HostError> {

@@ -25,16 +25,37 @@ pub fn assess_provenance(
     pid_alive: &dyn Fn(Option<i64>) -> bool,
 ) -> Result<Provenance, StoreError> {
     let record = store.get_worker(worker_identity)?;
-    let alive = record.as_ref().is_some_and(|r| pid_alive(r.pid));
-    Ok(assess(&ProvenanceInput {
+    Ok(provenance_of(
         worker_identity,
-        record: record.as_ref(),
+        record.as_ref(),
         generation_id,
-        client_managed: env.get(EnvKey::ClientManaged, env_prefix) == Some("1"),
+        env.get(EnvKey::ClientManaged, env_prefix) == Some("1"),
+        native_transport_bound,
+        now,
+        pid_alive,
+    ))
+}
+
+/// [`assess_provenance`] of a worker row already read.
+fn provenance_of(
+    worker_identity: &str,
+    record: Option<&fleetgate_core::worker::WorkerRecord>,
+    generation_id: &str,
+    client_managed: bool,
+    native_transport_bound: bool,
+    now: Timestamp,
+    pid_alive: &dyn Fn(Option<i64>) -> bool,
+) -> Provenance {
+    let alive = record.is_some_and(|r| pid_alive(r.pid));
+    assess(&ProvenanceInput {
+        worker_identity,
+        record,
+        generation_id,
+        client_managed,
         native_transport_bound,
         now,
         pid_alive: alive,
-    }))
+    })
 }
 
 /// Who makes the call.
@@ -72,14 +93,15 @@ pub fn session_provenance(
         Caller::Nobody(why) => return unowned(why.clone()),
     };
     // The worker's own process tells whether the client launched it.
-    let (pid, generation) = match store.get_worker(identity) {
-        Ok(row) => {
-            (row.as_ref().and_then(|r| r.pid), generation.map(str::to_owned).or_else(|| row.map(|r| r.generation_id)))
-        }
+    let row = match store.get_worker(identity) {
+        Ok(row) => row,
         Err(e) => return unowned(format!("the registry cannot be read: {e}")),
     };
-    let env = pid.and_then(|pid| observer.processes().environ(pid).ok()).unwrap_or_default();
+    let generation = generation.map(str::to_owned).or_else(|| row.as_ref().map(|r| r.generation_id.clone()));
+    let pid = row.as_ref().and_then(|r| r.pid);
+    let client_managed = pid
+        .and_then(|pid| observer.processes().environ(pid).ok())
+        .is_some_and(|env| env.get(EnvKey::ClientManaged, env_prefix) == Some("1"));
     let probe = |pid: Option<i64>| pid.is_some_and(|pid| pid > 0 && observer.probe(pid).is_alive());
-    assess_provenance(store, identity, generation.as_deref().unwrap_or_default(), &env, env_prefix, true, now, &probe)
-        .unwrap_or_else(|e| unowned(format!("the registry cannot be read: {e}")))
+    provenance_of(identity, row.as_ref(), generation.as_deref().unwrap_or_default(), client_managed, true, now, &probe)
 }

@@ -68,6 +68,10 @@ impl Store for MeteredStore {
         self.inner.check_location()
     }
 
+    fn bounds_waits(&self) -> bool {
+        self.inner.bounds_waits()
+    }
+
     metered! {
         fn schema_version(&self) -> u32;
         fn register(&self, registration: &Registration, now: Timestamp) -> RegisterOutcome;

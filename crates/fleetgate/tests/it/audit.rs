@@ -125,3 +125,79 @@ fn a_full_queue_is_named_never_silent() {
     }
     assert!(store.list_audit(None, 100_000).unwrap().len() >= fleetgate::audit::QUEUE_CAPACITY);
 }
+
+/// The auditor over `store` instrumented, its waiters leading (as over SQLite).
+fn leading(store: Arc<dyn Store>) -> (Arc<Instrumented>, Auditor) {
+    let instrumented = Instrumented::new(store);
+    instrumented.leads.store(true, Ordering::SeqCst);
+    let auditor = Auditor::new(instrumented.clone(), Duration::from_secs(5));
+    (instrumented, auditor)
+}
+
+#[test]
+fn a_waiter_commits_the_queue_itself_when_no_one_else_writes() {
+    let (_d, store) = fresh_store();
+    let (instrumented, auditor) = leading(store.clone());
+    let me = std::thread::current().name().unwrap().to_owned();
+    assert!(matches!(auditor.record(entry("git_add", true)), AuditReceipt::Appended { .. }));
+    assert_eq!(*instrumented.committers.lock().unwrap(), [me], "no hand-off to the writer thread");
+
+    assert_eq!(auditor.queue(entry("git_status", true)), AuditReceipt::Queued);
+    assert!(auditor.flush(Duration::from_secs(5)));
+    assert_eq!(instrumented.committers.lock().unwrap()[1], "fleetgate-audit", "a read's entry is the thread's");
+
+    for i in 0..3 {
+        auditor.queue(entry(&format!("read_{i}"), true));
+    }
+    // Committed by whoever writes next (this thread, unless the writer thread's linger ran
+    // out first), in the order queued either way.
+    assert!(matches!(auditor.record(entry("git_commit", true)), AuditReceipt::Appended { .. }));
+    assert_eq!(tools(&*store), ["git_add", "git_status", "read_0", "read_1", "read_2", "git_commit"]);
+}
+
+#[test]
+fn concurrent_leaders_and_queued_entries_land_in_order_without_gaps() {
+    let (_d, store) = fresh_store();
+    let (_instrumented, auditor) = leading(store.clone());
+    std::thread::scope(|scope| {
+        for t in 0..6 {
+            let auditor = auditor.clone();
+            scope.spawn(move || {
+                for i in 0..40 {
+                    auditor.queue(entry(&format!("t{t} read {i}"), true));
+                    let receipt = auditor.record(entry(&format!("t{t} write {i}"), true));
+                    assert!(matches!(receipt, AuditReceipt::Appended { .. }), "{receipt:?}");
+                }
+            });
+        }
+    });
+    assert!(auditor.flush(Duration::from_secs(5)));
+    let stored = store.list_audit(None, 10_000).unwrap();
+    assert_eq!(stored.len(), 6 * 80);
+    let ids: Vec<i64> = stored.iter().map(|e| e.id.unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "gap-free ids");
+    for t in 0..6 {
+        let own: Vec<&str> =
+            stored.iter().map(|e| e.tool.as_str()).filter(|tool| tool.starts_with(&format!("t{t} "))).collect();
+        let sent: Vec<String> = (0..40).flat_map(|i| [format!("t{t} read {i}"), format!("t{t} write {i}")]).collect();
+        assert_eq!(own, sent, "each thread's entries in the order it queued them");
+    }
+    assert!(stored.iter().all(|e| e.allowed), "no entry was given up on");
+}
+
+#[test]
+fn a_leader_whose_write_fails_leaves_the_batch_to_the_thread() {
+    let (_d, store) = fresh_store();
+    let (instrumented, auditor) = leading(store.clone());
+    instrumented.fail_audit.store(true, Ordering::SeqCst);
+    auditor.queue(entry("git_status", true));
+    let receipt = auditor.record(entry("git_push", true));
+    assert!(matches!(&receipt, AuditReceipt::Failed { error } if error.contains("failing")), "{receipt:?}");
+    instrumented.fail_audit.store(false, Ordering::SeqCst);
+    assert!(auditor.flush(Duration::from_secs(20)), "the thread writes what the leader could not");
+    let stored = store.list_audit(None, 10).unwrap();
+    assert_eq!(stored.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>(), ["git_status", "git_push"]);
+    assert!(stored[0].allowed);
+    assert_eq!(stored[1].blocker_kind.as_deref(), Some("audit_unavailable"), "the refusal the call got");
+    assert!(instrumented.committers.lock().unwrap().iter().any(|t| t == "fleetgate-audit"));
+}

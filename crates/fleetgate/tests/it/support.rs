@@ -76,6 +76,10 @@ pub struct Instrumented {
     pub fail_next: AtomicU32,
     pub audit_delay_ms: AtomicU64,
     pub fail_audit: std::sync::atomic::AtomicBool,
+    /// What [`Store::bounds_waits`] answers (false: the auditor's thread does every write).
+    pub leads: std::sync::atomic::AtomicBool,
+    /// The name of the thread that made each audit append.
+    pub committers: std::sync::Mutex<Vec<String>>,
 }
 
 impl Instrumented {
@@ -86,6 +90,8 @@ impl Instrumented {
             fail_next: AtomicU32::new(0),
             audit_delay_ms: AtomicU64::new(0),
             fail_audit: std::sync::atomic::AtomicBool::new(false),
+            leads: std::sync::atomic::AtomicBool::new(false),
+            committers: std::sync::Mutex::default(),
         })
     }
 }
@@ -96,6 +102,9 @@ impl Store for Instrumented {
     }
     fn check_location(&self) -> Result<(), StoreError> {
         self.inner.check_location()
+    }
+    fn bounds_waits(&self) -> bool {
+        self.leads.load(Ordering::SeqCst)
     }
     fn schema_version(&self) -> Result<u32, StoreError> {
         self.inner.schema_version()
@@ -142,6 +151,8 @@ impl Store for Instrumented {
         self.inner.prune_runtime(older_than_seconds, now)
     }
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        let thread = std::thread::current().name().unwrap_or_default().to_owned();
+        self.committers.lock().unwrap().push(thread);
         std::thread::sleep(std::time::Duration::from_millis(self.audit_delay_ms.load(Ordering::SeqCst)));
         if self.fail_audit.load(Ordering::SeqCst) {
             return Err(StoreError::new(StoreErrorKind::Io, "the audit store is failing"));

@@ -122,6 +122,11 @@ impl PostgresStore {
 impl Engine for PostgresStore {
     type Conn = Session;
 
+    /// Its lock waits are the server's (`lock_timeout`), not bounded per call.
+    fn bounds_waits(&self) -> bool {
+        false
+    }
+
     fn sql(&self) -> &'static Sql {
         &SQL
     }
