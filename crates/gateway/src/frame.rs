@@ -481,6 +481,25 @@ impl ClientTransport {
     }
 }
 
+/// Requests of the stdio client the gateway answers at once, at most: past it a request is
+/// refused with its own id and never reaches rmcp, so a client that pipelines without
+/// reading answers holds no more than this many tasks, decisions and waits. (Over HTTP
+/// each open request holds a connection, bounded by the connection cap.) Above the
+/// forwarded-request bound of a channel ([`crate::routes::MAX_IN_FLIGHT`]), so control
+/// tools and `ping` are answered while that one is full.
+pub(crate) const MAX_OPEN_REQUESTS: usize = 512;
+
+/// The refusal of a request past [`MAX_OPEN_REQUESTS`].
+pub(crate) fn too_many_open() -> ErrorData {
+    ErrorData::internal_error(
+        format!(
+            "too many requests open on this connection ({MAX_OPEN_REQUESTS}): wait for answers before sending \
+             more; this request was not handled"
+        ),
+        Some(serde_json::json!({ "limit": MAX_OPEN_REQUESTS })),
+    )
+}
+
 /// The refusal of a request whose id is in flight already.
 pub(crate) fn duplicate_id(id: &dyn std::fmt::Display) -> ErrorData {
     ErrorData::invalid_request(
@@ -516,11 +535,19 @@ impl Transport<RoleServer> for ClientTransport {
             }
             let message = self.inbound.recv().await?;
             match &message {
-                JsonRpcMessage::Request(request) if !self.in_flight.insert(request.id.clone()) => {
+                JsonRpcMessage::Request(request) if self.in_flight.contains(&request.id) => {
                     tracing::debug!(id = %request.id, "refused a request whose id is in flight");
                     self.pending =
                         Some(ServerJsonRpcMessage::error(duplicate_id(&request.id), Some(request.id.clone())));
                     continue;
+                }
+                JsonRpcMessage::Request(request) if self.in_flight.len() >= MAX_OPEN_REQUESTS => {
+                    tracing::debug!(limit = MAX_OPEN_REQUESTS, "refused a request: too many open on this connection");
+                    self.pending = Some(ServerJsonRpcMessage::error(too_many_open(), Some(request.id.clone())));
+                    continue;
+                }
+                JsonRpcMessage::Request(request) => {
+                    self.in_flight.insert(request.id.clone());
                 }
                 JsonRpcMessage::Notification(notification) => {
                     if let ClientNotification::CancelledNotification(cancelled) = &notification.notification

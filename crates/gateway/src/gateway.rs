@@ -346,7 +346,7 @@ fn busy() -> ErrorData {
             "too many requests in flight on this client's connection ({}); wait for an answer first",
             crate::routes::MAX_IN_FLIGHT
         ),
-        None,
+        Some(serde_json::json!({ "limit": crate::routes::MAX_IN_FLIGHT })),
     )
 }
 

@@ -364,6 +364,46 @@ mod tests {
         assert_eq!(originator([(1, "tools/call", &modern)], InputKind::Elicitation), Err(Refusal::StatelessClient));
     }
 
+    /// Issue #19, resource bounds: the in-flight table refuses past [`MAX_IN_FLIGHT`], and
+    /// the progress-token map lives inside it — one entry per registered request at most,
+    /// gone with its registration, whichever way the forwarding ended.
+    #[tokio::test]
+    async fn in_flight_requests_and_their_progress_tokens_are_bounded_and_emptied() {
+        use super::{InFlight, MAX_IN_FLIGHT, Routes};
+        use rmcp::model::{NumberOrString, ProgressToken, RequestId};
+        struct Nobody;
+        impl rmcp::ServerHandler for Nobody {}
+        let (ours, _theirs) = tokio::io::duplex(4096);
+        let running = rmcp::service::serve_directly::<rmcp::RoleServer, _, _, _, _>(Nobody, ours, None);
+        let peer = running.peer().clone();
+        let routes = Routes::default();
+        let client = facts(true, false);
+        let entry = |i: i64| InFlight {
+            client_request: RequestId::Number(i),
+            method: "tools/call".to_owned(),
+            peer: peer.clone(),
+            client: client.clone(),
+        };
+        let token = |i: i64| ProgressToken(NumberOrString::Number(i));
+        let held: Vec<_> = (0..MAX_IN_FLIGHT as i64)
+            .map(|i| {
+                let registration = routes.register(entry(i)).expect("room for the first MAX_IN_FLIGHT");
+                registration.map_progress(token(10_000 + i), token(i));
+                registration
+            })
+            .collect();
+        assert!(routes.register(entry(-1)).is_none(), "one past the bound is refused");
+        assert_eq!(routes.lock().progress.len(), MAX_IN_FLIGHT);
+        assert_eq!(routes.progress_target(&token(10_000)).map(|(t, _)| t), Some(token(0)));
+        drop(held);
+        let table = routes.lock();
+        assert!(table.in_flight.is_empty(), "every registration is gone");
+        assert!(table.progress.is_empty(), "and every progress token with it");
+        drop(table);
+        assert!(routes.progress_target(&token(10_000)).is_none());
+        assert!(routes.register(entry(0)).is_some(), "room again");
+    }
+
     #[test]
     fn refusals_say_why_and_that_nothing_was_forwarded() {
         let text = Refusal::NoOriginatingRequest.to_string();

@@ -10,6 +10,7 @@ mod canary;
 mod demo;
 mod diagnostics;
 mod downstream;
+mod faults;
 mod fleets;
 mod forge;
 mod gitflow;

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
-struct Raw {
+pub(crate) struct Raw {
+    pub(crate) child_pid: u32,
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -15,10 +16,10 @@ struct Raw {
 }
 
 impl Raw {
-    fn start(argv: &[String]) -> Self {
+    pub(crate) fn start(argv: &[String]) -> Self {
         let mut child = spawn_env(argv, Stdio::piped());
         let (stdin, stdout) = (child.stdin.take().unwrap(), BufReader::new(child.stdout.take().unwrap()));
-        let mut raw = Self { child, stdin, stdout, next: 1 };
+        let mut raw = Self { child_pid: child.id(), child, stdin, stdout, next: 1 };
         let init = raw.request(
             "initialize",
             json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}),
@@ -29,7 +30,7 @@ impl Raw {
     }
 
     /// Send one request and read lines until its answer.
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next;
         self.next += 1;
         writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
@@ -45,7 +46,7 @@ impl Raw {
     }
 
     /// A control tool's structured answer.
-    fn control(&mut self, name: &str, arguments: Value) -> Value {
+    pub(crate) fn control(&mut self, name: &str, arguments: Value) -> Value {
         let answer = self.request("tools/call", json!({"name": name, "arguments": arguments}));
         answer["result"]["structuredContent"].clone()
     }

@@ -173,14 +173,8 @@ fn a_request_reusing_an_id_in_flight_is_refused_and_the_first_still_answered() {
     state.allow_mutations();
     let mut gateway =
         RawGateway::start(&state, &[], &[crate::harness::path_text(&crate::harness::conformance_fixture())]);
-    let answer = gateway.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "raw-test", "version": "9.9"}}),
-    );
+    let answer = gateway.initialize_with(json!({"elicitation": {}}));
     assert!(answer.get("result").is_some(), "{answer}");
-    gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     // The call is in flight for sure while its elicitation waits on this client.
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": "test_elicitation", "arguments": {"message": "who?"}}});

@@ -199,10 +199,16 @@ impl RawGateway {
     }
 
     pub fn initialize(&mut self) -> Value {
+        self.initialize_with(json!({}))
+    }
+
+    /// `initialize` declaring `capabilities` (and `notifications/initialized`); the answer.
+    pub fn initialize_with(&mut self, capabilities: Value) -> Value {
         let answer = self.request(
             1,
             "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "9.9"}}),
+            json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                "clientInfo": {"name": "raw-test", "version": "9.9"}}),
         );
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         answer

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 /// Start the fixture on HTTP in front of the conformance fixture: the gateway (kept for
 /// its lifetime) and the endpoint's URL.
-fn start(state: &State) -> (RawGateway, String) {
+pub(crate) fn start(state: &State) -> (RawGateway, String) {
     let gateway = RawGateway::start(state, &["--http", "127.0.0.1:0"], &[path_text(&conformance_fixture())]);
     let file = state.path().join("listen-addr");
     let mut addr = String::new();
@@ -19,7 +19,12 @@ fn start(state: &State) -> (RawGateway, String) {
 }
 
 /// A POST of `message` to `url`, in `session` when given.
-async fn post(client: &reqwest::Client, url: &str, session: Option<&str>, message: &Value) -> reqwest::Response {
+pub(crate) async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    message: &Value,
+) -> reqwest::Response {
     let mut request = client
         .post(url)
         .header("Content-Type", "application/json")
@@ -32,7 +37,7 @@ async fn post(client: &reqwest::Client, url: &str, session: Option<&str>, messag
 }
 
 /// Read `response`'s body into `text` until it contains `needle` (bounded).
-async fn read_until(response: &mut reqwest::Response, text: &mut String, needle: &str) {
+pub(crate) async fn read_until(response: &mut reqwest::Response, text: &mut String, needle: &str) {
     let read = async {
         while !text.contains(needle) {
             let chunk = response.chunk().await.expect("the stream reads").expect("the stream is still open");
@@ -43,7 +48,7 @@ async fn read_until(response: &mut reqwest::Response, text: &mut String, needle:
 }
 
 /// The JSON-RPC messages of an SSE body.
-fn messages(text: &str) -> Vec<Value> {
+pub(crate) fn messages(text: &str) -> Vec<Value> {
     text.lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str(d).ok()).collect()
 }
 

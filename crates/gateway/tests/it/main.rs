@@ -4,6 +4,7 @@
 //! client and real downstream servers (`mcp-server-git`, `@modelcontextprotocol/server-everything`,
 //! a minimal Python SDK server), installed by `scripts/install-peers`.
 
+mod bounds;
 mod everything;
 mod frames;
 mod git;
