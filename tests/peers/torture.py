@@ -1,6 +1,6 @@
 """Crash-consistency torture (run by scripts/torture; not a test).
 
-Usage: torture.py FLEETGATE FIXTURE STORE [--iterations N] [--gateways M] [--seed S]
+Usage: torture.py FLEETGATE FIXTURE STORE [--iterations N] [--gateways M] [--seed S] [--pg-restarts R]
 
 STORE is a SQLite path or a postgres:// URL. Against it, over and over:
 
@@ -23,6 +23,17 @@ Then the invariants, read back through the CLI (so both engines are checked the 
    its id with it); PostgreSQL sequences may skip, and the gaps are counted, not failed;
 5. SQLite only: `PRAGMA integrity_check` is `ok` and the schema version is intact.
 
+With --pg-restarts R (PostgreSQL; scripts/torture sets FLEETGATE_TORTURE_PG_FIFOS), the server
+is also restarted R times at random moments under this load, each time either `pg_ctl restart
+-m fast` or SIGKILL of the postmaster and a start, asked of scripts/torture's helper outside
+this PID namespace. A survivor gateway (a second roster member) runs through the whole run,
+never killed, its mutating calls acknowledged like the others'. Two more invariants:
+
+6. every registration acknowledged is in the store;
+7. the survivor rode every fault out as transient: it is still running, it answers a mutating
+   call as allowed (audited and forwarded) once the server is back, and its worker's lease was
+   renewed after the last fault.
+
 Prints one summary line per invariant and `torture: N iterations, K killed, V violations`;
 exits 1 on any violation.
 """
@@ -36,6 +47,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROSTER = """
@@ -53,6 +65,14 @@ role = "author"
 """
 
 
+SURVIVOR = """
+[[members]]
+namespace = "torture-survivor"
+profile = "torture-survivor"
+role = "author"
+"""
+
+
 def cli(base: list[str], *args: str) -> tuple[int, dict]:
     out = subprocess.run(base + list(args), capture_output=True, timeout=60)
     try:
@@ -63,12 +83,12 @@ def cli(base: list[str], *args: str) -> tuple[int, dict]:
 
 
 class Torture:
-    def __init__(self, fleetgate: str, fixture: str, store: str, seed: int) -> None:
+    def __init__(self, fleetgate: str, fixture: str, store: str, seed: int, survivor: bool = False) -> None:
         self.rng = random.Random(seed)
         self.state = tempfile.mkdtemp(prefix="fleetgate-torture-")
         self.config = os.path.join(self.state, "fleet.toml")
         with open(self.config, "w") as f:
-            f.write(ROSTER)
+            f.write(ROSTER + (SURVIVOR if survivor else ""))
         self.repo = os.path.join(self.state, "checkout")
         subprocess.run(["git", "init", "-q", self.repo], check=True)
         subprocess.run(["git", "-C", self.repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
@@ -86,6 +106,8 @@ class Torture:
         self.killed = 0
         self.acknowledged_calls = 0
         self.generation = 0
+        self.registered: list[str] = []  # every identity whose registration was acknowledged
+        self.survivor: Survivor | None = None
 
     # -- the CLI half -------------------------------------------------------------------------
 
@@ -96,6 +118,7 @@ class Torture:
                           "--profile", "torture-author", "--ttl", "600", "--json")
         if code == 0 and "worker_identity" in value:
             self.workers[value["worker_identity"]] = value["fencing_epoch"]
+            self.registered.append(value["worker_identity"])
 
     def spawn(self) -> tuple[subprocess.Popen, str, str, int, float]:
         identity = self.rng.choice(sorted(self.workers))
@@ -143,17 +166,22 @@ class Torture:
 
     # -- the gateway half ---------------------------------------------------------------------
 
+    def serve(self, profile: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        argv = self.base + ["serve", "--profile", profile, "--repo-root", self.repo, "--", self.fixture]
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env or self.env, bufsize=0)
+
     def gateway_round(self, calls: int) -> None:
-        argv = self.base + ["serve", "--profile", "torture-author", "--repo-root", self.repo, "--", self.fixture]
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env=self.env, bufsize=0)
+        proc = self.serve("torture-author")
         send = lambda m: proc.stdin.write((json.dumps(m) + "\n").encode())  # noqa: E731
         try:
-            send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "torture", "version": "1"}}})
+            send(INITIALIZE)
             while json.loads(proc.stdout.readline()).get("id") != 1:
                 pass
             send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            if self.survivor:
+                # The fleet is complete while this gateway runs: the survivor's call may pass.
+                self.survivor.call()
             for i in range(calls):
                 send({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
                       "params": {"name": "test_simple_text", "arguments": {}}})
@@ -178,12 +206,49 @@ class Torture:
             except json.JSONDecodeError:
                 continue
             result = answer.get("result") or {}
-            if isinstance(answer.get("id"), int) and answer["id"] >= 100 and result.get("isError") is not True:
+            if (isinstance(answer.get("id"), int) and answer["id"] >= 100 and "result" in answer
+                    and result.get("isError") is not True):
                 self.acknowledged_calls += 1
+
+    # -- the survivor's end ---------------------------------------------------------------------
+
+    def survivor_rode_it_out(self, faults: PgFaults) -> tuple[bool, str]:
+        """After the last fault: alive, a mutating call allowed, its lease renewed since."""
+        s = self.survivor
+        if s.proc.poll() is not None:
+            return False, f"the survivor exited with {s.proc.returncode}"
+        # The fleet complete again (an author gateway, not killed), the survivor's gate opens.
+        author = self.serve("torture-author")
+        try:
+            author.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
+            allowed, answer = False, None
+            deadline = time.monotonic() + 60
+            while not allowed and time.monotonic() < deadline:
+                answer = s.wait(s.call(), 10)
+                allowed = is_allowed(answer)
+                if not allowed:
+                    time.sleep(0.5)
+            if not allowed:
+                return False, f"no mutating call allowed after the last fault: {answer}"
+            back = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(faults.last_back))
+            renewed = None
+            while time.monotonic() < deadline:
+                _, listed = cli(self.base, "worker", "list", "--json")
+                mine = [w for w in listed.get("workers", []) if w.get("profile") == "torture-survivor"]
+                renewed = max((w["last_heartbeat_at"] for w in mine), default=None)
+                if renewed and renewed > back:
+                    break
+                time.sleep(0.5)
+            else:
+                return False, f"the survivor's lease was last renewed at {renewed}, the server was back at {back}"
+            return s.proc.poll() is None, f"alive, a call allowed, lease renewed at {renewed} (back at {back})"
+        finally:
+            author.kill()
+            author.wait()
 
     # -- the invariants -----------------------------------------------------------------------
 
-    def check(self) -> int:
+    def check(self, faults: PgFaults | None = None) -> int:
         violations = 0
 
         def report(ok: bool, what: str) -> None:
@@ -208,6 +273,9 @@ class Torture:
                f"2. {len(rows)} worker rows, identities unique, no epoch behind an acknowledged claim"
                + (f": {behind[:3]}" if behind else ""))
 
+        if self.survivor:
+            # The survivor's own answers, collected all along, are acknowledged calls too.
+            self.acknowledged_calls += self.survivor.allowed()
         code, audit = cli(self.base, "audit", "--json", "--limit", "1000000")
         entries = audit.get("entries", [])
         allowed = sum(1 for e in entries if e["tool"] == "test_simple_text" and e["allowed"])
@@ -228,7 +296,123 @@ class Torture:
             db.close()
             report(integrity == "ok" and version is not None and version >= 6,
                    f"5. integrity_check {integrity!r}, schema version {version}")
+
+        if faults:
+            present = {w["worker_identity"] for w in rows}
+            lost = [i for i in self.registered if i not in present]
+            report(code == 0 and not lost, f"6. {len(self.registered)} acknowledged registrations, all present"
+                   + (f": lost {lost[:3]}" if lost else ""))
+            ok, detail = self.survivor_rode_it_out(faults)
+            report(ok and faults.failed == 0,
+                   f"7. {faults.restarts} restarts, {faults.kills} postmaster kills ({faults.failed} failed); "
+                   f"the survivor gateway: {detail}")
         return violations
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "torture", "version": "1"}}}
+
+
+def is_allowed(answer: dict | None) -> bool:
+    """A tool call's answer that is a result, not an error: the call was allowed and forwarded."""
+    return answer is not None and "result" in answer and answer["result"].get("isError") is not True
+
+
+class Survivor:
+    """A gateway that runs through the whole torture, never killed; its answers read on a thread."""
+
+    def __init__(self, t: Torture) -> None:
+        env = dict(t.env, GITEA_WORKER_HEARTBEAT_INTERVAL_SECONDS="0.5")
+        self.proc = t.serve("torture-survivor", env)
+        self.answers: dict[int, dict] = {}
+        self.next_id = 1000
+        self.cond = threading.Condition()
+        threading.Thread(target=self.read, daemon=True).start()
+        self.send(INITIALIZE)
+        if self.wait(1, 60) is None:
+            sys.exit("torture: the survivor gateway did not answer initialize")
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                answer = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(answer.get("id"), int):
+                with self.cond:
+                    self.answers[answer["id"]] = answer
+                    self.cond.notify_all()
+
+    def send(self, message: dict) -> None:
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+
+    def call(self) -> int:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+                   "params": {"name": "test_simple_text", "arguments": {}}})
+        return self.next_id
+
+    def wait(self, call_id: int, seconds: float) -> dict | None:
+        with self.cond:
+            self.cond.wait_for(lambda: call_id in self.answers, timeout=seconds)
+            return self.answers.get(call_id)
+
+    def allowed(self) -> int:
+        with self.cond:
+            return sum(1 for i, a in self.answers.items() if i > 1000 and is_allowed(a))
+
+    def stop(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class PgFaults:
+    """Server restarts and postmaster kills, one at a time on a thread, asked of scripts/torture's
+    helper outside this PID namespace (where the postmaster's pid means something)."""
+
+    def __init__(self, fifos: str, seed: int) -> None:
+        self.fault_path, self.done_path = fifos.split(":")
+        self.rng = random.Random(seed)
+        self.restarts = self.kills = self.failed = 0
+        self.last_back = 0.0  # wall clock: when the server last answered its helper as back
+        self.thread: threading.Thread | None = None
+
+    def busy(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def fire(self) -> None:
+        kind = self.rng.choice(("restart", "kill"))
+        delay = self.rng.uniform(0, 0.3)
+
+        def run() -> None:
+            time.sleep(delay)
+            with open(self.fault_path, "w") as f:
+                f.write(kind + "\n")
+            with open(self.done_path) as f:
+                answer = f.read().strip()
+            if answer != "ok":
+                self.failed += 1
+            elif kind == "restart":
+                self.restarts += 1
+            else:
+                self.kills += 1
+            self.last_back = time.time()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def wait(self) -> None:
+        if self.thread:
+            self.thread.join()
+
+    def close(self) -> None:
+        with open(self.fault_path, "w") as f:
+            f.write("quit\n")
 
 
 def main() -> None:
@@ -236,23 +420,52 @@ def main() -> None:
     opts = sys.argv[4:]
     get = lambda name, default: int(opts[opts.index(name) + 1]) if name in opts else default  # noqa: E731
     iterations, gateways, seed = get("--iterations", 200), get("--gateways", 20), get("--seed", 1)
-    t = Torture(fleetgate, fixture, store, seed)
+    pg_restarts = get("--pg-restarts", 0)
+    faults = None
+    if pg_restarts:
+        fifos = os.environ.get("FLEETGATE_TORTURE_PG_FIFOS")
+        if not fifos or not store.startswith(("postgres://", "postgresql://")):
+            sys.exit("torture: --pg-restarts needs a PostgreSQL store and scripts/torture's fault helper")
+        faults = PgFaults(fifos, seed + 1)
+    t = Torture(fleetgate, fixture, store, seed, survivor=faults is not None)
     for _ in range(4):
         t.register()
+    if faults:
+        t.survivor = Survivor(t)
+        # Each fault fires at its iteration, or the first one after while another runs.
+        due = sorted(faults.rng.sample(range(1, max(2, iterations)), min(pg_restarts, max(1, iterations - 1))))
+        due += [iterations] * (pg_restarts - len(due))
     started = time.monotonic()
     gateway_every = max(1, iterations // max(1, gateways))
-    for i in range(iterations):
+    pending, gateway_runs, i = 0, 0, 0
+    # Past the last iteration only while faults are still to come: the load runs under each.
+    while i < iterations or (faults and (pending or due or faults.busy())):
+        if faults:
+            while due and due[0] <= i:
+                due.pop(0)
+                pending += 1
+            if pending and not faults.busy():
+                faults.fire()
+                pending -= 1
         if t.rng.random() < 0.05:
             t.register()
         if i % 10 == 9:
             t.resync()
         t.cli_round(in_flight=4)
         if gateways and i % gateway_every == 0:
+            gateway_runs += 1
             t.gateway_round(calls=t.rng.randint(1, 30))
-    print(f"torture: {iterations} iterations ({iterations * 4} CLI processes, {gateways} gateways) "
-          f"in {time.monotonic() - started:.0f} s, {t.killed} killed", flush=True)
-    violations = t.check()
-    print(f"torture: {iterations} iterations, {t.killed} killed, {violations} violations")
+        i += 1
+    if faults:
+        faults.wait()
+        faults.close()
+    print(f"torture: {i} iterations ({i * 4} CLI processes, {gateway_runs} gateways) "
+          f"in {time.monotonic() - started:.0f} s, {t.killed} killed"
+          + (f", {faults.restarts} server restarts, {faults.kills} postmaster kills" if faults else ""), flush=True)
+    violations = t.check(faults)
+    if t.survivor:
+        t.survivor.stop()
+    print(f"torture: {i} iterations, {t.killed} killed, {violations} violations")
     sys.exit(1 if violations else 0)
 
 

@@ -118,6 +118,22 @@ impl HostView<'_> {
         let host = self.row_hosts?.get(&row.runtime_id)?.as_str();
         (Some(host) != self.local_host).then_some(host)
     }
+
+    /// Does `row` run on this host (its recorded host is this one, or it recorded none)?
+    pub fn is_local(&self, row: &RuntimeRecord) -> bool {
+        self.remote_host_of(row).is_none()
+    }
+}
+
+/// The running rows whose process this host's `scan` shows: rows of this host whose pid
+/// is observed here. A row of another host is never matched to a local process, whatever
+/// its pid: a pid names a process on one host only (and in one PID namespace). What this
+/// host may judge of a row's process — its checkout's revision — it judges of these alone.
+pub fn served_here<'a>(rows: &'a [RuntimeRecord], scan: &ProcessScan, hosts: &HostView<'_>) -> Vec<&'a RuntimeRecord> {
+    let observed: BTreeSet<i64> = scan.processes.iter().map(|p| p.pid).collect();
+    rows.iter()
+        .filter(|r| r.status == RuntimeStatus::Running && hosts.is_local(r) && observed.contains(&r.pid))
+        .collect()
 }
 
 pub use other_fleet::{
@@ -437,8 +453,7 @@ fn unregistered(
     rows: &[&RuntimeRecord],
     incomplete: &mut Vec<String>,
 ) -> (Vec<ObservedProcess>, Vec<OtherFleetGateway>) {
-    let claimed: BTreeSet<i64> =
-        rows.iter().filter(|r| input.hosts.remote_host_of(r).is_none()).map(|r| r.pid).collect();
+    let claimed: BTreeSet<i64> = rows.iter().filter(|r| input.hosts.is_local(r)).map(|r| r.pid).collect();
     let mut found = Vec::new();
     let mut others = Vec::new();
     for p in input.process_scan.processes.iter().filter(|p| !claimed.contains(&p.pid)) {

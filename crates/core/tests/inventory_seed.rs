@@ -513,7 +513,7 @@ fn heartbeat_age_is_reported_or_null() {
 
 mod across_hosts {
     use super::*;
-    use fleetgate_core::inventory::{HostView, RemoteObservation};
+    use fleetgate_core::inventory::{HostView, RemoteObservation, served_here};
     use std::collections::BTreeMap;
 
     /// The reviewer runs on host-b; everything else here on host-a.
@@ -601,5 +601,33 @@ mod across_hosts {
         });
         let r = classify_remote(Some(fresh), &ProcessScan::of(local.processes));
         assert_eq!(r.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [BASE_PID + 1]);
+    }
+
+    #[test]
+    fn a_row_of_another_host_is_never_served_by_a_local_process_with_its_pid() {
+        // host-b's row and host-a's row claim the same pid (two PID namespaces, two
+        // machines); host-a observes that pid, its own process. Only its own row is
+        // served here: host-b's checkout is not this host's to judge.
+        let mut rows = healthy_rows();
+        rows.truncate(2);
+        rows[1].pid = rows[0].pid;
+        let row_hosts: BTreeMap<String, String> =
+            [(rows[0].runtime_id.clone(), "host-a".to_owned()), (rows[1].runtime_id.clone(), "host-b".to_owned())]
+                .into();
+        let view = |local: &'static str| HostView {
+            local_host: Some(local),
+            row_hosts: Some(&row_hosts),
+            observations: None,
+            observation_ttl_seconds: 900.0,
+        };
+        let scan = scan_for(&rows[..1], &[]);
+        let ids = |v: Vec<&RuntimeRecord>| v.into_iter().map(|r| r.runtime_id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(served_here(&rows, &scan, &view("host-a"))), [rows[0].runtime_id.clone()]);
+        assert_eq!(ids(served_here(&rows, &scan, &view("host-b"))), [rows[1].runtime_id.clone()]);
+        // A row that recorded no host is taken to be local; a stopped one is history.
+        rows[0].status = RuntimeStatus::Stopped;
+        let no_hosts = HostView { local_host: Some("host-a"), ..Default::default() };
+        assert_eq!(ids(served_here(&rows, &scan, &no_hosts)), [rows[1].runtime_id.clone()]);
+        assert!(served_here(&rows, &ProcessScan::of(vec![]), &no_hosts).is_empty());
     }
 }

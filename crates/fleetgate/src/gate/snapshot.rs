@@ -12,7 +12,7 @@ use fleetgate_core::Timestamp;
 use fleetgate_core::diagnostics::{Diagnostic, PeerEnv, peer_env_diagnostic, stale_runtime_diagnostic};
 use fleetgate_core::inventory::{
     FleetInventory, HostView, InventoryInput, PeerView, PidProbe, RemoteObservation, classify_with_probes,
-    our_repository,
+    our_repository, served_here,
 };
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord, RuntimeStatus};
 use fleetgate_host::procfs::ProcessSource;
@@ -107,6 +107,12 @@ pub fn snapshot_of(
     // to tell another fleet's (proven, another repository) from an unregistered process.
     let evidence = peer_evidence(config, &scan, &read.rows, read.store_file, observer.processes());
     let ours = our_repository(config.binding.as_ref(), &read.rows, &canonical_root);
+    let hosts = HostView {
+        local_host: local.as_deref(),
+        row_hosts: Some(&read.row_hosts),
+        observations: Some(&read.remote),
+        observation_ttl_seconds: config.heartbeat_ttl_seconds,
+    };
     let inventory = classify_with_probes(
         &InventoryInput {
             roster: &config.members,
@@ -117,12 +123,7 @@ pub fn snapshot_of(
             registry_available: read.error.is_none(),
             registry_error: read.error.as_deref(),
             answering_namespace,
-            hosts: HostView {
-                local_host: local.as_deref(),
-                row_hosts: Some(&read.row_hosts),
-                observations: Some(&read.remote),
-                observation_ttl_seconds: config.heartbeat_ttl_seconds,
-            },
+            hosts,
             peers: PeerView { evidence: Some(&evidence), ours: Some(&ours), local: local_identity.as_ref() },
         },
         &probes,
@@ -131,7 +132,7 @@ pub fn snapshot_of(
     // Another fleet's gateway runs under its own fleet's environment rules, not ours.
     let mut ours_only = scan;
     ours_only.processes.retain(|p| !inventory.other_fleet_gateways.iter().any(|g| g.pid == p.pid));
-    let diagnostics = runtime_diagnostics(config, &ours_only, &read.rows, observer.processes(), &head_of);
+    let diagnostics = runtime_diagnostics(config, &ours_only, &read.rows, &hosts, observer.processes(), &head_of);
     Snapshot { inventory, diagnostics }
 }
 
@@ -147,12 +148,15 @@ pub fn assess_inventory(
 }
 
 /// Diagnostics of every observed peer: its environment (unknown keys, or an
-/// environment that cannot be read), and for each running row the process
-/// still serves, revision parity against its checkout's current head.
+/// environment that cannot be read), and for each running row of this host the
+/// process still serves ([`served_here`]), revision parity against its checkout's
+/// current head. A row of another host is that host's to judge: its checkout is not
+/// this host's to read, and a local process sharing its pid is not it.
 pub fn runtime_diagnostics(
     config: &FleetConfig,
     scan: &ProcessScan,
     rows: &[RuntimeRecord],
+    hosts: &HostView<'_>,
     source: &dyn ProcessSource,
     head_of: &dyn Fn(&Path) -> Result<String, String>,
 ) -> Vec<Diagnostic> {
@@ -164,9 +168,8 @@ pub fn runtime_diagnostics(
         };
         out.extend(peer_env_diagnostic(p.pid, &env, &config.env_prefix, &config.pass_through_env));
     }
-    let observed: BTreeMap<i64, _> = scan.processes.iter().map(|p| (p.pid, p)).collect();
     let mut heads: BTreeMap<&str, Result<String, String>> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.status == RuntimeStatus::Running && observed.contains_key(&r.pid)) {
+    for row in served_here(rows, scan, hosts) {
         let (Some(root), Some(startup)) = (row.repository_root.as_deref(), row.startup_head.as_deref()) else {
             continue;
         };

@@ -20,6 +20,7 @@ mod httpkit;
 mod lifecycle;
 mod metrics;
 mod routing;
+mod second_host;
 mod store;
 mod support;
 mod workflow;

@@ -6,54 +6,9 @@
 use crate::support::{bin, json_of};
 use std::process::Command;
 
-#[expect(clippy::disallowed_methods, reason = "the test harness reads where scripts/with-postgres put its server")]
-fn harness_env(key: &str) -> Option<String> {
-    std::env::var(key).ok().filter(|v| !v.is_empty())
-}
-
-/// A fresh database on the test server, dropped afterwards.
-struct Db {
-    admin: String,
-    name: String,
-}
-
-impl Db {
-    fn create() -> Option<Self> {
-        let Some(admin) = harness_env("FLEETGATE_TEST_POSTGRES_URL") else {
-            if harness_env("FLEETGATE_SKIP_POSTGRES").as_deref() == Some("1") {
-                eprintln!(
-                    "*** PostgreSQL SKIPPED (FLEETGATE_SKIP_POSTGRES=1): the CLI-on-PostgreSQL test did not run ***"
-                );
-                return None;
-            }
-            panic!("FLEETGATE_TEST_POSTGRES_URL is unset: run under scripts/with-postgres (scripts/test does)");
-        };
-        let name = format!("fg_cli_{:016x}", fleetgate_host::nonce() as u64);
-        let db = Self { admin, name };
-        db.psql(&format!("CREATE DATABASE {}", db.name));
-        Some(db)
-    }
-
-    fn psql(&self, sql: &str) {
-        let psql = harness_env("FLEETGATE_TEST_POSTGRES_BINDIR")
-            .map(|d| format!("{d}/psql"))
-            .filter(|p| std::path::Path::new(p).exists())
-            .unwrap_or_else(|| "psql".into());
-        let out = Command::new(psql).arg(&self.admin).args(["-v", "ON_ERROR_STOP=1", "-qc", sql]).output().unwrap();
-        assert!(out.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-
-    fn url(&self) -> String {
-        let base = self.admin.rsplit_once('/').unwrap().0;
-        format!("{base}/{}", self.name)
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        self.psql(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-    }
-}
+#[path = "../shared/pgdb.rs"]
+mod pgdb;
+use pgdb::Db;
 
 fn cli(store: &str, args: &[&str]) -> std::process::Output {
     Command::new(bin()).env_clear().env("PATH", "/usr/bin:/bin").args(["--store", store]).args(args).output().unwrap()
@@ -61,7 +16,7 @@ fn cli(store: &str, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn the_registry_and_inventory_run_unchanged_on_postgres() {
-    let Some(db) = Db::create() else { return };
+    let Some(db) = Db::create("fg_cli", "the CLI-on-PostgreSQL test") else { return };
     let url = db.url();
     let reg = cli(
         &url,
