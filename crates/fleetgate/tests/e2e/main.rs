@@ -19,6 +19,8 @@ mod httpkit;
 mod lifecycle;
 mod metrics;
 mod routing;
+mod stdiokit;
 mod store;
 mod support;
+mod telemetry;
 mod workflow;
