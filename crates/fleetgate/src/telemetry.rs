@@ -136,6 +136,16 @@ mod tests {
         EnvSnapshot::from_pairs(pairs.iter().copied())
     }
 
+    /// Runs on a `--no-default-features` build: a configured export is refused, never dropped.
+    #[cfg(not(feature = "otel"))]
+    #[test]
+    fn a_build_without_the_feature_refuses_a_configured_export() {
+        let settings = resolve(&env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")]), None).unwrap().unwrap();
+        let e = start(&settings).unwrap_err().to_string();
+        assert!(e.starts_with("OTEL_EXPORTER_OTLP_ENDPOINT asks for OpenTelemetry export"), "{e}");
+        assert!(e.contains("without the `otel` feature"), "{e}");
+    }
+
     #[test]
     fn nothing_configured_exports_nothing() {
         assert_eq!(resolve(&env(&[]), None), Ok(None));
