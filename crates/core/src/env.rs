@@ -32,6 +32,15 @@ pub enum EnvKey {
     FleetgateHttpToken,
     /// `FLEETGATE_DASHBOARD_TOKEN`: the token `fleetgate dashboard` requires (read-only access).
     FleetgateDashboardToken,
+    /// `FLEETGATE_METRICS_TOKEN`: the token `fleetgate serve --metrics-listen` requires.
+    FleetgateMetricsToken,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`: the OTLP/HTTP base URL `fleetgate serve` exports its
+    /// spans to (`/v1/traces` appended).
+    OtelExporterOtlpEndpoint,
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`: the OTLP/HTTP traces URL, used as given.
+    OtelExporterOtlpTracesEndpoint,
+    /// `OTEL_SERVICE_NAME`: the `service.name` of the exported spans.
+    OtelServiceName,
     /// `XDG_STATE_HOME`: base of the default store path.
     XdgStateHome,
     /// `XDG_CONFIG_HOME`: base of the default config path.
@@ -127,6 +136,30 @@ pub const DECLARED: &[KeySpec] = &[
         name: KeyName::Plain("FLEETGATE_DASHBOARD_TOKEN"),
         meaning: "token every request to `fleetgate dashboard` must carry (required with --allow-remote)",
         secret: true,
+    },
+    KeySpec {
+        key: EnvKey::FleetgateMetricsToken,
+        name: KeyName::Plain("FLEETGATE_METRICS_TOKEN"),
+        meaning: "bearer token every scrape of `serve --metrics-listen` must carry (required with --allow-remote)",
+        secret: true,
+    },
+    KeySpec {
+        key: EnvKey::OtelExporterOtlpEndpoint,
+        name: KeyName::Plain("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        meaning: "OTLP/HTTP collector base URL: `serve` exports its spans there (/v1/traces)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelExporterOtlpTracesEndpoint,
+        name: KeyName::Plain("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        meaning: "OTLP/HTTP traces URL, used as given (wins over OTEL_EXPORTER_OTLP_ENDPOINT)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelServiceName,
+        name: KeyName::Plain("OTEL_SERVICE_NAME"),
+        meaning: "service.name of the exported spans (default fleetgate)",
+        secret: false,
     },
     KeySpec {
         key: EnvKey::XdgStateHome,
@@ -355,6 +388,10 @@ mod tests {
             EnvKey::FleetgateLog,
             EnvKey::FleetgateHttpToken,
             EnvKey::FleetgateDashboardToken,
+            EnvKey::FleetgateMetricsToken,
+            EnvKey::OtelExporterOtlpEndpoint,
+            EnvKey::OtelExporterOtlpTracesEndpoint,
+            EnvKey::OtelServiceName,
             EnvKey::XdgStateHome,
             EnvKey::XdgConfigHome,
             EnvKey::Home,

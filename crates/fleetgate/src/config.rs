@@ -59,6 +59,35 @@ pub struct FleetConfig {
     /// `[downstream] pass_env`: keys (or `NAME*` prefixes) outside `env_prefix` the
     /// downstream server is also given, beyond the basics and `pass_through_env`.
     pub downstream_pass_env: Vec<String>,
+    /// `[tracing] otlp_endpoint`: the OTLP/HTTP base URL `serve` exports its spans to
+    /// (checked; the `OTEL_EXPORTER_OTLP_*` variables win over it).
+    pub otlp_endpoint: Option<String>,
+    /// `[metrics]`: a stdio gateway's own `/metrics` listener.
+    pub metrics: MetricsSettings,
+}
+
+/// `[metrics]`: where a stdio `fleetgate serve` serves `GET /metrics` (what
+/// `--metrics-listen` / `--allow-remote` set on the command line).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetricsSettings {
+    /// The address (`127.0.0.1:9464`; port 0 picks one).
+    pub listen: Option<std::net::SocketAddr>,
+    /// A non-loopback `listen` is allowed (then `FLEETGATE_METRICS_TOKEN` is required).
+    pub allow_remote: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetrics {
+    listen: Option<String>,
+    #[serde(default)]
+    allow_remote: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTracing {
+    otlp_endpoint: Option<String>,
 }
 
 /// `[http]`: principals and bounds of `fleetgate serve --transport http`.
@@ -217,6 +246,8 @@ struct RawFile {
     rules: Vec<Spanned<RawRule>>,
     workflow: Option<workflow::RawWorkflow>,
     downstream: Option<RawDownstream>,
+    tracing: Option<RawTracing>,
+    metrics: Option<RawMetrics>,
 }
 
 /// `[downstream]`: what the downstream server is given.
@@ -383,6 +414,8 @@ impl FleetConfig {
             rules: RuleSet::default(),
             workflow: WorkflowSettings::default(),
             downstream_pass_env: Vec::new(),
+            otlp_endpoint: None,
+            metrics: MetricsSettings::default(),
         }
     }
 
@@ -458,7 +491,25 @@ impl FleetConfig {
         let rules = rules(text, source, raw.rules, &members, forge.as_deref())?;
         let remote = raw.binding.as_ref().map(|b| b.remote.as_str());
         let workflow = workflow::RawWorkflow::resolve(raw.workflow, remote).map_err(err)?;
+        let otlp_endpoint = raw.tracing.and_then(|t| t.otlp_endpoint);
+        if let Some(url) = &otlp_endpoint {
+            crate::telemetry::check_endpoint("[tracing] otlp_endpoint", url, true).map_err(err)?;
+        }
+        let metrics = match raw.metrics {
+            None => MetricsSettings::default(),
+            Some(m) => MetricsSettings {
+                listen: match m.listen {
+                    None => None,
+                    Some(a) => Some(a.parse().map_err(|_| {
+                        err(format!("[metrics] listen {a:?} is not an address:port (e.g. 127.0.0.1:9464)"))
+                    })?),
+                },
+                allow_remote: m.allow_remote,
+            },
+        };
         Ok(Self {
+            otlp_endpoint,
+            metrics,
             downstream_pass_env,
             workflow,
             http,
@@ -588,6 +639,25 @@ role = "reviewer"
             c.member("prgs-reconciler").is_some_and(|m| m.namespace == "gitea-reconciler" && m.role == "reconciler")
         );
         assert_eq!((c.env_prefix.as_str(), c.tool_prefix.as_str()), ("GITEA_", "gitea_"));
+    }
+
+    #[test]
+    fn tracing_and_metrics_tables_are_checked_when_read() {
+        let ok = format!(
+            "{GOOD}\n[tracing]\notlp_endpoint = \"http://127.0.0.1:4318\"\n[metrics]\nlisten = \"127.0.0.1:0\"\n"
+        );
+        let c = FleetConfig::parse(&ok, "f.toml").unwrap();
+        assert_eq!(c.otlp_endpoint.as_deref(), Some("http://127.0.0.1:4318"));
+        assert_eq!(c.metrics, MetricsSettings { listen: Some("127.0.0.1:0".parse().unwrap()), allow_remote: false });
+        for (bad, says) in [
+            ("[tracing]\notlp_endpoint = \"https://c:4318\"", "[tracing] otlp_endpoint \"https://c:4318\""),
+            ("[tracing]\notlp_endpoint = \"c:4318\"", "expected http://"),
+            ("[metrics]\nlisten = \"localhost\"", "[metrics] listen \"localhost\" is not an address:port"),
+            ("[metrics]\nport = 9", "unknown field `port`"),
+        ] {
+            let e = FleetConfig::parse(&format!("{GOOD}\n{bad}\n"), "f.toml").unwrap_err().to_string();
+            assert!(e.starts_with("f.toml") && e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

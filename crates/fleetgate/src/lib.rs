@@ -20,6 +20,7 @@ pub mod heartbeat;
 pub mod metrics;
 pub mod pins;
 pub mod serve;
+pub mod telemetry;
 
 use cli::args::{Cli, Command};
 use cli::context::Ctx;

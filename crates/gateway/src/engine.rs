@@ -436,6 +436,7 @@ mod tests {
             server_info: Implementation::new("t", "1"),
             instructions: None,
             observer: None,
+            trace: None,
             http: true,
         };
         (recorder.clone(), Engine::new(recorder, settings, Vec::new(), None, limits))

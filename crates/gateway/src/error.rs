@@ -54,6 +54,15 @@ pub enum GatewayError {
     /// The bearer token is configured but empty (it would let anyone in, or no one).
     #[error("the HTTP bearer token is empty: set FLEETGATE_HTTP_TOKEN to a non-empty secret, or unset it")]
     EmptyToken,
+    /// The metrics listener's settings are refused: a non-loopback address without the
+    /// explicit permission or without a token, or an empty token.
+    #[error("refusing the metrics listener on {addr}: {reason}")]
+    MetricsListen {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why.
+        reason: &'static str,
+    },
     /// The HTTP listener could not be bound.
     #[error("listen on {addr}: {source}")]
     Bind {

@@ -29,7 +29,7 @@ use crate::control::{ClientAttach, ControlCall, DownstreamLink, ToolCall, Verdic
 use crate::downstream::Connection;
 use crate::engine::{Attachment, Engine, StatelessKey};
 use crate::link::PeerLink;
-use crate::observe::GatewayObserver;
+use crate::observe::{GatewayObserver, TraceContext};
 use crate::routes::{ClientFacts, InFlight};
 
 mod calls;
@@ -59,6 +59,9 @@ pub(crate) struct ServiceSettings {
     pub(crate) instructions: Option<String>,
     /// Told of forwarded calls (and, over HTTP, of the sessions open).
     pub(crate) observer: Option<Arc<dyn GatewayObserver>>,
+    /// Links the `tools/call` span to the caller's trace and the forwarded `_meta` to the
+    /// `forward` span.
+    pub(crate) trace: Option<Arc<dyn TraceContext>>,
     /// Over Streamable HTTP: the attachments are sessions, counted for the observer.
     pub(crate) http: bool,
 }
@@ -310,8 +313,12 @@ impl Gateway {
         };
         let registration = routes.register(entry).ok_or(ForwardError::Busy)?;
         let client_token = context.meta.get_progress_token();
-        let options = PeerRequestOptions::with_timeout(self.settings().call_timeout)
-            .with_meta(forwardable_meta(&context.meta, connection.stateless_era));
+        let mut meta = forwardable_meta(&context.meta, connection.stateless_era);
+        if let Some(trace) = &self.settings().trace {
+            // The current span: `forward` for a `tools/call`.
+            trace.inject(&tracing::Span::current(), &mut meta.0.0);
+        }
+        let options = PeerRequestOptions::with_timeout(self.settings().call_timeout).with_meta(meta);
         let handle = {
             let _order = routes.progress_order().lock().await;
             let handle = connection.peer.send_cancellable_request(request, options).await.map_err(forward_error)?;
@@ -399,9 +406,13 @@ impl Gateway {
                     }
                     ClientRequest::CallToolRequest(request) => {
                         // The caller's W3C trace context (SEP-414) names the trace; the
-                        // `_meta` carrying it is forwarded to the downstream unchanged.
+                        // `_meta` carrying it is forwarded to the downstream unchanged, or
+                        // re-parented on the `forward` span when the spans are exported.
                         let span = tracing::info_span!("tools/call", tool = %request.params.name,
                             attachment = %attachment.id, traceparent = context.meta.get_traceparent());
+                        if let Some(trace) = &self.settings().trace {
+                            trace.adopt(&span, &context.meta.0.0);
+                        }
                         self.call_tool(&attachment, request, &context).instrument(span).await
                     }
                     other => self.forward(&attachment, other, &context).await,

@@ -70,9 +70,11 @@ use rmcp::model::{
 
 mod gatekeeper;
 mod listen;
+mod metrics_listener;
 mod slots;
 use gatekeeper::{Bucket, Gatekeeper, gatekeeper};
 pub use listen::ConnectionLimits;
+pub(crate) use metrics_listener::start_metrics_listener;
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service as _};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -262,25 +264,38 @@ fn router(
     });
     let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);
     if let Some(observer) = options.observer.clone() {
-        let endpoint = Arc::new(MetricsEndpoint { observer, hosts });
+        // The gatekeeper has authenticated the request.
+        let endpoint = Arc::new(MetricsEndpoint { observer, hosts, token: None });
         router = router.route(METRICS_ENDPOINT, axum::routing::get(metrics).with_state(endpoint));
     }
     router.layer(axum::middleware::from_fn_with_state(gate, gatekeeper))
 }
 
-/// What `GET /metrics` answers with, behind the gatekeeper (the same token or principals
-/// as the MCP endpoint) and the same `Host`/`Origin` rules.
+/// What `GET /metrics` answers with: on the HTTP transport's listener behind the gatekeeper
+/// (the same token or principals as the MCP endpoint), on a stdio gateway's own listener
+/// behind its `token`; the same `Host`/`Origin` rules on both.
 struct MetricsEndpoint {
     observer: Arc<dyn GatewayObserver>,
     hosts: HostRules,
+    /// The bearer token every request must carry (`None`: none, or the gatekeeper's).
+    token: Option<String>,
 }
 
 /// `GET /metrics`: the observer's exposition (OpenMetrics when the scraper asks for it).
+/// `Host`/`Origin` first (403), then the token (401).
 async fn metrics(State(endpoint): State<Arc<MetricsEndpoint>>, headers: HeaderMap) -> Response {
     let header = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
     if let Err(foreign) = endpoint.hosts.judge(header(header::HOST), header(header::ORIGIN)) {
         tracing::info!(reason = foreign.as_str(), "metrics request refused");
         return (StatusCode::FORBIDDEN, format!("Forbidden: {}", foreign.as_str())).into_response();
+    }
+    if let Some(token) = &endpoint.token {
+        let presented = header(header::AUTHORIZATION).and_then(|a| a.strip_prefix("Bearer "));
+        if !presented.is_some_and(|p| same_secret(p.as_bytes(), token.as_bytes())) {
+            tracing::info!("metrics request refused: no valid bearer token");
+            return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], "Unauthorized\n")
+                .into_response();
+        }
     }
     match endpoint.observer.exposition(header(header::ACCEPT)) {
         Some(exposition) => ([(header::CONTENT_TYPE, exposition.content_type)], exposition.body).into_response(),

@@ -53,9 +53,9 @@ pub use control::{
 pub use engine::Limits;
 pub use error::GatewayError;
 pub use http::{ConnectionLimits, HTTP_ENDPOINT, HttpOptions, METRICS_ENDPOINT, run_http, serve_http};
-pub use observe::{Exposition, GatewayObserver};
-pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions};
-pub use serve::{ShutdownReason, init_logging, run, serve, serve_io};
+pub use observe::{Exposition, GatewayObserver, MetaObject, TraceContext};
+pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions, MetricsListener};
+pub use serve::{ExtraLayer, ShutdownReason, init_logging, init_logging_with, run, serve, serve_io};
 
 /// The rmcp version this crate is built on, re-exported so the control plane builds its
 /// [`rmcp::model::Tool`]s and [`rmcp::model::CallToolResult`]s from the same types.

@@ -10,6 +10,26 @@
 use std::fmt;
 use std::time::Duration;
 
+/// A request's `_meta` object, as the trace-context hooks see it.
+pub type MetaObject = serde_json::Map<String, serde_json::Value>;
+
+/// How the gateway takes part in a distributed trace, set in
+/// [`crate::GatewayOptions::trace`]. The gateway knows no tracing SDK: the caller (fleetgate's
+/// OpenTelemetry export) links the gateway's `tracing` spans to the W3C trace context the
+/// `_meta` of a request carries (`traceparent`, `tracestate`). Without one (`None`) the
+/// caller's `_meta` is forwarded unchanged.
+///
+/// Both methods are called on the async workers: they must not block.
+pub trait TraceContext: Send + Sync + fmt::Debug + 'static {
+    /// `span` (a `tools/call` span, not yet entered) continues the caller's trace named in
+    /// the request's `meta`, if it names one.
+    fn adopt(&self, span: &tracing::Span, meta: &MetaObject);
+
+    /// The `meta` about to be forwarded to the downstream, rewritten so its trace context
+    /// names `span` (the `forward` span) as the parent.
+    fn inject(&self, span: &tracing::Span, meta: &mut MetaObject);
+}
+
 /// A `GET /metrics` answer: its `Content-Type` and body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Exposition {

@@ -2,9 +2,11 @@
 //! settings and the gateway's own identity. Resolved by the caller (the `fleetgate serve`
 //! CLI reads flags, the roster and `FLEETGATE_LOG`); this crate reads no environment.
 
-use crate::observe::GatewayObserver;
+use crate::http::ConnectionLimits;
+use crate::observe::{GatewayObserver, TraceContext};
 use fleetgate_supervise::SupervisionSettings;
 use std::ffi::OsString;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +47,44 @@ pub struct GatewayOptions {
     /// Told what the gateway does (forwarded calls, downstream restarts and quarantine,
     /// HTTP sessions) and asked for `GET /metrics` over HTTP; `None` measures nothing.
     pub observer: Option<Arc<dyn GatewayObserver>>,
+    /// Links the gateway's spans to the callers' and the downstreams' traces (OpenTelemetry
+    /// export); `None` forwards the caller's `_meta` unchanged.
+    pub trace: Option<Arc<dyn TraceContext>>,
+    /// Over stdio: a listener of its own serving `GET /metrics` (the observer's exposition);
+    /// `None` serves none. (Over HTTP the transport's listener serves `/metrics`.)
+    pub metrics_listener: Option<MetricsListener>,
+}
+
+/// A stdio gateway's `/metrics` listener: loopback unless [`allow_remote`](Self::allow_remote),
+/// and then only with a bearer token; the `Host`/`Origin` rules and the connection bounds of
+/// the HTTP transport's listener.
+#[derive(Clone)]
+pub struct MetricsListener {
+    /// The address to listen on (port 0 picks one).
+    pub listen: SocketAddr,
+    /// Allow a non-loopback address (the token is then required).
+    pub allow_remote: bool,
+    /// Extra `Host` values accepted (a remote deployment's DNS name).
+    pub allowed_hosts: Vec<String>,
+    /// When set, every scrape carries `Authorization: Bearer <token>` (else 401).
+    pub bearer_token: Option<String>,
+    /// The connection cap and the header timeout.
+    pub connections: ConnectionLimits,
+    /// Told the bound address, before the gateway serves its client.
+    pub bound: fn(SocketAddr),
+}
+
+impl std::fmt::Debug for MetricsListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a secret: only whether one is set.
+        f.debug_struct("MetricsListener")
+            .field("listen", &self.listen)
+            .field("allow_remote", &self.allow_remote)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<set>"))
+            .field("connections", &self.connections)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for GatewayOptions {
@@ -61,6 +101,8 @@ impl Default for GatewayOptions {
             instructions: None,
             log_filter: None,
             observer: None,
+            trace: None,
+            metrics_listener: None,
         }
     }
 }

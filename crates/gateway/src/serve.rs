@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! control_tools()            once, before anything is read
+//! bind the metrics listener  when set (`GET /metrics` only)
 //! bind stdin/stdout          frame reader + frame writer tasks
 //! on_transport_bound()       the runtime row
 //! start the downstream       supervised; connected after the client's initialize
@@ -89,6 +90,15 @@ pub fn run(options: GatewayOptions, control: Arc<dyn ControlPlane>) -> Result<Sh
 /// `warn,rmcp=error` when `None`), under [`never_logged`]'s ceiling whatever the filter
 /// says. A subscriber already installed is left in place.
 pub fn init_logging(filter: Option<&str>) -> Result<(), GatewayError> {
+    init_logging_with(filter, None)
+}
+
+/// A `tracing` layer installed beside the stderr log (fleetgate's OpenTelemetry export),
+/// with its own filter: the log filter does not apply to it.
+pub type ExtraLayer = Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// [`init_logging`], with `extra` installed beside the stderr log.
+pub fn init_logging_with(filter: Option<&str>, extra: Option<ExtraLayer>) -> Result<(), GatewayError> {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::{Layer as _, fmt};
@@ -98,7 +108,7 @@ pub fn init_logging(filter: Option<&str>) -> Result<(), GatewayError> {
         .map_err(|e| GatewayError::LogFilter { filter: filter.to_owned(), reason: e.to_string() })?;
     let layer = fmt::layer().with_writer(std::io::stderr).with_ansi(false).with_filter(env_filter);
     // Err only when a subscriber is already set (the caller's): keep theirs.
-    let _ = tracing_subscriber::registry().with(layer.with_filter(never_logged())).try_init();
+    let _ = tracing_subscriber::registry().with(extra).with(layer.with_filter(never_logged())).try_init();
     Ok(())
 }
 
@@ -181,6 +191,12 @@ where
         .await
         .map_err(|e| GatewayError::ControlPlane { call: "control_tools", reason: e.to_string() })?;
 
+    // The `/metrics` listener, if any: refused or unbindable, the gateway does not start.
+    let metrics = match &options.metrics_listener {
+        Some(settings) => Some(crate::http::start_metrics_listener(settings, options.observer.clone()).await?),
+        None => None,
+    };
+
     // Bind the transport: from here the client's stdout belongs to the writer task.
     let (frames_tx, frames_rx) = mpsc::channel(256);
     let (inbound_tx, inbound_rx) = mpsc::channel(64);
@@ -231,6 +247,12 @@ where
     tracing::info!(reason = reason.as_str(), "shutting down");
 
     stop_engine(&engine, Some(&channel), &reason).await;
+    if let Some(metrics) = metrics {
+        metrics.stop.cancel();
+        if tokio::time::timeout(Duration::from_secs(1), metrics.task).await.is_err() {
+            tracing::warn!("the metrics listener did not stop within 1 s");
+        }
+    }
     // Every sender is gone once rmcp's loop and the reader ended: the writer drains what
     // is queued and returns. Bounded, in case the client stopped reading its end.
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
@@ -267,6 +289,7 @@ pub(crate) async fn start_engine(
         server_info: gateway_info,
         instructions: options.instructions.clone(),
         observer: options.observer.clone(),
+        trace: options.trace.clone(),
         http,
     };
     Ok(Arc::new(Engine::new(control.clone(), settings, control_tools, spec, limits)))

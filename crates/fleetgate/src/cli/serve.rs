@@ -9,7 +9,7 @@ use crate::metrics::{GatewayExposition, MeteredStore};
 use crate::serve::{FleetControl, Identity, ServeSettings, Transport, run_serve};
 use anyhow::anyhow;
 use clap::Args;
-use fleetgate_core::env::EnvKey;
+use fleetgate_core::env::{EnvKey, key_name};
 use fleetgate_core::runtime::derive_cohort;
 use fleetgate_gateway::{DownstreamCommand, GatewayOptions, HttpOptions, Limits, Principals};
 use std::ffi::OsString;
@@ -47,11 +47,16 @@ pub struct ServeArgs {
     /// `--allow-remote`).
     #[arg(long, default_value = "127.0.0.1:8750")]
     pub listen: String,
-    /// With `--transport http`: allow a non-loopback `--listen` address.
+    /// Allow a non-loopback `--listen` (with `--transport http`) or `--metrics-listen`
+    /// address (with `--transport stdio`; FLEETGATE_METRICS_TOKEN is then required).
     #[arg(long)]
     pub allow_remote: bool,
-    /// With `--transport http`: another `Host` value to accept (a DNS name of a remote
-    /// deployment); repeatable.
+    /// With `--transport stdio`: serve `GET /metrics` on this address (loopback unless
+    /// `--allow-remote`; port 0 picks one). Default: the roster's `[metrics] listen`, else none.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Another `Host` value to accept (a DNS name of a remote deployment) on the HTTP
+    /// listener or the metrics listener; repeatable.
     #[arg(long = "allowed-host", value_name = "HOST[:PORT]")]
     pub allowed_hosts: Vec<String>,
     /// The downstream MCP server and its arguments, after `--`.
@@ -88,6 +93,9 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         Transport::Stdio => None,
         Transport::Http => Some(http_options(ctx, args, &member.profile)?),
     };
+    let metrics_listener = metrics_listener(ctx, args, transport)?;
+    // OpenTelemetry export: configured or not, checked before anything starts.
+    let otlp = crate::telemetry::resolve(&ctx.env, ctx.config.otlp_endpoint.as_deref()).map_err(|e| anyhow!(e))?;
     // The process's `/metrics` (served on the HTTP listener): every store handle counts
     // its transient failures there, the gate its decisions, each heartbeat its renewals.
     let exposition = Arc::new(GatewayExposition::default());
@@ -120,9 +128,63 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         server_name: format!("fleetgate {}", member.profile),
         log_filter: ctx.env.get(EnvKey::FleetgateLog, "").map(str::to_owned),
         observer: Some(exposition),
+        metrics_listener,
         ..GatewayOptions::default()
     };
-    run_serve(ServeSettings { control, options, http })
+    run_serve(ServeSettings { control, options, http, otlp })
+}
+
+/// A stdio gateway's `/metrics` listener: `--metrics-listen`, else the roster's `[metrics]
+/// listen`; loopback unless `--allow-remote` (or `[metrics] allow_remote`), and then only
+/// with `FLEETGATE_METRICS_TOKEN`.
+fn metrics_listener(
+    ctx: &Ctx,
+    args: &ServeArgs,
+    transport: Transport,
+) -> anyhow::Result<Option<fleetgate_gateway::MetricsListener>> {
+    let listen = match &args.metrics_listen {
+        Some(text) => Some(
+            text.parse()
+                .map_err(|_| anyhow!("--metrics-listen {text:?} is not an address:port (e.g. 127.0.0.1:9464)"))?,
+        ),
+        None => ctx.config.metrics.listen,
+    };
+    let Some(listen) = listen else { return Ok(None) };
+    if transport == Transport::Http {
+        return Err(anyhow!(
+            "--metrics-listen is for --transport stdio: the HTTP transport serves /metrics on its own listener"
+        ));
+    }
+    let key = key_name(EnvKey::FleetgateMetricsToken, "");
+    let token = match ctx.env.raw(EnvKey::FleetgateMetricsToken, "") {
+        None => None,
+        Some(t) if t.trim().is_empty() => return Err(anyhow!("{key} is set but empty: set a token, or unset it")),
+        Some(t) if !t.bytes().all(|b| b.is_ascii_graphic()) => {
+            return Err(anyhow!("{key} must be printable ASCII without spaces (it travels in a header)"));
+        }
+        Some(t) => Some(t.to_owned()),
+    };
+    let allow_remote = args.allow_remote || ctx.config.metrics.allow_remote;
+    if !listen.ip().is_loopback() {
+        if !allow_remote {
+            return Err(anyhow!(
+                "refusing to serve metrics on {listen}: not a loopback address (pass --allow-remote, and set {key})"
+            ));
+        }
+        if token.is_none() {
+            return Err(anyhow!("refusing to serve metrics on {listen} without a token: set {key} (non-empty)"));
+        }
+    }
+    Ok(Some(fleetgate_gateway::MetricsListener {
+        listen,
+        allow_remote,
+        allowed_hosts: args.allowed_hosts.clone(),
+        bearer_token: token,
+        connections: ctx.config.http.connections,
+        // Always on stderr, whatever the log filter: with port 0 it is the only way to
+        // learn the port. Never on stdout, which carries only MCP frames.
+        bound: |addr| eprintln!("fleetgate serve: metrics on http://{addr}{}", fleetgate_gateway::METRICS_ENDPOINT),
+    }))
 }
 
 /// The downstream's command line, started with only what it may see of this process's

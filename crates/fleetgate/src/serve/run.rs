@@ -4,6 +4,7 @@
 //! (`cli::serve`) does the resolving.
 
 use super::plane::FleetControl;
+use crate::telemetry::OtlpSettings;
 use anyhow::Context as _;
 use fleetgate_gateway::{GatewayOptions, HttpOptions};
 use std::sync::Arc;
@@ -17,20 +18,44 @@ pub struct ServeSettings {
     pub options: GatewayOptions,
     /// Streamable HTTP when set; stdio otherwise.
     pub http: Option<HttpOptions>,
+    /// OpenTelemetry export of the spans when set; none otherwise.
+    pub otlp: Option<OtlpSettings>,
 }
 
 /// Run the gateway until shutdown. Returns the process exit code.
+///
+/// With an export configured, the exporter is started before the runtime (the log
+/// subscriber gets its layer, the gateway its trace-context hooks) and flushed, bounded,
+/// once the gateway has stopped.
 pub fn run_serve(settings: ServeSettings) -> anyhow::Result<u8> {
+    let mut options = settings.options;
+    let (layer, telemetry) = match &settings.otlp {
+        None => (None, None),
+        Some(otlp) => {
+            let started = crate::telemetry::start(otlp)?;
+            options.trace = Some(started.trace);
+            eprintln!(
+                "fleetgate serve: exporting spans to {} (OTLP/HTTP, service.name {})",
+                otlp.traces_endpoint, otlp.service_name
+            );
+            (Some(started.layer), Some(started.telemetry))
+        }
+    };
+    fleetgate_gateway::init_logging_with(options.log_filter.as_deref(), layer).context("cannot start logging")?;
     let control = Arc::new(settings.control);
     let reason = match settings.http {
-        None => fleetgate_gateway::run(settings.options, control),
-        Some(http) => fleetgate_gateway::run_http(settings.options, http, control, |addr| {
+        None => fleetgate_gateway::run(options, control),
+        Some(http) => fleetgate_gateway::run_http(options, http, control, |addr| {
             // Always on stderr, whatever the log filter: with port 0 it is the only way
             // to learn the port.
             eprintln!("fleetgate serve: listening on http://{addr}{}", fleetgate_gateway::HTTP_ENDPOINT);
         }),
     }
-    .context("the gateway failed")?;
+    .context("the gateway failed");
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
+    let reason = reason?;
     tracing::info!(reason = reason.as_str(), "gateway stopped");
     Ok(0)
 }

@@ -5,7 +5,7 @@
 //! real `mcp-server-git`, the gateway keeps answering, and once the fault clears mutations
 //! are forwarded again and the audit trail is whole. Driven over raw stdio JSON-RPC.
 
-use crate::store::Raw;
+use crate::stdiokit::StdioGateway as Raw;
 use crate::support::{FleetDir, bin, peer, roster, serial, wait_until};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -148,7 +148,7 @@ impl SmallDisk {
         argv.extend(serve);
         let mut g = Raw::start(&argv);
         assert_forwarded(&mut g, &f);
-        Self { f, at: Tmpfs { pid: g.child_pid, mount }, g }
+        Self { f, at: Tmpfs { pid: g.pid(), mount }, g }
     }
 }
 

@@ -21,6 +21,8 @@ mod lifecycle;
 mod metrics;
 mod routing;
 mod second_host;
+mod stdiokit;
 mod store;
 mod support;
+mod telemetry;
 mod workflow;

@@ -37,7 +37,7 @@ fn scrape(g: &HttpGateway) -> prometheus_parse::Scrape {
 }
 
 /// The value of the sample `name` with these labels (0 when there is none yet).
-fn value(s: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
+pub fn value(s: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
     s.samples.iter().find(|x| x.metric == name && labels.iter().all(|(k, v)| x.labels.get(k) == Some(*v))).map_or(
         0.0,
         |x| match x.value {

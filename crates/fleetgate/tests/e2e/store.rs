@@ -2,62 +2,9 @@
 //! gateway refuses every mutating call `store_replaced` and says so on its runtime
 //! context, until the file it opened is back. Driven over raw stdio JSON-RPC lines.
 
-use crate::support::{FleetDir, roster, serial, spawn_env};
-use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
-
-pub(crate) struct Raw {
-    pub(crate) child_pid: u32,
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next: u64,
-}
-
-impl Raw {
-    pub(crate) fn start(argv: &[String]) -> Self {
-        let mut child = spawn_env(argv, Stdio::piped());
-        let (stdin, stdout) = (child.stdin.take().unwrap(), BufReader::new(child.stdout.take().unwrap()));
-        let mut raw = Self { child_pid: child.id(), child, stdin, stdout, next: 1 };
-        let init = raw.request(
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}),
-        );
-        assert!(init.get("result").is_some(), "{init}");
-        writeln!(raw.stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
-        raw
-    }
-
-    /// Send one request and read lines until its answer.
-    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next;
-        self.next += 1;
-        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
-        self.stdin.flush().unwrap();
-        loop {
-            let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "the gateway ended");
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    /// A control tool's structured answer.
-    pub(crate) fn control(&mut self, name: &str, arguments: Value) -> Value {
-        let answer = self.request("tools/call", json!({"name": name, "arguments": arguments}));
-        answer["result"]["structuredContent"].clone()
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::stdiokit::StdioGateway as Raw;
+use crate::support::{FleetDir, roster, serial};
+use serde_json::json;
 
 #[test]
 fn a_store_deleted_or_replaced_under_a_serving_gateway_refuses_mutations() {
