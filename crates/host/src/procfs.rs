@@ -6,7 +6,8 @@
 //! A scan runs for every gated mutating call, so [`ProcFs`] reads little twice. A process
 //! the listing shows for the first time is read at once; what was read of a listed process
 //! serves the scans of the next [`REUSE`] (a burst of calls lists `/proc` and reads nothing
-//! else); after that its `stat` and owner are read again, and its command line only when
+//! else) once the process has run for 2 s (a younger one may be a launcher about to exec its
+//! program, so it is read again at every scan); after that its `stat` and owner are read again, and its command line only when
 //! its start or program image changed (exec maps a new image, a recycled pid starts later).
 //! So a process that appears or exits is seen at the next scan, an exec within [`REUSE`],
 //! and a command line rewritten in place (setproctitle) is not seen: the one it was started
@@ -81,6 +82,19 @@ struct Known {
     /// `None`: no command line (a kernel thread).
     entry: Option<ProcEntry>,
     read_at: Instant,
+    /// It had run for [`SETTLED`] when read: a wrapper that execs its program (`env`,
+    /// `sh -c 'exec …'`) has done so by then, so the read may serve later scans.
+    settled: bool,
+}
+
+/// How long a process must have run before what was read of it serves later scans: a
+/// younger one is read again at every scan, so a launcher's exec is seen at once.
+const SETTLED: Duration = Duration::from_secs(2);
+
+/// Clock ticks since boot now, the base of a `stat`'s start ticks.
+fn ticks_since_boot(ticks_per_second: i64) -> i64 {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    now.tv_sec.saturating_mul(ticks_per_second).saturating_add(now.tv_nsec * ticks_per_second / 1_000_000_000)
 }
 
 /// How long a scan's read of a listed process serves the scans after it
@@ -157,8 +171,15 @@ impl ProcFs {
             }),
             None => None,
         };
-        let known =
-            Known { start_ticks: stat.start_ticks, image: stat.image, entry: entry.clone(), read_at: Instant::now() };
+        let age_ticks = ticks_since_boot(ticks).saturating_sub(stat.start_ticks);
+        let settled = Duration::from_secs(u64::try_from(age_ticks / ticks.max(1)).unwrap_or(0)) >= SETTLED;
+        let known = Known {
+            start_ticks: stat.start_ticks,
+            image: stat.image,
+            entry: entry.clone(),
+            read_at: Instant::now(),
+            settled,
+        };
         self.known().insert(pid, known);
         entry
     }
@@ -185,7 +206,11 @@ impl ProcessSource for ProcFs {
             let item = item.map_err(unlisted)?;
             let Some(pid) = item.file_name().to_str().and_then(|n| n.parse::<i64>().ok()) else { continue };
             listed.push(pid);
-            let recent = self.known().get(&pid).filter(|k| k.read_at.elapsed() < self.reuse).map(|k| k.entry.clone());
+            let recent = self
+                .known()
+                .get(&pid)
+                .filter(|k| k.settled && k.read_at.elapsed() < self.reuse)
+                .map(|k| k.entry.clone());
             // A process may exit mid-scan; what vanished is simply not there.
             if let Some(e) = recent.unwrap_or_else(|| self.read_entry(&item.path(), pid, boot, ticks)) {
                 out.push(e);
@@ -441,7 +466,7 @@ mod tests {
     }
 
     #[test]
-    fn a_real_exec_is_seen_under_the_same_pid() {
+    fn a_young_process_is_read_at_every_scan_so_a_launchers_exec_is_seen_at_once() {
         use std::io::Write;
         let mut child = std::process::Command::new("sh")
             .args(["-c", "read line; exec sleep 30"])
@@ -449,19 +474,20 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = i64::from(child.id());
-        // As the gate reads it: the exec is seen within the reuse.
-        let fs = ProcFs::default();
+        // However long a read may serve: only the process's youth makes the scan read it again.
+        let fs = ProcFs::default().reusing_for(Duration::from_secs(3600));
         let argv = |fs: &ProcFs| fs.entries().unwrap().into_iter().find(|e| e.pid == pid).map(|e| e.argv);
         assert_eq!(argv(&fs).unwrap()[0], "sh");
         child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let exe = || std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while argv(&fs).is_some_and(|a| a[0] == "sh") && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(10));
+        while !exe().ends_with("sleep") && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
         let seen = argv(&fs);
         child.kill().unwrap();
         child.wait().unwrap();
-        assert_eq!(seen.unwrap(), ["sleep", "30"]);
+        assert_eq!(seen.unwrap(), ["sleep", "30"], "the next scan after the exec");
     }
 
     #[test]
