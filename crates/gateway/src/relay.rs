@@ -6,7 +6,8 @@
 //! * Requests (`sampling/createMessage`, `elicitation/create`, `roots/list`, custom ones)
 //!   go to the client request that caused them ([`crate::routes::originator`]), on that
 //!   request's own stream, or are refused back to the downstream with the reason; `ping`
-//!   is answered here.
+//!   is answered here. At most [`MAX_PENDING_ASKS`] wait for the client at once per
+//!   channel; the excess is refused back to the downstream at once, naming the limit.
 //! * Progress goes to the request it reports on, its token translated back to the
 //!   client's, in order (the progress lock of [`crate::routes::Routes`]).
 //! * Other notifications (logging, list changes, resource updates) go to the attachment's
@@ -14,7 +15,7 @@
 //!   request in flight, or are dropped. A `tools/list_changed` also empties the catalogue.
 
 use crate::channel::ChannelState;
-use crate::routes::{InputKind, ProgressSeq};
+use crate::routes::{InputKind, MAX_PENDING_ASKS, ProgressSeq};
 use rmcp::ErrorData;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientConfig, ClientResult, ErrorCode, GetExtensions,
@@ -40,6 +41,17 @@ fn client_error(error: ServiceError) -> ErrorData {
     }
 }
 
+/// The answer to a downstream request past [`MAX_PENDING_ASKS`]: it is not forwarded.
+fn too_many_asks() -> ErrorData {
+    ErrorData::internal_error(
+        format!(
+            "refused by the fleetgate gateway: too many requests from this server are waiting for the client's \
+             answer on this connection ({MAX_PENDING_ASKS}); it was not forwarded, ask again once one is answered"
+        ),
+        Some(serde_json::json!({ "limit": MAX_PENDING_ASKS })),
+    )
+}
+
 impl Relay {
     /// Pass a downstream request to the client request that caused it, on its stream.
     async fn ask_client(
@@ -48,6 +60,11 @@ impl Relay {
         context: RequestContext<RoleClient>,
     ) -> Result<ClientResult, ErrorData> {
         let kind = InputKind::of(&request);
+        let Some(_pending) = self.state.routes.ask() else {
+            tracing::info!(attachment = %self.state.attachment, ?kind, limit = MAX_PENDING_ASKS,
+                "downstream request refused: too many waiting for the client");
+            return Err(too_many_asks());
+        };
         let origin = match self.state.routes.route(kind) {
             Ok(origin) => origin,
             Err(refusal) => {

@@ -25,6 +25,7 @@ use rmcp::model::{ClientCapabilities, ProgressToken, RequestId, ServerRequest};
 use rmcp::service::{Peer, RoleServer};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -41,6 +42,12 @@ pub(crate) struct ProgressSeq(pub(crate) u64);
 /// Forwarded requests in flight on one channel, at most. A client that opens more waits
 /// for an answer first: the table (and the downstream's queue) stays bounded.
 pub(crate) const MAX_IN_FLIGHT: usize = 256;
+
+/// Requests from the downstream (sampling, elicitation, roots, custom) waiting for the
+/// client's answer on one channel, at most. Each is a task and a pending entry until the
+/// client answers; past this the downstream's request is refused at once. As many as
+/// requests in flight: every forwarded call may wait on one question of its own.
+pub(crate) const MAX_PENDING_ASKS: usize = MAX_IN_FLIGHT;
 
 /// What the gateway knows of the client a forwarded request came from.
 #[derive(Clone, Debug)]
@@ -196,6 +203,18 @@ pub(crate) struct Routes {
     /// progress notification is delivered: a notification the downstream sends at once
     /// waits for the mapping, and notifications keep their order.
     progress_order: tokio::sync::Mutex<()>,
+    /// Downstream requests waiting for the client's answer ([`MAX_PENDING_ASKS`]).
+    asks: AtomicUsize,
+}
+
+/// One downstream request waiting for the client's answer; frees its place on drop.
+#[derive(Debug)]
+pub(crate) struct PendingAsk<'a>(&'a AtomicUsize);
+
+impl Drop for PendingAsk<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// A registered in-flight request; unregisters itself (and its progress mapping) on drop,
@@ -243,6 +262,15 @@ impl Routes {
         table.next += 1;
         table.in_flight.insert(seq, entry);
         Some(Registration { routes: self, seq })
+    }
+
+    /// A place for a downstream request waiting for the client; `None` when
+    /// [`MAX_PENDING_ASKS`] are already waiting.
+    pub(crate) fn ask(&self) -> Option<PendingAsk<'_>> {
+        self.asks
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_PENDING_ASKS).then_some(n + 1))
+            .ok()
+            .map(|_| PendingAsk(&self.asks))
     }
 
     /// Where a downstream request of `kind` goes: the in-flight request it belongs to.
