@@ -13,10 +13,11 @@
 //! Progress keeps its order and is never overtaken by the answer it precedes: the channel's
 //! transport tap numbers every progress notification as it is read off the wire
 //! ([`Routes::progress_read`]) and notes, for every answer, how many were read before it
-//! ([`Routes::answer_read`]); the relay delivers notification *n* only after *n − 1*
-//! ([`Routes::wait_turn`]), and a forwarded request's answer goes to the client only once
-//! every progress read before it was delivered ([`Routes::settle`]). Each wait is bounded,
-//! so a lost notification costs a delay, never a hang.
+//! ([`Routes::answer_read`]); the tap queues notifications in that order and one task
+//! delivers them in turn ([`crate::relay::forward_to_client`]), and a forwarded request's
+//! answer goes to the client only once every progress read before it was delivered, or
+//! dropped with its queue full ([`Routes::settle`]). The wait is bounded, so a lost
+//! notification costs a delay, never a hang.
 //!
 //! Short critical sections only: the table is a `std::sync::Mutex` held for a map
 //! operation, never across an await.
@@ -188,6 +189,8 @@ struct Table {
     /// Progress notifications read off the wire so far, and delivered (in that order).
     progress_read: u64,
     progress_delivered: u64,
+    /// The highest numbered progress dropped with its queue full.
+    progress_dropped: u64,
     /// A downstream request id → how many progress notifications were read before its
     /// answer; taken by the request's sender.
     answered_at: HashMap<RequestId, u64>,
@@ -323,10 +326,22 @@ impl Routes {
         }
     }
 
-    /// Wait until every progress notification numbered before `seq` was delivered.
-    pub(crate) async fn wait_turn(&self, seq: ProgressSeq) {
-        let before = seq.0.saturating_sub(1);
-        self.wait_delivered(before, |delivered| delivered >= before).await;
+    /// Progress notification `seq` was dropped, its queue full: [`Self::caught_up`] counts
+    /// it delivered once everything queued before it was.
+    pub(crate) fn progress_dropped(&self, seq: ProgressSeq) {
+        let mut table = self.lock();
+        table.progress_dropped = table.progress_dropped.max(seq.0);
+    }
+
+    /// The queue to the client is empty: every progress dropped so far counts delivered.
+    pub(crate) fn caught_up(&self) {
+        let mut table = self.lock();
+        if table.progress_dropped <= table.progress_delivered {
+            return;
+        }
+        table.progress_delivered = table.progress_dropped;
+        drop(table);
+        self.turn.notify_waiters();
     }
 
     /// Progress notification `seq` was delivered (or dropped).

@@ -5,8 +5,8 @@
 //! expects. The suite's own reference server is not published on the registries, so this is it.
 //!
 //! The 2026-07-28 scenarios' tools (results that ask for input, the stateless diagnostics) are in
-//! `mrtr.rs`; `burst_progress` is the gateway's own progress-ordering test tool, `ask_many` its
-//! resource-bound test tool.
+//! `mrtr.rs`; `burst_progress` is the gateway's own progress-ordering test tool, `ask_many` and
+//! `flood_logging` its resource-bound test tools.
 //!
 //! ```text
 //! conformance_fixture        (no arguments: MCP over stdin/stdout until stdin closes)
@@ -88,6 +88,10 @@ fn tools() -> Value {
               progress carrying the error, and answers how many were answered and refused (the gateway's \
               resource-bound tests)", json!({
             "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] })),
+        tool("flood_logging", "Sends `count` log notifications of `size` bytes back to back, then answers \
+              (the gateway's resource-bound tests)", json!({
+            "type": "object", "properties": { "count": { "type": "integer" }, "size": { "type": "integer" } },
+            "required": ["count"] })),
         tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
@@ -310,6 +314,15 @@ impl Fixture {
                     }
                 }
                 tool_result(json!([text(&format!("answered {answered}, refused {refused}"))]))
+            }
+            "flood_logging" => {
+                let number = |name: &str| request.arguments.as_ref().and_then(|a| a.get(name)).and_then(Value::as_u64);
+                let count = number("count").unwrap_or(1).min(100_000);
+                let line = "x".repeat(usize::try_from(number("size").unwrap_or(16).min(65_536)).unwrap_or(16));
+                for step in 0..count {
+                    self.log(&context, &format!("{step} {line}")).await;
+                }
+                tool_result(json!([text(&format!("flooded {count}"))]))
             }
             "test_logging_tool" => {
                 // 2026-07-28: a server logs only for a request that asked for a level.

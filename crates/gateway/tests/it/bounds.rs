@@ -4,7 +4,7 @@
 //! answer), and checks the excess gets its own clear error with its own id, the gateway's
 //! resident memory stays bounded, and the rest keeps being served.
 
-use crate::harness::{ANSWER, RawGateway, State, conformance_fixture, path_text};
+use crate::harness::{ANSWER, RawGateway, State, conformance_fixture, path_text, wait_until};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -405,4 +405,94 @@ async fn over_http_past_256_downstream_requests_waiting_for_the_client_each_is_r
     assert_eq!(refused, 1);
     answer_roots(&client, &url, &asking, &asked).await;
     assert_eq!(call_answer(&mut again, 30).await, format!("answered {ASKS}, refused 1"));
+}
+
+/// Notifications a full queue dropped in `direction` so far (the fixture's observer logs each).
+fn dropped(state: &State, direction: &str) -> usize {
+    let line = format!("observed notification dropped {direction}");
+    state.events().iter().filter(|l| **l == line).count()
+}
+
+/// Notifications to a client that stops reading (`outbox.rs`, to the client): a downstream
+/// floods 5,000 log notifications of 4 KiB while the client reads nothing; the gateway
+/// queues at most 256, drops and counts the rest, and its memory stays put; once the client
+/// reads again, the call's answer and `ping` are answered.
+#[test]
+fn a_client_that_stops_reading_gets_notifications_dropped_and_counted_and_is_answered_once_it_reads() {
+    let state = State::new();
+    state.allow_mutations();
+    let mut gateway = RawGateway::start(&state, &[], &[path_text(&conformance_fixture())]);
+    let pid = gateway.child.id();
+    assert!(gateway.initialize().get("result").is_some());
+    let before = rss_kb(pid);
+    gateway.pause_reading(true);
+    let flood = 5_000;
+    gateway.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "flood_logging", "arguments": {"count": flood, "size": 4096}}}));
+    // At most the queue, the writer's and the pipe's few hundred get through.
+    let most = wait_until(ANSWER, || dropped(&state, "to_client") >= flood - 1000);
+    assert!(most, "drops counted: {} of {flood}", dropped(&state, "to_client"));
+    let after = rss_kb(pid);
+    eprintln!("gateway VmRSS: {before} kB before, {after} kB with a client not reading {flood} notifications");
+    assert!(after < before + RSS_GROWTH_KB, "VmRSS grew from {before} kB to {after} kB");
+
+    gateway.pause_reading(false);
+    read_until(&mut gateway, ANSWER, "the flooding call's answer", |frame| {
+        if frame["id"] == 2 {
+            assert_eq!(frame["result"]["content"][0]["text"], format!("flooded {flood}"), "{frame}");
+            return true;
+        }
+        assert!(frame["method"].as_str().is_some_and(|m| m.starts_with("notifications/")), "{frame}");
+        false
+    });
+    let pong = gateway.request(3, "ping", json!({}));
+    assert_eq!(pong["result"], json!({}), "{pong}");
+    let dropped = dropped(&state, "to_client");
+    assert!(dropped < flood, "some were delivered: {dropped}");
+}
+
+/// Notifications to a downstream that stops reading (`outbox.rs`, to the downstream): the
+/// client floods 5,000 custom notifications of 4 KiB while the downstream reads nothing;
+/// the gateway drops and counts all but a queue's worth, its memory stays put, it keeps
+/// answering the client; once the downstream reads again it gets exactly the ones not
+/// dropped, and answers.
+#[test]
+fn a_downstream_that_stops_reading_gets_notifications_dropped_and_counted_and_serves_once_it_reads() {
+    use crate::harness::{peers, python};
+    let state = State::new();
+    state.allow_mutations();
+    let until = state.path().join("read-again");
+    let stall = [path_text(&python()), path_text(&peers().join("tests/peers/stall_server.py"))];
+    let mut gateway = RawGateway::start(&state, &[], &stall);
+    let pid = gateway.child.id();
+    assert!(gateway.initialize().get("result").is_some());
+    let call = |name: &str, arguments: Value| json!({"name": name, "arguments": arguments});
+    let stalled = gateway.request(2, "tools/call", call("stall", json!({"until": path_text(&until)})));
+    assert_eq!(stalled["result"]["content"][0]["text"], "stalling", "{stalled}");
+
+    let before = rss_kb(pid);
+    let flood = 5_000;
+    let pad = "x".repeat(4096);
+    gateway.send_bytes(&lines(
+        (0..flood)
+            .map(|i| json!({"jsonrpc": "2.0", "method": "notifications/x-flood", "params": {"n": i, "pad": pad}})),
+    ));
+    let most = wait_until(ANSWER, || dropped(&state, "to_downstream") >= flood - 1000);
+    assert!(most, "drops counted: {} of {flood}", dropped(&state, "to_downstream"));
+    let after = rss_kb(pid);
+    eprintln!("gateway VmRSS: {before} kB before, {after} kB with a downstream not reading {flood} notifications");
+    assert!(after < before + RSS_GROWTH_KB, "VmRSS grew from {before} kB to {after} kB");
+    let pong = gateway.request(3, "ping", json!({}));
+    assert_eq!(pong["result"], json!({}), "the client is served meanwhile: {pong}");
+
+    std::fs::write(&until, b"").expect("let the downstream read again");
+    let dropped = dropped(&state, "to_downstream");
+    let mut id = 10;
+    let all = wait_until(ANSWER, || {
+        id += 1;
+        let received = gateway.request(id, "tools/call", call("received", json!({})));
+        let text = received["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{received}"));
+        text.parse::<usize>().expect("a count") == flood - dropped
+    });
+    assert!(all, "the downstream got every notification not dropped ({} of {flood})", flood - dropped);
 }
