@@ -103,6 +103,16 @@ pub struct GatewayMetrics {
     pub forwarded_call_seconds: Histogram,
     /// `fleetgate_gate_duration_seconds`: the gate's own time per decision.
     pub gate_seconds: Histogram,
+    /// `fleetgate_notifications_dropped_total{direction}`: notifications dropped because
+    /// their receiver stopped reading and the channel's queue was full.
+    pub notifications_dropped: Family<DirectionLabels, Counter>,
+}
+
+/// Labels of a dropped notification.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DirectionLabels {
+    /// `to_client` or `to_downstream`.
+    pub direction: &'static str,
 }
 
 impl GatewayMetrics {
@@ -120,6 +130,7 @@ impl GatewayMetrics {
             forwarded_call_seconds: Histogram::new(exponential_buckets(0.0005, 2.0, 16)),
             // 50 µs … 1.6 s: the gate is a store read and a pure decision.
             gate_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
+            notifications_dropped: Family::default(),
         };
         let r = &mut registry.0;
         r.register(
@@ -158,6 +169,11 @@ impl GatewayMetrics {
             "gate_duration_seconds",
             "The mutation gate's own time per decision, in seconds",
             m.gate_seconds.clone(),
+        );
+        r.register(
+            "notifications_dropped",
+            "Notifications dropped because the receiving side stopped reading and the queue was full, by direction",
+            m.notifications_dropped.clone(),
         );
         m
     }
@@ -218,6 +234,10 @@ impl GatewayObserver for GatewayExposition {
         } else {
             self.metrics.downstream_quarantined.dec();
         }
+    }
+
+    fn notification_dropped(&self, direction: &'static str) {
+        self.metrics.notifications_dropped.get_or_create(&DirectionLabels { direction }).inc();
     }
 
     fn http_sessions_open(&self, open: usize) {
@@ -400,6 +420,9 @@ mod tests {
         observer.downstream_quarantined(true);
         observer.downstream_quarantined(true);
         observer.downstream_quarantined(false);
+        observer.notification_dropped("to_client");
+        observer.notification_dropped("to_client");
+        observer.notification_dropped("to_downstream");
         let answer = observer.exposition(Some("text/plain")).unwrap();
         assert_eq!(answer.content_type, PROMETHEUS_TEXT);
         let s = prometheus_parse::Scrape::parse(answer.body.lines().map(|l| Ok(l.to_owned()))).unwrap();
@@ -412,6 +435,8 @@ mod tests {
         assert_eq!(value(&s, "fleetgate_downstream_restarts_total", None), 1.0);
         assert_eq!(value(&s, "fleetgate_downstream_quarantined", None), 1.0);
         assert_eq!(value(&s, "fleetgate_forwarded_call_duration_seconds_count", None), 1.0);
+        assert_eq!(value(&s, "fleetgate_notifications_dropped_total", Some(("direction", "to_client"))), 2.0);
+        assert_eq!(value(&s, "fleetgate_notifications_dropped_total", Some(("direction", "to_downstream"))), 1.0);
         assert!(s.samples.iter().any(|x| x.metric.starts_with("fleetgate_gate_duration_seconds")));
         let openmetrics = observer.exposition(Some("application/openmetrics-text; version=1.0.0")).unwrap();
         assert_eq!(openmetrics.content_type, OPENMETRICS_TEXT);

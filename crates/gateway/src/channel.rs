@@ -13,12 +13,14 @@
 
 use crate::control::{AttachmentId, DownstreamStatus};
 use crate::downstream::{Downstream, DownstreamSpec, EraMemo, Link};
-use crate::routes::{ClientFacts, Routes};
-use rmcp::model::Tool;
-use rmcp::service::{Peer, RoleServer};
+use crate::observe::GatewayObserver;
+use crate::outbox::{Direction, Outbox};
+use crate::routes::{ClientFacts, ProgressSeq, Routes};
+use rmcp::model::{ClientNotification, GetMeta, ServerNotification, Tool};
+use rmcp::service::{Peer, RoleClient, RoleServer};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 /// The downstream's tools as last seen on one connection (`generation`), by name, for
@@ -52,17 +54,63 @@ pub(crate) struct ChannelState {
     session: Mutex<Option<Peer<RoleServer>>>,
     /// The client the downstream connection is opened for; the connector waits for it.
     client: watch::Sender<Option<ClientFacts>>,
+    /// Notifications from the downstream on their way to the client ([`crate::relay::forward_to_client`]).
+    to_client: Outbox<ServerNotification>,
+    /// Notifications from the client on their way to the downstream connection they name.
+    to_downstream: Outbox<(Peer<RoleClient>, ClientNotification)>,
+}
+
+/// The receiving ends of a channel's notification queues, for their forwarding tasks.
+struct Queues {
+    to_client: mpsc::Receiver<ServerNotification>,
+    to_downstream: mpsc::Receiver<(Peer<RoleClient>, ClientNotification)>,
 }
 
 impl ChannelState {
-    fn new(attachment: AttachmentId) -> Self {
-        Self {
+    fn new(attachment: AttachmentId, observer: Option<Arc<dyn GatewayObserver>>) -> (Self, Queues) {
+        let (to_client, up) = Outbox::new(Direction::ToClient, attachment, observer.clone());
+        let (to_downstream, down) = Outbox::new(Direction::ToDownstream, attachment, observer);
+        let state = Self {
             attachment,
             routes: Routes::default(),
             catalogue: Mutex::new(Catalogue::default()),
             session: Mutex::new(None),
             client: watch::channel(None).0,
+            to_client,
+            to_downstream,
+        };
+        (state, Queues { to_client: up, to_downstream: down })
+    }
+
+    /// A notification the downstream sent, read off the wire in order: queued for the
+    /// client without waiting. Progress is numbered here (the order
+    /// [`crate::routes::Routes`] keeps it in, ahead of the answer it precedes); a
+    /// `tools/list_changed` empties the catalogue even if it is dropped.
+    pub(crate) fn notify_client(&self, mut notification: ServerNotification) {
+        // What the downstream put in `_meta` stays with it, as rmcp's handler path did.
+        *notification.get_meta_mut() = Default::default();
+        let seq = match &mut notification {
+            ServerNotification::ProgressNotification(progress) => {
+                let seq = ProgressSeq(self.routes.progress_read());
+                progress.extensions.insert(seq);
+                Some(seq)
+            }
+            ServerNotification::ToolListChangedNotification(_) => {
+                self.forget_tools();
+                None
+            }
+            _ => None,
+        };
+        if !self.to_client.push(notification)
+            && let Some(seq) = seq
+        {
+            self.routes.progress_dropped(seq);
         }
+    }
+
+    /// A client notification for the downstream connection `peer`: queued without waiting.
+    pub(crate) fn notify_downstream(&self, peer: Peer<RoleClient>, notification: ClientNotification) {
+        self.to_downstream.push((peer, notification));
     }
 
     /// Waits for the client the channel serves.
@@ -120,7 +168,11 @@ impl Channel {
         spec: Option<&DownstreamSpec>,
         memo: &Arc<EraMemo>,
     ) -> Result<Self, String> {
-        let state = Arc::new(ChannelState::new(attachment));
+        let (state, queues) = ChannelState::new(attachment, spec.and_then(|spec| spec.observer.clone()));
+        let state = Arc::new(state);
+        // Each ends when the state (and with it the queue's sender) is gone.
+        tokio::spawn(crate::relay::forward_to_client(Arc::downgrade(&state), queues.to_client));
+        tokio::spawn(forward_to_downstream(queues.to_downstream));
         let downstream = match spec {
             Some(spec) => Some(Downstream::start(spec, state.clone(), memo.clone())?),
             None => None,
@@ -190,6 +242,15 @@ impl Channel {
     pub(crate) async fn stop(&self) {
         if let Some(downstream) = &self.downstream {
             downstream.stop().await;
+        }
+    }
+}
+
+/// Send the client's queued notifications to their downstream connections, one at a time.
+async fn forward_to_downstream(mut queue: mpsc::Receiver<(Peer<RoleClient>, ClientNotification)>) {
+    while let Some((peer, notification)) = queue.recv().await {
+        if let Err(e) = peer.send_notification(notification).await {
+            tracing::debug!(error = %e, "could not pass a client notification to the downstream");
         }
     }
 }

@@ -26,13 +26,11 @@ use crate::observe::GatewayObserver;
 use crate::options::DownstreamCommand;
 use crate::relay::Relay;
 use crate::routes::ClientFacts;
-use crate::routes::ProgressSeq;
 use fleetgate_supervise::{
     ChildSpec, ChildStdio, Event, EventBus, SpawnedChild, SupervisionSettings, Supervisor, TaskState,
 };
 use rmcp::model::{
-    ClientConfig, GetExtensions, Implementation, JsonRpcError, JsonRpcMessage, ProtocolVersion, ServerCapabilities,
-    ServerNotification,
+    ClientConfig, Implementation, JsonRpcError, JsonRpcMessage, ProtocolVersion, ServerCapabilities, ServerNotification,
 };
 use rmcp::service::{ClientLifecycleMode, Peer, RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -299,9 +297,10 @@ async fn report_supervision(mut events: tokio::sync::broadcast::Receiver<Event>,
     }
 }
 
-/// The connection's transport, read in order: numbers each progress notification and notes
-/// each answer, for [`crate::routes::Routes`] to keep progress ahead of the answer it
-/// precedes. Everything passes through unchanged.
+/// The connection's transport, read in order: queues each notification for the client (but
+/// a cancellation, which is rmcp's) on the channel's bounded queue, numbering progress, and
+/// notes each answer, for [`crate::routes::Routes`] to keep progress ahead of the answer it
+/// precedes. Requests and answers pass through unchanged.
 struct Tap<T> {
     inner: T,
     state: Arc<ChannelState>,
@@ -318,20 +317,25 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let mut message = self.inner.receive().await?;
-        let routes = &self.state.routes;
-        match &mut message {
-            JsonRpcMessage::Notification(n)
-                if matches!(n.notification, ServerNotification::ProgressNotification(_)) =>
-            {
-                let seq = routes.progress_read();
-                n.notification.extensions_mut().insert(ProgressSeq(seq));
+        loop {
+            let message = self.inner.receive().await?;
+            let routes = &self.state.routes;
+            match &message {
+                // Queued for the client here, in wire order and without waiting; only
+                // cancellations are rmcp's.
+                JsonRpcMessage::Notification(n)
+                    if !matches!(n.notification, ServerNotification::CancelledNotification(_)) =>
+                {
+                    let JsonRpcMessage::Notification(n) = message else { unreachable!() };
+                    self.state.notify_client(n.notification);
+                    continue;
+                }
+                JsonRpcMessage::Response(answer) => routes.answer_read(answer.id.clone()),
+                JsonRpcMessage::Error(JsonRpcError { id: Some(id), .. }) => routes.answer_read(id.clone()),
+                _ => {}
             }
-            JsonRpcMessage::Response(answer) => routes.answer_read(answer.id.clone()),
-            JsonRpcMessage::Error(JsonRpcError { id: Some(id), .. }) => routes.answer_read(id.clone()),
-            _ => {}
+            return Some(message);
         }
-        Some(message)
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), T::Error>> + Send {

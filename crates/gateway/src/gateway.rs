@@ -433,10 +433,10 @@ impl Gateway {
             _ => return,
         };
         let Some(attachment) = self.attached.get() else { return };
-        if let Some(connection) = attachment.channel.link()
-            && let Err(e) = connection.peer.send_notification(forward).await
-        {
-            tracing::debug!(error = %e, "could not pass a client notification to the downstream");
+        if let Some(connection) = attachment.channel.link() {
+            // Queued without waiting (bounded; see `outbox`): a downstream that stops
+            // reading costs dropped notifications, never a task each.
+            attachment.channel.state.notify_downstream(connection.peer.clone(), forward);
         }
     }
 }

@@ -16,6 +16,7 @@
 //! * `routes` — which client request a downstream message belongs to.
 //! * `relay` — the rmcp client service towards one downstream connection: notifications
 //!   and requests passed up to their client.
+//! * `outbox` — the bounded per-channel notification queues, one per direction.
 //! * `downstream` — one channel's supervised child and its per-run MCP connection.
 //! * `serve` — the stdio lifecycle.
 //! * `http` — the Streamable HTTP transport: sessions, stateless clients, the gatekeeper.
@@ -39,6 +40,7 @@ mod http;
 mod link;
 pub mod observe;
 mod options;
+mod outbox;
 mod relay;
 mod routes;
 mod serve;

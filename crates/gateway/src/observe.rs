@@ -63,6 +63,12 @@ pub trait GatewayObserver: Send + Sync + fmt::Debug + 'static {
         let _ = open;
     }
 
+    /// A notification was dropped because its receiver is not reading and its channel's
+    /// queue is full; `direction` is `to_client` or `to_downstream`. Called once per drop.
+    fn notification_dropped(&self, direction: &'static str) {
+        let _ = direction;
+    }
+
     /// The body of `GET /metrics` on the HTTP listener; `accept` is the request's `Accept`
     /// header. `None` (the default): the listener has no `/metrics` (404).
     fn exposition(&self, accept: Option<&str>) -> Option<Exposition> {

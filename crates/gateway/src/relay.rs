@@ -6,24 +6,28 @@
 //! * Requests (`sampling/createMessage`, `elicitation/create`, `roots/list`, custom ones)
 //!   go to the client request that caused them ([`crate::routes::originator`]), on that
 //!   request's own stream, or are refused back to the downstream with the reason; `ping`
-//!   is answered here.
-//! * Progress goes to the request it reports on, its token translated back to the
-//!   client's, in order (the progress lock of [`crate::routes::Routes`]).
-//! * Other notifications (logging, list changes, resource updates) go to the attachment's
-//!   session; a stateless attachment has none, so they ride the stream of its oldest
-//!   request in flight, or are dropped. A `tools/list_changed` also empties the catalogue.
+//!   is answered here. At most [`MAX_PENDING_ASKS`] wait for the client at once per
+//!   channel; the excess is refused back to the downstream at once, naming the limit.
+//! * Notifications are queued by the transport tap as it reads them (bounded, see
+//!   [`crate::outbox`]) and sent by [`forward_to_client`], one at a time in wire order.
+//!   Progress goes to the request it reports on, its token translated back to the
+//!   client's (the progress lock of [`crate::routes::Routes`]). Other notifications
+//!   (logging, list changes, resource updates) go to the attachment's session; a stateless
+//!   attachment has none, so they ride the stream of its oldest request in flight, or are
+//!   dropped. A `tools/list_changed` also empties the catalogue.
 
 use crate::channel::ChannelState;
-use crate::routes::{InputKind, ProgressSeq};
+use crate::routes::{InputKind, MAX_PENDING_ASKS, ProgressSeq};
 use rmcp::ErrorData;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientConfig, ClientResult, ErrorCode, GetExtensions,
-    ServerNotification, ServerRequest,
+    ProgressNotification, ServerNotification, ServerRequest,
 };
 use rmcp::service::{
     NotificationContext, OriginatingRequestId, PeerRequestOptions, RequestContext, RoleClient, Service, ServiceError,
 };
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use tokio::sync::mpsc;
 
 /// The gateway's client side towards one downstream connection.
 pub(crate) struct Relay {
@@ -40,6 +44,17 @@ fn client_error(error: ServiceError) -> ErrorData {
     }
 }
 
+/// The answer to a downstream request past [`MAX_PENDING_ASKS`]: it is not forwarded.
+fn too_many_asks() -> ErrorData {
+    ErrorData::internal_error(
+        format!(
+            "refused by the fleetgate gateway: too many requests from this server are waiting for the client's \
+             answer on this connection ({MAX_PENDING_ASKS}); it was not forwarded, ask again once one is answered"
+        ),
+        Some(serde_json::json!({ "limit": MAX_PENDING_ASKS })),
+    )
+}
+
 impl Relay {
     /// Pass a downstream request to the client request that caused it, on its stream.
     async fn ask_client(
@@ -48,6 +63,11 @@ impl Relay {
         context: RequestContext<RoleClient>,
     ) -> Result<ClientResult, ErrorData> {
         let kind = InputKind::of(&request);
+        let Some(_pending) = self.state.routes.ask() else {
+            tracing::info!(attachment = %self.state.attachment, ?kind, limit = MAX_PENDING_ASKS,
+                "downstream request refused: too many waiting for the client");
+            return Err(too_many_asks());
+        };
         let origin = match self.state.routes.route(kind) {
             Ok(origin) => origin,
             Err(refusal) => {
@@ -85,32 +105,6 @@ impl Relay {
             }
         }
     }
-
-    /// Progress for a forwarded request: to its client, with the client's token, in the
-    /// order the downstream sent it (`seq`, from the transport tap).
-    async fn progress(&self, mut progress: rmcp::model::ProgressNotification, seq: Option<ProgressSeq>) {
-        let routes = &self.state.routes;
-        if let Some(seq) = seq {
-            routes.wait_turn(seq).await;
-        }
-        // Waits while a request is being sent and its token mapped.
-        let target = {
-            let _mapping = routes.progress_order().lock().await;
-            routes.progress_target(&progress.params.progress_token)
-        };
-        match target {
-            Some((token, peer)) => {
-                progress.params.progress_token = token;
-                if let Err(e) = peer.send_notification(ServerNotification::ProgressNotification(progress)).await {
-                    tracing::debug!(error = %e, "could not pass downstream progress to the client");
-                }
-            }
-            None => tracing::debug!("downstream progress for a request the client asked no progress for"),
-        }
-        if let Some(seq) = seq {
-            routes.delivered(seq);
-        }
-    }
 }
 
 impl Service<RoleClient> for Relay {
@@ -128,34 +122,72 @@ impl Service<RoleClient> for Relay {
     async fn handle_notification(
         &self,
         notification: ServerNotification,
-        context: NotificationContext<RoleClient>,
+        _context: NotificationContext<RoleClient>,
     ) -> Result<(), ErrorData> {
-        let notification = match notification {
-            // rmcp already resolved the cancelled request locally; the client never saw
-            // the downstream's ids.
-            ServerNotification::CancelledNotification(_) => return Ok(()),
-            ServerNotification::ProgressNotification(progress) => {
-                self.progress(progress, context.extensions.get::<ProgressSeq>().copied()).await;
-                return Ok(());
-            }
-            ServerNotification::ToolListChangedNotification(changed) => {
-                self.state.forget_tools();
-                ServerNotification::ToolListChangedNotification(changed)
-            }
-            other => other,
-        };
-        let target = self.state.session().or_else(|| self.state.routes.oldest_peer());
-        let Some(peer) = target else {
-            tracing::debug!(attachment = %self.state.attachment, "downstream notification with nowhere to go: dropped");
-            return Ok(());
-        };
-        if let Err(e) = peer.send_notification(notification).await {
-            tracing::debug!(error = %e, "could not pass a downstream notification to the client");
+        // The transport tap queues every other notification itself, in wire order.
+        // rmcp already resolved a cancelled request locally; the client never saw the
+        // downstream's ids.
+        if !matches!(notification, ServerNotification::CancelledNotification(_)) {
+            self.state.notify_client(notification);
         }
         Ok(())
     }
 
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
+    }
+}
+
+/// Forward the channel's queued notifications to the client, one at a time and in the
+/// order the downstream sent them (the queue is filled by the transport tap as it reads):
+/// progress to the request it reports on, with the client's token; the rest to the
+/// attachment's session, or for a stateless attachment, which has none, the stream of its
+/// oldest request in flight (else dropped). Ends with the channel.
+pub(crate) async fn forward_to_client(state: Weak<ChannelState>, mut queue: mpsc::Receiver<ServerNotification>) {
+    while let Some(notification) = queue.recv().await {
+        let Some(state) = state.upgrade() else { return };
+        match notification {
+            ServerNotification::ProgressNotification(progress) => deliver_progress(&state, progress).await,
+            other => {
+                let target = state.session().or_else(|| state.routes.oldest_peer());
+                match target {
+                    Some(peer) => {
+                        if let Err(e) = peer.send_notification(other).await {
+                            tracing::debug!(error = %e, "could not pass a downstream notification to the client");
+                        }
+                    }
+                    None => tracing::debug!(attachment = %state.attachment,
+                        "downstream notification with nowhere to go: dropped"),
+                }
+            }
+        }
+        if queue.is_empty() {
+            // Progress dropped behind the last one delivered is not coming.
+            state.routes.caught_up();
+        }
+    }
+}
+
+/// Progress for a forwarded request: to its client, with the client's token; then its
+/// number is delivered, so the answer it precedes may follow.
+async fn deliver_progress(state: &ChannelState, mut progress: ProgressNotification) {
+    let routes = &state.routes;
+    let seq = progress.extensions.get::<ProgressSeq>().copied();
+    // Waits while a request is being sent and its token mapped.
+    let target = {
+        let _mapping = routes.progress_order().lock().await;
+        routes.progress_target(&progress.params.progress_token)
+    };
+    match target {
+        Some((token, peer)) => {
+            progress.params.progress_token = token;
+            if let Err(e) = peer.send_notification(ServerNotification::ProgressNotification(progress)).await {
+                tracing::debug!(error = %e, "could not pass downstream progress to the client");
+            }
+        }
+        None => tracing::debug!("downstream progress for a request the client asked no progress for"),
+    }
+    if let Some(seq) = seq {
+        routes.delivered(seq);
     }
 }

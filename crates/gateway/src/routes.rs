@@ -13,10 +13,11 @@
 //! Progress keeps its order and is never overtaken by the answer it precedes: the channel's
 //! transport tap numbers every progress notification as it is read off the wire
 //! ([`Routes::progress_read`]) and notes, for every answer, how many were read before it
-//! ([`Routes::answer_read`]); the relay delivers notification *n* only after *n − 1*
-//! ([`Routes::wait_turn`]), and a forwarded request's answer goes to the client only once
-//! every progress read before it was delivered ([`Routes::settle`]). Each wait is bounded,
-//! so a lost notification costs a delay, never a hang.
+//! ([`Routes::answer_read`]); the tap queues notifications in that order and one task
+//! delivers them in turn ([`crate::relay::forward_to_client`]), and a forwarded request's
+//! answer goes to the client only once every progress read before it was delivered, or
+//! dropped with its queue full ([`Routes::settle`]). The wait is bounded, so a lost
+//! notification costs a delay, never a hang.
 //!
 //! Short critical sections only: the table is a `std::sync::Mutex` held for a map
 //! operation, never across an await.
@@ -25,6 +26,7 @@ use rmcp::model::{ClientCapabilities, ProgressToken, RequestId, ServerRequest};
 use rmcp::service::{Peer, RoleServer};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -41,6 +43,12 @@ pub(crate) struct ProgressSeq(pub(crate) u64);
 /// Forwarded requests in flight on one channel, at most. A client that opens more waits
 /// for an answer first: the table (and the downstream's queue) stays bounded.
 pub(crate) const MAX_IN_FLIGHT: usize = 256;
+
+/// Requests from the downstream (sampling, elicitation, roots, custom) waiting for the
+/// client's answer on one channel, at most. Each is a task and a pending entry until the
+/// client answers; past this the downstream's request is refused at once. As many as
+/// requests in flight: every forwarded call may wait on one question of its own.
+pub(crate) const MAX_PENDING_ASKS: usize = MAX_IN_FLIGHT;
 
 /// What the gateway knows of the client a forwarded request came from.
 #[derive(Clone, Debug)]
@@ -181,6 +189,8 @@ struct Table {
     /// Progress notifications read off the wire so far, and delivered (in that order).
     progress_read: u64,
     progress_delivered: u64,
+    /// The highest numbered progress dropped with its queue full.
+    progress_dropped: u64,
     /// A downstream request id → how many progress notifications were read before its
     /// answer; taken by the request's sender.
     answered_at: HashMap<RequestId, u64>,
@@ -196,6 +206,18 @@ pub(crate) struct Routes {
     /// progress notification is delivered: a notification the downstream sends at once
     /// waits for the mapping, and notifications keep their order.
     progress_order: tokio::sync::Mutex<()>,
+    /// Downstream requests waiting for the client's answer ([`MAX_PENDING_ASKS`]).
+    asks: AtomicUsize,
+}
+
+/// One downstream request waiting for the client's answer; frees its place on drop.
+#[derive(Debug)]
+pub(crate) struct PendingAsk<'a>(&'a AtomicUsize);
+
+impl Drop for PendingAsk<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// A registered in-flight request; unregisters itself (and its progress mapping) on drop,
@@ -243,6 +265,15 @@ impl Routes {
         table.next += 1;
         table.in_flight.insert(seq, entry);
         Some(Registration { routes: self, seq })
+    }
+
+    /// A place for a downstream request waiting for the client; `None` when
+    /// [`MAX_PENDING_ASKS`] are already waiting.
+    pub(crate) fn ask(&self) -> Option<PendingAsk<'_>> {
+        self.asks
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_PENDING_ASKS).then_some(n + 1))
+            .ok()
+            .map(|_| PendingAsk(&self.asks))
     }
 
     /// Where a downstream request of `kind` goes: the in-flight request it belongs to.
@@ -295,10 +326,22 @@ impl Routes {
         }
     }
 
-    /// Wait until every progress notification numbered before `seq` was delivered.
-    pub(crate) async fn wait_turn(&self, seq: ProgressSeq) {
-        let before = seq.0.saturating_sub(1);
-        self.wait_delivered(before, |delivered| delivered >= before).await;
+    /// Progress notification `seq` was dropped, its queue full: [`Self::caught_up`] counts
+    /// it delivered once everything queued before it was.
+    pub(crate) fn progress_dropped(&self, seq: ProgressSeq) {
+        let mut table = self.lock();
+        table.progress_dropped = table.progress_dropped.max(seq.0);
+    }
+
+    /// The queue to the client is empty: every progress dropped so far counts delivered.
+    pub(crate) fn caught_up(&self) {
+        let mut table = self.lock();
+        if table.progress_dropped <= table.progress_delivered {
+            return;
+        }
+        table.progress_delivered = table.progress_dropped;
+        drop(table);
+        self.turn.notify_waiters();
     }
 
     /// Progress notification `seq` was delivered (or dropped).

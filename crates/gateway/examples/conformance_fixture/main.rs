@@ -5,7 +5,8 @@
 //! expects. The suite's own reference server is not published on the registries, so this is it.
 //!
 //! The 2026-07-28 scenarios' tools (results that ask for input, the stateless diagnostics) are in
-//! `mrtr.rs`; `burst_progress` is the gateway's own progress-ordering test tool.
+//! `mrtr.rs`; `burst_progress` is the gateway's own progress-ordering test tool, `ask_many` and
+//! `flood_logging` its resource-bound test tools.
 //!
 //! ```text
 //! conformance_fixture        (no arguments: MCP over stdin/stdout until stdin closes)
@@ -83,6 +84,14 @@ fn tools() -> Value {
         tool("burst_progress", "Sends `count` progress notifications back to back, the first at once and the \
               last right before the answer (the gateway's progress-ordering tests)", json!({
             "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] })),
+        tool("ask_many", "Sends `count` roots/list requests to the client at once; reports each refused one as \
+              progress carrying the error, and answers how many were answered and refused (the gateway's \
+              resource-bound tests)", json!({
+            "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] })),
+        tool("flood_logging", "Sends `count` log notifications of `size` bytes back to back, then answers \
+              (the gateway's resource-bound tests)", json!({
+            "type": "object", "properties": { "count": { "type": "integer" }, "size": { "type": "integer" } },
+            "required": ["count"] })),
         tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
@@ -278,6 +287,42 @@ impl Fixture {
                     }
                 }
                 tool_result(json!([text("burst sent")]))
+            }
+            "ask_many" => {
+                let count = request.arguments.as_ref().and_then(|a| a.get("count")).and_then(Value::as_u64);
+                let token = context.meta.get_progress_token();
+                let mut asks = tokio::task::JoinSet::new();
+                for _ in 0..count.unwrap_or(1).min(5000) {
+                    let peer = context.peer.clone();
+                    asks.spawn(
+                        async move { peer.send_request(ServerRequest::ListRootsRequest(Default::default())).await },
+                    );
+                }
+                let (mut answered, mut refused) = (0_u64, 0_u64);
+                while let Some(outcome) = asks.join_next().await {
+                    match outcome {
+                        Ok(Ok(_)) => answered += 1,
+                        Ok(Err(error)) => {
+                            refused += 1;
+                            if let Some(token) = &token {
+                                let param: ProgressNotificationParam = parse(json!({ "progressToken": token,
+                                    "progress": refused, "message": format!("refused: {error}") }))?;
+                                let _ = context.peer.notify_progress(param).await;
+                            }
+                        }
+                        Err(e) => return Err(McpError::internal_error(e.to_string(), None)),
+                    }
+                }
+                tool_result(json!([text(&format!("answered {answered}, refused {refused}"))]))
+            }
+            "flood_logging" => {
+                let number = |name: &str| request.arguments.as_ref().and_then(|a| a.get(name)).and_then(Value::as_u64);
+                let count = number("count").unwrap_or(1).min(100_000);
+                let line = "x".repeat(usize::try_from(number("size").unwrap_or(16).min(65_536)).unwrap_or(16));
+                for step in 0..count {
+                    self.log(&context, &format!("{step} {line}")).await;
+                }
+                tool_result(json!([text(&format!("flooded {count}"))]))
             }
             "test_logging_tool" => {
                 // 2026-07-28: a server logs only for a request that asked for a level.

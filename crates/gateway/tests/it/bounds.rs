@@ -4,13 +4,15 @@
 //! answer), and checks the excess gets its own clear error with its own id, the gateway's
 //! resident memory stays bounded, and the rest keeps being served.
 
-use crate::harness::{ANSWER, RawGateway, State, conformance_fixture, path_text};
+use crate::harness::{ANSWER, RawGateway, State, conformance_fixture, path_text, wait_until};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// Forwarded requests in flight on one channel (`routes::MAX_IN_FLIGHT`).
 const IN_FLIGHT: u64 = 256;
+/// Requests from a downstream waiting for the client on one channel (`routes::MAX_PENDING_ASKS`).
+const ASKS: u64 = 256;
 /// Requests a stdio client may have open at once (`frame::MAX_OPEN_REQUESTS`).
 const OPEN: u64 = 512;
 /// Growth of the gateway's resident set allowed across thousands of refused requests:
@@ -188,9 +190,14 @@ fn past_512_open_requests_of_a_stdio_client_each_is_refused_with_its_id() {
 
 /// A new Streamable HTTP session that declares elicitation: its id.
 async fn open_session(client: &reqwest::Client, url: &str, name: &str) -> String {
+    open_session_with(client, url, name, json!({"elicitation": {}})).await
+}
+
+/// A new Streamable HTTP session that declares `capabilities`: its id.
+async fn open_session_with(client: &reqwest::Client, url: &str, name: &str, capabilities: Value) -> String {
     use crate::http::post;
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-        "capabilities": {"elicitation": {}}, "clientInfo": {"name": name, "version": "1"}}});
+        "capabilities": capabilities, "clientInfo": {"name": name, "version": "1"}}});
     let answer = post(client, url, None, &init).await;
     assert_eq!(answer.status(), 200);
     let session = answer.headers()["mcp-session-id"].to_str().expect("a session id").to_owned();
@@ -281,4 +288,211 @@ async fn over_http_past_256_in_flight_in_one_session_each_is_refused_and_another
         answered.insert(frame["id"].as_u64().expect("a call's id"));
     }
     assert_eq!(answered, (1000..1000 + IN_FLIGHT).collect());
+}
+
+/// The SSE body of one POST, read message by message (every wait bounded).
+struct SseStream {
+    response: reqwest::Response,
+    pending: String,
+    ready: std::collections::VecDeque<Value>,
+}
+
+impl SseStream {
+    fn new(response: reqwest::Response) -> Self {
+        assert_eq!(response.status(), 200);
+        Self { response, pending: String::new(), ready: std::collections::VecDeque::new() }
+    }
+
+    async fn next(&mut self) -> Value {
+        let read = async {
+            while self.ready.is_empty() {
+                let chunk = self.response.chunk().await.expect("the stream reads").expect("the stream is open");
+                self.pending.push_str(&String::from_utf8_lossy(&chunk));
+                let Some(end) = self.pending.rfind('\n') else { continue };
+                let complete: String = self.pending.drain(..=end).collect();
+                self.ready.extend(crate::http::messages(&complete));
+            }
+            self.ready.pop_front().expect("a message")
+        };
+        tokio::time::timeout(ANSWER, read).await.expect("a message on the stream in time")
+    }
+}
+
+/// A `tools/call` of the conformance fixture's `ask_many`: `count` `roots/list` at once.
+fn ask_many(id: u64, count: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "ask_many",
+        "arguments": {"count": count}, "_meta": {"progressToken": format!("asks-{id}")}}})
+}
+
+/// Read `call`'s stream until its answer: the `roots/list` questions it carried (each checked
+/// to be at most `cap` so far) and the refusals the downstream reported as progress.
+async fn questions_until(stream: &mut SseStream, wanted: usize, refusals: usize) -> (Vec<Value>, usize) {
+    let (mut asked, mut refused) = (Vec::new(), 0);
+    while asked.len() < wanted || refused < refusals {
+        let frame = stream.next().await;
+        match frame["method"].as_str() {
+            Some("roots/list") => {
+                asked.push(frame);
+                assert!(asked.len() <= ASKS as usize, "never more than {ASKS} questions waiting");
+            }
+            Some("notifications/progress") => {
+                let message = frame["params"]["message"].as_str().unwrap_or_default();
+                assert!(
+                    message.contains("too many requests from this server are waiting for the client's answer")
+                        && message.contains("(256)"),
+                    "the refusal names the bound: {frame}"
+                );
+                refused += 1;
+            }
+            _ => panic!("only questions and refusals while the call waits: {frame}"),
+        }
+    }
+    (asked, refused)
+}
+
+/// Answer every question of `asked` with no roots.
+async fn answer_roots(client: &reqwest::Client, url: &str, session: &str, asked: &[Value]) {
+    use crate::http::post;
+    for question in asked {
+        let answer = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"roots": []}});
+        assert_eq!(post(client, url, Some(session), &answer).await.status(), 202);
+    }
+}
+
+/// The text of the answer that ends `stream`, checked to be call `id`'s.
+async fn call_answer(stream: &mut SseStream, id: u64) -> String {
+    let frame = stream.next().await;
+    assert_eq!(frame["id"], id, "{frame}");
+    frame["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("a text answer: {frame}")).to_owned()
+}
+
+/// Requests a downstream sends toward the client (`routes::MAX_PENDING_ASKS`): a downstream
+/// that fires 456 `roots/list` during one call while the client answers none gets 256 passed
+/// on and the other 200 refused at once, each with an error naming the bound; memory stays
+/// put; another session's own questions are passed on meanwhile; once the client answers,
+/// 256 fit again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_past_256_downstream_requests_waiting_for_the_client_each_is_refused_to_the_downstream() {
+    use crate::http::post;
+    let state = State::new();
+    state.allow_mutations();
+    let (gateway, url) = crate::http::start(&state);
+    let pid = gateway.child.id();
+    let client = reqwest::Client::new();
+    let asking = open_session_with(&client, &url, "asking", json!({"roots": {}})).await;
+
+    let before = rss_kb(pid);
+    let excess = 200;
+    let mut call = SseStream::new(post(&client, &url, Some(&asking), &ask_many(10, ASKS + excess)).await);
+    let (asked, refused) = questions_until(&mut call, ASKS as usize, excess as usize).await;
+    assert_eq!(refused, excess as usize);
+    let after = rss_kb(pid);
+    eprintln!("gateway VmRSS: {before} kB before, {after} kB with {ASKS} questions waiting and {excess} refused");
+    assert!(after < before + RSS_GROWTH_KB, "VmRSS grew from {before} kB to {after} kB");
+
+    // Another session's downstream asks its own client meanwhile: the bound is per attachment.
+    let other = open_session_with(&client, &url, "other", json!({"roots": {}})).await;
+    let mut its_call = SseStream::new(post(&client, &url, Some(&other), &ask_many(20, 2)).await);
+    let (its_questions, _) = questions_until(&mut its_call, 2, 0).await;
+    answer_roots(&client, &url, &other, &its_questions).await;
+    assert_eq!(call_answer(&mut its_call, 20).await, "answered 2, refused 0");
+
+    // Answered, the questions free their places: 256 fit again, and no more.
+    answer_roots(&client, &url, &asking, &asked).await;
+    assert_eq!(call_answer(&mut call, 10).await, format!("answered {ASKS}, refused {excess}"));
+    let mut again = SseStream::new(post(&client, &url, Some(&asking), &ask_many(30, ASKS + 1)).await);
+    let (asked, refused) = questions_until(&mut again, ASKS as usize, 1).await;
+    assert_eq!(refused, 1);
+    answer_roots(&client, &url, &asking, &asked).await;
+    assert_eq!(call_answer(&mut again, 30).await, format!("answered {ASKS}, refused 1"));
+}
+
+/// Notifications a full queue dropped in `direction` so far (the fixture's observer logs each).
+fn dropped(state: &State, direction: &str) -> usize {
+    let line = format!("observed notification dropped {direction}");
+    state.events().iter().filter(|l| **l == line).count()
+}
+
+/// Notifications to a client that stops reading (`outbox.rs`, to the client): a downstream
+/// floods 5,000 log notifications of 4 KiB while the client reads nothing; the gateway
+/// queues at most 256, drops and counts the rest, and its memory stays put; once the client
+/// reads again, the call's answer and `ping` are answered.
+#[test]
+fn a_client_that_stops_reading_gets_notifications_dropped_and_counted_and_is_answered_once_it_reads() {
+    let state = State::new();
+    state.allow_mutations();
+    let mut gateway = RawGateway::start(&state, &[], &[path_text(&conformance_fixture())]);
+    let pid = gateway.child.id();
+    assert!(gateway.initialize().get("result").is_some());
+    let before = rss_kb(pid);
+    gateway.pause_reading(true);
+    let flood = 5_000;
+    gateway.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "flood_logging", "arguments": {"count": flood, "size": 4096}}}));
+    // At most the queue, the writer's and the pipe's few hundred get through.
+    let most = wait_until(ANSWER, || dropped(&state, "to_client") >= flood - 1000);
+    assert!(most, "drops counted: {} of {flood}", dropped(&state, "to_client"));
+    let after = rss_kb(pid);
+    eprintln!("gateway VmRSS: {before} kB before, {after} kB with a client not reading {flood} notifications");
+    assert!(after < before + RSS_GROWTH_KB, "VmRSS grew from {before} kB to {after} kB");
+
+    gateway.pause_reading(false);
+    read_until(&mut gateway, ANSWER, "the flooding call's answer", |frame| {
+        if frame["id"] == 2 {
+            assert_eq!(frame["result"]["content"][0]["text"], format!("flooded {flood}"), "{frame}");
+            return true;
+        }
+        assert!(frame["method"].as_str().is_some_and(|m| m.starts_with("notifications/")), "{frame}");
+        false
+    });
+    let pong = gateway.request(3, "ping", json!({}));
+    assert_eq!(pong["result"], json!({}), "{pong}");
+    let dropped = dropped(&state, "to_client");
+    assert!(dropped < flood, "some were delivered: {dropped}");
+}
+
+/// Notifications to a downstream that stops reading (`outbox.rs`, to the downstream): the
+/// client floods 5,000 custom notifications of 4 KiB while the downstream reads nothing;
+/// the gateway drops and counts all but a queue's worth, its memory stays put, it keeps
+/// answering the client; once the downstream reads again it gets exactly the ones not
+/// dropped, and answers.
+#[test]
+fn a_downstream_that_stops_reading_gets_notifications_dropped_and_counted_and_serves_once_it_reads() {
+    use crate::harness::{peers, python};
+    let state = State::new();
+    state.allow_mutations();
+    let until = state.path().join("read-again");
+    let stall = [path_text(&python()), path_text(&peers().join("tests/peers/stall_server.py"))];
+    let mut gateway = RawGateway::start(&state, &[], &stall);
+    let pid = gateway.child.id();
+    assert!(gateway.initialize().get("result").is_some());
+    let call = |name: &str, arguments: Value| json!({"name": name, "arguments": arguments});
+    let stalled = gateway.request(2, "tools/call", call("stall", json!({"until": path_text(&until)})));
+    assert_eq!(stalled["result"]["content"][0]["text"], "stalling", "{stalled}");
+
+    let before = rss_kb(pid);
+    let flood = 5_000;
+    let pad = "x".repeat(4096);
+    gateway.send_bytes(&lines(
+        (0..flood)
+            .map(|i| json!({"jsonrpc": "2.0", "method": "notifications/x-flood", "params": {"n": i, "pad": pad}})),
+    ));
+    let most = wait_until(ANSWER, || dropped(&state, "to_downstream") >= flood - 1000);
+    assert!(most, "drops counted: {} of {flood}", dropped(&state, "to_downstream"));
+    let after = rss_kb(pid);
+    eprintln!("gateway VmRSS: {before} kB before, {after} kB with a downstream not reading {flood} notifications");
+    assert!(after < before + RSS_GROWTH_KB, "VmRSS grew from {before} kB to {after} kB");
+    let pong = gateway.request(3, "ping", json!({}));
+    assert_eq!(pong["result"], json!({}), "the client is served meanwhile: {pong}");
+
+    std::fs::write(&until, b"").expect("let the downstream read again");
+    let dropped = dropped(&state, "to_downstream");
+    let mut id = 10;
+    let all = wait_until(ANSWER, || {
+        id += 1;
+        let received = gateway.request(id, "tools/call", call("received", json!({})));
+        let text = received["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{received}"));
+        text.parse::<usize>().expect("a count") == flood - dropped
+    });
+    assert!(all, "the downstream got every notification not dropped ({} of {flood})", flood - dropped);
 }

@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
@@ -115,11 +116,24 @@ pub fn alive(pid: u32) -> bool {
 }
 
 fn spawn_lines(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    spawn_pausable_lines(stream, Arc::default())
+}
+
+/// [`spawn_lines`] that reads nothing while `paused` holds (the pipe then fills up).
+fn spawn_pausable_lines(stream: impl std::io::Read + Send + 'static, paused: Arc<AtomicBool>) -> Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines() {
-            let Ok(line) = line else { return };
-            if tx.send(line).is_err() {
+        let mut reader = BufReader::with_capacity(4096, stream);
+        loop {
+            while paused.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if tx.send(line.trim_end_matches('\n').to_owned()).is_err() {
                 return;
             }
         }
@@ -132,6 +146,8 @@ pub struct RawGateway {
     pub child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
+    /// While set, nothing reads the gateway's stdout.
+    paused: Arc<AtomicBool>,
 }
 
 impl RawGateway {
@@ -148,8 +164,14 @@ impl RawGateway {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("the fixture starts");
-        let lines = spawn_lines(child.stdout.take().expect("piped stdout"));
-        Self { stdin: child.stdin.take(), child, lines }
+        let paused = Arc::new(AtomicBool::new(false));
+        let lines = spawn_pausable_lines(child.stdout.take().expect("piped stdout"), paused.clone());
+        Self { stdin: child.stdin.take(), child, lines, paused }
+    }
+
+    /// Stop reading the gateway's stdout (a client that does not read), or read again.
+    pub fn pause_reading(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Release);
     }
 
     pub fn send_bytes(&mut self, bytes: &[u8]) {

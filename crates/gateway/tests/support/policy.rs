@@ -10,7 +10,8 @@
 //!   `attach NAME VERSION PROTOCOL`, `decide TOOL CLASS allowed|refused`, `detach N REASON`,
 //!   `shutdown REASON`, `forwarded TOOL ok|error` (the answer of an allowed call),
 //!   `probe TOOL ok|error TEXT` (see `probe`); as the fixture's observer also
-//!   `observed restart` and `observed quarantined true|false` (downstream supervision);
+//!   `observed restart` and `observed quarantined true|false` (downstream supervision), and
+//!   `observed notification dropped to_client|to_downstream` (a full notification queue);
 //! * `probe` — while it holds `TOOL {json arguments}`, every `decide` first calls that tool
 //!   on the downstream through the call's link, as the PR workflow reads a head.
 //!
@@ -173,5 +174,9 @@ impl GatewayObserver for TestPolicy {
 
     fn downstream_quarantined(&self, quarantined: bool) {
         self.log(&format!("observed quarantined {quarantined}"));
+    }
+
+    fn notification_dropped(&self, direction: &'static str) {
+        self.log(&format!("observed notification dropped {direction}"));
     }
 }

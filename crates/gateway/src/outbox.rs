@@ -1,0 +1,104 @@
+//! Notifications between a client and its downstream, one bounded queue per channel and
+//! direction, each drained by one forwarding task.
+//!
+//! rmcp hands every notification it reads to a task of its own and sends with no
+//! backpressure, so a receiver that stops reading (a client not reading stdout or its event
+//! stream, a downstream not reading stdin) would pile up one task per notification. Here a
+//! notification is put on its channel's queue without waiting: past
+//! [`MAX_QUEUED_NOTIFICATIONS`] it is dropped, counted (the observer's
+//! [`crate::GatewayObserver::notification_dropped`], `fleetgate_notifications_dropped_total`)
+//! and logged at most once per [`LOG_EVERY`] per queue with the number dropped since.
+//!
+//! Cancellations never take this path, so none is dropped: a client's `notifications/cancelled`
+//! is rmcp's (it cancels the forwarded request, whose own task tells the downstream, one per
+//! request in flight, under `routes::MAX_IN_FLIGHT`); the downstream's cancellation of a
+//! question to the client is sent by that question's task (under `routes::MAX_PENDING_ASKS`);
+//! the downstream's own `notifications/cancelled` is rmcp's.
+
+use crate::control::AttachmentId;
+use crate::observe::GatewayObserver;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::sync::mpsc::{self, error::TrySendError};
+use tokio::time::Instant;
+
+/// Notifications waiting to be forwarded, per channel and direction, at most.
+pub(crate) const MAX_QUEUED_NOTIFICATIONS: usize = 256;
+
+/// At most one log line per queue this often while it drops.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Which way a queue forwards: the `direction` label of the drop count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// From the downstream to the client (progress, logging, list changes, …).
+    ToClient,
+    /// From the client to the downstream (roots list changes, custom notifications).
+    ToDownstream,
+}
+
+impl Direction {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Self::ToClient => "to_client",
+            Self::ToDownstream => "to_downstream",
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Drops {
+    /// Dropped since the last log line.
+    unlogged: u64,
+    last_logged: Option<Instant>,
+}
+
+/// The sending end of one bounded notification queue.
+#[derive(Debug)]
+pub(crate) struct Outbox<T> {
+    direction: Direction,
+    attachment: AttachmentId,
+    tx: mpsc::Sender<T>,
+    observer: Option<Arc<dyn GatewayObserver>>,
+    drops: Mutex<Drops>,
+}
+
+impl<T> Outbox<T> {
+    /// A queue for `attachment`'s channel, and its receiving end for the forwarding task.
+    pub(crate) fn new(
+        direction: Direction,
+        attachment: AttachmentId,
+        observer: Option<Arc<dyn GatewayObserver>>,
+    ) -> (Self, mpsc::Receiver<T>) {
+        let (tx, rx) = mpsc::channel(MAX_QUEUED_NOTIFICATIONS);
+        (Self { direction, attachment, tx, observer, drops: Mutex::default() }, rx)
+    }
+
+    /// Queue `item` without waiting; `false` when it was dropped (the queue is full, or its
+    /// forwarding task is gone with the channel).
+    pub(crate) fn push(&self, item: T) -> bool {
+        match self.tx.try_send(item) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                self.dropped();
+                false
+            }
+            Err(TrySendError::Closed(_)) => false,
+        }
+    }
+
+    fn dropped(&self) {
+        if let Some(observer) = &self.observer {
+            observer.notification_dropped(self.direction.label());
+        }
+        let mut drops = self.drops.lock().unwrap_or_else(PoisonError::into_inner);
+        drops.unlogged += 1;
+        if drops.last_logged.is_none_or(|at| at.elapsed() >= LOG_EVERY) {
+            tracing::warn!(attachment = %self.attachment, direction = self.direction.label(),
+                dropped = drops.unlogged, limit = MAX_QUEUED_NOTIFICATIONS,
+                "notifications dropped: the receiving side is not reading and the queue is full");
+            drops.unlogged = 0;
+            drops.last_logged = Some(Instant::now());
+        }
+    }
+}
