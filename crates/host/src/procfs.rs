@@ -85,6 +85,8 @@ struct Known {
     /// It had run for [`SETTLED`] when read: a wrapper that execs its program (`env`,
     /// `sh -c 'exec …'`) has done so by then, so the read may serve later scans.
     settled: bool,
+    /// Its environment, once asked for: the block exec gave it, kept while the image is.
+    environ: Option<EnvSnapshot>,
 }
 
 /// How long a process must have run before what was read of it serves later scans: a
@@ -173,12 +175,14 @@ impl ProcFs {
         };
         let age_ticks = ticks_since_boot(ticks).saturating_sub(stat.start_ticks);
         let settled = Duration::from_secs(u64::try_from(age_ticks / ticks.max(1)).unwrap_or(0)) >= SETTLED;
+        let environ = self.known().get(&pid).filter(|k| same(k)).and_then(|k| k.environ.clone());
         let known = Known {
             start_ticks: stat.start_ticks,
             image: stat.image,
             entry: entry.clone(),
             read_at: Instant::now(),
             settled,
+            environ,
         };
         self.known().insert(pid, known);
         entry
@@ -228,11 +232,21 @@ impl ProcessSource for ProcFs {
         self.read_entry(&self.root.join(pid.to_string()), pid, boot, clock_ticks())
     }
 
+    /// Read again unless a scan within the reuse found the process settled and unchanged
+    /// since its environment was read.
     fn environ(&self, pid: i64) -> Result<EnvSnapshot, HostError> {
+        let fresh = |k: &&Known| k.settled && k.read_at.elapsed() < self.reuse;
+        if let Some(env) = self.known().get(&pid).filter(fresh).and_then(|k| k.environ.clone()) {
+            return Ok(env);
+        }
         let path = self.root.join(pid.to_string()).join("environ");
         let raw = std::fs::read(&path)
             .map_err(|e| HostError::new(HostErrorKind::Unreadable, format!("cannot read {}: {e}", path.display())))?;
-        Ok(parse_environ(&raw))
+        let env = parse_environ(&raw);
+        if let Some(known) = self.known().get_mut(&pid).filter(|k| k.settled) {
+            known.environ = Some(env.clone());
+        }
+        Ok(env)
     }
 
     fn open_files(&self, pid: i64) -> Result<BTreeSet<(u64, u64)>, HostError> {
@@ -463,6 +477,36 @@ mod tests {
         std::fs::remove_dir_all(root.path().join("42")).unwrap();
         assert_eq!(argv(), [(43, vec!["new".to_owned()])], "an exit at once");
         assert_eq!(fs.entry(43).map(|e| e.argv), Some(vec!["new".to_owned()]));
+    }
+
+    #[test]
+    fn an_environment_is_read_once_per_image_within_the_reuse() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("stat"), "btime 1700000000\n").unwrap();
+        let dir = root.path().join("42");
+        std::fs::create_dir(&dir).unwrap();
+        let write = |image, env: &[u8]| {
+            std::fs::write(dir.join("stat"), stat_line(100, image)).unwrap();
+            std::fs::write(dir.join("cmdline"), b"gitea-mcp\0").unwrap();
+            std::fs::write(dir.join("environ"), env).unwrap();
+        };
+        let get =
+            |fs: &ProcFs, key: &str| fs.environ(42).unwrap().iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_owned());
+        let fs = ProcFs::at(root.path()).reusing_for(Duration::from_secs(3600));
+        write([1, 2, 3, 4], b"A=1\0");
+        assert_eq!(get(&fs, "A"), Some("1".into()), "never scanned: read");
+        write([1, 2, 3, 4], b"A=2\0");
+        assert_eq!(get(&fs, "A"), Some("2".into()), "not known to a scan: read again");
+        fs.entries().unwrap();
+        assert_eq!(get(&fs, "A"), Some("2".into()));
+        write([1, 2, 3, 4], b"A=3\0");
+        assert_eq!(get(&fs, "A"), Some("2".into()), "the block exec gave it, while the image is the same");
+        let rescan = ProcFs::at(root.path()).reusing_for(Duration::ZERO);
+        rescan.entries().unwrap();
+        assert_eq!(get(&rescan, "A"), Some("3".into()));
+        write([5, 6, 7, 8], b"A=4\0");
+        rescan.entries().unwrap();
+        assert_eq!(get(&rescan, "A"), Some("4".into()), "an exec's new environment");
     }
 
     #[test]
