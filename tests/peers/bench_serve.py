@@ -20,6 +20,12 @@ mutating: the gate reads the fleet and waits for its audit entry to be committed
 read-only call of @modelcontextprotocol/server-everything (`echo`).
 
 Raw JSON-RPC lines over pipes, so the client's own cost is the same on both sides and small.
+
+BENCH_SERVE_BASELINE=DIR (a directory holding another build's `fleetgate`, e.g. the commit
+before a change) compares the two builds under the same load: the fast fixture's read and
+mutating scenarios run in rounds, this build then the baseline, four times over (each round a
+fresh store and fresh processes, one build at a time, so neither sees the other as a foreign
+fleet), and the median of the rounds is printed for each build.
 """
 
 from __future__ import annotations
@@ -120,9 +126,9 @@ def scenario(label: str, direct: Peer, gateway: Peer, tool: str, arguments: dict
     return row
 
 
-def main() -> None:
-    fleetgate, fast, node, everything = sys.argv[1:5]
-    smoke = "--smoke" in sys.argv[5:]
+def fleet(fleetgate: str) -> tuple[list[str], dict[str, str]]:
+    """`fleetgate serve` of `fleetgate` on a fresh store and checkout (its argv up to `--`), and
+    its environment."""
     state = tempfile.mkdtemp(prefix="fleetgate-bench-serve-")
     config = os.path.join(state, "fleet.toml")
     with open(config, "w") as f:
@@ -139,7 +145,52 @@ def main() -> None:
     }
     serve = [fleetgate, "--store", os.path.join(state, "registry.sqlite3"), "--config", config,
              "serve", "--profile", "bench-author", "--repo-root", repo, "--"]
+    return serve, env
+
+
+def against_baseline(fleetgate: str, baseline: str, fast: str, n: int) -> list[dict]:
+    """Both builds' fast-fixture scenarios in alternating rounds; each build's round medians."""
+    rounds: dict[str, list[list[dict]]] = {"this build": [], "baseline": []}
+    print(f"== this build vs the baseline ({baseline}), 4 alternating rounds of {n} calls each")
+    for _ in range(4):
+        for label, binary in (("this build", fleetgate), ("baseline", os.path.join(baseline, "fleetgate"))):
+            serve, env = fleet(binary)
+            direct, gateway = Peer([fast]), Peer(serve + [fast], env)
+            # Steady state: the gate's process scan reads a process again at every call while
+            # it is younger than 2 s (a launcher may be about to exec), as at a fleet's start.
+            time.sleep(2.5)
+            rounds[label].append([
+                scenario(f"{label}: read", direct, gateway, "test_simple_text", {}, n),
+                scenario(f"{label}: mutating", direct, gateway, "test_audio_content", {}, n),
+            ])
+            direct.close()
+            gateway.close()
+    rows = []
+    keys = ("added_median_ms", "added_p99_ms", "cpu_s_per_10k", "switches_per_call")
+    for label, runs in rounds.items():
+        for i, name in enumerate(("read", "mutating")):
+            row = {"scenario": f"{label}: {name}, median of 4 rounds"}
+            row.update({k: statistics.median(r[i][k] for r in runs) for k in keys})
+            print(f"{row['scenario']:<44} added median {row['added_median_ms']:+6.3f} ms "
+                  f"p99 {row['added_p99_ms']:+6.3f} ms  CPU {row['cpu_s_per_10k']:5.2f} s/10k  "
+                  f"{row['switches_per_call']:5.2f} cs/call")
+            rows.append(row)
+    return rows
+
+
+def main() -> None:
+    fleetgate, fast, node, everything = sys.argv[1:5]
+    smoke = "--smoke" in sys.argv[5:]
     n = 200 if smoke else 5000
+    baseline = os.environ.get("BENCH_SERVE_BASELINE")
+    if baseline:
+        rows = against_baseline(fleetgate, baseline, fast, n // 4)
+        out = os.environ.get("BENCH_SERVE_JSON")
+        if out:
+            with open(out, "w") as f:
+                json.dump(rows, f, indent=2)
+        return
+    serve, env = fleet(fleetgate)
     rows = []
     print(f"== alternated calls, direct vs through `fleetgate serve` (median/p99), {n} calls each")
     direct, gateway = Peer([fast]), Peer(serve + [fast], env)
