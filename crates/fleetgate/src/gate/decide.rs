@@ -419,7 +419,8 @@ impl Gate {
 
 /// What operators do about `audit_unavailable`.
 pub const AUDIT_UNAVAILABLE_ACTION: &str = "the store did not take the call's audit entry in time, so the mutation \
-     was not forwarded: check the store (`fleetgate runtime context`, a lock held on it, a full disk), then retry";
+     was not forwarded: check the store (`fleetgate runtime context`, a lock held on it, a full disk, a \
+     filesystem gone read-only or failing), then retry";
 
 /// An allowed mutation whose audit entry is not committed: refused.
 fn audit_refusal(verdict: &mut Capability, problem: String) {

@@ -1,6 +1,7 @@
 //! Disk and store faults under a serving gateway (issue 19): the SQLite store on a small
 //! tmpfs in a private mount namespace of the gateway's own, filled up and remounted
-//! read-only under it, and the store's write lock held past its 5 s deadline. Each time a
+//! read-only under it; on an ext4 loop device the kernel turns read-only after an error; and
+//! the store's write lock held past its 5 s deadline. Each time a
 //! mutating `tools/call` is refused with a named blocker, reads are still forwarded to the
 //! real `mcp-server-git`, the gateway keeps answering, and once the fault clears mutations
 //! are forwarded again and the audit trail is whole. Driven over raw stdio JSON-RPC.
@@ -267,4 +268,112 @@ fn a_lock_held_past_the_store_deadline_fails_renewals_as_transient_and_refuses_m
     let entries = f.audit_until(|e| e.iter().any(|e| e["allowed"] == false))["entries"].as_array().cloned().unwrap();
     assert_trail_records(&entries, "audit_unavailable");
     assert_eq!(integrity(&f.store()), "ok");
+}
+
+/// A loop device over an ext4 image in the fleet's directory, detached when dropped.
+struct Ext4 {
+    device: String,
+}
+
+impl Ext4 {
+    fn new(image: &std::path::Path) -> Self {
+        std::fs::File::create(image).unwrap().set_len(32 << 20).unwrap();
+        let out = Command::new("losetup").args(["-f", "--show"]).arg(image).output().unwrap();
+        assert!(
+            out.status.success(),
+            "this test needs root and a free loop device (`losetup -f`): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ext4 = Self { device: String::from_utf8_lossy(&out.stdout).trim().to_owned() };
+        ext4.run("mkfs.ext4", &["-q", "-F"]);
+        ext4
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let out = Command::new(program).args(args).arg(&self.device).output().unwrap();
+        assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// A gateway whose store is on this filesystem, mounted `errors=remount-ro` at `mount` in
+    /// a private mount namespace of its own (the mount ends with it).
+    fn gateway(&self, f: &FleetDir, downstream: &[String], mount: &std::path::Path) -> Raw {
+        let downstream: Vec<&str> = downstream.iter().map(String::as_str).collect();
+        let mut serve = f.serve_argv("prgs-author", "c", &downstream);
+        let at = serve.iter().position(|a| a == "--store").unwrap();
+        serve[at + 1] = mount.join("fleet/registry.sqlite3").display().to_string();
+        let mut argv: Vec<String> = ["unshare", "-m", "--propagation", "private", "sh", "-c"].map(str::to_owned).into();
+        argv.push(r#"dev=$1; shift; mount -o errors=remount-ro "$dev" "$0" && exec /usr/bin/env "$@""#.to_owned());
+        argv.push(mount.display().to_string());
+        argv.push(self.device.clone());
+        argv.extend(serve);
+        Raw::start(&argv)
+    }
+
+    /// What the kernel does on a metadata error under `errors=remount-ro`: the filesystem goes
+    /// read-only at once, open files and all (ext4's own test hook for it).
+    fn fail(&self) {
+        let name = self.device.rsplit('/').next().unwrap();
+        std::fs::write(format!("/sys/fs/ext4/{name}/trigger_fs_error"), "fleetgate fault test").unwrap();
+    }
+}
+
+impl Drop for Ext4 {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.device).status();
+    }
+}
+
+/// The kernel turning the store's filesystem read-only under a serving gateway (ext4 after an
+/// error, `errors=remount-ro`, which unlike `mount -o remount,ro` does not wait for writers):
+/// mutations are refused `audit_unavailable`, reads forwarded, the gateway answers. Such a
+/// filesystem comes back only through fsck and a new mount, which the open store prevents:
+/// the operator stops the gateway, repairs, and starts it again, and then the store is whole
+/// (what had reached the disk before the fault is there, `integrity_check` ok) and mutations
+/// go on.
+#[test]
+fn a_filesystem_the_kernel_turns_read_only_refuses_mutations_and_a_restart_after_fsck_recovers() {
+    let _serial = serial();
+    let (f, downstream) = fleet("disk-error");
+    let mount = f.dir.path().join("ext4");
+    std::fs::create_dir(&mount).unwrap();
+    let ext4 = Ext4::new(&f.dir.path().join("ext4.img"));
+
+    let mut g = ext4.gateway(&f, &downstream, &mount);
+    assert_forwarded(&mut g, &f);
+    let pid = g.pid();
+    // On disk, not only in the page cache: under `synchronous = NORMAL` a commit reaches the
+    // disk with the filesystem's next journal commit, and an aborted journal loses what had not
+    // (as a crash would; README "The audit log").
+    let synced = Command::new("sync").arg("-f").arg(format!("/proc/{pid}/root{}", mount.display())).status();
+    assert!(synced.unwrap().success());
+    ext4.fail();
+    let refusal = refused_mutation(&mut g, &f, 30.0);
+    assert!(refusal.starts_with("audit_unavailable"), "{refusal}");
+    assert!(refusal.contains("disk I/O error") && refusal.contains("read-only"), "named, with the action: {refusal}");
+    let (err, text) = status(&mut g, &f);
+    assert!(!err && text.contains("a.txt"), "reads are still forwarded: {text}");
+    let context = g.control("gitea_get_runtime_context", json!({}));
+    assert_eq!(context["worker_heartbeat"]["running"], true, "alive, its supervisor running: {context}");
+    g.stop();
+    assert!(wait_until(10.0, || !std::path::Path::new(&format!("/proc/{pid}")).exists()), "its namespace ended");
+
+    let repaired = Command::new("fsck.ext4").args(["-f", "-y"]).arg(&ext4.device).status().unwrap();
+    assert!(repaired.code().is_some_and(|c| c <= 1), "fsck repaired it: {repaired}");
+    let mut g = ext4.gateway(&f, &downstream, &mount);
+    assert_forwarded(&mut g, &f);
+    let store = mount.join("fleet/registry.sqlite3");
+    let entries = audit(g.pid(), &store, &f, |e| e.iter().filter(|e| e["allowed"] == true).count() >= 2);
+    let allowed = entries.iter().filter(|e| e["tool"] == "git_add" && e["allowed"] == true).count();
+    assert!(allowed >= 2, "the mutation committed before the fault and the one after: {entries:?}");
+    let ids: Vec<i64> = entries.iter().filter_map(|e| e["id"].as_i64()).collect();
+    assert!(ids.windows(2).all(|w| w[1] > w[0]), "in order: {ids:?}");
+    // Read inside its namespace: SQLite does not open this store through `/proc/PID/root`.
+    let check =
+        "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])";
+    let out = Command::new("nsenter")
+        .args(["-t", &g.pid().to_string(), "-m", "python3", "-c", check])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok", "{}", String::from_utf8_lossy(&out.stderr));
 }
