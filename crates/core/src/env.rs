@@ -41,6 +41,34 @@ pub enum EnvKey {
     OtelExporterOtlpTracesEndpoint,
     /// `OTEL_SERVICE_NAME`: the `service.name` of the exported spans.
     OtelServiceName,
+    /// `OTEL_EXPORTER_OTLP_HEADERS`: headers sent with every export (read by the OpenTelemetry SDK).
+    OtelExporterOtlpHeaders,
+    /// `OTEL_EXPORTER_OTLP_TRACES_HEADERS`: headers sent with every trace export (read by the OpenTelemetry SDK).
+    OtelExporterOtlpTracesHeaders,
+    /// `OTEL_EXPORTER_OTLP_TIMEOUT`: export timeout (read by the OpenTelemetry SDK; fleetgate sets 5 s, which wins).
+    OtelExporterOtlpTimeout,
+    /// `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`: trace export timeout (read by the OpenTelemetry SDK; fleetgate sets 5 s, which wins).
+    OtelExporterOtlpTracesTimeout,
+    /// `OTEL_BSP_MAX_CONCURRENT_EXPORTS`: batch span processor: concurrent exports (read by the OpenTelemetry SDK).
+    OtelBspMaxConcurrentExports,
+    /// `OTEL_BSP_MAX_QUEUE_SIZE`: batch span processor: queue size (read by the OpenTelemetry SDK).
+    OtelBspMaxQueueSize,
+    /// `OTEL_BSP_SCHEDULE_DELAY`: batch span processor: delay between exports (read by the OpenTelemetry SDK).
+    OtelBspScheduleDelay,
+    /// `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`: batch span processor: spans per export (read by the OpenTelemetry SDK).
+    OtelBspMaxExportBatchSize,
+    /// `OTEL_BSP_EXPORT_TIMEOUT`: batch span processor: export timeout (read by the OpenTelemetry SDK).
+    OtelBspExportTimeout,
+    /// `OTEL_TRACES_SAMPLER`: sampler (read by the OpenTelemetry SDK).
+    OtelTracesSampler,
+    /// `OTEL_TRACES_SAMPLER_ARG`: sampler argument (read by the OpenTelemetry SDK).
+    OtelTracesSamplerArg,
+    /// `OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`: attributes per span (read by the OpenTelemetry SDK).
+    OtelSpanAttributeCountLimit,
+    /// `OTEL_SPAN_EVENT_COUNT_LIMIT`: events per span (read by the OpenTelemetry SDK).
+    OtelSpanEventCountLimit,
+    /// `OTEL_SPAN_LINK_COUNT_LIMIT`: links per span (read by the OpenTelemetry SDK).
+    OtelSpanLinkCountLimit,
     /// `XDG_STATE_HOME`: base of the default store path.
     XdgStateHome,
     /// `XDG_CONFIG_HOME`: base of the default config path.
@@ -159,6 +187,90 @@ pub const DECLARED: &[KeySpec] = &[
         key: EnvKey::OtelServiceName,
         name: KeyName::Plain("OTEL_SERVICE_NAME"),
         meaning: "service.name of the exported spans (default fleetgate)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelExporterOtlpHeaders,
+        name: KeyName::Plain("OTEL_EXPORTER_OTLP_HEADERS"),
+        meaning: "headers sent with every export (read by the OpenTelemetry SDK)",
+        secret: true,
+    },
+    KeySpec {
+        key: EnvKey::OtelExporterOtlpTracesHeaders,
+        name: KeyName::Plain("OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
+        meaning: "headers sent with every trace export (read by the OpenTelemetry SDK)",
+        secret: true,
+    },
+    KeySpec {
+        key: EnvKey::OtelExporterOtlpTimeout,
+        name: KeyName::Plain("OTEL_EXPORTER_OTLP_TIMEOUT"),
+        meaning: "export timeout (read by the OpenTelemetry SDK; fleetgate sets 5 s, which wins)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelExporterOtlpTracesTimeout,
+        name: KeyName::Plain("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"),
+        meaning: "trace export timeout (read by the OpenTelemetry SDK; fleetgate sets 5 s, which wins)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelBspMaxConcurrentExports,
+        name: KeyName::Plain("OTEL_BSP_MAX_CONCURRENT_EXPORTS"),
+        meaning: "batch span processor: concurrent exports (read by the OpenTelemetry SDK)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelBspMaxQueueSize,
+        name: KeyName::Plain("OTEL_BSP_MAX_QUEUE_SIZE"),
+        meaning: "batch span processor: queue size (read by the OpenTelemetry SDK)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelBspScheduleDelay,
+        name: KeyName::Plain("OTEL_BSP_SCHEDULE_DELAY"),
+        meaning: "batch span processor: delay between exports (read by the OpenTelemetry SDK)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelBspMaxExportBatchSize,
+        name: KeyName::Plain("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+        meaning: "batch span processor: spans per export (read by the OpenTelemetry SDK)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelBspExportTimeout,
+        name: KeyName::Plain("OTEL_BSP_EXPORT_TIMEOUT"),
+        meaning: "batch span processor: export timeout (read by the OpenTelemetry SDK)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelTracesSampler,
+        name: KeyName::Plain("OTEL_TRACES_SAMPLER"),
+        meaning: "sampler (read by the OpenTelemetry SDK)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelTracesSamplerArg,
+        name: KeyName::Plain("OTEL_TRACES_SAMPLER_ARG"),
+        meaning: "sampler argument (read by the OpenTelemetry SDK)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelSpanAttributeCountLimit,
+        name: KeyName::Plain("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT"),
+        meaning: "attributes per span (read by the OpenTelemetry SDK)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelSpanEventCountLimit,
+        name: KeyName::Plain("OTEL_SPAN_EVENT_COUNT_LIMIT"),
+        meaning: "events per span (read by the OpenTelemetry SDK)",
+        secret: false,
+    },
+    KeySpec {
+        key: EnvKey::OtelSpanLinkCountLimit,
+        name: KeyName::Plain("OTEL_SPAN_LINK_COUNT_LIMIT"),
+        meaning: "links per span (read by the OpenTelemetry SDK)",
         secret: false,
     },
     KeySpec {
@@ -392,6 +504,20 @@ mod tests {
             EnvKey::OtelExporterOtlpEndpoint,
             EnvKey::OtelExporterOtlpTracesEndpoint,
             EnvKey::OtelServiceName,
+            EnvKey::OtelExporterOtlpHeaders,
+            EnvKey::OtelExporterOtlpTracesHeaders,
+            EnvKey::OtelExporterOtlpTimeout,
+            EnvKey::OtelExporterOtlpTracesTimeout,
+            EnvKey::OtelBspMaxConcurrentExports,
+            EnvKey::OtelBspMaxQueueSize,
+            EnvKey::OtelBspScheduleDelay,
+            EnvKey::OtelBspMaxExportBatchSize,
+            EnvKey::OtelBspExportTimeout,
+            EnvKey::OtelTracesSampler,
+            EnvKey::OtelTracesSamplerArg,
+            EnvKey::OtelSpanAttributeCountLimit,
+            EnvKey::OtelSpanEventCountLimit,
+            EnvKey::OtelSpanLinkCountLimit,
             EnvKey::XdgStateHome,
             EnvKey::XdgConfigHome,
             EnvKey::Home,

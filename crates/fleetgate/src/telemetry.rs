@@ -17,6 +17,11 @@ pub const DEFAULT_SERVICE_NAME: &str = "fleetgate";
 /// The path OTLP/HTTP appends to a base endpoint for traces.
 const TRACES_PATH: &str = "/v1/traces";
 
+/// `url` as messages show it: a password or token in its userinfo masked.
+fn shown(url: &str) -> String {
+    fleetgate_core::redact::redact_url_userinfo(url).unwrap_or_else(|| url.to_owned())
+}
+
 /// Where and as what the spans are exported.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OtlpSettings {
@@ -26,6 +31,13 @@ pub struct OtlpSettings {
     pub source: String,
     /// The `service.name` resource attribute.
     pub service_name: String,
+}
+
+impl OtlpSettings {
+    /// The traces URL as messages show it (userinfo masked).
+    pub fn shown_endpoint(&self) -> String {
+        shown(&self.traces_endpoint)
+    }
 }
 
 /// The export configured by the environment (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, used as
@@ -54,7 +66,8 @@ pub fn resolve(env: &EnvSnapshot, config_endpoint: Option<&str>) -> Result<Optio
 /// refused: this build's exporter carries no TLS (a collector on the host or a sidecar
 /// speaks plain HTTP).
 pub fn check_endpoint(key: &str, url: &str, base: bool) -> Result<String, String> {
-    let bad = |why: &str| format!("{key} {url:?} is not a usable OTLP/HTTP endpoint: {why}");
+    let shown = shown(url);
+    let bad = |why: &str| format!("{key} {shown:?} is not a usable OTLP/HTTP endpoint: {why}");
     let uri: axum::http::Uri = url.parse().map_err(|e| bad(&format!("{e}")))?;
     match uri.scheme_str() {
         Some("http") => {}
@@ -150,6 +163,16 @@ mod tests {
     fn nothing_configured_exports_nothing() {
         assert_eq!(resolve(&env(&[]), None), Ok(None));
         assert_eq!(resolve(&env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", ""), ("OTEL_SERVICE_NAME", "x")]), None), Ok(None));
+    }
+
+    #[test]
+    fn a_password_in_the_endpoint_is_masked_wherever_it_is_shown() {
+        let secret = "http://user:hunter2@c:4318";
+        let settings = resolve(&env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", secret)]), None).unwrap().unwrap();
+        assert_eq!(settings.traces_endpoint, "http://user:hunter2@c:4318/v1/traces", "used as given");
+        assert!(!settings.shown_endpoint().contains("hunter2"), "{}", settings.shown_endpoint());
+        let e = resolve(&env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://user:hunter2@c")]), None).unwrap_err();
+        assert!(!e.contains("hunter2") && e.contains("user:"), "{e}");
     }
 
     #[test]

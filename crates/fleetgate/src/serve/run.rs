@@ -36,7 +36,8 @@ pub fn run_serve(settings: ServeSettings) -> anyhow::Result<u8> {
             options.trace = Some(started.trace);
             eprintln!(
                 "fleetgate serve: exporting spans to {} (OTLP/HTTP, service.name {})",
-                otlp.traces_endpoint, otlp.service_name
+                otlp.shown_endpoint(),
+                otlp.service_name
             );
             (Some(started.layer), Some(started.telemetry))
         }

@@ -66,14 +66,14 @@ pub(super) fn start(settings: &OtlpSettings) -> anyhow::Result<(Export, ExtraLay
         .with_timeout(EXPORT_TIMEOUT)
         .build()
         .with_context(|| {
-            format!("cannot set up OpenTelemetry export to {} ({})", settings.traces_endpoint, settings.source)
+            format!("cannot set up OpenTelemetry export to {} ({})", settings.shown_endpoint(), settings.source)
         })?;
     let resource = opentelemetry_sdk::Resource::builder_empty()
         .with_service_name(settings.service_name.clone())
         .with_attribute(opentelemetry::KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
         .build();
     let provider = SdkTracerProvider::builder()
-        .with_batch_exporter(Logged::new(exporter, settings.traces_endpoint.clone()))
+        .with_batch_exporter(Logged::new(exporter, settings.shown_endpoint()))
         .with_resource(resource)
         .build();
     let tracer = provider.tracer("fleetgate");
