@@ -60,6 +60,37 @@ fn queued_entries_and_a_waited_entry_are_committed_in_order() {
     assert!(auditor.flush(Duration::from_secs(5)));
 }
 
+/// Poll (bounded) until `store` holds `n` entries.
+fn committed(store: &dyn Store, n: usize) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if tools(store).len() >= n {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    false
+}
+
+#[test]
+fn the_writer_commits_what_nobody_waits_for_while_it_lingers_and_once_idle() {
+    let (_d, store) = fresh_store();
+    let auditor = Auditor::new(store.clone(), Duration::from_secs(5));
+    assert_eq!(auditor.queue(entry("read_0", true)), AuditReceipt::Queued);
+    assert!(committed(&*store, 1), "a lone queued entry is committed without a flush");
+    // Right after that commit the thread lingers instead of going idle: nothing wakes it,
+    // its own timer does.
+    assert_eq!(auditor.queue(entry("read_1", true)), AuditReceipt::Queued);
+    assert!(committed(&*store, 2), "an entry queued while the writer lingers after a commit");
+    // Past that linger it is idle, and a queued entry wakes it.
+    std::thread::sleep(fleetgate::audit::LINGER * 4);
+    assert_eq!(auditor.queue(entry("read_2", true)), AuditReceipt::Queued);
+    assert!(committed(&*store, 3), "an entry queued once the writer went idle");
+    // A waited-for entry lands behind them.
+    assert!(matches!(auditor.record(entry("git_add", true)), AuditReceipt::Appended { .. }));
+    assert_eq!(tools(&*store), ["read_0", "read_1", "read_2", "git_add"]);
+}
+
 #[test]
 fn a_held_store_lock_refuses_the_mutation_within_its_bound_and_the_trail_says_so() {
     let (_dir, store, auditor, lock) = locked_store(Duration::from_millis(300));
