@@ -73,7 +73,7 @@ mod listen;
 mod metrics_listener;
 mod slots;
 use gatekeeper::{Bucket, Gatekeeper, gatekeeper};
-pub use listen::ConnectionLimits;
+pub use listen::{ConnectionLimits, serve_connections};
 pub(crate) use metrics_listener::start_metrics_listener;
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service as _};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;

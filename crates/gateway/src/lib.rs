@@ -54,7 +54,9 @@ pub use control::{
 };
 pub use engine::Limits;
 pub use error::GatewayError;
-pub use http::{ConnectionLimits, HTTP_ENDPOINT, HttpOptions, METRICS_ENDPOINT, run_http, serve_http};
+pub use http::{
+    ConnectionLimits, HTTP_ENDPOINT, HttpOptions, METRICS_ENDPOINT, run_http, serve_connections, serve_http,
+};
 pub use observe::{Exposition, GatewayObserver, MetaObject, TraceContext};
 pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions, MetricsListener};
 pub use serve::{ExtraLayer, ShutdownReason, init_logging, init_logging_with, run, serve, serve_io};

@@ -32,6 +32,14 @@ pub struct DashboardArgs {
     /// Seconds between looks at the store and the host.
     #[arg(long, default_value = "1")]
     pub interval: String,
+    /// Open connections at most (event streams included); past it a new one is answered
+    /// 503 and closed.
+    #[arg(long, default_value = "256")]
+    pub max_connections: String,
+    /// Seconds a connection may take to send a request head (also the idle keep-alive
+    /// timeout); an open event stream is not timed.
+    #[arg(long, default_value = "10")]
+    pub header_timeout: String,
 }
 
 /// The checked settings.
@@ -40,6 +48,7 @@ struct Settings {
     listen: SocketAddr,
     token: Option<String>,
     interval: Duration,
+    limits: fleetgate_gateway::ConnectionLimits,
 }
 
 impl Settings {
@@ -68,7 +77,20 @@ impl Settings {
         if !(0.05..=3600.0).contains(&seconds) {
             bail!("invalid --interval {:?}: expected 0.05 to 3600 seconds", args.interval);
         }
-        Ok(Self { listen, token, interval: Duration::from_secs_f64(seconds) })
+        let max_connections: usize = parse_flag("--max-connections", &args.max_connections, "a count, e.g. 256")?;
+        if !(1..=65_536).contains(&max_connections) {
+            bail!("invalid --max-connections {:?}: expected 1 to 65536", args.max_connections);
+        }
+        let header_seconds: f64 = parse_flag("--header-timeout", &args.header_timeout, "seconds, e.g. 10")?;
+        if !(0.05..=3600.0).contains(&header_seconds) {
+            bail!("invalid --header-timeout {:?}: expected 0.05 to 3600 seconds", args.header_timeout);
+        }
+        let limits = fleetgate_gateway::ConnectionLimits {
+            max_connections,
+            header_timeout: Duration::from_secs_f64(header_seconds),
+            ..fleetgate_gateway::ConnectionLimits::default()
+        };
+        Ok(Self { listen, token, interval: Duration::from_secs_f64(seconds), limits })
     }
 }
 
@@ -106,7 +128,7 @@ pub fn run_dashboard(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<u8> {
             guard: Guard::new(local, &args.allowed_hosts, settings.token),
             stop: CancellationToken::new(),
         });
-        server::serve(listener, app, signalled).await;
+        server::serve(listener, app, settings.limits, signalled).await;
         let _ = stop_reader.send(());
         let _ = reader.join();
         tracing::info!("dashboard stopped");

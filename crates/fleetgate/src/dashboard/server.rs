@@ -60,17 +60,23 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 /// Serve until `shutdown` completes; then end the event streams and stop, bounded.
-pub async fn serve(listener: tokio::net::TcpListener, app: Arc<App>, shutdown: impl Future<Output = ()>) {
+///
+/// Through the gateway's listener, not bare `axum::serve` (which sets no timer): a
+/// connection that never finishes its request head is closed after `limits.header_timeout`,
+/// and past `limits.max_connections` a new one is answered 503 and closed, so neither idle
+/// sockets nor a flood of event streams can exhaust the process's file descriptors.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    limits: fleetgate_gateway::ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) {
     let stop = app.stop.clone();
-    let stopped = stop.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, router(app)).with_graceful_shutdown(async move { stopped.cancelled().await }).await
-    });
+    let server = tokio::spawn(fleetgate_gateway::serve_connections(listener, router(app), limits, stop.clone()));
     shutdown.await;
     stop.cancel();
     match tokio::time::timeout(Duration::from_secs(2), server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(e))) => tracing::warn!(error = %e, "the dashboard server ended with an error"),
+        Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(error = %e, "the dashboard server task failed"),
         Err(_) => tracing::warn!("the dashboard server did not stop within 2 s"),
     }

@@ -1,6 +1,7 @@
 //! The contract of `fleetgate dashboard` through the real binary: where it listens, what
 //! it refuses at start (exit 1), what it answers 401 and 403 to (as the gateway does),
-//! that it serves only reads, the `/api/fleet` shape and its SSE twin, and SIGTERM.
+//! that it serves only reads, the `/api/fleet` shape and its SSE twin, its connection
+//! bounds (a header timeout, a cap answered 503), and SIGTERM.
 
 use crate::support::{dashboard, first_event, get, http, island, wait_until};
 use std::process::Command;
@@ -32,6 +33,67 @@ fn what_it_refuses_at_start_exits_1_before_listening() {
     refused(&[("FLEETGATE_DASHBOARD_TOKEN", "a b")], &["--listen", "127.0.0.1:0"], "printable ASCII");
     refused(&[], &["--listen", "nowhere"], "is not an address:port");
     refused(&[], &["--listen", "127.0.0.1:0", "--interval", "0"], "invalid --interval");
+    refused(&[], &["--listen", "127.0.0.1:0", "--max-connections", "0"], "invalid --max-connections");
+    refused(&[], &["--listen", "127.0.0.1:0", "--max-connections", "many"], "invalid --max-connections");
+    refused(&[], &["--listen", "127.0.0.1:0", "--header-timeout", "never"], "invalid --header-timeout");
+}
+
+/// An open `GET /events` stream whose answer head has arrived, or `None` when the server
+/// answered something else or closed it.
+fn open_events(addr: std::net::SocketAddr) -> Option<std::io::BufReader<std::net::TcpStream>> {
+    use std::io::{BufRead as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).ok()?;
+    stream.write_all(format!("GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes()).ok()?;
+    let mut reader = std::io::BufReader::new(stream);
+    let mut status = String::new();
+    reader.read_line(&mut status).ok()?;
+    status.starts_with("HTTP/1.1 200").then_some(reader)
+}
+
+#[test]
+fn a_silent_connection_is_closed_and_past_the_cap_a_new_one_is_answered_503() {
+    use std::io::Read as _;
+    let d = dashboard(&[], &["--listen", "127.0.0.1:0", "--header-timeout", "0.3", "--max-connections", "2"]).unwrap();
+    let addr = d.addr;
+
+    // A connection that never sends a request head is closed, not kept (it would be forever
+    // under a server without a header timer).
+    let mut silent = std::net::TcpStream::connect(addr).unwrap();
+    silent.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 512];
+    match silent.read(&mut buf) {
+        Ok(_) => {} // closed, with or without a word first
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("a silent connection is still open after 10 s: {e}"),
+    }
+
+    // Two event streams fill the cap (the silent connection's place may take a moment to free).
+    let mut held = Vec::new();
+    assert!(
+        wait_until(10.0, || {
+            if let Some(stream) = open_events(addr) {
+                held.push(stream);
+            }
+            held.len() == 2
+        }),
+        "two event streams could not be opened under a cap of 2"
+    );
+    // The third connection is told why and closed; the open streams stay open.
+    let mut third = std::net::TcpStream::connect(addr).unwrap();
+    third.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let mut answer = String::new();
+    let _ = third.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 503 Service Unavailable"), "{answer:?}");
+    assert!(answer.contains("Retry-After: 1") && answer.ends_with("maximum of open connections"), "{answer:?}");
+    assert!(wait_until(5.0, || d.log.lock().unwrap().contains("connection cap reached")), "{}", d.log.lock().unwrap());
+
+    // A stream given up frees its place: a page load is served again.
+    held.pop();
+    assert!(
+        wait_until(30.0, || std::panic::catch_unwind(|| get(addr, "/", &[]).status).ok() == Some(200)),
+        "the cap never freed a place"
+    );
 }
 
 #[test]

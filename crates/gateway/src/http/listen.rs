@@ -45,11 +45,13 @@ impl Default for ConnectionLimits {
 
 /// What a connection past the cap is told before it is closed.
 const FULL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 1\r\n\
-Connection: close\r\nContent-Length: 66\r\n\r\nService Unavailable: the gateway serves its maximum of connections";
+Connection: close\r\nContent-Length: 70\r\n\r\nService Unavailable: this server holds its maximum of open connections";
 
 /// Serve `router` on every connection `listener` accepts until `stop` is cancelled, then
-/// shut every connection down gracefully and wait for them.
-pub(super) async fn serve_connections(
+/// shut every connection down gracefully and wait for them. The MCP endpoint, the metrics
+/// listener and `fleetgate dashboard` all listen through it, so every HTTP server of the
+/// program has the same bounds.
+pub async fn serve_connections(
     listener: TcpListener,
     router: axum::Router,
     limits: ConnectionLimits,
