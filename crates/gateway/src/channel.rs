@@ -14,13 +14,13 @@
 use crate::control::{AttachmentId, DownstreamStatus};
 use crate::downstream::{Downstream, DownstreamSpec, EraMemo, Link};
 use crate::observe::GatewayObserver;
-use crate::outbox::{Direction, Outbox};
+use crate::outbox::{Direction, Inbox, Outbox, json_len};
 use crate::routes::{ClientFacts, ProgressSeq, Routes};
 use rmcp::model::{ClientNotification, GetMeta, ServerNotification, Tool};
 use rmcp::service::{Peer, RoleClient, RoleServer};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// The downstream's tools as last seen on one connection (`generation`), by name, for
@@ -62,8 +62,8 @@ pub(crate) struct ChannelState {
 
 /// The receiving ends of a channel's notification queues, for their forwarding tasks.
 struct Queues {
-    to_client: mpsc::Receiver<ServerNotification>,
-    to_downstream: mpsc::Receiver<(Peer<RoleClient>, ClientNotification)>,
+    to_client: Inbox<ServerNotification>,
+    to_downstream: Inbox<(Peer<RoleClient>, ClientNotification)>,
 }
 
 impl ChannelState {
@@ -101,7 +101,8 @@ impl ChannelState {
             }
             _ => None,
         };
-        if !self.to_client.push(notification)
+        let size = json_len(&notification);
+        if !self.to_client.push(notification, size)
             && let Some(seq) = seq
         {
             self.routes.progress_dropped(seq);
@@ -110,7 +111,8 @@ impl ChannelState {
 
     /// A client notification for the downstream connection `peer`: queued without waiting.
     pub(crate) fn notify_downstream(&self, peer: Peer<RoleClient>, notification: ClientNotification) {
-        self.to_downstream.push((peer, notification));
+        let size = json_len(&notification);
+        self.to_downstream.push((peer, notification), size);
     }
 
     /// Waits for the client the channel serves.
@@ -247,7 +249,7 @@ impl Channel {
 }
 
 /// Send the client's queued notifications to their downstream connections, one at a time.
-async fn forward_to_downstream(mut queue: mpsc::Receiver<(Peer<RoleClient>, ClientNotification)>) {
+async fn forward_to_downstream(mut queue: Inbox<(Peer<RoleClient>, ClientNotification)>) {
     while let Some((peer, notification)) = queue.recv().await {
         if let Err(e) = peer.send_notification(notification).await {
             tracing::debug!(error = %e, "could not pass a client notification to the downstream");

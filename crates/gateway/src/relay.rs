@@ -27,7 +27,6 @@ use rmcp::service::{
     NotificationContext, OriginatingRequestId, PeerRequestOptions, RequestContext, RoleClient, Service, ServiceError,
 };
 use std::sync::{Arc, Weak};
-use tokio::sync::mpsc;
 
 /// The gateway's client side towards one downstream connection.
 pub(crate) struct Relay {
@@ -143,7 +142,7 @@ impl Service<RoleClient> for Relay {
 /// progress to the request it reports on, with the client's token; the rest to the
 /// attachment's session, or for a stateless attachment, which has none, the stream of its
 /// oldest request in flight (else dropped). Ends with the channel.
-pub(crate) async fn forward_to_client(state: Weak<ChannelState>, mut queue: mpsc::Receiver<ServerNotification>) {
+pub(crate) async fn forward_to_client(state: Weak<ChannelState>, mut queue: crate::outbox::Inbox<ServerNotification>) {
     while let Some(notification) = queue.recv().await {
         let Some(state) = state.upgrade() else { return };
         match notification {

@@ -80,6 +80,19 @@ fn assert_busy(frame: &Value) {
     assert_eq!(frame["error"]["data"]["limit"], IN_FLIGHT, "{frame}");
 }
 
+/// The error of an excess request sent in a burst: the in-flight bound's, or, when the burst
+/// outruns the refusals, the bound on requests open on the connection (`frame.rs`, 512) —
+/// either way refused at once, with its id, and named.
+fn assert_refused_by_a_bound(frame: &Value) {
+    let message = frame["error"]["message"].as_str().unwrap_or_default();
+    if message.contains("too many requests open on this connection") {
+        assert_eq!(frame["error"]["code"], -32603, "{frame}");
+        assert_eq!(frame["error"]["data"]["limit"], OPEN, "{frame}");
+    } else {
+        assert_busy(frame);
+    }
+}
+
 /// Pending requests per session and the progress-token map (`routes.rs`): one stdio client
 /// with 256 calls in flight gets the 257th — and 3,000 more — refused at once with its own
 /// id; `ping` and the control tools are still answered; memory stays put; once the calls
@@ -101,7 +114,7 @@ fn past_256_forwarded_requests_in_flight_each_is_refused_with_its_id_and_memory_
     read_until(&mut gateway, ANSWER, "every excess call's refusal", |frame| {
         let id = frame["id"].as_u64().unwrap_or_else(|| panic!("only refusals now: {frame}"));
         assert!(excess.contains(&id), "{frame}");
-        assert_busy(&frame);
+        assert_refused_by_a_bound(&frame);
         assert!(refused.insert(id), "answered twice: {frame}");
         refused.len() == excess.clone().count()
     });
@@ -451,13 +464,12 @@ fn a_client_that_stops_reading_gets_notifications_dropped_and_counted_and_is_ans
     assert!(dropped < flood, "some were delivered: {dropped}");
 }
 
-/// Notifications to a downstream that stops reading (`outbox.rs`, to the downstream): the
-/// client floods 5,000 custom notifications of 4 KiB while the downstream reads nothing;
-/// the gateway drops and counts all but a queue's worth, its memory stays put, it keeps
-/// answering the client; once the downstream reads again it gets exactly the ones not
-/// dropped, and answers.
-#[test]
-fn a_downstream_that_stops_reading_gets_notifications_dropped_and_counted_and_serves_once_it_reads() {
+/// Flood a downstream that has stopped reading (`stall_server.py`, in front of a fresh
+/// gateway) with `flood` client notifications of `pad` bytes each, and check the bound: all
+/// but at most `kept` are dropped and counted, the gateway's resident set grows by less
+/// than `rss_allowance_kb`, the client is answered meanwhile, and once the downstream reads
+/// again it receives exactly the ones not dropped.
+fn flood_a_stalled_downstream(flood: usize, pad: usize, kept: usize, rss_allowance_kb: u64) {
     use crate::harness::{peers, python};
     let state = State::new();
     state.allow_mutations();
@@ -471,17 +483,16 @@ fn a_downstream_that_stops_reading_gets_notifications_dropped_and_counted_and_se
     assert_eq!(stalled["result"]["content"][0]["text"], "stalling", "{stalled}");
 
     let before = rss_kb(pid);
-    let flood = 5_000;
-    let pad = "x".repeat(4096);
+    let pad = "x".repeat(pad);
     gateway.send_bytes(&lines(
         (0..flood)
             .map(|i| json!({"jsonrpc": "2.0", "method": "notifications/x-flood", "params": {"n": i, "pad": pad}})),
     ));
-    let most = wait_until(ANSWER, || dropped(&state, "to_downstream") >= flood - 1000);
+    let most = wait_until(ANSWER, || dropped(&state, "to_downstream") >= flood - kept);
     assert!(most, "drops counted: {} of {flood}", dropped(&state, "to_downstream"));
     let after = rss_kb(pid);
     eprintln!("gateway VmRSS: {before} kB before, {after} kB with a downstream not reading {flood} notifications");
-    assert!(after < before + RSS_GROWTH_KB, "VmRSS grew from {before} kB to {after} kB");
+    assert!(after < before + rss_allowance_kb, "VmRSS grew from {before} kB to {after} kB");
     let pong = gateway.request(3, "ping", json!({}));
     assert_eq!(pong["result"], json!({}), "the client is served meanwhile: {pong}");
 
@@ -495,4 +506,24 @@ fn a_downstream_that_stops_reading_gets_notifications_dropped_and_counted_and_se
         text.parse::<usize>().expect("a count") == flood - dropped
     });
     assert!(all, "the downstream got every notification not dropped ({} of {flood})", flood - dropped);
+}
+
+/// Notifications to a downstream that stops reading (`outbox.rs`, to the downstream): the
+/// client floods 5,000 custom notifications of 4 KiB while the downstream reads nothing;
+/// the gateway drops and counts all but a queue's worth, its memory stays put, it keeps
+/// answering the client; once the downstream reads again it gets exactly the ones not
+/// dropped, and answers.
+#[test]
+fn a_downstream_that_stops_reading_gets_notifications_dropped_and_counted_and_serves_once_it_reads() {
+    flood_a_stalled_downstream(5_000, 4096, 1000, RSS_GROWTH_KB);
+}
+
+/// The same queue bounded by bytes (`outbox::MAX_QUEUED_NOTIFICATION_BYTES`, 8 MiB): 200
+/// notifications of 200 KiB (40 MiB, under the count bound of 256) to a downstream that
+/// reads nothing. A count alone would keep them all; the gateway keeps about 8 MiB of them,
+/// drops and counts the rest, and its memory stays well below what keeping them would take.
+#[test]
+fn large_notifications_to_a_downstream_that_stops_reading_are_bounded_by_bytes() {
+    // 8 MiB is about 40 of them; the downstream's pipe and rmcp's sink hold a few more.
+    flood_a_stalled_downstream(200, 200 * 1024, 80, 2 * RSS_GROWTH_KB);
 }
