@@ -43,6 +43,19 @@ fn half_open_connections_are_closed_after_the_header_timeout_and_the_cap_refuses
     assert_eq!(reply.status, 503, "{reply:?}");
     assert_eq!(reply.header("connection"), Some("close"));
     assert!(refused.closed_within(5.0), "the refused connection was left open");
+    // A client that writes its request in parts (head, then body) while the refusal is on
+    // its way can finish writing and then read the 503: the refused connection's input is
+    // drained before it is closed. Closed with unread input, it would be reset, and the
+    // client's next write would fail (EPIPE) before it ever read why.
+    for _ in 0..3 {
+        let mut eager = Conn::open(&g.addr);
+        std::thread::sleep(Duration::from_millis(50));
+        eager.send_raw(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n");
+        std::thread::sleep(Duration::from_millis(50));
+        eager.send_raw(b"{}");
+        let reply = eager.read_reply();
+        assert_eq!(reply.status, 503, "{reply:?}");
+    }
 
     // The session keeps working on its own connection meanwhile.
     let ping = json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }).to_string();

@@ -9,8 +9,11 @@
 //! * the body of a POST must arrive within [`ConnectionLimits::body_timeout`] (the
 //!   gatekeeper answers 408 otherwise);
 //! * at most [`ConnectionLimits::max_connections`] at once: past it a new connection is
-//!   answered 503 (`Connection: close`) and closed before anything of it is read, while
-//!   the open ones keep being served.
+//!   answered 503 (`Connection: close`), its write side shut, and whatever the peer sent
+//!   read and discarded for at most [`DRAIN_FOR`] before it is closed — closing a socket
+//!   with unread input would reset it, and a reset can destroy the 503 before the client
+//!   reads it. At most [`MAX_DRAINING`] refused connections drain at once; past that one is
+//!   closed at once. The open ones keep being served meanwhile.
 //!
 //! All of it before authentication: the gatekeeper only runs on a complete request head.
 
@@ -18,6 +21,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -43,6 +47,13 @@ impl Default for ConnectionLimits {
     }
 }
 
+/// How long a refused connection's input is drained before it is closed.
+const DRAIN_FOR: Duration = Duration::from_secs(1);
+/// Bytes of a refused connection's input read at most before it is closed.
+const DRAIN_BYTES: usize = 64 * 1024;
+/// Refused connections draining at once, at most (each holds a socket for up to [`DRAIN_FOR`]).
+const MAX_DRAINING: usize = 64;
+
 /// What a connection past the cap is told before it is closed.
 const FULL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 1\r\n\
 Connection: close\r\nContent-Length: 70\r\n\r\nService Unavailable: this server holds its maximum of open connections";
@@ -58,6 +69,7 @@ pub async fn serve_connections(
     stop: CancellationToken,
 ) {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let draining = Arc::new(Semaphore::new(MAX_DRAINING));
     let connections = TaskTracker::new();
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout).keep_alive(true);
@@ -81,7 +93,7 @@ pub async fn serve_connections(
                 tracing::warn!(max = limits.max_connections, "connection cap reached: refusing new connections");
             }
             at_cap = true;
-            refuse(&stream);
+            refuse(stream, &draining);
             continue;
         };
         at_cap = false;
@@ -114,12 +126,34 @@ pub async fn serve_connections(
 }
 
 /// Tell a connection past the cap why it is closed. The socket's send buffer is empty, so
-/// the few bytes go out without waiting; nothing of the peer's is read.
-fn refuse(stream: &TcpStream) {
+/// the few bytes go out without waiting. Then, when a draining place is free, shut the
+/// write side and read and discard the peer's input (bounded) until it closes, so the
+/// close is not a reset; else close at once.
+fn refuse(stream: TcpStream, draining: &Arc<Semaphore>) {
     tracing::debug!("connection refused: at the connection cap");
     if let Err(e) = stream.try_write(FULL) {
         tracing::debug!(error = %e, "cannot tell a refused connection why");
+        return;
     }
+    let Ok(place) = Arc::clone(draining).try_acquire_owned() else { return };
+    tokio::spawn(async move {
+        let _place = place;
+        let mut stream = stream;
+        if stream.shutdown().await.is_err() {
+            return;
+        }
+        let mut buf = [0_u8; 4096];
+        let mut read = 0;
+        let drain = async {
+            while read < DRAIN_BYTES {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => read += n,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_FOR, drain).await;
+    });
 }
 
 #[cfg(test)]
