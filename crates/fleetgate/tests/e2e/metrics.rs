@@ -128,6 +128,19 @@ fn metrics_count_allowed_and_refused_calls_behind_the_token_and_trace_context_re
         "no renewal counted: {:?}",
         scrape(&g).samples.iter().filter(|s| s.metric.starts_with("fleetgate_heartbeat")).collect::<Vec<_>>()
     );
+    // Another process takes the worker over (its fencing epoch moves on): the next renewal
+    // is refused as fenced, and counted so.
+    let fenced = [("blocker", "worker_fenced")];
+    assert_eq!(value(&scrape(&g), "fleetgate_heartbeat_refusals_total", &fenced), 0.0);
+    let store = rusqlite::Connection::open(f.store()).expect("the fleet's store");
+    store.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+    let moved = store.execute("UPDATE workers SET fencing_epoch = fencing_epoch + 1", []).expect("fence the workers");
+    assert!(moved >= 1, "the stateless client has a worker row");
+    assert!(
+        wait_until(8.0, || value(&scrape(&g), "fleetgate_heartbeat_refusals_total", &fenced) >= 1.0),
+        "no fenced renewal counted: {:?}",
+        scrape(&g).samples.iter().filter(|s| s.metric.starts_with("fleetgate_heartbeat")).collect::<Vec<_>>()
+    );
     // OpenMetrics when the scraper asks for it.
     let (status, open) = get_metrics(&g, &[("Authorization", &bearer), ("Accept", "application/openmetrics-text")]);
     assert_eq!(status, 200);
