@@ -6,8 +6,8 @@
 //! of a pipe on fd [`DEATH_PIPE_FD`] whose write end only the supervisor holds. The guard
 //! starts the command in its own group (the command inherits its stdio, environment and
 //! directory) and then waits for one of:
-//! * the command exits: the guard exits the same way (its status, or its signal), so the
-//!   supervisor judges the command's exit as if it were its direct child;
+//! * the command exits: the guard exits the same way (its status, or its signal, SIGTERM
+//!   included), so the supervisor judges the command's exit as if it were its direct child;
 //! * EOF on the pipe, which the kernel delivers once the supervisor is gone: the guard
 //!   SIGKILLs the group, itself included — the command and every descendant that stayed in
 //!   the group;
@@ -122,17 +122,31 @@ fn watch_supervisor(pipe: OwnedFd) {
     std::process::exit(137);
 }
 
-/// End this process the way the command ended: its exit code, or its signal re-raised
-/// (SIGTERM, which the guard handles, as the shell's `128 + 15`).
+/// End this process the way the command ended: its exit code, or its signal re-raised on
+/// itself — SIGTERM too, once its own handler is put back to the default — so the
+/// supervisor sees what it would have seen of the command. The shell's `128 + signal` only
+/// when the signal could not be raised.
 fn exit_like(status: std::process::ExitStatus) -> ExitCode {
     if let Some(code) = status.code() {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     let Some(signal) = status.signal() else { return ExitCode::from(1) };
-    if signal != rustix::process::Signal::TERM.as_raw()
-        && let Some(raised) = rustix::process::Signal::from_named_raw(signal)
-    {
+    if let Some(raised) = rustix::process::Signal::from_named_raw(signal) {
+        if signal == libc::SIGTERM {
+            default_disposition(signal);
+        }
         let _ = rustix::process::kill_process(rustix::process::getpid(), raised);
     }
     ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
+}
+
+/// Put `signal`'s disposition back to the default (the guard's SIGTERM handler would
+/// otherwise catch the re-raised signal).
+#[expect(unsafe_code, reason = "resetting a signal's disposition is libc's `signal`")]
+fn default_disposition(signal: i32) {
+    // SAFETY: `SIG_DFL` installs no handler; nothing runs in a handler afterwards, and the
+    // process ends right after (by the signal re-raised, or by returning).
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+    }
 }

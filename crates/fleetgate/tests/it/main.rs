@@ -5,6 +5,7 @@ mod cli;
 mod concurrency;
 mod doctor;
 mod gate;
+mod guard;
 mod heartbeat;
 mod inventory;
 mod one_gate;
