@@ -6,15 +6,20 @@
 //! of a pipe on fd [`DEATH_PIPE_FD`] whose write end only the supervisor holds. The guard
 //! starts the command in its own group (the command inherits its stdio, environment and
 //! directory) and then waits for one of:
-//! * the command exits: the guard exits the same way (its status, or its signal, SIGTERM
-//!   included), so the supervisor judges the command's exit as if it were its direct child;
+//! * the command exits: the guard SIGKILLs what the command left running (below), then
+//!   exits the same way (its status, or its signal, SIGTERM included), so the supervisor
+//!   judges the command's exit as if it were its direct child;
 //! * EOF on the pipe, which the kernel delivers once the supervisor is gone: the guard
-//!   SIGKILLs the group, itself included — the command and every descendant that stayed in
-//!   the group;
+//!   SIGKILLs every descendant, then the group, itself included;
 //! * SIGTERM (the supervisor stopping the group): the command got it too; the guard keeps
 //!   waiting for the command, so the command's grace is its own.
 //!
-//! A descendant that leaves the group (`setsid`, `setpgid`) is beyond the guard's reach.
+//! The guard is a child subreaper (`PR_SET_CHILD_SUBREAPER`): a descendant whose parent
+//! dies is reparented to the guard, not to init, so every process the command started is
+//! in the guard's tree of descendants — also one that left the group or the session
+//! (`setsid`, `setpgid`, a daemon's double fork). Those the group kill cannot reach are
+//! found by that tree in `/proc` and killed one by one. (A process that is reparented
+//! outside the tree — by a subreaper of its own — is beyond it.)
 
 use std::ffi::OsString;
 use std::io::Read as _;
@@ -77,6 +82,12 @@ async fn guard(program: &OsString, args: &[OsString], pipe: OwnedFd) -> ExitCode
             return ExitCode::from(1);
         }
     };
+    // Before the command exists, so none of its descendants can be orphaned past the guard.
+    if let Err(e) = rustix::process::set_child_subreaper(Some(rustix::process::getpid())) {
+        eprintln!(
+            "downstream-guard: cannot become a child subreaper ({e}): a descendant that leaves the group may survive"
+        );
+    }
     let mut child = match tokio::process::Command::new(program).args(args).kill_on_drop(false).spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -88,7 +99,10 @@ async fn guard(program: &OsString, args: &[OsString], pipe: OwnedFd) -> ExitCode
     loop {
         tokio::select! {
             status = child.wait() => return match status {
-                Ok(status) => exit_like(status),
+                Ok(status) => {
+                    kill_descendants();
+                    exit_like(status)
+                }
                 Err(e) => {
                     eprintln!("downstream-guard: cannot wait for the command: {e}");
                     ExitCode::from(1)
@@ -98,7 +112,9 @@ async fn guard(program: &OsString, args: &[OsString], pipe: OwnedFd) -> ExitCode
         }
     }
     // The signal stream ended (it does not, while the runtime runs): keep waiting.
-    exit_like(child.wait().await.unwrap_or_default())
+    let status = child.wait().await.unwrap_or_default();
+    kill_descendants();
+    exit_like(status)
 }
 
 /// Block until the supervisor is gone (EOF or an error on the pipe), then SIGKILL the
@@ -115,11 +131,72 @@ fn watch_supervisor(pipe: OwnedFd) {
             Err(_) => break,
         }
     }
+    kill_descendants();
     let group = rustix::process::getpgrp();
     let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     // Not the group's leader after all (started outside a supervisor): take the command's
     // group down with the process itself.
     std::process::exit(137);
+}
+
+/// Rounds of [`kill_descendants`] at most: each kills every live descendant, so only a
+/// process forked meanwhile needs another.
+const SWEEPS: usize = 16;
+
+/// SIGKILL every live descendant of this process (its tree in `/proc`, reparented orphans
+/// included, see the module doc), again until none is left or [`SWEEPS`] rounds passed.
+fn kill_descendants() {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    for _ in 0..SWEEPS {
+        let descendants = descendants_of(me, &processes());
+        if descendants.is_empty() {
+            return;
+        }
+        for pid in descendants {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
+/// Every process as `(pid, parent pid, alive)` (a zombie is not alive), from `/proc`.
+fn processes() -> Vec<(i32, i32, bool)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|entry| {
+            let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            parse_stat(&stat).map(|(ppid, alive)| (pid, ppid, alive))
+        })
+        .collect()
+}
+
+/// The parent pid and liveness in one `/proc/PID/stat` line (the command name, which may
+/// hold spaces and parentheses, ends at the last `)`).
+fn parse_stat(stat: &str) -> Option<(i32, bool)> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((ppid, !matches!(state, "Z" | "X")))
+}
+
+/// The live descendants of `root` in `table`, nearest first.
+fn descendants_of(root: i32, table: &[(i32, i32, bool)]) -> Vec<i32> {
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for &(pid, ppid, alive) in table {
+            if ppid == parent && pid != root && !found.contains(&pid) {
+                frontier.push(pid);
+                if alive {
+                    found.push(pid);
+                }
+            }
+        }
+    }
+    found
 }
 
 /// End this process the way the command ended: its exit code, or its signal re-raised on
@@ -148,5 +225,27 @@ fn default_disposition(signal: i32) {
     // process ends right after (by the signal re-raised, or by returning).
     unsafe {
         libc::signal(signal, libc::SIG_DFL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{descendants_of, parse_stat};
+
+    #[test]
+    fn a_stat_line_with_parentheses_in_its_name_parses() {
+        assert_eq!(parse_stat("42 (a (b) c) S 7 42 42 0 -1"), Some((7, true)));
+        assert_eq!(parse_stat("43 (z) Z 7 42 42"), Some((7, false)));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn descendants_are_the_whole_live_tree_below_the_root() {
+        // 1 ─ 10 ─ 11 ─ 12 (zombie) ─ 13;  1 ─ 20 (not ours)
+        let table = [(10, 1, true), (11, 10, true), (12, 11, false), (13, 12, true), (20, 1, true)];
+        let mut below = descendants_of(10, &table);
+        below.sort_unstable();
+        assert_eq!(below, [11, 13]);
+        assert!(descendants_of(20, &table).is_empty());
     }
 }

@@ -66,27 +66,65 @@ fn gone(pid: u32) -> bool {
     }
 }
 
+/// Start a gateway whose downstream is `/bin/sh -c script(PIDFILE)`, read the pid the
+/// script writes to PIDFILE, check it with `running`, SIGKILL the gateway, and tell whether
+/// that process died within 10 s (killing it otherwise, so a failure leaks nothing).
+fn dies_with_the_gateway(
+    fleet: &str,
+    script: impl Fn(&std::path::Path) -> String,
+    running: impl Fn(u32),
+) -> (u32, bool) {
+    let f = FleetDir::new(&format!(
+        "[fleet]\nname = \"{fleet}\"\n\n[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n"
+    ));
+    let pidfile = f.dir.path().join("descendant.pid");
+    let mut member = Member::start(&f.serve_argv("prgs-author", "c", &["/bin/sh", "-c", &script(&pidfile)]));
+    assert!(wait_until(20.0, || pidfile.exists()), "the downstream did not start");
+    let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(!gone(pid), "the descendant runs while the gateway does");
+    running(pid);
+    member.0.kill().unwrap();
+    member.0.wait().unwrap();
+    let died = wait_until(10.0, || gone(pid));
+    if !died {
+        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+    (pid, died)
+}
+
 #[test]
 fn kill_9_of_the_gateway_leaves_no_descendant_of_the_downstream_behind() {
     let _serial = serial();
-    let f = FleetDir::new(
-        "[fleet]\nname = \"orphans\"\n\n[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n",
-    );
-    let pidfile = f.dir.path().join("grandchild.pid");
     // A downstream whose own child is in the background: the gateway's direct child is
     // `sleep 601`, its child `sleep 600`.
-    let script = format!("sleep 600 & echo $! > {0}.part && mv {0}.part {0}; exec sleep 601", pidfile.display());
-    let mut member = Member::start(&f.serve_argv("prgs-author", "c", &["/bin/sh", "-c", &script]));
-    assert!(wait_until(20.0, || pidfile.exists()), "the downstream did not start");
-    let grandchild: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
-    assert!(!gone(grandchild), "the grandchild runs while the gateway does");
-    member.0.kill().unwrap();
-    member.0.wait().unwrap();
-    let died = wait_until(10.0, || gone(grandchild));
-    if !died {
-        let _ = std::process::Command::new("kill").args(["-KILL", &grandchild.to_string()]).status();
-    }
+    let (grandchild, died) = dies_with_the_gateway(
+        "orphans",
+        |pidfile| format!("sleep 600 & echo $! > {0}.part && mv {0}.part {0}; exec sleep 601", pidfile.display()),
+        |_| {},
+    );
     assert!(died, "the downstream's child {grandchild} outlived the gateway's SIGKILL");
+}
+
+/// A descendant that left the downstream's process group and session, and whose parent is
+/// gone (a daemon's double fork with `setsid`): the group kill cannot reach it, but the
+/// guard, its subreaper, finds it in its tree and kills it with the rest.
+#[test]
+fn kill_9_of_the_gateway_leaves_no_daemonised_descendant_behind() {
+    let _serial = serial();
+    // The subshell starts `sleep 600` in a session of its own and exits: the sleep is
+    // orphaned, outside the downstream's group and session.
+    let (daemon, died) = dies_with_the_gateway(
+        "daemons",
+        |pidfile| {
+            format!("(setsid sleep 600 & echo $! > {0}.part && mv {0}.part {0}); exec sleep 601", pidfile.display())
+        },
+        |pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+            assert_eq!(fields[3], pid.to_string(), "it leads a session of its own: {stat}");
+        },
+    );
+    assert!(died, "the downstream's daemon {daemon} outlived the gateway's SIGKILL");
 }
 
 #[test]
