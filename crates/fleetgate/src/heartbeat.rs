@@ -244,9 +244,13 @@ impl Shared {
             }
             let shared = Arc::clone(&self);
             let now = shared.clock.now();
-            let answered = tokio::task::spawn_blocking(move || shared.store.heartbeat(&shared.request, now))
-                .await
-                .map_err(|e| format!("the renewal task failed: {e}"))?;
+            // A renewal is no request's part: its own root span, so the store's span inside
+            // it says whose renewal it was.
+            let span = tracing::info_span!(parent: None, "heartbeat", worker = %shared.request.worker_identity);
+            let answered =
+                tokio::task::spawn_blocking(move || span.in_scope(|| shared.store.heartbeat(&shared.request, now)))
+                    .await
+                    .map_err(|e| format!("the renewal task failed: {e}"))?;
             let report = self.record(attempt(answered), now);
             match catch_up.as_mut() {
                 Some(retry) if report.transient => cadence.retry_after(epoch.elapsed(), retry.next_delay()),

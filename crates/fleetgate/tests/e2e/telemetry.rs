@@ -83,7 +83,8 @@ impl Drop for Receiver {
 #[test]
 fn otlp_export_joins_the_callers_trace_and_the_downstream_nests_under_forward() {
     let _serial = serial();
-    let f = FleetDir::new(&with_reviewer(CONFIG));
+    // A short TTL: the worker renews its lease every second, within the test.
+    let f = FleetDir::new(&with_reviewer(&CONFIG.replacen("[fleet]\n", "[fleet]\nheartbeat_ttl_seconds = 3\n", 1)));
     let receiver = Receiver::start(&f);
     let endpoint = format!("OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:{}", receiver.port);
     let stderr = f.dir.path().join("gateway.stderr");
@@ -108,6 +109,14 @@ fn otlp_export_joins_the_callers_trace_and_the_downstream_nests_under_forward() 
     // A mutating call, refused by the gate after reading the store.
     let result = traced_call(&mut g, "stamp", json!({"text": "x"}));
     assert_eq!(result["isError"], true, "{result}");
+
+    // Wait (bounded) for a renewal of the worker's lease, read from the store.
+    let store = rusqlite::Connection::open(f.store()).expect("the fleet's store");
+    let renewed = || {
+        store.query_row("SELECT COALESCE(MAX(renewal_count), 0) FROM workers", [], |r| r.get::<_, i64>(0)).unwrap_or(0)
+            > 0
+    };
+    assert!(wait_until(10.0, renewed), "the worker's lease was not renewed");
 
     // The orderly stop flushes the batch exporter before the process exits.
     assert!(g.stop().success());
@@ -135,6 +144,19 @@ fn otlp_export_joins_the_callers_trace_and_the_downstream_nests_under_forward() 
     let stores = named("store");
     assert!(!stores.is_empty(), "the refused mutating call read the store: {spans:#?}");
     assert!(stores.iter().all(|s| parent_name(s) == Some(json!("gate"))), "{stores:#?}");
+    // A renewal is a trace of its own: a root `heartbeat` span naming the worker, the store's
+    // `heartbeat` operation inside it.
+    let all: BTreeMap<&str, &Value> = spans.iter().map(|s| (s["span_id"].as_str().unwrap(), s)).collect();
+    let beats: Vec<&Value> = spans.iter().filter(|s| s["name"] == "heartbeat").collect();
+    assert!(!beats.is_empty(), "no heartbeat span: {spans:#?}");
+    assert!(beats.iter().all(|s| s["parent_span_id"] == "" && s["attributes"]["worker"] != ""), "{beats:#?}");
+    let renewals: Vec<&Value> =
+        spans.iter().filter(|s| s["name"] == "store" && s["attributes"]["op"] == "heartbeat").collect();
+    assert!(!renewals.is_empty(), "no store span of a renewal: {spans:#?}");
+    for renewal in renewals {
+        let parent = all.get(renewal["parent_span_id"].as_str().unwrap()).map(|p| p["name"].clone());
+        assert_eq!(parent, Some(json!("heartbeat")), "a renewal's store span is not inside its heartbeat: {renewal}");
+    }
     assert!(!g_log_has_failure(&stderr), "an export failed");
 }
 
