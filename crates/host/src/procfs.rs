@@ -287,6 +287,8 @@ pub fn parse_btime(text: &str) -> Option<i64> {
 pub struct PidStat {
     /// Parent pid (field 4).
     pub ppid: i64,
+    /// Exited and not yet reaped (state `Z` or `X`, field 3): no longer running anything.
+    pub zombie: bool,
     /// Start time in clock ticks after boot (field 22).
     pub start_ticks: i64,
     /// Where the program's code starts and ends and where its argument strings start and end
@@ -313,6 +315,7 @@ pub fn parse_pid_stat(stat: &str) -> Option<PidStat> {
     let address = |i: usize| fields.get(i).and_then(|f| f.parse().ok()).unwrap_or(0);
     Some(PidStat {
         ppid: fields.get(1)?.parse().ok()?,
+        zombie: matches!(fields.first(), Some(&("Z" | "X"))),
         start_ticks: fields.get(19)?.parse().ok()?,
         image: [address(23), address(24), address(45), address(46)],
     })
@@ -399,7 +402,10 @@ mod tests {
     #[test]
     fn stat_lines_parse_with_any_command_name() {
         let line = "4711 (a) (b\n c)) R 4100 4711 4100 34816 4711 4194304 91 0 0 0 0 0 0 0 20 0 1 0 99999999 8491008\n";
-        assert_eq!(parse_pid_stat(line), Some(PidStat { ppid: 4100, start_ticks: 99_999_999, image: [0; 4] }));
+        assert_eq!(
+            parse_pid_stat(line),
+            Some(PidStat { ppid: 4100, zombie: false, start_ticks: 99_999_999, image: [0; 4] })
+        );
         // Linux 6's 52 fields, numbered from 1 as proc(5) does.
         let mut fields: Vec<String> = (1..=52).map(|n| (n * 1000).to_string()).collect();
         fields[1] = "(x y)".into();
@@ -407,9 +413,11 @@ mod tests {
         let full = fields.join(" ");
         assert_eq!(
             parse_pid_stat(&full),
-            Some(PidStat { ppid: 4000, start_ticks: 22_000, image: [26_000, 27_000, 48_000, 49_000] }),
+            Some(PidStat { ppid: 4000, zombie: false, start_ticks: 22_000, image: [26_000, 27_000, 48_000, 49_000] }),
             "code start/end (fields 26, 27), arguments start/end (48, 49)"
         );
+        let exited = line.replacen(") R ", ") Z ", 1);
+        assert_eq!(parse_pid_stat(&exited).map(|s| s.zombie), Some(true), "a zombie is told apart");
         assert_eq!(parse_pid_stat("4711 (a) R 1"), None);
         assert_eq!(parse_pid_stat("no parenthesis 1 2 3"), None);
         assert_eq!(parse_btime("cpu 1 2\nbtime 1733212800\n"), Some(1_733_212_800));

@@ -167,28 +167,20 @@ fn processes() -> Vec<(i32, i32, bool)> {
         .filter_map(|entry| {
             let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            parse_stat(&stat).map(|(ppid, alive)| (pid, ppid, alive))
+            let stat = fleetgate_host::procfs::parse_pid_stat(&stat)?;
+            Some((pid, i32::try_from(stat.ppid).ok()?, !stat.zombie))
         })
         .collect()
 }
 
-/// The parent pid and liveness in one `/proc/PID/stat` line (the command name, which may
-/// hold spaces and parentheses, ends at the last `)`).
-fn parse_stat(stat: &str) -> Option<(i32, bool)> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    Some((ppid, !matches!(state, "Z" | "X")))
-}
-
-/// The live descendants of `root` in `table`, nearest first.
+/// The live descendants of `root` in `table` (a zombie's own children included).
 fn descendants_of(root: i32, table: &[(i32, i32, bool)]) -> Vec<i32> {
     let mut found = Vec::new();
     let mut frontier = vec![root];
     while let Some(parent) = frontier.pop() {
         for &(pid, ppid, alive) in table {
-            if ppid == parent && pid != root && !found.contains(&pid) {
+            // Each process has one parent, so each is reached once.
+            if ppid == parent && pid != root {
                 frontier.push(pid);
                 if alive {
                     found.push(pid);
@@ -230,14 +222,7 @@ fn default_disposition(signal: i32) {
 
 #[cfg(test)]
 mod tests {
-    use super::{descendants_of, parse_stat};
-
-    #[test]
-    fn a_stat_line_with_parentheses_in_its_name_parses() {
-        assert_eq!(parse_stat("42 (a (b) c) S 7 42 42 0 -1"), Some((7, true)));
-        assert_eq!(parse_stat("43 (z) Z 7 42 42"), Some((7, false)));
-        assert_eq!(parse_stat("garbage"), None);
-    }
+    use super::descendants_of;
 
     #[test]
     fn descendants_are_the_whole_live_tree_below_the_root() {

@@ -27,3 +27,29 @@ async fn a_guarded_run_exits_as_its_command_did() {
     let err = run_child(&missing, StopSignal::never()).await.unwrap_err();
     assert!(matches!(err, ChildError::Exited { .. }), "{err:?}");
 }
+
+/// Whether `pid` is gone: no such process, or a zombie nobody has reaped yet.
+fn gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_or(true, |stat| fleetgate_host::procfs::parse_pid_stat(&stat).is_none_or(|s| s.zombie))
+}
+
+/// A command that ends by itself leaving a process behind in a session of its own: the
+/// guard kills it before the run ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_guarded_command_leaves_running_ends_with_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("left.pid");
+    let script = format!("setsid sleep 600 & echo $! > {0}.part && mv {0}.part {0}; exit 0", pidfile.display());
+    assert!(run_child(&guarded(&script), StopSignal::never()).await.is_ok());
+    let left: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gone(left) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let survived = !gone(left);
+    if survived {
+        let _ = std::process::Command::new("kill").args(["-KILL", &left.to_string()]).status();
+    }
+    assert!(!survived, "{left}, started by the command in a session of its own, outlived its run");
+}
