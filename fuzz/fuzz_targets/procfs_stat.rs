@@ -1,5 +1,5 @@
 //! The `/proc` stat parsers (crates/host/src/procfs.rs): `btime` from `/proc/stat`, the
-//! parent pid, start ticks and image addresses from `/proc/<pid>/stat`, and the start time
+//! parent pid, zombie state, start ticks and image addresses from `/proc/<pid>/stat`, and the start time
 //! made of them.
 //! The input is read as both files (a seed holds a `btime` line and a pid's stat line).
 //!
@@ -38,7 +38,7 @@ fn canonical(stat: PidStat) -> String {
     let mut fields = vec!["0".to_owned(); 52];
     fields[0] = "4711".into();
     fields[1] = "(a ) (b)\n c)".into();
-    fields[2] = "S".into();
+    fields[2] = if stat.zombie { "Z" } else { "S" }.into();
     fields[3] = stat.ppid.to_string();
     fields[21] = stat.start_ticks.to_string();
     for (i, address) in [25, 26, 47, 48].into_iter().zip(stat.image) {
