@@ -1,6 +1,10 @@
 //! Which command lines are fleet servers: every fleetgate gateway (`fleetgate …
 //! serve`, wherever its global flags sit) and every command line containing
-//! one of the roster's `process_match` substrings.
+//! one of the roster's `process_match` substrings — and which of those stand on their
+//! own: a process in a gateway's downstream tree (under its guard, at any depth) is part
+//! of that gateway's member, judged here from the listing's (pid, ppid) links alone.
+
+use std::collections::{BTreeSet, HashMap};
 
 /// Global flags of the fleetgate CLI that take a value (skipped when looking
 /// for the subcommand).
@@ -42,6 +46,73 @@ impl FleetMatcher {
         }
         let line = argv.join(" ");
         self.substrings.iter().any(|s| line.contains(s.as_str()))
+    }
+}
+
+/// One process of a host's listing, as far as the matcher judges it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Listed<'a> {
+    /// Its pid.
+    pub pid: i64,
+    /// Its parent's pid, as the listing read it (0: none this listing can see).
+    pub ppid: i64,
+    /// Its command line.
+    pub argv: &'a [String],
+}
+
+/// The parent links of one listing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ancestry {
+    parent: HashMap<i64, i64>,
+}
+
+impl Ancestry {
+    /// The links `(pid, ppid)` of one listing.
+    pub fn new(links: impl IntoIterator<Item = (i64, i64)>) -> Self {
+        Self { parent: links.into_iter().collect() }
+    }
+
+    /// The nearest proper ancestor of `pid` among `owners`, following the parent links.
+    /// `None` when the chain leaves the listing first — a parent the listing does not hold
+    /// (gone meanwhile, or outside this PID namespace), no parent (pid ≤ 0) — or loops
+    /// (links read at different instants may): nothing is attributed on a guess.
+    pub fn owner_of(&self, pid: i64, owners: &BTreeSet<i64>) -> Option<i64> {
+        let mut at = pid;
+        // A chain longer than the listing has visited some pid twice: a loop.
+        for _ in 0..self.parent.len() {
+            let parent = *self.parent.get(&at)?;
+            // Back at the start: a loop, and `pid` is not its own ancestor.
+            if parent <= 0 || parent == at || parent == pid {
+                return None;
+            }
+            if owners.contains(&parent) {
+                return Some(parent);
+            }
+            at = parent;
+        }
+        None
+    }
+}
+
+impl FleetMatcher {
+    /// The fleet servers of a listing that stand on their own, as indexes into `listing`
+    /// in its order: every gateway (each is judged by its own runtime row, wherever it
+    /// runs), and every other match that is not in a gateway's downstream tree. A match
+    /// whose ancestor chain reaches a gateway ([`Ancestry::owner_of`]) — its downstream,
+    /// started through the guard, at any depth, a `setsid` descendant the guard reaped as
+    /// subreaper included — is that gateway's member, neither unregistered nor a
+    /// duplicate. A match with no gateway above it (a bare server) stands on its own.
+    pub fn fleet_servers(&self, listing: &[Listed<'_>]) -> Vec<usize> {
+        let gateways: BTreeSet<i64> = listing.iter().filter(|p| Self::is_gateway(p.argv)).map(|p| p.pid).collect();
+        let ancestry = Ancestry::new(listing.iter().map(|p| (p.pid, p.ppid)));
+        listing
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                gateways.contains(&p.pid) || (self.matches(p.argv) && ancestry.owner_of(p.pid, &gateways).is_none())
+            })
+            .map(|(i, _)| i)
+            .collect()
     }
 }
 
@@ -100,5 +171,134 @@ mod tests {
         assert!(FleetMatcher::is_downstream_guard(&guard));
         assert!(!m.matches(&guard), "the guard is not a server, though it names one");
         assert!(m.matches(&v("fleetgate debug forge-fixture -- python mcp_server.py")));
+    }
+
+    /// A listing of (pid, ppid, command line).
+    fn listing(rows: &[(i64, i64, &str)]) -> Vec<(i64, i64, Vec<String>)> {
+        rows.iter().map(|(pid, ppid, cmd)| (*pid, *ppid, v(cmd))).collect()
+    }
+
+    fn standing(m: &FleetMatcher, rows: &[(i64, i64, Vec<String>)]) -> Vec<i64> {
+        let listed: Vec<Listed<'_>> =
+            rows.iter().map(|(pid, ppid, argv)| Listed { pid: *pid, ppid: *ppid, argv }).collect();
+        m.fleet_servers(&listed).into_iter().map(|i| listed[i].pid).collect()
+    }
+
+    #[test]
+    fn a_gateways_downstream_tree_is_its_member_and_a_bare_server_stands_alone() {
+        let m = FleetMatcher::new(&["mcp_server.py".to_owned()]);
+        let rows = listing(&[
+            (1, 0, "/sbin/init"),
+            (90, 1, "bash"),
+            (100, 90, "/usr/bin/fleetgate serve --profile prgs-author -- python mcp_server.py"),
+            (101, 100, "/usr/bin/fleetgate debug downstream-guard -- python mcp_server.py"),
+            // The downstream, its own child, and a `setsid` daemon the guard reaped as subreaper.
+            (102, 101, "python mcp_server.py"),
+            (103, 102, "python mcp_server.py --worker"),
+            (104, 101, "python mcp_server.py --daemon"),
+            // A bare server beside it, and one under a guard no gateway runs.
+            (200, 90, "python /srv/mcp_server.py"),
+            (300, 1, "/usr/bin/fleetgate debug downstream-guard -- python mcp_server.py"),
+            (301, 300, "python mcp_server.py"),
+            // Its parent not listed (gone, or outside this PID namespace).
+            (400, 399, "python mcp_server.py"),
+            // A gateway under another's guard is a member of its own (its own row judges it).
+            (500, 101, "/usr/bin/fleetgate serve --profile prgs-reviewer"),
+        ]);
+        assert_eq!(standing(&m, &rows), [100, 200, 301, 400, 500]);
+        let ancestry = Ancestry::new(rows.iter().map(|(pid, ppid, _)| (*pid, *ppid)));
+        let gateways = BTreeSet::from([100, 500]);
+        assert_eq!(ancestry.owner_of(102, &gateways), Some(100));
+        assert_eq!(ancestry.owner_of(104, &gateways), Some(100));
+        assert_eq!(ancestry.owner_of(100, &gateways), None, "a gateway is not its own ancestor");
+        assert_eq!(ancestry.owner_of(200, &gateways), None);
+        assert_eq!(ancestry.owner_of(400, &gateways), None, "a missing parent attributes nothing");
+        assert_eq!(ancestry.owner_of(999, &gateways), None, "nor does a pid the listing lacks");
+    }
+
+    #[test]
+    fn a_gateway_that_is_pid_1_of_its_namespace_owns_its_tree() {
+        let m = FleetMatcher::new(&["mcp_server.py".to_owned()]);
+        let rows = listing(&[
+            (1, 0, "/usr/bin/fleetgate serve --profile prgs-author"),
+            (2, 1, "/usr/bin/fleetgate debug downstream-guard -- python mcp_server.py"),
+            (3, 2, "python mcp_server.py"),
+        ]);
+        assert_eq!(standing(&m, &rows), [1]);
+    }
+
+    #[test]
+    fn a_loop_in_the_links_attributes_nothing() {
+        let m = FleetMatcher::new(&["mcp_server.py".to_owned()]);
+        // Links read at different instants may loop; none reaches the gateway.
+        let rows = listing(&[
+            (10, 1, "/usr/bin/fleetgate serve"),
+            (20, 21, "python mcp_server.py"),
+            (21, 20, "sh"),
+            (30, 30, "python mcp_server.py --self-parent"),
+        ]);
+        assert_eq!(standing(&m, &rows), [10, 20, 30]);
+        // A gateway on a loop is not its own ancestor.
+        let looped = Ancestry::new([(5, 6), (6, 5)]);
+        assert_eq!(looped.owner_of(5, &BTreeSet::from([5])), None);
+        assert_eq!(looped.owner_of(6, &BTreeSet::from([5])), Some(5));
+    }
+
+    use proptest::prelude::*;
+
+    /// The nearest gateway above `pid`, by a walk that remembers every pid it visited.
+    fn reference_owner(parent: &HashMap<i64, i64>, pid: i64, owners: &BTreeSet<i64>) -> Option<i64> {
+        let mut seen = BTreeSet::from([pid]);
+        let mut at = pid;
+        loop {
+            let up = *parent.get(&at)?;
+            if up <= 0 || !seen.insert(up) {
+                return None;
+            }
+            if owners.contains(&up) {
+                return Some(up);
+            }
+            at = up;
+        }
+    }
+
+    proptest! {
+        /// Any links (forests, loops, missing parents): attributed exactly when a walk
+        /// that remembers where it has been reaches an owner, and to the nearest one.
+        #[test]
+        fn attribution_is_the_nearest_owner_on_the_parent_chain(
+            links in proptest::collection::hash_map(1_i64..40, -1_i64..45, 0..40),
+            owners in proptest::collection::btree_set(1_i64..40, 0..6),
+            pid in 1_i64..45,
+        ) {
+            let ancestry = Ancestry::new(links.clone());
+            prop_assert_eq!(ancestry.owner_of(pid, &owners), reference_owner(&links, pid, &owners));
+        }
+
+        /// A match with no gateway on its parent chain always stands on its own: no listing
+        /// hides a bare server (the gate fails closed on it).
+        #[test]
+        fn a_match_with_no_gateway_above_it_is_never_hidden(
+            links in proptest::collection::hash_map(1_i64..30, 0_i64..32, 1..30),
+            gateways in proptest::collection::btree_set(1_i64..30, 0..4),
+        ) {
+            let m = FleetMatcher::new(&["mcp_server.py".to_owned()]);
+            let gateway = v("/usr/bin/fleetgate serve");
+            let server = v("python mcp_server.py");
+            let listed: Vec<Listed<'_>> = links
+                .iter()
+                .map(|(pid, ppid)| Listed {
+                    pid: *pid,
+                    ppid: *ppid,
+                    argv: if gateways.contains(pid) { &gateway } else { &server },
+                })
+                .collect();
+            let kept: BTreeSet<i64> = m.fleet_servers(&listed).into_iter().map(|i| listed[i].pid).collect();
+            let present: BTreeSet<i64> = gateways.iter().copied().filter(|g| links.contains_key(g)).collect();
+            for pid in links.keys() {
+                let owned = !present.contains(pid) && reference_owner(&links, *pid, &present).is_some();
+                prop_assert_eq!(kept.contains(pid), !owned, "pid {}", pid);
+            }
+        }
     }
 }

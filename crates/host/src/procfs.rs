@@ -16,7 +16,7 @@
 use crate::error::{HostError, HostErrorKind};
 use fleetgate_core::Timestamp;
 use fleetgate_core::env::EnvSnapshot;
-use fleetgate_core::procmatch::FleetMatcher;
+use fleetgate_core::procmatch::{FleetMatcher, Listed};
 use fleetgate_core::runtime::{ObservedProcess, ProcessScan};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -336,18 +336,21 @@ pub fn parse_environ(raw: &[u8]) -> EnvSnapshot {
     }))
 }
 
-/// The fleet processes on this host: gateways and `process_match` hits, minus
-/// the children of gateways (a gateway's downstream is part of that member).
+/// The fleet processes on this host that stand on their own ([`FleetMatcher::fleet_servers`]):
+/// gateways and `process_match` hits, minus every process in a gateway's downstream tree,
+/// which is part of that gateway's member (core judges the ancestry from the listing's pid
+/// and ppid).
 pub fn scan_fleet(source: &dyn ProcessSource, matcher: &FleetMatcher) -> ProcessScan {
     let entries = match source.entries() {
         Ok(e) => e,
         Err(why) => return ProcessScan::unavailable(why.to_string()),
     };
-    let gateways: BTreeSet<i64> = entries.iter().filter(|e| FleetMatcher::is_gateway(&e.argv)).map(|e| e.pid).collect();
+    let listed: Vec<Listed<'_>> = entries.iter().map(|e| Listed { pid: e.pid, ppid: e.ppid, argv: &e.argv }).collect();
     ProcessScan::of(
-        entries
+        matcher
+            .fleet_servers(&listed)
             .into_iter()
-            .filter(|e| matcher.matches(&e.argv) && !gateways.contains(&e.ppid))
+            .map(|i| &entries[i])
             .map(|e| ObservedProcess {
                 pid: e.pid,
                 started_at: e.started_at,
