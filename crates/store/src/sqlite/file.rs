@@ -3,7 +3,11 @@
 //! A fleetgate store holds fencing epochs and leases: whoever can write it can hand
 //! themselves a worker's ownership. So a file owned by another user, or writable by
 //! group or others, is refused — the file itself and its `-wal`/`-shm` siblings, which
-//! SQLite would read as part of it. A file that holds another program's database is
+//! SQLite would read as part of it (a sibling must be a regular file: a symlink planted in its
+//! place is refused, never followed). The directory must not let others remove entries: one
+//! group or others may write without the sticky bit is refused, for anyone who may write it
+//! could delete the store and the next command would silently make an empty one (workers,
+//! epochs, leases and audit gone). A file that holds another program's database is
 //! refused before anything is written to it (no WAL switch, no tables), and one this
 //! user may not write is reported as read-only with the fix, not as unreadable.
 //!
@@ -61,6 +65,42 @@ pub fn exposure(file_uid: u32, euid: u32, mode: u32) -> Exposure {
     } else {
         Exposure::Private
     }
+}
+
+/// Whether others could delete or replace the entries of the store's directory, as its
+/// mode says: writable by group or others without the sticky bit (with it, only an entry's
+/// owner, the directory's owner and root may remove an entry). `Some(mode)` when so.
+pub fn directory_open_to_others(mode: u32) -> Option<u32> {
+    (mode & 0o022 != 0 && mode & 0o1000 == 0).then_some(mode & 0o7777)
+}
+
+/// The refusal of a store whose directory `dir` others may write (mode `mode`, no sticky bit).
+pub fn directory_refusal(shown: &str, dir: &str, mode: u32) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Permission,
+        format!(
+            "store directory {dir} is writable by group or others without the sticky bit (mode {mode:04o}): anyone \
+             who can write it could delete {shown} and the next command would silently make an empty store \
+             (workers, epochs, leases and audit gone); chmod go-w {dir} (or chmod +t {dir}), or put the store in \
+             a directory of your own"
+        ),
+    )
+}
+
+/// The refusal of a `-wal`/`-shm` sibling that is not a regular file (`lstat` said so: a
+/// symlink is never followed), or `None` when it is one.
+pub fn sibling_kind_refusal(shown: &str, is_file: bool, is_symlink: bool) -> Option<StoreError> {
+    if is_file {
+        return None;
+    }
+    let what = if is_symlink { "a symbolic link" } else { "not a regular file" };
+    Some(StoreError::new(
+        StoreErrorKind::Permission,
+        format!(
+            "store file {shown} is {what}: SQLite would read and write through it as part of the store; \
+             remove it (rm {shown}) while no fleetgate uses the store"
+        ),
+    ))
 }
 
 /// The refusal of an exposed file, naming the fix; `None` for a private one.
@@ -141,6 +181,14 @@ pub fn prepare(path: &Path, shown: &str) -> Result<FileId, StoreError> {
             .create(parent)
             .map_err(|e| io_err(format!("cannot create store directory {}", parent.display()), &e))?;
     }
+    // Judged before a store is made in it: a fresh one in a directory others may empty
+    // would hide the deletion of the last.
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir_meta =
+        std::fs::metadata(dir).map_err(|e| io_err(format!("cannot read store directory {}", dir.display()), &e))?;
+    if let Some(mode) = directory_open_to_others(dir_meta.mode()) {
+        return Err(directory_refusal(shown, &dir.display().to_string(), mode));
+    }
     // Created here, 0600, before SQLite sees it; SQLite gives the -wal and -shm files
     // the same mode.
     match OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
@@ -163,9 +211,12 @@ pub fn prepare(path: &Path, shown: &str) -> Result<FileId, StoreError> {
     for suffix in ["-wal", "-shm"] {
         let mut sibling = path.as_os_str().to_owned();
         sibling.push(suffix);
-        match std::fs::metadata(&sibling) {
+        match std::fs::symlink_metadata(&sibling) {
             Ok(m) => {
                 let sibling_shown = format!("{shown}{suffix}");
+                if let Some(refused) = sibling_kind_refusal(&sibling_shown, m.is_file(), m.file_type().is_symlink()) {
+                    return Err(refused);
+                }
                 if let Some(refused) = exposure_refusal(&sibling_shown, exposure(m.uid(), euid, m.mode()), euid) {
                     return Err(refused);
                 }
@@ -181,7 +232,6 @@ pub fn prepare(path: &Path, shown: &str) -> Result<FileId, StoreError> {
             .unwrap_or_else(|| io_err(format!("cannot open store {shown}"), &e)));
     }
     // SQLite makes the -wal and -shm files beside the store.
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let access = rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK;
     if let Err(errno) = rustix::fs::accessat(rustix::fs::CWD, dir, access, rustix::fs::AtFlags::EACCESS) {
         let e = std::io::Error::from(errno);
@@ -250,6 +300,30 @@ mod tests {
         assert_eq!(exposure(1001, 1000, 0o100666), Exposure::OtherOwner { owner: 1001 });
         assert_eq!(exposure(65534, 0, 0o100600), Exposure::OtherOwner { owner: 65534 });
         assert_eq!(exposure(0, 1000, 0o100600), Exposure::OtherOwner { owner: 0 });
+    }
+
+    #[test]
+    fn a_directory_others_may_write_is_refused_unless_sticky() {
+        assert_eq!(directory_open_to_others(0o40700), None);
+        assert_eq!(directory_open_to_others(0o40755), None);
+        assert_eq!(directory_open_to_others(0o40777), Some(0o777));
+        assert_eq!(directory_open_to_others(0o40770), Some(0o770));
+        assert_eq!(directory_open_to_others(0o40702), Some(0o702));
+        assert_eq!(directory_open_to_others(0o41777), None, "sticky: only an entry's owner removes it");
+        assert_eq!(directory_open_to_others(0o41770), None);
+        let refused = directory_refusal("/shared/s.db", "/shared", 0o777).to_string();
+        assert!(refused.contains("store directory /shared") && refused.contains("mode 0777"), "{refused}");
+        assert!(refused.contains("chmod go-w /shared"), "{refused}");
+    }
+
+    #[test]
+    fn a_sibling_must_be_a_regular_file() {
+        assert!(sibling_kind_refusal("/s-wal", true, false).is_none());
+        let link = sibling_kind_refusal("/s-wal", false, true).unwrap();
+        assert_eq!(link.kind(), StoreErrorKind::Permission);
+        assert!(link.to_string().contains("/s-wal is a symbolic link"), "{link}");
+        let fifo = sibling_kind_refusal("/s-shm", false, false).unwrap().to_string();
+        assert!(fifo.contains("/s-shm is not a regular file"), "{fifo}");
     }
 
     #[test]

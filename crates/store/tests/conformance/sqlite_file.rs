@@ -116,6 +116,43 @@ fn a_wal_or_shm_file_others_may_write_is_refused() {
 }
 
 #[test]
+fn a_store_in_a_directory_others_may_write_is_refused_unless_sticky() {
+    let (_dir, path) = location();
+    let shared = path.parent().unwrap();
+    drop(open(&path).unwrap());
+    chmod(shared, 0o777);
+    let err = open(&path).unwrap_err();
+    assert_eq!(err.kind(), StoreErrorKind::Permission, "{err}");
+    let text = err.to_string();
+    assert!(text.contains(&format!("store directory {}", shared.display())) && text.contains("mode 0777"), "{text}");
+    // Nothing is made where the store would be either.
+    let fresh = shared.join("fresh.sqlite3");
+    assert!(open(&fresh).is_err());
+    assert!(!fresh.exists(), "no store made in a directory others may empty");
+    chmod(shared, 0o1777);
+    open(&path).expect("sticky: others may not remove it, opens");
+    chmod(shared, 0o700);
+}
+
+#[test]
+fn a_symlinked_wal_or_shm_sibling_is_refused() {
+    for suffix in ["-wal", "-shm"] {
+        let (dir, path) = location();
+        drop(open(&path).unwrap());
+        let planted = sibling(&path, suffix);
+        let _ = std::fs::remove_file(&planted);
+        // A private regular file of our own behind the link: only the link is wrong.
+        let target = dir.path().join("elsewhere");
+        std::fs::File::create(&target).unwrap();
+        chmod(&target, 0o600);
+        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        let err = open(&path).unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::Permission, "{suffix}: {err}");
+        assert!(err.to_string().contains(&format!("{} is a symbolic link", planted.display())), "{err}");
+    }
+}
+
+#[test]
 fn a_store_another_user_owns_is_refused_with_the_fix() {
     // The decision is a pure function of (owner, euid, mode), unit-tested in the crate;
     // here the real file, which needs root to give it away.
