@@ -79,6 +79,9 @@ pub enum EnvKey {
     Path,
     /// `CODEX_HOME`: Codex CLI's home (its `config.toml`), read by `fleetgate doctor`.
     CodexHome,
+    /// `FLEETGATE_SEALED_ENV_FD`: set by fleetgate itself when it re-executes with its
+    /// secrets taken out of its environment: the descriptor they are read from, once.
+    FleetgateSealedEnvFd,
 }
 
 /// How a key is named.
@@ -298,6 +301,12 @@ pub const DECLARED: &[KeySpec] = &[
         meaning: "Codex CLI home, else ~/.codex (doctor)",
         secret: false,
     },
+    KeySpec {
+        key: EnvKey::FleetgateSealedEnvFd,
+        name: KeyName::Plain("FLEETGATE_SEALED_ENV_FD"),
+        meaning: "set by fleetgate itself (never by hand): where a re-executed serve or dashboard reads its secrets",
+        secret: false,
+    },
 ];
 
 /// The declaration entry of `key`.
@@ -361,6 +370,40 @@ impl EnvSnapshot {
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
+}
+
+/// Must `key=value` be kept out of a long-running fleetgate's own process environment, which
+/// any process of the same user reads at `/proc/PID/environ` (its downstream included)? The
+/// keys [`DECLARED`] secret (a prefixed one under any prefix), and the store's location
+/// (`<PREFIX>WORKER_REGISTRY_DB`) when it carries a credential (a URL's userinfo, a
+/// `password=` parameter). A plain store path stays: another fleet's inventory reads it there
+/// to prove which store this gateway holds (`gate::peers`).
+pub fn sealed_from_process_env(key: &str, value: &str) -> bool {
+    let suffix_of = |k: EnvKey| match spec(k).name {
+        KeyName::Prefixed(suffix) | KeyName::Plain(suffix) => suffix,
+    };
+    let credential = crate::redact::redact_url_userinfo(value).is_some() || value.contains("password=");
+    (key.ends_with(suffix_of(EnvKey::WorkerRegistryDb)) && credential)
+        || DECLARED.iter().filter(|s| s.secret).any(|s| match s.name {
+            KeyName::Plain(name) => key == name,
+            KeyName::Prefixed(suffix) => key.ends_with(suffix),
+        })
+}
+
+/// `KEY=value` pairs of an environment, in order.
+pub type Pairs = Vec<(String, String)>;
+
+/// How to start again with the secrets out of the environment: the pairs to keep and the
+/// pairs to seal (hand over through a descriptor), or `None` when nothing is to be sealed
+/// or this process was already started so (its environment names the sealed descriptor:
+/// never twice, so never a loop).
+pub fn seal_plan(pairs: &[(String, String)]) -> Option<(Pairs, Pairs)> {
+    let marker = key_name(EnvKey::FleetgateSealedEnvFd, "");
+    if pairs.iter().any(|(k, _)| *k == marker) {
+        return None;
+    }
+    let (sealed, kept): (Vec<_>, Vec<_>) = pairs.iter().cloned().partition(|(k, v)| sealed_from_process_env(k, v));
+    (!sealed.is_empty()).then_some((kept, sealed))
 }
 
 /// Does this key name look like it holds a secret?
@@ -523,11 +566,53 @@ mod tests {
             EnvKey::Home,
             EnvKey::Path,
             EnvKey::CodexHome,
+            EnvKey::FleetgateSealedEnvFd,
         ];
         for key in all {
             assert_eq!(DECLARED.iter().filter(|s| s.key == key).count(), 1, "{key:?}");
         }
         assert_eq!(DECLARED.len(), all.len());
+    }
+
+    #[test]
+    fn secrets_and_the_store_location_are_sealed_and_nothing_else() {
+        for key in [
+            "FLEETGATE_HTTP_TOKEN",
+            "FLEETGATE_DASHBOARD_TOKEN",
+            "FLEETGATE_METRICS_TOKEN",
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        ] {
+            assert!(sealed_from_process_env(key, "x"), "{key}");
+        }
+        for (key, value) in [
+            ("GITEA_WORKER_REGISTRY_DB", "postgres://fleet:pw@db/fleet"),
+            ("ACME_WORKER_REGISTRY_DB", "postgres://tok@db/fleet"),
+            ("GITEA_WORKER_REGISTRY_DB", "postgres://db/fleet?password=pw"),
+        ] {
+            assert!(sealed_from_process_env(key, value), "{key}={value}");
+        }
+        for (key, value) in [
+            ("GITEA_WORKER_REGISTRY_DB", "/var/lib/fleet/registry.sqlite3"),
+            ("GITEA_WORKER_REGISTRY_DB", "postgres://db/fleet"),
+            ("PATH", "/bin"),
+            ("HOME", "/root"),
+            ("FLEETGATE_LOG", "info"),
+            ("GITEA_MCP_COHORT_ID", "c"),
+            ("GITEA_ACCESS_TOKEN", "pat"),
+            ("OTEL_SERVICE_NAME", "gw"),
+        ] {
+            assert!(!sealed_from_process_env(key, value), "{key}={value}");
+        }
+        let pairs =
+            |kv: &[(&str, &str)]| kv.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect::<Vec<_>>();
+        let env = pairs(&[("PATH", "/bin"), ("FLEETGATE_HTTP_TOKEN", "t"), ("GITEA_WORKER_REGISTRY_DB", "pg://u:p@h")]);
+        let (kept, sealed) = seal_plan(&env).unwrap();
+        assert_eq!(kept, pairs(&[("PATH", "/bin")]));
+        assert_eq!(sealed, pairs(&[("FLEETGATE_HTTP_TOKEN", "t"), ("GITEA_WORKER_REGISTRY_DB", "pg://u:p@h")]));
+        assert_eq!(seal_plan(&pairs(&[("PATH", "/bin")])), None, "nothing to seal");
+        let again = pairs(&[("FLEETGATE_SEALED_ENV_FD", "3"), ("FLEETGATE_HTTP_TOKEN", "t")]);
+        assert_eq!(seal_plan(&again), None, "sealed once, never twice");
     }
 
     #[test]

@@ -53,6 +53,13 @@ pub fn run_cli() -> ExitCode {
         return forge_fixture::run(args);
     }
     if let Command::Serve(_) | Command::Dashboard(_) = &cli.command {
+        // Long-running, with a downstream (serve) and other same-user processes around: its
+        // secrets leave its own environment first (`/proc/PID/environ`), while it has one
+        // thread and no child, by executing itself again without them (same pid).
+        if let Err(e) = fleetgate_host::env::seal_secrets() {
+            eprintln!("fleetgate: {e}");
+            return Exit::Failure.into();
+        }
         // Long-running: stdout belongs to MCP (serve) or to nobody (dashboard); causes go to stderr only.
         let outcome = Ctx::resolve(&cli, fleetgate_host::env::capture(), Arc::new(fleetgate_host::clock::SystemClock))
             .and_then(|ctx| match &cli.command {

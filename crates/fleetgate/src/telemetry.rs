@@ -31,6 +31,11 @@ pub struct OtlpSettings {
     pub source: String,
     /// The `service.name` resource attribute.
     pub service_name: String,
+    /// The headers sent with every export (`OTEL_EXPORTER_OTLP_HEADERS`, and
+    /// `OTEL_EXPORTER_OTLP_TRACES_HEADERS` winning per name), handed to the exporter as
+    /// values: the secrets are sealed out of the process environment, where the SDK would
+    /// look for them.
+    pub headers: Vec<(String, String)>,
 }
 
 impl OtlpSettings {
@@ -58,7 +63,44 @@ pub fn resolve(env: &EnvSnapshot, config_endpoint: Option<&str>) -> Result<Optio
         return Ok(None);
     };
     let service_name = env.get(EnvKey::OtelServiceName, "").unwrap_or(DEFAULT_SERVICE_NAME).to_owned();
-    Ok(Some(OtlpSettings { traces_endpoint: endpoint, source, service_name }))
+    let mut headers: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    for key in [EnvKey::OtelExporterOtlpHeaders, EnvKey::OtelExporterOtlpTracesHeaders] {
+        headers.extend(parse_headers(env.get(key, "").unwrap_or("")));
+    }
+    Ok(Some(OtlpSettings { traces_endpoint: endpoint, source, service_name, headers: headers.into_iter().collect() }))
+}
+
+/// `name=value,name2=value2` (the OpenTelemetry header list: values percent-encoded,
+/// whitespace around items ignored) as pairs; an item without `=` or a name is left out.
+pub fn parse_headers(list: &str) -> Vec<(String, String)> {
+    list.split(',')
+        .filter_map(|item| item.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), percent_decode(v.trim())))
+        .filter(|(k, _)| !k.is_empty())
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// An OTLP/HTTP URL as the exporter will use it: `http://` with a host, no query or
@@ -213,5 +255,24 @@ mod tests {
             assert!(e.starts_with("OTEL_EXPORTER_OTLP_ENDPOINT"), "{e}");
             assert!(e.contains(why), "{url}: {e}");
         }
+    }
+
+    #[test]
+    fn export_headers_are_read_from_the_snapshot_traces_ones_winning() {
+        assert_eq!(
+            parse_headers(" authorization = Bearer%20abc , x-a=1%2C2,broken, =v"),
+            [("authorization".to_owned(), "Bearer abc".to_owned()), ("x-a".to_owned(), "1,2".to_owned())]
+        );
+        let settings = resolve(
+            &env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                ("OTEL_EXPORTER_OTLP_HEADERS", "a=1,b=2"),
+                ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "b=3"),
+            ]),
+            None,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(settings.headers, [("a".to_owned(), "1".to_owned()), ("b".to_owned(), "3".to_owned())]);
     }
 }

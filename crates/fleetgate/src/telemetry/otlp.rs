@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use fleetgate_gateway::{ExtraLayer, MetaObject, TraceContext};
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator as _};
 use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
-use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
@@ -64,6 +64,7 @@ pub(super) fn start(settings: &OtlpSettings) -> anyhow::Result<(Export, ExtraLay
         .with_protocol(Protocol::HttpBinary)
         .with_endpoint(settings.traces_endpoint.clone())
         .with_timeout(EXPORT_TIMEOUT)
+        .with_headers(settings.headers.iter().cloned().collect())
         .build()
         .with_context(|| {
             format!("cannot set up OpenTelemetry export to {} ({})", settings.shown_endpoint(), settings.source)

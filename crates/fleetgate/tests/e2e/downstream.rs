@@ -165,3 +165,76 @@ fn the_first_sessionless_call_waits_for_a_downstream_still_starting() {
     assert!(text.contains("fleet-bot"), "{}", first.body);
     g.stop();
 }
+
+/// `/proc/PID/environ` of `pid`, as `KEY=value` text, one a line.
+fn environ_of(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', "\n"))
+        .unwrap_or_default()
+}
+
+/// Issue 34 (B): the downstream reads its parent's (the guard's) and the gateway's
+/// `/proc/PID/environ`; neither holds the bearer token or the store URL's password, and the
+/// gateway still authenticates with the token and uses the store the URL names.
+#[test]
+fn the_downstream_cannot_read_the_gateways_secrets_from_proc_environ() {
+    use crate::httpkit::HttpGateway;
+    use crate::support::{Client, peer};
+    let _serial = serial();
+    let token = "tok-sealed-9d2e-never-in-environ";
+    let f = FleetDir::new(crate::http::CONFIG);
+    let dumps = f.dir.path().join("dumps");
+    std::fs::create_dir(&dumps).unwrap();
+    // The downstream: its parent's environment, and its grandparent's (the gateway), then the server.
+    let script = format!(
+        "cat /proc/$PPID/environ > {d}/guard.part; gw=$(cut -d' ' -f4 /proc/$PPID/stat); \
+         cat /proc/$gw/environ > {d}/gateway.part; echo $gw > {d}/gateway.pid.part; \
+         for n in guard gateway gateway.pid; do mv {d}/$n.part {d}/$n; done; exec {py} {server}",
+        d = dumps.display(),
+        py = peer(".venv/bin/python").display(),
+        server = peer("tests/peers/minimal_server.py").display(),
+    );
+    // The store named by the environment alone would be a URL with a password; here a path
+    // is named by --store, and the URL only sits in the environment, as in downstream.rs above.
+    let url = "postgres://fleet:store-password-sealed@db.invalid/fleet";
+    let otel = "authorization=Bearer%20otel-secret-sealed";
+    let g = HttpGateway::start_with_env(
+        &f,
+        Some(token),
+        &["/bin/sh", "-c", &script],
+        "info",
+        // PATH reaches the downstream (and its guard), so their environ is not empty.
+        &[("GITEA_WORKER_REGISTRY_DB", url), ("OTEL_EXPORTER_OTLP_HEADERS", otel), ("PATH", "/usr/bin:/bin")],
+    );
+    let mut c =
+        Client::start_url(&g.url(), &["MCP_DRIVE_CLIENT_NAME=sealed".to_owned(), format!("MCP_DRIVE_BEARER={token}")]);
+    assert!(c.tools().iter().any(|t| t["name"] == "stamp"), "the downstream serves behind the token");
+    assert!(wait_until(20.0, || dumps.join("gateway.pid").exists()), "the downstream did not dump");
+    let gateway_pid: u32 = std::fs::read_to_string(dumps.join("gateway.pid")).unwrap().trim().parse().unwrap();
+    assert_eq!(gateway_pid, g.child.id(), "the guard's parent is the gateway (same pid after it re-executed)");
+    let seen = [
+        ("the guard's environ, read by the downstream", std::fs::read(dumps.join("guard")).unwrap()),
+        ("the gateway's environ, read by the downstream", std::fs::read(dumps.join("gateway")).unwrap()),
+        ("the gateway's environ, read now", environ_of(gateway_pid).into_bytes()),
+    ];
+    for (what, bytes) in &seen {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(!text.is_empty(), "{what} was read");
+        for secret in [token, "store-password-sealed", "otel-secret-sealed"] {
+            assert!(!text.contains(secret), "{secret} is in {what}: {text}");
+        }
+    }
+    // No descriptor of the gateway still holds them.
+    let fds: Vec<String> = std::fs::read_dir(format!("/proc/{gateway_pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|l| l.display().to_string())
+        .collect();
+    assert!(!fds.iter().any(|l| l.contains("memfd:fleetgate-sealed-env")), "{fds:?}");
+    // The token still guards the endpoint.
+    let raw = crate::httpkit::Raw::new(&g);
+    assert_eq!(raw.initialize("no-token", None).status, 401);
+    assert_eq!(raw.initialize("with-token", Some(token)).status, 200);
+    drop(c);
+    g.stop();
+}

@@ -21,6 +21,17 @@ impl HttpGateway {
     /// [`start`](Self::start) with another log filter (`info` for tests that send many
     /// requests).
     pub fn start_logging(f: &FleetDir, token: Option<&str>, downstream: &[&str], log: &str) -> Self {
+        Self::start_with_env(f, token, downstream, log, &[])
+    }
+
+    /// [`start_logging`](Self::start_logging) with more `KEY=value` pairs in its environment.
+    pub fn start_with_env(
+        f: &FleetDir,
+        token: Option<&str>,
+        downstream: &[&str],
+        log: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
         let stderr = f.dir.path().join("gateway.stderr");
         let mut cmd = Command::new(bin());
         cmd.env_clear()
@@ -37,6 +48,7 @@ impl HttpGateway {
         if let Some(token) = token {
             cmd.env("FLEETGATE_HTTP_TOKEN", token);
         }
+        cmd.envs(env.iter().copied());
         if !downstream.is_empty() {
             cmd.arg("--").args(downstream);
         }
