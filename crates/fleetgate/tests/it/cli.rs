@@ -284,6 +284,27 @@ fn a_read_only_store_is_reported_read_only_with_the_fix() {
     assert_eq!(std::fs::read(&store).unwrap(), before);
 }
 
+/// Issue 34 (C): a store directory others may write, no sticky bit: refused, exit 1, the
+/// directory and its mode named; the store in it untouched.
+#[test]
+fn a_store_in_a_directory_others_may_write_is_refused_with_exit_1() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let store = shared.join("r.sqlite3");
+    assert_eq!(code(&fleetgate(&store, &["worker", "list"])), Some(0));
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let before = std::fs::read(&store).unwrap();
+    let out = fleetgate(&store, &["worker", "list"]);
+    assert_eq!(code(&out), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("store directory {}", shared.display())) && err.contains("mode 0777"), "{err}");
+    assert_eq!(std::fs::read(&store).unwrap(), before);
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    assert_eq!(code(&fleetgate(&store, &["worker", "list"])), Some(0), "sticky: accepted");
+}
+
 #[test]
 fn a_non_utf8_config_path_is_used_as_given() {
     use std::os::unix::ffi::OsStrExt;
