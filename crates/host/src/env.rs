@@ -41,12 +41,17 @@ pub fn capture() -> EnvSnapshot {
 
 /// The sealed secrets: read from descriptor `fd` the first time and the descriptor closed,
 /// so no child inherits it and no `/proc/PID/fd` shows it after; kept for later captures.
+/// When they cannot be read the process exits (status 1): running on without them would
+/// serve HTTP without its token — fail closed.
 fn sealed(fd: &str) -> &'static [(String, String)] {
     static SEALED: OnceLock<Vec<(String, String)>> = OnceLock::new();
     SEALED.get_or_init(|| {
         read_sealed(fd).unwrap_or_else(|why| {
-            eprintln!("fleetgate: the sealed secrets could not be read ({why}): continuing without them");
-            Vec::new()
+            eprintln!(
+                "fleetgate: the sealed secrets cannot be read ({why}): FLEETGATE_SEALED_ENV_FD is set by fleetgate \
+                 itself when it re-executes; unset it"
+            );
+            std::process::exit(1)
         })
     })
 }

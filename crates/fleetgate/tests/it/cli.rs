@@ -305,6 +305,27 @@ fn a_store_in_a_directory_others_may_write_is_refused_with_exit_1() {
     assert_eq!(code(&fleetgate(&store, &["worker", "list"])), Some(0), "sticky: accepted");
 }
 
+/// Issue 34 (B): the sealed-secrets descriptor is fleetgate's own; one set by hand (nothing
+/// to read there) refuses to start rather than run on without the secrets it would hold.
+#[test]
+fn a_sealed_env_fd_that_holds_no_sealed_secrets_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .env_clear()
+        .env("FLEETGATE_SEALED_ENV_FD", "0")
+        .env("FLEETGATE_HTTP_TOKEN", "t0k3n-visible")
+        .arg("--store")
+        .arg(dir.path().join("r.sqlite3"))
+        .args(["serve", "--profile", "prgs-author", "--transport", "http", "--listen", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("descriptor 0 is") && err.contains("unset it"), "{err}");
+    assert!(!err.contains("listening"), "{err}");
+}
+
 #[test]
 fn a_non_utf8_config_path_is_used_as_given() {
     use std::os::unix::ffi::OsStrExt;
