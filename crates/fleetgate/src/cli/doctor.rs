@@ -7,14 +7,14 @@ use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply};
 use crate::doctor::clients::{Client, Format, Layout, locations};
 use crate::doctor::findings::{
-    ClientReport, FileInput, FileState, Finding, Roster, classify, fleetgate_serve, template,
+    ClientReport, FileInput, FileState, Finding, Lookup, Roster, classify, fleetgate_serve, template,
 };
 use crate::doctor::read::{self, FileError, Launch};
 use crate::doctor::{apply, diff, edit, repair, snippet};
 use anyhow::{anyhow, bail};
 use fleetgate_core::env::{EnvKey, key_name};
 use serde_json::{Value, json};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// One client, surveyed: its verdict, its files, and the bytes each was read as.
@@ -30,11 +30,18 @@ struct Scope<'a> {
     roster: Roster<'a>,
     named: bool,
     path: String,
+    /// Device and inode of fleetgate's binaries: this doctor's own
+    /// executable, and the `fleetgate` PATH resolves to.
+    binaries: Vec<(u64, u64)>,
 }
 
 impl Scope<'_> {
     fn exists(&self, command: &str) -> bool {
         on_path(command, &self.path)
+    }
+
+    fn is_fleetgate(&self, command: &str) -> bool {
+        is_fleetgate(command, &self.binaries)
     }
 
     fn survey(&self, client: Client) -> Surveyed {
@@ -45,7 +52,8 @@ impl Scope<'_> {
                 (FileInput { source, state }, raw)
             })
             .unzip();
-        let report = classify(client, &files, self.roster, self.named, &|c| self.exists(c));
+        let lookup = Lookup { exists: &|c| self.exists(c), fleetgate: &|c| self.is_fleetgate(c) };
+        let report = classify(client, &files, self.roster, self.named, lookup);
         Surveyed { report, files, raw }
     }
 }
@@ -71,7 +79,9 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> anyhow::Result<Reply> {
         },
         named: !args.clients.is_empty(),
         path: ctx.env.get(EnvKey::Path, "").unwrap_or_default().to_owned(),
+        binaries: Vec::new(),
     };
+    let scope = Scope { binaries: fleetgate_binaries(&scope.path), ..scope };
     let surveyed: Vec<Surveyed> = clients.iter().map(|c| scope.survey(*c)).collect();
     if args.snippet {
         return Ok(snippet_reply(ctx, &scope, &surveyed[0], &args.downstream));
@@ -102,11 +112,42 @@ fn selected(names: &[String]) -> anyhow::Result<Vec<Client>> {
 /// Whether `command` names an executable: an absolute path, or a name found
 /// in one of `path`'s directories.
 fn on_path(command: &str, path: &str) -> bool {
+    resolve(command, path).is_some()
+}
+
+/// The file `command` names: an absolute path, or the first executable of
+/// that name in one of `path`'s directories.
+fn resolve(command: &str, path: &str) -> Option<PathBuf> {
     let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if Path::new(command).is_absolute() {
-        return executable(Path::new(command));
+        return executable(Path::new(command)).then(|| PathBuf::from(command));
     }
-    path.split(':').filter(|d| !d.is_empty()).any(|d| executable(&Path::new(d).join(command)))
+    path.split(':').filter(|d| !d.is_empty()).map(|d| Path::new(d).join(command)).find(|p| executable(p))
+}
+
+/// Device and inode of fleetgate's binaries: this process's own executable
+/// and the `fleetgate` that `path` resolves to (symlinks followed).
+fn fleetgate_binaries(path: &str) -> Vec<(u64, u64)> {
+    let current = std::env::current_exe().ok();
+    [current, resolve("fleetgate", path)]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| (m.dev(), m.ino()))
+        .collect()
+}
+
+/// Whether a wrapper's `command` is fleetgate's binary: the bare name
+/// `fleetgate` (the client resolves it through the user's own PATH, as the
+/// doctor's own repairs write it), or an absolute path to the same file
+/// (device and inode, symlinks followed) as this doctor's executable or as
+/// the `fleetgate` on PATH. A relative path (`.devtools/fleetgate`, resolved
+/// against whatever directory the client runs in), a variable, or any other
+/// file is not.
+fn is_fleetgate(command: &str, binaries: &[(u64, u64)]) -> bool {
+    command == "fleetgate"
+        || (Path::new(command).is_absolute()
+            && std::fs::metadata(command).is_ok_and(|m| binaries.contains(&(m.dev(), m.ino()))))
 }
 
 /// How to invoke fleetgate in a new wrapper: by name when it is on PATH,
@@ -312,20 +353,19 @@ fn fix(ctx: &Ctx, scope: &Scope<'_>, surveyed: Vec<Surveyed>, write: bool) -> Re
 
 fn snippet_reply(ctx: &Ctx, scope: &Scope<'_>, s: &Surveyed, downstream: &[String]) -> Reply {
     let client = s.report.id;
-    // The downstream as the client already runs it, unless one is given.
+    // The downstream as the client already runs it in the file the block is
+    // for (the first, user-scope one), unless one is given; the wrapper is
+    // always the doctor's own, never a command read from a file.
     let mut from = None;
     let mut argv = downstream.to_vec();
-    let mut fleetgate = fleetgate_command(scope);
+    let fleetgate = fleetgate_command(scope);
     if argv.is_empty()
-        && let Some((m, d)) = template(&s.report)
+        && let Some((m, d)) = template(&s.report, Some(0))
         && let FileState::Parsed(parsed) = &s.files[d.at.0].state
         && let Launch::Stdio { command, args } = &parsed.entries[d.at.1].launch
     {
         argv = match fleetgate_serve(command, args) {
-            Some(serve) => {
-                fleetgate = command.clone();
-                serve.downstream
-            }
+            Some(serve) => serve.downstream,
             None => std::iter::once(command.clone()).chain(args.iter().cloned()).collect(),
         };
         from = ctx.config.member(&m.profile);
