@@ -70,6 +70,15 @@ fn unchanged(target: &Path, original: &[u8]) -> Result<(), ApplyError> {
     }
 }
 
+/// Create a backup file: never over an existing one, and with the target's permission bits
+/// from the first instant (narrowed further by the umask, never widened), so a secret the
+/// configuration holds is never readable by more users than the file itself allowed, not even
+/// between the creation and a later chmod.
+fn open_backup(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(meta.permissions().mode() & 0o777).open(path)
+}
+
 /// Write the backup of `target` (its `original` bytes) beside it, never over
 /// an existing file. Returns its path.
 fn backup(target: &Path, original: &[u8], stamp: &str, meta: &std::fs::Metadata) -> Result<PathBuf, ApplyError> {
@@ -78,7 +87,7 @@ fn backup(target: &Path, original: &[u8], stamp: &str, meta: &std::fs::Metadata)
     for n in 0..100 {
         let suffix = if n == 0 { String::new() } else { format!("-{n}") };
         let path = dir.join(format!("{name}.fleetgate-backup-{stamp}{suffix}"));
-        let mut file = match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+        let mut file = match open_backup(&path, meta) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(io(target, &format!("cannot write its backup in {}", dir.display()), &e)),
@@ -173,6 +182,24 @@ mod tests {
         assert_eq!(e.kind, ApplyErrorKind::ChangedOnDisk);
         assert_eq!(std::fs::read_to_string(&c.path).unwrap(), "{\"theirs\": 1}\n");
         assert_eq!(listing(dir.path()), ["mcp.json"], "no backup, no temporary file left");
+    }
+
+    /// Issue 34: the backup was created 0666 & umask, written, then chmod'ed to the target's
+    /// mode; a watcher could read a token in between.
+    #[test]
+    fn a_backup_is_created_with_the_targets_mode_not_widened_later() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let c = change(dir.path());
+        std::fs::set_permissions(&c.path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let meta = std::fs::metadata(&c.path).unwrap();
+        let backup = dir.path().join("mcp.json.fleetgate-backup-s");
+        let _file = open_backup(&backup, &meta).unwrap();
+        let mode = std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & !0o600, 0, "the backup is {mode:o} as soon as it exists");
+        assert!(open_backup(&backup, &meta).is_err(), "never over an existing file");
+        let b = apply(&c, "t", &mut |_| {}).unwrap();
+        assert_eq!(std::fs::metadata(&b).unwrap().permissions().mode() & 0o777, 0o600);
     }
 
     #[test]
