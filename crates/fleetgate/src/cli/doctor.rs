@@ -48,7 +48,15 @@ impl Scope<'_> {
         let (files, raw): (Vec<FileInput>, Vec<Option<Vec<u8>>>) = locations(client, &self.layout)
             .into_iter()
             .map(|source| {
-                let (state, raw) = read_file(&source.path, |text| read::parse(text, &source));
+                let outside = if source.in_project() {
+                    apply::check_within(&source.path, &self.layout.project).err()
+                } else {
+                    None
+                };
+                let (state, raw) = match outside {
+                    Some(message) => (FileState::Failed(FileError { line: 1, column: 1, message }), None),
+                    None => read_file(&source.path, |text| read::parse(text, &source)),
+                };
                 (FileInput { source, state }, raw)
             })
             .unzip();
@@ -280,7 +288,7 @@ fn report(ctx: &Ctx, surveyed: &[Surveyed]) -> Reply {
 
 /// Every changed file of one client, its repaired text re-read as the client
 /// would read it: a repair its own reader refuses is an error, never a write.
-fn changes(s: &Surveyed, fleetgate: &str, errors: &mut Vec<Value>) -> Vec<apply::Change> {
+fn changes(s: &Surveyed, project: &Path, fleetgate: &str, errors: &mut Vec<Value>) -> Vec<apply::Change> {
     let mut out = Vec::new();
     for (f, edits) in repair::plan(&s.report, fleetgate) {
         let (FileState::Parsed(parsed), Some(raw)) = (&s.files[f].state, &s.raw[f]) else { continue };
@@ -290,7 +298,8 @@ fn changes(s: &Surveyed, fleetgate: &str, errors: &mut Vec<Value>) -> Vec<apply:
             .and_then(|t| read::parse(&t, source).map(|_| t).map_err(|e| format!("the repair would not parse: {e:?}")));
         match repaired {
             Ok(updated) if updated != text => {
-                out.push(apply::Change { path: source.path.clone(), original: raw.clone(), updated });
+                let within = source.in_project().then(|| project.to_owned());
+                out.push(apply::Change { path: source.path.clone(), original: raw.clone(), updated, within });
             }
             Ok(_) => {}
             Err(e) => errors.push(
@@ -304,7 +313,8 @@ fn changes(s: &Surveyed, fleetgate: &str, errors: &mut Vec<Value>) -> Vec<apply:
 fn fix(ctx: &Ctx, scope: &Scope<'_>, surveyed: Vec<Surveyed>, write: bool) -> Reply {
     let fleetgate = fleetgate_command(scope);
     let mut errors = file_errors(&surveyed);
-    let changes: Vec<apply::Change> = surveyed.iter().flat_map(|s| changes(s, &fleetgate, &mut errors)).collect();
+    let changes: Vec<apply::Change> =
+        surveyed.iter().flat_map(|s| changes(s, &scope.layout.project, &fleetgate, &mut errors)).collect();
     let stamp: String = ctx.clock.now().to_string().chars().filter(|c| !matches!(c, '-' | ':')).collect();
     let mut shown = Vec::new();
     let mut text = Vec::new();

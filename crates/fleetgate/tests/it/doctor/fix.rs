@@ -194,7 +194,7 @@ fn a_concurrent_writer_between_read_and_replace_is_detected_and_nothing_is_overw
     let path = files[f].source.path.clone();
     let original = std::fs::read(&path).unwrap();
     let updated = edit::apply(&String::from_utf8_lossy(&original), &files[f].source, parsed, &edits).unwrap();
-    let change = apply::Change { path: path.clone(), original, updated };
+    let change = apply::Change { path: path.clone(), original, updated, within: None };
     let theirs = "# rewritten by the client itself\nmodel = \"o4\"\n";
     let e = apply::apply(&change, "20260730T004009Z", &mut |p| std::fs::write(p, theirs).unwrap()).unwrap_err();
     assert_eq!(e.kind, apply::ApplyErrorKind::ChangedOnDisk);
@@ -258,4 +258,26 @@ fn a_projects_foreign_wrapper_never_reaches_the_user_file_or_the_snippet() {
         report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "foreign_wrapper").collect();
     assert_eq!(foreign.len(), 1, "{report:#}");
     assert_eq!(foreign[0]["fixable"], false);
+}
+
+/// Issue 34: a project's `.mcp.json` that is a symbolic link out of `--project` is neither
+/// written through nor backed up beside its target; the error names the link and the target.
+#[test]
+fn a_project_file_linked_out_of_the_project_is_refused_and_nothing_is_written_there() {
+    let t = tree("empty");
+    let outside = t.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let target = outside.join("victim.json");
+    let text = r#"{"mcpServers": {"gitea-author": {"command": "python3", "args": ["mcp_server.py"]}}}"#;
+    std::fs::write(&target, text).unwrap();
+    let link = t.project.join(".mcp.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = t.doctor(&["--client", "claude-code", "--fix", "--apply"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), Some(1), "{err}");
+    assert!(err.contains(&link.display().to_string()) && err.contains(&target.display().to_string()), "{err}");
+    assert!(err.contains("outside the project"), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), text, "the target is untouched");
+    let left: Vec<_> = std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [std::ffi::OsString::from("victim.json")], "no backup beside the target");
 }
