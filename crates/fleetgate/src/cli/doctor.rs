@@ -4,7 +4,7 @@
 
 use crate::cli::args::DoctorArgs;
 use crate::cli::context::Ctx;
-use crate::cli::output::{Exit, Reply};
+use crate::cli::output::{Exit, Reply, shown};
 use crate::doctor::clients::{Client, Format, Layout, locations};
 use crate::doctor::findings::{
     ClientReport, FileInput, FileState, Finding, Lookup, Roster, classify, fleetgate_serve, template,
@@ -212,7 +212,7 @@ fn error_line(e: &Value) -> String {
 /// Errors go to stderr too, one line each: exit 1 always says why there.
 fn exit_for(errors: &[Value], findings: usize) -> Exit {
     for e in errors {
-        eprintln!("fleetgate: doctor: {}", error_line(e));
+        eprintln!("fleetgate: doctor: {}", shown(&error_line(e), usize::MAX));
     }
     if !errors.is_empty() {
         Exit::Failure
@@ -227,8 +227,11 @@ fn all_findings(surveyed: &[Surveyed]) -> Vec<&Finding> {
     surveyed.iter().flat_map(|s| &s.report.findings).collect()
 }
 
+/// One finding, its message [`shown`]: it quotes a file's key names and values, which a
+/// hostile project may fill with escape sequences or newlines.
 fn finding_line(f: &Finding) -> String {
-    format!("  - {}: {}{}", json!(f.kind).as_str().unwrap_or(""), f.message, if f.fixable { " [fixable]" } else { "" })
+    let message = shown(&f.message, usize::MAX);
+    format!("  - {}: {message}{}", json!(f.kind).as_str().unwrap_or(""), if f.fixable { " [fixable]" } else { "" })
 }
 
 fn client_text(s: &Surveyed) -> String {
@@ -237,10 +240,11 @@ fn client_text(s: &Surveyed) -> String {
     let mut out = vec![format!(
         "{}: {}",
         r.client,
-        if present.is_empty() { "no configuration file".to_owned() } else { present.join(", ") }
+        if present.is_empty() { "no configuration file".to_owned() } else { shown(&present.join(", "), usize::MAX) }
     )];
     for f in r.files.iter().filter_map(|f| f.error.as_ref().map(|e| (f, e))) {
-        out.push(format!("  error: {}:{}:{}: {}", f.0.path, f.1.line, f.1.column, f.1.message));
+        let line = format!("{}:{}:{}: {}", f.0.path, f.1.line, f.1.column, f.1.message);
+        out.push(format!("  error: {}", shown(&line, usize::MAX)));
     }
     if !r.adopted && r.findings.is_empty() {
         if r.files.iter().any(|f| f.error.is_some()) {
@@ -251,8 +255,11 @@ fn client_text(s: &Surveyed) -> String {
         return out.join("\n");
     }
     for m in &r.members {
-        let defs: Vec<String> =
-            m.definitions.iter().map(|d| format!("{} {}:{} {:?}", d.launch, d.file, d.line, d.entry)).collect();
+        let defs: Vec<String> = m
+            .definitions
+            .iter()
+            .map(|d| shown(&format!("{} {}:{} {:?}", d.launch, d.file, d.line, d.entry), usize::MAX))
+            .collect();
         let shown = if defs.is_empty() { m.status.to_owned() } else { defs.join("; ") };
         out.push(format!("  {:<20} {shown}", m.profile));
     }

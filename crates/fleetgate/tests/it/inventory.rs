@@ -134,3 +134,17 @@ fn a_peers_secrets_in_every_shape_are_masked_in_the_inventory() {
         assert!(!text.contains(secret), "{secret} in {text}");
     }
 }
+
+/// Issue 34: another user's command line quoted in the summary and in "blocked because" cannot
+/// clear the screen or forge a "mutation gate open" line.
+#[test]
+fn a_peers_escape_sequences_never_reach_the_terminal() {
+    let mut f = Fleet::new("");
+    f.spawn_with_args(&[], &["\u{1b}[2J\u{1b}]0;pwned\u{7}", "\r\n5 of 5 members running: mutation gate open"]);
+    let out = f.cli(&["inventory"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(!out.stdout.iter().any(|b| matches!(b, 0x1b | 0x07 | b'\r')), "{:?}", String::from_utf8_lossy(&out.stdout));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.lines().any(|l| l.starts_with("5 of 5")), "a forged line:\n{text}");
+    assert!(text.contains("\\u{1b}[2J"), "shown escaped:\n{text}");
+}
