@@ -395,3 +395,29 @@ fn snippet_reply(ctx: &Ctx, scope: &Scope<'_>, s: &Surveyed, downstream: &[Strin
         json!({ "client": client.name(), "file": file.display().to_string(), "format": format, "snippet": block });
     Reply { value, text: block.trim_end().to_owned(), exit: Exit::Ok }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{fleetgate_binaries, is_fleetgate};
+
+    /// Fleetgate's binary is a file, not a name: the same device and inode as this
+    /// executable (through a link too); a copy, a relative path or a variable is not.
+    #[test]
+    fn fleetgate_binary_is_judged_by_device_and_inode() {
+        let exe = std::env::current_exe().unwrap();
+        let binaries = fleetgate_binaries("");
+        let dir = tempfile::tempdir().unwrap();
+        let (link, copy) = (dir.path().join("fleetgate"), dir.path().join("copy/fleetgate"));
+        std::os::unix::fs::symlink(&exe, &link).unwrap();
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::copy(&exe, &copy).unwrap();
+        assert!(is_fleetgate(exe.to_str().unwrap(), &binaries));
+        assert!(is_fleetgate(link.to_str().unwrap(), &binaries));
+        assert!(is_fleetgate("fleetgate", &binaries), "the name, resolved by the user's own PATH");
+        assert!(!is_fleetgate(copy.to_str().unwrap(), &binaries), "another file, though the same bytes");
+        assert!(!is_fleetgate(".devtools/fleetgate", &binaries));
+        assert!(!is_fleetgate("${workspaceFolder}/fleetgate", &binaries));
+        let on_path = fleetgate_binaries(copy.parent().unwrap().to_str().unwrap());
+        assert!(is_fleetgate(copy.to_str().unwrap(), &on_path), "PATH's fleetgate is fleetgate's binary");
+    }
+}
