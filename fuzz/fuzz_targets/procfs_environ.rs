@@ -4,7 +4,8 @@
 //!
 //! Invariants: no panic; no key holds `=` or NUL, no value or argument holds NUL, no
 //! argument is empty; both parses round-trip through their canonical bytes; and a secret
-//! flag's value (`--password VALUE`) never shows in the redacted command line.
+//! flag's value (`--password VALUE`, `-token VALUE`, `-p VALUE`) never shows in the redacted
+//! command line.
 #![no_main]
 
 use fleetgate_core::procmatch::FleetMatcher;
@@ -31,14 +32,14 @@ fuzz_target!(|data: &[u8]| {
     let _ = FleetMatcher::is_gateway(&argv);
     let _ = FleetMatcher::new(&argv).matches(&argv);
     let shown = redact_argv(&argv);
-    // `--password VALUE`, the flag not itself another flag's value; VALUE plain enough
+    // `--password VALUE` (or `-token`, `-p`), the flag not itself another flag's value; VALUE plain enough
     // that it can only show if it was copied (alphanumeric, in no other argument).
     for (i, pair) in argv.windows(2).enumerate() {
         let (flag, value) = (&pair[0], &pair[1]);
         let flag_position = i == 0 || !argv[i - 1].starts_with('-');
         let plain = value.bytes().all(|b| b.is_ascii_alphanumeric());
         let unique = argv.iter().enumerate().all(|(j, a)| j == i + 1 || !a.contains(value.as_str()));
-        if flag == "--password" && flag_position && plain && unique {
+        if matches!(flag.as_str(), "--password" | "-token" | "-p") && flag_position && plain && unique {
             assert!(!shown.contains(value.as_str()), "the secret {value:?} shows in {shown:?}");
         }
     }

@@ -103,14 +103,54 @@ pub const MAX_FIELD_CHARS: usize = 256;
 /// store can answer; longer keeps a dead worker's lease for days.
 pub const TTL_RANGE_SECONDS: std::ops::RangeInclusive<f64> = 1.0..=604_800.0;
 
+/// Whether `c` is invisible or changes the direction of the text around it: Unicode's General
+/// Category Cf (format characters, Unicode 15.1: the soft hyphen, the Arabic number signs, the
+/// zero-width space, joiners and no-break space, the bidi marks, embeddings, overrides and
+/// isolates U+200E/F, U+202A–E, U+2066–9, the invisible operators, the deprecated format
+/// characters U+206A–F, the interlinear annotations, the Egyptian, shorthand and musical
+/// format controls, and the tag characters), plus the line and paragraph separators
+/// U+2028/U+2029 (Zl, Zp), which end a line as a newline does. A name holding one can read
+/// as another name, or reverse what follows it, in a listing.
+pub fn is_invisible_or_bidi(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
+}
+
 /// An identity field as it may be stored: at most [`MAX_FIELD_CHARS`], no control characters
-/// (a newline or a terminal escape in a name would forge lines in an operator's terminal).
+/// (a newline or a terminal escape in a name would forge lines in an operator's terminal) and
+/// no invisible or direction-changing character ([`is_invisible_or_bidi`]: `gitea\u{200B}-author`
+/// would list as `gitea-author`, U+202E would show the rest of a line reversed).
 pub fn check_field(name: &str, value: &str) -> Result<(), String> {
     if value.chars().count() > MAX_FIELD_CHARS {
         return Err(format!("{name} is longer than {MAX_FIELD_CHARS} characters"));
     }
     if value.chars().any(char::is_control) {
         return Err(format!("{name} contains a control character"));
+    }
+    if let Some(c) = value.chars().find(|c| is_invisible_or_bidi(*c)) {
+        return Err(format!("{name} contains an invisible or direction-changing character (U+{:04X})", u32::from(c)));
     }
     Ok(())
 }
@@ -123,10 +163,10 @@ pub fn check_ttl(ttl: f64) -> Result<(), String> {
     Ok(())
 }
 
-/// A name a peer sent (an MCP `clientInfo.name`), made storable: control characters dropped,
-/// cut to [`MAX_FIELD_CHARS`].
+/// A name a peer sent (an MCP `clientInfo.name`), made storable: control, invisible and
+/// direction-changing characters dropped, cut to [`MAX_FIELD_CHARS`].
 pub fn bounded_field(value: &str) -> String {
-    value.chars().filter(|c| !c.is_control()).take(MAX_FIELD_CHARS).collect()
+    value.chars().filter(|c| !c.is_control() && !is_invisible_or_bidi(*c)).take(MAX_FIELD_CHARS).collect()
 }
 
 impl Registration {
@@ -524,5 +564,40 @@ pub(crate) mod tests {
         let now = Timestamp::from_unix(5);
         assert_ne!(worker_identity("claude", "s", now, 1), worker_identity("claude", "s", now, 2));
         assert!(worker_identity("Claude Code!", "s", now, 1).starts_with("wrk-claude_code-5-"));
+    }
+
+    #[test]
+    fn invisible_and_direction_changing_characters_are_refused_like_control_characters() {
+        for c in [
+            '\u{202E}',
+            '\u{2066}',
+            '\u{2069}',
+            '\u{200B}',
+            '\u{200D}',
+            '\u{200F}',
+            '\u{FEFF}',
+            '\u{2028}',
+            '\u{E0041}',
+        ] {
+            let value = format!("gitea{c}-author");
+            let why = check_field("client_name", &value).unwrap_err();
+            assert!(why.contains("invisible or direction-changing") && why.contains("client_name"), "{why}");
+            assert_eq!(bounded_field(&value), "gitea-author", "U+{:04X}", u32::from(c));
+            let r = Registration {
+                worker_identity: "w1".into(),
+                client_name: "claude".into(),
+                client_instance_id: "inst".into(),
+                session_id: value,
+                generation_id: "gen-0001".into(),
+                role: "author".into(),
+                profile: "prgs-author".into(),
+                pid: Some(4242),
+                heartbeat_ttl_seconds: 900.0,
+            };
+            assert!(r.validate().is_err(), "U+{:04X}", u32::from(c));
+        }
+        for fine in ["gitea-author", "Zoë", "日本語", "claude code", "אב"] {
+            assert_eq!(check_field("x", fine), Ok(()), "{fine}");
+        }
     }
 }

@@ -70,7 +70,7 @@ pub fn run_cli() -> ExitCode {
         return match outcome {
             Ok(code) => ExitCode::from(code),
             Err(e) => {
-                eprintln!("fleetgate: {e:#}");
+                eprintln!("fleetgate: {}", cli::output::terminal_text(&format!("{e:#}")));
                 Exit::Failure.into()
             }
         };
@@ -90,7 +90,7 @@ pub fn run_cli() -> ExitCode {
                     true,
                 );
             }
-            eprintln!("fleetgate: {cause}");
+            eprintln!("fleetgate: {}", cli::output::shown(&cause, usize::MAX));
             Exit::Failure.into()
         }
     }
@@ -119,5 +119,11 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
 
 fn print_reply(reply: &Reply, json: bool) {
     let mut out = std::io::stdout().lock();
-    let _ = if json { writeln!(out, "{}", reply.value) } else { writeln!(out, "{}", reply.text) };
+    // JSON escapes every control character itself; the readable form goes through the last
+    // guard, so no value reaches the terminal as an escape sequence.
+    let _ = if json {
+        writeln!(out, "{}", reply.value)
+    } else {
+        writeln!(out, "{}", cli::output::terminal_text(&reply.text))
+    };
 }

@@ -4,17 +4,17 @@
 
 use crate::cli::args::DoctorArgs;
 use crate::cli::context::Ctx;
-use crate::cli::output::{Exit, Reply};
+use crate::cli::output::{Exit, Reply, shown};
 use crate::doctor::clients::{Client, Format, Layout, locations};
 use crate::doctor::findings::{
-    ClientReport, FileInput, FileState, Finding, Roster, classify, fleetgate_serve, template,
+    ClientReport, FileInput, FileState, Finding, Lookup, Roster, classify, fleetgate_serve, template,
 };
 use crate::doctor::read::{self, FileError, Launch};
 use crate::doctor::{apply, diff, edit, repair, snippet};
 use anyhow::{anyhow, bail};
 use fleetgate_core::env::{EnvKey, key_name};
 use serde_json::{Value, json};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// One client, surveyed: its verdict, its files, and the bytes each was read as.
@@ -30,6 +30,9 @@ struct Scope<'a> {
     roster: Roster<'a>,
     named: bool,
     path: String,
+    /// Device and inode of fleetgate's binaries: this doctor's own
+    /// executable, and the `fleetgate` PATH resolves to.
+    binaries: Vec<(u64, u64)>,
 }
 
 impl Scope<'_> {
@@ -37,15 +40,28 @@ impl Scope<'_> {
         on_path(command, &self.path)
     }
 
+    fn is_fleetgate(&self, command: &str) -> bool {
+        is_fleetgate(command, &self.binaries)
+    }
+
     fn survey(&self, client: Client) -> Surveyed {
         let (files, raw): (Vec<FileInput>, Vec<Option<Vec<u8>>>) = locations(client, &self.layout)
             .into_iter()
             .map(|source| {
-                let (state, raw) = read_file(&source.path, |text| read::parse(text, &source));
+                let outside = if source.in_project() {
+                    apply::check_within(&source.path, &self.layout.project).err()
+                } else {
+                    None
+                };
+                let (state, raw) = match outside {
+                    Some(message) => (FileState::Failed(FileError { line: 1, column: 1, message }), None),
+                    None => read_file(&source.path, |text| read::parse(text, &source)),
+                };
                 (FileInput { source, state }, raw)
             })
             .unzip();
-        let report = classify(client, &files, self.roster, self.named, &|c| self.exists(c));
+        let lookup = Lookup { exists: &|c| self.exists(c), fleetgate: &|c| self.is_fleetgate(c) };
+        let report = classify(client, &files, self.roster, self.named, lookup);
         Surveyed { report, files, raw }
     }
 }
@@ -71,7 +87,9 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> anyhow::Result<Reply> {
         },
         named: !args.clients.is_empty(),
         path: ctx.env.get(EnvKey::Path, "").unwrap_or_default().to_owned(),
+        binaries: Vec::new(),
     };
+    let scope = Scope { binaries: fleetgate_binaries(&scope.path), ..scope };
     let surveyed: Vec<Surveyed> = clients.iter().map(|c| scope.survey(*c)).collect();
     if args.snippet {
         return Ok(snippet_reply(ctx, &scope, &surveyed[0], &args.downstream));
@@ -102,11 +120,42 @@ fn selected(names: &[String]) -> anyhow::Result<Vec<Client>> {
 /// Whether `command` names an executable: an absolute path, or a name found
 /// in one of `path`'s directories.
 fn on_path(command: &str, path: &str) -> bool {
+    resolve(command, path).is_some()
+}
+
+/// The file `command` names: an absolute path, or the first executable of
+/// that name in one of `path`'s directories.
+fn resolve(command: &str, path: &str) -> Option<PathBuf> {
     let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if Path::new(command).is_absolute() {
-        return executable(Path::new(command));
+        return executable(Path::new(command)).then(|| PathBuf::from(command));
     }
-    path.split(':').filter(|d| !d.is_empty()).any(|d| executable(&Path::new(d).join(command)))
+    path.split(':').filter(|d| !d.is_empty()).map(|d| Path::new(d).join(command)).find(|p| executable(p))
+}
+
+/// Device and inode of fleetgate's binaries: this process's own executable
+/// and the `fleetgate` that `path` resolves to (symlinks followed).
+fn fleetgate_binaries(path: &str) -> Vec<(u64, u64)> {
+    let current = std::env::current_exe().ok();
+    [current, resolve("fleetgate", path)]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| (m.dev(), m.ino()))
+        .collect()
+}
+
+/// Whether a wrapper's `command` is fleetgate's binary: the bare name
+/// `fleetgate` (the client resolves it through the user's own PATH, as the
+/// doctor's own repairs write it), or an absolute path to the same file
+/// (device and inode, symlinks followed) as this doctor's executable or as
+/// the `fleetgate` on PATH. A relative path (`.devtools/fleetgate`, resolved
+/// against whatever directory the client runs in), a variable, or any other
+/// file is not.
+fn is_fleetgate(command: &str, binaries: &[(u64, u64)]) -> bool {
+    command == "fleetgate"
+        || (Path::new(command).is_absolute()
+            && std::fs::metadata(command).is_ok_and(|m| binaries.contains(&(m.dev(), m.ino()))))
 }
 
 /// How to invoke fleetgate in a new wrapper: by name when it is on PATH,
@@ -163,7 +212,7 @@ fn error_line(e: &Value) -> String {
 /// Errors go to stderr too, one line each: exit 1 always says why there.
 fn exit_for(errors: &[Value], findings: usize) -> Exit {
     for e in errors {
-        eprintln!("fleetgate: doctor: {}", error_line(e));
+        eprintln!("fleetgate: doctor: {}", shown(&error_line(e), usize::MAX));
     }
     if !errors.is_empty() {
         Exit::Failure
@@ -178,8 +227,11 @@ fn all_findings(surveyed: &[Surveyed]) -> Vec<&Finding> {
     surveyed.iter().flat_map(|s| &s.report.findings).collect()
 }
 
+/// One finding, its message [`shown`]: it quotes a file's key names and values, which a
+/// hostile project may fill with escape sequences or newlines.
 fn finding_line(f: &Finding) -> String {
-    format!("  - {}: {}{}", json!(f.kind).as_str().unwrap_or(""), f.message, if f.fixable { " [fixable]" } else { "" })
+    let message = shown(&f.message, usize::MAX);
+    format!("  - {}: {message}{}", json!(f.kind).as_str().unwrap_or(""), if f.fixable { " [fixable]" } else { "" })
 }
 
 fn client_text(s: &Surveyed) -> String {
@@ -188,10 +240,11 @@ fn client_text(s: &Surveyed) -> String {
     let mut out = vec![format!(
         "{}: {}",
         r.client,
-        if present.is_empty() { "no configuration file".to_owned() } else { present.join(", ") }
+        if present.is_empty() { "no configuration file".to_owned() } else { shown(&present.join(", "), usize::MAX) }
     )];
     for f in r.files.iter().filter_map(|f| f.error.as_ref().map(|e| (f, e))) {
-        out.push(format!("  error: {}:{}:{}: {}", f.0.path, f.1.line, f.1.column, f.1.message));
+        let line = format!("{}:{}:{}: {}", f.0.path, f.1.line, f.1.column, f.1.message);
+        out.push(format!("  error: {}", shown(&line, usize::MAX)));
     }
     if !r.adopted && r.findings.is_empty() {
         if r.files.iter().any(|f| f.error.is_some()) {
@@ -202,8 +255,11 @@ fn client_text(s: &Surveyed) -> String {
         return out.join("\n");
     }
     for m in &r.members {
-        let defs: Vec<String> =
-            m.definitions.iter().map(|d| format!("{} {}:{} {:?}", d.launch, d.file, d.line, d.entry)).collect();
+        let defs: Vec<String> = m
+            .definitions
+            .iter()
+            .map(|d| shown(&format!("{} {}:{} {:?}", d.launch, d.file, d.line, d.entry), usize::MAX))
+            .collect();
         let shown = if defs.is_empty() { m.status.to_owned() } else { defs.join("; ") };
         out.push(format!("  {:<20} {shown}", m.profile));
     }
@@ -239,7 +295,7 @@ fn report(ctx: &Ctx, surveyed: &[Surveyed]) -> Reply {
 
 /// Every changed file of one client, its repaired text re-read as the client
 /// would read it: a repair its own reader refuses is an error, never a write.
-fn changes(s: &Surveyed, fleetgate: &str, errors: &mut Vec<Value>) -> Vec<apply::Change> {
+fn changes(s: &Surveyed, project: &Path, fleetgate: &str, errors: &mut Vec<Value>) -> Vec<apply::Change> {
     let mut out = Vec::new();
     for (f, edits) in repair::plan(&s.report, fleetgate) {
         let (FileState::Parsed(parsed), Some(raw)) = (&s.files[f].state, &s.raw[f]) else { continue };
@@ -249,7 +305,8 @@ fn changes(s: &Surveyed, fleetgate: &str, errors: &mut Vec<Value>) -> Vec<apply:
             .and_then(|t| read::parse(&t, source).map(|_| t).map_err(|e| format!("the repair would not parse: {e:?}")));
         match repaired {
             Ok(updated) if updated != text => {
-                out.push(apply::Change { path: source.path.clone(), original: raw.clone(), updated });
+                let within = source.in_project().then(|| project.to_owned());
+                out.push(apply::Change { path: source.path.clone(), original: raw.clone(), updated, within });
             }
             Ok(_) => {}
             Err(e) => errors.push(
@@ -263,7 +320,8 @@ fn changes(s: &Surveyed, fleetgate: &str, errors: &mut Vec<Value>) -> Vec<apply:
 fn fix(ctx: &Ctx, scope: &Scope<'_>, surveyed: Vec<Surveyed>, write: bool) -> Reply {
     let fleetgate = fleetgate_command(scope);
     let mut errors = file_errors(&surveyed);
-    let changes: Vec<apply::Change> = surveyed.iter().flat_map(|s| changes(s, &fleetgate, &mut errors)).collect();
+    let changes: Vec<apply::Change> =
+        surveyed.iter().flat_map(|s| changes(s, &scope.layout.project, &fleetgate, &mut errors)).collect();
     let stamp: String = ctx.clock.now().to_string().chars().filter(|c| !matches!(c, '-' | ':')).collect();
     let mut shown = Vec::new();
     let mut text = Vec::new();
@@ -312,20 +370,19 @@ fn fix(ctx: &Ctx, scope: &Scope<'_>, surveyed: Vec<Surveyed>, write: bool) -> Re
 
 fn snippet_reply(ctx: &Ctx, scope: &Scope<'_>, s: &Surveyed, downstream: &[String]) -> Reply {
     let client = s.report.id;
-    // The downstream as the client already runs it, unless one is given.
+    // The downstream as the client already runs it in the file the block is
+    // for (the first, user-scope one), unless one is given; the wrapper is
+    // always the doctor's own, never a command read from a file.
     let mut from = None;
     let mut argv = downstream.to_vec();
-    let mut fleetgate = fleetgate_command(scope);
+    let fleetgate = fleetgate_command(scope);
     if argv.is_empty()
-        && let Some((m, d)) = template(&s.report)
+        && let Some((m, d)) = template(&s.report, Some(0))
         && let FileState::Parsed(parsed) = &s.files[d.at.0].state
         && let Launch::Stdio { command, args } = &parsed.entries[d.at.1].launch
     {
         argv = match fleetgate_serve(command, args) {
-            Some(serve) => {
-                fleetgate = command.clone();
-                serve.downstream
-            }
+            Some(serve) => serve.downstream,
             None => std::iter::once(command.clone()).chain(args.iter().cloned()).collect(),
         };
         from = ctx.config.member(&m.profile);
@@ -337,4 +394,30 @@ fn snippet_reply(ctx: &Ctx, scope: &Scope<'_>, s: &Surveyed, downstream: &[Strin
     let value =
         json!({ "client": client.name(), "file": file.display().to_string(), "format": format, "snippet": block });
     Reply { value, text: block.trim_end().to_owned(), exit: Exit::Ok }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fleetgate_binaries, is_fleetgate};
+
+    /// Fleetgate's binary is a file, not a name: the same device and inode as this
+    /// executable (through a link too); a copy, a relative path or a variable is not.
+    #[test]
+    fn fleetgate_binary_is_judged_by_device_and_inode() {
+        let exe = std::env::current_exe().unwrap();
+        let binaries = fleetgate_binaries("");
+        let dir = tempfile::tempdir().unwrap();
+        let (link, copy) = (dir.path().join("fleetgate"), dir.path().join("copy/fleetgate"));
+        std::os::unix::fs::symlink(&exe, &link).unwrap();
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::copy(&exe, &copy).unwrap();
+        assert!(is_fleetgate(exe.to_str().unwrap(), &binaries));
+        assert!(is_fleetgate(link.to_str().unwrap(), &binaries));
+        assert!(is_fleetgate("fleetgate", &binaries), "the name, resolved by the user's own PATH");
+        assert!(!is_fleetgate(copy.to_str().unwrap(), &binaries), "another file, though the same bytes");
+        assert!(!is_fleetgate(".devtools/fleetgate", &binaries));
+        assert!(!is_fleetgate("${workspaceFolder}/fleetgate", &binaries));
+        let on_path = fleetgate_binaries(copy.parent().unwrap().to_str().unwrap());
+        assert!(is_fleetgate(copy.to_str().unwrap(), &on_path), "PATH's fleetgate is fleetgate's binary");
+    }
 }

@@ -1,7 +1,7 @@
 //! `fleetgate inventory`: the verdict, a summary line and a readable table.
 
 use crate::cli::context::Ctx;
-use crate::cli::output::{Exit, Reply, table};
+use crate::cli::output::{Exit, Reply, shown, table};
 use crate::gate::{LiveObserver, snapshot};
 use fleetgate_core::inventory::{FleetInventory, MemberRow, summarize};
 
@@ -16,7 +16,7 @@ pub fn run(ctx: &Ctx, answering: Option<&str>) -> anyhow::Result<Reply> {
     if !snap.diagnostics.is_empty() {
         text.push_str("\n\nruntime diagnostics:");
         for d in &snap.diagnostics {
-            text.push_str(&format!("\n  - {d}"));
+            text.push_str(&format!("\n  - {}", shown(&d.to_string(), usize::MAX)));
         }
     }
     // The verdict, plus the runtime diagnostics the gate would also weigh (the control
@@ -41,7 +41,9 @@ fn row_cells(m: &MemberRow) -> Vec<String> {
     ]
 }
 
-/// The readable form: summary, members, then each blocked reason.
+/// The readable form: summary, members, then each blocked reason. The summary and the reasons
+/// quote other users' command lines: each is [`shown`], so none can forge a line or send an
+/// escape sequence to the terminal.
 pub fn render(inv: &FleetInventory) -> String {
     let mut cells: Vec<Vec<String>> = Vec::new();
     cells.extend(inv.running_members.iter().map(row_cells));
@@ -69,20 +71,23 @@ pub fn render(inv: &FleetInventory) -> String {
             "-".into(),
         ]);
     }
-    let mut out = vec![summarize(inv), String::new()];
+    let mut out = vec![shown(&summarize(inv), usize::MAX), String::new()];
     out.push(table(&["MEMBER", "HEALTH", "LIVENESS", "PID", "HEARTBEAT AGE", "COHORT", "REVISION"], &cells));
     if !inv.blocked_reasons.is_empty() {
         out.push(String::new());
         out.push("blocked because:".into());
-        out.extend(inv.blocked_reasons.iter().map(|r| format!("  - {r}")));
+        out.extend(inv.blocked_reasons.iter().map(|r| format!("  - {}", shown(r, usize::MAX))));
     }
     if !inv.other_fleet_gateways.is_empty() {
         out.push(String::new());
         out.push("other fleets on this host (proven by their own stores; not ours):".into());
         out.extend(inv.other_fleet_gateways.iter().map(|g| {
-            format!(
-                "  - other fleet: pid {} {} ({}), store {}, checkout {}",
-                g.pid, g.profile, g.namespace, g.store, g.repository_root
+            shown(
+                &format!(
+                    "  - other fleet: pid {} {} ({}), store {}, checkout {}",
+                    g.pid, g.profile, g.namespace, g.store, g.repository_root
+                ),
+                usize::MAX,
             )
         }));
     }

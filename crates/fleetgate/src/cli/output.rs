@@ -44,8 +44,15 @@ impl Reply {
 /// The longest cell a table prints, in characters: a stored value may be anything.
 pub const MAX_CELL_CHARS: usize = 120;
 
-/// A value as a terminal may show it: control characters escaped (a stored name cannot
-/// move the cursor or forge a line), cut to `max` characters with an ellipsis.
+/// Whether a terminal must be shown `c` escaped: a control character (ESC starts a CSI or
+/// OSC sequence, CR and newline forge lines) or an invisible or direction-changing one.
+fn unsafe_char(c: char) -> bool {
+    c.is_control() || fleetgate_core::worker::is_invisible_or_bidi(c)
+}
+
+/// A value as a terminal may show it: control, invisible and direction-changing characters
+/// escaped (a stored name or another user's command line cannot move the cursor, set the
+/// title or forge a line), cut to `max` characters with an ellipsis (`usize::MAX`: uncut).
 pub fn shown(value: &str, max: usize) -> String {
     let mut out = String::new();
     for (i, c) in value.chars().enumerate() {
@@ -53,7 +60,23 @@ pub fn shown(value: &str, max: usize) -> String {
             out.push('…');
             break;
         }
-        if c.is_control() {
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A whole readable reply, as the last guard before the terminal: every character [`shown`]
+/// escapes, except the newlines and tabs the reply is laid out with. Values are escaped where
+/// they are interpolated too (so a newline in one cannot forge a line); this catches any
+/// escape sequence a reply's builder missed.
+pub fn terminal_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if unsafe_char(c) && c != '\n' && c != '\t' {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -128,5 +151,13 @@ mod tests {
         assert_eq!(t.lines().count(), 3, "one line per row: {t}");
         assert!(t.lines().all(|l| l.chars().count() < 200), "{t}");
         assert!(t.contains("author\\n5 of 5") && t.contains("\\u{1b}"), "{t}");
+    }
+
+    #[test]
+    fn the_last_guard_keeps_the_layout_and_escapes_every_sequence() {
+        let text = "a\tb\n\u{1b}]0;title\u{7}\u{1b}[2J\r\u{202E}x";
+        let shown = terminal_text(text);
+        assert_eq!(shown, "a\tb\n\\u{1b}]0;title\\u{7}\\u{1b}[2J\\r\\u{202e}x");
+        assert!(!shown.contains(['\u{1b}', '\u{7}', '\r', '\u{202E}']));
     }
 }

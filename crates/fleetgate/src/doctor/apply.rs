@@ -20,6 +20,9 @@ pub struct Change {
     pub original: Vec<u8>,
     /// The repaired text.
     pub updated: String,
+    /// The directory the file must resolve inside (the project, for a project's file): a
+    /// symbolic link out of it is refused, never written through.
+    pub within: Option<PathBuf>,
 }
 
 /// Why a file was not rewritten.
@@ -30,6 +33,8 @@ pub enum ApplyErrorKind {
     ChangedOnDisk,
     /// The file or its directory could not be read or written.
     Io,
+    /// The file resolves outside the directory it must stay in.
+    OutsideProject,
 }
 
 /// A file that was not rewritten; it is as it was.
@@ -70,6 +75,42 @@ fn unchanged(target: &Path, original: &[u8]) -> Result<(), ApplyError> {
     }
 }
 
+/// `Err` with a sentence naming the link and its target when `path`, a file under `within`,
+/// resolves outside `within` (a symbolic link in the project pointing out of it). A path that
+/// does not resolve (absent, a dangling link) is not judged here: there is nothing to follow.
+pub fn check_within(path: &Path, within: &Path) -> Result<(), String> {
+    let Ok(resolved) = std::fs::canonicalize(path) else { return Ok(()) };
+    let root = std::fs::canonicalize(within).unwrap_or_else(|_| within.to_owned());
+    if resolved.starts_with(&root) {
+        return Ok(());
+    }
+    let mut at = within.to_owned();
+    let link = path.strip_prefix(within).unwrap_or(path).components().find_map(|c| {
+        at.push(c);
+        let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        is_link.then(|| (at.clone(), std::fs::read_link(&at).unwrap_or_default()))
+    });
+    let via = match link {
+        Some((link, target)) => format!("{} is a symbolic link to {}, so", link.display(), target.display()),
+        None => "this".to_owned(),
+    };
+    Err(format!(
+        "{via} the project's file resolves to {}, outside the project {}: \
+         the doctor neither reads nor writes a project file out of the project",
+        resolved.display(),
+        root.display()
+    ))
+}
+
+/// Create a backup file: never over an existing one, and with the target's permission bits
+/// from the first instant (narrowed further by the umask, never widened), so a secret the
+/// configuration holds is never readable by more users than the file itself allowed, not even
+/// between the creation and a later chmod.
+fn open_backup(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(meta.permissions().mode() & 0o777).open(path)
+}
+
 /// Write the backup of `target` (its `original` bytes) beside it, never over
 /// an existing file. Returns its path.
 fn backup(target: &Path, original: &[u8], stamp: &str, meta: &std::fs::Metadata) -> Result<PathBuf, ApplyError> {
@@ -78,7 +119,7 @@ fn backup(target: &Path, original: &[u8], stamp: &str, meta: &std::fs::Metadata)
     for n in 0..100 {
         let suffix = if n == 0 { String::new() } else { format!("-{n}") };
         let path = dir.join(format!("{name}.fleetgate-backup-{stamp}{suffix}"));
-        let mut file = match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+        let mut file = match open_backup(&path, meta) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(io(target, &format!("cannot write its backup in {}", dir.display()), &e)),
@@ -103,6 +144,13 @@ fn backup(target: &Path, original: &[u8], stamp: &str, meta: &std::fs::Metadata)
 /// Back up and atomically replace `change.path`. `before_replace` runs right
 /// before the final check and the rename (a seam for tests).
 pub fn apply(change: &Change, stamp: &str, before_replace: &mut dyn FnMut(&Path)) -> Result<PathBuf, ApplyError> {
+    if let Some(within) = &change.within {
+        check_within(&change.path, within).map_err(|message| ApplyError {
+            path: change.path.clone(),
+            kind: ApplyErrorKind::OutsideProject,
+            message,
+        })?;
+    }
     let target = std::fs::canonicalize(&change.path).map_err(|e| io(&change.path, "cannot resolve it", &e))?;
     let meta = std::fs::metadata(&target).map_err(|e| io(&target, "cannot stat it", &e))?;
     unchanged(&target, &change.original)?;
@@ -142,7 +190,7 @@ mod tests {
     fn change(dir: &Path) -> Change {
         let path = dir.join("mcp.json");
         std::fs::write(&path, "{\"old\": 1}\n").unwrap();
-        Change { path, original: b"{\"old\": 1}\n".to_vec(), updated: "{\"new\": 1}\n".into() }
+        Change { path, original: b"{\"old\": 1}\n".to_vec(), updated: "{\"new\": 1}\n".into(), within: None }
     }
 
     fn listing(dir: &Path) -> Vec<String> {
@@ -175,6 +223,24 @@ mod tests {
         assert_eq!(listing(dir.path()), ["mcp.json"], "no backup, no temporary file left");
     }
 
+    /// Issue 34: the backup was created 0666 & umask, written, then chmod'ed to the target's
+    /// mode; a watcher could read a token in between.
+    #[test]
+    fn a_backup_is_created_with_the_targets_mode_not_widened_later() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let c = change(dir.path());
+        std::fs::set_permissions(&c.path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let meta = std::fs::metadata(&c.path).unwrap();
+        let backup = dir.path().join("mcp.json.fleetgate-backup-s");
+        let _file = open_backup(&backup, &meta).unwrap();
+        let mode = std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & !0o600, 0, "the backup is {mode:o} as soon as it exists");
+        assert!(open_backup(&backup, &meta).is_err(), "never over an existing file");
+        let b = apply(&c, "t", &mut |_| {}).unwrap();
+        assert_eq!(std::fs::metadata(&b).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
     #[test]
     fn a_symlink_is_followed_and_stays_a_symlink() {
         let dir = tempfile::tempdir().unwrap();
@@ -185,5 +251,26 @@ mod tests {
         apply(&c, "s", &mut |_| {}).unwrap();
         assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
         assert_eq!(std::fs::read_to_string(&real.path).unwrap(), c.updated);
+    }
+
+    /// Issue 34: a project's file that is a link out of the project is never written through.
+    #[test]
+    fn a_project_file_linked_out_of_the_project_is_refused_naming_the_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let (project, outside) = (dir.path().join("project"), dir.path().join("outside"));
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let real = change(&outside);
+        let link = project.join(".mcp.json");
+        std::os::unix::fs::symlink(&real.path, &link).unwrap();
+        let c = Change { path: link.clone(), within: Some(project.clone()), ..real.clone() };
+        let e = apply(&c, "s", &mut |_| {}).unwrap_err();
+        assert_eq!(e.kind, ApplyErrorKind::OutsideProject);
+        assert!(e.message.contains(&link.display().to_string()) && e.message.contains("outside the project"), "{e}");
+        assert_eq!(std::fs::read(&real.path).unwrap(), real.original, "the target is untouched");
+        assert_eq!(listing(&outside), ["mcp.json"], "no backup beside it");
+        let inside = Change { path: project.join("in.json"), within: Some(project.clone()), ..real.clone() };
+        std::fs::write(&inside.path, &inside.original).unwrap();
+        assert!(apply(&inside, "s", &mut |_| {}).is_ok(), "a file inside the project is written");
     }
 }

@@ -181,6 +181,14 @@ impl Layout {
     }
 }
 
+impl SourceFile {
+    /// Whether the file is the project's (every section `project` or `workspace` scope): it is
+    /// read and written only where it resolves inside the project.
+    pub fn in_project(&self) -> bool {
+        self.sections.iter().all(|s| matches!(s, SectionSpec::Key { scope: "project" | "workspace", .. }))
+    }
+}
+
 fn key(path: &[&str], scope: &'static str) -> SectionSpec {
     SectionSpec::Key { path: path.iter().map(|s| (*s).to_owned()).collect(), scope }
 }

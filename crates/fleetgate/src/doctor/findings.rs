@@ -7,6 +7,11 @@
 //! a member's namespace (`gitea-author`) is that member; else a bare launch
 //! whose arguments carry `--profile P` for a roster profile P is that member.
 //! Anything else is an unrelated server and is never judged.
+//!
+//! A wrapper is trusted only when it is fleetgate's binary (`Lookup::fleetgate`,
+//! injected): any other command whose file name is `fleetgate` still says which
+//! member the entry is, but it is a `foreign_wrapper` finding, never a
+//! template, and never the wrapper the repair writes.
 
 use super::clients::{Client, SourceFile};
 use super::read::{Entry, FileError, Launch, ParsedFile};
@@ -25,6 +30,22 @@ pub struct Roster<'a> {
     pub env_prefix: &'a str,
     /// The downstream's declared pass-through keys.
     pub pass_through: &'a [String],
+}
+
+/// What the classifier asks of the machine, injected so it stays pure.
+#[derive(Clone, Copy)]
+pub struct Lookup<'a> {
+    /// Whether a command names an executable (absolute, or found on PATH).
+    pub exists: &'a dyn Fn(&str) -> bool,
+    /// Whether a wrapper's command is fleetgate's binary (see
+    /// `cli::doctor::is_fleetgate` for the shell's rule).
+    pub fleetgate: &'a dyn Fn(&str) -> bool,
+}
+
+impl std::fmt::Debug for Lookup<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Lookup")
+    }
 }
 
 /// What reading one file gave.
@@ -67,6 +88,9 @@ pub enum FindingKind {
     CommandNotFound,
     /// `fleetgate serve` with no `--profile`, or one the roster lacks.
     UnknownProfile,
+    /// A member launched through a `…/fleetgate` that is not fleetgate's
+    /// binary (a project's `.devtools/fleetgate`): never copied, never written.
+    ForeignWrapper,
 }
 
 /// Where a definition is: a file (index into the client's files) and an
@@ -110,7 +134,8 @@ pub struct Definition {
     pub scope: &'static str,
     /// The entry's name.
     pub entry: String,
-    /// `wrapped`, `bare` or `remote`.
+    /// `wrapped` (by fleetgate's binary), `foreign` (by another `…/fleetgate`),
+    /// `bare` or `remote`.
     pub launch: &'static str,
     /// The launched command (none for a remote server).
     pub command: Option<String>,
@@ -209,9 +234,18 @@ pub fn member_of(entry: &Entry, members: &[Member]) -> Option<usize> {
 }
 
 /// The definition a missing member is copied from: the first local-process
-/// definition, in roster order, preferring one already wrapped.
-pub fn template(report: &ClientReport) -> Option<(&MemberReport, &Definition)> {
-    let defs = || report.members.iter().flat_map(|m| m.definitions.iter().map(move |d| (m, d)));
+/// definition, in roster order, preferring one wrapped by fleetgate's binary;
+/// never a foreign wrapper. `file`: only definitions in that file (the
+/// snippet's downstream comes from the file it is pasted into, never from a
+/// file of another scope).
+pub fn template(report: &ClientReport, file: Option<usize>) -> Option<(&MemberReport, &Definition)> {
+    let defs = || {
+        report
+            .members
+            .iter()
+            .flat_map(|m| m.definitions.iter().map(move |d| (m, d)))
+            .filter(|(_, d)| file.is_none_or(|f| d.at.0 == f))
+    };
     defs().find(|(_, d)| d.launch == "wrapped").or_else(|| defs().find(|(_, d)| d.launch == "bare"))
 }
 
@@ -221,7 +255,7 @@ pub fn classify(
     files: &[FileInput],
     roster: Roster<'_>,
     named: bool,
-    exists: &dyn Fn(&str) -> bool,
+    lookup: Lookup<'_>,
 ) -> ClientReport {
     let mut members: Vec<MemberReport> = roster
         .members
@@ -242,7 +276,7 @@ pub fn classify(
         for (e, entry) in parsed.entries.iter().enumerate() {
             let scope = parsed.sections[entry.section].scope;
             match member_of(entry, roster.members) {
-                Some(m) => members[m].definitions.push(definition(&shown, scope, entry, (f, e))),
+                Some(m) => members[m].definitions.push(definition(&shown, scope, entry, (f, e), lookup)),
                 None => match unknown_profile(client, &shown, entry, (f, e)) {
                     Some(finding) => findings.push(finding),
                     None => unrelated.push(entry.name.clone()),
@@ -269,7 +303,7 @@ pub fn classify(
         }
     }
     report.members = members;
-    let can_copy = template(&report).is_some();
+    let can_copy = template(&report, None).is_some();
     for m in &report.members {
         if m.status == "missing" && (adopted || named) {
             findings.push(missing(client, m, can_copy));
@@ -279,7 +313,7 @@ pub fn classify(
         }
         for d in &m.definitions {
             let FileState::Parsed(parsed) = &files[d.at.0].state else { continue };
-            findings.extend(entry_findings(client, m, d, &parsed.entries[d.at.1], roster, exists));
+            findings.extend(entry_findings(client, m, d, &parsed.entries[d.at.1], roster, lookup));
         }
     }
     report.findings = findings;
@@ -295,10 +329,15 @@ fn file_report(input: &FileInput) -> FileReport {
     FileReport { path: input.source.path.display().to_string(), exists, error }
 }
 
-fn definition(file: &str, scope: &'static str, entry: &Entry, at: At) -> Definition {
+fn definition(file: &str, scope: &'static str, entry: &Entry, at: At, lookup: Lookup<'_>) -> Definition {
     let (launch, command) = match &entry.launch {
         Launch::Stdio { command, args } => {
-            (if fleetgate_serve(command, args).is_some() { "wrapped" } else { "bare" }, Some(command.clone()))
+            let launch = match fleetgate_serve(command, args) {
+                Some(_) if (lookup.fleetgate)(command) => "wrapped",
+                Some(_) => "foreign",
+                None => "bare",
+            };
+            (launch, Some(command.clone()))
         }
         _ => ("remote", None),
     };
@@ -372,7 +411,7 @@ fn entry_findings(
     d: &Definition,
     entry: &Entry,
     roster: Roster<'_>,
-    exists: &dyn Fn(&str) -> bool,
+    lookup: Lookup<'_>,
 ) -> Vec<Finding> {
     let Launch::Stdio { command, args } = &entry.launch else { return Vec::new() };
     let here = |kind, message: String, fixable| {
@@ -382,14 +421,28 @@ fn entry_findings(
     let serve = fleetgate_serve(command, args);
     let mut commands = vec![command.as_str()];
     match &serve {
-        Some(s) => commands.extend(s.downstream.first().map(String::as_str)),
+        Some(s) => {
+            if !(lookup.fleetgate)(command) {
+                out.push(here(
+                    FindingKind::ForeignWrapper,
+                    format!(
+                        "{:?} launches {command:?} as fleetgate serve, but that is not fleetgate's binary \
+                         (neither `fleetgate` nor the same file as the one on PATH or as this doctor): \
+                         the doctor neither copies nor rewrites it; point it at fleetgate yourself",
+                        entry.name
+                    ),
+                    false,
+                ));
+            }
+            commands.extend(s.downstream.first().map(String::as_str));
+        }
         None => out.push(here(
             FindingKind::Bare,
             format!("{:?} launches {command:?} without fleetgate serve --profile {}", entry.name, m.profile),
             true,
         )),
     }
-    for c in commands.into_iter().filter(|c| checkable(c) && !exists(c)) {
+    for c in commands.into_iter().filter(|c| checkable(c) && !(lookup.exists)(c)) {
         out.push(here(
             FindingKind::CommandNotFound,
             format!("{:?} launches {c:?}, which is not on PATH", entry.name),

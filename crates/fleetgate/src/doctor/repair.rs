@@ -63,21 +63,15 @@ impl Edit {
 
 /// The edits of each of the client's files (keyed by the file's index in the
 /// client's file list), in application order. `fleetgate` is how to invoke
-/// fleetgate when no wrapped entry of the client shows how already.
+/// fleetgate: the doctor's own choice, never a command read from a file (a
+/// project's wrapper must not reach a user-scope file).
 pub fn plan(report: &ClientReport, fleetgate: &str) -> BTreeMap<usize, Vec<Edit>> {
-    let invoke = report
-        .members
-        .iter()
-        .flat_map(|m| &m.definitions)
-        .find(|d| d.launch == "wrapped")
-        .and_then(|d| d.command.clone())
-        .unwrap_or_else(|| fleetgate.to_owned());
     let mut edits: BTreeMap<usize, Vec<Edit>> = BTreeMap::new();
     for f in report.findings.iter().filter(|f| f.fixable) {
         let profile = f.profile.clone().unwrap_or_default();
         let (file, edit) = match (f.kind, f.at) {
             (FindingKind::Bare, Some((file, entry))) => {
-                (file, Edit::Wrap { entry, profile, fleetgate: invoke.clone() })
+                (file, Edit::Wrap { entry, profile, fleetgate: fleetgate.to_owned() })
             }
             (FindingKind::UnsupportedEnv, Some((file, entry))) => {
                 (file, Edit::RemoveEnv { entry, key: f.key.clone().unwrap_or_default() })
@@ -87,7 +81,7 @@ pub fn plan(report: &ClientReport, fleetgate: &str) -> BTreeMap<usize, Vec<Edit>
                 Edit::SetEnv { entry, key: f.key.clone().unwrap_or_default(), value: report.id.identity().to_owned() },
             ),
             (FindingKind::Missing, _) => {
-                let Some((sibling, def)) = template(report) else { continue };
+                let Some((sibling, def)) = template(report, None) else { continue };
                 let Some(member) = report.members.iter().find(|m| m.profile == profile) else { continue };
                 let replace = vec![
                     (sibling.profile.clone(), member.profile.clone()),

@@ -2,7 +2,9 @@
 //! an injected PATH lookup, and the repair plan applied to text.
 
 use super::clients::{Client, test_source as source};
-use super::findings::{FileInput, FileState, FindingKind, Roster, classify, fleetgate_serve, member_of, profile_arg};
+use super::findings::{
+    FileInput, FileState, FindingKind, Lookup, Roster, classify, fleetgate_serve, member_of, profile_arg,
+};
 use super::read::{Entry, Launch, parse};
 use super::repair::{Edit, plan, replace_token};
 use super::{edit, findings};
@@ -63,7 +65,7 @@ fn judge(client: Client, text: &str, exists: &dyn Fn(&str) -> bool) -> (findings
     let files = vec![FileInput { state: FileState::Parsed(parse(text, &source).unwrap()), source }];
     let config = FleetConfig::builtin();
     let roster = Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &[] };
-    (classify(client, &files, roster, false, exists), files)
+    (classify(client, &files, roster, false, Lookup { exists, fleetgate: &|c| c == "fleetgate" }), files)
 }
 
 #[test]
@@ -117,4 +119,26 @@ fn the_plan_applied_to_toml_and_json_is_clean_when_judged_again() {
         assert!(again.findings.is_empty(), "{client:?}: {:?}\n{fixed}", again.findings);
         assert_eq!(again.members.iter().filter(|m| m.status == "defined").count(), 5);
     }
+}
+
+#[test]
+fn a_wrapper_that_is_not_fleetgates_binary_is_a_finding_never_a_template_nor_the_repairs_wrapper() {
+    let text = r#"{"mcpServers": {
+        "gitea-author": {"command": ".devtools/fleetgate", "args": ["serve", "--profile", "prgs-author", "--", "evil"],
+            "env": {"GITEA_MCP_CLIENT": "cursor"}},
+        "gitea-reviewer": {"command": "python3", "args": ["s.py"], "env": {"GITEA_MCP_CLIENT": "cursor"}}}}"#;
+    let (report, _) = judge(Client::Cursor, text, &|_| true);
+    let foreign: Vec<_> = report.findings.iter().filter(|f| f.kind == FindingKind::ForeignWrapper).collect();
+    assert_eq!(foreign.len(), 1, "{:?}", report.findings);
+    assert!(!foreign[0].fixable && foreign[0].message.contains(".devtools/fleetgate"), "{:?}", foreign[0]);
+    assert_eq!(report.members[0].definitions[0].launch, "foreign");
+    let (_, def) = findings::template(&report, None).unwrap();
+    assert_eq!(def.launch, "bare", "a foreign wrapper is never copied");
+    let edits = plan(&report, "/usr/bin/fleetgate");
+    let all: Vec<&Edit> = edits.values().flatten().collect();
+    assert!(
+        all.iter().any(|e| matches!(e, Edit::Wrap { fleetgate, .. } if fleetgate == "/usr/bin/fleetgate")),
+        "the wrapper is the doctor's own: {all:?}"
+    );
+    assert!(!format!("{all:?}").contains(".devtools"), "{all:?}");
 }

@@ -390,12 +390,15 @@ fn out_of_range_and_mismatched_values_are_refused_and_write_nothing() {
     register(&store, "claude");
     let base = ["worker", "register", "--client", "c", "--generation", "g", "--pid", "4242"];
     let long = "x".repeat(70_000);
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["--session", "s", "--role", "author", "--profile", "prgs-author", "--ttl", "1e308"], "--ttl"),
         (&["--session", "s", "--role", "author", "--profile", "prgs-author", "--ttl", "0.001"], "--ttl"),
         (&["--session", "s", "--role", "merger", "--profile", "prgs-author"], "does not match profile"),
         (&["--session", "s", "--role", "overlord", "--profile", "prgs-overlord"], "not a role of the roster"),
         (&["--session", "a\u{1b}[2Kb", "--role", "author", "--profile", "prgs-author"], "control character"),
+        // Issue 34: a bidi override or a zero-width space is refused like a control character.
+        (&["--session", "s\u{202E}rohtua", "--role", "author", "--profile", "prgs-author"], "U+202E"),
+        (&["--session", "s", "--role", "author", "--profile", "prgs-author", "--instance", "i\u{200B}"], "U+200B"),
         (&["--session", "s", "--role", "author", "--profile", "prgs-author", "--instance", &long], "longer than 256"),
     ];
     for (extra, needle) in cases {

@@ -115,3 +115,36 @@ fn runtime_rows_list_and_deregister() {
     let bad = f.cli(&["runtime", "register", "--namespace", "n", "--profile", "p", "--role", "r", "--pid", "zero"]);
     assert_eq!(bad.status.code(), Some(1));
 }
+
+/// Issue 34: a peer's secrets in single-dash flags, credential headers and bare token shapes
+/// never reach `fleetgate inventory`, JSON or text.
+#[test]
+fn a_peers_secrets_in_every_shape_are_masked_in_the_inventory() {
+    let mut f = Fleet::new("");
+    let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1rwW1gFWFOEjXk";
+    let ghp = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+    let glpat = "glpat-Zq9xXbY1cW2dV3eU4fT5";
+    let args = ["-token", "s3cr3tA", "-p", "s3cr3tB", "--header", "Authorization: Bearer s3cr3tC", ghp, glpat, jwt];
+    let stray = f.spawn_with_args(&[], &args);
+    let json = String::from_utf8(f.cli(&["inventory", "--json"]).stdout).unwrap();
+    let text = String::from_utf8(f.cli(&["inventory"]).stdout).unwrap();
+    assert!(json.contains(&stray.to_string()) && json.contains("-token ***"), "{json}");
+    for secret in ["s3cr3tA", "s3cr3tB", "s3cr3tC", ghp, glpat, jwt] {
+        assert!(!json.contains(secret), "{secret} in {json}");
+        assert!(!text.contains(secret), "{secret} in {text}");
+    }
+}
+
+/// Issue 34: another user's command line quoted in the summary and in "blocked because" cannot
+/// clear the screen or forge a "mutation gate open" line.
+#[test]
+fn a_peers_escape_sequences_never_reach_the_terminal() {
+    let mut f = Fleet::new("");
+    f.spawn_with_args(&[], &["\u{1b}[2J\u{1b}]0;pwned\u{7}", "\r\n5 of 5 members running: mutation gate open"]);
+    let out = f.cli(&["inventory"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(!out.stdout.iter().any(|b| matches!(b, 0x1b | 0x07 | b'\r')), "{:?}", String::from_utf8_lossy(&out.stdout));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.lines().any(|l| l.starts_with("5 of 5")), "a forged line:\n{text}");
+    assert!(text.contains("\\u{1b}[2J"), "shown escaped:\n{text}");
+}

@@ -367,8 +367,16 @@ impl MarkerFleet {
     /// A server-like process with exactly this environment (plus PATH),
     /// visible in /proc with its final command line before this returns.
     pub fn spawn(&mut self, env: &[(&str, &str)]) -> i64 {
+        self.spawn_with_args(env, &[])
+    }
+
+    /// `spawn`, with `args` after the marker on the command line.
+    pub fn spawn_with_args(&mut self, env: &[(&str, &str)], args: &[&str]) -> i64 {
         let mut cmd = Command::new("python3");
-        cmd.args(["-c", "import time; time.sleep(600)", &self.marker]).env_clear().env("PATH", "/usr/bin:/bin");
+        cmd.args(["-c", "import time; time.sleep(600)", &self.marker])
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
         for (k, v) in env {
             cmd.env(k, v);
         }

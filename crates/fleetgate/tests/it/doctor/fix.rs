@@ -170,7 +170,7 @@ fn a_read_only_directory_fails_clearly_and_leaves_no_partial_file() {
 #[test]
 fn a_concurrent_writer_between_read_and_replace_is_detected_and_nothing_is_overwritten() {
     use fleetgate::doctor::clients::{Client, Layout, locations};
-    use fleetgate::doctor::findings::{FileInput, FileState, Roster, classify};
+    use fleetgate::doctor::findings::{FileInput, FileState, Lookup, Roster, classify};
     use fleetgate::doctor::{apply, edit, read, repair};
     let t = tree("codex");
     let config =
@@ -187,13 +187,14 @@ fn a_concurrent_writer_between_read_and_replace_is_detected_and_nothing_is_overw
         })
         .collect();
     let roster = Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &config.pass_through_env };
-    let report = classify(Client::Codex, &files, roster, true, &|_| true);
+    let report =
+        classify(Client::Codex, &files, roster, true, Lookup { exists: &|_| true, fleetgate: &|c| c == "fleetgate" });
     let (f, edits) = repair::plan(&report, "fleetgate").into_iter().next().unwrap();
     let FileState::Parsed(parsed) = &files[f].state else { panic!() };
     let path = files[f].source.path.clone();
     let original = std::fs::read(&path).unwrap();
     let updated = edit::apply(&String::from_utf8_lossy(&original), &files[f].source, parsed, &edits).unwrap();
-    let change = apply::Change { path: path.clone(), original, updated };
+    let change = apply::Change { path: path.clone(), original, updated, within: None };
     let theirs = "# rewritten by the client itself\nmodel = \"o4\"\n";
     let e = apply::apply(&change, "20260730T004009Z", &mut |p| std::fs::write(p, theirs).unwrap()).unwrap_err();
     assert_eq!(e.kind, apply::ApplyErrorKind::ChangedOnDisk);
@@ -224,4 +225,59 @@ fn each_clients_snippet_pasted_into_an_empty_home_is_clean() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("[mcp_servers.gitea-merger]"), "{text}");
     assert!(text.contains("\"--\", \"python3\", \"mcp_server.py\", \"--profile\", \"prgs-merger\"]"), "{text}");
+}
+
+/// Issue 34: a checkout's `.mcp.json` wrapping a member in `.devtools/fleetgate`
+/// must not lend that command to the user's own `~/.claude.json`, nor to the
+/// snippet; it is the finding `foreign_wrapper`.
+#[test]
+fn a_projects_foreign_wrapper_never_reaches_the_user_file_or_the_snippet() {
+    let t = tree("empty");
+    std::fs::write(
+        t.project.join(".mcp.json"),
+        r#"{"mcpServers": {"gitea-merger": {"command": ".devtools/fleetgate",
+            "args": ["serve", "--profile", "prgs-merger", "--", ".devtools/evil-server"],
+            "env": {"GITEA_MCP_CLIENT": "claude_code"}}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        t.home.join(".claude.json"),
+        r#"{"mcpServers": {"gitea-author": {"command": "python3", "args": ["mcp_server.py"],
+            "env": {"GITEA_MCP_CLIENT": "claude_code"}}}}"#,
+    )
+    .unwrap();
+    let out = t.doctor(&["--client", "claude-code", "--fix", "--apply"]);
+    let user = std::fs::read_to_string(t.home.join(".claude.json")).unwrap();
+    assert!(!user.contains(".devtools"), "a project value reached the user file:\n{user}");
+    assert!(user.contains(r#""command": "fleetgate""#), "the doctor's own wrapper:\n{user}");
+    let snippet = String::from_utf8(t.doctor(&["--client", "claude-code", "--snippet"]).stdout).unwrap();
+    assert!(!snippet.contains(".devtools"), "{snippet}");
+    assert_eq!(code(&out), Some(3), "the foreign wrapper stays a finding: {}", stderr(&out));
+    let report = json(&t, &["--client", "claude-code", "--json"], 3);
+    let foreign: Vec<&serde_json::Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "foreign_wrapper").collect();
+    assert_eq!(foreign.len(), 1, "{report:#}");
+    assert_eq!(foreign[0]["fixable"], false);
+}
+
+/// Issue 34: a project's `.mcp.json` that is a symbolic link out of `--project` is neither
+/// written through nor backed up beside its target; the error names the link and the target.
+#[test]
+fn a_project_file_linked_out_of_the_project_is_refused_and_nothing_is_written_there() {
+    let t = tree("empty");
+    let outside = t.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let target = outside.join("victim.json");
+    let text = r#"{"mcpServers": {"gitea-author": {"command": "python3", "args": ["mcp_server.py"]}}}"#;
+    std::fs::write(&target, text).unwrap();
+    let link = t.project.join(".mcp.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = t.doctor(&["--client", "claude-code", "--fix", "--apply"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), Some(1), "{err}");
+    assert!(err.contains(&link.display().to_string()) && err.contains(&target.display().to_string()), "{err}");
+    assert!(err.contains("outside the project"), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), text, "the target is untouched");
+    let left: Vec<_> = std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [std::ffi::OsString::from("victim.json")], "no backup beside the target");
 }

@@ -197,3 +197,29 @@ fn bad_invocations_are_usage_errors_or_named_failures() {
     let err = stderr(&t.doctor(&["--client", "notepad"]));
     assert!(err.contains("unknown client \"notepad\"") && err.contains("claude-desktop"), "{err}");
 }
+
+/// Issue 34: a hostile project's key names and values (OSC and CSI sequences, a newline) are
+/// printed escaped: no raw ESC, BEL or CR reaches the terminal, and no line is forged.
+#[test]
+fn a_hostile_projects_escape_sequences_never_reach_the_terminal() {
+    let t = tree("empty");
+    std::fs::write(
+        t.project.join(".mcp.json"),
+        r#"{"mcpServers": {"gitea-author": {"command": "fleetgate",
+            "args": ["serve", "--profile", "prgs-author", "--", "python3", "mcp_server.py"],
+            "env": {"GITEA_\u001b]0;pwned\u0007X": "1", "GITEA_MCP_CLIENT": "\u001b[2J\r\nclean: every client's configuration matches the roster"}}}}"#,
+    )
+    .unwrap();
+    for args in [&["--client", "claude-code"][..], &["--client", "claude-code", "--fix"]] {
+        let out = t.doctor(args);
+        assert_eq!(code(&out), Some(3), "{args:?}: {}", stderr(&out));
+        for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            assert!(!bytes.iter().any(|b| matches!(b, 0x1b | 0x07 | b'\r')), "{args:?} {name}: {bytes:?}");
+        }
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.lines().any(|l| l.starts_with("clean:")), "{args:?}: a forged line\n{text}");
+        if args.len() == 2 {
+            assert!(text.contains("\\u{1b}"), "{args:?}: the sequence is shown escaped\n{text}");
+        }
+    }
+}
