@@ -18,7 +18,10 @@
 //!   time, never logged; the principal rides the request's extensions to the gateway;
 //! * what: a JSON array (a batch) is answered 400 with a JSON-RPC `-32600` body, a body
 //!   that is no JSON-RPC message 400 (rmcp says 415); a 2026-07-28 request for a method
-//!   that generation removed gets 404 and `-32601`; a DELETE of an ended session 404;
+//!   that generation removed gets 404 and `-32601`; a DELETE of an ended session 404; a
+//!   session is bound to the principal that opened it (recorded when its `initialize` is
+//!   answered): another principal, or the shared token's caller, naming it gets rmcp's own
+//!   404 for an unknown session, on POST, GET and DELETE;
 //! * how many: a request that would make a new attachment is admitted only within the
 //!   bounds ([`Limits`]: 503 when the gateway is full, 429 when the principal is) and
 //!   the rate of new attachments (429); a session's request id is held while answered
@@ -261,6 +264,7 @@ fn router(
         requests: Arc::default(),
         event_streams: Arc::default(),
         sessions,
+        owners: Mutex::default(),
     });
     let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);
     if let Some(observer) = options.observer.clone() {
