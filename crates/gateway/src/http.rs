@@ -75,6 +75,7 @@ mod gatekeeper;
 mod listen;
 mod metrics_listener;
 mod slots;
+mod strict;
 use gatekeeper::{Bucket, Gatekeeper, gatekeeper};
 pub use listen::{ConnectionLimits, serve_connections};
 pub(crate) use metrics_listener::start_metrics_listener;

@@ -15,11 +15,16 @@
 //!   reads it. At most [`MAX_DRAINING`] refused connections drain at once; past that one is
 //!   closed at once. The open ones keep being served meanwhile.
 //!
+//! * a request head with a line ending in a bare LF, or with two `Host` headers, is
+//!   answered 400 and the connection closed (`strict`), before it is routed.
+//!
 //! All of it before authentication: the gatekeeper only runs on a complete request head.
 
+use super::strict;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
@@ -102,7 +107,28 @@ pub async fn serve_connections(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
         }
-        let connection = http1.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router.clone()));
+        // Heads with a bare LF and requests with two `Host`s are refused before routing
+        // (`strict`): hyper accepts both.
+        let bare_lf = Arc::new(AtomicBool::new(false));
+        let routed = TowerToHyperService::new(router.clone());
+        let flag = bare_lf.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let answer = match strict::refusal(request.headers(), flag.load(Ordering::Acquire)) {
+                Some(why) => Err(why),
+                None => Ok(hyper::service::Service::call(&routed, request)),
+            };
+            async move {
+                match answer {
+                    Ok(routed) => routed.await,
+                    Err(why) => {
+                        tracing::info!(why, "request refused: malformed head");
+                        Ok(strict::bad_request(why))
+                    }
+                }
+            }
+        });
+        let io = TokioIo::new(strict::Watched::new(stream, bare_lf));
+        let connection = http1.serve_connection(io, service);
         let stop = stop.clone();
         connections.spawn(async move {
             let _permit = permit;
