@@ -25,7 +25,12 @@
 //! * how many: a request that would make a new attachment is admitted only within the
 //!   bounds ([`Limits`]: 503 when the gateway is full, 429 when the principal is) and
 //!   the rate of new attachments (429); a session's request id is held while answered
-//!   (409 for a second request with it) and its event streams are bounded (429).
+//!   (409 for a second request with it) and its event streams are bounded (429);
+//! * how many connections: a connection is counted against the principal of its first
+//!   authenticated request for as long as it stays open (`listen::ConnectionScope`); one
+//!   principal may hold its share of the connection cap — the cap divided among the
+//!   identities that can authenticate — and past it is answered 429 and closed, so it cannot
+//!   starve the others. Connections not yet authenticated are bounded by the header timeout.
 //!
 //! Beneath it, the listener (`listen`) bounds the connections themselves: the header and
 //! body timeouts and the connection cap ([`ConnectionLimits`]), before any of this runs.
@@ -266,6 +271,11 @@ fn router(
         event_streams: Arc::default(),
         sessions,
         owners: Mutex::default(),
+        connections: Arc::default(),
+        connection_share: gatekeeper::connection_share(
+            http.connections.max_connections,
+            http.principals.as_ref().map_or(0, Principals::len) + usize::from(http.bearer_token.is_some()),
+        ),
     });
     let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);
     if let Some(observer) = options.observer.clone() {

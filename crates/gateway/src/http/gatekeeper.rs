@@ -4,6 +4,7 @@
 //! and the arrival rate, one request per id in flight in a session, a few event streams
 //! per session) — refusing with a JSON-RPC error body before rmcp sees the request.
 
+use super::listen::ConnectionScope;
 use super::slots::{Slot, Slots, hold_while_answering};
 use super::*;
 use rmcp::transport::streamable_http_server::session::SessionManager as _;
@@ -57,6 +58,18 @@ pub(super) struct Gatekeeper {
     pub(super) sessions: Arc<LocalSessionManager>,
     /// Who opened each session: a session is served to the principal that opened it only.
     pub(super) owners: Mutex<Owners>,
+    /// The connections each principal holds, counted from its first authenticated request.
+    pub(super) connections: Arc<Slots<String>>,
+    /// How many of them one principal may hold ([`connection_share`]).
+    pub(super) connection_share: usize,
+}
+
+/// One principal's share of the connection cap: the cap divided among the identities that
+/// can authenticate (each principal of the tokens file, and the shared token's caller), so
+/// no one of them can hold every connection and starve the others. Without authentication
+/// there is one identity, and the share is the whole cap. Pure.
+pub(super) fn connection_share(max_connections: usize, identities: usize) -> usize {
+    (max_connections / identities.max(1)).max(1)
 }
 
 /// Each session's principal, recorded when its `initialize` is answered with its id.
@@ -341,6 +354,22 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
         Ok(principal) => principal,
         Err(refused) => return closing(*refused),
     };
+    if let Some(scope) = request.extensions().get::<ConnectionScope>() {
+        let key = principal.0.clone().unwrap_or_default();
+        let share = gate.connection_share;
+        if !scope.count_against(&key, || gate.connections.take(key.clone(), share)) {
+            tracing::info!(
+                principal = principal.0.as_deref().unwrap_or("-"),
+                share,
+                "connection refused: the principal holds its share of the connection cap"
+            );
+            let text = format!(
+                "this principal holds its share of {share} open connections: close one (or reuse a kept-alive \
+                 one) before opening another"
+            );
+            return closing(*jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, None, -32000, text));
+        }
+    }
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(principal.clone());
     if parts.method != Method::POST {
@@ -413,5 +442,15 @@ mod tests {
         assert_eq!(taken, 32, "one burst");
         assert!(!bucket.take(start + std::time::Duration::from_millis(10)), "0.16 of a token is not one");
         assert!(bucket.take(start + std::time::Duration::from_millis(100)), "1.6 tokens refilled");
+    }
+
+    #[test]
+    fn each_identity_gets_a_share_of_the_connection_cap() {
+        use super::connection_share;
+        assert_eq!(connection_share(512, 1), 512, "one identity: the whole cap");
+        assert_eq!(connection_share(512, 0), 512, "no authentication: one identity");
+        assert_eq!(connection_share(512, 3), 170);
+        assert_eq!(connection_share(8, 2), 4);
+        assert_eq!(connection_share(2, 5), 1, "never none");
     }
 }
