@@ -303,3 +303,15 @@ fn a_refused_connection_is_closed_and_the_cookie_is_named_per_port() {
     assert_eq!(get(addr, "/api/fleet", &[("Cookie", &old)]).status, 200, "the old name is still accepted");
     drop(refused);
 }
+
+/// Issue 34, finding 13, on the dashboard's listener (the gateway's connection loop): two
+/// `Host` headers get 400 and the connection closed, and it keeps serving.
+#[test]
+fn two_host_headers_get_400() {
+    let d = dashboard(&[], &["--listen", "127.0.0.1:0"]).unwrap();
+    let host = d.addr.to_string();
+    let refused = get(d.addr, "/api/fleet", &[("Host", &host), ("Host", "evil.example")]);
+    assert_eq!(refused.status, 400, "{refused:?}");
+    assert_eq!(refused.header("connection"), Some("close"), "{refused:?}");
+    assert_eq!(get(d.addr, "/api/fleet", &[]).status, 200);
+}
