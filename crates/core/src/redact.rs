@@ -175,7 +175,15 @@ pub fn redact_url_userinfo(word: &str) -> Option<String> {
     if scheme.is_empty() || !scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) {
         return None;
     }
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    // PostgreSQL's client library ends the userinfo at an `@`, not at a `/` or `?`: a
+    // password may hold them unencoded, so everything before the last `@` is masked.
+    let end = match scheme {
+        "postgres" | "postgresql" if rest.contains('@') => {
+            let at = rest.rfind('@').unwrap_or(0);
+            at + rest[at..].find(['/', '?', '#']).unwrap_or(rest.len() - at)
+        }
+        _ => rest.find(['/', '?', '#']).unwrap_or(rest.len()),
+    };
     let (authority, tail) = rest.split_at(end);
     let (userinfo, host) = authority.rsplit_once('@')?;
     let shown = match userinfo.split_once(':') {
@@ -225,6 +233,9 @@ mod tests {
         assert_eq!(redact_argv(&argv(&["psql", "host=db password=pw user=u"])), "psql host=db password=*** user=u");
         assert_eq!(redact_url_userinfo("https://ghp_abc@gitea.example/x").unwrap(), "https://***@gitea.example/x");
         assert_eq!(redact_url_userinfo("https://gitea.example/x@y"), None, "an @ after the host is not userinfo");
+        // Issue 34: PostgreSQL takes a `/`, `?` or `@` in the password unencoded.
+        assert_eq!(redact_url_userinfo("postgres://u:pa/ss@db/fg").unwrap(), "postgres://u:***@db/fg");
+        assert_eq!(redact_url_userinfo("postgres://u:pa?s@s@db:1/fg?x=1").unwrap(), "postgres://u:***@db:1/fg?x=1");
         assert_eq!(
             redact_argv(&argv(&["python", "mcp_server.py", "--repository", "/src/a"])),
             "python mcp_server.py --repository /src/a"

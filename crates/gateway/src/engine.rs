@@ -198,6 +198,11 @@ impl Engine {
         }
     }
 
+    /// The bound on live attachments.
+    pub(crate) fn max_attachments(&self) -> usize {
+        self.limits.max_attachments
+    }
+
     /// Whether a downstream is configured.
     pub(crate) fn has_downstream(&self) -> bool {
         self.spec.is_some()

@@ -18,11 +18,19 @@
 //!   time, never logged; the principal rides the request's extensions to the gateway;
 //! * what: a JSON array (a batch) is answered 400 with a JSON-RPC `-32600` body, a body
 //!   that is no JSON-RPC message 400 (rmcp says 415); a 2026-07-28 request for a method
-//!   that generation removed gets 404 and `-32601`; a DELETE of an ended session 404;
+//!   that generation removed gets 404 and `-32601`; a DELETE of an ended session 404; a
+//!   session is bound to the principal that opened it (recorded when its `initialize` is
+//!   answered): another principal, or the shared token's caller, naming it gets rmcp's own
+//!   404 for an unknown session, on POST, GET and DELETE;
 //! * how many: a request that would make a new attachment is admitted only within the
 //!   bounds ([`Limits`]: 503 when the gateway is full, 429 when the principal is) and
 //!   the rate of new attachments (429); a session's request id is held while answered
-//!   (409 for a second request with it) and its event streams are bounded (429).
+//!   (409 for a second request with it) and its event streams are bounded (429);
+//! * how many connections: a connection is counted against the principal of its first
+//!   authenticated request for as long as it stays open (`listen::ConnectionScope`); one
+//!   principal may hold its share of the connection cap — the cap divided among the
+//!   identities that can authenticate — and past it is answered 429 and closed, so it cannot
+//!   starve the others. Connections not yet authenticated are bounded by the header timeout.
 //!
 //! Beneath it, the listener (`listen`) bounds the connections themselves: the header and
 //! body timeouts and the connection cap ([`ConnectionLimits`]), before any of this runs.
@@ -72,6 +80,7 @@ mod gatekeeper;
 mod listen;
 mod metrics_listener;
 mod slots;
+mod strict;
 use gatekeeper::{Bucket, Gatekeeper, gatekeeper};
 pub use listen::{ConnectionLimits, serve_connections};
 pub(crate) use metrics_listener::start_metrics_listener;
@@ -261,6 +270,12 @@ fn router(
         requests: Arc::default(),
         event_streams: Arc::default(),
         sessions,
+        owners: Mutex::default(),
+        connections: Arc::default(),
+        connection_share: gatekeeper::connection_share(
+            http.connections.max_connections,
+            http.principals.as_ref().map_or(0, Principals::len) + usize::from(http.bearer_token.is_some()),
+        ),
     });
     let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);
     if let Some(observer) = options.observer.clone() {

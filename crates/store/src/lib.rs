@@ -16,12 +16,14 @@ mod ops;
 pub mod postgres;
 mod rows;
 mod schema;
+mod shown;
 mod sql;
 pub mod sqlite;
 mod workflow;
 
 pub use clock::StoreClock;
 pub use error::{StoreError, StoreErrorKind};
+pub use shown::redact_url;
 pub use workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin, new_lease_id};
 
 use fleetgate_core::Timestamp;
@@ -289,54 +291,9 @@ pub fn open(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
     Ok(Arc::new(sqlite::SqliteStore::open(Path::new(path))?))
 }
 
-/// `scheme://user:***@host/db`: the password of a URL never reaches a message.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (before_query, query) = rest.split_once('?').map_or((rest, None), |(b, q)| (b, Some(q)));
-    let (authority, tail) = before_query.split_once('/').map_or((before_query, None), |(a, t)| (a, Some(t)));
-    let mut out = format!("{scheme}://");
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) if userinfo.contains(':') => {
-            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
-            out.push_str(&format!("{user}:***@{host}"));
-        }
-        _ => out.push_str(authority),
-    }
-    if let Some(tail) = tail {
-        out.push('/');
-        out.push_str(tail);
-    }
-    if let Some(query) = query {
-        // libpq takes the password as a parameter too.
-        let params: Vec<String> = query
-            .split('&')
-            .map(|p| match p.split_once('=') {
-                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
-                _ => p.to_owned(),
-            })
-            .collect();
-        out.push('?');
-        out.push_str(&params.join("&"));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn url_passwords_are_redacted() {
-        assert_eq!(redact_url("postgres://fleet:s3cret@db:5432/fg"), "postgres://fleet:***@db:5432/fg");
-        assert_eq!(redact_url("postgres://fleet@db/fg"), "postgres://fleet@db/fg");
-        assert_eq!(redact_url("/var/x.sqlite3"), "/var/x.sqlite3");
-        assert_eq!(
-            redact_url("postgres://fleet@db/fg?sslmode=bogus&password=s3cret"),
-            "postgres://fleet@db/fg?sslmode=bogus&password=***"
-        );
-    }
 
     #[test]
     fn unknown_schemes_are_refused_and_postgres_errors_hide_the_password() {

@@ -5,7 +5,13 @@
 //!   `Origin` must be absent or one of those over `http://`. Else 403.
 //! * With a token configured, every request carries it — `Authorization: Bearer`
 //!   (scrapers, scripts) or the cookie a browser gets by opening `/?token=…` once
-//!   (an `EventSource` cannot send headers). Else 401. Compared in constant time;
+//!   (an `EventSource` cannot send headers). Else 401, and the connection is closed
+//!   (`Connection: close`), so refused sockets do not hold the connection cap. Browsers
+//!   send a `127.0.0.1` cookie to every port of the host, so the cookie is named per port
+//!   (`fleetgate_dashboard_token_PORT`: two dashboards do not overwrite each other's, and a
+//!   dashboard accepts only its own), `HttpOnly; SameSite=Strict`; the old unsuffixed
+//!   name is still accepted. (A `__Host-` prefix needs `Secure`, which a plain-HTTP
+//!   listener cannot set.) Compared in constant time;
 //!   neither the presented nor the expected value is ever logged.
 //!
 //! [`Guard::judge`] is a pure function of the request's headers; the Host/Origin half is
@@ -14,7 +20,7 @@
 use fleetgate_core::origin::{HostRules, same_secret};
 use std::net::SocketAddr;
 
-/// The cookie a browser carries the token in.
+/// The cookie a browser carried the token in before it was named per port: still accepted.
 pub const COOKIE: &str = "fleetgate_dashboard_token";
 
 /// The rules for one listener.
@@ -22,6 +28,8 @@ pub const COOKIE: &str = "fleetgate_dashboard_token";
 pub struct Guard {
     hosts: HostRules,
     token: Option<String>,
+    /// The cookie this listener sets: [`COOKIE`] and its port.
+    cookie: String,
 }
 
 impl std::fmt::Debug for Guard {
@@ -60,7 +68,12 @@ pub struct Presented<'a> {
 impl Guard {
     /// The rules for `listen` (the bound address), extra `Host` values, and the token.
     pub fn new(listen: SocketAddr, extra_hosts: &[String], token: Option<String>) -> Self {
-        Self { hosts: HostRules::new(listen, extra_hosts), token }
+        Self { hosts: HostRules::new(listen, extra_hosts), token, cookie: format!("{COOKIE}_{}", listen.port()) }
+    }
+
+    /// The name of the cookie this listener sets and reads.
+    pub fn cookie_name(&self) -> &str {
+        &self.cookie
     }
 
     /// Whether a token is required.
@@ -75,7 +88,8 @@ impl Guard {
             return Verdict::Forbidden(foreign.as_str());
         }
         if self.token_ok(p.authorization.and_then(|a| a.strip_prefix("Bearer ")))
-            || self.token_ok(p.cookie.and_then(cookie_token))
+            || self.token_ok(p.cookie.and_then(|c| cookie_token(c, &self.cookie)))
+            || self.token_ok(p.cookie.and_then(|c| cookie_token(c, COOKIE)))
         {
             return Verdict::Pass;
         }
@@ -91,9 +105,9 @@ impl Guard {
     }
 }
 
-/// The token in a `Cookie` header, if it carries ours.
-fn cookie_token(header: &str) -> Option<&str> {
-    header.split(';').map(str::trim).find_map(|pair| pair.strip_prefix(COOKIE)?.strip_prefix('='))
+/// The value of the cookie `name` in a `Cookie` header.
+fn cookie_token<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+    header.split(';').map(str::trim).find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
 }
 
 /// The `token` parameter of a query string, percent-decoded.
@@ -170,6 +184,14 @@ mod tests {
         assert_eq!(with(Some("Basic s3cret"), None), Verdict::Unauthorized);
         assert_eq!(with(None, Some("a=1; fleetgate_dashboard_token=s3cret")), Verdict::Pass);
         assert_eq!(with(None, Some("fleetgate_dashboard_token=nope")), Verdict::Unauthorized);
+        // The cookie is named per port; another port's is not this one's.
+        assert_eq!(g.cookie_name(), "fleetgate_dashboard_token_8760");
+        assert_eq!(with(None, Some("fleetgate_dashboard_token_8760=s3cret")), Verdict::Pass);
+        assert_eq!(with(None, Some("fleetgate_dashboard_token_8761=s3cret")), Verdict::Unauthorized);
+        assert_eq!(
+            with(None, Some("fleetgate_dashboard_token_8761=x; fleetgate_dashboard_token=s3cret")),
+            Verdict::Pass
+        );
         // Host is judged first: a rebinding page gets 403, not a hint about the token.
         let rebinding = Presented { host: Some("evil:8760"), ..Presented::default() };
         assert_eq!(g.judge(&rebinding), Verdict::Forbidden("Host not allowed"));

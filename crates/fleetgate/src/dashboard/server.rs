@@ -5,7 +5,7 @@
 //! Only `GET` (and so `HEAD`) is routed: **the dashboard has no handler that
 //! writes**, to the store or anywhere else.
 
-use super::guard::{COOKIE, Guard, Presented, Verdict, query_token};
+use super::guard::{Guard, Presented, Verdict, query_token};
 use super::poll::Published;
 use crate::metrics::{FleetMetrics, MetricsRegistry, OPENMETRICS_TEXT, PROMETHEUS_TEXT};
 use axum::Router;
@@ -102,11 +102,11 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
     let response = match (app.guard.judge(&presented), exchange) {
         (Verdict::Forbidden(why), _) => {
             tracing::info!(%path, why, "request refused");
-            (StatusCode::FORBIDDEN, format!("Forbidden: {why}\n")).into_response()
+            closing((StatusCode::FORBIDDEN, format!("Forbidden: {why}\n")).into_response())
         }
         (_, Some(token)) if app.guard.token_ok(Some(&token)) => {
             // The token leaves the address bar (and the history) at once.
-            let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
+            let cookie = format!("{}={token}; HttpOnly; SameSite=Strict; Path=/", app.guard.cookie_name());
             let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
             if let Ok(v) = HeaderValue::from_str(&cookie) {
                 r.headers_mut().insert(header::SET_COOKIE, v);
@@ -123,11 +123,18 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
             )
                 .into_response();
             r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            r
+            closing(r)
         }
         (Verdict::Pass, None) => next.run(request).await,
     };
     with_safety_headers(response)
+}
+
+/// A refusal ends its connection: a refused client keeps no place under the connection cap
+/// (20 unauthenticated keep-alive sockets would otherwise lock the operator out).
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 fn with_safety_headers(mut response: Response) -> Response {

@@ -254,3 +254,64 @@ fn sigterm_stops_it_with_an_event_stream_open() {
     assert!(wait_until(5.0, || d.child.try_wait().unwrap().is_some()), "SIGTERM did not stop it");
     assert_eq!(d.child.wait().unwrap().code(), Some(0));
 }
+
+/// Issue 34, finding 11: a refused request ends its connection (`Connection: close`), so
+/// unauthenticated sockets cannot hold the connection cap and lock the operator out; the
+/// token cookie is named per port, and the old name is still accepted.
+#[test]
+fn a_refused_connection_is_closed_and_the_cookie_is_named_per_port() {
+    use std::io::{Read as _, Write as _};
+    let token = "dash-t0k3n-cafe";
+    let d = dashboard(
+        &[("FLEETGATE_DASHBOARD_TOKEN", token)],
+        &["--listen", "127.0.0.1:0", "--max-connections", "4", "--header-timeout", "60"],
+    )
+    .unwrap();
+    let addr = d.addr;
+    // Ten keep-alive requests without the token, the sockets kept open by the client: each
+    // is answered 401 and closed by the server, within bounds.
+    let mut refused = Vec::new();
+    for _ in 0..10 {
+        let Ok(mut stream) = std::net::TcpStream::connect(addr) else { continue };
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        stream.write_all(format!("GET /api/fleet HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes()).unwrap();
+        let mut answer = String::new();
+        let ended = stream.read_to_string(&mut answer);
+        assert!(ended.is_ok(), "a refused connection is still open after 5 s: {answer:?} {ended:?}");
+        assert!(answer.starts_with("HTTP/1.1 401") || answer.starts_with("HTTP/1.1 503"), "{answer:?}");
+        if answer.starts_with("HTTP/1.1 401") {
+            assert!(answer.to_ascii_lowercase().contains("connection: close"), "{answer:?}");
+        }
+        refused.push(stream);
+    }
+    // The operator is not locked out (a closed socket's place may take a moment to free).
+    let bearer = format!("Bearer {token}");
+    assert!(
+        wait_until(5.0, || std::panic::catch_unwind(|| get(addr, "/api/fleet", &[("Authorization", &bearer)]).status)
+            .ok()
+            == Some(200)),
+        "the operator is locked out by refused connections"
+    );
+
+    let traded = get(addr, &format!("/?token={token}"), &[]);
+    let cookie = traded.header("set-cookie").unwrap().to_owned();
+    let name = format!("fleetgate_dashboard_token_{}=", addr.port());
+    assert!(cookie.starts_with(&name) && cookie.contains("SameSite=Strict"), "{cookie}");
+    let other_port = format!("fleetgate_dashboard_token_{}={token}", addr.port().wrapping_add(1));
+    assert_eq!(get(addr, "/api/fleet", &[("Cookie", &other_port)]).status, 401, "another port's cookie");
+    let old = format!("fleetgate_dashboard_token={token}");
+    assert_eq!(get(addr, "/api/fleet", &[("Cookie", &old)]).status, 200, "the old name is still accepted");
+    drop(refused);
+}
+
+/// Issue 34, finding 13, on the dashboard's listener (the gateway's connection loop): two
+/// `Host` headers get 400 and the connection closed, and it keeps serving.
+#[test]
+fn two_host_headers_get_400() {
+    let d = dashboard(&[], &["--listen", "127.0.0.1:0"]).unwrap();
+    let host = d.addr.to_string();
+    let refused = get(d.addr, "/api/fleet", &[("Host", &host), ("Host", "evil.example")]);
+    assert_eq!(refused.status, 400, "{refused:?}");
+    assert_eq!(refused.header("connection"), Some("close"), "{refused:?}");
+    assert_eq!(get(d.addr, "/api/fleet", &[]).status, 200);
+}

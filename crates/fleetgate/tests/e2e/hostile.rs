@@ -232,3 +232,70 @@ fn an_unauthenticated_post_is_refused_with_connection_close() {
     assert!(c.closed_within(5.0), "the connection was kept after a refusal that left its body unread");
     g.stop();
 }
+
+/// Issue 34, finding 13: a request with two `Host` headers, or a head whose lines end in a
+/// bare LF (first request or a later one on a kept-alive connection), is answered 400 and
+/// its connection closed; a well-formed request — its JSON body full of bare LFs — is
+/// served on before and after.
+#[test]
+fn two_host_headers_or_a_bare_lf_in_a_head_get_400_and_the_connection_closed() {
+    let _serial = serial();
+    let f = FleetDir::new(CONFIG);
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    let addr = g.addr.clone();
+    let body = "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 1,\n  \"method\": \"initialize\",\n  \"params\": {\n    \
+                \"protocolVersion\": \"2025-11-25\", \"capabilities\": {},\n    \"clientInfo\": {\"name\": \"lf\", \
+                \"version\": \"1\"}\n  }\n}\n";
+    let head = |eol: &str, hosts: &[&str]| {
+        let mut h = format!("POST /mcp HTTP/1.1{eol}");
+        for host in hosts {
+            h.push_str(&format!("Host: {host}{eol}"));
+        }
+        h.push_str(&format!(
+            "Accept: application/json, text/event-stream{eol}Content-Type: application/json{eol}Content-Length: \
+             {}{eol}{eol}{body}",
+            body.len()
+        ));
+        h
+    };
+    let refused = |c: &mut Conn, why: &str| {
+        let reply = c.read_reply();
+        assert_eq!(reply.status, 400, "{why}: {reply:?}");
+        assert_eq!(reply.header("connection"), Some("close"), "{why}: {reply:?}");
+        assert!(c.closed_within(5.0), "{why}: the connection was kept");
+    };
+
+    let mut c = Conn::open(&addr);
+    c.send_raw(head("\r\n", &[&addr]).as_bytes());
+    assert_eq!(c.read_reply().status, 200, "a well-formed request whose body holds bare LFs is served");
+
+    let mut c = Conn::open(&addr);
+    c.send_raw(head("\r\n", &[&addr, "evil.example"]).as_bytes());
+    refused(&mut c, "two Host headers");
+    let mut c = Conn::open(&addr);
+    c.send_raw(head("\r\n", &[&addr, &addr]).as_bytes());
+    refused(&mut c, "two equal Host headers");
+
+    let mut c = Conn::open(&addr);
+    c.send_raw(head("\n", &[&addr]).as_bytes());
+    refused(&mut c, "bare LF line ends");
+    let mut c = Conn::open(&addr);
+    c.send_raw(
+        head("\r\n", &[&addr])
+            .replacen("Content-Type: application/json\r\n", "Content-Type: application/json\n", 1)
+            .as_bytes(),
+    );
+    refused(&mut c, "one bare LF");
+
+    // The second request of a kept-alive connection, after a body holding bare LFs.
+    let mut c = Conn::open(&addr);
+    c.send_raw(head("\r\n", &[&addr]).as_bytes());
+    assert_eq!(c.read_reply().status, 200);
+    c.send_raw(head("\n", &[&addr]).as_bytes());
+    refused(&mut c, "bare LF in a later head");
+
+    let mut c = Conn::open(&addr);
+    c.send_raw(head("\r\n", &[&addr]).as_bytes());
+    assert_eq!(c.read_reply().status, 200, "the server keeps serving");
+    g.stop();
+}

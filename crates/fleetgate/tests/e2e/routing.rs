@@ -5,7 +5,7 @@
 //! JSON-RPC error body. Through the real binary, the official Python SDK client on both
 //! sides (`tests/peers/elicit_server.py` downstream) and raw HTTP.
 
-use crate::httpkit::{HttpGateway, Raw, STATELESS, eventually, refused_start};
+use crate::httpkit::{Conn, HttpGateway, Raw, STATELESS, eventually, open_session, refused_start};
 use crate::support::{FleetDir, peer, roster, serial};
 use serde_json::{Value, json};
 use std::process::Command;
@@ -241,5 +241,111 @@ fn an_initialize_offering_2026_07_28_is_negotiated_down_and_the_bare_method_is_r
     let removed = raw.stateless(2, "initialize", json!({}), "new", None);
     assert_eq!(removed.status, 404, "{removed:?}");
     assert_eq!(removed.body["error"]["code"], -32601, "{removed:?}");
+    g.stop();
+}
+
+/// Issue 34, finding 3: a session is served to the principal that opened it only. Bob, or a
+/// caller of the shared `FLEETGATE_HTTP_TOKEN`, presenting alice's `Mcp-Session-Id` gets
+/// the answer an unknown session gets (404), on POST, GET and DELETE; her session is unhurt.
+#[test]
+fn a_session_is_served_only_to_the_principal_that_opened_it() {
+    let _serial = serial();
+    let f = fleet_with_principals("");
+    let g = HttpGateway::start_logging(&f, Some("shared-token"), &[], "info");
+    let bearer = |t: &str| format!("Bearer {t}");
+    let (alice, bob, shared) = (bearer(ALICE), bearer(BOB), bearer("shared-token"));
+    let mut conn = Conn::open(&g.addr);
+    let session = open_session(&mut conn, &[("Authorization", &alice)]);
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {} }).to_string();
+    let unknown = conn.request(
+        "POST",
+        &[("Authorization", &alice), ("Mcp-Session-Id", "00000000-0000-0000-0000-000000000000")],
+        &list,
+    );
+    assert_eq!(unknown.status, 404, "{unknown:?}");
+    for who in [&bob, &shared] {
+        for method in ["POST", "GET", "DELETE"] {
+            let body = if method == "POST" { list.as_str() } else { "" };
+            let mut other = Conn::open(&g.addr);
+            let reply = other.request(method, &[("Authorization", who), ("Mcp-Session-Id", &session)], body);
+            assert_eq!(reply.status, 404, "{method} by another principal: {reply:?}");
+            assert_eq!(reply.body, unknown.body, "answered exactly as an unknown session");
+        }
+    }
+    // Her session still serves her, and only her DELETE ends it.
+    let mine = conn.request("POST", &[("Authorization", &alice), ("Mcp-Session-Id", &session)], &list);
+    assert_eq!(mine.status, 200, "{mine:?}");
+    assert!(mine.json()["result"]["tools"].is_array(), "{mine:?}");
+    let ended = conn.request("DELETE", &[("Authorization", &alice), ("Mcp-Session-Id", &session)], "");
+    assert!(ended.status < 300, "{ended:?}");
+    let after = conn.request("POST", &[("Authorization", &alice), ("Mcp-Session-Id", &session)], &list);
+    assert_eq!(after.status, 404, "{after:?}");
+    let audit = f.cli(&["audit", "--json"]).to_string();
+    assert!(!audit.contains("\"bob\""), "nothing was done as bob: {audit}");
+    g.stop();
+}
+
+/// Issue 34, finding 10: one principal cannot hold every connection. Alice holds her share
+/// (half the cap of 8, two principals) with requests whose bodies she never finishes; her
+/// further connections are refused 429 and closed, so bob still initializes and calls.
+#[test]
+fn one_principal_cannot_starve_another_of_connections() {
+    let _serial = serial();
+    let f = fleet_with_principals("max_connections = 8");
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    let alice = format!("Bearer {ALICE}");
+    let stalled_post = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {alice}\r\nContent-Type: application/json\r\nAccept: \
+         application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
+        g.addr
+    );
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for _ in 0..8 {
+        let mut c = Conn::open(&g.addr);
+        c.send_raw(stalled_post.as_bytes());
+        c.stream.set_read_timeout(Some(std::time::Duration::from_millis(500))).unwrap();
+        let mut peek = [0_u8; 1];
+        match c.stream.peek(&mut peek) {
+            Ok(n) if n > 0 => {
+                c.stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+                let reply = c.read_reply();
+                assert_eq!(reply.status, 429, "{reply:?}");
+                assert!(reply.body.contains("share of 4"), "{reply:?}");
+                assert_eq!(reply.header("connection"), Some("close"), "{reply:?}");
+                assert!(c.closed_within(5.0), "a refused connection was kept");
+                refused += 1;
+            }
+            _ => held.push(c), // no answer: held, its body awaited
+        }
+    }
+    assert_eq!((held.len(), refused), (4, 4), "alice holds her share, no more");
+
+    // Bob is served meanwhile: a session, and a call in it.
+    let bob = format!("Bearer {BOB}");
+    let mut c = Conn::open(&g.addr);
+    let session = open_session(&mut c, &[("Authorization", &bob)]);
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {} }).to_string();
+    let reply = c.request("POST", &[("Authorization", &bob), ("Mcp-Session-Id", &session)], &list);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": { "name": "gitea_get_runtime_context", "arguments": {} } })
+    .to_string();
+    let reply = c.request("POST", &[("Authorization", &bob), ("Mcp-Session-Id", &session)], &call);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.json()["result"]["structuredContent"]["worker"]["principal"], "bob", "{reply:?}");
+
+    // A place alice gives up is hers again.
+    drop(held.pop());
+    eventually("alice's freed place is hers again", 5.0, || {
+        let mut c = Conn::open(&g.addr);
+        c.send_raw(stalled_post.as_bytes());
+        c.stream.set_read_timeout(Some(std::time::Duration::from_millis(300))).unwrap();
+        let answered = c.stream.peek(&mut [0_u8; 1]).is_ok_and(|n| n > 0);
+        if !answered {
+            held.push(c);
+        }
+        !answered
+    });
     g.stop();
 }

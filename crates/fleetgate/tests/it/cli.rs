@@ -502,3 +502,26 @@ fn the_forge_command_sees_only_declared_keys_never_the_token_or_the_store_url() 
     assert!(env.contains("GITEA_ACCESS_TOKEN=forge-token"), "a declared pass-through key reaches it: {env}");
     assert!(!env.contains("http-token-secret") && !env.contains("undeclared-secret"), "{env}");
 }
+
+/// Issue 34: a PostgreSQL password holding `/` (which the client library accepts unencoded)
+/// was printed by `runtime list`, in its error too. Nothing listens on port 1, so the store
+/// is unreachable and the error names it: without the password, in text and in JSON.
+#[test]
+fn a_postgres_password_with_a_slash_is_never_printed() {
+    for store in
+        ["postgres://u:pa/ss@127.0.0.1:1/db", "postgres://u:pa@ss@127.0.0.1:1/db", "postgres://u:pa%ss@127.0.0.1:1/db"]
+    {
+        for json in [false, true] {
+            let mut cmd = std::process::Command::new(crate::support::bin());
+            cmd.env_clear().env("PATH", "/usr/bin:/bin").args(["--store", store, "runtime", "list"]);
+            if json {
+                cmd.arg("--json");
+            }
+            let out = cmd.output().unwrap();
+            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert_ne!(out.status.code(), Some(0), "an unreachable store fails: {text}");
+            assert!(!text.contains("pa/ss") && !text.contains("pa@ss") && !text.contains("pa%ss"), "{store}: {text}");
+            assert!(text.contains("127.0.0.1"), "names the store: {text}");
+        }
+    }
+}

@@ -4,9 +4,11 @@
 //! and the arrival rate, one request per id in flight in a session, a few event streams
 //! per session) — refusing with a JSON-RPC error body before rmcp sees the request.
 
+use super::listen::ConnectionScope;
 use super::slots::{Slot, Slots, hold_while_answering};
 use super::*;
 use rmcp::transport::streamable_http_server::session::SessionManager as _;
+use std::collections::HashMap;
 
 /// New attachments admitted per second, sustained, and in one burst: a client that opens
 /// sessions in a loop is slowed down before the bounds are even reached.
@@ -54,6 +56,45 @@ pub(super) struct Gatekeeper {
     pub(super) event_streams: Arc<Slots<String>>,
     /// rmcp's sessions, asked whether one a DELETE names still exists.
     pub(super) sessions: Arc<LocalSessionManager>,
+    /// Who opened each session: a session is served to the principal that opened it only.
+    pub(super) owners: Mutex<Owners>,
+    /// The connections each principal holds, counted from its first authenticated request.
+    pub(super) connections: Arc<Slots<String>>,
+    /// How many of them one principal may hold ([`connection_share`]).
+    pub(super) connection_share: usize,
+}
+
+/// One principal's share of the connection cap: the cap divided among the identities that
+/// can authenticate (each principal of the tokens file, and the shared token's caller), so
+/// no one of them can hold every connection and starve the others. Without authentication
+/// there is one identity, and the share is the whole cap. Pure.
+pub(super) fn connection_share(max_connections: usize, identities: usize) -> usize {
+    (max_connections / identities.max(1)).max(1)
+}
+
+/// Each session's principal, recorded when its `initialize` is answered with its id.
+#[derive(Debug, Default)]
+pub(super) struct Owners {
+    by_session: HashMap<String, Option<String>>,
+}
+
+impl Owners {
+    /// Whether `principal` may use `session`: only the principal that opened it. A session
+    /// never recorded here (unknown, or ended and forgotten) is nobody's.
+    pub(super) fn may_use(&self, session: &str, principal: &Authenticated) -> bool {
+        self.by_session.get(session).is_some_and(|owner| *owner == principal.0)
+    }
+}
+
+/// How many recorded owners, beyond the attachments' bound, prompt a sweep of the ended ones.
+const OWNERS_SLACK: usize = 64;
+
+/// The answer to a session that does not exist, or is another principal's: rmcp's own
+/// answer to an unknown session, so the two cannot be told apart.
+fn unknown_session() -> Response {
+    let mut response = Response::new(Body::from("Not Found: Session not found"));
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response
 }
 
 /// Event streams (GET) one session may hold open at once. rmcp sends on one of them and
@@ -219,6 +260,36 @@ impl Gatekeeper {
         }
     }
 
+    /// Record who opened the session a response names (an answered `initialize`); past the
+    /// bound, forget the sessions rmcp has ended (DELETE forgets its own at once).
+    async fn record_owner(&self, session: String, principal: &Authenticated) {
+        let recorded: Vec<String> = {
+            let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+            owners.by_session.insert(session, principal.0.clone());
+            if owners.by_session.len() <= self.engine.max_attachments() + OWNERS_SLACK {
+                return;
+            }
+            owners.by_session.keys().cloned().collect()
+        };
+        for id in recorded {
+            if !self.sessions.has_session(&id.clone().into()).await.unwrap_or(true) {
+                self.owners.lock().unwrap_or_else(PoisonError::into_inner).by_session.remove(&id);
+            }
+        }
+    }
+
+    /// Whether `principal` may use `session` (see [`Owners::may_use`]).
+    fn owns(&self, session: &str, principal: &Authenticated) -> bool {
+        let owned = self.owners.lock().unwrap_or_else(PoisonError::into_inner).may_use(session, principal);
+        if !owned {
+            tracing::info!(
+                principal = principal.0.as_deref().unwrap_or("-"),
+                "request refused: a session this principal did not open (answered as unknown)"
+            );
+        }
+        owned
+    }
+
     /// A GET or DELETE of a session: its event streams are bounded, and a session that has
     /// ended (deleted already, say) answers 404 where rmcp would accept the DELETE again.
     async fn session_request(&self, session: String, request: Request, next: Next) -> Response {
@@ -235,10 +306,13 @@ impl Gatekeeper {
             }
             Method::DELETE => {
                 // On an error, rmcp's own answer stands.
-                let known = self.sessions.has_session(&session.into()).await.unwrap_or(true);
+                let known = self.sessions.has_session(&session.clone().into()).await.unwrap_or(true);
                 let response = next.run(request).await;
                 if !known && response.status() == StatusCode::ACCEPTED {
-                    return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+                    return unknown_session();
+                }
+                if response.status().is_success() {
+                    self.owners.lock().unwrap_or_else(PoisonError::into_inner).by_session.remove(&session);
                 }
                 response
             }
@@ -280,6 +354,22 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
         Ok(principal) => principal,
         Err(refused) => return closing(*refused),
     };
+    if let Some(scope) = request.extensions().get::<ConnectionScope>() {
+        let key = principal.0.clone().unwrap_or_default();
+        let share = gate.connection_share;
+        if !scope.count_against(&key, || gate.connections.take(key.clone(), share)) {
+            tracing::info!(
+                principal = principal.0.as_deref().unwrap_or("-"),
+                share,
+                "connection refused: the principal holds its share of the connection cap"
+            );
+            let text = format!(
+                "this principal holds its share of {share} open connections: close one (or reuse a kept-alive \
+                 one) before opening another"
+            );
+            return closing(*jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, None, -32000, text));
+        }
+    }
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(principal.clone());
     if parts.method != Method::POST {
@@ -287,6 +377,9 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
         let request = Request::from_parts(parts, body);
         return match session {
             Some(session) if request.uri().path() == HTTP_ENDPOINT => {
+                if !gate.owns(&session, &principal) {
+                    return unknown_session();
+                }
                 gate.session_request(session, request, next).await
             }
             _ => next.run(request).await,
@@ -304,6 +397,14 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
             return closing(*jsonrpc_refusal(StatusCode::REQUEST_TIMEOUT, None, -32600, text));
         }
     };
+    let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+    if let Some(session) = session
+        && parts.uri.path() == HTTP_ENDPOINT
+        && !gate.owns(session, &principal)
+    {
+        return unknown_session();
+    }
+    let opens_session = session.is_none();
     if let Err(refused) = gate.screen(&parts.headers, &bytes, &principal) {
         return *refused;
     }
@@ -313,6 +414,10 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
     };
     let json = is_json(&parts.headers);
     let response = next.run(Request::from_parts(parts, Body::from(bytes.clone()))).await;
+    let opened = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if opens_session && let Some(session) = opened {
+        gate.record_owner(session, &principal).await;
+    }
     // rmcp answers 415 to a JSON body that is no JSON-RPC message: the content type was
     // right, the message is not — 400, with the error stdio gives the same line.
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && json {
@@ -337,5 +442,15 @@ mod tests {
         assert_eq!(taken, 32, "one burst");
         assert!(!bucket.take(start + std::time::Duration::from_millis(10)), "0.16 of a token is not one");
         assert!(bucket.take(start + std::time::Duration::from_millis(100)), "1.6 tokens refilled");
+    }
+
+    #[test]
+    fn each_identity_gets_a_share_of_the_connection_cap() {
+        use super::connection_share;
+        assert_eq!(connection_share(512, 1), 512, "one identity: the whole cap");
+        assert_eq!(connection_share(512, 0), 512, "no authentication: one identity");
+        assert_eq!(connection_share(512, 3), 170);
+        assert_eq!(connection_share(8, 2), 4);
+        assert_eq!(connection_share(2, 5), 1, "never none");
     }
 }

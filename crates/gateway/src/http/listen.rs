@@ -15,11 +15,17 @@
 //!   reads it. At most [`MAX_DRAINING`] refused connections drain at once; past that one is
 //!   closed at once. The open ones keep being served meanwhile.
 //!
+//! * a request head with a line ending in a bare LF, or with two `Host` headers, is
+//!   answered 400 and the connection closed (`strict`), before it is routed.
+//!
 //! All of it before authentication: the gatekeeper only runs on a complete request head.
 
+use super::slots::Slot;
+use super::strict;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
@@ -102,7 +108,30 @@ pub async fn serve_connections(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
         }
-        let connection = http1.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router.clone()));
+        // Heads with a bare LF and requests with two `Host`s are refused before routing
+        // (`strict`): hyper accepts both.
+        let bare_lf = Arc::new(AtomicBool::new(false));
+        let routed = TowerToHyperService::new(router.clone());
+        let flag = bare_lf.clone();
+        let scope = ConnectionScope::default();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(scope.clone());
+            let answer = match strict::refusal(request.headers(), flag.load(Ordering::Acquire)) {
+                Some(why) => Err(why),
+                None => Ok(hyper::service::Service::call(&routed, request)),
+            };
+            async move {
+                match answer {
+                    Ok(routed) => routed.await,
+                    Err(why) => {
+                        tracing::info!(why, "request refused: malformed head");
+                        Ok(strict::bad_request(why))
+                    }
+                }
+            }
+        });
+        let io = TokioIo::new(strict::Watched::new(stream, bare_lf));
+        let connection = http1.serve_connection(io, service);
         let stop = stop.clone();
         connections.spawn(async move {
             let _permit = permit;
@@ -123,6 +152,30 @@ pub async fn serve_connections(
     drop(listener);
     connections.close();
     connections.wait().await;
+}
+
+/// One connection, as the requests it carries see it (a request extension): the principal
+/// it is counted against, held as long as the connection is (the gatekeeper's per-principal
+/// share of the connection cap).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ConnectionScope(Arc<Mutex<Option<Slot<String>>>>);
+
+impl ConnectionScope {
+    /// Count this connection against `principal`: kept when it is already, else `take`n
+    /// (and the previous principal's place given back). `false` when `take` refuses.
+    pub(crate) fn count_against(&self, principal: &str, take: impl FnOnce() -> Option<Slot<String>>) -> bool {
+        let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.as_ref().is_some_and(|slot| slot.key() == principal) {
+            return true;
+        }
+        match take() {
+            Some(slot) => {
+                *held = Some(slot);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// Tell a connection past the cap why it is closed. The socket's send buffer is empty, so

@@ -44,6 +44,13 @@ pub(super) struct Slot<K: Hash + Eq> {
     key: K,
 }
 
+impl<K: Hash + Eq> Slot<K> {
+    /// The key this slot is held for.
+    pub(super) fn key(&self) -> &K {
+        &self.key
+    }
+}
+
 impl<K: Hash + Eq> Drop for Slot<K> {
     fn drop(&mut self) {
         let mut held = self.slots.held.lock().unwrap_or_else(PoisonError::into_inner);

@@ -36,6 +36,14 @@ impl Target {
     pub fn parse(url: &str) -> Result<Self, StoreError> {
         let shown = redact_url(url.trim());
         let named = |e: StoreError| StoreError::new(e.kind(), format!("store {shown}: {e}"));
+        // The client library ends the password at the first `@` and takes the rest for the
+        // host: a second `@` is a password (or user name) that needed `%40`.
+        if url.matches('@').count() > 1 {
+            return Err(named(StoreError::new(
+                StoreErrorKind::Invalid,
+                "the store URL holds more than one @: write an @ in the user name or password as %40",
+            )));
+        }
         let (rest, tls) = split_tls(url.trim()).map_err(named)?;
         let mut config: Config = rest.parse().map_err(|e: ::postgres::Error| {
             // The parser may quote the part it refused; keep the URL out.
@@ -65,8 +73,14 @@ impl Target {
 /// `prefer`, as libpq's) and `sslrootcert` (a path, or `system`). Client
 /// certificates (`sslcert`, `sslkey`, `sslpassword`) are refused by name.
 /// Pure: reads no file.
-pub(super) fn split_tls(url: &str) -> Result<(String, TlsSettings), StoreError> {
-    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+pub(crate) fn split_tls(url: &str) -> Result<(String, TlsSettings), StoreError> {
+    // The query starts at the first `?` after the credentials, as the client library reads
+    // it: a password may hold a `?` (it ends at the first `@`).
+    let credentials_end = url.find("://").map_or(0, |s| s + 3 + url[s + 3..].find('@').map_or(0, |a| a + 1));
+    let (base, query) = match url[credentials_end..].find('?') {
+        Some(q) => (&url[..credentials_end + q], Some(&url[credentials_end + q + 1..])),
+        None => (url, None),
+    };
     let mut mode = None;
     let mut root_cert = None;
     let mut kept = Vec::new();
@@ -163,7 +177,7 @@ mod tests {
             let text = err.to_string();
             assert_eq!(err.kind(), kind, "{text}");
             assert!(text.contains(says), "{url}: {text}");
-            assert!(text.contains("postgres://u:***@db/fg"), "names the store: {text}");
+            assert!(text.contains("postgres://u:***@db"), "names the store: {text}");
             assert!(!text.contains("s3cret"), "{text}");
         }
     }
@@ -176,5 +190,24 @@ mod tests {
         let plain = Target::parse("postgres://u:s3cret@db/fg?sslmode=disable").unwrap();
         assert!(plain.connector.is_none());
         assert_eq!(plain.config.get_ssl_mode(), ::postgres::config::SslMode::Disable);
+    }
+
+    #[test]
+    fn a_second_at_sign_is_refused_without_the_password() {
+        let err = Target::parse("postgres://u:pa@ss@db/fg").err().expect("refused");
+        assert_eq!(err.kind(), StoreErrorKind::Invalid);
+        let text = err.to_string();
+        assert!(text.contains("more than one @") && text.contains("%40"), "{text}");
+        assert!(!text.contains("pa@ss") && !text.contains("u:pa"), "{text}");
+    }
+
+    #[test]
+    fn a_question_mark_in_the_password_does_not_start_the_query() {
+        let (rest, tls) = split_tls("postgres://u:pa?ss@db/fg?sslmode=verify-full").unwrap();
+        assert_eq!(rest, "postgres://u:pa?ss@db/fg");
+        assert_eq!(tls.mode, SslMode::VerifyFull);
+        let target = Target::parse("postgres://u:pa/s?s@db/fg?sslmode=disable").unwrap();
+        assert_eq!(target.config.get_password(), Some(&b"pa/s?s"[..]));
+        assert_eq!(target.shown, "postgres://u:***@db:5432/fg?sslmode=disable");
     }
 }

@@ -39,7 +39,7 @@
 //!   settings refuse is [`crate::StoreErrorKind::Permission`], not transient.
 
 mod bind;
-mod config;
+pub(crate) mod config;
 mod fail;
 mod link;
 mod migrations;
@@ -47,6 +47,7 @@ mod tls;
 
 pub use config::{CONNECT_TIMEOUT, TCP_USER_TIMEOUT};
 pub use link::LOCK_TIMEOUT;
+pub(crate) use tls::{Roots, SslMode};
 
 use crate::engine::{Engine, Fail, Retry};
 use crate::sql::{Dialect, Sql};
