@@ -8,8 +8,14 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum BlockerKind {
+    /// The call's arguments would be read differently by the server than by the gate (an
+    /// alias of the key it reads, a non-integer number, an undeclared key, a wrong type).
+    AmbiguousArguments,
     /// The role may never call this tool: hand the work to the right role.
     RoleNotPermitted,
+    /// The call writes, deletes, creates over or renames a protected branch, or writes a
+    /// protected path (`[workflow] protected_branches`, `protected_paths`).
+    ProtectedBranch,
     /// A hard runtime diagnostic (`unsupported-env:`, `stale-runtime:`) holds.
     RuntimeReconnectRequired,
     /// No live worker owns the session (missing, expired, unbound).
@@ -42,7 +48,9 @@ impl BlockerKind {
     /// The stable wire literal.
     pub const fn as_str(self) -> &'static str {
         match self {
+            Self::AmbiguousArguments => "ambiguous_arguments",
             Self::RoleNotPermitted => "role_not_permitted",
+            Self::ProtectedBranch => "protected_branch",
             Self::RuntimeReconnectRequired => "runtime_reconnect_required",
             Self::SessionAttachmentMissing => "session_attachment_missing",
             Self::WorkerFenced => "worker_fenced",
@@ -66,8 +74,10 @@ pub const BLOCKER_NO_ATTACHMENT: BlockerKind = BlockerKind::SessionAttachmentMis
 
 impl BlockerKind {
     /// Every blocker, in the gate's precedence order.
-    pub const ALL: [BlockerKind; 13] = [
+    pub const ALL: [BlockerKind; 15] = [
+        Self::AmbiguousArguments,
         Self::RoleNotPermitted,
+        Self::ProtectedBranch,
         Self::ToolDefinitionChanged,
         Self::StoreReplaced,
         Self::RuntimeReconnectRequired,
@@ -119,6 +129,8 @@ mod tests {
         assert_eq!(BlockerKind::ToolDefinitionChanged.as_str(), "tool_definition_changed");
         assert_eq!(BlockerKind::AuditUnavailable.as_str(), "audit_unavailable");
         assert_eq!(BlockerKind::StoreReplaced.as_str(), "store_replaced");
+        assert_eq!(BlockerKind::AmbiguousArguments.as_str(), "ambiguous_arguments");
+        assert_eq!(BlockerKind::ProtectedBranch.as_str(), "protected_branch");
         for kind in BlockerKind::ALL {
             assert_eq!(BlockerKind::parse(kind.as_str()), Some(kind));
         }

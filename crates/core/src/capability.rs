@@ -1,15 +1,21 @@
 //! The capability resolver — the mutation gate (SPEC §6). One pure function
 //! that allows a call or names the exact blocker and the operator action.
 //!
-//! Precedence, first that holds wins: role policy, hard runtime diagnostics,
-//! session attachment, fencing, fleet inventory. Read-only tools answer to
-//! role policy alone.
+//! Precedence, first that holds wins ([`BlockerKind::ALL`]'s order): ambiguous arguments,
+//! role policy, protected branches and paths, a changed tool definition, a replaced store,
+//! hard runtime diagnostics, session attachment, fencing, fleet inventory, then the PR
+//! workflow's refusal. Read-only tools answer to the first two alone. (An audit entry that
+//! cannot be made durable refuses an allowed mutation afterwards: the audit is written
+//! only once the decision is known.)
 
 use crate::blocker::BlockerKind;
 use crate::diagnostics::{Diagnostic, STALE_RUNTIME, UNSUPPORTED_ENV};
+use crate::forge_call::{AMBIGUOUS_ACTION, Ambiguity};
 use crate::glob::any_match;
 use crate::inventory::FleetInventory;
+use crate::protect::{PROTECTED_ACTION, Violation};
 use crate::provenance::{Ownership, Provenance};
+use crate::workflow::Refusal;
 use serde::{Deserialize, Serialize};
 
 /// Read-only or mutating. Unknown is mutating. The one vocabulary: the gateway's listings,
@@ -124,6 +130,20 @@ pub struct CapabilityInput<'a> {
     pub role_permitted: bool,
     /// When the rules refused it: why and who may instead (absent: the globs did).
     pub role_refusal: Option<&'a RoleRefusal>,
+    /// When the server could read the call's arguments differently from the gate: which
+    /// key and why (`ambiguous_arguments`, before everything else).
+    pub ambiguity: Option<&'a Ambiguity>,
+    /// When the call touches a protected branch or path (`protected_branch`).
+    pub protection: Option<&'a Violation>,
+    /// When the downstream changed the tool's definition under `[tools] pin = "enforce"`
+    /// (or its pin cannot be read): why (`tool_definition_changed`).
+    pub definition_changed: Option<&'a str>,
+    /// When the store file was deleted or replaced under this process: why
+    /// (`store_replaced`).
+    pub store_replaced: Option<&'a str>,
+    /// The PR workflow's refusal of the call, when the gate judged one (applied after the
+    /// fleet conditions, which it never outranks).
+    pub workflow: Option<&'a Refusal>,
     /// What the fleet conditions are judged from. A caller may skip gathering it
     /// for a call that cannot need it (a permitted read-only tool); a mutating
     /// call without it is refused, never waved through.
@@ -179,6 +199,10 @@ pub struct Capability {
     pub stop_required: bool,
     /// One sentence an operator can act on; null when allowed.
     pub operator_action: Option<String>,
+    /// When allowed: the arguments to forward in place of the caller's (the gate's
+    /// canonical parse, with what the workflow pins). `None`: forward the call as sent.
+    #[serde(skip)]
+    pub forward: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Decide one call.
@@ -195,7 +219,17 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
             restart_required: restart,
             stop_required: stop,
             operator_action: action,
+            forward: None,
         };
+    if let Some(ambiguity) = input.ambiguity {
+        return verdict(
+            Some(BlockerKind::AmbiguousArguments),
+            vec![ambiguity.reason(input.tool)],
+            false,
+            false,
+            Some(AMBIGUOUS_ACTION.into()),
+        );
+    }
     if !input.role_permitted {
         // A rule's refusal names the rule, the argument and its value, and hands the call to
         // the roles that may make it; the globs' names the role and the tool.
@@ -208,8 +242,26 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
         };
         return verdict(Some(BlockerKind::RoleNotPermitted), vec![reason], false, false, Some(action));
     }
+    if let Some(violation) = input.protection {
+        let reasons = vec![violation.reason.clone()];
+        return verdict(Some(BlockerKind::ProtectedBranch), reasons, false, false, Some(PROTECTED_ACTION.into()));
+    }
+    if let Some(why) = input.definition_changed {
+        let reasons = vec![why.to_owned()];
+        return verdict(
+            Some(BlockerKind::ToolDefinitionChanged),
+            reasons,
+            false,
+            false,
+            Some(TOOL_CHANGED_ACTION.into()),
+        );
+    }
     if input.class == ToolClass::ReadOnly {
         return verdict(None, Vec::new(), false, false, None);
+    }
+    if let Some(why) = input.store_replaced {
+        let reasons = vec![why.to_owned()];
+        return verdict(Some(BlockerKind::StoreReplaced), reasons, true, false, Some(STORE_REPLACED_ACTION.into()));
     }
     let Some(ev) = input.evidence else {
         return verdict(
@@ -236,6 +288,10 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
     }
     if let Some(b) = inventory_block(ev.inventory) {
         return verdict(Some(b.blocker_kind), b.blocked_reasons, false, false, Some(b.operator_action));
+    }
+    if let Some(refusal) = input.workflow {
+        let action = Some(refusal.operator_action.clone());
+        return verdict(Some(refusal.blocker_kind), refusal.reasons.clone(), false, false, action);
     }
     verdict(None, Vec::new(), false, false, None)
 }
@@ -333,6 +389,8 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
     const FLEET: &str = BlockerKind::FleetInventoryBlocked.as_str();
     const TOOL: &str = BlockerKind::ToolDefinitionChanged.as_str();
     const STORE: &str = BlockerKind::StoreReplaced.as_str();
+    const AMBIGUOUS: &str = BlockerKind::AmbiguousArguments.as_str();
+    const PROTECTED: &str = BlockerKind::ProtectedBranch.as_str();
     let first = reasons.first().map(String::as_str);
     Some(match blocker_kind {
         ROLE => role_action(tool, role),
@@ -342,6 +400,8 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
         FLEET => first.map_or_else(|| "re-run the fleet inventory".into(), resolve_first),
         TOOL => TOOL_CHANGED_ACTION.into(),
         STORE => STORE_REPLACED_ACTION.into(),
+        AMBIGUOUS => AMBIGUOUS_ACTION.into(),
+        PROTECTED => PROTECTED_ACTION.into(),
         other => return BlockerKind::parse(other).map(|k| crate::workflow::action(k).to_owned()),
     })
 }

@@ -55,6 +55,8 @@ enum Arg {
     Present,
     /// No value.
     Absent,
+    /// The boolean `true`.
+    True,
 }
 
 struct Entry {
@@ -68,6 +70,11 @@ struct Entry {
 
 const fn read(name: &'static str, tool: &'static str) -> Entry {
     Entry { name, tool, args: &[], roles: EVERY, class: Some(ToolClass::ReadOnly), action: None }
+}
+
+/// A reader judged by method: these `method` values read, for every role.
+const fn read_methods(name: &'static str, tool: &'static str, args: &'static [(&'static str, Arg)]) -> Entry {
+    Entry { name, tool, args, roles: EVERY, class: Some(ToolClass::ReadOnly), action: None }
 }
 
 const fn write(
@@ -86,6 +93,7 @@ const fn other_method(name: &'static str, tool: &'static str) -> Entry {
 }
 
 const METHOD: &str = "/method";
+const OUTPUT_PATH: &str = "/output_path";
 const STATE: &str = "/state";
 const EVERY: &[&str] = &["*"];
 const NOBODY: &[&str] = &[];
@@ -93,6 +101,55 @@ const NOBODY: &[&str] = &[];
 /// Readers first (never blocked but by role), then writes by method, then the catch-all.
 /// The `method` lists are the server's enums, in its order.
 const MATRIX: &[Entry] = &[
+    // Readers are judged by method, like writers. A download that writes a file where the
+    // server's process may (`output_path`) is a write no role makes; a reader's method the
+    // server does not have is no role's either.
+    write("read-to-file", "*_read", &[(OUTPUT_PATH, Arg::Present)], NOBODY),
+    write(
+        "read-download",
+        "*_read",
+        &[(METHOD, Arg::Is(&["download_job_log", "download_artifact", "download"]))],
+        NOBODY,
+    ),
+    read_methods(
+        "pr-read",
+        "pull_request_read",
+        &[(
+            METHOD,
+            Arg::Is(&[
+                "get",
+                "get_diff",
+                "get_files",
+                "get_status",
+                "get_reviews",
+                "get_review",
+                "get_review_comments",
+            ]),
+        )],
+    ),
+    other_method("pr-read-other", "pull_request_read"),
+    read_methods("issue-read", "issue_read", &[(METHOD, Arg::Is(&["get", "get_comments", "get_labels"]))]),
+    other_method("issue-read-other", "issue_read"),
+    read_methods(
+        "label-read",
+        "label_read",
+        &[(METHOD, Arg::Is(&["list_repo_labels", "get_repo_label", "list_org_labels"]))],
+    ),
+    other_method("label-read-other", "label_read"),
+    read_methods("milestone-read", "milestone_read", &[(METHOD, Arg::Is(&["get", "list"]))]),
+    other_method("milestone-read-other", "milestone_read"),
+    read_methods("notification-read", "notification_read", &[(METHOD, Arg::Is(&["list", "get"]))]),
+    other_method("notification-read-other", "notification_read"),
+    read_methods("wiki-read", "wiki_read", &[(METHOD, Arg::Is(&["list", "get", "get_revisions"]))]),
+    other_method("wiki-read-other", "wiki_read"),
+    read_methods(
+        "timetracking-read",
+        "timetracking_read",
+        &[(METHOD, Arg::Is(&["list_issue_times", "list_repo_times", "get_my_stopwatches", "get_my_times"]))],
+    ),
+    other_method("timetracking-read-other", "timetracking_read"),
+    // The actions, package and attachment readers: their downloads are refused above; their
+    // other methods read.
     read("read", "*_read"),
     read("list", "list_*"),
     read("get", "get_*"),
@@ -100,6 +157,14 @@ const MATRIX: &[Entry] = &[
     // Issues (`issue_write`: create, update, add_comment, edit_comment, add_labels,
     // remove_label, replace_labels, clear_labels).
     write("issue-create", "issue_write", &[(METHOD, Arg::Is(&["create"]))], &["author", "controller"]),
+    // Gitea numbers PRs and issues in one sequence, so `update` with a `state` may close or
+    // reopen a PR: that is the controller's and the reconciler's, as for PRs.
+    write(
+        "issue-update-state",
+        "issue_write",
+        &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Present)],
+        &["controller", "reconciler"],
+    ),
     write("issue-update", "issue_write", &[(METHOD, Arg::Is(&["update"]))], &["author", "controller", "reconciler"]),
     write(
         "issue-comment",
@@ -122,8 +187,10 @@ const MATRIX: &[Entry] = &[
     other_method("issue-other", "issue_write"),
     // Pull requests (`pull_request_write`: create, update, close, reopen, merge,
     // update_branch, add_reviewers, remove_reviewers): the author opens and maintains; an
-    // update is the author's unless it changes the state (`/state` absent or `open`); the
-    // controller and the reconciler close and reopen; the merger alone merges.
+    // update is the author's and never changes the state (`/state` present is no role's:
+    // a reopen is the controller's `reopen`); the controller and the reconciler close and
+    // reopen; the merger alone merges, never forced past the forge's checks nor scheduled
+    // for a later head (an operator's `[[rules]]` entry may allow either).
     Entry {
         name: "pr-create",
         tool: "pull_request_write",
@@ -139,14 +206,20 @@ const MATRIX: &[Entry] = &[
         &["author"],
     ),
     write("pr-update", "pull_request_write", &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Absent)], &["author"]),
-    write(
-        "pr-update-open",
-        "pull_request_write",
-        &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Is(&["open"]))],
-        &["author"],
-    ),
     write("pr-update-state", "pull_request_write", &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Present)], NOBODY),
     write("pr-close", "pull_request_write", &[(METHOD, Arg::Is(&["close", "reopen"]))], &["controller", "reconciler"]),
+    write(
+        "pr-merge-forced",
+        "pull_request_write",
+        &[(METHOD, Arg::Is(&["merge"])), ("/force_merge", Arg::True)],
+        NOBODY,
+    ),
+    write(
+        "pr-merge-scheduled",
+        "pull_request_write",
+        &[(METHOD, Arg::Is(&["merge"])), ("/merge_when_checks_succeed", Arg::True)],
+        NOBODY,
+    ),
     Entry {
         name: "pr-merge",
         tool: "pull_request_write",
@@ -217,6 +290,7 @@ fn matcher(arg: Arg) -> ArgMatch {
         Arg::Is(values) => ArgMatch::OneOf(values.iter().map(|v| Value::from(*v)).collect()),
         Arg::Present => ArgMatch::Present,
         Arg::Absent => ArgMatch::Absent,
+        Arg::True => ArgMatch::OneOf(vec![Value::Bool(true)]),
     }
 }
 

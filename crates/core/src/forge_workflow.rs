@@ -3,9 +3,11 @@
 //! through the server's own read tool, and what that read answers. The dialect is the
 //! official Gitea MCP server's (gitea-mcp's go-sdk generation: `owner`, `repo`,
 //! `pull_number`; the read is `pull_request_read {method: "get"}` answering the Gitea API's
-//! pull-request object as JSON text; see `crates/fleetgate/src/forge_fixture/GITEA_MCP.md`),
-//! read leniently where versions differ (the v1.0 line's `index`, a number or a numeric
-//! string; `state` / `event` for the verdict).
+//! pull-request object as JSON text; see `crates/fleetgate/src/forge_fixture/GITEA_MCP.md`).
+//! The arguments read here are the gate's canonical ones (`forge_call`): one key per thing
+//! (the v1.0 line's `index` where that generation declares it), integers as integers. The
+//! verdict is read exactly as the server and Gitea read it: `state`, only for the methods
+//! that submit one (`create`, `submit`), only the literals Gitea knows.
 
 use crate::workflow::{PrRef, ReviewVerdict};
 use serde_json::{Map, Value};
@@ -22,14 +24,29 @@ pub struct PrTarget {
 }
 
 impl PrTarget {
-    /// The store key of this PR under the fleet's forge remote.
+    /// The store key of this PR under the fleet's forge remote. Gitea resolves owner and
+    /// repository names case-insensitively, so the key is lowercase: `ORG/Repo` and
+    /// `org/repo` are one PR's history.
     pub fn key(&self, remote: &str) -> PrRef {
-        PrRef { binding: format!("{remote}/{}/{}", self.owner, self.repo), pr: self.pr }
+        let binding = format!("{remote}/{}/{}", self.owner.to_lowercase(), self.repo.to_lowercase());
+        PrRef { binding, pr: self.pr }
     }
 }
 
-/// The argument names a PR number goes by, in the order they are tried.
-pub const PR_NUMBER_ARGS: [&str; 4] = ["pull_number", "index", "number", "pr"];
+/// The argument names a PR number goes by: the go-sdk generation's, then the v1.0 line's.
+/// A call sends one of them (the gate refuses both, `ambiguous_arguments`).
+pub const PR_NUMBER_ARGS: [&str; 2] = ["pull_number", "index"];
+
+/// The argument naming an issue (or a PR: one sequence) in `issue_write`, and the v1.0 line's.
+pub const ISSUE_NUMBER_ARGS: [&str; 2] = ["issue_number", "index"];
+
+/// The argument of a merge the forge checks atomically against the PR's head (409 when it
+/// moved): the gateway sets it to the head it judged.
+pub const MERGE_HEAD_KEY: &str = "head_commit_id";
+
+/// The argument of a review naming the commit it is given at: the gateway sets it to the
+/// head it judged.
+pub const REVIEW_COMMIT_KEY: &str = "commit_id";
 
 fn number(value: &Value) -> Option<u64> {
     match value {
@@ -49,18 +66,20 @@ pub fn pr_target(args: &Map<String, Value>) -> Option<PrTarget> {
     Some(PrTarget { owner: text(args, "owner")?, repo: text(args, "repo")?, pr })
 }
 
-/// The review verdict a review call carries (`state` or `event`: `APPROVED`/`APPROVE`,
-/// `REQUEST_CHANGES`/`CHANGES_REQUESTED`, any case), or none for a comment, a dismissal and
-/// every other method.
+/// The review verdict a review call carries, read as the server and Gitea read it: the
+/// `state` of a `create` or `submit` (other methods submit no verdict, whatever they
+/// carry), exactly `APPROVED` or `REQUEST_CHANGES` (Gitea compares the literal; any other
+/// value is a comment or a pending review). `event` is not a key the server reads.
 pub fn review_verdict(args: &Map<String, Value>) -> Option<ReviewVerdict> {
-    ["state", "event"].iter().find_map(|k| {
-        let v = args.get(*k)?.as_str()?.to_ascii_uppercase();
-        match v.as_str() {
-            "APPROVED" | "APPROVE" => Some(ReviewVerdict::Approve),
-            "REQUEST_CHANGES" | "CHANGES_REQUESTED" => Some(ReviewVerdict::RequestChanges),
-            _ => None,
-        }
-    })
+    let method = args.get("method").and_then(Value::as_str)?;
+    if !matches!(method, "create" | "submit") {
+        return None;
+    }
+    match args.get("state").and_then(Value::as_str)? {
+        "APPROVED" => Some(ReviewVerdict::Approve),
+        "REQUEST_CHANGES" => Some(ReviewVerdict::RequestChanges),
+        _ => None,
+    }
 }
 
 /// The read tool and its arguments that answer a PR's current state.
@@ -116,9 +135,9 @@ pub fn pr_facts(answer: &Value) -> Result<PrFacts, String> {
     })
 }
 
-/// The head a merge call says it expects (`head_commit_id`), when it names one.
-pub fn expected_head(args: &Map<String, Value>) -> Option<&str> {
-    args.get("head_commit_id").and_then(Value::as_str).filter(|s| !s.is_empty())
+/// A forge read's error text says the PR (or issue) does not exist.
+pub fn is_not_found(error: &str) -> bool {
+    error.contains("couldn't be found") || error.contains("404") || error.to_ascii_lowercase().contains("not found")
 }
 
 /// The number of a PR a create call's answer names.
@@ -139,6 +158,8 @@ mod tests {
     fn targets_are_read_leniently_and_never_guessed() {
         let t = pr_target(&args(json!({"owner": "o", "repo": "r", "index": 976}))).unwrap();
         assert_eq!((t.pr, t.key("prgs").to_string()), (976, "prgs/o/r#976".to_owned()));
+        let upper = pr_target(&args(json!({"owner": "ORG", "repo": "Repo", "pull_number": 5}))).unwrap();
+        assert_eq!(upper.key("prgs").to_string(), "prgs/org/repo#5", "one history however the name is spelled");
         assert_eq!(pr_target(&args(json!({"owner": "o", "repo": "r", "pull_number": "12"}))).unwrap().pr, 12);
         assert_eq!(pr_target(&args(json!({"owner": "o", "repo": "r"}))), None);
         assert_eq!(pr_target(&args(json!({"owner": "o", "index": 1}))), None);
@@ -146,11 +167,15 @@ mod tests {
     }
 
     #[test]
-    fn verdicts_by_state_or_event() {
-        assert_eq!(review_verdict(&args(json!({"state": "APPROVED"}))), Some(ReviewVerdict::Approve));
-        assert_eq!(review_verdict(&args(json!({"event": "request_changes"}))), Some(ReviewVerdict::RequestChanges));
-        assert_eq!(review_verdict(&args(json!({"state": "COMMENT"}))), None);
-        assert_eq!(review_verdict(&args(json!({"method": "delete"}))), None);
+    fn verdicts_only_from_the_key_and_methods_the_server_reads() {
+        let v = |a: Value| review_verdict(&args(a));
+        assert_eq!(v(json!({"method": "create", "state": "APPROVED"})), Some(ReviewVerdict::Approve));
+        assert_eq!(v(json!({"method": "submit", "state": "REQUEST_CHANGES"})), Some(ReviewVerdict::RequestChanges));
+        assert_eq!(v(json!({"method": "create", "state": "COMMENT", "event": "APPROVED"})), None);
+        assert_eq!(v(json!({"method": "dismiss", "state": "APPROVED"})), None);
+        assert_eq!(v(json!({"method": "create", "state": "approved"})), None, "Gitea compares the literal");
+        assert_eq!(v(json!({"state": "APPROVED"})), None);
+        assert!(is_not_found("get o/r/pr/3 err: The target couldn't be found."));
     }
 
     #[test]

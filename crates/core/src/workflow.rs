@@ -213,12 +213,22 @@ pub struct PrDecision {
     pub pr: PrRef,
     /// The head it was made at.
     pub head: String,
+    /// The PR's base branch when it was made (as the lease or the forge named it): a
+    /// decision counts only for that base.
+    pub base: Option<String>,
     /// Approve or request changes.
     pub verdict: ReviewVerdict,
     /// Who made it.
     pub by: Actor,
     /// When.
     pub at: Timestamp,
+}
+
+impl PrDecision {
+    /// Made at exactly this head, against exactly this base.
+    pub fn is_at(&self, head: &str, base: Option<&str>) -> bool {
+        self.head == head && self.base.as_deref() == base
+    }
 }
 
 /// Who created a PR through the gateway (for independence).
@@ -347,45 +357,70 @@ pub fn independent(approval: &PrDecision, origin: Option<&PrOrigin>, independenc
     }
 }
 
-/// The approval that lets `head` merge: an independent approval at exactly `head` with no
-/// later request-changes at it. Else every missing piece, in words.
+/// The approval that lets `head` merge onto `base`: an independent approval at exactly
+/// that head and base, and no reviewer whose latest decision there is a request-changes (it
+/// stands until that reviewer approves at the head, the head moves, or an operator clears
+/// it). A decision made against another base is historical, like one at another head.
+/// Else every missing piece, in words.
 pub fn approval_at<'a>(
     state: &PrState<'a>,
     head: &str,
+    base: Option<&str>,
     independence: Independence,
 ) -> Result<&'a PrDecision, Vec<String>> {
-    let at_head: Vec<&PrDecision> = state.decisions.iter().filter(|d| d.head == head).collect();
-    let approvals: Vec<&&PrDecision> = at_head.iter().filter(|d| d.verdict == ReviewVerdict::Approve).collect();
-    let Some(approval) = approvals.iter().rev().find(|d| independent(d, state.origin, independence)) else {
-        let mut missing = vec![format!("no independent approval recorded at head {}", short(head))];
+    let at_head: Vec<&PrDecision> = state.decisions.iter().filter(|d| d.is_at(head, base)).collect();
+    // Each reviewer's latest word at this head and base.
+    let mut latest: Vec<&PrDecision> = Vec::new();
+    for d in &at_head {
+        match latest.iter_mut().find(|l| l.by.worker == d.by.worker) {
+            Some(l) if d.at >= l.at => *l = d,
+            Some(_) => {}
+            None => latest.push(d),
+        }
+    }
+    let standing: Vec<&&PrDecision> = latest.iter().filter(|d| d.verdict == ReviewVerdict::RequestChanges).collect();
+    let approvals: Vec<&&PrDecision> = latest.iter().filter(|d| d.verdict == ReviewVerdict::Approve).collect();
+    let approval = approvals.iter().rev().find(|d| independent(d, state.origin, independence));
+    let mut missing = Vec::new();
+    if approval.is_none() {
+        missing.push(format!("no independent approval recorded at head {}{}", short(head), on(base)));
         if !approvals.is_empty() {
             missing.push(format!(
                 "{} approval(s) at this head came from the session that created the PR",
                 approvals.len()
             ));
         }
-        let older = state.decisions.iter().filter(|d| d.head != head && d.verdict == ReviewVerdict::Approve).count();
+        let older =
+            state.decisions.iter().filter(|d| !d.is_at(head, base) && d.verdict == ReviewVerdict::Approve).count();
         if older > 0 {
-            missing.push(format!("{older} approval(s) at earlier heads are historical"));
+            missing.push(format!("{older} approval(s) at earlier heads or other bases are historical"));
         }
-        return Err(missing);
-    };
-    if let Some(rc) = at_head.iter().find(|d| d.verdict == ReviewVerdict::RequestChanges && d.at >= approval.at) {
-        return Err(vec![format!(
-            "worker {} requested changes at head {} after the approval",
+    }
+    for rc in standing {
+        missing.push(format!(
+            "worker {} requested changes at head {} and has not approved it since (it stands until that reviewer \
+             approves, the head moves, or an operator clears it)",
             rc.by.worker,
             short(head)
-        )]);
+        ));
     }
-    Ok(approval)
+    match approval {
+        Some(approval) if missing.is_empty() => Ok(approval),
+        _ => Err(missing),
+    }
 }
 
-/// May `caller` merge the PR whose head the forge reports as `head`? Allowed: the merge
-/// lease to touch.
+fn on(base: Option<&str>) -> String {
+    base.map(|b| format!(" onto {b}")).unwrap_or_default()
+}
+
+/// May `caller` merge the PR whose head the forge reports as `head`, targeting `base`?
+/// Allowed: the merge lease to touch.
 pub fn judge_merge<'a>(
     state: &PrState<'a>,
     caller: &Actor,
     head: &str,
+    base: Option<&str>,
     independence: Independence,
     now: Timestamp,
 ) -> Result<&'a PrLease, Refusal> {
@@ -398,9 +433,14 @@ pub fn judge_merge<'a>(
             short(&l.candidate_head),
             short(head)
         )),
+        Some(l) if l.target_branch.is_some() && l.target_branch.as_deref() != base => missing.push(format!(
+            "the merge lease was claimed for base {} but the PR now targets {}",
+            l.target_branch.as_deref().unwrap_or("?"),
+            base.unwrap_or("no base the forge reported")
+        )),
         Some(_) => {}
     }
-    if let Err(more) = approval_at(state, head, independence) {
+    if let Err(more) = approval_at(state, head, base, independence) {
         missing.extend(more);
     }
     match lease {
@@ -480,11 +520,13 @@ pub struct Assessment {
     pub pr: PrRef,
     /// The head the forge reports.
     pub current_head: String,
+    /// The base branch the forge reports.
+    pub current_base: Option<String>,
     /// Live leases.
     pub leases: Vec<PrLease>,
-    /// Decisions at the current head.
+    /// Decisions at the current head and base.
     pub current_decisions: Vec<PrDecision>,
-    /// Decisions at earlier heads (they no longer count).
+    /// Decisions at earlier heads or other bases (they no longer count).
     pub historical_decisions: Vec<PrDecision>,
     /// Who created it through the gateway.
     pub origin: Option<PrOrigin>,
@@ -494,11 +536,18 @@ pub struct Assessment {
     pub merge_needs: Vec<String>,
 }
 
-/// Assess a PR.
-pub fn assess(pr: PrRef, state: &PrState<'_>, head: &str, independence: Independence, now: Timestamp) -> Assessment {
+/// Assess a PR whose head and base the forge reports as `head` and `base`.
+pub fn assess(
+    pr: PrRef,
+    state: &PrState<'_>,
+    head: &str,
+    base: Option<&str>,
+    independence: Independence,
+    now: Timestamp,
+) -> Assessment {
     let (current, historical): (Vec<PrDecision>, Vec<PrDecision>) =
-        state.decisions.iter().cloned().partition(|d| d.head == head);
-    let approval = approval_at(state, head, independence);
+        state.decisions.iter().cloned().partition(|d| d.is_at(head, base));
+    let approval = approval_at(state, head, base, independence);
     let mut merge_needs = approval.as_ref().err().cloned().unwrap_or_default();
     if live_lease(state, Purpose::Merge, now).is_none_or(|l| l.candidate_head != head) {
         merge_needs.push(format!("a merge lease at head {}", short(head)));
@@ -506,6 +555,7 @@ pub fn assess(pr: PrRef, state: &PrState<'_>, head: &str, independence: Independ
     Assessment {
         pr,
         current_head: head.to_owned(),
+        current_base: base.map(str::to_owned),
         leases: state.leases.iter().filter(|l| l.is_live(now)).cloned().collect(),
         current_decisions: current,
         historical_decisions: historical,

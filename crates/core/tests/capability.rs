@@ -8,9 +8,12 @@ use fleetgate_core::capability::{
     Capability, CapabilityInput, Evidence, RoleRefusal, ToolClass, fleet_gate, needs_evidence, refusal_action,
     resolve_task_capability,
 };
+use fleetgate_core::forge_call::Ambiguity;
 use fleetgate_core::inventory::{FleetInventory, InventoryInput, PidProbe, classify_fleet_inventory};
+use fleetgate_core::protect::Violation;
 use fleetgate_core::provenance::{Ownership, Provenance};
 use fleetgate_core::runtime::{CohortSource, ObservedProcess, ProcessScan, RosterMember, RuntimeRecord, RuntimeStatus};
+use fleetgate_core::workflow::Refusal;
 use proptest::prelude::*;
 
 fn t() -> Timestamp {
@@ -102,6 +105,11 @@ struct Case {
     diagnostics: Vec<fleetgate_core::diagnostics::Diagnostic>,
     provenance: Provenance,
     inventory: FleetInventory,
+    ambiguity: Option<Ambiguity>,
+    protection: Option<Violation>,
+    changed: Option<&'static str>,
+    replaced: Option<&'static str>,
+    workflow: Option<Refusal>,
 }
 
 impl Case {
@@ -112,6 +120,11 @@ impl Case {
             diagnostics: vec![],
             provenance: owned(),
             inventory: open_fleet(),
+            ambiguity: None,
+            protection: None,
+            changed: None,
+            replaced: None,
+            workflow: None,
         }
     }
     fn resolve(&self) -> Capability {
@@ -122,6 +135,11 @@ impl Case {
             class: self.class,
             role_permitted: self.permitted,
             role_refusal: None,
+            ambiguity: self.ambiguity.as_ref(),
+            protection: self.protection.as_ref(),
+            definition_changed: self.changed,
+            store_replaced: self.replaced,
+            workflow: self.workflow.as_ref(),
             evidence: Some(Evidence {
                 diagnostics: &self.diagnostics,
                 provenance: &self.provenance,
@@ -193,6 +211,9 @@ fn read_only_tools_pass_fleet_session_and_diagnostics() {
         provenance: unowned(BlockerKind::WorkerFenced),
         inventory: duplicate_fleet(),
         permitted: true,
+        replaced: Some("replaced"),
+        workflow: Some(Refusal::of(BlockerKind::StaleHead, "moved".into())),
+        ..Case::healthy()
     }
     .resolve();
     assert!(c.allowed);
@@ -207,6 +228,11 @@ fn a_mutating_call_without_evidence_is_refused_and_reads_need_none() {
         class: ToolClass::Mutating,
         role_permitted: true,
         role_refusal: None,
+        ambiguity: None,
+        protection: None,
+        definition_changed: None,
+        store_replaced: None,
+        workflow: None,
         evidence: None,
     });
     assert_eq!(c.blocker_kind, Some(BlockerKind::FleetInventoryBlocked));
@@ -218,6 +244,11 @@ fn a_mutating_call_without_evidence_is_refused_and_reads_need_none() {
         tool: "t",
         role_permitted: true,
         role_refusal: None,
+        ambiguity: None,
+        protection: None,
+        definition_changed: None,
+        store_replaced: None,
+        workflow: None,
     };
     assert!(resolve_task_capability(&read).allowed);
     assert!(!resolve_task_capability(&CapabilityInput { role_permitted: false, ..read }).allowed);
@@ -240,6 +271,11 @@ fn a_rule_s_refusal_keeps_its_reason_and_hands_the_call_to_the_roles_that_may() 
         class: ToolClass::Mutating,
         role_permitted: false,
         role_refusal: Some(&refusal),
+        ambiguity: None,
+        protection: None,
+        definition_changed: None,
+        store_replaced: None,
+        workflow: None,
         evidence: None,
     };
     let c = resolve_task_capability(&input);
@@ -260,6 +296,7 @@ fn the_first_condition_that_holds_wins() {
         diagnostics: vec![STALE.into()],
         provenance: unowned(BlockerKind::WorkerFenced),
         inventory: duplicate_fleet(),
+        ..Case::healthy()
     };
     assert_eq!(everything().resolve().blocker_kind, Some(BlockerKind::RoleNotPermitted));
     assert_eq!(
@@ -320,27 +357,101 @@ fn a_recorded_refusal_gets_the_resolvers_sentence_back() {
     );
 }
 
-proptest! {
-    #[test]
-    fn no_input_turns_a_blocked_mutation_into_an_allow(
-        permitted in any::<bool>(),
-        diag in prop::sample::select(vec![None, Some(UNSUPPORTED), Some(STALE), Some("note: soft")]),
-        prov in 0u8..3,
-        dup in any::<bool>(),
-    ) {
-        let provenance = match prov { 0 => owned(), 1 => unowned(BlockerKind::SessionAttachmentMissing), _ => unowned(BlockerKind::WorkerFenced) };
-        let case = Case {
-            class: ToolClass::Mutating,
-            permitted,
-            diagnostics: diag.map(|d| vec![d.into()]).unwrap_or_default(),
-            provenance,
-            inventory: if dup { duplicate_fleet() } else { open_fleet() },
+/// Every condition of the resolver, on or off.
+#[derive(Clone, Copy, Debug)]
+struct Conditions {
+    class: ToolClass,
+    ambiguous: bool,
+    permitted: bool,
+    protected: bool,
+    changed: bool,
+    replaced: bool,
+    diag: Option<&'static str>,
+    prov: u8,
+    dup: bool,
+    workflow: Option<BlockerKind>,
+}
+
+impl Conditions {
+    fn case(self) -> Case {
+        Case {
+            class: self.class,
+            permitted: self.permitted,
+            diagnostics: self.diag.map(|d| vec![d.into()]).unwrap_or_default(),
+            provenance: match self.prov {
+                0 => owned(),
+                1 => unowned(BlockerKind::SessionAttachmentMissing),
+                _ => unowned(BlockerKind::WorkerFenced),
+            },
+            inventory: if self.dup { duplicate_fleet() } else { open_fleet() },
+            ambiguity: self.ambiguous.then(|| Ambiguity { key: "pull_number".into(), why: "12.5".into() }),
+            protection: self.protected.then(|| Violation { reason: "writes main".into() }),
+            changed: self.changed.then_some("changed"),
+            replaced: self.replaced.then_some("replaced"),
+            workflow: self.workflow.map(|k| Refusal::of(k, "workflow".into())),
+        }
+    }
+
+    /// The blocker the precedence table names: the first condition that holds, in
+    /// [`BlockerKind::ALL`]'s order; read-only calls answer to the first three alone.
+    fn expected(self) -> Option<BlockerKind> {
+        let hard = self.diag.is_some_and(|d| d != "note: soft");
+        let read = self.class == ToolClass::ReadOnly;
+        let held = |kind: BlockerKind| match kind {
+            BlockerKind::AmbiguousArguments => self.ambiguous,
+            BlockerKind::RoleNotPermitted => !self.permitted,
+            BlockerKind::ProtectedBranch => self.protected,
+            BlockerKind::ToolDefinitionChanged => self.changed,
+            BlockerKind::StoreReplaced => !read && self.replaced,
+            BlockerKind::RuntimeReconnectRequired => !read && hard,
+            BlockerKind::SessionAttachmentMissing => !read && self.prov == 1,
+            BlockerKind::WorkerFenced => !read && self.prov == 2,
+            BlockerKind::FleetInventoryBlocked => !read && self.dup,
+            other => !read && self.workflow == Some(other),
         };
-        let blocking = !permitted || matches!(diag, Some(d) if d != "note: soft") || prov != 0 || dup;
-        let c = case.resolve();
-        prop_assert_eq!(c.allowed, !blocking);
-        if !c.allowed {
-            prop_assert!(c.blocker_kind.is_some() && c.operator_action.is_some() && !c.blocked_reasons.is_empty());
+        BlockerKind::ALL.into_iter().find(|k| held(*k))
+    }
+}
+
+fn conditions() -> impl Strategy<Value = Conditions> {
+    let workflow = prop::sample::select(vec![
+        None,
+        Some(BlockerKind::ForgeUnavailable),
+        Some(BlockerKind::ReviewLeaseHeld),
+        Some(BlockerKind::ReviewLeaseRequired),
+        Some(BlockerKind::StaleHead),
+        Some(BlockerKind::ApprovalRequired),
+    ]);
+    (
+        prop::sample::select(vec![ToolClass::Mutating, ToolClass::ReadOnly]),
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+        prop::sample::select(vec![None, Some(UNSUPPORTED), Some(STALE), Some("note: soft")]),
+        (0u8..3, any::<bool>()),
+        workflow,
+    )
+        .prop_map(|(class, (ambiguous, permitted, protected, changed, replaced), diag, (prov, dup), workflow)| {
+            Conditions { class, ambiguous, permitted, protected, changed, replaced, diag, prov, dup, workflow }
+        })
+}
+
+proptest! {
+    /// The whole precedence: the call is allowed exactly when no condition holds, and
+    /// otherwise refused by the first that does, with reasons and an operator action.
+    #[test]
+    fn no_input_turns_a_blocked_call_into_an_allow(c in conditions()) {
+        let verdict = c.case().resolve();
+        let expected = c.expected();
+        prop_assert_eq!(verdict.allowed, expected.is_none());
+        prop_assert_eq!(verdict.blocker_kind, expected);
+        if !verdict.allowed {
+            prop_assert!(verdict.operator_action.is_some() && !verdict.blocked_reasons.is_empty());
+            let kind = verdict.blocker_kind.map(BlockerKind::as_str).unwrap_or_default();
+            if kind != "fleet_inventory_blocked" && kind != "runtime_reconnect_required" {
+                prop_assert_eq!(
+                    refusal_action(kind, &verdict.tool, Some(&verdict.role), &verdict.blocked_reasons).is_some(),
+                    true
+                );
+            }
         }
     }
 }

@@ -777,4 +777,24 @@ role = "reviewer"
         assert!(d.permitted, "the operator's rule overrides the profile");
         assert_eq!(d.rule.as_deref(), Some("f.toml:25"));
     }
+
+    #[test]
+    fn protected_branches_and_paths_are_read_with_the_forges_workflow_directories_by_default() {
+        let c = FleetConfig::parse(GOOD, "f.toml").unwrap();
+        let p = &c.workflow.protection;
+        assert_eq!(p.default_branch, "main");
+        assert!(p.paths.iter().any(|g| g == ".gitea/workflows/**") && p.paths.len() == 3, "{p:?}");
+        let text = format!(
+            "{GOOD}\n[workflow]\ndefault_branch = \"trunk\"\nprotected_branches = [\"release/*\"]\nprotected_paths = [\"ci/**\"]\n"
+        );
+        let c = FleetConfig::parse(&text, "f.toml").unwrap();
+        let p = &c.workflow.protection;
+        assert_eq!(
+            (p.default_branch.as_str(), p.branches.as_slice(), p.paths.as_slice()),
+            ("trunk", &["release/*".to_owned()][..], &["ci/**".to_owned()][..])
+        );
+        let e =
+            FleetConfig::parse(&format!("{GOOD}\n[workflow]\nprotected_branches = [\"\"]\n"), "f.toml").unwrap_err();
+        assert!(e.to_string().contains("protected_branches must not hold an empty pattern"), "{e}");
+    }
 }

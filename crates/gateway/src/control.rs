@@ -222,6 +222,9 @@ pub struct Verdict {
     /// The control plane wants this call's answer ([`ControlPlane::on_forwarded`]): only a
     /// call whose outcome it records asks, so every other call skips that round trip.
     pub settles: bool,
+    /// When allowed: the arguments to forward in place of the caller's (the control plane's
+    /// own serialization of what it judged, with what it pins). `None`: as sent.
+    pub forward: Option<JsonObject>,
 }
 
 /// The mutation gate's answer for one call.

@@ -427,7 +427,7 @@ mod tests {
             Listing { visible: true, class: ToolClass::Mutating, meta: Default::default() }
         }
         fn decide(&self, _: AttachmentId, _: &ToolCall<'_>) -> Verdict {
-            Verdict { class: ToolClass::Mutating, decision: GateDecision::allow(), settles: false }
+            Verdict { class: ToolClass::Mutating, decision: GateDecision::allow(), settles: false, forward: None }
         }
         fn on_forwarded(&self, _: AttachmentId, _: &ToolCall<'_>, _: &CallToolResult) {}
         fn on_shutdown(&self, _: &str) {}

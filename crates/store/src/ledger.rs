@@ -92,7 +92,9 @@ const LEASE: [&str; 16] = [
 ];
 
 /// The `pr_decisions` table; `id` is the store's.
-const DECISION: [&str; 10] = ["id", "binding", "pr", "head", "verdict", "worker", "profile", "client", "session", "at"];
+/// `base` arrived in schema v7 (a decision counts only for the base it was given on).
+const DECISION: [&str; 11] =
+    ["id", "binding", "pr", "head", "verdict", "worker", "profile", "client", "session", "at", "base"];
 
 /// The `pr_origins` table.
 const ORIGIN: [&str; 7] = ["binding", "pr", "worker", "profile", "client", "session", "at"];
@@ -228,6 +230,7 @@ impl Record for PrDecision {
             verdict: r.literal(4, "review verdict", ReviewVerdict::parse)?,
             by: read_actor(r, 5)?,
             at: r.time(9)?,
+            base: r.opt_text(10)?,
         })
     }
 }
@@ -410,7 +413,18 @@ pub(crate) fn list<E: Engine>(e: &E, live_only: bool, now: Timestamp) -> Result<
 pub(crate) fn decide<E: Engine>(e: &E, d: &PrDecision) -> Result<(), StoreError> {
     let [binding, number] = key(&d.pr);
     let [w, p, cl, s] = actor_values(&d.by);
-    let args = [binding, number, text(&d.head), text(d.verdict.as_str()), w, p, cl, s, time(d.at)];
+    let args = [
+        binding,
+        number,
+        text(&d.head),
+        text(d.verdict.as_str()),
+        w,
+        p,
+        cl,
+        s,
+        time(d.at),
+        opt_text(d.base.as_deref()),
+    ];
     // Not retried: a decision that committed would be recorded twice.
     e.run("cannot record the review decision", Retry::Never, |c| {
         c.execute(&e.sql().ledger.insert_decision, &args)?;

@@ -48,7 +48,7 @@ pub fn within<T>(budget: std::time::Duration, f: impl FnOnce() -> T) -> T {
 
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// The control-plane store. Every method is required: a wrapper that forgets
 /// to delegate one does not compile, rather than answering "unsupported" at

@@ -137,6 +137,12 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     },
     Migration { version: 5, name: "audit principal", create: "", add: &[("audit_log", "principal", "TEXT")] },
     Migration { version: 6, name: "PR workflow and tool pins", create: crate::ledger::CREATE, add: &[] },
+    Migration {
+        version: 7,
+        name: "the base of a review decision",
+        create: "",
+        add: &[("pr_decisions", "base", "TEXT")],
+    },
 ];
 
 /// The migrations a store at `current` still needs to reach `target`, or

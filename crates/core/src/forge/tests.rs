@@ -29,7 +29,7 @@ const READERS: &[(&str, &[&str])] = &[
     ("timetracking_read", &["list_issue_times", "list_repo_times", "get_my_stopwatches", "get_my_times"]),
     ("package_read", &["list", "list_versions", "get"]),
     ("list_issues", &[]),
-    ("attachment_read", &["list", "get", "download"]),
+    ("attachment_read", &["list", "get"]),
     ("issue_read", &["get", "get_comments", "get_labels"]),
     ("list_pull_requests", &[]),
     (
@@ -58,6 +58,9 @@ const READERS: &[(&str, &[&str])] = &[
 const WRITES: &[(&str, &str, &[&str])] = &[
     ("issue_write", "create", &["author", "controller"]),
     ("issue_write", "update", &["author", "controller", "reconciler"]),
+    ("actions_run_read", "download_job_log", &[]),
+    ("actions_run_read", "download_artifact", &[]),
+    ("attachment_read", "download", &[]),
     ("issue_write", "add_comment", &["author", "reviewer", "merger", "controller", "reconciler"]),
     ("issue_write", "edit_comment", &["author", "reviewer", "controller", "reconciler"]),
     ("issue_write", "add_labels", &["author", "controller", "reconciler"]),
@@ -154,7 +157,7 @@ fn the_matrix_of_spec_9() {
         assert!(!may(&r, role, "create_release", json!({})), "{role}: not in the matrix");
     }
     assert!(may(&r, "author", "pull_request_write", json!({ "method": "update", "title": "t" })));
-    assert!(may(&r, "author", "pull_request_write", json!({ "method": "update", "state": "open" })));
+    assert!(!may(&r, "author", "pull_request_write", json!({ "method": "update", "state": "open" })));
     assert!(!may(&r, "author", "pull_request_write", json!({ "method": "update", "state": "closed" })));
     let review = r.decide("reviewer", "pull_request_review_write", Some(&call(json!({ "method": "create" })))).unwrap();
     assert_eq!(review.action.as_deref(), Some("review"));
@@ -214,4 +217,28 @@ fn a_merge_refused_to_the_reviewer_names_the_rule_the_value_and_the_merger() {
         assert!(reason.contains(part), "{part}: {reason}");
     }
     assert_eq!(d.may, ["merger"]);
+}
+
+#[test]
+fn readers_that_write_and_merges_the_gate_cannot_pin_are_no_roles() {
+    let r = RuleSet::new(gitea_mcp_rules());
+    for role in ROLES {
+        let to_file = json!({ "method": "get_job_log_preview", "owner": "o", "repo": "r", "output_path": "/tmp/x" });
+        let d = r.decide(role, "actions_run_read", Some(&call(to_file))).unwrap();
+        assert!(!d.permitted && d.class == Some(ToolClass::Mutating), "{role}: a reader that writes a file");
+        for method in ["frobnicate", "download"] {
+            let d = r.decide(role, "pull_request_read", Some(&call(json!({ "method": method })))).unwrap();
+            assert!(!d.permitted, "{role}: pull_request_read {method}");
+        }
+        for flag in ["force_merge", "merge_when_checks_succeed"] {
+            let d =
+                r.decide(role, "pull_request_write", Some(&call(json!({ "method": "merge", flag: true })))).unwrap();
+            assert!(!d.permitted, "{role}: {flag}");
+            assert!(d.reason.unwrap().contains(flag));
+        }
+        let state = json!({ "method": "update", "issue_number": 3, "state": "closed" });
+        let allowed = r.decide(role, "issue_write", Some(&call(state))).unwrap().permitted;
+        assert_eq!(allowed, ["controller", "reconciler"].contains(&role), "{role}: issue_write update with a state");
+    }
+    assert!(may(&r, "merger", "pull_request_write", json!({ "method": "merge", "force_merge": false })));
 }

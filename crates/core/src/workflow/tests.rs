@@ -38,7 +38,7 @@ fn lease(id: &str, purpose: Purpose, holder: &Actor, head: &str, since: i64) -> 
 }
 
 fn decision(by: &Actor, head: &str, verdict: ReviewVerdict, when: i64) -> PrDecision {
-    PrDecision { pr: pr(), head: head.into(), verdict, by: by.clone(), at: at(when) }
+    PrDecision { pr: pr(), head: head.into(), base: Some("main".into()), verdict, by: by.clone(), at: at(when) }
 }
 
 fn origin(by: &Actor) -> PrOrigin {
@@ -69,7 +69,10 @@ fn the_seed_story_approve_new_head_voids_rereview_merge() {
     let stale = judge_review(&state, &reviewer, H2, ReviewVerdict::Approve, at(30)).unwrap_err();
     assert_eq!(stale.blocker_kind, BlockerKind::StaleHead);
     assert!(stale.reasons[0].contains("1a38ef95aaaa") && stale.reasons[0].contains("b0868be6bbbb"), "{stale:?}");
-    assert!(approval_at(&state, H2, Independence::Session).is_err(), "a new head never inherits an approval");
+    assert!(
+        approval_at(&state, H2, Some("main"), Independence::Session).is_err(),
+        "a new head never inherits an approval"
+    );
 
     // Re-review at the new head: the claim renews into a new lease at H2.
     let plan = judge_claim(&state, &reviewer, Purpose::Review, H2, H2, at(40), &|_| true).unwrap();
@@ -81,15 +84,15 @@ fn the_seed_story_approve_new_head_voids_rereview_merge() {
     // The merger: no merge lease yet.
     let (l, d) = st(&leases, &decisions);
     let state = PrState { leases: &l, decisions: &d, origin: Some(&o) };
-    let refused = judge_merge(&state, &merger, H2, Independence::Session, at(60)).unwrap_err();
+    let refused = judge_merge(&state, &merger, H2, Some("main"), Independence::Session, at(60)).unwrap_err();
     assert_eq!(refused.blocker_kind, BlockerKind::ApprovalRequired);
     assert_eq!(refused.reasons, vec!["no live merge lease held by worker merger".to_owned()]);
 
     leases.push(lease("M1", Purpose::Merge, &merger, H2, 60));
     let (l, d) = st(&leases, &decisions);
     let state = PrState { leases: &l, decisions: &d, origin: Some(&o) };
-    assert_eq!(judge_merge(&state, &merger, H2, Independence::Session, at(70)).unwrap().lease_id, "M1");
-    let a = assess(pr(), &state, H2, Independence::Session, at(70));
+    assert_eq!(judge_merge(&state, &merger, H2, Some("main"), Independence::Session, at(70)).unwrap().lease_id, "M1");
+    let a = assess(pr(), &state, H2, Some("main"), Independence::Session, at(70));
     assert!(a.approved_at_head && a.merge_needs.is_empty(), "{a:?}");
     assert_eq!((a.current_decisions.len(), a.historical_decisions.len()), (1, 1));
 }
@@ -155,24 +158,57 @@ fn self_approval_and_later_request_changes_do_not_count() {
     let o = origin(&author);
     let d = vec![decision(&same_session, H1, ReviewVerdict::Approve, 1)];
     let state = PrState { leases: &[], decisions: &d, origin: Some(&o) };
-    let missing = approval_at(&state, H1, Independence::Session).unwrap_err();
+    let missing = approval_at(&state, H1, Some("main"), Independence::Session).unwrap_err();
     assert!(missing[1].contains("came from the session that created the PR"), "{missing:?}");
-    assert!(approval_at(&state, H1, Independence::Off).is_ok());
+    assert!(approval_at(&state, H1, Some("main"), Independence::Off).is_ok());
 
     let d = vec![
         decision(&other_session, H1, ReviewVerdict::Approve, 1),
         decision(&actor("r2", "cursor", "s9"), H1, ReviewVerdict::RequestChanges, 2),
     ];
     let state = PrState { leases: &[], decisions: &d, origin: Some(&o) };
-    assert!(approval_at(&state, H1, Independence::Session).unwrap_err()[0].contains("requested changes"));
-    assert!(approval_at(&state, H1, Independence::Client).is_err(), "same client: not independent by client");
+    assert!(approval_at(&state, H1, Some("main"), Independence::Session).unwrap_err()[0].contains("requested changes"));
+    assert!(
+        approval_at(&state, H1, Some("main"), Independence::Client).is_err(),
+        "same client: not independent by client"
+    );
 
     let d = vec![
         decision(&actor("r2", "cursor", "s9"), H1, ReviewVerdict::RequestChanges, 1),
         decision(&other_session, H1, ReviewVerdict::Approve, 2),
     ];
     let state = PrState { leases: &[], decisions: &d, origin: Some(&o) };
-    assert!(approval_at(&state, H1, Independence::Session).is_ok(), "an approval after the request counts");
+    let missing = approval_at(&state, H1, Some("main"), Independence::Session).unwrap_err();
+    assert!(
+        missing[0].contains("worker r2 requested changes"),
+        "another reviewer's approval does not outweigh it: {missing:?}"
+    );
+    let mut d = d;
+    d.push(decision(&actor("r2", "cursor", "s9"), H1, ReviewVerdict::Approve, 3));
+    let state = PrState { leases: &[], decisions: &d, origin: Some(&o) };
+    assert!(
+        approval_at(&state, H1, Some("main"), Independence::Session).is_ok(),
+        "its own reviewer's approval lifts it"
+    );
+}
+
+#[test]
+fn a_decision_counts_only_for_the_base_it_was_given_on() {
+    let merger = actor("m", "gemini", "s3");
+    let mut leases = vec![lease("M", Purpose::Merge, &merger, H1, 0)];
+    leases[0].target_branch = Some("dev".into());
+    let mut approval = decision(&actor("r", "codex", "s1"), H1, ReviewVerdict::Approve, 1);
+    approval.base = Some("dev".into());
+    let d = vec![approval];
+    let state = PrState { leases: &leases, decisions: &d, origin: None };
+    assert!(judge_merge(&state, &merger, H1, Some("dev"), Independence::Session, at(2)).is_ok());
+    let refused = judge_merge(&state, &merger, H1, Some("main"), Independence::Session, at(2)).unwrap_err();
+    assert_eq!(refused.blocker_kind, BlockerKind::ApprovalRequired);
+    let text = refused.reasons.join("; ");
+    assert!(text.contains("claimed for base dev but the PR now targets main"), "{text}");
+    assert!(text.contains("other bases are historical"), "{text}");
+    let a = assess(pr(), &state, H1, Some("main"), Independence::Session, at(2));
+    assert_eq!((a.current_decisions.len(), a.historical_decisions.len()), (0, 1));
 }
 
 #[test]
@@ -181,7 +217,7 @@ fn a_merge_lease_at_an_old_head_is_named() {
     let leases = vec![lease("M", Purpose::Merge, &merger, H1, 0)];
     let d = vec![decision(&actor("r", "codex", "s1"), H2, ReviewVerdict::Approve, 1)];
     let state = PrState { leases: &leases, decisions: &d, origin: None };
-    let refused = judge_merge(&state, &merger, H2, Independence::Session, at(2)).unwrap_err();
+    let refused = judge_merge(&state, &merger, H2, Some("main"), Independence::Session, at(2)).unwrap_err();
     assert_eq!(refused.blocker_kind, BlockerKind::ApprovalRequired);
     assert!(refused.reasons[0].contains("merge lease is at head 1a38ef95aaaa"), "{refused:?}");
 }
@@ -195,6 +231,7 @@ enum Op {
     Review { who: usize, verdict: ReviewVerdict },
     Merge { who: usize },
     Wait { seconds: i64 },
+    Retarget,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -206,6 +243,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(who, verdict)| Op::Review { who, verdict }),
         2 => (0..4usize).prop_map(|who| Op::Merge { who }),
         1 => (1..900i64).prop_map(|seconds| Op::Wait { seconds }),
+        1 => Just(Op::Retarget),
     ]
 }
 
@@ -217,7 +255,10 @@ struct World {
     leases: Vec<PrLease>,
     decisions: Vec<PrDecision>,
     now: i64,
-    merged: Option<String>,
+    /// The PR's base now (the author may retarget it).
+    base: String,
+    /// What a merge landed: the head and the base.
+    merged: Option<(String, String)>,
 }
 
 impl World {
@@ -230,7 +271,8 @@ impl World {
             actor("merger", "gemini", "s3"),
         ];
         let origin = PrOrigin { pr: pr(), by: actors[0].clone(), at: at(0) };
-        Self { actors, origin, heads: vec!["h0".into()], leases: vec![], decisions: vec![], now: 0, merged: None }
+        let heads = vec!["h0".into()];
+        Self { actors, origin, heads, leases: vec![], decisions: vec![], now: 0, base: "dev".into(), merged: None }
     }
 
     fn head(&self) -> String {
@@ -244,6 +286,7 @@ impl World {
         let state = PrState { leases: &leases, decisions: &decisions, origin: Some(&self.origin) };
         match *op {
             Op::Push => self.heads.push(format!("h{}", self.heads.len())),
+            Op::Retarget => self.base = if self.base == "dev" { "main".into() } else { "dev".into() },
             Op::Wait { seconds } => self.now += seconds,
             Op::Claim { who, purpose, stale } => {
                 let claimed = if stale { self.heads.first().cloned().unwrap_or_default() } else { head.clone() };
@@ -263,6 +306,7 @@ impl World {
                         let id = format!("L{}", self.leases.len());
                         let mut l = lease(&id, purpose, &caller, &head, self.now);
                         l.pr = pr();
+                        l.target_branch = Some(self.base.clone());
                         self.leases.push(l);
                     }
                     Err(_) => {}
@@ -270,14 +314,16 @@ impl World {
             }
             Op::Review { who, verdict } => {
                 let caller = self.actors[who].clone();
-                if judge_review(&state, &caller, &head, verdict, now).is_ok() {
-                    self.decisions.push(PrDecision { pr: pr(), head, verdict, by: caller, at: now });
+                if let Ok(lease) = judge_review(&state, &caller, &head, verdict, now) {
+                    // The gate records the base the lease was claimed for, else the forge's.
+                    let base = lease.target_branch.clone().or_else(|| Some(self.base.clone()));
+                    self.decisions.push(PrDecision { pr: pr(), head, base, verdict, by: caller, at: now });
                 }
             }
             Op::Merge { who } => {
                 let caller = self.actors[who].clone();
-                if judge_merge(&state, &caller, &head, Independence::Session, now).is_ok() {
-                    self.merged = Some(head);
+                if judge_merge(&state, &caller, &head, Some(&self.base), Independence::Session, now).is_ok() {
+                    self.merged = Some((head, self.base.clone()));
                 }
             }
         }
@@ -293,18 +339,21 @@ proptest! {
         for op in &ops {
             world.merged = None;
             world.apply(op);
-            if let Some(merged) = &world.merged {
-                let approvals: Vec<&PrDecision> = world.decisions.iter()
-                    .filter(|d| &d.head == merged && d.verdict == ReviewVerdict::Approve && d.by.session != "s0")
+            if let Some((merged, base)) = &world.merged {
+                let here = |d: &&PrDecision| &d.head == merged && d.base.as_ref() == Some(base);
+                let approvals: Vec<&PrDecision> = world.decisions.iter().filter(here)
+                    .filter(|d| d.verdict == ReviewVerdict::Approve && d.by.session != "s0")
                     .collect();
-                prop_assert!(!approvals.is_empty(), "merged {merged} with no independent approval: {:?}", world.decisions);
-                let last_approval = approvals.iter().map(|d| d.at).max();
-                prop_assert!(
-                    !world.decisions.iter().any(|d| &d.head == merged
-                        && d.verdict == ReviewVerdict::RequestChanges
-                        && Some(d.at) > last_approval),
-                    "merged over a later request-changes"
-                );
+                prop_assert!(!approvals.is_empty(), "merged {merged} onto {base} with no independent approval there: {:?}", world.decisions);
+                // No reviewer's latest word at that head and base is a request-changes.
+                for d in world.decisions.iter().filter(here) {
+                    let latest = world.decisions.iter().filter(here).filter(|e| e.by.worker == d.by.worker).map(|e| e.at).max();
+                    prop_assert!(
+                        !(d.verdict == ReviewVerdict::RequestChanges && Some(d.at) == latest
+                            && !world.decisions.iter().filter(here).any(|e| e.by.worker == d.by.worker && e.at == d.at && e.verdict == ReviewVerdict::Approve)),
+                        "merged over a standing request-changes by {}", d.by.worker
+                    );
+                }
             }
         }
     }
@@ -314,13 +363,19 @@ proptest! {
         let mut world = World::new();
         for op in &ops {
             world.apply(op);
-            if matches!(op, Op::Push) {
+            if matches!(op, Op::Push | Op::Retarget) {
                 let state = PrState { leases: &world.leases, decisions: &world.decisions, origin: Some(&world.origin) };
                 for independence in [Independence::Session, Independence::Client, Independence::Off] {
-                    prop_assert!(approval_at(&state, &world.head(), independence).is_err());
+                    // A retarget back to a base with an approval at this head may find it again:
+                    // only a push is a head no one has seen.
+                    if matches!(op, Op::Push) {
+                        prop_assert!(approval_at(&state, &world.head(), Some(&world.base), independence).is_err());
+                    }
                 }
                 let merger = world.actors[3].clone();
-                prop_assert!(judge_merge(&state, &merger, &world.head(), Independence::Off, at(world.now)).is_err());
+                if matches!(op, Op::Push) {
+                    prop_assert!(judge_merge(&state, &merger, &world.head(), Some(&world.base), Independence::Off, at(world.now)).is_err());
+                }
             }
         }
     }

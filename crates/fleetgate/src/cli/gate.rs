@@ -98,6 +98,7 @@ pub fn capability_reply(
         tool,
         read_only_hint: read_only_hint.then_some(true),
         arguments,
+        schema: None,
         caller,
         forge: forge.as_ref().map(|f| f as _),
     };

@@ -71,7 +71,7 @@ fn show(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow::
     let independence = ctx.config.workflow.independent_review;
     let (value, head_line) = match &facts {
         Ok(f) => {
-            let a = workflow::assess(key.clone(), &held.state(), &f.head, independence, now);
+            let a = workflow::assess(key.clone(), &held.state(), &f.head, f.base_ref.as_deref(), independence, now);
             let line = if a.merge_needs.is_empty() {
                 format!("head {}: approved, mergeable under a merge lease", f.head)
             } else {

@@ -1,5 +1,6 @@
 //! `[workflow]`: the pull-request workflow's settings (SPEC §10).
 
+use fleetgate_core::protect::Protection;
 use fleetgate_core::workflow::Independence;
 use serde::Deserialize;
 
@@ -22,6 +23,9 @@ pub struct WorkflowSettings {
     /// The first part of every PR key (`remote/owner/repo`): the `[binding]` remote, else
     /// `forge`.
     pub remote: String,
+    /// Protected branches and paths: `default_branch` (default `main`), the globs of
+    /// `protected_branches`, and `protected_paths` (default: the forges' workflow files).
+    pub protection: Protection,
 }
 
 impl Default for WorkflowSettings {
@@ -31,6 +35,7 @@ impl Default for WorkflowSettings {
             independent_review: Independence::Session,
             forge_command: Vec::new(),
             remote: "forge".into(),
+            protection: Protection::default(),
         }
     }
 }
@@ -42,6 +47,9 @@ pub(super) struct RawWorkflow {
     lease_ttl_seconds: Option<i64>,
     independent_review: Option<Independence>,
     forge_command: Option<Vec<String>>,
+    default_branch: Option<String>,
+    protected_branches: Option<Vec<String>>,
+    protected_paths: Option<Vec<String>>,
 }
 
 impl RawWorkflow {
@@ -57,11 +65,27 @@ impl RawWorkflow {
         if forge_command.first().is_some_and(|c| c.trim().is_empty()) {
             return Err("[workflow] forge_command must start with a program".into());
         }
+        let default_branch = raw.default_branch.unwrap_or(defaults.protection.default_branch);
+        if default_branch.trim().is_empty() {
+            return Err("[workflow] default_branch must name a branch".into());
+        }
+        let globs = |key: &str, list: Vec<String>| {
+            if list.iter().any(|g| g.trim().is_empty()) {
+                return Err(format!("[workflow] {key} must not hold an empty pattern"));
+            }
+            Ok(list)
+        };
+        let protection = Protection {
+            default_branch,
+            branches: globs("protected_branches", raw.protected_branches.unwrap_or_default())?,
+            paths: globs("protected_paths", raw.protected_paths.unwrap_or(defaults.protection.paths))?,
+        };
         Ok(WorkflowSettings {
             lease_ttl_seconds: ttl,
             independent_review: raw.independent_review.unwrap_or(defaults.independent_review),
             forge_command,
             remote,
+            protection,
         })
     }
 }

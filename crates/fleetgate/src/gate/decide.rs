@@ -1,6 +1,10 @@
-//! [`Gate`]: one call in, one verdict out. Classification and role policy first (pure and
-//! cheap); the fleet and session evidence only for a call that can need it (a permitted
-//! mutating one); the pure resolver; for a real call, the audit entry.
+//! [`Gate`]: one call in, one verdict out. Under a forge profile the call's arguments are
+//! parsed once the way the server reads them (`fleetgate_core::forge_call`); every judgement
+//! below is of that parse, and that parse (with what the workflow pins) is what is
+//! forwarded. Classification, role policy and protected branches first (pure and cheap);
+//! the fleet and session evidence only for a call that can need it (a permitted mutating
+//! one); the PR workflow; every condition handed to the one pure resolver; for a real call,
+//! the audit entry.
 
 use super::observer::Observer;
 use super::session::{Caller, session_provenance};
@@ -12,9 +16,10 @@ use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::capability::{
-    Capability, CapabilityInput, Evidence, RoleRefusal, STORE_REPLACED_ACTION, TOOL_CHANGED_ACTION, ToolClass,
-    classify_tool, needs_evidence, resolve_task_capability,
+    Capability, CapabilityInput, Evidence, RoleRefusal, ToolClass, classify_tool, needs_evidence,
+    resolve_task_capability,
 };
+use fleetgate_core::forge_call::{Ambiguity, canonicalize};
 use fleetgate_core::rules::{ArgMatch, Rule};
 use fleetgate_store::Store;
 use serde::Serialize;
@@ -32,6 +37,9 @@ pub struct Call<'a> {
     pub read_only_hint: Option<bool>,
     /// The call's arguments, when it has any.
     pub arguments: Option<&'a Map<String, Value>>,
+    /// The tool's `inputSchema` as the downstream lists it, when known: under a forge
+    /// profile, which keys the server reads and as which types.
+    pub schema: Option<&'a Map<String, Value>>,
     /// Who makes it.
     pub caller: Caller<'a>,
     /// Where the PR workflow reads a PR's current head (a gateway: its downstream).
@@ -253,7 +261,7 @@ impl Gate {
         call: &Call<'_>,
         action: &str,
         now: Timestamp,
-    ) -> Result<(), fleetgate_core::workflow::Refusal> {
+    ) -> Result<workflow::Judged, fleetgate_core::workflow::Refusal> {
         let actor = self.actor(call).map_err(|why| fleetgate_core::workflow::Refusal {
             blocker_kind: fleetgate_core::BlockerKind::SessionAttachmentMissing,
             reasons: vec![why],
@@ -273,54 +281,107 @@ impl Gate {
         }
     }
 
-    fn judge(&self, call: &Call<'_>, now: Timestamp) -> Capability {
-        self.judge_with(call, self.policy(call), now)
+    /// The call as the gate judges it: under a forge profile, its canonical arguments (or
+    /// why the server could read them otherwise); else as sent.
+    fn canonical(&self, call: &Call<'_>) -> Result<Option<Option<Map<String, Value>>>, Ambiguity> {
+        if self.config.forge.is_none() {
+            return Ok(None);
+        }
+        canonicalize(call.schema, call.arguments).map(Some)
     }
 
-    fn judge_with(&self, call: &Call<'_>, policy: Policy, now: Timestamp) -> Capability {
-        let member = call.member;
-        let class = policy.class;
-        let role_permitted = policy.permitted;
-        let input = |evidence| CapabilityInput {
-            profile: &member.profile,
-            role: &member.role,
-            tool: call.tool,
-            class,
-            role_permitted,
-            role_refusal: policy.refusal.as_ref(),
-            evidence,
-        };
-        if role_permitted && let Some(why) = self.changed_definition(&member.profile, call.tool) {
-            let verdict = resolve_task_capability(&input(None));
-            return refused(verdict, BlockerKind::ToolDefinitionChanged, why, TOOL_CHANGED_ACTION);
+    fn judge(&self, call: &Call<'_>, now: Timestamp) -> Capability {
+        match self.canonical(call) {
+            Ok(None) => self.judge_with(call, self.policy(call), now),
+            Ok(Some(arguments)) => {
+                let canonical = Call { arguments: arguments.as_ref(), ..call.clone() };
+                let mut verdict = self.judge_with(&canonical, self.policy(&canonical), now);
+                if verdict.allowed && verdict.forward.is_none() {
+                    verdict.forward = arguments;
+                }
+                verdict
+            }
+            Err(ambiguity) => {
+                let policy = self.policy(call);
+                resolve_task_capability(&CapabilityInput {
+                    ambiguity: Some(&ambiguity),
+                    ..self.input(call, &policy, None)
+                })
+            }
         }
-        if !needs_evidence(class, role_permitted) {
-            return resolve_task_capability(&input(None));
+    }
+
+    fn input<'c>(
+        &'c self,
+        call: &'c Call<'_>,
+        policy: &'c Policy,
+        evidence: Option<Evidence<'c>>,
+    ) -> CapabilityInput<'c> {
+        CapabilityInput {
+            profile: &call.member.profile,
+            role: &call.member.role,
+            tool: call.tool,
+            class: policy.class,
+            role_permitted: policy.permitted,
+            role_refusal: policy.refusal.as_ref(),
+            ambiguity: None,
+            protection: None,
+            definition_changed: None,
+            store_replaced: None,
+            workflow: None,
+            evidence,
+        }
+    }
+
+    /// Every condition of the call handed to the one resolver: protected branches (under a
+    /// forge profile), a changed definition, a replaced store, the fleet and session
+    /// evidence, then the PR workflow — each gathered only when nothing before it refuses.
+    fn judge_with(&self, call: &Call<'_>, policy: Policy, now: Timestamp) -> Capability {
+        let role_permitted = policy.permitted;
+        let empty = Map::new();
+        let protection = match (&self.config.forge, role_permitted) {
+            (Some(_), true) => fleetgate_core::protect::judge(
+                &self.config.workflow.protection,
+                call.tool,
+                call.arguments.unwrap_or(&empty),
+            ),
+            _ => None,
+        };
+        let changed = role_permitted.then(|| self.changed_definition(&call.member.profile, call.tool)).flatten();
+        let base = CapabilityInput {
+            protection: protection.as_ref(),
+            definition_changed: changed.as_deref(),
+            ..self.input(call, &policy, None)
+        };
+        if !needs_evidence(policy.class, role_permitted) || protection.is_some() || changed.is_some() {
+            return resolve_task_capability(&base);
         }
         // A store deleted or replaced under this process: its evidence, its audit and its
         // leases are in a file no one else reads.
         if let Err(e) = self.store.check_location() {
-            let verdict = resolve_task_capability(&input(None));
-            return Capability {
-                restart_required: true,
-                ..refused(verdict, BlockerKind::StoreReplaced, e.to_string(), STORE_REPLACED_ACTION)
-            };
+            let why = e.to_string();
+            return resolve_task_capability(&CapabilityInput { store_replaced: Some(&why), ..base });
         }
-        let snap = self.snapshot(now, Some(&member.namespace));
+        let snap = self.snapshot(now, Some(&call.member.namespace));
         let provenance = session_provenance(&*self.store, &*self.observer, &call.caller, &self.config.env_prefix, now);
-        let mut verdict = resolve_task_capability(&input(Some(Evidence {
-            diagnostics: &snap.diagnostics,
-            provenance: &provenance,
-            inventory: &snap.inventory,
-        })));
+        let evidence = Evidence { diagnostics: &snap.diagnostics, provenance: &provenance, inventory: &snap.inventory };
+        let verdict = resolve_task_capability(&CapabilityInput { evidence: Some(evidence), ..base });
         let Some(action) = policy.action.as_deref().filter(|_| verdict.allowed) else { return verdict };
-        if let Err(refusal) = self.judge_workflow(call, action, now) {
-            verdict.allowed = false;
-            verdict.blocker_kind = Some(refusal.blocker_kind);
-            verdict.blocked_reasons = refusal.reasons;
-            verdict.operator_action = Some(refusal.operator_action);
+        match self.judge_workflow(call, action, now) {
+            Err(refusal) => {
+                resolve_task_capability(&CapabilityInput { evidence: Some(evidence), workflow: Some(&refusal), ..base })
+            }
+            Ok(judged) => {
+                let mut verdict = verdict;
+                verdict.blocked_reasons.extend(judged.note);
+                if !judged.pins.is_empty() {
+                    let mut forward = call.arguments.cloned().unwrap_or_default();
+                    forward.extend(judged.pins);
+                    verdict.forward = Some(forward);
+                }
+                verdict
+            }
         }
-        verdict
     }
 
     /// A real call: [`resolve`](Self::resolve), and record the decision in the audit log
@@ -334,7 +395,7 @@ impl Gate {
             self.audit(auditor, call, &mut verdict, now, principal);
         }
         if verdict.allowed {
-            self.touch_leases(call, now);
+            self.touch_leases(call, verdict.forward.as_ref(), now);
         }
         verdict
     }
@@ -376,16 +437,25 @@ impl Gate {
     /// that needs the store or the forge (a permitted mutating call, a workflow action,
     /// an enforced pin, a PR lease to advance): ask [`decide`](Self::decide). Never blocks.
     pub fn decide_now(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Option<Capability> {
-        let policy = self.policy(call);
+        // An ambiguous call is refused from memory; a canonical one is judged (and
+        // forwarded) as parsed.
+        let canonical = self.canonical(call);
+        let arguments = match &canonical {
+            Ok(Some(arguments)) => arguments.as_ref(),
+            _ => call.arguments,
+        };
+        let parsed = Call { arguments, ..call.clone() };
+        let policy = self.policy(&parsed);
         let permitted = policy.permitted;
-        if needs_evidence(policy.class, permitted)
-            || policy.action.is_some()
-            || (permitted && self.config.tools.pin == fleetgate_core::capability::PinMode::Enforce)
-            || (permitted && call.arguments.and_then(fleetgate_core::forge_workflow::pr_target).is_some())
+        if canonical.is_ok()
+            && (needs_evidence(policy.class, permitted)
+                || policy.action.is_some()
+                || (permitted && self.config.tools.pin == fleetgate_core::capability::PinMode::Enforce)
+                || (permitted && arguments.and_then(fleetgate_core::forge_workflow::pr_target).is_some()))
         {
             return None;
         }
-        let mut verdict = self.judge_with(call, policy, now);
+        let mut verdict = self.judge(call, now);
         if let Some(auditor) = &self.auditor {
             // Never a durable entry: no allowed mutation gets here.
             self.audit(auditor, call, &mut verdict, now, principal);
@@ -406,9 +476,10 @@ impl Gate {
     }
 
     /// A gated call of a lease holder on its PR advances the lease's `last_activity`.
-    fn touch_leases(&self, call: &Call<'_>, now: Timestamp) {
+    fn touch_leases(&self, call: &Call<'_>, forwarded: Option<&Map<String, Value>>, now: Timestamp) {
         let Caller::Worker { identity, .. } = &call.caller else { return };
-        let Some(target) = call.arguments.and_then(fleetgate_core::forge_workflow::pr_target) else { return };
+        let arguments = forwarded.or(call.arguments);
+        let Some(target) = arguments.and_then(fleetgate_core::forge_workflow::pr_target) else { return };
         let pr = target.key(&self.config.workflow.remote);
         let ttl = self.config.workflow.lease_ttl_seconds;
         if let Err(e) = self.store.touch_pr_leases(&pr, identity, ttl, now) {
@@ -429,6 +500,7 @@ fn audit_refusal(verdict: &mut Capability, problem: String) {
 
 /// `verdict` (the resolver's, before the evidence) turned into a refusal by `kind`.
 fn refused(mut verdict: Capability, kind: BlockerKind, reason: String, action: &str) -> Capability {
+    verdict.forward = None;
     verdict.allowed = false;
     verdict.blocker_kind = Some(kind);
     verdict.blocked_reasons = vec![reason];

@@ -6,8 +6,10 @@
 //! For a real call the holder's lease is touched; [`Gate::settle`](super::Gate::settle)
 //! records what the forwarded answer settles.
 
-use fleetgate_core::forge_workflow::{PrFacts, PrTarget, head_read, pr_facts, pr_target, review_verdict};
-use fleetgate_core::workflow::{self, Actor, PrRef, PrState, Refusal, ReviewVerdict};
+use fleetgate_core::forge_workflow::{
+    MERGE_HEAD_KEY, PrFacts, PrTarget, REVIEW_COMMIT_KEY, head_read, pr_facts, pr_target, review_verdict,
+};
+use fleetgate_core::workflow::{self, Actor, PrRef, PrState, Refusal};
 use fleetgate_core::{BlockerKind, Timestamp};
 use fleetgate_store::{PrRecords, Store};
 use serde_json::{Map, Value};
@@ -78,43 +80,100 @@ pub fn records(store: &dyn Store, pr: &PrRef) -> Result<PrRecords, Refusal> {
     })
 }
 
-/// Judge a workflow call. `Ok` when the action needs nothing of the workflow (a comment, an
-/// action this gate does not know) or its conditions hold.
+/// What the gate judged of an allowed workflow call: the arguments it pins in the
+/// forwarded call (the merge's `head_commit_id`, a review's `commit_id`: the head it
+/// judged, so the forge itself refuses if the head moved), and what it judged, in words,
+/// for the audit log.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Judged {
+    /// Arguments set in the forwarded call.
+    pub pins: Map<String, Value>,
+    /// "judged merge of forge/org/repo#12 at head 1a38ef95aaaa onto main", when it judged a PR.
+    pub note: Option<String>,
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+fn note(what: &str, key: &PrRef, facts: &PrFacts) -> String {
+    let base = facts.base_ref.as_deref().map(|b| format!(" onto {b}")).unwrap_or_default();
+    format!("judged {what} of {key} at head {}{base}", short(&facts.head))
+}
+
+/// Judge a workflow call (its canonical arguments). `Ok` when the action needs nothing of
+/// the workflow (a comment, an action this gate does not know) or its conditions hold.
 pub fn judge(
     store: &dyn Store,
     forge: Option<&dyn ForgeReader>,
     call: &WorkflowCall<'_>,
     now: Timestamp,
-) -> Result<(), Refusal> {
+) -> Result<Judged, Refusal> {
     let empty = Map::new();
     let args = call.arguments.unwrap_or(&empty);
+    let method = args.get("method").and_then(Value::as_str).unwrap_or("");
     let verdict = match call.action {
-        ACTION_REVIEW => match review_verdict(args) {
-            Some(v) => Some(v),
-            None => return Ok(()),
-        },
+        ACTION_REVIEW => review_verdict(args),
         ACTION_MERGE => None,
-        _ => return Ok(()),
+        _ => return Ok(Judged::default()),
     };
+    // A review that submits no verdict needs no lease; a `create` is still pinned to the
+    // head it is made at, so a pending review submitted later is at that head.
+    let pin_only = call.action == ACTION_REVIEW && verdict.is_none();
+    if pin_only && method != "create" {
+        return Ok(Judged::default());
+    }
     let Some(target) = pr_target(args) else {
+        if pin_only {
+            return Ok(Judged::default());
+        }
         let kind = if verdict.is_some() { BlockerKind::ReviewLeaseRequired } else { BlockerKind::ApprovalRequired };
         return Err(Refusal::of(kind, "the call names no pull request (owner, repo and pull_number)".into()));
     };
     let facts = read_pr(forge, &target).map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e))?;
     let key = target.key(call.remote);
-    if let Some(expected) = fleetgate_core::forge_workflow::expected_head(args).filter(|h| *h != facts.head) {
+    let mut pins = Map::new();
+    if call.action == ACTION_REVIEW {
+        if let Some(sent) = args.get(REVIEW_COMMIT_KEY).and_then(Value::as_str).filter(|c| *c != facts.head) {
+            return Err(Refusal::of(
+                BlockerKind::StaleHead,
+                format!("the review names commit {sent} but the PR's head is {}", facts.head),
+            ));
+        }
+        if method == "create" {
+            pins.insert(REVIEW_COMMIT_KEY.into(), Value::from(facts.head.clone()));
+        }
+    } else if let Some(sent) = args.get(MERGE_HEAD_KEY).and_then(Value::as_str).filter(|h| *h != facts.head) {
         return Err(Refusal::of(
             BlockerKind::StaleHead,
-            format!("the call expects head {expected} but the PR's head is {}", facts.head),
+            format!("the call expects head {sent} but the PR's head is {}", facts.head),
         ));
+    }
+    let what = format!("{} ({method})", call.action);
+    if pin_only {
+        return Ok(Judged { pins, note: Some(note(&what, &key, &facts)) });
     }
     let held = records(store, &key)?;
     let state = held.state();
-    match verdict {
-        Some(verdict) => workflow::judge_review(&state, call.actor, &facts.head, verdict, now)?,
-        None => workflow::judge_merge(&state, call.actor, &facts.head, call.independence, now)?,
+    let judged = match verdict {
+        Some(verdict) => workflow::judge_review(&state, call.actor, &facts.head, verdict, now).map(drop),
+        None => {
+            let base = facts.base_ref.as_deref();
+            workflow::judge_merge(&state, call.actor, &facts.head, base, call.independence, now).map(drop)
+        }
     };
-    Ok(())
+    match judged {
+        Ok(()) => {
+            if call.action == ACTION_MERGE {
+                pins.insert(MERGE_HEAD_KEY.into(), Value::from(facts.head.clone()));
+            }
+            Ok(Judged { pins, note: Some(note(&what, &key, &facts)) })
+        }
+        Err(mut refusal) => {
+            refusal.reasons.push(note(&what, &key, &facts));
+            Err(refusal)
+        }
+    }
 }
 
 /// After a forwarded call the downstream accepted: record the decision at the head it was
@@ -143,14 +202,23 @@ pub fn settle(
         }
         ACTION_REVIEW => {
             let (Some(verdict), Some(target)) = (review_verdict(args), pr_target(args)) else { return Ok(()) };
-            // The decision is pinned to the head the gate judged it at: the lease's.
+            // The decision is pinned to the head the gate judged it at (the lease's), and to
+            // the base the lease was claimed for, else the one the forge reports.
             let key = target.key(call.remote);
             let held = store.pr_records(&key).map_err(|e| e.to_string())?;
-            let head = match workflow::held_by(&held.state(), workflow::Purpose::Review, &call.actor.worker, now) {
-                Some(lease) => lease.candidate_head.clone(),
-                None => read_pr(forge, &target)?.head,
-            };
-            record_decision(store, key, head, verdict, call.actor, now)
+            let (head, base) =
+                match workflow::held_by(&held.state(), workflow::Purpose::Review, &call.actor.worker, now) {
+                    Some(lease) if lease.target_branch.is_some() => {
+                        (lease.candidate_head.clone(), lease.target_branch.clone())
+                    }
+                    Some(lease) => (lease.candidate_head.clone(), read_pr(forge, &target)?.base_ref),
+                    None => {
+                        let facts = read_pr(forge, &target)?;
+                        (facts.head, facts.base_ref)
+                    }
+                };
+            let decision = workflow::PrDecision { pr: key, head, base, verdict, by: call.actor.clone(), at: now };
+            store.record_pr_decision(&decision).map_err(|e| e.to_string())
         }
         ACTION_MERGE => {
             let Some(target) = pr_target(args) else { return Ok(()) };
@@ -161,17 +229,6 @@ pub fn settle(
         }
         _ => Ok(()),
     }
-}
-
-fn record_decision(
-    store: &dyn Store,
-    pr: PrRef,
-    head: String,
-    verdict: ReviewVerdict,
-    by: &Actor,
-    at: Timestamp,
-) -> Result<(), String> {
-    store.record_pr_decision(&workflow::PrDecision { pr, head, verdict, by: by.clone(), at }).map_err(|e| e.to_string())
 }
 
 /// [`PrRecords`] as the pure functions take it.

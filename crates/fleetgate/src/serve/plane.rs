@@ -202,6 +202,7 @@ impl FleetControl {
             tool: &call.tool.name,
             read_only_hint: call.tool.annotations.as_ref().and_then(|a| a.read_only_hint),
             arguments: call.arguments,
+            schema: Some(&call.tool.input_schema),
             caller,
             forge,
         }
@@ -407,7 +408,7 @@ fn gateway_verdict(verdict: fleetgate_core::capability::Capability, settles: boo
         }
         Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
     };
-    Verdict { class: verdict.classification, decision, settles }
+    Verdict { class: verdict.classification, decision, settles, forward: verdict.forward }
 }
 
 fn gate_span(call: &ToolCall<'_>) -> tracing::Span {

@@ -203,7 +203,8 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
         },
         "resolve_task_capability" => match args::<ResolveArgs>(name, call.arguments, &["tool", "arguments"]) {
             Ok(resolve) => {
-                let hint = (call.known_tool)(&resolve.tool).and_then(|t| t.annotations.and_then(|a| a.read_only_hint));
+                let known = (call.known_tool)(&resolve.tool);
+                let hint = known.as_ref().and_then(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint));
                 let worker = plane.attachments().worker_of(call.attachment);
                 let forge = call.link.map(super::workflow::LinkForge);
                 let caller = match &worker {
@@ -216,6 +217,7 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
                         tool: &resolve.tool,
                         read_only_hint: hint,
                         arguments: resolve.arguments.as_ref(),
+                        schema: known.as_ref().map(|t| &*t.input_schema),
                         caller,
                         forge: forge.as_ref().map(|f| f as _),
                     },

@@ -110,6 +110,7 @@ fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> R
         tool: "",
         read_only_hint: None,
         arguments: None,
+        schema: None,
         caller: Caller::Worker { identity, generation: Some(plane.generation()) },
         forge: None,
     };
@@ -259,7 +260,7 @@ pub fn assess(plane: &FleetControl, link: Option<&dyn DownstreamLink>, args: PrA
         let key = target.key(&plane.config().workflow.remote);
         let held = records(&**plane.gate().store(), &key)?;
         let independence = plane.config().workflow.independent_review;
-        let a = workflow::assess(key, &held.state(), &facts.head, independence, plane.now());
+        let a = workflow::assess(key, &held.state(), &facts.head, facts.base_ref.as_deref(), independence, plane.now());
         let mut v = serde_json::to_value(a).unwrap_or_default();
         v["state"] = json!(facts.state);
         v["merged"] = json!(facts.merged);

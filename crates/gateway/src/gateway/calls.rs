@@ -163,7 +163,7 @@ impl Gateway {
         // round trip is only for calls that need the store or the forge.
         let now =
             control.decide_now(id, &ToolCall { tool: &tool, arguments: request.params.arguments.as_ref(), link: None });
-        let (tool, arguments, Verdict { class, decision, settles }) = match now {
+        let (tool, arguments, Verdict { class, decision, settles, forward }) = match now {
             Some(verdict) => {
                 // A settling call needs its arguments after the answer: never decided here.
                 debug_assert!(!verdict.settles, "decide_now answered a call whose outcome settles");
@@ -185,6 +185,17 @@ impl Gateway {
                 "call refused by the gate");
             return Ok(ServerResult::CallToolResult(refusal(&name, class, &decision)));
         }
+        // What goes downstream is what the gate judged: its own serialization of the
+        // arguments, with what it pins, never the client's bytes. The outcome is settled
+        // against the same arguments.
+        let mut request = request;
+        let arguments = match forward {
+            Some(forward) => {
+                request.params.arguments = Some(forward.clone());
+                Some(forward)
+            }
+            None => arguments,
+        };
         let forward = tracing::info_span!("forward", tool = %name, pid = connection.pid);
         let sent = Instant::now();
         let answered = self

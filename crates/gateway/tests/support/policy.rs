@@ -153,7 +153,7 @@ impl ControlPlane for TestPolicy {
         let verdict = if decision.allowed { "allowed" } else { "refused" };
         self.log(&format!("decide {tool} {class} {verdict}"));
         // Every call's answer is logged (`forwarded …`), so every allowed call settles.
-        Verdict { class, decision, settles: true }
+        Verdict { class, decision, settles: true, forward: None }
     }
 
     fn on_forwarded(&self, _attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult) {

@@ -103,13 +103,17 @@ pub fn decisions_and_origins_are_kept_per_pr(fx: &Fixture) {
     let store = fx.open();
     let at = now();
     for (head, verdict, who) in [("h1", ReviewVerdict::Approve, "r1"), ("h2", ReviewVerdict::RequestChanges, "r2")] {
-        store.record_pr_decision(&PrDecision { pr: pr(), head: head.into(), verdict, by: actor(who), at }).unwrap();
+        let base = Some("main".to_owned());
+        store
+            .record_pr_decision(&PrDecision { pr: pr(), head: head.into(), base, verdict, by: actor(who), at })
+            .unwrap();
     }
     let other = PrRef { binding: "prgs/Org/Repo".into(), pr: 977 };
     store
         .record_pr_decision(&PrDecision {
             pr: other.clone(),
             head: "x".into(),
+            base: None,
             verdict: ReviewVerdict::Approve,
             by: actor("r1"),
             at,
@@ -123,6 +127,8 @@ pub fn decisions_and_origins_are_kept_per_pr(fx: &Fixture) {
         [("h1", ReviewVerdict::Approve), ("h2", ReviewVerdict::RequestChanges)]
     );
     assert_eq!(records.decisions[0].by, actor("r1"));
+    assert_eq!(records.decisions[0].base.as_deref(), Some("main"), "the base a decision was given on is kept");
+    assert_eq!(store.pr_records(&other).unwrap().decisions[0].base, None);
     assert_eq!(records.origin.unwrap().by.worker, "author", "the first creator recorded stands");
     assert_eq!(store.pr_records(&other).unwrap().decisions.len(), 1);
 }

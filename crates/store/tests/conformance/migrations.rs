@@ -37,6 +37,14 @@ fn populate(store: &dyn Store, version: u32, raw: &dyn Fn(&str)) {
         store.claim_pr_lease(&claim, now()).unwrap();
         store.observe_tool("prgs-author", "pull_request_write", "sha256:a", "{}", now()).unwrap();
     }
+    if version == 6 {
+        // Version 6's columns: a decision without its base.
+        raw(&format!(
+            "INSERT INTO pr_decisions (binding, pr, head, verdict, worker, profile, client, session, at) \
+             VALUES ('prgs/Org/Repo', 976, 'h1', 'approve', 'r1', 'r1', 'codex', 's1', '{}')",
+            now()
+        ));
+    }
     if version >= 5 {
         store.append_audit(&audit_entry("gitea_merge", now())).unwrap();
     } else if version >= 3 {
@@ -105,6 +113,25 @@ fn check_survivors(store: &dyn Store, version: u32) {
     let leases = store.list_pr_leases(false, now()).unwrap();
     assert_eq!(leases.len(), usize::from(version >= 6), "at version {version}");
     assert_eq!(store.list_tool_pins(None).unwrap().len(), usize::from(version >= 6), "at version {version}");
+    // A decision made before v7 has no base (it counts for no base); v7's keep theirs.
+    let decisions = store.pr_records(&crate::ledger::pr()).unwrap().decisions;
+    assert_eq!(decisions.iter().map(|d| d.base.clone()).collect::<Vec<_>>(), vec![None; usize::from(version == 6)]);
+    let decision = fleetgate_core::workflow::PrDecision {
+        pr: crate::ledger::pr(),
+        head: "h9".into(),
+        base: Some("dev".into()),
+        verdict: fleetgate_core::workflow::ReviewVerdict::Approve,
+        by: fleetgate_core::workflow::Actor {
+            worker: "r9".into(),
+            profile: "r9".into(),
+            client: "codex".into(),
+            session: "s9".into(),
+        },
+        at: now(),
+    };
+    store.record_pr_decision(&decision).unwrap();
+    let kept = store.pr_records(&crate::ledger::pr()).unwrap().decisions;
+    assert_eq!(kept.last(), Some(&decision), "at version {version}");
     let claim = crate::ledger::claim_of("r9", fleetgate_core::workflow::Purpose::Merge, "h9", 600);
     assert!(matches!(store.claim_pr_lease(&claim, now()).unwrap(), fleetgate_store::PrClaimOutcome::Claimed(_)));
     let id = store.append_audit(&audit_entry("gitea_review", now())).unwrap();
