@@ -12,6 +12,9 @@
 //! injected): any other command whose file name is `fleetgate` still says which
 //! member the entry is, but it is a `foreign_wrapper` finding, never a
 //! template, and never the wrapper the repair writes.
+//!
+//! Forge credentials are compared by SHA-256 digest and never kept, printed or
+//! serialized: a report may be pasted anywhere.
 
 use super::clients::{Client, SourceFile};
 use super::read::{Entry, FileError, Launch, ParsedFile};
@@ -19,7 +22,13 @@ use crate::config::Member;
 use fleetgate_core::client::normalize_client_name;
 use fleetgate_core::env::{EnvKey, EnvSnapshot, key_name, unconsumed_env_overrides};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 use std::path::Path;
+
+/// The env key the Gitea MCP server reads its access token from (gitea-mcp
+/// `cmd/cmd.go`; its `--token` flag, when given, wins). Gitea's own name, not
+/// under the fleet's env prefix.
+pub const FORGE_TOKEN_ENV: &str = "GITEA_ACCESS_TOKEN";
 
 /// The roster and the env declaration the findings are judged against.
 #[derive(Clone, Copy, Debug)]
@@ -91,6 +100,10 @@ pub enum FindingKind {
     /// A member launched through a `…/fleetgate` that is not fleetgate's
     /// binary (a project's `.devtools/fleetgate`): never copied, never written.
     ForeignWrapper,
+    /// An author and a reviewer launched with the same forge credential:
+    /// Gitea refuses an approval by the pull request's own poster (422), so
+    /// no approval succeeds and nothing merges.
+    SharedForgeIdentity,
 }
 
 /// Where a definition is: a file (index into the client's files) and an
@@ -112,7 +125,9 @@ pub struct Finding {
     pub line: Option<usize>,
     /// The entry's name.
     pub entry: Option<String>,
-    /// The env key at fault (`unsupported_env`, identity kinds).
+    /// The env key at fault (`unsupported_env`, identity kinds), or where the
+    /// shared credential is read (`shared_forge_identity`: `GITEA_ACCESS_TOKEN`
+    /// or `--token`; never its value).
     pub key: Option<String>,
     /// One readable sentence.
     pub message: String,
@@ -316,6 +331,7 @@ pub fn classify(
             findings.extend(entry_findings(client, m, d, &parsed.entries[d.at.1], roster, lookup));
         }
     }
+    findings.extend(shared_forge_identity(client, &report.members, files));
     report.findings = findings;
     report
 }
@@ -479,5 +495,80 @@ fn entry_findings(
     };
     identity.key = Some(key);
     out.push(identity);
+    out
+}
+
+/// The last `--token V` / `--token=V` (Go's flag package also takes one dash)
+/// before any `--`: the flag gitea-mcp prefers over its env key.
+fn token_arg(args: &[String]) -> Option<&str> {
+    let own = &args[..args.iter().position(|a| a == "--").unwrap_or(args.len())];
+    own.iter()
+        .enumerate()
+        .filter_map(|(i, a)| match a.strip_prefix("--token").or_else(|| a.strip_prefix("-token")) {
+            Some("") => own.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        })
+        .next_back()
+}
+
+/// The forge credential an entry's server runs with, as gitea-mcp picks it (its
+/// `--token` argument, else `GITEA_ACCESS_TOKEN` in `env`): where it was read,
+/// and its digest. A client-side variable (`${input:forge-token}`) counts as
+/// its text, since one reference resolves to one value. `None` when unset or
+/// empty.
+fn forge_credential(entry: &Entry) -> Option<(&'static str, [u8; 32])> {
+    let Launch::Stdio { command, args } = &entry.launch else { return None };
+    let downstream = match fleetgate_serve(command, args) {
+        Some(serve) => serve.downstream.get(1..).unwrap_or_default().to_vec(),
+        None => args.clone(),
+    };
+    let env = entry.env.iter().rev().find(|(k, _)| k == FORGE_TOKEN_ENV).map(|(_, v)| v.as_str());
+    let (source, value) = match token_arg(&downstream).filter(|v| !v.is_empty()) {
+        Some(v) => ("--token", v),
+        None => (FORGE_TOKEN_ENV, env.filter(|v| !v.is_empty())?),
+    };
+    Some((source, Sha256::digest(value.as_bytes()).into()))
+}
+
+/// One finding per author/reviewer pair whose definitions share a credential.
+/// Only that pair: the merger may act as the reviewer's account, and Gitea
+/// refuses only the poster's own approval.
+fn shared_forge_identity(client: Client, members: &[MemberReport], files: &[FileInput]) -> Vec<Finding> {
+    fn credentials<'m>(m: &'m MemberReport, files: &[FileInput]) -> Vec<(&'m Definition, &'static str, [u8; 32])> {
+        m.definitions
+            .iter()
+            .filter_map(|d| {
+                let FileState::Parsed(parsed) = &files[d.at.0].state else { return None };
+                let (source, digest) = forge_credential(parsed.entries.get(d.at.1)?)?;
+                Some((d, source, digest))
+            })
+            .collect()
+    }
+    let place = |m: &MemberReport, d: &Definition| format!("{} ({}:{} {:?})", m.profile, d.file, d.line, d.entry);
+    let mut out = Vec::new();
+    for author in members.iter().filter(|m| m.role == "author") {
+        let theirs = credentials(author, files);
+        for reviewer in members.iter().filter(|m| m.role == "reviewer") {
+            let shared = credentials(reviewer, files).into_iter().find_map(|(r, source, digest)| {
+                theirs.iter().find(|(_, _, d)| *d == digest).map(|(a, _, _)| (*a, r, source))
+            });
+            let Some((a, r, source)) = shared else { continue };
+            let message = format!(
+                "the author {} and the reviewer {} use the same forge credential, so one forge account: \
+                 Gitea refuses an approval by the pull request's own poster (422) and nothing can merge; \
+                 give the author and the reviewer forge accounts of their own",
+                place(author, a),
+                place(reviewer, r),
+            );
+            let mut f = finding(client, FindingKind::SharedForgeIdentity, Some(&reviewer.profile), message, false);
+            f.file = Some(r.file.clone());
+            f.line = Some(r.line);
+            f.entry = Some(r.entry.clone());
+            f.key = Some(source.to_owned());
+            f.at = Some(r.at);
+            out.push(f);
+        }
+    }
     out
 }

@@ -142,3 +142,49 @@ fn a_wrapper_that_is_not_fleetgates_binary_is_a_finding_never_a_template_nor_the
     );
     assert!(!format!("{all:?}").contains(".devtools"), "{all:?}");
 }
+
+/// Gitea refuses an approval by the PR's poster (422): an author and a reviewer launched
+/// with one credential — `GITEA_ACCESS_TOKEN`, or gitea-mcp's `--token`, which wins — is
+/// a finding, compared by digest; the merger may share the reviewer's.
+#[test]
+fn an_author_and_a_reviewer_sharing_a_forge_credential_is_a_finding_named_by_digest_never_by_value() {
+    let member = |role: &str, token: Option<&str>, extra: &[&str]| {
+        let env = token.map(|t| format!(r#", "GITEA_ACCESS_TOKEN": "{t}""#)).unwrap_or_default();
+        let extra: String = extra.iter().map(|a| format!(", {a:?}")).collect();
+        format!(
+            r#""gitea-{role}": {{"command": "fleetgate", "args": ["serve", "--profile", "prgs-{role}", "--", "gitea-mcp"{extra}],
+                "env": {{"GITEA_MCP_CLIENT": "cursor"{env}}}}}"#
+        )
+    };
+    let shared = |members: &[String]| {
+        let (report, _) = judge(Client::Cursor, &format!(r#"{{"mcpServers": {{{}}}}}"#, members.join(",")), &|_| true);
+        report.findings.into_iter().filter(|f| f.kind == FindingKind::SharedForgeIdentity).collect::<Vec<_>>()
+    };
+    let found = shared(&[member("author", Some("pat-1"), &[]), member("reviewer", Some("pat-1"), &[])]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let f = &found[0];
+    assert_eq!(
+        (f.profile.as_deref(), f.entry.as_deref(), f.key.as_deref(), f.fixable),
+        (Some("prgs-reviewer"), Some("gitea-reviewer"), Some("GITEA_ACCESS_TOKEN"), false)
+    );
+    assert!(f.message.contains("prgs-author") && f.message.contains("422"), "{}", f.message);
+    assert!(!format!("{f:?}").contains("pat-1"), "the value is never kept: {f:?}");
+    for (members, why) in [
+        (vec![member("author", Some("pat-1"), &[]), member("reviewer", Some("pat-2"), &[])], "accounts of their own"),
+        (vec![member("author", Some("pat-1"), &[]), member("reviewer", None, &[])], "absent: another finding's"),
+        (vec![member("author", Some(""), &[]), member("reviewer", Some(""), &[])], "empty is absent"),
+        (vec![member("reviewer", Some("pat-2"), &[]), member("merger", Some("pat-2"), &[])], "the merger may share"),
+        (
+            vec![member("author", Some("pat-1"), &["--token", "pat-a"]), member("reviewer", Some("pat-1"), &[])],
+            "the author's --token wins over its env",
+        ),
+    ] {
+        let found = shared(&members);
+        assert!(found.is_empty(), "{why}: {found:?}");
+    }
+    let found = shared(&[member("author", None, &["-token=pat-a"]), member("reviewer", Some("pat-a"), &[])]);
+    assert_eq!(found.len(), 1, "one dash, as Go reads it");
+    assert_eq!(found[0].key.as_deref(), Some("GITEA_ACCESS_TOKEN"));
+    let found = shared(&[member("author", Some("pat-a"), &[]), member("reviewer", None, &["--token=pat-a"])]);
+    assert_eq!(found[0].key.as_deref(), Some("--token"));
+}

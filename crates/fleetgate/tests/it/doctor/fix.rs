@@ -3,7 +3,7 @@
 //! backups and untouched unrelated entries and comments, idempotence, a
 //! read-only directory, and a concurrent writer.
 
-use super::{CLIENTS, Tree, code, fixtures, json, stderr, tree};
+use super::{CLIENTS, Tree, code, fixtures, json, kinds, stderr, tree};
 use std::path::{Path, PathBuf};
 
 /// Compare with `fixtures/doctor/golden/<name>.diff`; a missing golden file
@@ -83,10 +83,16 @@ fn the_repair_diff_is_golden_and_a_dry_run_writes_nothing() {
 #[test]
 fn apply_backs_up_byte_for_byte_then_reports_clean_and_a_second_apply_changes_nothing() {
     for client in CLIENTS {
+        // These two give the reviewer the author's forge token (vscode's one `${input:…}`;
+        // claude-desktop's reviewer, added as a copy of the author): --fix never splits an
+        // account, so that finding remains.
+        let shared = matches!(client, "claude-desktop" | "vscode");
+        let (exit, left) = if shared { (3, vec![("shared_forge_identity", "prgs-reviewer")]) } else { (0, vec![]) };
+        let left: Vec<(String, String)> = left.iter().map(|(k, p)| ((*k).to_owned(), (*p).to_owned())).collect();
         let t = tree(client);
         let before = t.files();
-        let v = json(&t, &["--client", client, "--fix", "--apply", "--json"], 0);
-        assert_eq!((v["applied"].as_bool(), v["clean"].as_bool()), (Some(true), Some(true)), "{client}: {v:#}");
+        let v = json(&t, &["--client", client, "--fix", "--apply", "--json"], exit);
+        assert_eq!((v["applied"].as_bool(), v["clean"].as_bool()), (Some(true), Some(!shared)), "{client}: {v:#}");
         for change in v["changes"].as_array().unwrap() {
             assert_eq!(change["written"], true, "{client}: {change:#}");
             let file = PathBuf::from(change["file"].as_str().unwrap());
@@ -100,10 +106,10 @@ fn apply_backs_up_byte_for_byte_then_reports_clean_and_a_second_apply_changes_no
             assert!(text.contains(needle), "{client}: {needle:?} was lost");
         }
         assert!(!text.contains("fleetgate-tmp"), "{client}: no temporary file is left");
-        let clean = json(&t, &["--client", client, "--json"], 0);
-        assert_eq!(clean["finding_count"], 0, "{client}: {clean:#}");
+        let clean = json(&t, &["--client", client, "--json"], exit);
+        assert_eq!(kinds(&clean), left, "{client}: {clean:#}");
         let after = t.files();
-        let again = json(&t, &["--client", client, "--fix", "--apply", "--json"], 0);
+        let again = json(&t, &["--client", client, "--fix", "--apply", "--json"], exit);
         assert_eq!(again["changes"], serde_json::json!([]), "{client}");
         assert_eq!(t.files(), after, "{client}: a second apply changes nothing");
     }

@@ -74,6 +74,8 @@ fn every_finding_is_detected_in_each_clients_tree() {
                 ("missing", "prgs-merger"),
                 ("missing", "prgs-controller"),
                 ("missing", "prgs-reconciler"),
+                // Both read `${input:forge-token}`: one prompt, one account.
+                ("shared_forge_identity", "prgs-reviewer"),
             ]),
         ),
     ];
@@ -82,7 +84,9 @@ fn every_finding_is_detected_in_each_clients_tree() {
         let v = json(&t, &["--client", client, "--json"], 3);
         assert_eq!(kinds(&v), expected, "{client}: {v:#}");
         assert_eq!(v["clean"], false);
-        assert!(v["findings"].as_array().unwrap().iter().all(|f| f["fixable"] == true), "{client}: {v:#}");
+        // A shared forge account is the operator's to split: never fixable.
+        let fixable = |f: &serde_json::Value| f["fixable"] == (f["kind"] != "shared_forge_identity");
+        assert!(v["findings"].as_array().unwrap().iter().all(fixable), "{client}: {v:#}");
         // The same tree read for every client at once still reports this one.
         let all = json(&t, &["--json"], 3);
         let names: Vec<&str> =
@@ -222,4 +226,69 @@ fn a_hostile_projects_escape_sequences_never_reach_the_terminal() {
             assert!(text.contains("\\u{1b}"), "{args:?}: the sequence is shown escaped\n{text}");
         }
     }
+}
+
+/// A `~/.claude.json` defining the whole roster, wrapped, each member with the
+/// forge token `tokens` gives its role (none when absent).
+fn roster_with_tokens(tokens: &[(&str, &str)]) -> String {
+    let servers: Vec<String> = ["author", "reviewer", "merger", "controller", "reconciler"]
+        .iter()
+        .map(|role| {
+            let token = tokens
+                .iter()
+                .find(|(r, _)| r == role)
+                .map(|(_, t)| format!(r#", "GITEA_ACCESS_TOKEN": "{t}""#))
+                .unwrap_or_default();
+            format!(
+                r#""gitea-{role}": {{"command": "fleetgate",
+                    "args": ["serve", "--profile", "prgs-{role}", "--", "python3", "mcp_server.py"],
+                    "env": {{"GITEA_MCP_CLIENT": "claude_code"{token}}}}}"#
+            )
+        })
+        .collect();
+    format!("{{\"mcpServers\": {{\n{}\n}}}}\n", servers.join(",\n"))
+}
+
+/// The forge refuses an approval by the PR's own poster (422): an author and a reviewer
+/// with one token can never merge. Reported by digest, the token never printed; the
+/// merger sharing the reviewer's account is fine.
+#[test]
+fn an_author_and_a_reviewer_with_one_forge_token_are_reported_and_the_token_is_never_printed() {
+    use sha2::{Digest, Sha256};
+    let token = "fgpat-7d1c0e9a-shared-by-author-and-reviewer";
+    let digest: String = Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let t = tree("empty");
+    let file = t.home.join(".claude.json");
+    let shared = [("author", token), ("reviewer", token), ("merger", token)];
+    std::fs::write(&file, roster_with_tokens(&shared)).unwrap();
+    let v = json(&t, &["--client", "claude-code", "--json"], 3);
+    assert_eq!(kinds(&v), expect(&[("shared_forge_identity", "prgs-reviewer")]), "{v:#}");
+    let f = &v["findings"][0];
+    assert_eq!(
+        (f["fixable"].as_bool(), f["key"].as_str(), f["entry"].as_str()),
+        (Some(false), Some("GITEA_ACCESS_TOKEN"), Some("gitea-reviewer"))
+    );
+    let message = f["message"].as_str().unwrap();
+    for needle in ["prgs-author", "prgs-reviewer", "422", "forge accounts of their own"] {
+        assert!(message.contains(needle), "{needle:?} in {message}");
+    }
+    let text = String::from_utf8(t.doctor(&["--client", "claude-code"]).stdout).unwrap();
+    assert!(text.contains("  - shared_forge_identity: the author prgs-author"), "{text}");
+    for args in [
+        &["--client", "claude-code"][..],
+        &["--client", "claude-code", "--json"],
+        &["--json"],
+        &["--client", "claude-code", "--fix"],
+        &["--client", "claude-code", "--fix", "--json"],
+    ] {
+        let out = t.doctor(args);
+        assert_eq!(code(&out), Some(3), "{args:?}: {}", stderr(&out));
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(!all.contains(token) && !all.contains(&digest), "{args:?}: the token or its digest was printed\n{all}");
+    }
+    // Accounts of their own: nothing to report.
+    std::fs::write(&file, roster_with_tokens(&[("author", "fgpat-author"), ("reviewer", token), ("merger", token)]))
+        .unwrap();
+    let v = json(&t, &["--client", "claude-code", "--json"], 0);
+    assert_eq!((v["clean"].as_bool(), v["finding_count"].as_u64()), (Some(true), Some(0)), "{v:#}");
 }
