@@ -45,6 +45,9 @@ pub const ACTION_MERGE: &str = "merge";
 pub const ACTION_REVIEW: &str = "review";
 /// The workflow action of opening a pull request (its creator is recorded, for independence).
 pub const ACTION_OPEN: &str = "open";
+/// The workflow action of a file write, which pushes a commit (its pusher is recorded: an
+/// approval of that head from the pushing session is not independent).
+pub const ACTION_PUSH: &str = "push";
 
 /// What one argument of a matching call must be.
 #[derive(Clone, Copy)]
@@ -84,6 +87,11 @@ const fn write(
     roles: &'static [&'static str],
 ) -> Entry {
     Entry { name, tool, args, roles, class: Some(ToolClass::Mutating), action: None }
+}
+
+/// A file write: the author's, recorded as a push.
+const fn pushes(name: &'static str, tool: &'static str) -> Entry {
+    Entry { name, tool, args: &[], roles: &["author"], class: Some(ToolClass::Mutating), action: Some(ACTION_PUSH) }
 }
 
 /// A method-dispatched tool's last rule: any other `method` is no role's. (A call without a
@@ -275,8 +283,8 @@ const MATRIX: &[Entry] = &[
     ),
     other_method("notifications-other", "notification_write"),
     // Files and branches: the author's; the merger also deletes a merged branch.
-    write("files", "create_or_update_file", &[], &["author"]),
-    write("file-delete", "delete_file", &[], &["author"]),
+    pushes("files", "create_or_update_file"),
+    pushes("file-delete", "delete_file"),
     write("branch-create", "create_branch", &[], &["author"]),
     write("branch-rename", "rename_branch", &[], &["author"]),
     write("branch-delete", "delete_branch", &[], &["author", "merger"]),

@@ -222,13 +222,34 @@ pub struct PrDecision {
     pub by: Actor,
     /// When.
     pub at: Timestamp,
+    /// When an operator cleared it (`fleetgate pr clear-decision`): who and why. A cleared
+    /// decision no longer counts, either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleared: Option<String>,
 }
 
 impl PrDecision {
-    /// Made at exactly this head, against exactly this base.
+    /// Standing (not cleared), made at exactly this head, against exactly this base.
     pub fn is_at(&self, head: &str, base: Option<&str>) -> bool {
-        self.head == head && self.base.as_deref() == base
+        self.cleared.is_none() && self.head == head && self.base.as_deref() == base
     }
+}
+
+/// A commit pushed through a gateway (a file write on a branch): who pushed which head, so
+/// an approval of that head from the pushing session does not count as independent
+/// (GitHub's "approval of the most recent push by someone else").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrPush {
+    /// `remote/owner/repo`, as PR keys spell it.
+    pub binding: String,
+    /// The branch written.
+    pub branch: String,
+    /// The commit the write made.
+    pub head: String,
+    /// The writing worker, client and session.
+    pub by: Actor,
+    /// When.
+    pub at: Timestamp,
 }
 
 /// Who created a PR through the gateway (for independence).
@@ -252,6 +273,8 @@ pub struct PrState<'a> {
     pub decisions: &'a [PrDecision],
     /// Who created it through the gateway, when it was.
     pub origin: Option<&'a PrOrigin>,
+    /// Commits pushed through a gateway at the heads of its decisions.
+    pub pushes: &'a [PrPush],
 }
 
 /// A workflow refusal: the blocker, every reason, and what the operator (or the model) does.
@@ -347,14 +370,26 @@ pub fn judge_review<'a>(
     Ok(lease)
 }
 
-/// Does `approval` count against the PR's origin under `independence`?
-pub fn independent(approval: &PrDecision, origin: Option<&PrOrigin>, independence: Independence) -> bool {
-    let Some(origin) = origin else { return true };
-    match independence {
-        Independence::Session => approval.by.session != origin.by.session,
-        Independence::Client => approval.by.client != origin.by.client,
+/// Does `approval` count against the PR's origin and the push of the approved head under
+/// `independence`? Neither the session (or client) that created the PR nor the one that
+/// pushed the head being approved may approve it.
+pub fn independent(
+    approval: &PrDecision,
+    origin: Option<&PrOrigin>,
+    pusher: Option<&Actor>,
+    independence: Independence,
+) -> bool {
+    let differs = |by: &Actor| match independence {
+        Independence::Session => approval.by.session != by.session,
+        Independence::Client => approval.by.client != by.client,
         Independence::Off => true,
-    }
+    };
+    origin.is_none_or(|o| differs(&o.by)) && pusher.is_none_or(differs)
+}
+
+/// Who pushed `head` through a gateway, when one did (the last record).
+pub fn pusher<'a>(state: &PrState<'a>, head: &str) -> Option<&'a Actor> {
+    state.pushes.iter().rev().find(|p| p.head == head).map(|p| &p.by)
 }
 
 /// The approval that lets `head` merge onto `base`: an independent approval at exactly
@@ -380,15 +415,18 @@ pub fn approval_at<'a>(
     }
     let standing: Vec<&&PrDecision> = latest.iter().filter(|d| d.verdict == ReviewVerdict::RequestChanges).collect();
     let approvals: Vec<&&PrDecision> = latest.iter().filter(|d| d.verdict == ReviewVerdict::Approve).collect();
-    let approval = approvals.iter().rev().find(|d| independent(d, state.origin, independence));
+    let pushed_by = pusher(state, head);
+    let approval = approvals.iter().rev().find(|d| independent(d, state.origin, pushed_by, independence));
     let mut missing = Vec::new();
     if approval.is_none() {
         missing.push(format!("no independent approval recorded at head {}{}", short(head), on(base)));
-        if !approvals.is_empty() {
-            missing.push(format!(
-                "{} approval(s) at this head came from the session that created the PR",
-                approvals.len()
-            ));
+        let by_origin = approvals.iter().filter(|d| !independent(d, state.origin, None, independence)).count();
+        if by_origin > 0 {
+            missing.push(format!("{by_origin} approval(s) at this head came from the session that created the PR"));
+        }
+        let by_pusher = approvals.iter().filter(|d| !independent(d, None, pushed_by, independence)).count();
+        if by_pusher > 0 {
+            missing.push(format!("{by_pusher} approval(s) at this head came from the session that pushed it"));
         }
         let older =
             state.decisions.iter().filter(|d| !d.is_at(head, base) && d.verdict == ReviewVerdict::Approve).count();

@@ -81,7 +81,8 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// A call [`decide`](Self::decide) allowed, with [`Verdict::settles`], was forwarded and the downstream answered
     /// `result` (an error result included): the control plane records what the answer
     /// settles (the PR workflow's decisions, a created PR's origin, a merge's released
-    /// leases). Called from the blocking pool, like `decide`.
+    /// leases). Called from the blocking pool, like `decide`, with the downstream's link for
+    /// any read the record needs.
     fn on_forwarded(&self, attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult);
 
     /// Orderly shutdown (stdin EOF, SIGTERM, SIGINT, the client transport failing): stop
@@ -185,7 +186,8 @@ impl fmt::Debug for ControlCall<'_> {
 pub struct ToolCall<'a> {
     /// The tool as the downstream defines it (annotations included).
     pub tool: &'a Tool,
-    /// The call's arguments, as sent.
+    /// The call's arguments: as sent when deciding; as forwarded (the verdict's
+    /// [`Verdict::forward`], when it set one) when settling.
     pub arguments: Option<&'a JsonObject>,
     /// The attachment's downstream, for the reads the gate makes itself before deciding
     /// (a PR's current head): never the caller's word.

@@ -13,8 +13,22 @@ use crate::sql::Dialect;
 use crate::workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin, new_lease_id};
 use fleetgate_core::Timestamp;
 use fleetgate_core::workflow::{
-    Actor, ClaimPlan, Phase, PrDecision, PrLease, PrOrigin, PrRef, Purpose, ReviewVerdict, released,
+    Actor, ClaimPlan, Phase, PrDecision, PrLease, PrOrigin, PrPush, PrRef, Purpose, ReviewVerdict, released,
 };
+
+/// Schema v7's new table, types as placeholders: commits pushed through a gateway.
+pub(crate) const CREATE_V7: &str = "CREATE TABLE IF NOT EXISTS pr_pushes (
+        id       {id},
+        binding  TEXT NOT NULL,
+        branch   TEXT NOT NULL,
+        head     TEXT NOT NULL,
+        worker   TEXT NOT NULL,
+        profile  TEXT NOT NULL,
+        client   TEXT NOT NULL,
+        session  TEXT NOT NULL,
+        at       {time} NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS pr_pushes_by_head ON pr_pushes (binding, head);";
 
 /// Schema v6, types as placeholders (see `crate::schema`).
 pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS pr_leases (
@@ -92,9 +106,13 @@ const LEASE: [&str; 16] = [
 ];
 
 /// The `pr_decisions` table; `id` is the store's.
-/// `base` arrived in schema v7 (a decision counts only for the base it was given on).
-const DECISION: [&str; 11] =
-    ["id", "binding", "pr", "head", "verdict", "worker", "profile", "client", "session", "at", "base"];
+/// `base` and `cleared` arrived in schema v7 (a decision counts only for the base it was
+/// given on, and not once an operator cleared it).
+const DECISION: [&str; 12] =
+    ["id", "binding", "pr", "head", "verdict", "worker", "profile", "client", "session", "at", "base", "cleared"];
+
+/// The `pr_pushes` table (v7); `id` is the store's.
+const PUSH: [&str; 9] = ["id", "binding", "branch", "head", "worker", "profile", "client", "session", "at"];
 
 /// The `pr_origins` table.
 const ORIGIN: [&str; 7] = ["binding", "pr", "worker", "profile", "client", "session", "at"];
@@ -117,6 +135,9 @@ pub(crate) struct LedgerSql {
     release_pr: String,
     insert_decision: String,
     decisions_of_pr: String,
+    clear_decisions: String,
+    insert_push: String,
+    pushes_of_pr: String,
     insert_origin: String,
     origin_of_pr: String,
     observe_pin: String,
@@ -133,6 +154,7 @@ impl LedgerSql {
     pub(crate) fn new(d: &Dialect) -> Self {
         let sql = |template: String| template.replace('$', d.mark.encode_utf8(&mut [0; 4]));
         let (lease, decision, origin, pin) = (names(&LEASE), names(&DECISION), names(&ORIGIN), names(&PIN));
+        let push = names(&PUSH);
         let typed_text = if d.typed_nulls { "$1::text" } else { "$1" };
         Self {
             insert_lease: sql(format!(
@@ -170,6 +192,18 @@ impl LedgerSql {
             )),
             decisions_of_pr: sql(format!(
                 "SELECT {decision} FROM pr_decisions WHERE binding = $1 AND pr = $2 ORDER BY id"
+            )),
+            clear_decisions: sql("UPDATE pr_decisions SET cleared = $4
+                 WHERE binding = $1 AND pr = $2 AND worker = $3 AND cleared IS NULL"
+                .into()),
+            insert_push: sql(format!(
+                "INSERT INTO pr_pushes ({}) VALUES ({})",
+                names(&PUSH[1..]),
+                parameters(PUSH.len() - 1)
+            )),
+            pushes_of_pr: sql(format!(
+                "SELECT {push} FROM pr_pushes WHERE binding = $1
+                   AND head IN (SELECT head FROM pr_decisions WHERE binding = $1 AND pr = $2) ORDER BY id"
             )),
             insert_origin: sql(format!(
                 "INSERT INTO pr_origins ({origin}) VALUES ({}) ON CONFLICT (binding, pr) DO NOTHING",
@@ -231,7 +265,14 @@ impl Record for PrDecision {
             by: read_actor(r, 5)?,
             at: r.time(9)?,
             base: r.opt_text(10)?,
+            cleared: r.opt_text(11)?,
         })
+    }
+}
+
+impl Record for PrPush {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        Ok(PrPush { binding: r.text(1)?, branch: r.text(2)?, head: r.text(3)?, by: read_actor(r, 4)?, at: r.time(8)? })
     }
 }
 
@@ -366,6 +407,7 @@ pub(crate) fn records<E: Engine>(e: &E, pr: &PrRef) -> Result<PrRecords, StoreEr
                 leases: c.query(&sql.leases_of_pr, &key(pr))?,
                 decisions: c.query(&sql.decisions_of_pr, &key(pr))?,
                 origin: c.query_opt(&sql.origin_of_pr, &key(pr))?,
+                pushes: c.query(&sql.pushes_of_pr, &key(pr))?,
             })
         })
     })
@@ -424,10 +466,31 @@ pub(crate) fn decide<E: Engine>(e: &E, d: &PrDecision) -> Result<(), StoreError>
         s,
         time(d.at),
         opt_text(d.base.as_deref()),
+        opt_text(d.cleared.as_deref()),
     ];
     // Not retried: a decision that committed would be recorded twice.
     e.run("cannot record the review decision", Retry::Never, |c| {
         c.execute(&e.sql().ledger.insert_decision, &args)?;
+        Ok(())
+    })
+}
+
+/// `Store::clear_pr_decisions`: the number cleared.
+pub(crate) fn clear<E: Engine>(e: &E, pr: &PrRef, worker: &str, why: &str) -> Result<usize, StoreError> {
+    let [binding, number] = key(pr);
+    let args = [binding, number, text(worker), text(why)];
+    e.run("cannot clear the review decisions", Retry::Idempotent, |c| {
+        Ok(usize::try_from(c.execute(&e.sql().ledger.clear_decisions, &args)?).unwrap_or(usize::MAX))
+    })
+}
+
+/// `Store::record_pr_push`.
+pub(crate) fn pushed<E: Engine>(e: &E, p: &PrPush) -> Result<(), StoreError> {
+    let [w, pr, cl, s] = actor_values(&p.by);
+    let args = [text(&p.binding), text(&p.branch), text(&p.head), w, pr, cl, s, time(p.at)];
+    // Not retried: a push that committed would be recorded twice.
+    e.run("cannot record the push", Retry::Never, |c| {
+        c.execute(&e.sql().ledger.insert_push, &args)?;
         Ok(())
     })
 }

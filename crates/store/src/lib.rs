@@ -33,7 +33,7 @@ use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord,
 };
-use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrRef};
+use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrPush, PrRef};
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -205,6 +205,13 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Record who created a PR through a gateway; the first record stands.
     fn record_pr_origin(&self, origin: &PrOrigin) -> Result<(), StoreError>;
+
+    /// An operator clears every standing decision `worker` made on `pr` (`why` says who
+    /// and why, kept on each). The number cleared.
+    fn clear_pr_decisions(&self, pr: &PrRef, worker: &str, why: &str) -> Result<usize, StoreError>;
+
+    /// Record a commit pushed through a gateway.
+    fn record_pr_push(&self, push: &PrPush) -> Result<(), StoreError>;
 
     /// Record the definition of `profile`'s downstream tool as seen at `now`: pinned the
     /// first time, else kept as the last seen when its digest differs. The pin as it stands.

@@ -15,7 +15,7 @@ use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, explain_refusal,
 };
-use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrRef};
+use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrPush, PrRef};
 
 impl<E: Engine> Store for E {
     fn describe(&self) -> String {
@@ -268,6 +268,14 @@ impl<E: Engine> Store for E {
 
     fn record_pr_origin(&self, origin: &PrOrigin) -> Result<(), StoreError> {
         ledger::originate(self, origin)
+    }
+
+    fn clear_pr_decisions(&self, pr: &PrRef, worker: &str, why: &str) -> Result<usize, StoreError> {
+        ledger::clear(self, pr, worker, why)
+    }
+
+    fn record_pr_push(&self, push: &PrPush) -> Result<(), StoreError> {
+        ledger::pushed(self, push)
     }
 
     fn observe_tool(

@@ -139,9 +139,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 6, name: "PR workflow and tool pins", create: crate::ledger::CREATE, add: &[] },
     Migration {
         version: 7,
-        name: "the base of a review decision",
-        create: "",
-        add: &[("pr_decisions", "base", "TEXT")],
+        name: "decision bases, cleared decisions, pushes",
+        create: crate::ledger::CREATE_V7,
+        add: &[("pr_decisions", "base", "TEXT"), ("pr_decisions", "cleared", "TEXT")],
     },
 ];
 

@@ -1,7 +1,7 @@
 //! The values the PR workflow (SPEC §10) and the tool pins (SPEC §9) keep in the store.
 
 use fleetgate_core::Timestamp;
-use fleetgate_core::workflow::{Actor, ClaimPlan, PrDecision, PrLease, PrOrigin, PrRef, Purpose};
+use fleetgate_core::workflow::{Actor, ClaimPlan, PrDecision, PrLease, PrOrigin, PrPush, PrRef, Purpose};
 
 /// What the store holds for one PR.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -12,6 +12,8 @@ pub struct PrRecords {
     pub decisions: Vec<PrDecision>,
     /// Who created it through a gateway.
     pub origin: Option<PrOrigin>,
+    /// Commits pushed through a gateway at the heads of its decisions.
+    pub pushes: Vec<PrPush>,
 }
 
 /// A lease claim, as judged by `fleetgate_core::workflow::judge_claim`; the store carries

@@ -38,7 +38,15 @@ fn lease(id: &str, purpose: Purpose, holder: &Actor, head: &str, since: i64) -> 
 }
 
 fn decision(by: &Actor, head: &str, verdict: ReviewVerdict, when: i64) -> PrDecision {
-    PrDecision { pr: pr(), head: head.into(), base: Some("main".into()), verdict, by: by.clone(), at: at(when) }
+    PrDecision {
+        pr: pr(),
+        head: head.into(),
+        base: Some("main".into()),
+        verdict,
+        by: by.clone(),
+        at: at(when),
+        cleared: None,
+    }
 }
 
 fn origin(by: &Actor) -> PrOrigin {
@@ -59,13 +67,13 @@ fn the_seed_story_approve_new_head_voids_rereview_merge() {
     let st = |l: &[PrLease], d: &[PrDecision]| -> (Vec<PrLease>, Vec<PrDecision>) { (l.to_vec(), d.to_vec()) };
 
     let (l, d) = st(&leases, &decisions);
-    let state = PrState { leases: &l, decisions: &d, origin: Some(&o) };
+    let state = PrState { leases: &l, decisions: &d, origin: Some(&o), pushes: &[] };
     assert_eq!(judge_review(&state, &reviewer, H1, ReviewVerdict::Approve, at(20)).unwrap().lease_id, "L1");
     decisions.push(decision(&reviewer, H1, ReviewVerdict::Approve, 20));
 
     // The author pushes: the approval no longer counts, the lease is stale.
     let (l, d) = st(&leases, &decisions);
-    let state = PrState { leases: &l, decisions: &d, origin: Some(&o) };
+    let state = PrState { leases: &l, decisions: &d, origin: Some(&o), pushes: &[] };
     let stale = judge_review(&state, &reviewer, H2, ReviewVerdict::Approve, at(30)).unwrap_err();
     assert_eq!(stale.blocker_kind, BlockerKind::StaleHead);
     assert!(stale.reasons[0].contains("1a38ef95aaaa") && stale.reasons[0].contains("b0868be6bbbb"), "{stale:?}");
@@ -83,14 +91,14 @@ fn the_seed_story_approve_new_head_voids_rereview_merge() {
 
     // The merger: no merge lease yet.
     let (l, d) = st(&leases, &decisions);
-    let state = PrState { leases: &l, decisions: &d, origin: Some(&o) };
+    let state = PrState { leases: &l, decisions: &d, origin: Some(&o), pushes: &[] };
     let refused = judge_merge(&state, &merger, H2, Some("main"), Independence::Session, at(60)).unwrap_err();
     assert_eq!(refused.blocker_kind, BlockerKind::ApprovalRequired);
     assert_eq!(refused.reasons, vec!["no live merge lease held by worker merger".to_owned()]);
 
     leases.push(lease("M1", Purpose::Merge, &merger, H2, 60));
     let (l, d) = st(&leases, &decisions);
-    let state = PrState { leases: &l, decisions: &d, origin: Some(&o) };
+    let state = PrState { leases: &l, decisions: &d, origin: Some(&o), pushes: &[] };
     assert_eq!(judge_merge(&state, &merger, H2, Some("main"), Independence::Session, at(70)).unwrap().lease_id, "M1");
     let a = assess(pr(), &state, H2, Some("main"), Independence::Session, at(70));
     assert!(a.approved_at_head && a.merge_needs.is_empty(), "{a:?}");
@@ -102,7 +110,7 @@ fn a_decision_without_a_lease_names_who_holds_it() {
     let reviewer = actor("r1", "codex", "s1");
     let other = actor("r2", "cursor", "s2");
     let leases = vec![lease("L", Purpose::Review, &other, H1, 0)];
-    let state = PrState { leases: &leases, decisions: &[], origin: None };
+    let state = PrState { leases: &leases, decisions: &[], origin: None, pushes: &[] };
     let refused = judge_review(&state, &reviewer, H1, ReviewVerdict::RequestChanges, at(1)).unwrap_err();
     assert_eq!(refused.blocker_kind, BlockerKind::ReviewLeaseRequired);
     assert!(refused.reasons[1].contains("held by worker r2"), "{refused:?}");
@@ -113,7 +121,7 @@ fn an_expired_lease_counts_for_nothing_and_may_be_taken_over() {
     let old = actor("r1", "codex", "s1");
     let new = actor("r2", "cursor", "s2");
     let leases = vec![lease("L", Purpose::Review, &old, H1, 0)];
-    let state = PrState { leases: &leases, decisions: &[], origin: None };
+    let state = PrState { leases: &leases, decisions: &[], origin: None, pushes: &[] };
     assert!(judge_review(&state, &old, H1, ReviewVerdict::Approve, at(TTL - 1)).is_ok());
     let expired = judge_review(&state, &old, H1, ReviewVerdict::Approve, at(TTL)).unwrap_err();
     assert_eq!(expired.blocker_kind, BlockerKind::ReviewLeaseRequired);
@@ -131,7 +139,7 @@ fn a_gone_holder_loses_its_lease_and_a_live_one_renews() {
     let old = actor("r1", "codex", "s1");
     let new = actor("r2", "cursor", "s2");
     let leases = vec![lease("L", Purpose::Review, &old, H1, 0)];
-    let state = PrState { leases: &leases, decisions: &[], origin: None };
+    let state = PrState { leases: &leases, decisions: &[], origin: None, pushes: &[] };
     let plan = judge_claim(&state, &new, Purpose::Review, H1, H1, at(5), &|a| a.worker != "r1").unwrap();
     assert_eq!(plan, ClaimPlan::Claim { release: vec![("L".into(), released::HOLDER_GONE)] });
     let renew = judge_claim(&state, &old, Purpose::Review, H1, H1, at(5), &|_| true).unwrap();
@@ -145,7 +153,7 @@ fn leases_of_the_other_purpose_do_not_block_a_claim() {
     let reviewer = actor("r1", "codex", "s1");
     let merger = actor("m", "gemini", "s3");
     let leases = vec![lease("L", Purpose::Review, &reviewer, H1, 0)];
-    let state = PrState { leases: &leases, decisions: &[], origin: None };
+    let state = PrState { leases: &leases, decisions: &[], origin: None, pushes: &[] };
     assert!(judge_claim(&state, &merger, Purpose::Merge, H1, H1, at(1), &|_| true).is_ok());
 }
 
@@ -157,7 +165,7 @@ fn self_approval_and_later_request_changes_do_not_count() {
     let other_session = actor("reviewer", "claude-code", "s-other");
     let o = origin(&author);
     let d = vec![decision(&same_session, H1, ReviewVerdict::Approve, 1)];
-    let state = PrState { leases: &[], decisions: &d, origin: Some(&o) };
+    let state = PrState { leases: &[], decisions: &d, origin: Some(&o), pushes: &[] };
     let missing = approval_at(&state, H1, Some("main"), Independence::Session).unwrap_err();
     assert!(missing[1].contains("came from the session that created the PR"), "{missing:?}");
     assert!(approval_at(&state, H1, Some("main"), Independence::Off).is_ok());
@@ -166,7 +174,7 @@ fn self_approval_and_later_request_changes_do_not_count() {
         decision(&other_session, H1, ReviewVerdict::Approve, 1),
         decision(&actor("r2", "cursor", "s9"), H1, ReviewVerdict::RequestChanges, 2),
     ];
-    let state = PrState { leases: &[], decisions: &d, origin: Some(&o) };
+    let state = PrState { leases: &[], decisions: &d, origin: Some(&o), pushes: &[] };
     assert!(approval_at(&state, H1, Some("main"), Independence::Session).unwrap_err()[0].contains("requested changes"));
     assert!(
         approval_at(&state, H1, Some("main"), Independence::Client).is_err(),
@@ -177,7 +185,7 @@ fn self_approval_and_later_request_changes_do_not_count() {
         decision(&actor("r2", "cursor", "s9"), H1, ReviewVerdict::RequestChanges, 1),
         decision(&other_session, H1, ReviewVerdict::Approve, 2),
     ];
-    let state = PrState { leases: &[], decisions: &d, origin: Some(&o) };
+    let state = PrState { leases: &[], decisions: &d, origin: Some(&o), pushes: &[] };
     let missing = approval_at(&state, H1, Some("main"), Independence::Session).unwrap_err();
     assert!(
         missing[0].contains("worker r2 requested changes"),
@@ -185,11 +193,43 @@ fn self_approval_and_later_request_changes_do_not_count() {
     );
     let mut d = d;
     d.push(decision(&actor("r2", "cursor", "s9"), H1, ReviewVerdict::Approve, 3));
-    let state = PrState { leases: &[], decisions: &d, origin: Some(&o) };
+    let state = PrState { leases: &[], decisions: &d, origin: Some(&o), pushes: &[] };
     assert!(
         approval_at(&state, H1, Some("main"), Independence::Session).is_ok(),
         "its own reviewer's approval lifts it"
     );
+}
+
+#[test]
+fn the_session_that_pushed_a_head_does_not_approve_it_and_a_cleared_decision_no_longer_counts() {
+    let author = actor("author", "claude-code", "s-author");
+    let reviewer = actor("reviewer", "codex", "s-review");
+    let o = origin(&author);
+    let d = vec![decision(&reviewer, H1, ReviewVerdict::Approve, 1)];
+    let push =
+        PrPush { binding: pr().binding, branch: "feature".into(), head: H1.into(), by: reviewer.clone(), at: at(0) };
+    let pushes = vec![push];
+    let state = PrState { leases: &[], decisions: &d, origin: Some(&o), pushes: &pushes };
+    let missing = approval_at(&state, H1, Some("main"), Independence::Session).unwrap_err();
+    assert!(missing.iter().any(|m| m.contains("session that pushed it")), "{missing:?}");
+    assert!(approval_at(&state, H1, Some("main"), Independence::Off).is_ok());
+    let state = PrState { pushes: &[], ..state };
+    assert!(
+        approval_at(&state, H1, Some("main"), Independence::Session).is_ok(),
+        "another head's push is not this one's"
+    );
+
+    let mut d = vec![
+        decision(&actor("r2", "cursor", "s9"), H1, ReviewVerdict::RequestChanges, 1),
+        decision(&reviewer, H1, ReviewVerdict::Approve, 2),
+    ];
+    let state = PrState { leases: &[], decisions: &d, origin: Some(&o), pushes: &[] };
+    assert!(approval_at(&state, H1, Some("main"), Independence::Session).is_err(), "the request-changes stands");
+    d[0].cleared = Some("operator: superseded".into());
+    let state = PrState { leases: &[], decisions: &d, origin: Some(&o), pushes: &[] };
+    assert!(approval_at(&state, H1, Some("main"), Independence::Session).is_ok(), "cleared, it no longer counts");
+    let a = assess(pr(), &state, H1, Some("main"), Independence::Session, at(3));
+    assert_eq!((a.current_decisions.len(), a.historical_decisions.len()), (1, 1), "a cleared decision is historical");
 }
 
 #[test]
@@ -200,7 +240,7 @@ fn a_decision_counts_only_for_the_base_it_was_given_on() {
     let mut approval = decision(&actor("r", "codex", "s1"), H1, ReviewVerdict::Approve, 1);
     approval.base = Some("dev".into());
     let d = vec![approval];
-    let state = PrState { leases: &leases, decisions: &d, origin: None };
+    let state = PrState { leases: &leases, decisions: &d, origin: None, pushes: &[] };
     assert!(judge_merge(&state, &merger, H1, Some("dev"), Independence::Session, at(2)).is_ok());
     let refused = judge_merge(&state, &merger, H1, Some("main"), Independence::Session, at(2)).unwrap_err();
     assert_eq!(refused.blocker_kind, BlockerKind::ApprovalRequired);
@@ -216,7 +256,7 @@ fn a_merge_lease_at_an_old_head_is_named() {
     let merger = actor("m", "gemini", "s3");
     let leases = vec![lease("M", Purpose::Merge, &merger, H1, 0)];
     let d = vec![decision(&actor("r", "codex", "s1"), H2, ReviewVerdict::Approve, 1)];
-    let state = PrState { leases: &leases, decisions: &d, origin: None };
+    let state = PrState { leases: &leases, decisions: &d, origin: None, pushes: &[] };
     let refused = judge_merge(&state, &merger, H2, Some("main"), Independence::Session, at(2)).unwrap_err();
     assert_eq!(refused.blocker_kind, BlockerKind::ApprovalRequired);
     assert!(refused.reasons[0].contains("merge lease is at head 1a38ef95aaaa"), "{refused:?}");
@@ -283,7 +323,7 @@ impl World {
         let now = at(self.now);
         let head = self.head();
         let (leases, decisions) = (self.leases.clone(), self.decisions.clone());
-        let state = PrState { leases: &leases, decisions: &decisions, origin: Some(&self.origin) };
+        let state = PrState { leases: &leases, decisions: &decisions, origin: Some(&self.origin), pushes: &[] };
         match *op {
             Op::Push => self.heads.push(format!("h{}", self.heads.len())),
             Op::Retarget => self.base = if self.base == "dev" { "main".into() } else { "dev".into() },
@@ -317,7 +357,15 @@ impl World {
                 if let Ok(lease) = judge_review(&state, &caller, &head, verdict, now) {
                     // The gate records the base the lease was claimed for, else the forge's.
                     let base = lease.target_branch.clone().or_else(|| Some(self.base.clone()));
-                    self.decisions.push(PrDecision { pr: pr(), head, base, verdict, by: caller, at: now });
+                    self.decisions.push(PrDecision {
+                        pr: pr(),
+                        head,
+                        base,
+                        verdict,
+                        by: caller,
+                        at: now,
+                        cleared: None,
+                    });
                 }
             }
             Op::Merge { who } => {
@@ -364,7 +412,7 @@ proptest! {
         for op in &ops {
             world.apply(op);
             if matches!(op, Op::Push | Op::Retarget) {
-                let state = PrState { leases: &world.leases, decisions: &world.decisions, origin: Some(&world.origin) };
+                let state = PrState { leases: &world.leases, decisions: &world.decisions, origin: Some(&world.origin), pushes: &[] };
                 for independence in [Independence::Session, Independence::Client, Independence::Off] {
                     // A retarget back to a base with an approval at this head may find it again:
                     // only a push is a head no one has seen.

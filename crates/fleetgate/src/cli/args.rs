@@ -126,6 +126,25 @@ pub enum PrCommand {
         #[arg(long)]
         stale: bool,
     },
+    /// Clear every standing review decision a worker made on a PR (a request-changes that
+    /// stands until its reviewer approves, or an approval an operator withdraws). Kept,
+    /// marked cleared with the reason, and audited.
+    ClearDecision {
+        /// The PR number.
+        pr: u64,
+        /// The worker whose decisions are cleared (`fleetgate pr show` names it).
+        #[arg(long)]
+        worker: String,
+        /// Why (kept on each decision and in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Repository owner (default: the roster's [binding] org).
+        #[arg(long)]
+        owner: Option<String>,
+        /// Repository name (default: the roster's [binding] repo).
+        #[arg(long)]
+        repo: Option<String>,
+    },
 }
 
 /// `fleetgate tools …`

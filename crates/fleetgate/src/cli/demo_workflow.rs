@@ -161,6 +161,8 @@ async fn start(exe: &Path, dir: &Path, checkout: &Path, fixture: &[String]) -> a
             .arg(checkout)
             .arg("--")
             .args(fixture)
+            // A forge account per role: Gitea refuses an approval by the PR's own poster.
+            .args(["--user", name])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

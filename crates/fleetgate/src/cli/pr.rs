@@ -1,5 +1,5 @@
-//! `fleetgate pr list|show|release`: the PR workflow's leases and decisions for the
-//! operator (SPEC §10). `show` and `release --stale` read the forge through
+//! `fleetgate pr list|show|release|clear-decision`: the PR workflow's leases and decisions
+//! for the operator (SPEC §10). `show` and `release --stale` read the forge through
 //! `[workflow] forge_command`; the rest needs only the store.
 
 use crate::cli::args::PrCommand;
@@ -22,7 +22,44 @@ pub fn pr(ctx: &Ctx, cmd: &PrCommand) -> anyhow::Result<Reply> {
         }
         PrCommand::Release { lease_id: None, stale: true, .. } => release_stale(ctx),
         PrCommand::Release { .. } => Err(anyhow!("give either a LEASE_ID or --stale")),
+        PrCommand::ClearDecision { pr, worker, reason, owner, repo } => {
+            let reason = reason.as_deref().unwrap_or("cleared by an operator");
+            clear_decision(ctx, *pr, worker, reason, owner.as_deref(), repo.as_deref())
+        }
     }
+}
+
+/// Clear `worker`'s standing decisions on the PR, and audit it. Exit 3 when there were none.
+fn clear_decision(
+    ctx: &Ctx,
+    pr: u64,
+    worker: &str,
+    reason: &str,
+    owner: Option<&str>,
+    repo: Option<&str>,
+) -> anyhow::Result<Reply> {
+    let key = target(ctx, pr, owner, repo)?.key(&ctx.config.workflow.remote);
+    let store = ctx.store()?;
+    let now = ctx.now();
+    let why = format!("cleared by an operator at {now}: {reason}");
+    let cleared = store.clear_pr_decisions(&key, worker, &why)?;
+    store.append_audit(&fleetgate_core::audit::AuditEntry {
+        id: None,
+        at: now,
+        profile: "operator".into(),
+        worker_identity: None,
+        tool: "pr clear-decision".into(),
+        allowed: true,
+        blocker_kind: None,
+        reasons: vec![format!("cleared {cleared} decision(s) of worker {worker} on {key}: {reason}")],
+        principal: None,
+    })?;
+    let exit = if cleared == 0 { Exit::No } else { Exit::Ok };
+    Ok(Reply {
+        value: json!({ "pr": key, "worker": worker, "cleared": cleared, "reason": reason }),
+        text: format!("cleared {cleared} decision(s) of worker {worker} on {key}: {reason}"),
+        exit,
+    })
 }
 
 fn rows(leases: &[PrLease], now: fleetgate_core::Timestamp) -> Vec<Vec<String>> {
@@ -89,7 +126,13 @@ fn show(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow::
         .decisions
         .iter()
         .map(|d| {
-            vec![d.at.to_string(), d.verdict.as_str().into(), d.head.clone(), d.by.worker.clone(), d.by.session.clone()]
+            let verdict = if d.cleared.is_some() {
+                format!("{} (cleared)", d.verdict.as_str())
+            } else {
+                d.verdict.as_str().into()
+            };
+            let base = d.base.clone().unwrap_or_else(|| "-".into());
+            vec![d.at.to_string(), verdict, d.head.clone(), base, d.by.worker.clone(), d.by.session.clone()]
         })
         .collect();
     let mut text = vec![format!("{key}"), head_line];
@@ -97,7 +140,7 @@ fn show(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow::
         text.push(table(&HEADERS, &rows(&held.leases, now)));
     }
     if !decisions.is_empty() {
-        text.push(table(&["AT", "VERDICT", "HEAD", "WORKER", "SESSION"], &decisions));
+        text.push(table(&["AT", "VERDICT", "HEAD", "BASE", "WORKER", "SESSION"], &decisions));
     }
     Ok(Reply { value, text: text.join("\n"), exit: Exit::Ok })
 }

@@ -11,6 +11,8 @@ pub struct Variant {
     pub changed_description: bool,
     /// `pull_request_write`'s `method` enum has one more value (`lock`).
     pub new_method: bool,
+    /// A push races every merge (not a listing change).
+    pub race_merge: bool,
 }
 
 /// The `method` values of `pull_request_write`.
@@ -331,6 +333,19 @@ pub fn tools(variant: Variant) -> Vec<Value> {
                 a("reviewers", json!({ "type": "string" })).about("add_reviewers, remove_reviewers"),
                 a("team_reviewers", json!({ "type": "string" })).about("add_reviewers, remove_reviewers"),
                 b("draft").about("a 'WIP: ' title prefix"),
+            ],
+        ),
+        tool(
+            "actions_run_read",
+            "Read Actions runs: list them, or download a job's log (to output_path when given).",
+            Kind::Read,
+            "Read Actions runs",
+            vec![
+                method(&["list_runs", "download_job_log"]),
+                owner(),
+                repo(),
+                n("job_id").about("download_job_log"),
+                s("output_path").about("download_job_log: write the log to this file"),
             ],
         ),
         tool(

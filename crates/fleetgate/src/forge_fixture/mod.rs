@@ -19,7 +19,16 @@
 //!   review `stale` when the head moved on;
 //! * `pull_request_review_write`, `issue_write`, `issue_read`, `list_issues`,
 //!   `list_pull_requests`, and the readers `get_file_contents`, `get_dir_contents`,
-//!   `list_commits`, `get_commit`, `get_me`, `get_gitea_mcp_server_version`.
+//!   `list_commits`, `get_commit`, `get_me`, `get_gitea_mcp_server_version`;
+//! * `actions_run_read` `list_runs` (none: no CI here) and `download_job_log`, which writes
+//!   the log to `output_path` as the real server does (a "reader" that writes a file).
+//!
+//! Gitea's semantics where they differ from a naive reading (`GITEA_MCP.md` lists them): a
+//! fraction is truncated where a number is read, a numeric string is a number; a file write
+//! without `branch_name` writes the default branch; `head_commit_id` on a merge is a
+//! compare-and-swap (409 when the head moved); an approval or a request-changes by the PR's
+//! own poster is refused with HTTP 422; a submitted review is at the head of its submission;
+//! owner and repository names match case-insensitively.
 //!
 //! The forge's own records live in a JSON file (see `ledger`) under an exclusive lock held
 //! for each whole call, so several fixture processes given the same repository — one per
@@ -36,7 +45,7 @@
 //!
 //! ```text
 //! fleetgate debug forge-fixture --repo PATH.git [--slug OWNER/NAME] [--state FILE] [--user LOGIN]
-//!               [--variant changed-description|new-method]...
+//!               [--variant changed-description|new-method|race-merge]...
 //! ```
 //!
 //! `--repo`: the bare repository (it must exist). `--slug`: the `owner`/`repo` the tools
@@ -99,6 +108,8 @@ pub struct Forge {
     pub owner: String,
     pub name: String,
     pub user: String,
+    /// `--variant race-merge`: a push lands on the PR's head branch while a merge is under way.
+    pub race_merge: bool,
 }
 
 impl Forge {
@@ -114,7 +125,8 @@ impl Forge {
     pub fn check_repo(&self, args: &Args) -> Result<(String, String), String> {
         let owner = args::string(args, "owner")?;
         let repo = args::string(args, "repo")?;
-        if owner != self.owner || repo != self.name {
+        // Gitea resolves owner and repository names case-insensitively.
+        if !owner.eq_ignore_ascii_case(&self.owner) || !repo.eq_ignore_ascii_case(&self.name) {
             return Err(format!("repository {owner}/{repo} err: The target couldn't be found."));
         }
         Ok((owner, repo))
@@ -142,6 +154,7 @@ impl Forge {
             "pull_request_read" => pulls::read,
             "pull_request_write" => pulls::write,
             "pull_request_review_write" => pulls::review_write,
+            "actions_run_read" => repo::actions_run_read,
             _ => return None,
         };
         Some(handler(self, args))
@@ -216,7 +229,10 @@ fn fixture(flags: Flags) -> Result<Fixture, String> {
         match v.as_str() {
             "changed-description" => variant.changed_description = true,
             "new-method" => variant.new_method = true,
-            other => return Err(format!("--variant {other:?}: known are changed-description, new-method")),
+            "race-merge" => variant.race_merge = true,
+            other => {
+                return Err(format!("--variant {other:?}: known are changed-description, new-method, race-merge"));
+            }
         }
     }
     let state = flags.state.unwrap_or_else(|| repo.join("fleetgate-forge.json"));
@@ -226,6 +242,7 @@ fn fixture(flags: Flags) -> Result<Fixture, String> {
         owner: owner.to_owned(),
         name: name.to_owned(),
         user: flags.user,
+        race_merge: variant.race_merge,
     };
     Ok(Fixture { forge: Arc::new(forge), variant })
 }

@@ -354,6 +354,24 @@ fn update(f: &Forge, p: &mut Pull, args: &Args, at: &str) -> Result<(), String> 
     Ok(())
 }
 
+/// `--variant race-merge`: commit `raced.txt` to the PR's head branch.
+fn race(f: &Forge, p: &mut Pull) -> Result<(), String> {
+    let tip = f.git.branch(&p.head).ok_or("the head branch is gone")?;
+    let blob = f.git.hash_blob(b"pushed while the merge was under way\n")?;
+    let tree = f.git.tree_with(&tip, "raced.txt", Some(&blob))?;
+    let commit = f.git.commit(&tree, &[&tip], "A push racing the merge")?;
+    f.git.set_ref(&format!("refs/heads/{}", p.head), &commit, Some(&tip))?;
+    refresh(f, p)
+}
+
+/// Gitea refuses an approval or a request-changes by the PR's own poster.
+fn own_pull(f: &Forge, p: &Pull, state: &str, at: &str) -> Result<(), String> {
+    if matches!(state, "APPROVED" | "REQUEST_CHANGES") && p.user == f.user {
+        return Err(format!("create review for {at} failed: HTTP 422: approve/reject your own pull is not allowed"));
+    }
+    Ok(())
+}
+
 /// Merge the base into the head branch (Gitea's "update branch by merge").
 fn update_branch(f: &Forge, p: &mut Pull) -> Result<(), String> {
     let base = f.git.branch(&p.base).ok_or("the base branch is gone")?;
@@ -378,6 +396,11 @@ fn merge(f: &Forge, state: &mut State, number: i64, args: &Args, at: &str) -> Re
     }
     if !MERGE_STYLES.contains(&style.as_str()) {
         return Err(format!("merge {at} err: unknown merge style {style:?}"));
+    }
+    if f.race_merge {
+        // Another push lands on the head branch now, between whatever the caller read and
+        // the forge's check below.
+        race(f, p)?;
     }
     if let Some(expected) = args::opt_string(args, "head_commit_id").filter(|s| !s.is_empty())
         && expected != p.head_sha
@@ -476,6 +499,7 @@ fn review_method(f: &Forge, p: &mut Pull, method: &str, args: &Args, at: &str, n
             if !REVIEW_STATES.contains(&state.as_str()) {
                 return Err(format!("create review for {at} err: unknown review state {state:?}"));
             }
+            own_pull(f, p, &state, at)?;
             let mut ids = next..;
             let review_id = ids.next().unwrap_or(next);
             let comments: Vec<ReviewComment> = args
@@ -519,6 +543,9 @@ fn review_method(f: &Forge, p: &mut Pull, method: &str, args: &Args, at: &str, n
             if p.reviews[i].state != "PENDING" {
                 return Err(format!("submit review {} for {at} err: the review is not pending", p.reviews[i].id));
             }
+            own_pull(f, p, &state, at)?;
+            // Gitea records a submitted review at the PR's head at submission.
+            p.reviews[i].commit_id = p.head_sha.clone();
             p.reviews[i].state = state;
             p.reviews[i].submitted_at = Some(now());
             if let Some(body) = args::opt_string(args, "body") {

@@ -222,3 +222,26 @@ pub fn get_commit(f: &Forge, args: &Args) -> Result<Value, String> {
     let found = f.git.log(&commit, None, 0, 1).map_err(|_| not_found())?;
     found.first().map(|c| commit_json(f, c)).ok_or_else(not_found)
 }
+
+/// `actions_run_read`: no CI runs here, so `list_runs` is empty; `download_job_log` answers
+/// a log and, given `output_path`, writes it there (as the real server does: a reader with a
+/// side effect).
+pub fn actions_run_read(f: &Forge, args: &Args) -> Result<Value, String> {
+    let method = args::string(args, "method")?;
+    f.check_repo(args)?;
+    match method.as_str() {
+        "list_runs" => Ok(json!({ "total_count": 0, "workflow_runs": [] })),
+        "download_job_log" => {
+            let job = args::index(args, "job_id")?;
+            let log = format!("job {job}: no CI runs on this forge\n");
+            match args::opt_string(args, "output_path").filter(|p| !p.is_empty()) {
+                Some(path) => {
+                    std::fs::write(&path, &log).map_err(|e| format!("write {path}: {e}"))?;
+                    Ok(json!({ "message": "Log downloaded", "output_path": path, "size": log.len() }))
+                }
+                None => Ok(json!({ "log": log })),
+            }
+        }
+        other => Err(format!("unknown method: {other}")),
+    }
+}

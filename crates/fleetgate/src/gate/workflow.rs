@@ -20,6 +20,8 @@ pub const ACTION_MERGE: &str = fleetgate_core::forge::ACTION_MERGE;
 pub const ACTION_REVIEW: &str = fleetgate_core::forge::ACTION_REVIEW;
 /// The workflow action of opening a PR (its creator is recorded for independence).
 pub const ACTION_OPEN: &str = fleetgate_core::forge::ACTION_OPEN;
+/// The workflow action of a file write (its pusher is recorded for independence).
+pub const ACTION_PUSH: &str = fleetgate_core::forge::ACTION_PUSH;
 
 /// Where the gate reads a PR's current state: the downstream's own read tool.
 pub trait ForgeReader {
@@ -217,8 +219,31 @@ pub fn settle(
                         (facts.head, facts.base_ref)
                     }
                 };
-            let decision = workflow::PrDecision { pr: key, head, base, verdict, by: call.actor.clone(), at: now };
+            let decision =
+                workflow::PrDecision { pr: key, head, base, verdict, by: call.actor.clone(), at: now, cleared: None };
             store.record_pr_decision(&decision).map_err(|e| e.to_string())
+        }
+        ACTION_PUSH => {
+            // The write's answer names no commit: the branch's tip, read right after, is it.
+            let text = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+            let (Some(owner), Some(repo)) = (text("owner"), text("repo")) else { return Ok(()) };
+            let Some(branch) = text("new_branch_name").or_else(|| text("branch_name")) else { return Ok(()) };
+            let forge = forge.ok_or("no forge to read the pushed branch from")?;
+            let mut read = Map::new();
+            read.insert("owner".into(), Value::from(owner));
+            read.insert("repo".into(), Value::from(repo));
+            read.insert("sha".into(), Value::from(branch));
+            let tip = forge.read("get_commit", read)?;
+            let head = tip.get("sha").and_then(Value::as_str).ok_or("the forge named no commit for the branch")?;
+            let binding = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: 0 }.key(call.remote).binding;
+            let push = workflow::PrPush {
+                binding,
+                branch: branch.to_owned(),
+                head: head.to_owned(),
+                by: call.actor.clone(),
+                at: now,
+            };
+            store.record_pr_push(&push).map_err(|e| e.to_string())
         }
         ACTION_MERGE => {
             let Some(target) = pr_target(args) else { return Ok(()) };
@@ -239,6 +264,6 @@ pub trait AsState {
 
 impl AsState for PrRecords {
     fn state(&self) -> PrState<'_> {
-        PrState { leases: &self.leases, decisions: &self.decisions, origin: self.origin.as_ref() }
+        PrState { leases: &self.leases, decisions: &self.decisions, origin: self.origin.as_ref(), pushes: &self.pushes }
     }
 }

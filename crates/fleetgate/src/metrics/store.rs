@@ -10,7 +10,7 @@ use fleetgate_core::runtime::{HostIdentity, ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord,
 };
-use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrRef};
+use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrPush, PrRef};
 use fleetgate_store::{
     FleetSnapshot, HostObservation, PrClaimOutcome, PrLeaseClaim, PrRecords, Store, StoreError, ToolPin,
 };
@@ -100,6 +100,8 @@ impl Store for MeteredStore {
         fn list_pr_leases(&self, live_only: bool, now: Timestamp) -> Vec<PrLease>;
         fn record_pr_decision(&self, decision: &PrDecision) -> ();
         fn record_pr_origin(&self, origin: &PrOrigin) -> ();
+        fn clear_pr_decisions(&self, pr: &PrRef, worker: &str, why: &str) -> usize;
+        fn record_pr_push(&self, push: &PrPush) -> ();
         fn observe_tool(&self, profile: &str, tool: &str, digest: &str, definition: &str, now: Timestamp) -> ToolPin;
         fn tool_pin(&self, profile: &str, tool: &str) -> Option<ToolPin>;
         fn list_tool_pins(&self, profile: Option<&str>) -> Vec<ToolPin>;

@@ -135,7 +135,9 @@ impl Fleet {
         let mut clients: Vec<Client> = ROLES
             .iter()
             .map(|r| {
-                let downstream: Vec<&str> = fixture.iter().map(String::as_str).collect();
+                let mut downstream: Vec<&str> = fixture.iter().map(String::as_str).collect();
+                // A forge account per role (Gitea refuses an approval by the PR's poster).
+                downstream.extend(["--user", *r]);
                 Client::start(&f.serve_argv(&format!("prgs-{r}"), "forge-a", &downstream))
             })
             .collect();

@@ -6,6 +6,7 @@
 //! One binary, run serially: every test's host scan sees every gateway on the
 //! machine, so two tests' fleets must not overlap in time.
 
+mod adversary;
 mod attribution;
 mod canary;
 mod demo;

@@ -18,7 +18,7 @@ const MEMBERS: [(&str, &str); 4] =
 
 /// Refused with `blocker`, its reasons containing `needle`: a gated call's refusal text
 /// starts with the blocker; a control tool answers it as structured JSON.
-fn refused(call: (bool, String, Value), blocker: &str, needle: &str) -> String {
+pub(crate) fn refused(call: (bool, String, Value), blocker: &str, needle: &str) -> String {
     let (err, text, structured) = call;
     assert!(err, "forwarded, not refused: {text}");
     if structured.is_object() && structured.get("blocker_kind").is_some() {
@@ -30,16 +30,21 @@ fn refused(call: (bool, String, Value), blocker: &str, needle: &str) -> String {
     text
 }
 
-struct Fleet {
-    _dir: tempfile::TempDir,
-    f: FleetDir,
+pub(crate) struct Fleet {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) f: FleetDir,
     bare: PathBuf,
     fixture: Vec<String>,
     clients: Vec<Client>,
 }
 
 impl Fleet {
-    fn start(extra: &str) -> Self {
+    pub(crate) fn start(extra: &str) -> Self {
+        Self::start_with(extra, &[])
+    }
+
+    /// The fleet, the fixture of each member named in `flags` started with those flags.
+    pub(crate) fn start_with(extra: &str, flags: &[(&str, &[&str])]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let fixture = forge_fixture();
         let bare = dir.path().join("forge.git");
@@ -55,9 +60,10 @@ impl Fleet {
         config.push_str(&format!("\n[workflow]\nforge_command = {command:?}\n{extra}"));
         let f = FleetDir::new(&config);
         bare_repo(dir.path(), "forge.git", &f.repo());
-        let mut fleet = Self { _dir: dir, f, bare, fixture, clients: Vec::new() };
+        let mut fleet = Self { dir, f, bare, fixture, clients: Vec::new() };
         for (name, _) in MEMBERS {
-            let client = fleet.gateway(name, &[]);
+            let variant = flags.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, f)| *f);
+            let client = fleet.gateway(name, variant);
             fleet.clients.push(client);
         }
         assert!(wait_until(20.0, || fleet.f.running_rows() == MEMBERS.len()), "the fleet did not come up");
@@ -69,6 +75,11 @@ impl Fleet {
         let bare = self.bare.display().to_string();
         let mut downstream: Vec<&str> = self.fixture.iter().map(String::as_str).collect();
         downstream.extend(["--repo", bare.as_str()]);
+        // A forge account per member (Gitea refuses an approval by the PR's own poster),
+        // unless the variant names one.
+        if !variant.contains(&"--user") {
+            downstream.extend(["--user", name]);
+        }
         downstream.extend_from_slice(variant);
         let mut argv = self.f.serve_argv(&format!("prgs-{name}"), "flow-a", &downstream);
         // The author's client session is shared by reviewer2: its approvals are not independent.
@@ -81,11 +92,16 @@ impl Fleet {
         MEMBERS.iter().position(|(n, _)| *n == name).unwrap()
     }
 
-    fn call(&mut self, name: &str, tool: &str, args: Value) -> (bool, String, Value) {
+    pub(crate) fn call(&mut self, name: &str, tool: &str, args: Value) -> (bool, String, Value) {
         self.clients[Self::who(name)].call(tool, at(args))
     }
 
-    fn claim(&mut self, name: &str, pr: i64, head: &str, purpose: &str) -> (bool, String, Value) {
+    /// The call exactly as given: no owner and repo added.
+    pub(crate) fn call_as_is(&mut self, name: &str, tool: &str, args: Value) -> (bool, String, Value) {
+        self.clients[Self::who(name)].call(tool, args)
+    }
+
+    pub(crate) fn claim(&mut self, name: &str, pr: i64, head: &str, purpose: &str) -> (bool, String, Value) {
         self.call(name, "gitea_claim_pr_lease", json!({ "pr": pr, "head": head, "purpose": purpose }))
     }
 
@@ -93,29 +109,34 @@ impl Fleet {
         self.clients[Self::who(name)].call("gitea_release_pr_lease", json!({ "lease_id": lease_id }))
     }
 
-    fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         git(&self.bare, args).trim().to_owned()
     }
 
     /// The author commits `content` to `feature`; the new head.
-    fn push(&mut self, content: &str, message: &str) -> String {
-        let existing = self.call("author", "get_file_contents", json!({ "ref": "feature", "path": "f.txt" }));
-        let mut commit = json!({ "path": "f.txt", "content": content, "message": message, "branch_name": "feature" });
+    pub(crate) fn push(&mut self, content: &str, message: &str) -> String {
+        self.push_to("feature", content, message)
+    }
+
+    /// The author commits `content` to `f.txt` on `branch`; the new head.
+    pub(crate) fn push_to(&mut self, branch: &str, content: &str, message: &str) -> String {
+        let existing = self.call("author", "get_file_contents", json!({ "ref": branch, "path": "f.txt" }));
+        let mut commit = json!({ "path": "f.txt", "content": content, "message": message, "branch_name": branch });
         if !existing.0 {
             commit["sha"] = serde_json::from_str::<Value>(&existing.1).unwrap()["sha"].clone();
         }
         answer(self.call("author", "create_or_update_file", commit));
-        self.git(&["rev-parse", "feature"])
+        self.git(&["rev-parse", branch])
     }
 
-    fn stop(self) {
+    pub(crate) fn stop(self) {
         for c in self.clients {
             c.close();
         }
     }
 }
 
-fn approve(pr: i64) -> Value {
+pub(crate) fn approve(pr: i64) -> Value {
     json!({ "method": "create", "pull_number": pr, "state": "APPROVED", "body": "LGTM" })
 }
 
@@ -183,6 +204,10 @@ fn the_workflow_merges_only_the_independently_approved_head() {
         "{assessed}"
     );
     assert_eq!(answer(fleet.call("merger", "pull_request_write", merge.clone()))["merged"], true);
+    // The allowed merge is audited with what it was judged as: the PR, the head, the base.
+    let judged = format!("judged merge (merge) of forge/fleet/forge#{pr} at head {} onto main", &h2[..12]);
+    let audit = fleet.f.audit_until(|e| e.iter().any(|x| x.to_string().contains(&judged)));
+    assert!(audit.to_string().contains(&judged), "{judged}: {audit}");
     let parents = fleet.git(&["rev-list", "--parents", "-n", "1", "main"]);
     assert_eq!(
         parents.split(' ').collect::<Vec<_>>()[1..],

@@ -8,7 +8,7 @@ use fleetgate_core::runtime::RuntimeRecord;
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, worker_identity,
 };
-use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrRef};
+use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrPush, PrRef};
 use fleetgate_store::{
     FleetSnapshot, HostIdentity, HostObservation, PrClaimOutcome, PrLeaseClaim, PrRecords, Store, StoreError,
     StoreErrorKind, ToolPin,
@@ -203,6 +203,12 @@ impl Store for Instrumented {
     }
     fn record_pr_origin(&self, o: &PrOrigin) -> Result<(), StoreError> {
         self.inner.record_pr_origin(o)
+    }
+    fn clear_pr_decisions(&self, pr: &PrRef, worker: &str, why: &str) -> Result<usize, StoreError> {
+        self.inner.clear_pr_decisions(pr, worker, why)
+    }
+    fn record_pr_push(&self, push: &PrPush) -> Result<(), StoreError> {
+        self.inner.record_pr_push(push)
     }
     fn observe_tool(&self, p: &str, t: &str, d: &str, def: &str, now: Timestamp) -> Result<ToolPin, StoreError> {
         self.inner.observe_tool(p, t, d, def, now)

@@ -209,8 +209,10 @@ impl Gateway {
             Ok(result) => {
                 if let (true, ServerResult::CallToolResult(answer)) = (settles, &result) {
                     let (control, answer) = (self.engine.control.clone(), answer.clone());
+                    // What a call settles may need a read of its own (a pushed branch's tip).
+                    let link = PeerLink::new(&connection, self.settings().call_timeout);
                     let recorded = blocking("on_forwarded", move || {
-                        let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: None };
+                        let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: Some(&link) };
                         control.on_forwarded(id, &call, &answer);
                     });
                     if recorded.await.is_err() {

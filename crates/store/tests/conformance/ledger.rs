@@ -105,7 +105,15 @@ pub fn decisions_and_origins_are_kept_per_pr(fx: &Fixture) {
     for (head, verdict, who) in [("h1", ReviewVerdict::Approve, "r1"), ("h2", ReviewVerdict::RequestChanges, "r2")] {
         let base = Some("main".to_owned());
         store
-            .record_pr_decision(&PrDecision { pr: pr(), head: head.into(), base, verdict, by: actor(who), at })
+            .record_pr_decision(&PrDecision {
+                pr: pr(),
+                head: head.into(),
+                base,
+                verdict,
+                by: actor(who),
+                at,
+                cleared: None,
+            })
             .unwrap();
     }
     let other = PrRef { binding: "prgs/Org/Repo".into(), pr: 977 };
@@ -117,6 +125,7 @@ pub fn decisions_and_origins_are_kept_per_pr(fx: &Fixture) {
             verdict: ReviewVerdict::Approve,
             by: actor("r1"),
             at,
+            cleared: None,
         })
         .unwrap();
     store.record_pr_origin(&PrOrigin { pr: pr(), by: actor("author"), at }).unwrap();
@@ -129,6 +138,24 @@ pub fn decisions_and_origins_are_kept_per_pr(fx: &Fixture) {
     assert_eq!(records.decisions[0].by, actor("r1"));
     assert_eq!(records.decisions[0].base.as_deref(), Some("main"), "the base a decision was given on is kept");
     assert_eq!(store.pr_records(&other).unwrap().decisions[0].base, None);
+    // An operator clears r2's decisions: kept, marked, counted once.
+    assert_eq!(store.clear_pr_decisions(&pr(), "r2", "operator alice: superseded").unwrap(), 1);
+    assert_eq!(store.clear_pr_decisions(&pr(), "r2", "again").unwrap(), 0, "a cleared decision stays cleared once");
+    let records = store.pr_records(&pr()).unwrap();
+    assert_eq!(records.decisions[1].cleared.as_deref(), Some("operator alice: superseded"));
+    assert_eq!(records.decisions[0].cleared, None);
+    assert_eq!(store.pr_records(&other).unwrap().decisions[0].cleared, None, "only that PR's");
+    // A push through a gateway at a head the PR has decisions at is read with the PR.
+    let push = |head: &str| fleetgate_core::workflow::PrPush {
+        binding: pr().binding,
+        branch: "feature".into(),
+        head: head.into(),
+        by: actor("author"),
+        at,
+    };
+    store.record_pr_push(&push("h1")).unwrap();
+    store.record_pr_push(&push("unrelated")).unwrap();
+    assert_eq!(store.pr_records(&pr()).unwrap().pushes, vec![push("h1")]);
     assert_eq!(records.origin.unwrap().by.worker, "author", "the first creator recorded stands");
     assert_eq!(store.pr_records(&other).unwrap().decisions.len(), 1);
 }

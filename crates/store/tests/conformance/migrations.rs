@@ -128,6 +128,7 @@ fn check_survivors(store: &dyn Store, version: u32) {
             session: "s9".into(),
         },
         at: now(),
+        cleared: None,
     };
     store.record_pr_decision(&decision).unwrap();
     let kept = store.pr_records(&crate::ledger::pr()).unwrap().decisions;
