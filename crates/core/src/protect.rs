@@ -145,6 +145,7 @@ pub fn judge(protection: &Protection, tool: &str, args: &Map<String, Value>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     fn args(v: Value) -> Map<String, Value> {
@@ -210,5 +211,49 @@ mod tests {
             judge(&p, "create_or_update_file", &args(json!({"branch_name": "feat", "path": ".gitea/README"}))),
             None
         );
+    }
+
+    /// The branch a file write lands on as the server reads it: `new_branch_name`, else
+    /// `branch_name`, else the default branch (Gitea's file API).
+    fn server_target<'a>(args: &'a Map<String, Value>, default: &'a str) -> &'a str {
+        let named = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+        named("new_branch_name").or_else(|| named("branch_name")).unwrap_or(default)
+    }
+
+    fn branch() -> impl Strategy<Value = Option<&'static str>> {
+        prop::sample::select(vec![
+            None,
+            Some(""),
+            Some("main"),
+            Some("refs/heads/main"),
+            Some("release/2"),
+            Some("feat"),
+        ])
+    }
+
+    proptest! {
+        /// No file write the gate lets through lands, as the server reads it, on a protected
+        /// branch or a protected path.
+        #[test]
+        fn no_allowed_write_lands_on_a_protected_branch_or_path(
+            tool in prop::sample::select(vec!["create_or_update_file", "delete_file"]),
+            branch_name in branch(),
+            new_branch_name in branch(),
+            path in prop::sample::select(vec!["src/a.rs", ".gitea/workflows/x.yml", "./.github/workflows/y", "a/../.forgejo/workflows/z", "docs/../README"]),
+        ) {
+            let p = protection();
+            let mut args = Map::new();
+            for (key, value) in [("branch_name", branch_name), ("new_branch_name", new_branch_name)] {
+                if let Some(v) = value {
+                    args.insert(key.into(), Value::from(v));
+                }
+            }
+            args.insert("path".into(), Value::from(path));
+            if judge(&p, tool, &args).is_none() {
+                let target = server_target(&args, &p.default_branch);
+                prop_assert!(p.branch_rule(target).is_none(), "{tool} {args:?} lands on {target}");
+                prop_assert!(p.path_rule(path).is_none(), "{tool} {args:?} writes {path}");
+            }
+        }
     }
 }

@@ -78,6 +78,14 @@ pub trait ControlPlane: Send + Sync + 'static {
         None
     }
 
+    /// The reads of the downstream [`decide`](Self::decide) will need for `call` (the PR's
+    /// head before a merge or a review): the gateway makes them first, on its runtime, and
+    /// hands the answers in [`ToolCall::answers`]. Called on the runtime: pure and cheap.
+    fn reads(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Vec<DownstreamRead> {
+        let _ = (attachment, call);
+        Vec::new()
+    }
+
     /// A call [`decide`](Self::decide) allowed, with [`Verdict::settles`], was forwarded and the downstream answered
     /// `result` (an error result included): the control plane records what the answer
     /// settles (the PR workflow's decisions, a created PR's origin, a merge's released
@@ -181,6 +189,26 @@ impl fmt::Debug for ControlCall<'_> {
     }
 }
 
+/// A read of the downstream the control plane needs before it decides a call (the PR
+/// workflow's head and base): the gateway makes it on its own runtime, so no decision blocks
+/// on the downstream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DownstreamRead {
+    /// The read tool.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: JsonObject,
+}
+
+/// A [`DownstreamRead`] made, and what the downstream answered (or why it did not).
+#[derive(Clone, Debug)]
+pub struct ReadAnswer {
+    /// The read.
+    pub read: DownstreamRead,
+    /// Its answer.
+    pub answer: Result<CallToolResult, String>,
+}
+
 /// One real call of a downstream tool: its definition and its arguments.
 #[derive(Clone, Copy, Debug)]
 pub struct ToolCall<'a> {
@@ -189,6 +217,8 @@ pub struct ToolCall<'a> {
     /// The call's arguments: as sent when deciding; as forwarded (the verdict's
     /// [`Verdict::forward`], when it set one) when settling.
     pub arguments: Option<&'a JsonObject>,
+    /// The answers of the reads [`ControlPlane::reads`] asked for, made before deciding.
+    pub answers: &'a [ReadAnswer],
     /// The attachment's downstream, for the reads the gate makes itself before deciding
     /// (a PR's current head): never the caller's word.
     pub link: Option<&'a dyn DownstreamLink>,

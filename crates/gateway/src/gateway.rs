@@ -25,7 +25,7 @@ use crate::answers::{
     unavailable_text, unknown_tool,
 };
 use crate::channel::Channel;
-use crate::control::{ClientAttach, ControlCall, DownstreamLink, ToolCall, Verdict};
+use crate::control::{ClientAttach, ControlCall, DownstreamLink, ReadAnswer, ToolCall, Verdict};
 use crate::downstream::Connection;
 use crate::engine::{Attachment, Engine, StatelessKey};
 use crate::link::PeerLink;

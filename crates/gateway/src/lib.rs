@@ -50,7 +50,7 @@ pub use answers::{CLASSIFICATION_META_KEY, DOWNSTREAM_TIMEOUT, DOWNSTREAM_UNAVAI
 pub use auth::{Principal, Principals, PrincipalsError};
 pub use control::{
     AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane, DownstreamLink,
-    DownstreamState, DownstreamStatus, GateDecision, Listing, ToolCall, ToolClass, Verdict,
+    DownstreamRead, DownstreamState, DownstreamStatus, GateDecision, Listing, ReadAnswer, ToolCall, ToolClass, Verdict,
 };
 pub use engine::Limits;
 pub use error::GatewayError;

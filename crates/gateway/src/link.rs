@@ -1,7 +1,9 @@
 //! [`PeerLink`]: the attachment's downstream as a [`DownstreamLink`] for the control plane's
-//! own reads (the PR workflow's head read). The control plane runs on the blocking pool, so
-//! the call is driven there with `Handle::block_on`; the runtime's workers carry the
-//! exchange, and the gateway's call timeout bounds the wait.
+//! own reads. The reads a decision needs (the PR workflow's head read) are made before
+//! deciding, on the runtime ([`PeerLink::call`]); a read the control plane makes from the
+//! blocking pool (what a forwarded call settles, a control tool's) is driven there with
+//! `Handle::block_on`, the runtime's workers carrying the exchange. The gateway's call
+//! timeout bounds both.
 
 use crate::control::DownstreamLink;
 use crate::downstream::Connection;
@@ -30,14 +32,33 @@ impl fmt::Debug for PeerLink {
     }
 }
 
+impl PeerLink {
+    /// [`DownstreamLink::call_tool`] on the runtime, for a read made before deciding.
+    pub(crate) async fn call(&self, name: &str, arguments: JsonObject) -> Result<CallToolResult, String> {
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        answered(name, self.timeout, tokio::time::timeout(self.timeout, self.peer.call_tool(params)).await)
+    }
+}
+
+fn answered<E: fmt::Display>(
+    name: &str,
+    timeout: Duration,
+    answered: Result<Result<CallToolResult, E>, tokio::time::error::Elapsed>,
+) -> Result<CallToolResult, String> {
+    match answered {
+        Err(_) => Err(format!("the downstream did not answer `{name}` within {:.1} s", timeout.as_secs_f64())),
+        Ok(Err(error)) => Err(format!("the downstream failed `{name}`: {error}")),
+        Ok(Ok(result)) => Ok(result),
+    }
+}
+
 impl DownstreamLink for PeerLink {
     fn call_tool(&self, name: &str, arguments: JsonObject) -> Result<CallToolResult, String> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        let answered = self.runtime.block_on(tokio::time::timeout(self.timeout, self.peer.call_tool(params)));
-        match answered {
-            Err(_) => Err(format!("the downstream did not answer `{name}` within {:.1} s", self.timeout.as_secs_f64())),
-            Ok(Err(error)) => Err(format!("the downstream failed `{name}`: {error}")),
-            Ok(Ok(result)) => Ok(result),
-        }
+        answered(
+            name,
+            self.timeout,
+            self.runtime.block_on(tokio::time::timeout(self.timeout, self.peer.call_tool(params))),
+        )
     }
 }

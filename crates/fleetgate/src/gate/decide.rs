@@ -225,6 +225,23 @@ impl Gate {
         }
     }
 
+    /// The forge reads deciding `call` will make (the PR's head and base for a merge or a
+    /// review): pure, from the config and the call alone, so a gateway makes them before it
+    /// decides. Empty for a call that is refused before the workflow or has no PR.
+    pub fn forge_reads(&self, call: &Call<'_>) -> Vec<(&'static str, Map<String, Value>)> {
+        let Ok(canonical) = self.canonical(call) else { return Vec::new() };
+        let arguments = match &canonical {
+            Some(arguments) => arguments.as_ref(),
+            None => call.arguments,
+        };
+        let parsed = Call { arguments, ..call.clone() };
+        let policy = self.policy(&parsed);
+        match (policy.permitted, policy.action.as_deref(), arguments) {
+            (true, Some(action), Some(arguments)) => workflow::reads(action, arguments),
+            _ => Vec::new(),
+        }
+    }
+
     /// The caller as the workflow knows it: its worker's client and session.
     pub fn actor(&self, call: &Call<'_>) -> Result<fleetgate_core::workflow::Actor, String> {
         let Caller::Worker { identity, .. } = &call.caller else {

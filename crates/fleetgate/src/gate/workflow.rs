@@ -103,6 +103,25 @@ fn note(what: &str, key: &PrRef, facts: &PrFacts) -> String {
     format!("judged {what} of {key} at head {}{base}", short(&facts.head))
 }
 
+/// The PR a workflow call's judgement reads from the forge, when it reads one: a merge's, a
+/// review decision's, a review `create`'s (pinned to the head). The gateway makes that read
+/// before deciding ([`reads`]).
+fn pr_to_read(action: &str, args: &Map<String, Value>) -> Option<PrTarget> {
+    let method = args.get("method").and_then(Value::as_str).unwrap_or("");
+    let reads = match action {
+        ACTION_MERGE => true,
+        ACTION_REVIEW => review_verdict(args).is_some() || method == "create",
+        _ => false,
+    };
+    reads.then(|| pr_target(args)).flatten()
+}
+
+/// The forge reads [`judge`] will make for a call of `action` with these (canonical)
+/// arguments: the tool and its arguments.
+pub fn reads(action: &str, args: &Map<String, Value>) -> Vec<(&'static str, Map<String, Value>)> {
+    pr_to_read(action, args).map(|target| head_read(&target)).into_iter().collect()
+}
+
 /// Judge a workflow call (its canonical arguments). `Ok` when the action needs nothing of
 /// the workflow (a comment, an action this gate does not know) or its conditions hold.
 pub fn judge(

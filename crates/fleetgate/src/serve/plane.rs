@@ -16,7 +16,7 @@ use super::attachments::{Attachments, Client, Registrar};
 use super::identity::Identity;
 use super::row::{RowKeeper, runtime_row};
 use super::tools;
-use super::workflow::LinkForge;
+use super::workflow::{LinkForge, Prefetched};
 use crate::config::FleetConfig;
 use crate::gate::{Call, Caller, Gate};
 use crate::metrics::GatewayMetrics;
@@ -24,8 +24,8 @@ use fleetgate_core::env::{EnvKey, EnvSnapshot};
 use fleetgate_core::{Clock, Timestamp};
 use fleetgate_gateway::rmcp::model::{CallToolResult, Tool};
 use fleetgate_gateway::{
-    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane, GateDecision,
-    Listing, ToolCall, Verdict,
+    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane, DownstreamRead,
+    GateDecision, Listing, ToolCall, Verdict,
 };
 use fleetgate_supervise::{EventBus, Supervisor};
 use std::sync::{Arc, OnceLock};
@@ -234,8 +234,9 @@ impl FleetControl {
         let worker = self.attachments.worker_of(attachment);
         self.observe_definition(call.tool, worker.as_ref().map(|(w, _)| w.clone()));
         let principal = worker.as_ref().and_then(|(_, p)| p.clone());
-        let forge = call.link.map(LinkForge);
-        let gated = self.call_of(attachment, call, &worker, forge.as_ref().map(|f| f as _));
+        // The PR's head and base come from the reads the gateway made before deciding.
+        let forge = Prefetched(call.answers);
+        let gated = self.call_of(attachment, call, &worker, Some(&forge));
         let verdict = self.gate.decide(&gated, self.clock.now(), principal);
         // Only a call whose rule names a workflow action has an outcome to record.
         let settles = verdict.allowed && self.gate.policy(&gated).action.is_some();
@@ -360,6 +361,12 @@ impl ControlPlane for FleetControl {
         let verdict = self.judge_call(attachment, call);
         self.counted(&span, started, &verdict);
         verdict
+    }
+
+    fn reads(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Vec<DownstreamRead> {
+        let gated = self.call_of(attachment, call, &None, None);
+        let reads = self.gate.forge_reads(&gated);
+        reads.into_iter().map(|(tool, arguments)| DownstreamRead { tool: tool.to_owned(), arguments }).collect()
     }
 
     fn decide_now(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Option<Verdict> {

@@ -24,6 +24,24 @@ impl ForgeReader for LinkForge<'_> {
     }
 }
 
+/// The reads the gateway made before deciding ([`ControlPlane::reads`]): a decision reads
+/// its PR's head and base from these, never by waiting on the downstream. A read that was
+/// not made is the forge not answering (the gate fails closed), never a read made now.
+///
+/// [`ControlPlane::reads`]: fleetgate_gateway::ControlPlane::reads
+pub struct Prefetched<'a>(pub &'a [fleetgate_gateway::ReadAnswer]);
+
+impl ForgeReader for Prefetched<'_> {
+    fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
+        let made = self.0.iter().find(|a| a.read.tool == tool && a.read.arguments == arguments);
+        let made = made.ok_or_else(|| format!("`{tool}` was not read before deciding"))?;
+        match &made.answer {
+            Ok(result) => forge_answer(tool, result),
+            Err(why) => Err(why.clone()),
+        }
+    }
+}
+
 /// `…claim_pr_lease`'s arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

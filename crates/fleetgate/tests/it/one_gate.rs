@@ -219,7 +219,7 @@ fn three(f: &Fleet, name: &str) -> [(bool, Value, Value); 3] {
     let t = tool(name);
     let known = |n: &str| (n == name).then(|| t.clone());
     let control = control_tool(f, "gitea_resolve_task_capability", json!({ "tool": name }), &known);
-    let decided = f.control.decide(AttachmentId(1), &ToolCall { tool: &t, arguments: None, link: None });
+    let decided = f.control.decide(AttachmentId(1), &ToolCall { tool: &t, arguments: None, answers: &[], link: None });
     let gateway = (
         decided.decision.allowed,
         json!(decided.decision.blocker_kind.map(|k| k.as_str())),
@@ -313,7 +313,7 @@ fn a_read_is_decided_at_once_and_a_mutation_only_with_its_audit_entry_committed(
         tokio::task::spawn_blocking(|| {
             let f = fleet_audited(Some(Duration::from_millis(300)));
             let (read, add) = (tool("git_log"), tool("git_add"));
-            let call = |t| ToolCall { tool: t, arguments: None, link: None };
+            let call = |t| ToolCall { tool: t, arguments: None, answers: &[], link: None };
             assert_eq!(f.control.decide_now(AttachmentId(1), &call(&read)), None, "a definition not yet pinned");
             assert!(f.control.decide(AttachmentId(1), &call(&read)).decision.allowed);
             assert!(f.control.decide(AttachmentId(1), &call(&add)).decision.allowed);

@@ -161,8 +161,10 @@ impl Gateway {
         let control = self.engine.control.clone();
         // Decided here when the role policy alone decides (a read-only call): the pool
         // round trip is only for calls that need the store or the forge.
-        let now =
-            control.decide_now(id, &ToolCall { tool: &tool, arguments: request.params.arguments.as_ref(), link: None });
+        let now = control.decide_now(
+            id,
+            &ToolCall { tool: &tool, arguments: request.params.arguments.as_ref(), answers: &[], link: None },
+        );
         let (tool, arguments, Verdict { class, decision, settles, forward }) = match now {
             Some(verdict) => {
                 // A settling call needs its arguments after the answer: never decided here.
@@ -172,8 +174,17 @@ impl Gateway {
             None => {
                 let arguments = request.params.arguments.clone();
                 let link = PeerLink::new(&connection, self.settings().call_timeout);
+                // The reads the decision needs, made here on the runtime: the decision itself
+                // never waits on the downstream.
+                let asked = ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &[], link: None };
+                let mut answers = Vec::new();
+                for read in control.reads(id, &asked) {
+                    let answer = link.call(&read.tool, read.arguments.clone()).await;
+                    answers.push(ReadAnswer { read, answer });
+                }
                 blocking("decide", move || {
-                    let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: Some(&link) };
+                    let call =
+                        ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &answers, link: Some(&link) };
                     let verdict = control.decide(id, &call);
                     (tool, arguments, verdict)
                 })
@@ -212,7 +223,8 @@ impl Gateway {
                     // What a call settles may need a read of its own (a pushed branch's tip).
                     let link = PeerLink::new(&connection, self.settings().call_timeout);
                     let recorded = blocking("on_forwarded", move || {
-                        let call = ToolCall { tool: &tool, arguments: arguments.as_ref(), link: Some(&link) };
+                        let call =
+                            ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &[], link: Some(&link) };
                         control.on_forwarded(id, &call, &answer);
                     });
                     if recorded.await.is_err() {

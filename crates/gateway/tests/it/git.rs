@@ -47,7 +47,8 @@ fn git_tools_are_listed_forwarded_and_gated() {
     assert_eq!(porcelain(repo.path()), "?? a.txt\n", "a refused call must not reach the repository");
 
     state.allow_mutations();
-    // The gate reads the downstream itself before deciding (as the PR workflow reads a head).
+    // The gate's read of the downstream (as the PR workflow reads a head) is made by the
+    // gateway before deciding, and its answer handed to the decision.
     std::fs::write(state.path().join("probe"), format!("git_status {}", json!({"repo_path": repo_path}))).unwrap();
     let added = client.call("git_add", json!({"repo_path": repo_path, "files": ["a.txt"]}));
     assert_ne!(added["isError"], true, "{added}");
@@ -80,7 +81,7 @@ fn git_tools_are_listed_forwarded_and_gated() {
     let probe: Vec<&String> = events.iter().filter(|e| e.starts_with("probe")).collect();
     assert!(
         probe.len() == 1 && probe[0].starts_with("probe git_status ok") && probe[0].contains("a.txt"),
-        "the decision's own read reached the downstream and came back before the call: {events:?}"
+        "the decision's read reached the downstream and came back before the decision: {events:?}"
     );
     let forwarded: Vec<&str> = events.iter().filter(|e| e.starts_with("forwarded")).map(String::as_str).collect();
     assert_eq!(forwarded, ["forwarded git_status ok", "forwarded git_add ok"], "{events:?}");

@@ -21,8 +21,8 @@
 
 use fleetgate_gateway::rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use fleetgate_gateway::{
-    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlPlane, GateDecision, GatewayObserver, Listing,
-    ToolCall, ToolClass, Verdict,
+    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlPlane, DownstreamRead, GateDecision, GatewayObserver,
+    Listing, ToolCall, ToolClass, Verdict,
 };
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -119,18 +119,24 @@ impl ControlPlane for TestPolicy {
         }
     }
 
+    fn reads(&self, _attachment: AttachmentId, _call: &ToolCall<'_>) -> Vec<DownstreamRead> {
+        let Ok(probe) = std::fs::read_to_string(self.dir.join("probe")) else { return Vec::new() };
+        let (tool, args) = probe.trim().split_once(' ').unwrap_or((probe.trim(), "{}"));
+        let arguments: JsonObject = serde_json::from_str(args).expect("probe arguments are a JSON object");
+        vec![DownstreamRead { tool: tool.to_owned(), arguments }]
+    }
+
     fn decide(&self, _attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
-        if let Ok(probe) = std::fs::read_to_string(self.dir.join("probe")) {
-            let (tool, args) = probe.trim().split_once(' ').unwrap_or((probe.trim(), "{}"));
-            let args: JsonObject = serde_json::from_str(args).expect("probe arguments are a JSON object");
-            let line = match call.link.map(|link| link.call_tool(tool, args)) {
-                Some(Ok(result)) => {
+        // The reads asked for in `reads`, made by the gateway before deciding.
+        for made in call.answers {
+            let tool = &made.read.tool;
+            let line = match &made.answer {
+                Ok(result) => {
                     let text: Vec<String> =
                         result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
                     format!("probe {tool} ok {}", text.join(" ").replace('\n', " "))
                 }
-                Some(Err(why)) => format!("probe {tool} error {why}"),
-                None => format!("probe {tool} error no link"),
+                Err(why) => format!("probe {tool} error {why}"),
             };
             self.log(&line);
         }
