@@ -32,6 +32,11 @@ pub enum BlockerKind {
     ApprovalRequired,
     /// Another worker holds a live lease on the PR.
     ReviewLeaseHeld,
+    /// The reviewer session holds a review-decision lock on another PR (or already decided
+    /// this one at this head).
+    ReviewDecisionLocked,
+    /// Another author holds the issue lock of an issue the call references.
+    IssueLockHeld,
     /// The forge did not report the PR's current head, so the workflow fails closed.
     ForgeUnavailable,
     /// The downstream changed the tool's definition since it was pinned (`[tools] pin = "enforce"`).
@@ -59,6 +64,8 @@ impl BlockerKind {
             Self::StaleHead => "stale_head",
             Self::ApprovalRequired => "approval_required",
             Self::ReviewLeaseHeld => "review_lease_held",
+            Self::ReviewDecisionLocked => "review_decision_locked",
+            Self::IssueLockHeld => "issue_lock_held",
             Self::ForgeUnavailable => "forge_unavailable",
             Self::ToolDefinitionChanged => "tool_definition_changed",
             Self::AuditUnavailable => "audit_unavailable",
@@ -74,7 +81,7 @@ pub const BLOCKER_NO_ATTACHMENT: BlockerKind = BlockerKind::SessionAttachmentMis
 
 impl BlockerKind {
     /// Every blocker, in the gate's precedence order.
-    pub const ALL: [BlockerKind; 15] = [
+    pub const ALL: [BlockerKind; 17] = [
         Self::AmbiguousArguments,
         Self::RoleNotPermitted,
         Self::ProtectedBranch,
@@ -86,7 +93,9 @@ impl BlockerKind {
         Self::FleetInventoryBlocked,
         Self::ForgeUnavailable,
         Self::ReviewLeaseHeld,
+        Self::IssueLockHeld,
         Self::ReviewLeaseRequired,
+        Self::ReviewDecisionLocked,
         Self::StaleHead,
         Self::ApprovalRequired,
         Self::AuditUnavailable,
@@ -131,6 +140,8 @@ mod tests {
         assert_eq!(BlockerKind::StoreReplaced.as_str(), "store_replaced");
         assert_eq!(BlockerKind::AmbiguousArguments.as_str(), "ambiguous_arguments");
         assert_eq!(BlockerKind::ProtectedBranch.as_str(), "protected_branch");
+        assert_eq!(BlockerKind::ReviewDecisionLocked.as_str(), "review_decision_locked");
+        assert_eq!(BlockerKind::IssueLockHeld.as_str(), "issue_lock_held");
         for kind in BlockerKind::ALL {
             assert_eq!(BlockerKind::parse(kind.as_str()), Some(kind));
         }

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod blocker;
 pub mod capability;
 pub mod client;
+pub mod decision_lock;
 pub mod diagnostics;
 pub mod env;
 pub mod forge;

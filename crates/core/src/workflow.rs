@@ -20,6 +20,8 @@ pub enum Purpose {
     Review,
     /// Merging.
     Merge,
+    /// Working an issue (an author's issue lock; the lease's number is the issue's).
+    Author,
 }
 
 impl Purpose {
@@ -28,6 +30,7 @@ impl Purpose {
         match self {
             Self::Review => "review",
             Self::Merge => "merge",
+            Self::Author => "author",
         }
     }
 
@@ -36,6 +39,7 @@ impl Purpose {
         match text {
             "review" => Some(Self::Review),
             "merge" => Some(Self::Merge),
+            "author" => Some(Self::Author),
             _ => None,
         }
     }
@@ -316,6 +320,10 @@ pub fn action(kind: BlockerKind) -> &'static str {
         }
         BlockerKind::ForgeUnavailable => {
             "the forge did not report the PR's head; check the downstream server and the PR number, then retry"
+        }
+        BlockerKind::ReviewDecisionLocked => crate::decision_lock::LOCKED_ACTION,
+        BlockerKind::IssueLockHeld => {
+            "work another issue, or wait for the holder's issue lock to be released or expire (fleetgate pr release)"
         }
         _ => "resolve the blocker named in the reasons",
     }

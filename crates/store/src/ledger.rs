@@ -16,8 +16,10 @@ use fleetgate_core::workflow::{
     Actor, ClaimPlan, Phase, PrDecision, PrLease, PrOrigin, PrPush, PrRef, Purpose, ReviewVerdict, released,
 };
 
-/// Schema v7's new table, types as placeholders: commits pushed through a gateway.
-pub(crate) const CREATE_V7: &str = "CREATE TABLE IF NOT EXISTS pr_pushes (
+/// Schema v7's new tables, types as placeholders: commits pushed through a gateway, and the
+/// review-decision locks (`crate::locks`).
+pub(crate) const CREATE_V7_AND_LOCKS: &str = concat!(
+    "CREATE TABLE IF NOT EXISTS pr_pushes (
         id       {id},
         binding  TEXT NOT NULL,
         branch   TEXT NOT NULL,
@@ -28,7 +30,10 @@ pub(crate) const CREATE_V7: &str = "CREATE TABLE IF NOT EXISTS pr_pushes (
         session  TEXT NOT NULL,
         at       {time} NOT NULL
     );
-    CREATE INDEX IF NOT EXISTS pr_pushes_by_head ON pr_pushes (binding, head);";
+    CREATE INDEX IF NOT EXISTS pr_pushes_by_head ON pr_pushes (binding, head);",
+    "\n    ",
+    crate::locks::create_review_locks!()
+);
 
 /// Schema v6, types as placeholders (see `crate::schema`).
 pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS pr_leases (
@@ -247,12 +252,12 @@ impl Record for PrLease {
     }
 }
 
-fn read_pr<R: Columns>(r: &R, i: usize) -> Result<PrRef, R::Error> {
+pub(crate) fn read_pr<R: Columns>(r: &R, i: usize) -> Result<PrRef, R::Error> {
     let pr = u64::try_from(r.int(i + 1)?).map_err(|_| r.invalid(i + 1, "is negative".into()))?;
     Ok(PrRef { binding: r.text(i)?, pr })
 }
 
-fn read_actor<R: Columns>(r: &R, i: usize) -> Result<Actor, R::Error> {
+pub(crate) fn read_actor<R: Columns>(r: &R, i: usize) -> Result<Actor, R::Error> {
     Ok(Actor { worker: r.text(i)?, profile: r.text(i + 1)?, client: r.text(i + 2)?, session: r.text(i + 3)? })
 }
 
@@ -296,11 +301,11 @@ impl Record for ToolPin {
     }
 }
 
-fn pr_number(pr: &PrRef) -> Value<'static> {
+pub(crate) fn pr_number(pr: &PrRef) -> Value<'static> {
     Value::Int(Some(i64::try_from(pr.pr).unwrap_or(i64::MAX)))
 }
 
-fn time(t: Timestamp) -> Value<'static> {
+pub(crate) fn time(t: Timestamp) -> Value<'static> {
     Value::Time(Some(t))
 }
 
@@ -325,11 +330,11 @@ fn lease_values(l: &PrLease) -> [Value<'_>; LEASE.len()] {
     ]
 }
 
-fn actor_values(a: &Actor) -> [Value<'_>; 4] {
+pub(crate) fn actor_values(a: &Actor) -> [Value<'_>; 4] {
     [text(&a.worker), text(&a.profile), text(&a.client), text(&a.session)]
 }
 
-fn key<'a>(pr: &'a PrRef) -> [Value<'a>; 2] {
+pub(crate) fn key<'a>(pr: &'a PrRef) -> [Value<'a>; 2] {
     [text(&pr.binding), pr_number(pr)]
 }
 
@@ -453,6 +458,12 @@ pub(crate) fn list<E: Engine>(e: &E, live_only: bool, now: Timestamp) -> Result<
 
 /// `Store::record_pr_decision`.
 pub(crate) fn decide<E: Engine>(e: &E, d: &PrDecision) -> Result<(), StoreError> {
+    // Not retried: a decision that committed would be recorded twice.
+    e.run("cannot record the review decision", Retry::Never, |c| insert_decision(c, &e.sql().ledger, d))
+}
+
+/// Insert one decision on `c` (inside the caller's transaction, when it runs one).
+pub(crate) fn insert_decision<X: Exec>(c: &mut X, sql: &'static LedgerSql, d: &PrDecision) -> Result<(), Fail<X::Db>> {
     let [binding, number] = key(&d.pr);
     let [w, p, cl, s] = actor_values(&d.by);
     let args = [
@@ -468,11 +479,8 @@ pub(crate) fn decide<E: Engine>(e: &E, d: &PrDecision) -> Result<(), StoreError>
         opt_text(d.base.as_deref()),
         opt_text(d.cleared.as_deref()),
     ];
-    // Not retried: a decision that committed would be recorded twice.
-    e.run("cannot record the review decision", Retry::Never, |c| {
-        c.execute(&e.sql().ledger.insert_decision, &args)?;
-        Ok(())
-    })
+    c.execute(&sql.insert_decision, &args)?;
+    Ok(())
 }
 
 /// `Store::clear_pr_decisions`: the number cleared.

@@ -12,6 +12,8 @@ mod clock;
 mod engine;
 mod error;
 mod ledger;
+mod locks;
+pub use locks::{LockWrite, new_lock_id};
 mod ops;
 pub mod postgres;
 mod rows;
@@ -28,6 +30,7 @@ pub use workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin, new_lease_i
 
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::decision_lock::ReviewLock;
 pub use fleetgate_core::runtime::HostIdentity;
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
@@ -212,6 +215,29 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Record a commit pushed through a gateway.
     fn record_pr_push(&self, push: &PrPush) -> Result<(), StoreError>;
+
+    /// Record a review decision and the review-decision lock it takes or corrects, in one
+    /// transaction. The session's lock as it stands after (`None` when another decision of
+    /// the session took one first; the decision is recorded either way).
+    fn record_locked_decision(&self, decision: &PrDecision, lock: &LockWrite)
+    -> Result<Option<ReviewLock>, StoreError>;
+
+    /// The live review-decision locks of one reviewer session (at most one).
+    fn live_review_locks(&self, client: &str, session: &str) -> Result<Vec<ReviewLock>, StoreError>;
+
+    /// Every review-decision lock (`live_only`: the held ones), oldest decision first.
+    fn list_review_locks(&self, live_only: bool) -> Result<Vec<ReviewLock>, StoreError>;
+
+    /// Release every live lock on `pr` (it was merged or closed); the ones released.
+    fn release_review_locks(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Result<Vec<ReviewLock>, StoreError>;
+
+    /// Release one live lock; it as it stands after, `None` when it was not live.
+    fn release_review_lock(
+        &self,
+        lock_id: &str,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<Option<ReviewLock>, StoreError>;
 
     /// Record the definition of `profile`'s downstream tool as seen at `now`: pinned the
     /// first time, else kept as the last seen when its digest differs. The pin as it stands.

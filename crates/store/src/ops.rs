@@ -10,6 +10,7 @@ use crate::workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin};
 use crate::{FleetSnapshot, HostIdentity, HostObservation, Store, StoreError};
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::decision_lock::ReviewLock;
 use fleetgate_core::prune::{runtime_prunable, worker_prunable};
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
@@ -276,6 +277,35 @@ impl<E: Engine> Store for E {
 
     fn record_pr_push(&self, push: &PrPush) -> Result<(), StoreError> {
         ledger::pushed(self, push)
+    }
+
+    fn record_locked_decision(
+        &self,
+        decision: &PrDecision,
+        lock: &crate::LockWrite,
+    ) -> Result<Option<ReviewLock>, StoreError> {
+        crate::locks::decide(self, decision, lock)
+    }
+
+    fn live_review_locks(&self, client: &str, session: &str) -> Result<Vec<ReviewLock>, StoreError> {
+        crate::locks::of_session(self, client, session)
+    }
+
+    fn list_review_locks(&self, live_only: bool) -> Result<Vec<ReviewLock>, StoreError> {
+        crate::locks::list(self, live_only)
+    }
+
+    fn release_review_locks(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Result<Vec<ReviewLock>, StoreError> {
+        crate::locks::release_pr(self, pr, reason, now)
+    }
+
+    fn release_review_lock(
+        &self,
+        lock_id: &str,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<Option<ReviewLock>, StoreError> {
+        crate::locks::release_one(self, lock_id, reason, now)
     }
 
     fn observe_tool(

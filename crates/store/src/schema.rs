@@ -140,7 +140,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 7,
         name: "decision bases, cleared decisions, pushes",
-        create: crate::ledger::CREATE_V7,
+        create: crate::ledger::CREATE_V7_AND_LOCKS,
         add: &[("pr_decisions", "base", "TEXT"), ("pr_decisions", "cleared", "TEXT")],
     },
 ];

@@ -83,6 +83,8 @@ pub(crate) struct Sql {
     pub list_observations: String,
     /// Schema v6's: the PR workflow and the tool pins.
     pub ledger: crate::ledger::LedgerSql,
+    /// Schema v7's review-decision locks.
+    pub locks: crate::locks::LockSql,
 }
 
 /// `$1, $2, …, $n`.
@@ -174,6 +176,7 @@ impl Sql {
             )),
             list_observations: sql(format!("SELECT {observation} FROM host_observations ORDER BY host_id")),
             ledger: crate::ledger::LedgerSql::new(d),
+            locks: crate::locks::LockSql::new(d),
         }
     }
 }

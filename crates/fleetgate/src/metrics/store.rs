@@ -6,13 +6,14 @@
 use super::GatewayMetrics;
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::decision_lock::ReviewLock;
 use fleetgate_core::runtime::{HostIdentity, ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord,
 };
 use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrPush, PrRef};
 use fleetgate_store::{
-    FleetSnapshot, HostObservation, PrClaimOutcome, PrLeaseClaim, PrRecords, Store, StoreError, ToolPin,
+    FleetSnapshot, HostObservation, LockWrite, PrClaimOutcome, PrLeaseClaim, PrRecords, Store, StoreError, ToolPin,
 };
 use std::sync::Arc;
 
@@ -102,6 +103,11 @@ impl Store for MeteredStore {
         fn record_pr_origin(&self, origin: &PrOrigin) -> ();
         fn clear_pr_decisions(&self, pr: &PrRef, worker: &str, why: &str) -> usize;
         fn record_pr_push(&self, push: &PrPush) -> ();
+        fn record_locked_decision(&self, decision: &PrDecision, lock: &LockWrite) -> Option<ReviewLock>;
+        fn live_review_locks(&self, client: &str, session: &str) -> Vec<ReviewLock>;
+        fn list_review_locks(&self, live_only: bool) -> Vec<ReviewLock>;
+        fn release_review_locks(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Vec<ReviewLock>;
+        fn release_review_lock(&self, lock_id: &str, reason: &str, now: Timestamp) -> Option<ReviewLock>;
         fn observe_tool(&self, profile: &str, tool: &str, digest: &str, definition: &str, now: Timestamp) -> ToolPin;
         fn tool_pin(&self, profile: &str, tool: &str) -> Option<ToolPin>;
         fn list_tool_pins(&self, profile: Option<&str>) -> Vec<ToolPin>;

@@ -3,6 +3,7 @@
 
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::decision_lock::ReviewLock;
 use fleetgate_core::runtime::ProcessScan;
 use fleetgate_core::runtime::RuntimeRecord;
 use fleetgate_core::worker::{
@@ -10,8 +11,8 @@ use fleetgate_core::worker::{
 };
 use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrPush, PrRef};
 use fleetgate_store::{
-    FleetSnapshot, HostIdentity, HostObservation, PrClaimOutcome, PrLeaseClaim, PrRecords, Store, StoreError,
-    StoreErrorKind, ToolPin,
+    FleetSnapshot, HostIdentity, HostObservation, LockWrite, PrClaimOutcome, PrLeaseClaim, PrRecords, Store,
+    StoreError, StoreErrorKind, ToolPin,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -209,6 +210,21 @@ impl Store for Instrumented {
     }
     fn record_pr_push(&self, push: &PrPush) -> Result<(), StoreError> {
         self.inner.record_pr_push(push)
+    }
+    fn record_locked_decision(&self, d: &PrDecision, l: &LockWrite) -> Result<Option<ReviewLock>, StoreError> {
+        self.inner.record_locked_decision(d, l)
+    }
+    fn live_review_locks(&self, client: &str, session: &str) -> Result<Vec<ReviewLock>, StoreError> {
+        self.inner.live_review_locks(client, session)
+    }
+    fn list_review_locks(&self, live_only: bool) -> Result<Vec<ReviewLock>, StoreError> {
+        self.inner.list_review_locks(live_only)
+    }
+    fn release_review_locks(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Result<Vec<ReviewLock>, StoreError> {
+        self.inner.release_review_locks(pr, reason, now)
+    }
+    fn release_review_lock(&self, id: &str, reason: &str, now: Timestamp) -> Result<Option<ReviewLock>, StoreError> {
+        self.inner.release_review_lock(id, reason, now)
     }
     fn observe_tool(&self, p: &str, t: &str, d: &str, def: &str, now: Timestamp) -> Result<ToolPin, StoreError> {
         self.inner.observe_tool(p, t, d, def, now)

@@ -11,6 +11,7 @@ mod child;
 mod clock;
 mod engines;
 mod ledger;
+mod locks;
 mod migrations;
 mod prune;
 mod race;
@@ -79,6 +80,7 @@ conformance! {
     ledger::tool_definitions_are_pinned_reported_and_accepted,
     ledger::threads_racing_to_claim_one_pr_leave_one_holder,
     ledger::processes_racing_to_claim_one_pr_leave_one_holder,
+    locks::a_lock_is_written_with_its_decision_one_per_session_and_released_when_moot,
 }
 
 /// The entry point of the suite's child processes (see `child`): does

@@ -133,6 +133,9 @@ fn check_survivors(store: &dyn Store, version: u32) {
     store.record_pr_decision(&decision).unwrap();
     let kept = store.pr_records(&crate::ledger::pr()).unwrap().decisions;
     assert_eq!(kept.last(), Some(&decision), "at version {version}");
+    let take = fleetgate_store::LockWrite::Take { lock_id: format!("lock-at-{version}") };
+    let locked = store.record_locked_decision(&decision, &take).unwrap();
+    assert!(locked.is_some(), "v7's review-decision locks at version {version}");
     let claim = crate::ledger::claim_of("r9", fleetgate_core::workflow::Purpose::Merge, "h9", 600);
     assert!(matches!(store.claim_pr_lease(&claim, now()).unwrap(), fleetgate_store::PrClaimOutcome::Claimed(_)));
     let id = store.append_audit(&audit_entry("gitea_review", now())).unwrap();
