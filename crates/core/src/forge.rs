@@ -45,6 +45,8 @@ pub const ACTION_MERGE: &str = "merge";
 pub const ACTION_REVIEW: &str = "review";
 /// The workflow action of opening a pull request (its creator is recorded, for independence).
 pub const ACTION_OPEN: &str = "open";
+/// The workflow action of closing a PR (its review-decision locks become moot).
+pub const ACTION_CLOSE: &str = "close";
 /// The workflow action of a file write, which pushes a commit (its pusher is recorded: an
 /// approval of that head from the pushing session is not independent).
 pub const ACTION_PUSH: &str = "push";
@@ -167,12 +169,14 @@ const MATRIX: &[Entry] = &[
     write("issue-create", "issue_write", &[(METHOD, Arg::Is(&["create"]))], &["author", "controller"]),
     // Gitea numbers PRs and issues in one sequence, so `update` with a `state` may close or
     // reopen a PR: that is the controller's and the reconciler's, as for PRs.
-    write(
-        "issue-update-state",
-        "issue_write",
-        &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Present)],
-        &["controller", "reconciler"],
-    ),
+    Entry {
+        name: "issue-update-state",
+        tool: "issue_write",
+        args: &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Present)],
+        roles: &["controller", "reconciler"],
+        class: Some(ToolClass::Mutating),
+        action: Some(ACTION_CLOSE),
+    },
     write("issue-update", "issue_write", &[(METHOD, Arg::Is(&["update"]))], &["author", "controller", "reconciler"]),
     write(
         "issue-comment",
@@ -215,7 +219,14 @@ const MATRIX: &[Entry] = &[
     ),
     write("pr-update", "pull_request_write", &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Absent)], &["author"]),
     write("pr-update-state", "pull_request_write", &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Present)], NOBODY),
-    write("pr-close", "pull_request_write", &[(METHOD, Arg::Is(&["close", "reopen"]))], &["controller", "reconciler"]),
+    Entry {
+        name: "pr-close",
+        tool: "pull_request_write",
+        args: &[(METHOD, Arg::Is(&["close", "reopen"]))],
+        roles: &["controller", "reconciler"],
+        class: Some(ToolClass::Mutating),
+        action: Some(ACTION_CLOSE),
+    },
     write(
         "pr-merge-forced",
         "pull_request_write",

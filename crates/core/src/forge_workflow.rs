@@ -108,6 +108,23 @@ pub struct PrFacts {
 }
 
 impl PrFacts {
+    /// Open, merged or closed.
+    pub fn forge_state(&self) -> crate::workflow::ForgeState {
+        use crate::workflow::ForgeState;
+        if self.merged {
+            ForgeState::Merged
+        } else if self.state.as_deref() == Some("closed") {
+            ForgeState::Closed
+        } else {
+            ForgeState::Open
+        }
+    }
+
+    /// What [`crate::workflow::assess`] takes of it.
+    pub fn at(&self) -> (&str, Option<&str>, crate::workflow::ForgeState) {
+        (&self.head, self.base_ref.as_deref(), self.forge_state())
+    }
+
     /// Merged or closed: its leases may be swept (`fleetgate pr release --stale`).
     pub fn is_done(&self) -> bool {
         self.merged || self.state.as_deref() == Some("closed")

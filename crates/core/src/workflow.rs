@@ -266,6 +266,9 @@ pub struct PrOrigin {
     pub by: Actor,
     /// When.
     pub at: Timestamp,
+    /// The issues its title and body reference (`#N`).
+    #[serde(default)]
+    pub issues: Vec<u64>,
 }
 
 /// What the store holds for one PR.
@@ -580,14 +583,98 @@ pub struct Assessment {
     pub approved_at_head: bool,
     /// What a merge would still need besides a merge lease at the head (empty: nothing).
     pub merge_needs: Vec<String>,
+    /// The PR's canonical state, computed from all of the above and the forge.
+    #[serde(flatten)]
+    pub status: PrStatus,
 }
 
-/// Assess a PR whose head and base the forge reports as `head` and `base`.
-pub fn assess(
-    pr: PrRef,
+/// A PR's canonical state, computed from the ledger and the forge's head — the seed's
+/// hand-written state block (`STATE`, `WHO_IS_NEXT`, `NEXT_ACTION`, `HEAD_SHA`,
+/// `REVIEW_STATUS`, `MERGE_READY`, `BLOCKERS`), never read from comments.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PrStatus {
+    /// `open` PRs: `changes_requested`, `ready_for_review`, `approved`, `ready_to_merge`;
+    /// else `merged` or `closed`.
+    pub state: String,
+    /// `author`, `reviewer`, `merger`, or `none` (merged or closed).
+    pub who_is_next: String,
+    /// One sentence naming the head.
+    pub next_action: String,
+    /// The head the forge reports.
+    pub head_sha: String,
+    /// `approved_at_current_head`, `historical` (approvals only at earlier heads or other
+    /// bases), or `none`.
+    pub review_status: String,
+    /// An independent approval and a merge lease at the head: the merger may merge now.
+    pub merge_ready: bool,
+    /// What stands between the PR and a merge.
+    pub blockers: Vec<String>,
+}
+
+/// The forge's word on whether a PR is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForgeState {
+    /// Open.
+    Open,
+    /// Merged.
+    Merged,
+    /// Closed without a merge.
+    Closed,
+}
+
+fn status_of(
     state: &PrState<'_>,
     head: &str,
     base: Option<&str>,
+    forge: ForgeState,
+    approved: bool,
+    merge_needs: &[String],
+) -> PrStatus {
+    let at = short(head);
+    let review_status = if approved {
+        "approved_at_current_head"
+    } else if state.decisions.iter().any(|d| d.cleared.is_none() && d.verdict == ReviewVerdict::Approve) {
+        "historical"
+    } else {
+        "none"
+    };
+    // A reviewer whose latest word at this head and base is a request-changes.
+    let standing = state.decisions.iter().filter(|d| d.is_at(head, base)).any(|d| {
+        d.verdict == ReviewVerdict::RequestChanges
+            && !state.decisions.iter().any(|e| e.is_at(head, base) && e.by.worker == d.by.worker && e.at > d.at)
+    });
+    let (state_name, who, next) = match forge {
+        ForgeState::Merged => ("merged", "none", format!("nothing: the PR is merged (head {at})")),
+        ForgeState::Closed => ("closed", "none", format!("nothing: the PR is closed (head {at})")),
+        ForgeState::Open if standing => {
+            ("changes_requested", "author", format!("push a new head addressing the changes requested at {at}"))
+        }
+        ForgeState::Open if approved && merge_needs.is_empty() => {
+            ("ready_to_merge", "merger", format!("merge at head {at} under the merge lease"))
+        }
+        ForgeState::Open if approved => ("approved", "merger", format!("claim a merge lease at head {at}, then merge")),
+        ForgeState::Open => {
+            ("ready_for_review", "reviewer", format!("claim a review lease at head {at} and review it"))
+        }
+    };
+    let open = forge == ForgeState::Open;
+    PrStatus {
+        state: state_name.into(),
+        who_is_next: who.into(),
+        next_action: next,
+        head_sha: head.to_owned(),
+        review_status: review_status.into(),
+        merge_ready: open && approved && merge_needs.is_empty(),
+        blockers: if open { merge_needs.to_vec() } else { Vec::new() },
+    }
+}
+
+/// Assess a PR whose head and base the forge reports as `head` and `base`, `forge` saying
+/// whether it is done.
+pub fn assess(
+    pr: PrRef,
+    state: &PrState<'_>,
+    (head, base, forge): (&str, Option<&str>, ForgeState),
     independence: Independence,
     now: Timestamp,
 ) -> Assessment {
@@ -607,6 +694,7 @@ pub fn assess(
         historical_decisions: historical,
         origin: state.origin.cloned(),
         approved_at_head: approval.is_ok(),
+        status: status_of(state, head, base, forge, approval.is_ok(), &merge_needs),
         merge_needs,
     }
 }

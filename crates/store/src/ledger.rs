@@ -120,7 +120,8 @@ const DECISION: [&str; 12] =
 const PUSH: [&str; 9] = ["id", "binding", "branch", "head", "worker", "profile", "client", "session", "at"];
 
 /// The `pr_origins` table.
-const ORIGIN: [&str; 7] = ["binding", "pr", "worker", "profile", "client", "session", "at"];
+/// `issues` arrived in schema v7 (`1,2`: the issues a PR references).
+const ORIGIN: [&str; 8] = ["binding", "pr", "worker", "profile", "client", "session", "at", "issues"];
 
 /// The `tool_pins` table.
 const PIN: [&str; 7] = ["profile", "tool", "pinned_digest", "pinned_at", "seen_digest", "seen_definition", "seen_at"];
@@ -283,7 +284,9 @@ impl Record for PrPush {
 
 impl Record for PrOrigin {
     fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
-        Ok(PrOrigin { pr: read_pr(r, 0)?, by: read_actor(r, 2)?, at: r.time(6)? })
+        let issues = r.opt_text(7)?.unwrap_or_default();
+        let issues = issues.split(',').filter_map(|n| n.trim().parse().ok()).collect();
+        Ok(PrOrigin { pr: read_pr(r, 0)?, by: read_actor(r, 2)?, at: r.time(6)?, issues })
     }
 }
 
@@ -507,7 +510,8 @@ pub(crate) fn pushed<E: Engine>(e: &E, p: &PrPush) -> Result<(), StoreError> {
 pub(crate) fn originate<E: Engine>(e: &E, o: &PrOrigin) -> Result<(), StoreError> {
     let [binding, number] = key(&o.pr);
     let [w, p, cl, s] = actor_values(&o.by);
-    let args = [binding, number, w, p, cl, s, time(o.at)];
+    let issues = o.issues.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+    let args = [binding, number, w, p, cl, s, time(o.at), opt_text((!issues.is_empty()).then_some(issues.as_str()))];
     e.run("cannot record the PR's creator", Retry::Idempotent, |c| {
         c.execute(&e.sql().ledger.insert_origin, &args)?;
         Ok(())

@@ -139,9 +139,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 6, name: "PR workflow and tool pins", create: crate::ledger::CREATE, add: &[] },
     Migration {
         version: 7,
-        name: "decision bases, cleared decisions, pushes",
+        name: "decision bases, cleared decisions, pushes, review-decision locks, PR issues",
         create: crate::ledger::CREATE_V7_AND_LOCKS,
-        add: &[("pr_decisions", "base", "TEXT"), ("pr_decisions", "cleared", "TEXT")],
+        add: &[("pr_decisions", "base", "TEXT"), ("pr_decisions", "cleared", "TEXT"), ("pr_origins", "issues", "TEXT")],
     },
 ];
 

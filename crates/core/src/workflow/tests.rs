@@ -50,7 +50,7 @@ fn decision(by: &Actor, head: &str, verdict: ReviewVerdict, when: i64) -> PrDeci
 }
 
 fn origin(by: &Actor) -> PrOrigin {
-    PrOrigin { pr: pr(), by: by.clone(), at: at(0) }
+    PrOrigin { pr: pr(), by: by.clone(), at: at(0), issues: vec![] }
 }
 
 const H1: &str = "1a38ef95aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -100,7 +100,7 @@ fn the_seed_story_approve_new_head_voids_rereview_merge() {
     let (l, d) = st(&leases, &decisions);
     let state = PrState { leases: &l, decisions: &d, origin: Some(&o), pushes: &[] };
     assert_eq!(judge_merge(&state, &merger, H2, Some("main"), Independence::Session, at(70)).unwrap().lease_id, "M1");
-    let a = assess(pr(), &state, H2, Some("main"), Independence::Session, at(70));
+    let a = assess(pr(), &state, (H2, Some("main"), ForgeState::Open), Independence::Session, at(70));
     assert!(a.approved_at_head && a.merge_needs.is_empty(), "{a:?}");
     assert_eq!((a.current_decisions.len(), a.historical_decisions.len()), (1, 1));
 }
@@ -228,7 +228,7 @@ fn the_session_that_pushed_a_head_does_not_approve_it_and_a_cleared_decision_no_
     d[0].cleared = Some("operator: superseded".into());
     let state = PrState { leases: &[], decisions: &d, origin: Some(&o), pushes: &[] };
     assert!(approval_at(&state, H1, Some("main"), Independence::Session).is_ok(), "cleared, it no longer counts");
-    let a = assess(pr(), &state, H1, Some("main"), Independence::Session, at(3));
+    let a = assess(pr(), &state, (H1, Some("main"), ForgeState::Open), Independence::Session, at(3));
     assert_eq!((a.current_decisions.len(), a.historical_decisions.len()), (1, 1), "a cleared decision is historical");
 }
 
@@ -247,7 +247,7 @@ fn a_decision_counts_only_for_the_base_it_was_given_on() {
     let text = refused.reasons.join("; ");
     assert!(text.contains("claimed for base dev but the PR now targets main"), "{text}");
     assert!(text.contains("other bases are historical"), "{text}");
-    let a = assess(pr(), &state, H1, Some("main"), Independence::Session, at(2));
+    let a = assess(pr(), &state, (H1, Some("main"), ForgeState::Open), Independence::Session, at(2));
     assert_eq!((a.current_decisions.len(), a.historical_decisions.len()), (0, 1));
 }
 
@@ -310,7 +310,7 @@ impl World {
             actor("reviewer", "codex", "s2"),
             actor("merger", "gemini", "s3"),
         ];
-        let origin = PrOrigin { pr: pr(), by: actors[0].clone(), at: at(0) };
+        let origin = PrOrigin { pr: pr(), by: actors[0].clone(), at: at(0), issues: vec![] };
         let heads = vec!["h0".into()];
         Self { actors, origin, heads, leases: vec![], decisions: vec![], now: 0, base: "dev".into(), merged: None }
     }
@@ -427,4 +427,35 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn the_canonical_state_is_computed_from_the_ledger_and_the_forge() {
+    let author = actor("author", "claude-code", "s-author");
+    let reviewer = actor("reviewer", "codex", "s-review");
+    let merger = actor("merger", "gemini", "s-merge");
+    let o = origin(&author);
+    let st = |a: Assessment| (a.status.state, a.status.who_is_next, a.status.review_status, a.status.merge_ready);
+    let state = PrState { leases: &[], decisions: &[], origin: Some(&o), pushes: &[] };
+    let fresh = assess(pr(), &state, (H1, Some("main"), ForgeState::Open), Independence::Session, at(1));
+    assert_eq!(st(fresh.clone()), ("ready_for_review".into(), "reviewer".into(), "none".into(), false));
+    assert!(fresh.status.next_action.contains(&H1[..12]), "{}", fresh.status.next_action);
+    let rc = vec![decision(&reviewer, H1, ReviewVerdict::RequestChanges, 1)];
+    let state = PrState { decisions: &rc, ..state };
+    let a = assess(pr(), &state, (H1, Some("main"), ForgeState::Open), Independence::Session, at(2));
+    assert_eq!(st(a), ("changes_requested".into(), "author".into(), "none".into(), false));
+    let approved = vec![decision(&reviewer, H1, ReviewVerdict::Approve, 1)];
+    let state = PrState { decisions: &approved, ..state };
+    let a = assess(pr(), &state, (H1, Some("main"), ForgeState::Open), Independence::Session, at(2));
+    assert_eq!(st(a.clone()), ("approved".into(), "merger".into(), "approved_at_current_head".into(), false));
+    assert!(a.status.blockers.iter().any(|b| b.contains("merge lease")), "{:?}", a.status.blockers);
+    let leases = vec![lease("M", Purpose::Merge, &merger, H1, 1)];
+    let state = PrState { leases: &leases, ..state };
+    let a = assess(pr(), &state, (H1, Some("main"), ForgeState::Open), Independence::Session, at(2));
+    assert_eq!(st(a), ("ready_to_merge".into(), "merger".into(), "approved_at_current_head".into(), true));
+    let a = assess(pr(), &state, (H2, Some("main"), ForgeState::Open), Independence::Session, at(2));
+    assert_eq!(st(a), ("ready_for_review".into(), "reviewer".into(), "historical".into(), false), "a new head");
+    let a = assess(pr(), &state, (H1, Some("main"), ForgeState::Merged), Independence::Session, at(2));
+    assert_eq!(st(a.clone()), ("merged".into(), "none".into(), "approved_at_current_head".into(), false));
+    assert!(a.status.blockers.is_empty());
 }

@@ -126,6 +126,22 @@ pub enum PrCommand {
         #[arg(long)]
         stale: bool,
     },
+    /// The review-decision locks: which reviewer session holds which PR's (`--all`: released
+    /// ones too).
+    Locks {
+        /// Every lock, not only the live ones.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Release a review-decision lock whose PR was merged or closed outside the fleet (the
+    /// forge must say so).
+    ReleaseLock {
+        /// The lock.
+        lock_id: String,
+        /// Why (recorded on the lock and in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Clear every standing review decision a worker made on a PR (a request-changes that
     /// stands until its reviewer approves, or an approval an operator withdraws). Kept,
     /// marked cleared with the reason, and audited.

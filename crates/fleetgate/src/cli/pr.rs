@@ -1,5 +1,5 @@
-//! `fleetgate pr list|show|release|clear-decision`: the PR workflow's leases and decisions
-//! for the operator (SPEC §10). `show` and `release --stale` read the forge through
+//! `fleetgate pr list|show|release|locks|release-lock|clear-decision`: the PR workflow's
+//! leases, locks and decisions for the operator (SPEC §10). `show` and `release --stale` read the forge through
 //! `[workflow] forge_command`; the rest needs only the store.
 
 use crate::cli::args::PrCommand;
@@ -22,11 +22,90 @@ pub fn pr(ctx: &Ctx, cmd: &PrCommand) -> anyhow::Result<Reply> {
         }
         PrCommand::Release { lease_id: None, stale: true, .. } => release_stale(ctx),
         PrCommand::Release { .. } => Err(anyhow!("give either a LEASE_ID or --stale")),
+        PrCommand::Locks { all } => locks(ctx, !*all),
+        PrCommand::ReleaseLock { lock_id, reason } => {
+            release_lock(ctx, lock_id, reason.as_deref().unwrap_or("released by an operator"))
+        }
         PrCommand::ClearDecision { pr, worker, reason, owner, repo } => {
             let reason = reason.as_deref().unwrap_or("cleared by an operator");
             clear_decision(ctx, *pr, worker, reason, owner.as_deref(), repo.as_deref())
         }
     }
+}
+
+/// The review-decision locks.
+fn locks(ctx: &Ctx, live_only: bool) -> anyhow::Result<Reply> {
+    let locks = ctx.store()?.list_review_locks(live_only)?;
+    let rows: Vec<Vec<String>> = locks
+        .iter()
+        .map(|l| {
+            vec![
+                l.lock_id.clone(),
+                l.pr.to_string(),
+                l.holder.session.clone(),
+                l.holder.profile.clone(),
+                l.verdict.as_str().to_owned(),
+                l.head.get(..12).unwrap_or(&l.head).to_owned(),
+                l.phase.as_str().to_owned(),
+                l.released_reason.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let headers = ["LOCK", "PR", "SESSION", "PROFILE", "DECISION", "HEAD", "PHASE", "RELEASED"];
+    let text = if locks.is_empty() { "no review-decision locks".to_owned() } else { table(&headers, &rows) };
+    Ok(Reply { value: json!({ "locks": locks }), text, exit: Exit::Ok })
+}
+
+/// Release a lock whose PR the forge reports merged or closed (a PR merged or closed
+/// outside the fleet leaves its locks live); audited. Refused (exit 3) while the forge says
+/// the PR is open, or cannot say.
+fn release_lock(ctx: &Ctx, lock_id: &str, reason: &str) -> anyhow::Result<Reply> {
+    let store = ctx.store()?;
+    let lock = store.list_review_locks(true)?.into_iter().find(|l| l.lock_id == lock_id);
+    let lock = lock.ok_or_else(|| anyhow!("lock {lock_id} is not a live review-decision lock"))?;
+    let forge = CommandForge::new(&ctx.config)
+        .ok_or_else(|| anyhow!("release-lock reads the forge: set [workflow] forge_command in the roster"))?;
+    let target = parse_key(&lock.pr, &ctx.config.workflow.remote)
+        .ok_or_else(|| anyhow!("{} is not a PR of this fleet's forge remote", lock.pr))?;
+    let refuse = |why: String| Reply {
+        value: json!({ "released": false, "lock_id": lock_id, "pr": lock.pr, "why": why }),
+        text: format!("lock {lock_id} kept: {why}"),
+        exit: Exit::No,
+    };
+    let how = match read_pr(Some(&forge), &target) {
+        Ok(f) if f.merged => "merged",
+        Ok(f) if f.is_done() => "closed",
+        Ok(_) => {
+            return Ok(refuse(format!(
+                "the forge says {} is open: the lock ends when it is merged or closed",
+                lock.pr
+            )));
+        }
+        Err(why) => return Ok(refuse(format!("the forge cannot say whether {} is done: {why}", lock.pr))),
+    };
+    let now = ctx.now();
+    let why = format!("{reason} ({} {how})", lock.pr);
+    let released = store.release_review_lock(lock_id, &why, now)?;
+    let Some(released) = released else { return Err(anyhow!("lock {lock_id} is no longer live")) };
+    store.append_audit(&fleetgate_core::audit::AuditEntry {
+        id: None,
+        at: now,
+        profile: "operator".into(),
+        worker_identity: None,
+        tool: crate::gate::workflow::LOCK_EVENT.into(),
+        allowed: true,
+        blocker_kind: None,
+        reasons: vec![format!(
+            "lock {lock_id} on {} released by an operator: {why}; holder worker {} ({}, session {})",
+            lock.pr, lock.holder.worker, lock.holder.profile, lock.holder.session
+        )],
+        principal: None,
+    })?;
+    Ok(Reply {
+        value: json!({ "released": true, "lock": released }),
+        text: format!("released lock {lock_id} on {}: {why}", lock.pr),
+        exit: Exit::Ok,
+    })
 }
 
 /// Clear `worker`'s standing decisions on the PR, and audit it. Exit 3 when there were none.
@@ -108,12 +187,14 @@ fn show(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow::
     let independence = ctx.config.workflow.independent_review;
     let (value, head_line) = match &facts {
         Ok(f) => {
-            let a = workflow::assess(key.clone(), &held.state(), &f.head, f.base_ref.as_deref(), independence, now);
-            let line = if a.merge_needs.is_empty() {
-                format!("head {}: approved, mergeable under a merge lease", f.head)
-            } else {
-                format!("head {}: a merge needs {}", f.head, a.merge_needs.join("; "))
-            };
+            let a = workflow::assess(key.clone(), &held.state(), f.at(), independence, now);
+            let mut line = format!(
+                "{}: {} is next — {} (review: {})",
+                a.status.state, a.status.who_is_next, a.status.next_action, a.status.review_status
+            );
+            if !a.status.blockers.is_empty() {
+                line.push_str(&format!("\nblockers: {}", a.status.blockers.join("; ")));
+            }
             (serde_json::to_value(&a)?, line)
         }
         Err(why) => (

@@ -26,6 +26,12 @@ pub struct WorkflowSettings {
     /// Protected branches and paths: `default_branch` (default `main`), the globs of
     /// `protected_branches`, and `protected_paths` (default: the forges' workflow files).
     pub protection: Protection,
+    /// `decision_lock` (default true): a reviewer session that recorded a decision on a PR
+    /// decides on no other PR until that one is merged or closed.
+    pub decision_lock: bool,
+    /// `issue_lock` (default true): an author's PR that references an issue another author
+    /// holds the issue lock of is refused.
+    pub issue_lock: bool,
 }
 
 impl Default for WorkflowSettings {
@@ -36,6 +42,8 @@ impl Default for WorkflowSettings {
             forge_command: Vec::new(),
             remote: "forge".into(),
             protection: Protection::default(),
+            decision_lock: true,
+            issue_lock: true,
         }
     }
 }
@@ -50,6 +58,8 @@ pub(super) struct RawWorkflow {
     default_branch: Option<String>,
     protected_branches: Option<Vec<String>>,
     protected_paths: Option<Vec<String>>,
+    decision_lock: Option<bool>,
+    issue_lock: Option<bool>,
 }
 
 impl RawWorkflow {
@@ -86,6 +96,8 @@ impl RawWorkflow {
             forge_command,
             remote,
             protection,
+            decision_lock: raw.decision_lock.unwrap_or(defaults.decision_lock),
+            issue_lock: raw.issue_lock.unwrap_or(defaults.issue_lock),
         })
     }
 }

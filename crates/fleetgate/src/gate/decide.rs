@@ -269,6 +269,8 @@ impl Gate {
             actor,
             remote: &self.config.workflow.remote,
             independence: self.config.workflow.independent_review,
+            decision_lock: self.config.workflow.decision_lock,
+            issue_lock: self.config.workflow.issue_lock,
         }
     }
 
@@ -293,8 +295,26 @@ impl Gate {
         let Some(action) = self.policy(call).action else { return };
         let Ok(actor) = self.actor(call) else { return };
         let wcall = self.workflow_call(call, &action, &actor);
-        if let Err(e) = workflow::settle(&*self.store, call.forge, &wcall, answer, now) {
-            tracing::warn!(tool = call.tool, error = %e, "the workflow outcome of a forwarded call was not recorded");
+        match workflow::settle(&*self.store, call.forge, &wcall, answer, now) {
+            // What it settled that the log must show: a lock taken, corrected or made moot.
+            Ok(events) => {
+                for (tool, reason) in events {
+                    self.record(AuditEntry {
+                        id: None,
+                        at: now,
+                        profile: call.member.profile.clone(),
+                        worker_identity: Some(actor.worker.clone()),
+                        tool: tool.to_owned(),
+                        allowed: true,
+                        blocker_kind: None,
+                        reasons: vec![reason],
+                        principal: None,
+                    });
+                }
+            }
+            Err(e) => {
+                tracing::warn!(tool = call.tool, error = %e, "the workflow outcome of a forwarded call was not recorded");
+            }
         }
     }
 

@@ -6,12 +6,13 @@
 //! For a real call the holder's lease is touched; [`Gate::settle`](super::Gate::settle)
 //! records what the forwarded answer settles.
 
+use fleetgate_core::decision_lock::{self, LockPlan};
 use fleetgate_core::forge_workflow::{
     MERGE_HEAD_KEY, PrFacts, PrTarget, REVIEW_COMMIT_KEY, head_read, pr_facts, pr_target, review_verdict,
 };
 use fleetgate_core::workflow::{self, Actor, PrRef, PrState, Refusal};
 use fleetgate_core::{BlockerKind, Timestamp};
-use fleetgate_store::{PrRecords, Store};
+use fleetgate_store::{LockWrite, PrRecords, Store, new_lock_id};
 use serde_json::{Map, Value};
 
 /// The workflow action of a merge (`[[rules]] action`).
@@ -22,6 +23,11 @@ pub const ACTION_REVIEW: &str = fleetgate_core::forge::ACTION_REVIEW;
 pub const ACTION_OPEN: &str = fleetgate_core::forge::ACTION_OPEN;
 /// The workflow action of a file write (its pusher is recorded for independence).
 pub const ACTION_PUSH: &str = fleetgate_core::forge::ACTION_PUSH;
+/// The workflow action of closing a PR (its review-decision locks become moot).
+pub const ACTION_CLOSE: &str = fleetgate_core::forge::ACTION_CLOSE;
+
+/// The audit log's name for a review-decision lock's events.
+pub const LOCK_EVENT: &str = "review-decision lock";
 
 /// Where the gate reads a PR's current state: the downstream's own read tool.
 pub trait ForgeReader {
@@ -73,6 +79,10 @@ pub struct WorkflowCall<'a> {
     pub remote: &'a str,
     /// Which approvals count.
     pub independence: workflow::Independence,
+    /// `[workflow] decision_lock`.
+    pub decision_lock: bool,
+    /// `[workflow] issue_lock`.
+    pub issue_lock: bool,
 }
 
 /// What the store holds for `pr`, as the pure functions take it.
@@ -136,6 +146,7 @@ pub fn judge(
     let verdict = match call.action {
         ACTION_REVIEW => review_verdict(args),
         ACTION_MERGE => None,
+        ACTION_OPEN if call.issue_lock => return judge_open(store, call, args, now),
         _ => return Ok(Judged::default()),
     };
     // A review that submits no verdict needs no lease; a `create` is still pinned to the
@@ -176,8 +187,15 @@ pub fn judge(
     }
     let held = records(store, &key)?;
     let state = held.state();
+    let mut pins_note: Vec<String> = Vec::new();
     let judged = match verdict {
-        Some(verdict) => workflow::judge_review(&state, call.actor, &facts.head, verdict, now).map(drop),
+        Some(verdict) => workflow::judge_review(&state, call.actor, &facts.head, verdict, now)
+            .and_then(|_| judge_lock(store, call, &key, &facts.head))
+            .map(|correction| {
+                if let Some(note) = correction {
+                    pins_note.push(note);
+                }
+            }),
         None => {
             let base = facts.base_ref.as_deref();
             workflow::judge_merge(&state, call.actor, &facts.head, base, call.independence, now).map(drop)
@@ -188,7 +206,12 @@ pub fn judge(
             if call.action == ACTION_MERGE {
                 pins.insert(MERGE_HEAD_KEY.into(), Value::from(facts.head.clone()));
             }
-            Ok(Judged { pins, note: Some(note(&what, &key, &facts)) })
+            let mut said = note(&what, &key, &facts);
+            for more in pins_note {
+                said.push_str("; ");
+                said.push_str(&more);
+            }
+            Ok(Judged { pins, note: Some(said) })
         }
         Err(mut refusal) => {
             refusal.reasons.push(note(&what, &key, &facts));
@@ -197,32 +220,113 @@ pub fn judge(
     }
 }
 
+/// Under `[workflow] decision_lock`: may the caller's session decide on `key` at `head`?
+/// `Some` names a correction of its lock.
+fn judge_lock(store: &dyn Store, call: &WorkflowCall<'_>, key: &PrRef, head: &str) -> Result<Option<String>, Refusal> {
+    if !call.decision_lock {
+        return Ok(None);
+    }
+    let held = store.live_review_locks(&call.actor.client, &call.actor.session).map_err(|e| {
+        Refusal::of(BlockerKind::ForgeUnavailable, format!("the session's review-decision locks cannot be read: {e}"))
+    })?;
+    Ok(match decision_lock::judge_decision(&held, call.actor, key, head)? {
+        LockPlan::Take => None,
+        LockPlan::Correct { lock_id, from_head } => Some(format!(
+            "a correction of review-decision lock {lock_id} (from head {} to {})",
+            short(&from_head),
+            short(head)
+        )),
+    })
+}
+
+/// The issues a PR's title and body reference (`#N`, `Closes #N`, …), each once.
+pub fn referenced_issues(args: &Map<String, Value>) -> Vec<u64> {
+    let mut found = Vec::new();
+    for key in ["title", "body"] {
+        let Some(text) = args.get(key).and_then(Value::as_str) else { continue };
+        let mut rest = text;
+        while let Some(at) = rest.find('#') {
+            let digits: String = rest[at + 1..].chars().take_while(char::is_ascii_digit).collect();
+            // `#` inside a word (`a#1`) is no reference.
+            let word = at > 0 && rest[..at].chars().next_back().is_some_and(char::is_alphanumeric);
+            if let (false, Ok(n)) = (word, digits.parse::<u64>())
+                && !found.contains(&n)
+            {
+                found.push(n);
+            }
+            rest = &rest[at + 1..];
+        }
+    }
+    found
+}
+
+/// Under `[workflow] issue_lock`: an author's PR that references an issue another author
+/// holds the issue lock of is refused (`issue_lock_held`, naming the holder).
+fn judge_open(
+    store: &dyn Store,
+    call: &WorkflowCall<'_>,
+    args: &Map<String, Value>,
+    now: Timestamp,
+) -> Result<Judged, Refusal> {
+    let text = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let (Some(owner), Some(repo)) = (text("owner"), text("repo")) else { return Ok(Judged::default()) };
+    let issues = referenced_issues(args);
+    for issue in &issues {
+        let key = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: *issue }.key(call.remote);
+        let held = records(store, &key)?;
+        if let Some(lock) = workflow::live_lease(&held.state(), workflow::Purpose::Author, now)
+            .filter(|l| l.holder.worker != call.actor.worker)
+        {
+            return Err(Refusal::of(
+                BlockerKind::IssueLockHeld,
+                format!(
+                    "the PR references issue #{issue}, whose issue lock {} is held by worker {} ({}, session {}) until {}",
+                    lock.lease_id, lock.holder.worker, lock.holder.client, lock.holder.session, lock.expires_at
+                ),
+            ));
+        }
+    }
+    let note = (!issues.is_empty()).then(|| {
+        let named: Vec<String> = issues.iter().map(|i| format!("#{i}")).collect();
+        format!("judged open referencing issue(s) {}", named.join(", "))
+    });
+    Ok(Judged { pins: Map::new(), note })
+}
+
+/// What settling a call did that the audit log names: (tool, reason) per event.
+pub type Settled = Vec<(&'static str, String)>;
+
 /// After a forwarded call the downstream accepted: record the decision at the head it was
-/// made at, the creator of an opened PR, or a merge's released leases. Best effort: a
-/// failure is logged (the call itself already happened).
+/// made at (and the review-decision lock it takes or corrects), the creator of an opened PR
+/// and the issues it references, a push's commit, or a merge's (a close's) released leases
+/// and moot locks. Best effort: a failure is logged (the call itself already happened). The
+/// events the audit log names are returned.
 pub fn settle(
     store: &dyn Store,
     forge: Option<&dyn ForgeReader>,
     call: &WorkflowCall<'_>,
     answer: Option<&Value>,
     now: Timestamp,
-) -> Result<(), String> {
+) -> Result<Settled, String> {
     let empty = Map::new();
     let args = call.arguments.unwrap_or(&empty);
+    let text = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let mut events = Settled::new();
     match call.action {
         ACTION_OPEN => {
-            let (Some(owner), Some(repo)) =
-                (args.get("owner").and_then(Value::as_str), args.get("repo").and_then(Value::as_str))
-            else {
-                return Ok(());
-            };
-            let Some(pr) = answer.and_then(fleetgate_core::forge_workflow::created_pr) else { return Ok(()) };
+            let (Some(owner), Some(repo)) = (text("owner"), text("repo")) else { return Ok(events) };
+            let Some(pr) = answer.and_then(fleetgate_core::forge_workflow::created_pr) else { return Ok(events) };
             let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr };
-            let origin = workflow::PrOrigin { pr: target.key(call.remote), by: call.actor.clone(), at: now };
-            store.record_pr_origin(&origin).map_err(|e| e.to_string())
+            let origin = workflow::PrOrigin {
+                pr: target.key(call.remote),
+                by: call.actor.clone(),
+                at: now,
+                issues: referenced_issues(args),
+            };
+            store.record_pr_origin(&origin).map_err(|e| e.to_string())?;
         }
         ACTION_REVIEW => {
-            let (Some(verdict), Some(target)) = (review_verdict(args), pr_target(args)) else { return Ok(()) };
+            let (Some(verdict), Some(target)) = (review_verdict(args), pr_target(args)) else { return Ok(events) };
             // The decision is pinned to the head the gate judged it at (the lease's), and to
             // the base the lease was claimed for, else the one the forge reports.
             let key = target.key(call.remote);
@@ -240,13 +344,12 @@ pub fn settle(
                 };
             let decision =
                 workflow::PrDecision { pr: key, head, base, verdict, by: call.actor.clone(), at: now, cleared: None };
-            store.record_pr_decision(&decision).map_err(|e| e.to_string())
+            events.extend(record_decision(store, call, &decision)?);
         }
         ACTION_PUSH => {
             // The write's answer names no commit: the branch's tip, read right after, is it.
-            let text = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
-            let (Some(owner), Some(repo)) = (text("owner"), text("repo")) else { return Ok(()) };
-            let Some(branch) = text("new_branch_name").or_else(|| text("branch_name")) else { return Ok(()) };
+            let (Some(owner), Some(repo)) = (text("owner"), text("repo")) else { return Ok(events) };
+            let Some(branch) = text("new_branch_name").or_else(|| text("branch_name")) else { return Ok(events) };
             let forge = forge.ok_or("no forge to read the pushed branch from")?;
             let mut read = Map::new();
             read.insert("owner".into(), Value::from(owner));
@@ -262,17 +365,88 @@ pub fn settle(
                 by: call.actor.clone(),
                 at: now,
             };
-            store.record_pr_push(&push).map_err(|e| e.to_string())
+            store.record_pr_push(&push).map_err(|e| e.to_string())?;
         }
         ACTION_MERGE => {
-            let Some(target) = pr_target(args) else { return Ok(()) };
-            store
-                .release_pr_leases(&target.key(call.remote), workflow::released::MERGED, now)
-                .map(drop)
-                .map_err(|e| e.to_string())
+            let Some(target) = pr_target(args) else { return Ok(events) };
+            let key = target.key(call.remote);
+            store.release_pr_leases(&key, workflow::released::MERGED, now).map_err(|e| e.to_string())?;
+            events.extend(moot(store, &key, "merged", now)?);
         }
-        _ => Ok(()),
+        ACTION_CLOSE => {
+            // `pull_request_write close`, or `issue_write update` closing the number (a PR's
+            // number, when it is one: the release finds no lock otherwise).
+            let closes = text("method") == Some("close") || text("state") == Some("closed");
+            let number =
+                ["pull_number", "issue_number", "index"].iter().find_map(|k| args.get(*k).and_then(Value::as_u64));
+            let (Some(owner), Some(repo), Some(pr), true) = (text("owner"), text("repo"), number, closes) else {
+                return Ok(events);
+            };
+            let key = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr }.key(call.remote);
+            events.extend(moot(store, &key, "closed", now)?);
+        }
+        _ => {}
     }
+    Ok(events)
+}
+
+/// Record a decision, with the lock it takes or corrects under `[workflow] decision_lock`.
+fn record_decision(
+    store: &dyn Store,
+    call: &WorkflowCall<'_>,
+    decision: &workflow::PrDecision,
+) -> Result<Settled, String> {
+    if !call.decision_lock {
+        store.record_pr_decision(decision).map_err(|e| e.to_string())?;
+        return Ok(Settled::new());
+    }
+    let by = &decision.by;
+    let held = store.live_review_locks(&by.client, &by.session).map_err(|e| e.to_string())?;
+    let what = format!("{} at head {} on {}", decision.verdict.as_str(), short(&decision.head), decision.pr);
+    let write = match decision_lock::judge_decision(&held, by, &decision.pr, &decision.head) {
+        Ok(LockPlan::Take) => LockWrite::Take { lock_id: new_lock_id(&decision.pr, decision.at) },
+        Ok(LockPlan::Correct { lock_id, .. }) => LockWrite::Correct { lock_id },
+        Err(refusal) => {
+            // Judged free before the call, locked since (another decision of this session
+            // raced it): the forge took this decision, so it is recorded, without a lock.
+            store.record_pr_decision(decision).map_err(|e| e.to_string())?;
+            let why = refusal.reasons.join("; ");
+            return Ok(vec![(LOCK_EVENT, format!("{what} recorded without a lock: {why}"))]);
+        }
+    };
+    let lock = store.record_locked_decision(decision, &write).map_err(|e| e.to_string())?;
+    let event = match (&write, lock) {
+        (LockWrite::Take { .. }, Some(l)) => format!("lock {} taken by session {}: {what}", l.lock_id, by.session),
+        (LockWrite::Correct { .. }, Some(l)) => {
+            format!("lock {} corrected by session {}: now {what} (decision {})", l.lock_id, by.session, l.decisions)
+        }
+        (_, None) => format!("{what} recorded; another decision of session {} holds its lock", by.session),
+    };
+    Ok(vec![(LOCK_EVENT, event)])
+}
+
+/// The PR is merged or closed: its review-decision locks are moot.
+fn moot(store: &dyn Store, key: &PrRef, how: &str, now: Timestamp) -> Result<Settled, String> {
+    let released = store.release_review_locks(key, decision_lock::ended::MOOT, now).map_err(|e| e.to_string())?;
+    Ok(released
+        .into_iter()
+        .map(|l| {
+            let h = &l.holder;
+            (
+                LOCK_EVENT,
+                format!(
+                    "lock {} on {} released: moot ({key} {how}); holder worker {} ({}, session {}), {} at head {}",
+                    l.lock_id,
+                    l.pr,
+                    h.worker,
+                    h.profile,
+                    h.session,
+                    l.verdict.as_str(),
+                    short(&l.head)
+                ),
+            )
+        })
+        .collect())
 }
 
 /// [`PrRecords`] as the pure functions take it.

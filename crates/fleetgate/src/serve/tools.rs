@@ -146,7 +146,15 @@ pub fn definitions(prefix: &str) -> Vec<Tool> {
             "Claim a review or merge lease on a pull request at its current head (read from the forge). Review \
              decisions and merges are only forwarded under a live lease at the PR's current head.",
         ),
-        writer::<workflow::ReleaseArgs>(format!("{prefix}release_pr_lease"), "Release a PR lease this session holds."),
+        writer::<workflow::IssueArgs>(
+            format!("{prefix}claim_issue_lease"),
+            "Claim the issue lock of an issue (authors): while it is live, another author's PR referencing the \
+             issue (#N) is refused. Released with release_pr_lease; expires like a PR lease.",
+        ),
+        writer::<workflow::ReleaseArgs>(
+            format!("{prefix}release_pr_lease"),
+            "Release a PR lease (or an issue lock) this session holds.",
+        ),
         tool::<NoArgs>(format!("{prefix}list_pr_leases"), "The fleet's live PR leases."),
         tool::<workflow::PrArgs>(
             format!("{prefix}assess_pr"),
@@ -237,6 +245,10 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
                 Err(refused) => refused,
             }
         }
+        "claim_issue_lease" => match args::<workflow::IssueArgs>(name, call.arguments, &["issue", "owner", "repo"]) {
+            Ok(issue) => workflow::claim_issue(plane, call.attachment, issue),
+            Err(refused) => refused,
+        },
         "release_pr_lease" => match args::<workflow::ReleaseArgs>(name, call.arguments, &["lease_id"]) {
             Ok(release) => workflow::release(plane, call.attachment, release),
             Err(refused) => refused,

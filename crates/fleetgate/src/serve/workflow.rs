@@ -60,6 +60,20 @@ pub struct ClaimArgs {
     pub repo: Option<String>,
 }
 
+/// `…claim_issue_lease`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IssueArgs {
+    /// The issue number.
+    pub issue: u64,
+    /// Repository owner (default: the roster's `[binding]` org).
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Repository name (default: the roster's `[binding]` repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+}
+
 /// `…release_pr_lease`'s arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -146,7 +160,11 @@ pub fn holder_alive(store: &dyn Store, holder: &Actor, now: Timestamp) -> bool {
 /// May this role claim a lease of `purpose`? When rules name the action, only the roles
 /// they allow it; with no rule naming it, any role.
 fn role_may(plane: &FleetControl, purpose: Purpose) -> bool {
-    let action = purpose.as_str();
+    // An issue lock is the author's: the role that opens PRs.
+    let action = match purpose {
+        Purpose::Author => crate::gate::workflow::ACTION_OPEN,
+        other => other.as_str(),
+    };
     let role = &plane.identity().member.role;
     let ruled: Vec<_> = plane.config().rules.rules().iter().filter(|r| r.action.as_deref() == Some(action)).collect();
     ruled.is_empty() || ruled.iter().any(|r| r.roles.iter().any(|x| x == "*" || x == role))
@@ -184,8 +202,11 @@ fn claim_inner(
     link: Option<&dyn DownstreamLink>,
     args: ClaimArgs,
 ) -> Result<workflow::PrLease, Refusal> {
-    let purpose = Purpose::parse(&args.purpose).ok_or_else(|| {
-        Refusal::of(BlockerKind::ReviewLeaseRequired, format!("purpose {:?} is neither review nor merge", args.purpose))
+    let purpose = Purpose::parse(&args.purpose).filter(|p| *p != Purpose::Author).ok_or_else(|| {
+        Refusal::of(
+            BlockerKind::ReviewLeaseRequired,
+            format!("purpose {:?} is neither review nor merge (an issue lock: claim_issue_lease)", args.purpose),
+        )
     })?;
     if !role_may(plane, purpose) {
         return Err(Refusal::of(
@@ -227,6 +248,68 @@ fn claim_inner(
             ),
         )),
         Err(e) => Err(Refusal::of(BlockerKind::ForgeUnavailable, format!("the lease could not be recorded: {e}"))),
+    }
+}
+
+/// `…claim_issue_lease`: an author's issue lock, a lease of purpose `author` on the issue's
+/// number (TTL, renewal and takeover as for PR leases; one live lock per issue).
+pub fn claim_issue(
+    plane: &FleetControl,
+    attachment: fleetgate_gateway::AttachmentId,
+    args: IssueArgs,
+) -> CallToolResult {
+    let result = claim_issue_inner(plane, attachment, args);
+    let (allowed, kind, reasons) = match &result {
+        Ok(lease) => (true, None, vec![format!("issue lock {} on {}", lease.lease_id, lease.pr)]),
+        Err(r) => (false, Some(r.blocker_kind), r.reasons.clone()),
+    };
+    plane.record_control(attachment, "claim_issue_lease", allowed, kind, reasons);
+    match result {
+        Ok(lease) => CallToolResult::structured(json!({ "allowed": true, "lease": lease })),
+        Err(r) => refused(&r),
+    }
+}
+
+fn claim_issue_inner(
+    plane: &FleetControl,
+    attachment: fleetgate_gateway::AttachmentId,
+    args: IssueArgs,
+) -> Result<workflow::PrLease, Refusal> {
+    if !role_may(plane, Purpose::Author) {
+        return Err(Refusal::of(
+            BlockerKind::RoleNotPermitted,
+            format!("role {} may not hold an issue lock: only a role that opens PRs may", plane.identity().member.role),
+        ));
+    }
+    let actor = actor(plane, attachment)?;
+    let key = target(plane, args.issue, args.owner, args.repo)?.key(&plane.config().workflow.remote);
+    let store = plane.gate().store();
+    let held = records(&**store, &key)?;
+    let now = plane.now();
+    let alive = |a: &Actor| holder_alive(&**store, a, now);
+    // An issue has no head: the lease names none.
+    let plan = workflow::judge_claim(&held.state(), &actor, Purpose::Author, "", "", now, &alive)
+        .map_err(|r| Refusal { blocker_kind: BlockerKind::IssueLockHeld, ..r })?;
+    let claim = PrLeaseClaim {
+        pr: key,
+        purpose: Purpose::Author,
+        holder: actor,
+        candidate_head: String::new(),
+        target_branch: None,
+        target_branch_sha: None,
+        ttl_seconds: plane.config().workflow.lease_ttl_seconds,
+        plan,
+    };
+    match store.claim_pr_lease(&claim, now) {
+        Ok(PrClaimOutcome::Claimed(lease)) => Ok(lease),
+        Ok(PrClaimOutcome::Held(other)) => Err(Refusal::of(
+            BlockerKind::IssueLockHeld,
+            format!(
+                "worker {} holds the issue lock {} until {}",
+                other.holder.worker, other.lease_id, other.expires_at
+            ),
+        )),
+        Err(e) => Err(Refusal::of(BlockerKind::ForgeUnavailable, format!("the lock could not be recorded: {e}"))),
     }
 }
 
@@ -278,9 +361,11 @@ pub fn assess(plane: &FleetControl, link: Option<&dyn DownstreamLink>, args: PrA
         let key = target.key(&plane.config().workflow.remote);
         let held = records(&**plane.gate().store(), &key)?;
         let independence = plane.config().workflow.independent_review;
-        let a = workflow::assess(key, &held.state(), &facts.head, facts.base_ref.as_deref(), independence, plane.now());
+        let a = workflow::assess(key, &held.state(), facts.at(), independence, plane.now());
         let mut v = serde_json::to_value(a).unwrap_or_default();
-        v["state"] = json!(facts.state);
+        // `state` is the PR's canonical state (computed); the forge's own `open`/`closed`,
+        // which `state` carried before, is `forge_state`.
+        v["forge_state"] = json!(facts.state);
         v["merged"] = json!(facts.merged);
         v["target_branch"] = json!(facts.base_ref);
         Ok(v)

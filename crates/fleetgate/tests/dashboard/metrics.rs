@@ -74,18 +74,25 @@ fn fleet_gauges_follow_a_member_registered_then_killed() {
         "--json",
     ]);
     assert_eq!(worker.status.code(), Some(0), "{}", String::from_utf8_lossy(&worker.stderr));
-    let s = until(&island, "registered: running, gate open, one live worker", |s| {
-        members(s, "running") == 1.0 && value(s, "fleetgate_fleet_gate_open", None) == 1.0 && workers(s, "live") == 1.0
+    // The gauges are read at the scrape; the dashboard pushes a look on its own refresh, so
+    // the test waits for that push too before the next change (under load a refresh may
+    // otherwise see only the second).
+    let s = until(&island, "registered: running, gate open, one live worker, a look pushed", |s| {
+        members(s, "running") == 1.0
+            && value(s, "fleetgate_fleet_gate_open", None) == 1.0
+            && workers(s, "live") == 1.0
+            && value(s, "fleetgate_dashboard_updates_total", None) > updates_before
     });
     assert_eq!(members(&s, "missing"), 0.0);
     assert_eq!(value(&s, "fleetgate_fleet_unregistered_processes", None), 0.0);
 
     island.kill(1);
-    let s = until(&island, "killed: stale and missing, gate closed, the worker's pid gone", |s| {
+    let s = until(&island, "killed: stale and missing, gate closed, the worker's pid gone, a look pushed", |s| {
         members(s, "stale") == 1.0
             && members(s, "missing") == 1.0
             && value(s, "fleetgate_fleet_gate_open", None) == 0.0
             && workers(s, "expired") == 1.0
+            && value(s, "fleetgate_dashboard_updates_total", None) >= updates_before + 2.0
     });
     assert_eq!(members(&s, "running"), 0.0);
     assert_eq!(workers(&s, "live"), 0.0);

@@ -9,6 +9,7 @@
 mod adversary;
 mod attribution;
 mod canary;
+mod coordination;
 mod demo;
 mod diagnostics;
 mod downstream;

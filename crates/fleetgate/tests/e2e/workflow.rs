@@ -129,6 +129,14 @@ impl Fleet {
         self.git(&["rev-parse", branch])
     }
 
+    /// Close `name`'s gateway and start it again: a new worker for the same member.
+    pub(crate) fn restart(&mut self, name: &str) {
+        let i = Self::who(name);
+        let fresh = self.gateway(name, &[]);
+        let old = std::mem::replace(&mut self.clients[i], fresh);
+        old.close();
+    }
+
     pub(crate) fn stop(self) {
         for c in self.clients {
             c.close();

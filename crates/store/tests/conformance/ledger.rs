@@ -128,8 +128,8 @@ pub fn decisions_and_origins_are_kept_per_pr(fx: &Fixture) {
             cleared: None,
         })
         .unwrap();
-    store.record_pr_origin(&PrOrigin { pr: pr(), by: actor("author"), at }).unwrap();
-    store.record_pr_origin(&PrOrigin { pr: pr(), by: actor("impostor"), at }).unwrap();
+    store.record_pr_origin(&PrOrigin { pr: pr(), by: actor("author"), at, issues: vec![12, 7] }).unwrap();
+    store.record_pr_origin(&PrOrigin { pr: pr(), by: actor("impostor"), at, issues: vec![] }).unwrap();
     let records = store.pr_records(&pr()).unwrap();
     assert_eq!(
         records.decisions.iter().map(|d| (d.head.as_str(), d.verdict)).collect::<Vec<_>>(),
@@ -156,7 +156,9 @@ pub fn decisions_and_origins_are_kept_per_pr(fx: &Fixture) {
     store.record_pr_push(&push("h1")).unwrap();
     store.record_pr_push(&push("unrelated")).unwrap();
     assert_eq!(store.pr_records(&pr()).unwrap().pushes, vec![push("h1")]);
-    assert_eq!(records.origin.unwrap().by.worker, "author", "the first creator recorded stands");
+    let origin = records.origin.unwrap();
+    assert_eq!(origin.by.worker, "author", "the first creator recorded stands");
+    assert_eq!(origin.issues, [12, 7], "with the issues it references");
     assert_eq!(store.pr_records(&other).unwrap().decisions.len(), 1);
 }
 

@@ -6,7 +6,7 @@ use crate::ledger::{actor, pr};
 use crate::support::now;
 use fleetgate_core::decision_lock::LockPhase;
 use fleetgate_core::workflow::{PrDecision, PrRef, ReviewVerdict};
-use fleetgate_store::{LockWrite, Store};
+use fleetgate_store::LockWrite;
 
 fn decision(pr: PrRef, head: &str, verdict: ReviewVerdict, who: &str, second: i64) -> PrDecision {
     let by = actor(who);
