@@ -54,6 +54,8 @@ impl Source {
         let snap = snapshot_of(&self.config, read, &LiveObserver::default(), now, None);
         let audit = self.store.list_audit(None, AUDIT_WINDOW).map_err(|e| e.to_string());
         let leases = self.store.list_pr_leases(true, now).map_err(|e| e.to_string());
+        let locks = self.store.list_review_locks(true).map_err(|e| e.to_string());
+        let prs = self.pr_states(leases.as_deref().unwrap_or_default(), locks.as_deref().unwrap_or_default(), now);
         let store = self.store.describe();
         let look = Look {
             fleet_name: &self.config.name,
@@ -62,9 +64,48 @@ impl Source {
             workers: workers.as_deref().map_err(Clone::clone),
             audit: audit.as_deref().map_err(Clone::clone),
             pr_leases: leases.as_deref().map_err(Clone::clone),
+            prs: prs.as_deref().map_err(Clone::clone),
+            review_locks: locks.as_deref().map_err(Clone::clone),
             now,
         };
         build(&look, &|pid| probe_pid(pid).is_alive())
+    }
+}
+
+impl Source {
+    /// Each PR with a live lease or lock, assessed as of the head they name (the newest
+    /// lease's, else the lock's): the page reads no forge, so a head pushed since shows once
+    /// a lease is claimed at it.
+    fn pr_states(
+        &self,
+        leases: &[fleetgate_core::workflow::PrLease],
+        locks: &[fleetgate_core::decision_lock::ReviewLock],
+        now: fleetgate_core::Timestamp,
+    ) -> Result<Vec<fleetgate_core::workflow::Assessment>, String> {
+        use crate::gate::workflow::AsState;
+        use fleetgate_core::workflow::{ForgeState, PrRef, Purpose, assess};
+        let mut prs: Vec<PrRef> =
+            leases.iter().filter(|l| l.purpose != Purpose::Author).map(|l| l.pr.clone()).collect();
+        prs.extend(locks.iter().map(|l| l.pr.clone()));
+        prs.sort();
+        prs.dedup();
+        let independence = self.config.workflow.independent_review;
+        prs.into_iter()
+            .map(|pr| {
+                let newest =
+                    leases.iter().filter(|l| l.pr == pr && l.purpose != Purpose::Author).max_by_key(|l| l.claimed_at);
+                let (head, base) = match (newest, locks.iter().find(|l| l.pr == pr)) {
+                    (Some(l), _) => (l.candidate_head.clone(), l.target_branch.clone()),
+                    (None, Some(lock)) => (lock.head.clone(), None),
+                    (None, None) => (String::new(), None),
+                };
+                let held = self.store.pr_records(&pr).map_err(|e| e.to_string())?;
+                // A lock names no base: its decision's.
+                let base =
+                    base.or_else(|| held.decisions.iter().rev().find(|d| d.head == head).and_then(|d| d.base.clone()));
+                Ok(assess(pr, &held.state(), (&head, base.as_deref(), ForgeState::Open), independence, now))
+            })
+            .collect()
     }
 }
 

@@ -11,9 +11,10 @@ use crate::metrics::FleetGauges;
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::capability::{fleet_gate, refusal_action};
+use fleetgate_core::decision_lock::ReviewLock;
 use fleetgate_core::inventory::{FleetInventory, Health, Liveness, MemberRow, summarize};
 use fleetgate_core::worker::{WorkerRecord, WorkerStatus, is_live};
-use fleetgate_core::workflow::PrLease;
+use fleetgate_core::workflow::{Assessment, PrLease};
 use serde::Serialize;
 
 /// Refusals shown, newest first.
@@ -58,6 +59,53 @@ pub struct FleetView {
     pub pr_leases: Vec<PrLeaseView>,
     /// Why the PR leases could not be read, when they could not.
     pub pr_leases_error: Option<String>,
+    /// The canonical state of each PR with a live lease or lock.
+    pub prs: Vec<PrStateView>,
+    /// Why the PRs' states could not be computed, when they could not.
+    pub prs_error: Option<String>,
+    /// The live review-decision locks.
+    pub review_locks: Vec<LockView>,
+    /// Why the locks could not be read, when they could not.
+    pub review_locks_error: Option<String>,
+}
+
+/// A PR's canonical state (`fleetgate_core::workflow::PrStatus`), as of the head its live
+/// leases and locks name (the page reads no forge).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PrStateView {
+    /// `remote/org/repo#N`.
+    pub pr: String,
+    /// `ready_for_review`, `changes_requested`, `approved`, `ready_to_merge`.
+    pub state: String,
+    /// `author`, `reviewer`, `merger`.
+    pub who_is_next: String,
+    /// One sentence naming the head.
+    pub next_action: String,
+    /// The head its leases and locks name.
+    pub head_sha: String,
+    /// `approved_at_current_head`, `historical`, `none`.
+    pub review_status: String,
+    /// The merger may merge now.
+    pub merge_ready: bool,
+}
+
+/// A live review-decision lock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LockView {
+    /// Its id.
+    pub lock_id: String,
+    /// `remote/org/repo#N`.
+    pub pr: String,
+    /// The reviewer session.
+    pub session: String,
+    /// Its client and profile.
+    pub holder: String,
+    /// `approve` or `request_changes`.
+    pub verdict: String,
+    /// The head decided at.
+    pub head: String,
+    /// When.
+    pub decided_at: Timestamp,
 }
 
 /// A live PR lease.
@@ -251,6 +299,10 @@ pub struct Look<'a> {
     pub audit: Result<&'a [AuditEntry], String>,
     /// The live PR leases, or why not.
     pub pr_leases: Result<&'a [PrLease], String>,
+    /// The assessments of the PRs with live leases or locks, or why not.
+    pub prs: Result<&'a [Assessment], String>,
+    /// The live review-decision locks, or why not.
+    pub review_locks: Result<&'a [ReviewLock], String>,
     /// The decision instant.
     pub now: Timestamp,
 }
@@ -272,6 +324,14 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
     };
     let (pr_leases, pr_leases_error) = match &look.pr_leases {
         Ok(leases) => (leases.iter().map(|l| lease_view(l, look.now)).collect(), None),
+        Err(e) => (Vec::new(), Some(e.clone())),
+    };
+    let (prs, prs_error) = match &look.prs {
+        Ok(prs) => (prs.iter().map(pr_state_view).collect(), None),
+        Err(e) => (Vec::new(), Some(e.clone())),
+    };
+    let (review_locks, review_locks_error) = match &look.review_locks {
+        Ok(locks) => (locks.iter().map(lock_view).collect(), None),
         Err(e) => (Vec::new(), Some(e.clone())),
     };
     FleetView {
@@ -301,6 +361,35 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
         audit_window: AUDIT_WINDOW,
         pr_leases,
         pr_leases_error,
+        prs,
+        prs_error,
+        review_locks,
+        review_locks_error,
+    }
+}
+
+fn pr_state_view(a: &Assessment) -> PrStateView {
+    let s = &a.status;
+    PrStateView {
+        pr: a.pr.to_string(),
+        state: s.state.clone(),
+        who_is_next: s.who_is_next.clone(),
+        next_action: s.next_action.clone(),
+        head_sha: s.head_sha.clone(),
+        review_status: s.review_status.clone(),
+        merge_ready: s.merge_ready,
+    }
+}
+
+fn lock_view(l: &ReviewLock) -> LockView {
+    LockView {
+        lock_id: l.lock_id.clone(),
+        pr: l.pr.to_string(),
+        session: l.holder.session.clone(),
+        holder: format!("{} · {}", l.holder.client, l.holder.profile),
+        verdict: l.verdict.as_str().to_owned(),
+        head: l.head.clone(),
+        decided_at: l.decided_at,
     }
 }
 

@@ -83,6 +83,8 @@ fn view_with_leases(
         workers: Ok(workers),
         audit: Ok(audit),
         pr_leases: Ok(leases),
+        prs: Ok(&[]),
+        review_locks: Ok(&[]),
         now,
     };
     build(&look, &|pid| pid != Some(666))
@@ -213,6 +215,8 @@ fn unreadable_rows_are_said_not_hidden() {
         workers: Err("database is locked".into()),
         audit: Err("no such table".into()),
         pr_leases: Err("no such table: pr_leases".into()),
+        prs: Err("no such table: pr_leases".into()),
+        review_locks: Err("no such table: review_locks".into()),
         now,
     };
     let v = build(&look, &|_| true);
@@ -273,4 +277,51 @@ fn live_pr_leases_show_pr_purpose_holder_head_and_expiry() {
     assert_eq!(v.fingerprint(), later.fingerprint());
     let released = view_with_leases(&snapshot(&[row(4100)], &[], &[], now), &[], &[], &leases[1..], now);
     assert_ne!(v.fingerprint(), released.fingerprint());
+}
+
+#[test]
+fn each_pr_with_a_live_lease_or_lock_shows_its_computed_state_and_the_locks_their_session() {
+    use fleetgate_core::decision_lock::{LockPhase, ReviewLock};
+    use fleetgate_core::workflow::{Actor, ForgeState, Independence, PrRef, PrState, ReviewVerdict, assess};
+    let now = t0().plus_seconds(100);
+    let pr = PrRef { binding: "gitea/acme/widgets".into(), pr: 12 };
+    let state = PrState { leases: &[], decisions: &[], origin: None, pushes: &[] };
+    let assessed =
+        [assess(pr.clone(), &state, ("5f0c2e1d00", Some("main"), ForgeState::Open), Independence::Session, now)];
+    let holder =
+        Actor { worker: "w".into(), profile: "prgs-reviewer".into(), client: "codex".into(), session: "s9".into() };
+    let locks = [ReviewLock {
+        lock_id: "L1".into(),
+        pr,
+        holder,
+        head: "5f0c2e1d00".into(),
+        verdict: ReviewVerdict::RequestChanges,
+        decided_at: now,
+        decisions: 1,
+        phase: LockPhase::Live,
+        released_reason: None,
+        released_at: None,
+    }];
+    let snap = snapshot(&[row(4100)], &[], &[], now);
+    let look = Look {
+        fleet_name: "t",
+        store: "sqlite:/x",
+        snapshot: &snap,
+        workers: Ok(&[]),
+        audit: Ok(&[]),
+        pr_leases: Ok(&[]),
+        prs: Ok(&assessed),
+        review_locks: Ok(&locks),
+        now,
+    };
+    let v = build(&look, &|_| true);
+    assert_eq!(v.prs.len(), 1);
+    let p = &v.prs[0];
+    assert_eq!(
+        (p.pr.as_str(), p.state.as_str(), p.who_is_next.as_str()),
+        ("gitea/acme/widgets#12", "ready_for_review", "reviewer")
+    );
+    assert_eq!(v.review_locks.len(), 1);
+    assert_eq!((v.review_locks[0].session.as_str(), v.review_locks[0].verdict.as_str()), ("s9", "request_changes"));
+    assert_eq!(v.review_locks[0].holder, "codex · prgs-reviewer");
 }

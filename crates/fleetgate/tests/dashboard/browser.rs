@@ -90,6 +90,12 @@ fn a_killed_member_turns_stale_and_closes_the_gate_without_a_reload() {
         assert!(lease.contains(expected), "{expected:?} not in the lease row {lease:?}");
     }
     assert!(lease.contains(" min") || lease.contains(" s"), "no expiry countdown in {lease:?}");
+    // The PR's computed state: under review at the lease's head, the reviewer next.
+    let state = b.eval(&format!("return document.querySelector('#prs tr[data-pr=\"{PR}\"]').innerText"));
+    let state = state.as_str().unwrap().to_owned();
+    for expected in [PR, "ready_for_review", "reviewer", &PR_HEAD[..12], "none"] {
+        assert!(state.contains(expected), "{expected:?} not in the PR row {state:?}");
+    }
     b.screenshot(&out.join("healthy.png"));
 
     // Kill the member; the page must follow on its own.

@@ -196,6 +196,10 @@ fn api_fleet_has_the_documented_shape_and_events_push_the_same_view() {
         "audit_window",
         "pr_leases",
         "pr_leases_error",
+        "prs",
+        "prs_error",
+        "review_locks",
+        "review_locks_error",
     ];
     keys.sort_unstable();
     documented.sort_unstable();

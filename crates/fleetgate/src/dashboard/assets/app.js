@@ -146,6 +146,44 @@
     $("pr-leases-error").textContent = view.pr_leases_error ? `PR leases unreadable: ${view.pr_leases_error}` : "";
   }
 
+  function renderPrs(view) {
+    const rows = view.prs.map((p) =>
+      el(
+        "tr",
+        { data: { pr: p.pr, state: p.state } },
+        cell("PR", el("strong", { text: p.pr })),
+        cell("State", el("span", { class: `badge ${p.merge_ready ? "running" : "stale"}`, text: p.state })),
+        cell("Next", el("span", {}, el("strong", { text: p.who_is_next }), el("br"),
+          el("span", { class: "muted", text: p.next_action }))),
+        cell("Head", el("code", { text: shortRev(p.head_sha), title: p.head_sha })),
+        cell("Review", el("span", { text: p.review_status })),
+      ),
+    );
+    $("prs").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(5, "no PR with a live lease or lock")]));
+    $("pr-states-note").textContent = rows.length ? `${rows.length}` : "";
+    $("pr-states-error").hidden = !view.prs_error;
+    $("pr-states-error").textContent = view.prs_error ? `PR states unreadable: ${view.prs_error}` : "";
+  }
+
+  function renderLocks(view) {
+    const rows = view.review_locks.map((l) =>
+      el(
+        "tr",
+        { data: { lock: l.lock_id, pr: l.pr } },
+        cell("PR", el("strong", { text: l.pr })),
+        cell("Session", el("span", {}, el("code", { text: l.session }), el("br"),
+          el("span", { class: "muted", text: l.holder }))),
+        cell("Decision", el("span", { text: l.verdict })),
+        cell("Head", el("code", { text: shortRev(l.head), title: l.head })),
+      ),
+    );
+    $("locks").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(4, "no live review-decision locks")]));
+    $("review-locks-note").textContent = rows.length ? `${rows.length} live` : "";
+    $("review-locks-error").hidden = !view.review_locks_error;
+    $("review-locks-error").textContent = view.review_locks_error
+      ? `review-decision locks unreadable: ${view.review_locks_error}` : "";
+  }
+
   function renderRefusals(view) {
     const items = view.refusals.map((r) =>
       el(
@@ -171,6 +209,8 @@
     renderDiagnostics(view);
     renderWorkers(view);
     renderLeases(view);
+    renderPrs(view);
+    renderLocks(view);
     renderRefusals(view);
     $("store").textContent = view.fleet.store;
     $("generated").textContent = view.generated_at;
