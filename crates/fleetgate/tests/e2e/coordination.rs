@@ -32,7 +32,18 @@ fn live_locks(fleet: &Fleet) -> Vec<Value> {
 #[test]
 fn a_reviewer_session_holds_one_open_decision_until_its_pr_is_moot() {
     let _serial = crate::support::serial();
-    let mut fleet = Fleet::start("independent_review = \"off\"\n");
+    story(Fleet::start("independent_review = \"off\"\n"));
+}
+
+/// The same story on a PostgreSQL store (`scripts/with-postgres`'s server).
+#[test]
+fn review_decision_locks_hold_on_postgres_too() {
+    let _serial = crate::support::serial();
+    let Some(db) = crate::second_host::pgdb::Db::create("fg_locks", "the review-decision lock story") else { return };
+    story(Fleet::start_on("independent_review = \"off\"\n", &[], Some(db.url())));
+}
+
+fn story(mut fleet: Fleet) {
     let (a, h1) = open_pr(&mut fleet, "feature", "b");
     let (b, hb) = open_pr(&mut fleet, "other", "b");
     let state = assessed(&mut fleet, "reviewer", a);

@@ -21,7 +21,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Instant;
 
 #[path = "../shared/pgdb.rs"]
-mod pgdb;
+pub(crate) mod pgdb;
 
 /// The fleet's TTL: a remote host's observation older than this corroborates nothing.
 const TTL_SECONDS: u64 = 3;

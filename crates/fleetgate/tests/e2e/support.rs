@@ -70,13 +70,15 @@ pub fn wait_until(secs: f64, mut cond: impl FnMut() -> bool) -> bool {
 /// A throwaway fleet directory: store, config, and a git checkout.
 pub struct FleetDir {
     pub dir: tempfile::TempDir,
+    /// A PostgreSQL store's URL, when the fleet runs on one (else the SQLite file `store()`).
+    pub store_url: Option<String>,
 }
 
 impl FleetDir {
     pub fn new(config: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("fleet.toml"), config).unwrap();
-        let fd = Self { dir };
+        let fd = Self { dir, store_url: None };
         let repo = fd.repo();
         std::fs::create_dir_all(&repo).unwrap();
         git(&repo, &["init", "-q"]);
@@ -87,6 +89,10 @@ impl FleetDir {
     }
     pub fn store(&self) -> PathBuf {
         self.dir.path().join("registry.sqlite3")
+    }
+    /// What `--store` is given: the PostgreSQL URL, else the SQLite file.
+    pub fn store_arg(&self) -> String {
+        self.store_url.clone().unwrap_or_else(|| self.store().display().to_string())
     }
     pub fn config(&self) -> PathBuf {
         self.dir.path().join("fleet.toml")
@@ -99,7 +105,7 @@ impl FleetDir {
         let out = Command::new(bin())
             .env_clear()
             .arg("--store")
-            .arg(self.store())
+            .arg(self.store_arg())
             .arg("--config")
             .arg(self.config())
             .args(args)
@@ -118,7 +124,7 @@ impl FleetDir {
             "GITEA_WORKER_HEARTBEAT_INTERVAL_SECONDS=0.2".to_owned(),
             bin().display().to_string(),
             "--store".into(),
-            self.store().display().to_string(),
+            self.store_arg(),
             "--config".into(),
             self.config().display().to_string(),
             "serve".into(),

@@ -45,6 +45,11 @@ impl Fleet {
 
     /// The fleet, the fixture of each member named in `flags` started with those flags.
     pub(crate) fn start_with(extra: &str, flags: &[(&str, &[&str])]) -> Self {
+        Self::start_on(extra, flags, None)
+    }
+
+    /// The fleet on the store at `store_url` (PostgreSQL), else on a SQLite file.
+    pub(crate) fn start_on(extra: &str, flags: &[(&str, &[&str])], store_url: Option<String>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let fixture = forge_fixture();
         let bare = dir.path().join("forge.git");
@@ -58,7 +63,8 @@ impl Fleet {
         let mut command = fixture.clone();
         command.extend(["--repo".to_owned(), bare_s]);
         config.push_str(&format!("\n[workflow]\nforge_command = {command:?}\n{extra}"));
-        let f = FleetDir::new(&config);
+        let mut f = FleetDir::new(&config);
+        f.store_url = store_url;
         bare_repo(dir.path(), "forge.git", &f.repo());
         let mut fleet = Self { dir, f, bare, fixture, clients: Vec::new() };
         for (name, _) in MEMBERS {
