@@ -105,9 +105,23 @@ pub struct PrFacts {
     pub state: Option<String>,
     /// Merged.
     pub merged: bool,
+    /// The repository's canonical `owner/name` (`base.repo.full_name`), when answered.
+    pub repo: Option<String>,
 }
 
 impl PrFacts {
+    /// `target` named as the forge names its repository (`base.repo.full_name`): Gitea
+    /// resolves another spelling, or a renamed repository's old name, to the same one, so
+    /// the PR's records key on the forge's name.
+    pub fn canonical(&self, target: &PrTarget) -> PrTarget {
+        match self.repo.as_deref().and_then(|r| r.split_once('/')) {
+            Some((owner, repo)) if !owner.is_empty() && !repo.is_empty() => {
+                PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: target.pr }
+            }
+            _ => target.clone(),
+        }
+    }
+
     /// Open, merged or closed.
     pub fn forge_state(&self) -> crate::workflow::ForgeState {
         use crate::workflow::ForgeState;
@@ -149,6 +163,7 @@ pub fn pr_facts(answer: &Value) -> Result<PrFacts, String> {
         base_sha: pointer_str(answer, &["/base/sha"]),
         state: pointer_str(answer, &["/state"]),
         merged: answer.get("merged").and_then(Value::as_bool).unwrap_or(false),
+        repo: pointer_str(answer, &["/base/repo/full_name"]),
     })
 }
 
@@ -202,6 +217,10 @@ mod tests {
         assert!(pr_facts(&json!({"head": {"ref": "feature"}})).unwrap_err().contains("no head commit"));
         assert!(pr_facts(&json!({"head": {"sha": "main; rm"}})).unwrap_err().contains("not a commit id"));
         assert!(pr_facts(&json!({"head": {"sha": "abcdef0"}, "merged": true})).unwrap().is_done());
+        let renamed = pr_facts(&json!({"head": {"sha": "abcdef0"}, "base": {"repo": {"full_name": "org/new-name"}}}));
+        let asked = PrTarget { owner: "org".into(), repo: "old-name".into(), pr: 3 };
+        let canonical = renamed.unwrap().canonical(&asked);
+        assert_eq!((canonical.repo.as_str(), canonical.pr), ("new-name", 3), "the forge's name keys the PR");
         assert_eq!(created_pr(&json!({"number": 7})), Some(7));
     }
 }

@@ -179,11 +179,13 @@ fn target(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow
 
 fn show(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow::Result<Reply> {
     let target = target(ctx, pr, owner, repo)?;
-    let key = target.key(&ctx.config.workflow.remote);
-    let held = ctx.store()?.pr_records(&key)?;
-    let now = ctx.now();
     let forge = CommandForge::new(&ctx.config);
     let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target);
+    // The PR as the forge names its repository, when it answered.
+    let named = facts.as_ref().map_or_else(|_| target.clone(), |f| f.canonical(&target));
+    let key = named.key(&ctx.config.workflow.remote);
+    let held = ctx.store()?.pr_records(&key)?;
+    let now = ctx.now();
     let independence = ctx.config.workflow.independent_review;
     let (value, head_line) = match &facts {
         Ok(f) => {

@@ -28,7 +28,9 @@
 //! without `branch_name` writes the default branch; `head_commit_id` on a merge is a
 //! compare-and-swap (409 when the head moved); an approval or a request-changes by the PR's
 //! own poster is refused with HTTP 422; a submitted review is at the head of its submission;
-//! owner and repository names match case-insensitively.
+//! owner and repository names match case-insensitively, and `--alias OWNER/NAME` answers for
+//! another name as Gitea does for a renamed repository's old one (answers name the
+//! repository by its own name).
 //!
 //! The forge's own records live in a JSON file (see `ledger`) under an exclusive lock held
 //! for each whole call, so several fixture processes given the same repository — one per
@@ -44,7 +46,7 @@
 //! workflow through it too (no forge is needed to see fleetgate work):
 //!
 //! ```text
-//! fleetgate debug forge-fixture --repo PATH.git [--slug OWNER/NAME] [--state FILE] [--user LOGIN]
+//! fleetgate debug forge-fixture --repo PATH.git [--slug OWNER/NAME] [--state FILE] [--user LOGIN] [--alias OWNER/NAME]...
 //!               [--variant changed-description|new-method|race-merge]...
 //! ```
 //!
@@ -95,6 +97,9 @@ pub struct Flags {
     /// The login the server acts and commits as.
     #[arg(long, default_value = "fleet-bot")]
     user: String,
+    /// Another `owner/name` it answers for, as Gitea resolves a renamed repository's old name.
+    #[arg(long = "alias", value_name = "OWNER/NAME")]
+    aliases: Vec<String>,
     /// Change the listing: `changed-description`, `new-method`.
     #[arg(long = "variant", value_name = "NAME")]
     variants: Vec<String>,
@@ -110,6 +115,8 @@ pub struct Forge {
     pub user: String,
     /// `--variant race-merge`: a push lands on the PR's head branch while a merge is under way.
     pub race_merge: bool,
+    /// `--alias`: other names of the repository (a renamed repository's old ones).
+    pub aliases: Vec<String>,
 }
 
 impl Forge {
@@ -125,8 +132,10 @@ impl Forge {
     pub fn check_repo(&self, args: &Args) -> Result<(String, String), String> {
         let owner = args::string(args, "owner")?;
         let repo = args::string(args, "repo")?;
-        // Gitea resolves owner and repository names case-insensitively.
-        if !owner.eq_ignore_ascii_case(&self.owner) || !repo.eq_ignore_ascii_case(&self.name) {
+        // Gitea resolves owner and repository names case-insensitively, and a renamed
+        // repository's old name to the repository.
+        let named = |full: &str| full.eq_ignore_ascii_case(&format!("{owner}/{repo}"));
+        if !named(&self.full_name()) && !self.aliases.iter().any(|a| named(a)) {
             return Err(format!("repository {owner}/{repo} err: The target couldn't be found."));
         }
         Ok((owner, repo))
@@ -243,6 +252,7 @@ fn fixture(flags: Flags) -> Result<Fixture, String> {
         name: name.to_owned(),
         user: flags.user,
         race_merge: variant.race_merge,
+        aliases: flags.aliases,
     };
     Ok(Fixture { forge: Arc::new(forge), variant })
 }

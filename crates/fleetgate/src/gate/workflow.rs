@@ -163,8 +163,15 @@ pub fn judge(
         return Err(Refusal::of(kind, "the call names no pull request (owner, repo and pull_number)".into()));
     };
     let facts = read_pr(forge, &target).map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e))?;
-    let key = target.key(call.remote);
+    // The PR as the forge names it: its records key on that name, and the forwarded call
+    // carries it, so what settles after is recorded under the same key.
+    let canonical = facts.canonical(&target);
+    let key = canonical.key(call.remote);
     let mut pins = Map::new();
+    if canonical != target {
+        pins.insert("owner".into(), Value::from(canonical.owner.clone()));
+        pins.insert("repo".into(), Value::from(canonical.repo.clone()));
+    }
     if call.action == ACTION_REVIEW {
         if let Some(sent) = args.get(REVIEW_COMMIT_KEY).and_then(Value::as_str).filter(|c| *c != facts.head) {
             return Err(Refusal::of(
@@ -316,7 +323,9 @@ pub fn settle(
         ACTION_OPEN => {
             let (Some(owner), Some(repo)) = (text("owner"), text("repo")) else { return Ok(events) };
             let Some(pr) = answer.and_then(fleetgate_core::forge_workflow::created_pr) else { return Ok(events) };
-            let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr };
+            let asked = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr };
+            // The created PR as the forge names its repository.
+            let target = answer.and_then(|a| pr_facts(a).ok()).map_or_else(|| asked.clone(), |f| f.canonical(&asked));
             let origin = workflow::PrOrigin {
                 pr: target.key(call.remote),
                 by: call.actor.clone(),

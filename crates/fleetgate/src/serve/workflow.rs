@@ -223,7 +223,7 @@ fn claim_inner(
     let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target)
         .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e))?;
     let store = plane.gate().store();
-    let key = target.key(&plane.config().workflow.remote);
+    let key = facts.canonical(&target).key(&plane.config().workflow.remote);
     let held = records(&**store, &key)?;
     let now = plane.now();
     let alive = |a: &Actor| holder_alive(&**store, a, now);
@@ -358,7 +358,7 @@ pub fn assess(plane: &FleetControl, link: Option<&dyn DownstreamLink>, args: PrA
         let forge = link.map(LinkForge);
         let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target)
             .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e))?;
-        let key = target.key(&plane.config().workflow.remote);
+        let key = facts.canonical(&target).key(&plane.config().workflow.remote);
         let held = records(&**plane.gate().store(), &key)?;
         let independence = plane.config().workflow.independent_review;
         let a = workflow::assess(key, &held.state(), facts.at(), independence, plane.now());

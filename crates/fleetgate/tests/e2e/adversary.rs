@@ -298,3 +298,23 @@ fn the_session_that_pushed_a_head_does_not_approve_it() {
     merge_is_refused(&mut fleet, pr, &head, &before, "session that pushed it");
     fleet.stop();
 }
+
+#[test]
+fn a_renamed_repository_s_old_name_is_the_same_pr_s_history() {
+    let _serial = crate::support::serial();
+    // Gitea answers for a renamed repository's old name too (a redirect): every fixture here.
+    let alias: &[&str] = &["--alias", "fleet/old-name"];
+    let flags = [("author", alias), ("reviewer", alias), ("reviewer2", alias), ("merger", alias)];
+    let mut fleet = Fleet::start_with("", &flags);
+    let before = main_tip(&fleet);
+    answer(fleet.call("author", "create_branch", json!({ "branch": "feature" })));
+    let head = fleet.push("one\n", "First");
+    // Opened under the old name; approved under the new one by the author's own session.
+    let create = json!({ "method": "create", "title": "t", "body": "b", "head": "feature", "base": "main",
+                         "owner": "fleet", "repo": "old-name" });
+    let pr = answer(fleet.call_as_is("author", "pull_request_write", create))["number"].as_i64().unwrap();
+    assert!(!fleet.claim("reviewer2", pr, &head, "review").0);
+    answer(fleet.call("reviewer2", "pull_request_review_write", approve(pr)));
+    merge_is_refused(&mut fleet, pr, &head, &before, "session that created the PR");
+    fleet.stop();
+}
