@@ -280,7 +280,8 @@ pub struct PrState<'a> {
     pub decisions: &'a [PrDecision],
     /// Who created it through the gateway, when it was.
     pub origin: Option<&'a PrOrigin>,
-    /// Commits pushed through a gateway at the heads of its decisions.
+    /// Commits pushed through a gateway at the heads of its decisions, under any name of
+    /// the repository (a commit id names one commit whichever spelling the push used).
     pub pushes: &'a [PrPush],
 }
 

@@ -30,7 +30,7 @@ pub(crate) const CREATE_V7_AND_LOCKS: &str = concat!(
         session  TEXT NOT NULL,
         at       {time} NOT NULL
     );
-    CREATE INDEX IF NOT EXISTS pr_pushes_by_head ON pr_pushes (binding, head);",
+    CREATE INDEX IF NOT EXISTS pr_pushes_by_head ON pr_pushes (head);",
     "\n    ",
     crate::locks::create_review_locks!()
 );
@@ -208,8 +208,8 @@ impl LedgerSql {
                 parameters(PUSH.len() - 1)
             )),
             pushes_of_pr: sql(format!(
-                "SELECT {push} FROM pr_pushes WHERE binding = $1
-                   AND head IN (SELECT head FROM pr_decisions WHERE binding = $1 AND pr = $2) ORDER BY id"
+                "SELECT {push} FROM pr_pushes
+                 WHERE head IN (SELECT head FROM pr_decisions WHERE binding = $1 AND pr = $2) ORDER BY id"
             )),
             insert_origin: sql(format!(
                 "INSERT INTO pr_origins ({origin}) VALUES ({}) ON CONFLICT (binding, pr) DO NOTHING",

@@ -155,7 +155,10 @@ pub fn decisions_and_origins_are_kept_per_pr(fx: &Fixture) {
     };
     store.record_pr_push(&push("h1")).unwrap();
     store.record_pr_push(&push("unrelated")).unwrap();
-    assert_eq!(store.pr_records(&pr()).unwrap().pushes, vec![push("h1")]);
+    // A push of that head under another name of the repository (an old one) is read too.
+    let renamed = fleetgate_core::workflow::PrPush { binding: "prgs/org/old-name".into(), ..push("h1") };
+    store.record_pr_push(&renamed).unwrap();
+    assert_eq!(store.pr_records(&pr()).unwrap().pushes, vec![push("h1"), renamed]);
     let origin = records.origin.unwrap();
     assert_eq!(origin.by.worker, "author", "the first creator recorded stands");
     assert_eq!(origin.issues, [12, 7], "with the issues it references");
