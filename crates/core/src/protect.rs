@@ -25,6 +25,9 @@ pub struct Protection {
     pub branches: Vec<String>,
     /// Globs of paths no role writes on any branch (`[workflow] protected_paths`).
     pub paths: Vec<String>,
+    /// The default branch as the forge reports it, when it did (protected beside the
+    /// configured one: a wrong `default_branch` in the config never unprotects the real one).
+    pub forge_default: Option<String>,
 }
 
 /// The default `[workflow] protected_paths`: the workflow files of Gitea, GitHub and
@@ -37,6 +40,7 @@ impl Default for Protection {
             default_branch: "main".into(),
             branches: Vec::new(),
             paths: DEFAULT_PROTECTED_PATHS.iter().map(|p| (*p).to_owned()).collect(),
+            forge_default: None,
         }
     }
 }
@@ -59,6 +63,9 @@ impl Protection {
         let name = branch.strip_prefix("refs/heads/").unwrap_or(branch);
         if name == self.default_branch {
             return Some(format!("the default branch `{}`", self.default_branch));
+        }
+        if self.forge_default.as_deref() == Some(name) {
+            return Some(format!("the repository's default branch `{name}` (as the forge reports it)"));
         }
         self.branches
             .iter()
@@ -190,6 +197,15 @@ mod tests {
         assert!(refused("rename_branch", json!({"branch": "main", "new_name": "x"})).is_some());
         assert!(refused("rename_branch", json!({})).is_some());
         assert_eq!(refused("issue_write", json!({"branch_name": "main"})), None);
+    }
+
+    #[test]
+    fn the_forge_s_default_branch_is_protected_beside_the_configured_one() {
+        let p = Protection { forge_default: Some("trunk".into()), ..protection() };
+        let write = |b: &str| judge(&p, "create_or_update_file", &args(json!({"branch_name": b, "path": "a"})));
+        assert!(write("trunk").unwrap().reason.contains("as the forge reports it"));
+        assert!(write("main").is_some(), "the configured one stays protected");
+        assert_eq!(write("feat"), None);
     }
 
     #[test]

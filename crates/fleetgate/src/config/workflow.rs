@@ -86,6 +86,7 @@ impl RawWorkflow {
             Ok(list)
         };
         let protection = Protection {
+            forge_default: None,
             default_branch,
             branches: globs("protected_branches", raw.protected_branches.unwrap_or_default())?,
             paths: globs("protected_paths", raw.protected_paths.unwrap_or(defaults.protection.paths))?,

@@ -142,6 +142,13 @@ pub fn tools(variant: Variant) -> Vec<Value> {
         tool("get_gitea_mcp_server_version", "The server's version.", Kind::Read, "Server version", vec![]),
         tool("get_me", "The user the server acts as.", Kind::Read, "Current user", vec![]),
         tool(
+            "search_repos",
+            "Repositories whose name holds the keyword, with their default branch.",
+            Kind::Read,
+            "Search repositories",
+            vec![s("keyword").required(), n("page").default(json!(1)), n("pageSize").default(json!(10))],
+        ),
+        tool(
             "list_branches",
             "The repository's branches, a page at a time.",
             Kind::Read,

@@ -148,6 +148,7 @@ impl Forge {
             "get_gitea_mcp_server_version" => repo::server_version,
             "get_me" => repo::me,
             "list_branches" => repo::list_branches,
+            "search_repos" => repo::search_repos,
             "create_branch" => repo::create_branch,
             "delete_branch" => repo::delete_branch,
             "get_file_contents" => repo::get_file,

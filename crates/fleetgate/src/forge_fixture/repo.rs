@@ -31,6 +31,23 @@ pub fn me(f: &Forge, _args: &Args) -> Result<Value, String> {
     Ok(json!({ "id": 1, "login": f.user, "full_name": f.user, "email": format!("{}@forge.invalid", f.user) }))
 }
 
+/// `search_repos`: the one repository, when the keyword is part of its name (Gitea's
+/// repository search), with its default branch.
+pub fn search_repos(f: &Forge, args: &Args) -> Result<Value, String> {
+    let keyword = args::opt_string(args, "keyword").unwrap_or_default().to_ascii_lowercase();
+    if !f.full_name().to_ascii_lowercase().contains(&keyword) {
+        return Ok(json!([]));
+    }
+    Ok(json!([{
+        "id": 1,
+        "name": f.name,
+        "full_name": f.full_name(),
+        "owner": { "login": f.owner },
+        "default_branch": f.git.default_branch(),
+        "html_url": f.html_base(),
+    }]))
+}
+
 pub fn list_branches(f: &Forge, args: &Args) -> Result<Value, String> {
     f.check_repo(args)?;
     let branches = f.git.branches().map_err(|e| format!("list branches error: {e}"))?;

@@ -236,10 +236,14 @@ impl Gate {
         };
         let parsed = Call { arguments, ..call.clone() };
         let policy = self.policy(&parsed);
-        match (policy.permitted, policy.action.as_deref(), arguments) {
-            (true, Some(action), Some(arguments)) => workflow::reads(action, arguments),
-            _ => Vec::new(),
+        let (true, Some(arguments)) = (policy.permitted, arguments) else { return Vec::new() };
+        let mut reads = policy.action.as_deref().map(|a| workflow::reads(a, arguments)).unwrap_or_default();
+        // Under a forge profile a file or branch tool's call is judged against the default
+        // branch the forge reports.
+        if self.config.forge.is_some() {
+            reads.extend(workflow::repo_read(call.tool, arguments));
         }
+        reads
     }
 
     /// The caller as the workflow knows it: its worker's client and session.
@@ -377,11 +381,12 @@ impl Gate {
         let role_permitted = policy.permitted;
         let empty = Map::new();
         let protection = match (&self.config.forge, role_permitted) {
-            (Some(_), true) => fleetgate_core::protect::judge(
-                &self.config.workflow.protection,
-                call.tool,
-                call.arguments.unwrap_or(&empty),
-            ),
+            (Some(_), true) => {
+                let args = call.arguments.unwrap_or(&empty);
+                let mut protected = self.config.workflow.protection.clone();
+                protected.forge_default = workflow::forge_default_branch(call.forge, call.tool, args);
+                fleetgate_core::protect::judge(&protected, call.tool, args)
+            }
             _ => None,
         };
         let changed = role_permitted.then(|| self.changed_definition(&call.member.profile, call.tool)).flatten();

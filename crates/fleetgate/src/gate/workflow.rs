@@ -126,6 +126,39 @@ fn pr_to_read(action: &str, args: &Map<String, Value>) -> Option<PrTarget> {
     reads.then(|| pr_target(args)).flatten()
 }
 
+/// The file and branch tools, whose calls are judged against the protected branches.
+pub const BRANCH_TOOLS: [&str; 5] =
+    ["create_or_update_file", "delete_file", "create_branch", "delete_branch", "rename_branch"];
+
+/// The read that answers a repository's default branch, for a file or branch tool's call:
+/// `search_repos` by the repository's name.
+pub fn repo_read(tool: &str, args: &Map<String, Value>) -> Option<(&'static str, Map<String, Value>)> {
+    if !BRANCH_TOOLS.contains(&tool) {
+        return None;
+    }
+    let repo = args.get("repo").and_then(Value::as_str).filter(|r| !r.is_empty())?;
+    let mut read = Map::new();
+    read.insert("keyword".into(), Value::from(repo));
+    Some(("search_repos", read))
+}
+
+/// The repository's default branch as the forge reports it (`search_repos`' entry whose
+/// `full_name` is `owner/repo`, any case), when it answers.
+pub fn forge_default_branch(forge: Option<&dyn ForgeReader>, tool: &str, args: &Map<String, Value>) -> Option<String> {
+    let (read_tool, read_args) = repo_read(tool, args)?;
+    let owner = args.get("owner").and_then(Value::as_str)?;
+    let repo = args.get("repo").and_then(Value::as_str)?;
+    let answer = forge?.read(read_tool, read_args).ok()?;
+    let wanted = format!("{owner}/{repo}");
+    let entries = answer.as_array().or_else(|| answer.get("data").and_then(Value::as_array))?;
+    entries
+        .iter()
+        .find(|e| e.get("full_name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(&wanted)))
+        .and_then(|e| e.get("default_branch").and_then(Value::as_str))
+        .filter(|b| !b.is_empty())
+        .map(str::to_owned)
+}
+
 /// The forge reads [`judge`] will make for a call of `action` with these (canonical)
 /// arguments: the tool and its arguments.
 pub fn reads(action: &str, args: &Map<String, Value>) -> Vec<(&'static str, Map<String, Value>)> {

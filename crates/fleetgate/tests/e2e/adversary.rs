@@ -318,3 +318,16 @@ fn a_renamed_repository_s_old_name_is_the_same_pr_s_history() {
     merge_is_refused(&mut fleet, pr, &head, &before, "session that created the PR");
     fleet.stop();
 }
+
+#[test]
+fn the_default_branch_the_forge_reports_is_protected_whatever_the_config_says() {
+    let _serial = crate::support::serial();
+    // The roster names another default branch; the forge's (`main`) stays protected.
+    let mut fleet = Fleet::start("default_branch = \"trunk\"\n");
+    let before = main_tip(&fleet);
+    let write = json!({ "path": "evil.txt", "content": "x", "message": "m", "branch_name": "main" });
+    refused(fleet.call("author", "create_or_update_file", write), "protected_branch", "as the forge reports it");
+    refused(fleet.call("author", "delete_branch", json!({ "branch": "main" })), "protected_branch", "main");
+    assert_eq!(main_tip(&fleet), before, "main received nothing");
+    fleet.stop();
+}
