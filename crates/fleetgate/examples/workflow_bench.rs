@@ -8,8 +8,9 @@
 //! workflow_bench --fleetgate target/release/fleetgate [--rounds 40] [--baseline OTHER/fleetgate]
 //! ```
 //!
-//! `--baseline`: another build (an earlier commit's) as a second fleet in the same run, its
-//! rounds interleaved with this one's, and the ratios printed.
+//! `--baseline`: another build (an earlier commit's) as a second fleet in the same run, after
+//! this one's (an earlier build cannot read a newer store's rows, so the two fleets never run
+//! at once), and the ratios printed.
 //!
 //! Each round: the author opens a PR; the reviewer claims and approves; the merger claims and
 //! merges; the reviewer comments on an issue (the plain call). Each kind's calls are timed
@@ -56,7 +57,8 @@ impl Run {
         git(&["-c", "user.name=bench", "-c", "user.email=b@x.invalid", "commit", "-q", "--allow-empty", "-m", "b"]);
         let mut flow = Flow::start(&exe, dir.path(), &checkout).await.expect("the fleet");
         let issue = flow.call("author", "issue_write", json!({ "method": "create", "title": "t", "body": "b" })).await;
-        let issue = issue.expect("an issue").1["number"].as_i64().unwrap();
+        let (ok, issue) = issue.expect("an issue");
+        let issue = issue["number"].as_i64().unwrap_or_else(|| panic!("{}: no issue ({ok}): {issue}", exe.display()));
         Self { flow, issue, plain: Vec::new(), review: Vec::new(), merge: Vec::new(), _dir: dir }
     }
 
@@ -105,28 +107,29 @@ async fn main() {
             other => panic!("unknown flag {other}"),
         }
     }
-    let mut runs = vec![("fleetgate", Run::start(&exe).await)];
-    if let Some(path) = &baseline {
-        runs.push(("baseline", Run::start(path).await));
-    }
-    for round in 0..rounds {
-        for (_, run) in &mut runs {
+    // One fleet at a time: an earlier build cannot read a newer store's rows, so beside a
+    // running fleet of the other build its inventory gate closes (fail closed, as it should).
+    let mut builds = vec![("fleetgate", exe.clone())];
+    builds.extend(baseline.iter().map(|b| ("baseline", b.clone())));
+    let mut runs = Vec::new();
+    for (name, binary) in builds {
+        let mut run = Run::start(&binary).await;
+        for round in 0..rounds {
             run.round(round).await;
         }
-    }
-    println!("rounds={rounds}");
-    let mut all = Vec::new();
-    for (name, mut run) in runs {
         let figures = run.figures();
         run.flow.stop().await;
-        let [(p50, p99, _), review, merge] = figures;
+        runs.push((name, figures));
+    }
+    println!("rounds={rounds}");
+    for (name, figures) in &runs {
+        let [(p50, p99, _), review, merge] = *figures;
         println!("[{name}] plain forwarded mutating call (issue_write add_comment): p50={p50:.2}ms p99={p99:.2}ms");
         for (kind, (q50, q99, added)) in [("gated review decision", review), ("gated merge", merge)] {
             println!("[{name}] {kind}: p50={q50:.2}ms p99={q99:.2}ms  added p50={added:.2}ms");
         }
-        all.push(figures);
     }
-    if let [ours, base] = all.as_slice() {
+    if let [(_, ours), (_, base)] = runs.as_slice() {
         for (i, kind) in ["plain call p50", "gated review decision p50", "gated merge p50"].iter().enumerate() {
             let ratio = if base[i].0 > 0.0 { ours[i].0 / base[i].0 } else { f64::NAN };
             println!("fleetgate / baseline, {kind}: {ratio:.2}");
