@@ -45,6 +45,8 @@ pub const ACTION_MERGE: &str = "merge";
 pub const ACTION_REVIEW: &str = "review";
 /// The workflow action of opening a pull request (its creator is recorded, for independence).
 pub const ACTION_OPEN: &str = "open";
+/// The workflow action of editing a PR's title or body (its issue references are judged).
+pub const ACTION_EDIT: &str = "edit";
 /// The workflow action of closing a PR (its review-decision locks become moot).
 pub const ACTION_CLOSE: &str = "close";
 /// The workflow action of a file write, which pushes a commit (its pusher is recorded: an
@@ -58,8 +60,6 @@ enum Arg {
     Is(&'static [&'static str]),
     /// Any value.
     Present,
-    /// No value.
-    Absent,
     /// The boolean `true`.
     True,
 }
@@ -200,7 +200,7 @@ const MATRIX: &[Entry] = &[
     // Pull requests (`pull_request_write`: create, update, close, reopen, merge,
     // update_branch, add_reviewers, remove_reviewers): the author opens and maintains; an
     // update is the author's and never changes the state (`/state` present is no role's:
-    // a reopen is the controller's `reopen`); the controller and the reconciler close and
+    // a reopen is the controller's `reopen`) nor the base; the controller and the reconciler close and
     // reopen; the merger alone merges, never forced past the forge's checks nor scheduled
     // for a later head (an operator's `[[rules]]` entry may allow either).
     Entry {
@@ -217,8 +217,20 @@ const MATRIX: &[Entry] = &[
         &[(METHOD, Arg::Is(&["update_branch", "add_reviewers", "remove_reviewers"]))],
         &["author"],
     ),
-    write("pr-update", "pull_request_write", &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Absent)], &["author"]),
+    // Retargeting a PR is no role's: Gitea merges onto whatever base the PR has when the
+    // merge runs, and no argument of the merge pins the base (a retarget racing the merge, or
+    // between a review lease and the decision, would land reviewed commits on a base no
+    // reviewer judged them against). Close it and open another.
+    write("pr-update-base", "pull_request_write", &[(METHOD, Arg::Is(&["update"])), ("/base", Arg::Present)], NOBODY),
     write("pr-update-state", "pull_request_write", &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Present)], NOBODY),
+    Entry {
+        name: "pr-update",
+        tool: "pull_request_write",
+        args: &[(METHOD, Arg::Is(&["update"]))],
+        roles: &["author"],
+        class: Some(ToolClass::Mutating),
+        action: Some(ACTION_EDIT),
+    },
     Entry {
         name: "pr-close",
         tool: "pull_request_write",
@@ -308,7 +320,6 @@ fn matcher(arg: Arg) -> ArgMatch {
     match arg {
         Arg::Is(values) => ArgMatch::OneOf(values.iter().map(|v| Value::from(*v)).collect()),
         Arg::Present => ArgMatch::Present,
-        Arg::Absent => ArgMatch::Absent,
         Arg::True => ArgMatch::OneOf(vec![Value::Bool(true)]),
     }
 }

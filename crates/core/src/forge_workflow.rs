@@ -107,6 +107,8 @@ pub struct PrFacts {
     pub merged: bool,
     /// The repository's canonical `owner/name` (`base.repo.full_name`), when answered.
     pub repo: Option<String>,
+    /// The head branch (`head.ref`), when answered.
+    pub head_ref: Option<String>,
 }
 
 impl PrFacts {
@@ -164,6 +166,7 @@ pub fn pr_facts(answer: &Value) -> Result<PrFacts, String> {
         state: pointer_str(answer, &["/state"]),
         merged: answer.get("merged").and_then(Value::as_bool).unwrap_or(false),
         repo: pointer_str(answer, &["/base/repo/full_name"]),
+        head_ref: pointer_str(answer, &["/head/ref"]),
     })
 }
 

@@ -352,7 +352,7 @@ pub fn live_lease<'a>(state: &PrState<'a>, purpose: Purpose, now: Timestamp) -> 
 pub fn judge_review<'a>(
     state: &PrState<'a>,
     caller: &Actor,
-    head: &str,
+    (head, base): (&str, Option<&str>),
     verdict: ReviewVerdict,
     now: Timestamp,
 ) -> Result<&'a PrLease, Refusal> {
@@ -376,6 +376,17 @@ pub fn judge_review<'a>(
                 "the review lease is at head {} but the PR's head is now {}",
                 short(&lease.candidate_head),
                 short(head)
+            )],
+        ));
+    }
+    // The decision is recorded for the lease's base: the PR must still target it.
+    if lease.target_branch.is_some() && lease.target_branch.as_deref() != base {
+        return Err(Refusal::new(
+            BlockerKind::StaleHead,
+            vec![format!(
+                "the review lease was claimed for base {} but the PR now targets {}",
+                lease.target_branch.as_deref().unwrap_or("?"),
+                base.unwrap_or("no base the forge reported")
             )],
         ));
     }

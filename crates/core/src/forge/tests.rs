@@ -236,6 +236,9 @@ fn readers_that_write_and_merges_the_gate_cannot_pin_are_no_roles() {
             assert!(!d.permitted, "{role}: {flag}");
             assert!(d.reason.unwrap().contains(flag));
         }
+        let retarget = json!({ "method": "update", "pull_number": 3, "base": "main" });
+        let d = r.decide(role, "pull_request_write", Some(&call(retarget))).unwrap();
+        assert!(!d.permitted && d.reason.unwrap().contains("/base"), "{role}: retargeting is no role's");
         let state = json!({ "method": "update", "issue_number": 3, "state": "closed" });
         let allowed = r.decide(role, "issue_write", Some(&call(state))).unwrap().permitted;
         assert_eq!(allowed, ["controller", "reconciler"].contains(&role), "{role}: issue_write update with a state");

@@ -68,13 +68,16 @@ fn the_seed_story_approve_new_head_voids_rereview_merge() {
 
     let (l, d) = st(&leases, &decisions);
     let state = PrState { leases: &l, decisions: &d, origin: Some(&o), pushes: &[] };
-    assert_eq!(judge_review(&state, &reviewer, H1, ReviewVerdict::Approve, at(20)).unwrap().lease_id, "L1");
+    assert_eq!(
+        judge_review(&state, &reviewer, (H1, Some("main")), ReviewVerdict::Approve, at(20)).unwrap().lease_id,
+        "L1"
+    );
     decisions.push(decision(&reviewer, H1, ReviewVerdict::Approve, 20));
 
     // The author pushes: the approval no longer counts, the lease is stale.
     let (l, d) = st(&leases, &decisions);
     let state = PrState { leases: &l, decisions: &d, origin: Some(&o), pushes: &[] };
-    let stale = judge_review(&state, &reviewer, H2, ReviewVerdict::Approve, at(30)).unwrap_err();
+    let stale = judge_review(&state, &reviewer, (H2, Some("main")), ReviewVerdict::Approve, at(30)).unwrap_err();
     assert_eq!(stale.blocker_kind, BlockerKind::StaleHead);
     assert!(stale.reasons[0].contains("1a38ef95aaaa") && stale.reasons[0].contains("b0868be6bbbb"), "{stale:?}");
     assert!(
@@ -111,7 +114,8 @@ fn a_decision_without_a_lease_names_who_holds_it() {
     let other = actor("r2", "cursor", "s2");
     let leases = vec![lease("L", Purpose::Review, &other, H1, 0)];
     let state = PrState { leases: &leases, decisions: &[], origin: None, pushes: &[] };
-    let refused = judge_review(&state, &reviewer, H1, ReviewVerdict::RequestChanges, at(1)).unwrap_err();
+    let refused =
+        judge_review(&state, &reviewer, (H1, Some("main")), ReviewVerdict::RequestChanges, at(1)).unwrap_err();
     assert_eq!(refused.blocker_kind, BlockerKind::ReviewLeaseRequired);
     assert!(refused.reasons[1].contains("held by worker r2"), "{refused:?}");
 }
@@ -122,8 +126,8 @@ fn an_expired_lease_counts_for_nothing_and_may_be_taken_over() {
     let new = actor("r2", "cursor", "s2");
     let leases = vec![lease("L", Purpose::Review, &old, H1, 0)];
     let state = PrState { leases: &leases, decisions: &[], origin: None, pushes: &[] };
-    assert!(judge_review(&state, &old, H1, ReviewVerdict::Approve, at(TTL - 1)).is_ok());
-    let expired = judge_review(&state, &old, H1, ReviewVerdict::Approve, at(TTL)).unwrap_err();
+    assert!(judge_review(&state, &old, (H1, Some("main")), ReviewVerdict::Approve, at(TTL - 1)).is_ok());
+    let expired = judge_review(&state, &old, (H1, Some("main")), ReviewVerdict::Approve, at(TTL)).unwrap_err();
     assert_eq!(expired.blocker_kind, BlockerKind::ReviewLeaseRequired);
     assert!(expired.reasons[1].contains("is expired"), "{expired:?}");
 
@@ -230,6 +234,16 @@ fn the_session_that_pushed_a_head_does_not_approve_it_and_a_cleared_decision_no_
     assert!(approval_at(&state, H1, Some("main"), Independence::Session).is_ok(), "cleared, it no longer counts");
     let a = assess(pr(), &state, (H1, Some("main"), ForgeState::Open), Independence::Session, at(3));
     assert_eq!((a.current_decisions.len(), a.historical_decisions.len()), (1, 1), "a cleared decision is historical");
+}
+
+#[test]
+fn a_review_lease_claimed_for_one_base_decides_nothing_on_another() {
+    let reviewer = actor("reviewer", "codex", "s-review");
+    let leases = vec![lease("L1", Purpose::Review, &reviewer, H1, 0)];
+    let state = PrState { leases: &leases, decisions: &[], origin: None, pushes: &[] };
+    let refused = judge_review(&state, &reviewer, (H1, Some("dev")), ReviewVerdict::Approve, at(1)).unwrap_err();
+    assert_eq!(refused.blocker_kind, BlockerKind::StaleHead);
+    assert!(refused.reasons[0].contains("claimed for base main but the PR now targets dev"), "{refused:?}");
 }
 
 #[test]
@@ -354,7 +368,7 @@ impl World {
             }
             Op::Review { who, verdict } => {
                 let caller = self.actors[who].clone();
-                if let Ok(lease) = judge_review(&state, &caller, &head, verdict, now) {
+                if let Ok(lease) = judge_review(&state, &caller, (&head, Some(&self.base)), verdict, now) {
                     // The gate records the base the lease was claimed for, else the forge's.
                     let base = lease.target_branch.clone().or_else(|| Some(self.base.clone()));
                     self.decisions.push(PrDecision {

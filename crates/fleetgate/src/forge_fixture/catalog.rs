@@ -146,7 +146,7 @@ pub fn tools(variant: Variant) -> Vec<Value> {
             "Repositories whose name holds the keyword, with their default branch.",
             Kind::Read,
             "Search repositories",
-            vec![s("keyword").required(), n("page").default(json!(1)), n("pageSize").default(json!(10))],
+            vec![s("query").required(), n("page").default(json!(1)), n("per_page").default(json!(30))],
         ),
         tool(
             "list_branches",

@@ -31,10 +31,10 @@ pub fn me(f: &Forge, _args: &Args) -> Result<Value, String> {
     Ok(json!({ "id": 1, "login": f.user, "full_name": f.user, "email": format!("{}@forge.invalid", f.user) }))
 }
 
-/// `search_repos`: the one repository, when the keyword is part of its name (Gitea's
-/// repository search), with its default branch.
+/// `search_repos`: the one repository, when the query is part of its name (Gitea's
+/// repository search; the go-sdk server's `query`), with its default branch.
 pub fn search_repos(f: &Forge, args: &Args) -> Result<Value, String> {
-    let keyword = args::opt_string(args, "keyword").unwrap_or_default().to_ascii_lowercase();
+    let keyword = args::string(args, "query")?.to_ascii_lowercase();
     if !f.full_name().to_ascii_lowercase().contains(&keyword) {
         return Ok(json!([]));
     }
@@ -79,13 +79,21 @@ pub fn create_branch(f: &Forge, args: &Args) -> Result<Value, String> {
 pub fn delete_branch(f: &Forge, args: &Args) -> Result<Value, String> {
     f.check_repo(args)?;
     let branch = args::string(args, "branch")?;
-    f.ledger.with(|_| {
+    f.ledger.with(|state| {
         let fail = |why: &str| format!("delete branch error: {why}");
         if branch == f.git.default_branch() {
             return Err(fail("the default branch cannot be deleted"));
         }
         let tip = f.git.branch(&branch).ok_or_else(|| fail(&format!("branch does not exist [name: {branch}]")))?;
-        f.git.delete_ref(&format!("refs/heads/{branch}"), &tip).map_err(|e| fail(&e))
+        f.git.delete_ref(&format!("refs/heads/{branch}"), &tip).map_err(|e| fail(&e))?;
+        // Gitea closes every open PR whose head or base was the deleted branch.
+        for p in
+            state.pulls.iter_mut().filter(|p| p.state == "open" && !p.merged && (p.head == branch || p.base == branch))
+        {
+            p.state = "closed".to_owned();
+            p.closed_at = Some(super::ledger::now());
+        }
+        Ok(())
     })?;
     Ok(json!("Branch Deleted"))
 }

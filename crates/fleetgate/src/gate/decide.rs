@@ -20,6 +20,7 @@ use fleetgate_core::capability::{
     resolve_task_capability,
 };
 use fleetgate_core::forge_call::{Ambiguity, canonicalize};
+use fleetgate_core::protect::Violation;
 use fleetgate_core::rules::{ArgMatch, Rule};
 use fleetgate_store::Store;
 use serde::Serialize;
@@ -241,7 +242,7 @@ impl Gate {
         // Under a forge profile a file or branch tool's call is judged against the default
         // branch the forge reports.
         if self.config.forge.is_some() {
-            reads.extend(workflow::repo_read(call.tool, arguments));
+            reads.extend(workflow::branch_reads(call.tool, arguments));
         }
         reads
     }
@@ -384,8 +385,22 @@ impl Gate {
             (Some(_), true) => {
                 let args = call.arguments.unwrap_or(&empty);
                 let mut protected = self.config.workflow.protection.clone();
-                protected.forge_default = workflow::forge_default_branch(call.forge, call.tool, args);
-                fleetgate_core::protect::judge(&protected, call.tool, args)
+                match workflow::forge_default_branch(call.forge, call.tool, args) {
+                    Ok(branch) => protected.forge_default = branch,
+                    // A file or branch write whose repository the forge cannot describe fails
+                    // closed: the configured default branch may not be the real one.
+                    Err(why) => {
+                        let reason = format!("the repository's default branch could not be read from the forge: {why}");
+                        return resolve_task_capability(&CapabilityInput {
+                            protection: Some(&Violation { reason }),
+                            ..self.input(call, &policy, None)
+                        });
+                    }
+                }
+                fleetgate_core::protect::judge(&protected, call.tool, args).or_else(|| {
+                    workflow::forge_branch_violation(call.forge, call.tool, args, &protected)
+                        .map(|reason| Violation { reason })
+                })
             }
             _ => None,
         };

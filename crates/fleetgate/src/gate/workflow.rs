@@ -25,6 +25,8 @@ pub const ACTION_OPEN: &str = fleetgate_core::forge::ACTION_OPEN;
 pub const ACTION_PUSH: &str = fleetgate_core::forge::ACTION_PUSH;
 /// The workflow action of closing a PR (its review-decision locks become moot).
 pub const ACTION_CLOSE: &str = fleetgate_core::forge::ACTION_CLOSE;
+/// The workflow action of editing a PR (its issue references are judged as at its opening).
+pub const ACTION_EDIT: &str = fleetgate_core::forge::ACTION_EDIT;
 
 /// The audit log's name for a review-decision lock's events.
 pub const LOCK_EVENT: &str = "review-decision lock";
@@ -130,33 +132,118 @@ fn pr_to_read(action: &str, args: &Map<String, Value>) -> Option<PrTarget> {
 pub const BRANCH_TOOLS: [&str; 5] =
     ["create_or_update_file", "delete_file", "create_branch", "delete_branch", "rename_branch"];
 
-/// The read that answers a repository's default branch, for a file or branch tool's call:
-/// `search_repos` by the repository's name.
-pub fn repo_read(tool: &str, args: &Map<String, Value>) -> Option<(&'static str, Map<String, Value>)> {
+/// The reads a file or branch tool's call is judged with: the repository (its default
+/// branch, `search_repos` by name: the go-sdk server's `query`), and for `delete_branch` the
+/// open PRs (Gitea closes every open PR whose head or base is a deleted branch).
+pub fn branch_reads(tool: &str, args: &Map<String, Value>) -> Vec<(&'static str, Map<String, Value>)> {
+    let mut reads = Vec::new();
     if !BRANCH_TOOLS.contains(&tool) {
-        return None;
+        return reads;
     }
-    let repo = args.get("repo").and_then(Value::as_str).filter(|r| !r.is_empty())?;
+    let Some(repo) = args.get("repo").and_then(Value::as_str).filter(|r| !r.is_empty()) else { return reads };
+    let mut search = Map::new();
+    search.insert("query".into(), Value::from(repo));
+    reads.push(("search_repos", search));
+    if tool == "delete_branch" {
+        reads.push(("list_pull_requests", open_prs_read(args)));
+    }
+    reads
+}
+
+/// A listed PR's branch: the fixture's slim list names it as a string, Gitea's as `{ref}`.
+fn ref_name(v: Option<&Value>) -> Option<&str> {
+    let v = v?;
+    v.as_str().or_else(|| v.get("ref").and_then(Value::as_str))
+}
+
+/// How many open PRs one read lists; a full page cannot prove a branch heads none.
+const OPEN_PR_PAGE: u64 = 50;
+
+fn open_prs_read(args: &Map<String, Value>) -> Map<String, Value> {
     let mut read = Map::new();
-    read.insert("keyword".into(), Value::from(repo));
-    Some(("search_repos", read))
+    for key in ["owner", "repo"] {
+        if let Some(v) = args.get(key) {
+            read.insert(key.into(), v.clone());
+        }
+    }
+    read.insert("state".into(), Value::from("open"));
+    read.insert("page".into(), Value::from(1));
+    read.insert("per_page".into(), Value::from(OPEN_PR_PAGE));
+    read
 }
 
 /// The repository's default branch as the forge reports it (`search_repos`' entry whose
-/// `full_name` is `owner/repo`, any case), when it answers.
-pub fn forge_default_branch(forge: Option<&dyn ForgeReader>, tool: &str, args: &Map<String, Value>) -> Option<String> {
-    let (read_tool, read_args) = repo_read(tool, args)?;
-    let owner = args.get("owner").and_then(Value::as_str)?;
-    let repo = args.get("repo").and_then(Value::as_str)?;
-    let answer = forge?.read(read_tool, read_args).ok()?;
+/// `full_name` is `owner/repo`, any case), or why it could not be read.
+pub fn forge_default_branch(
+    forge: Option<&dyn ForgeReader>,
+    tool: &str,
+    args: &Map<String, Value>,
+) -> Result<Option<String>, String> {
+    let Some((read_tool, read_args)) = branch_reads(tool, args).into_iter().next() else { return Ok(None) };
+    let owner = args.get("owner").and_then(Value::as_str).unwrap_or_default();
+    let repo = args.get("repo").and_then(Value::as_str).unwrap_or_default();
+    let forge = forge.ok_or("no forge to read the repository from")?;
+    let answer = forge.read(read_tool, read_args)?;
     let wanted = format!("{owner}/{repo}");
-    let entries = answer.as_array().or_else(|| answer.get("data").and_then(Value::as_array))?;
-    entries
+    let entries = answer.as_array().or_else(|| answer.get("data").and_then(Value::as_array));
+    let entries = entries.ok_or("`search_repos` answered no list")?;
+    let entry = entries
         .iter()
         .find(|e| e.get("full_name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(&wanted)))
-        .and_then(|e| e.get("default_branch").and_then(Value::as_str))
-        .filter(|b| !b.is_empty())
-        .map(str::to_owned)
+        .ok_or_else(|| format!("`search_repos` did not list {wanted}"))?;
+    let branch = entry.get("default_branch").and_then(Value::as_str).filter(|b| !b.is_empty());
+    branch.map(|b| Some(b.to_owned())).ok_or_else(|| format!("`search_repos` names no default branch for {wanted}"))
+}
+
+/// What a file or branch tool's call (or a merge deleting its branch) touches beyond what
+/// `core::protect` judges from the arguments alone, read from the forge: a branch deleted
+/// under an open PR (Gitea closes it: the controller's job), a merge deleting a protected
+/// head branch. `None`: nothing.
+pub fn forge_branch_violation(
+    forge: Option<&dyn ForgeReader>,
+    tool: &str,
+    args: &Map<String, Value>,
+    protection: &fleetgate_core::protect::Protection,
+) -> Option<String> {
+    let text = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    if tool == "delete_branch" {
+        let branch = text("branch")?;
+        let forge = forge?;
+        let listed = match forge.read("list_pull_requests", open_prs_read(args)) {
+            Ok(v) => v,
+            Err(e) => {
+                return Some(format!("the open PRs could not be read to delete branch `{branch}` (fail closed): {e}"));
+            }
+        };
+        let Some(prs) = listed.as_array() else { return Some("`list_pull_requests` answered no list".into()) };
+        if let Some(pr) =
+            prs.iter().find(|p| [ref_name(p.get("head")), ref_name(p.get("base"))].contains(&Some(branch)))
+        {
+            let n = pr.get("number").and_then(Value::as_u64).unwrap_or_default();
+            return Some(format!(
+                "`delete_branch` would close open PR #{n}, whose head or base is `{branch}` (Gitea closes it): closing \
+                 PRs is the controller's"
+            ));
+        }
+        if prs.len() as u64 >= OPEN_PR_PAGE {
+            return Some(format!(
+                "more than {OPEN_PR_PAGE} open PRs: none may head or base `{branch}`, which one page cannot show"
+            ));
+        }
+        return None;
+    }
+    if tool == "pull_request_write"
+        && text("method") == Some("merge")
+        && args.get("delete_branch") == Some(&Value::Bool(true))
+    {
+        let target = pr_target(args)?;
+        let facts = read_pr(forge, &target).ok()?;
+        let head = facts.head_ref?;
+        return protection
+            .branch_rule(&head)
+            .map(|rule| format!("the merge would delete its head branch `{head}`: {rule}"));
+    }
+    None
 }
 
 /// The forge reads [`judge`] will make for a call of `action` with these (canonical)
@@ -179,7 +266,7 @@ pub fn judge(
     let verdict = match call.action {
         ACTION_REVIEW => review_verdict(args),
         ACTION_MERGE => None,
-        ACTION_OPEN if call.issue_lock => return judge_open(store, call, args, now),
+        ACTION_OPEN | ACTION_EDIT if call.issue_lock => return judge_open(store, call, args, now),
         _ => return Ok(Judged::default()),
     };
     // A review that submits no verdict needs no lease; a `create` is still pinned to the
@@ -229,13 +316,15 @@ pub fn judge(
     let state = held.state();
     let mut pins_note: Vec<String> = Vec::new();
     let judged = match verdict {
-        Some(verdict) => workflow::judge_review(&state, call.actor, &facts.head, verdict, now)
-            .and_then(|_| judge_lock(store, call, &key, &facts.head))
-            .map(|correction| {
-                if let Some(note) = correction {
-                    pins_note.push(note);
-                }
-            }),
+        Some(verdict) => {
+            workflow::judge_review(&state, call.actor, (&facts.head, facts.base_ref.as_deref()), verdict, now)
+                .and_then(|_| judge_lock(store, call, &key, &facts.head))
+                .map(|correction| {
+                    if let Some(note) = correction {
+                        pins_note.push(note);
+                    }
+                })
+        }
         None => {
             let base = facts.base_ref.as_deref();
             workflow::judge_merge(&state, call.actor, &facts.head, base, call.independence, now).map(drop)
@@ -279,22 +368,28 @@ fn judge_lock(store: &dyn Store, call: &WorkflowCall<'_>, key: &PrRef, head: &st
     })
 }
 
-/// The issues a PR's title and body reference (`#N`, `Closes #N`, …), each once.
+/// The issues a PR's title and body reference, each once: `#N` wherever it stands (Gitea
+/// also reads `owner/repo#N`, and a closing keyword before either), and an issue or PR URL
+/// (`…/issues/N`, `…/pulls/N`). Read generously: a reference to another repository's issue
+/// of the same number is judged too, which can only refuse more.
 pub fn referenced_issues(args: &Map<String, Value>) -> Vec<u64> {
     let mut found = Vec::new();
+    let mut add = |n: u64| {
+        if !found.contains(&n) {
+            found.push(n);
+        }
+    };
     for key in ["title", "body"] {
         let Some(text) = args.get(key).and_then(Value::as_str) else { continue };
-        let mut rest = text;
-        while let Some(at) = rest.find('#') {
-            let digits: String = rest[at + 1..].chars().take_while(char::is_ascii_digit).collect();
-            // `#` inside a word (`a#1`) is no reference.
-            let word = at > 0 && rest[..at].chars().next_back().is_some_and(char::is_alphanumeric);
-            if let (false, Ok(n)) = (word, digits.parse::<u64>())
-                && !found.contains(&n)
-            {
-                found.push(n);
+        for marker in ["#", "/issues/", "/pulls/"] {
+            let mut rest = text;
+            while let Some(at) = rest.find(marker) {
+                rest = &rest[at + marker.len()..];
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                if let Ok(n) = digits.parse::<u64>() {
+                    add(n);
+                }
             }
-            rest = &rest[at + 1..];
         }
     }
     found
@@ -500,5 +595,69 @@ pub trait AsState {
 impl AsState for PrRecords {
     fn state(&self) -> PrState<'_> {
         PrState { leases: &self.leases, decisions: &self.decisions, origin: self.origin.as_ref(), pushes: &self.pushes }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    /// A forge answering each read from a table.
+    struct Table(Vec<(&'static str, Result<Value, String>)>);
+
+    impl ForgeReader for Table {
+        fn read(&self, tool: &str, _arguments: Map<String, Value>) -> Result<Value, String> {
+            self.0.iter().find(|(t, _)| *t == tool).map_or_else(|| Err(format!("no {tool}")), |(_, a)| a.clone())
+        }
+    }
+
+    #[test]
+    fn issue_references_are_read_as_gitea_reads_them() {
+        let refs = referenced_issues(&args(json!({
+            "title": "Fix #12 and org/repo#7",
+            "body": "Closes #12, see http://forge/org/repo/issues/31 and org/repo/pulls/5 (not #x)"
+        })));
+        assert_eq!(refs, [12, 7, 31, 5]);
+        assert!(referenced_issues(&args(json!({ "title": "nothing here" }))).is_empty());
+    }
+
+    #[test]
+    fn the_forge_s_default_branch_is_read_or_the_write_fails_closed() {
+        let call = args(json!({ "owner": "Org", "repo": "repo", "branch_name": "feat", "path": "a" }));
+        let listed = Table(vec![(
+            "search_repos",
+            Ok(
+                json!([{ "full_name": "other/repo", "default_branch": "x" }, { "full_name": "org/repo", "default_branch": "trunk" }]),
+            ),
+        )]);
+        let read = forge_default_branch(Some(&listed), "create_or_update_file", &call);
+        assert_eq!(read, Ok(Some("trunk".to_owned())));
+        let missing = Table(vec![("search_repos", Ok(json!([{ "full_name": "other/repo", "default_branch": "x" }])))]);
+        assert!(
+            forge_default_branch(Some(&missing), "create_or_update_file", &call).unwrap_err().contains("did not list")
+        );
+        assert!(forge_default_branch(None, "delete_file", &call).is_err(), "no forge: fail closed");
+        assert_eq!(forge_default_branch(None, "issue_write", &call), Ok(None), "not a branch tool");
+    }
+
+    #[test]
+    fn deleting_a_branch_under_an_open_pr_is_refused() {
+        let p = fleetgate_core::protect::Protection::default();
+        let call = args(json!({ "owner": "org", "repo": "repo", "branch": "feat" }));
+        let open = Table(vec![(
+            "list_pull_requests",
+            Ok(json!([{ "number": 4, "head": { "ref": "feat" }, "base": { "ref": "main" } }])),
+        )]);
+        let why = forge_branch_violation(Some(&open), "delete_branch", &call, &p).unwrap();
+        assert!(why.contains("#4") && why.contains("controller"), "{why}");
+        let none = Table(vec![("list_pull_requests", Ok(json!([{ "number": 4, "head": "other", "base": "main" }])))]);
+        assert_eq!(forge_branch_violation(Some(&none), "delete_branch", &call, &p), None);
+        let down = Table(vec![("list_pull_requests", Err("timeout".into()))]);
+        assert!(forge_branch_violation(Some(&down), "delete_branch", &call, &p).unwrap().contains("fail closed"));
     }
 }

@@ -104,21 +104,28 @@ fn workflow_files_are_written_on_no_branch() {
 }
 
 #[test]
-fn an_approval_given_on_one_base_does_not_merge_onto_another() {
+fn a_pr_is_never_retargeted_and_a_branch_under_an_open_pr_is_not_deleted() {
     let _serial = crate::support::serial();
     let mut fleet = Fleet::start("");
     answer(fleet.call("author", "create_branch", json!({ "branch": "dev" })));
     let before = main_tip(&fleet);
     let (pr, head) = open_pr(&mut fleet, "feature", "dev");
     approve_and_lease(&mut fleet, pr, &head);
-    // The author retargets the approved PR at main; the merger merges.
-    answer(fleet.call(
-        "author",
-        "pull_request_write",
-        json!({ "method": "update", "pull_number": pr, "base": "main" }),
-    ));
-    let text = refused(fleet.call("merger", "pull_request_write", merge(json!(pr))), "approval_required", "base");
-    assert!(text.contains("dev") && text.contains("main"), "both bases are named: {text}");
+    // Gitea merges onto the base the PR has when the merge runs, and nothing pins it: a
+    // retarget (after the approval, or racing the merge) is no role's.
+    let retarget = json!({ "method": "update", "pull_number": pr, "base": "main" });
+    refused(fleet.call("author", "pull_request_write", retarget), "role_not_permitted", "/base");
+    // Gitea closes every open PR whose head or base is a deleted branch: the controller's job.
+    for branch in ["feature", "dev"] {
+        let text = refused(
+            fleet.call("author", "delete_branch", json!({ "branch": branch })),
+            "protected_branch",
+            "would close open PR",
+        );
+        assert!(text.contains(&format!("#{pr}")), "{text}");
+    }
+    let read = answer(fleet.call("author", "pull_request_read", json!({ "method": "get", "pull_number": pr })));
+    assert_eq!((read["state"].as_str(), read["base"]["ref"].as_str()), (Some("open"), Some("dev")), "{read}");
     assert_eq!(main_tip(&fleet), before, "main received nothing");
     fleet.stop();
 }
