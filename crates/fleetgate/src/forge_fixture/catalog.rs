@@ -13,6 +13,8 @@ pub struct Variant {
     pub new_method: bool,
     /// A push races every merge (not a listing change).
     pub race_merge: bool,
+    /// `pull_request_write` lists no `head_commit_id` (a server whose merge cannot be pinned).
+    pub no_head_pin: bool,
 }
 
 /// The `method` values of `pull_request_write`.
@@ -138,7 +140,7 @@ pub fn tools(variant: Variant) -> Vec<Value> {
         "Write pull requests: create, update, close, reopen or merge one, bring its branch up to date with \
          its base, request or withdraw reviewers."
     };
-    vec![
+    let mut tools = vec![
         tool("get_gitea_mcp_server_version", "The server's version.", Kind::Read, "Server version", vec![]),
         tool("get_me", "The user the server acts as.", Kind::Read, "Current user", vec![]),
         tool(
@@ -383,5 +385,12 @@ pub fn tools(variant: Variant) -> Vec<Value> {
                 .about("inline comments (create)"),
             ],
         ),
-    ]
+    ];
+    if variant.no_head_pin {
+        let pr_write = tools.iter_mut().find(|t| t["name"] == "pull_request_write");
+        if let Some(props) = pr_write.and_then(|t| t["inputSchema"]["properties"].as_object_mut()) {
+            props.remove("head_commit_id");
+        }
+    }
+    tools
 }

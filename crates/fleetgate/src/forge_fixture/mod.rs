@@ -47,7 +47,7 @@
 //!
 //! ```text
 //! fleetgate debug forge-fixture --repo PATH.git [--slug OWNER/NAME] [--state FILE] [--user LOGIN] [--alias OWNER/NAME]...
-//!               [--variant changed-description|new-method|race-merge]...
+//!               [--variant changed-description|new-method|race-merge|no-head-pin]...
 //! ```
 //!
 //! `--repo`: the bare repository (it must exist). `--slug`: the `owner`/`repo` the tools
@@ -240,8 +240,11 @@ fn fixture(flags: Flags) -> Result<Fixture, String> {
             "changed-description" => variant.changed_description = true,
             "new-method" => variant.new_method = true,
             "race-merge" => variant.race_merge = true,
+            "no-head-pin" => variant.no_head_pin = true,
             other => {
-                return Err(format!("--variant {other:?}: known are changed-description, new-method, race-merge"));
+                return Err(format!(
+                    "--variant {other:?}: known are changed-description, new-method, race-merge, no-head-pin"
+                ));
             }
         }
     }

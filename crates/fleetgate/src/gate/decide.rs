@@ -276,6 +276,11 @@ impl Gate {
             independence: self.config.workflow.independent_review,
             decision_lock: self.config.workflow.decision_lock,
             issue_lock: self.config.workflow.issue_lock,
+            pinnable: call
+                .schema
+                .and_then(|s| s.get("properties"))
+                .and_then(Value::as_object)
+                .is_none_or(|p| p.contains_key(fleetgate_core::forge_workflow::MERGE_HEAD_KEY)),
         }
     }
 

@@ -85,6 +85,9 @@ pub struct WorkflowCall<'a> {
     pub decision_lock: bool,
     /// `[workflow] issue_lock`.
     pub issue_lock: bool,
+    /// The tool's listed schema declares the merge's `head_commit_id` (or is not known): a
+    /// merge the gate cannot pin to the head it judged is refused.
+    pub pinnable: bool,
 }
 
 /// What the store holds for `pr`, as the pure functions take it.
@@ -330,6 +333,15 @@ pub fn judge(
             workflow::judge_merge(&state, call.actor, &facts.head, base, call.independence, now).map(drop)
         }
     };
+    if call.action == ACTION_MERGE && !call.pinnable {
+        return Err(Refusal::of(
+            BlockerKind::ApprovalRequired,
+            format!(
+                "the server's merge declares no `{MERGE_HEAD_KEY}`: the merge cannot be pinned to the approved head \
+                 (upgrade the server)"
+            ),
+        ));
+    }
     match judged {
         Ok(()) => {
             if call.action == ACTION_MERGE {

@@ -338,3 +338,16 @@ fn the_default_branch_the_forge_reports_is_protected_whatever_the_config_says() 
     assert_eq!(main_tip(&fleet), before, "main received nothing");
     fleet.stop();
 }
+
+#[test]
+fn a_merge_the_server_cannot_pin_to_the_approved_head_is_refused() {
+    let _serial = crate::support::serial();
+    // A server whose merge lists no head_commit_id would drop the gate's pin silently.
+    let mut fleet = Fleet::start_with("", &[("merger", &["--variant", "no-head-pin"])]);
+    let before = main_tip(&fleet);
+    let (pr, head) = open_pr(&mut fleet, "feature", "main");
+    approve_and_lease(&mut fleet, pr, &head);
+    refused(fleet.call("merger", "pull_request_write", merge(json!(pr))), "approval_required", "cannot be pinned");
+    assert_eq!(main_tip(&fleet), before, "main received nothing");
+    fleet.stop();
+}
