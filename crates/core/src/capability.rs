@@ -244,7 +244,7 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
     }
     if let Some(violation) = input.protection {
         let reasons = vec![violation.reason.clone()];
-        return verdict(Some(BlockerKind::ProtectedBranch), reasons, false, false, Some(PROTECTED_ACTION.into()));
+        return verdict(Some(BlockerKind::ProtectedBranch), reasons, false, false, Some(violation.action.into()));
     }
     if let Some(why) = input.definition_changed {
         let reasons = vec![why.to_owned()];

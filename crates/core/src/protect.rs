@@ -50,11 +50,29 @@ pub const PROTECTED_ACTION: &str = "change protected branches only by merging an
      feature branch and open a PR; workflow files are changed by an operator, outside the fleet (or drop the \
      pattern from [workflow] protected_branches / protected_paths)";
 
-/// Why a call touches something protected.
+/// The operator action of a file or branch write judged against a forge that could not
+/// answer (its default branch, its open PRs).
+pub const UNREAD_ACTION: &str = "check that the downstream answers search_repos and list_pull_requests for this \
+     repository, then retry; file and branch writes fail closed until the forge can be read";
+
+/// The operator action of a branch delete that would close an open PR.
+pub const OPEN_PR_ACTION: &str = "merge or close the PR first (closing a PR is the controller's), then delete the \
+     branch";
+
+/// Why a call touches something protected (`protected_branch`), and what the operator does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
     /// The branch or path, the rule, in words.
     pub reason: String,
+    /// One sentence an operator can act on.
+    pub action: &'static str,
+}
+
+impl Violation {
+    /// A call on a protected branch or path.
+    pub fn protected(reason: String) -> Self {
+        Self { reason, action: PROTECTED_ACTION }
+    }
 }
 
 impl Protection {
@@ -112,24 +130,22 @@ pub fn judge(protection: &Protection, tool: &str, args: &Map<String, Value>) -> 
     let branch = |verb: &str, name: &str| {
         protection
             .branch_rule(name)
-            .map(|rule| Violation { reason: format!("`{tool}` {verb} branch `{name}`: {rule}") })
+            .map(|rule| Violation::protected(format!("`{tool}` {verb} branch `{name}`: {rule}")))
     };
     match tool {
         "create_or_update_file" | "delete_file" => {
             let target = text(args, "new_branch_name").or_else(|| text(args, "branch_name"));
             let Some(target) = target else {
-                return Some(Violation {
-                    reason: format!(
-                        "`{tool}` names no branch_name: the server would write the default branch `{}`",
-                        protection.default_branch
-                    ),
-                });
+                return Some(Violation::protected(format!(
+                    "`{tool}` names no branch_name: the server would write the default branch `{}`",
+                    protection.default_branch
+                )));
             };
             if let Some(v) = branch("writes", target) {
                 return Some(v);
             }
             let path = text(args, "path").or_else(|| text(args, "filePath"))?;
-            protection.path_rule(path).map(|rule| Violation { reason: format!("`{tool}` writes {rule}") })
+            protection.path_rule(path).map(|rule| Violation::protected(format!("`{tool}` writes {rule}")))
         }
         "create_branch" => {
             text(args, "branch").or_else(|| text(args, "new_branch_name")).and_then(|b| branch("creates", b))
@@ -141,7 +157,7 @@ pub fn judge(protection: &Protection, tool: &str, args: &Map<String, Value>) -> 
             if named.is_empty() {
                 // Without a name the server renames nothing it can be told; refuse rather
                 // than guess which branch it would take (the default one, perhaps).
-                return Some(Violation { reason: format!("`{tool}` names no branch") });
+                return Some(Violation::protected(format!("`{tool}` names no branch")));
             }
             named.into_iter().find_map(|b| branch("renames", b))
         }

@@ -385,7 +385,7 @@ impl Conditions {
             },
             inventory: if self.dup { duplicate_fleet() } else { open_fleet() },
             ambiguity: self.ambiguous.then(|| Ambiguity { key: "pull_number".into(), why: "12.5".into() }),
-            protection: self.protected.then(|| Violation { reason: "writes main".into() }),
+            protection: self.protected.then(|| Violation::protected("writes main".into())),
             changed: self.changed.then_some("changed"),
             replaced: self.replaced.then_some("replaced"),
             workflow: self.workflow.map(|k| Refusal::of(k, "workflow".into())),

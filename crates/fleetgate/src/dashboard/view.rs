@@ -14,7 +14,7 @@ use fleetgate_core::capability::{fleet_gate, refusal_action};
 use fleetgate_core::decision_lock::ReviewLock;
 use fleetgate_core::inventory::{FleetInventory, Health, Liveness, MemberRow, summarize};
 use fleetgate_core::worker::{WorkerRecord, WorkerStatus, is_live};
-use fleetgate_core::workflow::{Assessment, PrLease};
+use fleetgate_core::workflow::{Assessment, PrLease, PrStatus};
 use serde::Serialize;
 
 /// Refusals shown, newest first.
@@ -75,18 +75,10 @@ pub struct FleetView {
 pub struct PrStateView {
     /// `remote/org/repo#N`.
     pub pr: String,
-    /// `ready_for_review`, `changes_requested`, `approved`, `ready_to_merge`.
-    pub state: String,
-    /// `author`, `reviewer`, `merger`.
-    pub who_is_next: String,
-    /// One sentence naming the head.
-    pub next_action: String,
-    /// The head its leases and locks name.
-    pub head_sha: String,
-    /// `approved_at_current_head`, `historical`, `none`.
-    pub review_status: String,
-    /// The merger may merge now.
-    pub merge_ready: bool,
+    /// Its state, who is next, the next action, the head, the review status, merge
+    /// readiness and blockers.
+    #[serde(flatten)]
+    pub status: PrStatus,
 }
 
 /// A live review-decision lock.
@@ -369,16 +361,7 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
 }
 
 fn pr_state_view(a: &Assessment) -> PrStateView {
-    let s = &a.status;
-    PrStateView {
-        pr: a.pr.to_string(),
-        state: s.state.clone(),
-        who_is_next: s.who_is_next.clone(),
-        next_action: s.next_action.clone(),
-        head_sha: s.head_sha.clone(),
-        review_status: s.review_status.clone(),
-        merge_ready: s.merge_ready,
-    }
+    PrStateView { pr: a.pr.to_string(), status: a.status.clone() }
 }
 
 fn lock_view(l: &ReviewLock) -> LockView {

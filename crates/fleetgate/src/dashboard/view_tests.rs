@@ -318,7 +318,7 @@ fn each_pr_with_a_live_lease_or_lock_shows_its_computed_state_and_the_locks_thei
     assert_eq!(v.prs.len(), 1);
     let p = &v.prs[0];
     assert_eq!(
-        (p.pr.as_str(), p.state.as_str(), p.who_is_next.as_str()),
+        (p.pr.as_str(), p.status.state.as_str(), p.status.who_is_next.as_str()),
         ("gitea/acme/widgets#12", "ready_for_review", "reviewer")
     );
     assert_eq!(v.review_locks.len(), 1);

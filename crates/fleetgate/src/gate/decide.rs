@@ -20,7 +20,7 @@ use fleetgate_core::capability::{
     resolve_task_capability,
 };
 use fleetgate_core::forge_call::{Ambiguity, canonicalize};
-use fleetgate_core::protect::Violation;
+use fleetgate_core::protect::{Protection, Violation};
 use fleetgate_core::rules::{ArgMatch, Rule};
 use fleetgate_store::Store;
 use serde::Serialize;
@@ -230,11 +230,11 @@ impl Gate {
     /// review): pure, from the config and the call alone, so a gateway makes them before it
     /// decides. Empty for a call that is refused before the workflow or has no PR.
     pub fn forge_reads(&self, call: &Call<'_>) -> Vec<(&'static str, Map<String, Value>)> {
-        let Ok(canonical) = self.canonical(call) else { return Vec::new() };
-        let arguments = match &canonical {
-            Some(arguments) => arguments.as_ref(),
-            None => call.arguments,
-        };
+        let canonical = self.canonical(call);
+        if canonical.is_err() {
+            return Vec::new();
+        }
+        let arguments = parsed_arguments(call, &canonical);
         let parsed = Call { arguments, ..call.clone() };
         let policy = self.policy(&parsed);
         let (true, Some(arguments)) = (policy.permitted, arguments) else { return Vec::new() };
@@ -338,23 +338,34 @@ impl Gate {
     }
 
     fn judge(&self, call: &Call<'_>, now: Timestamp) -> Capability {
-        match self.canonical(call) {
-            Ok(None) => self.judge_with(call, self.policy(call), now),
+        let canonical = self.canonical(call);
+        let policy = self.policy(&Call { arguments: parsed_arguments(call, &canonical), ..call.clone() });
+        self.judge_parsed(call, canonical, policy, now)
+    }
+
+    /// [`judge`](Self::judge) with the call's parse and its policy (of the parsed
+    /// arguments) already made.
+    fn judge_parsed(
+        &self,
+        call: &Call<'_>,
+        canonical: Result<Option<Option<Map<String, Value>>>, Ambiguity>,
+        policy: Policy,
+        now: Timestamp,
+    ) -> Capability {
+        match canonical {
+            Ok(None) => self.judge_with(call, policy, now),
             Ok(Some(arguments)) => {
                 let canonical = Call { arguments: arguments.as_ref(), ..call.clone() };
-                let mut verdict = self.judge_with(&canonical, self.policy(&canonical), now);
+                let mut verdict = self.judge_with(&canonical, policy, now);
                 if verdict.allowed && verdict.forward.is_none() {
                     verdict.forward = arguments;
                 }
                 verdict
             }
-            Err(ambiguity) => {
-                let policy = self.policy(call);
-                resolve_task_capability(&CapabilityInput {
-                    ambiguity: Some(&ambiguity),
-                    ..self.input(call, &policy, None)
-                })
-            }
+            Err(ambiguity) => resolve_task_capability(&CapabilityInput {
+                ambiguity: Some(&ambiguity),
+                ..self.input(call, &policy, None)
+            }),
         }
     }
 
@@ -386,26 +397,25 @@ impl Gate {
     fn judge_with(&self, call: &Call<'_>, policy: Policy, now: Timestamp) -> Capability {
         let role_permitted = policy.permitted;
         let empty = Map::new();
-        let protection = match (&self.config.forge, role_permitted) {
+        // Only the file and branch tools, and a merge (which may delete its branch), are
+        // judged against the protected branches: no other call pays for it.
+        let judged = workflow::BRANCH_TOOLS.contains(&call.tool) || call.tool == "pull_request_write";
+        let protection = match (&self.config.forge, role_permitted && judged) {
             (Some(_), true) => {
                 let args = call.arguments.unwrap_or(&empty);
-                let mut protected = self.config.workflow.protection.clone();
                 match workflow::forge_default_branch(call.forge, call.tool, args) {
-                    Ok(branch) => protected.forge_default = branch,
+                    Ok(forge_default) => {
+                        let protected = Protection { forge_default, ..self.config.workflow.protection.clone() };
+                        fleetgate_core::protect::judge(&protected, call.tool, args)
+                            .or_else(|| workflow::forge_branch_violation(call.forge, call.tool, args, &protected))
+                    }
                     // A file or branch write whose repository the forge cannot describe fails
                     // closed: the configured default branch may not be the real one.
-                    Err(why) => {
-                        let reason = format!("the repository's default branch could not be read from the forge: {why}");
-                        return resolve_task_capability(&CapabilityInput {
-                            protection: Some(&Violation { reason }),
-                            ..self.input(call, &policy, None)
-                        });
-                    }
+                    Err(why) => Some(Violation {
+                        reason: format!("the repository's default branch could not be read from the forge: {why}"),
+                        action: fleetgate_core::protect::UNREAD_ACTION,
+                    }),
                 }
-                fleetgate_core::protect::judge(&protected, call.tool, args).or_else(|| {
-                    workflow::forge_branch_violation(call.forge, call.tool, args, &protected)
-                        .map(|reason| Violation { reason })
-                })
             }
             _ => None,
         };
@@ -500,14 +510,10 @@ impl Gate {
     /// an enforced pin, a PR lease to advance): ask [`decide`](Self::decide). Never blocks.
     pub fn decide_now(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Option<Capability> {
         // An ambiguous call is refused from memory; a canonical one is judged (and
-        // forwarded) as parsed.
+        // forwarded) as parsed. Parsed once, its policy decided once.
         let canonical = self.canonical(call);
-        let arguments = match &canonical {
-            Ok(Some(arguments)) => arguments.as_ref(),
-            _ => call.arguments,
-        };
-        let parsed = Call { arguments, ..call.clone() };
-        let policy = self.policy(&parsed);
+        let arguments = parsed_arguments(call, &canonical);
+        let policy = self.policy(&Call { arguments, ..call.clone() });
         let permitted = policy.permitted;
         if canonical.is_ok()
             && (needs_evidence(policy.class, permitted)
@@ -517,7 +523,7 @@ impl Gate {
         {
             return None;
         }
-        let mut verdict = self.judge(call, now);
+        let mut verdict = self.judge_parsed(call, canonical, policy, now);
         if let Some(auditor) = &self.auditor {
             // Never a durable entry: no allowed mutation gets here.
             self.audit(auditor, call, &mut verdict, now, principal);
@@ -547,6 +553,18 @@ impl Gate {
         if let Err(e) = self.store.touch_pr_leases(&pr, identity, ttl, now) {
             tracing::warn!(%pr, error = %e, "a lease's last activity was not advanced");
         }
+    }
+}
+
+/// The arguments a call is judged by: its canonical parse when it has one, else as sent
+/// (no forge profile, or an ambiguous call, which is refused before anything reads them).
+fn parsed_arguments<'a>(
+    call: &Call<'a>,
+    canonical: &'a Result<Option<Option<Map<String, Value>>>, Ambiguity>,
+) -> Option<&'a Map<String, Value>> {
+    match canonical {
+        Ok(Some(arguments)) => arguments.as_ref(),
+        _ => call.arguments,
     }
 }
 

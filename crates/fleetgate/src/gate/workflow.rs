@@ -10,6 +10,7 @@ use fleetgate_core::decision_lock::{self, LockPlan};
 use fleetgate_core::forge_workflow::{
     MERGE_HEAD_KEY, PrFacts, PrTarget, REVIEW_COMMIT_KEY, head_read, pr_facts, pr_target, review_verdict,
 };
+use fleetgate_core::protect::{self, Protection, Violation};
 use fleetgate_core::workflow::{self, Actor, PrRef, PrState, Refusal};
 use fleetgate_core::{BlockerKind, Timestamp};
 use fleetgate_store::{LockWrite, PrRecords, Store, new_lock_id};
@@ -206,32 +207,38 @@ pub fn forge_branch_violation(
     forge: Option<&dyn ForgeReader>,
     tool: &str,
     args: &Map<String, Value>,
-    protection: &fleetgate_core::protect::Protection,
-) -> Option<String> {
+    protection: &Protection,
+) -> Option<Violation> {
     let text = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let unread = |reason: String| Violation { reason, action: protect::UNREAD_ACTION };
     if tool == "delete_branch" {
         let branch = text("branch")?;
         let forge = forge?;
         let listed = match forge.read("list_pull_requests", open_prs_read(args)) {
             Ok(v) => v,
             Err(e) => {
-                return Some(format!("the open PRs could not be read to delete branch `{branch}` (fail closed): {e}"));
+                return Some(unread(format!(
+                    "the open PRs could not be read to delete branch `{branch}` (fail closed): {e}"
+                )));
             }
         };
-        let Some(prs) = listed.as_array() else { return Some("`list_pull_requests` answered no list".into()) };
+        let Some(prs) = listed.as_array() else { return Some(unread("`list_pull_requests` answered no list".into())) };
         if let Some(pr) =
             prs.iter().find(|p| [ref_name(p.get("head")), ref_name(p.get("base"))].contains(&Some(branch)))
         {
             let n = pr.get("number").and_then(Value::as_u64).unwrap_or_default();
-            return Some(format!(
-                "`delete_branch` would close open PR #{n}, whose head or base is `{branch}` (Gitea closes it): closing \
-                 PRs is the controller's"
-            ));
+            return Some(Violation {
+                reason: format!(
+                    "`delete_branch` would close open PR #{n}, whose head or base is `{branch}` (Gitea closes it): \
+                     closing PRs is the controller's"
+                ),
+                action: protect::OPEN_PR_ACTION,
+            });
         }
         if prs.len() as u64 >= OPEN_PR_PAGE {
-            return Some(format!(
+            return Some(unread(format!(
                 "more than {OPEN_PR_PAGE} open PRs: none may head or base `{branch}`, which one page cannot show"
-            ));
+            )));
         }
         return None;
     }
@@ -244,7 +251,7 @@ pub fn forge_branch_violation(
         let head = facts.head_ref?;
         return protection
             .branch_rule(&head)
-            .map(|rule| format!("the merge would delete its head branch `{head}`: {rule}"));
+            .map(|rule| Violation::protected(format!("the merge would delete its head branch `{head}`: {rule}")));
     }
     None
 }
@@ -418,26 +425,43 @@ fn judge_open(
     let text = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
     let (Some(owner), Some(repo)) = (text("owner"), text("repo")) else { return Ok(Judged::default()) };
     let issues = referenced_issues(args);
-    for issue in &issues {
-        let key = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: *issue }.key(call.remote);
-        let held = records(store, &key)?;
-        if let Some(lock) = workflow::live_lease(&held.state(), workflow::Purpose::Author, now)
-            .filter(|l| l.holder.worker != call.actor.worker)
-        {
-            return Err(Refusal::of(
-                BlockerKind::IssueLockHeld,
-                format!(
-                    "the PR references issue #{issue}, whose issue lock {} is held by worker {} ({}, session {}) until {}",
-                    lock.lease_id, lock.holder.worker, lock.holder.client, lock.holder.session, lock.expires_at
-                ),
-            ));
-        }
+    if issues.is_empty() {
+        return Ok(Judged::default());
     }
-    let note = (!issues.is_empty()).then(|| {
-        let named: Vec<String> = issues.iter().map(|i| format!("#{i}")).collect();
-        format!("judged open referencing issue(s) {}", named.join(", "))
+    // One read of the live issue locks, whatever the number of references a body holds.
+    let live = store
+        .list_pr_leases(true, now)
+        .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, format!("the issue locks cannot be read: {e}")))?;
+    let binding = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: 0 }.key(call.remote).binding;
+    let held = live.iter().find(|l| {
+        l.purpose == workflow::Purpose::Author
+            && l.pr.binding == binding
+            && issues.contains(&l.pr.pr)
+            && l.holder.worker != call.actor.worker
     });
-    Ok(Judged { pins: Map::new(), note })
+    if let Some(lock) = held {
+        return Err(Refusal::of(
+            BlockerKind::IssueLockHeld,
+            format!(
+                "the PR references issue #{}, whose issue lock {} is held by worker {} ({}, session {}) until {}",
+                lock.pr.pr, lock.lease_id, lock.holder.worker, lock.holder.client, lock.holder.session, lock.expires_at
+            ),
+        ));
+    }
+    Ok(Judged { pins: Map::new(), note: Some(format!("judged open referencing {}", issue_list(&issues))) })
+}
+
+/// At most this many issues are named in an audit note or kept on a PR's origin (every one
+/// is judged).
+const ISSUES_KEPT: usize = 20;
+
+/// `#1, #2, …` (and how many more).
+fn issue_list(issues: &[u64]) -> String {
+    let named: Vec<String> = issues.iter().take(ISSUES_KEPT).map(|i| format!("#{i}")).collect();
+    match issues.len().saturating_sub(ISSUES_KEPT) {
+        0 => format!("issue(s) {}", named.join(", ")),
+        more => format!("issue(s) {} and {more} more", named.join(", ")),
+    }
 }
 
 /// What settling a call did that the audit log names: (tool, reason) per event.
@@ -470,7 +494,7 @@ pub fn settle(
                 pr: target.key(call.remote),
                 by: call.actor.clone(),
                 at: now,
-                issues: referenced_issues(args),
+                issues: referenced_issues(args).into_iter().take(ISSUES_KEPT).collect(),
             };
             store.record_pr_origin(&origin).map_err(|e| e.to_string())?;
         }
@@ -659,17 +683,19 @@ mod tests {
 
     #[test]
     fn deleting_a_branch_under_an_open_pr_is_refused() {
-        let p = fleetgate_core::protect::Protection::default();
+        let p = Protection::default();
         let call = args(json!({ "owner": "org", "repo": "repo", "branch": "feat" }));
         let open = Table(vec![(
             "list_pull_requests",
             Ok(json!([{ "number": 4, "head": { "ref": "feat" }, "base": { "ref": "main" } }])),
         )]);
         let why = forge_branch_violation(Some(&open), "delete_branch", &call, &p).unwrap();
-        assert!(why.contains("#4") && why.contains("controller"), "{why}");
+        assert!(why.reason.contains("#4") && why.reason.contains("controller"), "{why:?}");
+        assert_eq!(why.action, protect::OPEN_PR_ACTION);
         let none = Table(vec![("list_pull_requests", Ok(json!([{ "number": 4, "head": "other", "base": "main" }])))]);
         assert_eq!(forge_branch_violation(Some(&none), "delete_branch", &call, &p), None);
         let down = Table(vec![("list_pull_requests", Err("timeout".into()))]);
-        assert!(forge_branch_violation(Some(&down), "delete_branch", &call, &p).unwrap().contains("fail closed"));
+        let unread = forge_branch_violation(Some(&down), "delete_branch", &call, &p).unwrap();
+        assert!(unread.reason.contains("fail closed") && unread.action == protect::UNREAD_ACTION, "{unread:?}");
     }
 }

@@ -201,9 +201,11 @@ impl Gateway {
         // against the same arguments.
         let mut request = request;
         let arguments = match forward {
+            // Kept for the settling after the answer only when there is one.
             Some(forward) => {
-                request.params.arguments = Some(forward.clone());
-                Some(forward)
+                let kept = settles.then(|| forward.clone());
+                request.params.arguments = Some(forward);
+                kept
             }
             None => arguments,
         };
