@@ -1,4 +1,4 @@
-//! The doctor's client config readers (crates/fleetgate/src/doctor/read.rs): one text read
+//! The doctor's client config readers (crates/doctor/src/read.rs): one text read
 //! as every file every client keeps (Claude Code, Claude Desktop, Gemini, Codex, Cursor,
 //! VS Code: strict JSON, JSON with comments, JSONC, TOML), and the doctor's repair edit on
 //! what was read.
@@ -10,10 +10,10 @@
 //! that entry carrying the key, everything else where it was.
 #![no_main]
 
-use fleetgate::doctor::clients::{Client, Layout, SourceFile, locations};
-use fleetgate::doctor::edit;
-use fleetgate::doctor::read::{Launch, parse};
-use fleetgate::doctor::repair::Edit;
+use fleetgate_doctor::clients::{Client, Layout, SourceFile, locations};
+use fleetgate_doctor::edit;
+use fleetgate_doctor::read::{Launch, parse};
+use fleetgate_doctor::repair::Edit;
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -62,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
 
 /// Set an env key on the first entry that launches a command, as the doctor's repair
 /// does, and read the result back.
-fn repair(text: &str, source: &SourceFile, parsed: &fleetgate::doctor::read::ParsedFile) {
+fn repair(text: &str, source: &SourceFile, parsed: &fleetgate_doctor::read::ParsedFile) {
     let Some(at) = parsed.entries.iter().position(|e| matches!(e.launch, Launch::Stdio { .. })) else { return };
     let (key, value) = ("GITEA_MCP_CLIENT", "fu\"zz\\ \u{e9}");
     let edits = [Edit::SetEnv { entry: at, key: key.into(), value: value.into() }];

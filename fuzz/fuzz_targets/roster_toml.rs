@@ -1,4 +1,4 @@
-//! The roster loader (`FleetConfig::parse`, crates/fleetgate/src/config.rs), `[[rules]]`
+//! The roster loader (`FleetConfig::parse`, crates/config/src/lib.rs), `[[rules]]`
 //! included, and the rule set it builds.
 //!
 //! Invariants: a refusal is an error value whose message names the file and says why; a
@@ -8,7 +8,7 @@
 //! is decided by rule *i* or an earlier one, and the verdict for each role is that rule's.
 #![no_main]
 
-use fleetgate::config::{FleetConfig, MAX_ATTACHMENTS_LIMIT};
+use fleetgate_config::{FleetConfig, MAX_ATTACHMENTS_LIMIT};
 use fleetgate_core::rules::{ArgMatch, RuleVerdict};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};

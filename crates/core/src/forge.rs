@@ -4,7 +4,7 @@
 //! consolidated tools fold many operations into one tool chosen by a `method` argument. The
 //! role matrix is SPEC §9's; tool names, `method` values and argument names are the server's
 //! own, read from its source ([`GITEA_MCP_SOURCE`]; the digest is
-//! `crates/fleetgate/src/forge_fixture/GITEA_MCP.md`). Every reader is read-only for
+//! `crates/testkit/src/forge/GITEA_MCP.md`). Every reader is read-only for
 //! every role; every write names the `method` values the server has and the roles that may
 //! use each; a `method` the server does not have, and a tool the profile does not know, are
 //! refused for every role (fail closed: the server may grow a tool or a method the fleet has

@@ -3,7 +3,7 @@
 //! through the server's own read tool, and what that read answers. The dialect is the
 //! official Gitea MCP server's (gitea-mcp's go-sdk generation: `owner`, `repo`,
 //! `pull_number`; the read is `pull_request_read {method: "get"}` answering the Gitea API's
-//! pull-request object as JSON text; see `crates/fleetgate/src/forge_fixture/GITEA_MCP.md`).
+//! pull-request object as JSON text; see `crates/testkit/src/forge/GITEA_MCP.md`).
 //! The arguments read here are the gate's canonical ones (`forge_call`): one key per thing
 //! (the v1.0 line's `index` where that generation declares it), integers as integers. The
 //! verdict is read exactly as the server and Gitea read it: `state`, only for the methods

@@ -28,12 +28,16 @@ impl FleetMatcher {
         fleetgate_subcommand(argv).is_some_and(|mut words| words.next() == Some("serve"))
     }
 
-    /// `argv` is the guard a gateway starts its downstream through (`fleetgate debug
-    /// downstream-guard -- <the downstream>`): not a server itself, though its command line
-    /// holds the downstream's.
+    /// `argv` is the guard a gateway starts its downstream through (`fleetgate
+    /// downstream-guard -- <the downstream>`, or its former spelling `fleetgate debug
+    /// downstream-guard`): not a server itself, though its command line holds the
+    /// downstream's.
     pub fn is_downstream_guard(argv: &[String]) -> bool {
-        fleetgate_subcommand(argv)
-            .is_some_and(|mut words| words.next() == Some("debug") && words.next() == Some("downstream-guard"))
+        fleetgate_subcommand(argv).is_some_and(|mut words| match words.next() {
+            Some("downstream-guard") => true,
+            Some("debug") => words.next() == Some("downstream-guard"),
+            _ => false,
+        })
     }
 
     /// `argv` is a fleet server of either kind.
@@ -168,6 +172,8 @@ mod tests {
         assert!(m.matches(&v("fleetgate serve")));
         assert!(!FleetMatcher::new(&[String::new()]).matches(&v("anything")));
         let guard = v("/usr/bin/fleetgate debug downstream-guard -- python /path/mcp_server.py");
+        assert!(FleetMatcher::is_downstream_guard(&v("/usr/bin/fleetgate downstream-guard -- python mcp_server.py")));
+        assert!(!m.matches(&v("/usr/bin/fleetgate downstream-guard -- python mcp_server.py")));
         assert!(FleetMatcher::is_downstream_guard(&guard));
         assert!(!m.matches(&guard), "the guard is not a server, though it names one");
         assert!(m.matches(&v("fleetgate debug forge-fixture -- python mcp_server.py")));

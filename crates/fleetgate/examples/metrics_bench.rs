@@ -9,7 +9,7 @@
 //!
 //! `cargo run --release -p fleetgate --example metrics_bench [CALLS_PER_ROUND]`
 
-use fleetgate::metrics::{GatewayExposition, GatewayMetrics};
+use fleetgate_control::metrics::{GatewayExposition, GatewayMetrics};
 use fleetgate_gateway::GatewayObserver;
 use std::hint::black_box;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //!
 //! `cargo run --release -p fleetgate --example rules_bench [ITERATIONS]`
 
-use fleetgate::config::FleetConfig;
+use fleetgate_config::FleetConfig;
 use serde_json::{Map, Value, json};
 use std::hint::black_box;
 use std::time::Instant;

@@ -1,26 +1,17 @@
-//! fleetgate: the control plane for fleets of LLM-client MCP servers.
+//! fleetgate: the binary. It parses the command line (clap, in `cli::args`, the only raw
+//! flags anywhere), resolves each command's settings (`cli::context::Ctx`, `ServeSettings`,
+//! `DashboardSettings`), implements the gate's `Observer` on the real host, runs the
+//! command, prints its answer and maps it to the documented exit code.
 //!
-//! This crate is the imperative shell: the CLI (`cli`), the roster configuration
-//! (`config`), the gate every decision goes through (`gate`), the heartbeat loops
-//! (`heartbeat`), the audit writer (`audit`) and the MCP gateway's control plane
-//! (`serve`). Decisions are made in `fleetgate_core`; storage is `fleetgate_store`; the
-//! operating system is `fleetgate_host`; MCP is `fleetgate_gateway`.
+//! The work is done below it: decisions in `fleetgate_core`, the configuration in
+//! `fleetgate_config`, the control plane in `fleetgate_control`, the doctor in
+//! `fleetgate_doctor`, the page in `fleetgate_dashboard`; storage is `fleetgate_store`, the
+//! operating system `fleetgate_host`, MCP `fleetgate_gateway`. The only crate that uses clap
+//! and anyhow; nothing imports it.
 
 #![deny(missing_docs)]
 
-pub mod audit;
 pub mod cli;
-pub mod config;
-pub mod dashboard;
-pub mod doctor;
-#[allow(missing_docs)] // A test and demo stand-in, documented at its module.
-pub mod forge_fixture;
-pub mod gate;
-pub mod heartbeat;
-pub mod metrics;
-pub mod pins;
-pub mod serve;
-pub mod telemetry;
 
 use cli::args::{Cli, Command};
 use cli::context::Ctx;
@@ -44,13 +35,11 @@ pub fn run_cli() -> ExitCode {
         }
     };
     let json = cli.json;
-    if let Command::Debug(cli::args::DebugCommand::DownstreamGuard { command }) = &cli.command {
+    if let Command::DownstreamGuard { command } | Command::Debug(cli::args::DebugCommand::DownstreamGuard { command }) =
+        &cli.command
+    {
         // Before anything else: no store, no roster, no environment read.
         return fleetgate_supervise::guard::run(command);
-    }
-    if let Command::Debug(cli::args::DebugCommand::ForgeFixture { args }) = &cli.command {
-        // An MCP server on stdio of its own: no store, no roster.
-        return forge_fixture::run(args);
     }
     if let Command::Serve(_) | Command::Dashboard(_) = &cli.command {
         // Long-running, with a downstream (serve) and other same-user processes around: its
@@ -64,7 +53,7 @@ pub fn run_cli() -> ExitCode {
         let outcome = Ctx::resolve(&cli, fleetgate_host::env::capture(), Arc::new(fleetgate_host::clock::SystemClock))
             .and_then(|ctx| match &cli.command {
                 Command::Serve(args) => cli::serve::run(&ctx, args),
-                Command::Dashboard(args) => dashboard::run::run_dashboard(&ctx, args),
+                Command::Dashboard(args) => cli::dashboard::run(&ctx, args),
                 _ => Err(anyhow::anyhow!("not a long-running command")),
             });
         return match outcome {
@@ -111,7 +100,7 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
         Command::Pr(cmd) => cli::pr::pr(ctx, cmd),
         Command::Tools(cmd) => cli::tools::tools(ctx, cmd),
         Command::Debug(cmd) => cli::debug::run(ctx, cmd),
-        Command::Serve(_) | Command::Dashboard(_) => {
+        Command::Serve(_) | Command::Dashboard(_) | Command::DownstreamGuard { .. } => {
             Err(anyhow::anyhow!("long-running commands run outside the reply path"))
         }
     }

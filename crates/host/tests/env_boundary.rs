@@ -15,7 +15,13 @@ fn only_the_env_module_reads_the_process_environment() {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let mut files = Vec::new();
     for krate in std::fs::read_dir(crates).unwrap() {
-        sources(&krate.unwrap().path().join("src"), &mut files);
+        let krate = krate.unwrap().path();
+        // The test kit is no product code: it reads the harness's own variables (where
+        // scripts/with-postgres put its server, CI, cargo's CARGO).
+        if krate.ends_with("testkit") {
+            continue;
+        }
+        sources(&krate.join("src"), &mut files);
     }
     assert!(files.len() > 20, "the scan found the library sources: {}", files.len());
     let sanctioned = crates.join("host/src/env.rs");

@@ -38,7 +38,7 @@ use fleetgate_core::worker::{
 };
 use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrPush, PrRef};
 use std::fmt;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Run `f` with every operation it makes on this thread's store handles bounded by
@@ -286,42 +286,67 @@ pub struct HostObservation {
     pub scan: ProcessScan,
 }
 
-/// Open the store named by `spec`: a filesystem path or `sqlite://PATH`
-/// selects SQLite; `postgres://` and `postgresql://` select PostgreSQL.
+/// A store location, parsed once: where [`open`] goes and what a peer's store is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreSpec {
+    /// A SQLite file (a path, or `sqlite://PATH`).
+    Sqlite(PathBuf),
+    /// A PostgreSQL server (`postgres://` or `postgresql://`), the URL as given.
+    Postgres(String),
+}
+
+impl StoreSpec {
+    /// Parse a store location: a filesystem path or `sqlite://PATH` selects SQLite;
+    /// `postgres://` and `postgresql://` select PostgreSQL. Anything else (another
+    /// scheme, an in-memory database, a libpq keyword string) is refused with why; no
+    /// message echoes a URL's password.
+    pub fn parse(spec: &str) -> Result<Self, StoreError> {
+        let spec = spec.trim();
+        if spec.is_empty() {
+            return Err(StoreError::new(StoreErrorKind::Invalid, "store location is empty"));
+        }
+        if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+            return Ok(Self::Postgres(spec.to_owned()));
+        }
+        if let Some((scheme, _)) = spec.split_once("://")
+            && scheme != "sqlite"
+        {
+            return Err(StoreError::new(
+                StoreErrorKind::Invalid,
+                format!("unknown store scheme {scheme:?}: use a path, sqlite://PATH or postgres://…"),
+            ));
+        }
+        let path = spec.strip_prefix("sqlite://").unwrap_or(spec);
+        if path.is_empty() {
+            return Err(StoreError::new(StoreErrorKind::Invalid, "store location is empty"));
+        }
+        if path == ":memory:" || path.starts_with("file::memory:") {
+            return Err(StoreError::new(
+                StoreErrorKind::Invalid,
+                "an in-memory store cannot be shared by the fleet's processes: give a file path or a postgres:// URL",
+            ));
+        }
+        // A libpq keyword string (`host=… dbname=… password=…`) is not a path: refused before a
+        // file of that name is made, and never echoed (it may hold a password).
+        let keywords = ["host=", "hostaddr=", "dbname=", "user=", "password=", "port=", "sslmode="];
+        if path.split_whitespace().filter(|w| keywords.iter().any(|k| w.starts_with(k))).count() >= 1
+            && path.contains(' ')
+        {
+            return Err(StoreError::new(
+                StoreErrorKind::Invalid,
+                "the store looks like a libpq keyword string (host=… dbname=…): write it as a postgres:// URL",
+            ));
+        }
+        Ok(Self::Sqlite(PathBuf::from(path)))
+    }
+}
+
+/// Open the store named by `spec` (see [`StoreSpec::parse`]).
 pub fn open(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
-    let spec = spec.trim();
-    if spec.is_empty() {
-        return Err(StoreError::new(StoreErrorKind::Invalid, "store location is empty"));
+    match StoreSpec::parse(spec)? {
+        StoreSpec::Postgres(url) => Ok(Arc::new(crate::postgres::PostgresStore::open(&url)?)),
+        StoreSpec::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(&path)?)),
     }
-    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-        return Ok(Arc::new(crate::postgres::PostgresStore::open(spec)?));
-    }
-    if let Some((scheme, _)) = spec.split_once("://")
-        && scheme != "sqlite"
-    {
-        return Err(StoreError::new(
-            StoreErrorKind::Invalid,
-            format!("unknown store scheme {scheme:?}: use a path, sqlite://PATH or postgres://…"),
-        ));
-    }
-    let path = spec.strip_prefix("sqlite://").unwrap_or(spec);
-    if path == ":memory:" || path.starts_with("file::memory:") {
-        return Err(StoreError::new(
-            StoreErrorKind::Invalid,
-            "an in-memory store cannot be shared by the fleet's processes: give a file path or a postgres:// URL",
-        ));
-    }
-    // A libpq keyword string (`host=… dbname=… password=…`) is not a path: refused before a file
-    // of that name is made, and never echoed (it may hold a password).
-    let keywords = ["host=", "hostaddr=", "dbname=", "user=", "password=", "port=", "sslmode="];
-    if path.split_whitespace().filter(|w| keywords.iter().any(|k| w.starts_with(k))).count() >= 1 && path.contains(' ')
-    {
-        return Err(StoreError::new(
-            StoreErrorKind::Invalid,
-            "the store looks like a libpq keyword string (host=… dbname=…): write it as a postgres:// URL",
-        ));
-    }
-    Ok(Arc::new(sqlite::SqliteStore::open(Path::new(path))?))
 }
 
 #[cfg(test)]

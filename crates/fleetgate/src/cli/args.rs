@@ -32,9 +32,18 @@ pub enum Command {
     Serve(Box<crate::cli::serve::ServeArgs>),
     /// Serve the live fleet page (read-only): `fleetgate dashboard [--listen 127.0.0.1:8760]`,
     /// with `/api/fleet`, `/events` (server-sent events) and `/metrics`.
-    Dashboard(Box<crate::dashboard::run::DashboardArgs>),
+    Dashboard(Box<DashboardArgs>),
     /// Show the registry's guarantees on a throwaway store: renewals, drift, fencing, expiry.
     Demo,
+    /// The guard `fleetgate serve` starts each downstream run through (not for operators):
+    /// it runs `-- PROGRAM [ARGS…]` in its process group and SIGKILLs the group when the
+    /// gateway is gone, `kill -9` included (`fleetgate_supervise::guard`).
+    #[command(hide = true, name = "downstream-guard")]
+    DownstreamGuard {
+        /// The downstream's command line, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// The worker registry: register, renew (fenced), claim, inspect.
     #[command(subcommand)]
     Worker(WorkerCommand),
@@ -400,22 +409,13 @@ pub struct ClaimArgs {
 /// `fleetgate debug …`
 #[derive(Debug, Subcommand)]
 pub enum DebugCommand {
-    /// The guard `fleetgate serve` starts each downstream run through (not for operators):
-    /// it runs `-- PROGRAM [ARGS…]` in its process group and SIGKILLs the group when the
-    /// gateway is gone, `kill -9` included (`fleetgate_supervise::guard`).
+    /// The downstream guard's former place, kept so a command line written for it still
+    /// runs: the same as `fleetgate downstream-guard`.
     #[command(hide = true, name = "downstream-guard")]
     DownstreamGuard {
         /// The downstream's command line, after `--`.
         #[arg(last = true, required = true)]
         command: Vec<std::ffi::OsString>,
-    },
-    /// A stand-in Gitea forge behind the gitea-mcp tool surface, on a bare git repository (MCP on
-    /// stdio): the forge of `fleetgate demo` and of the tests. `--help` lists its flags.
-    #[command(disable_help_flag = true)]
-    ForgeFixture {
-        /// Its flags (`--repo PATH.git`, `--slug`, `--state`, `--user`, `--variant`).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
     },
     /// Renew one worker in a tight loop and report every answer (store soak and fencing races).
     RenewLoop {
@@ -432,4 +432,29 @@ pub enum DebugCommand {
         #[arg(long, default_value = "60")]
         max_seconds: String,
     },
+}
+
+/// `fleetgate dashboard`
+#[derive(Debug, Args)]
+pub struct DashboardArgs {
+    /// The address to listen on (loopback unless `--allow-remote`; port 0 picks one).
+    #[arg(long, default_value = "127.0.0.1:8760")]
+    pub listen: String,
+    /// Allow a non-loopback `--listen` address; FLEETGATE_DASHBOARD_TOKEN is then required.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Another `Host` value to accept (a DNS name of a remote deployment); repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST[:PORT]")]
+    pub allowed_hosts: Vec<String>,
+    /// Seconds between looks at the store and the host.
+    #[arg(long, default_value = "1")]
+    pub interval: String,
+    /// Open connections at most (event streams included); past it a new one is answered
+    /// 503 and closed.
+    #[arg(long, default_value = "256")]
+    pub max_connections: String,
+    /// Seconds a connection may take to send a request head (also the idle keep-alive
+    /// timeout); an open event stream is not timed.
+    #[arg(long, default_value = "10")]
+    pub header_timeout: String,
 }

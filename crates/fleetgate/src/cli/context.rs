@@ -2,8 +2,8 @@
 //! store location and the clock, decided once before a command runs.
 
 use crate::cli::args::Cli;
-use crate::config::FleetConfig;
 use anyhow::anyhow;
+use fleetgate_config::FleetConfig;
 use fleetgate_core::Clock;
 use fleetgate_core::env::{EnvKey, EnvSnapshot};
 use fleetgate_store::Store;
@@ -39,11 +39,7 @@ impl Ctx {
     /// Resolve flags, config and environment.
     pub fn resolve(cli: &Cli, env: EnvSnapshot, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let config = FleetConfig::load(cli.config.as_deref(), &env)?;
-        let store_spec = cli
-            .store
-            .clone()
-            .or_else(|| env.get(EnvKey::WorkerRegistryDb, &config.env_prefix).map(str::to_owned))
-            .or_else(|| fleetgate_host::paths::default_store_path(&env).map(|p| p.display().to_string()));
+        let store_spec = fleetgate_host::paths::store_location(cli.store.as_deref(), &env, &config.env_prefix);
         Ok(Self { env, config, store_spec, clock, json: cli.json, opened: std::sync::OnceLock::new() })
     }
 

@@ -27,7 +27,7 @@ struct LoopReport {
 /// Run one debug command.
 pub fn run(ctx: &Ctx, cmd: &DebugCommand) -> anyhow::Result<Reply> {
     let DebugCommand::RenewLoop { identity, epoch, count, max_seconds } = cmd else {
-        return Err(anyhow::anyhow!("the forge fixture runs outside the reply path"));
+        return Err(anyhow::anyhow!("the downstream guard runs outside the reply path"));
     };
     let request = HeartbeatRequest {
         worker_identity: identity.clone(),

@@ -4,12 +4,14 @@
 //! kill -9 of a member shows it stale and missing. Then the pull-request workflow
 //! (`demo_workflow`). Everything it starts is stopped before it returns.
 
+use super::observer::LiveObserver;
 use crate::cli::context::Ctx;
 use crate::cli::inventory::render;
 use crate::cli::output::{Exit, Reply};
-use crate::gate::{LiveObserver, assess_inventory};
 use anyhow::{Context as _, anyhow};
+use fleetgate_control::gate::assess_inventory;
 use fleetgate_core::capability::inventory_action;
+use fleetgate_core::env::EnvKey;
 use fleetgate_core::inventory::{FleetInventory, summarize};
 use fleetgate_store::Store;
 use serde_json::json;
@@ -99,7 +101,9 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Reply> {
     git_repo(&repo)?;
     let store = fleetgate_store::open(&store_path.to_string_lossy())?;
     let exe = std::env::current_exe().context("cannot find the fleetgate binary")?;
-    let config = crate::config::FleetConfig::builtin();
+    // Before anything is shown: without the stand-in the demo cannot tell its second act.
+    let forge = super::demo_workflow::forge_stand_in(&exe, ctx.env.get(EnvKey::Path, "").unwrap_or(""))?;
+    let config = fleetgate_config::FleetConfig::builtin();
     let mut gateways = Gateways(Vec::new());
     let mut steps = Vec::new();
     let mut text = Vec::new();
@@ -155,7 +159,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Reply> {
         "== stopped every gateway; {left} runtime row(s) left running (the killed reviewer's, now history)"
     ));
     text.push(String::new());
-    let (lines, workflow) = super::demo_workflow::run(&exe, dir.path(), &repo)?;
+    let (lines, workflow) = super::demo_workflow::run(&exe, &forge, dir.path(), &repo)?;
     text.extend(lines);
     Ok(Reply {
         value: json!({ "store": store_path.display().to_string(), "steps": steps, "workflow": workflow }),

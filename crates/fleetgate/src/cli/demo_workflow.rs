@@ -51,19 +51,36 @@ impl std::fmt::Debug for Flow {
     }
 }
 
+/// The forge stand-in, `fleetgate-forge-fixture`: beside this binary (a workspace build puts
+/// it there), else on `path` (the PATH). The product binary carries no fake forge; the demo
+/// needs one.
+pub fn forge_stand_in(exe: &Path, path: &str) -> anyhow::Result<std::path::PathBuf> {
+    const NAME: &str = "fleetgate-forge-fixture";
+    let beside = exe.with_file_name(NAME);
+    if beside.is_file() {
+        return Ok(beside);
+    }
+    if let Some(found) = super::doctor::resolve(NAME, path) {
+        return Ok(found);
+    }
+    anyhow::bail!(
+        "the demo's forge stand-in `{NAME}` is neither beside {} nor on the PATH: build it with \
+         `cargo build --release --workspace` (README), or install it with \
+         `cargo install --locked --path crates/testkit`",
+        exe.display()
+    )
+}
+
 impl Flow {
     /// Start the fleet in `dir` (its store, roster and bare repository; `checkout` is the
     /// repository the gateways run from, whose history the forge starts with), `exe` being
-    /// the fleetgate binary.
-    pub async fn start(exe: &Path, dir: &Path, checkout: &Path) -> anyhow::Result<Self> {
+    /// the fleetgate binary and `forge` the forge stand-in's.
+    pub async fn start(exe: &Path, forge: &Path, dir: &Path, checkout: &Path) -> anyhow::Result<Self> {
         let bare = dir.join("forge.git");
         let git = |args: &[&str]| std::process::Command::new("git").args(args).stdout(Stdio::null()).status();
         git(&["init", "-q", "--bare", "-b", "main", &bare.to_string_lossy()])?;
         git(&["-C", &checkout.to_string_lossy(), "push", "-q", &bare.to_string_lossy(), "HEAD:refs/heads/main"])?;
-        let fixture: Vec<String> = [exe.display().to_string(), "debug".into(), "forge-fixture".into()]
-            .into_iter()
-            .chain(["--repo".to_owned(), bare.display().to_string()])
-            .collect();
+        let fixture = vec![forge.display().to_string(), "--repo".to_owned(), bare.display().to_string()];
         std::fs::write(dir.join("flow.toml"), roster(&fixture))?;
         let members = start(exe, dir, checkout, &fixture).await?;
         Ok(Self { members, bare, steps: Vec::new() })
@@ -216,10 +233,10 @@ async fn story(act: &mut Flow) -> anyhow::Result<String> {
 }
 
 /// Run the second act in `dir`; its lines and its steps.
-pub fn run(exe: &Path, dir: &Path, checkout: &Path) -> anyhow::Result<(Vec<String>, Value)> {
+pub fn run(exe: &Path, forge: &Path, dir: &Path, checkout: &Path) -> anyhow::Result<(Vec<String>, Value)> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let (steps, outcome) = runtime.block_on(async {
-        let mut act = Flow::start(exe, dir, checkout).await?;
+        let mut act = Flow::start(exe, forge, dir, checkout).await?;
         let outcome = story(&mut act).await;
         let steps = std::mem::take(&mut act.steps);
         act.stop().await;

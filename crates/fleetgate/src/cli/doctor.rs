@@ -5,14 +5,14 @@
 use crate::cli::args::DoctorArgs;
 use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply, shown};
-use crate::doctor::clients::{Client, Format, Layout, locations};
-use crate::doctor::findings::{
-    ClientReport, FileInput, FileState, Finding, Lookup, Roster, classify, fleetgate_serve, template,
-};
-use crate::doctor::read::{self, FileError, Launch};
-use crate::doctor::{apply, diff, edit, repair, snippet};
 use anyhow::{anyhow, bail};
 use fleetgate_core::env::{EnvKey, key_name};
+use fleetgate_doctor::clients::{Client, Format, Layout, locations};
+use fleetgate_doctor::findings::{
+    ClientReport, FileInput, FileState, Finding, Lookup, Roster, classify, fleetgate_serve, template,
+};
+use fleetgate_doctor::read::{self, FileError, Launch};
+use fleetgate_doctor::{apply, diff, edit, repair, snippet};
 use serde_json::{Value, json};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -125,7 +125,7 @@ fn on_path(command: &str, path: &str) -> bool {
 
 /// The file `command` names: an absolute path, or the first executable of
 /// that name in one of `path`'s directories.
-fn resolve(command: &str, path: &str) -> Option<PathBuf> {
+pub fn resolve(command: &str, path: &str) -> Option<PathBuf> {
     let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if Path::new(command).is_absolute() {
         return executable(Path::new(command)).then(|| PathBuf::from(command));

@@ -3,7 +3,7 @@
 //! judge the PR workflow from the forge's own answer, as a gateway does through its
 //! downstream.
 
-use crate::gate::workflow::{ForgeReader, forge_answer};
+use fleetgate_control::gate::workflow::{ForgeReader, forge_answer};
 use fleetgate_gateway::rmcp::ServiceExt;
 use fleetgate_gateway::rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value};
@@ -33,7 +33,7 @@ impl CommandForge {
     /// environment plus what a gateway's downstream is given
     /// ([`fleetgate_core::env::downstream_env`]): never the store location, the HTTP token or
     /// an undeclared key of the CLI's environment.
-    pub fn new(config: &crate::config::FleetConfig) -> Option<Self> {
+    pub fn new(config: &fleetgate_config::FleetConfig) -> Option<Self> {
         let argv = &config.workflow.forge_command;
         if argv.is_empty() {
             return None;

@@ -1,11 +1,12 @@
 //! `fleetgate env …`, `fleetgate capability` and `fleetgate audit`: the
 //! environment gate, the mutation gate evaluated live, and its record.
 
+use super::observer::LiveObserver;
 use crate::cli::args::EnvCommand;
 use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply, parse_flag, table};
-use crate::gate::{Call, Caller, Gate, LiveObserver};
 use anyhow::anyhow;
+use fleetgate_control::gate::{Call, Caller, Gate};
 use fleetgate_core::Timestamp;
 use fleetgate_core::env::{DECLARED, KeyName, key_name, recognized_keys, unconsumed_env_overrides};
 use serde_json::{Map, Value, json};
@@ -80,7 +81,7 @@ pub fn capability(
 /// The `capability` answer from `gate` as of `now`: what `fleetgate capability` prints.
 pub fn capability_reply(
     gate: &Gate,
-    member: &crate::config::Member,
+    member: &fleetgate_config::Member,
     tool: &str,
     worker: Option<&str>,
     read_only_hint: bool,

@@ -1,8 +1,9 @@
 //! `fleetgate inventory`: the verdict, a summary line and a readable table.
 
+use super::observer::LiveObserver;
 use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply, shown, table};
-use crate::gate::{LiveObserver, snapshot};
+use fleetgate_control::gate::snapshot;
 use fleetgate_core::inventory::{FleetInventory, MemberRow, summarize};
 
 /// Assess and report. Exit 0 gate open, 3 gate closed; a store that cannot be
@@ -24,7 +25,7 @@ pub fn run(ctx: &Ctx, answering: Option<&str>) -> anyhow::Result<Reply> {
     let mut value = serde_json::to_value(&snap.inventory)?;
     value["runtime_diagnostics"] = serde_json::json!(snap.diagnostics);
     if let Ok(store) = ctx.store() {
-        value["tool_changes"] = serde_json::json!(crate::pins::changes(&*store, None));
+        value["tool_changes"] = serde_json::json!(fleetgate_control::pins::changes(&*store, None));
     }
     Ok(Reply { value, text, exit })
 }

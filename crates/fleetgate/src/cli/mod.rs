@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod context;
+pub mod dashboard;
 pub mod debug;
 pub mod demo;
 pub mod demo_workflow;
@@ -11,6 +12,7 @@ pub mod doctor;
 pub mod forge;
 pub mod gate;
 pub mod inventory;
+pub mod observer;
 pub mod output;
 pub mod pr;
 pub mod runtime;

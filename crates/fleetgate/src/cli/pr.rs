@@ -6,8 +6,8 @@ use crate::cli::args::PrCommand;
 use crate::cli::context::Ctx;
 use crate::cli::forge::CommandForge;
 use crate::cli::output::{Exit, Reply, table};
-use crate::gate::workflow::{AsState, ForgeReader, read_pr};
 use anyhow::anyhow;
+use fleetgate_control::gate::workflow::{AsState, ForgeReader, read_pr};
 use fleetgate_core::forge_workflow::PrTarget;
 use fleetgate_core::workflow::{self, PrLease, PrRef};
 use serde_json::json;
@@ -92,7 +92,7 @@ fn release_lock(ctx: &Ctx, lock_id: &str, reason: &str) -> anyhow::Result<Reply>
         at: now,
         profile: "operator".into(),
         worker_identity: None,
-        tool: crate::gate::workflow::LOCK_EVENT.into(),
+        tool: fleetgate_control::gate::workflow::LOCK_EVENT.into(),
         allowed: true,
         blocker_kind: None,
         reasons: vec![format!(

@@ -82,7 +82,7 @@ fn register(ctx: &Ctx, a: &RuntimeRegisterArgs) -> anyhow::Result<Reply> {
         registered_at: ctx.now(),
         last_heartbeat_at: Some(ctx.now()),
         status: RuntimeStatus::Running,
-        host: crate::gate::local_host(),
+        host: fleetgate_control::gate::Observer::local_host(&super::observer::LiveObserver::default()),
     };
     ctx.store()?.upsert_runtime(&row)?;
     let text = format!(

@@ -2,13 +2,14 @@
 //! its binding and checkout, this process's identity read from the OS, the HTTP options and
 //! principals), then [`run_serve`].
 
+use super::observer::LiveObserver;
 use crate::cli::args::BindingArgs;
 use crate::cli::context::Ctx;
-use crate::gate::{Gate, LiveObserver};
-use crate::metrics::{GatewayExposition, MeteredStore};
-use crate::serve::{FleetControl, Identity, ServeSettings, Transport, run_serve};
 use anyhow::anyhow;
 use clap::Args;
+use fleetgate_control::gate::Gate;
+use fleetgate_control::metrics::{GatewayExposition, MeteredStore};
+use fleetgate_control::serve::{FleetControl, Identity, ServeSettings, Transport, run_serve};
 use fleetgate_core::env::{EnvKey, key_name};
 use fleetgate_core::runtime::derive_cohort;
 use fleetgate_gateway::{DownstreamCommand, GatewayOptions, HttpOptions, Limits, Principals};
@@ -95,7 +96,8 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
     };
     let metrics_listener = metrics_listener(ctx, args, transport)?;
     // OpenTelemetry export: configured or not, checked before anything starts.
-    let otlp = crate::telemetry::resolve(&ctx.env, ctx.config.otlp_endpoint.as_deref()).map_err(|e| anyhow!(e))?;
+    let otlp =
+        fleetgate_control::telemetry::resolve(&ctx.env, ctx.config.otlp_endpoint.as_deref()).map_err(|e| anyhow!(e))?;
     // The process's `/metrics` (served on the HTTP listener): every store handle counts
     // its transient failures there, the gate its decisions, each heartbeat its renewals.
     let exposition = Arc::new(GatewayExposition::default());
@@ -117,7 +119,10 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
     let identity =
         Identity::new(member.clone(), pid, fleetgate_host::start_id(), cohort, (repo_root, startup_head), binding);
     let gate = Gate::new(Arc::new(ctx.config.clone()), store, Arc::new(LiveObserver::default())).with_auditor(
-        crate::audit::Auditor::new(MeteredStore::wrap(ctx.store()?, metrics.clone()), Duration::from_secs(2)),
+        fleetgate_control::audit::Auditor::new(
+            MeteredStore::wrap(ctx.store()?, metrics.clone()),
+            Duration::from_secs(2),
+        ),
     );
     let control =
         FleetControl::new(identity, transport, ctx.env.clone(), ctx.decision_clock()?, gate).with_metrics(metrics);
@@ -131,7 +136,7 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         metrics_listener,
         ..GatewayOptions::default()
     };
-    run_serve(ServeSettings { control, options, http, otlp })
+    Ok(run_serve(ServeSettings { control, options, http, otlp })?)
 }
 
 /// A stdio gateway's `/metrics` listener: `--metrics-listen`, else the roster's `[metrics]
@@ -189,7 +194,7 @@ fn metrics_listener(
 
 /// The downstream's command line, started with only what it may see of this process's
 /// environment ([`fleetgate_core::env::downstream_env`]): never the HTTP token, the store
-/// location or an undeclared key; and through the guard (`fleetgate debug downstream-guard`).
+/// location or an undeclared key; and through the guard (`fleetgate downstream-guard`).
 fn downstream_command(ctx: &Ctx, argv: &[OsString]) -> Option<DownstreamCommand> {
     let mut command = DownstreamCommand::from_argv(argv.iter().cloned())?;
     let config = &ctx.config;
@@ -199,7 +204,7 @@ fn downstream_command(ctx: &Ctx, argv: &[OsString]) -> Option<DownstreamCommand>
     // Each run starts through this binary's guard, so its whole process group dies with the
     // gateway, `kill -9` included.
     match std::env::current_exe() {
-        Ok(exe) => command.guard = Some((exe.into(), vec!["debug".into(), "downstream-guard".into()])),
+        Ok(exe) => command.guard = Some((exe.into(), vec!["downstream-guard".into()])),
         Err(e) => tracing::warn!(
             "cannot find this binary to guard the downstream ({e}): only its direct child dies with the gateway"
         ),

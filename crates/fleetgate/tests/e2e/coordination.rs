@@ -39,8 +39,8 @@ fn a_reviewer_session_holds_one_open_decision_until_its_pr_is_moot() {
 #[test]
 fn review_decision_locks_hold_on_postgres_too() {
     let _serial = crate::support::serial();
-    let Some(db) = crate::second_host::pgdb::Db::create("fg_locks", "the review-decision lock story") else { return };
-    story(Fleet::start_on("independent_review = \"off\"\n", &[], Some(db.url())));
+    let Some(db) = fleetgate_testkit::pg::PgDatabase::fresh("fg_locks") else { return };
+    story(Fleet::start_on("independent_review = \"off\"\n", &[], Some(db.url.clone())));
 }
 
 fn story(mut fleet: Fleet) {

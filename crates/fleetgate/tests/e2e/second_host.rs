@@ -20,9 +20,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Instant;
 
-#[path = "../shared/pgdb.rs"]
-pub(crate) mod pgdb;
-
 /// The fleet's TTL: a remote host's observation older than this corroborates nothing.
 const TTL_SECONDS: u64 = 3;
 const PATH: &str = "/usr/sbin:/usr/bin:/sbin:/bin";
@@ -288,8 +285,8 @@ fn member<'a>(v: &'a serde_json::Value, list: &str, profile: &str) -> Option<&'a
 fn a_member_on_a_second_host_is_corroborated_through_the_store_and_fails_closed_when_cut_off() {
     let _serial = serial();
     require_root_and_tools();
-    let Some(db) = pgdb::Db::create("fg_hosts", "the second-host test") else { return };
-    let url_a = db.url();
+    let Some(db) = fleetgate_testkit::pg::PgDatabase::fresh("fg_hosts") else { return };
+    let url_a = db.url.clone();
     let fleet = FleetDir::new(&roster());
     let tag = format!("{:016x}", fleetgate_host::nonce() as u64);
     let dir = fleet.dir.path();

@@ -302,10 +302,10 @@ pub fn roster(name: &str, roles: &[&str], extra: &str) -> String {
     out
 }
 
-/// The forge fixture (`fleetgate debug forge-fixture`, `src/forge_fixture/`): a stand-in for
-/// a Gitea forge behind the gitea-mcp tool surface. Its argv, before its own flags.
+/// The forge stand-in (`fleetgate-forge-fixture`, `fleetgate_testkit::forge`): a stand-in for
+/// a Gitea forge behind gitea-mcp, real git on a bare repository; its flags follow.
 pub fn forge_fixture() -> Vec<String> {
-    vec![bin().display().to_string(), "debug".into(), "forge-fixture".into()]
+    vec![fleetgate_testkit::forge_fixture_exe().display().to_string()]
 }
 
 /// A bare repository `name` in `dir` whose `main` holds `checkout`'s history.

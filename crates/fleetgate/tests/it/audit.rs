@@ -5,7 +5,7 @@
 //! mutation that was not forwarded.
 
 use crate::support::{Instrumented, fresh_store, now};
-use fleetgate::audit::{AuditReceipt, Auditor};
+use fleetgate_control::audit::{AuditReceipt, Auditor};
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_store::Store;
 use std::sync::Arc;
@@ -83,7 +83,7 @@ fn the_writer_commits_what_nobody_waits_for_while_it_lingers_and_once_idle() {
     assert_eq!(auditor.queue(entry("read_1", true)), AuditReceipt::Queued);
     assert!(committed(&*store, 2), "an entry queued while the writer lingers after a commit");
     // Past that linger it is idle, and a queued entry wakes it.
-    std::thread::sleep(fleetgate::audit::LINGER * 4);
+    std::thread::sleep(fleetgate_control::audit::LINGER * 4);
     assert_eq!(auditor.queue(entry("read_2", true)), AuditReceipt::Queued);
     assert!(committed(&*store, 3), "an entry queued once the writer went idle");
     // A waited-for entry lands behind them.
@@ -143,7 +143,7 @@ fn a_failing_store_fails_the_waiter_and_keeps_the_entries_for_later() {
 #[test]
 fn a_full_queue_is_named_never_silent() {
     let (_dir, store, auditor, lock) = locked_store(Duration::from_millis(100));
-    let cap = fleetgate::audit::QUEUE_CAPACITY + fleetgate::audit::MAX_HELD;
+    let cap = fleetgate_control::audit::QUEUE_CAPACITY + fleetgate_control::audit::MAX_HELD;
     let full = (0..cap + 10).map(|i| auditor.queue(entry(&format!("r{i}"), true))).find(|r| *r != AuditReceipt::Queued);
     let Some(receipt) = full else { panic!("{} entries were queued past every bound", cap + 10) };
     assert_eq!(receipt.problem().as_deref(), Some("audit append failed: the audit queue is full"));
@@ -154,7 +154,7 @@ fn a_full_queue_is_named_never_silent() {
     while !auditor.flush(Duration::from_secs(1)) {
         assert!(Instant::now() < deadline, "the queue never drained");
     }
-    assert!(store.list_audit(None, 100_000).unwrap().len() >= fleetgate::audit::QUEUE_CAPACITY);
+    assert!(store.list_audit(None, 100_000).unwrap().len() >= fleetgate_control::audit::QUEUE_CAPACITY);
 }
 
 /// The auditor over `store` instrumented, its waiters leading (as over SQLite).

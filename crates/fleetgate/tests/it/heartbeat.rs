@@ -2,8 +2,8 @@
 //! and the real thread on a millisecond interval with bounded polling.
 
 use crate::support::{Attach, Instrumented, TTL, attach, fresh_store, now, wait_until};
-use fleetgate::gate::assess_provenance;
-use fleetgate::heartbeat::{
+use fleetgate_control::gate::assess_provenance;
+use fleetgate_control::heartbeat::{
     HeartbeatParams, HeartbeatStatus, HeartbeatStatusSource, WorkerHeartbeat, worker_heartbeat_status,
 };
 use fleetgate_core::env::EnvSnapshot;

@@ -5,11 +5,11 @@
 //! closing the gate, a peer's unsupported override, a read-only call.
 
 use fleetgate::cli::gate::capability_reply;
-use fleetgate::config::FleetConfig;
-use fleetgate::gate::{Gate, Observer};
-use fleetgate::serve::{FleetControl, Identity, Transport};
+use fleetgate_config::FleetConfig;
+use fleetgate_control::gate::{Gate, Observer};
+use fleetgate_control::serve::{FleetControl, Identity, Transport};
 use fleetgate_core::env::EnvSnapshot;
-use fleetgate_core::inventory::PidProbe;
+use fleetgate_core::inventory::{PeerStore, PidProbe};
 use fleetgate_core::runtime::{Cohort, CohortSource, RuntimeRecord, RuntimeStatus};
 use fleetgate_core::{ManualClock, Timestamp};
 use fleetgate_gateway::rmcp::model::{JsonObject, Tool, ToolAnnotations};
@@ -100,6 +100,9 @@ impl Observer for MadeUp {
     fn head(&self, _checkout: &Path) -> Result<String, HostError> {
         Ok(HEAD.into())
     }
+    fn peer_store(&self, _: i64, _: &[String], _: &str, _: Option<(u64, u64)>) -> Result<PeerStore, String> {
+        Err("a made-up fleet has no peer stores".into())
+    }
 }
 
 fn row(namespace: &str, profile: &str, role: &str, pid: i64, cohort: &str) -> RuntimeRecord {
@@ -157,7 +160,7 @@ fn fleet_audited(audit_wait: Option<std::time::Duration>) -> Fleet {
     let config = FleetConfig::parse(CONFIG, "made-up.toml").unwrap();
     let mut gate = Gate::new(Arc::new(config.clone()), store.clone(), host.clone());
     if let Some(wait) = audit_wait {
-        gate = gate.with_auditor(fleetgate::audit::Auditor::new(store.clone(), wait));
+        gate = gate.with_auditor(fleetgate_control::audit::Auditor::new(store.clone(), wait));
     }
     let member = config.member("prgs-author").unwrap().clone();
     let cohort = Cohort { cohort_id: Some("fleet-a".into()), cohort_source: CohortSource::ExplicitEnv };

@@ -6,9 +6,7 @@
 use crate::support::{bin, json_of};
 use std::process::Command;
 
-#[path = "../shared/pgdb.rs"]
-mod pgdb;
-use pgdb::Db;
+use fleetgate_testkit::pg::PgDatabase;
 
 fn cli(store: &str, args: &[&str]) -> std::process::Output {
     Command::new(bin()).env_clear().env("PATH", "/usr/bin:/bin").args(["--store", store]).args(args).output().unwrap()
@@ -16,8 +14,8 @@ fn cli(store: &str, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn the_registry_and_inventory_run_unchanged_on_postgres() {
-    let Some(db) = Db::create("fg_cli", "the CLI-on-PostgreSQL test") else { return };
-    let url = db.url();
+    let Some(db) = PgDatabase::fresh("fg_cli") else { return };
+    let url = db.url.clone();
     let reg = cli(
         &url,
         &[

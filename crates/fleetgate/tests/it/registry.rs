@@ -1,7 +1,7 @@
 //! The worker registry on a real SQLite file: the seed's registry cases.
 
 use crate::support::{Attach, TTL, attach, fresh_store, now};
-use fleetgate::gate::assess_provenance;
+use fleetgate_control::gate::assess_provenance;
 use fleetgate_core::BlockerKind;
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_core::provenance::Ownership;

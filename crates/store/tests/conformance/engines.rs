@@ -9,14 +9,13 @@
 use fleetgate_store::postgres::PostgresStore;
 use fleetgate_store::sqlite::SqliteStore;
 use fleetgate_store::{Store, redact_url};
-use std::io::Write;
+pub use fleetgate_testkit::pg::{PgDatabase, with_database};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The one reader of the process environment in this suite.
-#[expect(clippy::disallowed_methods, reason = "the test harness's own variables, set by scripts/with-postgres")]
 pub fn env(key: &str) -> Option<String> {
-    std::env::var(key).ok().filter(|v| !v.is_empty())
+    fleetgate_testkit::pg::harness_env(key)
 }
 
 /// Which engine.
@@ -56,27 +55,11 @@ pub fn run(kind: Kind, story: fn(&Fixture)) {
 }
 
 fn postgres_url(server: Server) -> Option<String> {
-    let key = match server {
+    fleetgate_testkit::pg::admin_url(match server {
         Server::Main => "FLEETGATE_TEST_POSTGRES_URL",
         Server::Spare => "FLEETGATE_TEST_POSTGRES_RESTART_URL",
         Server::Tls => "FLEETGATE_TEST_POSTGRES_TLS_ADMIN_URL",
-    };
-    if let Some(url) = env(key) {
-        return Some(url);
-    }
-    if env("FLEETGATE_SKIP_POSTGRES").as_deref() == Some("1") {
-        // Straight to the terminal: the test harness captures `eprintln!` of
-        // passing tests, and this line must be seen.
-        let test = std::thread::current().name().unwrap_or("this test").to_owned();
-        let _ =
-            writeln!(std::io::stderr(), "\n*** PostgreSQL SKIPPED (FLEETGATE_SKIP_POSTGRES=1): {test} did not run ***");
-        return None;
-    }
-    panic!(
-        "{key} is unset: run the suite under scripts/with-postgres \
-         (scripts/with-postgres cargo test -p fleetgate-store), or set FLEETGATE_SKIP_POSTGRES=1 to skip \
-         PostgreSQL explicitly"
-    );
+    })
 }
 
 impl Fixture {
@@ -95,7 +78,7 @@ impl Fixture {
     /// A fresh PostgreSQL database on `server`.
     pub fn fresh_on(server: Server) -> Option<Self> {
         let admin = postgres_url(server)?;
-        Some(Self { kind: Kind::Postgres, location: Location::Postgres(PgDatabase::create(&admin)) })
+        Some(Self { kind: Kind::Postgres, location: Location::Postgres(PgDatabase::create(&admin, "fg_test")) })
     }
 
     /// Another fresh location of the same kind (and server).
@@ -103,7 +86,7 @@ impl Fixture {
         match &self.location {
             Location::Sqlite { .. } => Self::fresh(Kind::Sqlite).expect("sqlite"),
             Location::Postgres(db) => {
-                Self { kind: Kind::Postgres, location: Location::Postgres(PgDatabase::create(&db.admin_url)) }
+                Self { kind: Kind::Postgres, location: Location::Postgres(db.sibling("fg_test")) }
             }
         }
     }
@@ -171,64 +154,4 @@ impl Fixture {
             Location::Sqlite { .. } => None,
         }
     }
-}
-
-/// A database `fg_test_<random>` created for one test and dropped with it.
-/// Created with an ICU `en` collation, not `C`: the engine must order its
-/// listings by bytes itself, as SQLite does, whatever the database's locale.
-pub struct PgDatabase {
-    admin_url: String,
-    pub name: String,
-    pub url: String,
-}
-
-/// `url` with its database replaced by `db` (any query string kept).
-pub fn with_database(url: &str, db: &str) -> String {
-    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
-    let (scheme, rest) = base.split_once("://").expect("a postgres:// URL");
-    let authority = rest.split('/').next().unwrap_or(rest);
-    let query = query.map_or_else(String::new, |q| format!("?{q}"));
-    format!("{scheme}://{authority}/{db}{query}")
-}
-
-impl PgDatabase {
-    fn create(admin_url: &str) -> Self {
-        let name = format!("fg_test_{:016x}", fastrand::u64(..));
-        let mut admin = ::postgres::Client::connect(admin_url, ::postgres::NoTls)
-            .unwrap_or_else(|e| panic!("cannot reach the test server {}: {e:?}", redact_url(admin_url)));
-        admin
-            .batch_execute(&format!(
-                "CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en'"
-            ))
-            .unwrap_or_else(|e| panic!("cannot create test database {name}: {e:?}"));
-        Self { admin_url: admin_url.to_owned(), url: with_database(admin_url, &name), name }
-    }
-
-    /// A plain client on this database.
-    pub fn client(&self) -> ::postgres::Client {
-        ::postgres::Client::connect(&self.url, ::postgres::NoTls).expect("connect to the test database")
-    }
-
-    /// A plain client on the server's administrative database.
-    pub fn admin(&self) -> ::postgres::Client {
-        ::postgres::Client::connect(&self.admin_url, ::postgres::NoTls).expect("connect to the test server")
-    }
-}
-
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
-        // Never panic here (a failing test is already unwinding): say so.
-        let dropped = ::postgres::Client::connect(&self.admin_url, ::postgres::NoTls)
-            .and_then(|mut admin| admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)));
-        if let Err(e) = dropped {
-            let _ = writeln!(std::io::stderr(), "warning: test database {} was not dropped: {e}", self.name);
-        }
-    }
-}
-
-#[test]
-fn database_urls_keep_authority_and_query() {
-    assert_eq!(with_database("postgres://u:p@h:1/postgres", "fg_x"), "postgres://u:p@h:1/fg_x");
-    assert_eq!(with_database("postgres://u@h/postgres?sslmode=disable", "fg_x"), "postgres://u@h/fg_x?sslmode=disable");
-    assert_eq!(with_database("postgresql://h:5", "fg_x"), "postgresql://h:5/fg_x");
 }

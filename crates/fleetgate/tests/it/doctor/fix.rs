@@ -175,12 +175,12 @@ fn a_read_only_directory_fails_clearly_and_leaves_no_partial_file() {
 
 #[test]
 fn a_concurrent_writer_between_read_and_replace_is_detected_and_nothing_is_overwritten() {
-    use fleetgate::doctor::clients::{Client, Layout, locations};
-    use fleetgate::doctor::findings::{FileInput, FileState, Lookup, Roster, classify};
-    use fleetgate::doctor::{apply, edit, read, repair};
+    use fleetgate_doctor::clients::{Client, Layout, locations};
+    use fleetgate_doctor::findings::{FileInput, FileState, Lookup, Roster, classify};
+    use fleetgate_doctor::{apply, edit, read, repair};
     let t = tree("codex");
     let config =
-        fleetgate::config::FleetConfig::load(Some(&fixtures().join("fleet.toml")), &Default::default()).unwrap();
+        fleetgate_config::FleetConfig::load(Some(&fixtures().join("fleet.toml")), &Default::default()).unwrap();
     let layout = Layout::resolve(Some(&t.home), &t.project, &Default::default()).unwrap();
     let files: Vec<FileInput> = locations(Client::Codex, &layout)
         .into_iter()

@@ -1,0 +1,808 @@
+//! fleetgate-config: the fleet configuration (`fleet.toml`): which fleet is expected,
+//! under which env prefix, bound to which repository, with its policy, workflow,
+//! gateway, supervision and tracing settings. TOML from `--config FILE`, else the user's
+//! config directory, else the built-in five-member `prgs` roster.
+//!
+//! A bad file is refused whole with the file, line and reason: nothing runs on
+//! a half-read roster.
+//!
+//! It owns reading and checking the file, nothing that acts on it. May import core,
+//! host (paths), supervise and gateway (their settings types); may not import the
+//! control plane, the doctor, the dashboard, the binary or the test kit.
+
+#![deny(missing_docs)]
+
+use fleetgate_core::capability::{RolePolicy, ToolClass, ToolRules};
+use fleetgate_core::env::EnvSnapshot;
+use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
+use fleetgate_gateway::ConnectionLimits;
+use fleetgate_supervise::{SupervisionConfig, SupervisionSettings};
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::Spanned;
+
+pub use fleetgate_core::runtime::{Binding, RosterMember as Member};
+pub use workflow::WorkflowSettings;
+
+pub mod otlp;
+mod workflow;
+
+/// The resolved fleet configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FleetConfig {
+    /// Where it came from: a path, or `built-in`.
+    pub source: String,
+    /// Fleet name.
+    pub name: String,
+    /// Operator env keys this fleet owns.
+    pub env_prefix: String,
+    /// Prefix of the control tools.
+    pub tool_prefix: String,
+    /// Lease length for workers this fleet registers.
+    pub heartbeat_ttl_seconds: f64,
+    /// Extra command-line substrings that mark a fleet server.
+    pub process_match: Vec<String>,
+    /// Downstream keys recognised as pass-through (full names).
+    pub pass_through_env: Vec<String>,
+    /// Optional repository binding.
+    pub binding: Option<Binding>,
+    /// The expected roster, sorted by (namespace, profile).
+    pub members: Vec<Member>,
+    /// Restart, budget and quarantine policy for background loops and the downstream child.
+    pub supervision: SupervisionSettings,
+    /// `[roles.<role>]`: which tools each role may call (no table: every tool).
+    pub roles: BTreeMap<String, RolePolicy>,
+    /// `[tools]`: classification overrides.
+    pub tools: ToolRules,
+    /// `[http]`: the Streamable HTTP transport's principals and bounds.
+    pub http: HttpSettings,
+    /// `[fleet] forge`: a built-in rule profile for the downstream (`gitea-mcp`).
+    pub forge: Option<String>,
+    /// `[[rules]]`, then the forge profile's: argument-aware policy (SPEC §9).
+    pub rules: RuleSet,
+    /// `[workflow]`: the pull-request workflow (SPEC §10).
+    pub workflow: WorkflowSettings,
+    /// `[downstream] pass_env`: keys (or `NAME*` prefixes) outside `env_prefix` the
+    /// downstream server is also given, beyond the basics and `pass_through_env`.
+    pub downstream_pass_env: Vec<String>,
+    /// `[tracing] otlp_endpoint`: the OTLP/HTTP base URL `serve` exports its spans to
+    /// (checked; the `OTEL_EXPORTER_OTLP_*` variables win over it).
+    pub otlp_endpoint: Option<String>,
+    /// `[metrics]`: a stdio gateway's own `/metrics` listener.
+    pub metrics: MetricsSettings,
+}
+
+/// `[metrics]`: where a stdio `fleetgate serve` serves `GET /metrics` (what
+/// `--metrics-listen` / `--allow-remote` set on the command line).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetricsSettings {
+    /// The address (`127.0.0.1:9464`; port 0 picks one).
+    pub listen: Option<std::net::SocketAddr>,
+    /// A non-loopback `listen` is allowed (then `FLEETGATE_METRICS_TOKEN` is required).
+    pub allow_remote: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetrics {
+    listen: Option<String>,
+    #[serde(default)]
+    allow_remote: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTracing {
+    otlp_endpoint: Option<String>,
+}
+
+/// `[http]`: principals and bounds of `fleetgate serve --transport http`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// The tokens file (`sha256-hex  client-name  [profile…]` per line), resolved against
+    /// the config file's directory.
+    pub tokens_file: Option<PathBuf>,
+    /// Live attachments (sessions and stateless clients) at most; each runs a downstream.
+    pub max_attachments: usize,
+    /// Live attachments one principal may hold at most.
+    pub max_attachments_per_principal: usize,
+    /// Open connections at most, and how long a request head and a body may take.
+    pub connections: ConnectionLimits,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            tokens_file: None,
+            max_attachments: 64,
+            max_attachments_per_principal: 16,
+            connections: ConnectionLimits::default(),
+        }
+    }
+}
+
+/// The largest `[http] max_attachments` accepted: each attachment is a downstream process.
+pub const MAX_ATTACHMENTS_LIMIT: usize = 4096;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHttp {
+    tokens_file: Option<PathBuf>,
+    max_attachments: Option<usize>,
+    max_attachments_per_principal: Option<usize>,
+    max_connections: Option<usize>,
+    header_timeout_seconds: Option<f64>,
+    body_timeout_seconds: Option<f64>,
+}
+
+/// The largest `[http] max_connections` accepted.
+pub const MAX_CONNECTIONS_LIMIT: usize = 65536;
+/// The longest `[http] header_timeout_seconds` / `body_timeout_seconds` accepted.
+pub const MAX_READ_TIMEOUT_SECONDS: f64 = 600.0;
+
+/// A `[http]` read timeout: more than 0, at most [`MAX_READ_TIMEOUT_SECONDS`].
+fn read_timeout(key: &str, value: Option<f64>, default: Duration) -> Result<Duration, String> {
+    let Some(seconds) = value else { return Ok(default) };
+    if !(seconds > 0.0 && seconds <= MAX_READ_TIMEOUT_SECONDS) {
+        return Err(format!("[http] {key} must be more than 0 and at most {MAX_READ_TIMEOUT_SECONDS}, got {seconds}"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+impl RawHttp {
+    /// The settings, a relative `tokens_file` taken from `dir` (the config file's own
+    /// directory, as a path: never its display, which is lossy for a non-UTF-8 name).
+    fn resolve(self, dir: Option<&Path>) -> Result<HttpSettings, String> {
+        let defaults = HttpSettings::default();
+        let max = self.max_attachments.unwrap_or(defaults.max_attachments);
+        if !(1..=MAX_ATTACHMENTS_LIMIT).contains(&max) {
+            return Err(format!("[http] max_attachments must be 1 to {MAX_ATTACHMENTS_LIMIT}, got {max}"));
+        }
+        let per = self.max_attachments_per_principal.unwrap_or(defaults.max_attachments_per_principal.min(max));
+        if !(1..=max).contains(&per) {
+            return Err(format!(
+                "[http] max_attachments_per_principal must be 1 to max_attachments ({max}), got {per}"
+            ));
+        }
+        let base = dir.filter(|p| !p.as_os_str().is_empty());
+        let tokens_file = self.tokens_file.map(|p| match base {
+            Some(dir) if p.is_relative() => dir.join(p),
+            _ => p,
+        });
+        let connections = ConnectionLimits {
+            max_connections: self.max_connections.unwrap_or(defaults.connections.max_connections),
+            header_timeout: read_timeout(
+                "header_timeout_seconds",
+                self.header_timeout_seconds,
+                defaults.connections.header_timeout,
+            )?,
+            body_timeout: read_timeout(
+                "body_timeout_seconds",
+                self.body_timeout_seconds,
+                defaults.connections.body_timeout,
+            )?,
+        };
+        if !(1..=MAX_CONNECTIONS_LIMIT).contains(&connections.max_connections) {
+            return Err(format!(
+                "[http] max_connections must be 1 to {MAX_CONNECTIONS_LIMIT}, got {}",
+                connections.max_connections
+            ));
+        }
+        Ok(HttpSettings { tokens_file, max_attachments: max, max_attachments_per_principal: per, connections })
+    }
+}
+
+/// Why a roster could not be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RosterErrorKind {
+    /// The file could not be read.
+    Unreadable,
+    /// It is not valid TOML, or has a key the roster does not know.
+    Syntax,
+    /// It parses, but a value is not acceptable (an empty roster, a duplicate profile, …).
+    Invalid,
+}
+
+/// A roster (configuration file) that could not be used: the file, the line where known,
+/// and the reason, in one message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RosterError {
+    kind: RosterErrorKind,
+    message: String,
+}
+
+impl RosterError {
+    fn new(kind: RosterErrorKind, message: String) -> Self {
+        Self { kind, message }
+    }
+
+    fn invalid(message: String) -> Self {
+        Self::new(RosterErrorKind::Invalid, message)
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> RosterErrorKind {
+        self.kind
+    }
+}
+
+impl std::fmt::Display for RosterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RosterError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    fleet: Option<RawFleet>,
+    binding: Option<Binding>,
+    #[serde(default)]
+    members: Vec<RawMember>,
+    supervision: Option<SupervisionConfig>,
+    #[serde(default)]
+    roles: BTreeMap<String, RolePolicy>,
+    #[serde(default)]
+    tools: ToolRules,
+    http: Option<RawHttp>,
+    #[serde(default)]
+    rules: Vec<Spanned<RawRule>>,
+    workflow: Option<workflow::RawWorkflow>,
+    downstream: Option<RawDownstream>,
+    tracing: Option<RawTracing>,
+    metrics: Option<RawMetrics>,
+}
+
+/// `[downstream]`: what the downstream server is given.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDownstream {
+    #[serde(default)]
+    pass_env: Vec<String>,
+}
+
+/// One `[[rules]]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    tool: String,
+    #[serde(default)]
+    args: BTreeMap<String, toml::Value>,
+    roles: Vec<String>,
+    class: Option<ToolClass>,
+    action: Option<String>,
+}
+
+impl RawRule {
+    /// The rule, checked against the roster's roles; `origin` is `FILE:LINE`.
+    fn resolve(self, origin: String, roles: &BTreeSet<&str>) -> Result<Rule, String> {
+        if self.tool.trim().is_empty() {
+            return Err("`tool` must not be empty".into());
+        }
+        if let Some(unknown) = self.roles.iter().find(|r| *r != "*" && !roles.contains(r.as_str())) {
+            return Err(format!("role {unknown:?} is not a role of the roster (roles: {})", join(roles)));
+        }
+        let mut args = Vec::new();
+        for (pointer, value) in self.args {
+            if !pointer.starts_with('/') || pointer.contains("~") && !valid_escapes(&pointer) {
+                return Err(format!(
+                    "argument {pointer:?} is not a JSON pointer: write \"/name\" (and \"/a/0/b\" into objects and arrays)"
+                ));
+            }
+            let matcher = match value {
+                toml::Value::String(s) if s == "present" => ArgMatch::Present,
+                toml::Value::String(s) if s == "absent" => ArgMatch::Absent,
+                toml::Value::Array(values) if values.is_empty() => {
+                    return Err(format!("argument {pointer:?} lists no value: a call could never match it"));
+                }
+                toml::Value::Array(values) => {
+                    ArgMatch::OneOf(values.into_iter().map(|v| scalar(&pointer, v)).collect::<Result<Vec<_>, _>>()?)
+                }
+                other => {
+                    return Err(format!(
+                        "argument {pointer:?} must be a list of values, \"present\" or \"absent\", not {other}"
+                    ));
+                }
+            };
+            args.push((pointer, matcher));
+        }
+        Ok(Rule { origin, tool: self.tool, args, roles: self.roles, class: self.class, action: self.action })
+    }
+}
+
+/// The `[[members]]` tables, each checked (fields present and bounded, namespace and profile
+/// unique), with the file and line of a bad one.
+fn roster_members(text: &str, source: &str, raw: Vec<RawMember>) -> Result<Vec<Member>, RosterError> {
+    let mut seen = BTreeSet::new();
+    let mut members = Vec::with_capacity(raw.len());
+    for m in raw {
+        let line = line_of(text, m.profile.span().start);
+        let profile = m.profile.into_inner();
+        for (field, value) in [("namespace", &m.namespace), ("profile", &profile), ("role", &m.role)] {
+            if value.trim().is_empty() {
+                return Err(RosterError::invalid(format!("{source}:{line}: member {field} must not be empty")));
+            }
+        }
+        for (field, value) in [("namespace", &m.namespace), ("profile", &profile), ("role", &m.role)] {
+            fleetgate_core::worker::check_field(field, value)
+                .map_err(|why| RosterError::invalid(format!("{source}:{line}: member {why}")))?;
+        }
+        if members.iter().any(|x: &Member| x.namespace == m.namespace) {
+            return Err(RosterError::invalid(format!(
+                "{source}:{line}: duplicate namespace {:?} in the roster",
+                m.namespace
+            )));
+        }
+        if !seen.insert(profile.clone()) {
+            return Err(RosterError::invalid(format!("{source}:{line}: duplicate profile {profile:?} in the roster")));
+        }
+        members.push(Member { namespace: m.namespace, profile, role: m.role });
+    }
+    Ok(members)
+}
+
+fn valid_escapes(pointer: &str) -> bool {
+    pointer.match_indices('~').all(|(i, _)| matches!(pointer.as_bytes().get(i + 1), Some(b'0' | b'1')))
+}
+
+fn scalar(pointer: &str, value: toml::Value) -> Result<serde_json::Value, String> {
+    Ok(match value {
+        toml::Value::String(s) => serde_json::Value::String(s),
+        toml::Value::Integer(i) => serde_json::Value::from(i),
+        toml::Value::Boolean(b) => serde_json::Value::Bool(b),
+        toml::Value::Float(f) => serde_json::Number::from_f64(f)
+            .map(serde_json::Value::Number)
+            .ok_or_else(|| format!("argument {pointer:?}: {f} is not a finite number"))?,
+        other => return Err(format!("argument {pointer:?}: {other} is not a string, number or boolean")),
+    })
+}
+
+fn join(roles: &BTreeSet<&str>) -> String {
+    roles.iter().copied().collect::<Vec<_>>().join(", ")
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFleet {
+    name: Option<String>,
+    env_prefix: Option<String>,
+    tool_prefix: Option<String>,
+    heartbeat_ttl_seconds: Option<f64>,
+    process_match: Option<Vec<String>>,
+    pass_through_env: Option<Vec<String>>,
+    forge: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMember {
+    namespace: String,
+    profile: Spanned<String>,
+    role: String,
+}
+
+/// The default `process_match`: the seed fleet's server script.
+pub const DEFAULT_PROCESS_MATCH: &[&str] = &["mcp_server.py"];
+
+/// The five roles of the default roster, in order.
+pub const DEFAULT_ROLES: &[&str] = &["author", "reviewer", "merger", "controller", "reconciler"];
+
+impl FleetConfig {
+    /// The built-in five-member `prgs` fleet.
+    pub fn builtin() -> Self {
+        let mut members: Vec<Member> = DEFAULT_ROLES
+            .iter()
+            .map(|role| Member {
+                namespace: format!("gitea-{role}"),
+                profile: format!("prgs-{role}"),
+                role: (*role).to_owned(),
+            })
+            .collect();
+        members.sort();
+        Self {
+            source: "built-in".into(),
+            name: "prgs".into(),
+            env_prefix: "GITEA_".into(),
+            tool_prefix: "gitea_".into(),
+            heartbeat_ttl_seconds: 900.0,
+            process_match: DEFAULT_PROCESS_MATCH.iter().map(|s| (*s).to_owned()).collect(),
+            pass_through_env: Vec::new(),
+            binding: None,
+            members,
+            supervision: SupervisionSettings::default(),
+            roles: BTreeMap::new(),
+            tools: ToolRules::default(),
+            http: HttpSettings::default(),
+            forge: None,
+            rules: RuleSet::default(),
+            workflow: WorkflowSettings::default(),
+            downstream_pass_env: Vec::new(),
+            otlp_endpoint: None,
+            metrics: MetricsSettings::default(),
+        }
+    }
+
+    /// Parse a configuration file's text; `source` names it in errors, and a relative
+    /// path in it is taken from `source`'s directory.
+    pub fn parse(text: &str, source: &str) -> Result<Self, RosterError> {
+        Self::parse_in(text, source, Path::new(source).parent())
+    }
+
+    /// Parse a configuration file's text; `source` names it in errors, `dir` is where
+    /// a relative path in it is taken from.
+    fn parse_in(text: &str, source: &str, dir: Option<&Path>) -> Result<Self, RosterError> {
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of(text, s.start));
+            let msg = e.message().trim().to_owned();
+            RosterError::new(
+                RosterErrorKind::Syntax,
+                match line {
+                    Some(l) => format!("{source}:{l}: {msg}"),
+                    None => format!("{source}: {msg}"),
+                },
+            )
+        })?;
+        let builtin = Self::builtin();
+        let fleet = raw.fleet;
+        let get = |f: fn(&RawFleet) -> Option<String>| fleet.as_ref().and_then(f);
+        let env_prefix = get(|f| f.env_prefix.clone()).unwrap_or(builtin.env_prefix);
+        let ttl = fleet.as_ref().and_then(|f| f.heartbeat_ttl_seconds).unwrap_or(builtin.heartbeat_ttl_seconds);
+        let err = |why: String| RosterError::invalid(format!("{source}: {why}"));
+        if env_prefix.is_empty()
+            || !env_prefix.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        {
+            return Err(err(format!(
+                "fleet.env_prefix {env_prefix:?} must be non-empty upper-case letters, digits and _"
+            )));
+        }
+        if !fleetgate_core::worker::TTL_RANGE_SECONDS.contains(&ttl) {
+            return Err(err(format!("fleet.heartbeat_ttl_seconds must be 1 to 604800, got {ttl}")));
+        }
+        let pass_through_env = fleet.as_ref().and_then(|f| f.pass_through_env.clone()).unwrap_or_default();
+        if let Some(bad) = pass_through_env.iter().find(|k| !k.starts_with(&env_prefix)) {
+            return Err(err(format!(
+                "fleet.pass_through_env key {bad:?} does not start with env_prefix {env_prefix:?}"
+            )));
+        }
+        let downstream_pass_env = raw.downstream.map(|d| d.pass_env).unwrap_or_default();
+        for pattern in &downstream_pass_env {
+            fleetgate_core::env::check_pass_env(pattern, &env_prefix)
+                .map_err(|why| err(format!("[downstream] pass_env: {why}")))?;
+        }
+        let process_match = fleet.as_ref().and_then(|f| f.process_match.clone()).unwrap_or(builtin.process_match);
+        if process_match.iter().any(|m| m.trim().is_empty()) {
+            return Err(err("fleet.process_match entries must not be empty".into()));
+        }
+        if raw.members.is_empty() {
+            return Err(err("the roster is empty: declare at least one [[members]] table".into()));
+        }
+        let mut members = roster_members(text, source, raw.members)?;
+        members.sort();
+        let supervision = raw
+            .supervision
+            .unwrap_or_default()
+            .validate()
+            .map_err(|e| RosterError::invalid(format!("{source}: [supervision]: {e}")))?;
+        if let Some(unknown) = raw.roles.keys().find(|r| !members.iter().any(|m| &m.role == *r)) {
+            return Err(err(format!("[roles.{unknown}] names a role no member of the roster has")));
+        }
+        let http = match raw.http {
+            Some(http) => http.resolve(dir).map_err(err)?,
+            None => HttpSettings::default(),
+        };
+        let forge = get(|f| f.forge.clone());
+        let rules = rules(text, source, raw.rules, &members, forge.as_deref())?;
+        let remote = raw.binding.as_ref().map(|b| b.remote.as_str());
+        let workflow = workflow::RawWorkflow::resolve(raw.workflow, remote).map_err(err)?;
+        let otlp_endpoint = raw.tracing.and_then(|t| t.otlp_endpoint);
+        if let Some(url) = &otlp_endpoint {
+            crate::otlp::check_endpoint("[tracing] otlp_endpoint", url, true).map_err(err)?;
+        }
+        let metrics = match raw.metrics {
+            None => MetricsSettings::default(),
+            Some(m) => MetricsSettings {
+                listen: match m.listen {
+                    None => None,
+                    Some(a) => Some(a.parse().map_err(|_| {
+                        err(format!("[metrics] listen {a:?} is not an address:port (e.g. 127.0.0.1:9464)"))
+                    })?),
+                },
+                allow_remote: m.allow_remote,
+            },
+        };
+        Ok(Self {
+            otlp_endpoint,
+            metrics,
+            downstream_pass_env,
+            workflow,
+            http,
+            forge,
+            rules,
+            roles: raw.roles,
+            tools: raw.tools,
+            supervision,
+            source: source.to_owned(),
+            name: get(|f| f.name.clone()).unwrap_or(builtin.name),
+            tool_prefix: get(|f| f.tool_prefix.clone()).unwrap_or_else(|| "fleet_".into()),
+            env_prefix,
+            heartbeat_ttl_seconds: ttl,
+            process_match,
+            pass_through_env,
+            binding: raw.binding,
+            members,
+        })
+    }
+
+    /// Load `explicit`, else the user's config file if it exists, else the
+    /// built-in roster.
+    pub fn load(explicit: Option<&Path>, env: &EnvSnapshot) -> Result<Self, RosterError> {
+        let path: PathBuf = match explicit {
+            Some(p) => p.to_owned(),
+            None => match fleetgate_host::paths::default_config_path(env) {
+                Some(p) if p.is_file() => p,
+                _ => return Ok(Self::builtin()),
+            },
+        };
+        // The path is used as given (an OsString end to end); only messages show it lossily.
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| RosterError::new(RosterErrorKind::Unreadable, format!("cannot read config {shown}: {e}")))?;
+        Self::parse_in(&text, &shown, path.parent())
+    }
+
+    /// The role policy of `role` (open when the config has no table for it).
+    pub fn role_policy(&self, role: &str) -> RolePolicy {
+        self.roles.get(role).cloned().unwrap_or_default()
+    }
+
+    /// What a process this fleet starts (a gateway's downstream, the CLI's forge command)
+    /// may see of `env`: [`fleetgate_core::env::downstream_env`] under this roster's lists.
+    pub fn downstream_env<'a>(&self, env: &'a EnvSnapshot) -> Vec<(&'a str, &'a str)> {
+        fleetgate_core::env::downstream_env(env, &self.env_prefix, &self.pass_through_env, &self.downstream_pass_env)
+    }
+
+    /// The member with this profile.
+    pub fn member(&self, profile: &str) -> Option<&Member> {
+        self.members.iter().find(|m| m.profile == profile)
+    }
+}
+
+/// The operator's `[[rules]]`, each checked (roles, pointers, values) and the set checked for
+/// rules that can never decide, then the forge profile's rules after them.
+fn rules(
+    text: &str,
+    source: &str,
+    raw: Vec<Spanned<RawRule>>,
+    members: &[Member],
+    forge: Option<&str>,
+) -> Result<RuleSet, RosterError> {
+    let roles: BTreeSet<&str> = members.iter().map(|m| m.role.as_str()).collect();
+    let mut list = Vec::with_capacity(raw.len());
+    for spanned in raw {
+        let origin = format!("{source}:{}", line_of(text, spanned.span().start));
+        let rule = spanned
+            .into_inner()
+            .resolve(origin.clone(), &roles)
+            .map_err(|why| RosterError::invalid(format!("{origin}: [[rules]]: {why}")))?;
+        list.push(rule);
+    }
+    let own = list.len();
+    match forge {
+        None => {}
+        Some(fleetgate_core::forge::GITEA_MCP) => list.extend(fleetgate_core::forge::gitea_mcp_rules()),
+        Some(other) => {
+            return Err(RosterError::invalid(format!(
+                "{source}: fleet.forge {other:?} is not a known forge profile (known: {:?})",
+                fleetgate_core::forge::GITEA_MCP
+            )));
+        }
+    }
+    let set = RuleSet::new(list);
+    set.check(own).map_err(|e| RosterError::invalid(format!("{e} ([[rules]])")))?;
+    Ok(set)
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|b| *b == b'\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[fleet]
+name = "prgs"
+env_prefix = "GITEA_"
+tool_prefix = "gitea_"
+heartbeat_ttl_seconds = 900
+process_match = ["mcp_server.py"]
+
+[binding]
+remote = "prgs"
+org = "Scaled-Tech-Consulting"
+repo = "Gitea-Tools"
+
+[[members]]
+namespace = "gitea-author"
+profile = "prgs-author"
+role = "author"
+
+[[members]]
+namespace = "gitea-reviewer"
+profile = "prgs-reviewer"
+role = "reviewer"
+"#;
+
+    #[test]
+    fn builtin_is_the_five_member_prgs_fleet() {
+        let c = FleetConfig::builtin();
+        assert_eq!(c.members.len(), 5);
+        assert!(
+            c.member("prgs-reconciler").is_some_and(|m| m.namespace == "gitea-reconciler" && m.role == "reconciler")
+        );
+        assert_eq!((c.env_prefix.as_str(), c.tool_prefix.as_str()), ("GITEA_", "gitea_"));
+    }
+
+    #[test]
+    fn tracing_and_metrics_tables_are_checked_when_read() {
+        let ok = format!(
+            "{GOOD}\n[tracing]\notlp_endpoint = \"http://127.0.0.1:4318\"\n[metrics]\nlisten = \"127.0.0.1:0\"\n"
+        );
+        let c = FleetConfig::parse(&ok, "f.toml").unwrap();
+        assert_eq!(c.otlp_endpoint.as_deref(), Some("http://127.0.0.1:4318"));
+        assert_eq!(c.metrics, MetricsSettings { listen: Some("127.0.0.1:0".parse().unwrap()), allow_remote: false });
+        for (bad, says) in [
+            ("[tracing]\notlp_endpoint = \"https://c:4318\"", "[tracing] otlp_endpoint \"https://c:4318\""),
+            ("[tracing]\notlp_endpoint = \"c:4318\"", "expected http://"),
+            ("[metrics]\nlisten = \"localhost\"", "[metrics] listen \"localhost\" is not an address:port"),
+            ("[metrics]\nport = 9", "unknown field `port`"),
+        ] {
+            let e = FleetConfig::parse(&format!("{GOOD}\n{bad}\n"), "f.toml").unwrap_err().to_string();
+            assert!(e.starts_with("f.toml") && e.contains(says), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn parses_the_documented_keys() {
+        let c = FleetConfig::parse(GOOD, "fleet.toml").unwrap();
+        assert_eq!(c.members.len(), 2);
+        assert_eq!(c.binding.as_ref().unwrap().repo, "Gitea-Tools");
+        assert_eq!(c.heartbeat_ttl_seconds, 900.0);
+        assert_eq!(c.supervision, SupervisionSettings::default());
+        let tuned = format!("{GOOD}\n[supervision]\nbackoff_seconds = [0.5, 2]\nfailure_budget = 3\n");
+        let c = FleetConfig::parse(&tuned, "fleet.toml").unwrap();
+        assert_ne!(c.supervision, SupervisionSettings::default());
+
+        let policy = format!(
+            "{GOOD}\n[roles.reviewer]\ndeny = [\"git_commit\", \"git_add\"]\n\n[tools]\nread_only = [\"git_status\"]\n"
+        );
+        let c = FleetConfig::parse(&policy, "fleet.toml").unwrap();
+        assert!(!c.role_policy("reviewer").permits("git_commit"));
+        assert!(c.role_policy("author").permits("git_commit"));
+        assert_eq!(c.tools.read_only, ["git_status"]);
+        let e = FleetConfig::parse(&format!("{GOOD}\n[roles.janitor]\ndeny = []\n"), "f.toml").unwrap_err().to_string();
+        assert!(e.contains("janitor"), "{e}");
+        let http = format!("{GOOD}\n[http]\ntokens_file = \"tokens\"\nmax_attachments = 8\n");
+        let c = FleetConfig::parse(&http, "/etc/fleetgate/fleet.toml").unwrap();
+        assert_eq!(c.http.tokens_file.as_deref(), Some(Path::new("/etc/fleetgate/tokens")));
+        assert_eq!((c.http.max_attachments, c.http.max_attachments_per_principal), (8, 8));
+        assert_eq!(c.http.connections, ConnectionLimits::default());
+        let tuned =
+            format!("{GOOD}\n[http]\nmax_connections = 9\nheader_timeout_seconds = 0.5\nbody_timeout_seconds = 2\n");
+        let c = FleetConfig::parse(&tuned, "fleet.toml").unwrap();
+        let expected = ConnectionLimits {
+            max_connections: 9,
+            header_timeout: Duration::from_millis(500),
+            body_timeout: Duration::from_secs(2),
+        };
+        assert_eq!(c.http.connections, expected);
+        for bad in ["max_connections = 0", "header_timeout_seconds = 0", "body_timeout_seconds = 601"] {
+            let e = FleetConfig::parse(&format!("{GOOD}\n[http]\n{bad}\n"), "f.toml").unwrap_err().to_string();
+            assert!(e.contains(bad.split(' ').next().unwrap()), "{e}");
+        }
+    }
+
+    #[test]
+    fn bad_files_name_the_file_line_and_reason() {
+        let unknown = GOOD.replace("tool_prefix", "tool_prefx");
+        let e = FleetConfig::parse(&unknown, "f.toml").unwrap_err().to_string();
+        assert!(e.starts_with("f.toml:5:") && e.contains("tool_prefx"), "{e}");
+
+        let dup = GOOD.replace("prgs-reviewer", "prgs-author");
+        let e = FleetConfig::parse(&dup, "f.toml").unwrap_err().to_string();
+        assert!(e.contains("f.toml:21:") && e.contains("duplicate profile"), "{e}");
+
+        let e = FleetConfig::parse("[fleet]\nname = \"x\"\n", "f.toml").unwrap_err().to_string();
+        assert!(e.contains("roster is empty"), "{e}");
+
+        let e = FleetConfig::parse("[fleet\n", "f.toml").unwrap_err().to_string();
+        assert!(e.starts_with("f.toml:1:"), "{e}");
+
+        let e = FleetConfig::parse(&GOOD.replace("= 900", "= -1"), "f.toml").unwrap_err().to_string();
+        assert!(e.contains("heartbeat_ttl_seconds"), "{e}");
+
+        let bad = format!("{GOOD}\n[supervision]\nfailure_budget = 0\n");
+        let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().to_string();
+        assert!(e.contains("[supervision]") && e.contains("failure_budget"), "{e}");
+        let e =
+            FleetConfig::parse(&format!("{GOOD}\n[http]\nmax_attachments = 0\n"), "f.toml").unwrap_err().to_string();
+        assert!(e.contains("max_attachments must be 1 to"), "{e}");
+        let e = FleetConfig::parse(&format!("{GOOD}\n[downstream]\npass_env = [\"*\"]\n"), "f.toml").unwrap_err();
+        assert!(e.to_string().contains("[downstream] pass_env") && e.to_string().contains("whole environment"), "{e}");
+        let c = FleetConfig::parse(&format!("{GOOD}\n[downstream]\npass_env = [\"NODE_*\"]\n"), "f.toml").unwrap();
+        assert_eq!(c.downstream_pass_env, ["NODE_*"]);
+        let bad = format!("{GOOD}\n[supervision]\nbackoff = [1]\n");
+        let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().to_string();
+        assert!(e.contains("backoff"), "{e}");
+    }
+
+    #[test]
+    fn rules_are_read_with_their_lines_and_bad_ones_refused_naming_file_line_and_reason() {
+        let rules = format!(
+            "{GOOD}\n[[rules]]\ntool = \"pull_request_write\"\nargs = {{ \"/method\" = [\"merge\"] }}\nroles = [\"reviewer\"]\n\
+             class = \"mutating\"\naction = \"merge\"\n\n[[rules]]\ntool = \"pull_request_read\"\nroles = [\"*\"]\nargs = {{ \"/index\" = \"present\" }}\n"
+        );
+        let c = FleetConfig::parse(&rules, "f.toml").unwrap();
+        assert_eq!(c.rules.rules().len(), 2);
+        assert_eq!(c.rules.rules()[0].origin, "f.toml:24", "a rule's line is its [[rules]] header's");
+        assert_eq!(c.rules.rules()[0].action.as_deref(), Some("merge"));
+
+        let bad =
+            |rule: &str| FleetConfig::parse(&format!("{GOOD}\n[[rules]]\n{rule}\n"), "f.toml").unwrap_err().to_string();
+        let e = bad("tool = \"t\"\nroles = [\"janitor\"]");
+        assert!(e.starts_with("f.toml:24: [[rules]]:") && e.contains("\"janitor\" is not a role"), "{e}");
+        let e = bad("tool = \"t\"\nroles = [\"author\"]\nargs = { \"method\" = [\"x\"] }");
+        assert!(e.contains("not a JSON pointer"), "{e}");
+        let e = bad("tool = \"t\"\nroles = [\"author\"]\nargs = { \"/m~2\" = [\"x\"] }");
+        assert!(e.contains("not a JSON pointer"), "{e}");
+        let e = bad("tool = \"t\"\nroles = [\"author\"]\nargs = { \"/method\" = [] }");
+        assert!(e.contains("lists no value"), "{e}");
+        let e = bad("tool = \"t\"\nroles = [\"author\"]\nargs = { \"/method\" = \"sometimes\" }");
+        assert!(e.contains("must be a list of values"), "{e}");
+        let shadowed = format!(
+            "{GOOD}\n[[rules]]\ntool = \"pull_*\"\nroles = [\"author\"]\n\n[[rules]]\ntool = \"pull_request_write\"\nroles = [\"reviewer\"]\n"
+        );
+        let e = FleetConfig::parse(&shadowed, "f.toml").unwrap_err().to_string();
+        assert!(e.starts_with("f.toml:28:") && e.contains("f.toml:24") && e.contains("never decide"), "{e}");
+        let e = FleetConfig::parse(&GOOD.replace("[fleet]", "[fleet]\nforge = \"gitlab\""), "f.toml").unwrap_err();
+        assert!(e.to_string().contains("not a known forge profile"), "{e}");
+    }
+
+    #[test]
+    fn the_gitea_profile_comes_after_the_operator_s_rules_which_may_override_it() {
+        let text = GOOD.replace("[fleet]", "[fleet]\nforge = \"gitea-mcp\"");
+        let c = FleetConfig::parse(&format!("{text}\n[[rules]]\ntool = \"pull_request_write\"\nargs = {{ \"/method\" = [\"merge\"] }}\nroles = [\"reviewer\"]\n"), "f.toml").unwrap();
+        assert_eq!(c.forge.as_deref(), Some("gitea-mcp"));
+        assert!(c.rules.rules().len() > 10);
+        let merge = serde_json::json!({ "method": "merge" });
+        let d = c.rules.decide("reviewer", "pull_request_write", merge.as_object()).unwrap();
+        assert!(d.permitted, "the operator's rule overrides the profile");
+        assert_eq!(d.rule.as_deref(), Some("f.toml:25"));
+    }
+
+    #[test]
+    fn protected_branches_and_paths_are_read_with_the_forges_workflow_directories_by_default() {
+        let c = FleetConfig::parse(GOOD, "f.toml").unwrap();
+        let p = &c.workflow.protection;
+        assert_eq!(p.default_branch, "main");
+        assert!(p.paths.iter().any(|g| g == ".gitea/workflows/**") && p.paths.len() == 3, "{p:?}");
+        let text = format!(
+            "{GOOD}\n[workflow]\ndefault_branch = \"trunk\"\nprotected_branches = [\"release/*\"]\nprotected_paths = [\"ci/**\"]\n"
+        );
+        let c = FleetConfig::parse(&text, "f.toml").unwrap();
+        let p = &c.workflow.protection;
+        assert_eq!(
+            (p.default_branch.as_str(), p.branches.as_slice(), p.paths.as_slice()),
+            ("trunk", &["release/*".to_owned()][..], &["ci/**".to_owned()][..])
+        );
+        let e =
+            FleetConfig::parse(&format!("{GOOD}\n[workflow]\nprotected_branches = [\"\"]\n"), "f.toml").unwrap_err();
+        assert!(e.to_string().contains("protected_branches must not hold an empty pattern"), "{e}");
+    }
+}

@@ -1,0 +1,423 @@
+//! [`FleetControl`]: the fleet control plane behind one gateway process — the
+//! `ControlPlane` the gateway asks. It owns no logic of its own: each part owns its state
+//! and its lifecycle, wired here at the one point the gateway calls:
+//! * the runtime row ([`RowKeeper`]) — written when the transport is bound, refreshed by a
+//!   supervised loop, marked stopped at shutdown;
+//! * the attachments ([`Attachments`]) — a worker and a supervised heartbeat per client,
+//!   registered at its attach, retired at its detach or at shutdown;
+//! * the control tools (`tools`);
+//! * the gate ([`Gate`]) — every `decide`, listing and capability question.
+//!
+//! The process's loops (heartbeats, row refresh) run under one
+//! [`Supervisor`](fleetgate_supervise::Supervisor), made when the transport is bound
+//! (inside the gateway's runtime).
+
+use super::attachments::{Attachments, Client, Registrar};
+use super::identity::Identity;
+use super::row::{RowKeeper, runtime_row};
+use super::tools;
+use super::workflow::{LinkForge, Prefetched};
+use crate::gate::{Call, Caller, Gate};
+use crate::metrics::GatewayMetrics;
+use fleetgate_config::FleetConfig;
+use fleetgate_core::env::{EnvKey, EnvSnapshot};
+use fleetgate_core::{Clock, Timestamp};
+use fleetgate_gateway::rmcp::model::{CallToolResult, Tool};
+use fleetgate_gateway::{
+    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane, DownstreamRead,
+    GateDecision, Listing, ToolCall, Verdict,
+};
+use fleetgate_supervise::{EventBus, Supervisor};
+use std::sync::{Arc, OnceLock};
+
+/// The `_meta` key of a listed tool that rules name: the calls this role may make of it
+/// (`[{"rule": …, "args": {"/method": ["create", …]}}, …]`).
+pub const ALLOWED_META_KEY: &str = "fleetgate/allowed";
+
+/// The client transport this process serves, as its runtime row records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// One client on stdin/stdout; its worker identity may come from the environment.
+    Stdio,
+    /// Streamable HTTP: every session is its own attachment with its own generated
+    /// session id (the environment describes the process, not any one session).
+    Http,
+}
+
+impl Transport {
+    /// The runtime row's literal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Http => "http",
+        }
+    }
+}
+
+/// The control plane of one gateway process.
+pub struct FleetControl {
+    identity: Identity,
+    transport: Transport,
+    env: EnvSnapshot,
+    clock: Arc<dyn Clock>,
+    gate: Gate,
+    row: Arc<RowKeeper>,
+    attachments: Attachments,
+    /// Made inside the gateway's runtime, when the transport is bound.
+    supervisor: OnceLock<Supervisor>,
+    generation: String,
+    pins: crate::pins::Pins,
+    /// Where the gate's decisions and the heartbeats are counted (`/metrics`), when anywhere.
+    metrics: Option<GatewayMetrics>,
+    /// The profile as the decisions' label (shared: counting allocates nothing).
+    profile_label: Arc<str>,
+}
+
+impl std::fmt::Debug for FleetControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetControl").field("runtime_id", &self.identity.runtime_id).finish_non_exhaustive()
+    }
+}
+
+impl FleetControl {
+    /// A control plane for `identity` served over `transport`, reading `env` (captured
+    /// once), deciding through `gate` (which holds the store and the observer).
+    pub fn new(identity: Identity, transport: Transport, env: EnvSnapshot, clock: Arc<dyn Clock>, gate: Gate) -> Self {
+        let config = Arc::new(gate.config().clone());
+        let row = Arc::new(RowKeeper {
+            store: gate.store().clone(),
+            clock: clock.clone(),
+            host: gate.observer().local_host(),
+            config,
+            observer: gate.observer_arc(),
+            runtime_id: identity.runtime_id.clone(),
+            interval_override: env
+                .get(EnvKey::WorkerHeartbeatIntervalSeconds, &gate.config().env_prefix)
+                .map(str::to_owned),
+        });
+        let generation = identity.generation();
+        let profile_label = Arc::from(identity.member.profile.as_str());
+        Self {
+            identity,
+            transport,
+            env,
+            clock,
+            gate,
+            row,
+            attachments: Attachments::default(),
+            supervisor: OnceLock::new(),
+            generation,
+            pins: crate::pins::Pins::default(),
+            metrics: None,
+            profile_label,
+        }
+    }
+
+    /// Count the gate's decisions and time, and each worker's renewals and refusals, in
+    /// `metrics` (the store's transient failures are counted by the store handed to the
+    /// gate: [`crate::metrics::MeteredStore`]).
+    pub fn with_metrics(mut self, metrics: GatewayMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// This process's identity.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// The roster.
+    pub fn config(&self) -> &FleetConfig {
+        self.gate.config()
+    }
+
+    /// The gate every decision goes through.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The attached clients.
+    pub(super) fn attachments(&self) -> &Attachments {
+        &self.attachments
+    }
+
+    /// The transport served.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// The environment captured at start.
+    pub(super) fn env(&self) -> &EnvSnapshot {
+        &self.env
+    }
+
+    /// The generation every worker of this process runs as.
+    pub fn generation(&self) -> &str {
+        &self.generation
+    }
+
+    /// The decision clock's now.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// Record a control tool's workflow decision (a lease claimed or refused, released) in
+    /// the audit log, under the attachment's worker, with the PR and head in its reasons.
+    pub(super) fn record_control(
+        &self,
+        attachment: AttachmentId,
+        tool: &str,
+        allowed: bool,
+        blocker: Option<fleetgate_core::BlockerKind>,
+        reasons: Vec<String>,
+    ) {
+        let worker = self.attachments.worker_of(attachment);
+        let (worker, principal) = worker.map_or((None, None), |(w, p)| (Some(w), p));
+        self.gate.record(fleetgate_core::audit::AuditEntry {
+            id: None,
+            at: self.now(),
+            profile: self.identity.member.profile.clone(),
+            worker_identity: worker,
+            tool: format!("{}{tool}", self.config().tool_prefix),
+            allowed,
+            blocker_kind: blocker.map(|k| k.as_str().to_owned()),
+            reasons,
+            principal,
+        });
+    }
+
+    fn call_of<'a>(
+        &'a self,
+        attachment: AttachmentId,
+        call: &'a ToolCall<'a>,
+        worker: &'a Option<(String, Option<String>)>,
+        forge: Option<&'a dyn crate::gate::workflow::ForgeReader>,
+    ) -> Call<'a> {
+        let caller = match worker {
+            Some((identity, _)) => Caller::Worker { identity, generation: Some(&self.generation) },
+            None => Caller::Nobody(format!("no worker is attached to this gateway for {attachment}")),
+        };
+        Call {
+            member: &self.identity.member,
+            tool: &call.tool.name,
+            read_only_hint: call.tool.annotations.as_ref().and_then(|a| a.read_only_hint),
+            arguments: call.arguments,
+            schema: Some(&call.tool.input_schema),
+            caller,
+            forge,
+        }
+    }
+
+    /// Pin or check `tool`'s definition (unless `[tools] pin = "off"`); a change seen for
+    /// the first time is reported in the audit log.
+    fn observe_definition(&self, tool: &Tool, worker: Option<String>) {
+        let mode = self.config().tools.pin;
+        if mode == fleetgate_core::capability::PinMode::Off {
+            return;
+        }
+        let now = self.now();
+        match self.pins.observe(&**self.gate.store(), &self.identity.member.profile, tool, now) {
+            Ok(Some(changed)) => {
+                tracing::warn!(tool = %tool.name, pinned = %changed.pinned_digest, seen = %changed.seen_digest,
+                    "a downstream tool's definition changed since it was pinned");
+                let enforced = mode == fleetgate_core::capability::PinMode::Enforce;
+                self.gate.record(crate::pins::change_entry(&changed, worker, now, enforced));
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(tool = %tool.name, error = %e, "the tool definition could not be pinned"),
+        }
+    }
+
+    /// The gate on one call: the definition observed (pinned or checked), the decision
+    /// made and audited, as the gateway's [`Verdict`].
+    fn judge_call(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
+        let worker = self.attachments.worker_of(attachment);
+        self.observe_definition(call.tool, worker.as_ref().map(|(w, _)| w.clone()));
+        let principal = worker.as_ref().and_then(|(_, p)| p.clone());
+        // The PR's head and base come from the reads the gateway made before deciding.
+        let forge = Prefetched(call.answers);
+        let gated = self.call_of(attachment, call, &worker, Some(&forge));
+        let verdict = self.gate.decide(&gated, self.clock.now(), principal);
+        // Only a call whose rule names a workflow action has an outcome to record.
+        let settles = verdict.allowed && self.gate.policy(&gated).action.is_some();
+        gateway_verdict(verdict, settles)
+    }
+
+    /// [`judge_call`](Self::judge_call) from memory alone, when it can be: a definition
+    /// this process has already pinned, and a call the role policy alone decides.
+    fn judge_now(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Option<Verdict> {
+        if self.config().tools.pin != fleetgate_core::capability::PinMode::Off && !self.pins.knows(call.tool) {
+            return None;
+        }
+        let worker = self.attachments.worker_of(attachment);
+        let principal = worker.as_ref().and_then(|(_, p)| p.clone());
+        let gated = self.call_of(attachment, call, &worker, None);
+        let verdict = self.gate.decide_now(&gated, self.clock.now(), principal)?;
+        Some(gateway_verdict(verdict, false))
+    }
+
+    /// Count and trace one gate decision, made since `started` inside `span`.
+    fn counted(&self, span: &tracing::Span, started: std::time::Instant, verdict: &Verdict) {
+        let blocker = verdict.decision.blocker_kind.map(BlockerKind::as_str);
+        span.record("class", verdict.class.as_str());
+        span.record("blocker", blocker.unwrap_or("none"));
+        if let Some(metrics) = &self.metrics {
+            metrics.gate_seconds.observe(started.elapsed().as_secs_f64());
+            metrics.decided(verdict.class.as_str(), blocker, &self.profile_label);
+        }
+    }
+
+    fn client_managed(&self) -> bool {
+        self.env.get(EnvKey::ClientManaged, &self.config().env_prefix) == Some("1")
+    }
+
+    /// The process's supervisor (made on first use, inside the gateway's runtime).
+    fn supervisor(&self) -> &Supervisor {
+        self.supervisor.get_or_init(|| {
+            Supervisor::new(self.config().supervision.clone(), EventBus::new(EventBus::DEFAULT_CAPACITY))
+        })
+    }
+
+    /// Who attached, resolved: the principal when one authenticated; over stdio the
+    /// environment's identity keys; else `clientInfo`.
+    fn client(&self, client: &ClientAttach) -> Client {
+        let prefix = &self.config().env_prefix;
+        // The environment names the one stdio client; over HTTP it describes the process,
+        // and each session is a client of its own.
+        let from_env = |key| match self.transport {
+            Transport::Stdio => self.env.get(key, prefix),
+            Transport::Http => None,
+        };
+        let name = match &client.principal {
+            Some(principal) => principal.clone(),
+            None => from_env(EnvKey::McpClient).map_or_else(|| client.client_name.clone(), str::to_owned),
+        };
+        let session = from_env(EnvKey::McpClientSession)
+            .map_or_else(|| format!("sess-{}", fleetgate_host::start_id()), str::to_owned);
+        let instance = match &client.principal {
+            Some(_) => format!("{} {}", client.client_name, client.client_version),
+            None => from_env(EnvKey::McpClientInstance).map_or_else(|| session.clone(), str::to_owned),
+        };
+        // What a peer sent is bounded before it is stored, listed and quoted.
+        let bounded = fleetgate_core::worker::bounded_field;
+        Client {
+            name: bounded(&name),
+            session: bounded(&session),
+            instance: bounded(&instance),
+            principal: client.principal.clone(),
+        }
+    }
+}
+
+impl ControlPlane for FleetControl {
+    fn on_transport_bound(&self) -> Result<(), ControlError> {
+        let host = self.row.host.clone();
+        let row = runtime_row(&self.identity, self.transport.as_str(), self.client_managed(), host, self.clock.now());
+        self.row.write(&row).map_err(|e| ControlError::new(ControlErrorKind::Store, e))?;
+        self.row.start(self.supervisor()).map_err(|e| ControlError::new(ControlErrorKind::Supervision, e))
+    }
+
+    fn on_client_attach(&self, attachment: AttachmentId, client: &ClientAttach) -> Result<(), ControlError> {
+        let registrar = Registrar {
+            identity: &self.identity,
+            store: self.gate.store(),
+            clock: &self.clock,
+            supervisor: self.supervisor(),
+            ttl_seconds: self.config().heartbeat_ttl_seconds,
+            interval_override: self.row.interval_override.clone(),
+            metrics: self.metrics.as_ref(),
+        };
+        self.attachments
+            .attach(&registrar, attachment, self.client(client))
+            .map_err(|e| ControlError::new(ControlErrorKind::Store, e))
+    }
+
+    fn on_detach(&self, attachment: AttachmentId, reason: &str) {
+        self.attachments.detach(&**self.gate.store(), &*self.clock, attachment, reason);
+    }
+
+    fn control_tools(&self) -> Vec<Tool> {
+        tools::definitions(&self.config().tool_prefix)
+    }
+
+    fn call_control_tool(&self, call: ControlCall<'_>) -> CallToolResult {
+        tools::call(self, call)
+    }
+
+    fn list_tool(&self, tool: &Tool) -> Listing {
+        self.observe_definition(tool, None);
+        let hint = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+        let listing = self.gate.listing(&self.identity.member.role, &tool.name, hint);
+        let mut meta = fleetgate_gateway::rmcp::model::JsonObject::new();
+        if let Some(allowed) = listing.allowed {
+            meta.insert(ALLOWED_META_KEY.to_owned(), allowed.into());
+        }
+        Listing { visible: listing.visible, class: listing.class, meta }
+    }
+
+    fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
+        let (span, started) = (gate_span(call), std::time::Instant::now());
+        let _entered = span.enter();
+        let verdict = self.judge_call(attachment, call);
+        self.counted(&span, started, &verdict);
+        verdict
+    }
+
+    fn reads(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Vec<DownstreamRead> {
+        let gated = self.call_of(attachment, call, &None, None);
+        let reads = self.gate.forge_reads(&gated);
+        reads.into_iter().map(|(tool, arguments)| DownstreamRead { tool: tool.to_owned(), arguments }).collect()
+    }
+
+    fn decide_now(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Option<Verdict> {
+        let (span, started) = (gate_span(call), std::time::Instant::now());
+        let _entered = span.enter();
+        let verdict = self.judge_now(attachment, call)?;
+        self.counted(&span, started, &verdict);
+        Some(verdict)
+    }
+
+    fn on_forwarded(&self, attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult) {
+        if result.is_error == Some(true) {
+            return;
+        }
+        let worker = self.attachments.worker_of(attachment);
+        let forge = call.link.map(LinkForge);
+        let gated = self.call_of(attachment, call, &worker, forge.as_ref().map(|f| f as _));
+        let answer = crate::gate::workflow::answer_json(result);
+        self.gate.settle(&gated, answer.as_ref(), self.clock.now());
+    }
+
+    fn on_shutdown(&self, reason: &str) {
+        if !self.attachments.shut_down(&**self.gate.store(), &*self.clock, reason) {
+            return;
+        }
+        if let Some(supervisor) = self.supervisor.get() {
+            // The loops end with the runtime; cancelling here only makes it prompt.
+            let supervisor = supervisor.clone();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move { supervisor.cancel_all().await });
+            }
+        }
+        self.row.stop();
+        if !self.gate.flush_audit(std::time::Duration::from_secs(5)) {
+            tracing::error!("audit entries queued before the shutdown were not all committed");
+        }
+        tracing::info!(%reason, "shut down");
+    }
+}
+
+/// The gate's capability as the gateway's verdict.
+fn gateway_verdict(verdict: fleetgate_core::capability::Capability, settles: bool) -> Verdict {
+    let decision = match verdict.blocker_kind {
+        None => {
+            GateDecision { allowed: true, blocker_kind: None, reasons: verdict.blocked_reasons, operator_action: None }
+        }
+        Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
+    };
+    Verdict { class: verdict.classification, decision, settles, forward: verdict.forward }
+}
+
+fn gate_span(call: &ToolCall<'_>) -> tracing::Span {
+    tracing::info_span!("gate", tool = %call.tool.name, class = tracing::field::Empty, blocker = tracing::field::Empty)
+}

@@ -1,0 +1,21 @@
+//! fleetgate-dashboard: `fleetgate dashboard`, one read-only page that shows the fleet
+//! live.
+//!
+//! * [`view`] — what the page shows: a pure function of one look.
+//! * [`poll`] — the reader thread: looks on an interval, publishes changes.
+//! * [`server`] — the routes: `/`, `/api/fleet`, `/events` (SSE), `/metrics`.
+//! * [`guard`] — loopback, Host/Origin, the token.
+//! * [`run`] — the process around it all, from resolved settings.
+//!
+//! **Invariant:** the dashboard never writes to the store.
+//!
+//! It reads through the control plane's read side (`fleetgate_control::gate`, `metrics`).
+//! May not import the binary (clap, anyhow, the CLI), the doctor or the test kit.
+
+#![deny(missing_docs)]
+
+pub mod guard;
+pub mod poll;
+pub mod run;
+pub mod server;
+pub mod view;

@@ -1,0 +1,84 @@
+//! The process around the page: the first look taken before the listener opens, the
+//! reader thread, the server, and an orderly stop on SIGTERM or SIGINT. Everything comes
+//! in resolved ([`DashboardSettings`]); the binary checks the flags (a bad one exits 1
+//! before anything is bound).
+
+use super::guard::Guard;
+use super::poll::{self, Publisher, Source};
+use super::server::{self, App};
+use fleetgate_control::RunError;
+use fleetgate_control::error::Context as _;
+use fleetgate_control::metrics::{FleetMetrics, MetricsRegistry};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The dashboard's settings, checked.
+#[derive(Debug)]
+pub struct DashboardSettings {
+    /// The address to listen on.
+    pub listen: SocketAddr,
+    /// Other `Host` values to accept.
+    pub allowed_hosts: Vec<String>,
+    /// The token every request must carry, when set.
+    pub token: Option<String>,
+    /// Between looks at the store and the host.
+    pub interval: Duration,
+    /// Connections and header timeout.
+    pub limits: fleetgate_gateway::ConnectionLimits,
+    /// The log filter (`FLEETGATE_LOG`).
+    pub log_filter: Option<String>,
+}
+
+/// Run the dashboard until SIGTERM or SIGINT. Returns the process exit code.
+pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, RunError> {
+    fleetgate_gateway::init_logging(settings.log_filter.as_deref()).context("cannot start logging")?;
+    let mut registry = MetricsRegistry::default();
+    let metrics = FleetMetrics::register(&mut registry);
+    let (publisher, latest) = Publisher::new(source.look(), metrics.clone());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(settings.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", settings.listen))?;
+        let local = listener.local_addr().context("cannot read the bound address")?;
+        // Always on stderr, whatever the log filter: with port 0 it is the only way to learn the port.
+        eprintln!("fleetgate dashboard: listening on http://{local}/");
+        tracing::info!(listen = %local, token = settings.token.is_some(), "dashboard listening");
+        let signalled = shutdown_signals()?;
+        let (stop_reader, stopped) = std::sync::mpsc::channel::<()>();
+        let reader = std::thread::Builder::new()
+            .name("fleetgate-dashboard-reader".into())
+            .spawn(move || poll::run(&source, publisher, settings.interval, &stopped))
+            .context("cannot start the reader thread")?;
+        let app = Arc::new(App {
+            latest,
+            registry,
+            metrics,
+            guard: Guard::new(local, &settings.allowed_hosts, settings.token),
+            stop: CancellationToken::new(),
+        });
+        server::serve(listener, app, settings.limits, signalled).await;
+        let _ = stop_reader.send(());
+        let _ = reader.join();
+        tracing::info!("dashboard stopped");
+        Ok(0)
+    })
+}
+
+fn shutdown_signals() -> Result<impl std::future::Future<Output = ()>, RunError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+    let mut sigint = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = sigterm.recv() => tracing::info!("SIGTERM: stopping"),
+            _ = sigint.recv() => tracing::info!("SIGINT: stopping"),
+        }
+    })
+}

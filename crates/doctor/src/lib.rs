@@ -1,0 +1,25 @@
+//! fleetgate-doctor: the client configuration doctor. Each LLM client's MCP
+//! configuration read from its documented files, judged against the roster
+//! and the env-key declaration, and repaired safely.
+//!
+//! Functional core, imperative shell: [`read`], [`findings`], [`repair`],
+//! [`edit`], [`diff`] and [`snippet`] are pure functions of their inputs;
+//! [`apply`] is the only code that writes, and the binary's `cli::doctor` the only
+//! code that reads files or the PATH.
+//!
+//! May import core and the configuration; not the control plane, the dashboard, the
+//! binary or the test kit.
+
+#![deny(missing_docs)]
+
+pub mod apply;
+pub mod clients;
+pub mod diff;
+pub mod edit;
+pub mod findings;
+pub mod read;
+pub mod repair;
+pub mod snippet;
+
+#[cfg(test)]
+mod tests;

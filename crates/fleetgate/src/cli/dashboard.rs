@@ -1,0 +1,76 @@
+//! `fleetgate dashboard`: its flags checked into [`DashboardSettings`] (a bad one exits 1
+//! before anything is bound), then the page run by `fleetgate_dashboard`.
+
+use super::args::DashboardArgs;
+use super::context::Ctx;
+use super::observer::LiveObserver;
+use super::output::parse_flag;
+use anyhow::{anyhow, bail};
+use fleetgate_core::env::{EnvKey, key_name};
+use fleetgate_dashboard::poll::Source;
+use fleetgate_dashboard::run::DashboardSettings;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Run the dashboard until SIGTERM or SIGINT. Returns the process exit code.
+pub fn run(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<u8> {
+    let settings = resolve(ctx, args)?;
+    let source = Source {
+        config: ctx.config.clone(),
+        store: ctx.store()?,
+        clock: ctx.decision_clock()?,
+        observer: Arc::new(LiveObserver::default()),
+    };
+    Ok(fleetgate_dashboard::run::run_dashboard(settings, source)?)
+}
+
+/// The dashboard's settings from its flags and the environment; a bad one is an error
+/// before anything is bound.
+fn resolve(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<DashboardSettings> {
+    let listen: SocketAddr = args
+        .listen
+        .parse()
+        .map_err(|_| anyhow!("--listen {:?} is not an address:port (e.g. 127.0.0.1:8760)", args.listen))?;
+    let key = key_name(EnvKey::FleetgateDashboardToken, "");
+    let token = match ctx.env.raw(EnvKey::FleetgateDashboardToken, "") {
+        None => None,
+        Some(t) if t.trim().is_empty() => bail!("{key} is set but empty: set a token, or unset it"),
+        Some(t) if !t.bytes().all(|b| b.is_ascii_graphic() && !b"\";,\\".contains(&b)) => bail!(
+            "{key} must be printable ASCII without spaces, quotes, commas, semicolons or backslashes \
+             (it travels in a header and a cookie)"
+        ),
+        Some(t) => Some(t.to_owned()),
+    };
+    if !listen.ip().is_loopback() && !args.allow_remote {
+        bail!("refusing to listen on {listen}: not a loopback address (pass --allow-remote, and set {key})");
+    }
+    if args.allow_remote && token.is_none() {
+        bail!("--allow-remote needs a token: set {key} (every request must then carry it)");
+    }
+    let seconds: f64 = parse_flag("--interval", &args.interval, "seconds, e.g. 1 or 0.5")?;
+    if !(0.05..=3600.0).contains(&seconds) {
+        bail!("invalid --interval {:?}: expected 0.05 to 3600 seconds", args.interval);
+    }
+    let max_connections: usize = parse_flag("--max-connections", &args.max_connections, "a count, e.g. 256")?;
+    if !(1..=65_536).contains(&max_connections) {
+        bail!("invalid --max-connections {:?}: expected 1 to 65536", args.max_connections);
+    }
+    let header_seconds: f64 = parse_flag("--header-timeout", &args.header_timeout, "seconds, e.g. 10")?;
+    if !(0.05..=3600.0).contains(&header_seconds) {
+        bail!("invalid --header-timeout {:?}: expected 0.05 to 3600 seconds", args.header_timeout);
+    }
+    let limits = fleetgate_gateway::ConnectionLimits {
+        max_connections,
+        header_timeout: Duration::from_secs_f64(header_seconds),
+        ..fleetgate_gateway::ConnectionLimits::default()
+    };
+    Ok(DashboardSettings {
+        listen,
+        allowed_hosts: args.allowed_hosts.clone(),
+        token,
+        interval: Duration::from_secs_f64(seconds),
+        limits,
+        log_filter: ctx.env.get(EnvKey::FleetgateLog, "").map(str::to_owned),
+    })
+}

@@ -1,0 +1,295 @@
+//! A stand-in for a Gitea forge behind the official Gitea MCP server (gitea-mcp), for the
+//! end-to-end tests of the `gitea-mcp` rule profile and the pull-request workflow: no forge
+//! server installs here, so this rmcp stdio MCP server offers the real server's tool names,
+//! `method` values and argument shapes (`GITEA_MCP.md` beside this file says which version
+//! and what exactly) and does the forge's work itself, for real, on a bare git repository:
+//!
+//! * branches are refs (`create_branch`, `delete_branch`, `list_branches`);
+//! * `create_or_update_file` / `delete_file` commit to a branch (blob, tree in a throwaway
+//!   index, `commit-tree`, a compare-and-swap `update-ref`);
+//! * `pull_request_write` `create` records the pull request and writes `refs/pull/<n>/head`;
+//!   while the pull request is open its head is the head branch's tip, read afresh on every
+//!   call (a push to the branch moves it, and `refs/pull/<n>/head` follows); `merge` merges
+//!   that head into the base branch for real (`merge-tree --write-tree` then `commit-tree`
+//!   with both parents; `squash`: one parent; `fast-forward-only`: the base ref moves) and
+//!   marks the pull request merged; `close`, `reopen`, `update`, `update_branch` (a real merge
+//!   of the base into the head branch), `add_reviewers`, `remove_reviewers` do what they say;
+//! * `pull_request_read` `get` answers the number, state, head ref and sha, base ref and sha,
+//!   `merged` and `mergeable`; `get_diff`, `get_files` come from git; `get_reviews` marks a
+//!   review `stale` when the head moved on;
+//! * `pull_request_review_write`, `issue_write`, `issue_read`, `list_issues`,
+//!   `list_pull_requests`, and the readers `get_file_contents`, `get_dir_contents`,
+//!   `list_commits`, `get_commit`, `get_me`, `get_gitea_mcp_server_version`;
+//! * `actions_run_read` `list_runs` (none: no CI here) and `download_job_log`, which writes
+//!   the log to `output_path` as the real server does (a "reader" that writes a file).
+//!
+//! Gitea's semantics where they differ from a naive reading (`GITEA_MCP.md` lists them): a
+//! fraction is truncated where a number is read, a numeric string is a number; a file write
+//! without `branch_name` writes the default branch; `head_commit_id` on a merge is a
+//! compare-and-swap (409 when the head moved); an approval or a request-changes by the PR's
+//! own poster is refused with HTTP 422; a submitted review is at the head of its submission;
+//! owner and repository names match case-insensitively, and `--alias OWNER/NAME` answers for
+//! another name as Gitea does for a renamed repository's old one (answers name the
+//! repository by its own name).
+//!
+//! The forge's own records live in a JSON file (see `ledger`) under an exclusive lock held
+//! for each whole call, so several fixture processes given the same repository — one per
+//! gateway of a fleet — share one forge.
+//!
+//! Answers are shaped like the real server's: a result is one text content holding the JSON
+//! of the answer (a bare string answer is a JSON string); a failed call is a tool result with
+//! `isError: true` and the server's wording (`unknown method: <m>` for a `method` the tool does
+//! not have, `<key> is required` for a missing argument); an unknown tool is a JSON-RPC
+//! invalid-params error (`unknown tool "<name>"`).
+//!
+//! It is a binary of its own, `fleetgate-forge-fixture`, in the test kit: the product binary
+//! carries no fake forge. `fleetgate demo` tells the PR workflow through it too (no forge is
+//! needed to see fleetgate work) and finds it beside its own executable:
+//!
+//! ```text
+//! fleetgate-forge-fixture --repo PATH.git [--slug OWNER/NAME] [--state FILE] [--user LOGIN] [--alias OWNER/NAME]...
+//!               [--variant changed-description|new-method|race-merge|no-head-pin]...
+//! ```
+//!
+//! `--repo`: the bare repository (it must exist). `--slug`: the `owner`/`repo` the tools
+//! answer for (default `fleet/forge`; any other is not found). `--state`: the ledger (default
+//! `<repo>/fleetgate-forge.json`; its lock is `<state>.lock`). `--user`: the login the server
+//! acts as and commits as (default `fleet-bot`). `--variant changed-description` rewrites the
+//! description of `pull_request_write`; `--variant new-method` adds `lock` to its `method` enum
+//! (the tests of pinned tool definitions). Exits 0 when the client goes away, 1 with the cause
+//! on stderr otherwise.
+
+mod args;
+mod catalog;
+mod git;
+mod issues;
+mod ledger;
+mod pulls;
+mod repo;
+
+use args::Args;
+use clap::Parser;
+use fleetgate_gateway::rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
+};
+use fleetgate_gateway::rmcp::service::RequestContext;
+use fleetgate_gateway::rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The fixture's flags.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fleetgate-forge-fixture",
+    about = "A Gitea forge behind the gitea-mcp tool surface, on a bare git repository"
+)]
+pub struct Flags {
+    /// The bare repository the forge serves.
+    #[arg(long, value_name = "PATH")]
+    repo: PathBuf,
+    /// The repository's `owner/name`.
+    #[arg(long, default_value = "fleet/forge")]
+    slug: String,
+    /// The forge's records (default: `fleetgate-forge.json` inside the repository).
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+    /// The login the server acts and commits as.
+    #[arg(long, default_value = "fleet-bot")]
+    user: String,
+    /// Another `owner/name` it answers for, as Gitea resolves a renamed repository's old name.
+    #[arg(long = "alias", value_name = "OWNER/NAME")]
+    aliases: Vec<String>,
+    /// Change the listing: `changed-description`, `new-method`.
+    #[arg(long = "variant", value_name = "NAME")]
+    variants: Vec<String>,
+}
+
+/// The forge: the repository, its records, and who it serves.
+#[derive(Debug)]
+pub struct Forge {
+    pub git: git::Git,
+    pub ledger: ledger::Ledger,
+    pub owner: String,
+    pub name: String,
+    pub user: String,
+    /// `--variant race-merge`: a push lands on the PR's head branch while a merge is under way.
+    pub race_merge: bool,
+    /// `--alias`: other names of the repository (a renamed repository's old ones).
+    pub aliases: Vec<String>,
+}
+
+impl Forge {
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+
+    pub fn html_base(&self) -> String {
+        format!("http://forge.invalid/{}", self.full_name())
+    }
+
+    /// The call's `owner` and `repo`, which must name this forge's repository.
+    pub fn check_repo(&self, args: &Args) -> Result<(String, String), String> {
+        let owner = args::string(args, "owner")?;
+        let repo = args::string(args, "repo")?;
+        // Gitea resolves owner and repository names case-insensitively, and a renamed
+        // repository's old name to the repository.
+        let named = |full: &str| full.eq_ignore_ascii_case(&format!("{owner}/{repo}"));
+        if !named(&self.full_name()) && !self.aliases.iter().any(|a| named(a)) {
+            return Err(format!("repository {owner}/{repo} err: The target couldn't be found."));
+        }
+        Ok((owner, repo))
+    }
+
+    /// One tool call: the answer, or the tool error's text; `None` for a tool it does not have.
+    fn call(&self, tool: &str, args: &Args) -> Option<Result<Value, String>> {
+        type Handler = fn(&Forge, &Args) -> Result<Value, String>;
+        let handler: Handler = match tool {
+            "get_gitea_mcp_server_version" => repo::server_version,
+            "get_me" => repo::me,
+            "list_branches" => repo::list_branches,
+            "search_repos" => repo::search_repos,
+            "create_branch" => repo::create_branch,
+            "delete_branch" => repo::delete_branch,
+            "get_file_contents" => repo::get_file,
+            "get_dir_contents" => repo::get_dir,
+            "create_or_update_file" => repo::create_or_update_file,
+            "delete_file" => repo::delete_file,
+            "list_commits" => repo::list_commits,
+            "get_commit" => repo::get_commit,
+            "list_issues" => issues::list,
+            "issue_read" => issues::read,
+            "issue_write" => issues::write,
+            "list_pull_requests" => pulls::list,
+            "pull_request_read" => pulls::read,
+            "pull_request_write" => pulls::write,
+            "pull_request_review_write" => pulls::review_write,
+            "actions_run_read" => repo::actions_run_read,
+            _ => return None,
+        };
+        Some(handler(self, args))
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Fixture {
+    forge: Arc<Forge>,
+    variant: catalog::Variant,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, McpError> {
+    serde_json::from_value(value).map_err(|e| McpError::internal_error(format!("fixture JSON: {e}"), None))
+}
+
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> ServerConfig {
+        // Only tools: the real server advertises nothing else.
+        parse(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": { "tools": { "listChanged": false } },
+            "serverInfo": { "name": "Gitea MCP Server (fleetgate forge fixture)", "version": env!("CARGO_PKG_VERSION") }
+        }))
+        .unwrap_or_default()
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        parse(json!({ "tools": catalog::tools(self.variant) }))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let forge = Arc::clone(&self.forge);
+        let name = request.name.to_string();
+        let arguments = request.arguments.unwrap_or_default();
+        let tool = name.clone();
+        // Git and the ledger's lock block: off the runtime's thread.
+        let answer = tokio::task::spawn_blocking(move || forge.call(&tool, &arguments))
+            .await
+            .map_err(|e| McpError::internal_error(format!("forge call: {e}"), None))?;
+        let result = match answer {
+            None => return Err(McpError::invalid_params(format!("unknown tool {name:?}"), None)),
+            Some(Ok(value)) => {
+                let text = serde_json::to_string(&value).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                json!({ "content": [{ "type": "text", "text": text }] })
+            }
+            Some(Err(why)) => json!({ "content": [{ "type": "text", "text": why }], "isError": true }),
+        };
+        let result: CallToolResult = parse(result)?;
+        Ok(result.into())
+    }
+}
+
+fn fixture(flags: Flags) -> Result<Fixture, String> {
+    let repo = flags.repo.canonicalize().map_err(|e| format!("--repo {}: {e}", flags.repo.display()))?;
+    let (owner, name) =
+        flags.slug.split_once('/').ok_or_else(|| format!("--slug {:?} is not OWNER/NAME", flags.slug))?;
+    let git = git::Git::new(&repo, &flags.user);
+    if git.commit_of("HEAD").is_none() && git.branches().map_or(true, |b| b.is_empty()) {
+        return Err(format!("--repo {}: not a git repository with a commit", repo.display()));
+    }
+    let mut variant = catalog::Variant::default();
+    for v in &flags.variants {
+        match v.as_str() {
+            "changed-description" => variant.changed_description = true,
+            "new-method" => variant.new_method = true,
+            "race-merge" => variant.race_merge = true,
+            "no-head-pin" => variant.no_head_pin = true,
+            other => {
+                return Err(format!(
+                    "--variant {other:?}: known are changed-description, new-method, race-merge, no-head-pin"
+                ));
+            }
+        }
+    }
+    let state = flags.state.unwrap_or_else(|| repo.join("fleetgate-forge.json"));
+    let forge = Forge {
+        git,
+        ledger: ledger::Ledger::new(&state),
+        owner: owner.to_owned(),
+        name: name.to_owned(),
+        user: flags.user,
+        race_merge: variant.race_merge,
+        aliases: flags.aliases,
+    };
+    Ok(Fixture { forge: Arc::new(forge), variant })
+}
+
+/// Serve MCP on stdin/stdout until the client goes away.
+async fn serve(flags: Flags) -> Result<(), String> {
+    let running = fixture(flags)?.serve((tokio::io::stdin(), tokio::io::stdout())).await.map_err(|e| e.to_string())?;
+    running.waiting().await.map(drop).map_err(|e| e.to_string())
+}
+
+/// `fleetgate debug forge-fixture ARGS…`: serve until the client goes away (exit 0), or
+/// exit 1 with the cause on stderr.
+pub fn run(argv: &[String]) -> ExitCode {
+    let flags = match Flags::try_parse_from(std::iter::once("forge-fixture".to_owned()).chain(argv.iter().cloned())) {
+        Ok(flags) => flags,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("forge-fixture: cannot start a runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(serve(flags)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("forge-fixture: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
