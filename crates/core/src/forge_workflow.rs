@@ -31,6 +31,14 @@ impl PrTarget {
         let binding = format!("{remote}/{}/{}", self.owner.to_lowercase(), self.repo.to_lowercase());
         PrRef { binding, pr: self.pr }
     }
+
+    /// A store key (`remote/owner/repo` and the number) back into the PR to read; `None`
+    /// when the key is not under `remote`.
+    pub fn from_key(key: &PrRef, remote: &str) -> Option<Self> {
+        let rest = key.binding.strip_prefix(remote)?.strip_prefix('/')?;
+        let (owner, repo) = rest.split_once('/')?;
+        Some(Self { owner: owner.to_owned(), repo: repo.to_owned(), pr: key.pr })
+    }
 }
 
 /// The argument names a PR number goes by: the go-sdk generation's, then the v1.0 line's.
@@ -187,6 +195,18 @@ mod tests {
 
     fn args(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_store_key_reads_back_into_its_pr_only_under_its_remote() {
+        let target = PrTarget { owner: "Org".into(), repo: "Repo".into(), pr: 7 };
+        let key = target.key("gitea");
+        assert_eq!(
+            PrTarget::from_key(&key, "gitea"),
+            Some(PrTarget { owner: "org".into(), repo: "repo".into(), pr: 7 })
+        );
+        assert_eq!(PrTarget::from_key(&key, "other"), None);
+        assert_eq!(PrTarget::from_key(&PrRef { binding: "gitea/orgonly".into(), pr: 1 }, "gitea"), None);
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod redact;
 pub mod rules;
 pub mod runtime;
 pub mod suspend;
+pub mod text;
 pub mod time;
 pub mod worker;
 pub mod workflow;

@@ -19,6 +19,7 @@ pub mod edit;
 pub mod findings;
 pub mod read;
 pub mod repair;
+pub mod report;
 pub mod snippet;
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! audit log.
 
 mod decide;
+mod forge_command;
 mod observer;
 mod peers;
 mod session;
@@ -16,6 +17,7 @@ mod snapshot;
 pub mod workflow;
 
 pub use decide::{Call, Gate, Listing, Policy};
+pub use forge_command::{CommandForge, READ_TIMEOUT};
 pub use observer::{Observer, scan_host};
 pub use peers::peer_evidence;
 pub use session::{Caller, assess_provenance, session_provenance};

@@ -29,7 +29,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the MCP gateway for one roster member on stdio, in front of an optional downstream
     /// MCP server: `fleetgate serve --profile P [-- DOWNSTREAM ARGV…]`.
-    Serve(Box<crate::cli::serve::ServeArgs>),
+    Serve(Box<ServeArgs>),
     /// Serve the live fleet page (read-only): `fleetgate dashboard [--listen 127.0.0.1:8760]`,
     /// with `/api/fleet`, `/events` (server-sent events) and `/metrics`.
     Dashboard(Box<DashboardArgs>),
@@ -457,4 +457,51 @@ pub struct DashboardArgs {
     /// timeout); an open event stream is not timed.
     #[arg(long, default_value = "10")]
     pub header_timeout: String,
+}
+
+/// The `--max-message-bytes` accepted: an `initialize` fits in the least, and no single line
+/// may take more than 64 MiB of memory.
+pub const MESSAGE_BYTES: std::ops::RangeInclusive<usize> = 4096..=64 * 1024 * 1024;
+
+/// `fleetgate serve`
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The roster profile this gateway serves (prgs-author, …).
+    #[arg(long)]
+    pub profile: String,
+    /// The MCP namespace (default: the roster member's).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// The checkout this member works in (default: the current directory).
+    #[arg(long)]
+    pub repo_root: Option<PathBuf>,
+    /// The repository this server is bound to (default: the roster's [binding]).
+    #[command(flatten)]
+    pub binding: BindingArgs,
+    /// Largest client message accepted, in bytes (4096 to 67108864).
+    #[arg(long, default_value_t = fleetgate_gateway::DEFAULT_MAX_MESSAGE_BYTES)]
+    pub max_message_bytes: usize,
+    /// The client transport: `stdio` (one client) or `http` (MCP Streamable HTTP at
+    /// `http://LISTEN/mcp`, one attachment per session).
+    #[arg(long, default_value = "stdio", value_parser = ["stdio", "http"])]
+    pub transport: String,
+    /// With `--transport http`: the address to listen on (loopback unless
+    /// `--allow-remote`).
+    #[arg(long, default_value = "127.0.0.1:8750")]
+    pub listen: String,
+    /// Allow a non-loopback `--listen` (with `--transport http`) or `--metrics-listen`
+    /// address (with `--transport stdio`; FLEETGATE_METRICS_TOKEN is then required).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// With `--transport stdio`: serve `GET /metrics` on this address (loopback unless
+    /// `--allow-remote`; port 0 picks one). Default: the roster's `[metrics] listen`, else none.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Another `Host` value to accept (a DNS name of a remote deployment) on the HTTP
+    /// listener or the metrics listener; repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST[:PORT]")]
+    pub allowed_hosts: Vec<String>,
+    /// The downstream MCP server and its arguments, after `--`.
+    #[arg(last = true, value_name = "DOWNSTREAM")]
+    pub downstream: Vec<std::ffi::OsString>,
 }

@@ -4,7 +4,7 @@
 use super::args::DashboardArgs;
 use super::context::Ctx;
 use super::observer::LiveObserver;
-use super::output::parse_flag;
+use super::output::{parse_flag, token};
 use anyhow::{anyhow, bail};
 use fleetgate_core::env::{EnvKey, key_name};
 use fleetgate_dashboard::poll::Source;
@@ -33,15 +33,12 @@ fn resolve(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<DashboardSettings>
         .parse()
         .map_err(|_| anyhow!("--listen {:?} is not an address:port (e.g. 127.0.0.1:8760)", args.listen))?;
     let key = key_name(EnvKey::FleetgateDashboardToken, "");
-    let token = match ctx.env.raw(EnvKey::FleetgateDashboardToken, "") {
-        None => None,
-        Some(t) if t.trim().is_empty() => bail!("{key} is set but empty: set a token, or unset it"),
-        Some(t) if !t.bytes().all(|b| b.is_ascii_graphic() && !b"\";,\\".contains(&b)) => bail!(
-            "{key} must be printable ASCII without spaces, quotes, commas, semicolons or backslashes \
-             (it travels in a header and a cookie)"
-        ),
-        Some(t) => Some(t.to_owned()),
-    };
+    let token = token(
+        ctx,
+        EnvKey::FleetgateDashboardToken,
+        b"\";,\\",
+        "without spaces, quotes, commas, semicolons or backslashes (it travels in a header and a cookie)",
+    )?;
     if !listen.ip().is_loopback() && !args.allow_remote {
         bail!("refusing to listen on {listen}: not a loopback address (pass --allow-remote, and set {key})");
     }

@@ -12,7 +12,7 @@ use fleetgate_doctor::findings::{
     ClientReport, FileInput, FileState, Finding, Lookup, Roster, classify, fleetgate_serve, template,
 };
 use fleetgate_doctor::read::{self, FileError, Launch};
-use fleetgate_doctor::{apply, diff, edit, repair, snippet};
+use fleetgate_doctor::{apply, diff, edit, repair, report, snippet};
 use serde_json::{Value, json};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -190,29 +190,13 @@ fn read_file(path: &Path, parse: impl Fn(&str) -> Result<read::ParsedFile, FileE
 }
 
 fn file_errors(surveyed: &[Surveyed]) -> Vec<Value> {
-    surveyed
-        .iter()
-        .flat_map(|s| &s.report.files)
-        .filter_map(|f| {
-            let e = f.error.as_ref()?;
-            Some(json!({ "file": f.path, "line": e.line, "column": e.column, "message": e.message }))
-        })
-        .collect()
-}
-
-fn error_line(e: &Value) -> String {
-    match (e["line"].as_u64(), e["column"].as_u64()) {
-        (Some(l), Some(c)) => {
-            format!("{}:{l}:{c}: {}", e["file"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or(""))
-        }
-        _ => format!("{}: {}", e["file"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or("")),
-    }
+    report::file_errors(surveyed.iter().map(|s| &s.report))
 }
 
 /// Errors go to stderr too, one line each: exit 1 always says why there.
 fn exit_for(errors: &[Value], findings: usize) -> Exit {
     for e in errors {
-        eprintln!("fleetgate: doctor: {}", shown(&error_line(e), usize::MAX));
+        eprintln!("fleetgate: doctor: {}", shown(&report::error_line(e), usize::MAX));
     }
     if !errors.is_empty() {
         Exit::Failure
@@ -227,51 +211,11 @@ fn all_findings(surveyed: &[Surveyed]) -> Vec<&Finding> {
     surveyed.iter().flat_map(|s| &s.report.findings).collect()
 }
 
-/// One finding, its message [`shown`]: it quotes a file's key names and values, which a
-/// hostile project may fill with escape sequences or newlines.
-fn finding_line(f: &Finding) -> String {
-    let message = shown(&f.message, usize::MAX);
-    format!("  - {}: {message}{}", json!(f.kind).as_str().unwrap_or(""), if f.fixable { " [fixable]" } else { "" })
-}
-
-fn client_text(s: &Surveyed) -> String {
-    let r = &s.report;
-    let present: Vec<&str> = r.files.iter().filter(|f| f.exists).map(|f| f.path.as_str()).collect();
-    let mut out = vec![format!(
-        "{}: {}",
-        r.client,
-        if present.is_empty() { "no configuration file".to_owned() } else { shown(&present.join(", "), usize::MAX) }
-    )];
-    for f in r.files.iter().filter_map(|f| f.error.as_ref().map(|e| (f, e))) {
-        let line = format!("{}:{}:{}: {}", f.0.path, f.1.line, f.1.column, f.1.message);
-        out.push(format!("  error: {}", shown(&line, usize::MAX)));
-    }
-    if !r.adopted && r.findings.is_empty() {
-        if r.files.iter().any(|f| f.error.is_some()) {
-            out.push("  members unknown until the file above can be read".to_owned());
-        } else if !present.is_empty() {
-            out.push(format!("  none of the roster's members ({} other servers)", r.unrelated_servers.len()));
-        }
-        return out.join("\n");
-    }
-    for m in &r.members {
-        let defs: Vec<String> = m
-            .definitions
-            .iter()
-            .map(|d| shown(&format!("{} {}:{} {:?}", d.launch, d.file, d.line, d.entry), usize::MAX))
-            .collect();
-        let shown = if defs.is_empty() { m.status.to_owned() } else { defs.join("; ") };
-        out.push(format!("  {:<20} {shown}", m.profile));
-    }
-    out.extend(r.findings.iter().map(finding_line));
-    out.join("\n")
-}
-
 fn report(ctx: &Ctx, surveyed: &[Surveyed]) -> Reply {
     let findings = all_findings(surveyed);
     let errors = file_errors(surveyed);
     let fixable = findings.iter().filter(|f| f.fixable).count();
-    let mut text: Vec<String> = surveyed.iter().map(client_text).collect();
+    let mut text: Vec<String> = surveyed.iter().map(|s| report::client_text(&s.report)).collect();
     text.push(if findings.is_empty() && errors.is_empty() {
         "clean: every client's configuration matches the roster".to_owned()
     } else {
@@ -354,7 +298,7 @@ fn fix(ctx: &Ctx, scope: &Scope<'_>, surveyed: Vec<Surveyed>, write: bool) -> Re
     });
     if !open.is_empty() {
         text.push(format!("{} finding(s) --fix does not repair:", open.len()));
-        text.extend(open.iter().map(|f| finding_line(f)));
+        text.extend(open.iter().map(|f| report::finding_line(f)));
     }
     let value = json!({
         "applied": write,

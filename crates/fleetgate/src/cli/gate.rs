@@ -6,6 +6,7 @@ use crate::cli::args::EnvCommand;
 use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply, parse_flag, table};
 use anyhow::anyhow;
+use fleetgate_control::gate::workflow::ForgeReader;
 use fleetgate_control::gate::{Call, Caller, Gate};
 use fleetgate_core::Timestamp;
 use fleetgate_core::env::{DECLARED, KeyName, key_name, recognized_keys, unconsumed_env_overrides};
@@ -75,10 +76,14 @@ pub fn capability(
         .map(|text| serde_json::from_str(text).map_err(|e| anyhow!("--args is not a JSON object: {e}")))
         .transpose()?;
     let gate = Gate::new(Arc::new(ctx.config.clone()), ctx.store()?, Arc::new(LiveObserver::default()));
-    Ok(capability_reply(&gate, &member, tool, worker, read_only_hint, arguments.as_ref(), ctx.now()))
+    let forge = fleetgate_control::gate::CommandForge::new(gate.config(), &ctx.env);
+    let forge = forge.as_ref().map(|f| f as &dyn ForgeReader);
+    Ok(capability_reply(&gate, &member, tool, worker, read_only_hint, arguments.as_ref(), forge, ctx.now()))
 }
 
-/// The `capability` answer from `gate` as of `now`: what `fleetgate capability` prints.
+/// The `capability` answer from `gate` as of `now`, the forge read through `forge` when the
+/// verdict needs it: what `fleetgate capability` prints.
+#[allow(clippy::too_many_arguments)] // The command's flags, one by one.
 pub fn capability_reply(
     gate: &Gate,
     member: &fleetgate_config::Member,
@@ -86,6 +91,7 @@ pub fn capability_reply(
     worker: Option<&str>,
     read_only_hint: bool,
     arguments: Option<&Map<String, Value>>,
+    forge: Option<&dyn ForgeReader>,
     now: Timestamp,
 ) -> Reply {
     let profile = &member.profile;
@@ -93,16 +99,8 @@ pub fn capability_reply(
         Some(identity) => Caller::Worker { identity, generation: None },
         None => Caller::Nobody("no --worker was given: no live worker owns a session here".into()),
     };
-    let forge = super::forge::CommandForge::new(gate.config());
-    let call = Call {
-        member,
-        tool,
-        read_only_hint: read_only_hint.then_some(true),
-        arguments,
-        schema: None,
-        caller,
-        forge: forge.as_ref().map(|f| f as _),
-    };
+    let call =
+        Call { member, tool, read_only_hint: read_only_hint.then_some(true), arguments, schema: None, caller, forge };
     let verdict = gate.resolve(&call, now);
     let text = match verdict.blocker_kind {
         None => format!("allowed: {profile} may call {tool} ({})", verdict.classification),

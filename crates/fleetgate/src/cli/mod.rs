@@ -9,7 +9,6 @@ pub mod debug;
 pub mod demo;
 pub mod demo_workflow;
 pub mod doctor;
-pub mod forge;
 pub mod gate;
 pub mod inventory;
 pub mod observer;

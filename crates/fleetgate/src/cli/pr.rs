@@ -4,9 +4,9 @@
 
 use crate::cli::args::PrCommand;
 use crate::cli::context::Ctx;
-use crate::cli::forge::CommandForge;
 use crate::cli::output::{Exit, Reply, table};
 use anyhow::anyhow;
+use fleetgate_control::gate::CommandForge;
 use fleetgate_control::gate::workflow::{AsState, ForgeReader, read_pr};
 use fleetgate_core::forge_workflow::PrTarget;
 use fleetgate_core::workflow::{self, PrLease, PrRef};
@@ -63,9 +63,9 @@ fn release_lock(ctx: &Ctx, lock_id: &str, reason: &str) -> anyhow::Result<Reply>
     let store = ctx.store()?;
     let lock = store.list_review_locks(true)?.into_iter().find(|l| l.lock_id == lock_id);
     let lock = lock.ok_or_else(|| anyhow!("lock {lock_id} is not a live review-decision lock"))?;
-    let forge = CommandForge::new(&ctx.config)
+    let forge = CommandForge::new(&ctx.config, &ctx.env)
         .ok_or_else(|| anyhow!("release-lock reads the forge: set [workflow] forge_command in the roster"))?;
-    let target = parse_key(&lock.pr, &ctx.config.workflow.remote)
+    let target = PrTarget::from_key(&lock.pr, &ctx.config.workflow.remote)
         .ok_or_else(|| anyhow!("{} is not a PR of this fleet's forge remote", lock.pr))?;
     let refuse = |why: String| Reply {
         value: json!({ "released": false, "lock_id": lock_id, "pr": lock.pr, "why": why }),
@@ -179,7 +179,7 @@ fn target(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow
 
 fn show(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow::Result<Reply> {
     let target = target(ctx, pr, owner, repo)?;
-    let forge = CommandForge::new(&ctx.config);
+    let forge = CommandForge::new(&ctx.config, &ctx.env);
     let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target);
     // The PR as the forge names its repository, when it answered.
     let named = facts.as_ref().map_or_else(|_| target.clone(), |f| f.canonical(&target));
@@ -243,7 +243,7 @@ fn release(ctx: &Ctx, lease_id: &str, reason: &str) -> anyhow::Result<Reply> {
 /// Release live leases whose PR the forge reports merged or closed; a PR the forge cannot
 /// answer for keeps its leases (and is named).
 fn release_stale(ctx: &Ctx) -> anyhow::Result<Reply> {
-    let forge = CommandForge::new(&ctx.config)
+    let forge = CommandForge::new(&ctx.config, &ctx.env)
         .ok_or_else(|| anyhow!("--stale reads the forge: set [workflow] forge_command in the roster"))?;
     let store = ctx.store()?;
     let now = ctx.now();
@@ -253,7 +253,7 @@ fn release_stale(ctx: &Ctx) -> anyhow::Result<Reply> {
     prs.dedup();
     let (mut released, mut kept) = (Vec::new(), Vec::new());
     for key in prs {
-        let Some(target) = parse_key(key, &ctx.config.workflow.remote) else {
+        let Some(target) = PrTarget::from_key(key, &ctx.config.workflow.remote) else {
             kept.push(json!({ "pr": key, "why": "not a PR of this fleet's forge remote" }));
             continue;
         };
@@ -274,11 +274,4 @@ fn release_stale(ctx: &Ctx) -> anyhow::Result<Reply> {
         format!("released {} stale lease(s); {} PR(s) the forge could not answer for", released.len(), kept.len());
     let exit = if kept.is_empty() { Exit::Ok } else { Exit::No };
     Ok(Reply { value: json!({ "released": released, "unanswered": kept }), text, exit })
-}
-
-/// `remote/owner/repo#N` back into the PR to read.
-fn parse_key(key: &PrRef, remote: &str) -> Option<PrTarget> {
-    let rest = key.binding.strip_prefix(remote)?.strip_prefix('/')?;
-    let (owner, repo) = rest.split_once('/')?;
-    Some(PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: key.pr })
 }

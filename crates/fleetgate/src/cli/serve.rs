@@ -3,10 +3,9 @@
 //! principals), then [`run_serve`].
 
 use super::observer::LiveObserver;
-use crate::cli::args::BindingArgs;
+use crate::cli::args::{MESSAGE_BYTES, ServeArgs};
 use crate::cli::context::Ctx;
 use anyhow::anyhow;
-use clap::Args;
 use fleetgate_control::gate::Gate;
 use fleetgate_control::metrics::{GatewayExposition, MeteredStore};
 use fleetgate_control::serve::{FleetControl, Identity, ServeSettings, Transport, run_serve};
@@ -14,56 +13,9 @@ use fleetgate_core::env::{EnvKey, key_name};
 use fleetgate_core::runtime::derive_cohort;
 use fleetgate_gateway::{DownstreamCommand, GatewayOptions, HttpOptions, Limits, Principals};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The `--max-message-bytes` accepted: an `initialize` fits in the least, and no single line
-/// may take more than 64 MiB of memory.
-pub const MESSAGE_BYTES: std::ops::RangeInclusive<usize> = 4096..=64 * 1024 * 1024;
-
-/// `fleetgate serve`
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// The roster profile this gateway serves (prgs-author, …).
-    #[arg(long)]
-    pub profile: String,
-    /// The MCP namespace (default: the roster member's).
-    #[arg(long)]
-    pub namespace: Option<String>,
-    /// The checkout this member works in (default: the current directory).
-    #[arg(long)]
-    pub repo_root: Option<PathBuf>,
-    /// The repository this server is bound to (default: the roster's [binding]).
-    #[command(flatten)]
-    pub binding: BindingArgs,
-    /// Largest client message accepted, in bytes (4096 to 67108864).
-    #[arg(long, default_value_t = fleetgate_gateway::DEFAULT_MAX_MESSAGE_BYTES)]
-    pub max_message_bytes: usize,
-    /// The client transport: `stdio` (one client) or `http` (MCP Streamable HTTP at
-    /// `http://LISTEN/mcp`, one attachment per session).
-    #[arg(long, default_value = "stdio", value_parser = ["stdio", "http"])]
-    pub transport: String,
-    /// With `--transport http`: the address to listen on (loopback unless
-    /// `--allow-remote`).
-    #[arg(long, default_value = "127.0.0.1:8750")]
-    pub listen: String,
-    /// Allow a non-loopback `--listen` (with `--transport http`) or `--metrics-listen`
-    /// address (with `--transport stdio`; FLEETGATE_METRICS_TOKEN is then required).
-    #[arg(long)]
-    pub allow_remote: bool,
-    /// With `--transport stdio`: serve `GET /metrics` on this address (loopback unless
-    /// `--allow-remote`; port 0 picks one). Default: the roster's `[metrics] listen`, else none.
-    #[arg(long, value_name = "ADDR")]
-    pub metrics_listen: Option<String>,
-    /// Another `Host` value to accept (a DNS name of a remote deployment) on the HTTP
-    /// listener or the metrics listener; repeatable.
-    #[arg(long = "allowed-host", value_name = "HOST[:PORT]")]
-    pub allowed_hosts: Vec<String>,
-    /// The downstream MCP server and its arguments, after `--`.
-    #[arg(last = true, value_name = "DOWNSTREAM")]
-    pub downstream: Vec<OsString>,
-}
 
 /// Resolve the flags and run the gateway until shutdown. Returns the process exit code.
 pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
@@ -161,14 +113,8 @@ fn metrics_listener(
         ));
     }
     let key = key_name(EnvKey::FleetgateMetricsToken, "");
-    let token = match ctx.env.raw(EnvKey::FleetgateMetricsToken, "") {
-        None => None,
-        Some(t) if t.trim().is_empty() => return Err(anyhow!("{key} is set but empty: set a token, or unset it")),
-        Some(t) if !t.bytes().all(|b| b.is_ascii_graphic()) => {
-            return Err(anyhow!("{key} must be printable ASCII without spaces (it travels in a header)"));
-        }
-        Some(t) => Some(t.to_owned()),
-    };
+    let token =
+        super::output::token(ctx, EnvKey::FleetgateMetricsToken, b"", "without spaces (it travels in a header)")?;
     let allow_remote = args.allow_remote || ctx.config.metrics.allow_remote;
     if !listen.ip().is_loopback() {
         if !allow_remote {

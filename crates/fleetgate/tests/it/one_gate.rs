@@ -218,7 +218,7 @@ fn tool(name: &str) -> Tool {
 fn three(f: &Fleet, name: &str) -> [(bool, Value, Value); 3] {
     let member = f.config.member("prgs-author").unwrap();
     let hint = (name == "git_log").then_some(true);
-    let cli = capability_reply(&f.gate, member, name, Some(&f.worker), hint.is_some(), None, at(20)).value;
+    let cli = capability_reply(&f.gate, member, name, Some(&f.worker), hint.is_some(), None, None, at(20)).value;
     let t = tool(name);
     let known = |n: &str| (n == name).then(|| t.clone());
     let control = control_tool(f, "gitea_resolve_task_capability", json!({ "tool": name }), &known);
@@ -266,11 +266,11 @@ fn the_cli_the_control_tool_and_the_gateway_give_one_verdict() {
 fn a_role_refusal_is_the_same_everywhere_and_needs_no_evidence() {
     with_fleet(|f| {
         let reviewer = f.config.member("prgs-reviewer").unwrap();
-        let refused = capability_reply(&f.gate, reviewer, "git_add", None, false, None, at(20)).value;
+        let refused = capability_reply(&f.gate, reviewer, "git_add", None, false, None, None, at(20)).value;
         assert_eq!(refused["blocker_kind"], "role_not_permitted");
         // No evidence was needed: an empty host changes nothing.
         f.host.processes.lock().unwrap().clear();
-        let again = capability_reply(&f.gate, reviewer, "git_add", None, false, None, at(20)).value;
+        let again = capability_reply(&f.gate, reviewer, "git_add", None, false, None, None, at(20)).value;
         assert_eq!(refused, again);
     });
 }

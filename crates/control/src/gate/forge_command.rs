@@ -1,9 +1,10 @@
-//! The CLI's forge: the downstream server started for one read, as the fleet's clients
-//! launch it (`[workflow] forge_command`), so `fleetgate capability` and `fleetgate pr`
-//! judge the PR workflow from the forge's own answer, as a gateway does through its
+//! The forge outside a gateway: the downstream server started for one read, as the fleet's
+//! clients launch it (`[workflow] forge_command`), so `fleetgate capability` and `fleetgate
+//! pr` judge the PR workflow from the forge's own answer, as a gateway does through its
 //! downstream.
 
-use fleetgate_control::gate::workflow::{ForgeReader, forge_answer};
+use super::workflow::{ForgeReader, forge_answer};
+use fleetgate_core::env::EnvSnapshot;
 use fleetgate_gateway::rmcp::ServiceExt;
 use fleetgate_gateway::rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value};
@@ -33,13 +34,12 @@ impl CommandForge {
     /// environment plus what a gateway's downstream is given
     /// ([`fleetgate_core::env::downstream_env`]): never the store location, the HTTP token or
     /// an undeclared key of the CLI's environment.
-    pub fn new(config: &fleetgate_config::FleetConfig) -> Option<Self> {
+    pub fn new(config: &fleetgate_config::FleetConfig, env: &EnvSnapshot) -> Option<Self> {
         let argv = &config.workflow.forge_command;
         if argv.is_empty() {
             return None;
         }
-        let captured = fleetgate_host::env::capture();
-        let env = config.downstream_env(&captured).into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+        let env = config.downstream_env(env).into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
         Some(Self { argv: argv.clone(), env })
     }
 
