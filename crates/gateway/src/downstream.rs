@@ -20,7 +20,7 @@
 //! **Invariant:** nothing here decides restarts: the supervisor's policy does. Any exit
 //! the gateway did not ask for, status 0 included, is a failure (`permanent(true)`).
 
-use crate::channel::ChannelState;
+use crate::channel_state::ChannelState;
 use crate::control::{DownstreamState, DownstreamStatus};
 use crate::observe::GatewayObserver;
 use crate::options::DownstreamCommand;

@@ -6,7 +6,7 @@
 //!   channel's downstream so the answer mirrors its capabilities.
 //! * A sessionless (2026-07-28) request has no `initialize`: over stdio it attaches the one
 //!   attachment at its first request; over HTTP it is served by its principal's stateless
-//!   attachment ([`crate::engine::Engine::stateless`]), made at its first request.
+//!   attachment ([`crate::hub::Hub::stateless`]), made at its first request.
 //! * `tools/list`: the channel's downstream page, each tool listed (or hidden) and annotated
 //!   as [`crate::ControlPlane::list_tool`] says, with the control tools in front of the
 //!   first page; cursors pass through.
@@ -27,9 +27,9 @@ use crate::answers::{
 use crate::channel::Channel;
 use crate::control::{ClientAttach, ControlCall, DownstreamLink, ReadAnswer, ToolCall, Verdict};
 use crate::downstream::Connection;
-use crate::engine::{Attachment, Engine, StatelessKey};
+use crate::hub::{Attachment, Hub, StatelessKey};
 use crate::link::PeerLink;
-use crate::observe::{GatewayObserver, TraceContext};
+use crate::options::ServiceSettings;
 use crate::routes::{ClientFacts, InFlight};
 
 mod calls;
@@ -50,22 +50,6 @@ use tracing::Instrument as _;
 /// Pages read, at most, when a call names a tool the gateway has not seen listed.
 const MAX_CATALOGUE_PAGES: usize = 64;
 
-/// The settings the service needs from [`crate::GatewayOptions`].
-#[derive(Clone, Debug)]
-pub(crate) struct ServiceSettings {
-    pub(crate) call_timeout: Duration,
-    pub(crate) attach_wait: Duration,
-    pub(crate) server_info: Implementation,
-    pub(crate) instructions: Option<String>,
-    /// Told of forwarded calls (and, over HTTP, of the sessions open).
-    pub(crate) observer: Option<Arc<dyn GatewayObserver>>,
-    /// Links the `tools/call` span to the caller's trace and the forwarded `_meta` to the
-    /// `forward` span.
-    pub(crate) trace: Option<Arc<dyn TraceContext>>,
-    /// Over Streamable HTTP: the attachments are sessions, counted for the observer.
-    pub(crate) http: bool,
-}
-
 /// The principal the HTTP layer authenticated a request as: a tokens-file entry's client
 /// name, or `None` (no tokens file). Carried in the request's extensions.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -83,7 +67,7 @@ enum Mode {
 /// The rmcp server service of one client: the stdio client, one Streamable HTTP session,
 /// or one stateless HTTP request.
 pub(crate) struct Gateway {
-    engine: Arc<Engine>,
+    hub: Arc<Hub>,
     mode: Mode,
     attached: OnceLock<Arc<Attachment>>,
     /// One attach at a time (two first requests of a sessionless stdio client).
@@ -93,11 +77,11 @@ pub(crate) struct Gateway {
 impl Drop for Gateway {
     fn drop(&mut self) {
         let (Mode::Http, Some(attachment)) = (&self.mode, self.attached.get()) else { return };
-        let engine = self.engine.clone();
+        let hub = self.hub.clone();
         let id = attachment.id;
         // Dropped by rmcp's session task, inside the runtime.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { engine.detach(id, "session_closed").await });
+            runtime.spawn(async move { hub.detach(id, "session_closed").await });
         }
     }
 }
@@ -158,13 +142,13 @@ fn stateless_era(context: &RequestContext<RoleServer>) -> bool {
 
 impl Gateway {
     /// The stdio client's service, over the channel opened at start-up.
-    pub(crate) fn stdio(engine: Arc<Engine>, channel: Arc<Channel>) -> Self {
-        Self { engine, mode: Mode::Stdio(channel), attached: OnceLock::new(), attaching: tokio::sync::Mutex::new(()) }
+    pub(crate) fn stdio(hub: Arc<Hub>, channel: Arc<Channel>) -> Self {
+        Self { hub, mode: Mode::Stdio(channel), attached: OnceLock::new(), attaching: tokio::sync::Mutex::new(()) }
     }
 
     /// An HTTP session's (or stateless request's) service.
-    pub(crate) fn http(engine: Arc<Engine>) -> Self {
-        Self { engine, mode: Mode::Http, attached: OnceLock::new(), attaching: tokio::sync::Mutex::new(()) }
+    pub(crate) fn http(hub: Arc<Hub>) -> Self {
+        Self { hub, mode: Mode::Http, attached: OnceLock::new(), attaching: tokio::sync::Mutex::new(()) }
     }
 
     /// Make this service's attachment for `client` (stdio: its one channel; HTTP: a new
@@ -179,17 +163,17 @@ impl Gateway {
         if self.attached.get().is_some() {
             return Ok(None);
         }
-        let engine = &self.engine;
+        let hub = &self.hub;
         let attachment = match &self.mode {
-            Mode::Stdio(channel) => engine.go_live(None, channel.clone(), client, facts, Some(session)).await,
+            Mode::Stdio(channel) => hub.go_live(None, channel.clone(), client, facts, Some(session)).await,
             Mode::Http => {
                 let principal = client.principal.clone().unwrap_or_default();
                 let reservation =
-                    engine.reserve(&principal).map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
-                let channel = engine.open_channel(&reservation).map_err(|e| {
+                    hub.reserve(&principal).map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+                let channel = hub.open_channel(&reservation).map_err(|e| {
                     ErrorData::internal_error(format!("the downstream server could not be started: {e}"), None)
                 })?;
-                engine.go_live(Some(reservation), Arc::new(channel), client, facts, Some(session)).await
+                hub.go_live(Some(reservation), Arc::new(channel), client, facts, Some(session)).await
             }
         };
         let _ = self.attached.set(attachment.clone());
@@ -215,13 +199,13 @@ impl Gateway {
         };
         let link = attachment.channel.wait_ready(deadline).await;
         if let Some(connection) = &link {
-            self.engine.learned_capabilities(&connection.capabilities);
+            self.hub.learned_capabilities(&connection.capabilities);
         }
         Ok(self.server_config(link.as_deref()).with_protocol_version(version))
     }
 
     fn settings(&self) -> &ServiceSettings {
-        &self.engine.settings
+        &self.hub.settings
     }
 
     /// The gateway's `initialize` answer: its own identity, the downstream's capabilities
@@ -229,9 +213,7 @@ impl Gateway {
     fn server_config(&self, link: Option<&Connection>) -> InitializeResult {
         let mut capabilities = match link {
             Some(connection) => connection.capabilities.clone(),
-            None if self.engine.has_downstream() => {
-                self.engine.known_capabilities().unwrap_or_else(superset_capabilities)
-            }
+            None if self.hub.has_downstream() => self.hub.known_capabilities().unwrap_or_else(superset_capabilities),
             None => ServerCapabilities::default(),
         };
         let mut tools = ToolsCapability::default();
@@ -278,7 +260,7 @@ impl Gateway {
                     client_name: info.name,
                     client_version: info.version,
                 };
-                self.engine
+                self.hub
                     .stateless(key, client, facts)
                     .await
                     .map_err(|e| ErrorData::invalid_request(e.to_string(), None))

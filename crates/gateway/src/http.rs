@@ -5,7 +5,7 @@
 //! `LocalSessionManager`), SSE streams, the stateless 2026-07-28 requests, the body cap,
 //! and the DNS-rebinding checks on `Host` and `Origin` (403). It builds one service per
 //! session (and one per stateless request) from a factory; each is a [`Gateway`] over the
-//! shared [`Engine`], which makes the attachment: a session's at its `initialize`, a
+//! shared [`Hub`], which makes the attachment: a session's at its `initialize`, a
 //! stateless client's at its first request (one per principal and `clientInfo`). The
 //! service must be a `ServerHandler`, so [`HttpGateway`] adapts the gateway's one
 //! `dispatch` to its typed methods; the gate therefore runs on exactly the code path stdio
@@ -51,12 +51,12 @@
 
 use crate::auth::Principals;
 use crate::control::ControlPlane;
-use crate::engine::{Engine, Limits, NotAdmitted, StatelessKey};
 use crate::error::GatewayError;
 use crate::gateway::{Authenticated, Gateway};
+use crate::hub::{Hub, Limits, NotAdmitted, StatelessKey};
+use crate::lifecycle::ShutdownReason;
 use crate::observe::GatewayObserver;
 use crate::options::GatewayOptions;
-use crate::serve::ShutdownReason;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -81,8 +81,9 @@ mod listen;
 mod metrics_listener;
 mod slots;
 mod strict;
+pub use crate::options::ConnectionLimits;
 use gatekeeper::{Bucket, Gatekeeper, gatekeeper};
-pub use listen::{ConnectionLimits, serve_connections};
+pub use listen::serve_connections;
 pub(crate) use metrics_listener::start_metrics_listener;
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service as _};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -149,7 +150,7 @@ pub fn run_http(
     control: Arc<dyn ControlPlane>,
     bound: impl FnOnce(SocketAddr),
 ) -> Result<ShutdownReason, GatewayError> {
-    crate::serve::init_logging(options.log_filter.as_deref())?;
+    crate::lifecycle::init_logging(options.log_filter.as_deref())?;
     // Two workers: unlike stdio, many sessions' requests arrive at once.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -158,7 +159,7 @@ pub fn run_http(
         .build()
         .map_err(GatewayError::Runtime)?;
     let outcome = runtime.block_on(async {
-        let signalled = crate::serve::shutdown_signals()?;
+        let signalled = crate::lifecycle::shutdown_signals()?;
         serve_http(options, http, control, signalled, bound).await
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
@@ -191,13 +192,13 @@ where
         principals = http.principals.as_ref().map_or(0, Principals::len), "listening");
     bound(local);
 
-    let engine = crate::serve::start_engine(&options, &control, control_tools, http.limits, true).await?;
+    let hub = crate::lifecycle::start_hub(&options, &control, control_tools, http.limits, true).await?;
     let cancel = CancellationToken::new();
-    let router = router(&engine, &options, &http, local, cancel.clone());
+    let router = router(&hub, &options, &http, local, cancel.clone());
 
     let stop = CancellationToken::new();
     let server = tokio::spawn(listen::serve_connections(listener, router, http.connections, stop.clone()));
-    let sweeper_engine = engine.clone();
+    let sweeper_engine = hub.clone();
     let sweeper = tokio::spawn(async move {
         loop {
             tokio::time::sleep(sweeper_engine.sweep_every()).await;
@@ -217,7 +218,7 @@ where
         Err(_) => tracing::warn!("the HTTP server did not stop within 2 s"),
     }
 
-    crate::serve::stop_engine(&engine, None, &reason).await;
+    crate::lifecycle::stop_hub(&hub, None, &reason).await;
     Ok(reason)
 }
 
@@ -239,7 +240,7 @@ fn check_listen(http: &HttpOptions) -> Result<(), GatewayError> {
 /// The routes: rmcp's service at the MCP endpoint, `/metrics` when observed, the gatekeeper
 /// in front of both.
 fn router(
-    engine: &Arc<Engine>,
+    hub: &Arc<Hub>,
     options: &GatewayOptions,
     http: &HttpOptions,
     local: SocketAddr,
@@ -252,7 +253,7 @@ fn router(
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_message_bytes)
         .with_cancellation_token(cancel);
-    let factory_engine = engine.clone();
+    let factory_engine = hub.clone();
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(HttpGateway(Gateway::http(factory_engine.clone()))),
@@ -260,7 +261,7 @@ fn router(
         config,
     );
     let gate = Arc::new(Gatekeeper {
-        engine: engine.clone(),
+        hub: hub.clone(),
         token: http.bearer_token.clone(),
         principals: http.principals.clone(),
         profile: http.profile.clone(),

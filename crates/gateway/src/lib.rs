@@ -7,36 +7,39 @@
 //! the gate on the whole call, shutdown). [`run`] and [`serve`] are the entry points; [`GatewayOptions`] is everything
 //! else the caller decides.
 //!
-//! * [`control`] — the boundary trait and the values that cross it.
-//! * `frame` — the client's wire: line framing, validation, the one stdout writer.
-//! * `gateway` — the rmcp server service: initialize, tools/list, tools/call, forwarding.
-//! * `answers` — the gateway's own wire answers: annotations, refusal texts, result shapes.
-//! * `engine` — what every attachment shares, and the table of attachments.
-//! * `channel` — one attachment's own downstream connection and routing state.
-//! * `routes` — which client request a downstream message belongs to.
-//! * `relay` — the rmcp client service towards one downstream connection: notifications
-//!   and requests passed up to their client.
-//! * `outbox` — the bounded per-channel notification queues, one per direction.
-//! * `downstream` — one channel's supervised child and its per-run MCP connection.
-//! * `serve` — the stdio lifecycle.
-//! * `http` — the Streamable HTTP transport: sessions, stateless clients, the gatekeeper.
-//! * `auth` — bearer tokens and the principals of a tokens file.
-//! * [`observe`] — what the gateway tells its metrics ([`GatewayObserver`]) and the
-//!   `GET /metrics` answer it is handed.
+//! The modules form layers, no file importing one above it (`tests/module_layers.rs`):
+//!
+//! * bottom — [`control`] (the boundary trait and the values that cross it), `options`
+//!   (what the caller decides, and the settings derived from it), [`observe`] (what the
+//!   gateway tells its metrics), `error`, `auth` (bearer tokens, a tokens file's
+//!   principals), `frame` (the client's wire: line framing, validation, the one stdout
+//!   writer), `routes` (which client request a downstream message belongs to), `outbox`
+//!   (the bounded per-channel notification queues), `answers` (the gateway's own wire
+//!   answers), `timefmt`;
+//! * channels — `channel_state` (what one attachment's two directions share), `relay` (the
+//!   rmcp client service towards one downstream connection), `downstream` (one channel's
+//!   supervised child and its per-run connection), `channel` (the two together), `link`;
+//! * `hub` — what every attachment shares, and the table of attachments; `gateway` — the
+//!   rmcp server service: initialize, tools/list, tools/call, forwarding;
+//! * `lifecycle` — logging, signals, the hub started and stopped in order;
+//! * transports on top — `serve` (stdio) and `http` (Streamable HTTP: sessions, stateless
+//!   clients, the gatekeeper, the metrics listener).
 #![deny(missing_docs)]
 
 mod answers;
 mod auth;
 mod channel;
+mod channel_state;
 pub mod control;
 mod downstream;
-mod engine;
 mod error;
 mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gateway;
 mod http;
+mod hub;
+mod lifecycle;
 mod link;
 pub mod observe;
 mod options;
@@ -52,14 +55,15 @@ pub use control::{
     AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane, DownstreamLink,
     DownstreamRead, DownstreamState, DownstreamStatus, GateDecision, Listing, ReadAnswer, ToolCall, ToolClass, Verdict,
 };
-pub use engine::Limits;
 pub use error::GatewayError;
 pub use http::{
     ConnectionLimits, HTTP_ENDPOINT, HttpOptions, METRICS_ENDPOINT, run_http, serve_connections, serve_http,
 };
+pub use hub::Limits;
+pub use lifecycle::{ExtraLayer, ShutdownReason, init_logging, init_logging_with};
 pub use observe::{Exposition, GatewayObserver, MetaObject, TraceContext};
 pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions, MetricsListener};
-pub use serve::{ExtraLayer, ShutdownReason, init_logging, init_logging_with, run, serve, serve_io};
+pub use serve::{run, serve, serve_io};
 
 /// The rmcp version this crate is built on, re-exported so the control plane builds its
 /// [`rmcp::model::Tool`]s and [`rmcp::model::CallToolResult`]s from the same types.

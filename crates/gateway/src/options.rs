@@ -2,9 +2,9 @@
 //! settings and the gateway's own identity. Resolved by the caller (the `fleetgate serve`
 //! CLI reads flags, the roster and `FLEETGATE_LOG`); this crate reads no environment.
 
-use crate::http::ConnectionLimits;
 use crate::observe::{GatewayObserver, TraceContext};
 use fleetgate_supervise::SupervisionSettings;
+use rmcp::model::Implementation;
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -154,4 +154,40 @@ impl std::fmt::Debug for DownstreamCommand {
             .field("guard", &self.guard)
             .finish()
     }
+}
+
+/// Bounds on the HTTP listener's connections (see `http::listen`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Open connections at most; past it a new one is answered 503 and closed.
+    pub max_connections: usize,
+    /// How long a connection may take to deliver a request head, from when it opens or
+    /// its previous answer ended (the idle keep-alive timeout too).
+    pub header_timeout: Duration,
+    /// How long a POST's body may take to arrive once its head has.
+    pub body_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        // 512 stays below the common soft limit of 1024 open files, with room for the
+        // downstreams' pipes; 10 s is plenty for a head on any working link.
+        Self { max_connections: 512, header_timeout: Duration::from_secs(10), body_timeout: Duration::from_secs(30) }
+    }
+}
+
+/// The settings the service needs from [`crate::GatewayOptions`].
+#[derive(Clone, Debug)]
+pub(crate) struct ServiceSettings {
+    pub(crate) call_timeout: Duration,
+    pub(crate) attach_wait: Duration,
+    pub(crate) server_info: Implementation,
+    pub(crate) instructions: Option<String>,
+    /// Told of forwarded calls (and, over HTTP, of the sessions open).
+    pub(crate) observer: Option<Arc<dyn GatewayObserver>>,
+    /// Links the `tools/call` span to the caller's trace and the forwarded `_meta` to the
+    /// `forward` span.
+    pub(crate) trace: Option<Arc<dyn TraceContext>>,
+    /// Over Streamable HTTP: the attachments are sessions, counted for the observer.
+    pub(crate) http: bool,
 }

@@ -16,7 +16,7 @@
 //!   attachment has none, so they ride the stream of its oldest request in flight, or are
 //!   dropped. A `tools/list_changed` also empties the catalogue.
 
-use crate::channel::ChannelState;
+use crate::channel_state::ChannelState;
 use crate::routes::{InputKind, MAX_PENDING_ASKS, ProgressSeq};
 use rmcp::ErrorData;
 use rmcp::model::{

@@ -54,7 +54,7 @@ impl Gateway {
             None => {}
         }
         if cursor.is_none() {
-            let mut first = self.engine.control_tools.clone();
+            let mut first = self.hub.control_tools.clone();
             first.append(&mut tools);
             tools = first;
         }
@@ -66,16 +66,16 @@ impl Gateway {
     /// Drop what the role may never call and what a control tool shadows; annotate the
     /// rest with their listing.
     pub(super) async fn filter_and_annotate(&self, tools: Vec<Tool>) -> Result<Vec<Tool>, ErrorData> {
-        let engine = self.engine.clone();
+        let hub = self.hub.clone();
         blocking("list_tool", move || {
             tools
                 .into_iter()
                 .filter_map(|tool| {
-                    if engine.control_names.contains(tool.name.as_ref()) {
+                    if hub.control_names.contains(tool.name.as_ref()) {
                         tracing::warn!(tool = %tool.name, "a downstream tool is shadowed by a control tool");
                         return None;
                     }
-                    let listing = engine.control.list_tool(&tool);
+                    let listing = hub.control.list_tool(&tool);
                     listing.visible.then(|| annotate(tool, listing.class, listing.meta))
                 })
                 .collect()
@@ -125,10 +125,10 @@ impl Gateway {
         let name = request.params.name.to_string();
         let channel = &attachment.channel;
         let id = attachment.id;
-        if self.engine.control_names.contains(&name) {
+        if self.hub.control_names.contains(&name) {
             let arguments = request.params.arguments.clone().unwrap_or_default();
             let status = channel.status();
-            let control = self.engine.control.clone();
+            let control = self.hub.control.clone();
             let state = channel.state.clone();
             let generation = channel.link().map(|c| c.generation);
             let link = channel.link().map(|c| PeerLink::new(&c, self.settings().call_timeout));
@@ -158,7 +158,7 @@ impl Gateway {
             Ok(None) => return Err(unknown_tool(&name)),
             Err(error) => return self.call_failed(channel, &name, error),
         };
-        let control = self.engine.control.clone();
+        let control = self.hub.control.clone();
         // Decided here when the role policy alone decides (a read-only call): the pool
         // round trip is only for calls that need the store or the forge.
         let now = control.decide_now(
@@ -221,7 +221,7 @@ impl Gateway {
         match answered {
             Ok(result) => {
                 if let (true, ServerResult::CallToolResult(answer)) = (settles, &result) {
-                    let (control, answer) = (self.engine.control.clone(), answer.clone());
+                    let (control, answer) = (self.hub.control.clone(), answer.clone());
                     // What a call settles may need a read of its own (a pushed branch's tip).
                     let link = PeerLink::new(&connection, self.settings().call_timeout);
                     let recorded = blocking("on_forwarded", move || {

@@ -42,7 +42,7 @@ impl Bucket {
 
 /// What the gatekeeper middleware checks against.
 pub(super) struct Gatekeeper {
-    pub(super) engine: Arc<Engine>,
+    pub(super) hub: Arc<Hub>,
     pub(super) token: Option<String>,
     pub(super) principals: Option<Principals>,
     pub(super) profile: Option<String>,
@@ -184,7 +184,7 @@ impl Gatekeeper {
 
     /// Whether one more attachment for `principal` may be made now.
     fn admit(&self, principal: &str, id: Option<serde_json::Value>) -> Result<(), Refused> {
-        match self.engine.admit(principal) {
+        match self.hub.admit(principal) {
             Ok(()) => {}
             Err(refused @ NotAdmitted::PrincipalFull(_)) => {
                 return Err(jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, id, -32000, refused.to_string()));
@@ -239,7 +239,7 @@ impl Gatekeeper {
             client_name: field("name").to_owned(),
             client_version: field("version").to_owned(),
         };
-        if self.engine.knows(&key) { Ok(()) } else { self.admit(&who, probe.id) }
+        if self.hub.knows(&key) { Ok(()) } else { self.admit(&who, probe.id) }
     }
 
     /// A request in a session holds its id while it is answered. rmcp keys a session's
@@ -266,7 +266,7 @@ impl Gatekeeper {
         let recorded: Vec<String> = {
             let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
             owners.by_session.insert(session, principal.0.clone());
-            if owners.by_session.len() <= self.engine.max_attachments() + OWNERS_SLACK {
+            if owners.by_session.len() <= self.hub.max_attachments() + OWNERS_SLACK {
                 return;
             }
             owners.by_session.keys().cloned().collect()

@@ -22,6 +22,7 @@
 
 use super::slots::Slot;
 use super::strict;
+use crate::options::ConnectionLimits;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,26 +33,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-
-/// Bounds on the HTTP listener's connections (see the module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConnectionLimits {
-    /// Open connections at most; past it a new one is answered 503 and closed.
-    pub max_connections: usize,
-    /// How long a connection may take to deliver a request head, from when it opens or
-    /// its previous answer ended (the idle keep-alive timeout too).
-    pub header_timeout: Duration,
-    /// How long a POST's body may take to arrive once its head has.
-    pub body_timeout: Duration,
-}
-
-impl Default for ConnectionLimits {
-    fn default() -> Self {
-        // 512 stays below the common soft limit of 1024 open files, with room for the
-        // downstreams' pipes; 10 s is plenty for a head on any working link.
-        Self { max_connections: 512, header_timeout: Duration::from_secs(10), body_timeout: Duration::from_secs(30) }
-    }
-}
 
 /// How long a refused connection's input is drained before it is closed.
 const DRAIN_FOR: Duration = Duration::from_secs(1);

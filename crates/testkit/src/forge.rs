@@ -1,7 +1,7 @@
 //! A stand-in for a Gitea forge behind the official Gitea MCP server (gitea-mcp), for the
 //! end-to-end tests of the `gitea-mcp` rule profile and the pull-request workflow: no forge
 //! server installs here, so this rmcp stdio MCP server offers the real server's tool names,
-//! `method` values and argument shapes (`GITEA_MCP.md` beside this file says which version
+//! `method` values and argument shapes (`forge/GITEA_MCP.md` says which version
 //! and what exactly) and does the forge's work itself, for real, on a bare git repository:
 //!
 //! * branches are refs (`create_branch`, `delete_branch`, `list_branches`);
@@ -23,7 +23,7 @@
 //! * `actions_run_read` `list_runs` (none: no CI here) and `download_job_log`, which writes
 //!   the log to `output_path` as the real server does (a "reader" that writes a file).
 //!
-//! Gitea's semantics where they differ from a naive reading (`GITEA_MCP.md` lists them): a
+//! Gitea's semantics where they differ from a naive reading (`forge/GITEA_MCP.md` lists them): a
 //! fraction is truncated where a number is read, a numeric string is a number; a file write
 //! without `branch_name` writes the default branch; `head_commit_id` on a merge is a
 //! compare-and-swap (409 when the head moved); an approval or a request-changes by the PR's

@@ -10,14 +10,14 @@
 //!   principal and client (`clientInfo` name and version), reused by every later request
 //!   and retired after `stateless_ttl` without one.
 //!
-//! Their number is bounded ([`Limits`]); the HTTP layer asks [`Engine::admit`] first so a
-//! refusal is a clear HTTP status, and [`Engine::reserve`] enforces the bound again at
+//! Their number is bounded ([`Limits`]); the HTTP layer asks [`Hub::admit`] first so a
+//! refusal is a clear HTTP status, and [`Hub::reserve`] enforces the bound again at
 //! creation, where a race would otherwise slip one past it.
 
 use crate::channel::Channel;
 use crate::control::{AttachmentId, ClientAttach, ControlPlane};
 use crate::downstream::{DownstreamSpec, EraMemo};
-use crate::gateway::ServiceSettings;
+use crate::options::ServiceSettings;
 use crate::routes::ClientFacts;
 use rmcp::model::{ServerCapabilities, Tool};
 use rmcp::service::{Peer, RoleServer};
@@ -120,7 +120,7 @@ impl Table {
 }
 
 /// What every attachment shares.
-pub(crate) struct Engine {
+pub(crate) struct Hub {
     pub(crate) control: Arc<dyn ControlPlane>,
     pub(crate) settings: ServiceSettings,
     pub(crate) control_tools: Vec<Tool>,
@@ -137,22 +137,22 @@ pub(crate) struct Engine {
     last_capabilities: Mutex<Option<ServerCapabilities>>,
 }
 
-impl std::fmt::Debug for Engine {
+impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("attachments", &self.lock().live.len()).finish_non_exhaustive()
+        f.debug_struct("Hub").field("attachments", &self.lock().live.len()).finish_non_exhaustive()
     }
 }
 
 /// A slot for one attachment being made; given back on drop unless the attachment went live.
 pub(crate) struct Reservation<'a> {
-    engine: &'a Engine,
+    hub: &'a Hub,
     principal: String,
     id: AttachmentId,
 }
 
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
-        let mut table = self.engine.lock();
+        let mut table = self.hub.lock();
         if let Some(n) = table.pending.get_mut(&self.principal) {
             *n -= 1;
             if *n == 0 {
@@ -162,7 +162,7 @@ impl Drop for Reservation<'_> {
     }
 }
 
-impl Engine {
+impl Hub {
     pub(crate) fn new(
         control: Arc<dyn ControlPlane>,
         settings: ServiceSettings,
@@ -227,7 +227,7 @@ impl Engine {
         table.next += 1;
         let id = AttachmentId(table.next);
         *table.pending.entry(principal.to_owned()).or_default() += 1;
-        Ok(Reservation { engine: self, principal: principal.to_owned(), id })
+        Ok(Reservation { hub: self, principal: principal.to_owned(), id })
     }
 
     /// The stdio transport's one attachment, its channel opened now so the downstream
@@ -388,17 +388,17 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::{Engine, Limits, NotAdmitted, StatelessKey};
+    use super::{Hub, Limits, NotAdmitted, StatelessKey};
     use crate::control::{
         AttachmentId, ClientAttach, ControlCall, ControlPlane, GateDecision, Listing, ToolCall, ToolClass, Verdict,
     };
-    use crate::gateway::ServiceSettings;
+    use crate::options::ServiceSettings;
     use crate::routes::ClientFacts;
     use rmcp::model::{CallToolResult, Implementation, Tool};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    /// Records what the engine tells it.
+    /// Records what the hub tells it.
     #[derive(Default)]
     struct Recorder(Mutex<Vec<String>>);
 
@@ -433,7 +433,7 @@ mod tests {
         fn on_shutdown(&self, _: &str) {}
     }
 
-    fn engine(limits: Limits) -> (Arc<Recorder>, Engine) {
+    fn hub(limits: Limits) -> (Arc<Recorder>, Hub) {
         let recorder = Arc::new(Recorder::default());
         let settings = ServiceSettings {
             call_timeout: Duration::from_secs(1),
@@ -444,7 +444,7 @@ mod tests {
             trace: None,
             http: true,
         };
-        (recorder.clone(), Engine::new(recorder, settings, Vec::new(), None, limits))
+        (recorder.clone(), Hub::new(recorder, settings, Vec::new(), None, limits))
     }
 
     fn key(principal: &str, name: &str) -> StatelessKey {
@@ -467,19 +467,19 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_stateless_client_keeps_one_attachment_until_idle_past_the_ttl() {
         let limits = Limits { stateless_ttl: Duration::from_secs(60), ..Limits::default() };
-        let (recorded, engine) = engine(limits);
-        let first = engine.stateless(key("alice", "cursor"), client("cursor", "alice"), facts()).await.unwrap();
-        let again = engine.stateless(key("alice", "cursor"), client("cursor", "alice"), facts()).await.unwrap();
+        let (recorded, hub) = hub(limits);
+        let first = hub.stateless(key("alice", "cursor"), client("cursor", "alice"), facts()).await.unwrap();
+        let again = hub.stateless(key("alice", "cursor"), client("cursor", "alice"), facts()).await.unwrap();
         assert_eq!(first.id, again.id, "one attachment per principal and client");
-        let other = engine.stateless(key("bob", "cursor"), client("cursor", "bob"), facts()).await.unwrap();
+        let other = hub.stateless(key("bob", "cursor"), client("cursor", "bob"), facts()).await.unwrap();
         assert_ne!(first.id, other.id);
 
         tokio::time::advance(Duration::from_secs(45)).await;
-        engine.stateless(key("alice", "cursor"), client("cursor", "alice"), facts()).await.unwrap();
+        hub.stateless(key("alice", "cursor"), client("cursor", "alice"), facts()).await.unwrap();
         tokio::time::advance(Duration::from_secs(30)).await;
-        engine.expire_idle().await;
-        assert!(engine.knows(&key("alice", "cursor")), "used 30 s ago: kept");
-        assert!(!engine.knows(&key("bob", "cursor")), "idle 75 s: retired");
+        hub.expire_idle().await;
+        assert!(hub.knows(&key("alice", "cursor")), "used 30 s ago: kept");
+        assert!(!hub.knows(&key("bob", "cursor")), "idle 75 s: retired");
         let log = recorded.0.lock().unwrap().clone();
         assert!(log.contains(&format!("detach {} stateless_idle", other.id.0)), "{log:?}");
         assert!(!log.iter().any(|l| l == &format!("detach {} stateless_idle", first.id.0)), "{log:?}");
@@ -488,14 +488,14 @@ mod tests {
     #[tokio::test]
     async fn attachments_are_bounded_overall_and_per_principal() {
         let limits = Limits { max_attachments: 3, max_per_principal: 2, ..Limits::default() };
-        let (_, engine) = engine(limits);
-        let a1 = engine.reserve("alice").unwrap();
-        let a2 = engine.reserve("alice").unwrap();
-        assert_eq!(engine.reserve("alice").err(), Some(NotAdmitted::PrincipalFull(2)));
-        let b1 = engine.reserve("bob").unwrap();
-        assert_eq!(engine.reserve("carol").err(), Some(NotAdmitted::Full(3)));
+        let (_, hub) = hub(limits);
+        let a1 = hub.reserve("alice").unwrap();
+        let a2 = hub.reserve("alice").unwrap();
+        assert_eq!(hub.reserve("alice").err(), Some(NotAdmitted::PrincipalFull(2)));
+        let b1 = hub.reserve("bob").unwrap();
+        assert_eq!(hub.reserve("carol").err(), Some(NotAdmitted::Full(3)));
         drop(a1);
-        assert!(engine.reserve("carol").is_ok(), "a slot given back is free again");
+        assert!(hub.reserve("carol").is_ok(), "a slot given back is free again");
         drop((a2, b1));
     }
 }
