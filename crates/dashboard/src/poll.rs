@@ -52,7 +52,7 @@ impl Source {
     pub fn look(&self) -> FleetView {
         let now = self.clock.now();
         let mut read = read_fleet(Ok(&*self.store));
-        let workers = read.as_mut().map(|fleet| std::mem::take(&mut fleet.workers)).map_err(|e| e.clone());
+        let workers = read.as_mut().map(|fleet| std::mem::take(&mut fleet.workers)).map_err(|e| e.to_string());
         let snap = snapshot_of(&self.config, read, &*self.observer, now, None);
         let audit = self.store.list_audit(None, AUDIT_WINDOW).map_err(|e| e.to_string());
         let leases = self.store.list_pr_leases(true, now).map_err(|e| e.to_string());

@@ -134,6 +134,47 @@ impl fmt::Display for ControlError {
 
 impl std::error::Error for ControlError {}
 
+/// Why a call the control plane made of the downstream ([`DownstreamLink::call_tool`], a
+/// [`ReadAnswer`]) has no result. A result that is an error result is a result, not this.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DownstreamError {
+    /// What kind of failure.
+    pub kind: DownstreamErrorKind,
+    /// What failed, in words.
+    pub message: String,
+}
+
+/// The kinds of [`DownstreamError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DownstreamErrorKind {
+    /// The downstream did not answer within the gateway's call timeout.
+    Timeout,
+    /// The call did not complete: the connection closed, or the downstream answered a
+    /// protocol error (JSON-RPC, not a tool error result).
+    Failed,
+}
+
+impl DownstreamError {
+    /// A failure of `kind`.
+    pub fn new(kind: DownstreamErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+
+    /// Whether asking again later may succeed: a timeout may (the downstream was slow or
+    /// restarting); a protocol error will not by itself.
+    pub fn is_transient(&self) -> bool {
+        self.kind == DownstreamErrorKind::Timeout
+    }
+}
+
+impl fmt::Display for DownstreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DownstreamError {}
+
 /// One client attachment of this process, numbered by the gateway from 1: the stdio client,
 /// one Streamable HTTP session, or one stateless HTTP client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -206,7 +247,7 @@ pub struct ReadAnswer {
     /// The read.
     pub read: DownstreamRead,
     /// Its answer.
-    pub answer: Result<CallToolResult, String>,
+    pub answer: Result<CallToolResult, DownstreamError>,
 }
 
 /// One real call of a downstream tool: its definition and its arguments.
@@ -230,7 +271,7 @@ pub struct ToolCall<'a> {
 pub trait DownstreamLink: Send + Sync + fmt::Debug {
     /// Call `name` with `arguments` and wait for the answer: a result (possibly an error
     /// result), or why there is none.
-    fn call_tool(&self, name: &str, arguments: JsonObject) -> Result<CallToolResult, String>;
+    fn call_tool(&self, name: &str, arguments: JsonObject) -> Result<CallToolResult, DownstreamError>;
 }
 
 /// How a downstream tool is listed to the role.

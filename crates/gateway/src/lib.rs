@@ -52,8 +52,9 @@ mod timefmt;
 pub use answers::{CLASSIFICATION_META_KEY, DOWNSTREAM_TIMEOUT, DOWNSTREAM_UNAVAILABLE};
 pub use auth::{Principal, Principals, PrincipalsError};
 pub use control::{
-    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane, DownstreamLink,
-    DownstreamRead, DownstreamState, DownstreamStatus, GateDecision, Listing, ReadAnswer, ToolCall, ToolClass, Verdict,
+    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
+    DownstreamError, DownstreamErrorKind, DownstreamLink, DownstreamRead, DownstreamState, DownstreamStatus,
+    GateDecision, Listing, ReadAnswer, ToolCall, ToolClass, Verdict,
 };
 pub use error::GatewayError;
 pub use http::{

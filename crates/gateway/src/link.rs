@@ -5,7 +5,7 @@
 //! `Handle::block_on`, the runtime's workers carrying the exchange. The gateway's call
 //! timeout bounds both.
 
-use crate::control::DownstreamLink;
+use crate::control::{DownstreamError, DownstreamErrorKind, DownstreamLink};
 use crate::downstream::Connection;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::{Peer, RoleClient};
@@ -34,7 +34,7 @@ impl fmt::Debug for PeerLink {
 
 impl PeerLink {
     /// [`DownstreamLink::call_tool`] on the runtime, for a read made before deciding.
-    pub(crate) async fn call(&self, name: &str, arguments: JsonObject) -> Result<CallToolResult, String> {
+    pub(crate) async fn call(&self, name: &str, arguments: JsonObject) -> Result<CallToolResult, DownstreamError> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         answered(name, self.timeout, tokio::time::timeout(self.timeout, self.peer.call_tool(params)).await)
     }
@@ -44,16 +44,21 @@ fn answered<E: fmt::Display>(
     name: &str,
     timeout: Duration,
     answered: Result<Result<CallToolResult, E>, tokio::time::error::Elapsed>,
-) -> Result<CallToolResult, String> {
+) -> Result<CallToolResult, DownstreamError> {
     match answered {
-        Err(_) => Err(format!("the downstream did not answer `{name}` within {:.1} s", timeout.as_secs_f64())),
-        Ok(Err(error)) => Err(format!("the downstream failed `{name}`: {error}")),
+        Err(_) => Err(DownstreamError::new(
+            DownstreamErrorKind::Timeout,
+            format!("the downstream did not answer `{name}` within {:.1} s", timeout.as_secs_f64()),
+        )),
+        Ok(Err(error)) => {
+            Err(DownstreamError::new(DownstreamErrorKind::Failed, format!("the downstream failed `{name}`: {error}")))
+        }
         Ok(Ok(result)) => Ok(result),
     }
 }
 
 impl DownstreamLink for PeerLink {
-    fn call_tool(&self, name: &str, arguments: JsonObject) -> Result<CallToolResult, String> {
+    fn call_tool(&self, name: &str, arguments: JsonObject) -> Result<CallToolResult, DownstreamError> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         answered(
             name,

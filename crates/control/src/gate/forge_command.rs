@@ -3,7 +3,7 @@
 //! pr` judge the PR workflow from the forge's own answer, as a gateway does through its
 //! downstream.
 
-use super::workflow::{ForgeReader, forge_answer};
+use super::workflow::{ForgeError, ForgeErrorKind, ForgeReader, forge_answer};
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_gateway::rmcp::ServiceExt;
 use fleetgate_gateway::rmcp::model::CallToolRequestParams;
@@ -43,7 +43,8 @@ impl CommandForge {
         Some(Self { argv: argv.clone(), env })
     }
 
-    async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
+    async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, ForgeError> {
+        let unreachable = |message: String| ForgeError::new(ForgeErrorKind::Unreachable, message);
         let program = &self.argv[0];
         let mut child = tokio::process::Command::new(program)
             .args(&self.argv[1..])
@@ -54,13 +55,20 @@ impl CommandForge {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("cannot start the forge command {program:?}: {e}"))?;
+            .map_err(|e| unreachable(format!("cannot start the forge command {program:?}: {e}")))?;
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-            return Err("the forge command's pipes were not opened".into());
+            return Err(unreachable("the forge command's pipes were not opened".into()));
         };
-        let client = ().serve((stdout, stdin)).await.map_err(|e| format!("the forge command did not start MCP: {e}"))?;
+        let client =
+            ().serve((stdout, stdin))
+                .await
+                .map_err(|e| unreachable(format!("the forge command did not start MCP: {e}")))?;
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let result = client.peer().call_tool(params).await.map_err(|e| format!("`{tool}` failed: {e}"));
+        let result = client
+            .peer()
+            .call_tool(params)
+            .await
+            .map_err(|e| ForgeError::new(ForgeErrorKind::Failed, format!("`{tool}` failed: {e}")));
         let _ = client.cancel().await;
         let _ = child.kill().await;
         forge_answer(tool, &result?)
@@ -68,15 +76,17 @@ impl CommandForge {
 }
 
 impl ForgeReader for CommandForge {
-    fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start a runtime for the forge read: {e}"))?;
+    fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, ForgeError> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+            ForgeError::new(ForgeErrorKind::Unreachable, format!("cannot start a runtime for the forge read: {e}"))
+        })?;
         runtime.block_on(async {
-            tokio::time::timeout(READ_TIMEOUT, self.call(tool, arguments))
-                .await
-                .unwrap_or_else(|_| Err(format!("the forge command did not answer `{tool}` within {READ_TIMEOUT:?}")))
+            tokio::time::timeout(READ_TIMEOUT, self.call(tool, arguments)).await.unwrap_or_else(|_| {
+                Err(ForgeError::new(
+                    ForgeErrorKind::Timeout,
+                    format!("the forge command did not answer `{tool}` within {READ_TIMEOUT:?}"),
+                ))
+            })
         })
     }
 }

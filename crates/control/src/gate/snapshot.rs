@@ -41,11 +41,11 @@ struct Rows {
 }
 
 /// The fleet as the store holds it, read in one transaction, or why it cannot be read.
-pub fn read_fleet(store: Result<&dyn Store, &StoreError>) -> Result<FleetSnapshot, String> {
-    store.map_err(|e| e.to_string()).and_then(|s| s.fleet_snapshot().map_err(|e| e.to_string()))
+pub fn read_fleet(store: Result<&dyn Store, &StoreError>) -> Result<FleetSnapshot, StoreError> {
+    store.map_err(Clone::clone).and_then(|s| s.fleet_snapshot())
 }
 
-fn read_rows(read: Result<FleetSnapshot, String>) -> Rows {
+fn read_rows(read: Result<FleetSnapshot, StoreError>) -> Rows {
     match read {
         Ok(FleetSnapshot { runtimes: rows, observations, store_file, .. }) => Rows {
             row_hosts: rows
@@ -65,7 +65,7 @@ fn read_rows(read: Result<FleetSnapshot, String>) -> Rows {
             row_hosts: BTreeMap::new(),
             remote: BTreeMap::new(),
             store_file: None,
-            error: Some(e),
+            error: Some(e.to_string()),
         },
     }
 }
@@ -94,7 +94,7 @@ pub fn snapshot(
 /// Look at the fleet as `read` (one [`read_fleet`]) holds it, as of `now`.
 pub fn snapshot_of(
     config: &FleetConfig,
-    read: Result<FleetSnapshot, String>,
+    read: Result<FleetSnapshot, StoreError>,
     observer: &dyn Observer,
     now: Timestamp,
     answering_namespace: Option<&str>,

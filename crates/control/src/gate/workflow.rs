@@ -35,18 +35,91 @@ pub const LOCK_EVENT: &str = "review-decision lock";
 /// Where the gate reads a PR's current state: the downstream's own read tool.
 pub trait ForgeReader {
     /// Call the forge's read tool `tool` with `arguments`; its answer as JSON.
-    fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String>;
+    fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, ForgeError>;
+}
+
+/// Why a forge read has no answer the gate can use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForgeError {
+    /// What kind of failure.
+    pub kind: ForgeErrorKind,
+    /// What failed, in words.
+    pub message: String,
+}
+
+/// The kinds of [`ForgeError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForgeErrorKind {
+    /// Nothing to read through: no downstream, no `[workflow] forge_command`, or a read the
+    /// gateway did not make before deciding.
+    NotConfigured,
+    /// The forge command could not be started or spoke no MCP.
+    Unreachable,
+    /// The forge did not answer in time.
+    Timeout,
+    /// The call did not complete (the connection closed, a protocol error).
+    Failed,
+    /// The forge answered an error result.
+    Refused,
+    /// The answer carries no JSON, or not the PR the workflow needs.
+    Malformed,
+}
+
+impl ForgeError {
+    /// A failure of `kind`.
+    pub fn new(kind: ForgeErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+
+    /// The same failure, its message behind `what: `.
+    #[must_use]
+    pub fn within(self, what: &str) -> Self {
+        Self { kind: self.kind, message: format!("{what}: {}", self.message) }
+    }
+
+    /// Whether asking again later may succeed (the forge slow, restarting or not yet up).
+    pub fn is_transient(&self) -> bool {
+        matches!(self.kind, ForgeErrorKind::Unreachable | ForgeErrorKind::Timeout)
+    }
+}
+
+impl std::fmt::Display for ForgeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ForgeError {}
+
+/// What a settling step (which records, and reports a failure in words) makes of a failed read.
+impl From<ForgeError> for String {
+    fn from(e: ForgeError) -> Self {
+        e.message
+    }
+}
+
+impl From<fleetgate_gateway::DownstreamError> for ForgeError {
+    fn from(e: fleetgate_gateway::DownstreamError) -> Self {
+        let kind = match e.kind {
+            fleetgate_gateway::DownstreamErrorKind::Timeout => ForgeErrorKind::Timeout,
+            fleetgate_gateway::DownstreamErrorKind::Failed => ForgeErrorKind::Failed,
+        };
+        Self::new(kind, e.message)
+    }
 }
 
 /// The PR's state as the forge reports it now.
-pub fn read_pr(forge: Option<&dyn ForgeReader>, target: &PrTarget) -> Result<PrFacts, String> {
+pub fn read_pr(forge: Option<&dyn ForgeReader>, target: &PrTarget) -> Result<PrFacts, ForgeError> {
     let forge = forge.ok_or_else(|| {
-        "no forge to read the PR's head from (a gateway reads through its downstream; the CLI needs [workflow] forge_command)"
-            .to_owned()
+        ForgeError::new(
+            ForgeErrorKind::NotConfigured,
+            "no forge to read the PR's head from (a gateway reads through its downstream; the CLI needs [workflow] forge_command)",
+        )
     })?;
     let (tool, arguments) = head_read(target);
-    let answer = forge.read(tool, arguments).map_err(|e| format!("reading PR #{} from the forge: {e}", target.pr))?;
-    pr_facts(&answer).map_err(|e| format!("reading PR #{} from the forge: {e}", target.pr))
+    let within = format!("reading PR #{} from the forge", target.pr);
+    let answer = forge.read(tool, arguments).map_err(|e| e.within(&within))?;
+    pr_facts(&answer).map_err(|e| ForgeError::new(ForgeErrorKind::Malformed, format!("{within}: {e}")))
 }
 
 /// The JSON a tool result carries: its structured content, else its first text block that
@@ -60,13 +133,14 @@ pub fn answer_json(result: &fleetgate_gateway::rmcp::model::CallToolResult) -> O
 
 /// A forge read's answer as JSON: an error result, or one that carries no JSON, is the
 /// read failing, with the forge's own words.
-pub fn forge_answer(tool: &str, result: &fleetgate_gateway::rmcp::model::CallToolResult) -> Result<Value, String> {
+pub fn forge_answer(tool: &str, result: &fleetgate_gateway::rmcp::model::CallToolResult) -> Result<Value, ForgeError> {
     let text =
         || result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join(" ");
     if result.is_error == Some(true) {
-        return Err(format!("`{tool}` answered an error: {}", text()));
+        return Err(ForgeError::new(ForgeErrorKind::Refused, format!("`{tool}` answered an error: {}", text())));
     }
-    answer_json(result).ok_or_else(|| format!("`{tool}` answered no JSON: {}", text()))
+    answer_json(result)
+        .ok_or_else(|| ForgeError::new(ForgeErrorKind::Malformed, format!("`{tool}` answered no JSON: {}", text())))
 }
 
 /// What the workflow needs of one call.
@@ -292,7 +366,7 @@ pub fn judge(
         let kind = if verdict.is_some() { BlockerKind::ReviewLeaseRequired } else { BlockerKind::ApprovalRequired };
         return Err(Refusal::of(kind, "the call names no pull request (owner, repo and pull_number)".into()));
     };
-    let facts = read_pr(forge, &target).map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e))?;
+    let facts = read_pr(forge, &target).map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e.message))?;
     // The PR as the forge names it: its records key on that name, and the forwarded call
     // carries it, so what settles after is recorded under the same key.
     let canonical = facts.canonical(&target);
@@ -647,9 +721,28 @@ mod tests {
     struct Table(Vec<(&'static str, Result<Value, String>)>);
 
     impl ForgeReader for Table {
-        fn read(&self, tool: &str, _arguments: Map<String, Value>) -> Result<Value, String> {
-            self.0.iter().find(|(t, _)| *t == tool).map_or_else(|| Err(format!("no {tool}")), |(_, a)| a.clone())
+        fn read(&self, tool: &str, _arguments: Map<String, Value>) -> Result<Value, ForgeError> {
+            let answer = self.0.iter().find(|(t, _)| *t == tool).map(|(_, a)| a.clone());
+            answer
+                .unwrap_or_else(|| Err(format!("no {tool}")))
+                .map_err(|why| ForgeError::new(ForgeErrorKind::Timeout, why))
         }
+    }
+
+    #[test]
+    fn a_forge_read_keeps_whether_asking_again_may_help() {
+        let timeout = fleetgate_gateway::DownstreamError::new(fleetgate_gateway::DownstreamErrorKind::Timeout, "slow");
+        let failed = fleetgate_gateway::DownstreamError::new(fleetgate_gateway::DownstreamErrorKind::Failed, "closed");
+        assert!(ForgeError::from(timeout).is_transient());
+        assert!(!ForgeError::from(failed).is_transient());
+        let target = PrTarget { owner: "o".into(), repo: "r".into(), pr: 3 };
+        let none = read_pr(None, &target).unwrap_err();
+        assert_eq!((none.kind, none.is_transient()), (ForgeErrorKind::NotConfigured, false));
+        let slow = Table(vec![("pull_request_read", Err("timeout".into()))]);
+        let e = read_pr(Some(&slow), &target).unwrap_err();
+        assert!(e.is_transient() && e.message.starts_with("reading PR #3 from the forge: "), "{e:?}");
+        let odd = Table(vec![("pull_request_read", Ok(json!({ "not": "a pr" })))]);
+        assert_eq!(read_pr(Some(&odd), &target).unwrap_err().kind, ForgeErrorKind::Malformed);
     }
 
     #[test]

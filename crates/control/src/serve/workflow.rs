@@ -3,7 +3,7 @@
 //! read through the attachment's link (the PR's head never comes from the caller).
 
 use super::plane::FleetControl;
-use crate::gate::workflow::{AsState, ForgeReader, forge_answer, read_pr, records};
+use crate::gate::workflow::{AsState, ForgeError, ForgeErrorKind, ForgeReader, forge_answer, read_pr, records};
 use crate::gate::{Call, Caller};
 use fleetgate_core::forge_workflow::PrTarget;
 use fleetgate_core::workflow::{self, Actor, Purpose, Refusal};
@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 pub struct LinkForge<'a>(pub &'a dyn DownstreamLink);
 
 impl ForgeReader for LinkForge<'_> {
-    fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
+    fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, ForgeError> {
         forge_answer(tool, &self.0.call_tool(tool, arguments)?)
     }
 }
@@ -32,12 +32,14 @@ impl ForgeReader for LinkForge<'_> {
 pub struct Prefetched<'a>(pub &'a [fleetgate_gateway::ReadAnswer]);
 
 impl ForgeReader for Prefetched<'_> {
-    fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
+    fn read(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, ForgeError> {
         let made = self.0.iter().find(|a| a.read.tool == tool && a.read.arguments == arguments);
-        let made = made.ok_or_else(|| format!("`{tool}` was not read before deciding"))?;
+        let made = made.ok_or_else(|| {
+            ForgeError::new(ForgeErrorKind::NotConfigured, format!("`{tool}` was not read before deciding"))
+        })?;
         match &made.answer {
             Ok(result) => forge_answer(tool, result),
-            Err(why) => Err(why.clone()),
+            Err(why) => Err(why.clone().into()),
         }
     }
 }
@@ -221,7 +223,7 @@ fn claim_inner(
     let target = target(plane, args.pr, args.owner, args.repo)?;
     let forge = link.map(LinkForge);
     let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target)
-        .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e))?;
+        .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e.message))?;
     let store = plane.gate().store();
     let key = facts.canonical(&target).key(&plane.config().workflow.remote);
     let held = records(&**store, &key)?;
@@ -357,7 +359,7 @@ pub fn assess(plane: &FleetControl, link: Option<&dyn DownstreamLink>, args: PrA
         let target = target(plane, args.pr, args.owner, args.repo)?;
         let forge = link.map(LinkForge);
         let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target)
-            .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e))?;
+            .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e.message))?;
         let key = facts.canonical(&target).key(&plane.config().workflow.remote);
         let held = records(&**plane.gate().store(), &key)?;
         let independence = plane.config().workflow.independent_review;

@@ -201,7 +201,7 @@ fn show(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow::
         }
         Err(why) => (
             json!({ "pr": key, "leases": held.leases, "decisions": held.decisions, "origin": held.origin,
-                    "current_head": null, "forge_error": why }),
+                    "current_head": null, "forge_error": why.message }),
             format!("head unknown: {why}"),
         ),
     };
@@ -267,7 +267,7 @@ fn release_stale(ctx: &Ctx) -> anyhow::Result<Reply> {
                 }
             }
             Ok(_) => {}
-            Err(why) => kept.push(json!({ "pr": key, "why": why })),
+            Err(why) => kept.push(json!({ "pr": key, "why": why.message })),
         }
     }
     let text =
