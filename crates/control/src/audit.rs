@@ -489,6 +489,12 @@ impl Auditor {
         }
     }
 
+    /// Whether the writer thread sleeps until nudged (nothing queued, its linger over):
+    /// what the tests of its wake-ups observe instead of sleeping past [`LINGER`].
+    pub fn writer_is_idle(&self) -> bool {
+        self.shared().lock().idle
+    }
+
     /// Wait, at most `within`, until everything queued so far is committed (orderly
     /// shutdown). False when it is not.
     pub fn flush(&self, within: Duration) -> bool {

@@ -5,6 +5,8 @@
 //!   on a bare repository, served over MCP stdio by the binary `fleetgate-forge-fixture`
 //!   (`src/bin/forge_fixture.rs`); [`forge_fixture_exe`] finds it for a test.
 //! * [`pg`] — a fresh PostgreSQL database per test, never skipped silently.
+//! * [`records`] — a runtime row with every field set, and the `worker register` /
+//!   `runtime register` argument lists the suites repeat.
 //!
 //! May import core, host and gateway; no product crate imports it except as a
 //! dev-dependency (`tests/layering.rs` in the binary crate checks).
@@ -14,6 +16,7 @@
 #[allow(missing_docs)] // A test and demo stand-in, documented at its module.
 pub mod forge;
 pub mod pg;
+pub mod records;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

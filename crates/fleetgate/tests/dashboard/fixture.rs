@@ -51,6 +51,10 @@ pub fn roster(marker: &str, n: usize) -> String {
 
 /// Reads a child's stderr on a thread: returns the dashboard's address once it prints its
 /// listening line; everything is kept for assertions and echoed for a failing test's log.
+/// The line `watch_stderr` ends the log with once the process's stderr is closed: after it,
+/// the log holds everything the process wrote.
+pub const STDERR_CLOSED: &str = "(stderr closed)\n";
+
 pub fn watch_stderr(stderr: impl Read + Send + 'static) -> (std::sync::mpsc::Receiver<SocketAddr>, Arc<Mutex<String>>) {
     let (tx, rx) = std::sync::mpsc::channel();
     let log = Arc::new(Mutex::new(String::new()));
@@ -65,6 +69,7 @@ pub fn watch_stderr(stderr: impl Read + Send + 'static) -> (std::sync::mpsc::Rec
                 let _ = tx.send(rest.trim_end_matches('/').parse().unwrap());
             }
         }
+        kept.lock().unwrap().push_str(STDERR_CLOSED);
     });
     (rx, log)
 }

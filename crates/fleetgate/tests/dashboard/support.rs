@@ -2,7 +2,7 @@
 //! the HTTP client and the browser (shared with the benchmark) come from `fixture`.
 
 pub use crate::fixture::{Browser, HEAD, Island, first_event, get, http, wait_until};
-use crate::fixture::{roster, watch_stderr};
+use crate::fixture::{STDERR_CLOSED, roster, watch_stderr};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -68,13 +68,28 @@ pub fn dashboard(env: &[(&str, &str)], args: &[&str]) -> Result<Dashboard, (Opti
             return Ok(Dashboard { addr, log, child, _dir: dir });
         }
         if let Some(status) = child.try_wait().unwrap() {
-            std::thread::sleep(Duration::from_millis(100));
-            return Err((status.code(), log.lock().unwrap().clone()));
+            return Err((status.code(), whole_log(&log)));
         }
     }
     let _ = child.kill();
     let _ = child.wait();
     panic!("the dashboard neither listened nor exited: {}", log.lock().unwrap());
+}
+
+/// Everything the process wrote to stderr, once it closed it (bounded wait).
+pub fn whole_log(log: &Mutex<String>) -> String {
+    assert!(wait_until(10.0, || log.lock().unwrap().ends_with(STDERR_CLOSED)), "stderr was not closed");
+    log.lock().unwrap().clone()
+}
+
+impl Dashboard {
+    /// SIGTERM, the exit waited for (bounded), and everything it logged.
+    pub fn stop(&mut self) -> (Option<i32>, String) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        assert!(wait_until(10.0, || self.child.try_wait().unwrap().is_some()), "SIGTERM did not stop it");
+        (self.child.wait().unwrap().code(), whole_log(&self.log))
+    }
 }
 
 impl Drop for Dashboard {

@@ -60,16 +60,21 @@ fn queued_entries_and_a_waited_entry_are_committed_in_order() {
     assert!(auditor.flush(Duration::from_secs(5)));
 }
 
-/// Poll (bounded) until `store` holds `n` entries.
-fn committed(store: &dyn Store, n: usize) -> bool {
+/// Poll (bounded) until `done`.
+fn until(done: impl Fn() -> bool) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        if tools(store).len() >= n {
+        if done() {
             return true;
         }
         std::thread::sleep(Duration::from_millis(2));
     }
     false
+}
+
+/// Poll (bounded) until `store` holds `n` entries.
+fn committed(store: &dyn Store, n: usize) -> bool {
+    until(|| tools(store).len() >= n)
 }
 
 #[test]
@@ -82,8 +87,9 @@ fn the_writer_commits_what_nobody_waits_for_while_it_lingers_and_once_idle() {
     // its own timer does.
     assert_eq!(auditor.queue(entry("read_1", true)), AuditReceipt::Queued);
     assert!(committed(&*store, 2), "an entry queued while the writer lingers after a commit");
-    // Past that linger it is idle, and a queued entry wakes it.
-    std::thread::sleep(fleetgate_control::audit::LINGER * 4);
+    // Past that linger it goes idle — waiting for a nudge, no timer — and a queued entry
+    // wakes it: were the nudge lost, read_2 would never be committed.
+    assert!(until(|| auditor.writer_is_idle()), "the writer goes idle once its linger is over");
     assert_eq!(auditor.queue(entry("read_2", true)), AuditReceipt::Queued);
     assert!(committed(&*store, 3), "an entry queued once the writer went idle");
     // A waited-for entry lands behind them.

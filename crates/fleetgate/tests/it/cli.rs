@@ -6,26 +6,8 @@ use std::path::Path;
 use std::process::Command;
 
 fn register(store: &Path, client: &str) -> serde_json::Value {
-    let out = fleetgate(
-        store,
-        &[
-            "worker",
-            "register",
-            "--client",
-            client,
-            "--session",
-            "s1",
-            "--generation",
-            "g1",
-            "--role",
-            "author",
-            "--profile",
-            "prgs-author",
-            "--pid",
-            "4242",
-            "--json",
-        ],
-    );
+    let args = fleetgate_testkit::records::worker_register(client, "s1", "g1", 4242, &[]);
+    let out = fleetgate(store, &args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     json_of(&out)
 }

@@ -8,28 +8,8 @@ use std::process::{Command, Stdio};
 const RENEWERS: usize = 4;
 
 fn register(store: &std::path::Path) -> String {
-    let reg = json_of(&fleetgate(
-        store,
-        &[
-            "worker",
-            "register",
-            "--client",
-            "codex",
-            "--session",
-            "s",
-            "--generation",
-            "g1",
-            "--role",
-            "author",
-            "--profile",
-            "prgs-author",
-            "--pid",
-            "1",
-            "--ttl",
-            "30",
-            "--json",
-        ],
-    ));
+    let args = fleetgate_testkit::records::worker_register("codex", "s", "g1", 1, &["--ttl", "30"]);
+    let reg = json_of(&fleetgate(store, &args.iter().map(String::as_str).collect::<Vec<_>>()));
     reg["worker_identity"].as_str().unwrap().to_owned()
 }
 

@@ -233,28 +233,16 @@ fn the_store_file_is_private() {
 }
 
 fn runtime_row(ns: &str, pid: i64) -> fleetgate_core::runtime::RuntimeRecord {
-    use fleetgate_core::runtime::{CohortSource, RuntimeRecord, RuntimeStatus, runtime_id};
-    RuntimeRecord {
-        runtime_id: runtime_id(ns, pid, "boot1"),
-        namespace: ns.into(),
-        profile: format!("prgs-{}", ns.trim_start_matches("gitea-")),
-        role: ns.trim_start_matches("gitea-").into(),
-        remote: Some("prgs".into()),
+    fleetgate_core::runtime::RuntimeRecord {
+        runtime_id: fleetgate_core::runtime::runtime_id(ns, pid, "boot1"),
         org: None,
-        repo: Some("Gitea-Tools".into()),
         repository_root: None,
-        pid,
         cohort_id: Some("ppid:7".into()),
-        cohort_source: CohortSource::ParentProcess,
-        client_provenance: "client_managed".into(),
         boot_id: "boot1".into(),
         startup_head: Some("82d71b77".into()),
         daemon_start_head: None,
-        transport: "stdio".into(),
-        registered_at: now(),
         last_heartbeat_at: None,
-        status: RuntimeStatus::Running,
-        host: None,
+        ..fleetgate_testkit::records::runtime_row(ns, pid, now())
     }
 }
 

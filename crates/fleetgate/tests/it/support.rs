@@ -413,22 +413,8 @@ impl MarkerFleet {
 
     /// `runtime register` for `pid`; returns the row.
     pub fn register(&self, ns: &str, profile: &str, role: &str, pid: i64, extra: &[&str]) -> serde_json::Value {
-        let pid = pid.to_string();
-        let mut args = vec![
-            "runtime",
-            "register",
-            "--namespace",
-            ns,
-            "--profile",
-            profile,
-            "--role",
-            role,
-            "--pid",
-            &pid,
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let out = self.cli(&args);
+        let args = fleetgate_testkit::records::runtime_register(ns, profile, role, pid, extra);
+        let out = self.cli(&args.iter().map(String::as_str).collect::<Vec<_>>());
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         json_of(&out)
     }

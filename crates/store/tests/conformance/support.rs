@@ -3,7 +3,7 @@
 
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
-use fleetgate_core::runtime::{CohortSource, RuntimeRecord, RuntimeStatus};
+use fleetgate_core::runtime::RuntimeRecord;
 use fleetgate_core::worker::{HeartbeatRequest, RegisterOutcome, Registration};
 use fleetgate_store::Store;
 
@@ -43,28 +43,7 @@ pub fn renewal(identity: &str, epoch: i64) -> HeartbeatRequest {
 
 /// A running runtime row; every optional field set.
 pub fn runtime_row(namespace: &str, pid: i64) -> RuntimeRecord {
-    RuntimeRecord {
-        runtime_id: fleetgate_core::runtime::runtime_id(namespace, pid, "boot-0001"),
-        namespace: namespace.into(),
-        profile: namespace.replace("gitea-", "prgs-"),
-        role: namespace.trim_start_matches("gitea-").into(),
-        remote: Some("prgs".into()),
-        org: Some("Scaled-Tech-Consulting".into()),
-        repo: Some("Gitea-Tools".into()),
-        repository_root: Some("/srv/checkout".into()),
-        pid,
-        cohort_id: Some("ppid:40990".into()),
-        cohort_source: CohortSource::ParentProcess,
-        client_provenance: "client_managed".into(),
-        boot_id: "boot-0001".into(),
-        startup_head: Some("0123abcd".into()),
-        daemon_start_head: Some("0123abcd".into()),
-        transport: "stdio".into(),
-        registered_at: now(),
-        last_heartbeat_at: Some(now()),
-        status: RuntimeStatus::Running,
-        host: None,
-    }
+    fleetgate_testkit::records::runtime_row(namespace, pid, now())
 }
 
 /// An audit entry at `at`.
