@@ -4,6 +4,9 @@
 //! fencing explanations, liveness, provenance, the heartbeat ledger, and the
 //! environment-key declaration. **This crate does no I/O and reads no clock**:
 //! `now` is always a parameter, and process probes arrive as values.
+//!
+//! It owns every decision; it imports no other fleetgate crate (`tests/layering.rs` in
+//! the binary crate checks).
 #![deny(missing_docs)]
 
 pub mod audit;

@@ -7,6 +7,10 @@
 //! the gate on the whole call, shutdown). [`run`] and [`serve`] are the entry points; [`GatewayOptions`] is everything
 //! else the caller decides.
 //!
+//! May import core, host and supervise; never the store, the configuration or the control
+//! plane, which it reaches only through [`ControlPlane`] (`tests/layering.rs` in the binary
+//! crate checks).
+//!
 //! The modules form layers, no file importing one above it (`tests/module_layers.rs`):
 //!
 //! * bottom — [`control`] (the boundary trait and the values that cross it), `options`

@@ -13,7 +13,7 @@ use rmcp::model::Implementation;
 use std::future::Future;
 use std::sync::Arc;
 
-/// Why the gateway stopped serving. All of them are orderly: [`serve`] returns `Ok`.
+/// Why the gateway stopped serving. All of them are orderly: [`crate::serve()`] returns `Ok`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ShutdownReason {
@@ -44,7 +44,7 @@ impl ShutdownReason {
 }
 
 /// Install a `tracing` subscriber writing to stderr with `filter` (`EnvFilter` syntax;
-/// `warn,rmcp=error` when `None`), under [`never_logged`]'s ceiling whatever the filter
+/// `warn,rmcp=error` when `None`), under `never_logged`'s ceiling whatever the filter
 /// says. A subscriber already installed is left in place.
 pub fn init_logging(filter: Option<&str>) -> Result<(), GatewayError> {
     init_logging_with(filter, None)

@@ -3,6 +3,8 @@
 //! The pure core takes values; this crate produces them: the process
 //! environment (read here and nowhere else), the wall clock, entropy, default
 //! paths, and the signal-0 liveness probe.
+//!
+//! May import core only (`tests/layering.rs` in the binary crate checks).
 #![deny(missing_docs)]
 
 pub mod clock;

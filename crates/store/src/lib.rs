@@ -6,6 +6,9 @@
 //! **Invariant:** every multi-statement operation runs in one write
 //! transaction, and a renewal's fence is in its `UPDATE`'s `WHERE`: a refused
 //! renewal changes nothing.
+//!
+//! May import core and host; not the gateway, the configuration, the control plane or
+//! anything above them (`tests/layering.rs` in the binary crate checks).
 #![deny(missing_docs)]
 
 mod clock;

@@ -16,6 +16,8 @@
 //!   process group down when the supervising process dies (`kill -9` included).
 //! * [`events`] — the events published and the bus that carries them.
 //! * [`config`] — the `[supervision]` roster table and its validation.
+//!
+//! May import core and host only (`tests/layering.rs` in the binary crate checks).
 #![deny(missing_docs)]
 
 #[cfg(unix)]

@@ -268,7 +268,7 @@ async fn serve(flags: Flags) -> Result<(), String> {
     running.waiting().await.map(drop).map_err(|e| e.to_string())
 }
 
-/// `fleetgate debug forge-fixture ARGS…`: serve until the client goes away (exit 0), or
+/// `fleetgate-forge-fixture ARGS…`: serve until the client goes away (exit 0), or
 /// exit 1 with the cause on stderr.
 pub fn run(argv: &[String]) -> ExitCode {
     let flags = match Flags::try_parse_from(std::iter::once("forge-fixture".to_owned()).chain(argv.iter().cloned())) {
