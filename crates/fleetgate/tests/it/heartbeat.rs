@@ -281,10 +281,12 @@ fn the_real_thread_beats_repeatedly_then_stops_promptly() {
     // The loop waits on a cancellation token, so stop returns without waiting
     // out an interval, and nothing beats afterwards.
     assert!(stopped_in < std::time::Duration::from_secs(5), "stop took {stopped_in:?}");
-    // Stop waited for the loop to return: its task is finished, so nothing can beat on its
-    // behalf; and a beat asked for now does not reach the store.
-    let task = loops.task(&sup.task_name());
-    assert!(task.as_ref().is_none_or(|t| t.state != fleetgate_supervise::TaskState::Running), "{task:?}");
+    // Stop waited for the loop to return; the supervisor sees its run end (its report comes
+    // on the supervisor's own task, so poll, bounded): nothing can beat on its behalf. And
+    // a beat asked for now does not reach the store.
+    let ended =
+        || loops.task(&sup.task_name()).is_none_or(|t| t.state != fleetgate_supervise::TaskState::Running);
+    assert!(wait_until(10.0, ended), "{:?}", loops.task(&sup.task_name()));
     let _ = sup.beat_once();
     assert_eq!(counted.heartbeats.load(Ordering::SeqCst), beats, "beats after stop");
 }
