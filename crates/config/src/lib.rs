@@ -12,6 +12,7 @@
 
 #![deny(missing_docs)]
 
+use fleetgate_core::audit::ArgumentsMode;
 use fleetgate_core::capability::{RolePolicy, ToolClass, ToolRules};
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
@@ -72,6 +73,8 @@ pub struct FleetConfig {
     pub otlp_endpoint: Option<String>,
     /// `[metrics]`: a stdio gateway's own `/metrics` listener.
     pub metrics: MetricsSettings,
+    /// `[audit] arguments`: how much of a judged call's arguments the audit log keeps.
+    pub audit_arguments: ArgumentsMode,
 }
 
 /// `[metrics]`: where a stdio `fleetgate serve` serves `GET /metrics` (what
@@ -90,6 +93,13 @@ struct RawMetrics {
     listen: Option<String>,
     #[serde(default)]
     allow_remote: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAudit {
+    #[serde(default)]
+    arguments: ArgumentsMode,
 }
 
 #[derive(Deserialize)]
@@ -256,6 +266,7 @@ struct RawFile {
     downstream: Option<RawDownstream>,
     tracing: Option<RawTracing>,
     metrics: Option<RawMetrics>,
+    audit: Option<RawAudit>,
 }
 
 /// `[downstream]`: what the downstream server is given.
@@ -424,6 +435,7 @@ impl FleetConfig {
             downstream_pass_env: Vec::new(),
             otlp_endpoint: None,
             metrics: MetricsSettings::default(),
+            audit_arguments: ArgumentsMode::Full,
         }
     }
 
@@ -518,6 +530,7 @@ impl FleetConfig {
         Ok(Self {
             otlp_endpoint,
             metrics,
+            audit_arguments: raw.audit.map(|a| a.arguments).unwrap_or_default(),
             downstream_pass_env,
             workflow,
             http,
@@ -553,6 +566,16 @@ impl FleetConfig {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| RosterError::new(RosterErrorKind::Unreadable, format!("cannot read config {shown}: {e}")))?;
         Self::parse_in(&text, &shown, path.parent())
+    }
+
+    /// The digest of what decides a call's role policy here — the forge profile, the role
+    /// globs and the rules, in order — as the audit records it with each judged call.
+    pub fn rules_digest(&self) -> String {
+        fleetgate_core::audit::rules_digest(&serde_json::json!({
+            "forge": self.forge,
+            "roles": self.roles,
+            "rules": self.rules.rules(),
+        }))
     }
 
     /// The role policy of `role` (open when the config has no table for it).
@@ -647,6 +670,23 @@ role = "reviewer"
             c.member("prgs-reconciler").is_some_and(|m| m.namespace == "gitea-reconciler" && m.role == "reconciler")
         );
         assert_eq!((c.env_prefix.as_str(), c.tool_prefix.as_str()), ("GITEA_", "gitea_"));
+    }
+
+    #[test]
+    fn the_audit_table_says_how_much_of_a_call_is_kept() {
+        assert_eq!(FleetConfig::parse(GOOD, "t").unwrap().audit_arguments, ArgumentsMode::Full);
+        for (text, mode) in
+            [("full", ArgumentsMode::Full), ("digest", ArgumentsMode::Digest), ("off", ArgumentsMode::Off)]
+        {
+            let c = FleetConfig::parse(&format!("{GOOD}\n[audit]\narguments = \"{text}\"\n"), "t").unwrap();
+            assert_eq!(c.audit_arguments, mode);
+        }
+        let e = FleetConfig::parse(&format!("{GOOD}\n[audit]\narguments = \"some\"\n"), "t").unwrap_err().to_string();
+        assert!(e.contains("unknown variant `some`"), "{e}");
+        let a = FleetConfig::parse(GOOD, "t").unwrap();
+        let b = FleetConfig::parse(&format!("{GOOD}\n[roles.author]\ndeny = [\"git_push\"]\n"), "t").unwrap();
+        assert_eq!(a.rules_digest(), FleetConfig::parse(GOOD, "t").unwrap().rules_digest(), "deterministic");
+        assert_ne!(a.rules_digest(), b.rules_digest(), "a role glob is part of what decides");
     }
 
     #[test]

@@ -128,6 +128,7 @@ pub fn change_entry(pin: &ToolPin, worker: Option<String>, now: Timestamp, enfor
         blocker_kind: enforced.then(|| fleetgate_core::BlockerKind::ToolDefinitionChanged.as_str().to_owned()),
         reasons: vec![change_reason(pin)],
         principal: None,
+        call: None,
     }
 }
 

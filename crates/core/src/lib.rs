@@ -29,6 +29,7 @@ pub mod protect;
 pub mod provenance;
 pub mod prune;
 pub mod redact;
+pub mod replay;
 pub mod rules;
 pub mod runtime;
 pub mod suspend;

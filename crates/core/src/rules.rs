@@ -91,7 +91,7 @@ pub struct Rule {
 
 /// The value at JSON pointer `pointer` in the call's arguments, without copying them (a call
 /// may carry a whole file).
-fn lookup<'a>(arguments: Option<&'a Map<String, Value>>, pointer: &str) -> Option<&'a Value> {
+pub fn lookup<'a>(arguments: Option<&'a Map<String, Value>>, pointer: &str) -> Option<&'a Value> {
     let rest = pointer.strip_prefix('/')?;
     let (first, tail) = rest.split_once('/').map_or((rest, None), |(f, t)| (f, Some(t)));
     let first = first.replace("~1", "/").replace("~0", "~");
@@ -217,7 +217,7 @@ impl RuleSet {
     }
 
     /// The rules whose glob names `tool`, in order.
-    fn candidates(&self, tool: &str) -> Vec<&Rule> {
+    pub fn candidates(&self, tool: &str) -> Vec<&Rule> {
         let mut at: Vec<usize> = self.literal.get(tool).cloned().unwrap_or_default();
         at.extend(self.globbed.iter().copied().filter(|i| glob_match(&self.rules[*i].tool, tool)));
         at.sort_unstable();
@@ -311,6 +311,123 @@ impl RuleSet {
         }
         Ok(())
     }
+}
+
+/// One rule as a diff shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RuleShown {
+    /// Its origin in its file.
+    pub origin: String,
+    /// Its condition in words.
+    pub when: String,
+    /// Who may make such a call.
+    pub roles: Vec<String>,
+}
+
+impl RuleShown {
+    fn of(rule: &Rule) -> Self {
+        Self { origin: rule.origin.clone(), when: rule.describe(), roles: rule.roles.clone() }
+    }
+}
+
+/// A rule whose condition both sets have, with other terms.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RuleChanged {
+    /// As the old set has it.
+    pub old: RuleShown,
+    /// As the new set has it.
+    pub new: RuleShown,
+    /// What changed: `roles`, `class`, `action`, `order`.
+    pub what: Vec<&'static str>,
+}
+
+/// Two rule sets compared without traffic (`fleetgate rules diff`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RulesDiff {
+    /// In the new set only (by condition: tool and arguments).
+    pub added: Vec<RuleShown>,
+    /// In the old set only.
+    pub removed: Vec<RuleShown>,
+    /// In both, with other roles, class or action, or at another place in the order.
+    pub changed: Vec<RuleChanged>,
+    /// Rules of the new set that can never decide: an earlier rule matches every call they
+    /// match (the operator's own are refused at load; a profile's may be shadowed).
+    pub shadowed: Vec<(RuleShown, RuleShown)>,
+}
+
+impl RulesDiff {
+    /// Nothing differs.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+
+    /// The diff in words.
+    pub fn text(&self) -> String {
+        let shown = |r: &RuleShown| format!("{} {} → {}", r.origin, r.when, who(&r.roles));
+        let mut out = Vec::new();
+        out.extend(self.added.iter().map(|r| format!("+ {}", shown(r))));
+        out.extend(self.removed.iter().map(|r| format!("- {}", shown(r))));
+        out.extend(
+            self.changed.iter().map(|c| format!("~ {} ({}): was {}", shown(&c.new), c.what.join(", "), shown(&c.old))),
+        );
+        out.extend(
+            self.shadowed.iter().map(|(r, by)| format!("! {} can never decide: {} comes first", shown(r), by.origin)),
+        );
+        if self.is_empty() {
+            out.push("the rules are the same".to_owned());
+        }
+        crate::text::terminal_text(&out.join("\n"))
+    }
+}
+
+/// `old` and `new` compared rule by rule: a rule is known by its condition (the tool glob
+/// and the argument matchers), not by where it sits in its file.
+pub fn diff(old: &RuleSet, new: &RuleSet) -> RulesDiff {
+    let key = |r: &Rule| (r.tool.clone(), r.args.iter().map(|(p, m)| format!("{p} {m}")).collect::<Vec<_>>());
+    let position = |set: &RuleSet, r: &Rule| set.rules.iter().filter(|o| key(o) == key(r)).count();
+    let mut out = RulesDiff::default();
+    for (i, rule) in new.rules.iter().enumerate() {
+        match old.rules.iter().position(|o| key(o) == key(rule)) {
+            None => out.added.push(RuleShown::of(rule)),
+            Some(j) => {
+                let before = &old.rules[j];
+                let mut what = Vec::new();
+                if before.roles != rule.roles {
+                    what.push("roles");
+                }
+                if before.class != rule.class {
+                    what.push("class");
+                }
+                if before.action != rule.action {
+                    what.push("action");
+                }
+                // Another place among the rules that name the same tools: it may decide
+                // calls an earlier one used to, or the other way round.
+                let ahead = |set: &RuleSet, at: usize, r: &Rule| {
+                    set.rules[..at]
+                        .iter()
+                        .filter(|e| glob_match(&e.tool, &r.tool) || glob_match(&r.tool, &e.tool))
+                        .map(key)
+                        .collect::<Vec<_>>()
+                };
+                if ahead(old, j, before) != ahead(new, i, rule) || position(old, before) != position(new, rule) {
+                    what.push("order");
+                }
+                if !what.is_empty() {
+                    out.changed.push(RuleChanged { old: RuleShown::of(before), new: RuleShown::of(rule), what });
+                }
+            }
+        }
+        if let Some(earlier) = new.rules[..i].iter().find(|e| rule.shadowed_by(e)) {
+            out.shadowed.push((RuleShown::of(rule), RuleShown::of(earlier)));
+        }
+    }
+    for rule in &old.rules {
+        if !new.rules.iter().any(|n| key(n) == key(rule)) {
+            out.removed.push(RuleShown::of(rule));
+        }
+    }
+    out
 }
 
 fn who(roles: &[String]) -> String {

@@ -471,6 +471,41 @@ pub fn is_live(row: &WorkerRecord, now: Timestamp, pid_alive: bool) -> Liveness 
     }
 }
 
+/// A worker row with its liveness as of a moment, as `fleetgate worker show|list` shows it.
+#[derive(Debug, Serialize)]
+pub struct WorkerShown<'a> {
+    /// The row.
+    #[serde(flatten)]
+    pub row: &'a WorkerRecord,
+    /// Live: fresh, its pid alive, active.
+    pub live: bool,
+    /// Its last renewal within the TTL.
+    pub heartbeat_fresh: bool,
+    /// Seconds since its last renewal.
+    pub heartbeat_age_seconds: f64,
+    /// `alive`, `dead` or `unknown`.
+    pub pid_liveness: &'static str,
+}
+
+impl<'a> WorkerShown<'a> {
+    /// `row` as of `now`, its pid probed as `probe`.
+    pub fn new(row: &'a WorkerRecord, now: Timestamp, probe: crate::inventory::PidProbe) -> Self {
+        let l = is_live(row, now, probe.is_alive());
+        let pid_liveness = match probe {
+            crate::inventory::PidProbe::Alive => "alive",
+            crate::inventory::PidProbe::Dead => "dead",
+            crate::inventory::PidProbe::Unknown => "unknown",
+        };
+        Self {
+            row,
+            live: l.live,
+            heartbeat_fresh: l.heartbeat_fresh,
+            heartbeat_age_seconds: l.heartbeat_age_seconds,
+            pid_liveness,
+        }
+    }
+}
+
 /// A fresh opaque identity. `nonce` comes from the shell's entropy source, so
 /// two calls never collide even for one client, session and second.
 pub fn worker_identity(client: &str, session: &str, now: Timestamp, nonce: u128) -> String {

@@ -118,6 +118,7 @@ fn refusal(id: i64, allowed: bool, blocker: Option<&str>) -> AuditEntry {
         blocker_kind: blocker.map(str::to_owned),
         reasons: vec![format!("reason {id}")],
         principal: None,
+        call: None,
     }
 }
 

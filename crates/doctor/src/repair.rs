@@ -121,3 +121,50 @@ pub fn wrapped_args(profile: &str, command: &str, args: &[String]) -> Vec<String
     out.extend(args.iter().cloned());
     out
 }
+
+/// Every changed file of one client (its `files`, each read as `raw` bytes): the repaired
+/// text, re-read as the client would read it — a repair its own reader refuses is an error
+/// (`(file, why)`), never a change. A project's file must stay within `project`.
+pub fn changes(
+    report: &ClientReport,
+    files: &[crate::findings::FileInput],
+    raw: &[Option<Vec<u8>>],
+    project: &std::path::Path,
+    fleetgate: &str,
+) -> (Vec<crate::apply::Change>, Vec<(String, String)>) {
+    let (mut out, mut errors) = (Vec::new(), Vec::new());
+    for (f, edits) in plan(report, fleetgate) {
+        let (crate::findings::FileState::Parsed(parsed), Some(raw)) = (&files[f].state, &raw[f]) else { continue };
+        let source = &files[f].source;
+        let text = String::from_utf8_lossy(raw);
+        let repaired = crate::edit::apply(&text, source, parsed, &edits).and_then(|t| {
+            crate::read::parse(&t, source).map(|_| t).map_err(|e| format!("the repair would not parse: {e:?}"))
+        });
+        match repaired {
+            Ok(updated) if updated != text => {
+                let within = source.in_project().then(|| project.to_owned());
+                out.push(crate::apply::Change { path: source.path.clone(), original: raw.clone(), updated, within });
+            }
+            Ok(_) => {}
+            Err(e) => errors.push((source.path.display().to_string(), format!("cannot repair it: {e}"))),
+        }
+    }
+    (out, errors)
+}
+
+/// The downstream a client already runs a member's gateway (or the bare server) with, in
+/// its first (user-scope) file: the argv after `fleetgate serve … --`, else the entry's own
+/// command line; and the member's profile. `None` when no member is defined there.
+pub fn running_downstream(
+    report: &ClientReport,
+    files: &[crate::findings::FileInput],
+) -> Option<(Vec<String>, String)> {
+    let (member, d) = template(report, Some(0))?;
+    let crate::findings::FileState::Parsed(parsed) = &files[d.at.0].state else { return None };
+    let crate::read::Launch::Stdio { command, args } = &parsed.entries[d.at.1].launch else { return None };
+    let argv = match crate::findings::fleetgate_serve(command, args) {
+        Some(serve) => serve.downstream,
+        None => std::iter::once(command.clone()).chain(args.iter().cloned()).collect(),
+    };
+    Some((argv, member.profile.clone()))
+}

@@ -14,6 +14,7 @@ pub mod inventory;
 pub mod observer;
 pub mod output;
 pub mod pr;
+pub mod rules;
 pub mod runtime;
 pub mod serve;
 pub mod tools;

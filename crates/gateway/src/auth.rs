@@ -73,6 +73,18 @@ fn valid_word(word: &str) -> bool {
 }
 
 impl Principals {
+    /// The tokens file at `path`, read and parsed whole; a file that cannot be read, does
+    /// not parse or lists no principal is refused with why (`[http] tokens_file …`).
+    pub fn read(path: &std::path::Path) -> Result<Self, String> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read [http] tokens_file {shown}: {e}"))?;
+        let principals = Self::parse(&text, &shown).map_err(|e| format!("[http] tokens_file {e}"))?;
+        if principals.is_empty() {
+            return Err(format!("[http] tokens_file {shown} lists no principal"));
+        }
+        Ok(principals)
+    }
+
     /// Parse a tokens file's text; `source_name` names it in errors.
     pub fn parse(text: &str, source_name: &str) -> Result<Self, PrincipalsError> {
         let mut entries: Vec<([u8; 32], Principal)> = Vec::new();

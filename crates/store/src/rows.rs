@@ -63,8 +63,18 @@ pub(crate) const RUNTIME: [&str; 21] = [
 
 /// The `audit_log` table. `id` is the store's to assign: [`audit_values`]
 /// encodes the rest, `AUDIT[1..]`.
-pub(crate) const AUDIT: [&str; 9] =
-    ["id", "at", "profile", "worker_identity", "tool", "allowed", "blocker_kind", "reasons", "principal"];
+pub(crate) const AUDIT: [&str; 10] = [
+    "id",
+    "at",
+    "profile",
+    "worker_identity",
+    "tool",
+    "allowed",
+    "blocker_kind",
+    "reasons",
+    "principal",
+    "judged_call",
+];
 
 /// The `host_observations` table; its key first.
 pub(crate) const OBSERVATION: [&str; 4] = ["host_id", "boot_id", "observed_at", "scan"];
@@ -164,6 +174,10 @@ pub(crate) fn audit_values(entry: &AuditEntry) -> Result<[Value<'_>; AUDIT.len()
         opt_text(entry.blocker_kind.as_deref()),
         json("audit reasons", &entry.reasons)?,
         opt_text(entry.principal.as_deref()),
+        match &entry.call {
+            Some(call) => json("the judged call", call)?,
+            None => Value::Text(None),
+        },
     ])
 }
 
@@ -326,6 +340,9 @@ impl Record for AuditEntry {
             blocker_kind: r.opt_text(6)?,
             reasons: r.json(7)?,
             principal: r.opt_text(8)?,
+            // A judged call that no longer reads (written by a newer build) is left out,
+            // never the entry: the log's decision stands without it.
+            call: r.opt_text(9)?.and_then(|text| serde_json::from_str(&text).ok()),
         })
     }
 }

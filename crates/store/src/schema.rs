@@ -143,6 +143,12 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         create: crate::ledger::CREATE_V7_AND_LOCKS,
         add: &[("pr_decisions", "base", "TEXT"), ("pr_decisions", "cleared", "TEXT"), ("pr_origins", "issues", "TEXT")],
     },
+    Migration {
+        version: 8,
+        name: "the audit keeps the judged call",
+        create: "",
+        add: &[("audit_log", "judged_call", "TEXT")],
+    },
 ];
 
 /// The migrations a store at `current` still needs to reach `target`, or

@@ -14,7 +14,7 @@ use crate::audit::Auditor;
 use fleetgate_config::{FleetConfig, Member};
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
-use fleetgate_core::audit::AuditEntry;
+use fleetgate_core::audit::{AuditEntry, JudgedCall, keep_arguments};
 use fleetgate_core::capability::{
     Capability, CapabilityInput, Evidence, RoleRefusal, ToolClass, classify_tool, needs_evidence,
     resolve_task_capability,
@@ -113,12 +113,15 @@ pub struct Gate {
     store: Arc<dyn Store>,
     observer: Arc<dyn Observer>,
     auditor: Option<Auditor>,
+    /// The digest of the rule set, as each judged call records it.
+    rules_digest: Arc<str>,
 }
 
 impl Gate {
     /// A gate that does not audit (the `capability` CLI, the control tool).
     pub fn new(config: Arc<FleetConfig>, store: Arc<dyn Store>, observer: Arc<dyn Observer>) -> Self {
-        Self { config, store, observer, auditor: None }
+        let rules_digest = config.rules_digest().into();
+        Self { config, store, observer, auditor: None, rules_digest }
     }
 
     /// The same gate, recording every [`decide`](Self::decide) through `auditor`.
@@ -310,15 +313,8 @@ impl Gate {
             Ok(events) => {
                 for (tool, reason) in events {
                     self.record(AuditEntry {
-                        id: None,
-                        at: now,
-                        profile: call.member.profile.clone(),
                         worker_identity: Some(actor.worker.clone()),
-                        tool: tool.to_owned(),
-                        allowed: true,
-                        blocker_kind: None,
-                        reasons: vec![reason],
-                        principal: None,
+                        ..AuditEntry::event(now, &call.member.profile, tool, reason)
                     });
                 }
             }
@@ -462,9 +458,12 @@ impl Gate {
     /// is forwarded unaudited. Any other entry is queued; one that cannot be adds its
     /// reason to the verdict. Never silent.
     pub fn decide(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Capability {
-        let mut verdict = self.judge(call, now);
+        let canonical = self.canonical(call);
+        let policy = self.policy(&Call { arguments: parsed_arguments(call, &canonical), ..call.clone() });
+        let judged = self.auditor.as_ref().map(|_| self.judged_call(call, &canonical, &policy));
+        let mut verdict = self.judge_parsed(call, canonical, policy, now);
         if let Some(auditor) = &self.auditor {
-            self.audit(auditor, call, &mut verdict, now, principal);
+            self.audit(auditor, call, &mut verdict, now, principal, judged);
         }
         if verdict.allowed {
             self.touch_leases(call, verdict.forward.as_ref(), now);
@@ -472,6 +471,26 @@ impl Gate {
         verdict
     }
 
+    /// The call as judged, for its audit entry: the role, the class and rule of its policy,
+    /// the rule set, and its arguments — the canonical parse when there is one, else as sent
+    /// (an ambiguous call's) — as `[audit] arguments` keeps them.
+    fn judged_call(
+        &self,
+        call: &Call<'_>,
+        canonical: &Result<Option<Option<Map<String, Value>>>, Ambiguity>,
+        policy: &Policy,
+    ) -> JudgedCall {
+        JudgedCall {
+            role: call.member.role.clone(),
+            class: policy.class,
+            tool_class: Some(self.classify(call.tool, call.read_only_hint)),
+            rule: policy.rule.clone(),
+            rules: self.rules_digest.to_string(),
+            arguments: keep_arguments(parsed_arguments(call, canonical), self.config.audit_arguments),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)] // One decision's parts, each its own.
     fn audit(
         &self,
         auditor: &Auditor,
@@ -479,6 +498,7 @@ impl Gate {
         verdict: &mut Capability,
         now: Timestamp,
         principal: Option<String>,
+        judged: Option<JudgedCall>,
     ) {
         let worker = match &call.caller {
             Caller::Worker { identity, .. } => Some((*identity).to_owned()),
@@ -494,6 +514,7 @@ impl Gate {
             blocker_kind: verdict.blocker_kind.map(|k| k.as_str().to_owned()),
             reasons: verdict.blocked_reasons.clone(),
             principal,
+            call: judged.map(Box::new),
         };
         let durable = verdict.allowed && verdict.classification == ToolClass::Mutating;
         let receipt = if durable { auditor.record(entry) } else { auditor.queue(entry) };
@@ -523,10 +544,11 @@ impl Gate {
         {
             return None;
         }
+        let judged = self.auditor.as_ref().map(|_| self.judged_call(call, &canonical, &policy));
         let mut verdict = self.judge_parsed(call, canonical, policy, now);
         if let Some(auditor) = &self.auditor {
             // Never a durable entry: no allowed mutation gets here.
-            self.audit(auditor, call, &mut verdict, now, principal);
+            self.audit(auditor, call, &mut verdict, now, principal, judged);
         }
         Some(verdict)
     }

@@ -183,6 +183,7 @@ impl FleetControl {
             blocker_kind: blocker.map(|k| k.as_str().to_owned()),
             reasons,
             principal,
+            call: None,
         });
     }
 

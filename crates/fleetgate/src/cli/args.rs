@@ -79,6 +79,10 @@ pub enum Command {
         #[arg(long = "args", value_name = "JSON")]
         arguments: Option<String>,
     },
+    /// A rule change previewed: `rules test` judges the audited history again by the rules
+    /// of `--config` (exit 0 nothing flips, 3 something flips); `rules diff OLD NEW`.
+    #[command(subcommand)]
+    Rules(RulesCommand),
     /// The audit log of mutation-gate decisions.
     Audit {
         /// Only entries at or after this time (YYYY-MM-DDTHH:MM:SSZ).
@@ -100,6 +104,33 @@ pub enum Command {
     /// Diagnostics for operators and tests (renewal loops, store soak).
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
+}
+
+/// `fleetgate rules …`
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// Judge every audited `tools/call` decision in the window again by the rules of
+    /// `--config NEW.toml`: the decisions that would flip, by rule and tool, and those that
+    /// cannot be judged. Exit 0 nothing flips, 3 something flips, 1 cannot read.
+    Test {
+        /// Only decisions at or after this time (YYYY-MM-DDTHH:MM:SSZ).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only decisions before this time.
+        #[arg(long)]
+        until: Option<String>,
+        /// Only the decisions of this profile.
+        #[arg(long)]
+        profile: Option<String>,
+    },
+    /// Compare the rules of two configurations without traffic: added, removed, changed,
+    /// shadowed (exit 0 the same, 3 they differ).
+    Diff {
+        /// The current configuration.
+        old: PathBuf,
+        /// The proposed one.
+        new: PathBuf,
+    },
 }
 
 /// `fleetgate pr …`

@@ -8,11 +8,9 @@ use crate::cli::output::{Exit, Reply, shown};
 use anyhow::{anyhow, bail};
 use fleetgate_core::env::{EnvKey, key_name};
 use fleetgate_doctor::clients::{Client, Format, Layout, locations};
-use fleetgate_doctor::findings::{
-    ClientReport, FileInput, FileState, Finding, Lookup, Roster, classify, fleetgate_serve, template,
-};
-use fleetgate_doctor::read::{self, FileError, Launch};
-use fleetgate_doctor::{apply, diff, edit, repair, report, snippet};
+use fleetgate_doctor::findings::{ClientReport, FileInput, FileState, Finding, Lookup, Roster, classify};
+use fleetgate_doctor::read::{self, FileError};
+use fleetgate_doctor::{apply, diff, repair, report, snippet};
 use serde_json::{Value, json};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -237,35 +235,15 @@ fn report(ctx: &Ctx, surveyed: &[Surveyed]) -> Reply {
     Reply { value, text: text.join("\n"), exit }
 }
 
-/// Every changed file of one client, its repaired text re-read as the client
-/// would read it: a repair its own reader refuses is an error, never a write.
-fn changes(s: &Surveyed, project: &Path, fleetgate: &str, errors: &mut Vec<Value>) -> Vec<apply::Change> {
-    let mut out = Vec::new();
-    for (f, edits) in repair::plan(&s.report, fleetgate) {
-        let (FileState::Parsed(parsed), Some(raw)) = (&s.files[f].state, &s.raw[f]) else { continue };
-        let source = &s.files[f].source;
-        let text = String::from_utf8_lossy(raw);
-        let repaired = edit::apply(&text, source, parsed, &edits)
-            .and_then(|t| read::parse(&t, source).map(|_| t).map_err(|e| format!("the repair would not parse: {e:?}")));
-        match repaired {
-            Ok(updated) if updated != text => {
-                let within = source.in_project().then(|| project.to_owned());
-                out.push(apply::Change { path: source.path.clone(), original: raw.clone(), updated, within });
-            }
-            Ok(_) => {}
-            Err(e) => errors.push(
-                json!({ "file": source.path.display().to_string(), "message": format!("cannot repair it: {e}") }),
-            ),
-        }
-    }
-    out
-}
-
 fn fix(ctx: &Ctx, scope: &Scope<'_>, surveyed: Vec<Surveyed>, write: bool) -> Reply {
     let fleetgate = fleetgate_command(scope);
     let mut errors = file_errors(&surveyed);
-    let changes: Vec<apply::Change> =
-        surveyed.iter().flat_map(|s| changes(s, &scope.layout.project, &fleetgate, &mut errors)).collect();
+    let mut changes = Vec::new();
+    for s in &surveyed {
+        let (changed, failed) = repair::changes(&s.report, &s.files, &s.raw, &scope.layout.project, &fleetgate);
+        changes.extend(changed);
+        errors.extend(failed.into_iter().map(|(file, message)| json!({ "file": file, "message": message })));
+    }
     let stamp: String = ctx.clock.now().to_string().chars().filter(|c| !matches!(c, '-' | ':')).collect();
     let mut shown = Vec::new();
     let mut text = Vec::new();
@@ -321,15 +299,10 @@ fn snippet_reply(ctx: &Ctx, scope: &Scope<'_>, s: &Surveyed, downstream: &[Strin
     let mut argv = downstream.to_vec();
     let fleetgate = fleetgate_command(scope);
     if argv.is_empty()
-        && let Some((m, d)) = template(&s.report, Some(0))
-        && let FileState::Parsed(parsed) = &s.files[d.at.0].state
-        && let Launch::Stdio { command, args } = &parsed.entries[d.at.1].launch
+        && let Some((running, profile)) = repair::running_downstream(&s.report, &s.files)
     {
-        argv = match fleetgate_serve(command, args) {
-            Some(serve) => serve.downstream,
-            None => std::iter::once(command.clone()).chain(args.iter().cloned()).collect(),
-        };
-        from = ctx.config.member(&m.profile);
+        argv = running;
+        from = ctx.config.member(&profile);
     }
     let key = key_name(EnvKey::McpClient, &ctx.config.env_prefix);
     let block = snippet::snippet(client, &ctx.config.members, &key, &fleetgate, &argv, from);

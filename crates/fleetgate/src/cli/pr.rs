@@ -8,6 +8,7 @@ use crate::cli::output::{Exit, Reply, table};
 use anyhow::anyhow;
 use fleetgate_control::gate::CommandForge;
 use fleetgate_control::gate::workflow::{AsState, ForgeReader, read_pr};
+use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::forge_workflow::PrTarget;
 use fleetgate_core::workflow::{self, PrLease, PrRef};
 use serde_json::json;
@@ -87,20 +88,12 @@ fn release_lock(ctx: &Ctx, lock_id: &str, reason: &str) -> anyhow::Result<Reply>
     let why = format!("{reason} ({} {how})", lock.pr);
     let released = store.release_review_lock(lock_id, &why, now)?;
     let Some(released) = released else { return Err(anyhow!("lock {lock_id} is no longer live")) };
-    store.append_audit(&fleetgate_core::audit::AuditEntry {
-        id: None,
-        at: now,
-        profile: "operator".into(),
-        worker_identity: None,
-        tool: fleetgate_control::gate::workflow::LOCK_EVENT.into(),
-        allowed: true,
-        blocker_kind: None,
-        reasons: vec![format!(
-            "lock {lock_id} on {} released by an operator: {why}; holder worker {} ({}, session {})",
-            lock.pr, lock.holder.worker, lock.holder.profile, lock.holder.session
-        )],
-        principal: None,
-    })?;
+    let event = format!(
+        "lock {lock_id} on {} released by an operator: {why}; holder worker {} ({}, session {})",
+        lock.pr, lock.holder.worker, lock.holder.profile, lock.holder.session
+    );
+    store.append_audit(&AuditEntry::event(now, "operator", fleetgate_control::gate::workflow::LOCK_EVENT, event))?;
+
     Ok(Reply {
         value: json!({ "released": true, "lock": released }),
         text: format!("released lock {lock_id} on {}: {why}", lock.pr),
@@ -122,17 +115,9 @@ fn clear_decision(
     let now = ctx.now();
     let why = format!("cleared by an operator at {now}: {reason}");
     let cleared = store.clear_pr_decisions(&key, worker, &why)?;
-    store.append_audit(&fleetgate_core::audit::AuditEntry {
-        id: None,
-        at: now,
-        profile: "operator".into(),
-        worker_identity: None,
-        tool: "pr clear-decision".into(),
-        allowed: true,
-        blocker_kind: None,
-        reasons: vec![format!("cleared {cleared} decision(s) of worker {worker} on {key}: {reason}")],
-        principal: None,
-    })?;
+    let event = format!("cleared {cleared} decision(s) of worker {worker} on {key}: {reason}");
+    store.append_audit(&AuditEntry::event(now, "operator", "pr clear-decision", event))?;
+
     let exit = if cleared == 0 { Exit::No } else { Exit::Ok };
     Ok(Reply {
         value: json!({ "pr": key, "worker": worker, "cleared": cleared, "reason": reason }),

@@ -13,7 +13,6 @@ use fleetgate_core::env::{EnvKey, key_name};
 use fleetgate_core::runtime::derive_cohort;
 use fleetgate_gateway::{DownstreamCommand, GatewayOptions, HttpOptions, Limits, Principals};
 use std::ffi::OsString;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -166,7 +165,7 @@ fn http_options(ctx: &Ctx, args: &ServeArgs, profile: &str) -> anyhow::Result<Ht
         .parse()
         .map_err(|_| anyhow!("--listen {:?} is not an address:port (e.g. 127.0.0.1:8750)", args.listen))?;
     let principals = match &ctx.config.http.tokens_file {
-        Some(path) => Some(read_principals(path)?),
+        Some(path) => Some(Principals::read(path).map_err(|e| anyhow!(e))?),
         None => None,
     };
     let http = HttpOptions {
@@ -203,16 +202,4 @@ fn http_options(ctx: &Ctx, args: &ServeArgs, profile: &str) -> anyhow::Result<Ht
         }
     }
     Ok(http)
-}
-
-/// The principals of `[http] tokens_file`; a file that cannot be read, or a bad line, stops
-/// the gateway before it listens (exit 1, the file and line named).
-fn read_principals(path: &Path) -> anyhow::Result<Principals> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read [http] tokens_file {shown}: {e}"))?;
-    let principals = Principals::parse(&text, &shown).map_err(|e| anyhow!("[http] tokens_file {e}"))?;
-    if principals.is_empty() {
-        return Err(anyhow!("[http] tokens_file {shown} lists no principal"));
-    }
-    Ok(principals)
 }

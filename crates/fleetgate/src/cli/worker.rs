@@ -5,9 +5,8 @@ use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply, older_than, parse_flag, pruned, table};
 use anyhow::bail;
 use fleetgate_core::BlockerKind;
-use fleetgate_core::worker::{HeartbeatRequest, Registration, WorkerRecord, is_live, worker_identity};
+use fleetgate_core::worker::{HeartbeatRequest, Registration, WorkerRecord, WorkerShown, worker_identity};
 use fleetgate_host::probe::probe_pid;
-use serde::Serialize;
 use serde_json::json;
 
 /// Run one worker command.
@@ -111,33 +110,8 @@ fn missing(identity: &str) -> Reply {
     Reply { text: format!("{}: {reason}", BlockerKind::SessionAttachmentMissing), value, exit: Exit::No }
 }
 
-/// A row with its liveness as of now.
-#[derive(Serialize)]
-struct Shown<'a> {
-    #[serde(flatten)]
-    row: &'a WorkerRecord,
-    live: bool,
-    heartbeat_fresh: bool,
-    heartbeat_age_seconds: f64,
-    pid_liveness: &'static str,
-}
-
 fn shown(ctx: &Ctx, row: &WorkerRecord) -> serde_json::Value {
-    let probe = probe_pid(row.pid);
-    let l = is_live(row, ctx.now(), probe.is_alive());
-    let pid_liveness = match probe {
-        fleetgate_host::probe::PidProbe::Alive => "alive",
-        fleetgate_host::probe::PidProbe::Dead => "dead",
-        fleetgate_host::probe::PidProbe::Unknown => "unknown",
-    };
-    serde_json::to_value(Shown {
-        row,
-        live: l.live,
-        heartbeat_fresh: l.heartbeat_fresh,
-        heartbeat_age_seconds: l.heartbeat_age_seconds,
-        pid_liveness,
-    })
-    .unwrap_or_default()
+    serde_json::to_value(WorkerShown::new(row, ctx.now(), probe_pid(row.pid))).unwrap_or_default()
 }
 
 fn show(ctx: &Ctx, identity: &str) -> anyhow::Result<Reply> {

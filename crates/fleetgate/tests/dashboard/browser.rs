@@ -25,6 +25,7 @@ fn refusal_of_a_mutation(island: &Island) {
             blocker_kind: Some("worker_fenced".into()),
             reasons: vec!["worker wrk-claude_code-test holds epoch 1; the row is at 2".into()],
             principal: None,
+            call: None,
         })
         .unwrap();
 }

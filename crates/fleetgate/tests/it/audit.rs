@@ -23,6 +23,7 @@ fn entry(tool: &str, allowed: bool) -> AuditEntry {
         blocker_kind: None,
         reasons: vec![],
         principal: None,
+        call: None,
     }
 }
 

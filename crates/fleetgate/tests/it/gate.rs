@@ -187,6 +187,7 @@ fn audit_lists_entries_newest_last_with_since_and_limit() {
                 blocker_kind: (i == 1).then(|| "worker_fenced".into()),
                 reasons: vec![],
                 principal: None,
+                call: None,
             })
             .unwrap();
     }

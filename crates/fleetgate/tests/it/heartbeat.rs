@@ -284,8 +284,7 @@ fn the_real_thread_beats_repeatedly_then_stops_promptly() {
     // Stop waited for the loop to return; the supervisor sees its run end (its report comes
     // on the supervisor's own task, so poll, bounded): nothing can beat on its behalf. And
     // a beat asked for now does not reach the store.
-    let ended =
-        || loops.task(&sup.task_name()).is_none_or(|t| t.state != fleetgate_supervise::TaskState::Running);
+    let ended = || loops.task(&sup.task_name()).is_none_or(|t| t.state != fleetgate_supervise::TaskState::Running);
     assert!(wait_until(10.0, ended), "{:?}", loops.task(&sup.task_name()));
     let _ = sup.beat_once();
     assert_eq!(counted.heartbeats.load(Ordering::SeqCst), beats, "beats after stop");

@@ -11,4 +11,5 @@ mod inventory;
 mod one_gate;
 mod postgres;
 mod registry;
+mod rules;
 mod support;

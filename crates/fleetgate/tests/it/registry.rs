@@ -280,6 +280,7 @@ fn audit_entries_append_in_order_and_filter() {
         blocker_kind: (!allowed).then(|| "fleet_inventory_blocked".into()),
         reasons: vec![format!("reason {i}"), "second".into()],
         principal: (i == 3).then(|| "claude-code".into()),
+        call: None,
     };
     let ids: Vec<i64> = (0..5).map(|i| store.append_audit(&entry(i, i % 2 == 0)).unwrap()).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]));

@@ -17,6 +17,32 @@ pub fn audit_appends_in_order_and_lists_the_newest(fx: &Fixture) {
             entry.principal = None;
             entry.allowed = true;
         }
+        if i == 2 {
+            // A tools/call decision keeps the call as judged: a digested string included.
+            let long = "x".repeat(fleetgate_core::audit::MAX_KEPT_STRING + 1);
+            let arguments = serde_json::json!({ "method": "merge", "index": 7, "body": long });
+            entry.call = Some(Box::new(fleetgate_core::audit::JudgedCall {
+                role: "merger".into(),
+                class: fleetgate_core::capability::ToolClass::Mutating,
+                tool_class: Some(fleetgate_core::capability::ToolClass::Mutating),
+                rule: Some("gitea-mcp:merge".into()),
+                rules: "sha256:00ff".into(),
+                arguments: fleetgate_core::audit::keep_arguments(
+                    arguments.as_object(),
+                    fleetgate_core::audit::ArgumentsMode::Full,
+                ),
+            }));
+        }
+        if i == 3 {
+            entry.call = Some(Box::new(fleetgate_core::audit::JudgedCall {
+                role: "author".into(),
+                class: fleetgate_core::capability::ToolClass::ReadOnly,
+                tool_class: None,
+                rule: None,
+                rules: "sha256:00ff".into(),
+                arguments: fleetgate_core::audit::KeptArguments::Digest { sha256: "ab".into(), bytes: 2 },
+            }));
+        }
         let id = store.append_audit(&entry).unwrap();
         entry.id = Some(id);
         written.push(entry);

@@ -45,8 +45,15 @@ fn populate(store: &dyn Store, version: u32, raw: &dyn Fn(&str)) {
             now()
         ));
     }
-    if version >= 5 {
+    if version >= 8 {
         store.append_audit(&audit_entry("gitea_merge", now())).unwrap();
+    } else if version >= 5 {
+        // Version 5's to 7's columns: a principal, no judged call yet.
+        raw(&format!(
+            "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal) \
+             VALUES ('{}', 'prgs-author', 'wrk-1', 'gitea_merge', FALSE, 'worker_fenced', '[]', 'claude-code')",
+            now()
+        ));
     } else if version >= 3 {
         // Version 3's columns: no principal yet.
         raw(&format!(
@@ -138,9 +145,21 @@ fn check_survivors(store: &dyn Store, version: u32) {
     assert!(locked.is_some(), "v7's review-decision locks at version {version}");
     let claim = crate::ledger::claim_of("r9", fleetgate_core::workflow::Purpose::Merge, "h9", 600);
     assert!(matches!(store.claim_pr_lease(&claim, now()).unwrap(), fleetgate_store::PrClaimOutcome::Claimed(_)));
-    let id = store.append_audit(&audit_entry("gitea_review", now())).unwrap();
+    // An entry from before v8 has no judged call; v8's keep theirs.
+    assert!(audit.iter().all(|e| e.call.is_none()), "at version {version}");
+    let mut judged = audit_entry("gitea_review", now());
+    judged.call = Some(Box::new(fleetgate_core::audit::JudgedCall {
+        role: "reviewer".into(),
+        class: fleetgate_core::capability::ToolClass::Mutating,
+        tool_class: None,
+        rule: None,
+        rules: "sha256:0".into(),
+        arguments: fleetgate_core::audit::KeptArguments::Off,
+    }));
+    let id = store.append_audit(&judged).unwrap();
     let newest = store.list_audit(None, 1).unwrap();
     assert_eq!((newest[0].id, newest[0].principal.as_deref()), (Some(id), Some("claude-code")), "at version {version}");
+    assert_eq!(newest[0].call, judged.call, "at version {version}");
 }
 
 pub fn migrates_from_every_older_version(fx: &Fixture) {

@@ -58,5 +58,6 @@ pub fn audit_entry(tool: &str, at: Timestamp) -> AuditEntry {
         blocker_kind: Some("worker_fenced".into()),
         reasons: vec!["epoch 1 presented, the row holds epoch 2".into()],
         principal: Some("claude-code".into()),
+        call: None,
     }
 }
