@@ -75,6 +75,32 @@ pub struct FleetConfig {
     pub metrics: MetricsSettings,
     /// `[audit] arguments`: how much of a judged call's arguments the audit log keeps.
     pub audit_arguments: ArgumentsMode,
+    /// `[approvals]`: how long a call a rule asks about waits, how long an approval holds.
+    pub approvals: ApprovalSettings,
+}
+
+/// `[approvals]`: operator approval of one exact call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalSettings {
+    /// How long a gateway holds a call that waits for an operator (seconds, 0 to 3600):
+    /// then it is refused `approval_pending`, and the request stays open for a retry.
+    pub wait_seconds: u64,
+    /// How long after its answer an approval covers the identical call (seconds, 1 to
+    /// 86400): once.
+    pub ttl_seconds: i64,
+}
+
+impl Default for ApprovalSettings {
+    fn default() -> Self {
+        Self { wait_seconds: 120, ttl_seconds: 600 }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApprovals {
+    wait_seconds: Option<u64>,
+    ttl_seconds: Option<i64>,
 }
 
 /// `[metrics]`: where a stdio `fleetgate serve` serves `GET /metrics` (what
@@ -267,6 +293,7 @@ struct RawFile {
     tracing: Option<RawTracing>,
     metrics: Option<RawMetrics>,
     audit: Option<RawAudit>,
+    approvals: Option<RawApprovals>,
 }
 
 /// `[downstream]`: what the downstream server is given.
@@ -287,6 +314,9 @@ struct RawRule {
     roles: Vec<String>,
     class: Option<ToolClass>,
     action: Option<String>,
+    /// `"allow"` (the default: the roles may make the call) or `"ask"` (a permitted role's
+    /// call waits for an operator's approval of that exact call).
+    decision: Option<String>,
 }
 
 impl RawRule {
@@ -322,7 +352,12 @@ impl RawRule {
             };
             args.push((pointer, matcher));
         }
-        Ok(Rule { origin, tool: self.tool, args, roles: self.roles, class: self.class, action: self.action })
+        let ask = match self.decision.as_deref() {
+            None | Some("allow") => false,
+            Some("ask") => true,
+            Some(other) => return Err(format!("decision {other:?} is neither \"allow\" nor \"ask\"")),
+        };
+        Ok(Rule { origin, tool: self.tool, args, roles: self.roles, class: self.class, action: self.action, ask })
     }
 }
 
@@ -436,6 +471,7 @@ impl FleetConfig {
             otlp_endpoint: None,
             metrics: MetricsSettings::default(),
             audit_arguments: ArgumentsMode::Full,
+            approvals: ApprovalSettings::default(),
         }
     }
 
@@ -515,6 +551,19 @@ impl FleetConfig {
         if let Some(url) = &otlp_endpoint {
             crate::otlp::check_endpoint("[tracing] otlp_endpoint", url, true).map_err(err)?;
         }
+        let approvals = {
+            let d = ApprovalSettings::default();
+            let raw = raw.approvals.unwrap_or(RawApprovals { wait_seconds: None, ttl_seconds: None });
+            let wait_seconds = raw.wait_seconds.unwrap_or(d.wait_seconds);
+            let ttl_seconds = raw.ttl_seconds.unwrap_or(d.ttl_seconds);
+            if wait_seconds > 3600 {
+                return Err(err(format!("[approvals] wait_seconds = {wait_seconds}: expected 0 to 3600")));
+            }
+            if !(1..=86_400).contains(&ttl_seconds) {
+                return Err(err(format!("[approvals] ttl_seconds = {ttl_seconds}: expected 1 to 86400")));
+            }
+            ApprovalSettings { wait_seconds, ttl_seconds }
+        };
         let metrics = match raw.metrics {
             None => MetricsSettings::default(),
             Some(m) => MetricsSettings {
@@ -531,6 +580,7 @@ impl FleetConfig {
             otlp_endpoint,
             metrics,
             audit_arguments: raw.audit.map(|a| a.arguments).unwrap_or_default(),
+            approvals,
             downstream_pass_env,
             workflow,
             http,
@@ -670,6 +720,30 @@ role = "reviewer"
             c.member("prgs-reconciler").is_some_and(|m| m.namespace == "gitea-reconciler" && m.role == "reconciler")
         );
         assert_eq!((c.env_prefix.as_str(), c.tool_prefix.as_str()), ("GITEA_", "gitea_"));
+    }
+
+    #[test]
+    fn approvals_and_asking_rules_are_read_and_checked() {
+        let c = FleetConfig::parse(GOOD, "t").unwrap();
+        assert_eq!(c.approvals, ApprovalSettings { wait_seconds: 120, ttl_seconds: 600 });
+        let text = format!(
+            "{GOOD}\n[approvals]\nwait_seconds = 5\nttl_seconds = 60\n\n[[rules]]\ntool = \"pull_request_write\"\n\
+             args = {{ \"/method\" = [\"merge\"] }}\nroles = [\"reviewer\"]\ndecision = \"ask\"\n"
+        );
+        let c = FleetConfig::parse(&text, "t").unwrap();
+        assert_eq!(c.approvals, ApprovalSettings { wait_seconds: 5, ttl_seconds: 60 });
+        assert!(c.rules.rules()[0].ask);
+        let plain = FleetConfig::parse(GOOD, "t").unwrap();
+        assert_ne!(c.rules_digest(), plain.rules_digest());
+        for (bad, why) in [
+            ("[approvals]\nwait_seconds = 4000", "expected 0 to 3600"),
+            ("[approvals]\nttl_seconds = 0", "expected 1 to 86400"),
+            ("[approvals]\nmaybe = 1", "unknown field `maybe`"),
+            ("[[rules]]\ntool = \"t\"\nroles = [\"author\"]\ndecision = \"perhaps\"", "neither \"allow\" nor \"ask\""),
+        ] {
+            let e = FleetConfig::parse(&format!("{GOOD}\n{bad}\n"), "t").unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]

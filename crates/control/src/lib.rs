@@ -13,6 +13,7 @@
 
 #![deny(missing_docs)]
 
+pub mod approvals;
 pub mod audit;
 pub mod error;
 pub mod gate;

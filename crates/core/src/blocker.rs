@@ -30,6 +30,11 @@ pub enum BlockerKind {
     StaleHead,
     /// A merge without a merge lease and an independent approval at the current head.
     ApprovalRequired,
+    /// A rule asks an operator about this exact call, and no answer has come yet (the
+    /// request's id is in the reasons).
+    ApprovalPending,
+    /// An operator refused this exact call.
+    ApprovalDenied,
     /// Another worker holds a live lease on the PR.
     ReviewLeaseHeld,
     /// The reviewer session holds a review-decision lock on another PR (or already decided
@@ -63,6 +68,8 @@ impl BlockerKind {
             Self::ReviewLeaseRequired => "review_lease_required",
             Self::StaleHead => "stale_head",
             Self::ApprovalRequired => "approval_required",
+            Self::ApprovalPending => "approval_pending",
+            Self::ApprovalDenied => "approval_denied",
             Self::ReviewLeaseHeld => "review_lease_held",
             Self::ReviewDecisionLocked => "review_decision_locked",
             Self::IssueLockHeld => "issue_lock_held",
@@ -81,7 +88,7 @@ pub const BLOCKER_NO_ATTACHMENT: BlockerKind = BlockerKind::SessionAttachmentMis
 
 impl BlockerKind {
     /// Every blocker, in the gate's precedence order.
-    pub const ALL: [BlockerKind; 17] = [
+    pub const ALL: [BlockerKind; 19] = [
         Self::AmbiguousArguments,
         Self::RoleNotPermitted,
         Self::ProtectedBranch,
@@ -98,6 +105,8 @@ impl BlockerKind {
         Self::ReviewDecisionLocked,
         Self::StaleHead,
         Self::ApprovalRequired,
+        Self::ApprovalDenied,
+        Self::ApprovalPending,
         Self::AuditUnavailable,
     ];
 

@@ -144,10 +144,49 @@ pub struct CapabilityInput<'a> {
     /// The PR workflow's refusal of the call, when the gate judged one (applied after the
     /// fleet conditions, which it never outranks).
     pub workflow: Option<&'a Refusal>,
+    /// An operator's part in the call, when a rule asks about it (applied last: only a call
+    /// everything else allows waits for, or is refused by, an operator).
+    pub approval: Option<&'a ApprovalHold>,
     /// What the fleet conditions are judged from. A caller may skip gathering it
     /// for a call that cannot need it (a permitted read-only tool); a mutating
     /// call without it is refused, never waved through.
     pub evidence: Option<Evidence<'a>>,
+}
+
+/// Where an operator's answer to a call a rule asks about stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApprovalHold {
+    /// Asked, not answered (`approval_pending`).
+    Pending {
+        /// The request.
+        id: String,
+        /// Why the gate asks.
+        why: String,
+    },
+    /// Refused by an operator (`approval_denied`).
+    Denied {
+        /// The request.
+        id: String,
+        /// Who refused it, and why.
+        by: String,
+    },
+}
+
+impl ApprovalHold {
+    fn refusal(&self) -> (BlockerKind, String, String) {
+        match self {
+            Self::Pending { id, why } => (
+                BlockerKind::ApprovalPending,
+                format!("{why}: approval request {id} waits for an operator"),
+                crate::approval::approval_action(id),
+            ),
+            Self::Denied { id, by } => (
+                BlockerKind::ApprovalDenied,
+                format!("approval request {id} was denied by {by}"),
+                "an operator refused this exact call: do not retry it; change the plan, or ask the operator".into(),
+            ),
+        }
+    }
 }
 
 /// The live inputs of the fleet and session conditions.
@@ -203,6 +242,29 @@ pub struct Capability {
     /// canonical parse, with what the workflow pins). `None`: forward the call as sent.
     #[serde(skip)]
     pub forward: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The operator approval request the call waits for, or the one it used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_request: Option<String>,
+}
+
+/// A call every other condition allows, with an operator's part applied: refused while its
+/// request waits (`approval_pending`) or after an operator denied it (`approval_denied`),
+/// allowed without one. The resolver applies the same, last.
+pub fn with_approval(allowed: Capability, hold: Option<&ApprovalHold>) -> Capability {
+    let Some(hold) = hold else { return allowed };
+    let (kind, reason, action) = hold.refusal();
+    let id = match hold {
+        ApprovalHold::Pending { id, .. } | ApprovalHold::Denied { id, .. } => id.clone(),
+    };
+    Capability {
+        allowed: false,
+        blocker_kind: Some(kind),
+        blocked_reasons: vec![reason],
+        operator_action: Some(action),
+        forward: None,
+        approval_request: Some(id),
+        ..allowed
+    }
 }
 
 /// Decide one call.
@@ -220,6 +282,7 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
             stop_required: stop,
             operator_action: action,
             forward: None,
+            approval_request: None,
         };
     if let Some(ambiguity) = input.ambiguity {
         return verdict(
@@ -256,8 +319,16 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
             Some(TOOL_CHANGED_ACTION.into()),
         );
     }
+    let allowed =
+        |verdict: &dyn Fn(Option<BlockerKind>, Vec<String>, bool, bool, Option<String>) -> Capability| match input
+            .approval
+            .map(ApprovalHold::refusal)
+        {
+            Some((kind, reason, action)) => verdict(Some(kind), vec![reason], false, false, Some(action)),
+            None => verdict(None, Vec::new(), false, false, None),
+        };
     if input.class == ToolClass::ReadOnly {
-        return verdict(None, Vec::new(), false, false, None);
+        return allowed(&verdict);
     }
     if let Some(why) = input.store_replaced {
         let reasons = vec![why.to_owned()];
@@ -293,7 +364,7 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
         let action = Some(refusal.operator_action.clone());
         return verdict(Some(refusal.blocker_kind), refusal.reasons.clone(), false, false, action);
     }
-    verdict(None, Vec::new(), false, false, None)
+    allowed(&verdict)
 }
 
 const FENCED_ACTION: &str =
@@ -391,7 +462,13 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
     const STORE: &str = BlockerKind::StoreReplaced.as_str();
     const AMBIGUOUS: &str = BlockerKind::AmbiguousArguments.as_str();
     const PROTECTED: &str = BlockerKind::ProtectedBranch.as_str();
+    const PENDING: &str = BlockerKind::ApprovalPending.as_str();
+    const DENIED: &str = BlockerKind::ApprovalDenied.as_str();
     let first = reasons.first().map(String::as_str);
+    let request = || {
+        let id = first.and_then(|r| r.split_whitespace().find(|w| w.starts_with("apr-")));
+        id.unwrap_or("ID").trim_end_matches([':', ',', '.']).to_owned()
+    };
     Some(match blocker_kind {
         ROLE => role_action(tool, role),
         HARD => hard_action(first.unwrap_or_default()),
@@ -402,6 +479,8 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
         STORE => STORE_REPLACED_ACTION.into(),
         AMBIGUOUS => AMBIGUOUS_ACTION.into(),
         PROTECTED => PROTECTED_ACTION.into(),
+        PENDING => crate::approval::approval_action(&request()),
+        DENIED => ApprovalHold::Denied { id: request(), by: String::new() }.refusal().2,
         other => return BlockerKind::parse(other).map(|k| crate::workflow::action(k).to_owned()),
     })
 }

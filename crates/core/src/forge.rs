@@ -335,6 +335,7 @@ pub fn gitea_mcp_rules() -> Vec<Rule> {
             roles: entry.roles.iter().map(|r| (*r).to_owned()).collect(),
             class: entry.class,
             action: entry.action.map(str::to_owned),
+            ask: false,
         })
         .collect()
 }

@@ -591,3 +591,70 @@ pub fn summarize(inv: &FleetInventory) -> String {
 fn short(rev: &str) -> &str {
     rev.get(..12).unwrap_or(rev)
 }
+
+fn row_cells(m: &MemberRow) -> Vec<String> {
+    vec![
+        format!("{}/{}", m.namespace, m.profile),
+        format!("{:?}", m.health).to_lowercase(),
+        format!("{:?}", m.liveness).to_lowercase(),
+        m.pid.to_string(),
+        m.heartbeat_age_seconds.map_or("-".into(), |a| format!("{a}s")),
+        m.cohort_id.clone().unwrap_or_else(|| "unknown".into()),
+        m.startup_head.as_deref().map_or("unknown".into(), |h| h.chars().take(12).collect()),
+    ]
+}
+
+/// The readable form (`fleetgate inventory`, the demo): summary, members, then each blocked
+/// reason. The summary and the reasons
+/// quote other users' command lines: each is [`shown`], so none can forge a line or send an
+/// escape sequence to the terminal.
+pub fn render(inv: &FleetInventory) -> String {
+    use crate::text::{shown, table};
+    let mut cells: Vec<Vec<String>> = Vec::new();
+    cells.extend(inv.running_members.iter().map(row_cells));
+    cells.extend(inv.unexpected_members.iter().map(row_cells));
+    cells.extend(inv.stale_members.iter().map(row_cells));
+    for m in &inv.missing_members {
+        cells.push(vec![
+            format!("{}/{}", m.namespace, m.profile),
+            "missing".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ]);
+    }
+    for p in &inv.unregistered_processes {
+        cells.push(vec![
+            format!("(unregistered) {}", p.command.chars().take(40).collect::<String>()),
+            "unknown".into(),
+            "unregistered".into(),
+            p.pid.to_string(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ]);
+    }
+    let mut out = vec![shown(&summarize(inv), usize::MAX), String::new()];
+    out.push(table(&["MEMBER", "HEALTH", "LIVENESS", "PID", "HEARTBEAT AGE", "COHORT", "REVISION"], &cells));
+    if !inv.blocked_reasons.is_empty() {
+        out.push(String::new());
+        out.push("blocked because:".into());
+        out.extend(inv.blocked_reasons.iter().map(|r| format!("  - {}", shown(r, usize::MAX))));
+    }
+    if !inv.other_fleet_gateways.is_empty() {
+        out.push(String::new());
+        out.push("other fleets on this host (proven by their own stores; not ours):".into());
+        out.extend(inv.other_fleet_gateways.iter().map(|g| {
+            shown(
+                &format!(
+                    "  - other fleet: pid {} {} ({}), store {}, checkout {}",
+                    g.pid, g.profile, g.namespace, g.store, g.repository_root
+                ),
+                usize::MAX,
+            )
+        }));
+    }
+    out.join("\n")
+}

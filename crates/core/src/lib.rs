@@ -9,6 +9,7 @@
 //! the binary crate checks).
 #![deny(missing_docs)]
 
+pub mod approval;
 pub mod audit;
 pub mod blocker;
 pub mod capability;

@@ -87,6 +87,10 @@ pub struct Rule {
     pub class: Option<ToolClass>,
     /// The workflow action such a call is (`merge`, `review`, …), for the PR workflow.
     pub action: Option<String>,
+    /// `decision = "ask"`: a call of a permitted role waits for an operator's approval of
+    /// that exact call (`fleetgate_core::approval`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ask: bool,
 }
 
 /// The value at JSON pointer `pointer` in the call's arguments, without copying them (a call
@@ -175,6 +179,8 @@ pub struct RuleDecision {
     pub action: Option<String>,
     /// The matching rule's origin.
     pub rule: Option<String>,
+    /// The matching rule asks an operator about the call (`decision = "ask"`).
+    pub ask: bool,
 }
 
 /// An ordered rule set: the operator's rules, then a forge profile's.
@@ -258,6 +264,7 @@ impl RuleSet {
                     class: rule.class,
                     action: rule.action.clone(),
                     rule: Some(rule.origin.clone()),
+                    ask: rule.ask,
                 })
             }
             RuleVerdict::Unmatched { candidates } => {
@@ -276,6 +283,7 @@ impl RuleSet {
                     class: None,
                     action: None,
                     rule: None,
+                    ask: false,
                 })
             }
         }

@@ -5,8 +5,8 @@
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
 use fleetgate_core::capability::{
-    Capability, CapabilityInput, Evidence, RoleRefusal, ToolClass, fleet_gate, needs_evidence, refusal_action,
-    resolve_task_capability,
+    ApprovalHold, Capability, CapabilityInput, Evidence, RoleRefusal, ToolClass, fleet_gate, needs_evidence,
+    refusal_action, resolve_task_capability,
 };
 use fleetgate_core::forge_call::Ambiguity;
 use fleetgate_core::inventory::{FleetInventory, InventoryInput, PidProbe, classify_fleet_inventory};
@@ -110,6 +110,7 @@ struct Case {
     changed: Option<&'static str>,
     replaced: Option<&'static str>,
     workflow: Option<Refusal>,
+    approval: Option<ApprovalHold>,
 }
 
 impl Case {
@@ -125,6 +126,7 @@ impl Case {
             changed: None,
             replaced: None,
             workflow: None,
+            approval: None,
         }
     }
     fn resolve(&self) -> Capability {
@@ -140,6 +142,7 @@ impl Case {
             definition_changed: self.changed,
             store_replaced: self.replaced,
             workflow: self.workflow.as_ref(),
+            approval: self.approval.as_ref(),
             evidence: Some(Evidence {
                 diagnostics: &self.diagnostics,
                 provenance: &self.provenance,
@@ -233,6 +236,7 @@ fn a_mutating_call_without_evidence_is_refused_and_reads_need_none() {
         definition_changed: None,
         store_replaced: None,
         workflow: None,
+        approval: None,
         evidence: None,
     });
     assert_eq!(c.blocker_kind, Some(BlockerKind::FleetInventoryBlocked));
@@ -249,6 +253,7 @@ fn a_mutating_call_without_evidence_is_refused_and_reads_need_none() {
         definition_changed: None,
         store_replaced: None,
         workflow: None,
+        approval: None,
     };
     assert!(resolve_task_capability(&read).allowed);
     assert!(!resolve_task_capability(&CapabilityInput { role_permitted: false, ..read }).allowed);
@@ -276,6 +281,7 @@ fn a_rule_s_refusal_keeps_its_reason_and_hands_the_call_to_the_roles_that_may() 
         definition_changed: None,
         store_replaced: None,
         workflow: None,
+        approval: None,
         evidence: None,
     };
     let c = resolve_task_capability(&input);
@@ -370,6 +376,8 @@ struct Conditions {
     prov: u8,
     dup: bool,
     workflow: Option<BlockerKind>,
+    /// 0: no operator's part; 1: pending; 2: denied.
+    approval: u8,
 }
 
 impl Conditions {
@@ -389,6 +397,11 @@ impl Conditions {
             changed: self.changed.then_some("changed"),
             replaced: self.replaced.then_some("replaced"),
             workflow: self.workflow.map(|k| Refusal::of(k, "workflow".into())),
+            approval: match self.approval {
+                0 => None,
+                1 => Some(ApprovalHold::Pending { id: "apr-1".into(), why: "rule r asks".into() }),
+                _ => Some(ApprovalHold::Denied { id: "apr-1".into(), by: "alice".into() }),
+            },
         }
     }
 
@@ -407,6 +420,9 @@ impl Conditions {
             BlockerKind::SessionAttachmentMissing => !read && self.prov == 1,
             BlockerKind::WorkerFenced => !read && self.prov == 2,
             BlockerKind::FleetInventoryBlocked => !read && self.dup,
+            // An operator's part comes last, and read-only calls answer to it too.
+            BlockerKind::ApprovalPending => self.approval == 1,
+            BlockerKind::ApprovalDenied => self.approval == 2,
             other => !read && self.workflow == Some(other),
         };
         BlockerKind::ALL.into_iter().find(|k| held(*k))
@@ -426,12 +442,26 @@ fn conditions() -> impl Strategy<Value = Conditions> {
         prop::sample::select(vec![ToolClass::Mutating, ToolClass::ReadOnly]),
         (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
         prop::sample::select(vec![None, Some(UNSUPPORTED), Some(STALE), Some("note: soft")]),
-        (0u8..3, any::<bool>()),
+        (0u8..3, any::<bool>(), 0u8..3),
         workflow,
     )
-        .prop_map(|(class, (ambiguous, permitted, protected, changed, replaced), diag, (prov, dup), workflow)| {
-            Conditions { class, ambiguous, permitted, protected, changed, replaced, diag, prov, dup, workflow }
-        })
+        .prop_map(
+            |(class, (ambiguous, permitted, protected, changed, replaced), diag, (prov, dup, approval), workflow)| {
+                Conditions {
+                    class,
+                    ambiguous,
+                    permitted,
+                    protected,
+                    changed,
+                    replaced,
+                    diag,
+                    prov,
+                    dup,
+                    workflow,
+                    approval,
+                }
+            },
+        )
 }
 
 proptest! {

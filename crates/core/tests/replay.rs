@@ -35,6 +35,7 @@ fn rule(origin: &str, tool: &str, methods: &[&str], roles: &[&str], class: Optio
         roles: roles.iter().map(|r| (*r).to_owned()).collect(),
         class,
         action: None,
+        ask: false,
     }
 }
 

@@ -48,6 +48,23 @@ pub fn nonce() -> u128 {
     u128::from_le_bytes(bytes)
 }
 
+/// Who this process runs as, for the record of an operator's answer: the user name
+/// `/etc/passwd` gives the real user id, with the id (`alice (uid 1000)`), or the id alone.
+pub fn os_user() -> String {
+    let uid = rustix::process::getuid().as_raw();
+    let name = std::fs::read_to_string("/etc/passwd").ok().and_then(|passwd| {
+        passwd.lines().find_map(|line| {
+            let mut fields = line.split(':');
+            let name = fields.next()?;
+            (fields.nth(1)? == uid.to_string()).then(|| name.to_owned())
+        })
+    });
+    match name {
+        Some(name) => format!("{name} (uid {uid})"),
+        None => format!("uid {uid}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -56,5 +73,12 @@ mod tests {
         assert_eq!(a, b);
         let (machine, boot) = a.expect("this machine has a machine id and a boot id");
         assert!(!machine.is_empty() && boot.len() >= 32, "{machine} {boot}");
+    }
+
+    #[test]
+    fn the_os_user_names_this_process_s_uid() {
+        let uid = rustix::process::getuid().as_raw();
+        let user = super::os_user();
+        assert!(user.ends_with(&format!("uid {uid})")) || user == format!("uid {uid}"), "{user}");
     }
 }

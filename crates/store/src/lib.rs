@@ -11,6 +11,7 @@
 //! anything above them (`tests/layering.rs` in the binary crate checks).
 #![deny(missing_docs)]
 
+mod approvals;
 mod clock;
 mod engine;
 mod error;
@@ -32,6 +33,7 @@ pub use shown::redact_url;
 pub use workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin, new_lease_id};
 
 use fleetgate_core::Timestamp;
+use fleetgate_core::approval::ApprovalRequest;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::decision_lock::ReviewLock;
 pub use fleetgate_core::runtime::HostIdentity;
@@ -54,7 +56,7 @@ pub fn within<T>(budget: std::time::Duration, f: impl FnOnce() -> T) -> T {
 
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// The control-plane store. Every method is required: a wrapper that forgets
 /// to delegate one does not compile, rather than answering "unsupported" at
@@ -227,6 +229,39 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// The live review-decision locks of one reviewer session (at most one).
     fn live_review_locks(&self, client: &str, session: &str) -> Result<Vec<ReviewLock>, StoreError>;
+
+    /// Record a request for an operator's approval of one call, unless a pending request
+    /// names the same call (digest) already: the pending request as it stands.
+    fn request_approval(&self, request: &ApprovalRequest) -> Result<ApprovalRequest, StoreError>;
+
+    /// One approval request.
+    fn approval(&self, id: &str) -> Result<Option<ApprovalRequest>, StoreError>;
+
+    /// The approval requests (`pending_only`: those waiting), oldest first.
+    fn list_approvals(&self, pending_only: bool) -> Result<Vec<ApprovalRequest>, StoreError>;
+
+    /// Approve or deny a pending request; it as it stands after, `None` when it was not
+    /// pending (answered already, withdrawn, unknown).
+    fn answer_approval(
+        &self,
+        id: &str,
+        approve: bool,
+        by: &str,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Option<ApprovalRequest>, StoreError>;
+
+    /// Use the approval that covers the call `digest` — approved, unused, answered within
+    /// `[not_before, now]` — once: it as used, `None` when none covers the call.
+    fn use_approval(
+        &self,
+        digest: &str,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<ApprovalRequest>, StoreError>;
+
+    /// Withdraw a pending request (its caller went away); whether it was pending.
+    fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> Result<bool, StoreError>;
 
     /// Every review-decision lock (`live_only`: the held ones), oldest decision first.
     fn list_review_locks(&self, live_only: bool) -> Result<Vec<ReviewLock>, StoreError>;

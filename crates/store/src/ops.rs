@@ -9,6 +9,7 @@ use crate::rows::{self, Value, text};
 use crate::workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin};
 use crate::{FleetSnapshot, HostIdentity, HostObservation, Store, StoreError};
 use fleetgate_core::Timestamp;
+use fleetgate_core::approval::ApprovalRequest;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::decision_lock::ReviewLock;
 use fleetgate_core::prune::{runtime_prunable, worker_prunable};
@@ -293,6 +294,42 @@ impl<E: Engine> Store for E {
 
     fn list_review_locks(&self, live_only: bool) -> Result<Vec<ReviewLock>, StoreError> {
         crate::locks::list(self, live_only)
+    }
+
+    fn request_approval(&self, request: &ApprovalRequest) -> Result<ApprovalRequest, StoreError> {
+        crate::approvals::request(self, request)
+    }
+
+    fn approval(&self, id: &str) -> Result<Option<ApprovalRequest>, StoreError> {
+        crate::approvals::get(self, id)
+    }
+
+    fn list_approvals(&self, pending_only: bool) -> Result<Vec<ApprovalRequest>, StoreError> {
+        crate::approvals::list(self, pending_only)
+    }
+
+    fn answer_approval(
+        &self,
+        id: &str,
+        approve: bool,
+        by: &str,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Option<ApprovalRequest>, StoreError> {
+        crate::approvals::answer(self, id, approve, by, reason, now)
+    }
+
+    fn use_approval(
+        &self,
+        digest: &str,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<ApprovalRequest>, StoreError> {
+        crate::approvals::use_one(self, digest, not_before, now)
+    }
+
+    fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> Result<bool, StoreError> {
+        crate::approvals::withdraw(self, id, why, now)
     }
 
     fn release_review_locks(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Result<Vec<ReviewLock>, StoreError> {

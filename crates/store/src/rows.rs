@@ -109,7 +109,7 @@ pub(crate) fn opt_text(v: Option<&str>) -> Value<'_> {
     Value::Text(v.map(Cow::Borrowed))
 }
 
-fn json(what: &str, v: &impl serde::Serialize) -> Result<Value<'static>, StoreError> {
+pub(crate) fn json(what: &str, v: &impl serde::Serialize) -> Result<Value<'static>, StoreError> {
     let encoded = serde_json::to_string(v)
         .map_err(|e| StoreError::new(StoreErrorKind::Invalid, format!("cannot encode {what}: {e}")))?;
     Ok(Value::Text(Some(Cow::Owned(encoded))))

@@ -149,6 +149,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         create: "",
         add: &[("audit_log", "judged_call", "TEXT")],
     },
+    Migration { version: 9, name: "approval requests", create: crate::approvals::CREATE, add: &[] },
 ];
 
 /// The migrations a store at `current` still needs to reach `target`, or

@@ -85,6 +85,8 @@ pub(crate) struct Sql {
     pub ledger: crate::ledger::LedgerSql,
     /// Schema v7's review-decision locks.
     pub locks: crate::locks::LockSql,
+    /// Schema v9's approval requests.
+    pub approvals: crate::approvals::ApprovalSql,
 }
 
 /// `$1, $2, …, $n`.
@@ -177,6 +179,7 @@ impl Sql {
             list_observations: sql(format!("SELECT {observation} FROM host_observations ORDER BY host_id")),
             ledger: crate::ledger::LedgerSql::new(d),
             locks: crate::locks::LockSql::new(d),
+            approvals: crate::approvals::ApprovalSql::new(d),
         }
     }
 }

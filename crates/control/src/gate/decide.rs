@@ -14,10 +14,11 @@ use crate::audit::Auditor;
 use fleetgate_config::{FleetConfig, Member};
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
+use fleetgate_core::approval::{ApprovalRequest, call_digest, request_id};
 use fleetgate_core::audit::{AuditEntry, JudgedCall, keep_arguments};
 use fleetgate_core::capability::{
-    Capability, CapabilityInput, Evidence, RoleRefusal, ToolClass, classify_tool, needs_evidence,
-    resolve_task_capability,
+    ApprovalHold, Capability, CapabilityInput, Evidence, RoleRefusal, ToolClass, classify_tool, needs_evidence,
+    resolve_task_capability, with_approval,
 };
 use fleetgate_core::forge_call::{Ambiguity, canonicalize};
 use fleetgate_core::protect::{Protection, Violation};
@@ -66,6 +67,22 @@ pub struct Policy {
     pub action: Option<String>,
     /// The matching rule's origin.
     pub rule: Option<String>,
+    /// The matching rule asks an operator about the call (`decision = "ask"`).
+    pub ask: bool,
+}
+
+/// What the gate does about a call a rule asks an operator about.
+#[derive(Clone, Copy, Debug)]
+enum Approving<'a> {
+    /// Say it would wait; ask no one (`capability`, the control tool's assessment).
+    Preview,
+    /// A real call: use the approval that covers it, else record (or find) its request.
+    Ask {
+        /// The HTTP principal the call came from.
+        principal: Option<&'a str>,
+        /// The request the call was held for, when judged again after an answer.
+        held: Option<&'a str>,
+    },
 }
 
 /// How a tool is listed to a role.
@@ -167,6 +184,7 @@ impl Gate {
                 refusal: decided.reason.map(|reason| RoleRefusal { reason, may: decided.may }),
                 action: decided.action,
                 rule: decided.rule,
+                ask: decided.ask,
             },
             None => Policy {
                 permitted: self.config.role_policy(role).permits(call.tool),
@@ -174,6 +192,7 @@ impl Gate {
                 refusal: None,
                 action: None,
                 rule: None,
+                ask: false,
             },
         }
     }
@@ -336,7 +355,7 @@ impl Gate {
     fn judge(&self, call: &Call<'_>, now: Timestamp) -> Capability {
         let canonical = self.canonical(call);
         let policy = self.policy(&Call { arguments: parsed_arguments(call, &canonical), ..call.clone() });
-        self.judge_parsed(call, canonical, policy, now)
+        self.judge_parsed(call, canonical, policy, now, Approving::Preview)
     }
 
     /// [`judge`](Self::judge) with the call's parse and its policy (of the parsed
@@ -347,12 +366,13 @@ impl Gate {
         canonical: Result<Option<Option<Map<String, Value>>>, Ambiguity>,
         policy: Policy,
         now: Timestamp,
+        approving: Approving<'_>,
     ) -> Capability {
         match canonical {
-            Ok(None) => self.judge_with(call, policy, now),
+            Ok(None) => self.judge_with(call, policy, now, approving),
             Ok(Some(arguments)) => {
                 let canonical = Call { arguments: arguments.as_ref(), ..call.clone() };
-                let mut verdict = self.judge_with(&canonical, policy, now);
+                let mut verdict = self.judge_with(&canonical, policy, now, approving);
                 if verdict.allowed && verdict.forward.is_none() {
                     verdict.forward = arguments;
                 }
@@ -383,14 +403,107 @@ impl Gate {
             definition_changed: None,
             store_replaced: None,
             workflow: None,
+            approval: None,
             evidence,
         }
+    }
+
+    /// [`judge_conditions`](Self::judge_conditions), then — for a call everything else
+    /// allows and a rule asks an operator about — the operator's part, last.
+    fn judge_with(&self, call: &Call<'_>, policy: Policy, now: Timestamp, approving: Approving<'_>) -> Capability {
+        let (ask, rule) = (policy.ask, policy.rule.clone());
+        let verdict = self.judge_conditions(call, policy, now);
+        if !(ask && verdict.allowed) {
+            return verdict;
+        }
+        let why = format!("rule {} asks an operator about this exact call", rule.as_deref().unwrap_or("(unnamed)"));
+        let Approving::Ask { principal, held } = approving else {
+            let hold = ApprovalHold::Pending { id: "(one is made when the call is)".into(), why };
+            return with_approval(verdict, Some(&hold));
+        };
+        self.approval(call, verdict, why, now, principal, held)
+    }
+
+    /// The operator's part in a real call: the approval that covers exactly what would be
+    /// forwarded (worker, tool, arguments — pins included), used once; else the request
+    /// recorded (one per call, found again on a retry), and the call refused
+    /// `approval_pending`; or, judged again after its request was denied, `approval_denied`.
+    fn approval(
+        &self,
+        call: &Call<'_>,
+        mut verdict: Capability,
+        why: String,
+        now: Timestamp,
+        principal: Option<&str>,
+        held: Option<&str>,
+    ) -> Capability {
+        let worker = match &call.caller {
+            Caller::Worker { identity, .. } => Some(*identity),
+            Caller::Nobody(_) => None,
+        };
+        let forwarded = verdict.forward.clone().or_else(|| call.arguments.cloned());
+        let digest = call_digest(worker, call.tool, forwarded.as_ref());
+        let not_before = now.plus_seconds(-self.config.approvals.ttl_seconds);
+        let pending = |id: String, why: String| ApprovalHold::Pending { id, why };
+        let hold = match self.store.use_approval(&digest, not_before, now) {
+            Ok(Some(used)) => {
+                verdict.blocked_reasons.push(format!(
+                    "approval {} of this exact call by {} used (once)",
+                    used.id,
+                    used.answered_by.as_deref().unwrap_or("an operator")
+                ));
+                verdict.approval_request = Some(used.id);
+                return verdict;
+            }
+            Err(e) => pending("(unread)".into(), format!("{why}, and the approvals could not be read: {e}")),
+            Ok(None) => {
+                let denied = held
+                    .and_then(|id| self.store.approval(id).ok().flatten())
+                    .filter(|r| r.state == fleetgate_core::approval::ApprovalState::Denied && r.digest == digest);
+                match denied {
+                    Some(r) => {
+                        let by = match &r.answer_reason {
+                            Some(reason) => format!("{} ({reason})", r.answered_by.as_deref().unwrap_or("an operator")),
+                            None => r.answered_by.clone().unwrap_or_else(|| "an operator".into()),
+                        };
+                        ApprovalHold::Denied { id: r.id, by }
+                    }
+                    None => {
+                        let request = ApprovalRequest {
+                            id: request_id(fleetgate_host::nonce()),
+                            requested_at: now,
+                            profile: call.member.profile.clone(),
+                            role: call.member.role.clone(),
+                            worker: worker.map(str::to_owned),
+                            principal: principal.map(str::to_owned),
+                            tool: call.tool.to_owned(),
+                            arguments: forwarded,
+                            digest,
+                            why: why.clone(),
+                            state: fleetgate_core::approval::ApprovalState::Pending,
+                            answered_by: None,
+                            answered_at: None,
+                            answer_reason: None,
+                            used_at: None,
+                        };
+                        match self.store.request_approval(&request) {
+                            Ok(recorded) => pending(recorded.id, why),
+                            Err(e) => pending(
+                                "(unrecorded)".into(),
+                                format!("{why}, and the request could not be recorded: {e}"),
+                            ),
+                        }
+                    }
+                }
+            }
+        };
+        with_approval(verdict, Some(&hold))
     }
 
     /// Every condition of the call handed to the one resolver: protected branches (under a
     /// forge profile), a changed definition, a replaced store, the fleet and session
     /// evidence, then the PR workflow — each gathered only when nothing before it refuses.
-    fn judge_with(&self, call: &Call<'_>, policy: Policy, now: Timestamp) -> Capability {
+    fn judge_conditions(&self, call: &Call<'_>, policy: Policy, now: Timestamp) -> Capability {
         let role_permitted = policy.permitted;
         let empty = Map::new();
         // Only the file and branch tools, and a merge (which may delete its branch), are
@@ -458,10 +571,22 @@ impl Gate {
     /// is forwarded unaudited. Any other entry is queued; one that cannot be adds its
     /// reason to the verdict. Never silent.
     pub fn decide(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Capability {
+        self.decide_as(call, now, principal, None)
+    }
+
+    /// [`decide`](Self::decide) again, for a call held for the approval request `held`
+    /// since answered: approved, the approval is used; denied, the call is refused
+    /// `approval_denied`.
+    pub fn decide_held(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>, held: &str) -> Capability {
+        self.decide_as(call, now, principal, Some(held))
+    }
+
+    fn decide_as(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>, held: Option<&str>) -> Capability {
         let canonical = self.canonical(call);
         let policy = self.policy(&Call { arguments: parsed_arguments(call, &canonical), ..call.clone() });
         let judged = self.auditor.as_ref().map(|_| self.judged_call(call, &canonical, &policy));
-        let mut verdict = self.judge_parsed(call, canonical, policy, now);
+        let approving = Approving::Ask { principal: principal.as_deref(), held };
+        let mut verdict = self.judge_parsed(call, canonical, policy, now, approving);
         if let Some(auditor) = &self.auditor {
             self.audit(auditor, call, &mut verdict, now, principal, judged);
         }
@@ -539,13 +664,14 @@ impl Gate {
         if canonical.is_ok()
             && (needs_evidence(policy.class, permitted)
                 || policy.action.is_some()
+                || (permitted && policy.ask)
                 || (permitted && self.config.tools.pin == fleetgate_core::capability::PinMode::Enforce)
                 || (permitted && arguments.and_then(fleetgate_core::forge_workflow::pr_target).is_some()))
         {
             return None;
         }
         let judged = self.auditor.as_ref().map(|_| self.judged_call(call, &canonical, &policy));
-        let mut verdict = self.judge_parsed(call, canonical, policy, now);
+        let mut verdict = self.judge_parsed(call, canonical, policy, now, Approving::Preview);
         if let Some(auditor) = &self.auditor {
             // Never a durable entry: no allowed mutation gets here.
             self.audit(auditor, call, &mut verdict, now, principal, judged);

@@ -5,6 +5,7 @@
 
 use super::GatewayMetrics;
 use fleetgate_core::Timestamp;
+use fleetgate_core::approval::ApprovalRequest;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::decision_lock::ReviewLock;
 use fleetgate_core::runtime::{HostIdentity, ProcessScan, RuntimeRecord};
@@ -108,6 +109,12 @@ impl Store for MeteredStore {
         fn list_review_locks(&self, live_only: bool) -> Vec<ReviewLock>;
         fn release_review_locks(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Vec<ReviewLock>;
         fn release_review_lock(&self, lock_id: &str, reason: &str, now: Timestamp) -> Option<ReviewLock>;
+        fn request_approval(&self, request: &ApprovalRequest) -> ApprovalRequest;
+        fn approval(&self, id: &str) -> Option<ApprovalRequest>;
+        fn list_approvals(&self, pending_only: bool) -> Vec<ApprovalRequest>;
+        fn answer_approval(&self, id: &str, approve: bool, by: &str, reason: Option<&str>, now: Timestamp) -> Option<ApprovalRequest>;
+        fn use_approval(&self, digest: &str, not_before: Timestamp, now: Timestamp) -> Option<ApprovalRequest>;
+        fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> bool;
         fn observe_tool(&self, profile: &str, tool: &str, digest: &str, definition: &str, now: Timestamp) -> ToolPin;
         fn tool_pin(&self, profile: &str, tool: &str) -> Option<ToolPin>;
         fn list_tool_pins(&self, profile: Option<&str>) -> Vec<ToolPin>;

@@ -238,10 +238,47 @@ impl FleetControl {
         // The PR's head and base come from the reads the gateway made before deciding.
         let forge = Prefetched(call.answers);
         let gated = self.call_of(attachment, call, &worker, Some(&forge));
-        let verdict = self.gate.decide(&gated, self.clock.now(), principal);
+        let mut verdict = self.gate.decide(&gated, self.clock.now(), principal.clone());
+        if verdict.blocker_kind == Some(BlockerKind::ApprovalPending)
+            && let Some(id) = verdict.approval_request.clone()
+        {
+            verdict = self.hold(&gated, &id, principal).unwrap_or(verdict);
+        }
         // Only a call whose rule names a workflow action has an outcome to record.
         let settles = verdict.allowed && self.gate.policy(&gated).action.is_some();
         gateway_verdict(verdict, settles)
+    }
+
+    /// Hold a call whose approval request `id` waits, up to `[approvals] wait_seconds`: once
+    /// an operator answers, the call is decided again (approved: the approval is used and
+    /// the call goes ahead; denied: refused `approval_denied`). `None` when no answer came
+    /// in time (the call stays refused `approval_pending`; its request stays open, so the
+    /// identical retry is covered once approved). This runs on the blocking pool; only the
+    /// held call waits.
+    fn hold(
+        &self,
+        gated: &crate::gate::Call<'_>,
+        id: &str,
+        principal: Option<String>,
+    ) -> Option<fleetgate_core::capability::Capability> {
+        use fleetgate_core::approval::ApprovalState;
+        const POLL: std::time::Duration = std::time::Duration::from_millis(100);
+        let wait = std::time::Duration::from_secs(self.config().approvals.wait_seconds);
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            match self.gate.store().approval(id) {
+                Ok(Some(request)) if request.state != ApprovalState::Pending => {
+                    return Some(self.gate.decide_held(gated, self.clock.now(), principal, id));
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(id, error = %e, "a held call's approval request cannot be read"),
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            std::thread::sleep(left.min(POLL));
+        }
     }
 
     /// [`judge_call`](Self::judge_call) from memory alone, when it can be: a definition

@@ -14,6 +14,7 @@ fn rule(origin: &str, tool: &str, args: &[(&str, ArgMatch)], roles: &[&str]) -> 
         roles: roles.iter().map(|r| (*r).to_owned()).collect(),
         class: None,
         action: None,
+        ask: false,
     }
 }
 

@@ -79,6 +79,9 @@ pub enum Command {
         #[arg(long = "args", value_name = "JSON")]
         arguments: Option<String>,
     },
+    /// Calls a rule asks an operator about: list them, approve or deny one exact call.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
     /// A rule change previewed: `rules test` judges the audited history again by the rules
     /// of `--config` (exit 0 nothing flips, 3 something flips); `rules diff OLD NEW`.
     #[command(subcommand)]
@@ -104,6 +107,33 @@ pub enum Command {
     /// Diagnostics for operators and tests (renewal loops, store soak).
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
+}
+
+/// `fleetgate approvals …`
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// The requests waiting for an answer (`--all`: every request, answered ones too).
+    List {
+        /// Every request, not only the pending ones.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Approve one pending request: the identical call passes once, within `[approvals] ttl_seconds`.
+    Approve {
+        /// The request (`apr-…`).
+        id: String,
+        /// Why, for the audit log.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Deny one pending request: the held call is refused `approval_denied`.
+    Deny {
+        /// The request (`apr-…`).
+        id: String,
+        /// Why, for the audit log.
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 /// `fleetgate rules …`

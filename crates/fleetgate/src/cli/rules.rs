@@ -1,13 +1,38 @@
 //! `fleetgate rules test|diff`: a rule change previewed against the fleet's own audited
-//! traffic (`fleetgate_core::replay`), or two rule sets compared (`rules::diff`).
+//! traffic (`fleetgate_core::replay`), or two rule sets compared (`rules::diff`); and
+//! `fleetgate approvals`, the operator's answers to the calls rules ask about.
 
-use crate::cli::args::RulesCommand;
+use crate::cli::args::{ApprovalsCommand, RulesCommand};
 use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply};
 use anyhow::anyhow;
 use fleetgate_config::FleetConfig;
 use fleetgate_core::Timestamp;
 use fleetgate_core::replay::{ReplayRules, replay};
+
+/// Run one `approvals` command (answers are audited with the OS user who gave them).
+pub fn approvals(ctx: &Ctx, cmd: &ApprovalsCommand) -> anyhow::Result<Reply> {
+    use fleetgate_control::approvals::{AnswerError, answer, table_of};
+    let store = ctx.store()?;
+    let (id, approve, reason) = match cmd {
+        ApprovalsCommand::List { all } => {
+            let requests = store.list_approvals(!all)?;
+            let text = table_of(&requests);
+            return Ok(Reply { value: serde_json::json!({ "approvals": requests }), text, exit: Exit::Ok });
+        }
+        ApprovalsCommand::Approve { id, reason } => (id, true, reason),
+        ApprovalsCommand::Deny { id, reason } => (id, false, reason),
+    };
+    match answer(&*store, id, approve, &fleetgate_host::os_user(), reason.as_deref(), ctx.now()) {
+        Ok(r) => Ok(Reply::new(&r, format!("{} {}: {} `{}`", r.state, r.id, r.profile, r.tool), Exit::Ok)),
+        Err(AnswerError::Store(e)) => Err(e.into()),
+        Err(e) => Ok(Reply {
+            value: serde_json::json!({ "id": id, "error": e.to_string() }),
+            text: e.to_string(),
+            exit: Exit::No,
+        }),
+    }
+}
 
 /// Run one `rules` command.
 pub fn run(ctx: &Ctx, cmd: &RulesCommand) -> anyhow::Result<Reply> {

@@ -7,6 +7,7 @@
 //! machine, so two tests' fleets must not overlap in time.
 
 mod adversary;
+mod approvals;
 mod attribution;
 mod canary;
 mod coordination;

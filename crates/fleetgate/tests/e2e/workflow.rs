@@ -102,6 +102,12 @@ impl Fleet {
         self.clients[Self::who(name)].call(tool, at(args))
     }
 
+    /// `name`'s client and the fleet's directory apart: a call may be held on one thread
+    /// while the operator answers through the CLI on another.
+    pub(crate) fn client_and_dir(&mut self, name: &str) -> (&mut Client, &FleetDir) {
+        (&mut self.clients[Self::who(name)], &self.f)
+    }
+
     /// The call exactly as given: no owner and repo added.
     pub(crate) fn call_as_is(&mut self, name: &str, tool: &str, args: Value) -> (bool, String, Value) {
         self.clients[Self::who(name)].call(tool, args)

@@ -2,6 +2,7 @@
 //! and injects transient failures, and the CLI under test.
 
 use fleetgate_core::Timestamp;
+use fleetgate_core::approval::ApprovalRequest;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::decision_lock::ReviewLock;
 use fleetgate_core::runtime::ProcessScan;
@@ -225,6 +226,36 @@ impl Store for Instrumented {
     }
     fn release_review_lock(&self, id: &str, reason: &str, now: Timestamp) -> Result<Option<ReviewLock>, StoreError> {
         self.inner.release_review_lock(id, reason, now)
+    }
+    fn request_approval(&self, r: &ApprovalRequest) -> Result<ApprovalRequest, StoreError> {
+        self.inner.request_approval(r)
+    }
+    fn approval(&self, id: &str) -> Result<Option<ApprovalRequest>, StoreError> {
+        self.inner.approval(id)
+    }
+    fn list_approvals(&self, pending_only: bool) -> Result<Vec<ApprovalRequest>, StoreError> {
+        self.inner.list_approvals(pending_only)
+    }
+    fn answer_approval(
+        &self,
+        id: &str,
+        approve: bool,
+        by: &str,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Option<ApprovalRequest>, StoreError> {
+        self.inner.answer_approval(id, approve, by, reason, now)
+    }
+    fn use_approval(
+        &self,
+        digest: &str,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<ApprovalRequest>, StoreError> {
+        self.inner.use_approval(digest, not_before, now)
+    }
+    fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> Result<bool, StoreError> {
+        self.inner.withdraw_approval(id, why, now)
     }
     fn observe_tool(&self, p: &str, t: &str, d: &str, def: &str, now: Timestamp) -> Result<ToolPin, StoreError> {
         self.inner.observe_tool(p, t, d, def, now)

@@ -6,6 +6,7 @@
 //! `scripts/with-postgres cargo test -p fleetgate-store --test conformance`.
 //! Without a PostgreSQL server the `postgres::` half fails, never passes.
 
+mod approvals;
 mod audit;
 mod child;
 mod clock;
@@ -81,6 +82,7 @@ conformance! {
     ledger::threads_racing_to_claim_one_pr_leave_one_holder,
     ledger::processes_racing_to_claim_one_pr_leave_one_holder,
     locks::a_lock_is_written_with_its_decision_one_per_session_and_released_when_moot,
+    approvals::an_approval_covers_one_pending_call_and_is_used_once,
 }
 
 /// The entry point of the suite's child processes (see `child`): does

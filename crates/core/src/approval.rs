@@ -1,0 +1,191 @@
+//! Operator approval of one exact call (`[[rules]] decision = "ask"`): the request the gate
+//! makes for a call a rule says to ask about, the operator's answer, and the single use an
+//! approval allows — the identical canonical call (same worker, tool and arguments) within
+//! `[approvals] ttl_seconds` of the answer, once. Pure: ids, digests and `now` come in.
+
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
+use std::fmt;
+
+/// Where an approval request stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    /// Waiting for an operator.
+    Pending,
+    /// Approved: the identical call may pass once, within the TTL of the answer.
+    Approved,
+    /// Denied.
+    Denied,
+    /// Approved, and the call it covers has passed: it covers nothing more.
+    Used,
+    /// The caller went away while it waited.
+    Withdrawn,
+}
+
+impl ApprovalState {
+    /// The literal (`pending`, `approved`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Denied => "denied",
+            Self::Used => "used",
+            Self::Withdrawn => "withdrawn",
+        }
+    }
+
+    /// The state a literal names.
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Pending, Self::Approved, Self::Denied, Self::Used, Self::Withdrawn]
+            .into_iter()
+            .find(|s| s.as_str() == text)
+    }
+}
+
+impl fmt::Display for ApprovalState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One call waiting for (or answered by) an operator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// `apr-<hex>`.
+    pub id: String,
+    /// When the gate asked.
+    pub requested_at: Timestamp,
+    /// The deciding server's profile.
+    pub profile: String,
+    /// The caller's role.
+    pub role: String,
+    /// The worker the call was made for.
+    pub worker: Option<String>,
+    /// The HTTP principal, when one.
+    pub principal: Option<String>,
+    /// The tool.
+    pub tool: String,
+    /// The canonical arguments, exactly as they would be forwarded.
+    pub arguments: Option<Map<String, Value>>,
+    /// [`call_digest`] of the worker, the tool and the arguments: what an approval covers.
+    pub digest: String,
+    /// Why the gate asks (the rule that says so).
+    pub why: String,
+    /// Where it stands.
+    pub state: ApprovalState,
+    /// Who answered (an OS user, or a dashboard principal).
+    pub answered_by: Option<String>,
+    /// When.
+    pub answered_at: Option<Timestamp>,
+    /// The answer's reason, when given.
+    pub answer_reason: Option<String>,
+    /// When the call it covers passed.
+    pub used_at: Option<Timestamp>,
+}
+
+/// The digest an approval covers: the worker, the tool and the canonical arguments (as
+/// JSON). A call with any other arguments — a key added, a value changed — is another call.
+pub fn call_digest(worker: Option<&str>, tool: &str, arguments: Option<&Map<String, Value>>) -> String {
+    let call = serde_json::json!({ "worker": worker, "tool": tool, "arguments": arguments });
+    let hex: String = Sha256::digest(call.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// A request id from `nonce` (the shell's entropy).
+pub fn request_id(nonce: u128) -> String {
+    format!("apr-{:016x}", nonce as u64)
+}
+
+/// Whether `request` lets the call `digest` pass now: approved, not yet used, answered no
+/// more than `ttl_seconds` ago, for exactly this call.
+pub fn covers(request: &ApprovalRequest, digest: &str, now: Timestamp, ttl_seconds: i64) -> bool {
+    request.state == ApprovalState::Approved
+        && request.digest == digest
+        && request.answered_at.is_some_and(|at| now.seconds_since(at) <= ttl_seconds && at <= now)
+}
+
+/// What an operator does about a call that waits: the commands, naming the request.
+pub fn approval_action(id: &str) -> String {
+    format!(
+        "an operator approves this exact call with `fleetgate approvals approve {id}` (or refuses it with \
+         `fleetgate approvals deny {id}`); once approved, the identical call passes once"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(state: ApprovalState, answered: Option<i64>) -> ApprovalRequest {
+        let args = json!({ "method": "merge", "index": 3 }).as_object().cloned();
+        ApprovalRequest {
+            id: request_id(7),
+            requested_at: Timestamp::from_unix(1_000),
+            profile: "prgs-merger".into(),
+            role: "merger".into(),
+            worker: Some("w1".into()),
+            principal: None,
+            tool: "pull_request_write".into(),
+            digest: call_digest(Some("w1"), "pull_request_write", args.as_ref()),
+            arguments: args,
+            why: "rule fleet.toml:3 asks".into(),
+            state,
+            answered_by: answered.map(|_| "alice".into()),
+            answered_at: answered.map(Timestamp::from_unix),
+            answer_reason: None,
+            used_at: None,
+        }
+    }
+
+    #[test]
+    fn an_approval_covers_exactly_its_call_once_and_within_its_ttl() {
+        let args = json!({ "method": "merge", "index": 3 }).as_object().cloned();
+        let digest = call_digest(Some("w1"), "pull_request_write", args.as_ref());
+        let approved = request(ApprovalState::Approved, Some(1_010));
+        assert!(covers(&approved, &digest, Timestamp::from_unix(1_020), 60));
+        assert!(!covers(&approved, &digest, Timestamp::from_unix(1_071), 60), "past its TTL");
+        assert!(!covers(&request(ApprovalState::Used, Some(1_010)), &digest, Timestamp::from_unix(1_020), 60));
+        assert!(!covers(&request(ApprovalState::Pending, None), &digest, Timestamp::from_unix(1_020), 60));
+        assert!(!covers(&request(ApprovalState::Denied, Some(1_010)), &digest, Timestamp::from_unix(1_020), 60));
+        let other = json!({ "method": "merge", "index": 4 }).as_object().cloned();
+        assert!(!covers(
+            &approved,
+            &call_digest(Some("w1"), "pull_request_write", other.as_ref()),
+            Timestamp::from_unix(1_020),
+            60
+        ));
+        assert!(
+            !covers(
+                &approved,
+                &call_digest(Some("w2"), "pull_request_write", args.as_ref()),
+                Timestamp::from_unix(1_020),
+                60
+            ),
+            "another worker"
+        );
+        let added = json!({ "method": "merge", "index": 3, "delete_branch_after_merge": true }).as_object().cloned();
+        assert_ne!(
+            digest,
+            call_digest(Some("w1"), "pull_request_write", added.as_ref()),
+            "a key added is another call"
+        );
+    }
+
+    #[test]
+    fn states_read_back_from_their_literals() {
+        for s in [
+            ApprovalState::Pending,
+            ApprovalState::Approved,
+            ApprovalState::Denied,
+            ApprovalState::Used,
+            ApprovalState::Withdrawn,
+        ] {
+            assert_eq!(ApprovalState::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(ApprovalState::parse("maybe"), None);
+    }
+}

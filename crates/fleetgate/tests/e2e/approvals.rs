@@ -1,0 +1,97 @@
+//! Operator approval of one exact call (issue 30), end to end through a real gateway over
+//! the forge fixture: a rule asks about `create_branch`; the call is held until the
+//! operator answers through `fleetgate approvals`, the client then gets the downstream's
+//! answer; a denied call is refused `approval_denied`; a call no one answers in time is
+//! refused `approval_pending` with its request, and once approved the identical retry
+//! passes once — a second retry, or other arguments, are not covered.
+
+use crate::support::{FleetDir, at, wait_until};
+use crate::workflow::{Fleet, refused};
+use serde_json::{Value, json};
+
+const ASKING: &str = r#"independent_review = "off"
+
+[approvals]
+wait_seconds = 3
+ttl_seconds = 600
+
+[[rules]]
+tool = "create_branch"
+roles = ["author"]
+decision = "ask"
+"#;
+
+fn branch(name: &str) -> Value {
+    json!({ "branch": name })
+}
+
+/// The one pending request (bounded wait), as `approvals list` shows it.
+fn pending(f: &FleetDir) -> Value {
+    let mut found = Value::Null;
+    let listed = wait_until(10.0, || {
+        let list = f.cli(&["approvals", "list", "--json"]);
+        found = list["approvals"].get(0).cloned().unwrap_or(Value::Null);
+        found.is_object()
+    });
+    assert!(listed, "no request appeared");
+    found
+}
+
+#[test]
+fn a_held_call_goes_ahead_once_approved_and_only_that_exact_call() {
+    let _serial = crate::support::serial();
+    let mut fleet = Fleet::start(ASKING);
+
+    // Held, then approved from the CLI: the client gets the downstream's own answer.
+    let (client, f) = fleet.client_and_dir("author");
+    let answered = std::thread::scope(|s| {
+        let held = s.spawn(|| client.call("create_branch", at(branch("asked"))));
+        let request = pending(f);
+        assert_eq!((request["tool"].as_str(), request["state"].as_str()), (Some("create_branch"), Some("pending")));
+        assert_eq!((request["profile"].as_str(), request["role"].as_str()), (Some("prgs-author"), Some("author")));
+        assert_eq!(request["arguments"]["branch"], "asked", "the exact arguments: {request}");
+        assert!(request["worker"].as_str().is_some_and(|w| w.starts_with("wrk-")), "{request}");
+        let id = request["id"].as_str().unwrap();
+        let approved = f.cli(&["approvals", "approve", id, "--reason", "ok to ship", "--json"]);
+        assert_eq!(approved["state"], "approved", "{approved}");
+        held.join().unwrap()
+    });
+    assert!(!answered.0, "the held call went ahead: {}", answered.1);
+    assert!(fleet.git(&["branch", "--list", "asked"]).contains("asked"));
+
+    // Denied: the held call is refused approval_denied.
+    let (client, f) = fleet.client_and_dir("author");
+    let denied = std::thread::scope(|s| {
+        let held = s.spawn(|| client.call("create_branch", at(branch("denied"))));
+        let id = pending(f)["id"].as_str().unwrap().to_owned();
+        let answer = f.cli(&["approvals", "deny", &id, "--reason", "not this one", "--json"]);
+        assert_eq!(answer["state"], "denied", "{answer}");
+        // A request is answered once.
+        let again = f.cli(&["approvals", "approve", &id, "--json"]);
+        assert!(again["error"].as_str().is_some_and(|e| e.contains("not pending")), "{again}");
+        held.join().unwrap()
+    });
+    refused(denied, "approval_denied", "not this one");
+    assert!(fleet.git(&["branch", "--list", "denied"]).is_empty());
+
+    // No answer in time: refused approval_pending, naming its request and the command.
+    let timed_out = refused(fleet.call("author", "create_branch", branch("later")), "approval_pending", "apr-");
+    assert!(timed_out.contains("fleetgate approvals approve apr-"), "{timed_out}");
+    let id = pending(&fleet.f)["id"].as_str().unwrap().to_owned();
+    assert!(timed_out.contains(&id), "{timed_out}");
+    fleet.f.cli(&["approvals", "approve", &id, "--json"]);
+    // Other arguments are another call: not covered (held, then refused).
+    refused(fleet.call("author", "create_branch", branch("later-other")), "approval_pending", "apr-");
+    // The identical retry passes, once.
+    let (err, text, _) = fleet.call("author", "create_branch", branch("later"));
+    assert!(!err, "the identical retry is covered: {text}");
+    assert!(fleet.git(&["branch", "--list", "later"]).contains("later"));
+    refused(fleet.call("author", "create_branch", branch("later")), "approval_pending", "apr-");
+
+    // Every request, answer and use is in the audit log.
+    let audit = fleet.f.cli(&["audit", "--json"]).to_string();
+    for needle in ["approved by", "denied by", "used (once)", "approval_pending", "approval_denied", "ok to ship"] {
+        assert!(audit.contains(needle), "{needle} audited");
+    }
+    fleet.stop();
+}
