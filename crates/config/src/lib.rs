@@ -88,11 +88,15 @@ pub struct ApprovalSettings {
     /// How long after its answer an approval covers the identical call (seconds, 1 to
     /// 86400): once.
     pub ttl_seconds: i64,
+    /// Refusals an operator may override, one exact call at a time: a refusal with one of
+    /// these blockers records an approval request; once approved the identical call passes
+    /// once. Never one of `fleetgate_core::approval::NEVER_OVERRIDDEN`.
+    pub may_override: Vec<fleetgate_core::BlockerKind>,
 }
 
 impl Default for ApprovalSettings {
     fn default() -> Self {
-        Self { wait_seconds: 120, ttl_seconds: 600 }
+        Self { wait_seconds: 120, ttl_seconds: 600, may_override: Vec::new() }
     }
 }
 
@@ -101,6 +105,8 @@ impl Default for ApprovalSettings {
 struct RawApprovals {
     wait_seconds: Option<u64>,
     ttl_seconds: Option<i64>,
+    #[serde(default)]
+    may_override: Vec<String>,
 }
 
 /// `[metrics]`: where a stdio `fleetgate serve` serves `GET /metrics` (what
@@ -553,7 +559,11 @@ impl FleetConfig {
         }
         let approvals = {
             let d = ApprovalSettings::default();
-            let raw = raw.approvals.unwrap_or(RawApprovals { wait_seconds: None, ttl_seconds: None });
+            let raw = raw.approvals.unwrap_or(RawApprovals {
+                wait_seconds: None,
+                ttl_seconds: None,
+                may_override: Vec::new(),
+            });
             let wait_seconds = raw.wait_seconds.unwrap_or(d.wait_seconds);
             let ttl_seconds = raw.ttl_seconds.unwrap_or(d.ttl_seconds);
             if wait_seconds > 3600 {
@@ -562,7 +572,16 @@ impl FleetConfig {
             if !(1..=86_400).contains(&ttl_seconds) {
                 return Err(err(format!("[approvals] ttl_seconds = {ttl_seconds}: expected 1 to 86400")));
             }
-            ApprovalSettings { wait_seconds, ttl_seconds }
+            let mut may_override = Vec::new();
+            for literal in &raw.may_override {
+                let kind = fleetgate_core::BlockerKind::parse(literal)
+                    .ok_or_else(|| err(format!("[approvals] may_override: {literal:?} is not a blocker")))?;
+                if fleetgate_core::approval::NEVER_OVERRIDDEN.contains(&kind) {
+                    return Err(err(format!("[approvals] may_override: {literal} is never overridden")));
+                }
+                may_override.push(kind);
+            }
+            ApprovalSettings { wait_seconds, ttl_seconds, may_override }
         };
         let metrics = match raw.metrics {
             None => MetricsSettings::default(),
@@ -725,13 +744,20 @@ role = "reviewer"
     #[test]
     fn approvals_and_asking_rules_are_read_and_checked() {
         let c = FleetConfig::parse(GOOD, "t").unwrap();
-        assert_eq!(c.approvals, ApprovalSettings { wait_seconds: 120, ttl_seconds: 600 });
+        assert_eq!(c.approvals, ApprovalSettings { wait_seconds: 120, ttl_seconds: 600, may_override: vec![] });
         let text = format!(
             "{GOOD}\n[approvals]\nwait_seconds = 5\nttl_seconds = 60\n\n[[rules]]\ntool = \"pull_request_write\"\n\
              args = {{ \"/method\" = [\"merge\"] }}\nroles = [\"reviewer\"]\ndecision = \"ask\"\n"
         );
         let c = FleetConfig::parse(&text, "t").unwrap();
-        assert_eq!(c.approvals, ApprovalSettings { wait_seconds: 5, ttl_seconds: 60 });
+        assert_eq!(c.approvals, ApprovalSettings { wait_seconds: 5, ttl_seconds: 60, may_override: vec![] });
+        let over =
+            format!("{GOOD}\n[approvals]\nmay_override = [\"fleet_inventory_blocked\", \"role_not_permitted\"]\n");
+        let kinds = FleetConfig::parse(&over, "t").unwrap().approvals.may_override;
+        assert_eq!(
+            kinds,
+            [fleetgate_core::BlockerKind::FleetInventoryBlocked, fleetgate_core::BlockerKind::RoleNotPermitted]
+        );
         assert!(c.rules.rules()[0].ask);
         let plain = FleetConfig::parse(GOOD, "t").unwrap();
         assert_ne!(c.rules_digest(), plain.rules_digest());
@@ -739,6 +765,9 @@ role = "reviewer"
             ("[approvals]\nwait_seconds = 4000", "expected 0 to 3600"),
             ("[approvals]\nttl_seconds = 0", "expected 1 to 86400"),
             ("[approvals]\nmaybe = 1", "unknown field `maybe`"),
+            ("[approvals]\nmay_override = [\"worker_fenced\"]", "worker_fenced is never overridden"),
+            ("[approvals]\nmay_override = [\"protected_branch\"]", "protected_branch is never overridden"),
+            ("[approvals]\nmay_override = [\"sunny\"]", "\"sunny\" is not a blocker"),
             ("[[rules]]\ntool = \"t\"\nroles = [\"author\"]\ndecision = \"perhaps\"", "neither \"allow\" nor \"ask\""),
         ] {
             let e = FleetConfig::parse(&format!("{GOOD}\n{bad}\n"), "t").unwrap_err().to_string();

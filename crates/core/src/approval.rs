@@ -107,6 +107,19 @@ pub fn covers(request: &ApprovalRequest, digest: &str, now: Timestamp, ttl_secon
         && request.answered_at.is_some_and(|at| now.seconds_since(at) <= ttl_seconds && at <= now)
 }
 
+/// Refusals no operator approval overrides, whatever `[approvals] may_override` says: a
+/// fenced worker, arguments the server would read otherwise, a protected branch, an
+/// unaudited mutation, a replaced store — and the approval blockers themselves.
+pub const NEVER_OVERRIDDEN: [crate::blocker::BlockerKind; 7] = [
+    crate::blocker::BlockerKind::WorkerFenced,
+    crate::blocker::BlockerKind::AmbiguousArguments,
+    crate::blocker::BlockerKind::ProtectedBranch,
+    crate::blocker::BlockerKind::AuditUnavailable,
+    crate::blocker::BlockerKind::StoreReplaced,
+    crate::blocker::BlockerKind::ApprovalPending,
+    crate::blocker::BlockerKind::ApprovalDenied,
+];
+
 /// What an operator does about a call that waits: the commands, naming the request.
 pub fn approval_action(id: &str) -> String {
     format!(

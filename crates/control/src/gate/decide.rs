@@ -413,6 +413,12 @@ impl Gate {
     fn judge_with(&self, call: &Call<'_>, policy: Policy, now: Timestamp, approving: Approving<'_>) -> Capability {
         let (ask, rule) = (policy.ask, policy.rule.clone());
         let verdict = self.judge_conditions(call, policy, now);
+        let overridable = verdict.blocker_kind.filter(|k| {
+            self.config.approvals.may_override.contains(k) && !fleetgate_core::approval::NEVER_OVERRIDDEN.contains(k)
+        });
+        if let (Some(kind), Approving::Ask { principal, .. }) = (overridable, approving) {
+            return self.override_refusal(call, verdict, kind, now, principal);
+        }
         if !(ask && verdict.allowed) {
             return verdict;
         }
@@ -498,6 +504,82 @@ impl Gate {
             }
         };
         with_approval(verdict, Some(&hold))
+    }
+
+    /// A refusal `[approvals] may_override` names, for a real call: the approval of exactly
+    /// this call (worker, tool, canonical arguments) overrides it once; without one, the
+    /// refusal stands and carries the request the operator may grant.
+    fn override_refusal(
+        &self,
+        call: &Call<'_>,
+        mut verdict: Capability,
+        kind: BlockerKind,
+        now: Timestamp,
+        principal: Option<&str>,
+    ) -> Capability {
+        let worker = match &call.caller {
+            Caller::Worker { identity, .. } => Some(*identity),
+            Caller::Nobody(_) => None,
+        };
+        let forwarded = call.arguments.cloned();
+        let digest = call_digest(worker, call.tool, forwarded.as_ref());
+        let not_before = now.plus_seconds(-self.config.approvals.ttl_seconds);
+        let refused_because = verdict.blocked_reasons.join("; ");
+        match self.store.use_approval(&digest, not_before, now) {
+            Ok(Some(used)) => {
+                let by = used.answered_by.clone().unwrap_or_else(|| "an operator".into());
+                return Capability {
+                    allowed: true,
+                    blocker_kind: None,
+                    blocked_reasons: vec![format!(
+                        "{kind} overridden once by approval {} of {by}: {refused_because}",
+                        used.id
+                    )],
+                    operator_action: None,
+                    forward: forwarded,
+                    approval_request: Some(used.id),
+                    ..verdict
+                };
+            }
+            Ok(None) => {}
+            Err(e) => {
+                verdict.blocked_reasons.push(format!("the approvals could not be read: {e}"));
+                return verdict;
+            }
+        }
+        let request = ApprovalRequest {
+            id: request_id(fleetgate_host::nonce()),
+            requested_at: now,
+            profile: call.member.profile.clone(),
+            role: call.member.role.clone(),
+            worker: worker.map(str::to_owned),
+            principal: principal.map(str::to_owned),
+            tool: call.tool.to_owned(),
+            arguments: forwarded,
+            digest,
+            why: format!("overrides {kind}: {refused_because}"),
+            state: fleetgate_core::approval::ApprovalState::Pending,
+            answered_by: None,
+            answered_at: None,
+            answer_reason: None,
+            used_at: None,
+        };
+        match self.store.request_approval(&request) {
+            Ok(recorded) => {
+                verdict.blocked_reasons.push(format!(
+                    "an operator may override this refusal for this exact call: approval request {}",
+                    recorded.id
+                ));
+                let action = verdict.operator_action.take().unwrap_or_default();
+                verdict.operator_action = Some(format!(
+                    "{action}; or override it for this exact call, once: `fleetgate approvals approve {}`",
+                    recorded.id
+                ));
+                verdict.approval_request = Some(recorded.id);
+            }
+            Err(e) => verdict.blocked_reasons.push(format!("its override request could not be recorded: {e}")),
+        }
+        verdict
     }
 
     /// Every condition of the call handed to the one resolver: protected branches (under a
@@ -665,6 +747,7 @@ impl Gate {
             && (needs_evidence(policy.class, permitted)
                 || policy.action.is_some()
                 || (permitted && policy.ask)
+                || (!permitted && self.config.approvals.may_override.contains(&BlockerKind::RoleNotPermitted))
                 || (permitted && self.config.tools.pin == fleetgate_core::capability::PinMode::Enforce)
                 || (permitted && arguments.and_then(fleetgate_core::forge_workflow::pr_target).is_some()))
         {

@@ -242,7 +242,7 @@ impl FleetControl {
         if verdict.blocker_kind == Some(BlockerKind::ApprovalPending)
             && let Some(id) = verdict.approval_request.clone()
         {
-            verdict = self.hold(&gated, &id, principal).unwrap_or(verdict);
+            verdict = self.hold(attachment, &gated, &id, principal).unwrap_or(verdict);
         }
         // Only a call whose rule names a workflow action has an outcome to record.
         let settles = verdict.allowed && self.gate.policy(&gated).action.is_some();
@@ -253,10 +253,12 @@ impl FleetControl {
     /// an operator answers, the call is decided again (approved: the approval is used and
     /// the call goes ahead; denied: refused `approval_denied`). `None` when no answer came
     /// in time (the call stays refused `approval_pending`; its request stays open, so the
-    /// identical retry is covered once approved). This runs on the blocking pool; only the
-    /// held call waits.
+    /// identical retry is covered once approved). A caller that goes away while it waits
+    /// (its attachment ends) withdraws the request, audited. This runs on the blocking
+    /// pool; only the held call waits.
     fn hold(
         &self,
+        attachment: AttachmentId,
         gated: &crate::gate::Call<'_>,
         id: &str,
         principal: Option<String>,
@@ -265,6 +267,7 @@ impl FleetControl {
         const POLL: std::time::Duration = std::time::Duration::from_millis(100);
         let wait = std::time::Duration::from_secs(self.config().approvals.wait_seconds);
         let deadline = std::time::Instant::now() + wait;
+        let attached = self.attachments.worker_of(attachment).is_some();
         loop {
             match self.gate.store().approval(id) {
                 Ok(Some(request)) if request.state != ApprovalState::Pending => {
@@ -272,6 +275,20 @@ impl FleetControl {
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(id, error = %e, "a held call's approval request cannot be read"),
+            }
+            if attached && self.attachments.worker_of(attachment).is_none() {
+                let why = "the caller went away while the call waited";
+                if let Ok(true) = self.gate.store().withdraw_approval(id, why, self.clock.now()) {
+                    let event =
+                        format!("approval request {id} ({} `{}`) withdrawn: {why}", gated.member.profile, gated.tool);
+                    self.gate.record(fleetgate_core::audit::AuditEntry::event(
+                        self.clock.now(),
+                        &gated.member.profile,
+                        crate::approvals::APPROVAL_EVENT,
+                        event,
+                    ));
+                }
+                return None;
             }
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {

@@ -3,7 +3,8 @@
 //! operator answers through `fleetgate approvals`, the client then gets the downstream's
 //! answer; a denied call is refused `approval_denied`; a call no one answers in time is
 //! refused `approval_pending` with its request, and once approved the identical retry
-//! passes once — a second retry, or other arguments, are not covered.
+//! passes once — a second retry, or other arguments, are not covered. A client that asked
+//! for progress hears that the call is being decided while it is held.
 
 use crate::support::{FleetDir, at, wait_until};
 use crate::workflow::{Fleet, refused};
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 const ASKING: &str = r#"independent_review = "off"
 
 [approvals]
-wait_seconds = 3
+wait_seconds = 7
 ttl_seconds = 600
 
 [[rules]]
@@ -74,8 +75,23 @@ fn a_held_call_goes_ahead_once_approved_and_only_that_exact_call() {
     refused(denied, "approval_denied", "not this one");
     assert!(fleet.git(&["branch", "--list", "denied"]).is_empty());
 
-    // No answer in time: refused approval_pending, naming its request and the command.
-    let timed_out = refused(fleet.call("author", "create_branch", branch("later")), "approval_pending", "apr-");
+    // No answer in time: refused approval_pending, naming its request and the command; a
+    // client that asked for progress heard, while it waited (7 s), that the call is being
+    // decided (every 5 s).
+    let (client, _) = fleet.client_and_dir("author");
+    let step =
+        json!({ "op": "call_tool", "name": "create_branch", "arguments": at(branch("later")), "progress": true });
+    let r = client.step(step);
+    let res = &r["result"];
+    let text = res["content"][0]["text"].as_str().unwrap_or("").to_owned();
+    let timed_out = refused(
+        (res["isError"].as_bool().unwrap_or(false), text, res["structuredContent"].clone()),
+        "approval_pending",
+        "apr-",
+    );
+    let heard = client.step(json!({ "op": "notifications" }))["result"]["progress"].clone();
+    assert!(heard.as_array().is_some_and(|p| !p.is_empty()), "no progress while held: {heard}");
+    assert!(heard[0]["message"].as_str().unwrap_or("").contains("operator's approval"), "{heard}");
     assert!(timed_out.contains("fleetgate approvals approve apr-"), "{timed_out}");
     let id = pending(&fleet.f)["id"].as_str().unwrap().to_owned();
     assert!(timed_out.contains(&id), "{timed_out}");
@@ -93,5 +109,43 @@ fn a_held_call_goes_ahead_once_approved_and_only_that_exact_call() {
     for needle in ["approved by", "denied by", "used (once)", "approval_pending", "approval_denied", "ok to ship"] {
         assert!(audit.contains(needle), "{needle} audited");
     }
+    fleet.stop();
+}
+
+/// A fleet whose inventory is blocked (a roster member that never starts), with
+/// `fleet_inventory_blocked` overridable: the refusal carries an approval request; once
+/// approved the identical call passes once, and only it.
+#[test]
+fn an_operator_overrides_one_refusal_for_one_exact_call() {
+    let _serial = crate::support::serial();
+    let extra = r#"independent_review = "off"
+
+[approvals]
+may_override = ["fleet_inventory_blocked"]
+
+[[members]]
+namespace = "gitea-ghost"
+profile = "prgs-ghost"
+role = "author"
+"#;
+    let mut fleet = Fleet::start(extra);
+    let text = refused(fleet.call("author", "create_branch", branch("urgent")), "fleet_inventory_blocked", "apr-");
+    assert!(text.contains("override") && text.contains("fleetgate approvals approve apr-"), "{text}");
+    let request = pending(&fleet.f);
+    assert!(request["why"].as_str().unwrap().starts_with("overrides fleet_inventory_blocked"), "{request}");
+    let id = request["id"].as_str().unwrap().to_owned();
+    assert!(text.contains(&id), "{text}");
+    // Not yet approved: still refused, the same request.
+    let again = refused(fleet.call("author", "create_branch", branch("urgent")), "fleet_inventory_blocked", &id);
+    assert!(again.contains(&id));
+    fleet.f.cli(&["approvals", "approve", &id, "--reason", "the ghost is retired", "--json"]);
+    // Other arguments are not covered; the identical call passes once.
+    refused(fleet.call("author", "create_branch", branch("other")), "fleet_inventory_blocked", "apr-");
+    let (err, text, _) = fleet.call("author", "create_branch", branch("urgent"));
+    assert!(!err, "overridden once: {text}");
+    assert!(fleet.git(&["branch", "--list", "urgent"]).contains("urgent"));
+    refused(fleet.call("author", "create_branch", branch("urgent")), "fleet_inventory_blocked", "apr-");
+    let audit = fleet.f.cli(&["audit", "--json"]).to_string();
+    assert!(audit.contains("fleet_inventory_blocked overridden once by approval"), "the use is audited");
     fleet.stop();
 }

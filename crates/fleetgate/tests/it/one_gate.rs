@@ -150,6 +150,11 @@ fn fleet() -> Fleet {
 
 /// The made-up fleet, its gate auditing with this wait when one is given.
 fn fleet_audited(audit_wait: Option<std::time::Duration>) -> Fleet {
+    fleet_of(CONFIG, audit_wait)
+}
+
+/// The made-up fleet under the roster `config`.
+fn fleet_of(config: &str, audit_wait: Option<std::time::Duration>) -> Fleet {
     let dir = tempfile::tempdir().unwrap();
     let store = fleetgate_store::open(dir.path().join("s.sqlite3").to_str().unwrap()).unwrap();
     let host = Arc::new(MadeUp::default());
@@ -157,7 +162,7 @@ fn fleet_audited(audit_wait: Option<std::time::Duration>) -> Fleet {
     host.run(4200, &[MANAGED]);
     store.upsert_runtime(&row("gitea-author", "prgs-author", "author", 4100, "fleet-a")).unwrap();
     store.upsert_runtime(&row("gitea-reviewer", "prgs-reviewer", "reviewer", 4200, "fleet-a")).unwrap();
-    let config = FleetConfig::parse(CONFIG, "made-up.toml").unwrap();
+    let config = FleetConfig::parse(config, "made-up.toml").unwrap();
     let mut gate = Gate::new(Arc::new(config.clone()), store.clone(), host.clone());
     if let Some(wait) = audit_wait {
         gate = gate.with_auditor(fleetgate_control::audit::Auditor::new(store.clone(), wait));
@@ -345,6 +350,40 @@ fn a_read_is_decided_at_once_and_a_mutation_only_with_its_audit_entry_committed(
             assert!(trail[3].reasons.iter().any(|r| r.contains("not confirmed within 300 ms")), "{:?}", trail[3]);
             assert_eq!(trail[3].blocker_kind.as_deref(), Some("audit_unavailable"));
             assert!(!trail[3].allowed && trail[1].allowed && trail[4].allowed);
+            f.control.on_shutdown("test");
+        })
+        .await
+        .unwrap();
+    });
+}
+
+/// A call held for an operator's approval whose caller goes away (its attachment ends)
+/// withdraws its request, audited; the call is refused, never forwarded later.
+#[test]
+fn a_held_call_is_withdrawn_when_its_caller_goes_away() {
+    let asking = format!(
+        "{CONFIG}\n[approvals]\nwait_seconds = 60\n\n[[rules]]\ntool = \"git_commit\"\nroles = [\"author\"]\ndecision = \"ask\"\n"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async move {
+        tokio::task::spawn_blocking(move || {
+            let f = fleet_of(&asking, Some(std::time::Duration::from_secs(5)));
+            let t = tool("git_commit");
+            let verdict = std::thread::scope(|s| {
+                let held = s.spawn(|| {
+                    f.control.decide(AttachmentId(1), &ToolCall { tool: &t, arguments: None, answers: &[], link: None })
+                });
+                let asked = crate::support::wait_until(10.0, || f.store.list_approvals(true).unwrap().len() == 1);
+                assert!(asked, "the call asked an operator");
+                f.control.on_detach(AttachmentId(1), "the client closed its session");
+                held.join().unwrap()
+            });
+            assert_eq!(verdict.decision.blocker_kind.map(|k| k.as_str()), Some("approval_pending"));
+            let requests = f.store.list_approvals(false).unwrap();
+            assert_eq!(requests[0].state, fleetgate_core::approval::ApprovalState::Withdrawn, "{requests:?}");
+            assert!(f.gate.flush_audit(std::time::Duration::from_secs(5)));
+            let audit = serde_json::to_string(&f.store.list_audit(None, 100).unwrap()).unwrap();
+            assert!(audit.contains("withdrawn: the caller went away"), "{audit}");
             f.control.on_shutdown("test");
         })
         .await

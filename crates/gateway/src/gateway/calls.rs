@@ -182,13 +182,13 @@ impl Gateway {
                     let answer = link.call(&read.tool, read.arguments.clone()).await;
                     answers.push(ReadAnswer { read, answer });
                 }
-                blocking("decide", move || {
+                let deciding = blocking("decide", move || {
                     let call =
                         ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &answers, link: Some(&link) };
                     let verdict = control.decide(id, &call);
                     (tool, arguments, verdict)
-                })
-                .await?
+                });
+                with_progress(deciding, context).await?
             }
         };
         if !decision.allowed {
@@ -305,5 +305,32 @@ impl Gateway {
         self.send(attachment, &connection, request, context)
             .await
             .map_err(|e| self.forward_error_data(channel, e, &method))
+    }
+}
+
+/// How often a client that asked for progress hears that a decision is still pending.
+const DECIDING_PROGRESS: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `deciding`, with a progress notification to the client every [`DECIDING_PROGRESS`] while
+/// it is pending, when the request carries a progress token: a decision that waits (for an
+/// operator's approval of the call) keeps the client informed, and its request alive.
+async fn with_progress<T>(deciding: impl std::future::Future<Output = T>, context: &RequestContext<RoleServer>) -> T {
+    let Some(token) = context.meta.get_progress_token() else { return deciding.await };
+    tokio::pin!(deciding);
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + DECIDING_PROGRESS, DECIDING_PROGRESS);
+    let mut sent = 0u32;
+    loop {
+        tokio::select! {
+            done = &mut deciding => return done,
+            _ = ticks.tick() => {
+                sent += 1;
+                let param = rmcp::model::ProgressNotificationParam::new(token.clone(), f64::from(sent))
+                    .with_message("waiting for the gate's decision (an operator's approval of this call)");
+                let note = rmcp::model::ServerNotification::ProgressNotification(rmcp::model::Notification::new(param));
+                if let Err(e) = context.peer.send_notification(note).await {
+                    tracing::debug!(error = %e, "could not tell the client its call is still being decided");
+                }
+            }
+        }
     }
 }
