@@ -57,6 +57,7 @@ impl Source {
         let audit = self.store.list_audit(None, AUDIT_WINDOW).map_err(|e| e.to_string());
         let leases = self.store.list_pr_leases(true, now).map_err(|e| e.to_string());
         let locks = self.store.list_review_locks(true).map_err(|e| e.to_string());
+        let approvals = self.store.list_approvals(true).map_err(|e| e.to_string());
         let prs = self.pr_states(leases.as_deref().unwrap_or_default(), locks.as_deref().unwrap_or_default(), now);
         let store = self.store.describe();
         let look = Look {
@@ -68,6 +69,7 @@ impl Source {
             pr_leases: leases.as_deref().map_err(Clone::clone),
             prs: prs.as_deref().map_err(Clone::clone),
             review_locks: locks.as_deref().map_err(Clone::clone),
+            approvals: approvals.as_deref().map_err(Clone::clone),
             now,
         };
         build(&look, &|pid| probe_pid(pid).is_alive())

@@ -9,6 +9,7 @@
 use fleetgate_control::gate::Snapshot;
 use fleetgate_control::metrics::FleetGauges;
 use fleetgate_core::Timestamp;
+use fleetgate_core::approval::ApprovalRequest;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::capability::{fleet_gate, refusal_action};
 use fleetgate_core::decision_lock::ReviewLock;
@@ -67,6 +68,31 @@ pub struct FleetView {
     pub review_locks: Vec<LockView>,
     /// Why the locks could not be read, when they could not.
     pub review_locks_error: Option<String>,
+    /// The calls waiting for an operator's approval (`fleetgate approvals`), oldest first.
+    pub approvals: Vec<ApprovalView>,
+    /// Why the approval requests could not be read, when they could not.
+    pub approvals_error: Option<String>,
+}
+
+/// A call waiting for an operator: who, which tool, the exact arguments, why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ApprovalView {
+    /// The request (`apr-…`): `fleetgate approvals approve ID` answers it.
+    pub id: String,
+    /// When the gate asked.
+    pub requested_at: Timestamp,
+    /// The deciding server's profile and the caller's role.
+    pub profile: String,
+    /// The role.
+    pub role: String,
+    /// The worker the call was made for.
+    pub worker: Option<String>,
+    /// The tool.
+    pub tool: String,
+    /// The exact arguments, as JSON.
+    pub arguments: String,
+    /// Why the gate asks (the rule, or the refusal it would override).
+    pub why: String,
 }
 
 /// A PR's canonical state (`fleetgate_core::workflow::PrStatus`), as of the head its live
@@ -295,6 +321,8 @@ pub struct Look<'a> {
     pub prs: Result<&'a [Assessment], String>,
     /// The live review-decision locks, or why not.
     pub review_locks: Result<&'a [ReviewLock], String>,
+    /// The pending approval requests, or why not.
+    pub approvals: Result<&'a [ApprovalRequest], String>,
     /// The decision instant.
     pub now: Timestamp,
 }
@@ -324,6 +352,10 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
     };
     let (review_locks, review_locks_error) = match &look.review_locks {
         Ok(locks) => (locks.iter().map(lock_view).collect(), None),
+        Err(e) => (Vec::new(), Some(e.clone())),
+    };
+    let (approvals, approvals_error) = match &look.approvals {
+        Ok(requests) => (requests.iter().map(approval_view).collect(), None),
         Err(e) => (Vec::new(), Some(e.clone())),
     };
     FleetView {
@@ -357,6 +389,24 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
         prs_error,
         review_locks,
         review_locks_error,
+        approvals,
+        approvals_error,
+    }
+}
+
+fn approval_view(r: &ApprovalRequest) -> ApprovalView {
+    ApprovalView {
+        id: r.id.clone(),
+        requested_at: r.requested_at,
+        profile: r.profile.clone(),
+        role: r.role.clone(),
+        worker: r.worker.clone(),
+        tool: r.tool.clone(),
+        arguments: r
+            .arguments
+            .as_ref()
+            .map_or_else(|| "{}".to_owned(), |a| serde_json::Value::from(a.clone()).to_string()),
+        why: r.why.clone(),
     }
 }
 

@@ -85,6 +85,7 @@ fn view_with_leases(
         pr_leases: Ok(leases),
         prs: Ok(&[]),
         review_locks: Ok(&[]),
+        approvals: Ok(&[]),
         now,
     };
     build(&look, &|pid| pid != Some(666))
@@ -218,12 +219,61 @@ fn unreadable_rows_are_said_not_hidden() {
         pr_leases: Err("no such table: pr_leases".into()),
         prs: Err("no such table: pr_leases".into()),
         review_locks: Err("no such table: review_locks".into()),
+        approvals: Err("no such table: approvals".into()),
         now,
     };
     let v = build(&look, &|_| true);
     assert_eq!(v.workers_error.as_deref(), Some("database is locked"));
     assert_eq!(v.refusals_error.as_deref(), Some("no such table"));
     assert_eq!(v.pr_leases_error.as_deref(), Some("no such table: pr_leases"));
+    assert_eq!(v.approvals_error.as_deref(), Some("no such table: approvals"));
+}
+
+#[test]
+fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
+    let now = t0();
+    let snap = snapshot(&[], &[], &[], now);
+    let arguments = serde_json::json!({ "branch": "asked", "owner": "o" }).as_object().cloned();
+    let request = fleetgate_core::approval::ApprovalRequest {
+        id: "apr-00000000000000aa".into(),
+        requested_at: now,
+        profile: "prgs-author".into(),
+        role: "author".into(),
+        worker: Some("wrk-a".into()),
+        principal: None,
+        tool: "create_branch".into(),
+        digest: fleetgate_core::approval::call_digest(Some("wrk-a"), "create_branch", arguments.as_ref()),
+        arguments,
+        why: "rule fleet.toml:9 asks an operator about this exact call".into(),
+        state: fleetgate_core::approval::ApprovalState::Pending,
+        answered_by: None,
+        answered_at: None,
+        answer_reason: None,
+        used_at: None,
+    };
+    let requests = [request];
+    let look = Look {
+        fleet_name: "t",
+        store: "sqlite:/x",
+        snapshot: &snap,
+        workers: Ok(&[]),
+        audit: Ok(&[]),
+        pr_leases: Ok(&[]),
+        prs: Ok(&[]),
+        review_locks: Ok(&[]),
+        approvals: Ok(&requests),
+        now,
+    };
+    let v = build(&look, &|_| true);
+    let shown = &v.approvals[0];
+    assert_eq!(
+        (shown.id.as_str(), shown.tool.as_str(), shown.worker.as_deref()),
+        ("apr-00000000000000aa", "create_branch", Some("wrk-a"))
+    );
+    assert_eq!(shown.arguments, r#"{"branch":"asked","owner":"o"}"#);
+    assert!(shown.why.contains("fleet.toml:9"));
+    let without = build(&Look { approvals: Ok(&[]), ..look }, &|_| true);
+    assert_ne!(v.fingerprint(), without.fingerprint(), "a new request is a change the page shows");
 }
 
 #[test]
@@ -313,6 +363,7 @@ fn each_pr_with_a_live_lease_or_lock_shows_its_computed_state_and_the_locks_thei
         pr_leases: Ok(&[]),
         prs: Ok(&assessed),
         review_locks: Ok(&locks),
+        approvals: Ok(&[]),
         now,
     };
     let v = build(&look, &|_| true);

@@ -184,6 +184,26 @@
       ? `review-decision locks unreadable: ${view.review_locks_error}` : "";
   }
 
+  function renderApprovals(view) {
+    const rows = view.approvals.map((a) =>
+      el(
+        "tr",
+        { data: { approval: a.id } },
+        cell("Request", el("span", {}, el("code", { text: a.id }), el("br"),
+          el("span", { class: "muted", text: a.requested_at }))),
+        cell("Who", el("span", {}, el("strong", { text: a.profile }), el("br"),
+          el("span", { class: "muted", text: a.worker || "-" }))),
+        cell("Tool", el("code", { text: a.tool })),
+        cell("Arguments", el("code", { text: a.arguments })),
+        cell("Why", el("span", { text: a.why })),
+      ),
+    );
+    $("approvals").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(5, "no call waits for an operator")]));
+    $("approvals-note").textContent = rows.length ? `${rows.length} waiting` : "";
+    $("approvals-error").hidden = !view.approvals_error;
+    $("approvals-error").textContent = view.approvals_error ? `approval requests unreadable: ${view.approvals_error}` : "";
+  }
+
   function renderRefusals(view) {
     const items = view.refusals.map((r) =>
       el(
@@ -211,6 +231,7 @@
     renderLeases(view);
     renderPrs(view);
     renderLocks(view);
+    renderApprovals(view);
     renderRefusals(view);
     $("store").textContent = view.fleet.store;
     $("generated").textContent = view.generated_at;
