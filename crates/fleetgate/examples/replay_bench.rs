@@ -74,6 +74,11 @@ fn entry(i: usize, config: &FleetConfig, digest: &str, keep: bool) -> AuditEntry
     }
 }
 
+/// A store opened for one run, and how many bytes its audit takes.
+type Opened = (std::sync::Arc<dyn Store>, Box<dyn Fn() -> u64>);
+/// Opens the store of a named run.
+type Opener = dyn Fn(&str) -> Opened;
+
 fn fill(store: &dyn Store, entries: usize, config: &FleetConfig, keep: bool) {
     let digest = config.rules_digest();
     let mut batch = Vec::with_capacity(1000);
@@ -96,44 +101,43 @@ fn main() {
         "\n[[rules]]\ntool = \"pull_request_write\"\nargs = { \"/method\" = [\"merge\"] }\nroles = [\"merger\", \"author\"]\n\
          \n[[rules]]\ntool = \"get_file_contents\"\nroles = [\"controller\"]\n",
     );
-    let (engine, open_at): (&str, Box<dyn Fn(&str) -> (std::sync::Arc<dyn Store>, Box<dyn Fn() -> u64>)>) =
-        match (flag("--sqlite"), flag("--url")) {
-            (Some(dir), _) => (
-                "SQLite",
-                Box::new(move |name: &str| {
-                    let path = std::path::Path::new(&dir).join(format!("{name}.sqlite3"));
-                    let store = fleetgate_store::open(&path.display().to_string()).expect("open the store");
-                    let size = move || {
-                        ["", "-wal"]
-                            .iter()
-                            .map(|s| std::fs::metadata(format!("{}{s}", path.display())).map_or(0, |m| m.len()))
-                            .sum()
-                    };
-                    (store, Box::new(size) as Box<dyn Fn() -> u64>)
-                }),
-            ),
-            (None, Some(url)) => (
-                "PostgreSQL",
-                Box::new(move |name: &str| {
-                    // One database, the table emptied between the two runs.
-                    let store = fleetgate_store::open(&url).expect("open the store");
-                    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-                    client.batch_execute("TRUNCATE audit_log").expect("empty the audit");
-                    let _ = name;
-                    let url = url.clone();
-                    let size = move || {
-                        let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-                        let row = c.query_one("SELECT pg_total_relation_size('audit_log')", &[]).expect("size");
-                        u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)
-                    };
-                    (store, Box::new(size) as Box<dyn Fn() -> u64>)
-                }),
-            ),
-            _ => {
-                eprintln!("usage: replay_bench --sqlite DIR | --url postgres://… [--entries N]");
-                std::process::exit(2);
-            }
-        };
+    let (engine, open_at): (&str, Box<Opener>) = match (flag("--sqlite"), flag("--url")) {
+        (Some(dir), _) => (
+            "SQLite",
+            Box::new(move |name: &str| {
+                let path = std::path::Path::new(&dir).join(format!("{name}.sqlite3"));
+                let store = fleetgate_store::open(&path.display().to_string()).expect("open the store");
+                let size = move || {
+                    ["", "-wal"]
+                        .iter()
+                        .map(|s| std::fs::metadata(format!("{}{s}", path.display())).map_or(0, |m| m.len()))
+                        .sum()
+                };
+                (store, Box::new(size) as Box<dyn Fn() -> u64>)
+            }),
+        ),
+        (None, Some(url)) => (
+            "PostgreSQL",
+            Box::new(move |name: &str| {
+                // One database, the table emptied between the two runs.
+                let store = fleetgate_store::open(&url).expect("open the store");
+                let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+                client.batch_execute("TRUNCATE audit_log").expect("empty the audit");
+                let _ = name;
+                let url = url.clone();
+                let size = move || {
+                    let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+                    let row = c.query_one("SELECT pg_total_relation_size('audit_log')", &[]).expect("size");
+                    u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)
+                };
+                (store, Box::new(size) as Box<dyn Fn() -> u64>)
+            }),
+        ),
+        _ => {
+            eprintln!("usage: replay_bench --sqlite DIR | --url postgres://… [--entries N]");
+            std::process::exit(2);
+        }
+    };
     println!("{engine}, {entries} decisions");
     let (bare, bare_size) = open_at("without-calls");
     fill(&*bare, entries, &old, false);
