@@ -204,6 +204,8 @@ fn api_fleet_has_the_documented_shape_and_events_push_the_same_view() {
         "prs_error",
         "review_locks",
         "review_locks_error",
+        "approvals",
+        "approvals_error",
     ];
     keys.sort_unstable();
     documented.sort_unstable();
