@@ -25,7 +25,8 @@ fn get_metrics(g: &HttpGateway, headers: &[(&str, &str)]) -> (u16, String) {
     for (k, v) in headers {
         request = request.header(*k, *v);
     }
-    let mut response = request.call().expect("the gateway answers");
+    // A failure names the gateway's own account (its stderr), not only the socket's error.
+    let mut response = request.call().unwrap_or_else(|e| panic!("the gateway did not answer: {e}\n{}", g.log()));
     (response.status().as_u16(), response.body_mut().read_to_string().unwrap_or_default())
 }
 
