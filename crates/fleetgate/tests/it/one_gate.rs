@@ -390,3 +390,40 @@ fn a_held_call_is_withdrawn_when_its_caller_goes_away() {
         .unwrap();
     });
 }
+
+/// `[approvals] may_override = ["role_not_permitted"]`: a call the role may not make is not
+/// refused from memory (`decide_now` defers it) but by the full gate, which records the
+/// request; once an operator approves it, the identical call passes once.
+#[test]
+fn a_role_refusal_the_operator_may_override_passes_once_approved() {
+    let config = format!(
+        "{CONFIG}\n[roles.author]\ndeny = [\"git_push\"]\n\n[approvals]\nmay_override = [\"role_not_permitted\"]\n"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async move {
+        tokio::task::spawn_blocking(move || {
+            let f = fleet_of(&config, Some(std::time::Duration::from_secs(5)));
+            let t = tool("git_push");
+            let call = ToolCall { tool: &t, arguments: None, answers: &[], link: None };
+            let refused = f.control.decide(AttachmentId(1), &call);
+            // Its definition known now, the call is still not refused from memory: only the
+            // full gate records the request an operator may grant.
+            let now = f.control.decide_now(AttachmentId(1), &call);
+            assert!(now.is_none(), "an overridable refusal is not judged from memory");
+            assert_eq!(refused.decision.blocker_kind.map(|k| k.as_str()), Some("role_not_permitted"));
+            let requests = f.store.list_approvals(true).unwrap();
+            assert_eq!(requests.len(), 1, "{requests:?}");
+            assert!(requests[0].why.starts_with("overrides role_not_permitted"), "{:?}", requests[0].why);
+            let text = refused.decision.reasons.join(" ");
+            assert!(text.contains(&requests[0].id), "{text}");
+            f.store.answer_approval(&requests[0].id, true, "alice", None, at(20)).unwrap().unwrap();
+            let allowed = f.control.decide(AttachmentId(1), &call);
+            assert!(allowed.decision.allowed, "{:?}", allowed.decision);
+            let again = f.control.decide(AttachmentId(1), &call);
+            assert_eq!(again.decision.blocker_kind.map(|k| k.as_str()), Some("role_not_permitted"), "once");
+            f.control.on_shutdown("test");
+        })
+        .await
+        .unwrap();
+    });
+}
