@@ -1,4 +1,5 @@
-//! Who may read the dashboard: the gateway's HTTP rules, applied to a read-only page.
+//! Who may read the dashboard — the gateway's HTTP rules, applied to the page — and who may
+//! answer an approval request from it ([`Guard::judge_answer`]).
 //!
 //! * DNS-rebinding protection: `Host` must be the listen address (on loopback also
 //!   `localhost:PORT`, `127.0.0.1:PORT`, `[::1]:PORT`) or an `--allowed-host`;
@@ -94,6 +95,32 @@ impl Guard {
             return Verdict::Pass;
         }
         if self.token.is_none() { Verdict::Pass } else { Verdict::Unauthorized }
+    }
+
+    /// May a request that passed [`judge`](Self::judge) answer an approval request? Only
+    /// with a token configured (without one the page is read-only), from the page's own
+    /// origin (a browser's POST names it: a request without `Origin` is no page's), with
+    /// the page's CSRF token (`csrf`: the one this process made, which only a same-origin
+    /// script can read). `Err`: why not, for a 403.
+    pub fn judge_answer(
+        &self,
+        p: &Presented<'_>,
+        presented_csrf: Option<&str>,
+        csrf: &str,
+    ) -> Result<(), &'static str> {
+        if self.token.is_none() {
+            return Err("the page is read-only: start the dashboard with FLEETGATE_DASHBOARD_TOKEN to answer from it");
+        }
+        if p.origin.is_none() {
+            return Err("an answer must come from the page (no Origin header)");
+        }
+        if let Err(foreign) = self.hosts.judge(p.host, p.origin) {
+            return Err(foreign.as_str());
+        }
+        match presented_csrf {
+            Some(given) if same_secret(given.as_bytes(), csrf.as_bytes()) => Ok(()),
+            _ => Err("missing or wrong X-Fleetgate-Csrf header"),
+        }
     }
 
     /// Is `presented` the token? False when none is configured.

@@ -1,4 +1,4 @@
-//! fleetgate-dashboard: `fleetgate dashboard`, one read-only page that shows the fleet
+//! fleetgate-dashboard: `fleetgate dashboard`, one page that shows the fleet
 //! live.
 //!
 //! * [`view`] — what the page shows: a pure function of one look.
@@ -7,7 +7,8 @@
 //! * [`guard`] — loopback, Host/Origin, the token.
 //! * [`run`] — the process around it all, from resolved settings.
 //!
-//! **Invariant:** the dashboard never writes to the store.
+//! **Invariant:** the dashboard writes nothing but an operator's answer to an approval
+//! request, and only with its token configured, from its own origin, with its CSRF token.
 //!
 //! It reads through the control plane's read side (`fleetgate_control::gate`, `metrics`).
 //! May not import the binary (clap, anyhow, the CLI), the doctor or the test kit.

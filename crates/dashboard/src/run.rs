@@ -51,6 +51,12 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
         eprintln!("fleetgate dashboard: listening on http://{local}/");
         tracing::info!(listen = %local, token = settings.token.is_some(), "dashboard listening");
         let signalled = shutdown_signals()?;
+        // Answering from the page needs the token: without one it stays read-only.
+        let answers = settings.token.is_some().then(|| server::Answers {
+            store: source.store.clone(),
+            clock: source.clock.clone(),
+            csrf: format!("{:032x}", fleetgate_host::nonce()),
+        });
         let (stop_reader, stopped) = std::sync::mpsc::channel::<()>();
         let reader = std::thread::Builder::new()
             .name("fleetgate-dashboard-reader".into())
@@ -62,6 +68,7 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
             metrics,
             guard: Guard::new(local, &settings.allowed_hosts, settings.token),
             stop: CancellationToken::new(),
+            answers,
         });
         server::serve(listener, app, settings.limits, signalled).await;
         let _ = stop_reader.send(());

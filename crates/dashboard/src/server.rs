@@ -2,19 +2,23 @@
 //! `/events` (server-sent events), `/metrics`, every one behind the [`Guard`] and
 //! answered with headers that keep the page on its own origin (a CSP of `'self'`).
 //!
-//! Only `GET` (and so `HEAD`) is routed: **the dashboard has no handler that
-//! writes**, to the store or anywhere else.
+//! `GET` (and so `HEAD`) is routed, and one `POST`: an operator's answer to an approval
+//! request (`/api/approvals/ID/approve|deny`), only with the dashboard's token configured,
+//! from the page's own origin, with the page's CSRF token ([`Guard::judge_answer`]). It is
+//! the only write the dashboard makes.
 
 use super::guard::{Guard, Presented, Verdict, query_token};
 use super::poll::Published;
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use fleetgate_control::metrics::{FleetMetrics, MetricsRegistry, OPENMETRICS_TEXT, PROMETHEUS_TEXT};
+use fleetgate_core::Clock;
+use fleetgate_store::Store;
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
@@ -43,6 +47,24 @@ pub struct App {
     pub guard: Guard,
     /// Cancelled at shutdown: ends every event stream, so the server can stop.
     pub stop: CancellationToken,
+    /// Where an operator's answers go, when the page may take them (a token configured).
+    pub answers: Option<Answers>,
+}
+
+/// What answering from the page needs.
+pub struct Answers {
+    /// The store the requests are in.
+    pub store: Arc<dyn Store>,
+    /// The decision clock.
+    pub clock: Arc<dyn Clock>,
+    /// This process's CSRF token, read by the page's script from `/api/session`.
+    pub csrf: String,
+}
+
+impl std::fmt::Debug for Answers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Answers").field("store", &self.store.describe()).finish_non_exhaustive()
+    }
 }
 
 /// The routes.
@@ -54,6 +76,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/fleet", get(fleet))
         .route("/events", get(events))
         .route("/metrics", get(metrics))
+        .route("/api/session", get(session))
+        .route("/api/approvals/{id}/{answer}", post(answer))
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
         .layer(axum::middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
@@ -206,4 +230,59 @@ async fn events(State(app): State<Arc<App>>) -> Sse<impl futures_util::Stream<It
         Some((Ok(event), (rx, false, open, stop)))
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+/// `GET /api/session`: what the page's script needs to answer (`csrf`, null when the page is
+/// read-only). Behind the guard, and without CORS: no other origin's script can read it.
+async fn session(State(app): State<Arc<App>>) -> Response {
+    let csrf = app.answers.as_ref().map(|a| a.csrf.clone());
+    ([(header::CONTENT_TYPE, "application/json")], serde_json::json!({ "csrf": csrf }).to_string()).into_response()
+}
+
+/// `POST /api/approvals/ID/approve|deny` (reason in `X-Fleetgate-Reason`): the operator's
+/// answer, recorded (once, on a pending request) and audited as given from the dashboard.
+async fn answer(
+    State(app): State<Arc<App>>,
+    Path((id, answer)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let presented = Presented {
+        host: header_str(&headers, header::HOST),
+        origin: header_str(&headers, header::ORIGIN),
+        authorization: None,
+        cookie: None,
+    };
+    let csrf = app.answers.as_ref().map_or("", |a| a.csrf.as_str());
+    if let Err(why) =
+        app.guard.judge_answer(&presented, header_str(&headers, "x-fleetgate-csrf".parse().unwrap()), csrf)
+    {
+        tracing::info!(%id, why, "an answer from the page refused");
+        return closing((StatusCode::FORBIDDEN, format!("Forbidden: {why}\n")).into_response());
+    }
+    let Some(answers) = &app.answers else { return (StatusCode::FORBIDDEN, "Forbidden\n").into_response() };
+    let approve = match answer.as_str() {
+        "approve" => true,
+        "deny" => false,
+        _ => return (StatusCode::NOT_FOUND, "not found\n").into_response(),
+    };
+    let reason = header_str(&headers, "x-fleetgate-reason".parse().unwrap()).map(str::to_owned);
+    let (store, clock) = (answers.store.clone(), answers.clock.clone());
+    let done = tokio::task::spawn_blocking(move || {
+        let by = "the dashboard (its operator token)";
+        fleetgate_control::approvals::answer(&*store, &id, approve, by, reason.as_deref(), clock.now())
+    })
+    .await;
+    match done {
+        Ok(Ok(request)) => {
+            ([(header::CONTENT_TYPE, "application/json")], serde_json::to_string(&request).unwrap_or_default())
+                .into_response()
+        }
+        Ok(Err(fleetgate_control::approvals::AnswerError::NotPending(_))) => {
+            (StatusCode::CONFLICT, "Conflict: the request is not pending\n").into_response()
+        }
+        Ok(Err(e)) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, format!("the answer was not recorded: {e}\n")).into_response()
+        }
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("the answer was not recorded: {e}\n")).into_response(),
+    }
 }

@@ -9,6 +9,27 @@
   let clock = null;
   let rendered = false;
   let lastView = null;
+  // The CSRF token answering needs (null: the page is read-only, no operator token).
+  let csrf = null;
+  fetch("/api/session", { credentials: "same-origin" })
+    .then((r) => (r.ok ? r.json() : { csrf: null }))
+    .then((s) => {
+      csrf = s.csrf;
+      if (lastView) renderApprovals(lastView);
+    })
+    .catch(() => {});
+
+  function answerApproval(id, verb, button) {
+    button.disabled = true;
+    fetch(`/api/approvals/${encodeURIComponent(id)}/${verb}`, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-Fleetgate-Csrf": csrf },
+    })
+      .then((r) => (r.ok ? r.json() : r.text().then((t) => Promise.reject(new Error(t)))))
+      .then((answered) => { button.textContent = answered.state; })
+      .catch((e) => { button.disabled = false; button.title = String(e.message || e); });
+  }
 
   function el(tag, props, ...children) {
     const node = document.createElement(tag);
@@ -196,9 +217,19 @@
         cell("Tool", el("code", { text: a.tool })),
         cell("Arguments", el("code", { text: a.arguments })),
         cell("Why", el("span", { text: a.why })),
+        cell("Answer", csrf ? el("span", {},
+          el("button", { type: "button", class: "approve", data: { answer: "approve" } }),
+          el("button", { type: "button", class: "deny", data: { answer: "deny" } }))
+          : el("span", { class: "muted", text: "CLI" })),
       ),
     );
-    $("approvals").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(5, "no call waits for an operator")]));
+    for (const row of rows) {
+      for (const button of row.querySelectorAll("button")) {
+        button.textContent = button.dataset.answer;
+        button.addEventListener("click", () => answerApproval(row.dataset.approval, button.dataset.answer, button));
+      }
+    }
+    $("approvals").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(6, "no call waits for an operator")]));
     $("approvals-note").textContent = rows.length ? `${rows.length} waiting` : "";
     $("approvals-error").hidden = !view.approvals_error;
     $("approvals-error").textContent = view.approvals_error ? `approval requests unreadable: ${view.approvals_error}` : "";

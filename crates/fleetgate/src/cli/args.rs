@@ -30,8 +30,8 @@ pub enum Command {
     /// Run the MCP gateway for one roster member on stdio, in front of an optional downstream
     /// MCP server: `fleetgate serve --profile P [-- DOWNSTREAM ARGV…]`.
     Serve(Box<ServeArgs>),
-    /// Serve the live fleet page (read-only): `fleetgate dashboard [--listen 127.0.0.1:8760]`,
-    /// with `/api/fleet`, `/events` (server-sent events) and `/metrics`.
+    /// Serve the live fleet page (read-only but for approval answers, with its token):
+    /// `fleetgate dashboard [--listen 127.0.0.1:8760]`, `/api/fleet`, `/events`, `/metrics`.
     Dashboard(Box<DashboardArgs>),
     /// Show the registry's guarantees on a throwaway store: renewals, drift, fencing, expiry.
     Demo,

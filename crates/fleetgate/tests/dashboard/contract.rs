@@ -330,3 +330,85 @@ fn two_host_headers_get_400() {
     assert_eq!(refused.header("connection"), Some("close"), "{refused:?}");
     assert_eq!(get(d.addr, "/api/fleet", &[]).status, 200);
 }
+
+/// A pending approval request in the dashboard's store; its id.
+fn asked(d: &crate::support::Dashboard) -> String {
+    let store = fleetgate_store::open(d.store().to_str().unwrap()).unwrap();
+    let arguments = serde_json::json!({ "branch": "asked" }).as_object().cloned();
+    let request = fleetgate_core::approval::ApprovalRequest {
+        id: fleetgate_core::approval::request_id(0xd45b),
+        requested_at: fleetgate_core::Timestamp::from_unix(1_800_000_000),
+        profile: "prgs-author".into(),
+        role: "author".into(),
+        worker: Some("wrk-a".into()),
+        principal: None,
+        tool: "create_branch".into(),
+        digest: fleetgate_core::approval::call_digest(Some("wrk-a"), "create_branch", arguments.as_ref()),
+        arguments,
+        why: "rule fleet.toml:9 asks".into(),
+        state: fleetgate_core::approval::ApprovalState::Pending,
+        answered_by: None,
+        answered_at: None,
+        answer_reason: None,
+        used_at: None,
+    };
+    store.request_approval(&request).unwrap().id
+}
+
+/// Answering from the page: only with the operator token configured and presented, from the
+/// page's own origin, with the page's CSRF token; once; audited as the dashboard's.
+#[test]
+fn an_approval_is_answered_from_the_page_only_with_the_token_the_origin_and_the_csrf_token() {
+    let token = "tok-approve-1f2e3d";
+    let d = dashboard(&[("FLEETGATE_DASHBOARD_TOKEN", token)], &["--listen", "127.0.0.1:0"]).unwrap();
+    let id = asked(&d);
+    let path = format!("/api/approvals/{id}/approve");
+    let bearer = format!("Bearer {token}");
+    let origin = format!("http://{}", d.addr);
+    let csrf = {
+        let session = get(d.addr, "/api/session", &[("Authorization", &bearer)]);
+        assert_eq!(session.status, 200);
+        let v: serde_json::Value = serde_json::from_str(&session.body).unwrap();
+        v["csrf"].as_str().expect("a CSRF token when the token is configured").to_owned()
+    };
+    let post = |headers: &[(&str, &str)]| http(d.addr, "POST", &path, headers);
+    assert_eq!(post(&[("Origin", &origin), ("X-Fleetgate-Csrf", &csrf)]).status, 401, "no token");
+    assert_eq!(post(&[("Authorization", &bearer), ("X-Fleetgate-Csrf", &csrf)]).status, 403, "no Origin");
+    let evil = post(&[("Authorization", &bearer), ("Origin", "http://evil.example"), ("X-Fleetgate-Csrf", &csrf)]);
+    assert_eq!(evil.status, 403, "a cross-origin POST");
+    assert_eq!(post(&[("Authorization", &bearer), ("Origin", &origin)]).status, 403, "no CSRF token");
+    assert_eq!(post(&[("Authorization", &bearer), ("Origin", &origin), ("X-Fleetgate-Csrf", "0000")]).status, 403);
+    let store = fleetgate_store::open(d.store().to_str().unwrap()).unwrap();
+    assert_eq!(store.approval(&id).unwrap().unwrap().state, fleetgate_core::approval::ApprovalState::Pending);
+    let ok = post(&[
+        ("Authorization", &bearer),
+        ("Origin", &origin),
+        ("X-Fleetgate-Csrf", &csrf),
+        ("X-Fleetgate-Reason", "looks right"),
+    ]);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let answered = store.approval(&id).unwrap().unwrap();
+    assert_eq!(answered.state, fleetgate_core::approval::ApprovalState::Approved);
+    assert!(answered.answered_by.as_deref().unwrap().contains("dashboard"), "{answered:?}");
+    assert_eq!(answered.answer_reason.as_deref(), Some("looks right"));
+    let again = post(&[("Authorization", &bearer), ("Origin", &origin), ("X-Fleetgate-Csrf", &csrf)]);
+    assert_eq!(again.status, 409, "answered once");
+    let audit = serde_json::to_string(&store.list_audit(None, 10).unwrap()).unwrap();
+    assert!(audit.contains("approved by the dashboard"), "{audit}");
+}
+
+/// Without the operator token the page stays read-only: no CSRF token, every answer refused.
+#[test]
+fn without_its_token_the_page_answers_nothing() {
+    let d = dashboard(&[], &["--listen", "127.0.0.1:0"]).unwrap();
+    let id = asked(&d);
+    let session = get(d.addr, "/api/session", &[]);
+    assert_eq!(session.body.trim(), r#"{"csrf":null}"#);
+    let origin = format!("http://{}", d.addr);
+    let refused =
+        http(d.addr, "POST", &format!("/api/approvals/{id}/approve"), &[("Origin", &origin), ("X-Fleetgate-Csrf", "")]);
+    assert_eq!(refused.status, 403);
+    assert!(refused.body.contains("read-only"), "{}", refused.body);
+    let store = fleetgate_store::open(d.store().to_str().unwrap()).unwrap();
+    assert_eq!(store.approval(&id).unwrap().unwrap().state, fleetgate_core::approval::ApprovalState::Pending);
+}

@@ -83,6 +83,11 @@ pub fn whole_log(log: &Mutex<String>) -> String {
 }
 
 impl Dashboard {
+    /// The store the dashboard reads.
+    pub fn store(&self) -> PathBuf {
+        self._dir.path().join("registry.sqlite3")
+    }
+
     /// SIGTERM, the exit waited for (bounded), and everything it logged.
     pub fn stop(&mut self) -> (Option<i32>, String) {
         let pid = self.child.id().to_string();
