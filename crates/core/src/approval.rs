@@ -99,14 +99,6 @@ pub fn request_id(nonce: u128) -> String {
     format!("apr-{:016x}", nonce as u64)
 }
 
-/// Whether `request` lets the call `digest` pass now: approved, not yet used, answered no
-/// more than `ttl_seconds` ago, for exactly this call.
-pub fn covers(request: &ApprovalRequest, digest: &str, now: Timestamp, ttl_seconds: i64) -> bool {
-    request.state == ApprovalState::Approved
-        && request.digest == digest
-        && request.answered_at.is_some_and(|at| now.seconds_since(at) <= ttl_seconds && at <= now)
-}
-
 /// Refusals no operator approval overrides, whatever `[approvals] may_override` says: a
 /// fenced worker, arguments the server would read otherwise, a protected branch, an
 /// unaudited mutation, a replaced store — and the approval blockers themselves.
@@ -133,53 +125,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn request(state: ApprovalState, answered: Option<i64>) -> ApprovalRequest {
-        let args = json!({ "method": "merge", "index": 3 }).as_object().cloned();
-        ApprovalRequest {
-            id: request_id(7),
-            requested_at: Timestamp::from_unix(1_000),
-            profile: "prgs-merger".into(),
-            role: "merger".into(),
-            worker: Some("w1".into()),
-            principal: None,
-            tool: "pull_request_write".into(),
-            digest: call_digest(Some("w1"), "pull_request_write", args.as_ref()),
-            arguments: args,
-            why: "rule fleet.toml:3 asks".into(),
-            state,
-            answered_by: answered.map(|_| "alice".into()),
-            answered_at: answered.map(Timestamp::from_unix),
-            answer_reason: None,
-            used_at: None,
-        }
-    }
-
     #[test]
-    fn an_approval_covers_exactly_its_call_once_and_within_its_ttl() {
+    fn an_approval_covers_its_worker_tool_and_exact_arguments_only() {
         let args = json!({ "method": "merge", "index": 3 }).as_object().cloned();
         let digest = call_digest(Some("w1"), "pull_request_write", args.as_ref());
-        let approved = request(ApprovalState::Approved, Some(1_010));
-        assert!(covers(&approved, &digest, Timestamp::from_unix(1_020), 60));
-        assert!(!covers(&approved, &digest, Timestamp::from_unix(1_071), 60), "past its TTL");
-        assert!(!covers(&request(ApprovalState::Used, Some(1_010)), &digest, Timestamp::from_unix(1_020), 60));
-        assert!(!covers(&request(ApprovalState::Pending, None), &digest, Timestamp::from_unix(1_020), 60));
-        assert!(!covers(&request(ApprovalState::Denied, Some(1_010)), &digest, Timestamp::from_unix(1_020), 60));
+        assert_eq!(digest, call_digest(Some("w1"), "pull_request_write", args.as_ref()), "deterministic");
         let other = json!({ "method": "merge", "index": 4 }).as_object().cloned();
-        assert!(!covers(
-            &approved,
-            &call_digest(Some("w1"), "pull_request_write", other.as_ref()),
-            Timestamp::from_unix(1_020),
-            60
-        ));
-        assert!(
-            !covers(
-                &approved,
-                &call_digest(Some("w2"), "pull_request_write", args.as_ref()),
-                Timestamp::from_unix(1_020),
-                60
-            ),
-            "another worker"
-        );
+        assert_ne!(digest, call_digest(Some("w1"), "pull_request_write", other.as_ref()), "another value");
+        assert_ne!(digest, call_digest(Some("w2"), "pull_request_write", args.as_ref()), "another worker");
+        assert_ne!(digest, call_digest(Some("w1"), "pull_request_read", args.as_ref()), "another tool");
         let added = json!({ "method": "merge", "index": 3, "delete_branch_after_merge": true }).as_object().cloned();
         assert_ne!(
             digest,

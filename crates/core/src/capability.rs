@@ -170,6 +170,12 @@ pub enum ApprovalHold {
         /// Who refused it, and why.
         by: String,
     },
+    /// No request could be read or recorded (`approval_pending`: the call waits, and no
+    /// operator can be asked until the store answers).
+    Unavailable {
+        /// Why the gate asks, and what failed.
+        why: String,
+    },
 }
 
 impl ApprovalHold {
@@ -184,6 +190,13 @@ impl ApprovalHold {
                 BlockerKind::ApprovalDenied,
                 format!("approval request {id} was denied by {by}"),
                 "an operator refused this exact call: do not retry it; change the plan, or ask the operator".into(),
+            ),
+            Self::Unavailable { why } => (
+                BlockerKind::ApprovalPending,
+                why.clone(),
+                "no approval request could be read or recorded: check the store (fleetgate runtime context, a \
+                 lock held on it, a full disk), then retry the call"
+                    .into(),
             ),
         }
     }
@@ -254,7 +267,8 @@ pub fn with_approval(allowed: Capability, hold: Option<&ApprovalHold>) -> Capabi
     let Some(hold) = hold else { return allowed };
     let (kind, reason, action) = hold.refusal();
     let id = match hold {
-        ApprovalHold::Pending { id, .. } | ApprovalHold::Denied { id, .. } => id.clone(),
+        ApprovalHold::Pending { id, .. } | ApprovalHold::Denied { id, .. } => Some(id.clone()),
+        ApprovalHold::Unavailable { .. } => None,
     };
     Capability {
         allowed: false,
@@ -262,7 +276,7 @@ pub fn with_approval(allowed: Capability, hold: Option<&ApprovalHold>) -> Capabi
         blocked_reasons: vec![reason],
         operator_action: Some(action),
         forward: None,
-        approval_request: Some(id),
+        approval_request: id,
         ..allowed
     }
 }
@@ -467,7 +481,7 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
     let first = reasons.first().map(String::as_str);
     let request = || {
         let id = first.and_then(|r| r.split_whitespace().find(|w| w.starts_with("apr-")));
-        id.unwrap_or("ID").trim_end_matches([':', ',', '.']).to_owned()
+        id.map(|id| id.trim_end_matches([':', ',', '.']).to_owned())
     };
     Some(match blocker_kind {
         ROLE => role_action(tool, role),
@@ -479,8 +493,11 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
         STORE => STORE_REPLACED_ACTION.into(),
         AMBIGUOUS => AMBIGUOUS_ACTION.into(),
         PROTECTED => PROTECTED_ACTION.into(),
-        PENDING => crate::approval::approval_action(&request()),
-        DENIED => ApprovalHold::Denied { id: request(), by: String::new() }.refusal().2,
+        PENDING => match request() {
+            Some(id) => crate::approval::approval_action(&id),
+            None => ApprovalHold::Unavailable { why: String::new() }.refusal().2,
+        },
+        DENIED => ApprovalHold::Denied { id: request().unwrap_or_else(|| "ID".into()), by: String::new() }.refusal().2,
         other => return BlockerKind::parse(other).map(|k| crate::workflow::action(k).to_owned()),
     })
 }

@@ -376,7 +376,7 @@ struct Conditions {
     prov: u8,
     dup: bool,
     workflow: Option<BlockerKind>,
-    /// 0: no operator's part; 1: pending; 2: denied.
+    /// 0: no operator's part; 1: pending; 2: denied; 3: no request could be made.
     approval: u8,
 }
 
@@ -400,7 +400,8 @@ impl Conditions {
             approval: match self.approval {
                 0 => None,
                 1 => Some(ApprovalHold::Pending { id: "apr-1".into(), why: "rule r asks".into() }),
-                _ => Some(ApprovalHold::Denied { id: "apr-1".into(), by: "alice".into() }),
+                2 => Some(ApprovalHold::Denied { id: "apr-1".into(), by: "alice".into() }),
+                _ => Some(ApprovalHold::Unavailable { why: "rule r asks, and the store is locked".into() }),
             },
         }
     }
@@ -421,7 +422,7 @@ impl Conditions {
             BlockerKind::WorkerFenced => !read && self.prov == 2,
             BlockerKind::FleetInventoryBlocked => !read && self.dup,
             // An operator's part comes last, and read-only calls answer to it too.
-            BlockerKind::ApprovalPending => self.approval == 1,
+            BlockerKind::ApprovalPending => self.approval == 1 || self.approval == 3,
             BlockerKind::ApprovalDenied => self.approval == 2,
             other => !read && self.workflow == Some(other),
         };
@@ -442,7 +443,7 @@ fn conditions() -> impl Strategy<Value = Conditions> {
         prop::sample::select(vec![ToolClass::Mutating, ToolClass::ReadOnly]),
         (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
         prop::sample::select(vec![None, Some(UNSUPPORTED), Some(STALE), Some("note: soft")]),
-        (0u8..3, any::<bool>(), 0u8..3),
+        (0u8..3, any::<bool>(), 0u8..4),
         workflow,
     )
         .prop_map(

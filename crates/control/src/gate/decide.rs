@@ -411,7 +411,8 @@ impl Gate {
     /// [`judge_conditions`](Self::judge_conditions), then — for a call everything else
     /// allows and a rule asks an operator about — the operator's part, last.
     fn judge_with(&self, call: &Call<'_>, policy: Policy, now: Timestamp, approving: Approving<'_>) -> Capability {
-        let (ask, rule) = (policy.ask, policy.rule.clone());
+        // The rule's name is needed only when it asks: no allocation on every other call.
+        let (ask, rule) = (policy.ask, policy.ask.then(|| policy.rule.clone()).flatten());
         let verdict = self.judge_conditions(call, policy, now);
         let overridable = verdict.blocker_kind.filter(|k| {
             self.config.approvals.may_override.contains(k) && !fleetgate_core::approval::NEVER_OVERRIDDEN.contains(k)
@@ -430,6 +431,56 @@ impl Gate {
         self.approval(call, verdict, why, now, principal, held)
     }
 
+    /// The worker a call is made for, and the digest of exactly that call with `arguments`:
+    /// what an approval covers.
+    fn exact_call<'c>(call: &Call<'c>, arguments: Option<&Map<String, Value>>) -> (Option<&'c str>, String) {
+        let worker = match &call.caller {
+            Caller::Worker { identity, .. } => Some(*identity),
+            Caller::Nobody(_) => None,
+        };
+        (worker, call_digest(worker, call.tool, arguments))
+    }
+
+    /// Use the approval covering the call `digest` (answered within `[approvals] ttl_seconds`).
+    fn use_covering(
+        &self,
+        digest: &str,
+        now: Timestamp,
+    ) -> Result<Option<ApprovalRequest>, fleetgate_store::StoreError> {
+        self.store.use_approval(digest, now.plus_seconds(-self.config.approvals.ttl_seconds), now)
+    }
+
+    /// Record (or find, for the same call) the pending request for `call` with `arguments`.
+    #[allow(clippy::too_many_arguments)] // One request's parts, each its own.
+    fn request(
+        &self,
+        call: &Call<'_>,
+        worker: Option<&str>,
+        principal: Option<&str>,
+        arguments: Option<Map<String, Value>>,
+        digest: String,
+        why: String,
+        now: Timestamp,
+    ) -> Result<ApprovalRequest, fleetgate_store::StoreError> {
+        self.store.request_approval(&ApprovalRequest {
+            id: request_id(fleetgate_host::nonce()),
+            requested_at: now,
+            profile: call.member.profile.clone(),
+            role: call.member.role.clone(),
+            worker: worker.map(str::to_owned),
+            principal: principal.map(str::to_owned),
+            tool: call.tool.to_owned(),
+            arguments,
+            digest,
+            why,
+            state: fleetgate_core::approval::ApprovalState::Pending,
+            answered_by: None,
+            answered_at: None,
+            answer_reason: None,
+            used_at: None,
+        })
+    }
+
     /// The operator's part in a real call: the approval that covers exactly what would be
     /// forwarded (worker, tool, arguments — pins included), used once; else the request
     /// recorded (one per call, found again on a retry), and the call refused
@@ -443,15 +494,9 @@ impl Gate {
         principal: Option<&str>,
         held: Option<&str>,
     ) -> Capability {
-        let worker = match &call.caller {
-            Caller::Worker { identity, .. } => Some(*identity),
-            Caller::Nobody(_) => None,
-        };
         let forwarded = verdict.forward.clone().or_else(|| call.arguments.cloned());
-        let digest = call_digest(worker, call.tool, forwarded.as_ref());
-        let not_before = now.plus_seconds(-self.config.approvals.ttl_seconds);
-        let pending = |id: String, why: String| ApprovalHold::Pending { id, why };
-        let hold = match self.store.use_approval(&digest, not_before, now) {
+        let (worker, digest) = Self::exact_call(call, forwarded.as_ref());
+        let hold = match self.use_covering(&digest, now) {
             Ok(Some(used)) => {
                 verdict.blocked_reasons.push(format!(
                     "approval {} of this exact call by {} used (once)",
@@ -461,7 +506,7 @@ impl Gate {
                 verdict.approval_request = Some(used.id);
                 return verdict;
             }
-            Err(e) => pending("(unread)".into(), format!("{why}, and the approvals could not be read: {e}")),
+            Err(e) => ApprovalHold::Unavailable { why: format!("{why}, and the approvals could not be read: {e}") },
             Ok(None) => {
                 let denied = held
                     .and_then(|id| self.store.approval(id).ok().flatten())
@@ -474,32 +519,12 @@ impl Gate {
                         };
                         ApprovalHold::Denied { id: r.id, by }
                     }
-                    None => {
-                        let request = ApprovalRequest {
-                            id: request_id(fleetgate_host::nonce()),
-                            requested_at: now,
-                            profile: call.member.profile.clone(),
-                            role: call.member.role.clone(),
-                            worker: worker.map(str::to_owned),
-                            principal: principal.map(str::to_owned),
-                            tool: call.tool.to_owned(),
-                            arguments: forwarded,
-                            digest,
-                            why: why.clone(),
-                            state: fleetgate_core::approval::ApprovalState::Pending,
-                            answered_by: None,
-                            answered_at: None,
-                            answer_reason: None,
-                            used_at: None,
-                        };
-                        match self.store.request_approval(&request) {
-                            Ok(recorded) => pending(recorded.id, why),
-                            Err(e) => pending(
-                                "(unrecorded)".into(),
-                                format!("{why}, and the request could not be recorded: {e}"),
-                            ),
-                        }
-                    }
+                    None => match self.request(call, worker, principal, forwarded, digest, why.clone(), now) {
+                        Ok(recorded) => ApprovalHold::Pending { id: recorded.id, why },
+                        Err(e) => ApprovalHold::Unavailable {
+                            why: format!("{why}, and the request could not be recorded: {e}"),
+                        },
+                    },
                 }
             }
         };
@@ -517,15 +542,10 @@ impl Gate {
         now: Timestamp,
         principal: Option<&str>,
     ) -> Capability {
-        let worker = match &call.caller {
-            Caller::Worker { identity, .. } => Some(*identity),
-            Caller::Nobody(_) => None,
-        };
         let forwarded = call.arguments.cloned();
-        let digest = call_digest(worker, call.tool, forwarded.as_ref());
-        let not_before = now.plus_seconds(-self.config.approvals.ttl_seconds);
+        let (worker, digest) = Self::exact_call(call, forwarded.as_ref());
         let refused_because = verdict.blocked_reasons.join("; ");
-        match self.store.use_approval(&digest, not_before, now) {
+        match self.use_covering(&digest, now) {
             Ok(Some(used)) => {
                 let by = used.answered_by.clone().unwrap_or_else(|| "an operator".into());
                 return Capability {
@@ -547,24 +567,8 @@ impl Gate {
                 return verdict;
             }
         }
-        let request = ApprovalRequest {
-            id: request_id(fleetgate_host::nonce()),
-            requested_at: now,
-            profile: call.member.profile.clone(),
-            role: call.member.role.clone(),
-            worker: worker.map(str::to_owned),
-            principal: principal.map(str::to_owned),
-            tool: call.tool.to_owned(),
-            arguments: forwarded,
-            digest,
-            why: format!("overrides {kind}: {refused_because}"),
-            state: fleetgate_core::approval::ApprovalState::Pending,
-            answered_by: None,
-            answered_at: None,
-            answer_reason: None,
-            used_at: None,
-        };
-        match self.store.request_approval(&request) {
+        let why = format!("overrides {kind}: {refused_because}");
+        match self.request(call, worker, principal, forwarded, digest, why, now) {
             Ok(recorded) => {
                 verdict.blocked_reasons.push(format!(
                     "an operator may override this refusal for this exact call: approval request {}",

@@ -242,7 +242,7 @@ impl FleetControl {
         if verdict.blocker_kind == Some(BlockerKind::ApprovalPending)
             && let Some(id) = verdict.approval_request.clone()
         {
-            verdict = self.hold(attachment, &gated, &id, principal).unwrap_or(verdict);
+            verdict = self.hold(attachment, worker.is_some(), &gated, &id, principal).unwrap_or(verdict);
         }
         // Only a call whose rule names a workflow action has an outcome to record.
         let settles = verdict.allowed && self.gate.policy(&gated).action.is_some();
@@ -259,6 +259,7 @@ impl FleetControl {
     fn hold(
         &self,
         attachment: AttachmentId,
+        attached: bool,
         gated: &crate::gate::Call<'_>,
         id: &str,
         principal: Option<String>,
@@ -267,7 +268,8 @@ impl FleetControl {
         const POLL: std::time::Duration = std::time::Duration::from_millis(100);
         let wait = std::time::Duration::from_secs(self.config().approvals.wait_seconds);
         let deadline = std::time::Instant::now() + wait;
-        let attached = self.attachments.worker_of(attachment).is_some();
+        // `attached`: whether the call came with a worker, read when it began — a caller
+        // gone since then, even before the hold starts, is noticed.
         loop {
             match self.gate.store().approval(id) {
                 Ok(Some(request)) if request.state != ApprovalState::Pending => {

@@ -427,3 +427,27 @@ fn a_role_refusal_the_operator_may_override_passes_once_approved() {
         .unwrap();
     });
 }
+
+/// A read-only call a rule asks about is never answered from memory: only the full gate
+/// records the request an operator answers (from memory it would wait for no one).
+#[test]
+fn a_read_only_call_a_rule_asks_about_is_judged_by_the_full_gate() {
+    let asking = format!(
+        "{CONFIG}\n[approvals]\nwait_seconds = 0\n\n[[rules]]\ntool = \"git_log\"\nroles = [\"author\"]\nclass = \"read_only\"\ndecision = \"ask\"\n"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async move {
+        tokio::task::spawn_blocking(move || {
+            let f = fleet_of(&asking, Some(std::time::Duration::from_secs(5)));
+            let t = tool("git_log");
+            let call = ToolCall { tool: &t, arguments: None, answers: &[], link: None };
+            let asked = f.control.decide(AttachmentId(1), &call);
+            assert_eq!(asked.decision.blocker_kind.map(|k| k.as_str()), Some("approval_pending"));
+            assert_eq!(f.store.list_approvals(true).unwrap().len(), 1, "a request an operator can answer");
+            assert!(f.control.decide_now(AttachmentId(1), &call).is_none(), "never from memory");
+            f.control.on_shutdown("test");
+        })
+        .await
+        .unwrap();
+    });
+}
