@@ -173,9 +173,10 @@ pub struct RuleDecision {
     pub reason: Option<String>,
     /// When refused: the roles that may make this call (empty: none).
     pub may: Vec<String>,
-    /// The class the matching rule gives the call.
+    /// The class of the call: the matching rule's, else that of the first rule matching the
+    /// call that states one (the forge profile's, behind an operator's rule).
     pub class: Option<ToolClass>,
-    /// The workflow action of the matching rule.
+    /// The workflow action of the call, found the same way.
     pub action: Option<String>,
     /// The matching rule's origin.
     pub rule: Option<String>,
@@ -249,6 +250,16 @@ impl RuleSet {
             RuleVerdict::Unruled => None,
             RuleVerdict::Matched(rule) => {
                 let permitted = rule.admits(role);
+                // What the call *is* — its class and its workflow action — is a fact of the
+                // call the forge profile states, not a policy: an operator's rule that decides
+                // who may make it (or asks about it) without saying otherwise keeps them. Else
+                // a rule that asks before every merge would take the merge out of the PR
+                // workflow's hands.
+                let stated = |of: fn(&Rule) -> bool| {
+                    self.candidates(tool).into_iter().find(|r| of(r) && r.matches(tool, arguments))
+                };
+                let class = rule.class.or_else(|| stated(|r| r.class.is_some()).and_then(|r| r.class));
+                let action = rule.action.clone().or_else(|| stated(|r| r.action.is_some())?.action.clone());
                 Some(RuleDecision {
                     permitted,
                     reason: (!permitted).then(|| {
@@ -261,8 +272,8 @@ impl RuleSet {
                         )
                     }),
                     may: if permitted { Vec::new() } else { rule.roles.clone() },
-                    class: rule.class,
-                    action: rule.action.clone(),
+                    class,
+                    action,
                     rule: Some(rule.origin.clone()),
                     ask: rule.ask,
                 })

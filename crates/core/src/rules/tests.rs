@@ -149,3 +149,28 @@ proptest! {
         prop_assert!(!d.permitted);
     }
 }
+
+#[test]
+fn an_operator_rule_that_asks_before_a_merge_keeps_it_a_merge_of_the_workflow() {
+    // The operator's rule comes first and says nothing of what the call is: the forge
+    // profile's rule behind it still says it is a mutating merge, which the PR workflow judges.
+    let mut asks = rule("fleet.toml:9", "pull_request_write", &[("/method", one_of(&[json!("merge")]))], &["merger"]);
+    asks.ask = true;
+    let mut list = vec![asks];
+    list.extend(crate::forge::gitea_mcp_rules());
+    let rules = RuleSet::new(list);
+    let merge = args(json!({ "method": "merge", "pull_number": 1 }));
+    let decided = rules.decide("merger", "pull_request_write", Some(&merge)).unwrap();
+    assert_eq!(decided.rule.as_deref(), Some("fleet.toml:9"), "the operator's rule decides");
+    assert!(decided.ask && decided.permitted);
+    assert_eq!(decided.action.as_deref(), Some(crate::forge::ACTION_MERGE));
+    assert_eq!(decided.class, Some(crate::capability::ToolClass::Mutating));
+    // A rule that states its own keeps its own.
+    let mut own = rule("own", "pull_request_write", &[], &["merger"]);
+    own.class = Some(crate::capability::ToolClass::ReadOnly);
+    let mut list = vec![own];
+    list.extend(crate::forge::gitea_mcp_rules());
+    let decided = RuleSet::new(list).decide("merger", "pull_request_write", Some(&merge)).unwrap();
+    assert_eq!(decided.class, Some(crate::capability::ToolClass::ReadOnly));
+    assert_eq!(decided.action.as_deref(), Some(crate::forge::ACTION_MERGE));
+}

@@ -1,0 +1,243 @@
+//! The demo fleet: four gateways (author, reviewer, reviewer2 in the author's own client
+//! session, merger) in front of the forge stand-in on one bare repository, each a `fleetgate
+//! serve` with this process as its MCP client, and the operator's CLI beside them.
+
+use crate::{Context as _, Error, Result};
+use fleetgate_gateway::rmcp::ServiceExt;
+use fleetgate_gateway::rmcp::model::{CallToolRequestParams, CallToolResult};
+use fleetgate_gateway::rmcp::service::{RoleClient, RunningService};
+use serde_json::{Map, Value, json};
+use std::path::Path;
+use std::process::Stdio;
+
+/// The roster of the second act.
+const MEMBERS: [(&str, &str); 4] =
+    [("author", "author"), ("reviewer", "reviewer"), ("reviewer2", "reviewer"), ("merger", "merger")];
+
+struct Member {
+    name: &'static str,
+    client: RunningService<RoleClient, ()>,
+    _child: tokio::process::Child,
+}
+
+/// What one step did: who, what, and the gate's or the forge's answer.
+#[derive(Debug)]
+pub(crate) struct Step {
+    pub who: &'static str,
+    pub what: String,
+    pub allowed: bool,
+    pub said: String,
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join(" ")
+}
+
+/// Four gateways (author, reviewer, reviewer2 in the author's session, merger) over one
+/// forge, each with this process as its MCP client: the demo's acts, and the workflow
+/// benchmark's fleet (`examples/workflow_bench.rs`).
+pub struct Flow {
+    members: Vec<Member>,
+    bare: std::path::PathBuf,
+    exe: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    pub(crate) steps: Vec<Step>,
+}
+
+impl std::fmt::Debug for Flow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Flow").field("bare", &self.bare).field("steps", &self.steps.len()).finish_non_exhaustive()
+    }
+}
+
+impl Flow {
+    /// Start the fleet in `dir` (its store, roster and bare repository; `checkout` is the
+    /// repository the gateways run from, whose history the forge starts with), `exe` being
+    /// the fleetgate binary and `forge` the forge stand-in's. `extra` is appended to the
+    /// roster (`[approvals]`, `[[rules]]`).
+    pub async fn start(exe: &Path, forge: &Path, dir: &Path, checkout: &Path, extra: &str) -> Result<Self> {
+        let bare = dir.join("forge.git");
+        let git = |args: &[&str]| std::process::Command::new("git").args(args).stdout(Stdio::null()).status();
+        let ok = |what: &str, status: std::io::Result<std::process::ExitStatus>| match status {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => Err(Error::new(format!("{what} failed ({s})"))),
+            Err(e) => Err(Error::new(format!("cannot run git for {what}: {e}"))),
+        };
+        ok("the forge's bare repository", git(&["init", "-q", "--bare", "-b", "main", &bare.to_string_lossy()]))?;
+        ok(
+            "pushing the checkout to the forge",
+            git(&["-C", &checkout.to_string_lossy(), "push", "-q", &bare.to_string_lossy(), "HEAD:refs/heads/main"]),
+        )?;
+        let fixture = vec![forge.display().to_string(), "--repo".to_owned(), bare.display().to_string()];
+        let config = dir.join("flow.toml");
+        std::fs::write(&config, roster(&fixture) + extra).context(|| format!("cannot write {}", config.display()))?;
+        let members = start(exe, dir, checkout, &fixture).await?;
+        Ok(Self { members, bare, exe: exe.to_owned(), dir: dir.to_owned(), steps: Vec::new() })
+    }
+
+    /// Close every client (each gateway ends when its stdin closes).
+    pub async fn stop(mut self) {
+        for m in self.members.drain(..) {
+            let _ = m.client.cancel().await;
+        }
+    }
+
+    /// `who` calls `tool` (owner and repo added): allowed, and the answer.
+    pub async fn call(&mut self, who: &'static str, tool: &str, args: Value) -> Result<(bool, Value)> {
+        let member =
+            self.members.iter().find(|m| m.name == who).ok_or_else(|| Error::new(format!("no member {who}")))?;
+        let mut arguments: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
+        if !tool.starts_with("gitea_release") {
+            arguments.insert("owner".into(), json!("fleet"));
+            arguments.insert("repo".into(), json!("forge"));
+        }
+        let shown = format!("{tool} {}", Value::Object(arguments.clone()));
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let result = member.client.peer().call_tool(params).await.context(|| format!("{who}: {tool}"))?;
+        let allowed = result.is_error != Some(true);
+        let body = result.structured_content.clone().unwrap_or_else(|| {
+            let text = text_of(&result);
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        });
+        let said = match (&body, allowed) {
+            (Value::Object(o), false) if o.contains_key("blocker_kind") => format!(
+                "{}: {}",
+                o["blocker_kind"].as_str().unwrap_or_default(),
+                o["blocked_reasons"].get(0).and_then(Value::as_str).unwrap_or_default()
+            ),
+            // The gate's refusal: its blocker, then its reasons (`- …`).
+            (Value::String(s), false) => {
+                let kind = s.split(':').next().unwrap_or_default();
+                let reasons: Vec<&str> = s.lines().filter_map(|l| l.strip_prefix("- ")).collect();
+                if reasons.is_empty() {
+                    s.lines().next().unwrap_or_default().to_owned()
+                } else {
+                    format!("{kind}: {}", reasons.join("; "))
+                }
+            }
+            _ => "forwarded".into(),
+        };
+        self.steps.push(Step { who, what: shown, allowed, said });
+        Ok((allowed, body))
+    }
+
+    /// git in the forge's bare repository.
+    pub fn git(&self, args: &[&str]) -> Result<String> {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&self.bare)
+            .args(args)
+            .output()
+            .context(|| format!("git {args:?}"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
+    /// The operator runs `fleetgate ARGS --json` on the fleet's store and roster (the real
+    /// CLI, as a process): whether it succeeded, and its JSON answer. The step is shown as
+    /// the operator typed it.
+    pub async fn operator(&mut self, args: &[&str]) -> Result<(bool, Value)> {
+        let out = tokio::process::Command::new(&self.exe)
+            .arg("--store")
+            .arg(self.dir.join("flow.sqlite3"))
+            .arg("--config")
+            .arg(self.dir.join("flow.toml"))
+            .args(args)
+            .arg("--json")
+            .env_remove("GITEA_WORKER_REGISTRY_DB")
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .context(|| format!("fleetgate {}", args.join(" ")))?;
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+            Value::String(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        });
+        let said = match &answer {
+            Value::Object(o) if o.contains_key("error") => o["error"].as_str().unwrap_or_default().to_owned(),
+            Value::Object(o) if o.contains_key("state") => format!(
+                "{} by {}{}",
+                o["state"].as_str().unwrap_or_default(),
+                o["answered_by"].as_str().unwrap_or("the operator"),
+                o["answer_reason"].as_str().map(|r| format!(": {r}")).unwrap_or_default()
+            ),
+            Value::Object(o) if o.contains_key("approvals") => {
+                let listed = o["approvals"].as_array().map(Vec::as_slice).unwrap_or_default();
+                listed
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{} {}: {} ({}) `{}` {}",
+                            r["id"].as_str().unwrap_or_default(),
+                            r["state"].as_str().unwrap_or_default(),
+                            r["profile"].as_str().unwrap_or_default(),
+                            r["why"].as_str().unwrap_or_default(),
+                            r["tool"].as_str().unwrap_or_default(),
+                            r["arguments"]
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            }
+            other => other.to_string(),
+        };
+        let shown = format!("fleetgate {}", args.join(" "));
+        self.steps.push(Step { who: "operator", what: shown, allowed: out.status.success(), said });
+        Ok((out.status.success(), answer))
+    }
+
+    /// The author commits `content` to `feature` (`first`: a new file); the new head.
+    pub async fn push(&mut self, content: &str, message: &str, first: bool) -> Result<String> {
+        let mut commit = json!({ "path": "f.txt", "content": content, "message": message, "branch_name": "feature" });
+        if !first {
+            let (_, file) =
+                self.call("author", "get_file_contents", json!({ "ref": "feature", "path": "f.txt" })).await?;
+            commit["sha"] = file["sha"].clone();
+        }
+        self.call("author", "create_or_update_file", commit).await?;
+        self.git(&["rev-parse", "feature"])
+    }
+}
+
+fn roster(fixture: &[String]) -> String {
+    let mut config = "[fleet]\nname = \"demo-flow\"\ntool_prefix = \"gitea_\"\nforge = \"gitea-mcp\"\n".to_owned();
+    for (name, role) in MEMBERS {
+        config.push_str(&format!(
+            "\n[[members]]\nnamespace = \"gitea-{name}\"\nprofile = \"prgs-{name}\"\nrole = \"{role}\"\n"
+        ));
+    }
+    config.push_str(&format!("\n[workflow]\nforge_command = {fixture:?}\n"));
+    config
+}
+
+async fn start(exe: &Path, dir: &Path, checkout: &Path, fixture: &[String]) -> Result<Vec<Member>> {
+    let mut members = Vec::new();
+    for (name, _) in MEMBERS {
+        let session = if name == "reviewer2" { "author" } else { name };
+        let mut child = tokio::process::Command::new(exe)
+            .env("GITEA_CLIENT_MANAGED", "1")
+            .env("GITEA_MCP_COHORT_ID", "demo-flow")
+            .env("GITEA_MCP_CLIENT_SESSION", format!("sess-{session}"))
+            .env_remove("GITEA_WORKER_REGISTRY_DB")
+            .arg("--store")
+            .arg(dir.join("flow.sqlite3"))
+            .arg("--config")
+            .arg(dir.join("flow.toml"))
+            .args(["serve", "--profile", &format!("prgs-{name}"), "--repo-root"])
+            .arg(checkout)
+            .arg("--")
+            .args(fixture)
+            // A forge account per role: Gitea refuses an approval by the PR's own poster.
+            .args(["--user", name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context(|| format!("cannot start the {name} gateway"))?;
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(Error::new(format!("the {name} gateway's pipes were not opened")));
+        };
+        let client = ().serve((stdout, stdin)).await.context(|| format!("the {name} gateway did not start MCP"))?;
+        members.push(Member { name, client, _child: child });
+    }
+    Ok(members)
+}
