@@ -179,7 +179,9 @@ impl Flow {
             }
             other => other.to_string(),
         };
-        let shown = format!("fleetgate {}", args.join(" "));
+        let quoted: Vec<String> =
+            args.iter().map(|a| if a.contains(' ') { format!("{a:?}") } else { (*a).to_owned() }).collect();
+        let shown = format!("fleetgate {}", quoted.join(" "));
         self.steps.push(Step { who: "operator", what: shown, allowed: out.status.success(), said });
         Ok((out.status.success(), answer))
     }

@@ -7,7 +7,6 @@ pub mod context;
 pub mod dashboard;
 pub mod debug;
 pub mod demo;
-pub mod demo_workflow;
 pub mod doctor;
 pub mod gate;
 pub mod inventory;

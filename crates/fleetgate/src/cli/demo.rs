@@ -1,8 +1,9 @@
 //! `fleetgate demo`: the fleet story on a throwaway store, with real processes.
 //! Five `fleetgate serve` gateways of one cohort make the gate open; a second
 //! cohort's author closes it (duplicate, mixed cohort, the operator action);
-//! kill -9 of a member shows it stale and missing. Then the pull-request workflow
-//! (`demo_workflow`). Everything it starts is stopped before it returns.
+//! kill -9 of a member shows it stale and missing. Then the pull-request workflow and an
+//! operator's approval of one exact merge (`fleetgate_demo`). Everything it starts is
+//! stopped before it returns.
 
 use super::observer::LiveObserver;
 use crate::cli::context::Ctx;
@@ -74,6 +75,26 @@ fn wait_rows(store: &dyn Store, running: usize) -> anyhow::Result<()> {
     }
 }
 
+/// The forge stand-in, `fleetgate-forge-fixture`: beside this binary (a workspace build puts
+/// it there), else on `path` (the PATH). The product binary carries no fake forge; the demo
+/// needs one.
+fn forge_stand_in(exe: &Path, path: &str) -> anyhow::Result<std::path::PathBuf> {
+    const NAME: &str = "fleetgate-forge-fixture";
+    let beside = exe.with_file_name(NAME);
+    if beside.is_file() {
+        return Ok(beside);
+    }
+    if let Some(found) = super::doctor::resolve(NAME, path) {
+        return Ok(found);
+    }
+    anyhow::bail!(
+        "the demo's forge stand-in `{NAME}` is neither beside {} nor on the PATH: build it with \
+         `cargo build --release --workspace` (README), or install it with \
+         `cargo install --locked --path crates/testkit`",
+        exe.display()
+    )
+}
+
 fn git_repo(dir: &Path) -> anyhow::Result<()> {
     let git = |args: &[&str]| -> anyhow::Result<()> {
         let ok = Command::new("git")
@@ -102,7 +123,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Reply> {
     let store = fleetgate_store::open(&store_path.to_string_lossy())?;
     let exe = std::env::current_exe().context("cannot find the fleetgate binary")?;
     // Before anything is shown: without the stand-in the demo cannot tell its second act.
-    let forge = super::demo_workflow::forge_stand_in(&exe, ctx.env.get(EnvKey::Path, "").unwrap_or(""))?;
+    let forge = forge_stand_in(&exe, ctx.env.get(EnvKey::Path, "").unwrap_or(""))?;
     let config = fleetgate_config::FleetConfig::builtin();
     let mut gateways = Gateways(Vec::new());
     let mut steps = Vec::new();
@@ -159,7 +180,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Reply> {
         "== stopped every gateway; {left} runtime row(s) left running (the killed reviewer's, now history)"
     ));
     text.push(String::new());
-    let (lines, workflow) = super::demo_workflow::run(&exe, &forge, dir.path(), &repo)?;
+    let (lines, workflow) = fleetgate_demo::run(&exe, &forge, dir.path(), &repo)?;
     text.extend(lines);
     Ok(Reply {
         value: json!({ "store": store_path.display().to_string(), "steps": steps, "workflow": workflow }),

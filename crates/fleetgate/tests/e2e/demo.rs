@@ -36,6 +36,23 @@ fn the_demo_tells_the_fleet_story_and_leaves_nothing_running() {
         "{flow}"
     );
     assert!(flow["outcome"].as_str().unwrap().contains("has the approved head"), "{flow}");
+    // The approval act: the merge waits; the operator lists and approves exactly it; a retry
+    // with other arguments is a new request; the identical retry lands the approved head.
+    let act = flow["approval"].as_array().unwrap();
+    let told: Vec<(&str, bool)> =
+        act.iter().map(|s| (s["who"].as_str().unwrap(), s["allowed"].as_bool().unwrap())).collect();
+    assert_eq!(
+        told,
+        [("merger", false), ("operator", true), ("operator", true), ("merger", false), ("merger", true)],
+        "{flow}"
+    );
+    let answer = |i: usize| act[i]["answer"].as_str().unwrap();
+    let request = |i: usize| answer(i).split("approval request ").nth(1).unwrap().split(' ').next().unwrap();
+    assert!(answer(0).starts_with("approval_pending:") && answer(3).starts_with("approval_pending:"), "{flow}");
+    assert!(act[2]["call"].as_str().unwrap().contains(&format!("approvals approve {}", request(0))), "{flow}");
+    assert!(answer(1).contains("head_commit_id"), "the operator sees the exact call, its head pinned: {flow}");
+    assert_ne!(request(0), request(3), "other arguments are another request: {flow}");
+    assert!(act[3]["call"].as_str().unwrap().contains("squash"), "{flow}");
     // Nothing it started is left: no gateway runs on the demo's store.
     let store = v["store"].as_str().unwrap();
     let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();

@@ -1,0 +1,46 @@
+//! The demo fleet: real `fleetgate serve` gateways over the forge stand-in, each driven by
+//! this process as its MCP client (rmcp). `fleetgate demo` tells its second and third acts
+//! with it — the pull-request workflow pinned to exact heads, then an operator's approval of
+//! one exact merge — and `examples/workflow_bench.rs` times the workflow's calls on it.
+//!
+//! The crate starts processes and speaks MCP; it judges nothing. Every verdict it shows is a
+//! gateway's, every answer the forge's, every operator step the real `fleetgate` CLI's.
+
+mod acts;
+mod flow;
+
+pub use acts::run;
+pub use flow::Flow;
+
+/// What went wrong while telling the demo (a process that did not start, a call that got no
+/// answer); a refusal by the gate is a step of the story, never an error.
+#[derive(Debug)]
+pub struct Error(String);
+
+impl Error {
+    fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The demo's result.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// `what` failed, because of `error`.
+trait Context<T> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T, E: std::fmt::Display> Context<T> for std::result::Result<T, E> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| Error(format!("{}: {e}", what())))
+    }
+}
