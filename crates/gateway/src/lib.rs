@@ -19,7 +19,7 @@
 //!   principals), `frame` (the client's wire: line framing, validation, the one stdout
 //!   writer), `routes` (which client request a downstream message belongs to), `outbox`
 //!   (the bounded per-channel notification queues), `answers` (the gateway's own wire
-//!   answers), `timefmt`;
+//!   answers), `param_headers` (SEP-2243 `Mcp-Param-*` headers against the body), `timefmt`;
 //! * channels — `channel_state` (what one attachment's two directions share), `relay` (the
 //!   rmcp client service towards one downstream connection), `downstream` (one channel's
 //!   supervised child and its per-run connection), `channel` (the two together), `link`;
@@ -48,6 +48,7 @@ mod link;
 pub mod observe;
 mod options;
 mod outbox;
+mod param_headers;
 mod relay;
 mod routes;
 mod serve;

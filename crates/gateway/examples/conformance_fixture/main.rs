@@ -81,6 +81,12 @@ fn tools() -> Value {
         tool("test_elicitation_sep1330_enums", "Elicitation with all five enum schema forms", no_args()),
         tool("test_reconnection", "Answers after a short delay (SSE polling scenario)", no_args()),
         tool("test_logging_tool", "Logs only when the request asked for a log level (2026-07-28)", no_args()),
+        // SEP-2243: `region` is mirrored by the client in the header `Mcp-Param-Region`.
+        tool("test_header_routing", "Answers the region it was routed to (an argument mirrored in a header)", json!({
+            "type": "object",
+            "properties": { "region": { "type": "string", "x-mcp-header": "Region",
+                                        "description": "Where the call is routed" } },
+            "required": ["region"] })),
         tool("burst_progress", "Sends `count` progress notifications back to back, the first at once and the \
               last right before the answer (the gateway's progress-ordering tests)", json!({
             "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] })),
@@ -323,6 +329,10 @@ impl Fixture {
                     self.log(&context, &format!("{step} {line}")).await;
                 }
                 tool_result(json!([text(&format!("flooded {count}"))]))
+            }
+            "test_header_routing" => {
+                let region = request.arguments.as_ref().and_then(|a| a.get("region")).and_then(Value::as_str);
+                tool_result(json!([text(&format!("routed to {}", region.unwrap_or("nowhere")))]))
             }
             "test_logging_tool" => {
                 // 2026-07-28: a server logs only for a request that asked for a level.

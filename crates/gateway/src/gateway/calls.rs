@@ -4,6 +4,16 @@
 //! answer handed back to the control plane, and any other request forwarded as it is.
 
 use super::*;
+use crate::param_headers;
+
+/// Whether the request declares a protocol version that mirrors arguments in headers
+/// (2026-07-28 and later), the rule rmcp's HTTP service applies.
+fn standard_headers_required(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= ProtocolVersion::STANDARD_HEADERS.as_str())
+}
 
 impl Gateway {
     pub(super) async fn list_tools(
@@ -158,6 +168,17 @@ impl Gateway {
             Ok(None) => return Err(unknown_tool(&name)),
             Err(error) => return self.call_failed(channel, &name, error),
         };
+        // SEP-2243: a parameter header that disagrees with the argument it mirrors is refused
+        // here, against the definition the call is judged by, before the gate (rmcp answers
+        // a stateless request's `-32020` with HTTP 400).
+        if let Some(parts) = context.extensions.get::<axum::http::request::Parts>()
+            && standard_headers_required(&parts.headers)
+            && let Err(why) =
+                param_headers::check(&parts.headers, &tool.input_schema, request.params.arguments.as_ref())
+        {
+            tracing::info!(attachment = %id, tool = %name, %why, "call refused: a parameter header disagrees");
+            return Err(ErrorData::new(ErrorCode::HEADER_MISMATCH, why, None));
+        }
         let control = self.hub.control.clone();
         // Decided here when the role policy alone decides (a read-only call): the pool
         // round trip is only for calls that need the store or the forge.

@@ -104,3 +104,61 @@ async fn over_http_a_request_reusing_an_id_in_flight_gets_409_and_the_first_is_s
     };
     assert_eq!(status, 200);
 }
+
+/// A stateless (2026-07-28) `tools/call` of `test_header_routing` with `region` in the body
+/// and `header` (when given) as its `Mcp-Param-Region`: the HTTP status and the message.
+async fn routed(client: &reqwest::Client, url: &str, id: u64, region: &str, header: Option<&str>) -> (u16, Value) {
+    let message = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "test_header_routing", "arguments": { "region": region },
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { "name": "router", "version": "1" },
+            "io.modelcontextprotocol/clientCapabilities": {},
+        } } });
+    let mut request = client
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "test_header_routing")
+        .body(message.to_string());
+    if let Some(header) = header {
+        request = request.header("Mcp-Param-Region", header);
+    }
+    let response = request.send().await.expect("the gateway answers");
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    let body = messages(&text).into_iter().next().unwrap_or_else(|| serde_json::from_str(&text).unwrap_or(Value::Null));
+    (status, body)
+}
+
+/// SEP-2243: a parameter header that disagrees with the argument it mirrors is a parser
+/// differential at the HTTP layer (a router reads one call, the gate and the downstream
+/// another), refused before the gate with 400 and `-32020` (HeaderMismatch) — whether or not
+/// the tool was listed first. Never forwarded: the downstream never answers a refused call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parameter_header_that_disagrees_with_its_argument_is_refused_before_the_gate() {
+    let state = State::new();
+    state.allow_mutations();
+    let (_gateway, url) = start(&state);
+    let client = reqwest::Client::new();
+    let refused = |(status, body): (u16, Value), why: &str| {
+        assert_eq!((status, &body["error"]["code"]), (400, &json!(-32020)), "{why}: {body}");
+        assert!(!body.to_string().contains("routed to"), "{why}: forwarded: {body}");
+    };
+    // The first call of the tool, no listing before it: its definition is found and judged.
+    let first = routed(&client, &url, 1, "Hello", Some("Elsewhere")).await;
+    assert!(first.1["error"]["message"].as_str().unwrap_or_default().contains("Mcp-Param-Region"), "{first:?}");
+    refused(first, "another value");
+    refused(routed(&client, &url, 2, "Hello", None).await, "the argument without its header");
+    refused(routed(&client, &url, 3, "Hello", Some("=?base64?SGVsbG8?=")).await, "unpadded Base64");
+    refused(routed(&client, &url, 4, "Hello", Some("Hello, world")).await, "a prefix of the header");
+
+    // The header that says what the body says, plain or in Base64: judged and forwarded.
+    for (id, header) in [(5, "Hello"), (6, "=?base64?SGVsbG8=?=")] {
+        let (status, body) = routed(&client, &url, id, "Hello", Some(header)).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["result"]["content"][0]["text"], "routed to Hello", "{body}");
+    }
+}
