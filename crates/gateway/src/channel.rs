@@ -100,6 +100,7 @@ impl Channel {
 
     /// Stop the child for good (the attachment ended, or the gateway shuts down).
     pub(crate) async fn stop(&self) {
+        self.state.subscriptions.close();
         if let Some(downstream) = &self.downstream {
             downstream.stop().await;
         }

@@ -1,12 +1,13 @@
 //! What both directions of one channel share ([`ChannelState`]): the routes of its
-//! requests in flight, the tools last listed, the client's session peer, and the bounded
-//! notification queues. The relay reads it, the gateway writes it, the downstream's
+//! requests in flight, the tools last listed, the client's session peer or its subscription
+//! streams, and the bounded notification queues. The relay reads it, the gateway writes it, the downstream's
 //! connector waits on it; it knows none of them.
 
 use crate::control::AttachmentId;
 use crate::observe::GatewayObserver;
 use crate::outbox::{Direction, Inbox, Outbox, json_len};
 use crate::routes::{ClientFacts, ProgressSeq, Routes};
+use crate::subscriptions::Subscriptions;
 use rmcp::model::{ClientNotification, GetMeta, ServerNotification, Tool};
 use rmcp::service::{Peer, RoleClient, RoleServer};
 use std::collections::HashMap;
@@ -48,6 +49,8 @@ pub(crate) struct ChannelState {
     to_client: Outbox<ServerNotification>,
     /// Notifications from the client on their way to the downstream connection they name.
     to_downstream: Outbox<(Peer<RoleClient>, ClientNotification)>,
+    /// The 2026-07-28 client's `subscriptions/listen` streams.
+    pub(crate) subscriptions: Subscriptions,
 }
 
 /// The receiving ends of a channel's notification queues, for their forwarding tasks.
@@ -68,6 +71,7 @@ impl ChannelState {
             client: watch::channel(None).0,
             to_client,
             to_downstream,
+            subscriptions: Subscriptions::default(),
         };
         (state, Queues { to_client: up, to_downstream: down })
     }

@@ -60,17 +60,31 @@ pub(crate) struct DownstreamSpec {
     pub(crate) observer: Option<Arc<dyn GatewayObserver>>,
 }
 
-/// What the gateway learned of the downstream's protocol generation, shared by every
-/// channel: once a downstream is known to lack `server/discover`, no channel probes it again.
+/// What the gateway learned of the downstream, shared by every channel: its protocol
+/// generation (once a downstream is known to lack `server/discover`, no channel probes it
+/// again) and the capabilities its last connection answered with (what the gateway says of
+/// it outside any connection).
 #[derive(Debug, Default)]
-pub(crate) struct EraMemo(AtomicU8);
+pub(crate) struct EraMemo {
+    era: AtomicU8,
+    capabilities: Mutex<Option<ServerCapabilities>>,
+}
 
 impl EraMemo {
     const LEGACY: u8 = 1;
     const MODERN: u8 = 2;
 
+    /// The capabilities the downstream's last connection answered with, if any connected.
+    pub(crate) fn capabilities(&self) -> Option<ServerCapabilities> {
+        self.capabilities.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn learn_capabilities(&self, capabilities: &ServerCapabilities) {
+        *self.capabilities.lock().unwrap_or_else(PoisonError::into_inner) = Some(capabilities.clone());
+    }
+
     fn lifecycle(&self, client: &ClientFacts) -> ClientLifecycleMode {
-        if !client.stateless_era || self.0.load(Ordering::Relaxed) == Self::LEGACY {
+        if !client.stateless_era || self.era.load(Ordering::Relaxed) == Self::LEGACY {
             return ClientLifecycleMode::Initialize;
         }
         ClientLifecycleMode::Auto {
@@ -80,7 +94,7 @@ impl EraMemo {
     }
 
     fn learn(&self, modern: bool) {
-        self.0.store(if modern { Self::MODERN } else { Self::LEGACY }, Ordering::Relaxed);
+        self.era.store(if modern { Self::MODERN } else { Self::LEGACY }, Ordering::Relaxed);
     }
 }
 
@@ -409,6 +423,8 @@ impl Connector {
             tracing::info!(attachment = %self.state.attachment, pid, generation, server = ?connection.server,
                 protocol = %connection.protocol_version, "downstream connected");
             self.connected_once.store(true, Ordering::Release);
+            let (listen_peer, listen_era) = (connection.peer.clone(), connection.stateless_era);
+            self.memo.learn_capabilities(&connection.capabilities);
             self.link.send_replace(Some(connection));
             // The client may hold a list without the downstream's tools, or the previous
             // run's: tell it to list again.
@@ -417,6 +433,12 @@ impl Connector {
             {
                 tracing::debug!(error = %e, "could not tell the client the tool list changed");
             }
+            // A stateless client hears it on its subscription streams; the new connection is
+            // asked for what they want.
+            for sink in self.state.subscriptions.sinks() {
+                let _ = sink.notify_tool_list_changed().await;
+            }
+            self.state.subscriptions.sync(&listen_peer, generation, listen_era);
             let link = self.link.clone();
             tokio::spawn(async move {
                 let reason = running.waiting().await;

@@ -198,9 +198,6 @@ impl Gateway {
             return Err(ErrorData::invalid_request("the session is already initialized", None));
         };
         let link = attachment.channel.wait_ready(deadline).await;
-        if let Some(connection) = &link {
-            self.hub.learned_capabilities(&connection.capabilities);
-        }
         Ok(self.server_config(link.as_deref()).with_protocol_version(version))
     }
 
@@ -266,6 +263,31 @@ impl Gateway {
                     .map_err(|e| ErrorData::invalid_request(e.to_string(), None))
             }
         }
+    }
+
+    /// A 2026-07-28 client's `subscriptions/listen` stream, acknowledged by rmcp: a listener
+    /// of its attachment's channel until the client closes it or the attachment ends; the
+    /// downstream is asked for what the channel's listeners want.
+    pub(crate) async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        let attachment = self.attachment_for(subscription.request_context()).await?;
+        let state = &attachment.channel.state;
+        let id =
+            state.subscriptions.add(subscription.sink().clone()).map_err(|why| ErrorData::invalid_params(why, None))?;
+        let sync = || {
+            if let Some(connection) = attachment.channel.link() {
+                state.subscriptions.sync(&connection.peer, connection.generation, connection.stateless_era);
+            }
+        };
+        sync();
+        tracing::debug!(attachment = %attachment.id, stream = id, "subscription stream opened");
+        tokio::select! {
+            () = subscription.cancelled() => {}
+            () = state.subscriptions.ended() => {}
+        }
+        state.subscriptions.remove(id);
+        sync();
+        tracing::debug!(attachment = %attachment.id, stream = id, "subscription stream closed");
+        Ok(())
     }
 
     /// What the gateway knows of the client behind this request.
@@ -376,10 +398,23 @@ impl Gateway {
                 self.initialize(request.params, &context).await.map(ServerResult::InitializeResult)
             }
             ClientRequest::PingRequest(_) => Ok(ServerResult::empty(())),
-            ClientRequest::DiscoverRequest(_) => Ok(ServerResult::DiscoverResult(DiscoverResult::from_server_info(
-                ProtocolVersion::KNOWN_VERSIONS.to_vec(),
-                self.get_info(),
-            ))),
+            ClientRequest::DiscoverRequest(_) => {
+                // What the client's own downstream can do (its attachment made, as its next
+                // request would, and its downstream waited for), not a guess: a stateless
+                // client learns here which notifications it may listen for.
+                let link = match self.attachment_for(&context).await {
+                    Ok(attachment) => attachment.channel.ready(self.settings().attach_wait).await,
+                    Err(_) => None,
+                };
+                let info = match link {
+                    Some(connection) => self.server_config(Some(&connection)),
+                    None => self.get_info(),
+                };
+                Ok(ServerResult::DiscoverResult(DiscoverResult::from_server_info(
+                    ProtocolVersion::KNOWN_VERSIONS.to_vec(),
+                    info,
+                )))
+            }
             request => {
                 let attachment = self.attachment_for(&context).await?;
                 match request {

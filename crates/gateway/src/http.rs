@@ -68,12 +68,13 @@ use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientNotification, ClientRequest,
     CompleteRequest, CompleteRequestParams, CompleteResult, CustomNotification, CustomRequest, CustomResult,
-    GetPromptRequest, GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeRequest,
-    InitializeRequestParams, InitializeResult, ListPromptsRequest, ListPromptsResult, ListResourceTemplatesRequest,
-    ListResourceTemplatesResult, ListResourcesRequest, ListResourcesResult, ListToolsRequest, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, RootsListChangedNotification, ServerResult, SetLevelRequest, SetLevelRequestParams,
-    SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams,
+    DiscoverRequest, DiscoverResult, GetPromptRequest, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    InitializeRequest, InitializeRequestParams, InitializeResult, ListPromptsRequest, ListPromptsResult,
+    ListResourceTemplatesRequest, ListResourceTemplatesResult, ListResourcesRequest, ListResourcesResult,
+    ListToolsRequest, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequest,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, RootsListChangedNotification, ServerResult,
+    SetLevelRequest, SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequest, UnsubscribeRequestParams,
 };
 
 mod gatekeeper;
@@ -353,6 +354,13 @@ impl rmcp::ServerHandler for HttpGateway {
         Ok(())
     }
 
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        match self.0.dispatch(ClientRequest::DiscoverRequest(DiscoverRequest::default()), context).await? {
+            ServerResult::DiscoverResult(result) => Ok(result),
+            other => expect(Ok(other)),
+        }
+    }
+
     async fn complete(
         &self,
         request: CompleteRequestParams,
@@ -486,6 +494,16 @@ impl rmcp::ServerHandler for HttpGateway {
 
     fn get_info(&self) -> InitializeResult {
         self.0.get_info()
+    }
+
+    /// Every category a `subscriptions/listen` asks for; rmcp keeps those the gateway
+    /// advertises (its `get_info`) before acknowledging.
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.0.listen(subscription).await
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {

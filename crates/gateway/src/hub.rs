@@ -132,9 +132,6 @@ pub(crate) struct Hub {
     /// Serialises the making of stateless attachments, so concurrent first requests of
     /// one client make one.
     stateless_making: tokio::sync::Mutex<()>,
-    /// The capabilities the downstream last answered with, for answers given outside any
-    /// attachment (a stateless `server/discover`).
-    last_capabilities: Mutex<Option<ServerCapabilities>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -181,7 +178,6 @@ impl Hub {
             limits,
             table: Mutex::new(Table::default()),
             stateless_making: tokio::sync::Mutex::new(()),
-            last_capabilities: Mutex::new(None),
         }
     }
 
@@ -344,7 +340,8 @@ impl Hub {
                 .stateless
                 .values()
                 .filter_map(|id| table.live.get(id))
-                .filter(|a| a.idle_since().elapsed() > ttl)
+                // A client listening on a subscription stream is not idle.
+                .filter(|a| a.idle_since().elapsed() > ttl && !a.channel.state.subscriptions.is_listening())
                 .map(|a| a.id)
                 .collect()
         };
@@ -375,14 +372,9 @@ impl Hub {
         while stopping.join_next().await.is_some() {}
     }
 
-    /// Remember what the downstream answered, for answers given outside an attachment.
-    pub(crate) fn learned_capabilities(&self, capabilities: &ServerCapabilities) {
-        *self.last_capabilities.lock().unwrap_or_else(PoisonError::into_inner) = Some(capabilities.clone());
-    }
-
     /// What the downstream last answered with, if any connection was made.
     pub(crate) fn known_capabilities(&self) -> Option<ServerCapabilities> {
-        self.last_capabilities.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.memo.capabilities()
     }
 }
 

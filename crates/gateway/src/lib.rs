@@ -20,7 +20,8 @@
 //!   writer), `routes` (which client request a downstream message belongs to), `outbox`
 //!   (the bounded per-channel notification queues), `answers` (the gateway's own wire
 //!   answers), `param_headers` (SEP-2243 `Mcp-Param-*` headers against the body), `timefmt`;
-//! * channels — `channel_state` (what one attachment's two directions share), `relay` (the
+//! * channels — `subscriptions` (a stateless client's listen streams, and what the
+//!   downstream is asked for them), `channel_state` (what one attachment's two directions share), `relay` (the
 //!   rmcp client service towards one downstream connection), `downstream` (one channel's
 //!   supervised child and its per-run connection), `channel` (the two together), `link`;
 //! * `hub` — what every attachment shares, and the table of attachments; `gateway` — the
@@ -52,6 +53,7 @@ mod param_headers;
 mod relay;
 mod routes;
 mod serve;
+mod subscriptions;
 mod timefmt;
 
 pub use answers::{CLASSIFICATION_META_KEY, DOWNSTREAM_TIMEOUT, DOWNSTREAM_UNAVAILABLE};

@@ -13,8 +13,10 @@
 //!   Progress goes to the request it reports on, its token translated back to the
 //!   client's (the progress lock of [`crate::routes::Routes`]). Other notifications
 //!   (logging, list changes, resource updates) go to the attachment's session; a stateless
-//!   attachment has none, so they ride the stream of its oldest request in flight, or are
-//!   dropped. A `tools/list_changed` also empties the catalogue.
+//!   attachment has none: its list changes and resource updates go to its open
+//!   `subscriptions/listen` streams (each stream's filter applied, [`crate::subscriptions`]),
+//!   and without one, like its logging, ride the stream of its oldest request in flight, or
+//!   are dropped. A `tools/list_changed` also empties the catalogue.
 
 use crate::channel_state::ChannelState;
 use crate::routes::{InputKind, MAX_PENDING_ASKS, ProgressSeq};
@@ -147,6 +149,15 @@ pub(crate) async fn forward_to_client(state: Weak<ChannelState>, mut queue: crat
         let Some(state) = state.upgrade() else { return };
         match notification {
             ServerNotification::ProgressNotification(progress) => deliver_progress(&state, progress).await,
+            other if is_subscribable(&other) && state.subscriptions.is_listening() => {
+                for sink in state.subscriptions.sinks() {
+                    if let Err(e) = sink.send(other.clone()).await
+                        && crate::subscriptions::closed(&e)
+                    {
+                        tracing::debug!(error = %e, "could not pass a downstream notification to a subscription stream");
+                    }
+                }
+            }
             other => {
                 let target = state.session().or_else(|| state.routes.oldest_peer());
                 match target {
@@ -165,6 +176,18 @@ pub(crate) async fn forward_to_client(state: Weak<ChannelState>, mut queue: crat
             state.routes.caught_up();
         }
     }
+}
+
+/// A notification that answers no request and that a 2026-07-28 client hears only on its
+/// `subscriptions/listen` streams.
+fn is_subscribable(notification: &ServerNotification) -> bool {
+    matches!(
+        notification,
+        ServerNotification::ToolListChangedNotification(_)
+            | ServerNotification::PromptListChangedNotification(_)
+            | ServerNotification::ResourceListChangedNotification(_)
+            | ServerNotification::ResourceUpdatedNotification(_)
+    )
 }
 
 /// Progress for a forwarded request: to its client, with the client's token; then its

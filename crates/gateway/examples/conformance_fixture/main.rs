@@ -81,6 +81,8 @@ fn tools() -> Value {
         tool("test_elicitation_sep1330_enums", "Elicitation with all five enum schema forms", no_args()),
         tool("test_reconnection", "Answers after a short delay (SSE polling scenario)", no_args()),
         tool("test_logging_tool", "Logs only when the request asked for a log level (2026-07-28)", no_args()),
+        tool("test_trigger_tool_change", "Sends notifications/tools/list_changed (SEP-2575 subscription streams)",
+             no_args()),
         // SEP-2243: `region` is mirrored by the client in the header `Mcp-Param-Region`.
         tool("test_header_routing", "Answers the region it was routed to (an argument mirrored in a header)", json!({
             "type": "object",
@@ -164,8 +166,12 @@ fn sep1330_schema() -> Value {
 }
 
 /// The fixture server; stateless (subscriptions are acknowledged, nothing is ever updated).
-#[derive(Debug, Clone, Copy)]
-struct Fixture;
+#[derive(Debug, Clone, Default)]
+struct Fixture {
+    /// The open `subscriptions/listen` streams of a 2026-07-28 client (the gateway's own,
+    /// asked for its clients): where a 2026-07-28 server sends list changes.
+    listeners: std::sync::Arc<std::sync::Mutex<Vec<rmcp::service::SubscriptionSink>>>,
+}
 
 impl Fixture {
     async fn elicit(
@@ -330,6 +336,21 @@ impl Fixture {
                 }
                 tool_result(json!([text(&format!("flooded {count}"))]))
             }
+            "test_trigger_tool_change" => {
+                // 2026-07-28: only on the client's subscription streams (none open: none sent);
+                // earlier generations: to the session.
+                let sent = if context.meta.protocol_version().is_some() {
+                    let sinks = self.listeners.lock().map(|l| l.clone()).unwrap_or_default();
+                    let mut sent = 0;
+                    for sink in sinks {
+                        sent += usize::from(sink.notify_tool_list_changed().await.is_ok());
+                    }
+                    sent
+                } else {
+                    usize::from(context.peer.notify_tool_list_changed().await.is_ok())
+                };
+                tool_result(json!([text(&format!("tool list change sent to {sent} stream(s)"))]))
+            }
             "test_header_routing" => {
                 let region = request.arguments.as_ref().and_then(|a| a.get("region")).and_then(Value::as_str);
                 tool_result(json!([text(&format!("routed to {}", region.unwrap_or("nowhere")))]))
@@ -347,11 +368,30 @@ impl Fixture {
 }
 
 impl ServerHandler for Fixture {
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        let sink = subscription.sink().clone();
+        if let Ok(mut listeners) = self.listeners.lock() {
+            listeners.push(sink.clone());
+        }
+        subscription.cancelled().await;
+        if let Ok(mut listeners) = self.listeners.lock() {
+            listeners.retain(|s| s.id() != sink.id());
+        }
+        Ok(())
+    }
+
     fn get_info(&self) -> ServerConfig {
         let mut info: ServerConfig = parse(json!({
             "protocolVersion": "2025-11-25",
             "capabilities": {
-                "tools": { "listChanged": false },
+                "tools": { "listChanged": true },
                 "resources": { "subscribe": true, "listChanged": false },
                 "prompts": { "listChanged": false },
                 "completions": {},
@@ -535,7 +575,7 @@ impl ServerHandler for Fixture {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let running = match Fixture.serve((tokio::io::stdin(), tokio::io::stdout())).await {
+    let running = match Fixture::default().serve((tokio::io::stdin(), tokio::io::stdout())).await {
         Ok(running) => running,
         Err(e) => {
             eprintln!("conformance_fixture: {e}");

@@ -162,3 +162,78 @@ async fn a_parameter_header_that_disagrees_with_its_argument_is_refused_before_t
         assert_eq!(body["result"]["content"][0]["text"], "routed to Hello", "{body}");
     }
 }
+
+/// The `_meta` of a 2026-07-28 request from the client `name`.
+fn stateless_meta(name: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": name, "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": {},
+    })
+}
+
+/// A stateless request of `method` from `name`: the response, its body not yet read.
+async fn stateless(
+    client: &reqwest::Client,
+    url: &str,
+    id: u64,
+    name: &str,
+    method: &str,
+    params: Value,
+) -> reqwest::Response {
+    let mut params = params;
+    params["_meta"] = stateless_meta(name);
+    let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    let mut request = client
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method);
+    if let Some(tool) = params.get("name").and_then(Value::as_str) {
+        request = request.header("Mcp-Name", tool);
+    }
+    request.body(message.to_string()).send().await.expect("the gateway answers")
+}
+
+/// SEP-2575 through the gate: each stateless client's `subscriptions/listen` stream opens with
+/// its acknowledgment and carries its own channel's list changes — asked of the downstream by
+/// the gateway's own listen, tagged with that stream's id — and never another client's: two
+/// clients each trigger a change, and each stream sees exactly its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_stream_carries_its_own_client_s_notifications_and_no_other_s() {
+    let state = State::new();
+    state.allow_mutations();
+    let (_gateway, url) = start(&state);
+    let client = reqwest::Client::new();
+    let filter = json!({ "notifications": { "toolsListChanged": true } });
+    let mut streams = Vec::new();
+    for (id, name) in [(11, "alice"), (12, "bob")] {
+        // Its attachment and downstream first (a downstream that connects tells the open
+        // streams to list again: not the change this test counts).
+        stateless(&client, &url, id - 10, name, "tools/list", json!({})).await.text().await.unwrap();
+        let mut stream = stateless(&client, &url, id, name, "subscriptions/listen", filter.clone()).await;
+        assert_eq!(stream.status(), 200, "{name}'s stream opens");
+        let mut text = String::new();
+        read_until(&mut stream, &mut text, "notifications/subscriptions/acknowledged").await;
+        streams.push((name, id, stream, text));
+    }
+    for (name, id, stream, text) in &mut streams {
+        let call = json!({ "name": "test_trigger_tool_change", "arguments": {} });
+        let answer = stateless(&client, &url, 20 + *id, name, "tools/call", call).await.text().await.unwrap();
+        assert!(answer.contains("sent to 1 stream"), "the gateway listens on {name}'s downstream: {answer}");
+        read_until(stream, text, "notifications/tools/list_changed").await;
+        let changes: Vec<Value> =
+            messages(text).into_iter().filter(|m| m["method"] == "notifications/tools/list_changed").collect();
+        assert_eq!(changes.len(), 1, "{name}'s stream carries its own change only: {text}");
+        let tag = &changes[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"];
+        assert_eq!(tag, &json!(*id), "tagged with {name}'s stream: {text}");
+    }
+    // Each stream, read once more after both changes went out, still has only its own.
+    for (name, _, stream, text) in &mut streams {
+        if let Ok(Ok(Some(chunk))) = tokio::time::timeout(std::time::Duration::from_millis(50), stream.chunk()).await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        assert_eq!(text.matches("notifications/tools/list_changed").count(), 1, "{name}: {text}");
+    }
+}
