@@ -27,6 +27,7 @@ use toml::Spanned;
 pub use fleetgate_core::runtime::{Binding, RosterMember as Member};
 pub use workflow::WorkflowSettings;
 
+mod oauth;
 pub mod otlp;
 mod workflow;
 
@@ -152,6 +153,8 @@ pub struct HttpSettings {
     pub max_attachments_per_principal: usize,
     /// Open connections at most, and how long a request head and a body may take.
     pub connections: ConnectionLimits,
+    /// `[http.oauth]`: the authorization server whose access tokens are accepted.
+    pub oauth: Option<fleetgate_gateway::OAuthSettings>,
 }
 
 impl Default for HttpSettings {
@@ -161,6 +164,7 @@ impl Default for HttpSettings {
             max_attachments: 64,
             max_attachments_per_principal: 16,
             connections: ConnectionLimits::default(),
+            oauth: None,
         }
     }
 }
@@ -177,6 +181,7 @@ struct RawHttp {
     max_connections: Option<usize>,
     header_timeout_seconds: Option<f64>,
     body_timeout_seconds: Option<f64>,
+    oauth: Option<oauth::RawOAuth>,
 }
 
 /// The largest `[http] max_connections` accepted.
@@ -196,7 +201,7 @@ fn read_timeout(key: &str, value: Option<f64>, default: Duration) -> Result<Dura
 impl RawHttp {
     /// The settings, a relative `tokens_file` taken from `dir` (the config file's own
     /// directory, as a path: never its display, which is lossy for a non-UTF-8 name).
-    fn resolve(self, dir: Option<&Path>) -> Result<HttpSettings, String> {
+    fn resolve(self, dir: Option<&Path>, profiles: &[&str]) -> Result<HttpSettings, String> {
         let defaults = HttpSettings::default();
         let max = self.max_attachments.unwrap_or(defaults.max_attachments);
         if !(1..=MAX_ATTACHMENTS_LIMIT).contains(&max) {
@@ -232,7 +237,8 @@ impl RawHttp {
                 connections.max_connections
             ));
         }
-        Ok(HttpSettings { tokens_file, max_attachments: max, max_attachments_per_principal: per, connections })
+        let oauth = self.oauth.map(|o| o.resolve(profiles)).transpose()?;
+        Ok(HttpSettings { tokens_file, max_attachments: max, max_attachments_per_principal: per, connections, oauth })
     }
 }
 
@@ -546,7 +552,10 @@ impl FleetConfig {
             return Err(err(format!("[roles.{unknown}] names a role no member of the roster has")));
         }
         let http = match raw.http {
-            Some(http) => http.resolve(dir).map_err(err)?,
+            Some(http) => {
+                let profiles: Vec<&str> = members.iter().map(|m| m.profile.as_str()).collect();
+                http.resolve(dir, &profiles).map_err(err)?
+            }
             None => HttpSettings::default(),
         };
         let forge = get(|f| f.forge.clone());
@@ -883,6 +892,44 @@ role = "reviewer"
         let bad = format!("{GOOD}\n[supervision]\nbackoff = [1]\n");
         let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().to_string();
         assert!(e.contains("backoff"), "{e}");
+    }
+
+    #[test]
+    fn http_oauth_is_read_checked_and_refused_when_it_would_send_tokens_in_the_clear() {
+        let oauth = format!(
+            "{GOOD}\n[http.oauth]\nissuer = \"https://auth.example/realms/fleet\"\naudience = \"https://gw.example/mcp\"\n\
+             profiles_claim = \"fleetgate_profiles\"\n\n[[http.oauth.principals]]\nsubject = \"svc-1\"\nname = \"ci\"\n\
+             profiles = [\"prgs-reviewer\"]\n"
+        );
+        let c = FleetConfig::parse(&oauth, "fleet.toml").unwrap();
+        let o = c.http.oauth.expect("[http.oauth]");
+        assert_eq!(
+            (o.issuer.as_str(), o.audience.as_str()),
+            ("https://auth.example/realms/fleet", "https://gw.example/mcp")
+        );
+        assert_eq!((o.principal_claim.as_str(), o.profiles_claim.as_deref()), ("sub", Some("fleetgate_profiles")));
+        assert_eq!((o.leeway, o.jwks_cooldown), (Duration::from_secs(60), Duration::from_secs(30)));
+        assert_eq!(o.principals[0].profiles, ["prgs-reviewer"]);
+        let local = format!(
+            "{GOOD}\n[http.oauth]\nissuer = \"http://127.0.0.1:8080\"\naudience = \"http://localhost:8750/mcp\"\n"
+        );
+        assert!(FleetConfig::parse(&local, "fleet.toml").is_ok(), "http:// on loopback is a development server");
+        let base = "issuer = \"https://a.example\"\naudience = \"https://gw.example/mcp\"";
+        for (bad, why) in [
+            ("issuer = \"http://auth.example\"\naudience = \"https://gw.example/mcp\"", "must be https://"),
+            ("issuer = \"https://a.example\"\naudience = \"gw.example\"", "audience"),
+            (&format!("{base}\njwks_uri = \"http://keys.example/jwks\""), "jwks_uri"),
+            (&format!("{base}\nleeway_seconds = 301"), "leeway_seconds"),
+            (&format!("{base}\nprincipal_claim = \"has space\""), "principal_claim"),
+            (
+                &format!("{base}\n\n[[http.oauth.principals]]\nsubject = \"s\"\nprofiles = [\"prgs-nobody\"]"),
+                "prgs-nobody",
+            ),
+            (&format!("{base}\nscope = \"x\""), "scope"),
+        ] {
+            let e = FleetConfig::parse(&format!("{GOOD}\n[http.oauth]\n{bad}\n"), "f.toml").unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]

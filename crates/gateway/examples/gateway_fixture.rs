@@ -98,6 +98,7 @@ fn main() -> ExitCode {
                 allowed_hosts: Vec::new(),
                 bearer_token: None,
                 principals: None,
+                oauth: None,
                 profile: None,
                 limits: Limits::default(),
                 connections: ConnectionLimits::default(),

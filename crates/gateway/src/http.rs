@@ -119,6 +119,9 @@ pub struct HttpOptions {
     /// name is the principal). With neither this nor a bearer token, requests are not
     /// authenticated (loopback only).
     pub principals: Option<Principals>,
+    /// When set, a request may carry a JWT access token of this authorization server (its
+    /// principal and profiles from its claims or the mapping).
+    pub oauth: Option<crate::oauth::OAuthSettings>,
     /// The profile this gateway serves, checked against a principal's profile list.
     pub profile: Option<String>,
     /// Bounds on attachments.
@@ -225,7 +228,7 @@ where
 
 /// A non-empty token; a non-loopback address only with `--allow-remote` and authentication.
 fn check_listen(http: &HttpOptions) -> Result<(), GatewayError> {
-    let authenticated = http.bearer_token.is_some() || http.principals.is_some();
+    let authenticated = http.bearer_token.is_some() || http.principals.is_some() || http.oauth.is_some();
     if http.bearer_token.as_deref() == Some("") {
         return Err(GatewayError::EmptyToken);
     }
@@ -265,6 +268,7 @@ fn router(
         hub: hub.clone(),
         token: http.bearer_token.clone(),
         principals: http.principals.clone(),
+        oauth: http.oauth.clone().map(|s| Arc::new(crate::oauth::Verifier::new(s))),
         profile: http.profile.clone(),
         max_body: options.max_message_bytes,
         body_timeout: http.connections.body_timeout,
@@ -276,7 +280,9 @@ fn router(
         connections: Arc::default(),
         connection_share: gatekeeper::connection_share(
             http.connections.max_connections,
-            http.principals.as_ref().map_or(0, Principals::len) + usize::from(http.bearer_token.is_some()),
+            http.principals.as_ref().map_or(0, Principals::len)
+                + usize::from(http.bearer_token.is_some())
+                + http.oauth.as_ref().map_or(0, |o| o.principals.len().max(1)),
         ),
     });
     let mut router = axum::Router::new().route_service(HTTP_ENDPOINT, service);
@@ -285,7 +291,28 @@ fn router(
         let endpoint = Arc::new(MetricsEndpoint { observer, hosts, token: None });
         router = router.route(METRICS_ENDPOINT, axum::routing::get(metrics).with_state(endpoint));
     }
-    router.layer(axum::middleware::from_fn_with_state(gate, gatekeeper))
+    let mut router = router.layer(axum::middleware::from_fn_with_state(gate, gatekeeper));
+    if let Some(oauth) = &http.oauth {
+        // Public, as RFC 9728 has it (a client reads it before it has a token); after the
+        // gatekeeper layer, so outside it, with the same Host/Origin rules.
+        let document = Arc::new((oauth.metadata(), HostRules::new(local, &http.allowed_hosts)));
+        for path in oauth.metadata_paths() {
+            router = router.route(&path, axum::routing::get(protected_resource).with_state(document.clone()));
+        }
+    }
+    router
+}
+
+/// `GET /.well-known/oauth-protected-resource[/mcp]`: the RFC 9728 metadata document.
+async fn protected_resource(
+    State(document): State<Arc<(serde_json::Value, HostRules)>>,
+    headers: HeaderMap,
+) -> Response {
+    let header = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    if let Err(foreign) = document.1.judge(header(header::HOST), header(header::ORIGIN)) {
+        return (StatusCode::FORBIDDEN, format!("Forbidden: {}", foreign.as_str())).into_response();
+    }
+    ([(header::CONTENT_TYPE, "application/json")], document.0.to_string()).into_response()
 }
 
 /// What `GET /metrics` answers with: on the HTTP transport's listener behind the gatekeeper

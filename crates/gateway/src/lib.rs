@@ -16,7 +16,7 @@
 //! * bottom — [`control`] (the boundary trait and the values that cross it), `options`
 //!   (what the caller decides, and the settings derived from it), [`observe`] (what the
 //!   gateway tells its metrics), `error`, `auth` (bearer tokens, a tokens file's
-//!   principals), `frame` (the client's wire: line framing, validation, the one stdout
+//!   principals), `oauth` (the OAuth 2.1 resource server: JWT access tokens, the JWKS), `frame` (the client's wire: line framing, validation, the one stdout
 //!   writer), `routes` (which client request a downstream message belongs to), `outbox`
 //!   (the bounded per-channel notification queues), `answers` (the gateway's own wire
 //!   answers), `param_headers` (SEP-2243 `Mcp-Param-*` headers against the body), `timefmt`;
@@ -46,6 +46,7 @@ mod http;
 mod hub;
 mod lifecycle;
 mod link;
+mod oauth;
 pub mod observe;
 mod options;
 mod outbox;
@@ -69,6 +70,7 @@ pub use http::{
 };
 pub use hub::Limits;
 pub use lifecycle::{ExtraLayer, ShutdownReason, init_logging, init_logging_with};
+pub use oauth::{OAuthPrincipal, OAuthSettings};
 pub use observe::{Exposition, GatewayObserver, MetaObject, TraceContext};
 pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions, MetricsListener};
 pub use serve::{run, serve, serve_io};

@@ -4,6 +4,8 @@
 //! * [`forge`] — the forge stand-in: a Gitea forge behind gitea-mcp's tool surface, real git
 //!   on a bare repository, served over MCP stdio by the binary `fleetgate-forge-fixture`
 //!   (`src/bin/forge_fixture.rs`); [`forge_fixture_exe`] finds it for a test.
+//! * [`oidc`] — an OpenID provider on loopback (metadata, JWKS, key rotation, tokens) for
+//!   the gateway's OAuth 2.1 resource server.
 //! * [`pg`] — a fresh PostgreSQL database per test, never skipped silently.
 //! * [`records`] — a runtime row with every field set, and the `worker register` /
 //!   `runtime register` argument lists the suites repeat.
@@ -15,6 +17,7 @@
 
 #[allow(missing_docs)] // A test and demo stand-in, documented at its module.
 pub mod forge;
+pub mod oidc;
 pub mod pg;
 pub mod records;
 

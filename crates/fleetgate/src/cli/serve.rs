@@ -175,6 +175,7 @@ fn http_options(ctx: &Ctx, args: &ServeArgs, profile: &str) -> anyhow::Result<Ht
         // An empty token is refused, not read as "no token".
         bearer_token: ctx.env.get_raw(EnvKey::FleetgateHttpToken, "").map(str::to_owned),
         principals,
+        oauth: ctx.config.http.oauth.clone(),
         profile: Some(profile.to_owned()),
         limits: Limits {
             max_attachments: ctx.config.http.max_attachments,
@@ -193,10 +194,10 @@ fn http_options(ctx: &Ctx, args: &ServeArgs, profile: &str) -> anyhow::Result<Ht
                 http.listen
             ));
         }
-        if http.bearer_token.is_none() && http.principals.is_none() {
+        if http.bearer_token.is_none() && http.principals.is_none() && http.oauth.is_none() {
             return Err(anyhow!(
-                "refusing to listen on {} without authentication: set FLEETGATE_HTTP_TOKEN (non-empty) or an [http] \
-                 tokens_file",
+                "refusing to listen on {} without authentication: set FLEETGATE_HTTP_TOKEN (non-empty), an [http] \
+                 tokens_file or [http.oauth]",
                 http.listen
             ));
         }

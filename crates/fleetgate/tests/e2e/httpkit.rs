@@ -32,6 +32,19 @@ impl HttpGateway {
         log: &str,
         env: &[(&str, &str)],
     ) -> Self {
+        Self::start_at(f, "127.0.0.1:0", token, downstream, log, env)
+    }
+
+    /// [`start_with_env`](Self::start_with_env) listening on `listen` (a port chosen before
+    /// the gateway starts, when its URL must be known in its configuration).
+    pub fn start_at(
+        f: &FleetDir,
+        listen: &str,
+        token: Option<&str>,
+        downstream: &[&str],
+        log: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
         let stderr = f.dir.path().join("gateway.stderr");
         let mut cmd = Command::new(bin());
         cmd.env_clear()
@@ -42,7 +55,7 @@ impl HttpGateway {
             .arg(f.store())
             .arg("--config")
             .arg(f.config())
-            .args(["serve", "--profile", "prgs-author", "--transport", "http", "--listen", "127.0.0.1:0"])
+            .args(["serve", "--profile", "prgs-author", "--transport", "http", "--listen", listen])
             .arg("--repo-root")
             .arg(f.repo());
         if let Some(token) = token {

