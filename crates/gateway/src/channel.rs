@@ -101,6 +101,15 @@ impl Channel {
     /// Stop the child for good (the attachment ended, or the gateway shuts down).
     pub(crate) async fn stop(&self) {
         self.state.subscriptions.close();
+        // The client's tasks end with it: cancelled downstream (briefly; the child is stopped
+        // next in any case).
+        if let Some(connection) = self.link() {
+            for id in self.state.tasks.ids() {
+                let cancel = rmcp::model::CancelTaskRequest::new(rmcp::model::CancelTaskParams::new(id));
+                let sent = connection.peer.send_request(rmcp::model::ClientRequest::CancelTaskRequest(cancel));
+                let _ = tokio::time::timeout(std::time::Duration::from_millis(500), sent).await;
+            }
+        }
         if let Some(downstream) = &self.downstream {
             downstream.stop().await;
         }

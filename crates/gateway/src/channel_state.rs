@@ -51,6 +51,47 @@ pub(crate) struct ChannelState {
     to_downstream: Outbox<(Peer<RoleClient>, ClientNotification)>,
     /// The 2026-07-28 client's `subscriptions/listen` streams.
     pub(crate) subscriptions: Subscriptions,
+    /// The SEP-2663 tasks the downstream made for this channel's client.
+    pub(crate) tasks: OwnedTasks,
+}
+
+/// Tasks one channel's downstream made for its client, by id, with the call that made each
+/// (what a `tasks/update` is judged against again). Bounded: the oldest is forgotten first.
+#[derive(Debug, Default)]
+pub(crate) struct OwnedTasks {
+    by_id: Mutex<std::collections::VecDeque<(String, OwnedTask)>>,
+}
+
+/// The `tools/call` a task was made for, as it was forwarded.
+#[derive(Clone, Debug)]
+pub(crate) struct OwnedTask {
+    pub(crate) tool: Tool,
+    pub(crate) arguments: Option<rmcp::model::JsonObject>,
+}
+
+/// Tasks remembered per channel, at most.
+pub(crate) const MAX_OWNED_TASKS: usize = 1024;
+
+impl OwnedTasks {
+    /// The downstream made task `id` for `call`.
+    pub(crate) fn made(&self, id: String, call: OwnedTask) {
+        let mut tasks = lock(&self.by_id);
+        tasks.retain(|(known, _)| *known != id);
+        if tasks.len() >= MAX_OWNED_TASKS {
+            tasks.pop_front();
+        }
+        tasks.push_back((id, call));
+    }
+
+    /// The call task `id` was made for, when this channel's client owns it.
+    pub(crate) fn get(&self, id: &str) -> Option<OwnedTask> {
+        lock(&self.by_id).iter().find(|(known, _)| known == id).map(|(_, call)| call.clone())
+    }
+
+    /// Every task id, for cancelling them when the channel ends.
+    pub(crate) fn ids(&self) -> Vec<String> {
+        lock(&self.by_id).iter().map(|(id, _)| id.clone()).collect()
+    }
 }
 
 /// The receiving ends of a channel's notification queues, for their forwarding tasks.
@@ -72,6 +113,7 @@ impl ChannelState {
             to_client,
             to_downstream,
             subscriptions: Subscriptions::default(),
+            tasks: OwnedTasks::default(),
         };
         (state, Queues { to_client: up, to_downstream: down })
     }

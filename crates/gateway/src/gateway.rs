@@ -308,6 +308,20 @@ impl Gateway {
         request: ClientRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, ForwardError> {
+        self.send_as(attachment, connection, request, context, false).await
+    }
+
+    /// [`send`](Self::send); with `no_tasks`, the request says the client does not take
+    /// SEP-2663 tasks (its capabilities without the extension), so the downstream answers it
+    /// in full.
+    async fn send_as(
+        &self,
+        attachment: &Attachment,
+        connection: &Connection,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+        no_tasks: bool,
+    ) -> Result<ServerResult, ForwardError> {
         let routes = &attachment.channel.state.routes;
         let entry = InFlight {
             client_request: context.id.clone(),
@@ -318,6 +332,15 @@ impl Gateway {
         let registration = routes.register(entry).ok_or(ForwardError::Busy)?;
         let client_token = context.meta.get_progress_token();
         let mut meta = forwardable_meta(&context.meta, connection.stateless_era);
+        if no_tasks {
+            let mut capabilities = Self::facts(attachment, context).capabilities;
+            if let Some(extensions) = capabilities.extensions.as_mut() {
+                extensions.remove(rmcp::model::TASKS_EXTENSION_ID);
+            }
+            if let Ok(value) = serde_json::to_value(capabilities) {
+                meta.0.0.insert("io.modelcontextprotocol/clientCapabilities".to_owned(), value);
+            }
+        }
         if let Some(trace) = &self.settings().trace {
             // The current span: `forward` for a `tools/call`.
             trace.inject(&tracing::Span::current(), &mut meta.0.0);
@@ -432,6 +455,9 @@ impl Gateway {
                         }
                         self.call_tool(&attachment, request, &context).instrument(span).await
                     }
+                    request @ (ClientRequest::GetTaskRequest(_)
+                    | ClientRequest::UpdateTaskRequest(_)
+                    | ClientRequest::CancelTaskRequest(_)) => self.task_request(&attachment, request, &context).await,
                     other => self.forward(&attachment, other, &context).await,
                 }
             }

@@ -76,6 +76,10 @@ use rmcp::model::{
     SetLevelRequest, SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams, SubscriptionFilter,
     UnsubscribeRequest, UnsubscribeRequestParams,
 };
+use rmcp::model::{
+    CancelTaskParams, CancelTaskRequest, GetTaskParams, GetTaskRequest, GetTaskResult, UpdateTaskParams,
+    UpdateTaskRequest,
+};
 
 mod gatekeeper;
 mod listen;
@@ -478,8 +482,41 @@ impl rmcp::ServerHandler for HttpGateway {
         match self.0.dispatch(ClientRequest::CallToolRequest(CallToolRequest::new(request)), context).await? {
             ServerResult::CallToolResult(result) => Ok(CallToolResponse::from(result)),
             ServerResult::InputRequiredResult(input) => Ok(CallToolResponse::InputRequired(input)),
+            ServerResult::CreateTaskResult(task) => Ok(CallToolResponse::Task(task)),
             other => expect::<CallToolResult>(Ok(other)).map(CallToolResponse::from),
         }
+    }
+
+    // SEP-2663: rmcp has checked that the gateway advertises the tasks extension (its
+    // downstream does) and that the client declared it; whose task it is, the gateway checks.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let get = GetTaskRequest::new(request);
+        match self.0.dispatch(ClientRequest::GetTaskRequest(get), context).await? {
+            ServerResult::GetTaskResult(result) => Ok(result),
+            other => expect(Ok(other)),
+        }
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let update = UpdateTaskRequest::new(request);
+        self.0.dispatch(ClientRequest::UpdateTaskRequest(update), context).await.map(|_| ())
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let cancel = CancelTaskRequest::new(request);
+        self.0.dispatch(ClientRequest::CancelTaskRequest(cancel), context).await.map(|_| ())
     }
 
     async fn list_tools(

@@ -21,6 +21,7 @@
 #![allow(deprecated)]
 
 mod mrtr;
+mod tasks;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, CompleteRequestParams, CompleteResult,
@@ -121,6 +122,7 @@ fn tools() -> Value {
     ]});
     if let Some(all) = listed["tools"].as_array_mut() {
         all.extend(mrtr::tools());
+        all.extend(tasks::tools());
     }
     listed
 }
@@ -171,6 +173,8 @@ struct Fixture {
     /// The open `subscriptions/listen` streams of a 2026-07-28 client (the gateway's own,
     /// asked for its clients): where a 2026-07-28 server sends list changes.
     listeners: std::sync::Arc<std::sync::Mutex<Vec<rmcp::service::SubscriptionSink>>>,
+    /// SEP-2663 tasks made for a client that declared the extension.
+    tasks: tasks::Tasks,
 }
 
 impl Fixture {
@@ -395,7 +399,8 @@ impl ServerHandler for Fixture {
                 "resources": { "subscribe": true, "listChanged": false },
                 "prompts": { "listChanged": false },
                 "completions": {},
-                "logging": {}
+                "logging": {},
+                "extensions": { "io.modelcontextprotocol/tasks": {} }
             },
             "serverInfo": { "name": "fleetgate-conformance-fixture", "version": env!("CARGO_PKG_VERSION") }
         }))
@@ -419,6 +424,9 @@ impl ServerHandler for Fixture {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if tasks::is_task_tool(&request.name) {
+            return self.tasks.call(&request, &context).await;
+        }
         let answer = match mrtr::call(&request, &context) {
             Some(answer) => answer?,
             None => self.run_tool(request, context).await?,
@@ -428,6 +436,30 @@ impl ServerHandler for Fixture {
         }
         let result: CallToolResult = parse(answer)?;
         Ok(result.into())
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        self.tasks.get(&request)
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.update(&request)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.cancel(&request)
     }
 
     async fn list_resources(

@@ -4,7 +4,9 @@
 //! answer handed back to the control plane, and any other request forwarded as it is.
 
 use super::*;
+use crate::channel_state::OwnedTask;
 use crate::param_headers;
+use rmcp::model::{CancelTaskParams, CancelTaskRequest};
 
 /// Whether the request declares a protocol version that mirrors arguments in headers
 /// (2026-07-28 and later), the rule rmcp's HTTP service applies.
@@ -230,16 +232,38 @@ impl Gateway {
             }
             None => arguments,
         };
+        // SEP-2663: a call whose outcome the control plane settles (a merge, a review, a push)
+        // is never made a task — its answer must come back here; any other may be, and the
+        // task is then this client's alone.
+        let may_task = Self::facts(attachment, context).capabilities.supports_tasks();
+        let owned = (may_task && !settles).then(|| request.params.arguments.clone());
         let forward = tracing::info_span!("forward", tool = %name, pid = connection.pid);
         let sent = Instant::now();
         let answered = self
-            .send(attachment, &connection, ClientRequest::CallToolRequest(request), context)
+            .send_as(attachment, &connection, ClientRequest::CallToolRequest(request), context, settles && may_task)
             .instrument(forward)
             .await;
         if let Some(observer) = &self.settings().observer {
             observer.forwarded_call(sent.elapsed());
         }
         match answered {
+            Ok(ServerResult::CreateTaskResult(task)) if settles || owned.is_none() => {
+                // The downstream made a task of a call it was asked to run through (or for a
+                // client that did not declare tasks): its outcome cannot be settled here.
+                tracing::error!(attachment = %id, tool = %name, task = %task.task.task_id,
+                    "the downstream answered a settling call with a task; cancelling it");
+                let cancel = CancelTaskRequest::new(CancelTaskParams::new(task.task.task_id.clone()));
+                let _ = connection.peer.send_request(ClientRequest::CancelTaskRequest(cancel)).await;
+                Err(ErrorData::internal_error(
+                    format!("the downstream made a task of `{name}`, whose outcome the gate must see: cancelled"),
+                    None,
+                ))
+            }
+            Ok(ServerResult::CreateTaskResult(task)) => {
+                let call = OwnedTask { tool, arguments: owned.flatten() };
+                channel.state.tasks.made(task.task.task_id.clone(), call);
+                Ok(ServerResult::CreateTaskResult(task))
+            }
             Ok(result) => {
                 if let (true, ServerResult::CallToolResult(answer)) = (settles, &result) {
                     let (control, answer) = (self.hub.control.clone(), answer.clone());
@@ -299,6 +323,63 @@ impl Gateway {
                 ErrorData::internal_error(unavailable_text(&format!("`{method}`"), &channel.status()), None)
             }
         }
+    }
+
+    /// SEP-2663 `tasks/get`, `tasks/update`, `tasks/cancel`: forwarded only for a task the
+    /// downstream made for this client (any other id is unknown here, never forwarded), and a
+    /// `tasks/update` — input the task asked for — only when the gate allows the call that
+    /// made the task again, as it would a retried call.
+    pub(super) async fn task_request(
+        &self,
+        attachment: &Attachment,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let task_id = match &request {
+            ClientRequest::GetTaskRequest(r) => r.params.task_id.clone(),
+            ClientRequest::UpdateTaskRequest(r) => r.params.task_id.clone(),
+            ClientRequest::CancelTaskRequest(r) => r.params.task_id.clone(),
+            _ => return self.forward(attachment, request, context).await,
+        };
+        let Some(owned) = attachment.channel.state.tasks.get(&task_id) else {
+            tracing::info!(attachment = %attachment.id, method = request.method(), "unknown task refused");
+            return Err(ErrorData::invalid_params(
+                format!("unknown task {task_id:?}: this client has no such task"),
+                None,
+            ));
+        };
+        if matches!(request, ClientRequest::UpdateTaskRequest(_)) {
+            let channel = &attachment.channel;
+            let Some(connection) = channel.ready(self.settings().attach_wait).await else {
+                return Err(ErrorData::internal_error(unavailable_text("`tasks/update`", &channel.status()), None));
+            };
+            let (control, id) = (self.hub.control.clone(), attachment.id);
+            let link = PeerLink::new(&connection, self.settings().call_timeout);
+            let OwnedTask { tool, arguments } = owned;
+            let asked = ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &[], link: None };
+            let mut answers = Vec::new();
+            for read in control.reads(id, &asked) {
+                let answer = link.call(&read.tool, read.arguments.clone()).await;
+                answers.push(ReadAnswer { read, answer });
+            }
+            let name = tool.name.to_string();
+            let verdict = blocking("decide", move || {
+                let call =
+                    ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &answers, link: Some(&link) };
+                control.decide(id, &call)
+            })
+            .await?;
+            if !verdict.decision.allowed {
+                let text = refusal(&name, verdict.class, &verdict.decision)
+                    .content
+                    .iter()
+                    .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                return Err(ErrorData::invalid_request(format!("the task's input is refused: {text}"), None));
+            }
+        }
+        self.forward(attachment, request, context).await
     }
 
     /// Anything else the client asks: the downstream's business, on its own channel.

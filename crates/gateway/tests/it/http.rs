@@ -181,8 +181,20 @@ async fn stateless(
     method: &str,
     params: Value,
 ) -> reqwest::Response {
+    post_with_meta(client, url, id, method, params, stateless_meta(name)).await
+}
+
+/// A 2026-07-28 request of `method` with `meta` as its `_meta` and the headers that mirror it.
+async fn post_with_meta(
+    client: &reqwest::Client,
+    url: &str,
+    id: u64,
+    method: &str,
+    params: Value,
+    meta: Value,
+) -> reqwest::Response {
     let mut params = params;
-    params["_meta"] = stateless_meta(name);
+    params["_meta"] = meta;
     let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
     let mut request = client
         .post(url)
@@ -190,8 +202,8 @@ async fn stateless(
         .header("Accept", "application/json, text/event-stream")
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", method);
-    if let Some(tool) = params.get("name").and_then(Value::as_str) {
-        request = request.header("Mcp-Name", tool);
+    if let Some(named) = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str) {
+        request = request.header("Mcp-Name", named);
     }
     request.body(message.to_string()).send().await.expect("the gateway answers")
 }
@@ -236,4 +248,64 @@ async fn a_subscription_stream_carries_its_own_client_s_notifications_and_no_oth
         }
         assert_eq!(text.matches("notifications/tools/list_changed").count(), 1, "{name}: {text}");
     }
+}
+
+/// The `_meta` of a 2026-07-28 request from `name`, declaring the tasks extension.
+fn tasks_meta(name: &str) -> Value {
+    let mut meta = stateless_meta(name);
+    meta["io.modelcontextprotocol/clientCapabilities"] =
+        json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    meta
+}
+
+/// A stateless request of `method` from `name`, which takes tasks: its first message.
+async fn task_request(client: &reqwest::Client, url: &str, id: u64, name: &str, method: &str, params: Value) -> Value {
+    let response = post_with_meta(client, url, id, method, params, tasks_meta(name)).await;
+    let text = response.text().await.unwrap();
+    messages(&text).into_iter().next().unwrap_or_else(|| serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// SEP-2663 through the gate: a `tools/call` that would become a task is gated like any other
+/// (refused while the gate holds mutations: no task is made); allowed, the task is its
+/// client's — another client's `tasks/get`, `tasks/update` and `tasks/cancel` of that id are
+/// "unknown" at the gateway, never forwarded (the task keeps running), while its own reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_gated_when_made_and_only_the_client_that_made_it_reaches_it() {
+    let state = State::new();
+    let (_gateway, url) = start(&state);
+    let client = reqwest::Client::new();
+    let compute = json!({ "name": "slow_compute", "arguments": { "seconds": 30, "label": "alice's" } });
+
+    let held = task_request(&client, &url, 1, "alice", "tools/call", compute.clone()).await;
+    assert_eq!(held["result"]["isError"], true, "the gate holds mutations: {held}");
+    assert!(held["result"]["taskId"].is_null(), "no task is made for a refused call: {held}");
+
+    state.allow_mutations();
+    let made = task_request(&client, &url, 2, "alice", "tools/call", compute).await;
+    assert_eq!(made["result"]["resultType"], "task", "{made}");
+    let task = made["result"]["taskId"].as_str().expect("a task id").to_owned();
+
+    for (id, method, params) in [
+        (3, "tasks/get", json!({ "taskId": task })),
+        (4, "tasks/cancel", json!({ "taskId": task })),
+        (5, "tasks/update", json!({ "taskId": task, "inputResponses": {} })),
+    ] {
+        let foreign = task_request(&client, &url, id, "mallory", method, params).await;
+        let message = foreign["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("this client has no such task"), "{method} by another client: {foreign}");
+    }
+    let own = task_request(&client, &url, 6, "alice", "tasks/get", json!({ "taskId": task })).await;
+    assert_eq!(own["result"]["status"], "working", "alice's task, untouched by mallory's cancel: {own}");
+    let cancelled = task_request(&client, &url, 7, "alice", "tasks/cancel", json!({ "taskId": task })).await;
+    assert!(cancelled.get("result").is_some(), "{cancelled}");
+    let own = task_request(&client, &url, 8, "alice", "tasks/get", json!({ "taskId": task })).await;
+    assert_eq!(own["result"]["status"], "cancelled", "{own}");
+
+    // A call whose outcome the control plane settles is never made a task: the client's
+    // capabilities reach the downstream without the extension, and the answer comes in full.
+    std::fs::write(state.path().join("settle-all"), b"").unwrap();
+    let settled = json!({ "name": "slow_compute", "arguments": { "seconds": 0, "label": "settled" } });
+    let answer = task_request(&client, &url, 9, "alice", "tools/call", settled).await;
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "computed settled after 0 s", "{answer}");
 }

@@ -158,8 +158,12 @@ impl ControlPlane for TestPolicy {
         };
         let verdict = if decision.allowed { "allowed" } else { "refused" };
         self.log(&format!("decide {tool} {class} {verdict}"));
-        // Every call's answer is logged (`forwarded …`), so every allowed call settles.
-        Verdict { class, decision, settles: true, forward: None }
+        // Every call's answer is logged (`forwarded …`), so every allowed call settles — but
+        // the conformance fixture's task tools, as the real control plane settles only the
+        // workflow's calls, unless the test says otherwise (`settle-all`).
+        let task_tool = matches!(tool, "slow_compute" | "failing_job" | "protocol_error_job");
+        let settles = !task_tool || self.dir.join("settle-all").exists();
+        Verdict { class, decision, settles, forward: None }
     }
 
     fn on_forwarded(&self, _attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult) {
