@@ -41,6 +41,26 @@ pub fn run_cli() -> ExitCode {
         // Before anything else: no store, no roster, no environment read.
         return fleetgate_supervise::guard::run(command);
     }
+    // Generated from the flag definitions; they read no store, configuration or environment.
+    if let Command::Completions { shell } = &cli.command {
+        clap_complete::generate(
+            *shell,
+            &mut <Cli as clap::CommandFactory>::command(),
+            "fleetgate",
+            &mut std::io::stdout(),
+        );
+        return ExitCode::SUCCESS;
+    }
+    if let Command::Man = &cli.command {
+        let page = clap_mangen::Man::new(<Cli as clap::CommandFactory>::command());
+        return match page.render(&mut std::io::stdout().lock()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fleetgate: cannot write the manual page: {e}");
+                Exit::Failure.into()
+            }
+        };
+    }
     if let Command::Serve(_) | Command::Dashboard(_) = &cli.command {
         // Long-running, with a downstream (serve) and other same-user processes around: its
         // secrets leave its own environment first (`/proc/PID/environ`), while it has one
@@ -102,9 +122,11 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
         Command::Pr(cmd) => cli::pr::pr(ctx, cmd),
         Command::Tools(cmd) => cli::tools::tools(ctx, cmd),
         Command::Debug(cmd) => cli::debug::run(ctx, cmd),
-        Command::Serve(_) | Command::Dashboard(_) | Command::DownstreamGuard { .. } => {
-            Err(anyhow::anyhow!("long-running commands run outside the reply path"))
-        }
+        Command::Serve(_)
+        | Command::Dashboard(_)
+        | Command::DownstreamGuard { .. }
+        | Command::Completions { .. }
+        | Command::Man => Err(anyhow::anyhow!("long-running commands run outside the reply path")),
     }
 }
 

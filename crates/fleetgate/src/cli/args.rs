@@ -33,8 +33,24 @@ pub enum Command {
     /// Serve the live fleet page (read-only but for approval answers, with its token):
     /// `fleetgate dashboard [--listen 127.0.0.1:8760]`, `/api/fleet`, `/events`, `/metrics`.
     Dashboard(Box<DashboardArgs>),
-    /// Show the registry's guarantees on a throwaway store: renewals, drift, fencing, expiry.
+    /// Tell the fleet's story with real processes on a throwaway store.
+    ///
+    /// Five gateways open the gate, a second cohort closes it, a killed member goes stale; then
+    /// the pull-request workflow through four gateways over the forge stand-in, and an
+    /// operator's approval of one exact merge.
     Demo,
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    ///
+    /// `fleetgate completions bash > ~/.local/share/bash-completion/completions/fleetgate`
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff).
+    ///
+    /// `fleetgate man > ~/.local/share/man/man1/fleetgate.1`
+    Man,
     /// The guard `fleetgate serve` starts each downstream run through (not for operators):
     /// it runs `-- PROGRAM [ARGS…]` in its process group and SIGKILLs the group when the
     /// gateway is gone, `kill -9` included (`fleetgate_supervise::guard`).
@@ -98,10 +114,10 @@ pub enum Command {
     /// Check each LLM client's MCP configuration against the roster (exit 0 clean, 3 findings,
     /// 1 a file that cannot be read); `--fix` shows the repair, `--fix --apply` writes it.
     Doctor(DoctorArgs),
-    /// The pull-request workflow: leases and the decisions pinned to heads (SPEC §10).
+    /// The pull-request workflow: review and merge leases, the decisions pinned to exact heads.
     #[command(subcommand)]
     Pr(PrCommand),
-    /// Pinned downstream tool definitions: list them, accept a changed one (SPEC §9).
+    /// Pinned downstream tool definitions: list them, accept a changed one.
     #[command(subcommand)]
     Tools(ToolsCommand),
     /// Diagnostics for operators and tests (renewal loops, store soak).

@@ -507,3 +507,34 @@ fn a_postgres_password_with_a_slash_is_never_printed() {
         }
     }
 }
+
+/// Completions and the manual page come from the flag definitions, need no store, and name
+/// today's commands; the bash script parses; an unknown shell is a usage error.
+#[test]
+fn completions_and_the_manual_page_are_generated_from_the_flags() {
+    let run = |args: &[&str]| Command::new(bin()).env_clear().args(args).output().unwrap();
+    let bash = run(&["completions", "bash"]);
+    assert_eq!(code(&bash), Some(0), "{}", String::from_utf8_lossy(&bash.stderr));
+    let script = String::from_utf8(bash.stdout).unwrap();
+    for command in ["approvals", "rules", "doctor", "serve", "completions"] {
+        assert!(script.contains(command), "bash completion lacks {command}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fleetgate.bash");
+    std::fs::write(&file, &script).unwrap();
+    let parsed = Command::new("bash").arg("-n").arg(&file).output().unwrap();
+    assert!(parsed.status.success(), "bash -n: {}", String::from_utf8_lossy(&parsed.stderr));
+    for shell in ["zsh", "fish", "powershell"] {
+        let out = run(&["completions", shell]);
+        assert_eq!(code(&out), Some(0), "{shell}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("approvals"), "{shell}");
+    }
+    assert_eq!(code(&run(&["completions", "tcsh"])), Some(2), "an unknown shell is a usage error");
+
+    let man = run(&["man"]);
+    assert_eq!(code(&man), Some(0), "{}", String::from_utf8_lossy(&man.stderr));
+    let page = String::from_utf8(man.stdout).unwrap();
+    assert!(page.starts_with(".ie") || page.contains(".TH fleetgate"), "roff: {}", &page[..page.len().min(200)]);
+    assert!(page.contains(".SH NAME") && page.contains("approvals"), "{page}");
+    assert!(!page.contains("SPEC"), "the manual names no document the user lacks");
+}
