@@ -29,6 +29,7 @@ pub use workflow::WorkflowSettings;
 
 mod oauth;
 pub mod otlp;
+pub mod template;
 mod workflow;
 
 /// The resolved fleet configuration.

@@ -9,6 +9,7 @@ pub mod debug;
 pub mod demo;
 pub mod doctor;
 pub mod gate;
+pub mod init;
 pub mod inventory;
 pub mod observer;
 pub mod output;

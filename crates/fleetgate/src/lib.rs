@@ -61,6 +61,20 @@ pub fn run_cli() -> ExitCode {
             }
         };
     }
+    // Before the configuration is read: init writes it (and may replace a broken one).
+    if let Command::Init(args) = &cli.command {
+        let reply = cli::init::run(cli.config.as_deref(), json, fleetgate_host::env::capture(), args);
+        return match reply {
+            Ok(reply) => {
+                print_reply(&reply, json);
+                reply.exit.into()
+            }
+            Err(e) => {
+                eprintln!("fleetgate: {}", cli::output::shown(&format!("{e:#}"), usize::MAX));
+                Exit::Failure.into()
+            }
+        };
+    }
     if let Command::Serve(_) | Command::Dashboard(_) = &cli.command {
         // Long-running, with a downstream (serve) and other same-user processes around: its
         // secrets leave its own environment first (`/proc/PID/environ`), while it has one
@@ -126,7 +140,8 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
         | Command::Dashboard(_)
         | Command::DownstreamGuard { .. }
         | Command::Completions { .. }
-        | Command::Man => Err(anyhow::anyhow!("long-running commands run outside the reply path")),
+        | Command::Init(_)
+        | Command::Man => Err(anyhow::anyhow!("this command runs outside the reply path")),
     }
 }
 

@@ -47,6 +47,14 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Write a first, commented fleet.toml for a forge profile, then the doctor's next step.
+    ///
+    /// `fleetgate init --forge gitea-mcp` reads the checkout's git remote for the binding and
+    /// writes the five-member roster, the workflow defaults and the forge command to `--config`
+    /// (default: $XDG_CONFIG_HOME/fleetgate/fleet.toml) — never over an existing file unless
+    /// `--force` (which keeps a backup). With `--client claude-code --client codex` it shows
+    /// the doctor's repair of those clients, and writes it with `--apply`.
+    Init(InitArgs),
     /// Print the manual page (roff).
     ///
     /// `fleetgate man > ~/.local/share/man/man1/fleetgate.1`
@@ -123,6 +131,32 @@ pub enum Command {
     /// Diagnostics for operators and tests (renewal loops, store soak).
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
+}
+
+/// `fleetgate init …`
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The forge profile (gitea-mcp).
+    #[arg(long, default_value = "gitea-mcp")]
+    pub forge: String,
+    /// The checkout whose git remote names the repository (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo_root: Option<PathBuf>,
+    /// The git remote to read.
+    #[arg(long, default_value = "origin")]
+    pub remote: String,
+    /// Replace an existing file, keeping a backup beside it.
+    #[arg(long)]
+    pub force: bool,
+    /// Add the members to this client's configuration through the doctor's repair; repeatable.
+    #[arg(long = "client", value_name = "NAME", value_delimiter = ',')]
+    pub clients: Vec<String>,
+    /// With --client: write the repair (else it is shown as a diff).
+    #[arg(long, requires = "clients")]
+    pub apply: bool,
+    /// With --client: read the clients' user files under DIR instead of $HOME.
+    #[arg(long, value_name = "DIR", requires = "clients")]
+    pub home: Option<PathBuf>,
 }
 
 /// `fleetgate approvals …`

@@ -43,6 +43,12 @@ impl Ctx {
         Ok(Self { env, config, store_spec, clock, json: cli.json, opened: std::sync::OnceLock::new() })
     }
 
+    /// A context for `config` (a roster just written), the store found as usual.
+    pub fn for_config(config: FleetConfig, env: EnvSnapshot, clock: Arc<dyn Clock>, json: bool) -> Self {
+        let store_spec = fleetgate_host::paths::store_location(None, &env, &config.env_prefix);
+        Self { env, config, store_spec, clock, json, opened: std::sync::OnceLock::new() }
+    }
+
     /// The store location as messages may show it.
     pub fn store_shown(&self) -> String {
         self.store_spec.as_deref().map_or_else(|| "(no store)".into(), fleetgate_store::redact_url)

@@ -538,3 +538,89 @@ fn completions_and_the_manual_page_are_generated_from_the_flags() {
     assert!(page.contains(".SH NAME") && page.contains("approvals"), "{page}");
     assert!(!page.contains("SPEC"), "the manual names no document the user lacks");
 }
+
+/// `fleetgate init`: a roster from the checkout's remote that fleetgate reads back, never
+/// over an existing file (`--force` keeps the old one), a clear error without a remote, and
+/// with `--client` the doctor's repair of that client — a diff, written only with `--apply`,
+/// after which the doctor finds the client clean.
+#[test]
+fn init_writes_a_roster_from_the_remote_and_hands_the_clients_to_the_doctor() {
+    let dir = tempfile::tempdir().unwrap();
+    let (checkout, home) = (dir.path().join("checkout"), dir.path().join("home"));
+    std::fs::create_dir_all(&home).unwrap();
+    let git =
+        |args: &[&str]| assert!(Command::new("git").arg("-C").arg(&checkout).args(args).status().unwrap().success());
+    std::fs::create_dir_all(&checkout).unwrap();
+    git(&["init", "-q"]);
+    let config = dir.path().join("etc").join("fleet.toml");
+    // The server the members launch, on the PATH (the doctor checks it is there).
+    let bin_dir = dir.path().join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    std::fs::write(bin_dir.join("gitea-mcp"), "#!/bin/sh\nexit 0\n").unwrap();
+    Command::new("chmod").arg("755").arg(bin_dir.join("gitea-mcp")).status().unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin_dir.display());
+    let run = |args: &[&str]| {
+        Command::new(bin())
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .arg("--repo-root")
+            .arg(&checkout)
+            .output()
+            .unwrap()
+    };
+    let stderr = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
+
+    let no_remote = run(&["init"]);
+    assert_eq!(code(&no_remote), Some(1));
+    assert!(stderr(&no_remote).contains("has no git remote \"origin\""), "{}", stderr(&no_remote));
+    assert!(!config.exists(), "nothing written");
+
+    git(&["remote", "add", "origin", "https://deploy:s3cret@git.example.com/acme/tools.git"]);
+    let first = run(&["init", "--json"]);
+    assert_eq!(code(&first), Some(0), "{}", stderr(&first));
+    let reply = json_of(&first);
+    assert_eq!(reply["binding"]["org"], "acme");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(!text.contains("s3cret"), "a credential in the remote URL is never written");
+    let inventory =
+        Command::new(bin()).env_clear().arg("--config").arg(&config).args(["env", "keys", "--json"]).output();
+    assert!(inventory.unwrap().status.success(), "the written roster loads");
+    assert!(text.contains("[binding]") && text.contains("repo = \"tools\"") && text.contains("forge = \"gitea-mcp\""));
+
+    std::fs::write(&config, "# the operator's own\n").unwrap();
+    let again = run(&["init"]);
+    assert_eq!(code(&again), Some(1));
+    assert!(stderr(&again).contains("never writes over a configuration"), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "# the operator's own\n", "left as it was");
+    let forced = run(&["init", "--force", "--json"]);
+    assert_eq!(code(&forced), Some(0), "{}", stderr(&forced));
+    let backup = json_of(&forced)["backup"].as_str().unwrap().to_owned();
+    assert_eq!(std::fs::read_to_string(backup).unwrap(), "# the operator's own\n");
+
+    // One bare member in Claude Code's user file: the repair wraps it and adds the other four.
+    let claude = home.join(".claude.json");
+    let bare =
+        r#"{"mcpServers": {"gitea-author": {"type": "stdio", "command": "gitea-mcp", "args": ["-t", "stdio"]}}}"#;
+    std::fs::write(&claude, bare).unwrap();
+    let home_arg = home.display().to_string();
+    let shown = run(&["init", "--force", "--client", "claude-code", "--home", &home_arg]);
+    let out = String::from_utf8_lossy(&shown.stdout);
+    assert!(out.contains("+++") && out.contains("tools-reviewer"), "a diff: {out}");
+    assert_eq!(std::fs::read_to_string(&claude).unwrap(), bare, "a dry run writes nothing");
+    let applied = run(&["init", "--force", "--client", "claude-code", "--home", &home_arg, "--apply"]);
+    assert_eq!(code(&applied), Some(0), "{}\n{}", String::from_utf8_lossy(&applied.stdout), stderr(&applied));
+    let doctor = Command::new(bin())
+        .env_clear()
+        .env("PATH", &path)
+        .arg("--config")
+        .arg(&config)
+        .args(["doctor", "--client", "claude-code", "--home", &home_arg, "--project"])
+        .arg(&checkout)
+        .output()
+        .unwrap();
+    assert_eq!(code(&doctor), Some(0), "clean after the repair: {}", String::from_utf8_lossy(&doctor.stdout));
+}

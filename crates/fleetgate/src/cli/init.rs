@@ -1,0 +1,128 @@
+//! `fleetgate init`: a first, commented `fleet.toml` for a forge profile, written where the
+//! other commands read it, never over an existing file (`--force` keeps a backup), checked by
+//! loading it back; then the doctor's next step, or with `--client` the doctor's repair of
+//! those clients (a diff, written only with `--apply`).
+
+use crate::cli::args::{DoctorArgs, InitArgs};
+use crate::cli::context::Ctx;
+use crate::cli::output::{Exit, Reply};
+use anyhow::{Context as _, anyhow, bail};
+use fleetgate_config::FleetConfig;
+use fleetgate_config::template::{gitea_mcp_config, parse_remote};
+use fleetgate_core::env::EnvSnapshot;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn git_remote_url(repo_root: &Path, remote: &str) -> anyhow::Result<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo_root)
+        .args(["remote", "get-url", remote])
+        .output()
+        .context("cannot run git")?;
+    if !out.status.success() {
+        bail!(
+            "the checkout {} has no git remote {remote:?} ({}): pass --remote NAME, or run init in the checkout",
+            repo_root.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// Where the file goes: `--config`, else the default configuration path.
+fn target(explicit: Option<&Path>, env: &EnvSnapshot) -> anyhow::Result<PathBuf> {
+    match explicit {
+        Some(path) => Ok(path.to_owned()),
+        None => fleetgate_host::paths::default_config_path(env)
+            .ok_or_else(|| anyhow!("no configuration path: pass --config FILE, or set HOME or XDG_CONFIG_HOME")),
+    }
+}
+
+/// Run `fleetgate init`.
+pub fn run(config: Option<&Path>, json: bool, env: EnvSnapshot, args: &InitArgs) -> anyhow::Result<Reply> {
+    if args.forge != fleetgate_core::forge::GITEA_MCP {
+        bail!("--forge {:?} is not a known forge profile (known: gitea-mcp)", args.forge);
+    }
+    let root = args.repo_root.clone().unwrap_or_else(|| PathBuf::from("."));
+    let url = git_remote_url(&root, &args.remote)?;
+    let remote = parse_remote(&url).ok_or_else(|| {
+        anyhow!(
+            "the remote {:?} is {url:?}, which names no forge repository (https://HOST/ORG/REPO or git@HOST:ORG/REPO)",
+            args.remote
+        )
+    })?;
+    let text = gitea_mcp_config(&args.remote, &remote);
+    let path = target(config, &env)?;
+    // Checked before anything is written: the file init writes is one fleetgate reads.
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    FleetConfig::parse(&text, &path.display().to_string()).map_err(|e| anyhow!("internal: {e}"))?;
+    let mut backup = None;
+    if path.exists() {
+        if !args.force {
+            bail!(
+                "{} exists: fleetgate init never writes over a configuration (pass --force to replace it, keeping a backup)",
+                path.display()
+            );
+        }
+        let saved = path.with_extension(format!("toml.bak.{}", std::process::id()));
+        std::fs::copy(&path, &saved).with_context(|| format!("cannot back {} up", path.display()))?;
+        backup = Some(saved);
+    }
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let partial = path.with_extension("toml.partial");
+    std::fs::write(&partial, &text).with_context(|| format!("cannot write {}", partial.display()))?;
+    std::fs::rename(&partial, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    let written = FleetConfig::load(Some(&path), &env)?;
+    let mut lines = vec![format!(
+        "wrote {} ({} members, {}/{} on {})",
+        path.display(),
+        written.members.len(),
+        remote.org,
+        remote.repo,
+        remote.host
+    )];
+    if let Some(saved) = &backup {
+        lines.push(format!("the previous file is {}", saved.display()));
+    }
+    // The members' `fleetgate serve` read the default path: a roster elsewhere is not theirs.
+    let default = fleetgate_host::paths::default_config_path(&env);
+    if default.as_deref() != Some(path.as_path()) {
+        lines.push(format!(
+            "note: this is not the default configuration path ({}): the members' `fleetgate serve` read that one, \
+             so copy it there (or add `--config {}` before `serve` in each member)",
+            default.map_or_else(|| "none: HOME is not set".to_owned(), |d| d.display().to_string()),
+            path.display()
+        ));
+    }
+    let mut value = serde_json::json!({
+        "path": path.display().to_string(),
+        "backup": backup.as_ref().map(|b| b.display().to_string()),
+        "binding": { "remote": args.remote, "org": remote.org, "repo": remote.repo, "host": remote.host },
+        "members": written.members.iter().map(|m| &m.profile).collect::<Vec<_>>(),
+    });
+    if args.clients.is_empty() {
+        lines.push(format!(
+            "next: add the members to your clients with `fleetgate --config {} doctor --client claude-code --fix` \
+             (then --apply), or rerun init with --client",
+            path.display()
+        ));
+        return Ok(Reply { value, text: lines.join("\n"), exit: Exit::Ok });
+    }
+    let ctx = Ctx::for_config(written, env, Arc::new(fleetgate_host::clock::SystemClock), json);
+    let doctor = DoctorArgs {
+        clients: args.clients.clone(),
+        home: args.home.clone(),
+        project: args.repo_root.clone(),
+        fix: true,
+        apply: args.apply,
+        snippet: false,
+        downstream: Vec::new(),
+    };
+    let repaired = super::doctor::run(&ctx, &doctor)?;
+    lines.push(repaired.text);
+    value["doctor"] = repaired.value;
+    Ok(Reply { value, text: lines.join("\n"), exit: repaired.exit })
+}
