@@ -30,4 +30,5 @@ mod stdiokit;
 mod store;
 mod support;
 mod telemetry;
+mod tenminute;
 mod workflow;
