@@ -63,9 +63,9 @@ pub struct FleetConfig {
     pub http: HttpSettings,
     /// `[fleet] forge`: a built-in rule profile for the downstream (`gitea-mcp`).
     pub forge: Option<String>,
-    /// `[[rules]]`, then the forge profile's: argument-aware policy (SPEC §9).
+    /// `[[rules]]`, then the forge profile's: argument-aware policy.
     pub rules: RuleSet,
-    /// `[workflow]`: the pull-request workflow (SPEC §10).
+    /// `[workflow]`: the pull-request workflow.
     pub workflow: WorkflowSettings,
     /// `[downstream] pass_env`: keys (or `NAME*` prefixes) outside `env_prefix` the
     /// downstream server is also given, beyond the basics and `pass_through_env`.

@@ -1,4 +1,4 @@
-//! `[workflow]`: the pull-request workflow's settings (SPEC §10).
+//! `[workflow]`: the pull-request workflow's settings.
 
 use fleetgate_core::protect::Protection;
 use fleetgate_core::workflow::Independence;

@@ -1,5 +1,5 @@
 //! The heartbeat supervisor: one per attached worker, renewing its lease in a loop that
-//! runs as a task of the supervision crate's [`Supervisor`] (SPEC §5: the gateway's own
+//! runs as a task of the supervision crate's [`Supervisor`] (the gateway's own
 //! loops are supervised), so thousands of workers cost tasks, not OS threads.
 //!
 //! The decisions are sans-I/O cores: [`fleetgate_core::heartbeat::BeatLedger`] (what a

@@ -1,4 +1,4 @@
-//! Prometheus metrics (SPEC §13): one [`MetricsRegistry`] per process — owned by
+//! Prometheus metrics: one [`MetricsRegistry`] per process — owned by
 //! whoever serves `/metrics`, never global — and the metric families, grouped by the
 //! process that records them.
 //!

@@ -1,4 +1,4 @@
-//! Pinned tool definitions (SPEC §9): the digest of each downstream tool's definition —
+//! Pinned tool definitions: the digest of each downstream tool's definition —
 //! name, description, input schema, annotations, as canonical JSON (keys sorted) — is
 //! recorded per profile the first time a gateway sees it. A later change is reported (the
 //! runtime context, the inventory, one audit entry per new definition) and, with

@@ -24,7 +24,7 @@ pub enum BlockerKind {
     WorkerFenced,
     /// The fleet inventory gate is not satisfied.
     FleetInventoryBlocked,
-    /// A review decision without a live review lease on the PR (SPEC §10).
+    /// A review decision without a live review lease on the PR.
     ReviewLeaseRequired,
     /// A lease or a claim names a head that is no longer the PR's head.
     StaleHead,

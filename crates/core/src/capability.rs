@@ -1,4 +1,4 @@
-//! The capability resolver — the mutation gate (SPEC §6). One pure function
+//! The capability resolver — the mutation gate. One pure function
 //! that allows a call or names the exact blocker and the operator action.
 //!
 //! Precedence, first that holds wins ([`BlockerKind::ALL`]'s order): ambiguous arguments,
@@ -73,7 +73,7 @@ pub struct ToolRules {
     /// Globs classified mutating whatever the downstream says (wins over `read_only`).
     #[serde(default)]
     pub mutating: Vec<String>,
-    /// What a changed downstream tool definition does (SPEC §9).
+    /// What a changed downstream tool definition does.
     #[serde(default)]
     pub pin: PinMode,
 }

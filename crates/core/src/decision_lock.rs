@@ -1,4 +1,4 @@
-//! Review-decision locks (the seed's coordination, SPEC §10): a reviewer session that
+//! Review-decision locks (the seed's coordination): a reviewer session that
 //! records a terminal review decision (approve or request changes) on a PR holds a lock on
 //! that PR, and while it holds it makes no decision on any other PR. One reviewer session,
 //! one open decision: a confused session cannot approve its way through the queue, and every

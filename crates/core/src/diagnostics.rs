@@ -77,7 +77,7 @@ pub enum Diagnostic {
 }
 
 impl Diagnostic {
-    /// Whether it refuses every mutating call (SPEC §3).
+    /// Whether it refuses every mutating call.
     pub fn is_hard(&self) -> bool {
         match self {
             Self::Reported(text) => is_hard(text),

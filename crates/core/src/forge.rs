@@ -2,7 +2,7 @@
 //!
 //! `gitea-mcp`: the official Gitea MCP server (`gitea.com/gitea/gitea-mcp`), v1.x, whose
 //! consolidated tools fold many operations into one tool chosen by a `method` argument. The
-//! role matrix is SPEC §9's; tool names, `method` values and argument names are the server's
+//! role matrix is the fleet's (README, "Argument-aware policy"); tool names, `method` values and argument names are the server's
 //! own, read from its source ([`GITEA_MCP_SOURCE`]; the digest is
 //! `crates/testkit/src/forge/GITEA_MCP.md`). Every reader is read-only for
 //! every role; every write names the `method` values the server has and the roles that may
@@ -10,7 +10,7 @@
 //! refused for every role (fail closed: the server may grow a tool or a method the fleet has
 //! not decided about).
 //!
-//! Read against that source, SPEC §9's list names two things the server does not have:
+//! Read against that source, the role matrix names two things the server does not have:
 //! `issue_write` `add_dependency`/`remove_dependency` and a `project_write` tool. The
 //! profile has no rule for them, so they are refused like any unknown call.
 

@@ -1,4 +1,4 @@
-//! One canonical call (SPEC §9): a forge call's arguments parsed once, the way the server
+//! One canonical call: a forge call's arguments parsed once, the way the server
 //! will read them, before any rule or workflow judgement — and what is forwarded is that
 //! parse, serialized by the gate, never the client's bytes.
 //!

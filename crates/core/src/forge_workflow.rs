@@ -1,4 +1,4 @@
-//! The workflow's reading of a forge server's calls and answers (SPEC §10): which pull
+//! The workflow's reading of a forge server's calls and answers: which pull
 //! request a call names, which review verdict it carries, how the PR's current head is read
 //! through the server's own read tool, and what that read answers. The dialect is the
 //! official Gitea MCP server's (gitea-mcp's go-sdk generation: `owner`, `repo`,

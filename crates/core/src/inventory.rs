@@ -1,4 +1,4 @@
-//! The fleet inventory classifier (SPEC §4): a pure function of runtime rows,
+//! The fleet inventory classifier: a pure function of runtime rows,
 //! a process observation, the roster, `now` and the pid probes' results, in stages.
 //!
 //! A member is **running** only when its row is corroborated: the pid is

@@ -1,4 +1,4 @@
-//! Protected branches and paths (SPEC §10): no role writes, deletes, creates over or renames
+//! Protected branches and paths: no role writes, deletes, creates over or renames
 //! a protected branch through the forge's file and branch tools, and no role writes a
 //! protected path (the forge's workflow files, which run with the repository's Actions
 //! token) on any branch. The merge, judged by the workflow, is the only way onto a

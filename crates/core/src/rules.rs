@@ -1,4 +1,4 @@
-//! Argument-aware policy (SPEC §9): rules that read a call's arguments. A downstream that
+//! Argument-aware policy: rules that read a call's arguments. A downstream that
 //! folds many operations into one tool (the Gitea MCP server's `pull_request_write` creates,
 //! updates, closes *and merges*, chosen by `method`) cannot be governed by tool names alone.
 //!

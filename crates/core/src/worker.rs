@@ -2,7 +2,7 @@
 //!
 //! The store performs the renewal as one guarded `UPDATE`; when it changes no
 //! row, [`explain_refusal`] turns the row as read back in the same transaction
-//! into the answer, in the order SPEC §2 fixes.
+//! into the answer, in a fixed order: existence, expectations, status, epoch.
 
 use crate::blocker::BlockerKind;
 use crate::client::normalize_client_name;

@@ -1,4 +1,4 @@
-//! The pull-request workflow (SPEC §10) as pure functions: leases at an exact head, review
+//! The pull-request workflow as pure functions: leases at an exact head, review
 //! decisions pinned to the head they were made at, a merge only at the approved head.
 //!
 //! Every function here takes what the store holds for one pull request ([`PrState`]), the
@@ -167,7 +167,7 @@ impl fmt::Display for PrRef {
     }
 }
 
-/// A PR lease (SPEC §10).
+/// A PR lease.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PrLease {
     /// Its id.

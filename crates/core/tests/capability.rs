@@ -1,4 +1,4 @@
-//! The capability resolver: one test per row of SPEC §6's precedence table,
+//! The capability resolver: one test per row of the blocker precedence,
 //! combinations, and the property that nothing turns a refusal of a mutating
 //! call into an allow while a blocking condition holds.
 

@@ -56,7 +56,7 @@ pub struct FleetView {
     pub refusals_error: Option<String>,
     /// How many of the newest audit entries were searched for refusals.
     pub audit_window: usize,
-    /// Live PR leases (SPEC §10), by PR.
+    /// Live PR leases, by PR.
     pub pr_leases: Vec<PrLeaseView>,
     /// Why the PR leases could not be read, when they could not.
     pub pr_leases_error: Option<String>,

@@ -1,4 +1,4 @@
-//! The PR workflow's cost at the gate (SPEC §10), through real gateways: the added latency of
+//! The PR workflow's cost at the gate, through real gateways: the added latency of
 //! a gated review decision (lease + head read + decision recorded) and of a gated merge (head
 //! read + leases + decisions + release) over a plain forwarded mutating call
 //! (`issue_write add_comment`), all in the same run against the same forge stand-in. Not a

@@ -1,4 +1,4 @@
-//! The fleetgate MCP gateway (SPEC §7): an MCP server on stdio or Streamable HTTP in front of a supervised
+//! The fleetgate MCP gateway: an MCP server on stdio or Streamable HTTP in front of a supervised
 //! downstream MCP server, serving the fleet's control tools and putting every downstream
 //! `tools/call` to the control plane's mutation gate.
 //!

@@ -1,4 +1,4 @@
-//! Wall-clock instants as the fleet's UTC text form, `%Y-%m-%dT%H:%M:%SZ` (SPEC §1), for the
+//! Wall-clock instants as the fleet's UTC text form, `%Y-%m-%dT%H:%M:%SZ`, for the
 //! quarantine expiry shown in errors and the runtime context. No calendar crate for one
 //! format: days-to-civil is the well-known Howard Hinnant algorithm.
 

@@ -1,4 +1,4 @@
-//! PR lease claims per second (SPEC §10) with 8 concurrent claimers, on SQLite and on
+//! PR lease claims per second with 8 concurrent claimers, on SQLite and on
 //! PostgreSQL. Not a test: `scripts/bench-claims` runs it (PostgreSQL through
 //! `scripts/with-postgres`), and BENCHMARKS.md records the figures.
 //!

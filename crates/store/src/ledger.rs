@@ -1,6 +1,6 @@
 //! Schema v6's tables, written once for both engines like the rest of the store: the PR
-//! workflow's leases, decisions and origins (SPEC §10) and the pinned tool definitions
-//! (SPEC §9) — their column lists, encoders, row decoders, statements and operations.
+//! workflow's leases, decisions and origins and the pinned tool definitions
+//! — their column lists, encoders, row decoders, statements and operations.
 //!
 //! **Invariant:** at most one `claimed` lease per PR and purpose: a partial unique index
 //! says so, so two claims racing on two connections (or two machines) cannot both insert;

@@ -91,7 +91,7 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Every worker row, oldest registration first.
     fn list_workers(&self) -> Result<Vec<WorkerRecord>, StoreError>;
 
-    /// A fenced renewal (SPEC §2): renewed only when the row exists, meets
+    /// A fenced renewal: renewed only when the row exists, meets
     /// every supplied expectation, is active and holds the presented epoch.
     fn heartbeat(&self, request: &HeartbeatRequest, now: Timestamp) -> Result<HeartbeatOutcome, StoreError>;
 
@@ -179,7 +179,7 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// as of one instant, so no write lands between two of the lists.
     fn fleet_snapshot(&self) -> Result<FleetSnapshot, StoreError>;
 
-    /// Claim a PR lease as `claim.plan` says (SPEC §10), in one guarded write: the plan's
+    /// Claim a PR lease as `claim.plan` says, in one guarded write: the plan's
     /// releases, the PR's expired lease of the purpose marked expired, and the new lease —
     /// unless another live one of the purpose exists, which is answered instead. `now` is
     /// the store's clock (the server's on PostgreSQL).

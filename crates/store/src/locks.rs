@@ -1,4 +1,4 @@
-//! Schema v7's review-decision locks (SPEC §10, `fleetgate_core::decision_lock`), written
+//! Schema v7's review-decision locks (`fleetgate_core::decision_lock`), written
 //! once for both engines like the rest of the store.
 //!
 //! **Invariants:** at most one live lock per reviewer session (client and session): a

@@ -1,4 +1,4 @@
-//! The values the PR workflow (SPEC §10) and the tool pins (SPEC §9) keep in the store.
+//! The values the PR workflow and the tool pins keep in the store.
 
 use fleetgate_core::Timestamp;
 use fleetgate_core::workflow::{Actor, ClaimPlan, PrDecision, PrLease, PrOrigin, PrPush, PrRef, Purpose};

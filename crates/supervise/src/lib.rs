@@ -1,4 +1,4 @@
-//! Supervision of fleetgate's background loops and child processes (SPEC §5).
+//! Supervision of fleetgate's background loops and child processes.
 //!
 //! A task is a factory of runs (a future, or an external command). A run that
 //! returns normally finishes the task; one that fails (error, panic, exit

@@ -10,7 +10,7 @@ use fleetgate_core::provenance::{Ownership, Provenance, ProvenanceInput, assess}
 use fleetgate_core::{BlockerKind, Timestamp};
 use fleetgate_store::{Store, StoreError};
 
-/// The seed's `assess_provenance` (SPEC §2): does a live worker of `generation_id` own this
+/// The seed's `assess_provenance`: does a live worker of `generation_id` own this
 /// session? `env` is the worker process's environment; `pid_alive` the probe (signal 0 in
 /// production; an unknown answer counts as not alive).
 #[expect(clippy::too_many_arguments, reason = "mirrors the seed's assess_provenance contract")]

@@ -1,4 +1,4 @@
-//! The pull-request workflow at the gate (SPEC §10): a call whose rule carries a workflow
+//! The pull-request workflow at the gate: a call whose rule carries a workflow
 //! action (`review`, `merge`) is judged, after the fleet conditions, by the pure
 //! `fleetgate_core::workflow` from what the store holds for the PR and the head the forge
 //! reports *now* — read through the downstream's own read tool ([`ForgeReader`]), never

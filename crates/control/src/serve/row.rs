@@ -1,7 +1,7 @@
 //! This process's runtime row: written once when the transport is bound (with its host, in
 //! the same write), then kept fresh — `last_heartbeat_at` touched and this host's process
 //! scan published, so members on other hosts can be corroborated by it — by a loop the
-//! supervision crate runs (SPEC §5), on the one interval policy the heartbeats use.
+//! supervision crate runs, on the one interval policy the heartbeats use.
 
 use super::identity::Identity;
 use crate::gate::{Observer, scan_host};

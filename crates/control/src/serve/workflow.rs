@@ -1,4 +1,4 @@
-//! The PR workflow's control tools (SPEC §10): `…claim_pr_lease`, `…release_pr_lease`,
+//! The PR workflow's control tools: `…claim_pr_lease`, `…release_pr_lease`,
 //! `…list_pr_leases`, `…assess_pr`, and the gateway's [`ForgeReader`]: its own downstream,
 //! read through the attachment's link (the PR's head never comes from the caller).
 

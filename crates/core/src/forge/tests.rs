@@ -53,8 +53,8 @@ const READERS: &[(&str, &[&str])] = &[
     ("list_releases", &[]),
 ];
 
-/// The server's write tools, each `method` (`""`: the tool has none) with the roles SPEC
-/// §9's matrix lets make it.
+/// The server's write tools, each `method` (`""`: the tool has none) with the roles the
+/// role matrix lets make it.
 const WRITES: &[(&str, &str, &[&str])] = &[
     ("issue_write", "create", &["author", "controller"]),
     ("issue_write", "update", &["author", "controller", "reconciler"]),
@@ -184,7 +184,7 @@ fn a_method_the_server_does_not_have_is_no_role_s_and_the_refusal_names_it() {
             assert!(d.rule.unwrap().ends_with("-other"), "the tool's own fallback decides");
         }
     }
-    // SPEC §9 lists these, the server has no such method or tool: refused like any unknown call.
+    // The role matrix lists these, the server has no such method or tool: refused like any unknown call.
     for role in ROLES {
         assert!(!may(&r, role, "issue_write", json!({ "method": "add_dependency" })), "{role}");
         assert!(!may(&r, role, "issue_write", json!({ "method": "remove_dependency" })), "{role}");

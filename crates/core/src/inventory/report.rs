@@ -1,5 +1,5 @@
 //! What the inventory reports: its rows and categories, and the verdict whose field names are
-//! the wire contract (SPEC §4).
+//! the wire contract.
 
 use super::{Health, Liveness};
 use crate::runtime::ObservedProcess;
@@ -116,7 +116,7 @@ pub struct RoleMismatch {
     pub reason: String,
 }
 
-/// The verdict. Field names are the wire contract (SPEC §4).
+/// The verdict. Field names are the wire contract.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FleetInventory {
     /// Every roster member.

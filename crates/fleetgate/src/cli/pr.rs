@@ -1,5 +1,5 @@
 //! `fleetgate pr list|show|release|locks|release-lock|clear-decision`: the PR workflow's
-//! leases, locks and decisions for the operator (SPEC §10). `show` and `release --stale` read the forge through
+//! leases, locks and decisions for the operator. `show` and `release --stale` read the forge through
 //! `[workflow] forge_command`; the rest needs only the store.
 
 use crate::cli::args::PrCommand;

@@ -1,4 +1,4 @@
-//! `fleetgate tools list|accept`: the pinned downstream tool definitions (SPEC §9).
+//! `fleetgate tools list|accept`: the pinned downstream tool definitions.
 
 use crate::cli::args::ToolsCommand;
 use crate::cli::context::Ctx;

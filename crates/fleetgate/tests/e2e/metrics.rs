@@ -1,4 +1,4 @@
-//! The gateway's own `GET /metrics` on its HTTP listener (SPEC §13), scraped over HTTP and
+//! The gateway's own `GET /metrics` on its HTTP listener, scraped over HTTP and
 //! parsed with a Prometheus text parser: the counters move as calls are allowed and
 //! refused, behind the same token as the MCP endpoint. And the caller's W3C trace context:
 //! a `traceparent` in a request's `_meta` reaches the downstream unchanged.

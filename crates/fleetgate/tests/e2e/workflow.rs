@@ -1,4 +1,4 @@
-//! The pull-request workflow end to end (SPEC §10): real gateways — an author, two
+//! The pull-request workflow end to end: real gateways — an author, two
 //! reviewers, a merger — in front of forge fixture processes on one bare repository, each
 //! driven by the official Python SDK client. The story: a PR created, a review lease, an
 //! approval, a new head that voids it, a re-review, the merge at exactly the approved head

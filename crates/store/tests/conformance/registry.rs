@@ -1,4 +1,4 @@
-//! The worker registry (SPEC §2): insert-or-nothing registration, fenced
+//! The worker registry: insert-or-nothing registration, fenced
 //! renewal with every expectation, generation claims, deregistration and
 //! liveness, as stories over `&dyn Store`.
 
@@ -114,7 +114,7 @@ pub fn renewal_checks_every_expectation(fx: &Fixture) {
         .expectation_drift;
     assert_eq!((&drift[0].recorded, &drift[0].presented), (&FieldValue::Int(4242), &FieldValue::Int(7)));
 
-    // All of them mismatched at once: every one listed, in the SPEC's order.
+    // All of them mismatched at once: every one listed, in the order a refusal explains them.
     let req = HeartbeatRequest {
         worker_identity: "w1".into(),
         fencing_epoch: 1,
