@@ -14,14 +14,23 @@ use serde_json::{Value, json};
 /// This gateway's resource identifier (the tokens' audience).
 const AUDIENCE: &str = "https://gw.fleet.test/mcp";
 
+/// A tokens-file token shaped like a JWT (three dot-separated base64url parts).
+const JWT_SHAPED_TOKEN: &str = "bGVnYWN5.dG9rZW4.c2VjcmV0";
+
 fn fleet(provider: &Provider, audience: &str) -> FleetDir {
     let config = format!(
-        "{}\n[http.oauth]\nissuer = \"{}\"\naudience = \"{audience}\"\nprofiles_claim = \"fleetgate_profiles\"\n\
+        "{}\n[http]\ntokens_file = \"tokens\"\n\n[http.oauth]\nissuer = \"{}\"\naudience = \"{audience}\"\nprofiles_claim = \"fleetgate_profiles\"\n\
          jwks_cooldown_seconds = 0\n\n[[http.oauth.principals]]\nsubject = \"svc-7f3a\"\nname = \"ci-bot\"\n",
         roster("e2e-oauth", &["author"], ""),
         provider.issuer
     );
-    FleetDir::new(&config)
+    let f = FleetDir::new(&config);
+    let digest: String = <sha2::Sha256 as sha2::Digest>::digest(JWT_SHAPED_TOKEN.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(f.dir.path().join("tokens"), format!("{digest}  legacy\n")).unwrap();
+    f
 }
 
 /// A plain GET of `path`: status, `WWW-Authenticate`, body.
@@ -85,6 +94,11 @@ fn access_tokens_of_the_trusted_issuer_for_this_resource_are_accepted_and_every_
     let (status, body) = context(&raw, 3, &mapped);
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["result"]["structuredContent"]["worker"]["principal"], "ci-bot", "{body}");
+
+    // The tokens file still works beside it, even for a token shaped like a JWT.
+    let (status, body) = context(&raw, 4, JWT_SHAPED_TOKEN);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["structuredContent"]["worker"]["principal"], "legacy", "{body}");
 
     // Every other token: 401, `invalid_token`.
     let now = Provider::now();

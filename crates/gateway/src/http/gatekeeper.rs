@@ -163,9 +163,6 @@ impl Gatekeeper {
             .and_then(|v| v.strip_prefix("Bearer "))
             .filter(|t| !t.is_empty());
         if let Some(presented) = presented {
-            if let Some(verifier) = self.oauth.as_ref().filter(|_| crate::oauth::looks_like_jwt(presented)) {
-                return self.authenticate_jwt(verifier, presented).await;
-            }
             if let Some(principal) = self.principals.as_ref().and_then(|p| p.authenticate(presented)) {
                 if let Some(profile) = &self.profile
                     && !principal.may_serve(profile)
@@ -178,6 +175,11 @@ impl Gatekeeper {
             }
             if self.token.as_deref().is_some_and(|t| same_secret(presented.as_bytes(), t.as_bytes())) {
                 return Ok(Authenticated(None));
+            }
+            // Not one of the operator's own tokens (which may be shaped like a JWT too): an
+            // access token of the authorization server, when it has the shape of one.
+            if let Some(verifier) = self.oauth.as_ref().filter(|_| crate::oauth::looks_like_jwt(presented)) {
+                return self.authenticate_jwt(verifier, presented).await;
             }
         }
         // Neither the presented nor the expected value is logged.
