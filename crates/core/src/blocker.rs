@@ -79,6 +79,61 @@ impl BlockerKind {
             Self::StoreReplaced => "store_replaced",
         }
     }
+
+    /// What it means, for the operator (the reference page is generated from this).
+    pub const fn meaning(self) -> &'static str {
+        match self {
+            Self::AmbiguousArguments => {
+                "The call's arguments would be read differently by the server than by the gate (an alias of \
+                 the key it reads, a non-integer number, an undeclared key, a wrong type): resend them in the \
+                 server's own form."
+            }
+            Self::RoleNotPermitted => "The role may not make this call: hand the work to the role that may.",
+            Self::ProtectedBranch => {
+                "The call writes, deletes, creates over or renames a protected branch, or writes a protected \
+                 path ([workflow] protected_branches, protected_paths): go through a pull request."
+            }
+            Self::RuntimeReconnectRequired => {
+                "A hard runtime diagnostic holds (an unsupported environment key, a stale runtime): fix it and \
+                 restart the server."
+            }
+            Self::SessionAttachmentMissing => "No live worker owns the session (missing, expired, unbound).",
+            Self::WorkerFenced => "The worker's fencing epoch or expectations no longer match: it must stop.",
+            Self::FleetInventoryBlocked => {
+                "The fleet inventory is not satisfied (a member missing, a duplicate, an unexpected server, \
+                 mixed cohorts or revisions): the operator action names what to start or stop."
+            }
+            Self::ReviewLeaseRequired => "A review decision without a live review lease on the PR: claim one first.",
+            Self::StaleHead => "A lease or a claim names a head that is no longer the PR's head: claim the new head.",
+            Self::ApprovalRequired => {
+                "A merge without a merge lease and an independent approval at the PR's current head."
+            }
+            Self::ApprovalPending => {
+                "A rule asks an operator about this exact call and no answer has come yet: `fleetgate approvals \
+                 approve ID`, then retry the identical call."
+            }
+            Self::ApprovalDenied => "An operator refused this exact call.",
+            Self::ReviewLeaseHeld => "Another worker holds a live lease on the PR.",
+            Self::ReviewDecisionLocked => {
+                "The reviewer session holds a review-decision lock on another PR, or already decided this one at \
+                 this head."
+            }
+            Self::IssueLockHeld => "Another author holds the issue lock of an issue the call references.",
+            Self::ForgeUnavailable => "The forge did not report the PR's current head, so the workflow fails closed.",
+            Self::ToolDefinitionChanged => {
+                "The downstream changed the tool's definition since it was pinned ([tools] pin = \"enforce\"): \
+                 review it, then `fleetgate tools accept`."
+            }
+            Self::AuditUnavailable => {
+                "The call's audit entry could not be made durable in time: a mutation is never forwarded \
+                 unaudited."
+            }
+            Self::StoreReplaced => {
+                "The store file this process opened was deleted or replaced under it: restart the server on the \
+                 fleet's store."
+            }
+        }
+    }
 }
 
 /// `worker_fenced`, the seed's `BLOCKER_FENCED`.

@@ -3,6 +3,7 @@
 mod audit;
 mod cli;
 mod concurrency;
+mod docs;
 mod doctor;
 mod gate;
 mod guard;
