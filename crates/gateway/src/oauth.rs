@@ -170,15 +170,18 @@ pub(crate) fn looks_like_jwt(token: &str) -> bool {
 }
 
 fn get_json(url: &str) -> Result<Value, String> {
+    // Messages name the URL without any credential in it.
+    let url_shown = fleetgate_core::redact::redact_url_userinfo(url).unwrap_or_else(|| url.to_owned());
+    let url_shown = url_shown.as_str();
     let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(FETCH_TIMEOUT)).build().into();
-    let mut response = agent.get(url).call().map_err(|e| format!("GET {url}: {e}"))?;
+    let mut response = agent.get(url).call().map_err(|e| format!("GET {url_shown}: {e}"))?;
     let text = response
         .body_mut()
         .with_config()
         .limit(MAX_DOCUMENT)
         .read_to_string()
-        .map_err(|e| format!("GET {url}: {e}"))?;
-    serde_json::from_str(&text).map_err(|e| format!("GET {url}: not JSON: {e}"))
+        .map_err(|e| format!("GET {url_shown}: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("GET {url_shown}: not JSON: {e}"))
 }
 
 impl Verifier {
@@ -212,7 +215,12 @@ impl Verifier {
                 found?
             }
         };
-        let set: JwkSet = serde_json::from_value(get_json(&uri)?).map_err(|e| format!("{uri}: not a JWKS: {e}"))?;
+        let set: JwkSet = serde_json::from_value(get_json(&uri)?).map_err(|e| {
+            format!(
+                "{}: not a JWKS: {e}",
+                fleetgate_core::redact::redact_url_userinfo(&uri).unwrap_or_else(|| uri.clone())
+            )
+        })?;
         let mut keys = Keys { fetched: Some(Instant::now()), ..Keys::default() };
         for jwk in &set.keys {
             // Only public keys of the accepted kinds; anything else is skipped, not trusted.

@@ -149,3 +149,34 @@ role = "author"
     assert!(audit.contains("fleet_inventory_blocked overridden once by approval"), "the use is audited");
     fleet.stop();
 }
+
+/// The hostile merger under operator rules on the merge: a rule that only says who may merge,
+/// or one that asks an operator first, must not take the merge out of the PR workflow. The
+/// merger holds a merge lease on a PR no reviewer approved and merges: refused
+/// `approval_required` both times, and the asking rule records no request an operator could
+/// approve into a merge of an unreviewed head. Main does not move.
+#[test]
+fn an_operator_rule_on_the_merge_does_not_let_the_merger_skip_the_review() {
+    let _serial = crate::support::serial();
+    for (rule, asks) in [("", false), ("decision = \"ask\"\n", true)] {
+        let extra = format!(
+            "[approvals]\nwait_seconds = 0\n\n[[rules]]\ntool = \"pull_request_write\"\nargs = {{ \"/method\" = \
+             [\"merge\"] }}\nroles = [\"merger\"]\n{rule}"
+        );
+        let mut fleet = Fleet::start(&extra);
+        let main_before = fleet.git(&["rev-parse", "main"]);
+        assert!(!fleet.call("author", "create_branch", json!({ "branch": "feature" })).0);
+        let head = fleet.push("unreviewed\n", "Nobody looked");
+        let create = json!({ "method": "create", "title": "F", "body": "b", "head": "feature", "base": "main" });
+        let (_, text, _) = fleet.call("author", "pull_request_write", create);
+        let pr = serde_json::from_str::<Value>(&text).unwrap()["number"].as_i64().unwrap();
+        assert!(!fleet.claim("merger", pr, &head, "merge").0, "the merger holds the merge lease");
+        let merge = json!({ "method": "merge", "pull_number": pr });
+        refused(fleet.call("merger", "pull_request_write", merge), "approval_required", "no independent approval");
+        let (_, f) = fleet.client_and_dir("merger");
+        let requests = f.cli(&["approvals", "list", "--all", "--json"]);
+        assert_eq!(requests["approvals"].as_array().map(Vec::len), Some(0), "asks {asks}: {requests}");
+        assert_eq!(fleet.git(&["rev-parse", "main"]), main_before, "main did not move");
+        fleet.stop();
+    }
+}

@@ -57,7 +57,8 @@ fn access_tokens_of_the_trusted_issuer_for_this_resource_are_accepted_and_every_
     let _serial = serial();
     let provider = Provider::start(&["rsa-1", "ec-1"]);
     let f = fleet(&provider, AUDIENCE);
-    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    // At debug, so a token logged at any level the gateway has would be found below.
+    let g = HttpGateway::start_logging(&f, None, &[], "debug");
     let raw = Raw::new(&g);
     let grant = |extra: Value| {
         let mut claims = json!({ "fleetgate_profiles": ["prgs-author"] });

@@ -91,8 +91,7 @@ fn blockers() -> String {
 #[test]
 fn the_generated_reference_pages_are_current() {
     let pages = [("commands.md", commands()), ("environment.md", environment()), ("blockers.md", blockers())];
-    #[expect(clippy::disallowed_methods, reason = "a switch of this test, not a key fleetgate reads")]
-    let bless = std::env::var_os("FLEETGATE_BLESS_DOCS").is_some();
+    let bless = fleetgate_testkit::pg::harness_env("FLEETGATE_BLESS_DOCS").is_some();
     let mut stale = Vec::new();
     for (file, content) in pages {
         let path = docs().join(file);

@@ -235,7 +235,9 @@ impl Gateway {
         // SEP-2663: a call whose outcome the control plane settles (a merge, a review, a push)
         // is never made a task — its answer must come back here; any other may be, and the
         // task is then this client's alone.
-        let may_task = Self::facts(attachment, context).capabilities.supports_tasks();
+        // Only a downstream that offers tasks can make one: no other call pays for the check.
+        let may_task =
+            connection.capabilities.supports_tasks() && Self::facts(attachment, context).capabilities.supports_tasks();
         let owned = (may_task && !settles).then(|| request.params.arguments.clone());
         let forward = tracing::info_span!("forward", tool = %name, pid = connection.pid);
         let sent = Instant::now();
