@@ -29,6 +29,7 @@ pub use workflow::WorkflowSettings;
 
 mod oauth;
 pub mod otlp;
+pub mod reference;
 pub mod template;
 mod workflow;
 

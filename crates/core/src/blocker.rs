@@ -84,33 +84,35 @@ impl BlockerKind {
     pub const fn meaning(self) -> &'static str {
         match self {
             Self::AmbiguousArguments => {
-                "The call's arguments would be read differently by the server than by the gate (an alias of \
-                 the key it reads, a non-integer number, an undeclared key, a wrong type): resend them in the \
-                 server's own form."
+                "The call's arguments would be read differently by the server than by the gate: an alias of the \
+                 key it reads, a non-integer number, an undeclared key, a wrong type."
             }
-            Self::RoleNotPermitted => "The role may not make this call: hand the work to the role that may.",
+            Self::RoleNotPermitted => {
+                "The role may never make this call (its `[roles]` policy or a `[[rules]]` entry)."
+            }
             Self::ProtectedBranch => {
                 "The call writes, deletes, creates over or renames a protected branch, or writes a protected \
-                 path ([workflow] protected_branches, protected_paths): go through a pull request."
+                 path (`[workflow] protected_branches`, `protected_paths`)."
             }
             Self::RuntimeReconnectRequired => {
-                "A hard runtime diagnostic holds (an unsupported environment key, a stale runtime): fix it and \
-                 restart the server."
+                "A hard runtime diagnostic holds: an unsupported environment key, or a stale runtime (the \
+                 checkout's revision moved under the running server)."
             }
             Self::SessionAttachmentMissing => "No live worker owns the session (missing, expired, unbound).",
-            Self::WorkerFenced => "The worker's fencing epoch or expectations no longer match: it must stop.",
-            Self::FleetInventoryBlocked => {
-                "The fleet inventory is not satisfied (a member missing, a duplicate, an unexpected server, \
-                 mixed cohorts or revisions): the operator action names what to start or stop."
+            Self::WorkerFenced => {
+                "The worker's fencing epoch or expectations no longer match: a newer generation owns it."
             }
-            Self::ReviewLeaseRequired => "A review decision without a live review lease on the PR: claim one first.",
-            Self::StaleHead => "A lease or a claim names a head that is no longer the PR's head: claim the new head.",
+            Self::FleetInventoryBlocked => {
+                "The fleet inventory is not satisfied: a member missing, a duplicate, an unexpected server, \
+                 mixed cohorts or revisions, or a row the host's processes do not corroborate."
+            }
+            Self::ReviewLeaseRequired => "A review decision without a live review lease on the PR.",
+            Self::StaleHead => "A lease or a claim names a head that is no longer the PR's head.",
             Self::ApprovalRequired => {
                 "A merge without a merge lease and an independent approval at the PR's current head."
             }
             Self::ApprovalPending => {
-                "A rule asks an operator about this exact call and no answer has come yet: `fleetgate approvals \
-                 approve ID`, then retry the identical call."
+                "A `[[rules]]` entry with `decision = \"ask\"` matched this exact call and no operator has answered yet."
             }
             Self::ApprovalDenied => "An operator refused this exact call.",
             Self::ReviewLeaseHeld => "Another worker holds a live lease on the PR.",
@@ -121,16 +123,60 @@ impl BlockerKind {
             Self::IssueLockHeld => "Another author holds the issue lock of an issue the call references.",
             Self::ForgeUnavailable => "The forge did not report the PR's current head, so the workflow fails closed.",
             Self::ToolDefinitionChanged => {
-                "The downstream changed the tool's definition since it was pinned ([tools] pin = \"enforce\"): \
-                 review it, then `fleetgate tools accept`."
+                "The downstream changed the tool's definition since it was pinned (`[tools] pin = \"enforce\"`)."
             }
             Self::AuditUnavailable => {
                 "The call's audit entry could not be made durable in time: a mutation is never forwarded \
                  unaudited."
             }
+            Self::StoreReplaced => "The store file this process opened was deleted or replaced under it.",
+        }
+    }
+
+    /// What the operator (or the agent) does about it, in general; a refusal's own
+    /// `operator_action` names the case at hand (the pid, the PR, the request id).
+    pub const fn operator_action(self) -> &'static str {
+        match self {
+            Self::AmbiguousArguments => {
+                "Send the call again with each argument once, under the key the tool's schema names, in its type."
+            }
+            Self::RoleNotPermitted => "Hand the work to the role whose policy allows the call.",
+            Self::ProtectedBranch => {
+                "Change the branch through a pull request that an independent reviewer approves and the merger merges."
+            }
+            Self::RuntimeReconnectRequired => {
+                "Unset the unsupported key or update the checkout, then restart the server (the client reconnects it)."
+            }
+            Self::SessionAttachmentMissing => {
+                "Start the member through `fleetgate serve` (it registers and heartbeats), or `fleetgate worker register`."
+            }
+            Self::WorkerFenced => "Stop the fenced server and start a fresh session; never renew the old one.",
+            Self::FleetInventoryBlocked => {
+                "Start the missing member or stop the extra one the refusal names (`fleetgate inventory` shows the fleet)."
+            }
+            Self::ReviewLeaseRequired => "Claim the PR for review at its current head (`claim_review`), then decide.",
+            Self::StaleHead => "Claim the PR again at its new head and review that head.",
+            Self::ApprovalRequired => {
+                "Have an independent reviewer approve the current head, then claim the merge at that head."
+            }
+            Self::ApprovalPending => {
+                "`fleetgate approvals list`, then `fleetgate approvals approve ID --reason …`; the agent retries the identical call."
+            }
+            Self::ApprovalDenied => "Change the call, or ask the operator again with a new request.",
+            Self::ReviewLeaseHeld => "Wait for the other worker's lease to end or be released, or work on another PR.",
+            Self::ReviewDecisionLocked => "Finish the locked PR first: its lock ends when that PR is merged or closed.",
+            Self::IssueLockHeld => {
+                "Leave the issue to the author that holds it, or wait for its PR to be merged or closed."
+            }
+            Self::ForgeUnavailable => "Check that the forge (the downstream) answers for the repository, then retry.",
+            Self::ToolDefinitionChanged => {
+                "Review the changed definition, then `fleetgate tools accept TOOL`, or pin the server's version."
+            }
+            Self::AuditUnavailable => {
+                "Make the store reachable and writable again (a full disk, a lock held on it, PostgreSQL down), then retry."
+            }
             Self::StoreReplaced => {
-                "The store file this process opened was deleted or replaced under it: restart the server on the \
-                 fleet's store."
+                "Put the store file back at its path, or restart the server so it opens the store now at that path."
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The reference pages under `docs/reference/` are generated from the code — the commands
 //! from the clap definitions, the environment keys from core's declaration, the blockers from
-//! core's table in precedence order — and this test fails when one is stale. Regenerate with
+//! core's table in precedence order, the configuration keys from `fleetgate_config::reference` — and this test fails when one is stale. Regenerate with
 //! `FLEETGATE_BLESS_DOCS=1 cargo test -p fleetgate --test it docs`.
 
 use clap::CommandFactory as _;
@@ -80,17 +80,22 @@ fn blockers() -> String {
     let mut out = format!(
         "{GENERATED}# Blockers\n\nWhat a refused call names in `blocker_kind`, in the gate's precedence order: when \
          several hold, the first listed is the one reported. Each refusal also carries its reasons and the operator \
-         action for the case at hand.\n\n| # | Blocker | Meaning |\n| --- | --- | --- |\n"
+         action for the case at hand; the action below is the general one.\n\n| # | Blocker | Meaning | Operator action |\n| --- | --- | --- | --- |\n"
     );
     for (i, kind) in BlockerKind::ALL.iter().enumerate() {
-        let _ = writeln!(out, "| {} | `{}` | {} |", i + 1, kind.as_str(), kind.meaning());
+        let _ = writeln!(out, "| {} | `{}` | {} | {} |", i + 1, kind.as_str(), kind.meaning(), kind.operator_action());
     }
     out
 }
 
 #[test]
 fn the_generated_reference_pages_are_current() {
-    let pages = [("commands.md", commands()), ("environment.md", environment()), ("blockers.md", blockers())];
+    let pages = [
+        ("commands.md", commands()),
+        ("config.md", format!("{GENERATED}{}", fleetgate_config::reference::render())),
+        ("environment.md", environment()),
+        ("blockers.md", blockers()),
+    ];
     let bless = fleetgate_testkit::pg::harness_env("FLEETGATE_BLESS_DOCS").is_some();
     let mut stale = Vec::new();
     for (file, content) in pages {

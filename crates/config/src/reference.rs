@@ -1,0 +1,407 @@
+//! Every key of `fleet.toml`, as data: the reference page `docs/reference/config.md` is
+//! rendered from it, and a test asks the parser itself which keys each table accepts (the
+//! "expected one of" of an unknown key), so a key added to the parser and not here, or
+//! documented here and not parsed, fails the build's tests.
+
+use std::fmt::Write as _;
+
+/// One table of the file.
+#[derive(Debug)]
+pub struct Table {
+    /// The table as written (`[fleet]`, `[[members]]`, `[roles.ROLE]`; `` for the top level).
+    pub header: &'static str,
+    /// What the table is for.
+    pub about: &'static str,
+    /// Its keys, in the order the page lists them.
+    pub keys: &'static [Key],
+}
+
+/// One key of a table.
+#[derive(Debug)]
+pub struct Key {
+    /// The key.
+    pub name: &'static str,
+    /// Its type and its default when absent (`required` when it has none).
+    pub default: &'static str,
+    /// What it does, and the values it accepts.
+    pub meaning: &'static str,
+}
+
+const fn key(name: &'static str, default: &'static str, meaning: &'static str) -> Key {
+    Key { name, default, meaning }
+}
+
+/// Every table, in the order of the page.
+pub const TABLES: &[Table] = &[
+    Table {
+        header: "",
+        about: "The file's top level holds only the tables below; every key of every table is optional unless \
+                marked required, and an unknown key anywhere is refused with the file and line.",
+        keys: &[
+            key("fleet", "table", "The fleet's name, prefixes, heartbeat TTL, process observation and forge profile."),
+            key("binding", "table (unset)", "The repository every member must be bound to."),
+            key("members", "array of tables, required", "The roster: at least one member."),
+            key("supervision", "table", "Restarts of background loops and of the downstream child."),
+            key("roles", "tables (unset)", "Per-role tool policy, one `[roles.ROLE]` table per role."),
+            key("tools", "table", "Tool classification overrides and tool-definition pinning."),
+            key("http", "table", "Principals and bounds of `fleetgate serve --transport http`."),
+            key("rules", "array of tables (none)", "Argument-aware policy rules, checked before the forge profile's."),
+            key("workflow", "table", "The pull-request workflow (with `forge = \"gitea-mcp\"`)."),
+            key("downstream", "table", "What the downstream server is given."),
+            key("tracing", "table (unset)", "OpenTelemetry export of the spans."),
+            key("metrics", "table (unset)", "A stdio gateway's own `GET /metrics` listener."),
+            key("audit", "table", "What each judged call's audit entry keeps."),
+            key("approvals", "table", "Calls a `[[rules]]` entry with `decision = \"ask\"` matches."),
+        ],
+    },
+    Table {
+        header: "[fleet]",
+        about: "Who the fleet is.",
+        keys: &[
+            key("name", "string, `\"prgs\"`", "The fleet's name: its runtime rows and workers are scoped by it."),
+            key(
+                "env_prefix",
+                "string, `\"GITEA_\"`",
+                "The prefix of the operator environment keys this fleet owns: upper-case letters, digits and `_`. \
+                 A set key of this prefix that fleetgate does not declare is refused (`fleetgate env check`).",
+            ),
+            key(
+                "tool_prefix",
+                "string, `\"fleet_\"` (the built-in roster: `\"gitea_\"`)",
+                "The prefix of the control tools a gateway serves (`fleet_heartbeat`, `fleet_inventory`, …).",
+            ),
+            key(
+                "heartbeat_ttl_seconds",
+                "number, `900`",
+                "A worker lease lives this long past its last renewal: 1 to 604800.",
+            ),
+            key(
+                "process_match",
+                "list of strings, `[\"mcp_server.py\"]`",
+                "Substrings of a process's command line that make it a fleet server for the inventory's \
+                 observation of the host (`gitea-mcp` for the gitea-mcp profile). A gateway's own downstream \
+                 child is never counted as a second member.",
+            ),
+            key(
+                "pass_through_env",
+                "list of strings, `[]`",
+                "Keys of `env_prefix` that belong to the downstream server (its host, its token): passed to it \
+                 and not judged by the environment gate.",
+            ),
+            key(
+                "forge",
+                "string (unset)",
+                "The forge profile: `\"gitea-mcp\"` turns on argument-aware policy for the official Gitea MCP \
+                 server and the pull-request workflow.",
+            ),
+        ],
+    },
+    Table {
+        header: "[binding]",
+        about: "The repository every member must be bound to; a member bound elsewhere is a mismatch.",
+        keys: &[
+            key("remote", "string, required", "The forge remote's name; the first part of every PR key."),
+            key("org", "string, required", "The owner (organisation or user)."),
+            key("repo", "string, required", "The repository."),
+        ],
+    },
+    Table {
+        header: "[[members]]",
+        about: "One table per member of the roster; namespaces and profiles are unique.",
+        keys: &[
+            key(
+                "namespace",
+                "string, required",
+                "The MCP server's name in the clients' configurations (`gitea-author`).",
+            ),
+            key("profile", "string, required", "The member's profile, as `fleetgate serve --profile` names it."),
+            key("role", "string, required", "Its role: what it may do (`author`, `reviewer`, `merger`, …)."),
+        ],
+    },
+    Table {
+        header: "[supervision]",
+        about: "Restarts of background loops and of the downstream child.",
+        keys: &[
+            key(
+                "backoff_seconds",
+                "list of numbers, `[0.1, 0.5, 1, 2, 5]`",
+                "Delays before the 1st, 2nd, … restart of a failed task; the last repeats. Each `>= 0`.",
+            ),
+            key("failure_budget", "integer, `5`", "Failures a task may have before its flow is quarantined. `>= 1`."),
+            key(
+                "quarantine_backoff_seconds",
+                "list of numbers, `[30, 60, 120, 300]`",
+                "Lengths of a flow's consecutive quarantines; the last repeats (the cap).",
+            ),
+            key(
+                "healthy_reset_seconds",
+                "number, `600`",
+                "A run this long counts as healthy: it refills the budget and resets the escalation. `> 0`.",
+            ),
+            key("jitter_ratio", "number, `0.2`", "Fraction by which a delay may be shortened at random. `0 <= r < 1`."),
+            key(
+                "stop_grace_seconds",
+                "number, `5`",
+                "How long a cancelled task may take to stop before it is aborted.",
+            ),
+        ],
+    },
+    Table {
+        header: "[roles.ROLE]",
+        about: "A role's tool policy; `ROLE` must be a role of the roster. No table: every tool. `deny` wins.",
+        keys: &[
+            key("allow", "list of globs (unset: all)", "Tools the role may call."),
+            key("deny", "list of globs, `[]`", "Tools the role may never call."),
+        ],
+    },
+    Table {
+        header: "[tools]",
+        about: "Classification overrides (globs over tool names) and pinning of the downstream's tool definitions.",
+        keys: &[
+            key("read_only", "list of globs, `[]`", "Tools classified read-only whatever the downstream says."),
+            key("mutating", "list of globs, `[]`", "Tools classified mutating whatever the downstream says (wins)."),
+            key(
+                "pin",
+                "`\"record\"`, `\"enforce\"` or `\"off\"`; `\"record\"`",
+                "`record` pins each tool's first definition and reports a change; `enforce` also refuses calls \
+                 of a changed tool (`tool_definition_changed`) until `fleetgate tools accept`; `off` neither.",
+            ),
+        ],
+    },
+    Table {
+        header: "[http]",
+        about: "Principals and bounds of `fleetgate serve --transport http`.",
+        keys: &[
+            key(
+                "tokens_file",
+                "path (unset)",
+                "Lines of `sha256-hex  client-name  [profile…]`; relative to the config file's directory.",
+            ),
+            key("max_attachments", "integer, `64`", "Live attachments (each runs a downstream) at most: 1 to 4096."),
+            key(
+                "max_attachments_per_principal",
+                "integer, `16`",
+                "Live attachments one principal may hold: 1 to `max_attachments`.",
+            ),
+            key("max_connections", "integer, `512`", "Open connections at most: 1 to 65536."),
+            key(
+                "header_timeout_seconds",
+                "number, `10`",
+                "How long a request head may take: more than 0, at most 600.",
+            ),
+            key("body_timeout_seconds", "number, `30`", "How long a request body may take: more than 0, at most 600."),
+            key("oauth", "table (unset)", "The authorization server whose access tokens are accepted."),
+        ],
+    },
+    Table {
+        header: "[http.oauth]",
+        about: "OAuth 2.1 resource server: RS256/ES256 access tokens of one issuer, checked against its JWKS.",
+        keys: &[
+            key("issuer", "URL, required", "The issuer (`iss`): `https://`, or `http://` on a loopback host."),
+            key(
+                "audience",
+                "URL, required",
+                "This gateway's resource identifier (`aud`), as the RFC 9728 metadata names it.",
+            ),
+            key("jwks_uri", "URL (unset: the issuer's discovery document)", "Where the signing keys are."),
+            key("principal_claim", "string, `\"sub\"`", "The claim that names the caller."),
+            key("profiles_claim", "string (unset)", "A claim listing the profiles the caller may attach as."),
+            key("leeway_seconds", "integer, `60`", "Clock skew allowed on `exp` and `nbf`: 0 to 300."),
+            key(
+                "jwks_cooldown_seconds",
+                "integer, `30`",
+                "An unknown key id refetches the JWKS at most once per this: 0 to 3600.",
+            ),
+            key("principals", "array of tables (none)", "Subjects mapped to principal names and profiles."),
+        ],
+    },
+    Table {
+        header: "[[http.oauth.principals]]",
+        about: "One subject of the issuer, mapped.",
+        keys: &[
+            key("subject", "string, required", "The value of `principal_claim`."),
+            key("name", "string (unset: the subject)", "The principal's name in the audit and the bounds."),
+            key("profiles", "list of strings, `[]`", "Profiles it may attach as (none: any)."),
+        ],
+    },
+    Table {
+        header: "[[rules]]",
+        about: "Argument-aware policy, checked before the forge profile's; the first matching rule decides.",
+        keys: &[
+            key("tool", "string, required", "The tool's name."),
+            key(
+                "args",
+                "table of JSON pointers (none)",
+                "`\"/name\" = [values…]`, `\"present\"` or `\"absent\"`: all must hold for the rule to match.",
+            ),
+            key("roles", "list of strings, required", "Roles that may make the call (`\"*\"`: any)."),
+            key(
+                "class",
+                "`\"read_only\"` or `\"mutating\"` (unset)",
+                "The call's class; unset keeps the next matching rule's.",
+            ),
+            key(
+                "action",
+                "string (unset)",
+                "A workflow action (`merge`, `review`, `open`, `edit`, `close`, `push`); unset keeps the next matching rule's.",
+            ),
+            key(
+                "decision",
+                "`\"allow\"` or `\"ask\"`; `\"allow\"`",
+                "`ask`: a permitted role's call waits for an operator's approval of that exact call.",
+            ),
+        ],
+    },
+    Table {
+        header: "[workflow]",
+        about: "The pull-request workflow (with `forge = \"gitea-mcp\"`).",
+        keys: &[
+            key(
+                "lease_ttl_seconds",
+                "integer, `600`",
+                "A PR lease lives this long past its holder's last gated call on the PR: 1 to 86400.",
+            ),
+            key(
+                "independent_review",
+                "`\"session\"`, `\"client\"` or `\"off\"`; `\"session\"`",
+                "Which approvals count: from another client session than the PR's author, another client, or any.",
+            ),
+            key(
+                "forge_command",
+                "list of strings, `[]`",
+                "How the CLI starts the forge server to read a PR's head (`[\"gitea-mcp\", \"-t\", \"stdio\"]`).",
+            ),
+            key(
+                "default_branch",
+                "string, `\"main\"`",
+                "Protected even when the forge does not say it is the default.",
+            ),
+            key("protected_branches", "list of globs, `[]`", "More protected branches."),
+            key(
+                "protected_paths",
+                "list of globs, the workflow directories",
+                "Paths no gated call may write (`.gitea/workflows/**`, `.github/workflows/**`, `.forgejo/workflows/**`).",
+            ),
+            key(
+                "decision_lock",
+                "boolean, `true`",
+                "A reviewer session that decided on a PR decides on no other until that one is merged or closed.",
+            ),
+            key(
+                "issue_lock",
+                "boolean, `true`",
+                "An author's PR that references an issue another author holds is refused.",
+            ),
+        ],
+    },
+    Table {
+        header: "[downstream]",
+        about: "What the downstream server is given besides the basics (`PATH`, `HOME`, the locale, …).",
+        keys: &[key(
+            "pass_env",
+            "list of strings, `[]`",
+            "Names, or `NAME_*` prefixes, outside `env_prefix` to pass on (`HTTPS_PROXY`, `NODE_*`).",
+        )],
+    },
+    Table {
+        header: "[tracing]",
+        about: "OpenTelemetry export of the spans (the `OTEL_EXPORTER_OTLP_*` environment wins).",
+        keys: &[key(
+            "otlp_endpoint",
+            "URL (unset)",
+            "A base URL, `http://HOST[:PORT][/PATH]`; `/v1/traces` is appended.",
+        )],
+    },
+    Table {
+        header: "[metrics]",
+        about: "A stdio gateway's own `GET /metrics` listener (`--metrics-listen` wins).",
+        keys: &[
+            key("listen", "address (unset)", "`ip:port`; port 0 picks one."),
+            key(
+                "allow_remote",
+                "boolean, `false`",
+                "Allow a non-loopback `listen` (then `FLEETGATE_METRICS_TOKEN` is required).",
+            ),
+        ],
+    },
+    Table {
+        header: "[audit]",
+        about: "What each judged call's audit entry keeps.",
+        keys: &[key(
+            "arguments",
+            "`\"full\"`, `\"digest\"` or `\"off\"`; `\"full\"`",
+            "The call's arguments, only their digest, or neither.",
+        )],
+    },
+    Table {
+        header: "[approvals]",
+        about: "Operator approval of one exact call.",
+        keys: &[
+            key("wait_seconds", "integer, `120`", "How long the gateway holds an asked call for an answer: 0 to 3600."),
+            key("ttl_seconds", "integer, `600`", "How long an approval covers the identical call, once: 1 to 86400."),
+            key(
+                "may_override",
+                "list of blocker literals, `[]`",
+                "Refusals an operator may override, one exact call at a time (never the workflow's own).",
+            ),
+        ],
+    },
+];
+
+/// The reference page, as Markdown.
+pub fn render() -> String {
+    let mut out = String::from(
+        "# Configuration keys\n\nEvery key of `fleet.toml` (`--config FILE`; default \
+         `$XDG_CONFIG_HOME/fleetgate/fleet.toml`, else the built-in five-member roster). `fleetgate init` \
+         writes a commented first file.\n",
+    );
+    for table in TABLES {
+        let title = if table.header.is_empty() { "The top level".to_owned() } else { format!("`{}`", table.header) };
+        let _ = write!(
+            out,
+            "\n## {title}\n\n{}\n\n| Key | Type and default | Meaning |\n| --- | --- | --- |\n",
+            table.about
+        );
+        for k in table.keys {
+            let _ = writeln!(out, "| `{}` | {} | {} |", k.name, k.default, k.meaning);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keys the parser accepts in a table, read from its own "unknown field" error.
+    fn accepted(header: &str) -> Vec<String> {
+        let header = header.replace("ROLE", "author");
+        let text = format!("{header}\nzz_not_a_key = 1\n");
+        let err = crate::FleetConfig::parse(&text, "probe.toml").expect_err("an unknown key is refused");
+        let msg = err.to_string();
+        let Some((_, list)) = msg.split_once("expected ") else { panic!("{header}: {msg}") };
+        // "expected `a`", "expected `a` or `b`", "expected one of `a`, `b`, `c`": the quoted words.
+        list.split('`').skip(1).step_by(2).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn every_table_documents_exactly_the_keys_the_parser_accepts() {
+        for table in TABLES {
+            let mut want = accepted(table.header);
+            want.sort();
+            let mut have: Vec<String> = table.keys.iter().map(|k| k.name.to_owned()).collect();
+            have.sort();
+            assert_eq!(have, want, "{:?}: documented keys vs the parser's", table.header);
+        }
+    }
+
+    #[test]
+    fn the_page_lists_every_key() {
+        let page = render();
+        for table in TABLES {
+            for k in table.keys {
+                assert!(page.contains(&format!("| `{}` |", k.name)), "{}", k.name);
+            }
+        }
+    }
+}
