@@ -50,7 +50,7 @@ pub fn parse_remote(url: &str) -> Option<Remote> {
 pub fn gitea_mcp_config(remote_name: &str, remote: &Remote) -> String {
     let mut text = format!(
         "# fleetgate roster for {org}/{repo} on {host}, written by `fleetgate init --forge gitea-mcp`.\n\
-         # Every key is documented in the README (\"Roster configuration\"); `fleetgate doctor` checks\n\
+         # Every key is in the book, docs/reference/config.md (\"Configuration keys\"); `fleetgate doctor` checks\n\
          # your clients against it.\n\n\
          [fleet]\n\
          name = \"{repo}\"\n\

@@ -133,51 +133,57 @@ impl BlockerKind {
         }
     }
 
-    /// What the operator (or the agent) does about it, in general; a refusal's own
-    /// `operator_action` names the case at hand (the pid, the PR, the request id).
+    /// What the operator (or the agent) does about it, in general: the one text a refusal
+    /// of this kind carries unless the case at hand names more (the duplicate's pid, the
+    /// approval request's id).
     pub const fn operator_action(self) -> &'static str {
         match self {
-            Self::AmbiguousArguments => {
-                "Send the call again with each argument once, under the key the tool's schema names, in its type."
-            }
-            Self::RoleNotPermitted => "Hand the work to the role whose policy allows the call.",
-            Self::ProtectedBranch => {
-                "Change the branch through a pull request that an independent reviewer approves and the merger merges."
-            }
+            Self::AmbiguousArguments => crate::forge_call::AMBIGUOUS_ACTION,
+            Self::RoleNotPermitted => "hand this work to a role whose policy allows the call",
+            Self::ProtectedBranch => crate::protect::PROTECTED_ACTION,
             Self::RuntimeReconnectRequired => {
-                "Unset the unsupported key or update the checkout, then restart the server (the client reconnects it)."
+                "unset the unsupported key or bring the checkout back to the server's revision, then restart the \
+                 server (its client reconnects it)"
             }
-            Self::SessionAttachmentMissing => {
-                "Start the member through `fleetgate serve` (it registers and heartbeats), or `fleetgate worker register`."
-            }
-            Self::WorkerFenced => "Stop the fenced server and start a fresh session; never renew the old one.",
+            Self::SessionAttachmentMissing => crate::capability::ATTACH_ACTION,
+            Self::WorkerFenced => crate::capability::FENCED_ACTION,
             Self::FleetInventoryBlocked => {
-                "Start the missing member or stop the extra one the refusal names (`fleetgate inventory` shows the fleet)."
+                "start the missing member or stop the extra process the reasons name (fleetgate inventory shows the \
+                 fleet)"
             }
-            Self::ReviewLeaseRequired => "Claim the PR for review at its current head (`claim_review`), then decide.",
-            Self::StaleHead => "Claim the PR again at its new head and review that head.",
+            Self::ReviewLeaseRequired => {
+                "claim a review lease on the PR at its current head (<prefix>claim_pr_lease) before deciding"
+            }
+            Self::StaleHead => {
+                "the PR has a new head: read it, claim a lease at it and review that head; earlier decisions do not \
+                 carry over"
+            }
             Self::ApprovalRequired => {
-                "Have an independent reviewer approve the current head, then claim the merge at that head."
+                "get an independent approval at the PR's current head and hold a merge lease at that head, then merge"
             }
             Self::ApprovalPending => {
-                "`fleetgate approvals list`, then `fleetgate approvals approve ID --reason …`; the agent retries the identical call."
+                "an operator answers: fleetgate approvals list, then fleetgate approvals approve ID --reason R (or \
+                 deny); the agent then retries the identical call"
             }
-            Self::ApprovalDenied => "Change the call, or ask the operator again with a new request.",
-            Self::ReviewLeaseHeld => "Wait for the other worker's lease to end or be released, or work on another PR.",
-            Self::ReviewDecisionLocked => "Finish the locked PR first: its lock ends when that PR is merged or closed.",
+            Self::ApprovalDenied => "change the call, or ask the operator again: a new call is a new request",
+            Self::ReviewLeaseHeld => {
+                "wait for the holder to finish or its lease to expire, or have an operator release it (fleetgate pr \
+                 release)"
+            }
+            Self::ReviewDecisionLocked => crate::decision_lock::LOCKED_ACTION,
             Self::IssueLockHeld => {
-                "Leave the issue to the author that holds it, or wait for its PR to be merged or closed."
+                "work another issue, or wait for the holder's issue lock to be released or expire (fleetgate pr \
+                 release)"
             }
-            Self::ForgeUnavailable => "Check that the forge (the downstream) answers for the repository, then retry.",
-            Self::ToolDefinitionChanged => {
-                "Review the changed definition, then `fleetgate tools accept TOOL`, or pin the server's version."
+            Self::ForgeUnavailable => {
+                "the forge did not report the PR's head; check the downstream server and the PR number, then retry"
             }
+            Self::ToolDefinitionChanged => crate::capability::TOOL_CHANGED_ACTION,
             Self::AuditUnavailable => {
-                "Make the store reachable and writable again (a full disk, a lock held on it, PostgreSQL down), then retry."
+                "make the store reachable and writable again (a full disk, a lock held on it, PostgreSQL down), then \
+                 retry"
             }
-            Self::StoreReplaced => {
-                "Put the store file back at its path, or restart the server so it opens the store now at that path."
-            }
+            Self::StoreReplaced => crate::capability::STORE_REPLACED_ACTION,
         }
     }
 }

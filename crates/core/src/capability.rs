@@ -381,9 +381,9 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
     allowed(&verdict)
 }
 
-const FENCED_ACTION: &str =
+pub(crate) const FENCED_ACTION: &str =
     "stop this server: a newer generation owns its worker; start a fresh session rather than renewing the old one";
-const ATTACH_ACTION: &str =
+pub(crate) const ATTACH_ACTION: &str =
     "attach a live worker to this session (fleetgate worker register) and keep its heartbeat running";
 
 /// The operator action of `tool_definition_changed`.

@@ -2,7 +2,7 @@
 //!
 //! `gitea-mcp`: the official Gitea MCP server (`gitea.com/gitea/gitea-mcp`), v1.x, whose
 //! consolidated tools fold many operations into one tool chosen by a `method` argument. The
-//! role matrix is the fleet's (README, "Argument-aware policy"); tool names, `method` values and argument names are the server's
+//! role matrix is the fleet's (docs/policy.md, "Argument-aware policy"); tool names, `method` values and argument names are the server's
 //! own, read from its source ([`GITEA_MCP_SOURCE`]; the digest is
 //! `crates/testkit/src/forge/GITEA_MCP.md`). Every reader is read-only for
 //! every role; every write names the `method` values the server has and the roles that may

@@ -307,30 +307,9 @@ impl Refusal {
     }
 }
 
-/// The operator action of a workflow blocker.
+/// The operator action of a workflow blocker: the blocker's own.
 pub fn action(kind: BlockerKind) -> &'static str {
-    match kind {
-        BlockerKind::ReviewLeaseRequired => {
-            "claim a review lease on the PR at its current head (<prefix>claim_pr_lease) before deciding"
-        }
-        BlockerKind::StaleHead => {
-            "the PR has a new head: read it, claim a lease at it and review that head; earlier decisions do not carry over"
-        }
-        BlockerKind::ApprovalRequired => {
-            "get an independent approval at the PR's current head and hold a merge lease at that head, then merge"
-        }
-        BlockerKind::ReviewLeaseHeld => {
-            "wait for the holder to finish or its lease to expire, or have an operator release it (fleetgate pr release)"
-        }
-        BlockerKind::ForgeUnavailable => {
-            "the forge did not report the PR's head; check the downstream server and the PR number, then retry"
-        }
-        BlockerKind::ReviewDecisionLocked => crate::decision_lock::LOCKED_ACTION,
-        BlockerKind::IssueLockHeld => {
-            "work another issue, or wait for the holder's issue lock to be released or expire (fleetgate pr release)"
-        }
-        _ => "resolve the blocker named in the reasons",
-    }
+    kind.operator_action()
 }
 
 fn short(sha: &str) -> &str {

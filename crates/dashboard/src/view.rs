@@ -23,7 +23,7 @@ pub const REFUSALS_SHOWN: usize = 20;
 /// Audit entries read per look; refusals are found among these.
 pub const AUDIT_WINDOW: usize = 500;
 
-/// Everything the page renders (documented field by field in the README).
+/// Everything the page renders (documented field by field in docs/dashboard.md).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FleetView {
     /// Bumped each time what the page shows changes (the SSE event id).

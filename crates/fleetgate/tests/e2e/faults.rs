@@ -343,7 +343,7 @@ fn a_filesystem_the_kernel_turns_read_only_refuses_mutations_and_a_restart_after
     let pid = g.pid();
     // On disk, not only in the page cache: under `synchronous = NORMAL` a commit reaches the
     // disk with the filesystem's next journal commit, and an aborted journal loses what had not
-    // (as a crash would; README "The audit log").
+    // (as a crash would; docs/policy.md, "The audit log").
     let synced = Command::new("sync").arg("-f").arg(format!("/proc/{pid}/root{}", mount.display())).status();
     assert!(synced.unwrap().success());
     ext4.fail();

@@ -88,6 +88,31 @@ fn blockers() -> String {
     out
 }
 
+/// `<` and `>` outside code spans escaped, so `<PREFIX>` in a help text shows as written
+/// instead of vanishing into the book's HTML as an unknown tag.
+fn escape_angles(page: &str) -> String {
+    let mut out = String::with_capacity(page.len());
+    let mut in_code = false;
+    for (i, line) in page.split_inclusive('\n').enumerate() {
+        if i == 0 && line.starts_with("<!--") {
+            out.push_str(line);
+            continue;
+        }
+        for c in line.chars() {
+            match c {
+                '`' => {
+                    in_code = !in_code;
+                    out.push(c);
+                }
+                '<' if !in_code => out.push_str("&lt;"),
+                '>' if !in_code => out.push_str("&gt;"),
+                _ => out.push(c),
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn the_generated_reference_pages_are_current() {
     let pages = [
@@ -99,6 +124,7 @@ fn the_generated_reference_pages_are_current() {
     let bless = fleetgate_testkit::pg::harness_env("FLEETGATE_BLESS_DOCS").is_some();
     let mut stale = Vec::new();
     for (file, content) in pages {
+        let content = escape_angles(&content);
         let path = docs().join(file);
         if bless {
             std::fs::create_dir_all(docs()).unwrap();

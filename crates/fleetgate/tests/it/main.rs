@@ -1,6 +1,7 @@
 //! fleetgate's integration tests: one binary, one module per topic.
 
 mod audit;
+mod book;
 mod cli;
 mod concurrency;
 mod docs;
