@@ -17,6 +17,7 @@ pub mod clients;
 pub mod diff;
 pub mod edit;
 pub mod findings;
+pub mod probe;
 pub mod read;
 pub mod repair;
 pub mod report;

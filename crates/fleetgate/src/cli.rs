@@ -8,6 +8,7 @@ pub mod dashboard;
 pub mod debug;
 pub mod demo;
 pub mod doctor;
+pub mod examples;
 pub mod gate;
 pub mod init;
 pub mod inventory;

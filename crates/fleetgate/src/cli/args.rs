@@ -2,6 +2,7 @@
 //! text here and validated in the command, so a bad value is a clear error
 //! with exit 1, while a malformed command line is a usage error with exit 2.
 
+use crate::cli::examples;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -29,9 +30,11 @@ pub struct Cli {
 pub enum Command {
     /// Run the MCP gateway for one roster member on stdio, in front of an optional downstream
     /// MCP server: `fleetgate serve --profile P [-- DOWNSTREAM ARGV…]`.
+    #[command(after_help = examples::SERVE)]
     Serve(Box<ServeArgs>),
     /// Serve the live fleet page (read-only but for approval answers, with its token):
     /// `fleetgate dashboard [--listen 127.0.0.1:8760]`, `/api/fleet`, `/events`, `/metrics`.
+    #[command(after_help = examples::DASHBOARD)]
     Dashboard(Box<DashboardArgs>),
     /// Tell the fleet's story with real processes on a throwaway store.
     ///
@@ -54,6 +57,7 @@ pub enum Command {
     /// (default: $XDG_CONFIG_HOME/fleetgate/fleet.toml) — never over an existing file unless
     /// `--force` (which keeps a backup). With `--client claude-code --client codex` it shows
     /// the doctor's repair of those clients, and writes it with `--apply`.
+    #[command(after_help = examples::INIT)]
     Init(InitArgs),
     /// Print the manual page (roff).
     ///
@@ -76,6 +80,7 @@ pub enum Command {
     Runtime(RuntimeCommand),
     /// Assess the fleet: runtime rows against this host's own process observation
     /// (exit 0 gate open, 3 gate closed, 1 not assessable).
+    #[command(after_help = examples::INVENTORY)]
     Inventory {
         /// Who is answering (changes no field of the verdict but `answering_namespace`).
         #[arg(long)]
@@ -86,6 +91,7 @@ pub enum Command {
     Env(EnvCommand),
     /// Evaluate the mutation gate for one tool, with diagnostics and inventory taken live
     /// (exit 0 allowed, 3 blocked).
+    #[command(after_help = examples::CAPABILITY)]
     Capability {
         /// The deciding server's profile.
         #[arg(long)]
@@ -104,13 +110,14 @@ pub enum Command {
         arguments: Option<String>,
     },
     /// Calls a rule asks an operator about: list them, approve or deny one exact call.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::APPROVALS)]
     Approvals(ApprovalsCommand),
     /// A rule change previewed: `rules test` judges the audited history again by the rules
     /// of `--config` (exit 0 nothing flips, 3 something flips); `rules diff OLD NEW`.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::RULES)]
     Rules(RulesCommand),
     /// The audit log of mutation-gate decisions.
+    #[command(after_help = examples::AUDIT)]
     Audit {
         /// Only entries at or after this time (YYYY-MM-DDTHH:MM:SSZ).
         #[arg(long)]
@@ -121,12 +128,13 @@ pub enum Command {
     },
     /// Check each LLM client's MCP configuration against the roster (exit 0 clean, 3 findings,
     /// 1 a file that cannot be read); `--fix` shows the repair, `--fix --apply` writes it.
+    #[command(after_help = examples::DOCTOR)]
     Doctor(DoctorArgs),
     /// The pull-request workflow: review and merge leases, the decisions pinned to exact heads.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::PR)]
     Pr(PrCommand),
     /// Pinned downstream tool definitions: list them, accept a changed one.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::TOOLS)]
     Tools(ToolsCommand),
     /// Diagnostics for operators and tests (renewal loops, store soak).
     #[command(subcommand, hide = true)]

@@ -84,7 +84,7 @@ fn forge_stand_in(exe: &Path, path: &str) -> anyhow::Result<std::path::PathBuf> 
     if beside.is_file() {
         return Ok(beside);
     }
-    if let Some(found) = super::doctor::resolve(NAME, path) {
+    if let Some(found) = fleetgate_doctor::probe::resolve(NAME, path) {
         return Ok(found);
     }
     anyhow::bail!(

@@ -230,6 +230,26 @@ fn every_page_is_in_the_summary_and_every_link_lands() {
 }
 
 #[test]
+fn every_example_in_the_help_parses_with_the_real_cli() {
+    use clap::CommandFactory as _;
+    let cli = Cli::command();
+    let mut examples = Vec::new();
+    for sub in cli.get_subcommands() {
+        if let Some(text) = sub.get_after_help() {
+            examples.extend(text.to_string().lines().filter_map(|l| l.strip_prefix("  ")).map(str::to_owned));
+        }
+    }
+    assert!(examples.len() >= 20, "{examples:?}");
+    for line in examples {
+        let argv = words(&line);
+        assert_eq!(argv.first().map(String::as_str), Some("fleetgate"), "{line}");
+        if let Err(e) = Cli::try_parse_from(&argv) {
+            panic!("the help's example {line:?} does not parse: {e}");
+        }
+    }
+}
+
+#[test]
 fn a_synopsis_is_checked_in_both_its_forms() {
     let [bare, full] = forms("fleetgate pr list [--all] [--json]");
     assert_eq!((words(&bare), words(&full)), (words("fleetgate pr list"), words("fleetgate pr list --all --json")));

@@ -38,6 +38,10 @@ fn commands() -> String {
             if !args.is_empty() {
                 let _ = writeln!(out, "{}\n", args.join("\n"));
             }
+            if let Some(examples) = sub.get_after_help().map(ToString::to_string) {
+                let lines: Vec<&str> = examples.lines().filter_map(|l| l.strip_prefix("  ")).collect();
+                let _ = writeln!(out, "Examples:\n\n```sh\n{}\n```\n", lines.join("\n"));
+            }
             walk(sub, &full, out);
         }
     }
