@@ -38,6 +38,8 @@ mod workflow;
 pub struct FleetConfig {
     /// Where it came from: a path, or `built-in`.
     pub source: String,
+    /// The file it was loaded from, as given (`None`: built in, or parsed from text).
+    pub path: Option<PathBuf>,
     /// Fleet name.
     pub name: String,
     /// Operator env keys this fleet owns.
@@ -466,6 +468,7 @@ impl FleetConfig {
         members.sort();
         Self {
             source: "built-in".into(),
+            path: None,
             name: "prgs".into(),
             env_prefix: "GITEA_".into(),
             tool_prefix: "gitea_".into(),
@@ -620,6 +623,7 @@ impl FleetConfig {
             tools: raw.tools,
             supervision,
             source: source.to_owned(),
+            path: None,
             name: get(|f| f.name.clone()).unwrap_or(builtin.name),
             tool_prefix: get(|f| f.tool_prefix.clone()).unwrap_or_else(|| "fleet_".into()),
             env_prefix,
@@ -645,7 +649,8 @@ impl FleetConfig {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(&path)
             .map_err(|e| RosterError::new(RosterErrorKind::Unreadable, format!("cannot read config {shown}: {e}")))?;
-        Self::parse_in(&text, &shown, path.parent())
+        let config = Self::parse_in(&text, &shown, path.parent())?;
+        Ok(Self { path: Some(path), ..config })
     }
 
     /// The digest of what decides a call's role policy here — the forge profile, the role

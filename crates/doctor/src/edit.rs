@@ -46,10 +46,11 @@ fn json(text: &str, format: Format, parsed: &ParsedFile, edits: &[Edit]) -> Resu
             Edit::Wrap { entry, profile, fleetgate } => {
                 let (command, args) = stdio(parsed, *entry)?;
                 let object = entry_object(*entry)?;
-                let argv =
-                    CstInputValue::Array(wrapped_args(profile, command, args).into_iter().map(Into::into).collect());
+                let argv = CstInputValue::Array(
+                    wrapped_args(fleetgate, profile, command, args).into_iter().map(Into::into).collect(),
+                );
                 let command_prop = object.get("command").ok_or("no command")?;
-                command_prop.set_value(fleetgate.as_str().into());
+                command_prop.set_value(fleetgate.command.as_str().into());
                 match object.get("args") {
                     Some(prop) => prop.set_value(argv),
                     None => {
@@ -135,8 +136,8 @@ fn toml(text: &str, parsed: &ParsedFile, edits: &[Edit]) -> Result<String, Strin
         match edit {
             Edit::Wrap { profile, fleetgate, .. } => {
                 let (command, args) = stdio(parsed, entry)?;
-                set_keeping_decor(table, "command", fleetgate.as_str().into());
-                let argv: toml_edit::Array = wrapped_args(profile, command, args).into_iter().collect();
+                set_keeping_decor(table, "command", fleetgate.command.as_str().into());
+                let argv: toml_edit::Array = wrapped_args(fleetgate, profile, command, args).into_iter().collect();
                 set_keeping_decor(table, "args", argv.into());
             }
             Edit::RemoveEnv { key, .. } => {

@@ -13,6 +13,24 @@
 use super::findings::{ClientReport, FindingKind, template};
 use std::collections::BTreeMap;
 
+/// How a wrapper invokes fleetgate: the doctor's own choice of command, and the roster the
+/// wrapped member must read when it is not the one at the default path (`fleetgate --config
+/// FILE serve …`), so a roster written elsewhere is the one its members are judged by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launcher {
+    /// `fleetgate`, or this binary's absolute path when none is on PATH.
+    pub command: String,
+    /// The roster file, absolute; `None` for the default path (or the built-in roster).
+    pub config: Option<String>,
+}
+
+impl Launcher {
+    /// `command` reading the default roster.
+    pub fn new(command: &str) -> Self {
+        Self { command: command.to_owned(), config: None }
+    }
+}
+
 /// One change to one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Edit {
@@ -23,7 +41,7 @@ pub enum Edit {
         /// The member's profile.
         profile: String,
         /// How to invoke fleetgate.
-        fleetgate: String,
+        fleetgate: Launcher,
     },
     /// Remove `key` from the entry's `env`.
     RemoveEnv {
@@ -65,13 +83,13 @@ impl Edit {
 /// client's file list), in application order. `fleetgate` is how to invoke
 /// fleetgate: the doctor's own choice, never a command read from a file (a
 /// project's wrapper must not reach a user-scope file).
-pub fn plan(report: &ClientReport, fleetgate: &str) -> BTreeMap<usize, Vec<Edit>> {
+pub fn plan(report: &ClientReport, fleetgate: &Launcher) -> BTreeMap<usize, Vec<Edit>> {
     let mut edits: BTreeMap<usize, Vec<Edit>> = BTreeMap::new();
     for f in report.findings.iter().filter(|f| f.fixable) {
         let profile = f.profile.clone().unwrap_or_default();
         let (file, edit) = match (f.kind, f.at) {
             (FindingKind::Bare, Some((file, entry))) => {
-                (file, Edit::Wrap { entry, profile, fleetgate: fleetgate.to_owned() })
+                (file, Edit::Wrap { entry, profile, fleetgate: fleetgate.clone() })
             }
             (FindingKind::UnsupportedEnv, Some((file, entry))) => {
                 (file, Edit::RemoveEnv { entry, key: f.key.clone().unwrap_or_default() })
@@ -115,9 +133,13 @@ pub fn replace_token(value: &str, replace: &[(String, String)]) -> String {
     value.to_owned()
 }
 
-/// The argv of a wrapped launch: `serve --profile P -- command args…`.
-pub fn wrapped_args(profile: &str, command: &str, args: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = ["serve", "--profile", profile, "--", command].iter().map(|s| (*s).to_owned()).collect();
+/// The argv of a wrapped launch: `[--config FILE] serve --profile P -- command args…`.
+pub fn wrapped_args(launcher: &Launcher, profile: &str, command: &str, args: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = match &launcher.config {
+        Some(file) => vec!["--config".into(), file.clone()],
+        None => Vec::new(),
+    };
+    out.extend(["serve", "--profile", profile, "--", command].iter().map(|s| (*s).to_owned()));
     out.extend(args.iter().cloned());
     out
 }
@@ -130,7 +152,7 @@ pub fn changes(
     files: &[crate::findings::FileInput],
     raw: &[Option<Vec<u8>>],
     project: &std::path::Path,
-    fleetgate: &str,
+    fleetgate: &Launcher,
 ) -> (Vec<crate::apply::Change>, Vec<(String, String)>) {
     let (mut out, mut errors) = (Vec::new(), Vec::new());
     for (f, edits) in plan(report, fleetgate) {

@@ -4,7 +4,7 @@
 //! ever written; the downstream's own keys are the operator's to add).
 
 use super::clients::Client;
-use super::repair::{replace_token, wrapped_args};
+use super::repair::{Launcher, replace_token, wrapped_args};
 use fleetgate_config::Member;
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 
@@ -26,7 +26,7 @@ pub fn snippet(
     client: Client,
     members: &[Member],
     identity_key: &str,
-    fleetgate: &str,
+    fleetgate: &Launcher,
     downstream: &[String],
     from: Option<&Member>,
 ) -> String {
@@ -34,7 +34,7 @@ pub fn snippet(
     let downstream = if downstream.is_empty() { &placeholder[..] } else { downstream };
     let argv = |m: &Member| {
         let d = downstream_for(m, from, downstream);
-        wrapped_args(&m.profile, &d[0], &d[1..])
+        wrapped_args(fleetgate, &m.profile, &d[0], &d[1..])
     };
     if client == Client::Codex {
         let mut doc = toml_edit::DocumentMut::new();
@@ -42,7 +42,7 @@ pub fn snippet(
         servers.set_implicit(true);
         for m in members {
             let mut t = toml_edit::Table::new();
-            t.insert("command", toml_edit::value(fleetgate));
+            t.insert("command", toml_edit::value(&fleetgate.command));
             t.insert("args", toml_edit::value(argv(m).into_iter().collect::<toml_edit::Array>()));
             let mut env = toml_edit::InlineTable::new();
             env.insert(identity_key, client.identity().into());
@@ -59,7 +59,7 @@ pub fn snippet(
         if client.wants_stdio_type() {
             entry.push(("type".into(), "stdio".into()));
         }
-        entry.push(("command".into(), fleetgate.into()));
+        entry.push(("command".into(), fleetgate.command.as_str().into()));
         entry.push(("args".into(), CstInputValue::Array(argv(m).into_iter().map(Into::into).collect())));
         entry.push(("env".into(), CstInputValue::Object(vec![(identity_key.into(), client.identity().into())])));
         servers.append(&m.namespace, CstInputValue::Object(entry));
@@ -82,7 +82,7 @@ mod tests {
     fn json_and_toml_blocks_parse_and_carry_only_the_identity() {
         let m = members();
         let down = ["python3".to_owned(), "mcp_server.py".into(), "--profile".into(), "prgs-author".into()];
-        let vs = snippet(Client::Vscode, &m, "GITEA_MCP_CLIENT", "fleetgate", &down, Some(&m[0]));
+        let vs = snippet(Client::Vscode, &m, "GITEA_MCP_CLIENT", &Launcher::new("fleetgate"), &down, Some(&m[0]));
         let v: serde_json::Value = serde_json::from_str(&vs).unwrap();
         let reviewer = &v["servers"]["gitea-reviewer"];
         assert_eq!(reviewer["type"], "stdio");
@@ -91,7 +91,7 @@ mod tests {
             args,
             ["serve", "--profile", "prgs-reviewer", "--", "python3", "mcp_server.py", "--profile", "prgs-reviewer"]
         );
-        let codex = snippet(Client::Codex, &m, "GITEA_MCP_CLIENT", "fleetgate", &[], None);
+        let codex = snippet(Client::Codex, &m, "GITEA_MCP_CLIENT", &Launcher::new("fleetgate"), &[], None);
         let doc: toml_edit::DocumentMut = codex.parse().unwrap();
         assert_eq!(doc["mcp_servers"]["gitea-author"]["env"]["GITEA_MCP_CLIENT"].as_str(), Some("codex"));
         assert!(codex.contains(PLACEHOLDER), "{codex}");

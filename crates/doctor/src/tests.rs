@@ -106,7 +106,7 @@ fn the_plan_applied_to_toml_and_json_is_clean_when_judged_again() {
     let json = "{\n  // keep\n  \"servers\": {\n    \"gitea-author\": {\"type\": \"stdio\", \"command\": \"python3\", \"args\": [\"s.py\"]},\n  },\n}\n";
     for (client, text) in [(Client::Codex, toml), (Client::Vscode, json)] {
         let (report, files) = judge(client, text, &|_| true);
-        let edits = plan(&report, "fleetgate");
+        let edits = plan(&report, &crate::repair::Launcher::new("fleetgate"));
         let list = &edits[&0];
         assert!(
             list.iter().any(|e| matches!(e, Edit::Wrap { .. })) && list.last().is_some_and(Edit::is_add),
@@ -134,10 +134,10 @@ fn a_wrapper_that_is_not_fleetgates_binary_is_a_finding_never_a_template_nor_the
     assert_eq!(report.members[0].definitions[0].launch, "foreign");
     let (_, def) = findings::template(&report, None).unwrap();
     assert_eq!(def.launch, "bare", "a foreign wrapper is never copied");
-    let edits = plan(&report, "/usr/bin/fleetgate");
+    let edits = plan(&report, &crate::repair::Launcher::new("/usr/bin/fleetgate"));
     let all: Vec<&Edit> = edits.values().flatten().collect();
     assert!(
-        all.iter().any(|e| matches!(e, Edit::Wrap { fleetgate, .. } if fleetgate == "/usr/bin/fleetgate")),
+        all.iter().any(|e| matches!(e, Edit::Wrap { fleetgate, .. } if fleetgate.command == "/usr/bin/fleetgate")),
         "the wrapper is the doctor's own: {all:?}"
     );
     assert!(!format!("{all:?}").contains(".devtools"), "{all:?}");

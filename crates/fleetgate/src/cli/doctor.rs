@@ -11,6 +11,7 @@ use fleetgate_doctor::clients::{Client, Format, Layout, locations};
 use fleetgate_doctor::findings::{ClientReport, FileInput, FileState, Finding, Lookup, Roster, classify};
 use fleetgate_doctor::probe::{fleetgate_binaries, is_fleetgate, on_path, read_file};
 use fleetgate_doctor::read::{self, FileError};
+use fleetgate_doctor::repair::Launcher;
 use fleetgate_doctor::{apply, diff, repair, report, snippet};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -117,11 +118,24 @@ fn selected(names: &[String]) -> anyhow::Result<Vec<Client>> {
 
 /// How to invoke fleetgate in a new wrapper: by name when it is on PATH,
 /// else by this binary's absolute path.
-fn fleetgate_command(scope: &Scope<'_>) -> String {
-    if scope.exists("fleetgate") {
-        return "fleetgate".into();
-    }
-    std::env::current_exe().map_or_else(|_| "fleetgate".into(), |p| p.display().to_string())
+/// How a new wrapper invokes fleetgate: by name when it is on PATH, else by this binary's
+/// absolute path; with `--config FILE` when the roster is not the default path's, since a
+/// member reads the default roster otherwise.
+fn launcher(ctx: &Ctx, scope: &Scope<'_>) -> Launcher {
+    let command = if scope.exists("fleetgate") {
+        "fleetgate".to_owned()
+    } else {
+        std::env::current_exe().map_or_else(|_| "fleetgate".into(), |p| p.display().to_string())
+    };
+    let default = fleetgate_host::paths::default_config_path(&ctx.env).and_then(|p| std::path::absolute(p).ok());
+    let config = ctx
+        .config
+        .path
+        .as_deref()
+        .and_then(|p| std::path::absolute(p).ok())
+        .filter(|p| Some(p) != default.as_ref())
+        .map(|p| p.display().to_string());
+    Launcher { command, config }
 }
 
 fn file_errors(surveyed: &[Surveyed]) -> Vec<Value> {
@@ -173,7 +187,7 @@ fn report(ctx: &Ctx, surveyed: &[Surveyed]) -> Reply {
 }
 
 fn fix(ctx: &Ctx, scope: &Scope<'_>, surveyed: Vec<Surveyed>, write: bool) -> Reply {
-    let fleetgate = fleetgate_command(scope);
+    let fleetgate = launcher(ctx, scope);
     let mut errors = file_errors(&surveyed);
     let mut changes = Vec::new();
     for s in &surveyed {
@@ -234,7 +248,7 @@ fn snippet_reply(ctx: &Ctx, scope: &Scope<'_>, s: &Surveyed, downstream: &[Strin
     // always the doctor's own, never a command read from a file.
     let mut from = None;
     let mut argv = downstream.to_vec();
-    let fleetgate = fleetgate_command(scope);
+    let fleetgate = launcher(ctx, scope);
     if argv.is_empty()
         && let Some((running, profile)) = repair::running_downstream(&s.report, &s.files)
     {

@@ -89,12 +89,12 @@ pub fn run(config: Option<&Path>, json: bool, env: EnvSnapshot, args: &InitArgs)
     if let Some(saved) = &backup {
         lines.push(format!("the previous file is {}", saved.display()));
     }
-    // The members' `fleetgate serve` read the default path: a roster elsewhere is not theirs.
+    // A member's `fleetgate serve` reads the default path unless its wrapper names the roster.
     let default = fleetgate_host::paths::default_config_path(&env);
     if default.as_deref() != Some(path.as_path()) {
         lines.push(format!(
-            "note: this is not the default configuration path ({}): the members' `fleetgate serve` read that one, \
-             so copy it there (or add `--config {}` before `serve` in each member)",
+            "note: this is not the default configuration path ({}): the doctor's repairs wrap members with \
+             `fleetgate --config {} serve …`; a member wrapped before reads the default path until you add it",
             default.map_or_else(|| "none: HOME is not set".to_owned(), |d| d.display().to_string()),
             path.display()
         ));

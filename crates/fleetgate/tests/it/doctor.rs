@@ -57,6 +57,11 @@ pub fn tree(name: &str) -> Tree {
         }
     }
     std::fs::create_dir_all(&bin).unwrap();
+    // The roster at the default path of the tree's own XDG_CONFIG_HOME, so the repairs'
+    // wrappers need no `--config` (a roster elsewhere: `fix::a_roster_off_the_default_path…`).
+    let roster = dir.path().join("xdg/fleetgate/fleet.toml");
+    std::fs::create_dir_all(roster.parent().unwrap()).unwrap();
+    std::fs::copy(fixtures().join("fleet.toml"), &roster).unwrap();
     for name in STAND_INS {
         let path = bin.join(name);
         std::fs::write(&path, "#!/bin/sh\nexit 0\n").unwrap();
@@ -66,16 +71,23 @@ pub fn tree(name: &str) -> Tree {
 }
 
 impl Tree {
-    /// `fleetgate --config fleet.toml doctor --home H --project P ARGS…`.
+    /// `fleetgate --config fleet.toml doctor --home H --project P ARGS…`, the roster at the
+    /// default path.
     pub fn command(&self, args: &[&str]) -> Command {
+        self.command_with(&self.dir.path().join("xdg/fleetgate/fleet.toml"), args)
+    }
+
+    /// As [`Tree::command`], the roster read from `roster`.
+    pub fn command_with(&self, roster: &Path, args: &[&str]) -> Command {
         let fleetgate_dir = bin().parent().unwrap().to_owned();
         let mut cmd = Command::new(bin());
         cmd.env_clear()
             .env("PATH", format!("{}:{}", self.bin.display(), fleetgate_dir.display()))
             .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.dir.path().join("xdg"))
             .current_dir(self.dir.path())
             .arg("--config")
-            .arg(fixtures().join("fleet.toml"))
+            .arg(roster)
             .arg("doctor")
             .arg("--home")
             .arg(&self.home)

@@ -195,7 +195,7 @@ fn a_concurrent_writer_between_read_and_replace_is_detected_and_nothing_is_overw
     let roster = Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &config.pass_through_env };
     let report =
         classify(Client::Codex, &files, roster, true, Lookup { exists: &|_| true, fleetgate: &|c| c == "fleetgate" });
-    let (f, edits) = repair::plan(&report, "fleetgate").into_iter().next().unwrap();
+    let (f, edits) = repair::plan(&report, &repair::Launcher::new("fleetgate")).into_iter().next().unwrap();
     let FileState::Parsed(parsed) = &files[f].state else { panic!() };
     let path = files[f].source.path.clone();
     let original = std::fs::read(&path).unwrap();
@@ -286,4 +286,47 @@ fn a_project_file_linked_out_of_the_project_is_refused_and_nothing_is_written_th
     assert_eq!(std::fs::read_to_string(&target).unwrap(), text, "the target is untouched");
     let left: Vec<_> = std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, [std::ffi::OsString::from("victim.json")], "no backup beside the target");
+}
+
+/// `init --config FILE` and `doctor --config FILE` with a roster off the default path: the
+/// members the repair wraps must read that roster, not the default one (which another fleet,
+/// or nothing, may hold), so each wrapper says `--config FILE` before `serve`.
+#[test]
+fn a_roster_off_the_default_path_is_the_one_the_wrapped_members_read() {
+    use clap::Parser as _;
+    for client in ["claude-code", "codex"] {
+        let t = tree(client);
+        let roster = t.dir.path().join("elsewhere/roster.toml");
+        std::fs::create_dir_all(roster.parent().unwrap()).unwrap();
+        std::fs::copy(fixtures().join("fleet.toml"), &roster).unwrap();
+        let out = t.command_with(&roster, &["--client", client, "--fix", "--apply", "--json"]).output().unwrap();
+        assert_eq!(code(&out), Some(0), "{client}: {}", stderr(&out));
+        let written = all_text(&t);
+        let shown = roster.to_str().unwrap();
+        // The members the repair wrapped (the fixtures' bare ones) read it; a member already
+        // wrapped is left as it is.
+        assert!(written.contains(&format!("\"--config\", \"{shown}\", \"serve\"")), "{client}: {written}");
+
+        // The block for a fresh client says the same, and each of its launches is a command
+        // line the real CLI takes, reading that roster.
+        let out = t
+            .command_with(&roster, &["--client", "codex", "--snippet", "--", "gitea-mcp", "-t", "stdio"])
+            .output()
+            .unwrap();
+        let block: toml::Table = String::from_utf8(out.stdout).unwrap().parse().unwrap();
+        let servers = block["mcp_servers"].as_table().unwrap();
+        assert_eq!(servers.len(), 5);
+        for (name, server) in servers {
+            let mut argv = vec![server["command"].as_str().unwrap().to_owned()];
+            argv.extend(server["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()));
+            let cli =
+                fleetgate::cli::args::Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{name}: {argv:?}: {e}"));
+            assert_eq!(cli.config.as_deref(), Some(roster.as_path()), "{name}");
+        }
+
+        // At the default path, no wrapper names it (the golden diffs hold none).
+        let t = tree(client);
+        let _ = t.doctor(&["--client", client, "--fix", "--apply"]);
+        assert!(!all_text(&t).contains("--config"), "{client}");
+    }
 }
