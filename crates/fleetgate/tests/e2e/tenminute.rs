@@ -2,12 +2,26 @@
 //! the checkout, the real Claude Code and Codex CLIs (npm packages, installed by
 //! `scripts/install-peers`) each adding one bare member the way their users do, `fleetgate
 //! doctor --fix --apply`, then Claude Code's own `claude mcp list` connecting to all five
-//! members through `fleetgate serve`, whose runtime rows fleetgate sees. The members' server
-//! is the forge stand-in under the name `gitea-mcp` (no Gitea installs here).
+//! members through `fleetgate serve`, whose runtime rows fleetgate sees; then the five launches
+//! the doctor wrote into Codex's file, started as a client starts them, make `fleetgate
+//! inventory` open the gate. The members' server is the forge stand-in under the name
+//! `gitea-mcp` (no Gitea installs here).
 
-use crate::support::{bin, peer, serial};
+use crate::support::{bin, peer, serial, wait_until};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+
+/// Members started as a client starts them; killed when the test ends, however it ends.
+struct Members(Vec<Child>);
+
+impl Drop for Members {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
 
 const ROLES: [&str; 5] = ["author", "controller", "merger", "reconciler", "reviewer"];
 
@@ -100,4 +114,33 @@ fn from_an_empty_home_init_the_real_clients_and_the_doctor_make_a_gated_fleet() 
     profiles.sort();
     profiles.dedup();
     assert_eq!(profiles, ROLES.map(|r| format!("tools-{r}")), "{rows}");
+
+    // The five launches the doctor wrote for Codex, run as Codex runs them (its `env` on top
+    // of the user's, stdin held open): the inventory sees a whole fleet and opens the gate.
+    let config: toml::Table = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap().parse().unwrap();
+    let servers = config["mcp_servers"].as_table().unwrap();
+    let mut members = Members(Vec::new());
+    for (name, server) in servers {
+        let mut launch = Command::new(server["command"].as_str().unwrap());
+        launch.current_dir(&checkout).env_clear().env("HOME", &home).env("PATH", &path);
+        for arg in server["args"].as_array().unwrap() {
+            launch.arg(arg.as_str().unwrap());
+        }
+        for (key, value) in server.get("env").and_then(|e| e.as_table()).into_iter().flatten() {
+            launch.env(key, value.as_str().unwrap());
+        }
+        let child = launch.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+        members.0.push(child.unwrap_or_else(|e| panic!("{name}: {e}")));
+    }
+    let mut inventory = serde_json::Value::Null;
+    wait_until(30.0, || {
+        let out = run(&bin(), &["inventory", "--json"]);
+        inventory = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        inventory["mutation_gate_satisfied"] == true
+    });
+    assert_eq!(inventory["mutation_gate_satisfied"], true, "{inventory:#}");
+    let mut running: Vec<&str> =
+        inventory["running_members"].as_array().into_iter().flatten().filter_map(|m| m["profile"].as_str()).collect();
+    running.sort();
+    assert_eq!(running, ROLES.map(|r| format!("tools-{r}")), "{inventory:#}");
 }
