@@ -1,7 +1,9 @@
 """Two official Python SDK clients on one Streamable HTTP gateway, each answering the
 elicitations put to it with its own name, both calling `ask` at the same moment, ROUNDS
 times: every question must reach the client whose call asked it, every answer come back to
-that call. Prints one JSON line: {"rounds", "answered", "cross_talk", "errors", "asked"}.
+that call — or, on a downstream the gateway shares between sessions, be refused back to the
+server when both calls are in flight (counted in "refused", never put to the wrong client).
+Prints one JSON line: {"rounds", "answered", "refused", "cross_talk", "errors", "asked"}.
 
 Usage: elicit_race.py URL ROUNDS   (sends `Authorization: Bearer $MCP_DRIVE_BEARER` when set)
 """
@@ -41,6 +43,8 @@ async def client(url: str, me: str, rounds: int, start: list[anyio.Event], tally
                         text = result.content[0].text if result.content else ""
                         if text == f"call {tag} answered by {me}":
                             tally["answered"] += 1
+                        elif result.is_error and "cannot be told to belong to one of them" in text:
+                            tally["refused"] += 1
                         else:
                             tally["cross_talk"].append({"call": tag, "result": text, "is_error": result.is_error})
                     except Exception as e:  # reported, the run goes on
@@ -49,7 +53,7 @@ async def client(url: str, me: str, rounds: int, start: list[anyio.Event], tally
 
 async def main() -> None:
     url, rounds = sys.argv[1], int(sys.argv[2])
-    tally: dict[str, Any] = {"rounds": rounds, "answered": 0, "asked": 0, "cross_talk": [], "errors": []}
+    tally: dict[str, Any] = {"rounds": rounds, "answered": 0, "refused": 0, "asked": 0, "cross_talk": [], "errors": []}
     start = [anyio.Event() for _ in range(rounds)]
     async with anyio.create_task_group() as tg:
         tg.start_soon(client, url, "alice", rounds, start, tally)
@@ -57,10 +61,13 @@ async def main() -> None:
         await anyio.sleep(0.5)
         for event in start:
             # Both calls of a round start together; the next round starts once both answered.
-            before = tally["answered"] + len(tally["cross_talk"]) + len(tally["errors"])
+            def done() -> int:
+                return tally["answered"] + tally["refused"] + len(tally["cross_talk"]) + len(tally["errors"])
+
+            before = done()
             event.set()
             with anyio.fail_after(60):
-                while tally["answered"] + len(tally["cross_talk"]) + len(tally["errors"]) < before + 2:
+                while done() < before + 2:
                     await anyio.sleep(0.005)
     print(json.dumps(tally))
 

@@ -73,6 +73,9 @@ pub struct FleetConfig {
     /// `[downstream] pass_env`: keys (or `NAME*` prefixes) outside `env_prefix` the
     /// downstream server is also given, beyond the basics and `pass_through_env`.
     pub downstream_pass_env: Vec<String>,
+    /// `[downstream] sharing`: a downstream run per HTTP attachment (`session`, the
+    /// default) or one every attachment shares (`gateway`).
+    pub downstream_sharing: fleetgate_gateway::Sharing,
     /// `[tracing] otlp_endpoint`: the OTLP/HTTP base URL `serve` exports its spans to
     /// (checked; the `OTEL_EXPORTER_OTLP_*` variables win over it).
     pub otlp_endpoint: Option<String>,
@@ -312,12 +315,13 @@ struct RawFile {
     approvals: Option<RawApprovals>,
 }
 
-/// `[downstream]`: what the downstream server is given.
+/// `[downstream]`: what the downstream server is given, and how many runs of it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDownstream {
     #[serde(default)]
     pass_env: Vec<String>,
+    sharing: Option<String>,
 }
 
 /// One `[[rules]]` table as written.
@@ -485,6 +489,7 @@ impl FleetConfig {
             rules: RuleSet::default(),
             workflow: WorkflowSettings::default(),
             downstream_pass_env: Vec::new(),
+            downstream_sharing: fleetgate_gateway::Sharing::Session,
             otlp_endpoint: None,
             metrics: MetricsSettings::default(),
             audit_arguments: ArgumentsMode::Full,
@@ -534,7 +539,13 @@ impl FleetConfig {
                 "fleet.pass_through_env key {bad:?} does not start with env_prefix {env_prefix:?}"
             )));
         }
-        let downstream_pass_env = raw.downstream.map(|d| d.pass_env).unwrap_or_default();
+        let (downstream_pass_env, sharing) = raw.downstream.map_or((Vec::new(), None), |d| (d.pass_env, d.sharing));
+        let downstream_sharing = match sharing.as_deref() {
+            None => fleetgate_gateway::Sharing::Session,
+            Some(literal) => fleetgate_gateway::Sharing::parse(literal).ok_or_else(|| {
+                err(format!("[downstream] sharing {literal:?} is neither \"session\" nor \"gateway\""))
+            })?,
+        };
         for pattern in &downstream_pass_env {
             fleetgate_core::env::check_pass_env(pattern, &env_prefix)
                 .map_err(|why| err(format!("[downstream] pass_env: {why}")))?;
@@ -615,6 +626,7 @@ impl FleetConfig {
             audit_arguments: raw.audit.map(|a| a.arguments).unwrap_or_default(),
             approvals,
             downstream_pass_env,
+            downstream_sharing,
             workflow,
             http,
             forge,
@@ -896,6 +908,11 @@ role = "reviewer"
         assert!(e.to_string().contains("[downstream] pass_env") && e.to_string().contains("whole environment"), "{e}");
         let c = FleetConfig::parse(&format!("{GOOD}\n[downstream]\npass_env = [\"NODE_*\"]\n"), "f.toml").unwrap();
         assert_eq!(c.downstream_pass_env, ["NODE_*"]);
+        assert_eq!(c.downstream_sharing, fleetgate_gateway::Sharing::Session, "per session unless asked");
+        let c = FleetConfig::parse(&format!("{GOOD}\n[downstream]\nsharing = \"gateway\"\n"), "f.toml").unwrap();
+        assert_eq!(c.downstream_sharing, fleetgate_gateway::Sharing::Gateway);
+        let e = FleetConfig::parse(&format!("{GOOD}\n[downstream]\nsharing = \"process\"\n"), "f.toml").unwrap_err();
+        assert!(e.to_string().contains("sharing \"process\" is neither"), "{e}");
         let bad = format!("{GOOD}\n[supervision]\nbackoff = [1]\n");
         let e = FleetConfig::parse(&bad, "f.toml").unwrap_err().to_string();
         assert!(e.contains("backoff"), "{e}");

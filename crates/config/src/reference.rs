@@ -296,12 +296,23 @@ pub const TABLES: &[Table] = &[
     },
     Table {
         header: "[downstream]",
-        about: "What the downstream server is given besides the basics (`PATH`, `HOME`, the locale, …).",
-        keys: &[key(
-            "pass_env",
-            "list of strings, `[]`",
-            "Names, or `NAME_*` prefixes, outside `env_prefix` to pass on (`HTTPS_PROXY`, `NODE_*`).",
-        )],
+        about: "What the downstream server is given besides the basics (`PATH`, `HOME`, the locale, …), and how \
+                many runs of it an HTTP gateway keeps.",
+        keys: &[
+            key(
+                "pass_env",
+                "list of strings, `[]`",
+                "Names, or `NAME_*` prefixes, outside `env_prefix` to pass on (`HTTPS_PROXY`, `NODE_*`).",
+            ),
+            key(
+                "sharing",
+                "`\"session\"` or `\"gateway\"`; `\"session\"`",
+                "`session`: each HTTP session (or stateless client) gets a run of its own. `gateway`: one run every \
+                 client of the gateway shares, for servers that keep no per-client state (gitea-mcp yes; \
+                 server-everything no); a session's per-session requests (`logging/setLevel`, \
+                 `resources/subscribe`) are then refused. Over stdio there is one client either way.",
+            ),
+        ],
     },
     Table {
         header: "[tracing]",

@@ -4,7 +4,7 @@
 //! ```text
 //! gateway_fixture --state DIR [--forbid TOOL]... [--max-bytes N] [--log FILTER]
 //!                 [--backoff-ms N] [--budget N] [--quarantine-s N] [--call-timeout-ms N]
-//!                 [--http ADDR] [-- DOWNSTREAM ARGV...]
+//!                 [--http ADDR] [--sharing session|gateway] [-- DOWNSTREAM ARGV...]
 //! ```
 //!
 //! With `--http` it serves Streamable HTTP on ADDR (`127.0.0.1:0` picks a port) instead of
@@ -66,6 +66,9 @@ fn main() -> ExitCode {
             }
             "--call-timeout-ms" => number(value).map(|n| options.call_timeout = Duration::from_millis(n)),
             "--http" => value.parse().map(|addr| http = Some(addr)).map_err(|_| format!("`{value}` is not an address")),
+            "--sharing" => fleetgate_gateway::Sharing::parse(value)
+                .map(|sharing| options.sharing = sharing)
+                .ok_or_else(|| format!("`{value}` is neither session nor gateway")),
             other => Err(format!("unknown argument `{other}`")),
         };
         if let Err(message) = parsed {

@@ -8,6 +8,13 @@
 //! are never another's. Over stdio there is one channel; over HTTP their number is bounded
 //! by the number of attachments.
 //!
+//! With `[downstream] sharing = "gateway"` every HTTP attachment uses one channel instead
+//! (for servers that keep no per-client state): one downstream child and connection,
+//! restarted and quarantined as any other; the routes, tasks and session peers in its
+//! state carry their attachment, so what comes back still reaches only its own client
+//! ([`crate::routes::originator`], [`crate::relay`]). An attachment that ends is
+//! [`released`](Channel::release) from it; the channel stops with the gateway.
+//!
 //! [`ChannelState`] (`channel_state`) is what the channel's two directions share; [`Channel`]
 //! adds the downstream child.
 
@@ -36,8 +43,9 @@ impl Channel {
         attachment: AttachmentId,
         spec: Option<&DownstreamSpec>,
         memo: &Arc<EraMemo>,
+        shared: bool,
     ) -> Result<Self, String> {
-        let (state, queues) = ChannelState::new(attachment, spec.and_then(|spec| spec.observer.clone()));
+        let (state, queues) = ChannelState::new(attachment, shared, spec.and_then(|spec| spec.observer.clone()));
         let state = Arc::new(state);
         // Each ends when the state (and with it the queue's sender) is gone.
         tokio::spawn(crate::relay::forward_to_client(Arc::downgrade(&state), queues.to_client));
@@ -49,10 +57,10 @@ impl Channel {
         Ok(Self { state, downstream })
     }
 
-    /// The client attached: open the downstream connection for it (once; later calls keep
-    /// the first client), and remember its session peer.
-    pub(crate) fn attach(&self, facts: ClientFacts, session: Option<Peer<RoleServer>>) {
-        self.state.attach(facts, session);
+    /// Client `attachment` attached: open the downstream connection for it (once; later
+    /// calls keep the first client), and remember its session peer.
+    pub(crate) fn attach(&self, attachment: AttachmentId, facts: ClientFacts, session: Option<Peer<RoleServer>>) {
+        self.state.attach(attachment, facts, session);
     }
 
     /// Whether a downstream is configured.
@@ -103,15 +111,25 @@ impl Channel {
         self.state.subscriptions.close();
         // The client's tasks end with it: cancelled downstream (briefly; the child is stopped
         // next in any case).
-        if let Some(connection) = self.link() {
-            for id in self.state.tasks.ids() {
-                let cancel = rmcp::model::CancelTaskRequest::new(rmcp::model::CancelTaskParams::new(id));
-                let sent = connection.peer.send_request(rmcp::model::ClientRequest::CancelTaskRequest(cancel));
-                let _ = tokio::time::timeout(std::time::Duration::from_millis(500), sent).await;
-            }
-        }
+        self.cancel_tasks(self.state.tasks.ids()).await;
         if let Some(downstream) = &self.downstream {
             downstream.stop().await;
+        }
+    }
+
+    /// A shared channel's attachment ended: its session forgotten and its tasks cancelled
+    /// downstream; the child serves the others on.
+    pub(crate) async fn release(&self, attachment: AttachmentId) {
+        let tasks = self.state.release(attachment);
+        self.cancel_tasks(tasks).await;
+    }
+
+    async fn cancel_tasks(&self, ids: Vec<String>) {
+        let Some(connection) = self.link() else { return };
+        for id in ids {
+            let cancel = rmcp::model::CancelTaskRequest::new(rmcp::model::CancelTaskParams::new(id));
+            let sent = connection.peer.send_request(rmcp::model::ClientRequest::CancelTaskRequest(cancel));
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(500), sent).await;
         }
     }
 }

@@ -1,6 +1,9 @@
 //! What both directions of one channel share ([`ChannelState`]): the routes of its
-//! requests in flight, the tools last listed, the client's session peer or its subscription
-//! streams, and the bounded notification queues. The relay reads it, the gateway writes it, the downstream's
+//! requests in flight, the tools last listed, the clients' session peers or their
+//! subscription streams, and the bounded notification queues. A channel serves one
+//! attachment, or with `[downstream] sharing = "gateway"` every HTTP attachment of the
+//! gateway (`shared`): then each session peer, task and in-flight request carries its
+//! attachment, and nothing is delivered to an attachment it does not name. The relay reads it, the gateway writes it, the downstream's
 //! connector waits on it; it knows none of them.
 
 use crate::control::AttachmentId;
@@ -34,15 +37,17 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What both directions of one channel share.
 #[derive(Debug)]
 pub(crate) struct ChannelState {
-    /// The attachment this channel serves.
+    /// The attachment this channel serves (a shared channel: its own number, for the logs).
     pub(crate) attachment: AttachmentId,
+    /// Every HTTP attachment of the gateway shares this channel's downstream connection.
+    pub(crate) shared: bool,
     /// Forwarded requests in flight and their progress tokens.
     pub(crate) routes: Routes,
     catalogue: Mutex<Catalogue>,
-    /// The attachment's session peer, once it attached over a session (stdio, an HTTP
+    /// Each attachment's session peer, once it attached over a session (stdio, an HTTP
     /// session): where notifications that answer no request go. A stateless attachment
     /// has none.
-    session: Mutex<Option<Peer<RoleServer>>>,
+    sessions: Mutex<Vec<(AttachmentId, Peer<RoleServer>)>>,
     /// The client the downstream connection is opened for; the connector waits for it.
     client: watch::Sender<Option<ClientFacts>>,
     /// Notifications from the downstream on their way to the client (the relay's `forward_to_client`).
@@ -55,11 +60,12 @@ pub(crate) struct ChannelState {
     pub(crate) tasks: OwnedTasks,
 }
 
-/// Tasks one channel's downstream made for its client, by id, with the call that made each
-/// (what a `tasks/update` is judged against again). Bounded: the oldest is forgotten first.
+/// Tasks one channel's downstream made for its clients, by id, with the attachment that owns
+/// each and the call that made it (what a `tasks/update` is judged against again). Bounded:
+/// the oldest is forgotten first.
 #[derive(Debug, Default)]
 pub(crate) struct OwnedTasks {
-    by_id: Mutex<std::collections::VecDeque<(String, OwnedTask)>>,
+    by_id: Mutex<std::collections::VecDeque<(String, AttachmentId, OwnedTask)>>,
 }
 
 /// The `tools/call` a task was made for, as it was forwarded.
@@ -73,24 +79,32 @@ pub(crate) struct OwnedTask {
 pub(crate) const MAX_OWNED_TASKS: usize = 1024;
 
 impl OwnedTasks {
-    /// The downstream made task `id` for `call`.
-    pub(crate) fn made(&self, id: String, call: OwnedTask) {
+    /// The downstream made task `id` for `owner`'s `call`.
+    pub(crate) fn made(&self, owner: AttachmentId, id: String, call: OwnedTask) {
         let mut tasks = lock(&self.by_id);
-        tasks.retain(|(known, _)| *known != id);
+        tasks.retain(|(known, _, _)| *known != id);
         if tasks.len() >= MAX_OWNED_TASKS {
             tasks.pop_front();
         }
-        tasks.push_back((id, call));
+        tasks.push_back((id, owner, call));
     }
 
-    /// The call task `id` was made for, when this channel's client owns it.
-    pub(crate) fn get(&self, id: &str) -> Option<OwnedTask> {
-        lock(&self.by_id).iter().find(|(known, _)| known == id).map(|(_, call)| call.clone())
+    /// The call task `id` was made for, when `owner` owns it.
+    pub(crate) fn get(&self, owner: AttachmentId, id: &str) -> Option<OwnedTask> {
+        lock(&self.by_id).iter().find(|(known, by, _)| known == id && *by == owner).map(|(_, _, call)| call.clone())
     }
 
     /// Every task id, for cancelling them when the channel ends.
     pub(crate) fn ids(&self) -> Vec<String> {
-        lock(&self.by_id).iter().map(|(id, _)| id.clone()).collect()
+        lock(&self.by_id).iter().map(|(id, _, _)| id.clone()).collect()
+    }
+
+    /// `owner`'s task ids, forgotten: its attachment ended.
+    pub(crate) fn take(&self, owner: AttachmentId) -> Vec<String> {
+        let mut tasks = lock(&self.by_id);
+        let ids = tasks.iter().filter(|(_, by, _)| *by == owner).map(|(id, _, _)| id.clone()).collect();
+        tasks.retain(|(_, by, _)| *by != owner);
+        ids
     }
 }
 
@@ -101,14 +115,19 @@ pub(crate) struct Queues {
 }
 
 impl ChannelState {
-    pub(crate) fn new(attachment: AttachmentId, observer: Option<Arc<dyn GatewayObserver>>) -> (Self, Queues) {
+    pub(crate) fn new(
+        attachment: AttachmentId,
+        shared: bool,
+        observer: Option<Arc<dyn GatewayObserver>>,
+    ) -> (Self, Queues) {
         let (to_client, up) = Outbox::new(Direction::ToClient, attachment, observer.clone());
         let (to_downstream, down) = Outbox::new(Direction::ToDownstream, attachment, observer);
         let state = Self {
             attachment,
+            shared,
             routes: Routes::default(),
             catalogue: Mutex::new(Catalogue::default()),
-            session: Mutex::new(None),
+            sessions: Mutex::new(Vec::new()),
             client: watch::channel(None).0,
             to_client,
             to_downstream,
@@ -151,11 +170,13 @@ impl ChannelState {
         self.to_downstream.push((peer, notification), size);
     }
 
-    /// The client attached: its facts for the connector (once; later calls keep the first
-    /// client), and its session peer.
-    pub(crate) fn attach(&self, facts: ClientFacts, session: Option<Peer<RoleServer>>) {
+    /// Client `attachment` attached: its facts for the connector (once; later calls keep the
+    /// first client), and its session peer.
+    pub(crate) fn attach(&self, attachment: AttachmentId, facts: ClientFacts, session: Option<Peer<RoleServer>>) {
         if let Some(peer) = session {
-            *lock(&self.session) = Some(peer);
+            let mut sessions = lock(&self.sessions);
+            sessions.retain(|(known, _)| *known != attachment);
+            sessions.push((attachment, peer));
         }
         self.client.send_if_modified(|current| {
             if current.is_some() {
@@ -171,9 +192,20 @@ impl ChannelState {
         self.client.subscribe()
     }
 
-    /// The session peer, while its transport is open.
+    /// The (first) session peer, while its transport is open.
     pub(crate) fn session(&self) -> Option<Peer<RoleServer>> {
-        lock(&self.session).clone().filter(|peer| !peer.is_transport_closed())
+        lock(&self.sessions).iter().map(|(_, peer)| peer).find(|peer| !peer.is_transport_closed()).cloned()
+    }
+
+    /// Every attachment's session peer whose transport is open.
+    pub(crate) fn sessions(&self) -> Vec<Peer<RoleServer>> {
+        lock(&self.sessions).iter().map(|(_, peer)| peer).filter(|peer| !peer.is_transport_closed()).cloned().collect()
+    }
+
+    /// Attachment `attachment` ended: its session forgotten, its tasks' ids handed back.
+    pub(crate) fn release(&self, attachment: AttachmentId) -> Vec<String> {
+        lock(&self.sessions).retain(|(known, _)| *known != attachment);
+        self.tasks.take(attachment)
     }
 
     /// Record tools seen on connection `generation`.

@@ -58,6 +58,8 @@ pub(crate) struct DownstreamSpec {
     pub(crate) client_info: Implementation,
     /// Told of restarts and quarantines.
     pub(crate) observer: Option<Arc<dyn GatewayObserver>>,
+    /// Every HTTP attachment shares one run (`[downstream] sharing = "gateway"`).
+    pub(crate) shared: bool,
 }
 
 /// What the gateway learned of the downstream, shared by every channel: its protocol
@@ -400,9 +402,9 @@ impl Connector {
                     continue 'runs;
                 }
             };
-            generation += 1;
             let peer = running.peer().clone();
             let info = peer.peer_info();
+            generation += 1;
             let stateless_era = info.as_ref().is_some_and(|i| !i.protocol_version.has_initialize());
             if client.stateless_era {
                 self.memo.learn(stateless_era);
@@ -423,15 +425,16 @@ impl Connector {
             tracing::info!(attachment = %self.state.attachment, pid, generation, server = ?connection.server,
                 protocol = %connection.protocol_version, "downstream connected");
             self.connected_once.store(true, Ordering::Release);
+            *self.handshake_error.lock().unwrap_or_else(PoisonError::into_inner) = None;
             let (listen_peer, listen_era) = (connection.peer.clone(), connection.stateless_era);
             self.memo.learn_capabilities(&connection.capabilities);
             self.link.send_replace(Some(connection));
-            // The client may hold a list without the downstream's tools, or the previous
-            // run's: tell it to list again.
-            if let Some(session) = self.state.session()
-                && let Err(e) = session.notify_tool_list_changed().await
-            {
-                tracing::debug!(error = %e, "could not tell the client the tool list changed");
+            // The clients may hold a list without the downstream's tools, or the previous
+            // run's: tell them to list again.
+            for session in self.state.sessions() {
+                if let Err(e) = session.notify_tool_list_changed().await {
+                    tracing::debug!(error = %e, "could not tell the client the tool list changed");
+                }
             }
             // A stateless client hears it on its subscription streams; the new connection is
             // asked for what they want.

@@ -173,7 +173,7 @@ impl Gateway {
                 let channel = hub.open_channel(&reservation).map_err(|e| {
                     ErrorData::internal_error(format!("the downstream server could not be started: {e}"), None)
                 })?;
-                hub.go_live(Some(reservation), Arc::new(channel), client, facts, Some(session)).await
+                hub.go_live(Some(reservation), channel, client, facts, Some(session)).await
             }
         };
         let _ = self.attached.set(attachment.clone());
@@ -324,6 +324,7 @@ impl Gateway {
     ) -> Result<ServerResult, ForwardError> {
         let routes = &attachment.channel.state.routes;
         let entry = InFlight {
+            attachment: attachment.id,
             client_request: context.id.clone(),
             method: request.method().to_owned(),
             peer: context.peer.clone(),
@@ -372,6 +373,18 @@ impl Gateway {
         drop(registration);
         result
     }
+}
+
+/// A request that sets state of the client's own session in the downstream, on a shared
+/// downstream connection: it would set it for every client, so it is not forwarded.
+fn per_session_state(method: &str) -> ErrorData {
+    ErrorData::invalid_request(
+        format!(
+            "`{method}` sets per-session state in the downstream server, which this gateway shares between all its \
+             clients ([downstream] sharing = \"gateway\"): not forwarded"
+        ),
+        None,
+    )
 }
 
 fn busy() -> ErrorData {
@@ -458,6 +471,13 @@ impl Gateway {
                     request @ (ClientRequest::GetTaskRequest(_)
                     | ClientRequest::UpdateTaskRequest(_)
                     | ClientRequest::CancelTaskRequest(_)) => self.task_request(&attachment, request, &context).await,
+                    request @ (ClientRequest::SetLevelRequest(_)
+                    | ClientRequest::SubscribeRequest(_)
+                    | ClientRequest::UnsubscribeRequest(_))
+                        if attachment.channel.state.shared =>
+                    {
+                        Err(per_session_state(request.method()))
+                    }
                     other => self.forward(&attachment, other, &context).await,
                 }
             }

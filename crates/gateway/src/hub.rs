@@ -129,6 +129,9 @@ pub(crate) struct Hub {
     memo: Arc<EraMemo>,
     limits: Limits,
     table: Mutex<Table>,
+    /// `[downstream] sharing = "gateway"`: the one channel every HTTP attachment uses,
+    /// opened with the first.
+    shared: Mutex<Option<Arc<Channel>>>,
     /// Serialises the making of stateless attachments, so concurrent first requests of
     /// one client make one.
     stateless_making: tokio::sync::Mutex<()>,
@@ -177,6 +180,7 @@ impl Hub {
             memo: Arc::new(EraMemo::default()),
             limits,
             table: Mutex::new(Table::default()),
+            shared: Mutex::new(None),
             stateless_making: tokio::sync::Mutex::new(()),
         }
     }
@@ -234,12 +238,32 @@ impl Hub {
             table.next += 1;
             AttachmentId(table.next)
         };
-        Channel::open(id, self.spec.as_ref(), &self.memo)
+        Channel::open(id, self.spec.as_ref(), &self.memo, false)
     }
 
-    /// Open a channel for a reserved attachment.
-    pub(crate) fn open_channel(&self, reservation: &Reservation<'_>) -> Result<Channel, String> {
-        Channel::open(reservation.id, self.spec.as_ref(), &self.memo)
+    /// Whether HTTP attachments share one downstream (`[downstream] sharing = "gateway"`).
+    fn sharing(&self) -> bool {
+        self.settings.http && self.spec.as_ref().is_some_and(|spec| spec.shared)
+    }
+
+    /// The channel of a reserved attachment: its own, or the gateway's shared one (opened
+    /// with the first attachment, numbered apart from every attachment).
+    pub(crate) fn open_channel(&self, reservation: &Reservation<'_>) -> Result<Arc<Channel>, String> {
+        if !self.sharing() {
+            return Channel::open(reservation.id, self.spec.as_ref(), &self.memo, false).map(Arc::new);
+        }
+        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(channel) = &*shared {
+            return Ok(channel.clone());
+        }
+        let id = {
+            let mut table = self.lock();
+            table.next += 1;
+            AttachmentId(table.next)
+        };
+        let channel = Arc::new(Channel::open(id, self.spec.as_ref(), &self.memo, true)?);
+        *shared = Some(channel.clone());
+        Ok(channel)
     }
 
     /// Make an attachment live: its channel connects for `facts`, and the control plane
@@ -253,11 +277,12 @@ impl Hub {
         facts: ClientFacts,
         session: Option<Peer<RoleServer>>,
     ) -> Arc<Attachment> {
-        let id = channel.state.attachment;
+        // A reserved (HTTP) attachment's own number; the stdio one is its channel's.
+        let id = reservation.as_ref().map_or(channel.state.attachment, |r| r.id);
         tracing::info!(attachment = %id, client = %client.client_name, version = %client.client_version,
             protocol = %client.protocol_version, principal = client.principal.as_deref().unwrap_or("-"),
             "client attached");
-        channel.attach(facts.clone(), session);
+        channel.attach(id, facts.clone(), session);
         let principal = client.principal.clone().unwrap_or_default();
         let attachment = Arc::new(Attachment { id, channel, facts, principal, last_used: Mutex::new(Instant::now()) });
         let control = self.control.clone();
@@ -295,7 +320,7 @@ impl Hub {
             return Ok(found);
         }
         let reservation = self.reserve(&key.principal)?;
-        let channel = Arc::new(self.open_channel(&reservation).map_err(NotAdmitted::Failed)?);
+        let channel = self.open_channel(&reservation).map_err(NotAdmitted::Failed)?;
         let attachment = self.go_live(Some(reservation), channel, client, facts, None).await;
         self.lock().stateless.insert(key, attachment.id);
         Ok(attachment)
@@ -325,7 +350,14 @@ impl Hub {
         self.sessions_open(open);
         let control = self.control.clone();
         let retired = tokio::task::spawn_blocking(move || control.on_detach(id, reason));
-        let (retired, ()) = tokio::join!(retired, attachment.channel.stop());
+        let ended = async {
+            if attachment.channel.state.shared {
+                attachment.channel.release(id).await;
+            } else {
+                attachment.channel.stop().await;
+            }
+        };
+        let (retired, ()) = tokio::join!(retired, ended);
         if let Err(e) = retired {
             tracing::error!(attachment = %id, error = %e, "on_detach panicked");
         }
@@ -366,8 +398,11 @@ impl Hub {
         };
         self.sessions_open(0);
         let mut stopping = tokio::task::JoinSet::new();
-        for attachment in all {
+        for attachment in all.into_iter().filter(|a| !a.channel.state.shared) {
             stopping.spawn(async move { attachment.channel.stop().await });
+        }
+        if let Some(shared) = self.shared.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            stopping.spawn(async move { shared.stop().await });
         }
         while stopping.join_next().await.is_some() {}
     }

@@ -72,7 +72,7 @@ pub use hub::Limits;
 pub use lifecycle::{ExtraLayer, ShutdownReason, init_logging, init_logging_with};
 pub use oauth::{OAuthPrincipal, OAuthSettings};
 pub use observe::{Exposition, GatewayObserver, MetaObject, TraceContext};
-pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions, MetricsListener};
+pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions, MetricsListener, Sharing};
 pub use serve::{run, serve, serve_io};
 
 /// The rmcp version this crate is built on, re-exported so the control plane builds its

@@ -121,6 +121,7 @@ pub(crate) async fn start_hub(
         init_timeout: options.downstream_init_timeout,
         client_info: gateway_info.clone(),
         observer: options.observer.clone(),
+        shared: options.sharing == crate::options::Sharing::Gateway,
     });
     let settings = ServiceSettings {
         call_timeout: options.call_timeout,

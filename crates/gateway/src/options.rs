@@ -53,6 +53,40 @@ pub struct GatewayOptions {
     /// Over stdio: a listener of its own serving `GET /metrics` (the observer's exposition);
     /// `None` serves none. (Over HTTP the transport's listener serves `/metrics`.)
     pub metrics_listener: Option<MetricsListener>,
+    /// Over HTTP: a downstream run per attachment, or one every attachment shares.
+    pub sharing: Sharing,
+}
+
+/// `[downstream] sharing`: how many downstream runs an HTTP gateway keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sharing {
+    /// One run and connection per attachment (session, stateless client): what the
+    /// downstream keeps per client stays that client's. The default.
+    #[default]
+    Session,
+    /// One run and connection for every attachment of the gateway, for servers that keep
+    /// no per-client state (gitea-mcp: each call is a forge API request with the one token
+    /// it was started with). The gate, the audit and the workers stay per attachment.
+    Gateway,
+}
+
+impl Sharing {
+    /// The config literal.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Session => "session",
+            Self::Gateway => "gateway",
+        }
+    }
+
+    /// The value of a config literal.
+    pub fn parse(literal: &str) -> Option<Self> {
+        match literal {
+            "session" => Some(Self::Session),
+            "gateway" => Some(Self::Gateway),
+            _ => None,
+        }
+    }
 }
 
 /// A stdio gateway's `/metrics` listener: loopback unless [`allow_remote`](Self::allow_remote),
@@ -103,6 +137,7 @@ impl Default for GatewayOptions {
             observer: None,
             trace: None,
             metrics_listener: None,
+            sharing: Sharing::Session,
         }
     }
 }

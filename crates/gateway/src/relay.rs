@@ -1,7 +1,10 @@
 //! The downstream → client direction of one channel: what the downstream server sends its
 //! client (the gateway) that belongs to the real client. One [`Relay`] is the rmcp client
-//! service of one downstream connection, and its channel serves one attachment, so nothing
-//! it passes up can reach another attachment.
+//! service of one downstream connection. Its channel serves one attachment, so nothing it
+//! passes up can reach another attachment; or, shared (`[downstream] sharing = "gateway"`),
+//! every HTTP attachment, and then what it passes up goes only where it names: progress and
+//! answers to the request's own client, a list change to every client, anything else that
+//! answers no request to no one.
 //!
 //! * Requests (`sampling/createMessage`, `elicitation/create`, `roots/list`, custom ones)
 //!   go to the client request that caused them ([`crate::routes::originator`]), on that
@@ -75,7 +78,9 @@ impl Relay {
                 tracing::info!(attachment = %self.state.attachment, ?kind, %refusal,
                     "downstream request refused");
                 let code = match refusal {
-                    crate::routes::Refusal::NoOriginatingRequest => ErrorCode::INVALID_PARAMS,
+                    crate::routes::Refusal::NoOriginatingRequest | crate::routes::Refusal::Ambiguous(_) => {
+                        ErrorCode::INVALID_PARAMS
+                    }
                     _ => ErrorCode::METHOD_NOT_FOUND,
                 };
                 return Err(ErrorData::new(code, refusal.to_string(), None));
@@ -143,12 +148,14 @@ impl Service<RoleClient> for Relay {
 /// order the downstream sent them (the queue is filled by the transport tap as it reads):
 /// progress to the request it reports on, with the client's token; the rest to the
 /// attachment's session, or for a stateless attachment, which has none, the stream of its
-/// oldest request in flight (else dropped). Ends with the channel.
+/// oldest request in flight (else dropped). On a shared channel, see [`deliver_shared`].
+/// Ends with the channel.
 pub(crate) async fn forward_to_client(state: Weak<ChannelState>, mut queue: crate::outbox::Inbox<ServerNotification>) {
     while let Some(notification) = queue.recv().await {
         let Some(state) = state.upgrade() else { return };
         match notification {
             ServerNotification::ProgressNotification(progress) => deliver_progress(&state, progress).await,
+            other if state.shared => deliver_shared(&state, other).await,
             other if is_subscribable(&other) && state.subscriptions.is_listening() => {
                 for sink in state.subscriptions.sinks() {
                     if let Err(e) = sink.send(other.clone()).await
@@ -159,7 +166,7 @@ pub(crate) async fn forward_to_client(state: Weak<ChannelState>, mut queue: crat
                 }
             }
             other => {
-                let target = state.session().or_else(|| state.routes.oldest_peer());
+                let target = state.session().or_else(|| state.routes.sole_peer());
                 match target {
                     Some(peer) => {
                         if let Err(e) = peer.send_notification(other).await {
@@ -174,6 +181,36 @@ pub(crate) async fn forward_to_client(state: Weak<ChannelState>, mut queue: crat
         if queue.is_empty() {
             // Progress dropped behind the last one delivered is not coming.
             state.routes.caught_up();
+        }
+    }
+}
+
+/// A notification that answers no request, on a channel every HTTP attachment shares: a list
+/// change to every client (each session, each subscription stream: the list is the same
+/// for all); a resource update only to the subscription streams that asked for its URI (no
+/// session subscribed: the gateway never forwards a session's `resources/subscribe` to a
+/// shared run); anything else (logging, a custom notification) to no one — nothing on the
+/// wire says which client's call it is about, and a guess could hand one client's data to
+/// another.
+async fn deliver_shared(state: &ChannelState, notification: ServerNotification) {
+    let targets = match &notification {
+        n if is_subscribable(n) && !matches!(n, ServerNotification::ResourceUpdatedNotification(_)) => state.sessions(),
+        _ => Vec::new(),
+    };
+    if is_subscribable(&notification) {
+        for sink in state.subscriptions.sinks() {
+            if let Err(e) = sink.send(notification.clone()).await
+                && crate::subscriptions::closed(&e)
+            {
+                tracing::debug!(error = %e, "could not pass a downstream notification to a subscription stream");
+            }
+        }
+    } else {
+        tracing::debug!(?notification, "a notification of the shared downstream that names no client: dropped");
+    }
+    for peer in targets {
+        if let Err(e) = peer.send_notification(notification.clone()).await {
+            tracing::debug!(error = %e, "could not pass a downstream notification to a client");
         }
     }
 }

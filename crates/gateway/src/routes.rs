@@ -9,6 +9,9 @@
 //! A request from the downstream (sampling, elicitation, roots) is routed by
 //! [`originator`], a pure function of what is in flight: it goes to the client request that
 //! caused it, or it is refused back to the downstream with a reason; it is never broadcast.
+//! On a channel several attachments share (`[downstream] sharing = "gateway"`), a request
+//! that arrives while more than one attachment has requests in flight cannot be told to
+//! belong to one of them (the wire does not say which call asked): it is refused.
 //!
 //! Progress keeps its order and is never overtaken by the answer it precedes: the channel's
 //! transport tap numbers every progress notification as it is read off the wire
@@ -22,6 +25,7 @@
 //! Short critical sections only: the table is a `std::sync::Mutex` held for a map
 //! operation, never across an await.
 
+use crate::control::AttachmentId;
 use rmcp::model::{ClientCapabilities, ProgressToken, RequestId, ServerRequest};
 use rmcp::service::{Peer, RoleServer};
 use std::collections::{BTreeMap, HashMap};
@@ -63,6 +67,8 @@ pub(crate) struct ClientFacts {
 /// One forwarded request, while the downstream has not answered it.
 #[derive(Clone, Debug)]
 pub(crate) struct InFlight {
+    /// The attachment whose request it is.
+    pub(crate) attachment: AttachmentId,
     /// The client's JSON-RPC id of the request it was forwarded for.
     pub(crate) client_request: RequestId,
     /// Its method (`tools/call`, …).
@@ -124,6 +130,9 @@ pub(crate) enum Refusal {
     StatelessClient,
     /// The originating client did not declare the capability the request needs.
     Undeclared(&'static str),
+    /// Several attachments sharing the downstream have requests in flight: which one's
+    /// call asked cannot be told.
+    Ambiguous(usize),
 }
 
 impl fmt::Display for Refusal {
@@ -144,24 +153,35 @@ impl fmt::Display for Refusal {
                 "refused by the fleetgate gateway: the client of the originating request did not declare the \
                  `{capability}` capability"
             ),
+            Self::Ambiguous(clients) => write!(
+                f,
+                "refused by the fleetgate gateway: {clients} clients share this downstream connection and have \
+                 requests in flight, so this request cannot be told to belong to one of them; it was not \
+                 forwarded to anyone (serve this server with [downstream] sharing = \"session\" to ask clients)"
+            ),
         }
     }
 }
 
 /// The in-flight request a server→client request of `kind` belongs to, given everything in
-/// flight on the channel in the order it was sent (`(seq, method, client)`).
+/// flight on the channel in the order it was sent (`(seq, method, client, attachment)`).
 ///
 /// The oldest request that can ask for input (`tools/call`, `prompts/get`,
-/// `resources/read`) wins, else the oldest of any kind: every request on a channel is the
-/// same attachment's, so the choice only picks which of its requests' streams carries the
-/// question. Nothing in flight: refused, never broadcast.
+/// `resources/read`) wins, else the oldest of any kind, when every request in flight is one
+/// attachment's: the choice only picks which of its requests' streams carries the question.
+/// Requests of several attachments in flight (a shared channel): refused, since the wire
+/// does not say which one asked. Nothing in flight: refused, never broadcast.
 pub(crate) fn originator<'a, I>(in_flight: I, kind: InputKind) -> Result<u64, Refusal>
 where
-    I: IntoIterator<Item = (u64, &'a str, &'a ClientFacts)>,
+    I: IntoIterator<Item = (u64, &'a str, &'a ClientFacts, AttachmentId)>,
 {
     let mut oldest = None;
     let mut oldest_asking = None;
-    for (seq, method, client) in in_flight {
+    let mut attachments: Vec<AttachmentId> = Vec::new();
+    for (seq, method, client, attachment) in in_flight {
+        if !attachments.contains(&attachment) {
+            attachments.push(attachment);
+        }
         let better = |current: Option<(u64, &'a ClientFacts)>| current.is_none_or(|(s, _)| seq < s);
         if better(oldest) {
             oldest = Some((seq, client));
@@ -169,6 +189,9 @@ where
         if matches!(method, "tools/call" | "prompts/get" | "resources/read") && better(oldest_asking) {
             oldest_asking = Some((seq, client));
         }
+    }
+    if attachments.len() > 1 {
+        return Err(Refusal::Ambiguous(attachments.len()));
     }
     let (seq, client) = oldest_asking.or(oldest).ok_or(Refusal::NoOriginatingRequest)?;
     if client.stateless_era && kind != InputKind::Other {
@@ -279,7 +302,8 @@ impl Routes {
     /// Where a downstream request of `kind` goes: the in-flight request it belongs to.
     pub(crate) fn route(&self, kind: InputKind) -> Result<InFlight, Refusal> {
         let table = self.lock();
-        let seq = originator(table.in_flight.iter().map(|(seq, e)| (*seq, e.method.as_str(), &e.client)), kind)?;
+        let in_flight = table.in_flight.iter().map(|(seq, e)| (*seq, e.method.as_str(), &e.client, e.attachment));
+        let seq = originator(in_flight, kind)?;
         Ok(table.in_flight[&seq].clone())
     }
 
@@ -359,16 +383,23 @@ impl Routes {
         self.wait_delivered(target, |delivered| delivered >= target).await;
     }
 
-    /// The peer of the oldest request in flight: where a stateless attachment's side
-    /// notifications (logging) go, having no session stream.
-    pub(crate) fn oldest_peer(&self) -> Option<Peer<RoleServer>> {
-        self.lock().in_flight.values().next().map(|e| e.peer.clone())
+    /// The peer of the oldest request in flight, when every request in flight is one
+    /// attachment's: where a side notification (logging) that answers no request goes,
+    /// having no session stream to go to (a stateless attachment), or on a shared channel.
+    pub(crate) fn sole_peer(&self) -> Option<Peer<RoleServer>> {
+        let table = self.lock();
+        let mut in_flight = table.in_flight.values();
+        let first = in_flight.next()?;
+        in_flight.all(|e| e.attachment == first.attachment).then(|| first.peer.clone())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::{ClientFacts, InputKind, Refusal, originator};
+    use crate::control::AttachmentId;
+
+    const ONE: AttachmentId = AttachmentId(1);
     use rmcp::model::{ClientCapabilities, ElicitationCapability, RootsCapabilities};
 
     fn facts(elicitation: bool, stateless_era: bool) -> ClientFacts {
@@ -389,22 +420,28 @@ mod tests {
     #[test]
     fn the_oldest_call_that_can_ask_wins_over_older_plain_requests() {
         let f = facts(true, false);
-        let in_flight = [(3, "tools/list", &f), (5, "tools/call", &f), (7, "tools/call", &f)];
+        let in_flight = [(3, "tools/list", &f, ONE), (5, "tools/call", &f, ONE), (7, "tools/call", &f, ONE)];
         assert_eq!(originator(in_flight, InputKind::Elicitation), Ok(5));
-        assert_eq!(originator([(9, "resources/list", &f)], InputKind::Roots), Ok(9));
+        assert_eq!(originator([(9, "resources/list", &f, ONE)], InputKind::Roots), Ok(9));
     }
 
     #[test]
     fn the_originating_client_must_be_able_to_answer() {
         let silent = facts(false, false);
         assert_eq!(
-            originator([(1, "tools/call", &silent)], InputKind::Elicitation),
+            originator([(1, "tools/call", &silent, ONE)], InputKind::Elicitation),
             Err(Refusal::Undeclared("elicitation"))
         );
-        assert_eq!(originator([(1, "tools/call", &silent)], InputKind::Sampling), Err(Refusal::Undeclared("sampling")));
-        assert_eq!(originator([(1, "tools/call", &silent)], InputKind::Roots), Ok(1));
+        assert_eq!(
+            originator([(1, "tools/call", &silent, ONE)], InputKind::Sampling),
+            Err(Refusal::Undeclared("sampling"))
+        );
+        assert_eq!(originator([(1, "tools/call", &silent, ONE)], InputKind::Roots), Ok(1));
         let modern = facts(true, true);
-        assert_eq!(originator([(1, "tools/call", &modern)], InputKind::Elicitation), Err(Refusal::StatelessClient));
+        assert_eq!(
+            originator([(1, "tools/call", &modern, ONE)], InputKind::Elicitation),
+            Err(Refusal::StatelessClient)
+        );
     }
 
     /// Issue #19, resource bounds: the in-flight table refuses past [`MAX_IN_FLIGHT`], and
@@ -422,6 +459,7 @@ mod tests {
         let routes = Routes::default();
         let client = facts(true, false);
         let entry = |i: i64| InFlight {
+            attachment: ONE,
             client_request: RequestId::Number(i),
             method: "tools/call".to_owned(),
             peer: peer.clone(),
@@ -445,6 +483,24 @@ mod tests {
         drop(table);
         assert!(routes.progress_target(&token(10_000)).is_none());
         assert!(routes.register(entry(0)).is_some(), "room again");
+    }
+
+    /// A shared channel: while two attachments have calls in flight, a server→client request
+    /// cannot be told to belong to one of them, whatever the order or the kind.
+    #[test]
+    fn with_two_attachments_in_flight_a_server_request_is_refused_not_guessed() {
+        let f = facts(true, false);
+        let two = AttachmentId(2);
+        let mixed = [(1, "tools/call", &f, ONE), (2, "tools/call", &f, two)];
+        for kind in [InputKind::Elicitation, InputKind::Sampling, InputKind::Roots, InputKind::Other] {
+            assert_eq!(originator(mixed, kind), Err(Refusal::Ambiguous(2)), "{kind:?}");
+        }
+        assert_eq!(
+            originator([(1, "tools/list", &f, ONE), (2, "tools/call", &f, two)], InputKind::Roots),
+            Err(Refusal::Ambiguous(2))
+        );
+        assert_eq!(originator([(4, "tools/call", &f, two), (5, "tools/call", &f, two)], InputKind::Elicitation), Ok(4));
+        assert!(Refusal::Ambiguous(2).to_string().contains("not forwarded to anyone"));
     }
 
     #[test]

@@ -85,6 +85,7 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         log_filter: ctx.env.get(EnvKey::FleetgateLog, "").map(str::to_owned),
         observer: Some(exposition),
         metrics_listener,
+        sharing: ctx.config.downstream_sharing,
         ..GatewayOptions::default()
     };
     Ok(run_serve(ServeSettings { control, options, http, otlp })?)

@@ -76,6 +76,40 @@ fn concurrent_elicitations_reach_the_session_whose_call_asked() {
     g.stop();
 }
 
+/// The same race on one downstream every session shares (`[downstream] sharing = "gateway"`):
+/// a question asked while both calls are in flight cannot be told to be one's, so it is
+/// refused back to the server; no question ever reaches the other session, and each session
+/// is still its own worker.
+#[test]
+fn on_a_shared_downstream_no_elicitation_reaches_the_other_session() {
+    let _serial = serial();
+    let f = FleetDir::new(&format!("{}\n[downstream]\nsharing = \"gateway\"\n", config()));
+    let argv = elicit_server(&f);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let g = HttpGateway::start_logging(&f, None, &argv, "info");
+    let tally = python("tests/peers/elicit_race.py", &[&g.url(), "50"]);
+    assert_eq!(tally["cross_talk"], json!([]), "{tally}");
+    assert_eq!(tally["errors"], json!([]), "{tally}");
+    let (answered, refused) = (tally["answered"].as_u64().unwrap(), tally["refused"].as_u64().unwrap());
+    assert_eq!(answered + refused, 100, "every call answered or its question refused: {tally}");
+    assert_eq!(tally["asked"], json!(answered), "a question asked was a question answered, by its asker: {tally}");
+    let pids = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                let c = String::from_utf8_lossy(&c);
+                c.contains("elicit_server.py") && c.contains(&f.dir.path().display().to_string())
+            })
+        })
+        .count();
+    assert_eq!(pids, 1, "one downstream process for both sessions");
+    let sessions =
+        workers(&f).iter().filter(|w| w["client_name"].as_str().is_some_and(|c| c.starts_with("race-"))).count();
+    assert_eq!(sessions, 2, "each session its own worker: {:?}", workers(&f));
+    g.stop();
+}
+
 #[test]
 fn an_unsolicited_downstream_request_is_refused_not_broadcast() {
     let _serial = serial();

@@ -408,6 +408,13 @@ impl ServerHandler for Fixture {
         if info.server_info.name.is_empty() {
             info.server_info.name = "fleetgate-conformance-fixture".to_owned();
         }
+        // `--no-subscribe`: the same server without per-session subscriptions, which a
+        // gateway may share between its clients (`[downstream] sharing = "gateway"`).
+        if std::env::args().any(|a| a == "--no-subscribe")
+            && let Some(resources) = info.capabilities.resources.as_mut()
+        {
+            resources.subscribe = None;
+        }
         info
     }
 

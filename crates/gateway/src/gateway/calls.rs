@@ -263,7 +263,7 @@ impl Gateway {
             }
             Ok(ServerResult::CreateTaskResult(task)) => {
                 let call = OwnedTask { tool, arguments: owned.flatten() };
-                channel.state.tasks.made(task.task.task_id.clone(), call);
+                channel.state.tasks.made(attachment.id, task.task.task_id.clone(), call);
                 Ok(ServerResult::CreateTaskResult(task))
             }
             Ok(result) => {
@@ -343,7 +343,7 @@ impl Gateway {
             ClientRequest::CancelTaskRequest(r) => r.params.task_id.clone(),
             _ => return self.forward(attachment, request, context).await,
         };
-        let Some(owned) = attachment.channel.state.tasks.get(&task_id) else {
+        let Some(owned) = attachment.channel.state.tasks.get(attachment.id, &task_id) else {
             tracing::info!(attachment = %attachment.id, method = request.method(), "unknown task refused");
             return Err(ErrorData::invalid_params(
                 format!("unknown task {task_id:?}: this client has no such task"),

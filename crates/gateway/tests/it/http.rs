@@ -1,21 +1,13 @@
 //! The fixture over Streamable HTTP (`--http`), raw requests through reqwest: what the
 //! HTTP transport guarantees a session, with the rmcp conformance fixture downstream.
 
-use crate::harness::{ANSWER, RawGateway, State, conformance_fixture, path_text, wait_until};
+use crate::harness::{ANSWER, RawGateway, State};
 use serde_json::{Value, json};
 
 /// Start the fixture on HTTP in front of the conformance fixture: the gateway (kept for
 /// its lifetime) and the endpoint's URL.
 pub(crate) fn start(state: &State) -> (RawGateway, String) {
-    let gateway = RawGateway::start(state, &["--http", "127.0.0.1:0"], &[path_text(&conformance_fixture())]);
-    let file = state.path().join("listen-addr");
-    let mut addr = String::new();
-    let bound = wait_until(ANSWER, || {
-        addr = std::fs::read_to_string(&file).unwrap_or_default();
-        !addr.is_empty()
-    });
-    assert!(bound, "the fixture did not report its address");
-    (gateway, format!("http://{addr}/mcp"))
+    crate::sharing::start_sharing(state, "session", true)
 }
 
 /// A POST of `message` to `url`, in `session` when given.
@@ -214,9 +206,22 @@ async fn post_with_meta(
 /// clients each trigger a change, and each stream sees exactly its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_stream_carries_its_own_client_s_notifications_and_no_other_s() {
+    subscription_streams("session").await;
+}
+
+/// The same two clients on one shared downstream: its tool list is every client's, so each
+/// change reaches both streams, each tagged with that stream's own id, and nothing else does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_shared_downstream_a_list_change_reaches_every_stream_tagged_as_its_own() {
+    subscription_streams("gateway").await;
+}
+
+async fn subscription_streams(sharing: &str) {
     let state = State::new();
     state.allow_mutations();
-    let (_gateway, url) = start(&state);
+    let (_gateway, url) = crate::sharing::start_sharing(&state, sharing, sharing == "session");
+    // Each stream hears its own client's change; shared, every client's.
+    let expected = if sharing == "gateway" { 2 } else { 1 };
     let client = reqwest::Client::new();
     let filter = json!({ "notifications": { "toolsListChanged": true } });
     let mut streams = Vec::new();
@@ -235,18 +240,24 @@ async fn a_subscription_stream_carries_its_own_client_s_notifications_and_no_oth
         let answer = stateless(&client, &url, 20 + *id, name, "tools/call", call).await.text().await.unwrap();
         assert!(answer.contains("sent to 1 stream"), "the gateway listens on {name}'s downstream: {answer}");
         read_until(stream, text, "notifications/tools/list_changed").await;
-        let changes: Vec<Value> =
-            messages(text).into_iter().filter(|m| m["method"] == "notifications/tools/list_changed").collect();
-        assert_eq!(changes.len(), 1, "{name}'s stream carries its own change only: {text}");
-        let tag = &changes[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"];
-        assert_eq!(tag, &json!(*id), "tagged with {name}'s stream: {text}");
     }
-    // Each stream, read once more after both changes went out, still has only its own.
-    for (name, _, stream, text) in &mut streams {
+    for (name, id, stream, text) in &mut streams {
+        // Every change this stream is owed, then a moment more for one it is not.
+        while text.matches("notifications/tools/list_changed").count() < expected {
+            let more = tokio::time::timeout(crate::harness::ANSWER, stream.chunk()).await;
+            let chunk = more.expect("the stream's changes in time").unwrap().expect("the stream is open");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
         if let Ok(Ok(Some(chunk))) = tokio::time::timeout(std::time::Duration::from_millis(50), stream.chunk()).await {
             text.push_str(&String::from_utf8_lossy(&chunk));
         }
-        assert_eq!(text.matches("notifications/tools/list_changed").count(), 1, "{name}: {text}");
+        let changes: Vec<Value> =
+            messages(text).into_iter().filter(|m| m["method"] == "notifications/tools/list_changed").collect();
+        assert_eq!(changes.len(), expected, "{sharing}: {name}'s stream: {text}");
+        for change in &changes {
+            let tag = &change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"];
+            assert_eq!(tag, &json!(*id), "tagged with {name}'s stream: {text}");
+        }
     }
 }
 
@@ -271,8 +282,19 @@ async fn task_request(client: &reqwest::Client, url: &str, id: u64, name: &str, 
 /// "unknown" at the gateway, never forwarded (the task keeps running), while its own reach it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_is_gated_when_made_and_only_the_client_that_made_it_reaches_it() {
+    task_ownership("session").await;
+}
+
+/// The same on one shared downstream: the task ids of every client reach the same server,
+/// and still only the client that made a task reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_shared_downstream_only_the_client_that_made_a_task_reaches_it() {
+    task_ownership("gateway").await;
+}
+
+async fn task_ownership(sharing: &str) {
     let state = State::new();
-    let (_gateway, url) = start(&state);
+    let (_gateway, url) = crate::sharing::start_sharing(&state, sharing, sharing == "session");
     let client = reqwest::Client::new();
     let compute = json!({ "name": "slow_compute", "arguments": { "seconds": 30, "label": "alice's" } });
 

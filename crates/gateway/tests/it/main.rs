@@ -13,3 +13,4 @@ mod http;
 mod lifecycle;
 mod paging;
 mod progress;
+mod sharing;

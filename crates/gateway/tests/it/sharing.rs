@@ -1,0 +1,198 @@
+//! `[downstream] sharing = "gateway"` (the fixture's `--sharing gateway`): every HTTP session
+//! of the gateway is served by one downstream run, and still nothing of one session reaches
+//! another — progress goes to the call it reports on (each client's own token, though they
+//! are equal), a server→client request that cannot be told to belong to one of several
+//! sessions in flight is refused, never guessed, and a session's per-session requests are
+//! not forwarded. The isolation suites of `http.rs` run in both modes.
+
+use crate::harness::{ANSWER, RawGateway, State, conformance_fixture, path_text, wait_until};
+use crate::http::{messages, post, read_until};
+use serde_json::{Value, json};
+
+/// The fixture on HTTP with `sharing`, in front of the conformance fixture (`--no-subscribe`
+/// unless `subscribe`): the gateway and its endpoint's URL.
+pub(crate) fn start_sharing(state: &State, sharing: &str, subscribe: bool) -> (RawGateway, String) {
+    let mut downstream = vec![path_text(&conformance_fixture())];
+    if !subscribe {
+        downstream.push("--no-subscribe".to_owned());
+    }
+    let gateway = RawGateway::start(state, &["--http", "127.0.0.1:0", "--sharing", sharing], &downstream);
+    let file = state.path().join("listen-addr");
+    let mut addr = String::new();
+    let bound = wait_until(ANSWER, || {
+        addr = std::fs::read_to_string(&file).unwrap_or_default();
+        !addr.is_empty()
+    });
+    assert!(bound, "the fixture did not report its address");
+    (gateway, format!("http://{addr}/mcp"))
+}
+
+/// A 2025-11-25 session of the client `name`, initialized: its id.
+async fn session(client: &reqwest::Client, url: &str, name: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}}, "clientInfo": {"name": name, "version": "1"}}});
+    let answer = post(client, url, None, &init).await;
+    assert_eq!(answer.status(), 200, "{name}'s initialize");
+    let id = answer.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(client, url, Some(&id), &initialized).await.status(), 202);
+    id
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+}
+
+/// The pids of the processes under `root` (its children, theirs, …) whose command line
+/// contains `needle`.
+fn descendants(root: u32, needle: &str) -> Vec<u32> {
+    let mut parents = std::collections::HashMap::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // `pid (comm) state ppid …`: the comm may hold spaces, the last `)` ends it.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            parents.insert(pid, ppid);
+        }
+    }
+    let under = |mut pid: u32| {
+        while let Some(&parent) = parents.get(&pid) {
+            if parent == root {
+                return true;
+            }
+            pid = parent;
+        }
+        false
+    };
+    parents
+        .keys()
+        .copied()
+        .filter(|pid| under(*pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(needle))
+        })
+        .collect()
+}
+
+/// Three sessions, each served: one downstream process for all of them (in session mode,
+/// three).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_session_is_served_by_one_downstream_process() {
+    for (sharing, runs) in [("gateway", 1), ("session", 3)] {
+        let state = State::new();
+        state.allow_mutations();
+        let (gateway, url) = start_sharing(&state, sharing, false);
+        let client = reqwest::Client::new();
+        for name in ["alice", "bob", "carol"] {
+            let id = session(&client, &url, name).await;
+            let answer = post(&client, &url, Some(&id), &call(2, "test_simple_text", json!({}))).await;
+            let text = answer.text().await.unwrap();
+            assert!(text.contains("This is a simple text response"), "{sharing}: {name} is served: {text}");
+        }
+        let fixtures = descendants(gateway.child.id(), "conformance_fixture");
+        assert_eq!(fixtures.len(), runs, "{sharing}: downstream processes {fixtures:?}");
+    }
+}
+
+/// Two sessions call the progress tool at the same moment, each with progress token 1: each
+/// stream carries exactly its own three notifications, under its own token, and its own
+/// answer — the downstream saw two different tokens (the gateway's) and two request ids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn equal_progress_tokens_of_two_sessions_each_reach_their_own_call() {
+    let state = State::new();
+    state.allow_mutations();
+    let (_gateway, url) = start_sharing(&state, "gateway", false);
+    let client = reqwest::Client::new();
+    let (alice, bob) = (session(&client, &url, "alice").await, session(&client, &url, "bob").await);
+    let progress = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "test_tool_with_progress",
+            "arguments": {}, "_meta": {"progressToken": 1}}})
+    };
+    for round in 0..5 {
+        let message = progress(10 + round);
+        let (a, b) =
+            tokio::join!(post(&client, &url, Some(&alice), &message), post(&client, &url, Some(&bob), &message));
+        for (who, mut response) in [("alice", a), ("bob", b)] {
+            let mut text = String::new();
+            read_until(&mut response, &mut text, &format!("\"id\":{}", 10 + round)).await;
+            let all = messages(&text);
+            let notes: Vec<&Value> = all.iter().filter(|m| m["method"] == "notifications/progress").collect();
+            assert_eq!(notes.len(), 3, "{who}, round {round}: its own three, no other's: {text}");
+            assert!(notes.iter().all(|n| n["params"]["progressToken"] == 1), "{who}: its own token: {text}");
+            let answers: Vec<&Value> = all.iter().filter(|m| m.get("result").is_some()).collect();
+            assert_eq!(answers.len(), 1, "{who}: {text}");
+        }
+    }
+}
+
+/// A question the downstream asks while two sessions have calls in flight cannot be told
+/// to be one of theirs: refused, asked of no one. With one session in flight it is asked of
+/// that one, on its call's stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_while_two_sessions_are_in_flight_is_refused_not_guessed() {
+    let state = State::new();
+    state.allow_mutations();
+    let (_gateway, url) = start_sharing(&state, "gateway", false);
+    let client = reqwest::Client::new();
+    let (alice, bob) = (session(&client, &url, "alice").await, session(&client, &url, "bob").await);
+
+    // Bob's slow call is in flight while Alice's call asks.
+    let slow = call(5, "slow_compute", json!({ "seconds": 3, "label": "bob's" }));
+    let bobs = tokio::spawn({
+        let (client, url, bob) = (client.clone(), url.clone(), bob.clone());
+        async move { post(&client, &url, Some(&bob), &slow).await.text().await.unwrap() }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut asked = post(&client, &url, Some(&alice), &call(6, "test_elicitation", json!({"message": "who?"}))).await;
+    let mut text = String::new();
+    read_until(&mut asked, &mut text, "\"id\":6").await;
+    assert!(!text.contains("elicitation/create"), "asked of Alice though Bob was in flight: {text}");
+    assert!(text.contains("cannot be told to belong to one of them"), "{text}");
+    let bobs = bobs.await.unwrap();
+    assert!(bobs.contains("computed bob's after 3 s"), "{bobs}");
+    assert!(!bobs.contains("elicitation/create"), "asked of Bob, whose call did not ask: {bobs}");
+
+    // Alone in flight, Alice is asked, and answers.
+    let mut asked = post(&client, &url, Some(&alice), &call(7, "test_elicitation", json!({"message": "who?"}))).await;
+    let mut text = String::new();
+    read_until(&mut asked, &mut text, "elicitation/create").await;
+    let question = messages(&text).into_iter().find(|m| m["method"] == "elicitation/create").unwrap();
+    let accept = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept",
+        "content": {"username": "ada", "email": "ada@example.org"}}});
+    assert_eq!(post(&client, &url, Some(&alice), &accept).await.status(), 202);
+    read_until(&mut asked, &mut text, "\"id\":7").await;
+    assert!(text.contains("ada"), "{text}");
+}
+
+/// A shared run keeps no client's session state: a session's `logging/setLevel` and
+/// `resources/subscribe` would set it for every client, so the gateway answers them with an
+/// error and never forwards them — the run's own subscriptions stay empty, so no resource
+/// update of one client's subscription can reach another. Calls are served as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_session_requests_are_not_forwarded_to_a_shared_run() {
+    let state = State::new();
+    state.allow_mutations();
+    let (_gateway, url) = start_sharing(&state, "gateway", true);
+    let client = reqwest::Client::new();
+    let alice = session(&client, &url, "alice").await;
+    for (method, params) in [
+        ("logging/setLevel", json!({"level": "debug"})),
+        ("resources/subscribe", json!({"uri": "test://watched-resource"})),
+        ("resources/unsubscribe", json!({"uri": "test://watched-resource"})),
+    ] {
+        let request = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": params});
+        let text = post(&client, &url, Some(&alice), &request).await.text().await.unwrap();
+        assert!(text.contains("per-session state") && text.contains("not forwarded"), "{method}: {text}");
+    }
+    let text = post(&client, &url, Some(&alice), &call(4, "test_simple_text", json!({}))).await.text().await.unwrap();
+    assert!(text.contains("This is a simple text response"), "{text}");
+    // The same requests on a run of its own are the session's to make.
+    let state = State::new();
+    let (_gateway, url) = start_sharing(&state, "session", true);
+    let bob = session(&client, &url, "bob").await;
+    let request = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": "test://watched-resource"}});
+    let text = post(&client, &url, Some(&bob), &request).await.text().await.unwrap();
+    assert!(text.contains("\"result\""), "{text}");
+}
