@@ -271,8 +271,10 @@ impl Gateway {
     pub(crate) async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
         let attachment = self.attachment_for(subscription.request_context()).await?;
         let state = &attachment.channel.state;
-        let id =
-            state.subscriptions.add(subscription.sink().clone()).map_err(|why| ErrorData::invalid_params(why, None))?;
+        let id = state
+            .subscriptions
+            .add(attachment.id, subscription.sink().clone())
+            .map_err(|why| ErrorData::invalid_params(why, None))?;
         let sync = || {
             if let Some(connection) = attachment.channel.link() {
                 state.subscriptions.sync(&connection.peer, connection.generation, connection.stateless_era);

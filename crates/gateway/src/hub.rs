@@ -373,7 +373,7 @@ impl Hub {
                 .values()
                 .filter_map(|id| table.live.get(id))
                 // A client listening on a subscription stream is not idle.
-                .filter(|a| a.idle_since().elapsed() > ttl && !a.channel.state.subscriptions.is_listening())
+                .filter(|a| a.idle_since().elapsed() > ttl && !a.channel.state.subscriptions.is_listening_for(a.id))
                 .map(|a| a.id)
                 .collect()
         };

@@ -14,6 +14,7 @@
 
 #![expect(deprecated, reason = "resources/subscribe is how an older downstream is asked for resource updates")]
 
+use crate::control::AttachmentId;
 use rmcp::model::{
     ClientRequest, SubscribeRequest, SubscribeRequestParams, SubscriptionFilter, SubscriptionsListenRequest,
     SubscriptionsListenRequestParams, UnsubscribeRequest, UnsubscribeRequestParams,
@@ -23,7 +24,7 @@ use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use tokio_util::sync::CancellationToken;
 
-/// Streams one channel holds open at most; one more is refused.
+/// Streams one client (attachment) holds open at most; one more is refused.
 pub(crate) const MAX_LISTENERS: usize = 16;
 /// Resource URIs one stream may name at most.
 pub(crate) const MAX_RESOURCE_URIS: usize = 256;
@@ -43,7 +44,8 @@ struct Asked {
 #[derive(Debug, Default)]
 struct Inner {
     next: u64,
-    listeners: Vec<(u64, SubscriptionSink)>,
+    /// Each open stream: its number, its client's attachment, its sink.
+    listeners: Vec<(u64, AttachmentId, SubscriptionSink)>,
     asked: Asked,
 }
 
@@ -89,42 +91,48 @@ impl Subscriptions {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A stream opened: its number, or why it is refused (too many, too many URIs).
-    pub(crate) fn add(&self, sink: SubscriptionSink) -> Result<u64, String> {
+    /// A stream of `attachment`'s opened: its number, or why it is refused (too many, too
+    /// many URIs).
+    pub(crate) fn add(&self, attachment: AttachmentId, sink: SubscriptionSink) -> Result<u64, String> {
         let uris = sink.accepted().resource_subscriptions.as_ref().map_or(0, Vec::len);
         if uris > MAX_RESOURCE_URIS {
             return Err(format!("a subscription stream names at most {MAX_RESOURCE_URIS} resources ({uris} named)"));
         }
         let mut inner = self.lock();
-        if inner.listeners.len() >= MAX_LISTENERS {
+        if inner.listeners.iter().filter(|(_, by, _)| *by == attachment).count() >= MAX_LISTENERS {
             return Err(format!("this client holds {MAX_LISTENERS} subscription streams open already"));
         }
         inner.next += 1;
         let id = inner.next;
-        inner.listeners.push((id, sink));
+        inner.listeners.push((id, attachment, sink));
         Ok(id)
     }
 
     /// A stream ended.
     pub(crate) fn remove(&self, id: u64) {
-        self.lock().listeners.retain(|(n, _)| *n != id);
+        self.lock().listeners.retain(|(n, _, _)| *n != id);
     }
 
-    /// Whether any stream is open (an attachment with one is not idle).
+    /// Whether any stream is open.
     pub(crate) fn is_listening(&self) -> bool {
         !self.lock().listeners.is_empty()
     }
 
+    /// Whether `attachment` holds a stream open (then it is not idle).
+    pub(crate) fn is_listening_for(&self, attachment: AttachmentId) -> bool {
+        self.lock().listeners.iter().any(|(_, by, _)| *by == attachment)
+    }
+
     /// The open streams' sinks, in the order they opened.
     pub(crate) fn sinks(&self) -> Vec<SubscriptionSink> {
-        self.lock().listeners.iter().map(|(_, s)| s.clone()).collect()
+        self.lock().listeners.iter().map(|(_, _, s)| s.clone()).collect()
     }
 
     /// Ask the downstream connection `generation` (through `peer`) for what the open streams
     /// want, when that changed since it was last asked. Spawns the requests; never waits.
     pub(crate) fn sync(&self, peer: &Peer<RoleClient>, generation: u64, stateless_era: bool) {
         let mut inner = self.lock();
-        let wanted = union(inner.listeners.iter().map(|(_, s)| s.accepted()));
+        let wanted = union(inner.listeners.iter().map(|(_, _, s)| s.accepted()));
         if inner.asked.generation != generation {
             if let Some(listen) = inner.asked.listen.take() {
                 listen.cancel();

@@ -73,8 +73,20 @@ fn workers(f: &FleetDir) -> Vec<serde_json::Value> {
 
 #[test]
 fn each_http_session_is_its_own_worker_heartbeat_and_audit_trail() {
+    sessions_are_their_own_workers(CONFIG, 2);
+}
+
+/// The same on one downstream run both sessions share: the gate, the audit and the workers
+/// stay per session, and a session that ends leaves the run serving the other.
+#[test]
+fn on_a_shared_downstream_each_session_is_still_its_own_worker_and_audit_trail() {
+    sessions_are_their_own_workers(&format!("{CONFIG}\n[downstream]\nsharing = \"gateway\"\n"), 1);
+}
+
+/// Two sessions, each its own worker, heartbeat and audit trail; `runs` downstream processes.
+fn sessions_are_their_own_workers(config: &str, runs: usize) {
     let _serial = serial();
-    let f = FleetDir::new(CONFIG);
+    let f = FleetDir::new(config);
     let repo_s = f.repo().display().to_string();
     let git_server = peer(".venv/bin/mcp-server-git").display().to_string();
     let g = HttpGateway::start(&f, None, &[git_server.as_str(), "--repository", repo_s.as_str()]);
@@ -104,6 +116,20 @@ fn each_http_session_is_its_own_worker_heartbeat_and_audit_trail() {
         let shown = f.cli(&["worker", "show", id, "--json"]);
         assert_eq!(shown["heartbeat_fresh"], true, "{shown}");
     }
+    let downstreams = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                let c = String::from_utf8_lossy(&c).replace('\0', " ");
+                c.contains("mcp-server-git")
+                    && c.contains(&repo_s)
+                    && !c.contains(" serve ")
+                    && !c.contains("downstream-guard")
+            })
+        })
+        .count();
+    assert_eq!(downstreams, runs, "downstream processes for two sessions");
     // One runtime row for the process, transport http.
     let rows = f.cli(&["runtime", "list", "--json"]);
     let rows = rows["runtimes"].as_array().unwrap();

@@ -98,8 +98,11 @@ fn on_a_shared_downstream_no_elicitation_reaches_the_other_session() {
         .flatten()
         .filter(|e| {
             std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
-                let c = String::from_utf8_lossy(&c);
-                c.contains("elicit_server.py") && c.contains(&f.dir.path().display().to_string())
+                let c = String::from_utf8_lossy(&c).replace('\0', " ");
+                c.contains("elicit_server.py")
+                    && c.contains(&f.dir.path().display().to_string())
+                    && !c.contains(" serve ")
+                    && !c.contains("downstream-guard")
             })
         })
         .count();

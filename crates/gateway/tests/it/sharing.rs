@@ -196,3 +196,30 @@ async fn per_session_requests_are_not_forwarded_to_a_shared_run() {
     let text = post(&client, &url, Some(&bob), &request).await.text().await.unwrap();
     assert!(text.contains("\"result\""), "{text}");
 }
+
+/// Two sessions' calls with the same request id on one shared run: Alice cancels hers, and
+/// only hers — Bob's call of the same id goes on and is answered in full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancellation_cancels_only_the_cancelling_session_s_call() {
+    let state = State::new();
+    state.allow_mutations();
+    let (_gateway, url) = start_sharing(&state, "gateway", false);
+    let client = reqwest::Client::new();
+    let (alice, bob) = (session(&client, &url, "alice").await, session(&client, &url, "bob").await);
+    let slow = |label: &str| call(9, "slow_compute", json!({ "seconds": 2, "label": label }));
+    let bobs = tokio::spawn({
+        let (client, url, bob, message) = (client.clone(), url.clone(), bob.clone(), slow("bob's"));
+        async move { post(&client, &url, Some(&bob), &message).await.text().await.unwrap() }
+    });
+    let alices = tokio::spawn({
+        let (client, url, alice, message) = (client.clone(), url.clone(), alice.clone(), slow("alice's"));
+        async move { post(&client, &url, Some(&alice), &message).await.text().await.unwrap_or_default() }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9, "reason": "changed my mind"}});
+    assert_eq!(post(&client, &url, Some(&alice), &cancel).await.status(), 202);
+    let bobs = bobs.await.unwrap();
+    assert!(bobs.contains("computed bob's after 2 s"), "Bob's call of the same id is answered: {bobs}");
+    let alices = tokio::time::timeout(ANSWER, alices).await.expect("Alice's stream ends").unwrap();
+    assert!(!alices.contains("computed alice's"), "Alice's cancelled call is not answered: {alices}");
+}
