@@ -116,19 +116,7 @@ fn sessions_are_their_own_workers(config: &str, runs: usize) {
         let shown = f.cli(&["worker", "show", id, "--json"]);
         assert_eq!(shown["heartbeat_fresh"], true, "{shown}");
     }
-    let downstreams = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
-                let c = String::from_utf8_lossy(&c).replace('\0', " ");
-                c.contains("mcp-server-git")
-                    && c.contains(&repo_s)
-                    && !c.contains(" serve ")
-                    && !c.contains("downstream-guard")
-            })
-        })
-        .count();
+    let downstreams = crate::support::downstream_processes(&["mcp-server-git", &repo_s]);
     assert_eq!(downstreams, runs, "downstream processes for two sessions");
     // One runtime row for the process, transport http.
     let rows = f.cli(&["runtime", "list", "--json"]);

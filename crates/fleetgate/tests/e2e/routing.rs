@@ -93,19 +93,8 @@ fn on_a_shared_downstream_no_elicitation_reaches_the_other_session() {
     let (answered, refused) = (tally["answered"].as_u64().unwrap(), tally["refused"].as_u64().unwrap());
     assert_eq!(answered + refused, 100, "every call answered or its question refused: {tally}");
     assert_eq!(tally["asked"], json!(answered), "a question asked was a question answered, by its asker: {tally}");
-    let pids = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
-                let c = String::from_utf8_lossy(&c).replace('\0', " ");
-                c.contains("elicit_server.py")
-                    && c.contains(&f.dir.path().display().to_string())
-                    && !c.contains(" serve ")
-                    && !c.contains("downstream-guard")
-            })
-        })
-        .count();
+    let dir = f.dir.path().display().to_string();
+    let pids = crate::support::downstream_processes(&["elicit_server.py", &dir]);
     assert_eq!(pids, 1, "one downstream process for both sessions");
     let sessions =
         workers(&f).iter().filter(|w| w["client_name"].as_str().is_some_and(|c| c.starts_with("race-"))).count();

@@ -329,3 +329,18 @@ pub fn answer(call: (bool, String, serde_json::Value)) -> serde_json::Value {
     assert!(!err, "the call failed: {text}");
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
+
+/// Running downstream servers whose command line holds every one of `needles`: neither a
+/// gateway (`… serve …`) nor the guard it starts each run through.
+pub fn downstream_processes(needles: &[&str]) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                let c = String::from_utf8_lossy(&c).replace('\0', " ");
+                needles.iter().all(|n| c.contains(n)) && !c.contains(" serve ") && !c.contains("downstream-guard")
+            })
+        })
+        .count()
+}
