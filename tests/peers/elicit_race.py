@@ -43,12 +43,13 @@ async def client(url: str, me: str, rounds: int, start: list[anyio.Event], tally
                         text = result.content[0].text if result.content else ""
                         if text == f"call {tag} answered by {me}":
                             tally["answered"] += 1
-                        elif result.is_error and "cannot be told to belong to one of them" in text:
-                            tally["refused"] += 1
                         else:
                             tally["cross_talk"].append({"call": tag, "result": text, "is_error": result.is_error})
                     except Exception as e:  # reported, the run goes on
-                        tally["errors"].append({"call": tag, "error": repr(e)[:300]})
+                        if "cannot be told to belong to one of them" in repr(e):
+                            tally["refused"] += 1  # the server's question, refused back to it
+                        else:
+                            tally["errors"].append({"call": tag, "error": repr(e)[:300]})
 
 
 async def main() -> None:

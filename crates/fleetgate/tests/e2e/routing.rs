@@ -97,7 +97,7 @@ fn on_a_shared_downstream_no_elicitation_reaches_the_other_session() {
     let pids = crate::support::downstream_processes(&["elicit_server.py", &dir]);
     assert_eq!(pids, 1, "one downstream process for both sessions");
     let sessions =
-        workers(&f).iter().filter(|w| w["client_name"].as_str().is_some_and(|c| c.starts_with("race-"))).count();
+        workers(&f).iter().filter(|w| w["client_name"].as_str().is_some_and(|c| c.starts_with("race_"))).count();
     assert_eq!(sessions, 2, "each session its own worker: {:?}", workers(&f));
     g.stop();
 }
