@@ -15,7 +15,8 @@
 //! (2025-11-25 and older) gets a downstream connection opened with `initialize`; a
 //! 2026-07-28 client gets one opened with `server/discover` when the downstream speaks it,
 //! else `initialize` (the [`EraMemo`] remembers a legacy downstream, so later channels do
-//! not probe it again).
+//! not probe it again). A run every client shares is opened with `initialize`: every
+//! generation of client is served over that.
 //!
 //! **Invariant:** nothing here decides restarts: the supervisor's policy does. Any exit
 //! the gateway did not ask for, status 0 included, is a failure (`permanent(true)`).
@@ -388,7 +389,12 @@ impl Connector {
             };
             let relay = Relay { state: self.state.clone(), info: self.client_config(&client) };
             let transport = Tap { inner: AsyncRwTransport::new_client(stdout, stdin), state: self.state.clone() };
-            let lifecycle = self.memo.lifecycle(&client);
+            // A shared run serves clients of both generations: opened with `initialize`, the
+            // connection every generation's client is served over (a 2026-07-28 client as
+            // over any downstream that lacks `server/discover`), so no client's answer comes
+            // in a generation it does not speak.
+            let lifecycle =
+                if self.state.shared { ClientLifecycleMode::Initialize } else { self.memo.lifecycle(&client) };
             let opening = rmcp::service::serve_client_with_lifecycle(relay, transport, lifecycle);
             let running = match tokio::time::timeout(self.init_timeout, opening).await {
                 Ok(Ok(running)) => running,
@@ -406,7 +412,7 @@ impl Connector {
             let info = peer.peer_info();
             generation += 1;
             let stateless_era = info.as_ref().is_some_and(|i| !i.protocol_version.has_initialize());
-            if client.stateless_era {
+            if client.stateless_era && !self.state.shared {
                 self.memo.learn(stateless_era);
             }
             let connection = Arc::new(Connection {

@@ -165,7 +165,7 @@ fn stateless_meta(name: &str) -> Value {
 }
 
 /// A stateless request of `method` from `name`: the response, its body not yet read.
-async fn stateless(
+pub(crate) async fn stateless(
     client: &reqwest::Client,
     url: &str,
     id: u64,

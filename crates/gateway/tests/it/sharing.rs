@@ -223,3 +223,36 @@ async fn a_cancellation_cancels_only_the_cancelling_session_s_call() {
     let alices = tokio::time::timeout(ANSWER, alices).await.expect("Alice's stream ends").unwrap();
     assert!(!alices.contains("computed alice's"), "Alice's cancelled call is not answered: {alices}");
 }
+
+/// Clients of both generations on one shared run — a 2025-11-25 session and a 2026-07-28
+/// stateless client, in either order — are each answered in their own generation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_run_serves_clients_of_both_generations() {
+    for modern_first in [true, false] {
+        let state = State::new();
+        state.allow_mutations();
+        let (gateway, url) = start_sharing(&state, "gateway", false);
+        let client = reqwest::Client::new();
+        let simple = json!({ "name": "test_simple_text", "arguments": {} });
+        let modern = || crate::http::stateless(&client, &url, 3, "bob", "tools/call", simple.clone());
+        let mut answers = Vec::new();
+        if modern_first {
+            answers.push(modern().await.text().await.unwrap());
+        }
+        let alice = session(&client, &url, "alice").await;
+        answers.push(
+            post(&client, &url, Some(&alice), &call(2, "test_simple_text", json!({}))).await.text().await.unwrap(),
+        );
+        if !modern_first {
+            answers.push(modern().await.text().await.unwrap());
+        }
+        for text in &answers {
+            assert!(text.contains("This is a simple text response"), "modern first: {modern_first}: {text}");
+        }
+        let stateless = answers.iter().find(|t| t.contains("\"id\":3")).unwrap();
+        assert!(stateless.contains("\"resultType\":\"complete\""), "the 2026-07-28 shape: {stateless}");
+        let legacy = answers.iter().find(|t| t.contains("\"id\":2")).unwrap();
+        assert!(!legacy.contains("resultType"), "the 2025-11-25 shape: {legacy}");
+        assert_eq!(descendants(gateway.child.id(), "conformance_fixture").len(), 1);
+    }
+}
