@@ -48,6 +48,8 @@ pub(crate) struct ChannelState {
     /// session): where notifications that answer no request go. A stateless attachment
     /// has none.
     sessions: Mutex<Vec<(AttachmentId, Peer<RoleServer>)>>,
+    /// The attachments the channel serves now (one, unless it is shared).
+    attached: Mutex<Vec<AttachmentId>>,
     /// The client the downstream connection is opened for; the connector waits for it.
     client: watch::Sender<Option<ClientFacts>>,
     /// Notifications from the downstream on their way to the client (the relay's `forward_to_client`).
@@ -75,18 +77,26 @@ pub(crate) struct OwnedTask {
     pub(crate) arguments: Option<rmcp::model::JsonObject>,
 }
 
-/// Tasks remembered per channel, at most.
+/// Tasks remembered per attachment, at most.
 pub(crate) const MAX_OWNED_TASKS: usize = 1024;
 
 impl OwnedTasks {
-    /// The downstream made task `id` for `owner`'s `call`.
-    pub(crate) fn made(&self, owner: AttachmentId, id: String, call: OwnedTask) {
+    /// The downstream made task `id` for `owner`'s `call`: false when another attachment
+    /// owns that id already (it stays that one's). Each owner keeps its newest
+    /// [`MAX_OWNED_TASKS`]: one client's tasks never push out another's.
+    pub(crate) fn made(&self, owner: AttachmentId, id: String, call: OwnedTask) -> bool {
         let mut tasks = lock(&self.by_id);
+        if tasks.iter().any(|(known, by, _)| *known == id && *by != owner) {
+            return false;
+        }
         tasks.retain(|(known, _, _)| *known != id);
-        if tasks.len() >= MAX_OWNED_TASKS {
-            tasks.pop_front();
+        if tasks.iter().filter(|(_, by, _)| *by == owner).count() >= MAX_OWNED_TASKS
+            && let Some(oldest) = tasks.iter().position(|(_, by, _)| *by == owner)
+        {
+            tasks.remove(oldest);
         }
         tasks.push_back((id, owner, call));
+        true
     }
 
     /// The call task `id` was made for, when `owner` owns it.
@@ -128,6 +138,7 @@ impl ChannelState {
             routes: Routes::default(),
             catalogue: Mutex::new(Catalogue::default()),
             sessions: Mutex::new(Vec::new()),
+            attached: Mutex::new(Vec::new()),
             client: watch::channel(None).0,
             to_client,
             to_downstream,
@@ -173,6 +184,12 @@ impl ChannelState {
     /// Client `attachment` attached: its facts for the connector (once; later calls keep the
     /// first client), and its session peer.
     pub(crate) fn attach(&self, attachment: AttachmentId, facts: ClientFacts, session: Option<Peer<RoleServer>>) {
+        {
+            let mut attached = lock(&self.attached);
+            if !attached.contains(&attachment) {
+                attached.push(attachment);
+            }
+        }
         if let Some(peer) = session {
             let mut sessions = lock(&self.sessions);
             sessions.retain(|(known, _)| *known != attachment);
@@ -197,6 +214,11 @@ impl ChannelState {
         lock(&self.sessions).iter().map(|(_, peer)| peer).find(|peer| !peer.is_transport_closed()).cloned()
     }
 
+    /// How many attachments the channel serves now.
+    pub(crate) fn attached(&self) -> usize {
+        lock(&self.attached).len()
+    }
+
     /// Every attachment's session peer whose transport is open.
     pub(crate) fn sessions(&self) -> Vec<Peer<RoleServer>> {
         lock(&self.sessions).iter().map(|(_, peer)| peer).filter(|peer| !peer.is_transport_closed()).cloned().collect()
@@ -204,6 +226,7 @@ impl ChannelState {
 
     /// Attachment `attachment` ended: its session forgotten, its tasks' ids handed back.
     pub(crate) fn release(&self, attachment: AttachmentId) -> Vec<String> {
+        lock(&self.attached).retain(|known| *known != attachment);
         lock(&self.sessions).retain(|(known, _)| *known != attachment);
         self.tasks.take(attachment)
     }
@@ -234,5 +257,32 @@ impl ChannelState {
     /// The downstream's tool list changed: forget it.
     pub(crate) fn forget_tools(&self) {
         lock(&self.catalogue).tools.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{OwnedTask, OwnedTasks};
+    use crate::control::AttachmentId;
+
+    fn call() -> OwnedTask {
+        OwnedTask { tool: rmcp::model::Tool::new("t", "t", rmcp::model::JsonObject::new()), arguments: None }
+    }
+
+    /// A task id is its first owner's: the same id answered to another client is not handed
+    /// over, and each owner keeps its own tasks whatever another makes.
+    #[test]
+    fn a_task_id_stays_its_owner_s_and_owners_do_not_push_each_other_out() {
+        let (alice, bob) = (AttachmentId(1), AttachmentId(2));
+        let tasks = OwnedTasks::default();
+        assert!(tasks.made(alice, "t-1".into(), call()));
+        assert!(!tasks.made(bob, "t-1".into(), call()), "another client's id is not taken over");
+        assert!(tasks.get(alice, "t-1").is_some() && tasks.get(bob, "t-1").is_none());
+        for i in 0..super::MAX_OWNED_TASKS + 10 {
+            assert!(tasks.made(bob, format!("b-{i}"), call()));
+        }
+        assert!(tasks.get(alice, "t-1").is_some(), "Bob's tasks did not push Alice's out");
+        assert!(tasks.get(bob, "b-0").is_none(), "Bob's oldest went to make room for his newest");
+        assert_eq!(tasks.take(alice), ["t-1"]);
     }
 }

@@ -25,6 +25,7 @@ use crate::channel_state::ChannelState;
 use crate::control::{DownstreamState, DownstreamStatus};
 use crate::observe::GatewayObserver;
 use crate::options::DownstreamCommand;
+use crate::outbox::NOTIFY_PATIENCE;
 use crate::relay::Relay;
 use crate::routes::ClientFacts;
 use fleetgate_supervise::{
@@ -437,15 +438,18 @@ impl Connector {
             self.link.send_replace(Some(connection));
             // The clients may hold a list without the downstream's tools, or the previous
             // run's: tell them to list again.
+            // Bounded: a client that stops reading its stream must not hold up the connector.
             for session in self.state.sessions() {
-                if let Err(e) = session.notify_tool_list_changed().await {
-                    tracing::debug!(error = %e, "could not tell the client the tool list changed");
+                match tokio::time::timeout(NOTIFY_PATIENCE, session.notify_tool_list_changed()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::debug!(error = %e, "could not tell the client the tool list changed"),
+                    Err(_) => tracing::debug!("a client did not take the tool-list change in time"),
                 }
             }
             // A stateless client hears it on its subscription streams; the new connection is
             // asked for what they want.
             for sink in self.state.subscriptions.sinks() {
-                let _ = sink.notify_tool_list_changed().await;
+                let _ = tokio::time::timeout(NOTIFY_PATIENCE, sink.notify_tool_list_changed()).await;
             }
             self.state.subscriptions.sync(&listen_peer, generation, listen_era);
             let link = self.link.clone();
@@ -464,8 +468,12 @@ impl Connector {
         }
     }
 
+    /// The gateway's `initialize` towards the run: the client's capabilities, so roots,
+    /// sampling and elicitation requests have somewhere to go; for a run every client shares,
+    /// none (not roots, not tasks: nothing one client declared becomes every client's).
     fn client_config(&self, client: &ClientFacts) -> ClientConfig {
-        ClientConfig::new(client.capabilities.clone(), self.client_info.clone())
+        let capabilities = if self.state.shared { Default::default() } else { client.capabilities.clone() };
+        ClientConfig::new(capabilities, self.client_info.clone())
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 

@@ -377,8 +377,9 @@ impl Gateway {
     }
 }
 
-/// A request that sets state of the client's own session in the downstream, on a shared
-/// downstream connection: it would set it for every client, so it is not forwarded.
+/// A request that sets state of the client's own session in the downstream (a log level,
+/// a subscription; a custom request may too), on a shared downstream connection: it would
+/// set it for every client, so it is not forwarded.
 fn per_session_state(method: &str) -> ErrorData {
     ErrorData::invalid_request(
         format!(
@@ -475,7 +476,8 @@ impl Gateway {
                     | ClientRequest::CancelTaskRequest(_)) => self.task_request(&attachment, request, &context).await,
                     request @ (ClientRequest::SetLevelRequest(_)
                     | ClientRequest::SubscribeRequest(_)
-                    | ClientRequest::UnsubscribeRequest(_))
+                    | ClientRequest::UnsubscribeRequest(_)
+                    | ClientRequest::CustomRequest(_))
                         if attachment.channel.state.shared =>
                     {
                         Err(per_session_state(request.method()))
@@ -498,6 +500,12 @@ impl Gateway {
             _ => return,
         };
         let Some(attachment) = self.attached.get() else { return };
+        if attachment.channel.state.shared {
+            // A client's roots, or a custom notification, would be every client's on a run
+            // they share: not forwarded.
+            tracing::debug!(attachment = %attachment.id, "a client notification not forwarded to the shared run");
+            return;
+        }
         if let Some(connection) = attachment.channel.link() {
             // Queued without waiting (bounded; see `outbox`): a downstream that stops
             // reading costs dropped notifications, never a task each.

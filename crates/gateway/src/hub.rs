@@ -132,6 +132,9 @@ pub(crate) struct Hub {
     /// `[downstream] sharing = "gateway"`: the one channel every HTTP attachment uses,
     /// opened with the first.
     shared: Mutex<Option<Arc<Channel>>>,
+    /// Set by [`Hub::stop_all`]: no channel is opened after it (one opened then would be
+    /// stopped by no one).
+    closing: std::sync::atomic::AtomicBool,
     /// Serialises the making of stateless attachments, so concurrent first requests of
     /// one client make one.
     stateless_making: tokio::sync::Mutex<()>,
@@ -181,6 +184,7 @@ impl Hub {
             limits,
             table: Mutex::new(Table::default()),
             shared: Mutex::new(None),
+            closing: std::sync::atomic::AtomicBool::new(false),
             stateless_making: tokio::sync::Mutex::new(()),
         }
     }
@@ -249,10 +253,17 @@ impl Hub {
     /// The channel of a reserved attachment: its own, or the gateway's shared one (opened
     /// with the first attachment, numbered apart from every attachment).
     pub(crate) fn open_channel(&self, reservation: &Reservation<'_>) -> Result<Arc<Channel>, String> {
+        if self.closing.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("the gateway is shutting down".to_owned());
+        }
         if !self.sharing() {
             return Channel::open(reservation.id, self.spec.as_ref(), &self.memo, false).map(Arc::new);
         }
         let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        // Checked again under the lock `stop_all` takes the shared channel under.
+        if self.closing.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("the gateway is shutting down".to_owned());
+        }
         if let Some(channel) = &*shared {
             return Ok(channel.clone());
         }
@@ -391,6 +402,11 @@ impl Hub {
     /// Stop every channel's downstream (shutdown; the control plane's `on_shutdown`
     /// retires the workers).
     pub(crate) async fn stop_all(&self) {
+        let shared = {
+            let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+            self.closing.store(true, std::sync::atomic::Ordering::Release);
+            shared.take()
+        };
         let all: Vec<Arc<Attachment>> = {
             let mut table = self.lock();
             table.stateless.clear();
@@ -401,7 +417,7 @@ impl Hub {
         for attachment in all.into_iter().filter(|a| !a.channel.state.shared) {
             stopping.spawn(async move { attachment.channel.stop().await });
         }
-        if let Some(shared) = self.shared.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        if let Some(shared) = shared {
             stopping.spawn(async move { shared.stop().await });
         }
         while stopping.join_next().await.is_some() {}
@@ -510,6 +526,19 @@ mod tests {
         let log = recorded.0.lock().unwrap().clone();
         assert!(log.contains(&format!("detach {} stateless_idle", other.id.0)), "{log:?}");
         assert!(!log.iter().any(|l| l == &format!("detach {} stateless_idle", first.id.0)), "{log:?}");
+    }
+
+    /// A channel opened after the hub stopped would be stopped by no one (a downstream left
+    /// running past the gateway): none is.
+    #[tokio::test]
+    async fn no_channel_is_opened_once_the_hub_stopped() {
+        let (_, hub) = hub(Limits::default());
+        let before = hub.reserve("alice").unwrap();
+        assert!(hub.open_channel(&before).is_ok());
+        drop(before);
+        hub.stop_all().await;
+        let after = hub.reserve("alice").unwrap();
+        assert_eq!(hub.open_channel(&after).err().as_deref(), Some("the gateway is shutting down"));
     }
 
     #[tokio::test]

@@ -25,6 +25,11 @@ use std::time::Duration;
 use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio::time::Instant;
 
+/// How long a notification to one client may take to be handed to its stream before it is
+/// given up: that client stopped reading, and on a channel several clients share the others
+/// must not wait for it.
+pub(crate) const NOTIFY_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Notifications waiting to be forwarded, per channel and direction, at most.
 pub(crate) const MAX_QUEUED_NOTIFICATIONS: usize = 256;
 

@@ -22,6 +22,7 @@
 //!   are dropped. A `tools/list_changed` also empties the catalogue.
 
 use crate::channel_state::ChannelState;
+use crate::outbox::NOTIFY_PATIENCE;
 use crate::routes::{InputKind, MAX_PENDING_ASKS, ProgressSeq};
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -72,7 +73,15 @@ impl Relay {
                 "downstream request refused: too many waiting for the client");
             return Err(too_many_asks());
         };
-        let origin = match self.state.routes.route(kind) {
+        // A shared run serving several clients cannot tell whose call a request belongs to:
+        // a call that ended (cancelled, timed out) may still be asking, and the gate's own
+        // reads are nobody's call. Only a run serving one client asks it.
+        let shared_by = self.state.attached();
+        let routed = match shared_by {
+            n if self.state.shared && n > 1 => Err(crate::routes::Refusal::Ambiguous(n)),
+            _ => self.state.routes.route(kind),
+        };
+        let origin = match routed {
             Ok(origin) => origin,
             Err(refusal) => {
                 tracing::info!(attachment = %self.state.attachment, ?kind, %refusal,
@@ -199,19 +208,29 @@ async fn deliver_shared(state: &ChannelState, notification: ServerNotification) 
     };
     if is_subscribable(&notification) {
         for sink in state.subscriptions.sinks() {
-            if let Err(e) = sink.send(notification.clone()).await
-                && crate::subscriptions::closed(&e)
-            {
-                tracing::debug!(error = %e, "could not pass a downstream notification to a subscription stream");
+            match tokio::time::timeout(NOTIFY_PATIENCE, sink.send(notification.clone())).await {
+                Ok(Err(e)) if crate::subscriptions::closed(&e) => {
+                    tracing::debug!(error = %e, "could not pass a downstream notification to a subscription stream")
+                }
+                Err(_) => tracing::debug!("a subscription stream did not take a notification in time: skipped"),
+                _ => {}
             }
         }
     } else {
         tracing::debug!(?notification, "a notification of the shared downstream that names no client: dropped");
     }
     for peer in targets {
-        if let Err(e) = peer.send_notification(notification.clone()).await {
-            tracing::debug!(error = %e, "could not pass a downstream notification to a client");
-        }
+        send_bounded(&peer, notification.clone()).await;
+    }
+}
+
+/// Hand `notification` to `peer` within [`NOTIFY_PATIENCE`]: on a channel several clients
+/// share, one that stops reading its stream must not hold up the others' notifications.
+async fn send_bounded(peer: &rmcp::service::Peer<rmcp::service::RoleServer>, notification: ServerNotification) {
+    match tokio::time::timeout(NOTIFY_PATIENCE, peer.send_notification(notification)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "could not pass a downstream notification to a client"),
+        Err(_) => tracing::debug!("a client did not take a notification in time: skipped"),
     }
 }
 
@@ -240,7 +259,10 @@ async fn deliver_progress(state: &ChannelState, mut progress: ProgressNotificati
     match target {
         Some((token, peer)) => {
             progress.params.progress_token = token;
-            if let Err(e) = peer.send_notification(ServerNotification::ProgressNotification(progress)).await {
+            let progress = ServerNotification::ProgressNotification(progress);
+            if state.shared {
+                send_bounded(&peer, progress).await;
+            } else if let Err(e) = peer.send_notification(progress).await {
                 tracing::debug!(error = %e, "could not pass downstream progress to the client");
             }
         }

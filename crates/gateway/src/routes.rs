@@ -44,9 +44,12 @@ const PROGRESS_PATIENCE: Duration = Duration::from_secs(2);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ProgressSeq(pub(crate) u64);
 
-/// Forwarded requests in flight on one channel, at most. A client that opens more waits
+/// Forwarded requests in flight of one attachment, at most. A client that opens more waits
 /// for an answer first: the table (and the downstream's queue) stays bounded.
 pub(crate) const MAX_IN_FLIGHT: usize = 256;
+
+/// Forwarded requests in flight on one channel every attachment shares, at most.
+const MAX_IN_FLIGHT_SHARED: usize = 16 * MAX_IN_FLIGHT;
 
 /// Requests from the downstream (sampling, elicitation, roots, custom) waiting for the
 /// client's answer on one channel, at most. Each is a task and a pending entry until the
@@ -130,8 +133,8 @@ pub(crate) enum Refusal {
     StatelessClient,
     /// The originating client did not declare the capability the request needs.
     Undeclared(&'static str),
-    /// Several attachments sharing the downstream have requests in flight: which one's
-    /// call asked cannot be told.
+    /// Several attachments share the downstream (or have requests in flight on it): which
+    /// one's call asked cannot be told.
     Ambiguous(usize),
 }
 
@@ -155,9 +158,9 @@ impl fmt::Display for Refusal {
             ),
             Self::Ambiguous(clients) => write!(
                 f,
-                "refused by the fleetgate gateway: {clients} clients share this downstream connection and have \
-                 requests in flight, so this request cannot be told to belong to one of them; it was not \
-                 forwarded to anyone (serve this server with [downstream] sharing = \"session\" to ask clients)"
+                "refused by the fleetgate gateway: {clients} clients share this downstream connection, so this \
+                 request cannot be told to belong to one of them; it was not forwarded to anyone (serve this \
+                 server with [downstream] sharing = \"session\" to ask clients)"
             ),
         }
     }
@@ -278,10 +281,13 @@ impl Routes {
         &self.progress_order
     }
 
-    /// Register a request about to be forwarded; `None` when [`MAX_IN_FLIGHT`] are already.
+    /// Register a request about to be forwarded; `None` when its attachment has
+    /// [`MAX_IN_FLIGHT`] in flight already (or a shared channel its overall bound): one
+    /// client's requests never take another's places.
     pub(crate) fn register(&self, entry: InFlight) -> Option<Registration<'_>> {
         let mut table = self.lock();
-        if table.in_flight.len() >= MAX_IN_FLIGHT {
+        let mine = table.in_flight.values().filter(|e| e.attachment == entry.attachment).count();
+        if mine >= MAX_IN_FLIGHT || table.in_flight.len() >= MAX_IN_FLIGHT_SHARED {
             return None;
         }
         let seq = table.next;
@@ -501,6 +507,32 @@ mod tests {
         );
         assert_eq!(originator([(4, "tools/call", &f, two), (5, "tools/call", &f, two)], InputKind::Elicitation), Ok(4));
         assert!(Refusal::Ambiguous(2).to_string().contains("not forwarded to anyone"));
+    }
+
+    /// On a shared channel one client's requests never take another's places: each
+    /// attachment has its own [`MAX_IN_FLIGHT`].
+    #[tokio::test]
+    async fn one_attachment_filling_its_bound_leaves_room_for_another() {
+        use super::{InFlight, MAX_IN_FLIGHT, Routes};
+        use rmcp::model::RequestId;
+        struct Nobody;
+        impl rmcp::ServerHandler for Nobody {}
+        let (ours, _theirs) = tokio::io::duplex(4096);
+        let running = rmcp::service::serve_directly::<rmcp::RoleServer, _, _, _, _>(Nobody, ours, None);
+        let peer = running.peer().clone();
+        let routes = Routes::default();
+        let client = facts(true, false);
+        let entry = |attachment: AttachmentId, i: i64| InFlight {
+            attachment,
+            client_request: RequestId::Number(i),
+            method: "tools/call".to_owned(),
+            peer: peer.clone(),
+            client: client.clone(),
+        };
+        let held: Vec<_> = (0..MAX_IN_FLIGHT as i64).map(|i| routes.register(entry(ONE, i)).unwrap()).collect();
+        assert!(routes.register(entry(ONE, -1)).is_none(), "the first client is at its bound");
+        assert!(routes.register(entry(AttachmentId(2), 0)).is_some(), "the second still has room");
+        drop(held);
     }
 
     #[test]

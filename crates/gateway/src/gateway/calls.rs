@@ -263,8 +263,16 @@ impl Gateway {
             }
             Ok(ServerResult::CreateTaskResult(task)) => {
                 let call = OwnedTask { tool, arguments: owned.flatten() };
-                channel.state.tasks.made(attachment.id, task.task.task_id.clone(), call);
-                Ok(ServerResult::CreateTaskResult(task))
+                if channel.state.tasks.made(attachment.id, task.task.task_id.clone(), call) {
+                    Ok(ServerResult::CreateTaskResult(task))
+                } else {
+                    tracing::error!(attachment = %id, task = %task.task.task_id,
+                        "the downstream answered with a task id another client owns; not handed over");
+                    Err(ErrorData::internal_error(
+                        "the downstream answered with a task id that belongs to another client: not handed over",
+                        None,
+                    ))
+                }
             }
             Ok(result) => {
                 if let (true, ServerResult::CallToolResult(answer)) = (settles, &result) {

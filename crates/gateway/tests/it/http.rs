@@ -285,11 +285,24 @@ async fn a_task_is_gated_when_made_and_only_the_client_that_made_it_reaches_it()
     task_ownership("session").await;
 }
 
-/// The same on one shared downstream: the task ids of every client reach the same server,
-/// and still only the client that made a task reaches it.
+/// On one shared downstream no client's capabilities are the run's, the tasks extension
+/// included: a call of a client that takes tasks is answered in full, and no task id — made
+/// up, or another client's — reaches the run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_a_shared_downstream_only_the_client_that_made_a_task_reaches_it() {
-    task_ownership("gateway").await;
+async fn on_a_shared_downstream_no_task_is_made_and_none_is_reached() {
+    let state = State::new();
+    state.allow_mutations();
+    let (_gateway, url) = crate::sharing::start_sharing(&state, "gateway", false);
+    let client = reqwest::Client::new();
+    let compute = json!({ "name": "slow_compute", "arguments": { "seconds": 0, "label": "alice's" } });
+    let answer = task_request(&client, &url, 1, "alice", "tools/call", compute).await;
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "computed alice's after 0 s", "{answer}");
+    for (id, who) in [(2, "alice"), (3, "mallory")] {
+        let get = task_request(&client, &url, id, who, "tasks/get", json!({ "taskId": "task-1" })).await;
+        let message = get["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("this client has no such task"), "{who}: {get}");
+    }
 }
 
 async fn task_ownership(sharing: &str) {

@@ -43,6 +43,19 @@ fn call(id: u64, tool: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
 }
 
+/// Read `response` until one of `needles` is in `text` (bounded).
+async fn read_until_any(response: &mut reqwest::Response, text: &mut String, needles: &[&str]) {
+    let read = async {
+        while !needles.iter().any(|n| text.contains(n)) {
+            let Ok(Some(chunk)) = response.chunk().await else { return };
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    tokio::time::timeout(ANSWER, read)
+        .await
+        .unwrap_or_else(|_| panic!("none of {needles:?} within {ANSWER:?}: {text}"));
+}
+
 /// The pids of the processes under `root` (its children, theirs, …) whose command line
 /// contains `needle`.
 fn descendants(root: u32, needle: &str) -> Vec<u32> {
@@ -127,9 +140,9 @@ async fn equal_progress_tokens_of_two_sessions_each_reach_their_own_call() {
     }
 }
 
-/// A question the downstream asks while two sessions have calls in flight cannot be told
-/// to be one of theirs: refused, asked of no one. With one session in flight it is asked of
-/// that one, on its call's stream.
+/// A question the downstream asks while the run serves two sessions cannot be told to be one
+/// of theirs (a call that ended may still be asking): refused, asked of no one. Once the run
+/// serves one session only, it is asked of that one, on its call's stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_while_two_sessions_are_in_flight_is_refused_not_guessed() {
     let state = State::new();
@@ -154,15 +167,28 @@ async fn a_question_while_two_sessions_are_in_flight_is_refused_not_guessed() {
     assert!(bobs.contains("computed bob's after 3 s"), "{bobs}");
     assert!(!bobs.contains("elicitation/create"), "asked of Bob, whose call did not ask: {bobs}");
 
-    // Alone in flight, Alice is asked, and answers.
-    let mut asked = post(&client, &url, Some(&alice), &call(7, "test_elicitation", json!({"message": "who?"}))).await;
-    let mut text = String::new();
-    read_until(&mut asked, &mut text, "elicitation/create").await;
+    // Bob's session ends: the run serves Alice alone, who is asked, and answers. (The detach
+    // runs a moment after the DELETE is answered: a refusal meanwhile is retried, bounded.)
+    let ended = client.delete(&url).header("Mcp-Session-Id", &bob).send().await.unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    let (mut asked, mut text) = (None, String::new());
+    for id in 7..57 {
+        let mut response =
+            post(&client, &url, Some(&alice), &call(id, "test_elicitation", json!({"message": "who?"}))).await;
+        text.clear();
+        read_until_any(&mut response, &mut text, &["elicitation/create", "cannot be told"]).await;
+        if text.contains("elicitation/create") {
+            asked = Some((id, response));
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (id, mut asked) = asked.unwrap_or_else(|| panic!("Alice, alone, was never asked: {text}"));
     let question = messages(&text).into_iter().find(|m| m["method"] == "elicitation/create").unwrap();
     let accept = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept",
         "content": {"username": "ada", "email": "ada@example.org"}}});
     assert_eq!(post(&client, &url, Some(&alice), &accept).await.status(), 202);
-    read_until(&mut asked, &mut text, "\"id\":7").await;
+    read_until(&mut asked, &mut text, &format!("\"id\":{id}")).await;
     assert!(text.contains("ada"), "{text}");
 }
 
@@ -181,6 +207,7 @@ async fn per_session_requests_are_not_forwarded_to_a_shared_run() {
         ("logging/setLevel", json!({"level": "debug"})),
         ("resources/subscribe", json!({"uri": "test://watched-resource"})),
         ("resources/unsubscribe", json!({"uri": "test://watched-resource"})),
+        ("vendor/remember", json!({"key": "alice's"})),
     ] {
         let request = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": params});
         let text = post(&client, &url, Some(&alice), &request).await.text().await.unwrap();
