@@ -450,27 +450,35 @@ mod tests {
         );
     }
 
+    /// A `tools/call` in flight of `attachment` with client id `i`, on a session peer of a
+    /// service that answers nothing (kept alive by the first value).
+    fn entries() -> (Box<dyn std::any::Any>, impl Fn(AttachmentId, i64) -> super::InFlight) {
+        struct Nobody;
+        impl rmcp::ServerHandler for Nobody {}
+        let (ours, theirs) = tokio::io::duplex(4096);
+        let running = rmcp::service::serve_directly::<rmcp::RoleServer, _, _, _, _>(Nobody, ours, None);
+        let peer = running.peer().clone();
+        let client = facts(true, false);
+        let entry = move |attachment, i| super::InFlight {
+            attachment,
+            client_request: rmcp::model::RequestId::Number(i),
+            method: "tools/call".to_owned(),
+            peer: peer.clone(),
+            client: client.clone(),
+        };
+        (Box::new((running, theirs)), entry)
+    }
+
     /// Issue #19, resource bounds: the in-flight table refuses past [`MAX_IN_FLIGHT`], and
     /// the progress-token map lives inside it — one entry per registered request at most,
     /// gone with its registration, whichever way the forwarding ended.
     #[tokio::test]
     async fn in_flight_requests_and_their_progress_tokens_are_bounded_and_emptied() {
-        use super::{InFlight, MAX_IN_FLIGHT, Routes};
-        use rmcp::model::{NumberOrString, ProgressToken, RequestId};
-        struct Nobody;
-        impl rmcp::ServerHandler for Nobody {}
-        let (ours, _theirs) = tokio::io::duplex(4096);
-        let running = rmcp::service::serve_directly::<rmcp::RoleServer, _, _, _, _>(Nobody, ours, None);
-        let peer = running.peer().clone();
+        use super::{MAX_IN_FLIGHT, Routes};
+        use rmcp::model::{NumberOrString, ProgressToken};
+        let (_running, entry) = entries();
+        let entry = |i: i64| entry(ONE, i);
         let routes = Routes::default();
-        let client = facts(true, false);
-        let entry = |i: i64| InFlight {
-            attachment: ONE,
-            client_request: RequestId::Number(i),
-            method: "tools/call".to_owned(),
-            peer: peer.clone(),
-            client: client.clone(),
-        };
         let token = |i: i64| ProgressToken(NumberOrString::Number(i));
         let held: Vec<_> = (0..MAX_IN_FLIGHT as i64)
             .map(|i| {
@@ -513,22 +521,9 @@ mod tests {
     /// attachment has its own [`MAX_IN_FLIGHT`].
     #[tokio::test]
     async fn one_attachment_filling_its_bound_leaves_room_for_another() {
-        use super::{InFlight, MAX_IN_FLIGHT, Routes};
-        use rmcp::model::RequestId;
-        struct Nobody;
-        impl rmcp::ServerHandler for Nobody {}
-        let (ours, _theirs) = tokio::io::duplex(4096);
-        let running = rmcp::service::serve_directly::<rmcp::RoleServer, _, _, _, _>(Nobody, ours, None);
-        let peer = running.peer().clone();
+        use super::{MAX_IN_FLIGHT, Routes};
+        let (_running, entry) = entries();
         let routes = Routes::default();
-        let client = facts(true, false);
-        let entry = |attachment: AttachmentId, i: i64| InFlight {
-            attachment,
-            client_request: RequestId::Number(i),
-            method: "tools/call".to_owned(),
-            peer: peer.clone(),
-            client: client.clone(),
-        };
         let held: Vec<_> = (0..MAX_IN_FLIGHT as i64).map(|i| routes.register(entry(ONE, i)).unwrap()).collect();
         assert!(routes.register(entry(ONE, -1)).is_none(), "the first client is at its bound");
         assert!(routes.register(entry(AttachmentId(2), 0)).is_some(), "the second still has room");
