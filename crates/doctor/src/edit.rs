@@ -5,7 +5,7 @@
 
 use super::clients::{Format, SourceFile};
 use super::read::{Launch, ParsedFile, json_options};
-use super::repair::{Edit, replace_token, wrapped_args};
+use super::repair::{Edit, replace_token, unwrapped, wrapped_args};
 use jsonc_parser::cst::{CstContainerNode, CstInputValue, CstLeafNode, CstNode, CstObject, CstRootNode};
 
 /// Apply `edits` to `text`, which parsed as `parsed`.
@@ -45,9 +45,10 @@ fn json(text: &str, format: Format, parsed: &ParsedFile, edits: &[Edit]) -> Resu
         match edit {
             Edit::Wrap { entry, profile, fleetgate } => {
                 let (command, args) = stdio(parsed, *entry)?;
+                let (command, args) = unwrapped(command, args);
                 let object = entry_object(*entry)?;
                 let argv = CstInputValue::Array(
-                    wrapped_args(fleetgate, profile, command, args).into_iter().map(Into::into).collect(),
+                    wrapped_args(fleetgate, profile, &command, &args).into_iter().map(Into::into).collect(),
                 );
                 let command_prop = object.get("command").ok_or("no command")?;
                 command_prop.set_value(fleetgate.command.as_str().into());
@@ -136,8 +137,9 @@ fn toml(text: &str, parsed: &ParsedFile, edits: &[Edit]) -> Result<String, Strin
         match edit {
             Edit::Wrap { profile, fleetgate, .. } => {
                 let (command, args) = stdio(parsed, entry)?;
+                let (command, args) = unwrapped(command, args);
                 set_keeping_decor(table, "command", fleetgate.command.as_str().into());
-                let argv: toml_edit::Array = wrapped_args(fleetgate, profile, command, args).into_iter().collect();
+                let argv: toml_edit::Array = wrapped_args(fleetgate, profile, &command, &args).into_iter().collect();
                 set_keeping_decor(table, "args", argv.into());
             }
             Edit::RemoveEnv { key, .. } => {

@@ -39,6 +39,9 @@ pub struct Roster<'a> {
     pub env_prefix: &'a str,
     /// The downstream's declared pass-through keys.
     pub pass_through: &'a [String],
+    /// The roster file a wrapper must name (`fleetgate --config FILE serve …`); `None`: the
+    /// default path, which a wrapper without `--config` reads.
+    pub config: Option<&'a str>,
 }
 
 /// What the classifier asks of the machine, injected so it stays pure.
@@ -100,6 +103,9 @@ pub enum FindingKind {
     /// A member launched through a `…/fleetgate` that is not fleetgate's
     /// binary (a project's `.devtools/fleetgate`): never copied, never written.
     ForeignWrapper,
+    /// A member wrapped in `fleetgate serve` that reads another roster than the doctor's
+    /// (its `--config`, or the default path without one).
+    OtherRoster,
     /// An author and a reviewer launched with the same forge credential:
     /// Gitea refuses an approval by the pull request's own poster (422), so
     /// no approval succeeds and nothing merges.
@@ -210,13 +216,20 @@ pub struct ClientReport {
 pub struct Serve {
     /// The `--profile` it names.
     pub profile: Option<String>,
+    /// The `--config` it names (before or after `serve`), if any.
+    pub config: Option<String>,
     /// The downstream argv after `--`.
     pub downstream: Vec<String>,
 }
 
 /// The value of `--profile P` / `--profile=P` in `args`.
 pub fn profile_arg(args: &[String]) -> Option<&str> {
-    args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--profile") {
+    flag_value(args, "--profile")
+}
+
+/// The value of `FLAG V` / `FLAG=V` in `args`.
+fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix(flag) {
         Some("") => args.get(i + 1).map(String::as_str),
         Some(rest) => rest.strip_prefix('='),
         None => None,
@@ -230,6 +243,7 @@ pub fn fleetgate_serve(command: &str, args: &[String]) -> Option<Serve> {
     let own = &args[..split];
     (is_fleetgate && own.iter().any(|a| a == "serve")).then(|| Serve {
         profile: profile_arg(own).map(str::to_owned),
+        config: flag_value(own, "--config").map(str::to_owned),
         downstream: args.get(split + 1..).unwrap_or_default().to_vec(),
     })
 }
@@ -451,6 +465,15 @@ fn entry_findings(
                 ));
             }
             commands.extend(s.downstream.first().map(String::as_str));
+            if s.config.as_deref() != roster.config && (lookup.fleetgate)(command) {
+                let reads = s.config.as_deref().unwrap_or("the default roster path");
+                let wanted = roster.config.unwrap_or("the default roster path");
+                out.push(here(
+                    FindingKind::OtherRoster,
+                    format!("{:?} runs fleetgate serve with {reads}, not this roster ({wanted})", entry.name),
+                    true,
+                ));
+            }
         }
         None => out.push(here(
             FindingKind::Bare,

@@ -88,7 +88,7 @@ pub fn plan(report: &ClientReport, fleetgate: &Launcher) -> BTreeMap<usize, Vec<
     for f in report.findings.iter().filter(|f| f.fixable) {
         let profile = f.profile.clone().unwrap_or_default();
         let (file, edit) = match (f.kind, f.at) {
-            (FindingKind::Bare, Some((file, entry))) => {
+            (FindingKind::Bare | FindingKind::OtherRoster, Some((file, entry))) => {
                 (file, Edit::Wrap { entry, profile, fleetgate: fleetgate.clone() })
             }
             (FindingKind::UnsupportedEnv, Some((file, entry))) => {
@@ -131,6 +131,15 @@ pub fn replace_token(value: &str, replace: &[(String, String)]) -> String {
         }
     }
     value.to_owned()
+}
+
+/// The command and arguments a wrap puts behind `fleetgate serve`: an entry's own, or, for
+/// one wrapped already, the downstream after its `--`.
+pub fn unwrapped(command: &str, args: &[String]) -> (String, Vec<String>) {
+    match crate::findings::fleetgate_serve(command, args) {
+        Some(serve) if !serve.downstream.is_empty() => (serve.downstream[0].clone(), serve.downstream[1..].to_vec()),
+        _ => (command.to_owned(), args.to_vec()),
+    }
 }
 
 /// The argv of a wrapped launch: `[--config FILE] serve --profile P -- command args…`.

@@ -47,9 +47,46 @@ fn fleetgate_serve_is_read_before_the_separator_only() {
     let serve = fleetgate_serve("fleetgate", &args).unwrap();
     assert_eq!(serve.profile.as_deref(), Some("prgs-author"));
     assert_eq!(serve.downstream, s(&["srv", "--profile", "other"]));
+    assert_eq!(serve.config.as_deref(), Some("f.toml"), "the roster it reads");
+    assert_eq!(fleetgate_serve("fleetgate", &s(&["serve", "--", "srv", "--config", "x"])).unwrap().config, None);
     assert_eq!(fleetgate_serve("fleetgate", &s(&["--", "serve"])), None, "serve after -- is the downstream's");
     assert_eq!(fleetgate_serve("not-fleetgate", &s(&["serve"])), None);
     assert_eq!(profile_arg(&s(&["--profile"])), None);
+}
+
+/// A wrap of an entry wrapped already keeps its downstream (what follows its `--`), never
+/// wrapping the wrapper.
+#[test]
+fn a_rewrap_keeps_the_downstream_behind_the_separator() {
+    use super::repair::unwrapped;
+    let wrapped = s(&["serve", "--profile", "prgs-author", "--", "gitea-mcp", "-t", "stdio"]);
+    assert_eq!(unwrapped("fleetgate", &wrapped), ("gitea-mcp".to_owned(), s(&["-t", "stdio"])));
+    assert_eq!(unwrapped("gitea-mcp", &s(&["-t", "stdio"])), ("gitea-mcp".to_owned(), s(&["-t", "stdio"])));
+}
+
+/// With the roster off the default path, a member wrapped without `--config` (or with
+/// another) reads another roster: a fixable `other_roster` finding; with the same, none.
+#[test]
+fn a_wrapper_reading_another_roster_is_a_finding() {
+    let config = FleetConfig::builtin();
+    let kinds = |roster_path: Option<&str>, args: &[&str]| {
+        let source = source(Client::ClaudeCode);
+        let args = args.iter().map(|a| format!("\"{a}\"")).collect::<Vec<_>>().join(", ");
+        let text = format!(
+            r#"{{"mcpServers": {{"gitea-author": {{"command": "fleetgate", "args": [{args}], "env": {{"GITEA_MCP_CLIENT": "claude_code"}}}}}}}}"#
+        );
+        let files = vec![FileInput { state: FileState::Parsed(parse(&text, &source).unwrap()), source }];
+        let roster = Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &[], config: roster_path };
+        let lookup = Lookup { exists: &|_| true, fleetgate: &|c| c == "fleetgate" };
+        let report = classify(Client::ClaudeCode, &files, roster, false, lookup);
+        report.findings.iter().filter(|f| f.kind == FindingKind::OtherRoster).map(|f| f.fixable).collect::<Vec<_>>()
+    };
+    let plain = ["serve", "--profile", "prgs-author", "--", "gitea-mcp"];
+    let named = ["--config", "/etc/fleet.toml", "serve", "--profile", "prgs-author", "--", "gitea-mcp"];
+    assert_eq!(kinds(Some("/etc/fleet.toml"), &plain), [true], "the default path is another roster");
+    assert_eq!(kinds(Some("/etc/fleet.toml"), &named), Vec::<bool>::new());
+    assert_eq!(kinds(None, &named), [true], "a wrapper naming a roster the doctor does not check");
+    assert_eq!(kinds(None, &plain), Vec::<bool>::new());
 }
 
 #[test]
@@ -64,7 +101,7 @@ fn judge(client: Client, text: &str, exists: &dyn Fn(&str) -> bool) -> (findings
     let source = source(client);
     let files = vec![FileInput { state: FileState::Parsed(parse(text, &source).unwrap()), source }];
     let config = FleetConfig::builtin();
-    let roster = Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &[] };
+    let roster = Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &[], config: None };
     (classify(client, &files, roster, false, Lookup { exists, fleetgate: &|c| c == "fleetgate" }), files)
 }
 

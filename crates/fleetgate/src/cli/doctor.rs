@@ -77,12 +77,14 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> anyhow::Result<Reply> {
     let project = std::path::absolute(args.project.as_deref().unwrap_or(&cwd))?;
     let project = std::fs::canonicalize(&project).unwrap_or(project);
     let home = args.home.as_deref().map(std::path::absolute).transpose()?;
+    let config = roster_config(ctx);
     let scope = Scope {
         layout: Layout::resolve(home.as_deref(), &project, &ctx.env).map_err(|e| anyhow!(e))?,
         roster: Roster {
             members: &ctx.config.members,
             env_prefix: &ctx.config.env_prefix,
             pass_through: &ctx.config.pass_through_env,
+            config: config.as_deref(),
         },
         named: !args.clients.is_empty(),
         path: ctx.env.get(EnvKey::Path, "").unwrap_or_default().to_owned(),
@@ -121,21 +123,25 @@ fn selected(names: &[String]) -> anyhow::Result<Vec<Client>> {
 /// How a new wrapper invokes fleetgate: by name when it is on PATH, else by this binary's
 /// absolute path; with `--config FILE` when the roster is not the default path's, since a
 /// member reads the default roster otherwise.
-fn launcher(ctx: &Ctx, scope: &Scope<'_>) -> Launcher {
+fn launcher(scope: &Scope<'_>) -> Launcher {
     let command = if scope.exists("fleetgate") {
         "fleetgate".to_owned()
     } else {
         std::env::current_exe().map_or_else(|_| "fleetgate".into(), |p| p.display().to_string())
     };
+    Launcher { command, config: scope.roster.config.map(str::to_owned) }
+}
+
+/// The roster file a member's wrapper must name: this roster's, absolute, unless it is the
+/// default path's (or the built-in roster), which a wrapper without `--config` reads.
+fn roster_config(ctx: &Ctx) -> Option<String> {
     let default = fleetgate_host::paths::default_config_path(&ctx.env).and_then(|p| std::path::absolute(p).ok());
-    let config = ctx
-        .config
+    ctx.config
         .path
         .as_deref()
         .and_then(|p| std::path::absolute(p).ok())
         .filter(|p| Some(p) != default.as_ref())
-        .map(|p| p.display().to_string());
-    Launcher { command, config }
+        .map(|p| p.display().to_string())
 }
 
 fn file_errors(surveyed: &[Surveyed]) -> Vec<Value> {
@@ -187,7 +193,7 @@ fn report(ctx: &Ctx, surveyed: &[Surveyed]) -> Reply {
 }
 
 fn fix(ctx: &Ctx, scope: &Scope<'_>, surveyed: Vec<Surveyed>, write: bool) -> Reply {
-    let fleetgate = launcher(ctx, scope);
+    let fleetgate = launcher(scope);
     let mut errors = file_errors(&surveyed);
     let mut changes = Vec::new();
     for s in &surveyed {
@@ -248,7 +254,7 @@ fn snippet_reply(ctx: &Ctx, scope: &Scope<'_>, s: &Surveyed, downstream: &[Strin
     // always the doctor's own, never a command read from a file.
     let mut from = None;
     let mut argv = downstream.to_vec();
-    let fleetgate = launcher(ctx, scope);
+    let fleetgate = launcher(scope);
     if argv.is_empty()
         && let Some((running, profile)) = repair::running_downstream(&s.report, &s.files)
     {

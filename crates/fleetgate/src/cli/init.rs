@@ -94,7 +94,7 @@ pub fn run(config: Option<&Path>, json: bool, env: EnvSnapshot, args: &InitArgs)
     if default.as_deref() != Some(path.as_path()) {
         lines.push(format!(
             "note: this is not the default configuration path ({}): the doctor's repairs wrap members with \
-             `fleetgate --config {} serve …`; a member wrapped before reads the default path until you add it",
+             `fleetgate --config {} serve …` (a member wrapped before is the finding other_roster)",
             default.map_or_else(|| "none: HOME is not set".to_owned(), |d| d.display().to_string()),
             path.display()
         ));

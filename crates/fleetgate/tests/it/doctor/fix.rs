@@ -192,7 +192,8 @@ fn a_concurrent_writer_between_read_and_replace_is_detected_and_nothing_is_overw
             FileInput { source, state }
         })
         .collect();
-    let roster = Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &config.pass_through_env };
+    let roster =
+        Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &config.pass_through_env, config: None };
     let report =
         classify(Client::Codex, &files, roster, true, Lookup { exists: &|_| true, fleetgate: &|c| c == "fleetgate" });
     let (f, edits) = repair::plan(&report, &repair::Launcher::new("fleetgate")).into_iter().next().unwrap();
@@ -289,8 +290,9 @@ fn a_project_file_linked_out_of_the_project_is_refused_and_nothing_is_written_th
 }
 
 /// `init --config FILE` and `doctor --config FILE` with a roster off the default path: the
-/// members the repair wraps must read that roster, not the default one (which another fleet,
-/// or nothing, may hold), so each wrapper says `--config FILE` before `serve`.
+/// members must read that roster, not the default one (which another fleet, or nothing, may
+/// hold): a member wrapped without it is an `other_roster` finding, and the repair wraps every
+/// member with `--config FILE` before `serve`.
 #[test]
 fn a_roster_off_the_default_path_is_the_one_the_wrapped_members_read() {
     use clap::Parser as _;
@@ -303,9 +305,16 @@ fn a_roster_off_the_default_path_is_the_one_the_wrapped_members_read() {
         assert_eq!(code(&out), Some(0), "{client}: {}", stderr(&out));
         let written = all_text(&t);
         let shown = roster.to_str().unwrap();
-        // The members the repair wrapped (the fixtures' bare ones) read it; a member already
-        // wrapped is left as it is.
-        assert!(written.contains(&format!("\"--config\", \"{shown}\", \"serve\"")), "{client}: {written}");
+        // Every member reads it: the bare ones wrapped with it, the ones wrapped before
+        // (reading the default path) re-wrapped — the downstream behind `--` kept.
+        let wrapped = format!("\"--config\", \"{shown}\", \"serve\"");
+        assert_eq!(written.matches(&wrapped).count(), 5, "{client}: {written}");
+        let report = t.command_with(&roster, &["--client", client, "--json"]).output().unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+        assert!(
+            !kinds(&report).iter().any(|(k, _)| k == "other_roster"),
+            "{client}: after the repair no member reads another roster: {report:#}"
+        );
 
         // The block for a fresh client says the same, and each of its launches is a command
         // line the real CLI takes, reading that roster.
