@@ -217,7 +217,9 @@ async fn deliver_shared(state: &ChannelState, notification: ServerNotification) 
             }
         }
     } else {
-        tracing::debug!(?notification, "a notification of the shared downstream that names no client: dropped");
+        // Its method only: a log message's data is the server's and may carry anything.
+        let method = serde_json::to_value(&notification).ok().and_then(|v| v["method"].as_str().map(str::to_owned));
+        tracing::debug!(?method, "a notification of the shared downstream that names no client: dropped");
     }
     for peer in targets {
         send_bounded(&peer, notification.clone()).await;

@@ -5,7 +5,7 @@
 //! sessions in flight is refused, never guessed, and a session's per-session requests are
 //! not forwarded. The isolation suites of `http.rs` run in both modes.
 
-use crate::harness::{ANSWER, RawGateway, State, conformance_fixture, path_text, wait_until};
+use crate::harness::{ANSWER, RawGateway, State, alive, conformance_fixture, path_text, wait_until};
 use crate::http::{messages, post, read_until};
 use serde_json::{Value, json};
 
@@ -106,6 +106,10 @@ async fn every_session_is_served_by_one_downstream_process() {
         }
         let fixtures = descendants(gateway.child.id(), "conformance_fixture");
         assert_eq!(fixtures.len(), runs, "{sharing}: downstream processes {fixtures:?}");
+        // The gateway's orderly end stops every run, the shared one included.
+        gateway.signal("TERM");
+        let gone = wait_until(ANSWER, || fixtures.iter().all(|pid| !alive(*pid)));
+        assert!(gone, "{sharing}: a downstream outlived the gateway: {fixtures:?}");
     }
 }
 
@@ -151,13 +155,11 @@ async fn a_question_while_two_sessions_are_in_flight_is_refused_not_guessed() {
     let client = reqwest::Client::new();
     let (alice, bob) = (session(&client, &url, "alice").await, session(&client, &url, "bob").await);
 
-    // Bob's slow call is in flight while Alice's call asks.
+    // Bob's slow call is in flight (its answer stream open: the gateway took it) while
+    // Alice's call asks.
     let slow = call(5, "slow_compute", json!({ "seconds": 3, "label": "bob's" }));
-    let bobs = tokio::spawn({
-        let (client, url, bob) = (client.clone(), url.clone(), bob.clone());
-        async move { post(&client, &url, Some(&bob), &slow).await.text().await.unwrap() }
-    });
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let bobs = post(&client, &url, Some(&bob), &slow).await;
+    let bobs = tokio::spawn(async move { bobs.text().await.unwrap() });
     let mut asked = post(&client, &url, Some(&alice), &call(6, "test_elicitation", json!({"message": "who?"}))).await;
     let mut text = String::new();
     read_until(&mut asked, &mut text, "\"id\":6").await;
@@ -234,15 +236,11 @@ async fn a_cancellation_cancels_only_the_cancelling_session_s_call() {
     let client = reqwest::Client::new();
     let (alice, bob) = (session(&client, &url, "alice").await, session(&client, &url, "bob").await);
     let slow = |label: &str| call(9, "slow_compute", json!({ "seconds": 2, "label": label }));
-    let bobs = tokio::spawn({
-        let (client, url, bob, message) = (client.clone(), url.clone(), bob.clone(), slow("bob's"));
-        async move { post(&client, &url, Some(&bob), &message).await.text().await.unwrap() }
-    });
-    let alices = tokio::spawn({
-        let (client, url, alice, message) = (client.clone(), url.clone(), alice.clone(), slow("alice's"));
-        async move { post(&client, &url, Some(&alice), &message).await.text().await.unwrap_or_default() }
-    });
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Both calls taken (their answer streams open) before Alice cancels hers.
+    let bobs = post(&client, &url, Some(&bob), &slow("bob's")).await;
+    let alices = post(&client, &url, Some(&alice), &slow("alice's")).await;
+    let bobs = tokio::spawn(async move { bobs.text().await.unwrap() });
+    let alices = tokio::spawn(async move { alices.text().await.unwrap_or_default() });
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9, "reason": "changed my mind"}});
     assert_eq!(post(&client, &url, Some(&alice), &cancel).await.status(), 202);
     let bobs = bobs.await.unwrap();
