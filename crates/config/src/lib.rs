@@ -85,6 +85,8 @@ pub struct FleetConfig {
     pub audit_arguments: ArgumentsMode,
     /// `[approvals]`: how long a call a rule asks about waits, how long an approval holds.
     pub approvals: ApprovalSettings,
+    /// `[invariants] lift`: the forge profile's invariants the operator lifted, by name.
+    pub invariant_lifts: Vec<fleetgate_core::effect::Invariant>,
 }
 
 /// `[approvals]`: operator approval of one exact call.
@@ -313,6 +315,15 @@ struct RawFile {
     metrics: Option<RawMetrics>,
     audit: Option<RawAudit>,
     approvals: Option<RawApprovals>,
+    invariants: Option<RawInvariants>,
+}
+
+/// `[invariants]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInvariants {
+    #[serde(default)]
+    lift: Vec<String>,
 }
 
 /// `[downstream]`: what the downstream server is given, and how many runs of it.
@@ -494,6 +505,7 @@ impl FleetConfig {
             metrics: MetricsSettings::default(),
             audit_arguments: ArgumentsMode::Full,
             approvals: ApprovalSettings::default(),
+            invariant_lifts: Vec::new(),
         }
     }
 
@@ -608,6 +620,21 @@ impl FleetConfig {
             }
             ApprovalSettings { wait_seconds, ttl_seconds, may_override }
         };
+        let mut invariant_lifts = Vec::new();
+        for name in raw.invariants.map(|i| i.lift).unwrap_or_default() {
+            let invariant = fleetgate_core::effect::Invariant::parse(&name).ok_or_else(|| {
+                let known: Vec<&str> = fleetgate_core::effect::Invariant::ALL.iter().map(|i| i.as_str()).collect();
+                err(format!("[invariants] lift: {name:?} is not an invariant (known: {})", known.join(", ")))
+            })?;
+            if forge.is_none() {
+                return Err(err(format!(
+                    "[invariants] lift: {name} lifts a forge profile's invariant, and [fleet] forge names none"
+                )));
+            }
+            if !invariant_lifts.contains(&invariant) {
+                invariant_lifts.push(invariant);
+            }
+        }
         let metrics = match raw.metrics {
             None => MetricsSettings::default(),
             Some(m) => MetricsSettings {
@@ -625,6 +652,7 @@ impl FleetConfig {
             metrics,
             audit_arguments: raw.audit.map(|a| a.arguments).unwrap_or_default(),
             approvals,
+            invariant_lifts,
             downstream_pass_env,
             downstream_sharing,
             workflow,
@@ -668,11 +696,30 @@ impl FleetConfig {
     /// The digest of what decides a call's role policy here — the forge profile, the role
     /// globs and the rules, in order — as the audit records it with each judged call.
     pub fn rules_digest(&self) -> String {
-        fleetgate_core::audit::rules_digest(&serde_json::json!({
+        let mut decides = serde_json::json!({
             "forge": self.forge,
             "roles": self.roles,
             "rules": self.rules.rules(),
-        }))
+        });
+        // Named only when there are lifts, so a roster without any keeps its digest.
+        let lifted = self.lifted();
+        if !lifted.is_empty() {
+            decides["lifted"] = serde_json::json!(lifted);
+        }
+        fleetgate_core::audit::rules_digest(&decides)
+    }
+
+    /// The invariants this roster lifts: `[invariants] lift`, and `independent-review` when
+    /// `[workflow] independent_review = "off"` (an invariant lift like any other, shown as
+    /// one everywhere the policy is shown).
+    pub fn lifted(&self) -> Vec<fleetgate_core::effect::Invariant> {
+        let mut lifted = self.invariant_lifts.clone();
+        let off = self.workflow.independent_review == fleetgate_core::workflow::Independence::Off;
+        if off && !lifted.contains(&fleetgate_core::effect::Invariant::IndependentReview) {
+            lifted.push(fleetgate_core::effect::Invariant::IndependentReview);
+        }
+        lifted.sort();
+        lifted
     }
 
     /// The role policy of `role` (open when the config has no table for it).

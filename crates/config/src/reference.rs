@@ -52,6 +52,7 @@ pub const TABLES: &[Table] = &[
             key("metrics", "table (unset)", "A stdio gateway's own `GET /metrics` listener."),
             key("audit", "table", "What each judged call's audit entry keeps."),
             key("approvals", "table", "Calls a `[[rules]]` entry with `decision = \"ask\"` matches."),
+            key("invariants", "table", "The forge profile's invariants an operator lifts, by name."),
         ],
     },
     Table {
@@ -353,9 +354,26 @@ pub const TABLES: &[Table] = &[
             key(
                 "may_override",
                 "list of blocker literals, `[]`",
-                "Refusals an operator may override, one exact call at a time (never the workflow's own).",
+                "Refusals an operator may override, one exact call at a time; an approved override replaces that \
+                 blocker only, every other condition is still judged. Never `ambiguous_arguments`, \
+                 `protected_branch`, `invariant_violated`, `forge_unavailable`, `worker_fenced`, `store_replaced`, \
+                 `audit_unavailable` or the approval blockers.",
             ),
         ],
+    },
+    Table {
+        header: "[invariants]",
+        about: "What breaks the guarantee whoever does it is judged for every call by what it does to the forge, \
+                below every rule and override (the book's policy chapter). Only with `[fleet] forge`.",
+        keys: &[key(
+            "lift",
+            "list of invariant names, `[]`",
+            "The invariants lifted, each named: `protected-branch`, `protected-path`, `forced-merge`, \
+             `scheduled-merge`, `unpinned-merge`, `retarget`, `pr-state`, `reader-writes`, `unknown-effect`, \
+             `independent-review` (also lifted by `[workflow] independent_review = \"off\"`). Every call a lift \
+             lets through says so in its audit entry; `doctor`, `rules diff`, the dashboard and the start-up log \
+             name every lift.",
+        )],
     },
 ];
 

@@ -94,18 +94,66 @@ pub fn call_digest(worker: Option<&str>, tool: &str, arguments: Option<&Map<Stri
     format!("sha256:{hex}")
 }
 
+/// The digest an approval to override the refusal `kind` of the call `call` (its
+/// [`call_digest`]) covers: an override is asked and answered for one blocker of one exact
+/// call, and replaces that blocker only.
+pub fn override_digest(call: &str, kind: crate::blocker::BlockerKind) -> String {
+    format!("{call}+override:{kind}")
+}
+
+/// The operator's answers on record for the call `digest` and its overrides, from the
+/// requests the store holds that still stand (pending, or answered within the TTL and not
+/// used): a denial stands over an approval (any denial denies), an approval over a request
+/// still waiting.
+pub fn on_record(
+    requests: &[ApprovalRequest],
+    digest: &str,
+    overridable: &[crate::blocker::BlockerKind],
+    pending_of_worker: usize,
+) -> crate::capability::Approvals {
+    use crate::capability::Standing;
+    let standing = |d: &str| {
+        let of: Vec<&ApprovalRequest> = requests.iter().filter(|r| r.digest == d).collect();
+        let by = |r: &ApprovalRequest| {
+            let who = r.answered_by.clone().unwrap_or_else(|| "an operator".into());
+            match &r.answer_reason {
+                Some(reason) => format!("{who} ({reason})"),
+                None => who,
+            }
+        };
+        let latest = |state: ApprovalState| of.iter().rev().find(|r| r.state == state);
+        if let Some(r) = latest(ApprovalState::Denied) {
+            return Some(Standing::Denied { id: r.id.clone(), by: by(r) });
+        }
+        if let Some(r) = of.iter().find(|r| r.state == ApprovalState::Approved) {
+            return Some(Standing::Approved { id: r.id.clone(), by: by(r) });
+        }
+        latest(ApprovalState::Pending).map(|r| Standing::Pending { id: r.id.clone() })
+    };
+    crate::capability::Approvals {
+        call: standing(digest),
+        overrides: overridable.iter().filter_map(|k| Some((*k, standing(&override_digest(digest, *k))?))).collect(),
+        pending_of_worker,
+        unavailable: None,
+    }
+}
+
 /// A request id from `nonce` (the shell's entropy).
 pub fn request_id(nonce: u128) -> String {
     format!("apr-{:016x}", nonce as u64)
 }
 
 /// Refusals no operator approval overrides, whatever `[approvals] may_override` says: a
-/// fenced worker, arguments the server would read otherwise, a protected branch, an
-/// unaudited mutation, a replaced store — and the approval blockers themselves.
-pub const NEVER_OVERRIDDEN: [crate::blocker::BlockerKind; 7] = [
+/// fenced worker, arguments the server would read otherwise, an invariant (a protected
+/// branch or path, and every other), a forge that cannot be read (what the call would do,
+/// or the head a merge is pinned to, is unknown), an unaudited mutation, a replaced store —
+/// and the approval blockers themselves.
+pub const NEVER_OVERRIDDEN: [crate::blocker::BlockerKind; 9] = [
     crate::blocker::BlockerKind::WorkerFenced,
     crate::blocker::BlockerKind::AmbiguousArguments,
     crate::blocker::BlockerKind::ProtectedBranch,
+    crate::blocker::BlockerKind::InvariantViolated,
+    crate::blocker::BlockerKind::ForgeUnavailable,
     crate::blocker::BlockerKind::AuditUnavailable,
     crate::blocker::BlockerKind::StoreReplaced,
     crate::blocker::BlockerKind::ApprovalPending,

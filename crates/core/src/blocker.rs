@@ -16,6 +16,10 @@ pub enum BlockerKind {
     /// The call writes, deletes, creates over or renames a protected branch, or writes a
     /// protected path (`[workflow] protected_branches`, `protected_paths`).
     ProtectedBranch,
+    /// What the call does breaks an invariant of the forge profile (a forced or scheduled
+    /// merge, a retarget, a PR's state changed by a role that may not, a read that writes a
+    /// file, an effect the dialect does not know): no rule or approval lifts it.
+    InvariantViolated,
     /// A hard runtime diagnostic (`unsupported-env:`, `stale-runtime:`) holds.
     RuntimeReconnectRequired,
     /// No live worker owns the session (missing, expired, unbound).
@@ -61,6 +65,7 @@ impl BlockerKind {
             Self::AmbiguousArguments => "ambiguous_arguments",
             Self::RoleNotPermitted => "role_not_permitted",
             Self::ProtectedBranch => "protected_branch",
+            Self::InvariantViolated => "invariant_violated",
             Self::RuntimeReconnectRequired => "runtime_reconnect_required",
             Self::SessionAttachmentMissing => "session_attachment_missing",
             Self::WorkerFenced => "worker_fenced",
@@ -94,6 +99,12 @@ impl BlockerKind {
                 "The call writes, deletes, creates over or renames a protected branch, or writes a protected \
                  path (`[workflow] protected_branches`, `protected_paths`)."
             }
+            Self::InvariantViolated => {
+                "What the call does breaks an invariant of the forge profile — a forced or scheduled merge, a merge \
+                 that cannot be pinned, a retarget, a PR's state changed by a role that may not, a read that writes \
+                 a file, an effect the dialect does not know. No rule and no approval lifts it; only `[invariants] \
+                 lift` by name."
+            }
             Self::RuntimeReconnectRequired => {
                 "A hard runtime diagnostic holds: an unsupported environment key, or a stale runtime (the \
                  checkout's revision moved under the running server)."
@@ -121,7 +132,10 @@ impl BlockerKind {
                  this head."
             }
             Self::IssueLockHeld => "Another author holds the issue lock of an issue the call references.",
-            Self::ForgeUnavailable => "The forge did not report the PR's current head, so the workflow fails closed.",
+            Self::ForgeUnavailable => {
+                "The forge could not be read for what the call would do (its repository, its PR's head and base, \
+                 the open PRs a branch heads) or for the PR's current head: the gate fails closed."
+            }
             Self::ToolDefinitionChanged => {
                 "The downstream changed the tool's definition since it was pinned (`[tools] pin = \"enforce\"`)."
             }
@@ -141,6 +155,7 @@ impl BlockerKind {
             Self::AmbiguousArguments => crate::forge_call::AMBIGUOUS_ACTION,
             Self::RoleNotPermitted => "hand this work to a role whose policy allows the call",
             Self::ProtectedBranch => crate::protect::PROTECTED_ACTION,
+            Self::InvariantViolated => crate::effect::INVARIANT_ACTION,
             Self::RuntimeReconnectRequired => {
                 "unset the unsupported key or bring the checkout back to the server's revision, then restart the \
                  server (its client reconnects it)"
@@ -176,7 +191,8 @@ impl BlockerKind {
                  release)"
             }
             Self::ForgeUnavailable => {
-                "the forge did not report the PR's head; check the downstream server and the PR number, then retry"
+                "the forge could not be read for what the call does or the PR's head; check the downstream server, \
+                 the repository and the PR number, then retry"
             }
             Self::ToolDefinitionChanged => crate::capability::TOOL_CHANGED_ACTION,
             Self::AuditUnavailable => {
@@ -195,17 +211,21 @@ pub const BLOCKER_NO_ATTACHMENT: BlockerKind = BlockerKind::SessionAttachmentMis
 
 impl BlockerKind {
     /// Every blocker, in the gate's precedence order.
-    pub const ALL: [BlockerKind; 19] = [
+    /// `forge_unavailable` stands where a call's effect cannot be established (after the
+    /// invariants); the PR workflow's own read failing refuses with it too, after the fleet
+    /// conditions.
+    pub const ALL: [BlockerKind; 20] = [
         Self::AmbiguousArguments,
-        Self::RoleNotPermitted,
         Self::ProtectedBranch,
+        Self::InvariantViolated,
+        Self::ForgeUnavailable,
+        Self::RoleNotPermitted,
         Self::ToolDefinitionChanged,
         Self::StoreReplaced,
         Self::RuntimeReconnectRequired,
         Self::SessionAttachmentMissing,
         Self::WorkerFenced,
         Self::FleetInventoryBlocked,
-        Self::ForgeUnavailable,
         Self::ReviewLeaseHeld,
         Self::IssueLockHeld,
         Self::ReviewLeaseRequired,
@@ -256,6 +276,7 @@ mod tests {
         assert_eq!(BlockerKind::StoreReplaced.as_str(), "store_replaced");
         assert_eq!(BlockerKind::AmbiguousArguments.as_str(), "ambiguous_arguments");
         assert_eq!(BlockerKind::ProtectedBranch.as_str(), "protected_branch");
+        assert_eq!(BlockerKind::InvariantViolated.as_str(), "invariant_violated");
         assert_eq!(BlockerKind::ReviewDecisionLocked.as_str(), "review_decision_locked");
         assert_eq!(BlockerKind::IssueLockHeld.as_str(), "issue_lock_held");
         for kind in BlockerKind::ALL {

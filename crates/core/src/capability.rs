@@ -1,19 +1,27 @@
-//! The capability resolver — the mutation gate. One pure function
-//! that allows a call or names the exact blocker and the operator action.
+//! The capability resolver — the mutation gate. One pure function, called once per call
+//! with everything the shell gathered, that allows the call or names the exact blocker and
+//! the operator action, and says what the shell applies (the arguments to forward, the
+//! approvals to use, the request to record). Nothing edits its verdict after it returns.
 //!
-//! Precedence, first that holds wins ([`BlockerKind::ALL`]'s order): ambiguous arguments,
-//! role policy, protected branches and paths, a changed tool definition, a replaced store,
-//! hard runtime diagnostics, session attachment, fencing, fleet inventory, then the PR
-//! workflow's refusal. Read-only tools answer to the first two alone. (An audit entry that
-//! cannot be made durable refuses an allowed mutation afterwards: the audit is written
-//! only once the decision is known.)
+//! Precedence, first that holds wins ([`BlockerKind::ALL`]'s order): ambiguous arguments;
+//! the invariants the call's effect breaks (`protected_branch`, `invariant_violated`) and an
+//! effect that cannot be established (`forge_unavailable`); role policy; a changed tool
+//! definition; then, for a mutating call, a replaced store, hard runtime diagnostics, session
+//! attachment and fencing, fleet inventory and the PR workflow's refusal; last, the
+//! operator's part for a call a rule asks about. Read-only calls answer to the conditions up
+//! to a changed definition alone. An approved override (`[approvals] may_override`) replaces
+//! exactly the blocker it names — never an invariant, ambiguous arguments, a fence, a
+//! replaced store or an unreadable forge — and the next condition that holds still decides.
+//! (An audit entry that cannot be made durable refuses an allowed mutation afterwards: the
+//! audit is written only once the decision is known.)
 
 use crate::blocker::BlockerKind;
 use crate::diagnostics::{Diagnostic, STALE_RUNTIME, UNSUPPORTED_ENV};
+use crate::effect::Breach;
 use crate::forge_call::{AMBIGUOUS_ACTION, Ambiguity};
 use crate::glob::any_match;
 use crate::inventory::FleetInventory;
-use crate::protect::{PROTECTED_ACTION, Violation};
+use crate::protect::PROTECTED_ACTION;
 use crate::provenance::{Ownership, Provenance};
 use crate::workflow::Refusal;
 use serde::{Deserialize, Serialize};
@@ -115,7 +123,7 @@ pub fn classify_tool(tool: &str, read_only_hint: Option<bool>, rules: &ToolRules
     }
 }
 
-/// Everything one decision is made from.
+/// Everything one decision is made from: every input gathered before core decides once.
 #[derive(Clone, Copy, Debug)]
 pub struct CapabilityInput<'a> {
     /// Deciding server's profile.
@@ -126,80 +134,113 @@ pub struct CapabilityInput<'a> {
     pub tool: &'a str,
     /// Its classification.
     pub class: ToolClass,
+    /// When the server could read the call's arguments differently from the gate: which
+    /// key and why (`ambiguous_arguments`, before everything else).
+    pub ambiguity: Option<&'a Ambiguity>,
+    /// The invariants the call's effect breaks, lifted ones left out (`protected_branch`,
+    /// `invariant_violated`): no rule and no approval lifts them.
+    pub breaches: &'a [Breach],
+    /// Invariants the call would break but for an operator's `[invariants] lift`: the call's
+    /// reasons (and so its audit entry) name each.
+    pub lifted: &'a [Breach],
+    /// Why the call's effect could not be established (`forge_unavailable`): a read failed,
+    /// a listing may be cut short.
+    pub unestablished: Option<&'a str>,
     /// The role policy's answer for this call (the rules', or the role's globs').
     pub role_permitted: bool,
     /// When the rules refused it: why and who may instead (absent: the globs did).
     pub role_refusal: Option<&'a RoleRefusal>,
-    /// When the server could read the call's arguments differently from the gate: which
-    /// key and why (`ambiguous_arguments`, before everything else).
-    pub ambiguity: Option<&'a Ambiguity>,
-    /// When the call touches a protected branch or path (`protected_branch`).
-    pub protection: Option<&'a Violation>,
     /// When the downstream changed the tool's definition under `[tools] pin = "enforce"`
     /// (or its pin cannot be read): why (`tool_definition_changed`).
     pub definition_changed: Option<&'a str>,
     /// When the store file was deleted or replaced under this process: why
     /// (`store_replaced`).
     pub store_replaced: Option<&'a str>,
-    /// The PR workflow's refusal of the call, when the gate judged one (applied after the
-    /// fleet conditions, which it never outranks).
-    pub workflow: Option<&'a Refusal>,
-    /// An operator's part in the call, when a rule asks about it (applied last: only a call
-    /// everything else allows waits for, or is refused by, an operator).
-    pub approval: Option<&'a ApprovalHold>,
-    /// What the fleet conditions are judged from. A caller may skip gathering it
-    /// for a call that cannot need it (a permitted read-only tool); a mutating
-    /// call without it is refused, never waved through.
+    /// What the fleet conditions are judged from. The shell may skip gathering it when
+    /// [`needs_evidence`] says the verdict cannot depend on it; a mutating call judged
+    /// without it is refused, never waved through.
     pub evidence: Option<Evidence<'a>>,
+    /// The PR workflow's refusal of the call, when it judged one (after the fleet conditions,
+    /// which it never outranks).
+    pub workflow: Option<&'a Refusal>,
+    /// The arguments to forward when the call is allowed: the gate's canonical parse with
+    /// what the workflow pins (a merge's head). `None`: as sent.
+    pub forward: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    /// The call's workflow action (`merge`, `review`, …): an allowed call settles it once the
+    /// server answers.
+    pub action: Option<&'a str>,
+    /// `decision = "ask"`: the rule that asks an operator about the call.
+    pub ask: Option<&'a str>,
+    /// The operator's answers on record for exactly this call (`None`: not read — then a
+    /// call that needs one waits, `approval_pending`).
+    pub approvals: Option<&'a Approvals>,
+    /// `[approvals] may_override`: refusals an operator may override for one exact call.
+    pub may_override: &'a [BlockerKind],
 }
 
-/// Where an operator's answer to a call a rule asks about stands.
+/// Where an operator's answer about one exact call stands (within `[approvals]
+/// ttl_seconds` of the answer).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ApprovalHold {
-    /// Asked, not answered (`approval_pending`).
+pub enum Standing {
+    /// Asked, not answered.
     Pending {
         /// The request.
         id: String,
-        /// Why the gate asks.
-        why: String,
     },
-    /// Refused by an operator (`approval_denied`).
+    /// Approved, not yet used: the call may pass once.
+    Approved {
+        /// The request.
+        id: String,
+        /// Who approved it.
+        by: String,
+    },
+    /// Denied: it stands for that exact call.
     Denied {
         /// The request.
         id: String,
-        /// Who refused it, and why.
+        /// Who denied it, and why.
         by: String,
-    },
-    /// No request could be read or recorded (`approval_pending`: the call waits, and no
-    /// operator can be asked until the store answers).
-    Unavailable {
-        /// Why the gate asks, and what failed.
-        why: String,
     },
 }
 
-impl ApprovalHold {
-    fn refusal(&self) -> (BlockerKind, String, String) {
-        match self {
-            Self::Pending { id, why } => (
-                BlockerKind::ApprovalPending,
-                format!("{why}: approval request {id} waits for an operator"),
-                crate::approval::approval_action(id),
-            ),
-            Self::Denied { id, by } => (
-                BlockerKind::ApprovalDenied,
-                format!("approval request {id} was denied by {by}"),
-                "an operator refused this exact call: do not retry it; change the plan, or ask the operator".into(),
-            ),
-            Self::Unavailable { why } => (
-                BlockerKind::ApprovalPending,
-                why.clone(),
-                "no approval request could be read or recorded: check the store (fleetgate runtime context, a \
-                 lock held on it, a full disk), then retry the call"
-                    .into(),
-            ),
-        }
+/// The operator's answers on record for one exact call (its digest: the worker, the tool and
+/// the arguments that would be forwarded, pins included).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Approvals {
+    /// About the call itself (a rule that asks).
+    pub call: Option<Standing>,
+    /// About overriding one refusal of it, by blocker.
+    pub overrides: Vec<(BlockerKind, Standing)>,
+    /// The requests of the calling worker that wait, any call: past
+    /// [`MAX_PENDING_PER_WORKER`] no new one is recorded.
+    pub pending_of_worker: usize,
+    /// The store could not say (`approval_pending`: nothing is used, nothing recorded).
+    pub unavailable: Option<String>,
+}
+
+impl Approvals {
+    fn override_of(&self, kind: BlockerKind) -> Option<&Standing> {
+        self.overrides.iter().find(|(k, _)| *k == kind).map(|(_, s)| s)
     }
+}
+
+/// How many requests one worker may have waiting at once: a worker that asks again and
+/// again fills no operator's queue.
+pub const MAX_PENDING_PER_WORKER: usize = 8;
+
+/// Whether `kind` may ever be overridden by an operator's approval: none of
+/// [`crate::approval::NEVER_OVERRIDDEN`].
+pub fn overridable(kind: BlockerKind, may_override: &[BlockerKind]) -> bool {
+    may_override.contains(&kind) && !crate::approval::NEVER_OVERRIDDEN.contains(&kind)
+}
+
+/// What the shell records when it applies a refusal that asks an operator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestPlan {
+    /// Why the gate asks (the rule, or the refusal to override).
+    pub why: String,
+    /// The refusal an approval would override (`None`: the call itself, for a rule that asks).
+    pub overrides: Option<BlockerKind>,
 }
 
 /// The live inputs of the fleet and session conditions.
@@ -221,11 +262,6 @@ pub struct RoleRefusal {
     pub reason: String,
     /// The roles that may make this call.
     pub may: Vec<String>,
-}
-
-/// Does deciding this call need the fleet evidence? Only a permitted mutating call does.
-pub fn needs_evidence(class: ToolClass, role_permitted: bool) -> bool {
-    role_permitted && class == ToolClass::Mutating
 }
 
 /// The verdict.
@@ -258,54 +294,58 @@ pub struct Capability {
     /// The operator approval request the call waits for, or the one it used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_request: Option<String>,
+    /// When allowed: the approvals it uses (each once).
+    #[serde(skip)]
+    pub use_approvals: Vec<String>,
+    /// When refused: the approval request to record (a rule asks, or the refusal may be
+    /// overridden), which the shell records and names in the reasons.
+    #[serde(skip)]
+    pub request: Option<RequestPlan>,
+    /// When allowed: the workflow action whose outcome the shell records once the server
+    /// answers (a decision at its head, an opened PR's creator, a merge's leases).
+    #[serde(skip)]
+    pub settles: Option<String>,
 }
 
-/// A call every other condition allows, with an operator's part applied: refused while its
-/// request waits (`approval_pending`) or after an operator denied it (`approval_denied`),
-/// allowed without one. The resolver applies the same, last.
-pub fn with_approval(allowed: Capability, hold: Option<&ApprovalHold>) -> Capability {
-    let Some(hold) = hold else { return allowed };
-    let (kind, reason, action) = hold.refusal();
-    let id = match hold {
-        ApprovalHold::Pending { id, .. } | ApprovalHold::Denied { id, .. } => Some(id.clone()),
-        ApprovalHold::Unavailable { .. } => None,
-    };
-    Capability {
-        allowed: false,
-        blocker_kind: Some(kind),
-        blocked_reasons: vec![reason],
-        operator_action: Some(action),
-        forward: None,
-        approval_request: id,
-        ..allowed
+/// One condition that holds, as the resolver lists them.
+#[derive(Clone, Debug)]
+struct Block {
+    kind: BlockerKind,
+    reasons: Vec<String>,
+    action: String,
+    restart: bool,
+    stop: bool,
+}
+
+impl Block {
+    fn new(kind: BlockerKind, reasons: Vec<String>, action: impl Into<String>) -> Self {
+        Self { kind, reasons, action: action.into(), restart: false, stop: false }
     }
 }
 
-/// Decide one call.
-pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
-    let verdict =
-        |blocker: Option<BlockerKind>, reasons: Vec<String>, restart, stop, action: Option<String>| Capability {
-            tool: input.tool.to_owned(),
-            profile: input.profile.to_owned(),
-            role: input.role.to_owned(),
-            classification: input.class,
-            allowed: blocker.is_none(),
-            blocker_kind: blocker,
-            blocked_reasons: reasons,
-            restart_required: restart,
-            stop_required: stop,
-            operator_action: action,
-            forward: None,
-            approval_request: None,
-        };
+/// Every condition that holds for the call, in precedence order (the first decides unless
+/// an approval overrides it). Read-only calls answer to the conditions up to a changed
+/// definition alone.
+fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
+    let mut out = Vec::new();
     if let Some(ambiguity) = input.ambiguity {
-        return verdict(
-            Some(BlockerKind::AmbiguousArguments),
-            vec![ambiguity.reason(input.tool)],
-            false,
-            false,
-            Some(AMBIGUOUS_ACTION.into()),
-        );
+        // Nothing else can be judged of arguments the two sides read differently.
+        out.push(Block::new(BlockerKind::AmbiguousArguments, vec![ambiguity.reason(input.tool)], AMBIGUOUS_ACTION));
+        return out;
+    }
+    for kind in [BlockerKind::ProtectedBranch, BlockerKind::InvariantViolated] {
+        let of: Vec<&Breach> = input.breaches.iter().filter(|b| b.invariant.blocker() == kind).collect();
+        if let Some(first) = of.first() {
+            let reasons = of.iter().map(|b| format!("invariant `{}`: {}", b.invariant, b.reason)).collect();
+            out.push(Block::new(kind, reasons, first.invariant.action()));
+        }
+    }
+    if let Some(why) = input.unestablished {
+        out.push(Block::new(
+            BlockerKind::ForgeUnavailable,
+            vec![format!("what the call would do could not be established from the forge (fail closed): {why}")],
+            UNESTABLISHED_ACTION,
+        ));
     }
     if !input.role_permitted {
         // A rule's refusal names the rule, the argument and its value, and hands the call to
@@ -317,69 +357,241 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
                 role_action(input.tool, Some(input.role)),
             ),
         };
-        return verdict(Some(BlockerKind::RoleNotPermitted), vec![reason], false, false, Some(action));
-    }
-    if let Some(violation) = input.protection {
-        let reasons = vec![violation.reason.clone()];
-        return verdict(Some(BlockerKind::ProtectedBranch), reasons, false, false, Some(violation.action.into()));
+        out.push(Block::new(BlockerKind::RoleNotPermitted, vec![reason], action));
     }
     if let Some(why) = input.definition_changed {
-        let reasons = vec![why.to_owned()];
-        return verdict(
-            Some(BlockerKind::ToolDefinitionChanged),
-            reasons,
-            false,
-            false,
-            Some(TOOL_CHANGED_ACTION.into()),
-        );
+        out.push(Block::new(BlockerKind::ToolDefinitionChanged, vec![why.to_owned()], TOOL_CHANGED_ACTION));
     }
-    let allowed =
-        |verdict: &dyn Fn(Option<BlockerKind>, Vec<String>, bool, bool, Option<String>) -> Capability| match input
-            .approval
-            .map(ApprovalHold::refusal)
-        {
-            Some((kind, reason, action)) => verdict(Some(kind), vec![reason], false, false, Some(action)),
-            None => verdict(None, Vec::new(), false, false, None),
-        };
     if input.class == ToolClass::ReadOnly {
-        return allowed(&verdict);
+        return out;
     }
     if let Some(why) = input.store_replaced {
-        let reasons = vec![why.to_owned()];
-        return verdict(Some(BlockerKind::StoreReplaced), reasons, true, false, Some(STORE_REPLACED_ACTION.into()));
+        let mut b = Block::new(BlockerKind::StoreReplaced, vec![why.to_owned()], STORE_REPLACED_ACTION);
+        b.restart = true;
+        out.push(b);
     }
     let Some(ev) = input.evidence else {
-        return verdict(
-            Some(BlockerKind::FleetInventoryBlocked),
+        out.push(Block::new(
+            BlockerKind::FleetInventoryBlocked,
             vec!["the fleet evidence for this mutating call was not gathered".into()],
-            false,
-            false,
-            Some("re-run the call; if it persists, report a fleetgate defect".into()),
-        );
+            "re-run the call; if it persists, report a fleetgate defect",
+        ));
+        return out;
     };
     if let Some(b) = hard_block(ev.diagnostics) {
-        return verdict(Some(b.blocker_kind), b.blocked_reasons, true, true, Some(b.operator_action));
+        out.push(Block {
+            kind: b.blocker_kind,
+            reasons: b.blocked_reasons,
+            action: b.operator_action,
+            restart: true,
+            stop: true,
+        });
     }
     let p = ev.provenance;
     if p.session_ownership != Ownership::Owned {
         let kind = p.blocker_kind.unwrap_or(BlockerKind::SessionAttachmentMissing);
         let reasons =
             if p.reasons.is_empty() { vec!["no live worker owns this session".into()] } else { p.reasons.clone() };
-        return if kind == BlockerKind::WorkerFenced {
-            verdict(Some(kind), reasons, false, true, Some(FENCED_ACTION.into()))
+        if kind == BlockerKind::WorkerFenced {
+            let mut b = Block::new(kind, reasons, FENCED_ACTION);
+            b.stop = true;
+            out.push(b);
         } else {
-            verdict(Some(BlockerKind::SessionAttachmentMissing), reasons, false, false, Some(ATTACH_ACTION.into()))
-        };
+            out.push(Block::new(BlockerKind::SessionAttachmentMissing, reasons, ATTACH_ACTION));
+        }
     }
     if let Some(b) = inventory_block(ev.inventory) {
-        return verdict(Some(b.blocker_kind), b.blocked_reasons, false, false, Some(b.operator_action));
+        out.push(Block::new(b.blocker_kind, b.blocked_reasons, b.operator_action));
     }
     if let Some(refusal) = input.workflow {
-        let action = Some(refusal.operator_action.clone());
-        return verdict(Some(refusal.blocker_kind), refusal.reasons.clone(), false, false, action);
+        out.push(Block::new(refusal.blocker_kind, refusal.reasons.clone(), refusal.operator_action.clone()));
     }
-    allowed(&verdict)
+    out
 }
+
+/// Does deciding this call need the fleet evidence, the PR workflow's judgement and the
+/// approvals on record? Not when the conditions before them already refuse it for good (one
+/// no approval overrides), nor for a permitted read-only call, which answers to them alone.
+/// `input`'s evidence, workflow and approvals are not looked at.
+pub fn needs_evidence(input: &CapabilityInput<'_>) -> bool {
+    let early = CapabilityInput { class: ToolClass::ReadOnly, ..*input };
+    let settled = blocks(&early).iter().any(|b| !overridable(b.kind, input.may_override));
+    !settled && input.class == ToolClass::Mutating
+}
+
+/// Does deciding this call need the approvals on record? When a rule asks, or when a
+/// refusal of it may be overridden.
+pub fn needs_approvals(input: &CapabilityInput<'_>) -> bool {
+    input.ask.is_some() || !input.may_override.is_empty()
+}
+
+/// Decide one call, once, from everything gathered: the first condition that holds refuses
+/// it, unless an operator's approval of exactly this call overrides exactly that condition
+/// (then the next one that holds decides — an override replaces one blocker, never the
+/// judgement of the rest); then, for a call a rule asks about, the operator's answer. The
+/// verdict carries what the shell applies: the arguments to forward, the approvals to use,
+/// the request to record.
+pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
+    let verdict = |block: Option<&Block>| Capability {
+        tool: input.tool.to_owned(),
+        profile: input.profile.to_owned(),
+        role: input.role.to_owned(),
+        classification: input.class,
+        allowed: block.is_none(),
+        blocker_kind: block.map(|b| b.kind),
+        blocked_reasons: block.map(|b| b.reasons.clone()).unwrap_or_default(),
+        restart_required: block.is_some_and(|b| b.restart),
+        stop_required: block.is_some_and(|b| b.stop),
+        operator_action: block.map(|b| b.action.clone()),
+        forward: None,
+        approval_request: None,
+        use_approvals: Vec::new(),
+        request: None,
+        settles: None,
+    };
+    let approvals = input.approvals;
+    let mut used: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = input
+        .lifted
+        .iter()
+        .map(|b| format!("invariant `{}` lifted by [invariants] lift: {}", b.invariant, b.reason))
+        .collect();
+    for block in blocks(input) {
+        let may = overridable(block.kind, input.may_override);
+        let standing = approvals.and_then(|a| a.override_of(block.kind)).filter(|_| may);
+        if let Some(Standing::Approved { id, by }) = standing {
+            notes.push(format!(
+                "{} overridden once by approval {id} of {by}: {}",
+                block.kind,
+                block.reasons.join("; ")
+            ));
+            used.push(id.clone());
+            continue;
+        }
+        let mut refused = verdict(Some(&block));
+        if !may {
+            return refused;
+        }
+        match (standing, approvals) {
+            (_, None) => {}
+            (_, Some(Approvals { unavailable: Some(why), .. })) => {
+                refused.blocked_reasons.push(format!("the approvals could not be read: {why}"));
+            }
+            (Some(Standing::Pending { id }), _) => {
+                refused.blocked_reasons.push(format!(
+                    "an operator may override this refusal for this exact call: approval request {id} waits"
+                ));
+                refused.operator_action = Some(override_action(&block.action, id));
+                refused.approval_request = Some(id.clone());
+            }
+            (Some(Standing::Denied { id, by }), _) => {
+                refused.blocked_reasons.push(format!("overriding it for this exact call was denied ({id}, by {by})"));
+                refused.approval_request = Some(id.clone());
+            }
+            (Some(Standing::Approved { .. }), _) => unreachable!("an approved override is used above"),
+            (None, Some(a)) if a.pending_of_worker >= MAX_PENDING_PER_WORKER => {
+                refused.blocked_reasons.push(too_many(a.pending_of_worker));
+            }
+            (None, Some(_)) => {
+                refused.request = Some(RequestPlan {
+                    why: format!("overrides {}: {}", block.kind, block.reasons.join("; ")),
+                    overrides: Some(block.kind),
+                });
+            }
+        }
+        return refused;
+    }
+    let mut allowed = verdict(None);
+    if let Some(rule) = input.ask {
+        let why = format!("rule {rule} asks an operator about this exact call");
+        let hold = |kind: BlockerKind, reasons: Vec<String>, action: String| Capability {
+            allowed: false,
+            blocker_kind: Some(kind),
+            blocked_reasons: reasons,
+            operator_action: Some(action),
+            ..verdict(None)
+        };
+        match approvals {
+            None => {
+                return hold(
+                    BlockerKind::ApprovalPending,
+                    vec![format!("{why}: the approvals on record were not read")],
+                    UNAVAILABLE_ACTION.into(),
+                );
+            }
+            Some(Approvals { unavailable: Some(e), .. }) => {
+                return hold(
+                    BlockerKind::ApprovalPending,
+                    vec![format!("{why}, and the approvals could not be read: {e}")],
+                    UNAVAILABLE_ACTION.into(),
+                );
+            }
+            Some(a) => match &a.call {
+                Some(Standing::Approved { id, by }) => {
+                    notes.push(format!("approval {id} of this exact call by {by} used (once)"));
+                    used.push(id.clone());
+                    allowed.approval_request = Some(id.clone());
+                }
+                Some(Standing::Denied { id, by }) => {
+                    let mut c = hold(
+                        BlockerKind::ApprovalDenied,
+                        vec![format!("approval request {id} was denied by {by}")],
+                        DENIED_ACTION.into(),
+                    );
+                    c.approval_request = Some(id.clone());
+                    return c;
+                }
+                Some(Standing::Pending { id }) => {
+                    let mut c = hold(
+                        BlockerKind::ApprovalPending,
+                        vec![format!("{why}: approval request {id} waits for an operator")],
+                        crate::approval::approval_action(id),
+                    );
+                    c.approval_request = Some(id.clone());
+                    return c;
+                }
+                None if a.pending_of_worker >= MAX_PENDING_PER_WORKER => {
+                    return hold(
+                        BlockerKind::ApprovalPending,
+                        vec![format!("{why}; {}", too_many(a.pending_of_worker))],
+                        UNAVAILABLE_ACTION.into(),
+                    );
+                }
+                None => {
+                    let mut c = hold(BlockerKind::ApprovalPending, vec![why.clone()], String::new());
+                    c.request = Some(RequestPlan { why, overrides: None });
+                    return c;
+                }
+            },
+        }
+    }
+    allowed.blocked_reasons = notes;
+    allowed.use_approvals = used;
+    allowed.forward = input.forward.cloned();
+    allowed.settles = input.action.map(str::to_owned);
+    allowed
+}
+
+fn too_many(n: usize) -> String {
+    format!(
+        "this worker already has {n} approval requests waiting (at most {MAX_PENDING_PER_WORKER}): no new one is \
+         recorded until an operator answers them"
+    )
+}
+
+fn override_action(action: &str, id: &str) -> String {
+    format!("{action}; or override it for this exact call, once: `fleetgate approvals approve {id}`")
+}
+
+/// The operator action of a call whose effect could not be established.
+pub const UNESTABLISHED_ACTION: &str = "check that the downstream answers the reads the gate names (the repository, \
+     the PR, its open PRs) for this repository, then retry; calls whose effect cannot be established fail closed";
+
+const UNAVAILABLE_ACTION: &str = "no approval request could be read or recorded: check the store (fleetgate runtime \
+     context, a lock held on it, a full disk), then retry the call";
+
+const DENIED_ACTION: &str =
+    "an operator refused this exact call: do not retry it; change the plan, or ask the operator";
 
 pub(crate) const FENCED_ACTION: &str =
     "stop this server: a newer generation owns its worker; start a fresh session rather than renewing the old one";
@@ -476,6 +688,7 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
     const STORE: &str = BlockerKind::StoreReplaced.as_str();
     const AMBIGUOUS: &str = BlockerKind::AmbiguousArguments.as_str();
     const PROTECTED: &str = BlockerKind::ProtectedBranch.as_str();
+    const INVARIANT: &str = BlockerKind::InvariantViolated.as_str();
     const PENDING: &str = BlockerKind::ApprovalPending.as_str();
     const DENIED: &str = BlockerKind::ApprovalDenied.as_str();
     let first = reasons.first().map(String::as_str);
@@ -493,11 +706,19 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
         STORE => STORE_REPLACED_ACTION.into(),
         AMBIGUOUS => AMBIGUOUS_ACTION.into(),
         PROTECTED => PROTECTED_ACTION.into(),
+        INVARIANT => {
+            // The first reason names the invariant: `invariant `retarget`: …`.
+            let named = first
+                .and_then(|r| r.strip_prefix("invariant `"))
+                .and_then(|r| r.split_once('`'))
+                .and_then(|(name, _)| crate::effect::Invariant::parse(name));
+            named.map_or(crate::effect::INVARIANT_ACTION, crate::effect::Invariant::action).into()
+        }
         PENDING => match request() {
             Some(id) => crate::approval::approval_action(&id),
-            None => ApprovalHold::Unavailable { why: String::new() }.refusal().2,
+            None => UNAVAILABLE_ACTION.into(),
         },
-        DENIED => ApprovalHold::Denied { id: request().unwrap_or_else(|| "ID".into()), by: String::new() }.refusal().2,
+        DENIED => DENIED_ACTION.into(),
         other => return BlockerKind::parse(other).map(|k| crate::workflow::action(k).to_owned()),
     })
 }

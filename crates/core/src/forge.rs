@@ -14,6 +14,8 @@
 //! `issue_write` `add_dependency`/`remove_dependency` and a `project_write` tool. The
 //! profile has no rule for them, so they are refused like any unknown call.
 
+pub mod effect;
+
 use crate::capability::ToolClass;
 use crate::rules::{ArgMatch, Rule};
 use serde_json::Value;
@@ -70,16 +72,15 @@ struct Entry {
     args: &'static [(&'static str, Arg)],
     roles: &'static [&'static str],
     class: Option<ToolClass>,
-    action: Option<&'static str>,
 }
 
 const fn read(name: &'static str, tool: &'static str) -> Entry {
-    Entry { name, tool, args: &[], roles: EVERY, class: Some(ToolClass::ReadOnly), action: None }
+    Entry { name, tool, args: &[], roles: EVERY, class: Some(ToolClass::ReadOnly) }
 }
 
 /// A reader judged by method: these `method` values read, for every role.
 const fn read_methods(name: &'static str, tool: &'static str, args: &'static [(&'static str, Arg)]) -> Entry {
-    Entry { name, tool, args, roles: EVERY, class: Some(ToolClass::ReadOnly), action: None }
+    Entry { name, tool, args, roles: EVERY, class: Some(ToolClass::ReadOnly) }
 }
 
 const fn write(
@@ -88,12 +89,7 @@ const fn write(
     args: &'static [(&'static str, Arg)],
     roles: &'static [&'static str],
 ) -> Entry {
-    Entry { name, tool, args, roles, class: Some(ToolClass::Mutating), action: None }
-}
-
-/// A file write: the author's, recorded as a push.
-const fn pushes(name: &'static str, tool: &'static str) -> Entry {
-    Entry { name, tool, args: &[], roles: &["author"], class: Some(ToolClass::Mutating), action: Some(ACTION_PUSH) }
+    Entry { name, tool, args, roles, class: Some(ToolClass::Mutating) }
 }
 
 /// A method-dispatched tool's last rule: any other `method` is no role's. (A call without a
@@ -175,7 +171,6 @@ const MATRIX: &[Entry] = &[
         args: &[(METHOD, Arg::Is(&["update"])), (STATE, Arg::Present)],
         roles: &["controller", "reconciler"],
         class: Some(ToolClass::Mutating),
-        action: Some(ACTION_CLOSE),
     },
     write("issue-update", "issue_write", &[(METHOD, Arg::Is(&["update"]))], &["author", "controller", "reconciler"]),
     write(
@@ -209,7 +204,6 @@ const MATRIX: &[Entry] = &[
         args: &[(METHOD, Arg::Is(&["create"]))],
         roles: &["author"],
         class: Some(ToolClass::Mutating),
-        action: Some(ACTION_OPEN),
     },
     write(
         "pr-maintain",
@@ -229,7 +223,6 @@ const MATRIX: &[Entry] = &[
         args: &[(METHOD, Arg::Is(&["update"]))],
         roles: &["author"],
         class: Some(ToolClass::Mutating),
-        action: Some(ACTION_EDIT),
     },
     Entry {
         name: "pr-close",
@@ -237,7 +230,6 @@ const MATRIX: &[Entry] = &[
         args: &[(METHOD, Arg::Is(&["close", "reopen"]))],
         roles: &["controller", "reconciler"],
         class: Some(ToolClass::Mutating),
-        action: Some(ACTION_CLOSE),
     },
     write(
         "pr-merge-forced",
@@ -257,7 +249,6 @@ const MATRIX: &[Entry] = &[
         args: &[(METHOD, Arg::Is(&["merge"]))],
         roles: &["merger"],
         class: Some(ToolClass::Mutating),
-        action: Some(ACTION_MERGE),
     },
     other_method("pr-other", "pull_request_write"),
     // Reviews (`pull_request_review_write`): every method the server has is the reviewer's.
@@ -270,7 +261,6 @@ const MATRIX: &[Entry] = &[
         )],
         roles: &["reviewer"],
         class: Some(ToolClass::Mutating),
-        action: Some(ACTION_REVIEW),
     },
     other_method("review-other", "pull_request_review_write"),
     // The controller's tracker tools; the reconciler's notifications.
@@ -306,8 +296,8 @@ const MATRIX: &[Entry] = &[
     ),
     other_method("notifications-other", "notification_write"),
     // Files and branches: the author's; the merger also deletes a merged branch.
-    pushes("files", "create_or_update_file"),
-    pushes("file-delete", "delete_file"),
+    write("files", "create_or_update_file", &[], &["author"]),
+    write("file-delete", "delete_file", &[], &["author"]),
     write("branch-create", "create_branch", &[], &["author"]),
     write("branch-rename", "rename_branch", &[], &["author"]),
     write("branch-delete", "delete_branch", &[], &["author", "merger"]),
@@ -334,7 +324,9 @@ pub fn gitea_mcp_rules() -> Vec<Rule> {
             args: entry.args.iter().map(|(pointer, arg)| ((*pointer).to_owned(), matcher(*arg))).collect(),
             roles: entry.roles.iter().map(|r| (*r).to_owned()).collect(),
             class: entry.class,
-            action: entry.action.map(str::to_owned),
+            // What a call *is* (its workflow action) is the dialect's statement of its
+            // effect (`effect::establish`), never a rule's.
+            action: None,
             ask: false,
         })
         .collect()

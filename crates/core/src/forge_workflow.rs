@@ -117,6 +117,9 @@ pub struct PrFacts {
     pub repo: Option<String>,
     /// The head branch (`head.ref`), when answered.
     pub head_ref: Option<String>,
+    /// The head branch's repository (`head.repo.full_name`), when answered: another than
+    /// the base's for a PR from a fork.
+    pub head_repo: Option<String>,
 }
 
 impl PrFacts {
@@ -175,6 +178,7 @@ pub fn pr_facts(answer: &Value) -> Result<PrFacts, String> {
         merged: answer.get("merged").and_then(Value::as_bool).unwrap_or(false),
         repo: pointer_str(answer, &["/base/repo/full_name"]),
         head_ref: pointer_str(answer, &["/head/ref"]),
+        head_repo: pointer_str(answer, &["/head/repo/full_name"]),
     })
 }
 

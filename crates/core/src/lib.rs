@@ -16,6 +16,7 @@ pub mod capability;
 pub mod client;
 pub mod decision_lock;
 pub mod diagnostics;
+pub mod effect;
 pub mod env;
 pub mod forge;
 pub mod forge_call;

@@ -370,14 +370,36 @@ pub struct RulesDiff {
     /// In both, with other roles, class or action, or at another place in the order.
     pub changed: Vec<RuleChanged>,
     /// Rules of the new set that can never decide: an earlier rule matches every call they
-    /// match (the operator's own are refused at load; a profile's may be shadowed).
+    /// match (the operator's own are refused at load; a profile's may be shadowed by an
+    /// operator's, which then decides who may — the invariants still hold below both).
     pub shadowed: Vec<(RuleShown, RuleShown)>,
+    /// The invariants the new roster lifts (`[invariants] lift`, `independent_review =
+    /// "off"`): every one, changed or not.
+    pub lifted: Vec<String>,
+    /// Lifted in the new roster, not in the old.
+    pub lifts_added: Vec<String>,
+    /// Lifted in the old roster, not in the new.
+    pub lifts_removed: Vec<String>,
 }
 
 impl RulesDiff {
     /// Nothing differs.
     pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.changed.is_empty()
+            && self.lifts_added.is_empty()
+            && self.lifts_removed.is_empty()
+    }
+
+    /// The same diff, with the invariants each roster lifts compared.
+    #[must_use]
+    pub fn with_lifts(mut self, old: &[crate::effect::Invariant], new: &[crate::effect::Invariant]) -> Self {
+        let names = |l: &[crate::effect::Invariant]| l.iter().map(|i| i.as_str().to_owned()).collect::<Vec<_>>();
+        self.lifted = names(new);
+        self.lifts_added = names(&new.iter().copied().filter(|i| !old.contains(i)).collect::<Vec<_>>());
+        self.lifts_removed = names(&old.iter().copied().filter(|i| !new.contains(i)).collect::<Vec<_>>());
+        self
     }
 
     /// The diff in words.
@@ -392,21 +414,54 @@ impl RulesDiff {
         out.extend(
             self.shadowed.iter().map(|(r, by)| format!("! {} can never decide: {} comes first", shown(r), by.origin)),
         );
+        out.extend(self.lifts_added.iter().map(|l| format!("+ [invariants] lift {l}: the invariant no longer holds")));
+        out.extend(self.lifts_removed.iter().map(|l| format!("- [invariants] lift {l}: the invariant holds again")));
         if self.is_empty() {
             out.push("the rules are the same".to_owned());
+        }
+        for l in &self.lifted {
+            let exposes = crate::effect::Invariant::parse(l).map_or("", |i| i.exposes());
+            out.push(format!("note: invariant {l} is lifted: {exposes}"));
         }
         crate::text::terminal_text(&out.join("\n"))
     }
 }
 
 /// `old` and `new` compared rule by rule: a rule is known by its condition (the tool glob
-/// and the argument matchers), not by where it sits in its file.
+/// and the argument matchers), not by where it sits in its file. Two rules of one set with
+/// one condition (an operator's rule restating a profile's) are told apart by their order:
+/// the k-th of a condition in `new` is compared with the k-th in `old`.
 pub fn diff(old: &RuleSet, new: &RuleSet) -> RulesDiff {
-    let key = |r: &Rule| (r.tool.clone(), r.args.iter().map(|(p, m)| format!("{p} {m}")).collect::<Vec<_>>());
-    let position = |set: &RuleSet, r: &Rule| set.rules.iter().filter(|o| key(o) == key(r)).count();
+    type Key = (String, Vec<String>);
+    let key = |r: &Rule| -> Key { (r.tool.clone(), r.args.iter().map(|(p, m)| format!("{p} {m}")).collect()) };
+    // Each rule's (condition, occurrence of that condition so far).
+    let keyed = |set: &RuleSet| -> Vec<(Key, usize)> {
+        let mut seen: Vec<Key> = Vec::new();
+        set.rules
+            .iter()
+            .map(|r| {
+                let k = key(r);
+                let n = seen.iter().filter(|s| **s == k).count();
+                seen.push(k.clone());
+                (k, n)
+            })
+            .collect()
+    };
+    let (old_keys, new_keys) = (keyed(old), keyed(new));
+    let count = |keys: &[(Key, usize)], k: &Key| keys.iter().filter(|(o, _)| o == k).count();
+    // The conditions of the rules that may decide a call before `at`: their order matters.
+    let ahead = |set: &RuleSet, keys: &[(Key, usize)], at: usize| {
+        let r = &set.rules[at];
+        set.rules[..at]
+            .iter()
+            .zip(keys)
+            .filter(|(e, _)| glob_match(&e.tool, &r.tool) || glob_match(&r.tool, &e.tool))
+            .map(|(_, k)| k.clone())
+            .collect::<Vec<_>>()
+    };
     let mut out = RulesDiff::default();
     for (i, rule) in new.rules.iter().enumerate() {
-        match old.rules.iter().position(|o| key(o) == key(rule)) {
+        match old_keys.iter().position(|k| *k == new_keys[i]) {
             None => out.added.push(RuleShown::of(rule)),
             Some(j) => {
                 let before = &old.rules[j];
@@ -420,16 +475,13 @@ pub fn diff(old: &RuleSet, new: &RuleSet) -> RulesDiff {
                 if before.action != rule.action {
                     what.push("action");
                 }
+                if before.ask != rule.ask {
+                    what.push("decision");
+                }
                 // Another place among the rules that name the same tools: it may decide
                 // calls an earlier one used to, or the other way round.
-                let ahead = |set: &RuleSet, at: usize, r: &Rule| {
-                    set.rules[..at]
-                        .iter()
-                        .filter(|e| glob_match(&e.tool, &r.tool) || glob_match(&r.tool, &e.tool))
-                        .map(key)
-                        .collect::<Vec<_>>()
-                };
-                if ahead(old, j, before) != ahead(new, i, rule) || position(old, before) != position(new, rule) {
+                let k = &new_keys[i].0;
+                if ahead(old, &old_keys, j) != ahead(new, &new_keys, i) || count(&old_keys, k) != count(&new_keys, k) {
                     what.push("order");
                 }
                 if !what.is_empty() {
@@ -441,8 +493,8 @@ pub fn diff(old: &RuleSet, new: &RuleSet) -> RulesDiff {
             out.shadowed.push((RuleShown::of(rule), RuleShown::of(earlier)));
         }
     }
-    for rule in &old.rules {
-        if !new.rules.iter().any(|n| key(n) == key(rule)) {
+    for (j, rule) in old.rules.iter().enumerate() {
+        if !new_keys.contains(&old_keys[j]) {
             out.removed.push(RuleShown::of(rule));
         }
     }

@@ -1,16 +1,18 @@
-//! The capability resolver: one test per row of the blocker precedence,
-//! combinations, and the property that nothing turns a refusal of a mutating
-//! call into an allow while a blocking condition holds.
+//! The capability resolver: one test per row of the blocker precedence, combinations, and
+//! the properties of the one decision — nothing turns a refusal into an allow while a
+//! blocking condition holds; no invariant breach is ever allowed, whatever approvals and
+//! overrides are on record; an approved override replaces exactly its own blocker; and what
+//! the shell may skip gathering never changes the verdict.
 
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
 use fleetgate_core::capability::{
-    ApprovalHold, Capability, CapabilityInput, Evidence, RoleRefusal, ToolClass, fleet_gate, needs_evidence,
-    refusal_action, resolve_task_capability,
+    Approvals, Capability, CapabilityInput, Evidence, MAX_PENDING_PER_WORKER, RoleRefusal, Standing, ToolClass,
+    fleet_gate, needs_approvals, needs_evidence, overridable, refusal_action, resolve_task_capability,
 };
+use fleetgate_core::effect::{Breach, Invariant};
 use fleetgate_core::forge_call::Ambiguity;
 use fleetgate_core::inventory::{FleetInventory, InventoryInput, PidProbe, classify_fleet_inventory};
-use fleetgate_core::protect::Violation;
 use fleetgate_core::provenance::{Ownership, Provenance};
 use fleetgate_core::runtime::{CohortSource, ObservedProcess, ProcessScan, RosterMember, RuntimeRecord, RuntimeStatus};
 use fleetgate_core::workflow::Refusal;
@@ -106,11 +108,14 @@ struct Case {
     provenance: Provenance,
     inventory: FleetInventory,
     ambiguity: Option<Ambiguity>,
-    protection: Option<Violation>,
+    breaches: Vec<Breach>,
+    unestablished: Option<&'static str>,
     changed: Option<&'static str>,
     replaced: Option<&'static str>,
     workflow: Option<Refusal>,
-    approval: Option<ApprovalHold>,
+    ask: Option<&'static str>,
+    approvals: Option<Approvals>,
+    may_override: Vec<BlockerKind>,
 }
 
 impl Case {
@@ -122,15 +127,19 @@ impl Case {
             provenance: owned(),
             inventory: open_fleet(),
             ambiguity: None,
-            protection: None,
+            breaches: vec![],
+            unestablished: None,
             changed: None,
             replaced: None,
             workflow: None,
-            approval: None,
+            ask: None,
+            approvals: Some(Approvals::default()),
+            may_override: vec![],
         }
     }
-    fn resolve(&self) -> Capability {
-        resolve_task_capability(&CapabilityInput {
+
+    fn input(&self) -> CapabilityInput<'_> {
+        CapabilityInput {
             profile: "prgs-author",
             role: "author",
             tool: "git_add",
@@ -138,22 +147,36 @@ impl Case {
             role_permitted: self.permitted,
             role_refusal: None,
             ambiguity: self.ambiguity.as_ref(),
-            protection: self.protection.as_ref(),
+            breaches: &self.breaches,
+            lifted: &[],
+            unestablished: self.unestablished,
             definition_changed: self.changed,
             store_replaced: self.replaced,
             workflow: self.workflow.as_ref(),
-            approval: self.approval.as_ref(),
+            forward: None,
+            action: None,
+            ask: self.ask,
+            approvals: self.approvals.as_ref(),
+            may_override: &self.may_override,
             evidence: Some(Evidence {
                 diagnostics: &self.diagnostics,
                 provenance: &self.provenance,
                 inventory: &self.inventory,
             }),
-        })
+        }
+    }
+
+    fn resolve(&self) -> Capability {
+        resolve_task_capability(&self.input())
     }
 }
 
 fn flags(c: &Capability) -> (bool, Option<BlockerKind>, bool, bool) {
     (c.allowed, c.blocker_kind, c.restart_required, c.stop_required)
+}
+
+fn breach(invariant: Invariant) -> Breach {
+    Breach { invariant, reason: format!("the call breaks {invariant}") }
 }
 
 #[test]
@@ -207,6 +230,24 @@ fn row_5_a_closed_fleet_gate_blocks_with_the_duplicate_to_stop() {
 }
 
 #[test]
+fn invariants_come_before_the_rules_and_name_themselves() {
+    let c = Case {
+        permitted: false,
+        breaches: vec![breach(Invariant::ScheduledMerge), breach(Invariant::ProtectedBranch)],
+        ..Case::healthy()
+    }
+    .resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::ProtectedBranch), "protected first, whatever the role");
+    assert!(c.blocked_reasons[0].starts_with("invariant `protected-branch`: "), "{:?}", c.blocked_reasons);
+    let c = Case { breaches: vec![breach(Invariant::PrState)], ..Case::healthy() }.resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::InvariantViolated));
+    assert!(c.operator_action.unwrap().contains("controller or the reconciler"));
+    let c = Case { unestablished: Some("`search_repos` failed: timeout"), ..Case::healthy() }.resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::ForgeUnavailable));
+    assert!(c.blocked_reasons[0].contains("fail closed"), "{:?}", c.blocked_reasons);
+}
+
+#[test]
 fn read_only_tools_pass_fleet_session_and_diagnostics() {
     let c = Case {
         class: ToolClass::ReadOnly,
@@ -224,41 +265,19 @@ fn read_only_tools_pass_fleet_session_and_diagnostics() {
 
 #[test]
 fn a_mutating_call_without_evidence_is_refused_and_reads_need_none() {
-    let c = resolve_task_capability(&CapabilityInput {
-        profile: "p",
-        role: "author",
-        tool: "git_add",
-        class: ToolClass::Mutating,
-        role_permitted: true,
-        role_refusal: None,
-        ambiguity: None,
-        protection: None,
-        definition_changed: None,
-        store_replaced: None,
-        workflow: None,
-        approval: None,
-        evidence: None,
-    });
+    let case = Case::healthy();
+    let c = resolve_task_capability(&CapabilityInput { evidence: None, ..case.input() });
     assert_eq!(c.blocker_kind, Some(BlockerKind::FleetInventoryBlocked));
-    let read = CapabilityInput {
-        class: ToolClass::ReadOnly,
-        evidence: None,
-        profile: "p",
-        role: "r",
-        tool: "t",
-        role_permitted: true,
-        role_refusal: None,
-        ambiguity: None,
-        protection: None,
-        definition_changed: None,
-        store_replaced: None,
-        workflow: None,
-        approval: None,
-    };
+    let read = CapabilityInput { class: ToolClass::ReadOnly, evidence: None, ..case.input() };
     assert!(resolve_task_capability(&read).allowed);
     assert!(!resolve_task_capability(&CapabilityInput { role_permitted: false, ..read }).allowed);
-    assert!(needs_evidence(ToolClass::Mutating, true));
-    assert!(!needs_evidence(ToolClass::ReadOnly, true) && !needs_evidence(ToolClass::Mutating, false));
+    assert!(needs_evidence(&case.input()));
+    assert!(!needs_evidence(&read) && !needs_evidence(&CapabilityInput { role_permitted: false, ..case.input() }));
+    // A role refusal an operator may override needs the rest judged too.
+    let overridable = Case { permitted: false, may_override: vec![BlockerKind::RoleNotPermitted], ..Case::healthy() };
+    assert!(needs_evidence(&overridable.input()) && needs_approvals(&overridable.input()));
+    let invariant = Case { breaches: vec![breach(Invariant::Retarget)], ..overridable };
+    assert!(!needs_evidence(&invariant.input()), "an invariant settles the call");
 }
 
 #[test]
@@ -269,21 +288,9 @@ fn a_rule_s_refusal_keeps_its_reason_and_hands_the_call_to_the_roles_that_may() 
             .into(),
         may: vec!["merger".into()],
     };
-    let input = CapabilityInput {
-        profile: "prgs-reviewer",
-        role: "reviewer",
-        tool: "pull_request_write",
-        class: ToolClass::Mutating,
-        role_permitted: false,
-        role_refusal: Some(&refusal),
-        ambiguity: None,
-        protection: None,
-        definition_changed: None,
-        store_replaced: None,
-        workflow: None,
-        approval: None,
-        evidence: None,
-    };
+    let case = Case { permitted: false, ..Case::healthy() };
+    let input =
+        CapabilityInput { role: "reviewer", tool: "pull_request_write", role_refusal: Some(&refusal), ..case.input() };
     let c = resolve_task_capability(&input);
     assert_eq!(c.blocker_kind, Some(BlockerKind::RoleNotPermitted));
     assert_eq!(c.blocked_reasons, vec![refusal.reason.clone()], "the rule's reason, not a generic one");
@@ -323,6 +330,81 @@ fn the_first_condition_that_holds_wins() {
 }
 
 #[test]
+fn an_approved_override_replaces_its_blocker_and_the_next_one_still_decides() {
+    let approved = |kind: BlockerKind| Approvals {
+        overrides: vec![(kind, Standing::Approved { id: "apr-1".into(), by: "alice".into() })],
+        ..Approvals::default()
+    };
+    // The role refusal overridden; the closed fleet gate after it still refuses.
+    let c = Case {
+        permitted: false,
+        inventory: duplicate_fleet(),
+        may_override: vec![BlockerKind::RoleNotPermitted],
+        approvals: Some(approved(BlockerKind::RoleNotPermitted)),
+        ..Case::healthy()
+    }
+    .resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::FleetInventoryBlocked));
+    assert!(c.use_approvals.is_empty(), "a refused call uses nothing");
+    // Nothing after it: allowed, the approval used, the override named in the reasons.
+    let c = Case {
+        permitted: false,
+        may_override: vec![BlockerKind::RoleNotPermitted],
+        approvals: Some(approved(BlockerKind::RoleNotPermitted)),
+        ..Case::healthy()
+    }
+    .resolve();
+    assert!(c.allowed && c.use_approvals == ["apr-1"], "{c:?}");
+    assert!(c.blocked_reasons[0].starts_with("role_not_permitted overridden once by approval apr-1 of alice"));
+    // An approval for another blocker replaces nothing; a request is planned for this one.
+    let c = Case {
+        permitted: false,
+        may_override: vec![BlockerKind::RoleNotPermitted, BlockerKind::FleetInventoryBlocked],
+        approvals: Some(approved(BlockerKind::FleetInventoryBlocked)),
+        ..Case::healthy()
+    }
+    .resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::RoleNotPermitted));
+    assert_eq!(c.request.as_ref().and_then(|r| r.overrides), Some(BlockerKind::RoleNotPermitted));
+    // An invariant is never overridden, even when an approval names it.
+    let c = Case {
+        breaches: vec![breach(Invariant::ProtectedBranch)],
+        may_override: vec![BlockerKind::ProtectedBranch],
+        approvals: Some(approved(BlockerKind::ProtectedBranch)),
+        ..Case::healthy()
+    }
+    .resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::ProtectedBranch));
+    assert!(c.request.is_none());
+}
+
+#[test]
+fn a_call_a_rule_asks_about_waits_is_denied_or_passes_once() {
+    let asked = |call: Option<Standing>, pending: usize| Case {
+        ask: Some("fleet.toml:3"),
+        approvals: Some(Approvals { call, pending_of_worker: pending, ..Approvals::default() }),
+        ..Case::healthy()
+    };
+    let c = asked(None, 0).resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::ApprovalPending));
+    assert!(c.request.as_ref().is_some_and(|r| r.overrides.is_none()));
+    let c = asked(Some(Standing::Pending { id: "apr-2".into() }), 1).resolve();
+    assert_eq!((c.blocker_kind, c.approval_request.as_deref()), (Some(BlockerKind::ApprovalPending), Some("apr-2")));
+    assert!(c.request.is_none(), "one request per call");
+    let c = asked(Some(Standing::Denied { id: "apr-2".into(), by: "bob".into() }), 0).resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::ApprovalDenied));
+    assert!(c.blocked_reasons[0].contains("denied by bob"));
+    let c = asked(Some(Standing::Approved { id: "apr-2".into(), by: "bob".into() }), 0).resolve();
+    assert!(c.allowed && c.use_approvals == ["apr-2"]);
+    let c = asked(None, MAX_PENDING_PER_WORKER).resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::ApprovalPending));
+    assert!(c.request.is_none(), "a worker's requests are bounded");
+    // Asked about, but refused before the operator's part: nothing is asked.
+    let c = Case { inventory: duplicate_fleet(), ..asked(None, 0) }.resolve();
+    assert_eq!((c.blocker_kind, c.request.is_none()), (Some(BlockerKind::FleetInventoryBlocked), true));
+}
+
+#[test]
 fn the_fleet_gate_is_the_resolvers_own_fleet_half() {
     assert_eq!(fleet_gate(&[], &open_fleet()), None);
     assert_eq!(fleet_gate(&["note: soft".into()], &open_fleet()), None);
@@ -346,6 +428,7 @@ fn a_recorded_refusal_gets_the_resolvers_sentence_back() {
         Case { diagnostics: vec![STALE.into()], ..Case::healthy() },
         Case { provenance: unowned(BlockerKind::SessionAttachmentMissing), ..Case::healthy() },
         Case { provenance: unowned(BlockerKind::WorkerFenced), ..Case::healthy() },
+        Case { breaches: vec![breach(Invariant::Retarget)], ..Case::healthy() },
     ];
     for case in cases {
         let c = case.resolve();
@@ -363,25 +446,46 @@ fn a_recorded_refusal_gets_the_resolvers_sentence_back() {
     );
 }
 
-/// Every condition of the resolver, on or off.
-#[derive(Clone, Copy, Debug)]
+/// Every condition of the resolver, on or off, with the operator's part.
+#[derive(Clone, Debug)]
 struct Conditions {
     class: ToolClass,
     ambiguous: bool,
+    invariant: Option<Invariant>,
+    unestablished: bool,
     permitted: bool,
-    protected: bool,
     changed: bool,
     replaced: bool,
     diag: Option<&'static str>,
     prov: u8,
     dup: bool,
     workflow: Option<BlockerKind>,
-    /// 0: no operator's part; 1: pending; 2: denied; 3: no request could be made.
-    approval: u8,
+    ask: bool,
+    /// 0: none on record; 1: pending; 2: denied; 3: approved.
+    call_standing: u8,
+    /// The blockers an operator may override, and whether an approved override of each is
+    /// on record.
+    may_override: Vec<(BlockerKind, bool)>,
+    unavailable: bool,
 }
 
+const OVERRIDABLE: [BlockerKind; 6] = [
+    BlockerKind::RoleNotPermitted,
+    BlockerKind::ToolDefinitionChanged,
+    BlockerKind::FleetInventoryBlocked,
+    BlockerKind::SessionAttachmentMissing,
+    BlockerKind::ApprovalRequired,
+    BlockerKind::StaleHead,
+];
+
 impl Conditions {
-    fn case(self) -> Case {
+    fn case(&self) -> Case {
+        let standing = |n: u8| match n {
+            1 => Some(Standing::Pending { id: "apr-c".into() }),
+            2 => Some(Standing::Denied { id: "apr-c".into(), by: "alice".into() }),
+            3 => Some(Standing::Approved { id: "apr-c".into(), by: "alice".into() }),
+            _ => None,
+        };
         Case {
             class: self.class,
             permitted: self.permitted,
@@ -393,40 +497,78 @@ impl Conditions {
             },
             inventory: if self.dup { duplicate_fleet() } else { open_fleet() },
             ambiguity: self.ambiguous.then(|| Ambiguity { key: "pull_number".into(), why: "12.5".into() }),
-            protection: self.protected.then(|| Violation::protected("writes main".into())),
+            breaches: self.invariant.map(breach).into_iter().collect(),
+            unestablished: self.unestablished.then_some("a read failed"),
             changed: self.changed.then_some("changed"),
             replaced: self.replaced.then_some("replaced"),
             workflow: self.workflow.map(|k| Refusal::of(k, "workflow".into())),
-            approval: match self.approval {
-                0 => None,
-                1 => Some(ApprovalHold::Pending { id: "apr-1".into(), why: "rule r asks".into() }),
-                2 => Some(ApprovalHold::Denied { id: "apr-1".into(), by: "alice".into() }),
-                _ => Some(ApprovalHold::Unavailable { why: "rule r asks, and the store is locked".into() }),
-            },
+            ask: self.ask.then_some("fleet.toml:9"),
+            approvals: Some(Approvals {
+                call: standing(self.call_standing),
+                overrides: self
+                    .may_override
+                    .iter()
+                    .filter(|(_, approved)| *approved)
+                    .map(|(k, _)| (*k, Standing::Approved { id: format!("apr-{k}"), by: "bob".into() }))
+                    .collect(),
+                pending_of_worker: 0,
+                unavailable: self.unavailable.then(|| "locked".into()),
+            }),
+            may_override: self.may_override.iter().map(|(k, _)| *k).collect(),
         }
     }
 
-    /// The blocker the precedence table names: the first condition that holds, in
-    /// [`BlockerKind::ALL`]'s order; read-only calls answer to the first three alone.
-    fn expected(self) -> Option<BlockerKind> {
+    /// Every condition that holds, in precedence order ([`BlockerKind::ALL`]'s, with the
+    /// workflow's own refusal — `forge_unavailable` included — after the fleet conditions):
+    /// read-only calls answer to those up to a changed definition alone.
+    fn held(&self) -> Vec<BlockerKind> {
+        if self.ambiguous {
+            return vec![BlockerKind::AmbiguousArguments];
+        }
         let hard = self.diag.is_some_and(|d| d != "note: soft");
-        let read = self.class == ToolClass::ReadOnly;
-        let held = |kind: BlockerKind| match kind {
-            BlockerKind::AmbiguousArguments => self.ambiguous,
-            BlockerKind::RoleNotPermitted => !self.permitted,
-            BlockerKind::ProtectedBranch => self.protected,
-            BlockerKind::ToolDefinitionChanged => self.changed,
-            BlockerKind::StoreReplaced => !read && self.replaced,
-            BlockerKind::RuntimeReconnectRequired => !read && hard,
-            BlockerKind::SessionAttachmentMissing => !read && self.prov == 1,
-            BlockerKind::WorkerFenced => !read && self.prov == 2,
-            BlockerKind::FleetInventoryBlocked => !read && self.dup,
-            // An operator's part comes last, and read-only calls answer to it too.
-            BlockerKind::ApprovalPending => self.approval == 1 || self.approval == 3,
-            BlockerKind::ApprovalDenied => self.approval == 2,
-            other => !read && self.workflow == Some(other),
-        };
-        BlockerKind::ALL.into_iter().find(|k| held(*k))
+        let mut held = Vec::new();
+        for kind in [BlockerKind::ProtectedBranch, BlockerKind::InvariantViolated] {
+            if self.invariant.is_some_and(|i| i.blocker() == kind) {
+                held.push(kind);
+            }
+        }
+        let early = [
+            (BlockerKind::ForgeUnavailable, self.unestablished),
+            (BlockerKind::RoleNotPermitted, !self.permitted),
+            (BlockerKind::ToolDefinitionChanged, self.changed),
+        ];
+        held.extend(early.into_iter().filter(|(_, on)| *on).map(|(k, _)| k));
+        if self.class == ToolClass::ReadOnly {
+            return held;
+        }
+        let fleet = [
+            (BlockerKind::StoreReplaced, self.replaced),
+            (BlockerKind::RuntimeReconnectRequired, hard),
+            (BlockerKind::SessionAttachmentMissing, self.prov == 1),
+            (BlockerKind::WorkerFenced, self.prov == 2),
+            (BlockerKind::FleetInventoryBlocked, self.dup),
+        ];
+        held.extend(fleet.into_iter().filter(|(_, on)| *on).map(|(k, _)| k));
+        held.extend(self.workflow);
+        held
+    }
+
+    /// The verdict the precedence, the overrides and the operator's part name.
+    fn expected(&self) -> Option<BlockerKind> {
+        let may: Vec<BlockerKind> = self.may_override.iter().map(|(k, _)| *k).collect();
+        let approved = |k: BlockerKind| self.may_override.iter().any(|(m, a)| *m == k && *a);
+        if let Some(first) = self.held().into_iter().find(|k| !(overridable(*k, &may) && approved(*k))) {
+            return Some(first);
+        }
+        if !self.ask {
+            return None;
+        }
+        match self.call_standing {
+            _ if self.unavailable => Some(BlockerKind::ApprovalPending),
+            2 => Some(BlockerKind::ApprovalDenied),
+            3 => None,
+            _ => Some(BlockerKind::ApprovalPending),
+        }
     }
 }
 
@@ -439,43 +581,62 @@ fn conditions() -> impl Strategy<Value = Conditions> {
         Some(BlockerKind::StaleHead),
         Some(BlockerKind::ApprovalRequired),
     ]);
+    let invariant = prop::option::weighted(0.3, prop::sample::select(Invariant::ALL.to_vec()));
+    let may = prop::collection::vec((prop::sample::select(OVERRIDABLE.to_vec()), any::<bool>()), 0..4);
     (
         prop::sample::select(vec![ToolClass::Mutating, ToolClass::ReadOnly]),
-        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+        (any::<bool>(), invariant, prop::bool::weighted(0.2), any::<bool>(), any::<bool>(), any::<bool>()),
         prop::sample::select(vec![None, Some(UNSUPPORTED), Some(STALE), Some("note: soft")]),
-        (0u8..3, any::<bool>(), 0u8..4),
-        workflow,
+        (0u8..3, any::<bool>(), workflow),
+        (any::<bool>(), 0u8..4, may, prop::bool::weighted(0.1)),
     )
         .prop_map(
-            |(class, (ambiguous, permitted, protected, changed, replaced), diag, (prov, dup, approval), workflow)| {
+            |(
+                class,
+                (ambiguous, invariant, unestablished, permitted, changed, replaced),
+                diag,
+                (prov, dup, workflow),
+                (ask, call_standing, mut may_override, unavailable),
+            )| {
+                may_override.sort();
+                may_override.dedup_by_key(|(k, _)| *k);
                 Conditions {
                     class,
                     ambiguous,
+                    invariant,
+                    unestablished,
                     permitted,
-                    protected,
                     changed,
                     replaced,
                     diag,
                     prov,
                     dup,
                     workflow,
-                    approval,
+                    ask,
+                    call_standing,
+                    may_override,
+                    unavailable,
                 }
             },
         )
 }
 
 proptest! {
-    /// The whole precedence: the call is allowed exactly when no condition holds, and
-    /// otherwise refused by the first that does, with reasons and an operator action.
+    /// The whole precedence, overrides and approvals included: the call is allowed exactly
+    /// when every condition that holds is overridden by an approval of it and the operator's
+    /// part (if a rule asks) is an approval; otherwise it is refused by the first condition
+    /// no approval replaces, with reasons and an operator action.
     #[test]
-    fn no_input_turns_a_blocked_call_into_an_allow(c in conditions()) {
+    fn the_one_decision_follows_the_precedence(c in conditions()) {
         let verdict = c.case().resolve();
         let expected = c.expected();
-        prop_assert_eq!(verdict.allowed, expected.is_none());
+        prop_assert_eq!(verdict.allowed, expected.is_none(), "{:?}", verdict);
         prop_assert_eq!(verdict.blocker_kind, expected);
-        if !verdict.allowed {
+        if verdict.allowed {
+            prop_assert!(verdict.request.is_none());
+        } else {
             prop_assert!(verdict.operator_action.is_some() && !verdict.blocked_reasons.is_empty());
+            prop_assert!(verdict.use_approvals.is_empty(), "a refused call uses no approval");
             let kind = verdict.blocker_kind.map(BlockerKind::as_str).unwrap_or_default();
             if kind != "fleet_inventory_blocked" && kind != "runtime_reconnect_required" {
                 prop_assert_eq!(
@@ -484,5 +645,70 @@ proptest! {
                 );
             }
         }
+    }
+
+    /// No call that breaks an invariant is ever allowed, whatever may be overridden and
+    /// whatever approvals are on record.
+    #[test]
+    fn no_invariant_breach_is_ever_allowed(c in conditions(), invariant in prop::sample::select(Invariant::ALL.to_vec())) {
+        let mut c = c;
+        c.invariant = Some(invariant);
+        c.may_override.extend([BlockerKind::ProtectedBranch, BlockerKind::InvariantViolated].map(|k| (k, true)));
+        let verdict = c.case().resolve();
+        prop_assert!(!verdict.allowed);
+        let kind = verdict.blocker_kind.unwrap();
+        prop_assert!(
+            kind == BlockerKind::AmbiguousArguments || kind == invariant.blocker(),
+            "{:?} refused by {}", invariant, kind
+        );
+    }
+
+    /// An approved override changes at most its own blocker: with it, the call is refused by
+    /// the next condition that holds (or allowed when none does), never by an earlier one,
+    /// and never allowed past another.
+    #[test]
+    fn an_override_replaces_exactly_its_own_blocker(c in conditions()) {
+        let mut plain = c.clone();
+        plain.may_override.iter_mut().for_each(|(_, a)| *a = false);
+        plain.ask = false;
+        let refused = plain.case().resolve();
+        let Some(first) = refused.blocker_kind else { return Ok(()) };
+        let may: Vec<BlockerKind> = plain.may_override.iter().map(|(k, _)| *k).collect();
+        if !overridable(first, &may) {
+            return Ok(());
+        }
+        let mut one = plain.clone();
+        one.may_override.iter_mut().for_each(|(k, a)| *a = *k == first);
+        let after = one.case().resolve();
+        let next = plain.held().into_iter().find(|k| *k != first);
+        prop_assert_eq!(after.blocker_kind, next);
+        if after.allowed {
+            let used = format!("apr-{first}");
+            prop_assert_eq!(after.use_approvals, vec![used]);
+        }
+    }
+
+    /// What the shell may skip gathering never changes the verdict: when [`needs_evidence`]
+    /// says no, the evidence, the workflow's refusal and the approvals on record do not
+    /// matter (a read-only call still answers to its operator's part).
+    #[test]
+    fn skipped_evidence_never_matters(c in conditions(), other in conditions()) {
+        let case = c.case();
+        if needs_evidence(&case.input()) {
+            return Ok(());
+        }
+        let mut swapped = other.case();
+        swapped.class = case.class;
+        let mixed = Case {
+            diagnostics: swapped.diagnostics,
+            provenance: swapped.provenance,
+            inventory: swapped.inventory,
+            workflow: swapped.workflow,
+            replaced: swapped.replaced,
+            ..c.case()
+        };
+        let (a, b) = (case.resolve(), mixed.resolve());
+        prop_assert_eq!(a.blocker_kind, b.blocker_kind);
+        prop_assert_eq!(a.allowed, b.allowed);
     }
 }

@@ -21,7 +21,13 @@ pub use fleetgate_core::capability::ToolClass;
 use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::{Map, Value};
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
+
+/// What [`ControlPlane::hold`] answers: whether the request was answered.
+pub type HoldFuture = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
+
+/// The most rounds of [`ControlPlane::reads`] the gateway makes for one call.
+pub const MAX_READ_ROUNDS: usize = 48;
 
 /// Everything the gateway asks of the fleet control plane.
 ///
@@ -78,12 +84,35 @@ pub trait ControlPlane: Send + Sync + 'static {
         None
     }
 
-    /// The reads of the downstream [`decide`](Self::decide) will need for `call` (the PR's
-    /// head before a merge or a review): the gateway makes them first, on its runtime, and
-    /// hands the answers in [`ToolCall::answers`]. Called on the runtime: pure and cheap.
+    /// The reads of the downstream [`decide`](Self::decide) still needs for `call`, given
+    /// the answers already in [`ToolCall::answers`] (what the call would do — its
+    /// repository, its PR, the open PRs a branch heads — and the PR's head before a merge or
+    /// a review): the gateway makes them on its runtime and asks again, until none is left
+    /// (at most [`MAX_READ_ROUNDS`] rounds), then decides. Called on the runtime: pure and
+    /// cheap.
     fn reads(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Vec<DownstreamRead> {
         let _ = (attachment, call);
         Vec::new()
+    }
+
+    /// Calls that share a key run one at a time in this process, from their first read to
+    /// what their answer settles: a check that depends on a read (the open PRs a branch
+    /// heads) is then not fooled by a concurrent call (a PR opened on that branch meanwhile).
+    /// `None`: the call runs alongside any other. Called on the runtime: pure and cheap.
+    fn serial_key(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Option<String> {
+        let _ = (attachment, call);
+        None
+    }
+
+    /// A call [`decide`](Self::decide) refused because it waits for an operator
+    /// ([`Verdict::held`], the request): a future that is `true` once the request was
+    /// answered (the gateway decides the call again) and `false` when the wait is over —
+    /// unanswered by the deadline (`started` plus the roster's wait), or withdrawn because the
+    /// caller went away. It waits on the store's word, holding no thread and no lock.
+    /// `None`: the call is not held.
+    fn hold(&self, attachment: AttachmentId, request: &str, started: Instant) -> Option<HoldFuture> {
+        let _ = (attachment, request, started);
+        None
     }
 
     /// A call [`decide`](Self::decide) allowed, with [`Verdict::settles`], was forwarded and the downstream answered
@@ -263,6 +292,8 @@ pub struct ToolCall<'a> {
     /// The attachment's downstream, for the reads the gate makes itself before deciding
     /// (a PR's current head): never the caller's word.
     pub link: Option<&'a dyn DownstreamLink>,
+    /// When settling: what the verdict said the call settles ([`Verdict::settles`]).
+    pub settles: Option<&'a str>,
 }
 
 /// The attachment's downstream, for the control plane's own calls. The control plane runs
@@ -293,11 +324,15 @@ pub struct Verdict {
     /// Allowed, or refused with the blocker.
     pub decision: GateDecision,
     /// The control plane wants this call's answer ([`ControlPlane::on_forwarded`]): only a
-    /// call whose outcome it records asks, so every other call skips that round trip.
-    pub settles: bool,
+    /// call whose outcome it records asks, so every other call skips that round trip. What
+    /// it settles, in the control plane's words (handed back in [`ToolCall::settles`]).
+    pub settles: Option<String>,
     /// When allowed: the arguments to forward in place of the caller's (the control plane's
     /// own serialization of what it judged, with what it pins). `None`: as sent.
     pub forward: Option<JsonObject>,
+    /// When refused because it waits for an operator: the request the gateway may hold the
+    /// call for ([`ControlPlane::hold`]).
+    pub held: Option<String>,
 }
 
 /// The mutation gate's answer for one call.

@@ -138,6 +138,25 @@ pub(crate) struct Hub {
     /// Serialises the making of stateless attachments, so concurrent first requests of
     /// one client make one.
     stateless_making: tokio::sync::Mutex<()>,
+    /// The calls the control plane serialises, by key ([`ControlPlane::serial_key`]).
+    pub(crate) serial: SerialLocks,
+}
+
+/// One async lock per key, made on first use and dropped when no call holds or awaits it.
+#[derive(Debug, Default)]
+pub(crate) struct SerialLocks(Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+
+impl SerialLocks {
+    /// Wait for `key`'s turn; the guard ends it.
+    pub(crate) async fn lock(&self, key: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            let mut locks = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            // Keys no call holds or awaits any more: gone (a bounded map).
+            locks.retain(|k, l| k == key || Arc::strong_count(l) > 1);
+            Arc::clone(locks.entry(key.to_owned()).or_default())
+        };
+        lock.lock_owned().await
+    }
 }
 
 impl std::fmt::Debug for Hub {
@@ -186,6 +205,7 @@ impl Hub {
             shared: Mutex::new(None),
             closing: std::sync::atomic::AtomicBool::new(false),
             stateless_making: tokio::sync::Mutex::new(()),
+            serial: SerialLocks::default(),
         }
     }
 
@@ -470,7 +490,13 @@ mod tests {
             Listing { visible: true, class: ToolClass::Mutating, meta: Default::default() }
         }
         fn decide(&self, _: AttachmentId, _: &ToolCall<'_>) -> Verdict {
-            Verdict { class: ToolClass::Mutating, decision: GateDecision::allow(), settles: false, forward: None }
+            Verdict {
+                class: ToolClass::Mutating,
+                decision: GateDecision::allow(),
+                settles: None,
+                forward: None,
+                held: None,
+            }
         }
         fn on_forwarded(&self, _: AttachmentId, _: &ToolCall<'_>, _: &CallToolResult) {}
         fn on_shutdown(&self, _: &str) {}

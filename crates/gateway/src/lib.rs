@@ -62,7 +62,7 @@ pub use auth::{Principal, Principals, PrincipalsError};
 pub use control::{
     AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
     DownstreamError, DownstreamErrorKind, DownstreamLink, DownstreamRead, DownstreamState, DownstreamStatus,
-    GateDecision, Listing, ReadAnswer, ToolCall, ToolClass, Verdict,
+    GateDecision, HoldFuture, Listing, MAX_READ_ROUNDS, ReadAnswer, ToolCall, ToolClass, Verdict,
 };
 pub use error::GatewayError;
 pub use http::{

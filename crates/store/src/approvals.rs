@@ -62,9 +62,12 @@ pub(crate) struct ApprovalSql {
     list_pending: String,
     list_all: String,
     answer: String,
-    covering: String,
+    on_record: String,
+    pending_of_worker: String,
     use_one: String,
     withdraw: String,
+    /// Tell listeners an approval changed (PostgreSQL), when the engine can.
+    notify: Option<String>,
 }
 
 impl ApprovalSql {
@@ -83,16 +86,22 @@ impl ApprovalSql {
             answer: sql("UPDATE approvals SET state = $2, answered_by = $3, answered_at = $4, answer_reason = $5
                  WHERE id = $1 AND state = 'pending'"
                 .into()),
-            covering: sql(format!(
-                "SELECT {cols} FROM approvals WHERE digest = $1 AND state = 'approved' AND answered_at >= $2
-                   AND answered_at <= $3 ORDER BY answered_at, id"
+            // An answer stands for its TTL from when it was given. No upper bound on
+            // `answered_at`: the answering process's clock may run a second ahead of the
+            // deciding one's, and an answer given is an answer seen.
+            on_record: sql(format!(
+                "SELECT {cols} FROM approvals WHERE digest = $1
+                   AND (state = 'pending' OR (state IN ('approved', 'denied') AND answered_at >= $2))
+                 ORDER BY requested_at, id"
             )),
-            use_one: sql(
-                "UPDATE approvals SET state = 'used', used_at = $2 WHERE id = $1 AND state = 'approved'".into()
-            ),
+            pending_of_worker: sql(format!("SELECT {cols} FROM approvals WHERE worker = $1 AND state = 'pending'")),
+            use_one: sql("UPDATE approvals SET state = 'used', used_at = $3 WHERE id = $1 AND state = 'approved'
+                   AND answered_at >= $2"
+                .into()),
             withdraw: sql("UPDATE approvals SET state = 'withdrawn', answered_at = $2, answer_reason = $3
                  WHERE id = $1 AND state = 'pending'"
                 .into()),
+            notify: d.notify_approval.map(|n| sql(n.into())),
         }
     }
 }
@@ -190,16 +199,46 @@ pub(crate) fn answer<E: Engine>(
             if c.execute(&sql.answer, &args)? == 0 {
                 return Ok(None);
             }
+            // Delivered when the answer commits: a held call's listener wakes to read it.
+            if let Some(notify) = &sql.notify {
+                c.execute(notify, &[text(id)])?;
+            }
             c.query_opt(&sql.select, &[text(id)])
         })
     })
 }
 
-/// `Store::use_approval`: the approval covering the call `digest` (approved, unused,
-/// answered within `[not_before, now]`), used — once; `None` when none covers it.
+/// `Store::approvals_on_record`: the requests about any of `digests` that still stand —
+/// pending, or answered (approved and unused, or denied) at `not_before` or later — and how
+/// many requests `worker` has waiting.
+pub(crate) fn on_record<E: Engine>(
+    e: &E,
+    digests: &[String],
+    worker: Option<&str>,
+    not_before: Timestamp,
+) -> Result<crate::OnRecord, StoreError> {
+    let sql = &e.sql().approvals;
+    e.run("cannot read the approval requests", Retry::Read, |c| {
+        c.transaction(Tx::Snapshot, |c| {
+            let mut requests: Vec<ApprovalRequest> = Vec::new();
+            for digest in digests {
+                requests.extend(c.query::<ApprovalRequest>(&sql.on_record, &[text(digest), time(not_before)])?);
+            }
+            let pending_of_worker = match worker {
+                Some(w) => c.query::<ApprovalRequest>(&sql.pending_of_worker, &[text(w)])?.len(),
+                None => 0,
+            };
+            Ok(crate::OnRecord { requests, pending_of_worker })
+        })
+    })
+}
+
+/// `Store::use_approval`: the approval `id`, answered at `not_before` or later and not yet
+/// used, marked used — once; `None` when it was not there to use (used already, too old,
+/// not approved).
 pub(crate) fn use_one<E: Engine>(
     e: &E,
-    digest: &str,
+    id: &str,
     not_before: Timestamp,
     now: Timestamp,
 ) -> Result<Option<ApprovalRequest>, StoreError> {
@@ -207,12 +246,8 @@ pub(crate) fn use_one<E: Engine>(
     // Not retried: a use that committed would be used twice.
     e.run("cannot use the approval", Retry::Never, |c| {
         c.transaction(Tx::Write, |c| {
-            let covering: Vec<ApprovalRequest> =
-                c.query(&sql.covering, &[text(digest), time(not_before), time(now)])?;
-            for candidate in covering {
-                if c.execute(&sql.use_one, &[text(&candidate.id), time(now)])? == 1 {
-                    return c.query_opt(&sql.select, &[text(&candidate.id)]);
-                }
+            if c.execute(&sql.use_one, &[text(id), time(not_before), time(now)])? == 1 {
+                return c.query_opt(&sql.select, &[text(id)]);
             }
             Ok(None)
         })
@@ -224,6 +259,12 @@ pub(crate) fn use_one<E: Engine>(
 pub(crate) fn withdraw<E: Engine>(e: &E, id: &str, why: &str, now: Timestamp) -> Result<bool, StoreError> {
     let sql = &e.sql().approvals;
     e.run("cannot withdraw the approval request", Retry::Idempotent, |c| {
-        Ok(c.execute(&sql.withdraw, &[text(id), time(now), text(why)])? == 1)
+        c.transaction(Tx::Write, |c| {
+            let withdrawn = c.execute(&sql.withdraw, &[text(id), time(now), text(why)])? == 1;
+            if withdrawn && let Some(notify) = &sql.notify {
+                c.execute(notify, &[text(id)])?;
+            }
+            Ok(withdrawn)
+        })
     })
 }

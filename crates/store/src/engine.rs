@@ -112,6 +112,9 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// Whether [`crate::within`] bounds its waits ([`crate::Store::bounds_waits`]).
     fn bounds_waits(&self) -> bool;
 
+    /// A watch on the approvals ([`crate::Store::approval_watch`]).
+    fn approval_watch(&self) -> Result<Box<dyn crate::ApprovalWatch>, StoreError>;
+
     /// The file this handle opened, as (device, inode); `None` for a server's database
     /// ([`crate::FleetSnapshot::store_file`]).
     fn file_identity(&self) -> Option<(u64, u64)>;

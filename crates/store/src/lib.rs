@@ -251,11 +251,27 @@ pub trait Store: Send + Sync + fmt::Debug {
         now: Timestamp,
     ) -> Result<Option<ApprovalRequest>, StoreError>;
 
-    /// Use the approval that covers the call `digest` — approved, unused, answered within
-    /// `[not_before, now]` — once: it as used, `None` when none covers the call.
+    /// The requests about any of `digests` (one exact call, and its overrides) that still
+    /// stand — pending, or answered at `not_before` or later and not used — and how many
+    /// requests `worker` has waiting: what the gate decides the call's operator part from.
+    fn approvals_on_record(
+        &self,
+        digests: &[String],
+        worker: Option<&str>,
+        not_before: Timestamp,
+    ) -> Result<OnRecord, StoreError>;
+
+    /// A watch on the approvals: [`ApprovalWatch::wait`] returns when an answer may have
+    /// been given on any connection of any process or host (PostgreSQL: `LISTEN`, the
+    /// answer's own `NOTIFY`; SQLite: the file changing, by inotify), so a held call waits on
+    /// the store's word instead of polling it.
+    fn approval_watch(&self) -> Result<Box<dyn ApprovalWatch>, StoreError>;
+
+    /// Use the approval `id` — approved, answered at `not_before` or later, not used — once:
+    /// it as used, `None` when it is not there to use (another identical call used it).
     fn use_approval(
         &self,
-        digest: &str,
+        id: &str,
         not_before: Timestamp,
         now: Timestamp,
     ) -> Result<Option<ApprovalRequest>, StoreError>;
@@ -297,6 +313,23 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Make the definition last seen (`digest`) the pinned one. False when the tool's last
     /// seen definition is not `digest`, or is pinned already.
     fn accept_tool(&self, profile: &str, tool: &str, digest: &str, now: Timestamp) -> Result<bool, StoreError>;
+}
+
+/// A watch on the store's approvals ([`Store::approval_watch`]): one per process, kept open.
+pub trait ApprovalWatch: Send {
+    /// Block until the approvals may have changed since the last call (or since the watch
+    /// was made), or `within` passes: `true` when a change may have happened (a wake-up that
+    /// cannot tell is a change: the waiter looks again).
+    fn wait(&mut self, within: std::time::Duration) -> Result<bool, StoreError>;
+}
+
+/// The approval requests that stand for one exact call (`Store::approvals_on_record`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OnRecord {
+    /// Pending, or answered within the TTL and not used, oldest request first.
+    pub requests: Vec<ApprovalRequest>,
+    /// How many requests the calling worker has waiting, any call.
+    pub pending_of_worker: usize,
 }
 
 /// The fleet as the store holds it at one instant ([`Store::fleet_snapshot`]).

@@ -28,6 +28,10 @@ impl<E: Engine> Store for E {
         Engine::check_location(self)
     }
 
+    fn approval_watch(&self) -> Result<Box<dyn crate::ApprovalWatch>, StoreError> {
+        Engine::approval_watch(self)
+    }
+
     fn bounds_waits(&self) -> bool {
         Engine::bounds_waits(self)
     }
@@ -319,13 +323,22 @@ impl<E: Engine> Store for E {
         crate::approvals::answer(self, id, approve, by, reason, now)
     }
 
+    fn approvals_on_record(
+        &self,
+        digests: &[String],
+        worker: Option<&str>,
+        not_before: Timestamp,
+    ) -> Result<crate::OnRecord, StoreError> {
+        crate::approvals::on_record(self, digests, worker, not_before)
+    }
+
     fn use_approval(
         &self,
-        digest: &str,
+        id: &str,
         not_before: Timestamp,
         now: Timestamp,
     ) -> Result<Option<ApprovalRequest>, StoreError> {
-        crate::approvals::use_one(self, digest, not_before, now)
+        crate::approvals::use_one(self, id, not_before, now)
     }
 
     fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> Result<bool, StoreError> {

@@ -62,7 +62,13 @@ use std::time::SystemTime;
 /// PostgreSQL's spelling: `$N`, `GREATEST`, rows locked `FOR UPDATE` by the
 /// reads a write decides on, and a parameter tested for NULL typed for the
 /// planner.
-const DIALECT: Dialect = Dialect { mark: '$', greatest: "GREATEST", lock_rows: " FOR UPDATE", typed_nulls: true };
+const DIALECT: Dialect = Dialect {
+    mark: '$',
+    greatest: "GREATEST",
+    lock_rows: " FOR UPDATE",
+    typed_nulls: true,
+    notify_approval: Some("SELECT pg_notify('fleetgate_approvals', $1)"),
+};
 
 /// The statements, numbered `$N`.
 static SQL: LazyLock<Sql> = LazyLock::new(|| Sql::new(&DIALECT));
@@ -144,6 +150,12 @@ impl Engine for PostgresStore {
 
     fn file_identity(&self) -> Option<(u64, u64)> {
         None
+    }
+
+    /// A connection of its own that `LISTEN`s: an answer's `NOTIFY` (sent in its
+    /// transaction, delivered at commit) wakes it, from any process on any host.
+    fn approval_watch(&self) -> Result<Box<dyn crate::ApprovalWatch>, StoreError> {
+        Ok(Box::new(link::Listener::new(&self.target)))
     }
 
     fn server_clock(&self) -> Result<Option<Timestamp>, StoreError> {

@@ -21,7 +21,14 @@ pub(crate) struct Dialect {
     /// A parameter tested for NULL names its type (`$4::text`), where the
     /// server must infer every parameter's type before it runs.
     pub typed_nulls: bool,
+    /// The statement that tells listeners an approval was answered (`$1`: its id), where
+    /// the engine has notifications (PostgreSQL's `pg_notify`); SQLite's watchers see the
+    /// file change.
+    pub notify_approval: Option<&'static str>,
 }
+
+/// The notification channel of answered approvals (PostgreSQL).
+pub(crate) const APPROVALS_CHANNEL: &str = "fleetgate_approvals";
 
 impl Dialect {
     /// Parameter `n`, of SQL type `ty` where the dialect types them.
@@ -188,8 +195,10 @@ impl Sql {
 mod tests {
     use super::*;
 
-    const PLAIN: Dialect = Dialect { mark: '?', greatest: "MAX", lock_rows: "", typed_nulls: false };
-    const TYPED: Dialect = Dialect { mark: '$', greatest: "GREATEST", lock_rows: " FOR UPDATE", typed_nulls: true };
+    const PLAIN: Dialect =
+        Dialect { mark: '?', greatest: "MAX", lock_rows: "", typed_nulls: false, notify_approval: None };
+    const TYPED: Dialect =
+        Dialect { mark: '$', greatest: "GREATEST", lock_rows: " FOR UPDATE", typed_nulls: true, notify_approval: None };
 
     #[test]
     fn parameters_are_numbered_in_the_engines_style() {

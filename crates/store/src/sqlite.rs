@@ -18,6 +18,7 @@
 //! that does.
 
 mod file;
+mod watch;
 
 use crate::engine::{Engine, Exec, Fail, Retry, Tx};
 use crate::rows::{Columns, Record, Value};
@@ -200,7 +201,8 @@ impl From<rusqlite::Error> for Fail<rusqlite::Error> {
 
 /// SQLite's spelling: `?N`, `MAX`, and no row locks — a write transaction
 /// holds the whole file from its `BEGIN IMMEDIATE`.
-const DIALECT: Dialect = Dialect { mark: '?', greatest: "MAX", lock_rows: "", typed_nulls: false };
+const DIALECT: Dialect =
+    Dialect { mark: '?', greatest: "MAX", lock_rows: "", typed_nulls: false, notify_approval: None };
 
 /// The statements, numbered `?N`.
 static SQL: LazyLock<crate::sql::Sql> = LazyLock::new(|| crate::sql::Sql::new(&DIALECT));
@@ -366,6 +368,12 @@ impl Engine for SqliteStore {
 
     fn bounds_waits(&self) -> bool {
         true
+    }
+
+    /// inotify on the database's directory: another process's answer writes the file or
+    /// its WAL.
+    fn approval_watch(&self) -> Result<Box<dyn crate::ApprovalWatch>, StoreError> {
+        Ok(Box::new(watch::FileWatch::new(&self.path)?))
     }
 
     fn sql(&self) -> &'static crate::sql::Sql {

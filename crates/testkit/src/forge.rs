@@ -104,6 +104,9 @@ pub struct Flags {
     /// Change the listing: `changed-description`, `new-method`.
     #[arg(long = "variant", value_name = "NAME")]
     variants: Vec<String>,
+    /// How many forks the repository has (its `search_repos` entry's `forks_count`).
+    #[arg(long, default_value_t = 0)]
+    forks: u64,
 }
 
 /// The forge: the repository, its records, and who it serves.
@@ -118,6 +121,8 @@ pub struct Forge {
     pub race_merge: bool,
     /// `--alias`: other names of the repository (a renamed repository's old ones).
     pub aliases: Vec<String>,
+    /// `--forks`: how many forks the repository has.
+    pub forks: u64,
 }
 
 impl Forge {
@@ -258,6 +263,7 @@ fn fixture(flags: Flags) -> Result<Fixture, String> {
         user: flags.user,
         race_merge: variant.race_merge,
         aliases: flags.aliases,
+        forks: flags.forks,
     };
     Ok(Fixture { forge: Arc::new(forge), variant })
 }

@@ -1,27 +1,40 @@
-//! [`Gate`]: one call in, one verdict out. Under a forge profile the call's arguments are
-//! parsed once the way the server reads them (`fleetgate_core::forge_call`); every judgement
-//! below is of that parse, and that parse (with what the workflow pins) is what is
-//! forwarded. Classification, role policy and protected branches first (pure and cheap);
-//! the fleet and session evidence only for a call that can need it (a permitted mutating
-//! one); the PR workflow; every condition handed to the one pure resolver; for a real call,
-//! the audit entry.
+//! [`Gate`]: one call in, one verdict out, in three steps.
+//!
+//! 1. **Gather.** Under a forge profile the call's arguments are parsed once the way the
+//!    server reads them (`fleetgate_core::forge_call`); the forge dialect states what the call
+//!    does ([`fleetgate_core::effect::Effect`]: the branches it moves, the PRs it changes, the
+//!    files it writes on the server's host), reading the forge for what the arguments do not
+//!    say; the invariants judge that effect; the rules say who may make the call; then — unless
+//!    what is gathered so far already refuses the call for good — the store's location, the
+//!    fleet and session evidence, the PR workflow's judgement and pins, and the operator's
+//!    answers on record for exactly the call that would be forwarded.
+//! 2. **Decide.** Everything is handed to the one pure resolver
+//!    (`fleetgate_core::capability::resolve_task_capability`), once. Its verdict says what
+//!    to forward, which approvals to use and which request to record.
+//! 3. **Apply** (a real call): record the request, use the approvals, audit, touch the
+//!    leases. Applying can only refuse what the resolver allowed (an approval another
+//!    identical call used first, an audit entry that is not durable), never the reverse.
+//!
+//! `capability`, the `…resolve_task_capability` control tool and the gateway all go through
+//! the same gathering and the same decision; a preview only skips the apply.
 
 use super::observer::Observer;
 use super::session::{Caller, session_provenance};
 use super::snapshot::{Snapshot, snapshot};
-use super::workflow::{self, ForgeReader, WorkflowCall};
+use super::workflow::{self, ForgeErrorKind, ForgeReader, Judged, WorkflowCall};
 use crate::audit::Auditor;
 use fleetgate_config::{FleetConfig, Member};
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
-use fleetgate_core::approval::{ApprovalRequest, call_digest, request_id};
+use fleetgate_core::approval::{ApprovalRequest, call_digest, override_digest, request_id};
 use fleetgate_core::audit::{AuditEntry, JudgedCall, keep_arguments};
 use fleetgate_core::capability::{
-    ApprovalHold, Capability, CapabilityInput, Evidence, RoleRefusal, ToolClass, classify_tool, needs_evidence,
-    resolve_task_capability, with_approval,
+    Approvals, Capability, CapabilityInput, Evidence, RequestPlan, RoleRefusal, ToolClass, classify_tool,
+    needs_approvals, needs_evidence, overridable, resolve_task_capability,
 };
+use fleetgate_core::effect::{Answered, Effect, Judgement, Read};
 use fleetgate_core::forge_call::{Ambiguity, canonicalize};
-use fleetgate_core::protect::{Protection, Violation};
+use fleetgate_core::provenance::Provenance;
 use fleetgate_core::rules::{ArgMatch, Rule};
 use fleetgate_store::Store;
 use serde::Serialize;
@@ -44,7 +57,8 @@ pub struct Call<'a> {
     pub schema: Option<&'a Map<String, Value>>,
     /// Who makes it.
     pub caller: Caller<'a>,
-    /// Where the PR workflow reads a PR's current head (a gateway: its downstream).
+    /// Where the gate reads the forge: what the call would do, the PR's current head (a
+    /// gateway: the reads it made before deciding; the CLI: its forge command).
     pub forge: Option<&'a dyn ForgeReader>,
 }
 
@@ -63,7 +77,8 @@ pub struct Policy {
     pub class: ToolClass,
     /// When the rules refused it: why, and who may.
     pub refusal: Option<RoleRefusal>,
-    /// The workflow action of the matching rule.
+    /// The workflow action the matching rule names (used only for a call no forge dialect
+    /// states: the dialect's statement of what a call is wins).
     pub action: Option<String>,
     /// The matching rule's origin.
     pub rule: Option<String>,
@@ -71,18 +86,13 @@ pub struct Policy {
     pub ask: bool,
 }
 
-/// What the gate does about a call a rule asks an operator about.
-#[derive(Clone, Copy, Debug)]
-enum Approving<'a> {
-    /// Say it would wait; ask no one (`capability`, the control tool's assessment).
+/// Previewing (`capability`, the control tool) or deciding a real call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Decide, apply nothing.
     Preview,
-    /// A real call: use the approval that covers it, else record (or find) its request.
-    Ask {
-        /// The HTTP principal the call came from.
-        principal: Option<&'a str>,
-        /// The request the call was held for, when judged again after an answer.
-        held: Option<&'a str>,
-    },
+    /// Decide and apply.
+    Real,
 }
 
 /// How a tool is listed to a role.
@@ -122,6 +132,52 @@ impl<'a> AllowedCall<'a> {
     }
 }
 
+/// At most this many rounds of forge reads establish one call's effect (each round makes
+/// the reads the answers so far call for: a repository, then its open PRs page by page).
+pub const MAX_READ_ROUNDS: usize = 48;
+
+/// What the forge dialect states of a call, and the reads it could not make.
+#[derive(Clone, Debug, Default)]
+struct Stated {
+    effect: Effect,
+    /// Reads asked for that were not made (a gateway makes them and decides again).
+    missing: Vec<Read>,
+}
+
+/// Everything one decision is made from, gathered before the resolver is asked.
+#[derive(Debug)]
+struct Gathered {
+    /// The parse: `Ok(None)` without a forge profile (as sent).
+    canonical: Result<Option<Option<Map<String, Value>>>, Ambiguity>,
+    policy: Policy,
+    /// Under a forge profile: what the call does.
+    stated: Option<Stated>,
+    judgement: Judgement,
+    class: ToolClass,
+    /// The call's workflow action: the dialect's, else (a call it does not state) the rule's.
+    action: Option<String>,
+    definition_changed: Option<String>,
+    store_replaced: Option<String>,
+    evidence: Option<(Snapshot, Provenance)>,
+    workflow: Option<Judged>,
+    /// What would be forwarded: the parse with the workflow's pins (`None`: as sent).
+    forward: Option<Map<String, Value>>,
+    worker: Option<String>,
+    /// [`call_digest`] of the worker, the tool and what would be forwarded.
+    digest: String,
+    approvals: Option<Approvals>,
+}
+
+impl Gathered {
+    /// The arguments the call is judged by: the parse, else as sent.
+    fn arguments<'a>(&'a self, call: &Call<'a>) -> Option<&'a Map<String, Value>> {
+        match &self.canonical {
+            Ok(Some(arguments)) => arguments.as_ref(),
+            _ => call.arguments,
+        }
+    }
+}
+
 /// The gate of one process: its roster, its store, what it observes, and (in a gateway)
 /// its audit log.
 #[derive(Debug, Clone)]
@@ -132,13 +188,16 @@ pub struct Gate {
     auditor: Option<Auditor>,
     /// The digest of the rule set, as each judged call records it.
     rules_digest: Arc<str>,
+    /// The invariants the roster lifts.
+    lifted: Arc<[fleetgate_core::effect::Invariant]>,
 }
 
 impl Gate {
     /// A gate that does not audit (the `capability` CLI, the control tool).
     pub fn new(config: Arc<FleetConfig>, store: Arc<dyn Store>, observer: Arc<dyn Observer>) -> Self {
         let rules_digest = config.rules_digest().into();
-        Self { config, store, observer, auditor: None, rules_digest }
+        let lifted = config.lifted().into();
+        Self { config, store, observer, auditor: None, rules_digest, lifted }
     }
 
     /// The same gate, recording every [`decide`](Self::decide) through `auditor`.
@@ -229,10 +288,11 @@ impl Gate {
         snapshot(&self.config, Ok(&*self.store), &*self.observer, now, answering)
     }
 
-    /// The verdict for `call` as of `now`, gathering the live evidence only when the call
-    /// can need it. Records nothing.
+    /// The verdict for `call` as of `now`: the same gathering and the same decision as a
+    /// real call, approvals and overrides on record included; records and uses nothing.
     pub fn resolve(&self, call: &Call<'_>, now: Timestamp) -> Capability {
-        self.judge(call, now)
+        let gathered = self.gather(call, now);
+        self.decided(call, &gathered, Mode::Preview)
     }
 
     /// Under `[tools] pin = "enforce"`: why `tool`'s definition may not be used (it changed
@@ -248,23 +308,57 @@ impl Gate {
         }
     }
 
-    /// The forge reads deciding `call` will make (the PR's head and base for a merge or a
-    /// review): pure, from the config and the call alone, so a gateway makes them before it
-    /// decides. Empty for a call that is refused before the workflow or has no PR.
-    pub fn forge_reads(&self, call: &Call<'_>) -> Vec<(&'static str, Map<String, Value>)> {
-        let canonical = self.canonical(call);
-        if canonical.is_err() {
-            return Vec::new();
+    /// What the forge dialect states of `call` (its canonical `args`), reading the forge
+    /// through `call.forge` round by round; reads it cannot make are listed as missing, and
+    /// leave the effect unestablished.
+    fn state(&self, call: &Call<'_>, args: &Map<String, Value>) -> Stated {
+        let mut answers: Vec<Answered> = Vec::new();
+        let mut missing = Vec::new();
+        for _ in 0..MAX_READ_ROUNDS {
+            match fleetgate_core::forge::effect::establish(call.tool, args, call.schema, &answers) {
+                Ok(effect) => return Stated { effect, missing },
+                Err(reads) => {
+                    for read in reads {
+                        let answer = match call.forge {
+                            None => {
+                                missing.push(read.clone());
+                                Err("no forge to read it from".to_owned())
+                            }
+                            Some(forge) => forge.read(&read.tool, read.arguments.clone()).map_err(|e| {
+                                if e.kind == ForgeErrorKind::NotConfigured {
+                                    missing.push(read.clone());
+                                }
+                                e.message
+                            }),
+                        };
+                        answers.push((read, answer));
+                    }
+                }
+            }
         }
-        let arguments = parsed_arguments(call, &canonical);
-        let parsed = Call { arguments, ..call.clone() };
-        let policy = self.policy(&parsed);
-        let (true, Some(arguments)) = (policy.permitted, arguments) else { return Vec::new() };
-        let mut reads = policy.action.as_deref().map(|a| workflow::reads(a, arguments)).unwrap_or_default();
-        // Under a forge profile a file or branch tool's call is judged against the default
-        // branch the forge reports.
-        if self.config.forge.is_some() {
-            reads.extend(workflow::branch_reads(call.tool, arguments));
+        let why = format!("more than {MAX_READ_ROUNDS} rounds of forge reads were needed");
+        Stated { effect: Effect { unestablished: vec![why], ..Effect::write() }, missing }
+    }
+
+    /// The forge reads deciding `call` still needs, given the reads made so far (the
+    /// gateway's, in `call.forge`): what the call would do, and the PR's head and base for a
+    /// merge or a review. The gateway makes them, then asks again, until none is left.
+    pub fn reads(&self, call: &Call<'_>) -> Vec<Read> {
+        let Ok(Some(Some(args))) = self.canonical(call) else { return Vec::new() };
+        let stated = self.state(call, &args);
+        let mut reads = stated.missing;
+        let action = stated.effect.action.filter(|_| stated.effect.unknown.is_none());
+        if let Some(action) = action {
+            for (tool, arguments) in workflow::reads(action, &args) {
+                let read = Read::new(tool, arguments);
+                let made = call.forge.is_some_and(|f| {
+                    f.read(&read.tool, read.arguments.clone())
+                        .map_or_else(|e| e.kind != ForgeErrorKind::NotConfigured, |_| true)
+                });
+                if !made && !reads.contains(&read) {
+                    reads.push(read);
+                }
+            }
         }
         reads
     }
@@ -286,47 +380,27 @@ impl Gate {
 
     fn workflow_call<'c>(
         &'c self,
-        call: &'c Call<'_>,
+        arguments: Option<&'c Map<String, Value>>,
         action: &'c str,
         actor: &'c fleetgate_core::workflow::Actor,
     ) -> WorkflowCall<'c> {
         WorkflowCall {
             action,
-            arguments: call.arguments,
+            arguments,
             actor,
             remote: &self.config.workflow.remote,
             independence: self.config.workflow.independent_review,
             decision_lock: self.config.workflow.decision_lock,
             issue_lock: self.config.workflow.issue_lock,
-            pinnable: call
-                .schema
-                .and_then(|s| s.get("properties"))
-                .and_then(Value::as_object)
-                .is_none_or(|p| p.contains_key(fleetgate_core::forge_workflow::MERGE_HEAD_KEY)),
         }
-    }
-
-    /// The PR workflow's half of an allowed call whose rule names an action.
-    fn judge_workflow(
-        &self,
-        call: &Call<'_>,
-        action: &str,
-        now: Timestamp,
-    ) -> Result<workflow::Judged, fleetgate_core::workflow::Refusal> {
-        let actor = self.actor(call).map_err(|why| fleetgate_core::workflow::Refusal {
-            blocker_kind: fleetgate_core::BlockerKind::SessionAttachmentMissing,
-            reasons: vec![why],
-            operator_action: "attach a live worker to this session before a workflow call".into(),
-        })?;
-        workflow::judge(&*self.store, call.forge, &self.workflow_call(call, action, &actor), now)
     }
 
     /// After a forwarded call the downstream accepted: record what it settles for the PR
     /// workflow (a decision at its head, an opened PR's creator, a merge's released leases).
-    pub fn settle(&self, call: &Call<'_>, answer: Option<&Value>, now: Timestamp) {
-        let Some(action) = self.policy(call).action else { return };
+    /// `action` is the workflow action the decision stated for the call.
+    pub fn settle(&self, call: &Call<'_>, action: &str, answer: Option<&Value>, now: Timestamp) {
         let Ok(actor) = self.actor(call) else { return };
-        let wcall = self.workflow_call(call, &action, &actor);
+        let wcall = self.workflow_call(call.arguments, action, &actor);
         match workflow::settle(&*self.store, call.forge, &wcall, answer, now) {
             // What it settled that the log must show: a lock taken, corrected or made moot.
             Ok(events) => {
@@ -352,224 +426,270 @@ impl Gate {
         canonicalize(call.schema, call.arguments).map(Some)
     }
 
-    fn judge(&self, call: &Call<'_>, now: Timestamp) -> Capability {
-        let canonical = self.canonical(call);
-        let policy = self.policy(&Call { arguments: parsed_arguments(call, &canonical), ..call.clone() });
-        self.judge_parsed(call, canonical, policy, now, Approving::Preview)
-    }
-
-    /// [`judge`](Self::judge) with the call's parse and its policy (of the parsed
-    /// arguments) already made.
-    fn judge_parsed(
-        &self,
-        call: &Call<'_>,
-        canonical: Result<Option<Option<Map<String, Value>>>, Ambiguity>,
-        policy: Policy,
-        now: Timestamp,
-        approving: Approving<'_>,
-    ) -> Capability {
-        match canonical {
-            Ok(None) => self.judge_with(call, policy, now, approving),
-            Ok(Some(arguments)) => {
-                let canonical = Call { arguments: arguments.as_ref(), ..call.clone() };
-                let mut verdict = self.judge_with(&canonical, policy, now, approving);
-                if verdict.allowed && verdict.forward.is_none() {
-                    verdict.forward = arguments;
-                }
-                verdict
-            }
-            Err(ambiguity) => resolve_task_capability(&CapabilityInput {
-                ambiguity: Some(&ambiguity),
-                ..self.input(call, &policy, None)
-            }),
+    /// The class of a call: a write the dialect states is mutating whatever a rule says; a
+    /// rule may make a read mutating, never a write read-only.
+    fn class_of(policy: &Policy, stated: Option<&Stated>) -> ToolClass {
+        match stated.map(|s| &s.effect) {
+            Some(effect) if effect.unknown.is_none() && !effect.is_read() => ToolClass::Mutating,
+            _ => policy.class,
         }
     }
 
-    fn input<'c>(
-        &'c self,
-        call: &'c Call<'_>,
-        policy: &'c Policy,
-        evidence: Option<Evidence<'c>>,
-    ) -> CapabilityInput<'c> {
+    /// The workflow action of a call: the dialect's statement when it states the call, else
+    /// the matching rule's.
+    fn action_of(policy: &Policy, stated: Option<&Stated>) -> Option<String> {
+        match stated.map(|s| &s.effect) {
+            Some(effect) if effect.unknown.is_none() => effect.action.map(str::to_owned),
+            _ => policy.action.clone(),
+        }
+    }
+
+    /// Step 1: everything the decision is made from. The fleet and session evidence, the
+    /// workflow's judgement and the approvals on record are gathered only when the verdict
+    /// can depend on them ([`needs_evidence`], [`needs_approvals`]).
+    fn gather(&self, call: &Call<'_>, now: Timestamp) -> Gathered {
+        let canonical = self.canonical(call);
+        let arguments = match &canonical {
+            Ok(Some(arguments)) => arguments.as_ref(),
+            _ => call.arguments,
+        };
+        let policy = self.policy(&Call { arguments, ..call.clone() });
+        let empty = Map::new();
+        let stated = match &canonical {
+            Ok(Some(_)) => Some(self.state(call, arguments.unwrap_or(&empty))),
+            _ => None,
+        };
+        let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
+            fleetgate_core::effect::judge(&s.effect, &call.member.role, &self.config.workflow.protection, &self.lifted)
+        });
+        let class = Self::class_of(&policy, stated.as_ref());
+        let action = Self::action_of(&policy, stated.as_ref());
+        let worker = match &call.caller {
+            Caller::Worker { identity, .. } => Some((*identity).to_owned()),
+            Caller::Nobody(_) => None,
+        };
+        let mut g = Gathered {
+            digest: call_digest(worker.as_deref(), call.tool, arguments),
+            forward: canonical.as_ref().ok().cloned().flatten().flatten(),
+            definition_changed: canonical
+                .is_ok()
+                .then(|| self.changed_definition(&call.member.profile, call.tool))
+                .flatten(),
+            canonical,
+            policy,
+            stated,
+            judgement,
+            class,
+            action,
+            store_replaced: None,
+            evidence: None,
+            workflow: None,
+            worker,
+            approvals: None,
+        };
+        if !needs_evidence(&self.input(call, &g, None)) {
+            return self.with_approvals(call, g, now);
+        }
+        // A store deleted or replaced under this process: its evidence, its audit and its
+        // leases are in a file no one else reads.
+        g.store_replaced = self.store.check_location().err().map(|e| e.to_string());
+        let snap = self.snapshot(now, Some(&call.member.namespace));
+        let provenance = session_provenance(&*self.store, &*self.observer, &call.caller, &self.config.env_prefix, now);
+        g.evidence = Some((snap, provenance));
+        if let Some(action) = g.action.clone() {
+            let judged = match self.actor(call) {
+                Ok(actor) => {
+                    let args = g.arguments(call).cloned();
+                    workflow::judge(&*self.store, call.forge, &self.workflow_call(args.as_ref(), &action, &actor), now)
+                }
+                Err(why) => Judged {
+                    refusal: Some(fleetgate_core::workflow::Refusal {
+                        blocker_kind: BlockerKind::SessionAttachmentMissing,
+                        reasons: vec![why],
+                        operator_action: "attach a live worker to this session before a workflow call".into(),
+                    }),
+                    ..Judged::default()
+                },
+            };
+            if !judged.pins.is_empty() {
+                let mut forward = g.arguments(call).cloned().unwrap_or_default();
+                forward.extend(judged.pins.clone());
+                g.digest = call_digest(g.worker.as_deref(), call.tool, Some(&forward));
+                g.forward = Some(forward);
+            }
+            g.workflow = Some(judged);
+        }
+        self.with_approvals(call, g, now)
+    }
+
+    /// The operator's answers on record for exactly the call `g` would forward, when the
+    /// decision can depend on them.
+    fn with_approvals(&self, call: &Call<'_>, mut g: Gathered, now: Timestamp) -> Gathered {
+        if !needs_approvals(&self.input(call, &g, None)) {
+            return g;
+        }
+        let kinds: Vec<BlockerKind> = self
+            .config
+            .approvals
+            .may_override
+            .iter()
+            .copied()
+            .filter(|k| overridable(*k, &self.config.approvals.may_override))
+            .collect();
+        let mut digests = vec![g.digest.clone()];
+        digests.extend(kinds.iter().map(|k| override_digest(&g.digest, *k)));
+        let not_before = now.plus_seconds(-self.config.approvals.ttl_seconds);
+        g.approvals = Some(match self.store.approvals_on_record(&digests, g.worker.as_deref(), not_before) {
+            Ok(on) => fleetgate_core::approval::on_record(&on.requests, &g.digest, &kinds, on.pending_of_worker),
+            Err(e) => Approvals { unavailable: Some(e.to_string()), ..Approvals::default() },
+        });
+        g
+    }
+
+    /// The resolver's input, borrowed from what was gathered (`evidence` when gathered).
+    fn input<'c>(&'c self, call: &'c Call<'_>, g: &'c Gathered, evidence: Option<Evidence<'c>>) -> CapabilityInput<'c> {
         CapabilityInput {
             profile: &call.member.profile,
             role: &call.member.role,
             tool: call.tool,
-            class: policy.class,
-            role_permitted: policy.permitted,
-            role_refusal: policy.refusal.as_ref(),
-            ambiguity: None,
-            protection: None,
-            definition_changed: None,
-            store_replaced: None,
-            workflow: None,
-            approval: None,
+            class: g.class,
+            ambiguity: g.canonical.as_ref().err(),
+            breaches: &g.judgement.breaches,
+            lifted: &g.judgement.lifted,
+            unestablished: g.stated.as_ref().and_then(|s| s.effect.unestablished.first()).map(String::as_str),
+            role_permitted: g.policy.permitted,
+            role_refusal: g.policy.refusal.as_ref(),
+            definition_changed: g.definition_changed.as_deref(),
+            store_replaced: g.store_replaced.as_deref(),
             evidence,
+            workflow: g.workflow.as_ref().and_then(|w| w.refusal.as_ref()),
+            forward: g.forward.as_ref(),
+            action: g.action.as_deref(),
+            ask: g.policy.ask.then(|| g.policy.rule.as_deref().unwrap_or("(unnamed)")),
+            approvals: g.approvals.as_ref(),
+            may_override: &self.config.approvals.may_override,
         }
     }
 
-    /// [`judge_conditions`](Self::judge_conditions), then — for a call everything else
-    /// allows and a rule asks an operator about — the operator's part, last.
-    fn judge_with(&self, call: &Call<'_>, policy: Policy, now: Timestamp, approving: Approving<'_>) -> Capability {
-        // The rule's name is needed only when it asks: no allocation on every other call.
-        let (ask, rule) = (policy.ask, policy.ask.then(|| policy.rule.clone()).flatten());
-        let verdict = self.judge_conditions(call, policy, now);
-        let overridable = verdict.blocker_kind.filter(|k| {
-            self.config.approvals.may_override.contains(k) && !fleetgate_core::approval::NEVER_OVERRIDDEN.contains(k)
+    /// Step 2: the one decision, from everything gathered.
+    fn decided(&self, call: &Call<'_>, g: &Gathered, mode: Mode) -> Capability {
+        let evidence = g.evidence.as_ref().map(|(snap, provenance)| Evidence {
+            diagnostics: &snap.diagnostics,
+            provenance,
+            inventory: &snap.inventory,
         });
-        if let (Some(kind), Approving::Ask { principal, .. }) = (overridable, approving) {
-            return self.override_refusal(call, verdict, kind, now, principal);
+        let mut verdict = resolve_task_capability(&self.input(call, g, evidence));
+        if verdict.allowed
+            && let Some(note) = g.workflow.as_ref().and_then(|w| w.note.clone())
+        {
+            verdict.blocked_reasons.push(note);
         }
-        if !(ask && verdict.allowed) {
-            return verdict;
+        if mode == Mode::Preview && verdict.request.is_some() {
+            verdict.blocked_reasons.push("(an approval request is recorded when the call is made)".into());
         }
-        let why = format!("rule {} asks an operator about this exact call", rule.as_deref().unwrap_or("(unnamed)"));
-        let Approving::Ask { principal, held } = approving else {
-            let hold = ApprovalHold::Pending { id: "(one is made when the call is)".into(), why };
-            return with_approval(verdict, Some(&hold));
-        };
-        self.approval(call, verdict, why, now, principal, held)
+        verdict
     }
 
-    /// The worker a call is made for, and the digest of exactly that call with `arguments`:
-    /// what an approval covers.
-    fn exact_call<'c>(call: &Call<'c>, arguments: Option<&Map<String, Value>>) -> (Option<&'c str>, String) {
-        let worker = match &call.caller {
-            Caller::Worker { identity, .. } => Some(*identity),
-            Caller::Nobody(_) => None,
-        };
-        (worker, call_digest(worker, call.tool, arguments))
+    /// A real call: gather, decide once, apply — and record the decision in the audit log
+    /// under the caller's worker and principal. An allowed mutating call waits until its
+    /// entry is committed and is refused (`audit_unavailable`) when it is not: no mutation
+    /// is forwarded unaudited. Any other entry is queued; one that cannot be adds its
+    /// reason to the verdict. Never silent.
+    pub fn decide(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Capability {
+        let gathered = self.gather(call, now);
+        let verdict = self.decided(call, &gathered, Mode::Real);
+        self.apply(call, &gathered, verdict, now, principal)
     }
 
-    /// Use the approval covering the call `digest` (answered within `[approvals] ttl_seconds`).
-    fn use_covering(
-        &self,
-        digest: &str,
-        now: Timestamp,
-    ) -> Result<Option<ApprovalRequest>, fleetgate_store::StoreError> {
-        self.store.use_approval(digest, now.plus_seconds(-self.config.approvals.ttl_seconds), now)
-    }
-
-    /// Record (or find, for the same call) the pending request for `call` with `arguments`.
-    #[allow(clippy::too_many_arguments)] // One request's parts, each its own.
-    fn request(
+    /// Step 3: what the decision says to do, done — the request recorded, the approvals
+    /// used, the audit entry written, the leases touched.
+    fn apply(
         &self,
         call: &Call<'_>,
-        worker: Option<&str>,
-        principal: Option<&str>,
-        arguments: Option<Map<String, Value>>,
-        digest: String,
-        why: String,
+        g: &Gathered,
+        mut verdict: Capability,
         now: Timestamp,
-    ) -> Result<ApprovalRequest, fleetgate_store::StoreError> {
-        self.store.request_approval(&ApprovalRequest {
+        principal: Option<String>,
+    ) -> Capability {
+        if let Some(plan) = verdict.request.take() {
+            self.record_request(call, g, &mut verdict, plan, principal.as_deref(), now);
+        }
+        if verdict.allowed {
+            let not_before = now.plus_seconds(-self.config.approvals.ttl_seconds);
+            for id in verdict.use_approvals.clone() {
+                match self.store.use_approval(&id, not_before, now) {
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
+                        verdict = refused(
+                            verdict,
+                            BlockerKind::ApprovalPending,
+                            format!("approval {id} was used by another identical call first: nothing was forwarded"),
+                            "retry the call: it asks an operator again",
+                        );
+                        break;
+                    }
+                    Err(e) => {
+                        verdict = refused(
+                            verdict,
+                            BlockerKind::ApprovalPending,
+                            format!("approval {id} could not be used: {e}"),
+                            "check the store (fleetgate runtime context), then retry",
+                        );
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(auditor) = &self.auditor {
+            let judged = self.judged_call(call, g);
+            self.audit(auditor, call, &mut verdict, now, principal, Some(judged));
+        }
+        if verdict.allowed {
+            self.touch_leases(call, verdict.forward.as_ref(), now);
+        }
+        verdict
+    }
+
+    /// Record the request a refusal asks an operator with (or find the one already waiting
+    /// for the same call), naming it in the verdict.
+    fn record_request(
+        &self,
+        call: &Call<'_>,
+        g: &Gathered,
+        verdict: &mut Capability,
+        plan: RequestPlan,
+        principal: Option<&str>,
+        now: Timestamp,
+    ) {
+        let digest = match plan.overrides {
+            Some(kind) => override_digest(&g.digest, kind),
+            None => g.digest.clone(),
+        };
+        let request = ApprovalRequest {
             id: request_id(fleetgate_host::nonce()),
             requested_at: now,
             profile: call.member.profile.clone(),
             role: call.member.role.clone(),
-            worker: worker.map(str::to_owned),
+            worker: g.worker.clone(),
             principal: principal.map(str::to_owned),
             tool: call.tool.to_owned(),
-            arguments,
+            arguments: g.forward.clone().or_else(|| call.arguments.cloned()),
             digest,
-            why,
+            why: plan.why.clone(),
             state: fleetgate_core::approval::ApprovalState::Pending,
             answered_by: None,
             answered_at: None,
             answer_reason: None,
             used_at: None,
-        })
-    }
-
-    /// The operator's part in a real call: the approval that covers exactly what would be
-    /// forwarded (worker, tool, arguments — pins included), used once; else the request
-    /// recorded (one per call, found again on a retry), and the call refused
-    /// `approval_pending`; or, judged again after its request was denied, `approval_denied`.
-    fn approval(
-        &self,
-        call: &Call<'_>,
-        mut verdict: Capability,
-        why: String,
-        now: Timestamp,
-        principal: Option<&str>,
-        held: Option<&str>,
-    ) -> Capability {
-        let forwarded = verdict.forward.clone().or_else(|| call.arguments.cloned());
-        let (worker, digest) = Self::exact_call(call, forwarded.as_ref());
-        let hold = match self.use_covering(&digest, now) {
-            Ok(Some(used)) => {
-                verdict.blocked_reasons.push(format!(
-                    "approval {} of this exact call by {} used (once)",
-                    used.id,
-                    used.answered_by.as_deref().unwrap_or("an operator")
-                ));
-                verdict.approval_request = Some(used.id);
-                return verdict;
-            }
-            Err(e) => ApprovalHold::Unavailable { why: format!("{why}, and the approvals could not be read: {e}") },
-            Ok(None) => {
-                let denied = held
-                    .and_then(|id| self.store.approval(id).ok().flatten())
-                    .filter(|r| r.state == fleetgate_core::approval::ApprovalState::Denied && r.digest == digest);
-                match denied {
-                    Some(r) => {
-                        let by = match &r.answer_reason {
-                            Some(reason) => format!("{} ({reason})", r.answered_by.as_deref().unwrap_or("an operator")),
-                            None => r.answered_by.clone().unwrap_or_else(|| "an operator".into()),
-                        };
-                        ApprovalHold::Denied { id: r.id, by }
-                    }
-                    None => match self.request(call, worker, principal, forwarded, digest, why.clone(), now) {
-                        Ok(recorded) => ApprovalHold::Pending { id: recorded.id, why },
-                        Err(e) => ApprovalHold::Unavailable {
-                            why: format!("{why}, and the request could not be recorded: {e}"),
-                        },
-                    },
-                }
-            }
         };
-        with_approval(verdict, Some(&hold))
-    }
-
-    /// A refusal `[approvals] may_override` names, for a real call: the approval of exactly
-    /// this call (worker, tool, canonical arguments) overrides it once; without one, the
-    /// refusal stands and carries the request the operator may grant.
-    fn override_refusal(
-        &self,
-        call: &Call<'_>,
-        mut verdict: Capability,
-        kind: BlockerKind,
-        now: Timestamp,
-        principal: Option<&str>,
-    ) -> Capability {
-        let forwarded = call.arguments.cloned();
-        let (worker, digest) = Self::exact_call(call, forwarded.as_ref());
-        let refused_because = verdict.blocked_reasons.join("; ");
-        match self.use_covering(&digest, now) {
-            Ok(Some(used)) => {
-                let by = used.answered_by.clone().unwrap_or_else(|| "an operator".into());
-                return Capability {
-                    allowed: true,
-                    blocker_kind: None,
-                    blocked_reasons: vec![format!(
-                        "{kind} overridden once by approval {} of {by}: {refused_because}",
-                        used.id
-                    )],
-                    operator_action: None,
-                    forward: forwarded,
-                    approval_request: Some(used.id),
-                    ..verdict
-                };
+        match (self.store.request_approval(&request), plan.overrides) {
+            (Ok(recorded), None) => {
+                verdict.blocked_reasons =
+                    vec![format!("{}: approval request {} waits for an operator", plan.why, recorded.id)];
+                verdict.operator_action = Some(fleetgate_core::approval::approval_action(&recorded.id));
+                verdict.approval_request = Some(recorded.id);
             }
-            Ok(None) => {}
-            Err(e) => {
-                verdict.blocked_reasons.push(format!("the approvals could not be read: {e}"));
-                return verdict;
-            }
-        }
-        let why = format!("overrides {kind}: {refused_because}");
-        match self.request(call, worker, principal, forwarded, digest, why, now) {
-            Ok(recorded) => {
+            (Ok(recorded), Some(_)) => {
                 verdict.blocked_reasons.push(format!(
                     "an operator may override this refusal for this exact call: approval request {}",
                     recorded.id
@@ -581,123 +701,31 @@ impl Gate {
                 ));
                 verdict.approval_request = Some(recorded.id);
             }
-            Err(e) => verdict.blocked_reasons.push(format!("its override request could not be recorded: {e}")),
-        }
-        verdict
-    }
-
-    /// Every condition of the call handed to the one resolver: protected branches (under a
-    /// forge profile), a changed definition, a replaced store, the fleet and session
-    /// evidence, then the PR workflow — each gathered only when nothing before it refuses.
-    fn judge_conditions(&self, call: &Call<'_>, policy: Policy, now: Timestamp) -> Capability {
-        let role_permitted = policy.permitted;
-        let empty = Map::new();
-        // Only the file and branch tools, and a merge (which may delete its branch), are
-        // judged against the protected branches: no other call pays for it.
-        let judged = workflow::BRANCH_TOOLS.contains(&call.tool) || call.tool == "pull_request_write";
-        let protection = match (&self.config.forge, role_permitted && judged) {
-            (Some(_), true) => {
-                let args = call.arguments.unwrap_or(&empty);
-                match workflow::forge_default_branch(call.forge, call.tool, args) {
-                    Ok(forge_default) => {
-                        let protected = Protection { forge_default, ..self.config.workflow.protection.clone() };
-                        fleetgate_core::protect::judge(&protected, call.tool, args)
-                            .or_else(|| workflow::forge_branch_violation(call.forge, call.tool, args, &protected))
-                    }
-                    // A file or branch write whose repository the forge cannot describe fails
-                    // closed: the configured default branch may not be the real one.
-                    Err(why) => Some(Violation {
-                        reason: format!("the repository's default branch could not be read from the forge: {why}"),
-                        action: fleetgate_core::protect::UNREAD_ACTION,
-                    }),
-                }
+            (Err(e), None) => {
+                verdict.blocked_reasons = vec![format!("{}, and the request could not be recorded: {e}", plan.why)];
+                verdict.operator_action = Some(
+                    "no approval request could be read or recorded: check the store (fleetgate runtime context, a \
+                     lock held on it, a full disk), then retry the call"
+                        .into(),
+                );
             }
-            _ => None,
-        };
-        let changed = role_permitted.then(|| self.changed_definition(&call.member.profile, call.tool)).flatten();
-        let base = CapabilityInput {
-            protection: protection.as_ref(),
-            definition_changed: changed.as_deref(),
-            ..self.input(call, &policy, None)
-        };
-        if !needs_evidence(policy.class, role_permitted) || protection.is_some() || changed.is_some() {
-            return resolve_task_capability(&base);
-        }
-        // A store deleted or replaced under this process: its evidence, its audit and its
-        // leases are in a file no one else reads.
-        if let Err(e) = self.store.check_location() {
-            let why = e.to_string();
-            return resolve_task_capability(&CapabilityInput { store_replaced: Some(&why), ..base });
-        }
-        let snap = self.snapshot(now, Some(&call.member.namespace));
-        let provenance = session_provenance(&*self.store, &*self.observer, &call.caller, &self.config.env_prefix, now);
-        let evidence = Evidence { diagnostics: &snap.diagnostics, provenance: &provenance, inventory: &snap.inventory };
-        let verdict = resolve_task_capability(&CapabilityInput { evidence: Some(evidence), ..base });
-        let Some(action) = policy.action.as_deref().filter(|_| verdict.allowed) else { return verdict };
-        match self.judge_workflow(call, action, now) {
-            Err(refusal) => {
-                resolve_task_capability(&CapabilityInput { evidence: Some(evidence), workflow: Some(&refusal), ..base })
-            }
-            Ok(judged) => {
-                let mut verdict = verdict;
-                verdict.blocked_reasons.extend(judged.note);
-                if !judged.pins.is_empty() {
-                    let mut forward = call.arguments.cloned().unwrap_or_default();
-                    forward.extend(judged.pins);
-                    verdict.forward = Some(forward);
-                }
-                verdict
+            (Err(e), Some(_)) => {
+                verdict.blocked_reasons.push(format!("its override request could not be recorded: {e}"))
             }
         }
-    }
-
-    /// A real call: [`resolve`](Self::resolve), and record the decision in the audit log
-    /// under the caller's worker and principal. An allowed mutating call waits until its
-    /// entry is committed and is refused (`audit_unavailable`) when it is not: no mutation
-    /// is forwarded unaudited. Any other entry is queued; one that cannot be adds its
-    /// reason to the verdict. Never silent.
-    pub fn decide(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Capability {
-        self.decide_as(call, now, principal, None)
-    }
-
-    /// [`decide`](Self::decide) again, for a call held for the approval request `held`
-    /// since answered: approved, the approval is used; denied, the call is refused
-    /// `approval_denied`.
-    pub fn decide_held(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>, held: &str) -> Capability {
-        self.decide_as(call, now, principal, Some(held))
-    }
-
-    fn decide_as(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>, held: Option<&str>) -> Capability {
-        let canonical = self.canonical(call);
-        let policy = self.policy(&Call { arguments: parsed_arguments(call, &canonical), ..call.clone() });
-        let judged = self.auditor.as_ref().map(|_| self.judged_call(call, &canonical, &policy));
-        let approving = Approving::Ask { principal: principal.as_deref(), held };
-        let mut verdict = self.judge_parsed(call, canonical, policy, now, approving);
-        if let Some(auditor) = &self.auditor {
-            self.audit(auditor, call, &mut verdict, now, principal, judged);
-        }
-        if verdict.allowed {
-            self.touch_leases(call, verdict.forward.as_ref(), now);
-        }
-        verdict
     }
 
     /// The call as judged, for its audit entry: the role, the class and rule of its policy,
     /// the rule set, and its arguments — the canonical parse when there is one, else as sent
     /// (an ambiguous call's) — as `[audit] arguments` keeps them.
-    fn judged_call(
-        &self,
-        call: &Call<'_>,
-        canonical: &Result<Option<Option<Map<String, Value>>>, Ambiguity>,
-        policy: &Policy,
-    ) -> JudgedCall {
+    fn judged_call(&self, call: &Call<'_>, g: &Gathered) -> JudgedCall {
         JudgedCall {
             role: call.member.role.clone(),
-            class: policy.class,
+            class: g.class,
             tool_class: Some(self.classify(call.tool, call.read_only_hint)),
-            rule: policy.rule.clone(),
+            rule: g.policy.rule.clone(),
             rules: self.rules_digest.to_string(),
-            arguments: keep_arguments(parsed_arguments(call, canonical), self.config.audit_arguments),
+            arguments: keep_arguments(g.arguments(call), self.config.audit_arguments),
         }
     }
 
@@ -736,32 +764,77 @@ impl Gate {
         }
     }
 
-    /// The verdict of a call the role policy alone decides — a read-only call, or one the
-    /// role may not make — from memory, with its audit entry queued; `None` for any call
-    /// that needs the store or the forge (a permitted mutating call, a workflow action,
-    /// an enforced pin, a PR lease to advance): ask [`decide`](Self::decide). Never blocks.
+    /// The verdict of a call decided from memory alone — a read-only call, or one refused
+    /// for good by what its arguments and the rules say — with its audit entry queued;
+    /// `None` for any call that needs the store or the forge (a permitted mutating call, a
+    /// workflow action, an enforced pin, an approval that may apply, a PR lease to advance,
+    /// an effect that needs a read): ask [`decide`](Self::decide). Never blocks.
     pub fn decide_now(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Option<Capability> {
-        // An ambiguous call is refused from memory; a canonical one is judged (and
-        // forwarded) as parsed. Parsed once, its policy decided once.
-        let canonical = self.canonical(call);
-        let arguments = parsed_arguments(call, &canonical);
-        let policy = self.policy(&Call { arguments, ..call.clone() });
-        let permitted = policy.permitted;
-        if canonical.is_ok()
-            && (needs_evidence(policy.class, permitted)
-                || policy.action.is_some()
-                || (permitted && policy.ask)
-                || (!permitted && self.config.approvals.may_override.contains(&BlockerKind::RoleNotPermitted))
-                || (permitted && self.config.tools.pin == fleetgate_core::capability::PinMode::Enforce)
-                || (permitted && arguments.and_then(fleetgate_core::forge_workflow::pr_target).is_some()))
-        {
+        if self.config.tools.pin == fleetgate_core::capability::PinMode::Enforce {
             return None;
         }
-        let judged = self.auditor.as_ref().map(|_| self.judged_call(call, &canonical, &policy));
-        let mut verdict = self.judge_parsed(call, canonical, policy, now, Approving::Preview);
+        let canonical = self.canonical(call);
+        let arguments = match &canonical {
+            Ok(Some(arguments)) => arguments.as_ref(),
+            _ => call.arguments,
+        };
+        let empty = Map::new();
+        // Under a forge profile, only a call whose effect needs no read of the forge.
+        let stated = match &canonical {
+            Ok(Some(_)) => {
+                let args = arguments.unwrap_or(&empty);
+                let effect = fleetgate_core::forge::effect::establish(call.tool, args, call.schema, &[]).ok()?;
+                Some(Stated { effect, missing: Vec::new() })
+            }
+            _ => None,
+        };
+        let policy = self.policy(&Call { arguments, ..call.clone() });
+        let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
+            fleetgate_core::effect::judge(&s.effect, &call.member.role, &self.config.workflow.protection, &self.lifted)
+        });
+        let worker = match &call.caller {
+            Caller::Worker { identity, .. } => Some((*identity).to_owned()),
+            Caller::Nobody(_) => None,
+        };
+        let g = Gathered {
+            digest: String::new(),
+            forward: canonical.as_ref().ok().cloned().flatten().flatten(),
+            class: Self::class_of(&policy, stated.as_ref()),
+            action: Self::action_of(&policy, stated.as_ref()),
+            canonical,
+            policy,
+            stated,
+            judgement,
+            definition_changed: None,
+            store_replaced: None,
+            evidence: None,
+            workflow: None,
+            worker,
+            approvals: None,
+        };
+        let input = self.input(call, &g, None);
+        if needs_evidence(&input) {
+            return None;
+        }
+        let verdict = self.decided(call, &g, Mode::Preview);
+        // Refused for good by what is at hand (no approval overrides it, none is asked), or a
+        // plain read (no operator part, no workflow action, no lease to advance).
+        let settled = verdict.blocker_kind.is_some_and(|k| {
+            !overridable(k, &self.config.approvals.may_override)
+                && !matches!(k, BlockerKind::ApprovalPending | BlockerKind::ApprovalDenied)
+        }) && verdict.request.is_none();
+        let plain_read = verdict.allowed
+            && !needs_approvals(&input)
+            && g.action.is_none()
+            && g.arguments(call).and_then(fleetgate_core::forge_workflow::pr_target).is_none();
+        if !(settled || plain_read) {
+            return None;
+        }
+        let mut verdict = verdict;
         if let Some(auditor) = &self.auditor {
             // Never a durable entry: no allowed mutation gets here.
-            self.audit(auditor, call, &mut verdict, now, principal, judged);
+            let judged = self.judged_call(call, &g);
+            self.audit(auditor, call, &mut verdict, now, principal, Some(judged));
         }
         Some(verdict)
     }
@@ -791,18 +864,6 @@ impl Gate {
     }
 }
 
-/// The arguments a call is judged by: its canonical parse when it has one, else as sent
-/// (no forge profile, or an ambiguous call, which is refused before anything reads them).
-fn parsed_arguments<'a>(
-    call: &Call<'a>,
-    canonical: &'a Result<Option<Option<Map<String, Value>>>, Ambiguity>,
-) -> Option<&'a Map<String, Value>> {
-    match canonical {
-        Ok(Some(arguments)) => arguments.as_ref(),
-        _ => call.arguments,
-    }
-}
-
 /// What operators do about `audit_unavailable`.
 pub const AUDIT_UNAVAILABLE_ACTION: &str = "the store did not take the call's audit entry in time, so the mutation \
      was not forwarded: check the store (`fleetgate runtime context`, a lock held on it, a full disk, a \
@@ -813,12 +874,14 @@ fn audit_refusal(verdict: &mut Capability, problem: String) {
     *verdict = refused(verdict.clone(), BlockerKind::AuditUnavailable, problem, AUDIT_UNAVAILABLE_ACTION);
 }
 
-/// `verdict` (the resolver's, before the evidence) turned into a refusal by `kind`.
+/// An allowed `verdict` whose apply failed, refused by `kind`: applying never allows.
 fn refused(mut verdict: Capability, kind: BlockerKind, reason: String, action: &str) -> Capability {
     verdict.forward = None;
     verdict.allowed = false;
     verdict.blocker_kind = Some(kind);
     verdict.blocked_reasons = vec![reason];
     verdict.operator_action = Some(action.to_owned());
+    verdict.use_approvals.clear();
+    verdict.settles = None;
     verdict
 }

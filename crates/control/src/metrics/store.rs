@@ -74,6 +74,10 @@ impl Store for MeteredStore {
         self.inner.bounds_waits()
     }
 
+    fn approval_watch(&self) -> Result<Box<dyn fleetgate_store::ApprovalWatch>, StoreError> {
+        self.inner.approval_watch()
+    }
+
     metered! {
         fn schema_version(&self) -> u32;
         fn register(&self, registration: &Registration, now: Timestamp) -> RegisterOutcome;
@@ -113,7 +117,8 @@ impl Store for MeteredStore {
         fn approval(&self, id: &str) -> Option<ApprovalRequest>;
         fn list_approvals(&self, pending_only: bool) -> Vec<ApprovalRequest>;
         fn answer_approval(&self, id: &str, approve: bool, by: &str, reason: Option<&str>, now: Timestamp) -> Option<ApprovalRequest>;
-        fn use_approval(&self, digest: &str, not_before: Timestamp, now: Timestamp) -> Option<ApprovalRequest>;
+        fn approvals_on_record(&self, digests: &[String], worker: Option<&str>, not_before: Timestamp) -> fleetgate_store::OnRecord;
+        fn use_approval(&self, id: &str, not_before: Timestamp, now: Timestamp) -> Option<ApprovalRequest>;
         fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> bool;
         fn observe_tool(&self, profile: &str, tool: &str, digest: &str, definition: &str, now: Timestamp) -> ToolPin;
         fn tool_pin(&self, profile: &str, tool: &str) -> Option<ToolPin>;

@@ -71,6 +71,10 @@ pub struct FleetControl {
     metrics: Option<GatewayMetrics>,
     /// The profile as the decisions' label (shared: counting allocates nothing).
     profile_label: Arc<str>,
+    /// The store's word that approvals changed, for the calls this process holds.
+    answers: crate::approvals::AnswerWatch,
+    /// The approval requests calls of each attachment are held for: withdrawn when it ends.
+    held: Arc<std::sync::Mutex<Vec<(AttachmentId, String)>>>,
 }
 
 impl std::fmt::Debug for FleetControl {
@@ -110,6 +114,8 @@ impl FleetControl {
             pins: crate::pins::Pins::default(),
             metrics: None,
             profile_label,
+            answers: crate::approvals::AnswerWatch::default(),
+            held: Arc::default(),
         }
     }
 
@@ -238,66 +244,43 @@ impl FleetControl {
         // The PR's head and base come from the reads the gateway made before deciding.
         let forge = Prefetched(call.answers);
         let gated = self.call_of(attachment, call, &worker, Some(&forge));
-        let mut verdict = self.gate.decide(&gated, self.clock.now(), principal.clone());
-        if verdict.blocker_kind == Some(BlockerKind::ApprovalPending)
-            && let Some(id) = verdict.approval_request.clone()
-        {
-            verdict = self.hold(attachment, worker.is_some(), &gated, &id, principal).unwrap_or(verdict);
-        }
-        // Only a call whose rule names a workflow action has an outcome to record.
-        let settles = verdict.allowed && self.gate.policy(&gated).action.is_some();
-        gateway_verdict(verdict, settles)
+        let verdict = self.gate.decide(&gated, self.clock.now(), principal);
+        // A call that waits for an operator is held by the gateway, on the store's word
+        // ([`ControlPlane::hold`]), when the roster waits at all and a worker makes it.
+        let held = (verdict.blocker_kind == Some(BlockerKind::ApprovalPending)
+            && self.config().approvals.wait_seconds > 0
+            && worker.is_some())
+        .then(|| verdict.approval_request.clone())
+        .flatten();
+        Verdict { held, ..gateway_verdict(verdict) }
     }
 
-    /// Hold a call whose approval request `id` waits, up to `[approvals] wait_seconds`: once
-    /// an operator answers, the call is decided again (approved: the approval is used and
-    /// the call goes ahead; denied: refused `approval_denied`). `None` when no answer came
-    /// in time (the call stays refused `approval_pending`; its request stays open, so the
-    /// identical retry is covered once approved). A caller that goes away while it waits
-    /// (its attachment ends) withdraws the request, audited. This runs on the blocking
-    /// pool; only the held call waits.
-    fn hold(
-        &self,
-        attachment: AttachmentId,
-        attached: bool,
-        gated: &crate::gate::Call<'_>,
-        id: &str,
-        principal: Option<String>,
-    ) -> Option<fleetgate_core::capability::Capability> {
-        use fleetgate_core::approval::ApprovalState;
-        const POLL: std::time::Duration = std::time::Duration::from_millis(100);
-        let wait = std::time::Duration::from_secs(self.config().approvals.wait_seconds);
-        let deadline = std::time::Instant::now() + wait;
-        // `attached`: whether the call came with a worker, read when it began — a caller
-        // gone since then, even before the hold starts, is noticed.
-        loop {
-            match self.gate.store().approval(id) {
-                Ok(Some(request)) if request.state != ApprovalState::Pending => {
-                    return Some(self.gate.decide_held(gated, self.clock.now(), principal, id));
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(id, error = %e, "a held call's approval request cannot be read"),
-            }
-            if attached && self.attachments.worker_of(attachment).is_none() {
-                let why = "the caller went away while the call waited";
-                if let Ok(true) = self.gate.store().withdraw_approval(id, why, self.clock.now()) {
-                    let event =
-                        format!("approval request {id} ({} `{}`) withdrawn: {why}", gated.member.profile, gated.tool);
+    /// Withdraw the requests the calls of `attachment` are held for (its caller went away),
+    /// each audited; the held calls wake and end.
+    fn withdraw_held(&self, attachment: AttachmentId) {
+        let ids: Vec<String> = {
+            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            let (mine, rest): (Vec<_>, Vec<_>) = held.drain(..).partition(|(a, _)| *a == attachment);
+            *held = rest;
+            mine.into_iter().map(|(_, id)| id).collect()
+        };
+        let why = "the caller went away while the call waited";
+        for id in ids {
+            match self.gate.store().withdraw_approval(&id, why, self.clock.now()) {
+                Ok(true) => {
+                    let event = format!("approval request {id} ({}) withdrawn: {why}", self.identity.member.profile);
                     self.gate.record(fleetgate_core::audit::AuditEntry::event(
                         self.clock.now(),
-                        &gated.member.profile,
+                        &self.identity.member.profile,
                         crate::approvals::APPROVAL_EVENT,
                         event,
                     ));
                 }
-                return None;
+                Ok(false) => {}
+                Err(e) => tracing::warn!(id, error = %e, "a held call's request could not be withdrawn"),
             }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            std::thread::sleep(left.min(POLL));
         }
+        self.answers.nudge();
     }
 
     /// [`judge_call`](Self::judge_call) from memory alone, when it can be: a definition
@@ -310,7 +293,7 @@ impl FleetControl {
         let principal = worker.as_ref().and_then(|(_, p)| p.clone());
         let gated = self.call_of(attachment, call, &worker, None);
         let verdict = self.gate.decide_now(&gated, self.clock.now(), principal)?;
-        Some(gateway_verdict(verdict, false))
+        Some(gateway_verdict(verdict))
     }
 
     /// Count and trace one gate decision, made since `started` inside `span`.
@@ -390,7 +373,59 @@ impl ControlPlane for FleetControl {
     }
 
     fn on_detach(&self, attachment: AttachmentId, reason: &str) {
+        self.withdraw_held(attachment);
         self.attachments.detach(&**self.gate.store(), &*self.clock, attachment, reason);
+    }
+
+    fn serial_key(&self, _attachment: AttachmentId, call: &ToolCall<'_>) -> Option<String> {
+        self.config().forge.as_ref()?;
+        let args = call.arguments?;
+        let text = |k: &str| args.get(k).and_then(serde_json::Value::as_str).filter(|s| !s.is_empty());
+        let (owner, repo) = (text("owner")?, text("repo")?);
+        // A call that only reads, its effect known from its arguments, runs alongside any.
+        let stated =
+            fleetgate_core::forge::effect::establish(&call.tool.name, args, Some(&call.tool.input_schema), &[]);
+        if stated.is_ok_and(|e| e.is_read()) {
+            return None;
+        }
+        Some(format!("{owner}/{repo}").to_lowercase())
+    }
+
+    fn hold(
+        &self,
+        attachment: AttachmentId,
+        request: &str,
+        started: std::time::Instant,
+    ) -> Option<fleetgate_gateway::HoldFuture> {
+        use fleetgate_core::approval::ApprovalState;
+        let wait = std::time::Duration::from_secs(self.config().approvals.wait_seconds);
+        let deadline = tokio::time::Instant::from_std(started + wait);
+        if wait.is_zero() || tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        let store = Arc::clone(self.gate.store());
+        let mut changes = self.answers.subscribe(&store);
+        let held = Arc::clone(&self.held);
+        let id = request.to_owned();
+        held.lock().unwrap_or_else(|e| e.into_inner()).push((attachment, id.clone()));
+        Some(Box::pin(async move {
+            let answered = loop {
+                let (s, i) = (Arc::clone(&store), id.clone());
+                match tokio::task::spawn_blocking(move || s.approval(&i)).await {
+                    Ok(Ok(Some(r))) if r.state == ApprovalState::Withdrawn => break false,
+                    Ok(Ok(Some(r))) if r.state != ApprovalState::Pending => break true,
+                    Ok(Ok(None)) => break false,
+                    Ok(Err(e)) => tracing::warn!(id, error = %e, "a held call's approval request cannot be read"),
+                    _ => {}
+                }
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { break false },
+                    () = tokio::time::sleep_until(deadline) => break false,
+                }
+            };
+            held.lock().unwrap_or_else(|e| e.into_inner()).retain(|(a, r)| !(*a == attachment && *r == id));
+            answered
+        }))
     }
 
     fn control_tools(&self) -> Vec<Tool> {
@@ -421,9 +456,10 @@ impl ControlPlane for FleetControl {
     }
 
     fn reads(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Vec<DownstreamRead> {
-        let gated = self.call_of(attachment, call, &None, None);
-        let reads = self.gate.forge_reads(&gated);
-        reads.into_iter().map(|(tool, arguments)| DownstreamRead { tool: tool.to_owned(), arguments }).collect()
+        let made = Prefetched(call.answers);
+        let gated = self.call_of(attachment, call, &None, Some(&made));
+        let reads = self.gate.reads(&gated);
+        reads.into_iter().map(|r| DownstreamRead { tool: r.tool, arguments: r.arguments }).collect()
     }
 
     fn decide_now(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Option<Verdict> {
@@ -441,8 +477,9 @@ impl ControlPlane for FleetControl {
         let worker = self.attachments.worker_of(attachment);
         let forge = call.link.map(LinkForge);
         let gated = self.call_of(attachment, call, &worker, forge.as_ref().map(|f| f as _));
+        let Some(action) = call.settles else { return };
         let answer = crate::gate::workflow::answer_json(result);
-        self.gate.settle(&gated, answer.as_ref(), self.clock.now());
+        self.gate.settle(&gated, action, answer.as_ref(), self.clock.now());
     }
 
     fn on_shutdown(&self, reason: &str) {
@@ -465,14 +502,14 @@ impl ControlPlane for FleetControl {
 }
 
 /// The gate's capability as the gateway's verdict.
-fn gateway_verdict(verdict: fleetgate_core::capability::Capability, settles: bool) -> Verdict {
+fn gateway_verdict(verdict: fleetgate_core::capability::Capability) -> Verdict {
     let decision = match verdict.blocker_kind {
         None => {
             GateDecision { allowed: true, blocker_kind: None, reasons: verdict.blocked_reasons, operator_action: None }
         }
         Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
     };
-    Verdict { class: verdict.classification, decision, settles, forward: verdict.forward }
+    Verdict { class: verdict.classification, decision, settles: verdict.settles, forward: verdict.forward, held: None }
 }
 
 fn gate_span(call: &ToolCall<'_>) -> tracing::Span {

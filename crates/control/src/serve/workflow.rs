@@ -159,8 +159,9 @@ pub fn holder_alive(store: &dyn Store, holder: &Actor, now: Timestamp) -> bool {
     }
 }
 
-/// May this role claim a lease of `purpose`? When rules name the action, only the roles
-/// they allow it; with no rule naming it, any role.
+/// May this role claim a lease of `purpose`? Under a forge profile, when the rules let it
+/// make the call that is that action (the merge, a review, opening a PR); else when rules
+/// name the action, only the roles they allow it; with no rule naming it, any role.
 fn role_may(plane: &FleetControl, purpose: Purpose) -> bool {
     // An issue lock is the author's: the role that opens PRs.
     let action = match purpose {
@@ -168,6 +169,11 @@ fn role_may(plane: &FleetControl, purpose: Purpose) -> bool {
         other => other.as_str(),
     };
     let role = &plane.identity().member.role;
+    if plane.config().forge.is_some()
+        && let Some((tool, args)) = fleetgate_core::forge::effect::action_call(action)
+    {
+        return plane.config().rules.decide(role, tool, Some(&args)).is_some_and(|d| d.permitted);
+    }
     let ruled: Vec<_> = plane.config().rules.rules().iter().filter(|r| r.action.as_deref() == Some(action)).collect();
     ruled.is_empty() || ruled.iter().any(|r| r.roles.iter().any(|x| x == "*" || x == role))
 }

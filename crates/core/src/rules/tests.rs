@@ -151,9 +151,10 @@ proptest! {
 }
 
 #[test]
-fn an_operator_rule_that_asks_before_a_merge_keeps_it_a_merge_of_the_workflow() {
+fn an_operator_rule_that_asks_before_a_merge_keeps_it_a_mutating_call() {
     // The operator's rule comes first and says nothing of what the call is: the forge
-    // profile's rule behind it still says it is a mutating merge, which the PR workflow judges.
+    // profile's rule behind it still says it is mutating (its workflow action is the forge
+    // dialect's statement, `forge::effect`, which no rule changes).
     let mut asks = rule("fleet.toml:9", "pull_request_write", &[("/method", one_of(&[json!("merge")]))], &["merger"]);
     asks.ask = true;
     let mut list = vec![asks];
@@ -163,7 +164,6 @@ fn an_operator_rule_that_asks_before_a_merge_keeps_it_a_merge_of_the_workflow() 
     let decided = rules.decide("merger", "pull_request_write", Some(&merge)).unwrap();
     assert_eq!(decided.rule.as_deref(), Some("fleet.toml:9"), "the operator's rule decides");
     assert!(decided.ask && decided.permitted);
-    assert_eq!(decided.action.as_deref(), Some(crate::forge::ACTION_MERGE));
     assert_eq!(decided.class, Some(crate::capability::ToolClass::Mutating));
     // A rule that states its own keeps its own.
     let mut own = rule("own", "pull_request_write", &[], &["merger"]);
@@ -172,5 +172,61 @@ fn an_operator_rule_that_asks_before_a_merge_keeps_it_a_merge_of_the_workflow() 
     list.extend(crate::forge::gitea_mcp_rules());
     let decided = RuleSet::new(list).decide("merger", "pull_request_write", Some(&merge)).unwrap();
     assert_eq!(decided.class, Some(crate::capability::ToolClass::ReadOnly));
-    assert_eq!(decided.action.as_deref(), Some(crate::forge::ACTION_MERGE));
+}
+
+/// An operator rule set as a roster might hold it: tools (literal or glob), method matchers,
+/// roles, `ask`, in any order — often restating a profile's own rule.
+fn operator_rules() -> impl Strategy<Value = Vec<Rule>> {
+    let tool = prop::sample::select(vec![
+        "pull_request_write",
+        "pull_request_review_write",
+        "issue_write",
+        "*_read",
+        "create_or_update_file",
+        "delete_branch",
+        "*",
+    ]);
+    let method = prop::option::of(prop::sample::select(vec!["merge", "update", "create", "close", "update_branch"]));
+    let role = prop::sample::select(vec!["author", "reviewer", "merger", "controller", "*"]);
+    prop::collection::vec((tool, method, prop::collection::vec(role, 1..3), any::<bool>()), 0..6).prop_map(|rules| {
+        rules
+            .into_iter()
+            .enumerate()
+            .map(|(i, (tool, method, roles, ask))| {
+                let matchers: Vec<(&str, ArgMatch)> =
+                    method.map(|m| vec![("/method", one_of(&[json!(m)]))]).unwrap_or_default();
+                let mut r = rule(&format!("fleet.toml:{i}"), tool, &matchers, &roles);
+                r.ask = ask;
+                r
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    /// `rules diff A A` is empty for every roster: the profile's rules behind the operator's,
+    /// restated ones included.
+    #[test]
+    fn a_rule_set_differs_from_itself_in_nothing(own in operator_rules(), with_profile in any::<bool>()) {
+        let mut list = own;
+        if with_profile {
+            list.extend(crate::forge::gitea_mcp_rules());
+        }
+        let set = RuleSet::new(list);
+        let diff = super::diff(&set, &set);
+        prop_assert!(diff.is_empty(), "{}", diff.text());
+        prop_assert!(diff.added.is_empty() && diff.removed.is_empty() && diff.changed.is_empty());
+    }
+}
+
+#[test]
+fn a_restated_permission_compared_with_itself_is_no_change() {
+    // The policy chapter's own example, ahead of the profile's rule of the same condition.
+    let mut list =
+        vec![rule("fleet.toml:3", "pull_request_write", &[("/method", one_of(&[json!("merge")]))], &["merger"])];
+    list.extend(crate::forge::gitea_mcp_rules());
+    let set = RuleSet::new(list);
+    let diff = super::diff(&set, &set);
+    assert!(diff.is_empty(), "{}", diff.text());
+    assert!(!diff.shadowed.is_empty(), "the profile's restated rule is named as shadowed");
 }

@@ -60,7 +60,8 @@ pub fn run(ctx: &Ctx, cmd: &RulesCommand) -> anyhow::Result<Reply> {
         }
         RulesCommand::Diff { old, new } => {
             let load = |path| FleetConfig::load(Some(path), &ctx.env);
-            let diff = fleetgate_core::rules::diff(&load(old)?.rules, &load(new)?.rules);
+            let (old, new) = (load(old)?, load(new)?);
+            let diff = fleetgate_core::rules::diff(&old.rules, &new.rules).with_lifts(&old.lifted(), &new.lifted());
             let exit = if diff.is_empty() { Exit::Ok } else { Exit::No };
             Ok(Reply { text: diff.text(), value: serde_json::to_value(&diff)?, exit })
         }

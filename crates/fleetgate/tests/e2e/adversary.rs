@@ -79,7 +79,7 @@ fn no_role_writes_deletes_or_creates_over_the_base_branch() {
     refused(fleet.call("author", "create_or_update_file", write), "protected_branch", "default branch `main`");
     // Without a branch the server writes the default branch.
     let implicit = json!({ "path": "evil.txt", "content": "x", "message": "m" });
-    refused(fleet.call("author", "create_or_update_file", implicit), "protected_branch", "names no branch_name");
+    refused(fleet.call("author", "create_or_update_file", implicit), "protected_branch", "writes branch `main`");
     let delete = json!({ "path": "README.md", "message": "m", "branch_name": "main", "sha": "0" });
     refused(fleet.call("author", "delete_file", delete), "protected_branch", "main");
     refused(fleet.call("author", "delete_branch", json!({ "branch": "main" })), "protected_branch", "main");
@@ -114,13 +114,14 @@ fn a_pr_is_never_retargeted_and_a_branch_under_an_open_pr_is_not_deleted() {
     // Gitea merges onto the base the PR has when the merge runs, and nothing pins it: a
     // retarget (after the approval, or racing the merge) is no role's.
     let retarget = json!({ "method": "update", "pull_number": pr, "base": "main" });
-    refused(fleet.call("author", "pull_request_write", retarget), "role_not_permitted", "/base");
-    // Gitea closes every open PR whose head or base is a deleted branch: the controller's job.
-    for branch in ["feature", "dev"] {
+    refused(fleet.call("author", "pull_request_write", retarget), "invariant_violated", "invariant `retarget`");
+    // Gitea closes every open PR a deleted branch heads (the controller's job), and moves
+    // every PR based on it to the default branch (a retarget: no role's).
+    for (branch, invariant) in [("feature", "pr-state"), ("dev", "retarget")] {
         let text = refused(
             fleet.call("author", "delete_branch", json!({ "branch": branch })),
-            "protected_branch",
-            "would close open PR",
+            "invariant_violated",
+            invariant,
         );
         assert!(text.contains(&format!("#{pr}")), "{text}");
     }
@@ -157,7 +158,7 @@ fn forced_and_scheduled_merges_are_no_role_s() {
     approve_and_lease(&mut fleet, pr, &head);
     for flag in ["force_merge", "merge_when_checks_succeed"] {
         let call = json!({ "method": "merge", "pull_number": pr, flag: true });
-        refused(fleet.call("merger", "pull_request_write", call), "role_not_permitted", flag);
+        refused(fleet.call("merger", "pull_request_write", call), "invariant_violated", flag);
     }
     assert_eq!(main_tip(&fleet), before, "main received nothing");
     fleet.stop();
@@ -170,7 +171,7 @@ fn a_reader_that_writes_a_file_is_no_role_s() {
     let target = fleet.dir.path().join("written-by-a-reader");
     let download = json!({ "method": "download_job_log", "job_id": 1, "output_path": target.display().to_string() });
     for role in ["author", "reviewer", "merger"] {
-        refused(fleet.call(role, "actions_run_read", download.clone()), "role_not_permitted", "output_path");
+        refused(fleet.call(role, "actions_run_read", download.clone()), "invariant_violated", "reader-writes");
     }
     assert!(!target.exists(), "no file was written");
     // Its plain reads stay open.
@@ -201,9 +202,9 @@ fn the_author_neither_closes_nor_reopens_a_pr_through_another_door() {
     let (pr, _) = open_pr(&mut fleet, "feature", "main");
     // PRs and issues share numbers: an issue update closes the PR.
     let close = json!({ "method": "update", "issue_number": pr, "state": "closed" });
-    refused(fleet.call("author", "issue_write", close), "role_not_permitted", "/state");
+    refused(fleet.call("author", "issue_write", close), "invariant_violated", "invariant `pr-state`");
     let reopen = json!({ "method": "update", "pull_number": pr, "state": "open" });
-    refused(fleet.call("author", "pull_request_write", reopen), "role_not_permitted", "/state");
+    refused(fleet.call("author", "pull_request_write", reopen), "invariant_violated", "invariant `pr-state`");
     let read = answer(fleet.call("author", "pull_request_read", json!({ "method": "get", "pull_number": pr })));
     assert_eq!(read["state"], "open", "{read}");
     fleet.stop();
@@ -347,7 +348,11 @@ fn a_merge_the_server_cannot_pin_to_the_approved_head_is_refused() {
     let before = main_tip(&fleet);
     let (pr, head) = open_pr(&mut fleet, "feature", "main");
     approve_and_lease(&mut fleet, pr, &head);
-    refused(fleet.call("merger", "pull_request_write", merge(json!(pr))), "approval_required", "cannot be pinned");
+    refused(
+        fleet.call("merger", "pull_request_write", merge(json!(pr))),
+        "invariant_violated",
+        "cannot be merged at the head",
+    );
     assert_eq!(main_tip(&fleet), before, "main received nothing");
     fleet.stop();
 }

@@ -235,11 +235,12 @@ fn forge_calls_are_decided_by_method_and_role_on_every_path() {
     assert!(text.contains("/method = \"merge\"") && text.contains("merger"), "{text}");
     assert_eq!(fleet.git(&["rev-parse", "main"]), main_before, "nothing merged");
 
-    // An invented method is no role's, and never reaches the forge.
+    // An invented method's effect is unknown: no role's, and it never reaches the forge.
     let invented = json!({ "method": "frobnicate", "pull_number": number });
     for role in ROLES {
-        let text = refused_by(fleet.call(role, "pull_request_write", invented.clone()), "gitea-mcp:pr-other");
-        assert!(text.contains("/method = \"frobnicate\""), "{text}");
+        let (err, text, _) = fleet.call(role, "pull_request_write", invented.clone());
+        assert!(err && text.starts_with("invariant_violated"), "{text}");
+        assert!(text.contains("unknown-effect") && text.contains("`frobnicate`"), "{text}");
         assert!(!text.contains("unknown method"), "the forge never saw it: {text}");
     }
 
@@ -298,15 +299,15 @@ fn forge_calls_are_decided_by_method_and_role_on_every_path() {
     assert!(v["blocked_reasons"][0].as_str().unwrap().contains("gitea-mcp:pr-merge"), "{v}");
     for role in ROLES {
         let v = fleet.capability(role, "pull_request_write", &invented);
-        assert_eq!(v["blocker_kind"], "role_not_permitted", "{role}: {v}");
+        assert_eq!(v["blocker_kind"], "invariant_violated", "{role}: {v}");
         let reason = v["blocked_reasons"][0].as_str().unwrap();
-        assert!(reason.contains("gitea-mcp:pr-other") && reason.contains("\"frobnicate\""), "{reason}");
+        assert!(reason.contains("unknown-effect") && reason.contains("`frobnicate`"), "{reason}");
     }
 
     // Every refusal is in the audit log, naming its rule; the forwarded calls are there too.
     let audit = fleet.f.audit_until(|e| {
-        e.iter().filter(|x| x["tool"] == "pull_request_write" && x["blocker_kind"] == "role_not_permitted").count()
-            > ROLES.len()
+        e.iter().filter(|x| x["tool"] == "pull_request_write" && x["blocker_kind"] == "invariant_violated").count()
+            >= ROLES.len()
     });
     let entries = audit["entries"].as_array().unwrap();
     let refusals = |rule: &str| {
@@ -314,7 +315,7 @@ fn forge_calls_are_decided_by_method_and_role_on_every_path() {
             .iter()
             .filter(|e| {
                 e["tool"] == "pull_request_write"
-                    && e["blocker_kind"] == "role_not_permitted"
+                    && e["blocker_kind"] != Value::Null
                     && e["reasons"]
                         .as_array()
                         .is_some_and(|r| r.iter().any(|x| x.as_str().unwrap_or("").contains(rule)))
@@ -322,7 +323,7 @@ fn forge_calls_are_decided_by_method_and_role_on_every_path() {
             .count()
     };
     assert_eq!(refusals("gitea-mcp:pr-merge"), 1, "{audit}");
-    assert_eq!(refusals("gitea-mcp:pr-other"), ROLES.len(), "{audit}");
+    assert_eq!(refusals("unknown-effect"), ROLES.len(), "{audit}");
     let allowed = |tool: &str| entries.iter().filter(|e| e["tool"] == tool && e["allowed"] == true).count();
     assert_eq!(allowed("pull_request_write"), 2, "the create and the merge: {audit}");
     assert_eq!(allowed("gitea_claim_pr_lease"), 2, "the review and the merge lease: {audit}");

@@ -14,6 +14,7 @@ mod coordination;
 mod demo;
 mod diagnostics;
 mod downstream;
+mod effects;
 mod faults;
 mod fleets;
 mod forge;

@@ -246,13 +246,24 @@ impl Store for Instrumented {
     ) -> Result<Option<ApprovalRequest>, StoreError> {
         self.inner.answer_approval(id, approve, by, reason, now)
     }
+    fn approvals_on_record(
+        &self,
+        digests: &[String],
+        worker: Option<&str>,
+        not_before: Timestamp,
+    ) -> Result<fleetgate_store::OnRecord, StoreError> {
+        self.inner.approvals_on_record(digests, worker, not_before)
+    }
+    fn approval_watch(&self) -> Result<Box<dyn fleetgate_store::ApprovalWatch>, StoreError> {
+        self.inner.approval_watch()
+    }
     fn use_approval(
         &self,
-        digest: &str,
+        id: &str,
         not_before: Timestamp,
         now: Timestamp,
     ) -> Result<Option<ApprovalRequest>, StoreError> {
-        self.inner.use_approval(digest, not_before, now)
+        self.inner.use_approval(id, not_before, now)
     }
     fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> Result<bool, StoreError> {
         self.inner.withdraw_approval(id, why, now)

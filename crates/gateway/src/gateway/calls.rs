@@ -186,32 +186,62 @@ impl Gateway {
         // round trip is only for calls that need the store or the forge.
         let now = control.decide_now(
             id,
-            &ToolCall { tool: &tool, arguments: request.params.arguments.as_ref(), answers: &[], link: None },
+            &ToolCall {
+                tool: &tool,
+                arguments: request.params.arguments.as_ref(),
+                answers: &[],
+                link: None,
+                settles: None,
+            },
         );
-        let (tool, arguments, Verdict { class, decision, settles, forward }) = match now {
+        // Held for the whole call (its reads, its decision, its forward, what it settles) when
+        // the control plane serialises it.
+        let mut _serial: Option<tokio::sync::OwnedMutexGuard<()>> = None;
+        let (tool, arguments, Verdict { class, decision, settles, forward, .. }) = match now {
             Some(verdict) => {
                 // A settling call needs its arguments after the answer: never decided here.
-                debug_assert!(!verdict.settles, "decide_now answered a call whose outcome settles");
+                debug_assert!(verdict.settles.is_none(), "decide_now answered a call whose outcome settles");
                 (tool, None, verdict)
             }
             None => {
-                let arguments = request.params.arguments.clone();
-                let link = PeerLink::new(&connection, self.settings().call_timeout);
-                // The reads the decision needs, made here on the runtime: the decision itself
-                // never waits on the downstream.
-                let asked = ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &[], link: None };
-                let mut answers = Vec::new();
-                for read in control.reads(id, &asked) {
-                    let answer = link.call(&read.tool, read.arguments.clone()).await;
-                    answers.push(ReadAnswer { read, answer });
+                let mut tool = tool;
+                let mut arguments = request.params.arguments.clone();
+                let asked =
+                    ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &[], link: None, settles: None };
+                let key = control.serial_key(id, &asked);
+                let started = std::time::Instant::now();
+                loop {
+                    if let Some(key) = &key {
+                        _serial = Some(self.hub.serial.lock(key).await);
+                    }
+                    let link = PeerLink::new(&connection, self.settings().call_timeout);
+                    // The reads the decision needs, made here on the runtime, round by round
+                    // until the control plane asks for none: the decision itself never waits
+                    // on the downstream.
+                    let answers = prefetch(&*control, id, &tool, arguments.as_ref(), &link).await;
+                    let decider = control.clone();
+                    let deciding = blocking("decide", move || {
+                        let call = ToolCall {
+                            tool: &tool,
+                            arguments: arguments.as_ref(),
+                            answers: &answers,
+                            link: Some(&link),
+                            settles: None,
+                        };
+                        let verdict = decider.decide(id, &call);
+                        (tool, arguments, verdict)
+                    });
+                    let (t, a, verdict) = with_progress(deciding, context).await?;
+                    (tool, arguments) = (t, a);
+                    // Waiting for an operator: no lock held, no thread; once answered, the
+                    // call is decided again from the start (its reads included).
+                    let hold = verdict.held.as_deref().and_then(|request| control.hold(id, request, started));
+                    let Some(hold) = hold else { break (tool, arguments, verdict) };
+                    _serial = None;
+                    if !with_progress(hold, context).await {
+                        break (tool, arguments, verdict);
+                    }
                 }
-                let deciding = blocking("decide", move || {
-                    let call =
-                        ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &answers, link: Some(&link) };
-                    let verdict = control.decide(id, &call);
-                    (tool, arguments, verdict)
-                });
-                with_progress(deciding, context).await?
             }
         };
         if !decision.allowed {
@@ -226,7 +256,7 @@ impl Gateway {
         let arguments = match forward {
             // Kept for the settling after the answer only when there is one.
             Some(forward) => {
-                let kept = settles.then(|| forward.clone());
+                let kept = settles.is_some().then(|| forward.clone());
                 request.params.arguments = Some(forward);
                 kept
             }
@@ -238,18 +268,24 @@ impl Gateway {
         // Only a downstream that offers tasks can make one: no other call pays for the check.
         let may_task =
             connection.capabilities.supports_tasks() && Self::facts(attachment, context).capabilities.supports_tasks();
-        let owned = (may_task && !settles).then(|| request.params.arguments.clone());
+        let owned = (may_task && settles.is_none()).then(|| request.params.arguments.clone());
         let forward = tracing::info_span!("forward", tool = %name, pid = connection.pid);
         let sent = Instant::now();
         let answered = self
-            .send_as(attachment, &connection, ClientRequest::CallToolRequest(request), context, settles && may_task)
+            .send_as(
+                attachment,
+                &connection,
+                ClientRequest::CallToolRequest(request),
+                context,
+                settles.is_some() && may_task,
+            )
             .instrument(forward)
             .await;
         if let Some(observer) = &self.settings().observer {
             observer.forwarded_call(sent.elapsed());
         }
         match answered {
-            Ok(ServerResult::CreateTaskResult(task)) if settles || owned.is_none() => {
+            Ok(ServerResult::CreateTaskResult(task)) if settles.is_some() || owned.is_none() => {
                 // The downstream made a task of a call it was asked to run through (or for a
                 // client that did not declare tasks): its outcome cannot be settled here.
                 tracing::error!(attachment = %id, tool = %name, task = %task.task.task_id,
@@ -275,13 +311,18 @@ impl Gateway {
                 }
             }
             Ok(result) => {
-                if let (true, ServerResult::CallToolResult(answer)) = (settles, &result) {
+                if let (Some(settles), ServerResult::CallToolResult(answer)) = (settles, &result) {
                     let (control, answer) = (self.hub.control.clone(), answer.clone());
                     // What a call settles may need a read of its own (a pushed branch's tip).
                     let link = PeerLink::new(&connection, self.settings().call_timeout);
                     let recorded = blocking("on_forwarded", move || {
-                        let call =
-                            ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &[], link: Some(&link) };
+                        let call = ToolCall {
+                            tool: &tool,
+                            arguments: arguments.as_ref(),
+                            answers: &[],
+                            link: Some(&link),
+                            settles: Some(&settles),
+                        };
                         control.on_forwarded(id, &call, &answer);
                     });
                     if recorded.await.is_err() {
@@ -366,16 +407,16 @@ impl Gateway {
             let (control, id) = (self.hub.control.clone(), attachment.id);
             let link = PeerLink::new(&connection, self.settings().call_timeout);
             let OwnedTask { tool, arguments } = owned;
-            let asked = ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &[], link: None };
-            let mut answers = Vec::new();
-            for read in control.reads(id, &asked) {
-                let answer = link.call(&read.tool, read.arguments.clone()).await;
-                answers.push(ReadAnswer { read, answer });
-            }
+            let answers = prefetch(&*control, id, &tool, arguments.as_ref(), &link).await;
             let name = tool.name.to_string();
             let verdict = blocking("decide", move || {
-                let call =
-                    ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &answers, link: Some(&link) };
+                let call = ToolCall {
+                    tool: &tool,
+                    arguments: arguments.as_ref(),
+                    answers: &answers,
+                    link: Some(&link),
+                    settles: None,
+                };
                 control.decide(id, &call)
             })
             .await?;
@@ -445,4 +486,30 @@ async fn with_progress<T>(deciding: impl std::future::Future<Output = T>, contex
             }
         }
     }
+}
+
+/// The reads the control plane needs before it decides `tool` with `arguments`, made on the
+/// runtime round by round (each round's answers may call for more: a repository, then its
+/// open PRs page by page), at most [`crate::MAX_READ_ROUNDS`] rounds.
+async fn prefetch(
+    control: &dyn crate::ControlPlane,
+    id: crate::AttachmentId,
+    tool: &Tool,
+    arguments: Option<&rmcp::model::JsonObject>,
+    link: &PeerLink,
+) -> Vec<ReadAnswer> {
+    let mut answers: Vec<ReadAnswer> = Vec::new();
+    for _ in 0..crate::MAX_READ_ROUNDS {
+        let asked = ToolCall { tool, arguments, answers: &answers, link: None, settles: None };
+        let reads: Vec<_> =
+            control.reads(id, &asked).into_iter().filter(|r| !answers.iter().any(|a| a.read == *r)).collect();
+        if reads.is_empty() {
+            break;
+        }
+        for read in reads {
+            let answer = link.call(&read.tool, read.arguments.clone()).await;
+            answers.push(ReadAnswer { read, answer });
+        }
+    }
+    answers
 }

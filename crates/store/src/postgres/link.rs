@@ -196,3 +196,77 @@ impl PostgresStore {
         }
     }
 }
+
+/// A connection of its own that `LISTEN`s on the approvals' channel: the store's
+/// [`crate::ApprovalWatch`] on PostgreSQL. Connected on first use and again after a loss; a
+/// (re)connection reports a change, since an answer may have come while it was not listening.
+pub(super) struct Listener {
+    config: ::postgres::Config,
+    connector: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    shown: String,
+    client: Option<Client>,
+}
+
+impl Listener {
+    pub(super) fn new(target: &super::config::Target) -> Self {
+        Self {
+            config: target.config.clone(),
+            connector: target.connector.clone(),
+            shown: target.shown.clone(),
+            client: None,
+        }
+    }
+
+    fn listen(&mut self) -> Result<(), StoreError> {
+        let connected = match &self.connector {
+            Some(tls) => self.config.connect(tls.clone()),
+            None => self.config.connect(NoTls),
+        };
+        let unavailable = |e: ::postgres::Error| {
+            StoreError::new(
+                StoreErrorKind::Unavailable,
+                format!(
+                    "cannot listen for approvals on store {}: {}",
+                    self.shown,
+                    e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_owned())
+                ),
+            )
+        };
+        let mut client = connected.map_err(unavailable)?;
+        client.batch_execute(&format!("LISTEN {}", crate::sql::APPROVALS_CHANNEL)).map_err(unavailable)?;
+        self.client = Some(client);
+        Ok(())
+    }
+}
+
+impl crate::ApprovalWatch for Listener {
+    fn wait(&mut self, within: Duration) -> Result<bool, StoreError> {
+        off_async_runtime(|| {
+            if self.client.is_none() {
+                self.listen()?;
+                return Ok(true);
+            }
+            use ::postgres::fallible_iterator::FallibleIterator as _;
+            let client = self.client.as_mut().expect("listening");
+            let heard = {
+                let mut notifications = client.notifications();
+                let first = notifications.timeout_iter(within).next().map(|n| n.is_some());
+                if matches!(first, Ok(true)) {
+                    // Every notification already here is this one change.
+                    while let Ok(Some(_)) = notifications.iter().next() {}
+                }
+                first
+            };
+            match heard {
+                Ok(heard) => Ok(heard),
+                Err(e) => {
+                    self.client = None;
+                    Err(StoreError::new(
+                        StoreErrorKind::Unavailable,
+                        format!("the approvals listener on store {} was lost: {e}", self.shown),
+                    ))
+                }
+            }
+        })
+    }
+}

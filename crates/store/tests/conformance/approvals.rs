@@ -1,5 +1,6 @@
 //! Approval requests: one pending request per call, an answer only to a pending request,
-//! an approval used once and only within its window, a withdrawal.
+//! what stands on record for a call (and its overrides), an approval used once and only
+//! within its window — an answer from a clock a second ahead included — a withdrawal.
 
 use crate::engines::Fixture;
 use crate::support::now;
@@ -38,8 +39,10 @@ pub fn an_approval_covers_one_pending_call_and_is_used_once(fx: &Fixture) {
     assert_ne!(other.id, first.id, "other arguments are another call");
     assert_eq!(store.list_approvals(true).unwrap().len(), 2);
 
-    // Nothing covers a pending call.
-    assert!(store.use_approval(&first.digest, now(), now().plus_seconds(5)).unwrap().is_none());
+    // Nothing covers a pending call; it stands on record as pending, with the worker's count.
+    assert!(store.use_approval(&first.id, now(), now().plus_seconds(5)).unwrap().is_none());
+    let on = store.approvals_on_record(std::slice::from_ref(&first.digest), Some("w1"), now()).unwrap();
+    assert_eq!((on.requests.len(), on.requests[0].state, on.pending_of_worker), (1, ApprovalState::Pending, 2));
     let answered = store.answer_approval(&first.id, true, "alice", Some("ok to ship"), now().plus_seconds(10)).unwrap();
     let answered = answered.expect("a pending request is answered");
     assert_eq!((answered.state, answered.answered_by.as_deref()), (ApprovalState::Approved, Some("alice")));
@@ -48,14 +51,22 @@ pub fn an_approval_covers_one_pending_call_and_is_used_once(fx: &Fixture) {
         store.answer_approval(&first.id, false, "bob", None, now().plus_seconds(11)).unwrap().is_none(),
         "answered once"
     );
-    // Outside its window (answered before `not_before`): not covered.
-    assert!(store.use_approval(&first.digest, now().plus_seconds(11), now().plus_seconds(12)).unwrap().is_none());
-    let used = store.use_approval(&first.digest, now(), now().plus_seconds(12)).unwrap().expect("covered once");
+    // Outside its window (answered before `not_before`): not on record, not covered.
+    let late = store.approvals_on_record(std::slice::from_ref(&first.digest), None, now().plus_seconds(11)).unwrap();
+    assert!(late.requests.is_empty(), "{late:?}");
+    assert!(store.use_approval(&first.id, now().plus_seconds(11), now().plus_seconds(12)).unwrap().is_none());
+    // An answer given by a clock ahead of the deciding one's (answered at +10, decided at
+    // +9): an answer given is an answer seen.
+    let on = store.approvals_on_record(&[first.digest.clone(), "sha256:other".into()], None, now()).unwrap();
+    assert_eq!((on.requests.len(), on.requests[0].state), (1, ApprovalState::Approved));
+    let used = store.use_approval(&first.id, now(), now().plus_seconds(9)).unwrap().expect("covered once");
     assert_eq!(
         (used.id.as_str(), used.state, used.used_at),
-        (first.id.as_str(), ApprovalState::Used, Some(now().plus_seconds(12)))
+        (first.id.as_str(), ApprovalState::Used, Some(now().plus_seconds(9)))
     );
-    assert!(store.use_approval(&first.digest, now(), now().plus_seconds(13)).unwrap().is_none(), "used once only");
+    assert!(store.use_approval(&first.id, now(), now().plus_seconds(13)).unwrap().is_none(), "used once only");
+    let on = store.approvals_on_record(std::slice::from_ref(&first.digest), None, now()).unwrap();
+    assert!(on.requests.is_empty(), "a used approval stands no more");
     // The call asked again after its request was answered is a new request.
     let fresh = store.request_approval(&request(4, "w1", 3)).unwrap();
     assert_eq!((fresh.id, fresh.state), (request_id(4), ApprovalState::Pending));
@@ -63,7 +74,9 @@ pub fn an_approval_covers_one_pending_call_and_is_used_once(fx: &Fixture) {
     // Denied, then withdrawn: neither covers anything.
     let denied = store.answer_approval(&other.id, false, "bob", None, now().plus_seconds(20)).unwrap().unwrap();
     assert_eq!(denied.state, ApprovalState::Denied);
-    assert!(store.use_approval(&other.digest, now(), now().plus_seconds(21)).unwrap().is_none());
+    assert!(store.use_approval(&other.id, now(), now().plus_seconds(21)).unwrap().is_none());
+    let on = store.approvals_on_record(std::slice::from_ref(&other.digest), None, now()).unwrap();
+    assert_eq!(on.requests.iter().map(|r| r.state).collect::<Vec<_>>(), [ApprovalState::Denied], "a denial stands");
     assert!(store.withdraw_approval(&request_id(4), "the client went away", now().plus_seconds(22)).unwrap());
     assert!(!store.withdraw_approval(&request_id(4), "again", now().plus_seconds(23)).unwrap());
     assert_eq!(store.approval(&request_id(4)).unwrap().unwrap().state, ApprovalState::Withdrawn);

@@ -437,8 +437,14 @@ fn merge(f: &Forge, state: &mut State, number: i64, args: &Args, at: &str) -> Re
     p.updated_at = at_time;
     p.merged_by = Some(f.user.clone());
     p.merge_commit_sha = Some(merged);
-    if delete && p.head != f.git.default_branch() && f.git.branch(&p.head).as_deref() == Some(head.as_str()) {
-        f.git.delete_ref(&format!("refs/heads/{}", p.head), &head)?;
+    let deleted =
+        (delete && p.head != f.git.default_branch() && f.git.branch(&p.head).as_deref() == Some(head.as_str()))
+            .then(|| p.head.clone());
+    if let Some(branch) = &deleted {
+        f.git.delete_ref(&format!("refs/heads/{branch}"), &head)?;
+    }
+    if let Some(branch) = deleted {
+        super::repo::branch_deleted(f, state, &branch);
     }
     Ok(json!({
         "merged": true,

@@ -45,6 +45,10 @@ pub fn search_repos(f: &Forge, args: &Args) -> Result<Value, String> {
         "owner": { "login": f.owner },
         "default_branch": f.git.default_branch(),
         "html_url": f.html_base(),
+        // gitea-mcp's slimmed repository answer names whether it is a fork and how many it
+        // has, never the parent.
+        "fork": false,
+        "forks_count": f.forks,
     }]))
 }
 
@@ -86,16 +90,25 @@ pub fn delete_branch(f: &Forge, args: &Args) -> Result<Value, String> {
         }
         let tip = f.git.branch(&branch).ok_or_else(|| fail(&format!("branch does not exist [name: {branch}]")))?;
         f.git.delete_ref(&format!("refs/heads/{branch}"), &tip).map_err(|e| fail(&e))?;
-        // Gitea closes every open PR whose head or base was the deleted branch.
-        for p in
-            state.pulls.iter_mut().filter(|p| p.state == "open" && !p.merged && (p.head == branch || p.base == branch))
-        {
-            p.state = "closed".to_owned();
-            p.closed_at = Some(super::ledger::now());
-        }
+        branch_deleted(f, state, &branch);
         Ok(())
     })?;
     Ok(json!("Branch Deleted"))
+}
+
+/// What Gitea (1.24 and later: `AdjustPullsCausedByBranchDeleted`) does to the open PRs of a
+/// deleted branch: those it heads are closed; those based on it move to the default branch
+/// (`RETARGET_CHILDREN_ON_MERGE`, on by default).
+pub fn branch_deleted(f: &Forge, state: &mut super::ledger::State, branch: &str) {
+    let default = f.git.default_branch();
+    for p in state.pulls.iter_mut().filter(|p| p.state == "open" && !p.merged) {
+        if p.head == branch {
+            p.state = "closed".to_owned();
+            p.closed_at = Some(super::ledger::now());
+        } else if p.base == branch {
+            p.base.clone_from(&default);
+        }
+    }
 }
 
 /// The commit a `ref` argument names: a branch, a tag or a commit.

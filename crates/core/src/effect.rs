@@ -1,0 +1,637 @@
+//! What a forge call *does*, and the invariants judged on it.
+//!
+//! The gate used to judge a call by which tool and rule it matched; a tool it did not watch
+//! could move a protected branch, and a rule that merely restated a permission silenced the
+//! refusals behind it. Here a forge dialect states every call's [`Effect`] — which branches
+//! it moves (resolved from the forge: a PR's head and base, however the caller spelled
+//! them), which PRs' state or base it changes (including the PRs the forge adjusts when a
+//! branch goes away), which files it writes on the server's host — and [`judge`] holds that
+//! effect against the [`Invariant`]s, for every call, whoever makes it, independent of
+//! `[[rules]]` and of every approval. Rules decide *who* may make the calls that pass.
+//!
+//! An effect that cannot be established (a read failed, a page was full, the dialect does
+//! not know the call) is never guessed: the call is refused.
+//!
+//! Pure: the dialect's statement comes in as values, with the answers of the forge reads it
+//! asked for ([`Read`]).
+
+use crate::blocker::BlockerKind;
+use crate::glob::glob_match;
+use crate::protect::Protection;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// One read of the forge a dialect needs to establish a call's effect: a read-only tool of
+/// the same server and its arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Read {
+    /// The read tool.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+}
+
+impl Read {
+    /// `tool` with `arguments`.
+    pub fn new(tool: &str, arguments: Map<String, Value>) -> Self {
+        Self { tool: tool.to_owned(), arguments }
+    }
+}
+
+/// A read and what the forge answered (its JSON, or why there is none).
+pub type Answered = (Read, Result<Value, String>);
+
+/// The answer to `read` among `answers`: `None` when it was not made.
+pub fn answer<'a>(answers: &'a [Answered], read: &Read) -> Option<Result<&'a Value, &'a str>> {
+    answers.iter().find(|(r, _)| r == read).map(|(_, a)| a.as_ref().map_err(String::as_str))
+}
+
+/// A repository, `owner/name`, lowercase (forges resolve names case-insensitively).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Repo(pub String);
+
+impl Repo {
+    /// `owner/name`, lowercased.
+    pub fn new(owner: &str, name: &str) -> Self {
+        Self(format!("{owner}/{name}").to_lowercase())
+    }
+
+    /// From a forge's `full_name`.
+    pub fn full(full_name: &str) -> Self {
+        Self(full_name.to_lowercase())
+    }
+}
+
+impl fmt::Display for Repo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How a call moves a branch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "how")]
+pub enum Move {
+    /// Commits land on it (a file write or delete).
+    Write,
+    /// It is made.
+    Create,
+    /// It goes away.
+    Delete,
+    /// It is renamed (this is either name).
+    Rename,
+    /// A PR's base is merged into it (this branch is the PR's head).
+    UpdateFromBase {
+        /// The PR.
+        pr: u64,
+    },
+    /// The PR workflow's merge lands a PR's head on it (this branch is the PR's base): the
+    /// one way onto a protected branch, judged by the workflow, never by an invariant.
+    Merge {
+        /// The PR.
+        pr: u64,
+    },
+}
+
+/// A branch a call moves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BranchMove {
+    /// Its repository.
+    pub repo: Repo,
+    /// The branch (without `refs/heads/`).
+    pub branch: String,
+    /// How.
+    #[serde(flatten)]
+    pub how: Move,
+}
+
+/// A file a call writes in a repository.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PathWrite {
+    /// The branch written.
+    pub branch: String,
+    /// The path as sent.
+    pub path: String,
+}
+
+/// What a call does to a pull request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "change")]
+pub enum PrChange {
+    /// Closed or reopened (`to`: the state sent), by a close or reopen, an update with a
+    /// `state`, or an issue update on its number.
+    State {
+        /// `open` or `closed`, as sent.
+        to: String,
+        /// Through which call (`pull_request_write close`, `issue_write update`, …).
+        by: String,
+    },
+    /// Its base changed.
+    Retarget {
+        /// The new base, as sent.
+        to: String,
+    },
+    /// Closed by the forge because a branch it heads or bases goes away.
+    ClosedWithBranch {
+        /// The branch.
+        branch: String,
+    },
+    /// Retargeted (or closed) by the forge because the branch it bases on is a merged PR's
+    /// head deleted with the merge.
+    RetargetedWithBranch {
+        /// The branch.
+        branch: String,
+    },
+    /// Its title or body edited (the workflow judges the issues it references).
+    Text,
+    /// Merged by the PR workflow's merge.
+    Merged,
+}
+
+/// A PR a call changes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PrEffect {
+    /// Its repository.
+    pub repo: Repo,
+    /// Its number.
+    pub pr: u64,
+    /// What changes.
+    #[serde(flatten)]
+    pub change: PrChange,
+}
+
+/// A merge's terms.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MergeTerms {
+    /// The PR.
+    pub pr: u64,
+    /// Skips the forge's own checks (`force_merge`).
+    pub forced: bool,
+    /// Lands whatever head is green later (`merge_when_checks_succeed`).
+    pub scheduled: bool,
+    /// The server's merge declares the argument that pins the head (the forge refuses a
+    /// head that moved after the judgement).
+    pub pinnable: bool,
+}
+
+/// Whether a call changes anything at all.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// It only reads.
+    #[default]
+    Read,
+    /// It changes the forge's state (what is guarded is listed beside).
+    Write,
+}
+
+/// Everything a call does that an invariant looks at, as its dialect states it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Effect {
+    /// Read or write.
+    pub kind: Kind,
+    /// The branches it moves.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub branches: Vec<BranchMove>,
+    /// The files it writes in a repository.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<PathWrite>,
+    /// The PRs it changes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prs: Vec<PrEffect>,
+    /// Files it writes on the server's host (the path, or where the server puts it by default).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host_files: Vec<String>,
+    /// When it merges a PR: how.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeTerms>,
+    /// The default branches of the repositories it touches, as the forge reports them:
+    /// protected beside the configured one (a wrong `default_branch` in the roster never
+    /// unprotects the real one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub defaults: Vec<String>,
+    /// The workflow action it is, as the dialect states it (`merge`, `review`, `open`,
+    /// `edit`, `close`, `push`): the PR workflow judges it and records what it settles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<&'static str>,
+    /// The dialect does not know this call (a tool or `method` it has no statement for): its
+    /// effect is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
+    /// Why its effect could not be established (a read failed, a page was full).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unestablished: Vec<String>,
+}
+
+impl Effect {
+    /// A call that only reads.
+    pub fn read() -> Self {
+        Self::default()
+    }
+
+    /// A write with nothing guarded.
+    pub fn write() -> Self {
+        Self { kind: Kind::Write, ..Self::default() }
+    }
+
+    /// A write that is the workflow action `action`.
+    pub fn action(action: &'static str) -> Self {
+        Self { kind: Kind::Write, action: Some(action), ..Self::default() }
+    }
+
+    /// A call the dialect does not know.
+    pub fn unknown(why: String) -> Self {
+        Self { kind: Kind::Write, unknown: Some(why), ..Self::default() }
+    }
+
+    /// Changes nothing, and is known to.
+    pub fn is_read(&self) -> bool {
+        self.kind == Kind::Read && self.unknown.is_none() && self.host_files.is_empty()
+    }
+}
+
+/// The PR-state roles: a PR's state is theirs to change (SPEC §9's role matrix).
+pub const PR_STATE_ROLES: [&str; 2] = ["controller", "reconciler"];
+
+/// What breaks the guarantee whoever does it. The names are the `[invariants] lift` literals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Invariant {
+    /// A protected branch moves other than by the PR workflow's merge: written, created,
+    /// deleted, renamed, or updated from a PR's base.
+    ProtectedBranch,
+    /// A protected path (the forge's workflow files) is written on any branch.
+    ProtectedPath,
+    /// A merge past the forge's own checks (`force_merge`).
+    ForcedMerge,
+    /// A merge scheduled for whatever head is green later (`merge_when_checks_succeed`).
+    ScheduledMerge,
+    /// A merge the gate cannot pin to the head it judged.
+    UnpinnedMerge,
+    /// A PR's base changed (by an update, or by the forge when a merge deletes the branch
+    /// it bases on).
+    Retarget,
+    /// A PR's state changed by a role that is not a PR-state role ([`PR_STATE_ROLES`]), by
+    /// any call: a close, an update, an issue update on its number, a branch deletion.
+    PrState,
+    /// A read that writes a file on the server's host.
+    ReaderWrites,
+    /// A call whose effect the dialect does not know.
+    UnknownEffect,
+    /// Approvals count only from a reviewer independent of the PR's author and last pusher
+    /// (`[workflow] independent_review = "off"` lifts it).
+    IndependentReview,
+}
+
+impl Invariant {
+    /// Every invariant, in the order they are judged.
+    pub const ALL: [Self; 10] = [
+        Self::ProtectedBranch,
+        Self::ProtectedPath,
+        Self::ForcedMerge,
+        Self::ScheduledMerge,
+        Self::UnpinnedMerge,
+        Self::Retarget,
+        Self::PrState,
+        Self::ReaderWrites,
+        Self::UnknownEffect,
+        Self::IndependentReview,
+    ];
+
+    /// The `[invariants] lift` literal.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ProtectedBranch => "protected-branch",
+            Self::ProtectedPath => "protected-path",
+            Self::ForcedMerge => "forced-merge",
+            Self::ScheduledMerge => "scheduled-merge",
+            Self::UnpinnedMerge => "unpinned-merge",
+            Self::Retarget => "retarget",
+            Self::PrState => "pr-state",
+            Self::ReaderWrites => "reader-writes",
+            Self::UnknownEffect => "unknown-effect",
+            Self::IndependentReview => "independent-review",
+        }
+    }
+
+    /// The invariant a literal names.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|i| i.as_str() == text)
+    }
+
+    /// What it holds, in words.
+    pub const fn holds(self) -> &'static str {
+        match self {
+            Self::ProtectedBranch => {
+                "no call moves a protected branch (the default branch, `[workflow] protected_branches`) but the PR \
+                 workflow's merge of an approved head: no file write, branch create, delete or rename, and no update \
+                 of a PR whose head it is"
+            }
+            Self::ProtectedPath => {
+                "no call writes a protected path (`[workflow] protected_paths`: the forge's workflow files) on any \
+                 branch"
+            }
+            Self::ForcedMerge => "no merge skips the forge's own checks (`force_merge`)",
+            Self::ScheduledMerge => {
+                "no merge is scheduled for a later head (`merge_when_checks_succeed`): the forge would land whatever \
+                 head is green then, which no reviewer may have seen"
+            }
+            Self::UnpinnedMerge => {
+                "no merge goes out without the head it was judged at pinned (`head_commit_id`), so the forge refuses \
+                 a head that moved after the judgement"
+            }
+            Self::Retarget => {
+                "no PR's base changes: approvals are for a base, and the forge merges onto whatever base the PR has"
+            }
+            Self::PrState => {
+                "only the controller and the reconciler change a PR's state: no close, reopen, state update, issue \
+                 update on its number, or branch deletion that closes it by any other role"
+            }
+            Self::ReaderWrites => "no read writes a file on the server's host",
+            Self::UnknownEffect => "no call is forwarded whose effect on the forge the dialect does not know",
+            Self::IndependentReview => {
+                "an approval counts only from a reviewer independent of the PR's author and of its last pusher"
+            }
+        }
+    }
+
+    /// What lifting it gives up, for the operator who considers it (the book and `doctor` say it).
+    pub const fn exposes(self) -> &'static str {
+        match self {
+            Self::ProtectedBranch => {
+                "any role the rules permit may move the protected branches directly, with no review: the \
+                 guarantee is gone"
+            }
+            Self::ProtectedPath => {
+                "a role may change the workflow files, which run with a token that can push: the guarantee is gone"
+            }
+            Self::ForcedMerge => "a merger may land a head past failing checks or the forge's own branch protection",
+            Self::ScheduledMerge => {
+                "a merger may schedule a merge, and a push after the approval lands an unreviewed head when the \
+                 checks pass"
+            }
+            Self::UnpinnedMerge => {
+                "a merge through a server that cannot pin the head may land a head pushed after the judgement"
+            }
+            Self::Retarget => "an approved PR may be moved to a base no reviewer judged it against",
+            Self::PrState => "any role the rules permit may close, reopen or strand another role's PRs",
+            Self::ReaderWrites => "a reader may write files wherever the server's process may write",
+            Self::UnknownEffect => {
+                "calls the dialect has no statement for are judged by `[[rules]]` alone: whatever they move, no \
+                 invariant sees"
+            }
+            Self::IndependentReview => "a PR's own author (or last pusher) may approve it, and the merge lands it",
+        }
+    }
+
+    /// What the agent (or the operator) does instead: one sentence.
+    pub const fn action(self) -> &'static str {
+        match self {
+            Self::ProtectedBranch | Self::ProtectedPath => crate::protect::PROTECTED_ACTION,
+            Self::ForcedMerge | Self::ScheduledMerge => {
+                "merge without `force_merge` and `merge_when_checks_succeed`: the gateway pins the approved head, and \
+                 the forge's checks stay in force; an operator who truly wants it lifts the invariant by name \
+                 ([invariants] lift)"
+            }
+            Self::UnpinnedMerge => {
+                "upgrade the downstream server to one whose merge takes `head_commit_id`: no merge goes through a \
+                 server that cannot pin the approved head"
+            }
+            Self::Retarget => {
+                "close the PR and open another against the base you want (approvals are for a base); a branch other \
+                 PRs are based on is deleted only once they are merged or closed"
+            }
+            Self::PrState => {
+                "hand the close or reopen to the controller or the reconciler; a branch that heads an open PR is \
+                 deleted only once the PR is merged or closed"
+            }
+            Self::ReaderWrites => {
+                "read without `output_path` and without a download method: no role writes files on the server's host"
+            }
+            Self::UnknownEffect => {
+                "use a tool and method the forge dialect knows (docs/reference/forge.md lists them), or upgrade \
+                 fleetgate; an operator may lift `unknown-effect` to let [[rules]] alone decide such calls"
+            }
+            Self::IndependentReview => "get an approval from a reviewer independent of the PR's author and last pusher",
+        }
+    }
+
+    /// The blocker a breach of it refuses with: `protected_branch` for the branches and
+    /// paths (the literal consumers already switch on), `invariant_violated` otherwise.
+    pub const fn blocker(self) -> BlockerKind {
+        match self {
+            Self::ProtectedBranch | Self::ProtectedPath => BlockerKind::ProtectedBranch,
+            _ => BlockerKind::InvariantViolated,
+        }
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One invariant a call breaks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Breach {
+    /// Which.
+    pub invariant: Invariant,
+    /// What the call does that breaks it, in words.
+    pub reason: String,
+}
+
+/// The effect held against the invariants: what it breaks, and what it would break but for
+/// an operator's lift (each audited with the call it lets through).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Judgement {
+    /// Breaches that refuse the call, in [`Invariant::ALL`]'s order.
+    pub breaches: Vec<Breach>,
+    /// Breaches an `[invariants] lift` lets through.
+    pub lifted: Vec<Breach>,
+}
+
+/// The operator action of a call that breaks an invariant.
+pub const INVARIANT_ACTION: &str = "no role may make this call, whatever the rules or an approval say: change the \
+     call (merge an approved PR at its pinned head; leave PR state to the controller and the reconciler; read \
+     without writing files); an operator who truly wants the invariant lifted names it in [invariants] lift — see \
+     the book's policy chapter for what each lift gives up";
+
+/// Hold `effect`, made by `role`, against the invariants under `protection`; `lifted` names
+/// those the operator lifted.
+pub fn judge(effect: &Effect, role: &str, protection: &Protection, lifted: &[Invariant]) -> Judgement {
+    let mut found: Vec<Breach> = Vec::new();
+    let mut breach = |invariant: Invariant, reason: String| {
+        if !found.iter().any(|b| b.invariant == invariant && b.reason == reason) {
+            found.push(Breach { invariant, reason });
+        }
+    };
+    if let Some(why) = &effect.unknown {
+        breach(Invariant::UnknownEffect, why.clone());
+    }
+    for m in &effect.branches {
+        let verb = match m.how {
+            Move::Merge { .. } => continue,
+            Move::Write => "writes".to_owned(),
+            Move::Create => "creates".to_owned(),
+            Move::Delete => "deletes".to_owned(),
+            Move::Rename => "renames".to_owned(),
+            Move::UpdateFromBase { pr } => format!("merges PR #{pr}'s base into its head,"),
+        };
+        let name = m.branch.strip_prefix("refs/heads/").unwrap_or(&m.branch);
+        let forge_default = effect
+            .defaults
+            .iter()
+            .any(|d| d == name)
+            .then(|| format!("the repository's default branch `{name}` (as the forge reports it)"));
+        if let Some(rule) = protection.branch_rule(&m.branch).or(forge_default) {
+            breach(Invariant::ProtectedBranch, format!("the call {verb} branch `{}` of {}: {rule}", m.branch, m.repo));
+        }
+    }
+    for w in &effect.paths {
+        if let Some(rule) = protection.path_rule(&w.path) {
+            breach(Invariant::ProtectedPath, format!("the call writes {rule} on branch `{}`", w.branch));
+        }
+    }
+    if let Some(m) = &effect.merge {
+        if m.forced {
+            breach(
+                Invariant::ForcedMerge,
+                format!("the merge of PR #{} skips the forge's checks (`force_merge`)", m.pr),
+            );
+        }
+        if m.scheduled {
+            breach(
+                Invariant::ScheduledMerge,
+                format!("the merge of PR #{} is scheduled for a later head (`merge_when_checks_succeed`)", m.pr),
+            );
+        }
+        if !m.pinnable {
+            breach(
+                Invariant::UnpinnedMerge,
+                format!(
+                    "the server's merge declares no argument pinning the head: PR #{} cannot be merged at the head \
+                     it is judged at",
+                    m.pr
+                ),
+            );
+        }
+    }
+    let state_role = PR_STATE_ROLES.contains(&role);
+    for p in &effect.prs {
+        match &p.change {
+            PrChange::Retarget { to } => {
+                breach(Invariant::Retarget, format!("the call retargets PR #{} of {} onto `{to}`", p.pr, p.repo));
+            }
+            PrChange::RetargetedWithBranch { branch } => breach(
+                Invariant::Retarget,
+                format!(
+                    "the call deletes branch `{branch}`, which PR #{} of {} bases on: the forge retargets or closes it",
+                    p.pr, p.repo
+                ),
+            ),
+            PrChange::State { to, by } if !state_role => breach(
+                Invariant::PrState,
+                format!(
+                    "`{by}` sets PR #{} of {} to `{to}`: a PR's state is the controller's and the reconciler's",
+                    p.pr, p.repo
+                ),
+            ),
+            PrChange::ClosedWithBranch { branch } if !state_role => breach(
+                Invariant::PrState,
+                format!(
+                    "the call deletes branch `{branch}`, which open PR #{} of {} heads or bases: the forge closes it \
+                     (closing PRs is the controller's)",
+                    p.pr, p.repo
+                ),
+            ),
+            _ => {}
+        }
+    }
+    for path in &effect.host_files {
+        breach(Invariant::ReaderWrites, format!("the call writes a file on the server's host: {path}"));
+    }
+    let (lifted_now, breaches): (Vec<Breach>, Vec<Breach>) =
+        found.into_iter().partition(|b| lifted.contains(&b.invariant));
+    let mut breaches = breaches;
+    breaches.sort_by_key(|b| b.invariant);
+    Judgement { breaches, lifted: lifted_now }
+}
+
+/// Does any of `globs` name `branch`? (Exposed for the dialects' own reads.)
+pub fn names_branch(globs: &[String], branch: &str) -> bool {
+    globs.iter().any(|g| glob_match(g, branch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo() -> Repo {
+        Repo::new("Org", "Repo")
+    }
+
+    fn moving(branch: &str, how: Move) -> Effect {
+        Effect { branches: vec![BranchMove { repo: repo(), branch: branch.into(), how }], ..Effect::write() }
+    }
+
+    #[test]
+    fn a_protected_branch_moves_only_by_the_workflow_s_merge() {
+        let p = Protection { branches: vec!["release/*".into()], ..Protection::default() };
+        for how in [Move::Write, Move::Create, Move::Delete, Move::Rename, Move::UpdateFromBase { pr: 3 }] {
+            let j = judge(&moving("main", how.clone()), "author", &p, &[]);
+            assert_eq!(j.breaches.len(), 1, "{how:?}");
+            assert_eq!(j.breaches[0].invariant, Invariant::ProtectedBranch);
+            assert!(judge(&moving("release/1", how.clone()), "merger", &p, &[]).breaches.len() == 1, "{how:?}");
+            assert!(judge(&moving("feature", how), "author", &p, &[]).breaches.is_empty());
+        }
+        assert!(judge(&moving("main", Move::Merge { pr: 3 }), "merger", &p, &[]).breaches.is_empty());
+        assert!(judge(&moving("refs/heads/main", Move::Delete), "merger", &p, &[]).breaches.len() == 1);
+    }
+
+    #[test]
+    fn pr_state_is_the_controller_s_and_the_reconciler_s_whatever_the_call() {
+        let closes = Effect {
+            prs: vec![PrEffect {
+                repo: repo(),
+                pr: 4,
+                change: PrChange::State { to: "closed".into(), by: "issue_write update".into() },
+            }],
+            ..Effect::write()
+        };
+        let p = Protection::default();
+        for role in ["author", "reviewer", "merger"] {
+            assert_eq!(judge(&closes, role, &p, &[]).breaches[0].invariant, Invariant::PrState, "{role}");
+        }
+        for role in PR_STATE_ROLES {
+            assert!(judge(&closes, role, &p, &[]).breaches.is_empty(), "{role}");
+        }
+        // A retarget is no role's, the controller's neither.
+        let retarget = Effect {
+            prs: vec![PrEffect { repo: repo(), pr: 4, change: PrChange::Retarget { to: "main".into() } }],
+            ..Effect::write()
+        };
+        assert_eq!(judge(&retarget, "controller", &p, &[]).breaches[0].invariant, Invariant::Retarget);
+    }
+
+    #[test]
+    fn a_lift_moves_a_breach_aside_and_names_it() {
+        let scheduled = Effect {
+            merge: Some(MergeTerms { pr: 2, forced: true, scheduled: true, pinnable: true }),
+            ..Effect::action("merge")
+        };
+        let j = judge(&scheduled, "merger", &Protection::default(), &[Invariant::ScheduledMerge]);
+        assert_eq!(j.breaches.iter().map(|b| b.invariant).collect::<Vec<_>>(), [Invariant::ForcedMerge]);
+        assert_eq!(j.lifted.iter().map(|b| b.invariant).collect::<Vec<_>>(), [Invariant::ScheduledMerge]);
+    }
+
+    #[test]
+    fn every_invariant_reads_back_from_its_name() {
+        for i in Invariant::ALL {
+            assert_eq!(Invariant::parse(i.as_str()), Some(i));
+            assert!(!i.holds().is_empty() && !i.exposes().is_empty());
+        }
+        assert_eq!(Invariant::parse("sunny"), None);
+    }
+}

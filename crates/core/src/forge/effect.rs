@@ -1,0 +1,647 @@
+//! gitea-mcp's calls, each stated by what it does to the forge ([`crate::effect::Effect`]),
+//! read as the server and Gitea read them (`crates/testkit/src/forge/GITEA_MCP.md`):
+//!
+//! * a file write commits to `new_branch_name` (made from `branch_name`) when given, else to
+//!   `branch_name`, else to the repository's default branch — read from the forge;
+//! * `pull_request_write update_branch` merges the PR's base into its **head** branch, which
+//!   may be any branch (the default one included): the head is read from the forge;
+//! * a merge lands the PR's head on its base (the workflow's one way onto a protected
+//!   branch); with `delete_branch` it deletes the head branch, and Gitea then closes every
+//!   other open PR that branch heads and retargets (or closes) every PR based on it;
+//! * deleting a branch closes every open PR it heads — in its own repository and, when the
+//!   repository is a fork, in the parent — or bases;
+//! * PRs are issues: `issue_write update` with a `state` on a PR's number closes or reopens
+//!   the PR, with a title or body edits it (read: is the number a PR?);
+//! * the downloads of `actions_run_read` and `attachment_read` write a file on the server's
+//!   host, at `output_path` or under `~/.gitea-mcp/` when none is given.
+//!
+//! [`establish`] is pure: it names the reads it still needs (`Err`) until every answer is
+//! at hand, then states the effect. A read that failed, or a listing that may be cut short,
+//! leaves the effect unestablished (the gate refuses).
+
+use super::{ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW};
+use crate::effect::{
+    Answered, BranchMove, Effect, Kind, MergeTerms, Move, PathWrite, PrChange, PrEffect, Read, Repo, answer,
+};
+use crate::forge_workflow::{MERGE_HEAD_KEY, PrTarget, head_read, is_not_found, pr_facts};
+use serde_json::{Map, Value};
+
+/// The readers the server has, each with its `method` values (empty: none).
+pub const READERS: &[(&str, &[&str])] = &[
+    ("get_gitea_mcp_server_version", &[]),
+    ("get_me", &[]),
+    ("get_user_orgs", &[]),
+    ("search_users", &[]),
+    ("search_org_teams", &[]),
+    ("search_repos", &[]),
+    ("search_issues", &[]),
+    ("list_issues", &[]),
+    ("list_pull_requests", &[]),
+    ("list_my_repos", &[]),
+    ("list_org_repos", &[]),
+    ("get_repository_tree", &[]),
+    ("get_file_contents", &[]),
+    ("get_dir_contents", &[]),
+    ("list_branches", &[]),
+    ("get_tag", &[]),
+    ("list_tags", &[]),
+    ("list_commits", &[]),
+    ("get_commit", &[]),
+    ("get_release", &[]),
+    ("get_latest_release", &[]),
+    ("list_releases", &[]),
+    (
+        "pull_request_read",
+        &["get", "get_diff", "get_files", "get_status", "get_reviews", "get_review", "get_review_comments"],
+    ),
+    ("issue_read", &["get", "get_comments", "get_labels"]),
+    ("label_read", &["list_repo_labels", "get_repo_label", "list_org_labels"]),
+    ("milestone_read", &["get", "list"]),
+    ("notification_read", &["list", "get"]),
+    ("wiki_read", &["list", "get", "get_revisions"]),
+    ("timetracking_read", &["list_issue_times", "list_repo_times", "get_my_stopwatches", "get_my_times"]),
+    ("package_read", &["list", "list_versions", "get"]),
+    (
+        "actions_config_read",
+        &[
+            "list_repo_secrets",
+            "list_org_secrets",
+            "list_repo_variables",
+            "get_repo_variable",
+            "list_org_variables",
+            "get_org_variable",
+        ],
+    ),
+    (
+        "actions_run_read",
+        &[
+            "list_workflows",
+            "get_workflow",
+            "list_runs",
+            "get_run",
+            "list_jobs",
+            "list_run_jobs",
+            "get_job",
+            "get_job_log_preview",
+            "list_artifacts",
+            "list_run_artifacts",
+            "get_artifact",
+        ],
+    ),
+    ("attachment_read", &["list", "get"]),
+];
+
+/// Reader methods that write the file they fetch on the server's host, and where the server
+/// puts it when no `output_path` is given.
+pub const DOWNLOADS: &[(&str, &str, &str)] = &[
+    ("actions_run_read", "download_job_log", "~/.gitea-mcp/artifacts/actions-logs/<owner>/<repo>/<job_id>.log"),
+    ("actions_run_read", "download_artifact", "~/.gitea-mcp/artifacts/actions-artifacts/<owner>/<repo>/<name>.zip"),
+    ("attachment_read", "download", "~/.gitea-mcp/attachments/<owner>/<repo>/…"),
+];
+
+/// Writes whose effect no invariant guards (labels, comments, milestones, the wiki, Actions'
+/// settings and runs, repositories, tags, releases): `[[rules]]` decide who makes them.
+/// `""`: the tool has no `method`.
+pub const PLAIN_WRITES: &[(&str, &[&str])] = &[
+    (
+        "issue_write",
+        &["create", "add_comment", "edit_comment", "add_labels", "remove_label", "replace_labels", "clear_labels"],
+    ),
+    ("pull_request_write", &["add_reviewers", "remove_reviewers"]),
+    (
+        "label_write",
+        &[
+            "create_repo_label",
+            "edit_repo_label",
+            "delete_repo_label",
+            "create_org_label",
+            "edit_org_label",
+            "delete_org_label",
+        ],
+    ),
+    ("milestone_write", &["create", "update", "edit", "delete"]),
+    ("notification_write", &["mark_read", "mark_all_read"]),
+    ("wiki_write", &["create", "update", "delete"]),
+    ("timetracking_write", &["start_stopwatch", "stop_stopwatch", "delete_stopwatch", "add_time", "delete_time"]),
+    ("package_write", &["delete"]),
+    (
+        "actions_config_write",
+        &[
+            "upsert_repo_secret",
+            "delete_repo_secret",
+            "upsert_org_secret",
+            "delete_org_secret",
+            "create_repo_variable",
+            "update_repo_variable",
+            "delete_repo_variable",
+            "create_org_variable",
+            "update_org_variable",
+            "delete_org_variable",
+        ],
+    ),
+    ("actions_run_write", &["dispatch_workflow", "cancel_run", "rerun_run"]),
+    ("create_repo", &[]),
+    ("fork_repo", &[]),
+    ("create_tag", &[]),
+    ("delete_tag", &[]),
+    ("create_release", &[]),
+    ("delete_release", &[]),
+];
+
+/// The methods of `pull_request_review_write`: every one is the reviewer's workflow action.
+pub const REVIEW_METHODS: &[&str] =
+    &["create", "submit", "delete", "dismiss", "reply_comment", "resolve_thread", "unresolve_thread"];
+
+/// The call that is a workflow action: who may make it is who may hold its lease (a merge
+/// lease is the merger's, a review lease the reviewer's, an issue lock the author's).
+pub fn action_call(action: &str) -> Option<(&'static str, Map<String, Value>)> {
+    let (tool, method) = match action {
+        ACTION_MERGE => ("pull_request_write", "merge"),
+        ACTION_REVIEW => ("pull_request_review_write", "create"),
+        ACTION_OPEN => ("pull_request_write", "create"),
+        _ => return None,
+    };
+    let mut args = Map::new();
+    args.insert("method".into(), Value::from(method));
+    Some((tool, args))
+}
+
+/// How many open PRs one read of `list_pull_requests` asks for.
+pub const OPEN_PR_PAGE: u64 = 50;
+/// How many pages of open PRs are read before the listing counts as cut short.
+pub const OPEN_PR_PAGES: u64 = 20;
+
+fn text<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+fn flag(args: &Map<String, Value>, key: &str) -> bool {
+    args.get(key) == Some(&Value::Bool(true))
+}
+
+fn strip(branch: &str) -> &str {
+    branch.strip_prefix("refs/heads/").unwrap_or(branch)
+}
+
+/// The number a call names under `keys` (the go-sdk generation's, then the v1.0 line's).
+fn number(args: &Map<String, Value>, keys: &[&str]) -> Option<u64> {
+    keys.iter().find_map(|k| args.get(*k).and_then(Value::as_u64))
+}
+
+/// The repository read: `search_repos` by name (the go-sdk server's `query`).
+pub fn repo_read(repo: &str) -> Read {
+    let mut args = Map::new();
+    args.insert("query".into(), Value::from(repo));
+    Read::new("search_repos", args)
+}
+
+/// One page of a repository's open PRs.
+pub fn open_prs_read(owner: &str, repo: &str, page: u64) -> Read {
+    let mut args = Map::new();
+    args.insert("owner".into(), Value::from(owner));
+    args.insert("repo".into(), Value::from(repo));
+    args.insert("state".into(), Value::from("open"));
+    args.insert("page".into(), Value::from(page));
+    args.insert("per_page".into(), Value::from(OPEN_PR_PAGE));
+    Read::new("list_pull_requests", args)
+}
+
+/// What the forge says of a repository.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepoFacts {
+    /// Its default branch.
+    pub default_branch: String,
+    /// The repository it is a fork of (`owner/name`), when it is one and the answer names it.
+    pub parent: Option<String>,
+    /// It is a fork.
+    pub fork: bool,
+    /// How many forks it has.
+    pub forks: u64,
+}
+
+/// `search_repos`' entry for `owner/repo` (any case).
+pub fn repo_facts(answer: &Value, owner: &str, repo: &str) -> Result<RepoFacts, String> {
+    let wanted = format!("{owner}/{repo}");
+    let entries = answer.as_array().or_else(|| answer.get("data").and_then(Value::as_array));
+    let entries = entries.ok_or("`search_repos` answered no list")?;
+    let entry = entries
+        .iter()
+        .find(|e| e.get("full_name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(&wanted)))
+        .ok_or_else(|| format!("`search_repos` did not list {wanted}"))?;
+    let default_branch = entry
+        .get("default_branch")
+        .and_then(Value::as_str)
+        .filter(|b| !b.is_empty())
+        .ok_or_else(|| format!("`search_repos` names no default branch for {wanted}"))?;
+    let fork = entry.get("fork").and_then(Value::as_bool).unwrap_or(false);
+    let parent = entry.pointer("/parent/full_name").and_then(Value::as_str).filter(|p| !p.is_empty());
+    let forks = entry.get("forks_count").and_then(Value::as_u64).unwrap_or(0);
+    Ok(RepoFacts { default_branch: default_branch.to_owned(), parent: parent.map(str::to_owned), fork, forks })
+}
+
+/// An open PR as a listing names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Listed {
+    number: u64,
+    head: Option<String>,
+    head_repo: Option<String>,
+    base: Option<String>,
+}
+
+fn ref_name(v: Option<&Value>) -> Option<String> {
+    let v = v?;
+    v.as_str().or_else(|| v.get("ref").and_then(Value::as_str)).map(|s| strip(s).to_owned())
+}
+
+fn listed(entry: &Value) -> Listed {
+    Listed {
+        number: entry.get("number").and_then(Value::as_u64).unwrap_or_default(),
+        head: ref_name(entry.get("head")),
+        head_repo: entry.pointer("/head/repo/full_name").and_then(Value::as_str).map(str::to_lowercase),
+        base: ref_name(entry.get("base")),
+    }
+}
+
+/// What establishing an effect still needs, or what it found.
+type Step<T> = Result<T, Pending>;
+
+/// Why a step cannot go on: reads to make, or a failure that leaves the effect unestablished.
+enum Pending {
+    Reads(Vec<Read>),
+    Failed(String),
+}
+
+fn ask(answers: &[Answered], read: Read) -> Step<&Value> {
+    match answer(answers, &read) {
+        None => Err(Pending::Reads(vec![read])),
+        Some(Ok(v)) => Ok(v),
+        Some(Err(e)) => Err(Pending::Failed(format!("`{}` failed: {e}", read.tool))),
+    }
+}
+
+/// The repository `owner/repo` as the forge reports it.
+fn repository(answers: &[Answered], owner: &str, repo: &str) -> Step<RepoFacts> {
+    let v = ask(answers, repo_read(repo))?;
+    repo_facts(v, owner, repo).map_err(Pending::Failed)
+}
+
+/// Every open PR of `owner/repo`, page by page; cut short past [`OPEN_PR_PAGES`].
+fn open_prs(answers: &[Answered], owner: &str, repo: &str) -> Step<Vec<Listed>> {
+    let mut all = Vec::new();
+    for page in 1..=OPEN_PR_PAGES {
+        let v = ask(answers, open_prs_read(owner, repo, page))?;
+        let prs = v.as_array().ok_or_else(|| Pending::Failed("`list_pull_requests` answered no list".into()))?;
+        all.extend(prs.iter().map(listed));
+        if (prs.len() as u64) < OPEN_PR_PAGE {
+            return Ok(all);
+        }
+    }
+    Err(Pending::Failed(format!(
+        "more than {} open PRs in {owner}/{repo}: the listing cannot show they are all read",
+        OPEN_PR_PAGE * OPEN_PR_PAGES
+    )))
+}
+
+/// The PRs a deletion of `branch` of `owner/name` closes (those it heads, here and in the
+/// parent of a fork) or retargets (those based on it) — except `except`, the PR being
+/// merged. A repository with forks, or a fork whose parent the forge does not name, cannot
+/// show them all: unestablished.
+fn closed_with(
+    answers: &[Answered],
+    (owner, name): (&str, &str),
+    branch: &str,
+    except: Option<u64>,
+) -> Step<Vec<PrEffect>> {
+    let here = Repo::new(owner, name);
+    let facts = repository(answers, owner, name)?;
+    // Gitea closes the open PRs a deleted branch heads in every repository (1.24 and later:
+    // a fork's PRs may pull from its parent), and no read of gitea-mcp lists a repository's
+    // forks, nor a fork's parent when `search_repos` does not name it.
+    if facts.forks > 0 {
+        return Err(Pending::Failed(format!(
+            "{owner}/{name} has {} fork(s): a PR in a fork may pull from `{branch}`, and Gitea would close it; the \
+             server offers no read of a repository's forks",
+            facts.forks
+        )));
+    }
+    if facts.fork && facts.parent.is_none() {
+        return Err(Pending::Failed(format!(
+            "{owner}/{name} is a fork and the forge does not name its parent: a PR of the parent may pull from \
+             `{branch}`, and Gitea would close it"
+        )));
+    }
+    let mut found = Vec::new();
+    for pr in open_prs(answers, owner, name)? {
+        if Some(pr.number) == except {
+            continue;
+        }
+        let heads = pr.head.as_deref() == Some(branch) && pr.head_repo.as_ref().is_none_or(|r| *r == here.0);
+        let bases = pr.base.as_deref() == Some(branch);
+        // Gitea 1.24 and later move the PRs based on a deleted branch to the default branch
+        // (`RETARGET_CHILDREN_ON_MERGE`, on by default), earlier ones close them: a retarget
+        // either way, or a close.
+        let change = if heads {
+            PrChange::ClosedWithBranch { branch: branch.to_owned() }
+        } else if bases {
+            PrChange::RetargetedWithBranch { branch: branch.to_owned() }
+        } else {
+            continue;
+        };
+        found.push(PrEffect { repo: here.clone(), pr: pr.number, change });
+    }
+    if let Some(parent) = facts.parent {
+        let (p_owner, p_name) =
+            parent.split_once('/').ok_or_else(|| Pending::Failed(format!("parent {parent:?} is not owner/name")))?;
+        for pr in open_prs(answers, p_owner, p_name)? {
+            // A PR of the parent is this branch's only when its head lives here; the listing
+            // names the head branch alone, so the PR itself says where it lives.
+            if pr.head.as_deref() != Some(branch) {
+                continue;
+            }
+            let facts = self::pr(answers, p_owner, p_name, pr.number)?;
+            if facts.head_repo.as_deref().is_none_or(|h| Repo::full(h) == here) {
+                let change = PrChange::ClosedWithBranch { branch: branch.to_owned() };
+                found.push(PrEffect { repo: Repo::full(&parent), pr: pr.number, change });
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The effect of `tool` called with `args` (its canonical arguments), whose listed schema is
+/// `schema` (absent: unknown), given the forge's `answers` so far: `Err` names the reads
+/// still to make.
+pub fn establish(
+    tool: &str,
+    args: &Map<String, Value>,
+    schema: Option<&Map<String, Value>>,
+    answers: &[Answered],
+) -> Result<Effect, Vec<Read>> {
+    match state(tool, args, schema, answers) {
+        Ok(effect) => Ok(effect),
+        Err(Pending::Reads(reads)) => Err(reads),
+        Err(Pending::Failed(why)) => Ok(Effect { kind: Kind::Write, unestablished: vec![why], ..Effect::default() }),
+    }
+}
+
+/// The reads [`establish`] needs first, from the arguments alone.
+pub fn first_reads(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Vec<Read> {
+    establish(tool, args, schema, &[]).err().unwrap_or_default()
+}
+
+fn declared(schema: Option<&Map<String, Value>>, key: &str) -> bool {
+    schema.and_then(|s| s.get("properties")).and_then(Value::as_object).is_none_or(|p| p.contains_key(key))
+}
+
+fn state(
+    tool: &str,
+    args: &Map<String, Value>,
+    schema: Option<&Map<String, Value>>,
+    answers: &[Answered],
+) -> Step<Effect> {
+    let method = text(args, "method");
+    // A reader's download writes a file on the server's host, whatever its name says; and
+    // any reader given `output_path`.
+    if tool.ends_with("_read") {
+        let mut host = Vec::new();
+        if let Some(path) = text(args, "output_path") {
+            host.push(path.to_owned());
+        }
+        if let Some((_, _, default)) = DOWNLOADS.iter().find(|(t, m, _)| *t == tool && Some(*m) == method)
+            && host.is_empty()
+        {
+            host.push(format!("{default} (the server's default path)"));
+        }
+        if !host.is_empty() {
+            return Ok(Effect { kind: Kind::Write, host_files: host, ..Effect::default() });
+        }
+    }
+    if let Some((_, methods)) = READERS.iter().find(|(t, _)| *t == tool) {
+        return Ok(match (methods.is_empty(), method) {
+            (true, _) => Effect::read(),
+            (false, Some(m)) if methods.contains(&m) => Effect::read(),
+            (false, m) => Effect::unknown(unknown_method(tool, m)),
+        });
+    }
+    if let Some((_, methods)) = PLAIN_WRITES.iter().find(|(t, _)| *t == tool) {
+        // `issue_write update` and the PR tools are stated below; the rest plainly write.
+        if methods.is_empty() || method.is_some_and(|m| methods.contains(&m)) {
+            return Ok(Effect::write());
+        }
+    }
+    let owner = text(args, "owner").unwrap_or_default();
+    let repo = text(args, "repo").unwrap_or_default();
+    let here = Repo::new(owner, repo);
+    match tool {
+        "pull_request_review_write" => match method {
+            Some(m) if REVIEW_METHODS.contains(&m) => Ok(Effect::action(ACTION_REVIEW)),
+            m => Ok(Effect::unknown(unknown_method(tool, m))),
+        },
+        "pull_request_write" => pull_request_write(method, args, schema, answers, (owner, repo)),
+        "issue_write" if method == Some("update") => issue_update(args, answers, (owner, repo)),
+        "create_or_update_file" | "delete_file" => {
+            let facts = repository(answers, owner, repo)?;
+            let named = text(args, "new_branch_name").or_else(|| text(args, "branch_name"));
+            let target = strip(named.unwrap_or(&facts.default_branch)).to_owned();
+            let mut branches = vec![BranchMove { repo: here.clone(), branch: target.clone(), how: Move::Write }];
+            if let Some(new) = text(args, "new_branch_name") {
+                branches.push(BranchMove { repo: here.clone(), branch: strip(new).to_owned(), how: Move::Create });
+            }
+            let path = text(args, "path").or_else(|| text(args, "filePath")).unwrap_or_default();
+            Ok(Effect {
+                branches,
+                paths: vec![PathWrite { branch: target, path: path.to_owned() }],
+                defaults: vec![facts.default_branch],
+                ..Effect::action(ACTION_PUSH)
+            })
+        }
+        "create_branch" => {
+            let facts = repository(answers, owner, repo)?;
+            let branch = text(args, "branch").unwrap_or_default();
+            Ok(Effect {
+                branches: vec![BranchMove { repo: here, branch: strip(branch).to_owned(), how: Move::Create }],
+                defaults: vec![facts.default_branch],
+                ..Effect::write()
+            })
+        }
+        "rename_branch" => {
+            let facts = repository(answers, owner, repo)?;
+            let names: Vec<&str> = ["branch", "new_name"].iter().filter_map(|k| text(args, k)).collect();
+            if names.is_empty() {
+                return Err(Pending::Failed("`rename_branch` names no branch".into()));
+            }
+            let branches = names
+                .into_iter()
+                .map(|b| BranchMove { repo: here.clone(), branch: strip(b).to_owned(), how: Move::Rename })
+                .collect();
+            Ok(Effect { branches, defaults: vec![facts.default_branch], ..Effect::write() })
+        }
+        "delete_branch" => {
+            let facts = repository(answers, owner, repo)?;
+            let Some(branch) = text(args, "branch").map(strip) else {
+                return Err(Pending::Failed("`delete_branch` names no branch".into()));
+            };
+            let prs = closed_with(answers, (owner, repo), branch, None)?;
+            Ok(Effect {
+                branches: vec![BranchMove { repo: here, branch: branch.to_owned(), how: Move::Delete }],
+                prs,
+                defaults: vec![facts.default_branch],
+                ..Effect::write()
+            })
+        }
+        _ => Ok(Effect::unknown(match method {
+            Some(m) => format!("gitea-mcp has no `{tool}` with method `{m}` the dialect knows"),
+            None => format!("gitea-mcp has no tool `{tool}` the dialect knows"),
+        })),
+    }
+}
+
+fn unknown_method(tool: &str, method: Option<&str>) -> String {
+    match method {
+        Some(m) => format!("`{tool}` has no method `{m}` the dialect knows"),
+        None => format!("`{tool}` names no method"),
+    }
+}
+
+/// The PR a call names, read from the forge.
+fn pr(answers: &[Answered], owner: &str, repo: &str, number: u64) -> Step<crate::forge_workflow::PrFacts> {
+    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
+    let (tool, arguments) = head_read(&target);
+    let v = ask(answers, Read::new(tool, arguments))?;
+    pr_facts(v).map_err(Pending::Failed)
+}
+
+fn pull_request_write(
+    method: Option<&str>,
+    args: &Map<String, Value>,
+    schema: Option<&Map<String, Value>>,
+    answers: &[Answered],
+    (owner, repo): (&str, &str),
+) -> Step<Effect> {
+    let here = Repo::new(owner, repo);
+    let Some(method) = method else { return Ok(Effect::unknown(unknown_method("pull_request_write", None))) };
+    if method == "create" {
+        return Ok(Effect::action(ACTION_OPEN));
+    }
+    let Some(number) = number(args, &["pull_number", "index"]) else {
+        // The server refuses it (`pull_number is required`): nothing to state.
+        return Err(Pending::Failed(format!("`pull_request_write {method}` names no pull_number")));
+    };
+    let on = |change: PrChange| PrEffect { repo: here.clone(), pr: number, change };
+    match method {
+        "update" => {
+            let mut prs = Vec::new();
+            if let Some(base) = text(args, "base") {
+                prs.push(on(PrChange::Retarget { to: strip(base).to_owned() }));
+            }
+            if let Some(state) = args.get("state").filter(|v| !v.is_null()) {
+                let to = state.as_str().unwrap_or_default().to_owned();
+                prs.push(on(PrChange::State { to, by: "pull_request_write update".into() }));
+            }
+            if ["title", "body", "draft"].iter().any(|k| args.contains_key(*k)) {
+                prs.push(on(PrChange::Text));
+            }
+            Ok(Effect { prs, ..Effect::action(ACTION_EDIT) })
+        }
+        "close" | "reopen" => {
+            let to = if method == "close" { "closed" } else { "open" };
+            let change = PrChange::State { to: to.into(), by: format!("pull_request_write {method}") };
+            Ok(Effect { prs: vec![on(change)], ..Effect::action(ACTION_CLOSE) })
+        }
+        "update_branch" => {
+            let facts = pr(answers, owner, repo, number)?;
+            let head = facts.head_ref.clone().ok_or_else(|| {
+                Pending::Failed(format!("the forge's answer for PR #{number} names no head branch (head.ref)"))
+            })?;
+            let head_repo = facts.head_repo.as_deref().map_or_else(|| here.clone(), Repo::full);
+            // The head may live in a fork: its default branch is the fork's.
+            let (h_owner, h_name) = head_repo.0.split_once('/').unwrap_or((owner, repo));
+            let defaults = vec![repository(answers, h_owner, h_name)?.default_branch];
+            let branch = BranchMove {
+                repo: head_repo,
+                branch: strip(&head).to_owned(),
+                how: Move::UpdateFromBase { pr: number },
+            };
+            Ok(Effect { branches: vec![branch], defaults, ..Effect::action(ACTION_PUSH) })
+        }
+        "merge" => {
+            let facts = pr(answers, owner, repo, number)?;
+            let base_repo = facts.repo.as_deref().map_or_else(|| here.clone(), Repo::full);
+            let mut effect = Effect {
+                merge: Some(MergeTerms {
+                    pr: number,
+                    forced: flag(args, "force_merge"),
+                    scheduled: flag(args, "merge_when_checks_succeed"),
+                    pinnable: declared(schema, MERGE_HEAD_KEY),
+                }),
+                prs: vec![PrEffect { repo: base_repo.clone(), pr: number, change: PrChange::Merged }],
+                ..Effect::action(ACTION_MERGE)
+            };
+            if let Some(base) = &facts.base_ref {
+                effect.branches.push(BranchMove {
+                    repo: base_repo.clone(),
+                    branch: strip(base).to_owned(),
+                    how: Move::Merge { pr: number },
+                });
+            }
+            // Gitea deletes the head branch only when it lives in the base repository.
+            let same_repo = facts.head_repo.as_deref().is_none_or(|h| Repo::full(h) == base_repo);
+            if flag(args, "delete_branch") && same_repo {
+                let head = facts.head_ref.clone().ok_or_else(|| {
+                    Pending::Failed(format!("the forge's answer for PR #{number} names no head branch (head.ref)"))
+                })?;
+                let head = strip(&head).to_owned();
+                let (b_owner, b_name) = base_repo.0.split_once('/').unwrap_or((owner, repo));
+                let facts_repo = repository(answers, b_owner, b_name)?;
+                effect.prs.extend(closed_with(answers, (b_owner, b_name), &head, Some(number))?);
+                effect.branches.push(BranchMove { repo: base_repo, branch: head, how: Move::Delete });
+                effect.defaults.push(facts_repo.default_branch);
+            }
+            Ok(effect)
+        }
+        m => Ok(Effect::unknown(unknown_method("pull_request_write", Some(m)))),
+    }
+}
+
+/// `issue_write update`: on a PR's number, a state change closes or reopens the PR and a
+/// title or body edits it (Gitea numbers PRs and issues in one sequence).
+fn issue_update(args: &Map<String, Value>, answers: &[Answered], (owner, repo): (&str, &str)) -> Step<Effect> {
+    let touches_pr = ["state", "title", "body"].iter().any(|k| args.contains_key(*k));
+    if !touches_pr {
+        return Ok(Effect::write());
+    }
+    let Some(number) = number(args, &["issue_number", "index"]) else {
+        return Err(Pending::Failed("`issue_write update` names no issue_number".into()));
+    };
+    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
+    let (tool, arguments) = head_read(&target);
+    let read = Read::new(tool, arguments);
+    let is_pr = match answer(answers, &read) {
+        None => return Err(Pending::Reads(vec![read])),
+        Some(Ok(_)) => true,
+        Some(Err(e)) if is_not_found(e) => false,
+        Some(Err(e)) => return Err(Pending::Failed(format!("whether #{number} is a PR could not be read: {e}"))),
+    };
+    if !is_pr {
+        return Ok(Effect::write());
+    }
+    let here = Repo::new(owner, repo);
+    let mut prs = Vec::new();
+    let mut action = ACTION_EDIT;
+    if let Some(state) = args.get("state").filter(|v| !v.is_null()) {
+        let to = state.as_str().unwrap_or_default().to_owned();
+        prs.push(PrEffect {
+            repo: here.clone(),
+            pr: number,
+            change: PrChange::State { to, by: "issue_write update".into() },
+        });
+        action = ACTION_CLOSE;
+    }
+    if args.contains_key("title") || args.contains_key("body") {
+        prs.push(PrEffect { repo: here, pr: number, change: PrChange::Text });
+    }
+    Ok(Effect { prs, ..Effect::action(action) })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,321 @@
+use super::*;
+use crate::effect::{Invariant, judge};
+use crate::protect::Protection;
+use serde_json::json;
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+/// The forge: answers by read tool (and, for PRs, by number).
+struct Forge {
+    default_branch: &'static str,
+    forks: u64,
+    fork_of: Option<&'static str>,
+    /// `(number, head ref, head repo, base ref)` of the open PRs of `org/repo`.
+    open: Vec<(u64, &'static str, &'static str, &'static str)>,
+    /// The open PRs of the parent, same shape.
+    parent_open: Vec<(u64, &'static str, &'static str, &'static str)>,
+    /// Reads that fail.
+    failing: Vec<&'static str>,
+}
+
+impl Default for Forge {
+    fn default() -> Self {
+        Self { default_branch: "main", forks: 0, fork_of: None, open: vec![], parent_open: vec![], failing: vec![] }
+    }
+}
+
+impl Forge {
+    fn answer(&self, read: &Read) -> Result<Value, String> {
+        if self.failing.contains(&read.tool.as_str()) {
+            return Err("timeout".into());
+        }
+        let a = &read.arguments;
+        let owner = a.get("owner").and_then(Value::as_str).unwrap_or_default();
+        match read.tool.as_str() {
+            "search_repos" => {
+                let mut entry = json!({
+                    "full_name": "Org/Repo", "default_branch": self.default_branch, "forks_count": self.forks,
+                    "fork": self.fork_of.is_some()
+                });
+                if let Some(parent) = self.fork_of {
+                    entry["parent"] = json!({ "full_name": parent });
+                }
+                Ok(json!([entry]))
+            }
+            "list_pull_requests" => {
+                let listed = if owner == "up" { &self.parent_open } else { &self.open };
+                let page = a.get("page").and_then(Value::as_u64).unwrap_or(1);
+                if page > 1 {
+                    return Ok(json!([]));
+                }
+                Ok(Value::Array(
+                    listed
+                        .iter()
+                        .map(|(n, head, _, base)| json!({ "number": n, "head": head, "base": base }))
+                        .collect(),
+                ))
+            }
+            "pull_request_read" => {
+                let n = a.get("pull_number").and_then(Value::as_u64).unwrap_or_default();
+                let listed = if owner == "up" { &self.parent_open } else { &self.open };
+                let Some((_, head, head_repo, base)) = listed.iter().find(|p| p.0 == n) else {
+                    return Err(format!("get {owner}/repo/pr/{n} err: 404 not found"));
+                };
+                let base_repo = if owner == "up" { "up/repo" } else { "Org/Repo" };
+                Ok(json!({
+                    "number": n, "state": "open",
+                    "head": { "ref": head, "sha": "1a38ef95aaaa", "repo": { "full_name": head_repo } },
+                    "base": { "ref": base, "sha": "2b38ef95aaaa", "repo": { "full_name": base_repo } },
+                }))
+            }
+            other => Err(format!("no {other}")),
+        }
+    }
+
+    /// The effect of a call, every read answered.
+    fn effect(&self, tool: &str, call: Value) -> Effect {
+        self.effect_with(tool, call, None)
+    }
+
+    fn effect_with(&self, tool: &str, call: Value, schema: Option<&Map<String, Value>>) -> Effect {
+        let call = args(call);
+        let mut answers: Vec<Answered> = Vec::new();
+        for _ in 0..64 {
+            match establish(tool, &call, schema, &answers) {
+                Ok(effect) => return effect,
+                Err(reads) => {
+                    assert!(!reads.is_empty(), "a pending step names its reads");
+                    for read in reads {
+                        assert!(answer(&answers, &read).is_none(), "{read:?} asked twice");
+                        let a = self.answer(&read);
+                        answers.push((read, a));
+                    }
+                }
+            }
+        }
+        panic!("no effect after 64 rounds");
+    }
+}
+
+fn breaches(effect: &Effect, role: &str) -> Vec<Invariant> {
+    judge(effect, role, &Protection::default(), &[]).breaches.into_iter().map(|b| b.invariant).collect()
+}
+
+const REPO: (&str, &str) = ("owner", "Org");
+
+fn with_repo(mut v: Value) -> Value {
+    v[REPO.0] = json!(REPO.1);
+    v["repo"] = json!("Repo");
+    v
+}
+
+#[test]
+fn a_file_write_lands_where_the_server_writes_it() {
+    let forge = Forge { default_branch: "trunk", ..Forge::default() };
+    // No branch named: the server writes the default branch, read from the forge.
+    let e = forge.effect("create_or_update_file", with_repo(json!({ "path": "a", "content": "x" })));
+    assert_eq!((e.branches[0].branch.as_str(), e.action), ("trunk", Some(ACTION_PUSH)));
+    assert_eq!(breaches(&e, "author"), [Invariant::ProtectedBranch], "the forge's default is protected");
+    // A new branch made from `main` is written, never `main`.
+    let e = forge.effect(
+        "create_or_update_file",
+        with_repo(json!({ "path": "a", "branch_name": "main", "new_branch_name": "feat" })),
+    );
+    assert!(breaches(&e, "author").is_empty(), "{e:?}");
+    let e = forge.effect("delete_file", with_repo(json!({ "path": ".gitea/workflows/ci.yml", "branch_name": "feat" })));
+    assert_eq!(breaches(&e, "author"), [Invariant::ProtectedPath]);
+    // Without the repository the write fails closed.
+    let down = Forge { failing: vec!["search_repos"], ..Forge::default() };
+    let e = down.effect("create_or_update_file", with_repo(json!({ "path": "a", "branch_name": "feat" })));
+    assert!(e.unestablished[0].contains("search_repos"), "{e:?}");
+}
+
+#[test]
+fn updating_a_pr_from_its_base_moves_its_head_whatever_the_head_is() {
+    let forge =
+        Forge { open: vec![(7, "main", "Org/Repo", "evil"), (8, "feat", "Org/Repo", "main")], ..Forge::default() };
+    let e = forge.effect("pull_request_write", with_repo(json!({ "method": "update_branch", "pull_number": 7 })));
+    assert_eq!(e.branches[0].how, Move::UpdateFromBase { pr: 7 });
+    assert_eq!(breaches(&e, "author"), [Invariant::ProtectedBranch], "the head is main: {e:?}");
+    let e = forge.effect("pull_request_write", with_repo(json!({ "method": "update_branch", "pull_number": 8 })));
+    assert!(breaches(&e, "author").is_empty());
+    assert_eq!(e.action, Some(ACTION_PUSH), "the head moves: the new head's pusher is recorded");
+}
+
+#[test]
+fn a_merge_states_its_terms_and_what_its_branch_deletion_does() {
+    let forge = Forge {
+        open: vec![(3, "feat", "Org/Repo", "main"), (4, "stacked", "Org/Repo", "feat"), (5, "feat", "Org/Repo", "dev")],
+        ..Forge::default()
+    };
+    let merge = |extra: Value| {
+        let mut call = with_repo(json!({ "method": "merge", "pull_number": 3 }));
+        for (k, v) in extra.as_object().unwrap() {
+            call[k] = v.clone();
+        }
+        forge.effect("pull_request_write", call)
+    };
+    let e = merge(json!({}));
+    assert!(breaches(&e, "merger").is_empty(), "a merge onto the base is the workflow's: {e:?}");
+    assert_eq!(e.action, Some(ACTION_MERGE));
+    assert_eq!(breaches(&merge(json!({ "force_merge": true })), "merger"), [Invariant::ForcedMerge]);
+    assert_eq!(breaches(&merge(json!({ "merge_when_checks_succeed": true })), "merger"), [Invariant::ScheduledMerge]);
+    // Deleting its head branch: the PR stacked on it is retargeted, the other PR of that
+    // head closed.
+    let e = merge(json!({ "delete_branch": true }));
+    let changes: Vec<(u64, &PrChange)> = e.prs.iter().map(|p| (p.pr, &p.change)).collect();
+    assert!(changes.contains(&(4, &PrChange::RetargetedWithBranch { branch: "feat".into() })), "{changes:?}");
+    assert!(changes.contains(&(5, &PrChange::ClosedWithBranch { branch: "feat".into() })), "{changes:?}");
+    assert_eq!(breaches(&e, "merger"), [Invariant::Retarget, Invariant::PrState]);
+    // A server whose merge declares no head pin cannot be pinned.
+    let schema = args(json!({ "properties": { "method": {}, "pull_number": {}, "owner": {}, "repo": {} } }));
+    let call = with_repo(json!({ "method": "merge", "pull_number": 3 }));
+    let e = forge.effect_with("pull_request_write", call, Some(&schema));
+    assert_eq!(breaches(&e, "merger"), [Invariant::UnpinnedMerge]);
+}
+
+#[test]
+fn deleting_a_branch_closes_and_retargets_the_prs_it_heads_or_bases() {
+    let forge =
+        Forge { open: vec![(4, "feat", "Org/Repo", "main"), (6, "child", "Org/Repo", "feat")], ..Forge::default() };
+    let e = forge.effect("delete_branch", with_repo(json!({ "branch": "feat" })));
+    assert_eq!(breaches(&e, "merger"), [Invariant::Retarget, Invariant::PrState]);
+    assert_eq!(breaches(&e, "controller"), [Invariant::Retarget], "the controller may close, no one retargets");
+    let none = forge.effect("delete_branch", with_repo(json!({ "branch": "other" })));
+    assert!(breaches(&none, "merger").is_empty(), "{none:?}");
+    // A repository with forks cannot show which of their PRs pull from the branch.
+    let forked = Forge { forks: 2, ..Forge::default() };
+    let e = forked.effect("delete_branch", with_repo(json!({ "branch": "feat" })));
+    assert!(e.unestablished[0].contains("2 fork(s)"), "{e:?}");
+    // A fork's parent holds the PRs its branches head: read them, and each candidate's head.
+    let fork = Forge {
+        fork_of: Some("up/repo"),
+        parent_open: vec![(9, "feat", "org/repo", "main"), (10, "feat", "someone/repo", "main")],
+        ..Forge::default()
+    };
+    let e = fork.effect("delete_branch", with_repo(json!({ "branch": "feat" })));
+    let closed: Vec<(String, u64)> = e.prs.iter().map(|p| (p.repo.0.clone(), p.pr)).collect();
+    assert_eq!(closed, [("up/repo".to_owned(), 9)], "only the parent's PR whose head lives here");
+    let orphan = Forge { fork_of: None, ..Forge::default() };
+    let mut entry = orphan.answer(&repo_read("Repo")).unwrap();
+    entry[0]["fork"] = json!(true);
+    let facts = repo_facts(&entry, "Org", "Repo").unwrap();
+    assert!(facts.fork && facts.parent.is_none());
+}
+
+#[test]
+fn a_full_listing_is_read_page_by_page_and_never_taken_for_all() {
+    struct Endless;
+    let call = args(with_repo(json!({ "branch": "feat" })));
+    let mut answers: Vec<Answered> = Vec::new();
+    let effect = loop {
+        match establish("delete_branch", &call, None, &answers) {
+            Ok(e) => break e,
+            Err(reads) => {
+                for read in reads {
+                    let a = match read.tool.as_str() {
+                        "search_repos" => Ok(json!([{ "full_name": "Org/Repo", "default_branch": "main" }])),
+                        _ => Ok(Value::Array(
+                            (0..OPEN_PR_PAGE).map(|n| json!({ "number": n, "head": "x", "base": "y" })).collect(),
+                        )),
+                    };
+                    answers.push((read, a));
+                }
+            }
+        }
+    };
+    let _ = Endless;
+    assert!(effect.unestablished[0].contains("more than"), "{effect:?}");
+    let pages = answers.iter().filter(|(r, _)| r.tool == "list_pull_requests").count() as u64;
+    assert_eq!(pages, OPEN_PR_PAGES);
+}
+
+#[test]
+fn an_issue_update_on_a_pr_s_number_is_a_pr_update() {
+    let forge = Forge { open: vec![(4, "feat", "Org/Repo", "main")], ..Forge::default() };
+    let close =
+        forge.effect("issue_write", with_repo(json!({ "method": "update", "issue_number": 4, "state": "closed" })));
+    assert_eq!(breaches(&close, "author"), [Invariant::PrState]);
+    assert!(breaches(&close, "controller").is_empty());
+    assert_eq!(close.action, Some(ACTION_CLOSE));
+    let edit =
+        forge.effect("issue_write", with_repo(json!({ "method": "update", "issue_number": 4, "body": "Closes #1" })));
+    assert_eq!(edit.action, Some(ACTION_EDIT), "the workflow judges the issues it references");
+    // An issue's number: an issue update like any other.
+    let issue =
+        forge.effect("issue_write", with_repo(json!({ "method": "update", "issue_number": 12, "state": "closed" })));
+    assert!(issue.prs.is_empty() && issue.action.is_none(), "{issue:?}");
+    let down = Forge { failing: vec!["pull_request_read"], ..Forge::default() };
+    let e = down.effect("issue_write", with_repo(json!({ "method": "update", "issue_number": 4, "state": "closed" })));
+    assert!(!e.unestablished.is_empty());
+    let labels =
+        forge.effect("issue_write", with_repo(json!({ "method": "update", "issue_number": 4, "milestone": 2 })));
+    assert!(labels.prs.is_empty() && labels.unestablished.is_empty());
+}
+
+#[test]
+fn a_pr_update_states_its_retarget_and_its_state_change() {
+    let forge = Forge::default();
+    let e =
+        forge.effect("pull_request_write", with_repo(json!({ "method": "update", "pull_number": 2, "base": "main" })));
+    assert_eq!(breaches(&e, "controller"), [Invariant::Retarget]);
+    let e = forge
+        .effect("pull_request_write", with_repo(json!({ "method": "update", "pull_number": 2, "state": "closed" })));
+    assert_eq!(breaches(&e, "author"), [Invariant::PrState]);
+    let e = forge.effect("pull_request_write", with_repo(json!({ "method": "close", "pull_number": 2 })));
+    assert_eq!(breaches(&e, "merger"), [Invariant::PrState]);
+    assert!(breaches(&e, "reconciler").is_empty());
+    let e =
+        forge.effect("pull_request_write", with_repo(json!({ "method": "update", "pull_number": 2, "title": "t" })));
+    assert!(breaches(&e, "author").is_empty() && e.action == Some(ACTION_EDIT));
+}
+
+#[test]
+fn readers_that_write_files_and_calls_the_dialect_does_not_know() {
+    let forge = Forge::default();
+    for (tool, method) in DOWNLOADS.iter().map(|(t, m, _)| (*t, *m)) {
+        let e = forge.effect(tool, with_repo(json!({ "method": method })));
+        assert_eq!(breaches(&e, "author"), [Invariant::ReaderWrites], "{tool} {method}: without output_path too");
+    }
+    let e = forge.effect("pull_request_read", with_repo(json!({ "method": "get", "output_path": "/tmp/x" })));
+    assert_eq!(breaches(&e, "reviewer"), [Invariant::ReaderWrites]);
+    assert!(forge.effect("pull_request_read", with_repo(json!({ "method": "get_diff" }))).is_read());
+    assert!(forge.effect("list_branches", with_repo(json!({}))).is_read());
+    for (tool, call) in [
+        ("pull_request_write", json!({ "method": "merge_now", "pull_number": 1 })),
+        ("pull_request_read", json!({ "method": "rewrite" })),
+        ("merge_pull_request", json!({ "index": 1 })),
+        ("issue_write", json!({})),
+    ] {
+        let e = forge.effect(tool, with_repo(call));
+        assert_eq!(breaches(&e, "merger"), [Invariant::UnknownEffect], "{tool}: {e:?}");
+    }
+    // Known writes no invariant guards.
+    for (tool, method) in [("label_write", "create_repo_label"), ("create_release", ""), ("issue_write", "add_comment")]
+    {
+        let call = if method.is_empty() { json!({}) } else { json!({ "method": method }) };
+        let e = forge.effect(tool, with_repo(call));
+        assert!(breaches(&e, "controller").is_empty() && !e.is_read(), "{tool}");
+    }
+}
+
+#[test]
+fn every_reader_and_write_of_the_server_has_a_statement() {
+    let forge = Forge { open: vec![(1, "feat", "Org/Repo", "dev")], ..Forge::default() };
+    for (tool, methods) in READERS.iter().chain(PLAIN_WRITES) {
+        let calls: Vec<Value> =
+            if methods.is_empty() { vec![json!({})] } else { methods.iter().map(|m| json!({ "method": m })).collect() };
+        for call in calls {
+            let mut call = with_repo(call);
+            call["pull_number"] = json!(1);
+            let e = forge.effect(tool, call);
+            assert!(e.unknown.is_none() && e.unestablished.is_empty(), "{tool}: {e:?}");
+        }
+    }
+    for m in REVIEW_METHODS {
+        let e = forge.effect("pull_request_review_write", with_repo(json!({ "method": m, "pull_number": 1 })));
+        assert_eq!(e.action, Some(ACTION_REVIEW), "{m}");
+    }
+}
