@@ -485,6 +485,49 @@ fn the_forge_command_sees_only_declared_keys_never_the_token_or_the_store_url() 
     assert!(!env.contains("http-token-secret") && !env.contains("undeclared-secret"), "{env}");
 }
 
+/// Issue 43 (10): the forge command is the CLI's own child, and a same-user process reads its
+/// parent's `/proc/PID/environ`. The CLI's secrets are in neither environment: the forge
+/// command dumps its own and its parent's.
+#[test]
+fn the_forge_command_reads_no_secret_of_the_cli_in_its_own_or_its_parents_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let (own, parent) = (dir.path().join("own-env"), dir.path().join("parent-env"));
+    let script = format!("env > '{}'; tr '\\0' '\\n' < /proc/$PPID/environ > '{}'", own.display(), parent.display());
+    let roster = format!(
+        "[fleet]\nforge = \"gitea-mcp\"\n\n[[members]]\nnamespace = \"gitea-merger\"\nprofile = \"prgs-merger\"\n\
+         role = \"merger\"\n\n[workflow]\nforge_command = [\"/bin/sh\", \"-c\", {script:?}]\n"
+    );
+    std::fs::write(dir.path().join("fleet.toml"), roster).unwrap();
+    let secrets = [
+        ("FLEETGATE_HTTP_TOKEN", "http-token-secret"),
+        ("FLEETGATE_DASHBOARD_TOKEN", "dashboard-token-secret"),
+        ("FLEETGATE_METRICS_TOKEN", "metrics-token-secret"),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=otlp-header-secret"),
+    ];
+    // (`capability` is sealed the same way; its forge read needs a live fleet.)
+    let args = ["pr", "show", "7", "--owner", "o", "--repo", "r", "--json"];
+    let out = Command::new(bin())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .envs(secrets)
+        .arg("--store")
+        .arg(dir.path().join("r.sqlite3"))
+        .arg("--config")
+        .arg(dir.path().join("fleet.toml"))
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for file in [&own, &parent] {
+        let env =
+            std::fs::read_to_string(file).unwrap_or_else(|e| panic!("the forge command did not run ({e}): {stderr}"));
+        assert!(env.contains("PATH=/usr/bin:/bin"), "{}: {env}", file.display());
+        for (key, value) in secrets {
+            assert!(!env.contains(key) && !env.contains(value), "{}: {key} seen: {env}", file.display());
+        }
+    }
+}
+
 /// Issue 34: a PostgreSQL password holding `/` (which the client library accepts unencoded)
 /// was printed by `runtime list`, in its error too. Nothing listens on port 1, so the store
 /// is unreachable and the error names it: without the password, in text and in JSON.
