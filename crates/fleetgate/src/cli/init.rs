@@ -46,11 +46,11 @@ pub fn run(config: Option<&Path>, json: bool, env: EnvSnapshot, args: &InitArgs)
     }
     let root = args.repo_root.clone().unwrap_or_else(|| PathBuf::from("."));
     let url = git_remote_url(&root, &args.remote)?;
-    let remote = parse_remote(&url).ok_or_else(|| {
+    let remote = parse_remote(&url).map_err(|why| {
         // A credential in the URL is never shown.
         let shown = fleetgate_core::redact::redact_url_userinfo(&url).unwrap_or_else(|| url.clone());
         anyhow!(
-            "the remote {:?} is {shown:?}, which names no forge repository (https://HOST/ORG/REPO or git@HOST:ORG/REPO)",
+            "the remote {:?} is {shown:?}, which names no forge repository fleetgate writes a roster for: {why}",
             args.remote
         )
     })?;

@@ -582,6 +582,48 @@ fn completions_and_the_manual_page_are_generated_from_the_flags() {
     assert!(!page.contains("SPEC"), "the manual names no document the user lacks");
 }
 
+/// A checkout with `remote.origin.url` as given (written into `.git/config`, git's own
+/// escapes allowed), and `fleetgate --config CONFIG init ARGS --repo-root CHECKOUT` to run in it.
+fn init_in_checkout(dir: &Path, url: &str) -> (std::path::PathBuf, impl Fn(&[&str]) -> std::process::Output) {
+    let checkout = dir.join("checkout");
+    std::fs::create_dir_all(&checkout).unwrap();
+    assert!(Command::new("git").arg("-C").arg(&checkout).args(["init", "-q"]).status().unwrap().success());
+    let mut git_config = std::fs::OpenOptions::new().append(true).open(checkout.join(".git/config")).unwrap();
+    std::io::Write::write_all(&mut git_config, format!("[remote \"origin\"]\n\turl = \"{url}\"\n").as_bytes()).unwrap();
+    let config = dir.join("etc").join("fleet.toml");
+    let home = dir.join("home");
+    let run = move |args: &[&str]| {
+        Command::new(bin())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &home)
+            .arg("--config")
+            .arg(dir.join("etc").join("fleet.toml"))
+            .args(args)
+            .arg("--repo-root")
+            .arg(&checkout)
+            .output()
+            .unwrap()
+    };
+    (config, run)
+}
+
+/// Issue 43 (2): anyone who can write the checkout's `.git/config` planted a remote whose
+/// host held a newline; `init` wrote it raw into a comment, and the next line became TOML
+/// (`protected_paths = []`). Refused, naming the host; nothing written.
+#[test]
+fn init_refuses_a_remote_whose_host_would_become_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, run) =
+        init_in_checkout(dir.path(), "https://git.example.com\\nprotected_paths = []\\n#/acme/tools.git");
+    let out = run(&["init"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), Some(1), "{stderr}");
+    assert!(stderr.contains("the host") && stderr.contains("is not a host name"), "{stderr}");
+    assert!(!stderr.contains("\nprotected_paths"), "the newline is shown escaped: {stderr}");
+    assert!(!config.exists(), "nothing written: {}", std::fs::read_to_string(&config).unwrap_or_default());
+}
+
 /// `fleetgate init`: a roster from the checkout's remote that fleetgate reads back, never
 /// over an existing file (`--force` keeps the old one), a clear error without a remote, and
 /// with `--client` the doctor's repair of that client — a diff, written only with `--apply`,
