@@ -624,6 +624,42 @@ fn init_refuses_a_remote_whose_host_would_become_toml() {
     assert!(!config.exists(), "nothing written: {}", std::fs::read_to_string(&config).unwrap_or_default());
 }
 
+/// Issue 43 (2): `init` wrote through a planted `fleet.toml.partial` symbolic link (into any
+/// file the operator may write) and backed up to `fleet.toml.bak.<pid>`, a name anyone could
+/// plant for the next pids. Both are now created exclusively under names nobody can guess:
+/// the planted links and their targets are untouched.
+#[test]
+fn init_writes_through_no_planted_link() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let (config, run) = init_in_checkout(dir.path(), "https://git.example.com/acme/tools.git");
+    let etc = config.parent().unwrap().to_owned();
+    std::fs::create_dir_all(&etc).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "the operator's other file\n").unwrap();
+    symlink(&victim, etc.join("fleet.toml.partial")).unwrap();
+    let first = run(&["init"]);
+    assert_eq!(code(&first), Some(0), "{}", String::from_utf8_lossy(&first.stderr));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the operator's other file\n", "written through the link");
+    assert!(std::fs::symlink_metadata(&config).unwrap().is_file());
+    assert!(std::fs::read_to_string(&config).unwrap().contains("[binding]"));
+
+    // The backup: links planted for the next few hundred pids, as an attacker would.
+    std::fs::write(&config, "# the operator's own\n").unwrap();
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid").unwrap().trim().parse().unwrap();
+    for pid in last + 1..=last + 400 {
+        symlink(&victim, etc.join(format!("fleet.toml.bak.{pid}"))).unwrap();
+    }
+    let forced = run(&["init", "--force", "--json"]);
+    assert_eq!(code(&forced), Some(0), "{}", String::from_utf8_lossy(&forced.stderr));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the operator's other file\n", "backed up through a link");
+    let backup = std::path::PathBuf::from(json_of(&forced)["backup"].as_str().unwrap());
+    assert!(std::fs::symlink_metadata(&backup).unwrap().is_file(), "{}", backup.display());
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), "# the operator's own\n");
+    let links = std::fs::read_dir(&etc).unwrap().filter(|e| e.as_ref().unwrap().file_type().unwrap().is_symlink());
+    assert_eq!(links.count(), 401, "every planted link is left as it was");
+}
+
 /// `fleetgate init`: a roster from the checkout's remote that fleetgate reads back, never
 /// over an existing file (`--force` keeps the old one), a clear error without a remote, and
 /// with `--client` the doctor's repair of that client — a diff, written only with `--apply`,
