@@ -1,39 +1,59 @@
-//! The operator's side of approvals (`fleetgate approvals`): the waiting requests as a
-//! table, and an answer — recorded once, on a pending request only, and audited with who
-//! gave it.
+//! The operator's side of approvals (`fleetgate approvals`): the waiting requests as an
+//! operator reads them, and an answer — recorded once, on a pending request only, and audited
+//! with who gave it.
 
 use fleetgate_core::Timestamp;
 use fleetgate_core::approval::ApprovalRequest;
 use fleetgate_core::audit::AuditEntry;
-use fleetgate_core::text::{shown, table};
+use fleetgate_core::text::shown;
 use fleetgate_store::{Store, StoreError};
 
 /// The audit log's name for an approval's events.
 pub const APPROVAL_EVENT: &str = "approval";
 
-/// The requests as a table (id, when, who, tool, the exact arguments).
-pub fn table_of(requests: &[ApprovalRequest]) -> String {
+/// The requests as an operator reads them before answering: one block each, with who asks
+/// (profile, role, worker, principal), the tool, why, and every key and value of the exact
+/// arguments on a line of its own, uncut (a table's cell would cut a long call and hide its
+/// later keys). Every value is [`shown`]: an invisible or direction-changing character is
+/// escaped, so `ma\u{fe0f}in` never reads as `main`.
+pub fn listing(requests: &[ApprovalRequest]) -> String {
     if requests.is_empty() {
         return "no approval requests".into();
     }
-    let rows: Vec<Vec<String>> = requests
-        .iter()
-        .map(|r| {
-            let arguments = r
-                .arguments
-                .as_ref()
-                .map_or_else(|| "{}".to_owned(), |a| serde_json::Value::from(a.clone()).to_string());
-            vec![
-                r.id.clone(),
-                r.state.to_string(),
-                r.requested_at.to_string(),
-                format!("{} ({})", r.profile, r.worker.as_deref().unwrap_or("-")),
-                r.tool.clone(),
-                shown(&arguments, 200),
-            ]
-        })
-        .collect();
-    table(&["ID", "STATE", "ASKED", "WHO", "TOOL", "ARGUMENTS"], &rows)
+    let line = |text: String| shown(&text, usize::MAX);
+    let mut out: Vec<String> = Vec::new();
+    for r in requests {
+        if !out.is_empty() {
+            out.push(String::new());
+        }
+        out.push(line(format!("{}  {}  asked {}", r.id, r.state, r.requested_at)));
+        out.push(line(format!(
+            "  who:       {} (role {}), worker {}, principal {}",
+            r.profile,
+            r.role,
+            r.worker.as_deref().unwrap_or("-"),
+            r.principal.as_deref().unwrap_or("-")
+        )));
+        out.push(line(format!("  tool:      {}", r.tool)));
+        out.push(line(format!("  why:       {}", r.why)));
+        match r.arguments.as_ref().filter(|a| !a.is_empty()) {
+            None => out.push("  arguments: {}".into()),
+            Some(arguments) => {
+                out.push("  arguments:".into());
+                for (key, value) in arguments {
+                    out.push(line(format!("    {}: {value}", serde_json::Value::from(key.as_str()))));
+                }
+            }
+        }
+        if let (Some(by), Some(at)) = (&r.answered_by, r.answered_at) {
+            let reason = r.answer_reason.as_deref().map(|x| format!(": {x}")).unwrap_or_default();
+            out.push(line(format!("  answered:  by {by} at {at}{reason}")));
+        }
+        if let Some(at) = r.used_at {
+            out.push(line(format!("  used:      {at}")));
+        }
+    }
+    out.join("\n")
 }
 
 /// Why an answer was not recorded.
@@ -162,6 +182,69 @@ fn watch(inner: &WatchInner, store: &dyn Store) {
         if inner.tx.receiver_count() == 0 {
             *running = false;
             return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleetgate_core::approval::{ApprovalState, call_digest};
+
+    fn request(arguments: serde_json::Value, why: &str) -> ApprovalRequest {
+        let arguments = arguments.as_object().cloned();
+        ApprovalRequest {
+            id: "apr-00000000000000a1".into(),
+            requested_at: Timestamp::parse("2026-01-02T03:04:05Z").unwrap(),
+            profile: "prgs-merger".into(),
+            role: "merger".into(),
+            worker: Some("wrk-m".into()),
+            principal: Some("alice".into()),
+            tool: "pull_request_write".into(),
+            digest: call_digest(Some("wrk-m"), "pull_request_write", arguments.as_ref()),
+            arguments,
+            why: why.into(),
+            state: ApprovalState::Pending,
+            answered_by: None,
+            answered_at: None,
+            answer_reason: None,
+            used_at: None,
+        }
+    }
+
+    /// Issue 43 (7): the listing cut the arguments at 120 characters (a long title hid
+    /// `pull_number` and `repo`), left out why and the principal, and let four invisible
+    /// characters through. Every key and value of the exact call is shown, each invisible one
+    /// escaped.
+    #[test]
+    fn the_listing_shows_every_key_and_value_of_the_exact_call_and_why() {
+        let title = "t".repeat(300);
+        let r = request(
+            serde_json::json!({
+                "method": "merge", "owner": "o", "title": title, "pull_number": 7, "repo": "r",
+                "base": "ma\u{fe0f}in", "head": "fe\u{034f}at", "body": "\u{3164}\u{115f}",
+                "note": "\u{202e}txt.exe", "delete_\u{200b}branch": true,
+            }),
+            "rule 3 (merges ask) \u{2066}asks",
+        );
+        let text = listing(&[r]);
+        assert!(!text.chars().any(|c| c != '\n' && fleetgate_core::text::needs_escape(c)), "{text}");
+        for expected in [
+            "\"pull_number\": 7",
+            "\"repo\": \"r\"",
+            &format!("\"title\": \"{title}\""),
+            "\"base\": \"ma\\u{fe0f}in\"",
+            "\"head\": \"fe\\u{34f}at\"",
+            "\"body\": \"\\u{3164}\\u{115f}\"",
+            "\"note\": \"\\u{202e}txt.exe\"",
+            "\"delete_\\u{200b}branch\": true",
+            "rule 3 (merges ask) \\u{2066}asks",
+            "alice",
+            "wrk-m",
+            "merger",
+            "pull_request_write",
+        ] {
+            assert!(text.contains(expected), "{expected} not in:\n{text}");
         }
     }
 }

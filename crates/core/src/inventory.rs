@@ -137,7 +137,8 @@ pub fn served_here<'a>(rows: &'a [RuntimeRecord], scan: &ProcessScan, hosts: &Ho
 }
 
 pub use other_fleet::{
-    OtherFleetGateway, OurRepository, PeerEvidence, PeerStore, PeerVerdict, PeerView, judge_peer, our_repository,
+    OtherFleetGateway, OurRepository, PeerEvidence, PeerStore, PeerVerdict, PeerView, PendingGateway,
+    REGISTRATION_GRACE_SECONDS, judge_peer, our_repository,
 };
 pub use report::{
     BindingMismatch, ConfiguredMember, DuplicateMember, FleetInventory, Instance, MemberRow, RoleMismatch,
@@ -446,21 +447,21 @@ fn role_mismatches(roster: &[RosterMember], running: &[Live<'_>]) -> Vec<RoleMis
 /// Stage 5: this host's fleet processes no row of this host claims. This host's scan is
 /// checked against this host's rows only: a pid on another host says nothing about a
 /// local process with the same number. A gateway that proves it is another fleet's, bound
-/// to another repository ([`judge_peer`]), is set aside; every other one is unregistered
-/// and fails closed, with why it is not proven another fleet's when it was looked at.
-fn unregistered(
-    input: &InventoryInput<'_>,
-    rows: &[&RuntimeRecord],
-    incomplete: &mut Vec<String>,
-) -> (Vec<ObservedProcess>, Vec<OtherFleetGateway>) {
+/// to another repository ([`judge_peer`]), is set aside, and so is one of another store
+/// still within its grace (pending); every other one is unregistered and fails closed, with
+/// why it is not proven another fleet's when it was looked at.
+fn unregistered(input: &InventoryInput<'_>, rows: &[&RuntimeRecord], incomplete: &mut Vec<String>) -> Unclaimed {
     let claimed: BTreeSet<i64> = rows.iter().filter(|r| input.hosts.is_local(r)).map(|r| r.pid).collect();
-    let mut found = Vec::new();
-    let mut others = Vec::new();
+    let mut out = Unclaimed::default();
     for p in input.process_scan.processes.iter().filter(|p| !claimed.contains(&p.pid)) {
         let looked_at = input.peers.evidence.is_some_and(|e| e.contains_key(&p.pid));
-        let why = match judge_peer(p, &input.peers) {
+        let why = match judge_peer(p, &input.peers, input.now) {
             PeerVerdict::OtherFleet(g) => {
-                others.push(*g);
+                out.other_fleets.push(*g);
+                continue;
+            }
+            PeerVerdict::Pending(g) => {
+                out.pending.push(*g);
                 continue;
             }
             PeerVerdict::NotProven(why) => looked_at.then(|| format!("; not another fleet's: {why}")),
@@ -473,9 +474,17 @@ fn unregistered(
             p.command,
             why.unwrap_or_default()
         ));
-        found.push(p.clone());
+        out.unregistered.push(p.clone());
     }
-    (found, others)
+    out
+}
+
+/// The processes no row of this host claims, as stage 5 sorts them.
+#[derive(Default)]
+struct Unclaimed {
+    unregistered: Vec<ObservedProcess>,
+    other_fleets: Vec<OtherFleetGateway>,
+    pending: Vec<PendingGateway>,
 }
 
 /// Stage 6: why the gate is closed, every category named apart.
@@ -533,7 +542,7 @@ pub fn classify_with_probes(input: &InventoryInput<'_>, probes: &BTreeMap<i64, P
     let coherent = coherence(&live, &mut c.incomplete);
     let bindings = binding_mismatches(input.expected_binding, &live);
     let roles = role_mismatches(input.roster, &c.running);
-    let (unregistered, other_fleets) = unregistered(input, &c.rows, &mut c.incomplete);
+    let unclaimed = unregistered(input, &c.rows, &mut c.incomplete);
     let blocked = blocking_reasons(&duplicates, &missing, &c.unexpected, &coherent, &bindings, &roles);
     let mut blocked_reasons = c.incomplete.clone();
     blocked_reasons.extend(blocked);
@@ -549,8 +558,9 @@ pub fn classify_with_probes(input: &InventoryInput<'_>, probes: &BTreeMap<i64, P
         duplicate_members: duplicates,
         unexpected_members,
         stale_members: c.stale,
-        unregistered_processes: unregistered,
-        other_fleet_gateways: other_fleets,
+        unregistered_processes: unclaimed.unregistered,
+        other_fleet_gateways: unclaimed.other_fleets,
+        pending_gateways: unclaimed.pending,
         single_cohort: coherent.single_cohort,
         mixed_cohort: coherent.mixed_cohort,
         cohort_ids: coherent.cohort_ids.into_iter().collect(),
@@ -654,6 +664,15 @@ pub fn render(inv: &FleetInventory) -> String {
                 ),
                 usize::MAX,
             )
+        }));
+    }
+    if !inv.pending_gateways.is_empty() {
+        out.push(String::new());
+        out.push(
+            "gateways of other stores, just started (not ours; unproven past the grace, they close the gate):".into(),
+        );
+        out.extend(inv.pending_gateways.iter().map(|g| {
+            shown(&format!("  - pending: pid {}, store {}, until {}: {}", g.pid, g.store, g.until, g.why), usize::MAX)
         }));
     }
     out.join("\n")

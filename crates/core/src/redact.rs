@@ -1,93 +1,297 @@
 //! Secrets out of what is shown: a peer's command line is quoted in inventory reasons, gate
 //! refusals (into a model's context), audit rows and the dashboard, so it is redacted once,
-//! where it is observed. Redaction works on the command line's structure — a URL's userinfo,
-//! a secret-looking flag's value, a secret-looking `KEY=value`, a credential header — and on
-//! the shapes credentials are issued in, never by searching the text for a known secret
-//! (which would mangle the message around a one-letter password, and reveal it).
+//! where it is observed. Redaction works on the command line's structure and on the shapes
+//! credentials are issued in, never by searching the text for a known secret (which would
+//! mangle the message around a one-letter password, and reveal it).
 //!
-//! What is masked, argument by argument:
-//! - the value after a flag whose name looks secret (`looks_secret`), with two dashes or one
-//!   (`--token X`, `-token X` as Go's `flag` package reads it), and after `-p` (a password
-//!   for mysql, sshpass and friends; a port elsewhere: masking a harmless value is accepted,
-//!   leaking a secret is not);
-//! - the value of `KEY=value` when the key looks secret, and a URL's userinfo;
-//! - after a header name that looks secret (`Authorization:`, `X-Api-Key:`, `Private-Token:`,
-//!   `Cookie:`), the rest of that argument; the word after `Bearer` or `Basic`;
+//! Each argument is split into words at every kind of whitespace (a tab, a no-break space, a
+//! line separator; the separators are kept). What is masked:
+//! - the value after a flag whose name is secret ([`secret_name`]: a name component such as
+//!   `token`, `secret`, `password`, `pass`, `pwd`, `pw`, `pat`, `cred`, `auth`, `bearer`,
+//!   `key`, `cookie`; `author` is not one), with two dashes or one (`--token X`, `-token X` as
+//!   Go's `flag` package reads it), and after `-p` and `-a` (a password for mysql, sshpass,
+//!   redis-cli; a port or a switch elsewhere: masking a harmless value is accepted, leaking a
+//!   secret is not); an end of options (`--token -- X`) and a secret flag taken as the value
+//!   (`--token --password X`) do not end it;
+//! - the password of `user:password` after a user flag (`-u`, `--user`, `--proxy-user`);
+//! - the value of `KEY=value` when the key is secret, looked for in nested assignments too
+//!   (`--env=GITEA_TOKEN=X`, a URL's query), and a URL's userinfo;
+//! - after a secret header name (`Authorization:`, `X-Api-Key:`, `Private-Token:`, `Cookie:`),
+//!   the rest of that argument;
+//! - the word after an authorization scheme (`Bearer`, `Basic`, `token`) wherever it stands,
+//!   and after a bare key name (`aws_secret_access_key X`, `github.token X`, `password X`);
 //! - anywhere, a run of token characters shaped like an issued credential (`token_shaped`):
 //!   GitHub (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), GitLab (`glpat-` and the
-//!   other `gl…-` kinds), Slack (`xox?-`), `sk-` API keys, a JWT (`eyJ….….…`), and 40 hex digits
-//!   (a Gitea access token; a git object name has the same shape and is masked too).
+//!   other `gl…-` kinds), Slack (`xox?-`), `sk-` API keys, AWS access key ids (`AKIA…`,
+//!   `ASIA…`), a JWT (`eyJ….….…`), and 40 hex digits (a Gitea access token; a git object name
+//!   has the same shape and is masked too).
 //!
 //! Not recognised: a password glued to a short flag (`-pSECRET`), which is indistinguishable
 //! from `-p8080` or `-profile` without knowing the program.
 
-use crate::env::looks_secret;
-
 /// What replaces a secret.
 pub const MASK: &str = "***";
 
+/// What the next word is, as the words before it say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Nothing known about it.
+    Plain,
+    /// A secret, masked whole.
+    Secret,
+    /// `user:password` after a user flag: the part after the first `:` masked.
+    UserPassword,
+}
+
+/// What a word says about what follows it.
+#[derive(Debug, PartialEq, Eq)]
+enum Then {
+    Next(Next),
+    /// A secret header name: the rest of the argument is its value. `value` is what of it
+    /// this word held (after the `:`).
+    Header {
+        value: String,
+    },
+}
+
 /// `argv` joined by spaces, every secret masked.
 pub fn redact_argv(argv: &[String]) -> String {
-    let mut out = Vec::with_capacity(argv.len());
-    let mut next_is_secret = false;
-    for arg in argv {
-        if next_is_secret {
-            out.push(MASK.to_owned());
-            // `--auth Bearer X`, `--token --password X`: a scheme or a secret flag taken
-            // as a value is masked, and so is what follows it.
-            next_is_secret = is_scheme(arg) || takes_secret(arg);
-            continue;
+    let mut out = String::new();
+    let mut next = Next::Plain;
+    for (i, arg) in argv.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
         }
-        if takes_secret(arg) || is_scheme(arg) {
-            next_is_secret = true;
-            out.push(mask_token_shapes(arg));
-            continue;
-        }
-        out.push(redact_arg(arg));
+        next = redact_arg(arg, next, &mut out);
     }
-    out.join(" ")
+    out
+}
+
+/// Whitespace of every kind splits words, and so do the invisible spaces.
+fn is_separator(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '\u{180e}' | '\u{200b}' | '\u{2060}' | '\u{feff}')
+}
+
+/// One argument, word by word, onto `out`; what the next argument is.
+fn redact_arg(arg: &str, mut next: Next, out: &mut String) -> Next {
+    let mut rest = arg;
+    loop {
+        let gap = rest.find(|c| !is_separator(c)).unwrap_or(rest.len());
+        out.push_str(&rest[..gap]);
+        rest = &rest[gap..];
+        if rest.is_empty() {
+            return next;
+        }
+        let (word, after) = rest.split_at(rest.find(is_separator).unwrap_or(rest.len()));
+        rest = after;
+        match next {
+            // The end of options: the value follows it.
+            Next::Secret if word == "--" => out.push_str(word),
+            Next::Secret => {
+                out.push_str(MASK);
+                // `--auth Bearer X`, `--token --password X`: a scheme or a secret flag taken
+                // as a value is masked, and so is what follows it.
+                next = if is_scheme(word) || secret_flag(word) { Next::Secret } else { Next::Plain };
+            }
+            Next::UserPassword if !word.starts_with('-') => {
+                out.push_str(&user_password(word));
+                next = Next::Plain;
+            }
+            _ => {
+                let (shown, then) = judge(word);
+                out.push_str(&shown);
+                match then {
+                    Then::Next(n) => next = n,
+                    Then::Header { value } => {
+                        let value = format!("{value} {rest}");
+                        let words: Vec<&str> = value.split(is_separator).filter(|w| !w.is_empty()).collect();
+                        if words.is_empty() {
+                            // `Authorization:` alone: its value is the next argument.
+                            return Next::Secret;
+                        }
+                        out.push(' ');
+                        out.push_str(MASK);
+                        return if words.last().is_some_and(|w| is_scheme(w)) { Next::Secret } else { Next::Plain };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One word on its own: how it is shown and what it says about what follows. `key=value` is
+/// taken apart in a loop, not by recursion: a command line is any bytes, and a word of a
+/// hundred thousand `=` must cost neither the stack nor quadratic time.
+fn judge(word: &str) -> (String, Then) {
+    let mut shown = String::new();
+    let mut word = word;
+    loop {
+        let done = |mut shown: String, tail: &str, then: Next| {
+            shown.push_str(tail);
+            (shown, Then::Next(then))
+        };
+        // A URL's scheme holds no `=`: only a word whose `://` comes before any `=` can be one.
+        let key_end = word.find('=').unwrap_or(word.len());
+        if word[..key_end].contains("://")
+            && let Some(url) = redact_url_userinfo(word)
+        {
+            return done(shown, &mask_token_shapes(&url), Next::Plain);
+        }
+        let body = word.trim_start_matches('-');
+        let flag = body.len() < word.len();
+        if flag && body.is_empty() {
+            return done(shown, word, Next::Plain);
+        }
+        if let Some((key, value)) = body.split_once('=') {
+            let prefix = mask_token_shapes(&word[..word.len() - value.len()]);
+            if secret_name(key) {
+                if value.is_empty() {
+                    return done(shown, &prefix, Next::Plain);
+                }
+                // `Authorization=Bearer X`: the scheme's credential follows.
+                let then = if is_scheme(value) { Next::Secret } else { Next::Plain };
+                return done(shown, &format!("{prefix}{MASK}"), then);
+            }
+            if user_flag_name(key) && value.contains(':') {
+                return done(shown, &format!("{prefix}{}", user_password(value)), Next::Plain);
+            }
+            // Not secret: the value is judged as a word of its own (a nested assignment, a
+            // URL, a header).
+            shown.push_str(&prefix);
+            word = value;
+            continue;
+        }
+        if flag {
+            let then = if secret_flag_name(body) {
+                Next::Secret
+            } else if user_flag_name(body) {
+                Next::UserPassword
+            } else {
+                Next::Plain
+            };
+            return done(shown, &mask_token_shapes(word), then);
+        }
+        if let Some((name, value)) = word.split_once(':')
+            && !value.starts_with("//")
+            && secret_name(name)
+        {
+            shown.push_str(&mask_token_shapes(name));
+            shown.push(':');
+            return (shown, Then::Header { value: value.to_owned() });
+        }
+        if is_scheme(word) || key_name(word) {
+            return done(shown, word, Next::Secret);
+        }
+        return done(shown, &mask_token_shapes(word), Next::Plain);
+    }
+}
+
+/// `user:password` with the password masked; a word without one as it is.
+fn user_password(word: &str) -> String {
+    match word.split_once(':') {
+        Some((user, password)) if !password.is_empty() => format!("{user}:{MASK}"),
+        _ => mask_token_shapes(word),
+    }
 }
 
 /// A flag whose value, the next argument, is a secret: `--token`, `-token`, `-p`.
-fn takes_secret(arg: &str) -> bool {
-    let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) else { return false };
-    !flag.contains('=') && (flag == "p" || looks_secret(flag))
+fn secret_flag(word: &str) -> bool {
+    let body = word.trim_start_matches('-');
+    body.len() < word.len() && !body.is_empty() && !body.contains('=') && secret_flag_name(body)
 }
 
-/// An authorization scheme whose credential follows it.
+fn secret_flag_name(name: &str) -> bool {
+    name == "p" || name == "a" || secret_name(name)
+}
+
+/// A flag whose value may be `user:password` (curl's `-u` and `-U`, `--user`, `--proxy-user`).
+fn user_flag_name(name: &str) -> bool {
+    name == "u" || name == "U" || components(name).last().is_some_and(|c| c == "user")
+}
+
+/// An authorization scheme whose credential follows it (quotes and brackets around it allowed).
 fn is_scheme(word: &str) -> bool {
-    word.eq_ignore_ascii_case("bearer") || word.eq_ignore_ascii_case("basic")
+    let word = word.trim_matches(|c: char| !c.is_alphanumeric());
+    ["bearer", "basic", "token"].iter().any(|s| word.eq_ignore_ascii_case(s))
 }
 
-/// The header name of `word` if it is `Name:` or `Name:value` with a secret-looking name
-/// (after any `--flag=` in front of it), else `None`.
-fn secret_header(word: &str) -> Option<&str> {
-    let (name, value) = word.split_once(':')?;
-    let bare = name.rsplit('=').next().unwrap_or(name).trim_start_matches('-');
-    let secret = looks_secret(bare) || bare.eq_ignore_ascii_case("cookie");
-    (secret && !bare.is_empty() && !value.starts_with("//")).then_some(name)
+/// A bare key name whose value follows it: an identifier with a `_` or `.` whose last part
+/// is secret (`aws_secret_access_key`, `github.token`), or `password` itself.
+fn key_name(word: &str) -> bool {
+    let parts = components(word);
+    let identifier = word.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    let compound = word.contains(['_', '.']) && parts.last().is_some_and(|c| secret_component(c, true));
+    identifier
+        && (compound
+            || matches!(parts.as_slice(), [one] if ["password", "passwd", "passphrase"].contains(&one.as_str())))
 }
 
-/// One argument: it may carry several words (a libpq connection string, a header).
-fn redact_arg(arg: &str) -> String {
-    let words: Vec<&str> = arg.split(' ').collect();
-    let mut out: Vec<String> = Vec::with_capacity(words.len());
-    let mut next_is_secret = false;
-    for (i, word) in words.iter().enumerate() {
-        if next_is_secret && !word.is_empty() {
-            out.push(MASK.to_owned());
-            next_is_secret = is_scheme(word);
+/// Does a flag, key or header name hold a secret? By its components (`--db-pass`,
+/// `GITEA_ACCESS_TOKEN`, `clientSecret`, `X-Api-Key`), not by a substring: `--author` does not.
+pub fn secret_name(name: &str) -> bool {
+    let parts = components(name);
+    let last = parts.len().saturating_sub(1);
+    parts.iter().enumerate().any(|(i, c)| secret_component(c, i == last))
+}
+
+/// One lowercase name component; some words are secret only at the end (`--db-pass`,
+/// `--api-key`, but `--pass-env`, `--key-file`).
+fn secret_component(c: &str, last: bool) -> bool {
+    const WORDS: [&str; 24] = [
+        "token",
+        "tokens",
+        "secret",
+        "secrets",
+        "password",
+        "passwords",
+        "passwd",
+        "passphrase",
+        "pwd",
+        "pw",
+        "pat",
+        "cred",
+        "creds",
+        "credential",
+        "credentials",
+        "auth",
+        "oauth",
+        "authorization",
+        "authentication",
+        "bearer",
+        "apikey",
+        "cookie",
+        "cookies",
+        "signature",
+    ];
+    // Compounds written as one word: `accesstoken`, `clientsecret`, `dbpassword`.
+    const PARTS: [&str; 5] = ["token", "secret", "passw", "credential", "apikey"];
+    WORDS.contains(&c) || PARTS.iter().any(|p| c.contains(p)) || (last && (c == "pass" || c.ends_with("key")))
+}
+
+/// A name's lowercase components: split at every character that is not a letter or digit and
+/// where a lowercase letter meets an uppercase one.
+fn components(name: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            if !current.is_empty() {
+                parts.push(std::mem::take(&mut current));
+            }
+            previous_lower = false;
             continue;
         }
-        if let Some(name) = secret_header(word) {
-            let rest_empty = word.len() == name.len() + 1 && words[i + 1..].iter().all(|w| w.is_empty());
-            out.push(if rest_empty { format!("{name}:") } else { format!("{name}: {MASK}") });
-            return out.join(" ");
+        if c.is_uppercase() && previous_lower && !current.is_empty() {
+            parts.push(std::mem::take(&mut current));
         }
-        next_is_secret = is_scheme(word);
-        out.push(mask_token_shapes(&redact_word(word)));
+        previous_lower = c.is_lowercase();
+        current.extend(c.to_lowercase());
     }
-    out.join(" ")
+    if !current.is_empty() {
+        parts.push(current);
+    }
+    parts
 }
 
 /// Whether a character may be part of a credential token.
@@ -104,7 +308,13 @@ pub fn mask_token_shapes(word: &str) -> String {
         let run = &rest[start..];
         let end = run.find(|c| !token_char(c)).unwrap_or(run.len());
         let token = &run[..end];
-        out.push_str(if token_shaped(token) { MASK } else { token });
+        if token_shaped(token) {
+            out.push_str(MASK);
+        } else {
+            // `AKIA….example`: a shape may end at a dot inside the run.
+            let pieces: Vec<&str> = token.split('.').map(|p| if token_shaped(p) { MASK } else { p }).collect();
+            out.push_str(&pieces.join("."));
+        }
         rest = &run[end..];
     }
     out.push_str(rest);
@@ -144,28 +354,17 @@ pub fn token_shaped(run: &str) -> bool {
     if run.len() == 40 && run.bytes().all(|b| b.is_ascii_hexdigit()) {
         return true;
     }
+    // An AWS access key id: long-term (`AKIA`) or temporary (`ASIA`), 16 more of A-Z and 2-7.
+    if run.len() == 20
+        && (run.starts_with("AKIA") || run.starts_with("ASIA"))
+        && run.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    {
+        return true;
+    }
     let parts: Vec<&str> = run.split('.').collect();
     parts.len() == 3
         && parts[0].starts_with("eyJ")
         && parts.iter().all(|p| p.len() >= 2 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b)))
-}
-
-/// One word: a URL with userinfo, or a secret-looking assignment (`--token=…`, `PGPASSWORD=…`,
-/// `password=…`), masked; anything else as it is.
-fn redact_word(word: &str) -> String {
-    if let Some(url) = redact_url_userinfo(word) {
-        return url;
-    }
-    if let Some((key, value)) = word.split_once('=') {
-        let name = key.trim_start_matches('-');
-        if !value.is_empty() && looks_secret(name) {
-            return format!("{key}={MASK}");
-        }
-        if let Some(url) = redact_url_userinfo(value) {
-            return format!("{key}={url}");
-        }
-    }
-    word.to_owned()
 }
 
 /// `scheme://user:***@host/…` (and `scheme://***@host` for a token as the user), or `None`
@@ -269,6 +468,119 @@ mod tests {
             (&["x", "--listen=127.0.0.1:8750"], "x --listen=127.0.0.1:8750"),
         ] {
             assert_eq!(redact_argv(&argv(args)), shown, "{args:?}");
+        }
+    }
+
+    /// Issue 43 (3): every argument shape the red team tried, the 18 that leaked and the 21
+    /// that held, and more of each kind; then what must stay as it is.
+    #[test]
+    fn argument_shapes_are_masked_by_structure() {
+        let ghp = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+        let gitea = "0123456789abcdef0123456789abcdef01234567";
+        let ghs_url = "https://h/x?access=ghs_16C7e42F292c6912E7710c838347Ae178B4a&y=1";
+        let aws_secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+        let cases: &[(&[&str], &str)] = &[
+            // Leaked before: secret-named flags beyond the old word list.
+            (&["srv", "--pass", "hunter2"], "srv --pass ***"),
+            (&["srv", "--passphrase", "hunter2"], "srv --passphrase ***"),
+            (&["srv", "--pwd", "hunter2"], "srv --pwd ***"),
+            (&["srv", "--pat", "hunter2"], "srv --pat ***"),
+            (&["srv", "--cred", "hunter2"], "srv --cred ***"),
+            (&["srv", "--bearer", "hunter2"], "srv --bearer ***"),
+            (&["srv", "--pass=hunter2"], "srv --pass=***"),
+            (&["srv", "--pw", "hunter2"], "srv --pw ***"),
+            (&["srv", "-e", "GITHUB_PAT=hunter2"], "srv -e GITHUB_PAT=***"),
+            // user:password after a user flag.
+            (&["curl", "-u", "alice:hunter2", "https://h"], "curl -u alice:*** https://h"),
+            (&["curl", "--user", "alice:hunter2"], "curl --user alice:***"),
+            (&["curl", "--user=alice:hunter2"], "curl --user=alice:***"),
+            (&["redis-cli", "-a", "hunter2", "ping"], "redis-cli -a *** ping"),
+            // Schemes, split by any whitespace.
+            (&["srv", "token", "hunter2"], "srv token ***"),
+            (&["curl", "-H", "Bearer\thunter2"], "curl -H Bearer\t***"),
+            (&["curl", "-H", "Bearer\u{a0}hunter2"], "curl -H Bearer\u{a0}***"),
+            (&["curl", "-H", "Basic\u{2028}hunter2"], "curl -H Basic\u{2028}***"),
+            (&["curl", "-H", "Bearer\nhunter2"], "curl -H Bearer\n***"),
+            // Nested assignments, the end of options, a scheme as an assignment's value.
+            (&["docker", "run", "--env=GITEA_TOKEN=hunter2", "img"], "docker run --env=GITEA_TOKEN=*** img"),
+            (&["srv", "--token", "--", "hunter2"], "srv --token -- ***"),
+            (&["srv", "Authorization=Bearer hunter2"], "srv Authorization=*** ***"),
+            (&["srv", "--header={\"Authorization\":\"Bearer hunter2\"}"], "srv --header={\"Authorization\": ***"),
+            // AWS: key ids anywhere, a secret key after an AWS key name.
+            (&["srv", "AKIAIOSFODNN7EXAMPLE"], "srv ***"),
+            (&["srv", "--id=ASIAY34FZKBOKMUTVV7A"], "srv --id=***"),
+            (
+                &["aws", "configure", "set", "aws_secret_access_key", aws_secret],
+                "aws configure set aws_secret_access_key ***",
+            ),
+            (&["srv", "--aws-secret-access-key", aws_secret], "srv --aws-secret-access-key ***"),
+            (&["env", &format!("AWS_SECRET_ACCESS_KEY={aws_secret}")], "env AWS_SECRET_ACCESS_KEY=***"),
+            // Held before (the existing tests above): URLs, secret flags, assignments, headers, shapes.
+            (&["x", "--store", "postgres://fleet:p@db:5432/fg"], "x --store postgres://fleet:***@db:5432/fg"),
+            (&["x", "--token", "t0ps3cret"], "x --token ***"),
+            (&["x", "--api-key=abc"], "x --api-key=***"),
+            (&["x", "GITEA_ACCESS_TOKEN=ghp_xyz"], "x GITEA_ACCESS_TOKEN=***"),
+            (&["psql", "host=db password=pw user=u"], "psql host=db password=*** user=u"),
+            (&["git", "clone", "https://ghp_abc@gitea.example/x"], "git clone https://***@gitea.example/x"),
+            (&["x", "--store", "postgres://u:pa/ss@db/fg"], "x --store postgres://u:***@db/fg"),
+            (&["gitea-mcp", "-t", "stdio", "-token", "s3cr3t"], "gitea-mcp -t stdio -token ***"),
+            (&["mysql", "-u", "root", "-p", "hunter2", "db"], "mysql -u root -p *** db"),
+            (&["tool", "-api-key=abc", "-v"], "tool -api-key=*** -v"),
+            (&["curl", "--header", "Authorization: Bearer abc.def"], "curl --header Authorization: ***"),
+            (&["curl", "-H", "authorization:Basic dXNlcjpwdw=="], "curl -H authorization: ***"),
+            (&["x", "--header=Authorization: token 0a1b"], "x --header=Authorization: ***"),
+            (&["x", "-H", "Private-Token: glx"], "x -H Private-Token: ***"),
+            (&["x", "-H", "Cookie: session=1"], "x -H Cookie: ***"),
+            (&["x", "--auth-scheme", "Bearer", "abc"], "x --auth-scheme *** ***"),
+            (&["x", "Bearer", "abc"], "x Bearer ***"),
+            (&["x", "Bearer", "--password", "abc"], "x Bearer *** ***"),
+            (&["x", "-token", "-p", "abc"], "x -token *** ***"),
+            (&["srv", ghp], "srv ***"),
+            (&["srv", jwt], "srv ***"),
+            (&["srv", gitea], "srv ***"),
+            (&["srv", "--callback", ghs_url], "srv --callback https://h/x?access=***&y=1"),
+            (&["srv", "gho_16C7e42F292c6912E7710c838347Ae178B4a"], "srv ***"),
+            (&["srv", "github_pat_11ABCDEFG0123456789"], "srv ***"),
+            (&["srv", "glpat-xxxxxxxxxxxxxxxxxxxx"], "srv ***"),
+            // Must not be masked: ordinary flags, values and paths.
+            (&["fleetgate", "serve", "--profile", "author"], "fleetgate serve --profile author"),
+            (&["git", "log", "--author", "alice", "--author=bob"], "git log --author alice --author=bob"),
+            (
+                &["python", "mcp_server.py", "--repository", "/src/passport"],
+                "python mcp_server.py --repository /src/passport",
+            ),
+            (&["gitea-mcp", "-t", "stdio", "-host", "https://g"], "gitea-mcp -t stdio -host https://g"),
+            (&["x", "-H", "Accept: text/plain"], "x -H Accept: text/plain"),
+            (&["x", "--listen=127.0.0.1:8750", "--port", "8080"], "x --listen=127.0.0.1:8750 --port 8080"),
+            (
+                &["x", "--path", "/tmp/keys", "--keyboard", "us", "--pass-env", "PATH"],
+                "x --path /tmp/keys --keyboard us --pass-env PATH",
+            ),
+            (
+                &["x", "--store=/var/lib/fleetgate/registry.sqlite3", "v1.2.3", "deadbeef"],
+                "x --store=/var/lib/fleetgate/registry.sqlite3 v1.2.3 deadbeef",
+            ),
+            (
+                &["node", "server.js", "--", "--verbose", "https://gitea.example/o/r"],
+                "node server.js -- --verbose https://gitea.example/o/r",
+            ),
+        ];
+        for (args, shown) in cases {
+            assert_eq!(redact_argv(&argv(args)), *shown, "{args:?}");
+        }
+    }
+
+    /// A command line is any bytes: a word of many `=` (or `:`, dashes, schemes) costs
+    /// neither the stack nor quadratic time.
+    #[test]
+    fn a_hostile_argument_is_judged_in_linear_time() {
+        for unit in ["a=", "=", "--x=", "u:", "Bearer ", "-p ", "https://a=", "x.", "AKIA"] {
+            let arg = unit.repeat(50_000);
+            let started = std::time::Instant::now();
+            let shown = redact_argv(&argv(&["srv", &arg, "--token", "hunter2"]));
+            assert!(shown.ends_with(" ***") && !shown.contains("hunter2"), "{unit}");
+            assert!(started.elapsed() < std::time::Duration::from_secs(5), "{unit}: {:?}", started.elapsed());
         }
     }
 

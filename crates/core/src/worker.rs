@@ -103,39 +103,12 @@ pub const MAX_FIELD_CHARS: usize = 256;
 /// store can answer; longer keeps a dead worker's lease for days.
 pub const TTL_RANGE_SECONDS: std::ops::RangeInclusive<f64> = 1.0..=604_800.0;
 
-/// Whether `c` is invisible or changes the direction of the text around it: Unicode's General
-/// Category Cf (format characters, Unicode 15.1: the soft hyphen, the Arabic number signs, the
-/// zero-width space, joiners and no-break space, the bidi marks, embeddings, overrides and
-/// isolates U+200E/F, U+202A–E, U+2066–9, the invisible operators, the deprecated format
-/// characters U+206A–F, the interlinear annotations, the Egyptian, shorthand and musical
-/// format controls, and the tag characters), plus the line and paragraph separators
-/// U+2028/U+2029 (Zl, Zp), which end a line as a newline does. A name holding one can read
-/// as another name, or reverse what follows it, in a listing.
+/// Whether `c` is invisible or changes the direction of the text around it
+/// ([`crate::text::invisible`]: format characters, default-ignorable code points, separators
+/// other than the space, private use). A name holding one can read as another name, or
+/// reverse what follows it, in a listing.
 pub fn is_invisible_or_bidi(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}'
-            | '\u{0600}'..='\u{0605}'
-            | '\u{061C}'
-            | '\u{06DD}'
-            | '\u{070F}'
-            | '\u{0890}'..='\u{0891}'
-            | '\u{08E2}'
-            | '\u{180E}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{2028}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{206F}'
-            | '\u{FEFF}'
-            | '\u{FFF9}'..='\u{FFFB}'
-            | '\u{110BD}'
-            | '\u{110CD}'
-            | '\u{13430}'..='\u{1343F}'
-            | '\u{1BCA0}'..='\u{1BCA3}'
-            | '\u{1D173}'..='\u{1D17A}'
-            | '\u{E0001}'
-            | '\u{E0020}'..='\u{E007F}'
-    )
+    crate::text::invisible(c)
 }
 
 /// An identity field as it may be stored: at most [`MAX_FIELD_CHARS`], no control characters

@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 
 const FOREIGN: i64 = 52000;
 const OUR_ROOT: &str = "/work/ours";
+/// A decision long after every gateway here started: no grace applies.
+const LATER: Timestamp = Timestamp::from_unix(1_785_207_600); // 2026-07-28T03:00:00Z
 
 fn ts(s: &str) -> Timestamp {
     Timestamp::parse(s).unwrap()
@@ -63,7 +65,7 @@ fn gateway(pid: i64) -> ObservedProcess {
 }
 
 fn their_store(rows: Vec<RuntimeRecord>) -> PeerStore {
-    PeerStore { location: "/other/registry.sqlite3".into(), held_open: true, ours: false, rows }
+    PeerStore { location: "/other/registry.sqlite3".into(), held_open: true, ours: false, rows, unread: None }
 }
 
 fn ours() -> OurRepository {
@@ -72,7 +74,7 @@ fn ours() -> OurRepository {
 
 fn judge_with(evidence: PeerEvidence, ours: &OurRepository, local: Option<&HostIdentity>) -> PeerVerdict {
     let evidence = BTreeMap::from([(FOREIGN, evidence)]);
-    judge_peer(&gateway(FOREIGN), &PeerView { evidence: Some(&evidence), ours: Some(ours), local })
+    judge_peer(&gateway(FOREIGN), &PeerView { evidence: Some(&evidence), ours: Some(ours), local }, LATER)
 }
 
 fn judge(store: PeerStore) -> PeerVerdict {
@@ -83,6 +85,7 @@ fn not_proven(v: PeerVerdict, needle: &str) {
     match v {
         PeerVerdict::NotProven(why) => assert!(why.contains(needle), "{needle:?} not in {why:?}"),
         PeerVerdict::OtherFleet(g) => panic!("wrongly proven another fleet's: {g:?}"),
+        PeerVerdict::Pending(g) => panic!("wrongly pending: {g:?}"),
     }
 }
 
@@ -136,7 +139,7 @@ fn a_gateway_that_proves_nothing_is_blocked() {
         judge_with(PeerEvidence::Unreadable("its environment cannot be read".into()), &ours(), Some(&here())),
         "environment cannot be read",
     );
-    let none = judge_peer(&gateway(FOREIGN), &PeerView::default());
+    let none = judge_peer(&gateway(FOREIGN), &PeerView::default(), LATER);
     not_proven(none, "not looked at");
     // This host unknown: no row can be placed on it.
     not_proven(
@@ -235,4 +238,117 @@ fn an_unproven_gateway_stays_unregistered_and_says_why() {
     let reason = inv.blocked_reason.unwrap();
     assert!(reason.starts_with("unregistered fleet process pid 52000"), "{reason}");
     assert!(reason.contains("not another fleet's: it is bound to this fleet's checkout"), "{reason}");
+}
+
+/// The inventory with one unclaimed gateway started at `started` and judged at `now`.
+fn classify_at(evidence: PeerEvidence, started: Timestamp, now: Timestamp) -> FleetInventory {
+    let rows = vec![row(41000, OUR_ROOT, None)];
+    let scan = ProcessScan::of(vec![
+        ObservedProcess {
+            pid: 41000,
+            started_at: ts("2026-07-28T01:00:00Z"),
+            command: "fleetgate serve".into(),
+            uid: None,
+        },
+        ObservedProcess { started_at: started, ..gateway(FOREIGN) },
+    ]);
+    let evidence = BTreeMap::from([(FOREIGN, evidence)]);
+    let ours = our_repository(None, &rows, &|r| r.to_owned());
+    let here = here();
+    let roster = roster();
+    classify_with_probes(
+        &InventoryInput {
+            roster: &roster,
+            runtime_rows: &rows,
+            process_scan: &scan,
+            expected_binding: None,
+            now,
+            registry_available: true,
+            registry_error: None,
+            answering_namespace: None,
+            hosts: Default::default(),
+            peers: PeerView { evidence: Some(&evidence), ours: Some(&ours), local: Some(&here) },
+        },
+        &BTreeMap::from([(41000, PidProbe::Alive)]),
+    )
+}
+
+/// Issue 43 (4a): a neighbouring fleet's gateway that has not yet written its row (its
+/// store named, not ours, not yet held open or holding no row for it) closed this gate. It
+/// is that store's to account for: pending while it is younger than the grace (measured
+/// from its start against the decision clock), and a blocker once it is older and still
+/// unproven.
+#[test]
+fn a_young_gateway_of_another_store_is_pending_and_blocks_only_past_the_grace() {
+    let started = ts("2026-07-28T02:00:00Z");
+    let starting = PeerStore { held_open: false, ..their_store(vec![]) };
+    for (evidence, why) in [
+        (PeerEvidence::Store(starting.clone()), "does not hold the store"),
+        (PeerEvidence::Store(their_store(vec![])), "holds no running row"),
+    ] {
+        for after in [0, 1, 3] {
+            let inv = classify_at(evidence.clone(), started, started.plus_seconds(after));
+            assert!(inv.mutation_gate_satisfied, "{after} s after its start: {:?}", inv.blocked_reasons);
+            assert!(inv.inventory_complete && inv.unregistered_processes.is_empty(), "{after} s");
+            let json = serde_json::to_value(&inv).unwrap();
+            assert_eq!(json["pending_gateways"][0]["pid"], FOREIGN, "{json}");
+            assert!(json["pending_gateways"][0]["why"].as_str().unwrap().contains(why), "{json}");
+        }
+        // A clock a little behind the process's start (rounded down to the second): still young.
+        assert!(classify_at(evidence.clone(), started, started.plus_seconds(-1)).mutation_gate_satisfied);
+        let late = classify_at(evidence.clone(), started, started.plus_seconds(30));
+        assert!(!late.mutation_gate_satisfied, "it never registered: a blocker");
+        assert_eq!(late.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [FOREIGN]);
+        assert!(late.blocked_reason.unwrap().contains(why));
+    }
+}
+
+/// What a young gateway cannot claim: our own store, no store at all, or a row on our
+/// repository — each closes the gate from its first second.
+#[test]
+fn a_young_gateway_of_our_store_or_of_no_store_or_on_our_repository_blocks_at_once() {
+    let started = ts("2026-07-28T02:00:00Z");
+    let now = started.plus_seconds(1);
+    for (evidence, why) in [
+        (PeerEvidence::Store(PeerStore { ours: true, held_open: false, ..their_store(vec![]) }), "own store"),
+        (
+            PeerEvidence::Unreadable("it names no store (no --store, store key, HOME or XDG_STATE_HOME)".into()),
+            "names no store",
+        ),
+        (PeerEvidence::Unreadable("its command line does not parse (UnknownArgument)".into()), "does not parse"),
+        (PeerEvidence::Store(their_store(vec![row(FOREIGN, OUR_ROOT, None)])), "two fleets on one repository"),
+    ] {
+        let inv = classify_at(evidence, started, now);
+        assert!(!inv.mutation_gate_satisfied, "{why}");
+        assert_eq!(inv.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [FOREIGN], "{why}");
+        assert!(inv.blocked_reason.unwrap().contains(why), "{why}");
+    }
+}
+
+/// The judgement itself, its clock injected: a store not readable yet (not there, not yet a
+/// store) is pending while the gateway is young, until exactly the grace's end.
+#[test]
+fn the_grace_is_measured_from_the_start_against_the_decision_clock() {
+    let started = gateway(FOREIGN).started_at;
+    let unread = PeerStore {
+        unread: Some("its store /other/registry.sqlite3 cannot be looked at: No such file".into()),
+        held_open: false,
+        ..their_store(vec![])
+    };
+    let evidence = BTreeMap::from([(FOREIGN, PeerEvidence::Store(unread))]);
+    let (ours, here) = (ours(), here());
+    let view = PeerView { evidence: Some(&evidence), ours: Some(&ours), local: Some(&here) };
+    let grace = fleetgate_core::inventory::REGISTRATION_GRACE_SECONDS;
+    match judge_peer(&gateway(FOREIGN), &view, started.plus_seconds(grace)) {
+        PeerVerdict::Pending(g) => {
+            assert_eq!(
+                (g.pid, g.until, g.store.as_str()),
+                (FOREIGN, started.plus_seconds(grace), "/other/registry.sqlite3")
+            );
+            assert!(g.why.contains("cannot be looked at"), "{}", g.why);
+        }
+        other => panic!("not pending at the grace's last second: {other:?}"),
+    }
+    not_proven(judge_peer(&gateway(FOREIGN), &view, started.plus_seconds(grace + 1)), "cannot be looked at");
+    not_proven(judge_peer(&gateway(FOREIGN), &view, started.plus_seconds(-grace - 1)), "cannot be looked at");
 }

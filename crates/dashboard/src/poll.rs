@@ -154,10 +154,7 @@ impl Publisher {
 }
 
 fn publish(view: &FleetView) -> Published {
-    Published {
-        version: view.version,
-        json: serde_json::to_string(view).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")),
-    }
+    Published { version: view.version, json: view.page_json() }
 }
 
 /// Look every `interval` until `stop` says so (or its sender is gone). The wait is on

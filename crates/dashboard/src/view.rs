@@ -594,6 +594,21 @@ impl FleetView {
         serde_json::to_string(&still).unwrap_or_default()
     }
 
+    /// The view as the page receives it (`/api/fleet`, the `/events` data): every string with
+    /// its control, invisible and direction-changing characters written as `\u{…}` (as the
+    /// terminal shows them: [`fleetgate_core::text::needs_escape`]), so a bidi override
+    /// cannot reorder a call's arguments on the page nor a zero-width or tag character hide
+    /// in them. Done as the JSON is written, so no field — today's or one added later — is
+    /// left out.
+    pub fn page_json(&self) -> String {
+        let mut out = Vec::new();
+        let mut json = serde_json::Serializer::with_formatter(&mut out, PageFormatter);
+        match self.serialize(&mut json) {
+            Ok(()) => String::from_utf8(out).unwrap_or_default(),
+            Err(e) => serde_json::json!({ "error": e.to_string() }).to_string(),
+        }
+    }
+
     /// The fleet as numbers, for `/metrics`.
     pub fn gauges(&self) -> FleetGauges {
         const HEALTHS: [(Health, &str); 5] = [
@@ -633,3 +648,53 @@ impl FleetView {
 #[cfg(test)]
 #[path = "view_tests.rs"]
 mod tests;
+
+/// serde_json's compact form, with every string character that
+/// [`fleetgate_core::text::needs_escape`] names written as the text of its escape: `U+202E`
+/// becomes the six characters `\u{202e}` (in JSON, `\\u{202e}`), a newline `\n`.
+struct PageFormatter;
+
+impl PageFormatter {
+    /// The text `\…` of `c`'s escape, as JSON string content.
+    fn escaped<W: ?Sized + std::io::Write>(writer: &mut W, c: char) -> std::io::Result<()> {
+        let escape: String = c.escape_default().collect();
+        writer.write_all(b"\\\\")?;
+        writer.write_all(&escape.as_bytes()[1..])
+    }
+}
+
+impl serde_json::ser::Formatter for PageFormatter {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some((i, c)) = rest.char_indices().find(|(_, c)| fleetgate_core::text::needs_escape(*c)) {
+            writer.write_all(&rest.as_bytes()[..i])?;
+            Self::escaped(writer, c)?;
+            rest = &rest[i + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
+    }
+
+    fn write_char_escape<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        escape: serde_json::ser::CharEscape,
+    ) -> std::io::Result<()> {
+        use serde_json::ser::CharEscape as E;
+        let c = match escape {
+            E::Quote => return writer.write_all(b"\\\""),
+            E::ReverseSolidus => return writer.write_all(b"\\\\"),
+            E::Solidus => return writer.write_all(b"\\/"),
+            E::Backspace => '\u{8}',
+            E::FormFeed => '\u{c}',
+            E::LineFeed => '\n',
+            E::CarriageReturn => '\r',
+            E::Tab => '\t',
+            E::AsciiControl(byte) => char::from(byte),
+        };
+        Self::escaped(writer, c)
+    }
+}

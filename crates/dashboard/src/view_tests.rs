@@ -377,3 +377,112 @@ fn each_pr_with_a_live_lease_or_lock_shows_its_computed_state_and_the_locks_thei
     assert_eq!((v.review_locks[0].session.as_str(), v.review_locks[0].verdict.as_str()), ("s9", "request_changes"));
     assert_eq!(v.review_locks[0].holder, "codex · prgs-reviewer");
 }
+
+/// Every string of a JSON value.
+fn strings(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+        serde_json::Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+/// Issue 43 (7): the page put bidi controls, zero-width and tag characters raw into the
+/// document, where they reorder or hide what the operator approves. What the page receives
+/// (`/api/fleet`, `/events`) has each made visible, in every string: the approval's tool,
+/// worker, arguments and why, a refusal's reasons.
+#[test]
+fn the_page_receives_every_invisible_or_direction_changing_character_escaped() {
+    const PAYLOADS: [char; 19] = [
+        '\u{202a}',
+        '\u{202b}',
+        '\u{202c}',
+        '\u{202d}',
+        '\u{202e}',
+        '\u{2066}',
+        '\u{2067}',
+        '\u{2068}',
+        '\u{2069}',
+        '\u{200e}',
+        '\u{200f}',
+        '\u{061c}',
+        '\u{200b}',
+        '\u{200c}',
+        '\u{200d}',
+        '\u{2060}',
+        '\u{feff}',
+        '\u{e0001}',
+        '\u{e0041}',
+    ];
+    let now = t0();
+    let snap = snapshot(&[], &[], &[], now);
+    for c in PAYLOADS {
+        let hostile = format!("ma{c}in");
+        let arguments = serde_json::json!({ "branch": hostile, format!("k{c}ey"): 1 }).as_object().cloned();
+        let request = fleetgate_core::approval::ApprovalRequest {
+            id: "apr-00000000000000aa".into(),
+            requested_at: now,
+            profile: "prgs-author".into(),
+            role: "author".into(),
+            worker: Some(format!("wrk{c}-a")),
+            principal: None,
+            tool: format!("create{c}_branch"),
+            digest: fleetgate_core::approval::call_digest(Some("wrk-a"), "create_branch", arguments.as_ref()),
+            arguments,
+            why: format!("rule {c}asks"),
+            state: fleetgate_core::approval::ApprovalState::Pending,
+            answered_by: None,
+            answered_at: None,
+            answer_reason: None,
+            used_at: None,
+        };
+        let refusal = AuditEntry {
+            id: None,
+            at: now,
+            profile: "prgs-author".into(),
+            worker_identity: None,
+            tool: format!("git{c}_push"),
+            allowed: false,
+            blocker_kind: Some("protected_branch".into()),
+            reasons: vec![format!("branch {hostile} is protected")],
+            principal: None,
+            call: None,
+        };
+        let (requests, audit) = ([request], [refusal]);
+        let look = Look {
+            fleet_name: "t",
+            store: "sqlite:/x",
+            snapshot: &snap,
+            workers: Ok(&[]),
+            audit: Ok(&audit),
+            pr_leases: Ok(&[]),
+            prs: Ok(&[]),
+            review_locks: Ok(&[]),
+            approvals: Ok(&requests),
+            now,
+        };
+        let page: serde_json::Value = serde_json::from_str(&build(&look, &|_| true).page_json()).unwrap();
+        let mut all = Vec::new();
+        strings(&page, &mut all);
+        let raw: Vec<&String> = all.iter().filter(|s| s.chars().any(fleetgate_core::text::needs_escape)).collect();
+        assert!(raw.is_empty(), "U+{:04X} reaches the page raw in {raw:?}", c as u32);
+        let escaped = c.escape_unicode().to_string();
+        let approval = &page["approvals"][0];
+        assert_eq!(approval["tool"], format!("create{escaped}_branch"));
+        assert_eq!(approval["worker"], format!("wrk{escaped}-a"));
+        assert_eq!(approval["why"], format!("rule {escaped}asks"));
+        let arguments = approval["arguments"].as_str().unwrap();
+        assert!(
+            arguments.contains(&format!("ma{escaped}in")) && arguments.contains(&format!("k{escaped}ey")),
+            "{arguments}"
+        );
+        assert_eq!(page["refusals"][0]["reasons"][0], format!("branch ma{escaped}in is protected"));
+    }
+    // Control characters too (JSON would carry them, the page would drop them), and JSON's
+    // own escapes stay what they were.
+    let v = FleetView { summary: "a\nb\u{1b}[2J\u{7f}\t\"q\" \\ /".into(), ..view(&snap, &[], &[], now) };
+    let page: serde_json::Value = serde_json::from_str(&v.page_json()).unwrap();
+    assert_eq!(page["summary"], r#"a\nb\u{1b}[2J\u{7f}\t"q" \ /"#);
+    assert!(v.page_json().starts_with("{\"version\":"), "the fields keep their order");
+}

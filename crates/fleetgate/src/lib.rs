@@ -98,6 +98,14 @@ pub fn run_cli() -> ExitCode {
             }
         };
     }
+    if let Command::Pr(_) | Command::Capability { .. } = &cli.command {
+        // These may start `[workflow] forge_command`, a same-user child that can read this
+        // process's `/proc/PID/environ`: the secrets leave it first, as for `serve`.
+        if let Err(e) = fleetgate_host::env::seal_secrets() {
+            eprintln!("fleetgate: {e}");
+            return Exit::Failure.into();
+        }
+    }
     let reply = Ctx::resolve(&cli, fleetgate_host::env::capture(), Arc::new(fleetgate_host::clock::SystemClock))
         .and_then(|ctx| dispatch(&ctx, &cli.command));
     match reply {

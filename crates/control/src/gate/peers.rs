@@ -1,14 +1,33 @@
 //! The evidence about gateways no row of this fleet claims (issue #19): for each such
 //! `fleetgate serve` on this host, what its own store says about it, found through the
-//! [`Observer`]. Only facts: [`judge_peer`] decides.
+//! [`Observer`]. Only facts: [`judge_peer`] decides. A gateway that exits while they are
+//! gathered is gone, and said so, for the snapshot to drop it from the scan.
 //!
 //! [`judge_peer`]: fleetgate_core::inventory::judge_peer
 
 use super::observer::Observer;
 use fleetgate_core::inventory::PeerEvidence;
 use fleetgate_core::procmatch::FleetMatcher;
-use fleetgate_core::runtime::{ProcessScan, RuntimeRecord, RuntimeStatus};
+use fleetgate_core::runtime::{ObservedProcess, ProcessScan, RuntimeRecord, RuntimeStatus};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// What the shell learnt of the unclaimed gateways: the evidence per pid, and the pids of
+/// those that turned out gone (exited since the scan) while it was gathered.
+#[derive(Debug, Default)]
+pub struct Peers {
+    /// pid → what its store says.
+    pub evidence: BTreeMap<i64, PeerEvidence>,
+    /// Processes of the scan found gone: dropped from it, no risk.
+    pub gone: BTreeSet<i64>,
+}
+
+/// Is `process` (as the scan saw it) gone now — no process under its pid, or another one
+/// started since (the pid recycled)? Asked after a read of it failed: a process that exited
+/// answers every read with ENOENT or ESRCH, and a running one never looks gone here, so a
+/// failed read of a live process still fails closed.
+pub fn gone_since_scan(observer: &dyn Observer, process: &ObservedProcess) -> bool {
+    observer.processes().entry(process.pid).is_none_or(|e| e.started_at != process.started_at)
+}
 
 /// Evidence for every gateway in `scan` whose pid no running row in `rows` claims;
 /// `our_file` is the file `rows` were read from (`None` for a server's database).
@@ -18,12 +37,13 @@ pub fn peer_evidence(
     rows: &[RuntimeRecord],
     our_file: Option<(u64, u64)>,
     observer: &dyn Observer,
-) -> BTreeMap<i64, PeerEvidence> {
+) -> Peers {
     let claimed: BTreeSet<i64> = rows.iter().filter(|r| r.status == RuntimeStatus::Running).map(|r| r.pid).collect();
-    let mut out = BTreeMap::new();
+    let mut out = Peers::default();
     for p in scan.processes.iter().filter(|p| !claimed.contains(&p.pid)) {
-        // The same process as scanned, not a pid recycled since.
+        // The same process as scanned, not a pid recycled since: else it is gone.
         let Some(entry) = observer.processes().entry(p.pid).filter(|e| e.started_at == p.started_at) else {
+            out.gone.insert(p.pid);
             continue;
         };
         if !FleetMatcher::is_gateway(&entry.argv) {
@@ -31,9 +51,13 @@ pub fn peer_evidence(
         }
         let evidence = match observer.peer_store(p.pid, &entry.argv, env_prefix, our_file) {
             Ok(store) => PeerEvidence::Store(store),
+            Err(_) if gone_since_scan(observer, p) => {
+                out.gone.insert(p.pid);
+                continue;
+            }
             Err(why) => PeerEvidence::Unreadable(why),
         };
-        out.insert(p.pid, evidence);
+        out.evidence.insert(p.pid, evidence);
     }
     out
 }

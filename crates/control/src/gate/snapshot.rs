@@ -6,7 +6,7 @@
 //! so they can never disagree.
 
 use super::observer::{Observer, scan_host};
-use super::peers::peer_evidence;
+use super::peers::{gone_since_scan, peer_evidence};
 use fleetgate_config::FleetConfig;
 use fleetgate_core::Timestamp;
 use fleetgate_core::diagnostics::{Diagnostic, PeerEnv, peer_env_diagnostic, stale_runtime_diagnostic};
@@ -16,10 +16,9 @@ use fleetgate_core::inventory::{
 };
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord, RuntimeStatus};
 use fleetgate_host::paths::canonical_root;
-use fleetgate_host::procfs::ProcessSource;
 use fleetgate_store::{FleetSnapshot, Store, StoreError};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// One look at the fleet.
@@ -102,11 +101,32 @@ pub fn snapshot_of(
     let read = read_rows(read);
     let local_identity = observer.local_host();
     let local = local_identity.as_ref().map(|h| h.host_id.clone());
-    let scan = scan_host(config, observer.processes());
+    let mut scan = scan_host(config, observer.processes());
     let probes = probe_rows(&read.rows, observer);
+    // Each scanned process's environment, read once (the diagnostics judge it). A process
+    // that exited since the listing is gone, not a risk: any read of it after the scan that
+    // finds it gone drops it from the scan.
+    let mut gone = BTreeSet::new();
+    let mut envs = BTreeMap::new();
+    for p in &scan.processes {
+        match observer.processes().environ(p.pid) {
+            Ok(env) => {
+                envs.insert(p.pid, PeerEnv::Read(env));
+            }
+            Err(_) if gone_since_scan(observer, p) => {
+                gone.insert(p.pid);
+            }
+            Err(why) => {
+                envs.insert(p.pid, PeerEnv::Unreadable(why.to_string()));
+            }
+        }
+    }
     // Gateways no row of ours claims: the facts their own stores give, for the classifier
     // to tell another fleet's (proven, another repository) from an unregistered process.
-    let evidence = peer_evidence(&config.env_prefix, &scan, &read.rows, read.store_file, observer);
+    let peers = peer_evidence(&config.env_prefix, &scan, &read.rows, read.store_file, observer);
+    gone.extend(&peers.gone);
+    let evidence = peers.evidence;
+    scan.processes.retain(|p| !gone.contains(&p.pid));
     let ours = our_repository(config.binding.as_ref(), &read.rows, &canonical_root);
     let hosts = HostView {
         local_host: local.as_deref(),
@@ -130,10 +150,14 @@ pub fn snapshot_of(
         &probes,
     );
     let head_of = |root: &Path| observer.head(root).map_err(|e| e.to_string());
-    // Another fleet's gateway runs under its own fleet's environment rules, not ours.
+    // Another fleet's gateway — or another store's, still pending — runs under its own
+    // fleet's environment rules, not ours.
     let mut ours_only = scan;
-    ours_only.processes.retain(|p| !inventory.other_fleet_gateways.iter().any(|g| g.pid == p.pid));
-    let diagnostics = runtime_diagnostics(config, &ours_only, &read.rows, &hosts, observer.processes(), &head_of);
+    ours_only.processes.retain(|p| {
+        !inventory.other_fleet_gateways.iter().any(|g| g.pid == p.pid)
+            && !inventory.pending_gateways.iter().any(|g| g.pid == p.pid)
+    });
+    let diagnostics = runtime_diagnostics(config, &ours_only, &read.rows, &hosts, &envs, &head_of);
     Snapshot { inventory, diagnostics }
 }
 
@@ -148,7 +172,7 @@ pub fn assess_inventory(
     snapshot(config, store, observer, now, answering_namespace).inventory
 }
 
-/// Diagnostics of every observed peer: its environment (unknown keys, or an
+/// Diagnostics of every observed peer: its environment as read (`envs`: unknown keys, or an
 /// environment that cannot be read), and for each running row of this host the
 /// process still serves ([`served_here`]), revision parity against its checkout's
 /// current head. A row of another host is that host's to judge: its checkout is not
@@ -158,16 +182,14 @@ pub fn runtime_diagnostics(
     scan: &ProcessScan,
     rows: &[RuntimeRecord],
     hosts: &HostView<'_>,
-    source: &dyn ProcessSource,
+    envs: &BTreeMap<i64, PeerEnv>,
     head_of: &dyn Fn(&Path) -> Result<String, String>,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for p in &scan.processes {
-        let env = match source.environ(p.pid) {
-            Ok(e) => PeerEnv::Read(e),
-            Err(why) => PeerEnv::Unreadable(why.to_string()),
-        };
-        out.extend(peer_env_diagnostic(p.pid, &env, &config.env_prefix, &config.pass_through_env));
+        let unread = PeerEnv::Unreadable(format!("the environment of pid {} was not read", p.pid));
+        let env = envs.get(&p.pid).unwrap_or(&unread);
+        out.extend(peer_env_diagnostic(p.pid, env, &config.env_prefix, &config.pass_through_env));
     }
     let mut heads: BTreeMap<&str, Result<String, String>> = BTreeMap::new();
     for row in served_here(rows, scan, hosts) {
@@ -186,4 +208,203 @@ pub fn runtime_diagnostics(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleetgate_core::env::EnvSnapshot;
+    use fleetgate_core::inventory::PeerStore;
+    use fleetgate_core::runtime::CohortSource;
+    use fleetgate_host::procfs::{ProcEntry, ProcessSource};
+    use fleetgate_host::{HostError, HostErrorKind};
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+
+    const MEMBER: i64 = 41;
+
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::ymd_hms(2026, 12, 1, 12, 0, 0).plus_seconds(seconds)
+    }
+
+    fn entry(pid: i64, argv: &[&str]) -> ProcEntry {
+        ProcEntry {
+            pid,
+            ppid: 1,
+            started_at: at(0),
+            argv: argv.iter().map(|a| (*a).to_owned()).collect(),
+            uid: Some(1000),
+        }
+    }
+
+    /// A host whose listing shows processes that exit right after it: every later read of
+    /// one (its environment, its entry, its store) finds it gone, as `/proc` answers ENOENT.
+    /// `exits_late` is still there for the store's first look (its entry), gone after.
+    #[derive(Debug)]
+    struct Churn {
+        listed: Vec<ProcEntry>,
+        exited: Mutex<BTreeSet<i64>>,
+        exits_after_the_scan: BTreeSet<i64>,
+        exits_late: i64,
+    }
+
+    impl ProcessSource for Churn {
+        fn entries(&self) -> Result<Vec<ProcEntry>, HostError> {
+            let listed =
+                self.listed.iter().filter(|e| !self.exited.lock().unwrap().contains(&e.pid)).cloned().collect();
+            self.exited.lock().unwrap().extend(&self.exits_after_the_scan);
+            Ok(listed)
+        }
+        fn entry(&self, pid: i64) -> Option<ProcEntry> {
+            let mut exited = self.exited.lock().unwrap();
+            let found = self.listed.iter().find(|e| e.pid == pid && !exited.contains(&pid)).cloned();
+            if pid == self.exits_late {
+                exited.insert(pid);
+            }
+            found
+        }
+        fn environ(&self, pid: i64) -> Result<EnvSnapshot, HostError> {
+            if self.exited.lock().unwrap().contains(&pid) {
+                let why = format!("cannot read /proc/{pid}/environ: No such file or directory (os error 2)");
+                return Err(HostError::new(HostErrorKind::Unreadable, why));
+            }
+            Ok(EnvSnapshot::from_pairs([("PATH", "/bin")]))
+        }
+    }
+
+    impl Observer for Churn {
+        fn processes(&self) -> &dyn ProcessSource {
+            self
+        }
+        fn probe(&self, pid: i64) -> PidProbe {
+            if self.exited.lock().unwrap().contains(&pid) { PidProbe::Dead } else { PidProbe::Alive }
+        }
+        fn local_host(&self) -> Option<fleetgate_store::HostIdentity> {
+            Some(fleetgate_store::HostIdentity { host_id: "h".into(), boot_id: "b".into() })
+        }
+        fn head(&self, _: &Path) -> Result<String, fleetgate_host::HostError> {
+            Err(HostError::new(HostErrorKind::Unreadable, "no checkout here"))
+        }
+        fn peer_store(&self, pid: i64, _: &[String], _: &str, _: Option<(u64, u64)>) -> Result<PeerStore, String> {
+            self.environ(pid).map_err(|e| format!("its environment cannot be read: {e}"))?;
+            Err(format!("pid {pid} is still there, its store unreadable"))
+        }
+    }
+
+    fn member_row() -> RuntimeRecord {
+        RuntimeRecord {
+            runtime_id: format!("gitea-author:{MEMBER}:b"),
+            namespace: "gitea-author".into(),
+            profile: "prgs-author".into(),
+            role: "author".into(),
+            remote: None,
+            org: None,
+            repo: None,
+            repository_root: None,
+            pid: MEMBER,
+            cohort_id: Some("c".into()),
+            cohort_source: CohortSource::ExplicitEnv,
+            client_provenance: "client_managed".into(),
+            boot_id: "b".into(),
+            startup_head: Some("82d71b77028a7abd4f8ab4a4e4d89658a187f73d".into()),
+            daemon_start_head: None,
+            transport: "stdio".into(),
+            registered_at: at(10),
+            last_heartbeat_at: Some(at(10)),
+            status: RuntimeStatus::Running,
+            host: None,
+        }
+    }
+
+    fn look(host: &Churn) -> Snapshot {
+        let config = FleetConfig::parse(
+            "[fleet]\nname = \"t\"\n\n[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n",
+            "fleet.toml",
+        )
+        .unwrap();
+        let read =
+            FleetSnapshot { runtimes: vec![member_row()], workers: vec![], observations: vec![], store_file: None };
+        snapshot_of(&config, Ok(read), host, at(60), None)
+    }
+
+    /// Issue 43 (4b): a process that exited between the scan and the read of its environment
+    /// ("cannot read /proc/N/environ: No such file or directory") made the gate refuse
+    /// `runtime_reconnect_required`, and a gateway gone before its store was looked at was
+    /// an unregistered process. A process that is gone is gone: dropped from the scan.
+    #[test]
+    fn a_process_gone_after_the_scan_is_dropped_not_a_risk() {
+        let host = Churn {
+            listed: vec![
+                entry(MEMBER, &["python", "mcp_server.py"]),
+                entry(7, &["fleetgate", "--store", "/other/r.sqlite3", "serve", "--profile", "p"]),
+                entry(8, &["python", "mcp_server.py"]),
+                entry(9, &["fleetgate", "--store", "/other/r.sqlite3", "serve", "--profile", "p"]),
+            ],
+            exited: Mutex::default(),
+            exits_after_the_scan: BTreeSet::from([7, 8]),
+            exits_late: 9,
+        };
+        let snap = look(&host);
+        assert_eq!(snap.diagnostics, [], "a gone process's environment is no diagnostic");
+        assert!(snap.inventory.unregistered_processes.is_empty(), "{:?}", snap.inventory.blocked_reasons);
+        assert!(snap.inventory.mutation_gate_satisfied, "{:?}", snap.inventory.blocked_reasons);
+    }
+
+    /// The same reads failing for a process that is still there fail closed, as before.
+    #[test]
+    fn a_process_still_there_whose_reads_fail_still_closes_the_gate() {
+        #[derive(Debug)]
+        struct Sealed(Churn);
+        impl ProcessSource for Sealed {
+            fn entries(&self) -> Result<Vec<ProcEntry>, HostError> {
+                self.0.entries()
+            }
+            fn entry(&self, pid: i64) -> Option<ProcEntry> {
+                self.0.entry(pid)
+            }
+            fn environ(&self, pid: i64) -> Result<EnvSnapshot, HostError> {
+                Err(HostError::new(
+                    HostErrorKind::Unreadable,
+                    format!("cannot read /proc/{pid}/environ: Permission denied"),
+                ))
+            }
+        }
+        impl Observer for Sealed {
+            fn processes(&self) -> &dyn ProcessSource {
+                self
+            }
+            fn probe(&self, pid: i64) -> PidProbe {
+                self.0.probe(pid)
+            }
+            fn local_host(&self) -> Option<fleetgate_store::HostIdentity> {
+                self.0.local_host()
+            }
+            fn head(&self, root: &Path) -> Result<String, HostError> {
+                self.0.head(root)
+            }
+            fn peer_store(&self, pid: i64, a: &[String], p: &str, f: Option<(u64, u64)>) -> Result<PeerStore, String> {
+                self.0.peer_store(pid, a, p, f)
+            }
+        }
+        let host = Sealed(Churn {
+            listed: vec![entry(MEMBER, &["python", "mcp_server.py"]), entry(8, &["python", "mcp_server.py"])],
+            exited: Mutex::default(),
+            exits_after_the_scan: BTreeSet::new(),
+            exits_late: 0,
+        });
+        let config = FleetConfig::parse(
+            "[fleet]\nname = \"t\"\n\n[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n",
+            "fleet.toml",
+        )
+        .unwrap();
+        let read =
+            FleetSnapshot { runtimes: vec![member_row()], workers: vec![], observations: vec![], store_file: None };
+        let snap = snapshot_of(&config, Ok(read), &host, at(60), None);
+        assert!(
+            snap.diagnostics.iter().any(|d| d.is_hard() && d.to_string().contains("pid 8")),
+            "{:?}",
+            snap.diagnostics
+        );
+        assert_eq!(snap.inventory.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [8]);
+    }
 }

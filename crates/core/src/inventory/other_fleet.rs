@@ -9,6 +9,13 @@
 //! than the process started; and that row records a repository root. Another repository
 //! means: that root neither is, contains nor lies inside any checkout of this fleet, and its
 //! binding (when it records a complete one) is none of this fleet's.
+//!
+//! A gateway that names another store (not ours) is that store's to account for, but only
+//! for a while: a gateway starts before it opens its store and writes its row, so one
+//! younger than [`REGISTRATION_GRACE_SECONDS`] — its start against the decision clock, no
+//! waiting — that has not proven itself yet is *pending*, reported and no blocker. Past the
+//! grace the same facts are judged as above and fail closed. A gateway naming our store,
+//! naming none, or whose row is already there is judged at once, whatever its age.
 
 use crate::runtime::{Binding, HostIdentity, ObservedProcess, RuntimeRecord, RuntimeStatus};
 use crate::time::Timestamp;
@@ -25,6 +32,11 @@ pub enum PeerEvidence {
     Unreadable(String),
 }
 
+/// How long a gateway of another store may run before it must have proven itself (held its
+/// store open, its row written there): the time a gateway takes from its start to its row,
+/// with room for a loaded host. Seconds, against the decision clock.
+pub const REGISTRATION_GRACE_SECONDS: i64 = 5;
+
 /// One gateway's store, as the answering process read it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeerStore {
@@ -36,6 +48,9 @@ pub struct PeerStore {
     pub ours: bool,
     /// The store's runtime rows for the gateway's pid, any status.
     pub rows: Vec<RuntimeRecord>,
+    /// Why its rows could not be read, when they could not (the file is not there yet, or
+    /// not yet a store): nothing is proven, and a young gateway may be making it.
+    pub unread: Option<String>,
 }
 
 /// The repository this fleet works on, as far as it is known.
@@ -89,17 +104,47 @@ pub struct OtherFleetGateway {
     pub repo: Option<String>,
 }
 
+/// A gateway of another store, started so recently that it may not have opened its store
+/// or written its row yet: reported, no blocker until `until`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PendingGateway {
+    /// Its pid.
+    pub pid: i64,
+    /// When it started.
+    pub started_at: Timestamp,
+    /// Its command line (secrets masked).
+    pub command: String,
+    /// The user it runs as, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    /// The store it names.
+    pub store: String,
+    /// What it has not proven yet.
+    pub why: String,
+    /// When the grace ends: from then on, unproven, it closes the gate.
+    pub until: Timestamp,
+}
+
 /// The judgement on one unclaimed gateway.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PeerVerdict {
     /// Another fleet's, bound to another repository.
     OtherFleet(Box<OtherFleetGateway>),
+    /// Another store's, too young to have proven it yet.
+    Pending(Box<PendingGateway>),
     /// Not proven another fleet's: why (fails closed).
     NotProven(String),
 }
 
-/// Judge one unclaimed gateway from the facts about its store. Pure.
-pub fn judge_peer(process: &ObservedProcess, view: &PeerView<'_>) -> PeerVerdict {
+/// Is a process started at `started_at` within the grace at `now`? A clock a little behind
+/// the process's (the store's clock, a start rounded down) counts as young, within the same
+/// bound.
+fn within_grace(started_at: Timestamp, now: Timestamp) -> bool {
+    (-REGISTRATION_GRACE_SECONDS..=REGISTRATION_GRACE_SECONDS).contains(&now.seconds_since(started_at))
+}
+
+/// Judge one unclaimed gateway from the facts about its store, as of `now`. Pure.
+pub fn judge_peer(process: &ObservedProcess, view: &PeerView<'_>, now: Timestamp) -> PeerVerdict {
     let no = |why: String| PeerVerdict::NotProven(why);
     let Some(evidence) = view.evidence.and_then(|e| e.get(&process.pid)) else {
         return no("its store was not looked at".into());
@@ -112,8 +157,27 @@ pub fn judge_peer(process: &ObservedProcess, view: &PeerView<'_>) -> PeerVerdict
     if store.ours {
         return no(format!("it names this fleet's own store {at}, where no running row claims it"));
     }
+    // Not proven yet: another store's to account for while the gateway is young.
+    let unproven = |why: String| {
+        if within_grace(process.started_at, now) {
+            PeerVerdict::Pending(Box::new(PendingGateway {
+                pid: process.pid,
+                started_at: process.started_at,
+                command: process.command.clone(),
+                uid: process.uid,
+                store: at.clone(),
+                why,
+                until: process.started_at.plus_seconds(REGISTRATION_GRACE_SECONDS),
+            }))
+        } else {
+            PeerVerdict::NotProven(why)
+        }
+    };
+    if let Some(why) = &store.unread {
+        return unproven(why.clone());
+    }
     if !store.held_open {
-        return no(format!("it does not hold the store it names ({at}) open"));
+        return unproven(format!("it does not hold the store it names ({at}) open"));
     }
     let Some(local) = view.local else {
         return no("this host's identity is unknown, so no row can be placed on it".into());
@@ -125,7 +189,7 @@ pub fn judge_peer(process: &ObservedProcess, view: &PeerView<'_>) -> PeerVerdict
             && r.registered_at >= process.started_at
     });
     let Some(row) = row else {
-        return no(format!(
+        return unproven(format!(
             "store {at} holds no running row for pid {} on this host's boot registered since it started",
             process.pid
         ));

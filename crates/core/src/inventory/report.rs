@@ -138,6 +138,10 @@ pub struct FleetInventory {
     /// Gateways of other fleets on this host, each proven by its own store and bound to
     /// another repository: reported, never a reason to close this fleet's gate.
     pub other_fleet_gateways: Vec<super::OtherFleetGateway>,
+    /// Gateways of another store started within the grace, not yet proven another fleet's
+    /// (their row may not be written yet): reported, no reason to close the gate until the
+    /// grace ends.
+    pub pending_gateways: Vec<super::PendingGateway>,
     /// Every roster profile has exactly one running instance.
     pub exactly_one_per_profile: bool,
     /// No unexpected member runs.

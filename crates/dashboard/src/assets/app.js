@@ -1,6 +1,7 @@
 // fleetgate dashboard: renders the fleet view pushed on /events (server-sent events)
 // into the page shell. No framework and no request to another origin; every text
-// from the store goes in through textContent, never as markup.
+// from the store goes in through textContent, never as markup, and arrives with its
+// invisible and direction-changing characters already escaped (`FleetView::page_json`).
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);

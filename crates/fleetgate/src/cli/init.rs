@@ -10,6 +10,7 @@ use anyhow::{Context as _, anyhow, bail};
 use fleetgate_config::FleetConfig;
 use fleetgate_config::template::{gitea_mcp_config, parse_remote};
 use fleetgate_core::env::EnvSnapshot;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -39,6 +40,36 @@ fn target(explicit: Option<&Path>, env: &EnvSnapshot) -> anyhow::Result<PathBuf>
     }
 }
 
+/// A new file beside `path`, named `<name>.<what>.<random>`: created exclusively (`O_EXCL`: it
+/// is never a file or link someone placed there) with `mode` (less the umask), removed if
+/// dropped before it is kept.
+fn beside(path: &Path, what: &str, mode: u32) -> anyhow::Result<tempfile::NamedTempFile> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    tempfile::Builder::new()
+        .prefix(&format!("{name}.{what}."))
+        .rand_bytes(16)
+        .permissions(std::fs::Permissions::from_mode(mode))
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a file beside {}", path.display()))
+}
+
+/// A copy of `path` beside it, under a name nobody can guess, with the file's own mode from
+/// its first byte; its path.
+fn back_up(path: &Path) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let original = std::fs::read(path).with_context(|| format!("cannot back {} up: cannot read it", path.display()))?;
+    let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o777);
+    let copy = beside(path, "bak", mode)?;
+    copy.as_file()
+        .write_all(&original)
+        .and_then(|()| copy.as_file().sync_all())
+        .with_context(|| format!("cannot back {} up", path.display()))?;
+    let (_, saved) = copy.keep().with_context(|| format!("cannot back {} up", path.display()))?;
+    Ok(saved)
+}
+
 /// Run `fleetgate init`.
 pub fn run(config: Option<&Path>, json: bool, env: EnvSnapshot, args: &InitArgs) -> anyhow::Result<Reply> {
     if args.forge != fleetgate_core::forge::GITEA_MCP {
@@ -46,11 +77,11 @@ pub fn run(config: Option<&Path>, json: bool, env: EnvSnapshot, args: &InitArgs)
     }
     let root = args.repo_root.clone().unwrap_or_else(|| PathBuf::from("."));
     let url = git_remote_url(&root, &args.remote)?;
-    let remote = parse_remote(&url).ok_or_else(|| {
+    let remote = parse_remote(&url).map_err(|why| {
         // A credential in the URL is never shown.
         let shown = fleetgate_core::redact::redact_url_userinfo(&url).unwrap_or_else(|| url.clone());
         anyhow!(
-            "the remote {:?} is {shown:?}, which names no forge repository (https://HOST/ORG/REPO or git@HOST:ORG/REPO)",
+            "the remote {:?} is {shown:?}, which names no forge repository fleetgate writes a roster for: {why}",
             args.remote
         )
     })?;
@@ -67,16 +98,20 @@ pub fn run(config: Option<&Path>, json: bool, env: EnvSnapshot, args: &InitArgs)
                 path.display()
             );
         }
-        let saved = path.with_extension(format!("toml.bak.{}", std::process::id()));
-        std::fs::copy(&path, &saved).with_context(|| format!("cannot back {} up", path.display()))?;
-        backup = Some(saved);
+        backup = Some(back_up(&path)?);
     }
     if let Some(dir) = dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let partial = path.with_extension("toml.partial");
-    std::fs::write(&partial, &text).with_context(|| format!("cannot write {}", partial.display()))?;
-    std::fs::rename(&partial, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    // The new file is written under a name nobody can guess or plant (created exclusively,
+    // never through a link), then renamed over the target.
+    let partial = beside(&path, "partial", 0o666)?;
+    partial
+        .as_file()
+        .write_all(text.as_bytes())
+        .and_then(|()| partial.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", partial.path().display()))?;
+    partial.persist(&path).map_err(|e| e.error).with_context(|| format!("cannot write {}", path.display()))?;
     let written = FleetConfig::load(Some(&path), &env)?;
     let mut lines = vec![format!(
         "wrote {} ({} members, {}/{} on {})",

@@ -84,24 +84,37 @@ impl Observer for LiveObserver {
             self.procfs.cwd(pid).map_err(|e| format!("its store {} is relative and {e}", path.display()))?.join(path)
         };
         let location = path.display().to_string();
-        let meta = std::fs::metadata(&path).map_err(|e| format!("its store {location} cannot be looked at: {e}"))?;
+        // A store that cannot be looked at or read yet is told as such, not as a failure to
+        // learn anything: a gateway just started may be creating it (the judgement gives
+        // such a one a bounded grace).
+        let meta = match std::fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) => {
+                let unread = Some(format!("its store {location} cannot be looked at: {e}"));
+                return Ok(PeerStore { location, held_open: false, ours: false, rows: Vec::new(), unread });
+            }
+        };
         let file = (meta.dev(), meta.ino());
         let held_open =
             self.procfs.open_files(pid).map_err(|e| format!("its open files cannot be read: {e}"))?.contains(&file);
         let ours = our_file == Some(file);
-        let rows = if held_open && !ours {
-            fleetgate_store::sqlite::SqliteStore::read_runtime_rows(&path)
-                .map_err(|e| format!("its store {location} cannot be read: {e}"))?
-                .into_iter()
-                .filter(|r| r.pid == pid)
-                .map(|mut r| {
-                    r.repository_root = r.repository_root.as_deref().map(canonical_root);
-                    r
-                })
-                .collect()
+        let (rows, unread) = if held_open && !ours {
+            match fleetgate_store::sqlite::SqliteStore::read_runtime_rows(&path) {
+                Ok(rows) => (
+                    rows.into_iter()
+                        .filter(|r| r.pid == pid)
+                        .map(|mut r| {
+                            r.repository_root = r.repository_root.as_deref().map(canonical_root);
+                            r
+                        })
+                        .collect(),
+                    None,
+                ),
+                Err(e) => (Vec::new(), Some(format!("its store {location} cannot be read: {e}"))),
+            }
         } else {
-            Vec::new()
+            (Vec::new(), None)
         };
-        Ok(PeerStore { location, held_open, ours, rows })
+        Ok(PeerStore { location, held_open, ours, rows, unread })
     }
 }

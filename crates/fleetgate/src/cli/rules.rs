@@ -12,12 +12,12 @@ use fleetgate_core::replay::{ReplayRules, replay};
 
 /// Run one `approvals` command (answers are audited with the OS user who gave them).
 pub fn approvals(ctx: &Ctx, cmd: &ApprovalsCommand) -> anyhow::Result<Reply> {
-    use fleetgate_control::approvals::{AnswerError, answer, table_of};
+    use fleetgate_control::approvals::{AnswerError, answer, listing};
     let store = ctx.store()?;
     let (id, approve, reason) = match cmd {
         ApprovalsCommand::List { all } => {
             let requests = store.list_approvals(!all)?;
-            let text = table_of(&requests);
+            let text = listing(&requests);
             return Ok(Reply { value: serde_json::json!({ "approvals": requests }), text, exit: Exit::Ok });
         }
         ApprovalsCommand::Approve { id, reason } => (id, true, reason),

@@ -23,7 +23,12 @@ fn refusal_of_a_mutation(island: &Island) {
             tool: "git_commit".into(),
             allowed: false,
             blocker_kind: Some("worker_fenced".into()),
-            reasons: vec!["worker wrk-claude_code-test holds epoch 1; the row is at 2".into()],
+            // A hostile value (issue 43, 7): the page shows its bidi override and variation
+            // selector escaped, not reordering or hiding anything.
+            reasons: vec![
+                "worker wrk-claude_code-test holds epoch 1; the row is at 2".into(),
+                "the call named branch ma\u{fe0f}in\u{202e}txt.exe".into(),
+            ],
             principal: None,
             call: None,
         })
@@ -84,6 +89,8 @@ fn a_killed_member_turns_stale_and_closes_the_gate_without_a_reload() {
     let refusal = b.eval("return document.querySelector('#refusals li').innerText").as_str().unwrap().to_owned();
     assert!(refusal.contains("worker_fenced") && refusal.contains("git_commit"), "{refusal}");
     assert!(refusal.contains("Operator action: stop this server"), "{refusal}");
+    assert!(refusal.contains(r"branch ma\u{fe0f}in\u{202e}txt.exe"), "{refusal}");
+    assert!(!refusal.contains(['\u{fe0f}', '\u{202e}']), "{refusal}");
     // The live PR lease: PR, purpose, holder, head, and a countdown to its expiry.
     let lease = b.eval(&format!("return document.querySelector('#leases tr[data-pr=\"{PR}\"]').innerText"));
     let lease = lease.as_str().unwrap().to_owned();

@@ -485,6 +485,49 @@ fn the_forge_command_sees_only_declared_keys_never_the_token_or_the_store_url() 
     assert!(!env.contains("http-token-secret") && !env.contains("undeclared-secret"), "{env}");
 }
 
+/// Issue 43 (10): the forge command is the CLI's own child, and a same-user process reads its
+/// parent's `/proc/PID/environ`. The CLI's secrets are in neither environment: the forge
+/// command dumps its own and its parent's.
+#[test]
+fn the_forge_command_reads_no_secret_of_the_cli_in_its_own_or_its_parents_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let (own, parent) = (dir.path().join("own-env"), dir.path().join("parent-env"));
+    let script = format!("env > '{}'; tr '\\0' '\\n' < /proc/$PPID/environ > '{}'", own.display(), parent.display());
+    let roster = format!(
+        "[fleet]\nforge = \"gitea-mcp\"\n\n[[members]]\nnamespace = \"gitea-merger\"\nprofile = \"prgs-merger\"\n\
+         role = \"merger\"\n\n[workflow]\nforge_command = [\"/bin/sh\", \"-c\", {script:?}]\n"
+    );
+    std::fs::write(dir.path().join("fleet.toml"), roster).unwrap();
+    let secrets = [
+        ("FLEETGATE_HTTP_TOKEN", "http-token-secret"),
+        ("FLEETGATE_DASHBOARD_TOKEN", "dashboard-token-secret"),
+        ("FLEETGATE_METRICS_TOKEN", "metrics-token-secret"),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=otlp-header-secret"),
+    ];
+    // (`capability` is sealed the same way; its forge read needs a live fleet.)
+    let args = ["pr", "show", "7", "--owner", "o", "--repo", "r", "--json"];
+    let out = Command::new(bin())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .envs(secrets)
+        .arg("--store")
+        .arg(dir.path().join("r.sqlite3"))
+        .arg("--config")
+        .arg(dir.path().join("fleet.toml"))
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for file in [&own, &parent] {
+        let env =
+            std::fs::read_to_string(file).unwrap_or_else(|e| panic!("the forge command did not run ({e}): {stderr}"));
+        assert!(env.contains("PATH=/usr/bin:/bin"), "{}: {env}", file.display());
+        for (key, value) in secrets {
+            assert!(!env.contains(key) && !env.contains(value), "{}: {key} seen: {env}", file.display());
+        }
+    }
+}
+
 /// Issue 34: a PostgreSQL password holding `/` (which the client library accepts unencoded)
 /// was printed by `runtime list`, in its error too. Nothing listens on port 1, so the store
 /// is unreachable and the error names it: without the password, in text and in JSON.
@@ -537,6 +580,84 @@ fn completions_and_the_manual_page_are_generated_from_the_flags() {
     assert!(page.starts_with(".ie") || page.contains(".TH fleetgate"), "roff: {}", &page[..page.len().min(200)]);
     assert!(page.contains(".SH NAME") && page.contains("approvals"), "{page}");
     assert!(!page.contains("SPEC"), "the manual names no document the user lacks");
+}
+
+/// A checkout with `remote.origin.url` as given (written into `.git/config`, git's own
+/// escapes allowed), and `fleetgate --config CONFIG init ARGS --repo-root CHECKOUT` to run in it.
+fn init_in_checkout(dir: &Path, url: &str) -> (std::path::PathBuf, impl Fn(&[&str]) -> std::process::Output) {
+    let checkout = dir.join("checkout");
+    std::fs::create_dir_all(&checkout).unwrap();
+    assert!(Command::new("git").arg("-C").arg(&checkout).args(["init", "-q"]).status().unwrap().success());
+    let mut git_config = std::fs::OpenOptions::new().append(true).open(checkout.join(".git/config")).unwrap();
+    std::io::Write::write_all(&mut git_config, format!("[remote \"origin\"]\n\turl = \"{url}\"\n").as_bytes()).unwrap();
+    let config = dir.join("etc").join("fleet.toml");
+    let home = dir.join("home");
+    let run = move |args: &[&str]| {
+        Command::new(bin())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &home)
+            .arg("--config")
+            .arg(dir.join("etc").join("fleet.toml"))
+            .args(args)
+            .arg("--repo-root")
+            .arg(&checkout)
+            .output()
+            .unwrap()
+    };
+    (config, run)
+}
+
+/// Issue 43 (2): anyone who can write the checkout's `.git/config` planted a remote whose
+/// host held a newline; `init` wrote it raw into a comment, and the next line became TOML
+/// (`protected_paths = []`). Refused, naming the host; nothing written.
+#[test]
+fn init_refuses_a_remote_whose_host_would_become_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, run) =
+        init_in_checkout(dir.path(), "https://git.example.com\\nprotected_paths = []\\n#/acme/tools.git");
+    let out = run(&["init"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), Some(1), "{stderr}");
+    assert!(stderr.contains("the host") && stderr.contains("is not a host name"), "{stderr}");
+    assert!(!stderr.contains("\nprotected_paths"), "the newline is shown escaped: {stderr}");
+    assert!(!config.exists(), "nothing written: {}", std::fs::read_to_string(&config).unwrap_or_default());
+}
+
+/// Issue 43 (2): `init` wrote through a planted `fleet.toml.partial` symbolic link (into any
+/// file the operator may write) and backed up to `fleet.toml.bak.<pid>`, a name anyone could
+/// plant for the next pids. Both are now created exclusively under names nobody can guess:
+/// the planted links and their targets are untouched.
+#[test]
+fn init_writes_through_no_planted_link() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let (config, run) = init_in_checkout(dir.path(), "https://git.example.com/acme/tools.git");
+    let etc = config.parent().unwrap().to_owned();
+    std::fs::create_dir_all(&etc).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "the operator's other file\n").unwrap();
+    symlink(&victim, etc.join("fleet.toml.partial")).unwrap();
+    let first = run(&["init"]);
+    assert_eq!(code(&first), Some(0), "{}", String::from_utf8_lossy(&first.stderr));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the operator's other file\n", "written through the link");
+    assert!(std::fs::symlink_metadata(&config).unwrap().is_file());
+    assert!(std::fs::read_to_string(&config).unwrap().contains("[binding]"));
+
+    // The backup: links planted for the next few hundred pids, as an attacker would.
+    std::fs::write(&config, "# the operator's own\n").unwrap();
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid").unwrap().trim().parse().unwrap();
+    for pid in last + 1..=last + 400 {
+        symlink(&victim, etc.join(format!("fleet.toml.bak.{pid}"))).unwrap();
+    }
+    let forced = run(&["init", "--force", "--json"]);
+    assert_eq!(code(&forced), Some(0), "{}", String::from_utf8_lossy(&forced.stderr));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the operator's other file\n", "backed up through a link");
+    let backup = std::path::PathBuf::from(json_of(&forced)["backup"].as_str().unwrap());
+    assert!(std::fs::symlink_metadata(&backup).unwrap().is_file(), "{}", backup.display());
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), "# the operator's own\n");
+    let links = std::fs::read_dir(&etc).unwrap().filter(|e| e.as_ref().unwrap().file_type().unwrap().is_symlink());
+    assert_eq!(links.count(), 401, "every planted link is left as it was");
 }
 
 /// `fleetgate init`: a roster from the checkout's remote that fleetgate reads back, never
