@@ -279,6 +279,7 @@ fn router(
         arrivals: Mutex::new(Bucket::full()),
         requests: Arc::default(),
         event_streams: Arc::default(),
+        listeners: Arc::default(),
         sessions,
         owners: Mutex::default(),
         connections: Arc::default(),
