@@ -339,7 +339,7 @@ async fn metrics(State(endpoint): State<Arc<MetricsEndpoint>>, headers: HeaderMa
         return (StatusCode::FORBIDDEN, format!("Forbidden: {}", foreign.as_str())).into_response();
     }
     if let Some(token) = &endpoint.token {
-        let presented = header(header::AUTHORIZATION).and_then(|a| a.strip_prefix("Bearer "));
+        let presented = header(header::AUTHORIZATION).and_then(fleetgate_core::origin::bearer_token);
         if !presented.is_some_and(|p| same_secret(p.as_bytes(), token.as_bytes())) {
             tracing::info!("metrics request refused: no valid bearer token");
             return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], "Unauthorized\n")

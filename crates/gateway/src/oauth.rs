@@ -161,6 +161,18 @@ const MAX_DOCUMENT: u64 = 256 * 1024;
 /// How old the keys may be before the next token fetches them again anyway.
 const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
 
+/// The most of a token's key id a refusal names: any client can put kilobytes there, and
+/// the refusal goes back into a response header.
+const MAX_KID_SHOWN: usize = 40;
+
+/// `kid` as a refusal names it: cut to [`MAX_KID_SHOWN`] characters.
+fn shown_kid(kid: &str) -> String {
+    match kid.char_indices().nth(MAX_KID_SHOWN) {
+        Some((end, _)) => format!("{}… ({} bytes)", &kid[..end], kid.len()),
+        None => kid.to_owned(),
+    }
+}
+
 /// Whether a presented bearer value has the shape of a JWT (three base64url parts).
 pub(crate) fn looks_like_jwt(token: &str) -> bool {
     let parts: Vec<&str> = token.split('.').collect();
@@ -271,7 +283,7 @@ impl Verifier {
         };
         if found.is_empty() {
             return Err(TokenRefusal::Invalid(match kid {
-                Some(kid) => format!("the issuer has no key {kid:?} for {alg:?}"),
+                Some(kid) => format!("the issuer has no key {:?} for {alg:?}", shown_kid(kid)),
                 None => format!("the issuer has no key for {alg:?}"),
             }));
         }
@@ -337,6 +349,14 @@ mod tests {
         let root = OAuthSettings::new("https://a", "https://gw.example");
         assert_eq!(root.metadata_url(), "https://gw.example/.well-known/oauth-protected-resource");
         assert_eq!(root.metadata_paths(), [WELL_KNOWN]);
+    }
+
+    #[test]
+    fn a_key_id_is_named_cut_short() {
+        assert_eq!(shown_kid("rsa-1"), "rsa-1");
+        let long = "é".repeat(30_000);
+        let shown = shown_kid(&long);
+        assert_eq!(shown, format!("{}… (60000 bytes)", "é".repeat(MAX_KID_SHOWN)));
     }
 
     #[test]

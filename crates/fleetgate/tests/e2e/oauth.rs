@@ -6,7 +6,7 @@
 //! profile the claims do not grant is refused 403; `/metrics` takes the same tokens; no token
 //! is ever logged. Beside them, the tokens file still works.
 
-use crate::httpkit::{HttpGateway, Raw};
+use crate::httpkit::{Conn, HttpGateway, Raw};
 use crate::support::{FleetDir, roster, serial};
 use fleetgate_testkit::oidc::Provider;
 use serde_json::{Value, json};
@@ -18,27 +18,48 @@ const AUDIENCE: &str = "https://gw.fleet.test/mcp";
 const JWT_SHAPED_TOKEN: &str = "bGVnYWN5.dG9rZW4.c2VjcmV0";
 
 fn fleet(provider: &Provider, audience: &str) -> FleetDir {
+    let mapping = "\n[[http.oauth.principals]]\nsubject = \"svc-7f3a\"\nname = \"ci-bot\"\n";
+    fleet_with(provider, audience, &[(JWT_SHAPED_TOKEN, "legacy")], mapping)
+}
+
+/// A fleet trusting `provider` for `audience`, with `tokens` (token, principal) in its tokens
+/// file and `oauth_tail` after the `[http.oauth]` keys (its `[[http.oauth.principals]]`).
+fn fleet_with(provider: &Provider, audience: &str, tokens: &[(&str, &str)], oauth_tail: &str) -> FleetDir {
     let config = format!(
         "{}\n[http]\ntokens_file = \"tokens\"\n\n[http.oauth]\nissuer = \"{}\"\naudience = \"{audience}\"\nprofiles_claim = \"fleetgate_profiles\"\n\
-         jwks_cooldown_seconds = 0\n\n[[http.oauth.principals]]\nsubject = \"svc-7f3a\"\nname = \"ci-bot\"\n",
+         jwks_cooldown_seconds = 0\n{oauth_tail}",
         roster("e2e-oauth", &["author"], ""),
         provider.issuer
     );
     let f = FleetDir::new(&config);
-    let digest: String = <sha2::Sha256 as sha2::Digest>::digest(JWT_SHAPED_TOKEN.as_bytes())
+    let lines: String = tokens
         .iter()
-        .map(|b| format!("{b:02x}"))
+        .map(|(token, name)| {
+            let digest: String =
+                <sha2::Sha256 as sha2::Digest>::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+            format!("{digest}  {name}\n")
+        })
         .collect();
-    std::fs::write(f.dir.path().join("tokens"), format!("{digest}  legacy\n")).unwrap();
+    std::fs::write(f.dir.path().join("tokens"), lines).unwrap();
     f
+}
+
+/// A token of `provider` for [`AUDIENCE`] and `subject`, granting this gateway's profile.
+fn granted(provider: &Provider, subject: &str) -> String {
+    provider.sign("rsa-1", &provider.claims(AUDIENCE, subject, json!({ "fleetgate_profiles": ["prgs-author"] })))
 }
 
 /// A plain GET of `path`: status, `WWW-Authenticate`, body.
 fn get(g: &HttpGateway, path: &str, token: Option<&str>) -> (u16, String, String) {
+    get_as(g, path, token.map(|t| format!("Bearer {t}")).as_deref())
+}
+
+/// A plain GET of `path` with `authorization` as its `Authorization` header.
+fn get_as(g: &HttpGateway, path: &str, authorization: Option<&str>) -> (u16, String, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let mut request = agent.get(format!("http://{}{path}", g.addr));
-    if let Some(token) = token {
-        request = request.header("Authorization", format!("Bearer {token}"));
+    if let Some(authorization) = authorization {
+        request = request.header("Authorization", authorization);
     }
     let mut response = request.call().expect("the gateway answers");
     let challenge = response.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
@@ -187,5 +208,40 @@ fn the_typescript_sdk_client_connects_with_an_access_token_and_is_sent_to_the_is
         "sent to the issuer the metadata names ({}): {refused}",
         provider.issuer
     );
+    g.stop();
+}
+
+/// Issue 43, finding 11: the `Bearer` scheme is matched in any case (RFC 6750, RFC 9110
+/// §11.1), for tokens-file and OAuth tokens alike; another scheme is not a bearer token. A
+/// token naming a 60 KB key id is refused with that key id cut short, not echoed whole into
+/// `WWW-Authenticate` and the body.
+#[test]
+fn the_bearer_scheme_is_matched_in_any_case_and_a_refusal_echoes_a_bounded_key_id() {
+    let _serial = serial();
+    let provider = Provider::start(&["rsa-1"]);
+    let f = fleet(&provider, AUDIENCE);
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    let valid = granted(&provider, "alice");
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        for token in [valid.as_str(), JWT_SHAPED_TOKEN] {
+            let (status, _, body) = get_as(&g, "/metrics", Some(&format!("{scheme} {token}")));
+            assert_eq!(status, 200, "{scheme}: {body}");
+        }
+    }
+    for not_bearer in [format!("Basic {valid}"), format!("Bearer{valid}"), format!("Bearerx {valid}")] {
+        let (status, _, _) = get_as(&g, "/metrics", Some(&not_bearer));
+        assert_eq!(status, 401, "{not_bearer:.12}");
+    }
+
+    let kid = "k".repeat(60 * 1024);
+    let claims = provider.claims(AUDIENCE, "alice", json!({ "fleetgate_profiles": ["prgs-author"] }));
+    let huge = provider.sign_naming("rsa-1", &kid, &claims);
+    let reply = Conn::open(&g.addr).request("GET", &[("Authorization", &format!("Bearer {huge}"))], "");
+    assert_eq!(reply.status, 401, "{:.200}", reply.body);
+    let challenge = reply.header("www-authenticate").unwrap_or_default();
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge:.300}");
+    assert!(challenge.len() < 600, "{} bytes of WWW-Authenticate: {challenge:.300}", challenge.len());
+    assert!(reply.body.len() < 600, "{} bytes of body: {:.300}", reply.body.len(), reply.body);
+    assert!(reply.body.contains("kkkk"), "the key id is named, cut short: {}", reply.body);
     g.stop();
 }

@@ -90,6 +90,18 @@ impl Owners {
     }
 }
 
+/// The most of why a token was refused that is said back (in `WWW-Authenticate` and the
+/// body) or logged, in characters.
+const MAX_REFUSAL_SHOWN: usize = 200;
+
+/// `text` cut to `max` characters.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
 /// How many recorded owners, beyond the attachments' bound, prompt a sweep of the ended ones.
 const OWNERS_SLACK: usize = 64;
 
@@ -189,8 +201,7 @@ impl Gatekeeper {
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .filter(|t| !t.is_empty());
+            .and_then(fleetgate_core::origin::bearer_token);
         if let Some(presented) = presented {
             if let Some(principal) = self.principals.as_ref().and_then(|p| p.authenticate(presented)) {
                 if let Some(profile) = &self.profile
@@ -217,14 +228,18 @@ impl Gatekeeper {
     }
 
     /// 401, with where to find the authorization server when OAuth is on (RFC 9728 §5.1)
-    /// and, for a token that was refused, `error="invalid_token"` (RFC 6750 §3).
+    /// and, for a token that was refused, `error="invalid_token"` (RFC 6750 §3) with why,
+    /// cut to [`MAX_REFUSAL_SHOWN`] characters of a quoted-string's plain ones.
     fn unauthorized(&self, text: &str, invalid: Option<&str>) -> Refused {
         let challenge = match &self.oauth {
             Some(verifier) => {
                 let mut value = format!("Bearer resource_metadata=\"{}\"", verifier.settings().metadata_url());
                 if let Some(why) = invalid {
-                    let why: String =
-                        why.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').filter(|c| *c != '"').collect();
+                    let why: String = why
+                        .chars()
+                        .filter(|c| (c.is_ascii_graphic() || *c == ' ') && !matches!(c, '"' | '\\'))
+                        .take(MAX_REFUSAL_SHOWN)
+                        .collect();
                     value.push_str(&format!(", error=\"invalid_token\", error_description=\"{why}\""));
                 }
                 value
@@ -257,6 +272,8 @@ impl Gatekeeper {
                 Ok(Authenticated(Some(principal.name)))
             }
             Err(TokenRefusal::Invalid(why)) => {
+                // What a token says is the client's: whatever it put there, only so much is said back.
+                let why = cut(&why, MAX_REFUSAL_SHOWN);
                 tracing::info!(%why, "request refused: access token not accepted");
                 Err(self.unauthorized(&format!("Unauthorized: the access token is not accepted: {why}"), Some(&why)))
             }
