@@ -13,7 +13,7 @@
 //!
 //! [[http.oauth.principals]]                          # optional: a subject's name and profiles
 //! subject = "service-account-ci"
-//! name = "ci"
+//! name = "ci-bot"                                    # unset: `oauth:service-account-ci`
 //! profiles = ["prgs-reviewer"]
 //! ```
 
@@ -111,6 +111,8 @@ impl RawOAuth {
             }
             settings.principals.push(OAuthPrincipal { subject: p.subject, name: p.name, profiles: p.profiles });
         }
+        // The tokens file is read when the gateway starts, and checked against them then.
+        settings.check_principals(None)?;
         Ok(settings)
     }
 }

@@ -220,7 +220,11 @@ pub const TABLES: &[Table] = &[
         about: "One subject of the issuer, mapped.",
         keys: &[
             key("subject", "string, required", "The value of `principal_claim`."),
-            key("name", "string (unset: the subject)", "The principal's name in the audit and the bounds."),
+            key(
+                "name",
+                "string (unset: `oauth:` and the subject)",
+                "The principal's name in the audit and the bounds: not a tokens-file name, not `oauth:…`.",
+            ),
             key("profiles", "list of strings, `[]`", "Profiles it may attach as (none: any)."),
         ],
     },

@@ -19,7 +19,7 @@
 //! * what: a JSON array (a batch) is answered 400 with a JSON-RPC `-32600` body, a body
 //!   that is no JSON-RPC message 400 (rmcp says 415); a 2026-07-28 request for a method
 //!   that generation removed gets 404 and `-32601`; a DELETE of an ended session 404; a
-//!   session is bound to the principal that opened it (recorded when its `initialize` is
+//!   session is bound to the credential that opened it, its kind and principal (recorded when its `initialize` is
 //!   answered): another principal, or the shared token's caller, naming it gets rmcp's own
 //!   404 for an unknown session, on POST, GET and DELETE;
 //! * how many: a request that would make a new attachment is admitted only within the
@@ -230,7 +230,8 @@ where
     Ok(reason)
 }
 
-/// A non-empty token; a non-loopback address only with `--allow-remote` and authentication.
+/// A non-empty token; a non-loopback address only with `--allow-remote` and authentication;
+/// no OAuth mapping that names another principal.
 fn check_listen(http: &HttpOptions) -> Result<(), GatewayError> {
     let authenticated = http.bearer_token.is_some() || http.principals.is_some() || http.oauth.is_some();
     if http.bearer_token.as_deref() == Some("") {
@@ -241,6 +242,9 @@ fn check_listen(http: &HttpOptions) -> Result<(), GatewayError> {
     }
     if !http.listen.ip().is_loopback() && !authenticated {
         return Err(GatewayError::RemoteWithoutToken(http.listen));
+    }
+    if let Some(oauth) = &http.oauth {
+        oauth.check_principals(http.principals.as_ref()).map_err(GatewayError::Principals)?;
     }
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! token is a JWT signed by the issuer, verified against the issuer's JWKS, meant for this
 //! resource (`aud`), from this issuer (`iss`), and current (`exp`, `nbf`, a small leeway). Its
 //! principal and the profiles it may use come from its claims, or from the operator's mapping
-//! of subjects. `/.well-known/oauth-protected-resource` (RFC 9728) names the authorization
+//! of subjects. The principal of a subject is `oauth:<subject>` unless the mapping names it,
+//! and a mapped name is never a tokens-file principal's: the two sources never share one. `/.well-known/oauth-protected-resource` (RFC 9728) names the authorization
 //! server; a 401 points to it (`WWW-Authenticate: Bearer resource_metadata=…`).
 //!
 //! Accepted: RS256 and ES256, and only with a key of the matching type that the JWKS names
@@ -13,6 +14,7 @@
 //! stream of made-up key ids cannot turn the gateway into a load on the issuer. Tokens are
 //! never logged, nor their claims beyond the principal.
 
+use crate::auth::{OAUTH_PREFIX, Principals, names_an_oauth_subject};
 use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
@@ -56,6 +58,41 @@ impl OAuthSettings {
             leeway: Duration::from_secs(60),
             jwks_cooldown: Duration::from_secs(30),
         }
+    }
+
+    /// Refuse a `[[http.oauth.principals]]` name that could be another principal's: one that
+    /// is a name of `tokens_file` or begins with `oauth:` (an unmapped subject's), or that two
+    /// subjects share — compared as the workers record them (core's
+    /// `normalize_client_name`). A principal is then always one credential's, never
+    /// another source's of the same name.
+    pub fn check_principals(&self, tokens_file: Option<&Principals>) -> Result<(), String> {
+        let normal = fleetgate_core::client::normalize_client_name;
+        let mut seen: Vec<(String, &str)> = Vec::new();
+        for mapped in &self.principals {
+            let Some(name) = &mapped.name else { continue };
+            let subject = &mapped.subject;
+            if names_an_oauth_subject(name) {
+                return Err(format!(
+                    "[http.oauth] principals: subject {subject:?} is named {name:?}, which begins with \
+                     {OAUTH_PREFIX:?}: that prefix names unmapped subjects"
+                ));
+            }
+            if let Some(file) = tokens_file.and_then(|t| t.names().find(|n| normal(n) == normal(name))) {
+                return Err(format!(
+                    "[http.oauth] principals: subject {subject:?} is named {name:?}, which is the [http] tokens_file's \
+                     principal {file:?}: an OAuth subject and a tokens-file principal are never one principal — \
+                     choose another name"
+                ));
+            }
+            if let Some((_, other)) = seen.iter().find(|(n, _)| *n == normal(name)) {
+                return Err(format!(
+                    "[http.oauth] principals: subjects {other:?} and {subject:?} are both named {name:?}: one name, \
+                     one subject"
+                ));
+            }
+            seen.push((normal(name), subject));
+        }
+        Ok(())
     }
 
     /// The RFC 9728 metadata document.
@@ -104,7 +141,9 @@ fn split_url(url: &str) -> (&str, &str) {
 pub struct OAuthPrincipal {
     /// The value of the principal claim.
     pub subject: String,
-    /// The name its workers and audit entries record (default: the subject).
+    /// The name its workers and audit entries record (default: `oauth:<subject>`, as an
+    /// unmapped subject's). Never a tokens-file name, nor one spelled `oauth:…`
+    /// ([`OAuthSettings::check_principals`]).
     pub name: Option<String>,
     /// The profiles it may use; empty: any.
     pub profiles: Vec<String>,
@@ -113,6 +152,9 @@ pub struct OAuthPrincipal {
 /// Who a verified token is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct TokenPrincipal {
+    /// The principal claim's value.
+    pub(crate) subject: String,
+    /// The principal: `oauth:<subject>`, or the mapping's name.
     pub(crate) name: String,
     /// `None`: any profile.
     pub(crate) profiles: Option<Vec<String>>,
@@ -320,9 +362,12 @@ impl Verifier {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty() && s.len() <= 128 && s.chars().all(|c| c.is_ascii_graphic()))
             .ok_or_else(|| TokenRefusal::Invalid(format!("the token has no usable {claim:?} claim")))?;
+        // Namespaced: a subject is never the tokens-file principal of the same name.
+        let namespaced = || format!("{OAUTH_PREFIX}{subject}");
         if let Some(mapped) = self.settings.principals.iter().find(|p| p.subject == subject) {
             return Ok(TokenPrincipal {
-                name: mapped.name.clone().unwrap_or_else(|| subject.to_owned()),
+                subject: subject.to_owned(),
+                name: mapped.name.clone().unwrap_or_else(namespaced),
                 profiles: (!mapped.profiles.is_empty()).then(|| mapped.profiles.clone()),
             });
         }
@@ -332,7 +377,7 @@ impl Verifier {
             // The claim is configured and absent: no profile (fail closed).
             _ => Vec::new(),
         });
-        Ok(TokenPrincipal { name: subject.to_owned(), profiles })
+        Ok(TokenPrincipal { subject: subject.to_owned(), name: namespaced(), profiles })
     }
 }
 
@@ -349,6 +394,50 @@ mod tests {
         let root = OAuthSettings::new("https://a", "https://gw.example");
         assert_eq!(root.metadata_url(), "https://gw.example/.well-known/oauth-protected-resource");
         assert_eq!(root.metadata_paths(), [WELL_KNOWN]);
+    }
+
+    #[test]
+    fn a_subject_is_namespaced_unless_the_mapping_names_it() {
+        let mut settings = OAuthSettings::new("https://a", "https://gw");
+        settings.principals = vec![
+            OAuthPrincipal { subject: "svc-1".into(), name: Some("ci-bot".into()), profiles: vec![] },
+            OAuthPrincipal { subject: "svc-2".into(), name: None, profiles: vec!["p".into()] },
+        ];
+        let verifier = Verifier::new(settings);
+        let who = |sub: &str| {
+            let claims = serde_json::json!({ "sub": sub });
+            let p = verifier.principal(claims.as_object().unwrap()).unwrap();
+            (p.subject, p.name)
+        };
+        assert_eq!(who("ci"), ("ci".to_owned(), "oauth:ci".to_owned()));
+        assert_eq!(who("svc-1"), ("svc-1".to_owned(), "ci-bot".to_owned()));
+        assert_eq!(who("svc-2"), ("svc-2".to_owned(), "oauth:svc-2".to_owned()));
+    }
+
+    #[test]
+    fn a_mapped_name_is_never_another_principal_s() {
+        const CI: &str = "8a1a3b1aa4b6c88b9a4e4a3a1f24e9a61ab4e5d1b70ee7e4a2c4f1c0f2b4b1d0";
+        let file = Principals::parse(&format!("{CI}  ci\n"), "tokens").unwrap();
+        let named = |pairs: &[(&str, &str)]| {
+            let mut settings = OAuthSettings::new("https://a", "https://gw");
+            settings.principals = pairs
+                .iter()
+                .map(|(s, n)| OAuthPrincipal { subject: (*s).into(), name: Some((*n).into()), profiles: vec![] })
+                .collect();
+            settings
+        };
+        assert!(named(&[("svc-1", "ci-bot"), ("svc-2", "reviewer")]).check_principals(Some(&file)).is_ok());
+        for (pairs, says) in [
+            (vec![("svc-1", "ci")], "tokens_file's principal \"ci\""),
+            (vec![("svc-1", "CI")], "tokens_file's principal \"ci\""),
+            (vec![("svc-1", "oauth:alice")], "begins with \"oauth:\""),
+            (vec![("svc-1", "OAuth:alice")], "begins with \"oauth:\""),
+            (vec![("svc-1", "bot"), ("svc-2", "Bot")], "both named"),
+        ] {
+            let e = named(&pairs).check_principals(Some(&file)).unwrap_err();
+            assert!(e.contains(says), "{pairs:?}: {e}");
+        }
+        assert!(named(&[("svc-1", "ci")]).check_principals(None).is_ok(), "no tokens file: no collision");
     }
 
     #[test]

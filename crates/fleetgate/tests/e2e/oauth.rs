@@ -1,12 +1,13 @@
 //! The gateway as an OAuth 2.1 resource server, end to end: the real binary with
 //! `[http.oauth]`, an OpenID provider on loopback (`fleetgate_testkit::oidc`: metadata, JWKS,
 //! key rotation), and raw HTTP. The metadata is served (RFC 9728) and a 401 points to it; a
-//! valid token is accepted and mapped to its principal; an expired, wrong-audience,
+//! valid token is accepted and mapped to its principal (`oauth:<subject>`, or its mapping's
+//! name, never a tokens-file principal); an expired, wrong-audience,
 //! wrong-issuer, unsigned or unknown-key token is refused 401; a rotated key is picked up; a
 //! profile the claims do not grant is refused 403; `/metrics` takes the same tokens; no token
 //! is ever logged. Beside them, the tokens file still works.
 
-use crate::httpkit::{Conn, HttpGateway, Raw};
+use crate::httpkit::{Conn, HttpGateway, Raw, open_session, refused_start};
 use crate::support::{FleetDir, roster, serial};
 use fleetgate_testkit::oidc::Provider;
 use serde_json::{Value, json};
@@ -16,6 +17,9 @@ const AUDIENCE: &str = "https://gw.fleet.test/mcp";
 
 /// A tokens-file token shaped like a JWT (three dot-separated base64url parts).
 const JWT_SHAPED_TOKEN: &str = "bGVnYWN5.dG9rZW4.c2VjcmV0";
+
+/// A tokens-file token of the principal `ci`, opaque.
+const CI_TOKEN: &str = "ci-opaque-token-9d1c";
 
 fn fleet(provider: &Provider, audience: &str) -> FleetDir {
     let mapping = "\n[[http.oauth.principals]]\nsubject = \"svc-7f3a\"\nname = \"ci-bot\"\n";
@@ -107,11 +111,12 @@ fn access_tokens_of_the_trusted_issuer_for_this_resource_are_accepted_and_every_
         "{challenge}"
     );
 
-    // Valid tokens (RS256 and ES256): accepted, their principal the subject or its mapping.
+    // Valid tokens (RS256 and ES256): accepted, their principal the subject (namespaced) or
+    // its mapping.
     let alice = token("rsa-1", "alice", json!({}));
     let (status, body) = context(&raw, 2, &alice);
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["result"]["structuredContent"]["worker"]["principal"], "alice", "{body}");
+    assert_eq!(body["result"]["structuredContent"]["worker"]["principal"], "oauth:alice", "{body}");
     let mapped = token("ec-1", "svc-7f3a", json!({}));
     let (status, body) = context(&raw, 3, &mapped);
     assert_eq!(status, 200, "{body}");
@@ -196,7 +201,7 @@ fn the_typescript_sdk_client_connects_with_an_access_token_and_is_sent_to_the_is
     };
     let accepted = run(&provider.sign("rsa-1", &claims));
     assert_eq!(accepted["ok"], true, "{accepted}");
-    assert_eq!(accepted["principal"], "sdk-user", "{accepted}");
+    assert_eq!(accepted["principal"], "oauth:sdk-user", "{accepted}");
     assert!(accepted["tools"].as_u64().unwrap() > 0, "{accepted}");
 
     let elsewhere = provider.claims("https://other.test/mcp", "sdk-user", json!({}));
@@ -209,6 +214,59 @@ fn the_typescript_sdk_client_connects_with_an_access_token_and_is_sent_to_the_is
         provider.issuer
     );
     g.stop();
+}
+
+/// The runtime context's `worker` of a [`context`] answer.
+fn worker(body: &Value) -> Value {
+    body["result"]["structuredContent"]["worker"].clone()
+}
+
+/// Issue 43, finding 1: an OAuth subject is never the tokens-file principal of the same name.
+/// A token with `sub: "ci"` is principal `oauth:ci`, beside the tokens file's `ci`: its own
+/// stateless attachment and worker, and neither can use a session the other opened (404, as
+/// an unknown session). A `[[http.oauth.principals]]` name that is a tokens-file name stops
+/// the start, naming both.
+#[test]
+fn an_oauth_subject_is_never_the_tokens_file_principal_of_the_same_name() {
+    let _serial = serial();
+    let provider = Provider::start(&["rsa-1"]);
+    let f = fleet_with(&provider, AUDIENCE, &[(CI_TOKEN, "ci")], "");
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    let raw = Raw::new(&g);
+    let oauth_ci = granted(&provider, "ci");
+
+    // Stateless, the same clientInfo: two principals, two attachments, two workers.
+    let (status, by_file) = context(&raw, 1, CI_TOKEN);
+    assert_eq!(status, 200, "{by_file}");
+    let (status, by_oauth) = context(&raw, 2, &oauth_ci);
+    assert_eq!(status, 200, "{by_oauth}");
+    assert_eq!(worker(&by_file)["principal"], "ci", "{by_file}");
+    assert_eq!(worker(&by_oauth)["principal"], "oauth:ci", "{by_oauth}");
+    assert_ne!(worker(&by_file)["worker_identity"], worker(&by_oauth)["worker_identity"], "two workers");
+
+    // A session is served only to the kind of credential and the subject that opened it.
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {} }).to_string();
+    let (file, oauth) = (format!("Bearer {CI_TOKEN}"), format!("Bearer {oauth_ci}"));
+    for (opener, other) in [(&file, &oauth), (&oauth, &file)] {
+        let mut conn = Conn::open(&g.addr);
+        let session = open_session(&mut conn, &[("Authorization", opener)]);
+        for method in ["POST", "GET", "DELETE"] {
+            let body = if method == "POST" { list.as_str() } else { "" };
+            let reply =
+                Conn::open(&g.addr).request(method, &[("Authorization", other), ("Mcp-Session-Id", &session)], body);
+            assert_eq!(reply.status, 404, "{method} with the other credential named ci: {reply:?}");
+        }
+        let mine = conn.request("POST", &[("Authorization", opener), ("Mcp-Session-Id", &session)], &list);
+        assert_eq!(mine.status, 200, "{mine:?}");
+    }
+    g.stop();
+
+    // A mapped name that is a tokens-file name: refused at the start, never merged.
+    let mapping = "\n[[http.oauth.principals]]\nsubject = \"svc-9\"\nname = \"ci\"\n";
+    let f = fleet_with(&provider, AUDIENCE, &[(CI_TOKEN, "ci")], mapping);
+    let (code, stderr) = refused_start(&f, &[], &["--listen", "127.0.0.1:0"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("\"ci\"") && stderr.contains("tokens_file"), "{stderr}");
 }
 
 /// Issue 43, finding 11: the `Bearer` scheme is matched in any case (RFC 6750, RFC 9110

@@ -76,17 +76,18 @@ pub(super) fn connection_share(max_connections: usize, identities: usize) -> usi
     (max_connections / identities.max(1)).max(1)
 }
 
-/// Each session's principal, recorded when its `initialize` is answered with its id.
+/// Each session's opener, recorded when its `initialize` is answered with its id.
 #[derive(Debug, Default)]
 pub(super) struct Owners {
-    by_session: HashMap<String, Option<String>>,
+    by_session: HashMap<String, Authenticated>,
 }
 
 impl Owners {
-    /// Whether `principal` may use `session`: only the principal that opened it. A session
-    /// never recorded here (unknown, or ended and forgotten) is nobody's.
-    pub(super) fn may_use(&self, session: &str, principal: &Authenticated) -> bool {
-        self.by_session.get(session).is_some_and(|owner| *owner == principal.0)
+    /// Whether `caller` may use `session`: only the one that opened it — the same kind of
+    /// credential, subject and principal. A session never recorded here (unknown, or ended
+    /// and forgotten) is nobody's.
+    pub(super) fn may_use(&self, session: &str, caller: &Authenticated) -> bool {
+        self.by_session.get(session).is_some_and(|owner| owner == caller)
     }
 }
 
@@ -196,7 +197,7 @@ impl Gatekeeper {
     /// The principal of a request, or the response refusing it.
     async fn authenticate(&self, headers: &HeaderMap) -> Result<Authenticated, Refused> {
         if self.token.is_none() && self.principals.is_none() && self.oauth.is_none() {
-            return Ok(Authenticated(None));
+            return Ok(Authenticated::Anonymous);
         }
         let presented = headers
             .get(header::AUTHORIZATION)
@@ -211,10 +212,10 @@ impl Gatekeeper {
                     let text = format!("Forbidden: principal {} may not use profile {profile}", principal.name);
                     return Err(Box::new((StatusCode::FORBIDDEN, text).into_response()));
                 }
-                return Ok(Authenticated(Some(principal.name.clone())));
+                return Ok(Authenticated::TokensFile(principal.name.clone()));
             }
             if self.token.as_deref().is_some_and(|t| same_secret(presented.as_bytes(), t.as_bytes())) {
-                return Ok(Authenticated(None));
+                return Ok(Authenticated::Anonymous);
             }
             // Not one of the operator's own tokens (which may be shaped like a JWT too): an
             // access token of the authorization server, when it has the shape of one.
@@ -269,7 +270,7 @@ impl Gatekeeper {
                     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(value));
                     return Err(Box::new(response));
                 }
-                Ok(Authenticated(Some(principal.name)))
+                Ok(Authenticated::OAuth { subject: principal.subject, principal: principal.name })
             }
             Err(TokenRefusal::Invalid(why)) => {
                 // What a token says is the client's: whatever it put there, only so much is said back.
@@ -331,7 +332,7 @@ impl Gatekeeper {
         let meta_version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)).and_then(serde_json::Value::as_str);
         let header_version = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok());
         let stateless = stateless_version(meta_version) || stateless_version(header_version);
-        let who = principal.0.clone().unwrap_or_default();
+        let who = principal.principal().unwrap_or_default().to_owned();
         let id = || probe.id.clone();
         if method == "initialize" {
             if stateless && !handshake {
@@ -391,7 +392,7 @@ impl Gatekeeper {
         }
         let whose = match headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
             Some(session) => Listener::Session(session.to_owned()),
-            None => Listener::Stateless(stateless_key(principal.0.as_deref().unwrap_or_default(), probe.meta())),
+            None => Listener::Stateless(stateless_key(principal.principal().unwrap_or_default(), probe.meta())),
         };
         match self.listeners.take(whose, crate::subscriptions::MAX_LISTENERS) {
             Some(slot) => Ok(Some(slot)),
@@ -407,7 +408,7 @@ impl Gatekeeper {
     async fn record_owner(&self, session: String, principal: &Authenticated) {
         let recorded: Vec<String> = {
             let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-            owners.by_session.insert(session, principal.0.clone());
+            owners.by_session.insert(session, principal.clone());
             if owners.by_session.len() <= self.hub.max_attachments() + OWNERS_SLACK {
                 return;
             }
@@ -425,7 +426,7 @@ impl Gatekeeper {
         let owned = self.owners.lock().unwrap_or_else(PoisonError::into_inner).may_use(session, principal);
         if !owned {
             tracing::info!(
-                principal = principal.0.as_deref().unwrap_or("-"),
+                principal = principal.principal().unwrap_or("-"),
                 "request refused: a session this principal did not open (answered as unknown)"
             );
         }
@@ -497,11 +498,11 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
         Err(refused) => return closing(*refused),
     };
     if let Some(scope) = request.extensions().get::<ConnectionScope>() {
-        let key = principal.0.clone().unwrap_or_default();
+        let key = principal.principal().unwrap_or_default().to_owned();
         let share = gate.connection_share;
         if !scope.count_against(&key, || gate.connections.take(key.clone(), share)) {
             tracing::info!(
-                principal = principal.0.as_deref().unwrap_or("-"),
+                principal = principal.principal().unwrap_or("-"),
                 share,
                 "connection refused: the principal holds its share of the connection cap"
             );
