@@ -11,14 +11,18 @@
 //! (no `none`, no HMAC: a public key is never a shared secret). The JWKS is fetched when first
 //! needed (from `jwks_uri`, else the issuer's OpenID or RFC 8414 metadata), kept, and fetched
 //! again when a token names a key it lacks (a rotation) — at most once per cooldown, so a
-//! stream of made-up key ids cannot turn the gateway into a load on the issuer. Tokens are
-//! never logged, nor their claims beyond the principal.
+//! stream of made-up key ids cannot turn the gateway into a load on the issuer. One fetch is
+//! in flight at a time, within a deadline, and outside any lock the verification takes: a
+//! token whose key is at hand is verified at once, whatever a fetch is waiting on; only a
+//! token that needs the fetch waits for it. Tokens are never logged, nor their claims beyond
+//! the principal.
 
 use crate::auth::{OAUTH_PREFIX, Principals, names_an_oauth_subject};
 use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// `[http.oauth]`: the authorization server this gateway trusts, and how a token's claims
@@ -181,13 +185,41 @@ struct Keys {
     by_id: HashMap<String, (DecodingKey, Option<Algorithm>)>,
     /// Keys without a `kid`.
     unnamed: Vec<(DecodingKey, Option<Algorithm>)>,
+}
+
+impl Keys {
+    /// The keys that may have signed a token naming `kid` with `alg`.
+    fn for_token(&self, kid: Option<&str>, alg: Algorithm) -> Vec<DecodingKey> {
+        let fits =
+            |(key, key_alg): &(DecodingKey, Option<Algorithm>)| key_alg.is_none_or(|a| a == alg).then(|| key.clone());
+        match kid {
+            Some(kid) => self.by_id.get(kid).and_then(fits).into_iter().collect(),
+            None => self.unnamed.iter().chain(self.by_id.values()).filter_map(fits).collect(),
+        }
+    }
+}
+
+/// The keys in use and what is known of their fetching. Read and replaced under a lock held
+/// for no more than that — never across a fetch.
+#[derive(Default)]
+struct KeyState {
+    keys: Arc<Keys>,
+    /// When the keys were last fetched, or last found unfetchable while some were at hand
+    /// (they are kept): the age and the cooldown count from it. `None`: none yet.
     fetched: Option<Instant>,
+    /// Fetches ended so far: who waited for a fetch in flight sees it moved.
+    attempts: u64,
+    /// Why the last fetch failed, while no fetch ever succeeded.
+    failure: Option<String>,
 }
 
 /// Checks access tokens against one issuer.
 pub(crate) struct Verifier {
     settings: OAuthSettings,
-    keys: tokio::sync::Mutex<Keys>,
+    state: std::sync::Mutex<KeyState>,
+    /// Held by the one JWKS fetch in flight: a token whose key is not at hand waits for it
+    /// (bounded by the fetch's deadline), every other token is verified meanwhile.
+    fetching: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -196,7 +228,7 @@ impl std::fmt::Debug for Verifier {
     }
 }
 
-/// How long a JWKS (or metadata) fetch may take.
+/// How long fetching the keys may take, the metadata that names them included.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest JWKS or metadata document read.
 const MAX_DOCUMENT: u64 = 256 * 1024;
@@ -223,11 +255,16 @@ pub(crate) fn looks_like_jwt(token: &str) -> bool {
         && parts.iter().all(|p| p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
 }
 
-fn get_json(url: &str) -> Result<Value, String> {
+/// The JSON document at `url`, read by `deadline`.
+fn get_json(url: &str, deadline: Instant) -> Result<Value, String> {
     // Messages name the URL without any credential in it.
     let url_shown = fleetgate_core::redact::redact_url_userinfo(url).unwrap_or_else(|| url.to_owned());
     let url_shown = url_shown.as_str();
-    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(FETCH_TIMEOUT)).build().into();
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(format!("GET {url_shown}: no time left within {} s", FETCH_TIMEOUT.as_secs()));
+    }
+    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(left)).build().into();
     let mut response = agent.get(url).call().map_err(|e| format!("GET {url_shown}: {e}"))?;
     let text = response
         .body_mut()
@@ -240,15 +277,20 @@ fn get_json(url: &str) -> Result<Value, String> {
 
 impl Verifier {
     pub(crate) fn new(settings: OAuthSettings) -> Self {
-        Self { settings, keys: tokio::sync::Mutex::new(Keys::default()) }
+        Self { settings, state: std::sync::Mutex::default(), fetching: Arc::default() }
     }
 
     pub(crate) fn settings(&self) -> &OAuthSettings {
         &self.settings
     }
 
-    /// The JWKS, from `jwks_uri` or the issuer's metadata (OpenID, then RFC 8414).
-    fn fetch_keys(settings: &OAuthSettings) -> Result<Keys, String> {
+    fn state(&self) -> std::sync::MutexGuard<'_, KeyState> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The JWKS, from `jwks_uri` or the issuer's metadata (OpenID, then RFC 8414), read by
+    /// `deadline`.
+    fn fetch_keys(settings: &OAuthSettings, deadline: Instant) -> Result<Keys, String> {
         let uri = match &settings.jwks_uri {
             Some(uri) => uri.clone(),
             None => {
@@ -259,7 +301,7 @@ impl Verifier {
                 ];
                 let mut found = Err(format!("the issuer {issuer} publishes no metadata naming its jwks_uri"));
                 for well in wells {
-                    if let Ok(meta) = get_json(&well)
+                    if let Ok(meta) = get_json(&well, deadline)
                         && let Some(uri) = meta.get("jwks_uri").and_then(Value::as_str)
                     {
                         found = Ok(uri.to_owned());
@@ -269,13 +311,13 @@ impl Verifier {
                 found?
             }
         };
-        let set: JwkSet = serde_json::from_value(get_json(&uri)?).map_err(|e| {
+        let set: JwkSet = serde_json::from_value(get_json(&uri, deadline)?).map_err(|e| {
             format!(
                 "{}: not a JWKS: {e}",
                 fleetgate_core::redact::redact_url_userinfo(&uri).unwrap_or_else(|| uri.clone())
             )
         })?;
-        let mut keys = Keys { fetched: Some(Instant::now()), ..Keys::default() };
+        let mut keys = Keys::default();
         for jwk in &set.keys {
             // Only public keys of the accepted kinds; anything else is skipped, not trusted.
             if !matches!(jwk.algorithm, AlgorithmParameters::RSA(_) | AlgorithmParameters::EllipticCurve(_)) {
@@ -293,36 +335,67 @@ impl Verifier {
         Ok(keys)
     }
 
-    /// The keys that may have signed a token naming `kid` with `alg`, fetching the JWKS when
-    /// there are none yet, when they are old, or — past the cooldown — when `kid` is unknown.
-    async fn candidates(&self, kid: Option<&str>, alg: Algorithm) -> Result<Vec<DecodingKey>, TokenRefusal> {
-        let mut keys = self.keys.lock().await;
-        let known = |keys: &Keys| match kid {
-            Some(kid) => keys.by_id.contains_key(kid),
-            None => !keys.unnamed.is_empty() || !keys.by_id.is_empty(),
+    /// Fetch the keys, holding `_one` (the right to the one fetch in flight), off the async
+    /// workers and within [`FETCH_TIMEOUT`]; record what came of it.
+    async fn fetch(&self, _one: tokio::sync::OwnedMutexGuard<()>) {
+        let settings = self.settings.clone();
+        let deadline = Instant::now() + FETCH_TIMEOUT;
+        let fetch = tokio::task::spawn_blocking(move || Self::fetch_keys(&settings, deadline));
+        // Every read in it is bounded by the deadline; this bounds the wait for the thread too.
+        let fetched = match tokio::time::timeout(FETCH_TIMEOUT + Duration::from_secs(1), fetch).await {
+            Ok(Ok(fetched)) => fetched,
+            Ok(Err(e)) => Err(format!("the key fetch failed: {e}")),
+            Err(_) => Err(format!("the keys were not read within {} s", FETCH_TIMEOUT.as_secs())),
         };
-        let stale = keys.fetched.is_none_or(|at| at.elapsed() > KEYS_MAX_AGE);
-        let may_refetch = keys.fetched.is_none_or(|at| at.elapsed() >= self.settings.jwks_cooldown);
-        if stale || (!known(&keys) && may_refetch) {
-            let settings = self.settings.clone();
-            let fetched = tokio::task::spawn_blocking(move || Self::fetch_keys(&settings))
-                .await
-                .map_err(|e| TokenRefusal::KeysUnavailable(e.to_string()))?;
-            match fetched {
-                Ok(fresh) => *keys = fresh,
-                Err(why) if keys.fetched.is_none() => return Err(TokenRefusal::KeysUnavailable(why)),
-                Err(why) => {
-                    tracing::warn!(%why, "the issuer's keys could not be fetched again; the last ones are kept");
-                    keys.fetched = Some(Instant::now());
-                }
+        let mut state = self.state();
+        state.attempts += 1;
+        match fetched {
+            Ok(keys) => {
+                state.keys = Arc::new(keys);
+                state.fetched = Some(Instant::now());
+                state.failure = None;
+            }
+            Err(why) if state.fetched.is_none() => state.failure = Some(why),
+            Err(why) => {
+                tracing::warn!(%why, "the issuer's keys could not be fetched again; the last ones are kept");
+                state.fetched = Some(Instant::now());
             }
         }
-        let fits =
-            |(key, key_alg): &(DecodingKey, Option<Algorithm>)| key_alg.is_none_or(|a| a == alg).then(|| key.clone());
-        let found: Vec<DecodingKey> = match kid {
-            Some(kid) => keys.by_id.get(kid).and_then(fits).into_iter().collect(),
-            None => keys.unnamed.iter().chain(keys.by_id.values()).filter_map(fits).collect(),
+    }
+
+    /// The keys that may have signed a token naming `kid` with `alg`. Those at hand serve
+    /// at once; they are fetched (or the fetch in flight waited for) only when there are none
+    /// for this token — none yet, or (past the cooldown) an unknown `kid`, a rotation — and
+    /// refreshed behind the token's back when old. A token never waits on a fetch its own key
+    /// does not need, so a made-up key id stalls no other token.
+    async fn candidates(self: &Arc<Self>, kid: Option<&str>, alg: Algorithm) -> Result<Vec<DecodingKey>, TokenRefusal> {
+        let (keys, fetched, attempts) = {
+            let state = self.state();
+            (state.keys.clone(), state.fetched, state.attempts)
         };
+        let found = keys.for_token(kid, alg);
+        let stale = fetched.is_none_or(|at| at.elapsed() > KEYS_MAX_AGE);
+        if !found.is_empty() {
+            if stale && let Ok(one) = self.fetching.clone().try_lock_owned() {
+                let verifier = self.clone();
+                tokio::spawn(async move { verifier.fetch(one).await });
+            }
+            return Ok(found);
+        }
+        let may_fetch = fetched.is_none_or(|at| at.elapsed() >= self.settings.jwks_cooldown) || stale;
+        if may_fetch {
+            let one = self.fetching.clone().lock_owned().await;
+            // A fetch that ended while this token waited is the one it needed.
+            if self.state().attempts == attempts {
+                self.fetch(one).await;
+            }
+        }
+        let state = self.state();
+        if state.fetched.is_none() {
+            let why = state.failure.clone().unwrap_or_else(|| "the issuer's keys were never read".to_owned());
+            return Err(TokenRefusal::KeysUnavailable(why));
+        }
+        let found = state.keys.for_token(kid, alg);
         if found.is_empty() {
             return Err(TokenRefusal::Invalid(match kid {
                 Some(kid) => format!("the issuer has no key {:?} for {alg:?}", shown_kid(kid)),
@@ -333,7 +406,7 @@ impl Verifier {
     }
 
     /// Verify `token`: who it is, or why it is refused.
-    pub(crate) async fn verify(&self, token: &str) -> Result<TokenPrincipal, TokenRefusal> {
+    pub(crate) async fn verify(self: &Arc<Self>, token: &str) -> Result<TokenPrincipal, TokenRefusal> {
         let header =
             jsonwebtoken::decode_header(token).map_err(|e| TokenRefusal::Invalid(format!("not a JWT: {e}")))?;
         if !matches!(header.alg, Algorithm::RS256 | Algorithm::ES256) {

@@ -7,10 +7,11 @@
 //! profile the claims do not grant is refused 403; `/metrics` takes the same tokens; no token
 //! is ever logged. Beside them, the tokens file still works.
 
-use crate::httpkit::{Conn, HttpGateway, Raw, open_session, refused_start};
+use crate::httpkit::{Conn, HttpGateway, Raw, eventually, open_session, refused_start};
 use crate::support::{FleetDir, roster, serial};
 use fleetgate_testkit::oidc::Provider;
 use serde_json::{Value, json};
+use std::time::{Duration, Instant};
 
 /// This gateway's resource identifier (the tokens' audience).
 const AUDIENCE: &str = "https://gw.fleet.test/mcp";
@@ -267,6 +268,41 @@ fn an_oauth_subject_is_never_the_tokens_file_principal_of_the_same_name() {
     let (code, stderr) = refused_start(&f, &[], &["--listen", "127.0.0.1:0"]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("\"ci\"") && stderr.contains("tokens_file"), "{stderr}");
+}
+
+/// Issue 43, finding 5: a made-up key id stalls no one. The refetch it causes waits on a slow
+/// issuer (its JWKS held); meanwhile a valid token is verified with the keys at hand, at once,
+/// while that refetch is still in flight.
+#[test]
+fn a_refetch_for_a_made_up_key_id_stalls_no_valid_token() {
+    let _serial = serial();
+    let provider = Provider::start(&["rsa-1"]);
+    let f = fleet(&provider, AUDIENCE);
+    let g = HttpGateway::start_logging(&f, None, &[], "debug");
+    let raw = Raw::new(&g);
+    let valid = granted(&provider, "alice");
+    assert_eq!(context(&raw, 1, &valid).0, 200, "the keys are fetched once");
+
+    provider.hold_jwks();
+    let claims = provider.claims(AUDIENCE, "mallory", json!({ "fleetgate_profiles": ["prgs-author"] }));
+    let made_up = provider.sign_naming("rsa-1", "made-up-key", &claims);
+    std::thread::scope(|scope| {
+        let attacker = scope.spawn(|| Raw::new(&g).stateless(2, "tools/list", json!({}), "x", Some(&made_up)).status);
+        eventually("the refetch for the made-up key id waits on the issuer", 20.0, || provider.jwks_waiting() == 1);
+
+        let started = Instant::now();
+        let (status, body) = context(&raw, 3, &valid);
+        let took = started.elapsed();
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(provider.jwks_waiting(), 1, "answered while the refetch is still held");
+        assert!(!g.log().contains("could not be fetched"), "the refetch had ended first: {}", g.log());
+        // The fetch timeout is 5 s: a valid token that waited for the refetch took as long.
+        assert!(took < Duration::from_secs(2), "answered promptly, not after the refetch: {took:?}");
+
+        provider.release_jwks();
+        assert_eq!(attacker.join().unwrap(), 401, "the made-up key id is still refused");
+    });
+    g.stop();
 }
 
 /// Issue 43, finding 11: the `Bearer` scheme is matched in any case (RFC 6750, RFC 9110

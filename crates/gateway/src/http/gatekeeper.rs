@@ -256,7 +256,11 @@ impl Gatekeeper {
 
     /// A JWT access token: verified against the issuer's keys, then its principal's profiles
     /// against the one this gateway serves. Neither the token nor its claims are logged.
-    async fn authenticate_jwt(&self, verifier: &crate::oauth::Verifier, token: &str) -> Result<Authenticated, Refused> {
+    async fn authenticate_jwt(
+        &self,
+        verifier: &Arc<crate::oauth::Verifier>,
+        token: &str,
+    ) -> Result<Authenticated, Refused> {
         use crate::oauth::TokenRefusal;
         match verifier.verify(token).await {
             Ok(principal) => {
