@@ -128,6 +128,64 @@ impl OAuthSettings {
     }
 }
 
+/// Why `url` is refused as a URL of the authorization server, if it is: it must be
+/// `https://`, or `http://` on a loopback host (a development server), so tokens and keys never
+/// cross a network in the clear. The rule for the configured URLs and for those the issuer's
+/// metadata names alike. Pure.
+pub fn check_oauth_url(url: &str) -> Result<(), String> {
+    let uri: axum::http::Uri = url.parse().map_err(|e| format!("is not a URL: {e}"))?;
+    let host = uri.host().filter(|h| !h.is_empty()).ok_or("has no host")?;
+    let loopback = host == "localhost"
+        || host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    match uri.scheme_str() {
+        Some("https") => Ok(()),
+        Some("http") if loopback => Ok(()),
+        Some("http") => Err("must be https:// (http:// only on a loopback host)".to_owned()),
+        _ => Err("must be an https:// URL".to_owned()),
+    }
+}
+
+/// Whether `a` and `b` are on one origin: scheme, host (any case) and port (the scheme's
+/// default when none is written). Pure.
+fn same_origin(a: &str, b: &str) -> bool {
+    let origin = |url: &str| {
+        let uri: axum::http::Uri = url.parse().ok()?;
+        let scheme = uri.scheme_str()?.to_ascii_lowercase();
+        let port = uri.port_u16().or(match scheme.as_str() {
+            "https" => Some(443),
+            "http" => Some(80),
+            _ => None,
+        })?;
+        Some((scheme, uri.host()?.to_ascii_lowercase(), port))
+    };
+    origin(a).is_some_and(|a| origin(b).is_some_and(|b| a == b))
+}
+
+/// The `jwks_uri` the issuer's metadata document `meta` names, held to what a configured one
+/// is held to and more: the document must name exactly this issuer (RFC 8414 §3.3, OpenID
+/// Discovery §4.3: else it is not this issuer's), and the keys must be on the issuer's
+/// origin, by a URL the configured rule accepts. Keys elsewhere are trusted only when the
+/// operator names them (`jwks_uri`). Pure.
+fn discovered_jwks_uri(settings: &OAuthSettings, meta: &Value) -> Result<String, String> {
+    let claimed = meta.get("issuer").and_then(Value::as_str);
+    if claimed != Some(settings.issuer.as_str()) {
+        return Err(format!(
+            "names the issuer {:?}, not {:?}: it is not this issuer's (RFC 8414 §3.3)",
+            claimed.map(|c| cut_short(c, 80)),
+            settings.issuer
+        ));
+    }
+    let uri = meta.get("jwks_uri").and_then(Value::as_str).ok_or("names no jwks_uri")?;
+    let shown = cut_short(uri, 120);
+    check_oauth_url(uri).map_err(|why| format!("names the jwks_uri {shown:?}, which {why}"))?;
+    if !same_origin(uri, &settings.issuer) {
+        return Err(format!(
+            "names the jwks_uri {shown:?}, not on the issuer's origin: set [http.oauth] jwks_uri to trust keys there"
+        ));
+    }
+    Ok(uri.to_owned())
+}
+
 /// The RFC 9728 well-known path.
 pub(crate) const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
@@ -241,9 +299,15 @@ const MAX_KID_SHOWN: usize = 40;
 
 /// `kid` as a refusal names it: cut to [`MAX_KID_SHOWN`] characters.
 fn shown_kid(kid: &str) -> String {
-    match kid.char_indices().nth(MAX_KID_SHOWN) {
-        Some((end, _)) => format!("{}… ({} bytes)", &kid[..end], kid.len()),
-        None => kid.to_owned(),
+    cut_short(kid, MAX_KID_SHOWN)
+}
+
+/// `text` cut to `max` characters, saying how long it was: what a token or a metadata
+/// document says is quoted back only so far.
+fn cut_short(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}… ({} bytes)", &text[..end], text.len()),
+        None => text.to_owned(),
     }
 }
 
@@ -264,8 +328,15 @@ fn get_json(url: &str, deadline: Instant) -> Result<Value, String> {
     if left.is_zero() {
         return Err(format!("GET {url_shown}: no time left within {} s", FETCH_TIMEOUT.as_secs()));
     }
-    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(left)).build().into();
+    // No redirect is followed: where the keys are is what the configuration or the checked
+    // metadata says, not where an answer points.
+    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(left)).max_redirects(0).build().into();
     let mut response = agent.get(url).call().map_err(|e| format!("GET {url_shown}: {e}"))?;
+    let status = response.status();
+    if !status.is_success() {
+        let what = if status.is_redirection() { " (a redirect, which is not followed)" } else { "" };
+        return Err(format!("GET {url_shown}: answered {status}{what}"));
+    }
     let text = response
         .body_mut()
         .with_config()
@@ -288,28 +359,33 @@ impl Verifier {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The JWKS, from `jwks_uri` or the issuer's metadata (OpenID, then RFC 8414), read by
-    /// `deadline`.
+    /// The `jwks_uri` of the issuer's metadata (OpenID, then RFC 8414), read by `deadline`:
+    /// the first document that names one decides — held to [`discovered_jwks_uri`], or
+    /// refused, never passed over for the next.
+    fn discover(settings: &OAuthSettings, deadline: Instant) -> Result<String, String> {
+        let issuer = settings.issuer.trim_end_matches('/');
+        let wells = [
+            format!("{issuer}/.well-known/openid-configuration"),
+            format!("{issuer}/.well-known/oauth-authorization-server"),
+        ];
+        let mut unread = Vec::new();
+        for well in wells {
+            match get_json(&well, deadline) {
+                Ok(meta) if meta.get("jwks_uri").is_some() => {
+                    return discovered_jwks_uri(settings, &meta).map_err(|why| format!("the metadata at {well} {why}"));
+                }
+                Ok(_) => unread.push(format!("{well}: names no jwks_uri")),
+                Err(why) => unread.push(why),
+            }
+        }
+        Err(format!("the issuer {issuer} publishes no metadata naming its jwks_uri ({})", unread.join("; ")))
+    }
+
+    /// The JWKS, from `jwks_uri` or the issuer's metadata, read by `deadline`.
     fn fetch_keys(settings: &OAuthSettings, deadline: Instant) -> Result<Keys, String> {
         let uri = match &settings.jwks_uri {
             Some(uri) => uri.clone(),
-            None => {
-                let issuer = settings.issuer.trim_end_matches('/');
-                let wells = [
-                    format!("{issuer}/.well-known/openid-configuration"),
-                    format!("{issuer}/.well-known/oauth-authorization-server"),
-                ];
-                let mut found = Err(format!("the issuer {issuer} publishes no metadata naming its jwks_uri"));
-                for well in wells {
-                    if let Ok(meta) = get_json(&well, deadline)
-                        && let Some(uri) = meta.get("jwks_uri").and_then(Value::as_str)
-                    {
-                        found = Ok(uri.to_owned());
-                        break;
-                    }
-                }
-                found?
-            }
+            None => Self::discover(settings, deadline)?,
         };
         let set: JwkSet = serde_json::from_value(get_json(&uri, deadline)?).map_err(|e| {
             format!(
@@ -511,6 +587,48 @@ mod tests {
             assert!(e.contains(says), "{pairs:?}: {e}");
         }
         assert!(named(&[("svc-1", "ci")]).check_principals(None).is_ok(), "no tokens file: no collision");
+    }
+
+    #[test]
+    fn discovered_keys_are_this_issuer_s_at_its_origin() {
+        let s = OAuthSettings::new("https://auth.example/realms/fleet", "https://gw.example/mcp");
+        let meta = |issuer: &str, jwks: &str| serde_json::json!({ "issuer": issuer, "jwks_uri": jwks });
+        let issuer = "https://auth.example/realms/fleet";
+        for jwks in ["https://auth.example/realms/fleet/certs", "https://AUTH.example:443/other/path"] {
+            assert_eq!(discovered_jwks_uri(&s, &meta(issuer, jwks)), Ok(jwks.to_owned()));
+        }
+        for (doc, says) in [
+            (meta("https://auth.example/realms/other", "https://auth.example/c"), "not this issuer's"),
+            (meta("https://auth.example/realms/fleet/", "https://auth.example/c"), "not this issuer's"),
+            (serde_json::json!({ "jwks_uri": "https://auth.example/c" }), "names the issuer None"),
+            (meta(issuer, "https://keys.example/certs"), "not on the issuer's origin"),
+            (meta(issuer, "https://auth.example:8443/certs"), "not on the issuer's origin"),
+            (meta(issuer, "http://auth.example/certs"), "must be https://"),
+            (meta(issuer, "file:///etc/keys"), "jwks_uri"),
+            (serde_json::json!({ "issuer": issuer }), "names no jwks_uri"),
+        ] {
+            let e = discovered_jwks_uri(&s, &doc).unwrap_err();
+            assert!(e.contains(says), "{doc}: {e}");
+        }
+        let long = "x".repeat(10_000);
+        let e = discovered_jwks_uri(&s, &meta(&long, "https://auth.example/c")).unwrap_err();
+        assert!(e.len() < 300, "a hostile document is quoted cut short: {e}");
+    }
+
+    #[test]
+    fn the_url_rule_is_https_or_http_on_loopback() {
+        for ok in ["https://a.example/x", "http://127.0.0.1:8080/", "http://localhost/", "http://[::1]:9/"] {
+            assert_eq!(check_oauth_url(ok), Ok(()), "{ok}");
+        }
+        for (bad, says) in [
+            ("http://a.example/", "must be https://"),
+            ("ftp://a.example/", "must be an https:// URL"),
+            ("a.example", "must be an https:// URL"),
+            ("https:///x", "not a URL"),
+        ] {
+            let e = check_oauth_url(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

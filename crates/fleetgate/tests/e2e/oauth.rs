@@ -305,6 +305,44 @@ fn a_refetch_for_a_made_up_key_id_stalls_no_valid_token() {
     g.stop();
 }
 
+/// Issue 43, finding 6: discovered metadata is held to the rules of a configured URL. A
+/// metadata document that claims another issuer (RFC 8414 §3.3), names keys on another port,
+/// or whose JWKS answers with a redirect there, is not used: no token can be checked (503),
+/// and nothing is fetched from elsewhere. The same document, truthful, serves.
+#[test]
+fn discovered_metadata_must_name_this_issuer_and_keys_at_its_origin_without_a_redirect() {
+    let _serial = serial();
+    let provider = Provider::start(&["rsa-1"]);
+    // Another port on the same host, publishing the same keys.
+    let elsewhere = Provider::start(&["rsa-1"]);
+    let elsewhere_jwks = format!("{}/jwks", elsewhere.issuer);
+    let f = fleet(&provider, AUDIENCE);
+    let g = HttpGateway::start_logging(&f, None, &[], "info");
+    let valid = granted(&provider, "alice");
+
+    let cases: [(&str, &dyn Fn(), &str); 3] = [
+        ("another issuer", &|| provider.claim_issuer(Some("http://127.0.0.1:9/realms/other")), "issuer"),
+        ("keys on another port", &|| provider.claim_jwks_uri(Some(&elsewhere_jwks)), "jwks_uri"),
+        ("a redirect to another port", &|| provider.redirect_jwks(Some(&elsewhere_jwks)), "redirect"),
+    ];
+    for (what, misbehave, says) in cases {
+        provider.claim_issuer(None);
+        provider.claim_jwks_uri(None);
+        provider.redirect_jwks(None);
+        misbehave();
+        let (status, _, body) = get(&g, "/metrics", Some(&valid));
+        assert_eq!(status, 503, "{what}: {body}");
+        assert!(body.contains(says), "{what}: {body}");
+    }
+    assert_eq!(provider.jwks_fetches() + elsewhere.jwks_fetches(), 0, "no keys were read");
+
+    provider.redirect_jwks(None);
+    let (status, _, body) = get(&g, "/metrics", Some(&valid));
+    assert_eq!(status, 200, "the truthful document: {body}");
+    assert_eq!((provider.jwks_fetches(), elsewhere.jwks_fetches()), (1, 0));
+    g.stop();
+}
+
 /// Issue 43, finding 11: the `Bearer` scheme is matched in any case (RFC 6750, RFC 9110
 /// §11.1), for tokens-file and OAuth tokens alike; another scheme is not a bearer token. A
 /// token naming a 60 KB key id is refused with that key id cut short, not echoed whole into
