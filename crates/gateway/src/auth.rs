@@ -6,8 +6,9 @@
 //! workers and audit entries record, and optionally the profiles it may use (none listed:
 //! any). `#` starts a comment; blank lines are ignored. A malformed line refuses the whole
 //! file with its line number, and so does a client name that begins with `oauth:` (in any
-//! case): that prefix names OAuth subjects, so no tokens-file principal is ever one of them. Every presented token is hashed and compared with every
-//! entry in constant time; neither the presented nor a stored value is ever logged.
+//! case): that prefix names OAuth subjects, so no tokens-file principal is ever one of them.
+//! Every presented token is hashed and compared with every entry in constant time; neither
+//! the presented nor a stored value is ever logged.
 
 use fleetgate_core::origin::same_secret;
 use sha2::{Digest, Sha256};

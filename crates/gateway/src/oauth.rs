@@ -4,8 +4,9 @@
 //! resource (`aud`), from this issuer (`iss`), and current (`exp`, `nbf`, a small leeway). Its
 //! principal and the profiles it may use come from its claims, or from the operator's mapping
 //! of subjects. The principal of a subject is `oauth:<subject>` unless the mapping names it,
-//! and a mapped name is never a tokens-file principal's: the two sources never share one. `/.well-known/oauth-protected-resource` (RFC 9728) names the authorization
-//! server; a 401 points to it (`WWW-Authenticate: Bearer resource_metadata=…`).
+//! and a mapped name is never a tokens-file principal's: the two sources never share one.
+//! `/.well-known/oauth-protected-resource` (RFC 9728) names the authorization server; a 401
+//! points to it (`WWW-Authenticate: Bearer resource_metadata=…`).
 //!
 //! Accepted: RS256 and ES256, and only with a key of the matching type that the JWKS names
 //! (no `none`, no HMAC: a public key is never a shared secret). The JWKS is fetched when first
