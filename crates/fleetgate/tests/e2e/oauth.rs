@@ -296,8 +296,9 @@ fn a_refetch_for_a_made_up_key_id_stalls_no_valid_token() {
         assert_eq!(status, 200, "{body}");
         assert_eq!(provider.jwks_waiting(), 1, "answered while the refetch is still held");
         assert!(!g.log().contains("could not be fetched"), "the refetch had ended first: {}", g.log());
-        // The fetch timeout is 5 s: a valid token that waited for the refetch took as long.
-        assert!(took < Duration::from_secs(2), "answered promptly, not after the refetch: {took:?}");
+        // The fetch gives up after 5 s: a valid token that waited for the refetch took about
+        // as long (the log above is the sharp check; this bound leaves room for a loaded host).
+        assert!(took < Duration::from_secs(3), "answered promptly, not after the refetch: {took:?}");
 
         provider.release_jwks();
         assert_eq!(attacker.join().unwrap(), 401, "the made-up key id is still refused");
