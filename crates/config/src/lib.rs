@@ -997,6 +997,17 @@ role = "reviewer"
                 "prgs-nobody",
             ),
             (&format!("{base}\nscope = \"x\""), "scope"),
+            (
+                &format!("{base}\n\n[[http.oauth.principals]]\nsubject = \"s\"\nname = \"oauth:alice\""),
+                "names unmapped subjects",
+            ),
+            (
+                &format!(
+                    "{base}\n\n[[http.oauth.principals]]\nsubject = \"s\"\nname = \"ci\"\n\n\
+                     [[http.oauth.principals]]\nsubject = \"t\"\nname = \"ci\""
+                ),
+                "both named \"ci\"",
+            ),
         ] {
             let e = FleetConfig::parse(&format!("{GOOD}\n[http.oauth]\n{bad}\n"), "f.toml").unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");

@@ -13,7 +13,7 @@
 //!
 //! [[http.oauth.principals]]                          # optional: a subject's name and profiles
 //! subject = "service-account-ci"
-//! name = "ci"
+//! name = "ci-bot"                                    # unset: `oauth:service-account-ci`
 //! profiles = ["prgs-reviewer"]
 //! ```
 
@@ -44,20 +44,10 @@ struct RawPrincipal {
     profiles: Vec<String>,
 }
 
-/// An `https://` URL, or `http://` on a loopback host (a development authorization server):
-/// tokens and keys never cross a network in the clear.
+/// The gateway's rule for every URL of the authorization server (`check_oauth_url`: https,
+/// or http on a loopback host), the one it applies to discovered URLs too.
 fn check_url(key: &str, url: &str) -> Result<(), String> {
-    let bad = |why: &str| format!("[http.oauth] {key} {url:?} {why}");
-    let uri: http::Uri = url.parse().map_err(|e| bad(&format!("is not a URL: {e}")))?;
-    let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(|| bad("has no host"))?;
-    let loopback = host == "localhost"
-        || host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    match uri.scheme_str() {
-        Some("https") => Ok(()),
-        Some("http") if loopback => Ok(()),
-        Some("http") => Err(bad("must be https:// (http:// only on a loopback host)")),
-        _ => Err(bad("must be an https:// URL")),
-    }
+    fleetgate_gateway::check_oauth_url(url).map_err(|why| format!("[http.oauth] {key} {url:?} {why}"))
 }
 
 fn word(key: &str, value: &str) -> Result<(), String> {
@@ -111,6 +101,8 @@ impl RawOAuth {
             }
             settings.principals.push(OAuthPrincipal { subject: p.subject, name: p.name, profiles: p.profiles });
         }
+        // The tokens file is read when the gateway starts, and checked against them then.
+        settings.check_principals(None)?;
         Ok(settings)
     }
 }

@@ -204,7 +204,11 @@ pub const TABLES: &[Table] = &[
                 "URL, required",
                 "This gateway's resource identifier (`aud`), as the RFC 9728 metadata names it.",
             ),
-            key("jwks_uri", "URL (unset: the issuer's discovery document)", "Where the signing keys are."),
+            key(
+                "jwks_uri",
+                "URL (unset: the issuer's discovery document)",
+                "Where the signing keys are; discovered, they must be on the issuer's origin.",
+            ),
             key("principal_claim", "string, `\"sub\"`", "The claim that names the caller."),
             key("profiles_claim", "string (unset)", "A claim listing the profiles the caller may attach as."),
             key("leeway_seconds", "integer, `60`", "Clock skew allowed on `exp` and `nbf`: 0 to 300."),
@@ -221,7 +225,11 @@ pub const TABLES: &[Table] = &[
         about: "One subject of the issuer, mapped.",
         keys: &[
             key("subject", "string, required", "The value of `principal_claim`."),
-            key("name", "string (unset: the subject)", "The principal's name in the audit and the bounds."),
+            key(
+                "name",
+                "string (unset: `oauth:` and the subject)",
+                "The principal's name in the audit and the bounds: not a tokens-file name, not `oauth:…`.",
+            ),
             key("profiles", "list of strings, `[]`", "Profiles it may attach as (none: any)."),
         ],
     },

@@ -82,6 +82,17 @@ impl HostRules {
     }
 }
 
+/// The token of an `Authorization` header value that uses the `Bearer` scheme: the scheme
+/// matched in any case (auth schemes are case-insensitive, RFC 9110 §11.1; RFC 6750 §2.1),
+/// then one or more spaces, then a non-empty token. `None` for another scheme or no token.
+pub fn bearer_token(authorization: &str) -> Option<&str> {
+    let (scheme, rest) = authorization.split_at_checked("Bearer".len())?;
+    if !scheme.eq_ignore_ascii_case("Bearer") || !rest.starts_with(' ') {
+        return None;
+    }
+    Some(rest.trim_start_matches(' ')).filter(|token| !token.is_empty())
+}
+
 /// Whether `presented` equals `expected`, in time independent of where they differ.
 pub fn same_secret(presented: &[u8], expected: &[u8]) -> bool {
     presented.len() == expected.len() && presented.iter().zip(expected).fold(0_u8, |acc, (a, b)| acc | (a ^ b)) == 0
@@ -93,6 +104,17 @@ mod tests {
 
     fn loopback() -> HostRules {
         HostRules::new("127.0.0.1:8760".parse().unwrap(), &[])
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_matched_in_any_case() {
+        for value in ["Bearer t0k", "bearer t0k", "BEARER t0k", "bEaReR t0k", "Bearer   t0k"] {
+            assert_eq!(bearer_token(value), Some("t0k"), "{value}");
+        }
+        for value in ["Basic t0k", "Bearert0k", "Bearer", "Bearer ", "Bearer\tt0k", "Bearerx t0k", "", "é", "Beareré t"]
+        {
+            assert_eq!(bearer_token(value), None, "{value}");
+        }
     }
 
     #[test]

@@ -88,7 +88,7 @@ impl Guard {
         if let Err(foreign) = self.hosts.judge(p.host, p.origin) {
             return Verdict::Forbidden(foreign.as_str());
         }
-        if self.token_ok(p.authorization.and_then(|a| a.strip_prefix("Bearer ")))
+        if self.token_ok(p.authorization.and_then(fleetgate_core::origin::bearer_token))
             || self.token_ok(p.cookie.and_then(|c| cookie_token(c, &self.cookie)))
             || self.token_ok(p.cookie.and_then(|c| cookie_token(c, COOKIE)))
         {
@@ -208,6 +208,7 @@ mod tests {
         assert_eq!(with(None, None), Verdict::Unauthorized);
         assert_eq!(with(Some("Bearer s3cret"), None), Verdict::Pass);
         assert_eq!(with(Some("Bearer s3cre"), None), Verdict::Unauthorized);
+        assert_eq!(with(Some("bearer s3cret"), None), Verdict::Pass, "the scheme in any case");
         assert_eq!(with(Some("Basic s3cret"), None), Verdict::Unauthorized);
         assert_eq!(with(None, Some("a=1; fleetgate_dashboard_token=s3cret")), Verdict::Pass);
         assert_eq!(with(None, Some("fleetgate_dashboard_token=nope")), Verdict::Unauthorized);

@@ -5,8 +5,10 @@
 //! the SHA-256 of the token (never the token itself), the client name the principal's
 //! workers and audit entries record, and optionally the profiles it may use (none listed:
 //! any). `#` starts a comment; blank lines are ignored. A malformed line refuses the whole
-//! file with its line number. Every presented token is hashed and compared with every
-//! entry in constant time; neither the presented nor a stored value is ever logged.
+//! file with its line number, and so does a client name that begins with `oauth:` (in any
+//! case): that prefix names OAuth subjects, so no tokens-file principal is ever one of them.
+//! Every presented token is hashed and compared with every entry in constant time; neither
+//! the presented nor a stored value is ever logged.
 
 use fleetgate_core::origin::same_secret;
 use sha2::{Digest, Sha256};
@@ -57,6 +59,16 @@ pub struct PrincipalsError {
 /// Longest client name accepted (it becomes a worker's client name).
 const MAX_NAME: usize = 128;
 
+/// What begins the principal name of an OAuth subject (`oauth:<subject>`), and so no other
+/// principal's: a tokens-file principal and an OAuth subject are never one principal.
+pub(crate) const OAUTH_PREFIX: &str = "oauth:";
+
+/// Whether `name` is spelled as an OAuth subject's principal — compared as a worker's client
+/// name is (core's `normalize_client_name`), since that is what the workers record.
+pub(crate) fn names_an_oauth_subject(name: &str) -> bool {
+    fleetgate_core::client::normalize_client_name(name).starts_with(OAUTH_PREFIX)
+}
+
 fn digest_of(hex: &str) -> Option<[u8; 32]> {
     if hex.len() != 64 {
         return None;
@@ -106,6 +118,11 @@ impl Principals {
                     "the client name must be 1 to {MAX_NAME} printable characters without spaces"
                 )));
             }
+            if names_an_oauth_subject(name) {
+                return Err(fail(format!(
+                    "the client name {name:?} begins with {OAUTH_PREFIX:?}, which names OAuth subjects: choose another"
+                )));
+            }
             let profiles: Vec<String> = words.map(str::to_owned).collect();
             if let Some(bad) = profiles.iter().find(|p| !valid_word(p)) {
                 return Err(fail(format!("profile {bad:?} is not a valid profile name")));
@@ -116,6 +133,14 @@ impl Principals {
             entries.push((digest, Principal { name: name.to_owned(), profiles }));
         }
         Ok(Self { entries })
+    }
+
+    /// The principals' names, each once.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        let mut names: Vec<&str> = self.entries.iter().map(|(_, p)| p.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        names.into_iter()
     }
 
     /// How many principals the file holds.
@@ -173,5 +198,15 @@ mod tests {
         let e = Principals::parse(&format!("{ALICE} a\n{ALICE} b\n"), "t").unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.reason.contains("twice"), "{e}");
+    }
+
+    #[test]
+    fn a_client_name_spelled_as_an_oauth_subject_is_refused() {
+        for name in ["oauth:ci", "OAuth:ci", "OAUTH:"] {
+            let e = Principals::parse(&format!("{ALICE} {name}\n"), "t").unwrap_err();
+            assert_eq!(e.line, 1);
+            assert!(e.reason.contains("names OAuth subjects"), "{name}: {e}");
+        }
+        assert!(Principals::parse(&format!("{ALICE} oauth-ci\n"), "t").is_ok(), "only the prefix is reserved");
     }
 }

@@ -50,10 +50,32 @@ use tracing::Instrument as _;
 /// Pages read, at most, when a call names a tool the gateway has not seen listed.
 const MAX_CATALOGUE_PAGES: usize = 64;
 
-/// The principal the HTTP layer authenticated a request as: a tokens-file entry's client
-/// name, or `None` (no tokens file). Carried in the request's extensions.
+/// Who the HTTP layer authenticated a request as, carried in the request's extensions: the
+/// kind of credential and, for a principal, who. A session is bound to all of it, so one
+/// kind of credential never uses a session another opened, whatever the names.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Authenticated(pub(crate) Option<String>);
+pub(crate) enum Authenticated {
+    /// No authentication configured, or the shared `FLEETGATE_HTTP_TOKEN`: no principal.
+    #[default]
+    Anonymous,
+    /// A principal of the tokens file, by its client name.
+    TokensFile(String),
+    /// An OAuth access token: its subject (the principal claim) and the principal it is
+    /// (`oauth:<subject>`, or its mapping's name — never a tokens-file name).
+    OAuth { subject: String, principal: String },
+}
+
+impl Authenticated {
+    /// The principal's name: what its workers and audit entries record and its bounds are
+    /// counted by. Names of the two sources never meet (`auth::OAUTH_PREFIX`, and the
+    /// check at load, `OAuthSettings::check_principals`).
+    pub(crate) fn principal(&self) -> Option<&str> {
+        match self {
+            Self::Anonymous => None,
+            Self::TokensFile(name) | Self::OAuth { principal: name, .. } => Some(name),
+        }
+    }
+}
 
 /// How this service finds its attachment.
 enum Mode {
@@ -132,7 +154,7 @@ fn principal(context: &RequestContext<RoleServer>) -> Option<String> {
         .extensions
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Authenticated>())
-        .and_then(|a| a.0.clone())
+        .and_then(|a| a.principal().map(str::to_owned))
 }
 
 /// Whether the request is on the 2026-07-28 (stateless) generation.

@@ -19,7 +19,7 @@
 //! * what: a JSON array (a batch) is answered 400 with a JSON-RPC `-32600` body, a body
 //!   that is no JSON-RPC message 400 (rmcp says 415); a 2026-07-28 request for a method
 //!   that generation removed gets 404 and `-32601`; a DELETE of an ended session 404; a
-//!   session is bound to the principal that opened it (recorded when its `initialize` is
+//!   session is bound to the credential that opened it, its kind and principal (recorded when its `initialize` is
 //!   answered): another principal, or the shared token's caller, naming it gets rmcp's own
 //!   404 for an unknown session, on POST, GET and DELETE;
 //! * how many: a request that would make a new attachment is admitted only within the
@@ -230,7 +230,8 @@ where
     Ok(reason)
 }
 
-/// A non-empty token; a non-loopback address only with `--allow-remote` and authentication.
+/// A non-empty token; a non-loopback address only with `--allow-remote` and authentication;
+/// no OAuth mapping that names another principal.
 fn check_listen(http: &HttpOptions) -> Result<(), GatewayError> {
     let authenticated = http.bearer_token.is_some() || http.principals.is_some() || http.oauth.is_some();
     if http.bearer_token.as_deref() == Some("") {
@@ -241,6 +242,9 @@ fn check_listen(http: &HttpOptions) -> Result<(), GatewayError> {
     }
     if !http.listen.ip().is_loopback() && !authenticated {
         return Err(GatewayError::RemoteWithoutToken(http.listen));
+    }
+    if let Some(oauth) = &http.oauth {
+        oauth.check_principals(http.principals.as_ref()).map_err(GatewayError::Principals)?;
     }
     Ok(())
 }
@@ -279,6 +283,7 @@ fn router(
         arrivals: Mutex::new(Bucket::full()),
         requests: Arc::default(),
         event_streams: Arc::default(),
+        listeners: Arc::default(),
         sessions,
         owners: Mutex::default(),
         connections: Arc::default(),
@@ -338,7 +343,7 @@ async fn metrics(State(endpoint): State<Arc<MetricsEndpoint>>, headers: HeaderMa
         return (StatusCode::FORBIDDEN, format!("Forbidden: {}", foreign.as_str())).into_response();
     }
     if let Some(token) = &endpoint.token {
-        let presented = header(header::AUTHORIZATION).and_then(|a| a.strip_prefix("Bearer "));
+        let presented = header(header::AUTHORIZATION).and_then(fleetgate_core::origin::bearer_token);
         if !presented.is_some_and(|p| same_secret(p.as_bytes(), token.as_bytes())) {
             tracing::info!("metrics request refused: no valid bearer token");
             return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], "Unauthorized\n")

@@ -29,6 +29,17 @@ pub(crate) const MAX_LISTENERS: usize = 16;
 /// Resource URIs one stream may name at most.
 pub(crate) const MAX_RESOURCE_URIS: usize = 256;
 
+/// Why a stream naming `uris` resources is refused, if it is.
+pub(crate) fn too_many_resources(uris: usize) -> Option<String> {
+    (uris > MAX_RESOURCE_URIS)
+        .then(|| format!("a subscription stream names at most {MAX_RESOURCE_URIS} resources ({uris} named)"))
+}
+
+/// Why one more stream of a client that holds [`MAX_LISTENERS`] is refused.
+pub(crate) fn too_many_streams() -> String {
+    format!("this client holds {MAX_LISTENERS} subscription streams open already")
+}
+
 /// What the downstream connection `generation` has been asked for.
 #[derive(Debug, Default)]
 struct Asked {
@@ -95,12 +106,12 @@ impl Subscriptions {
     /// many URIs).
     pub(crate) fn add(&self, attachment: AttachmentId, sink: SubscriptionSink) -> Result<u64, String> {
         let uris = sink.accepted().resource_subscriptions.as_ref().map_or(0, Vec::len);
-        if uris > MAX_RESOURCE_URIS {
-            return Err(format!("a subscription stream names at most {MAX_RESOURCE_URIS} resources ({uris} named)"));
+        if let Some(why) = too_many_resources(uris) {
+            return Err(why);
         }
         let mut inner = self.lock();
         if inner.listeners.iter().filter(|(_, by, _)| *by == attachment).count() >= MAX_LISTENERS {
-            return Err(format!("this client holds {MAX_LISTENERS} subscription streams open already"));
+            return Err(too_many_streams());
         }
         inner.next += 1;
         let id = inner.next;

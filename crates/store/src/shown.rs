@@ -128,14 +128,38 @@ fn masked(url: &str) -> String {
     format!("{scheme}://{shown}")
 }
 
-/// `text` with the value of every `password` query parameter masked (its key read as the
-/// library reads it: %-decoded, any case).
+/// Query parameters whose values hold no secret, as the library or libpq read them: shown.
+const PLAIN_PARAMS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "application_name",
+    "connect_timeout",
+    "tcp_user_timeout",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_retries",
+    "target_session_attrs",
+    "load_balance_hosts",
+    "channel_binding",
+    "sslmode",
+    "sslrootcert",
+    "sslnegotiation",
+];
+
+/// `text` with every query parameter's value masked but those [`PLAIN_PARAMS`] names (its key
+/// read as the library reads it: %-decoded): a URL the library would not read is shown by
+/// its text, and any other parameter — `password`, `sslpassword`, one nobody knows — may hold
+/// a secret. Its key is enough to say which one is wrong.
 fn params_masked(text: &str) -> String {
     let Some((base, query)) = text.split_once('?') else { return text.to_owned() };
     let params: Vec<String> = query
         .split('&')
         .map(|pair| match pair.split_once('=') {
-            Some((key, _)) if decoded(key).eq_ignore_ascii_case("password") => format!("{key}={MASK}"),
+            Some((key, _)) if !PLAIN_PARAMS.contains(&decoded(key).as_str()) => format!("{key}={MASK}"),
             _ => pair.to_owned(),
         })
         .collect();
@@ -143,7 +167,7 @@ fn params_masked(text: &str) -> String {
 }
 
 /// A path, or a libpq keyword string (`host=… password=…`, which the store refuses): every
-/// `password=` value masked, quoted ones whole.
+/// `password=` and `sslpassword=` value masked, quoted ones whole.
 fn keywords_masked(spec: &str) -> String {
     let mut out = String::with_capacity(spec.len());
     let mut rest = spec;
@@ -157,16 +181,24 @@ fn keywords_masked(spec: &str) -> String {
     out
 }
 
-/// Where a `password` keyword (any case, spaces before its `=` allowed) starts a word in `text`.
+/// Where a `password` or `sslpassword` keyword (any case, spaces before its `=` allowed)
+/// starts a word in `text`.
 fn find_password_key(text: &str) -> Option<usize> {
     let lower = text.to_ascii_lowercase();
     let mut from = 0;
     while let Some(found) = lower[from..].find("password") {
         let at = from + found;
-        let word_start = at == 0 || lower.as_bytes()[at - 1].is_ascii_whitespace();
+        let starts_word = |i: usize| i == 0 || lower.as_bytes()[i - 1].is_ascii_whitespace();
+        let key = if starts_word(at) {
+            Some(at)
+        } else {
+            at.checked_sub(3).filter(|&ssl| lower[ssl..at] == *"ssl" && starts_word(ssl))
+        };
         let after = lower[at + "password".len()..].trim_start();
-        if word_start && after.starts_with('=') {
-            return Some(at);
+        if let Some(key) = key
+            && after.starts_with('=')
+        {
+            return Some(key);
         }
         from = at + "password".len();
     }
@@ -283,6 +315,16 @@ mod tests {
             hides("postgres://fleet@db/fg?sslmode=bogus&password=s3cret", "s3cret"),
             "postgres://fleet@db/fg?sslmode=bogus&password=***"
         );
+        // Refused (no client certificates), so shown by the text: every value a secret may
+        // be in is masked, whatever its key.
+        assert_eq!(
+            hides("postgres://fleet@db/fg?sslpassword=k3y-pass&sslkey=/k.pem", "k3y-pass"),
+            "postgres://fleet@db/fg?sslpassword=***&sslkey=***"
+        );
+        assert_eq!(
+            hides("postgres://fleet@db/fg?sslmode=bogus&x-api-token=t0ken-v4l", "t0ken-v4l"),
+            "postgres://fleet@db/fg?sslmode=bogus&x-api-token=***"
+        );
         assert_eq!(
             hides("postgres://u:pa/ss@db/fg?sslmode=bogus&p%61ssword=x2y", "pa/ss"),
             "postgres://u:***@db/fg?sslmode=bogus&p%61ssword=***"
@@ -296,5 +338,7 @@ mod tests {
         assert_eq!(hides("host=db PASSWORD = 'p a\\'ss' user=u", "p a\\'ss"), "host=db PASSWORD =*** user=u");
         assert_eq!(redact_url("host=db mypassword=x"), "host=db mypassword=x", "another keyword");
         assert_eq!(hides("password=s3cret", "s3cret"), "password=***");
+        assert_eq!(hides("host=db sslpassword=k3y-pass", "k3y-pass"), "host=db sslpassword=***");
+        assert_eq!(redact_url("host=db nosslpassword=x"), "host=db nosslpassword=x", "another keyword");
     }
 }

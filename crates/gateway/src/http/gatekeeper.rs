@@ -56,6 +56,8 @@ pub(super) struct Gatekeeper {
     pub(super) requests: Arc<Slots<RequestKey>>,
     /// Each session's open event streams (GET).
     pub(super) event_streams: Arc<Slots<String>>,
+    /// Each attachment's open `subscriptions/listen` streams.
+    pub(super) listeners: Arc<Slots<Listener>>,
     /// rmcp's sessions, asked whether one a DELETE names still exists.
     pub(super) sessions: Arc<LocalSessionManager>,
     /// Who opened each session: a session is served to the principal that opened it only.
@@ -74,17 +76,30 @@ pub(super) fn connection_share(max_connections: usize, identities: usize) -> usi
     (max_connections / identities.max(1)).max(1)
 }
 
-/// Each session's principal, recorded when its `initialize` is answered with its id.
+/// Each session's opener, recorded when its `initialize` is answered with its id.
 #[derive(Debug, Default)]
 pub(super) struct Owners {
-    by_session: HashMap<String, Option<String>>,
+    by_session: HashMap<String, Authenticated>,
 }
 
 impl Owners {
-    /// Whether `principal` may use `session`: only the principal that opened it. A session
-    /// never recorded here (unknown, or ended and forgotten) is nobody's.
-    pub(super) fn may_use(&self, session: &str, principal: &Authenticated) -> bool {
-        self.by_session.get(session).is_some_and(|owner| *owner == principal.0)
+    /// Whether `caller` may use `session`: only the one that opened it — the same kind of
+    /// credential, subject and principal. A session never recorded here (unknown, or ended
+    /// and forgotten) is nobody's.
+    pub(super) fn may_use(&self, session: &str, caller: &Authenticated) -> bool {
+        self.by_session.get(session).is_some_and(|owner| owner == caller)
+    }
+}
+
+/// The most of why a token was refused that is said back (in `WWW-Authenticate` and the
+/// body) or logged, in characters.
+const MAX_REFUSAL_SHOWN: usize = 200;
+
+/// `text` cut to `max` characters.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
     }
 }
 
@@ -106,6 +121,14 @@ pub(super) const MAX_EVENT_STREAMS: usize = 4;
 
 /// A session id and a request id (its JSON text: `1` and `"1"` are different ids).
 pub(super) type RequestKey = (String, String);
+
+/// Whose `subscriptions/listen` streams a slot counts: an attachment's — a session's, or a
+/// stateless client's (its principal and `clientInfo`, as the hub keys it).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Listener {
+    Session(String),
+    Stateless(StatelessKey),
+}
 
 /// A response that refuses a request before rmcp sees it (boxed: it is the rare path).
 type Refused = Box<Response>;
@@ -140,6 +163,14 @@ struct ProbeParams {
     /// Present on a 2025-style `initialize` handshake, whatever version it offers.
     #[serde(rename = "protocolVersion")]
     protocol_version: Option<serde_json::Value>,
+    /// A `subscriptions/listen`'s filter.
+    notifications: Option<serde_json::Value>,
+}
+
+impl Probe {
+    fn meta(&self) -> Option<&serde_json::Map<String, serde_json::Value>> {
+        self.params.as_ref().and_then(|p| p.meta.as_ref())
+    }
 }
 
 const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -151,17 +182,27 @@ fn stateless_version(version: Option<&str>) -> bool {
         .is_some_and(|v| !v.has_initialize())
 }
 
+/// The stateless attachment a request of `principal` with `meta` is served by: its client
+/// read from `clientInfo` as rmcp reads it for the gateway (anything it cannot read is
+/// `unknown`), so the gatekeeper and the hub name the same attachment.
+fn stateless_key(principal: &str, meta: Option<&serde_json::Map<String, serde_json::Value>>) -> StatelessKey {
+    let info = meta
+        .and_then(|m| m.get(META_CLIENT_INFO))
+        .and_then(|i| serde_json::from_value::<rmcp::model::Implementation>(i.clone()).ok())
+        .unwrap_or_else(|| rmcp::model::Implementation::new("unknown", "unknown"));
+    StatelessKey { principal: principal.to_owned(), client_name: info.name, client_version: info.version }
+}
+
 impl Gatekeeper {
     /// The principal of a request, or the response refusing it.
     async fn authenticate(&self, headers: &HeaderMap) -> Result<Authenticated, Refused> {
         if self.token.is_none() && self.principals.is_none() && self.oauth.is_none() {
-            return Ok(Authenticated(None));
+            return Ok(Authenticated::Anonymous);
         }
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .filter(|t| !t.is_empty());
+            .and_then(fleetgate_core::origin::bearer_token);
         if let Some(presented) = presented {
             if let Some(principal) = self.principals.as_ref().and_then(|p| p.authenticate(presented)) {
                 if let Some(profile) = &self.profile
@@ -171,10 +212,10 @@ impl Gatekeeper {
                     let text = format!("Forbidden: principal {} may not use profile {profile}", principal.name);
                     return Err(Box::new((StatusCode::FORBIDDEN, text).into_response()));
                 }
-                return Ok(Authenticated(Some(principal.name.clone())));
+                return Ok(Authenticated::TokensFile(principal.name.clone()));
             }
             if self.token.as_deref().is_some_and(|t| same_secret(presented.as_bytes(), t.as_bytes())) {
-                return Ok(Authenticated(None));
+                return Ok(Authenticated::Anonymous);
             }
             // Not one of the operator's own tokens (which may be shaped like a JWT too): an
             // access token of the authorization server, when it has the shape of one.
@@ -188,14 +229,18 @@ impl Gatekeeper {
     }
 
     /// 401, with where to find the authorization server when OAuth is on (RFC 9728 §5.1)
-    /// and, for a token that was refused, `error="invalid_token"` (RFC 6750 §3).
+    /// and, for a token that was refused, `error="invalid_token"` (RFC 6750 §3) with why,
+    /// cut to [`MAX_REFUSAL_SHOWN`] characters of a quoted-string's plain ones.
     fn unauthorized(&self, text: &str, invalid: Option<&str>) -> Refused {
         let challenge = match &self.oauth {
             Some(verifier) => {
                 let mut value = format!("Bearer resource_metadata=\"{}\"", verifier.settings().metadata_url());
                 if let Some(why) = invalid {
-                    let why: String =
-                        why.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').filter(|c| *c != '"').collect();
+                    let why: String = why
+                        .chars()
+                        .filter(|c| (c.is_ascii_graphic() || *c == ' ') && !matches!(c, '"' | '\\'))
+                        .take(MAX_REFUSAL_SHOWN)
+                        .collect();
                     value.push_str(&format!(", error=\"invalid_token\", error_description=\"{why}\""));
                 }
                 value
@@ -211,7 +256,11 @@ impl Gatekeeper {
 
     /// A JWT access token: verified against the issuer's keys, then its principal's profiles
     /// against the one this gateway serves. Neither the token nor its claims are logged.
-    async fn authenticate_jwt(&self, verifier: &crate::oauth::Verifier, token: &str) -> Result<Authenticated, Refused> {
+    async fn authenticate_jwt(
+        &self,
+        verifier: &Arc<crate::oauth::Verifier>,
+        token: &str,
+    ) -> Result<Authenticated, Refused> {
         use crate::oauth::TokenRefusal;
         match verifier.verify(token).await {
             Ok(principal) => {
@@ -225,9 +274,11 @@ impl Gatekeeper {
                     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(value));
                     return Err(Box::new(response));
                 }
-                Ok(Authenticated(Some(principal.name)))
+                Ok(Authenticated::OAuth { subject: principal.subject, principal: principal.name })
             }
             Err(TokenRefusal::Invalid(why)) => {
+                // What a token says is the client's: whatever it put there, only so much is said back.
+                let why = cut(&why, MAX_REFUSAL_SHOWN);
                 tracing::info!(%why, "request refused: access token not accepted");
                 Err(self.unauthorized(&format!("Unauthorized: the access token is not accepted: {why}"), Some(&why)))
             }
@@ -259,8 +310,14 @@ impl Gatekeeper {
         Ok(())
     }
 
-    /// Judge one POSTed message before rmcp sees it.
-    fn screen(&self, headers: &HeaderMap, body: &[u8], principal: &Authenticated) -> Result<(), Refused> {
+    /// Judge one POSTed message (`probe`: what it says, when it parses) before rmcp sees it.
+    fn screen(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        probe: Option<&Probe>,
+        principal: &Authenticated,
+    ) -> Result<(), Refused> {
         if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
             let text = "batches are not supported: send one JSON-RPC message per POST".to_owned();
             return Err(jsonrpc_refusal(StatusCode::BAD_REQUEST, None, -32600, text));
@@ -269,52 +326,83 @@ impl Gatekeeper {
             return Ok(());
         }
         // Not JSON, or not a request: rmcp answers it.
-        let Ok(probe) = serde_json::from_slice::<Probe>(body) else { return Ok(()) };
+        let Some(probe) = probe else { return Ok(()) };
         let Some(method) = probe.method.as_deref() else { return Ok(()) };
         // An `initialize` that offers a version is the 2025 handshake, even when the version
         // it offers is 2026-07-28 (rmcp's client does that): it is answered, negotiated down.
         // Only a 2026-07-28 request *named* `initialize` is the removed method.
         let handshake = probe.params.as_ref().is_some_and(|p| p.protocol_version.is_some());
-        let meta = probe.params.and_then(|p| p.meta).unwrap_or_default();
-        let meta_version = meta.get(META_PROTOCOL_VERSION).and_then(serde_json::Value::as_str);
+        let meta = probe.meta();
+        let meta_version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)).and_then(serde_json::Value::as_str);
         let header_version = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok());
         let stateless = stateless_version(meta_version) || stateless_version(header_version);
-        let who = principal.0.clone().unwrap_or_default();
+        let who = principal.principal().unwrap_or_default().to_owned();
+        let id = || probe.id.clone();
         if method == "initialize" {
             if stateless && !handshake {
                 let text = "`initialize` does not exist in MCP 2026-07-28".to_owned();
-                return Err(jsonrpc_refusal(StatusCode::NOT_FOUND, probe.id, -32601, text));
+                return Err(jsonrpc_refusal(StatusCode::NOT_FOUND, id(), -32601, text));
             }
-            return self.admit(&who, probe.id);
+            return self.admit(&who, id());
         }
         if probe.id.is_none() || !stateless_version(meta_version) {
             return Ok(());
         }
-        let info = meta.get(META_CLIENT_INFO);
-        let field =
-            |name: &str| info.and_then(|i| i.get(name)).and_then(serde_json::Value::as_str).unwrap_or("unknown");
-        let key = StatelessKey {
-            principal: who.clone(),
-            client_name: field("name").to_owned(),
-            client_version: field("version").to_owned(),
-        };
-        if self.hub.knows(&key) { Ok(()) } else { self.admit(&who, probe.id) }
+        if self.hub.knows(&stateless_key(&who, meta)) { Ok(()) } else { self.admit(&who, id()) }
     }
 
     /// A request in a session holds its id while it is answered. rmcp keys a session's
     /// requests by id: a second one with an id in flight would take over the first's
     /// answer stream, and one of the two answers would be lost. It gets 409 instead.
-    fn hold_id(&self, headers: &HeaderMap, body: &[u8]) -> Result<Option<Slot<RequestKey>>, Refused> {
+    fn hold_id(&self, headers: &HeaderMap, probe: Option<&Probe>) -> Result<Option<Slot<RequestKey>>, Refused> {
         let Some(session) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return Ok(None) };
         // Not a request (or not JSON): nothing is answered, nothing to hold.
-        let Ok(Probe { id: Some(id), method: Some(_), .. }) = serde_json::from_slice::<Probe>(body) else {
+        let Some(Probe { id: Some(id), method: Some(_), .. }) = probe else {
             return Ok(None);
         };
         match self.requests.take((session.to_owned(), id.to_string()), 1) {
             Some(slot) => Ok(Some(slot)),
             None => {
-                let error = crate::frame::duplicate_id(&id);
-                Err(jsonrpc_refusal(StatusCode::CONFLICT, Some(id), error.code.0, error.message.into_owned()))
+                let error = crate::frame::duplicate_id(id);
+                Err(jsonrpc_refusal(StatusCode::CONFLICT, Some(id.clone()), error.code.0, error.message.into_owned()))
+            }
+        }
+    }
+
+    /// A `subscriptions/listen` holds a place among its attachment's streams while its
+    /// stream is open, taken here, before rmcp: rmcp acknowledges a stream before the
+    /// gateway sees it, so a stream beyond the bounds — one more than a client may hold open,
+    /// or more resources than one may name — is refused here, never acknowledged and then
+    /// closed. (The channel's own bound, behind this one, is the same.)
+    fn hold_listener(
+        &self,
+        headers: &HeaderMap,
+        probe: Option<&Probe>,
+        principal: &Authenticated,
+    ) -> Result<Option<Slot<Listener>>, Refused> {
+        let Some(probe) = probe.filter(|p| p.method.as_deref() == Some("subscriptions/listen")) else {
+            return Ok(None);
+        };
+        let Some(id) = probe.id.clone() else { return Ok(None) };
+        let uris = probe
+            .params
+            .as_ref()
+            .and_then(|p| p.notifications.as_ref())
+            .and_then(|n| n.get("resourceSubscriptions"))
+            .and_then(serde_json::Value::as_array)
+            .map_or(0, Vec::len);
+        if let Some(why) = crate::subscriptions::too_many_resources(uris) {
+            return Err(jsonrpc_refusal(StatusCode::BAD_REQUEST, Some(id), -32602, why));
+        }
+        let whose = match headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            Some(session) => Listener::Session(session.to_owned()),
+            None => Listener::Stateless(stateless_key(principal.principal().unwrap_or_default(), probe.meta())),
+        };
+        match self.listeners.take(whose, crate::subscriptions::MAX_LISTENERS) {
+            Some(slot) => Ok(Some(slot)),
+            None => {
+                let why = crate::subscriptions::too_many_streams();
+                Err(jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, Some(id), -32602, why))
             }
         }
     }
@@ -324,7 +412,7 @@ impl Gatekeeper {
     async fn record_owner(&self, session: String, principal: &Authenticated) {
         let recorded: Vec<String> = {
             let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-            owners.by_session.insert(session, principal.0.clone());
+            owners.by_session.insert(session, principal.clone());
             if owners.by_session.len() <= self.hub.max_attachments() + OWNERS_SLACK {
                 return;
             }
@@ -342,7 +430,7 @@ impl Gatekeeper {
         let owned = self.owners.lock().unwrap_or_else(PoisonError::into_inner).may_use(session, principal);
         if !owned {
             tracing::info!(
-                principal = principal.0.as_deref().unwrap_or("-"),
+                principal = principal.principal().unwrap_or("-"),
                 "request refused: a session this principal did not open (answered as unknown)"
             );
         }
@@ -414,11 +502,11 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
         Err(refused) => return closing(*refused),
     };
     if let Some(scope) = request.extensions().get::<ConnectionScope>() {
-        let key = principal.0.clone().unwrap_or_default();
+        let key = principal.principal().unwrap_or_default().to_owned();
         let share = gate.connection_share;
         if !scope.count_against(&key, || gate.connections.take(key.clone(), share)) {
             tracing::info!(
-                principal = principal.0.as_deref().unwrap_or("-"),
+                principal = principal.principal().unwrap_or("-"),
                 share,
                 "connection refused: the principal holds its share of the connection cap"
             );
@@ -464,13 +552,19 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
         return unknown_session();
     }
     let opens_session = session.is_none();
-    if let Err(refused) = gate.screen(&parts.headers, &bytes, &principal) {
+    let probe = serde_json::from_slice::<Probe>(&bytes).ok();
+    if let Err(refused) = gate.screen(&parts.headers, &bytes, probe.as_ref(), &principal) {
         return *refused;
     }
-    let held = match gate.hold_id(&parts.headers, &bytes) {
+    let held = match gate.hold_id(&parts.headers, probe.as_ref()) {
         Ok(held) => held,
         Err(refused) => return *refused,
     };
+    let listening = match gate.hold_listener(&parts.headers, probe.as_ref(), &principal) {
+        Ok(listening) => listening,
+        Err(refused) => return *refused,
+    };
+    drop(probe);
     let json = is_json(&parts.headers);
     let response = next.run(Request::from_parts(parts, Body::from(bytes.clone()))).await;
     let opened = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -482,9 +576,9 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && json {
         return *not_a_message(&bytes);
     }
-    match held {
-        Some(slot) => hold_while_answering(response, slot),
-        None => response,
+    match (held, listening) {
+        (None, None) => response,
+        slots => hold_while_answering(response, slots),
     }
 }
 

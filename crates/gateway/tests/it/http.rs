@@ -261,6 +261,60 @@ async fn subscription_streams(sharing: &str) {
     }
 }
 
+/// `response`'s body until it ends, or what came of it within `bound`: (text, ended).
+async fn read_for(response: &mut reqwest::Response, bound: std::time::Duration) -> (String, bool) {
+    let mut text = String::new();
+    let read = async {
+        while let Ok(Some(chunk)) = response.chunk().await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    let ended = tokio::time::timeout(bound, read).await.is_ok();
+    (text, ended)
+}
+
+/// Issue 43, finding 11: a `subscriptions/listen` beyond its bounds — one stream more than a
+/// client may hold, or more resources than one stream may name — is refused `-32602` before
+/// anything is acknowledged: the client is never told a stream is open that is then closed.
+/// Another client's stream still opens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_stream_beyond_its_bounds_is_refused_before_it_is_acknowledged() {
+    const ACK: &str = "notifications/subscriptions/acknowledged";
+    let state = State::new();
+    let (_gateway, url) = start(&state);
+    let client = reqwest::Client::new();
+    let filter = json!({ "notifications": { "toolsListChanged": true } });
+    stateless(&client, &url, 1, "alice", "tools/list", json!({})).await.text().await.unwrap();
+    // Alice holds every stream she may (16), each acknowledged.
+    let mut open = Vec::new();
+    for id in 100..116 {
+        let mut stream = stateless(&client, &url, id, "alice", "subscriptions/listen", filter.clone()).await;
+        let mut text = String::new();
+        read_until(&mut stream, &mut text, ACK).await;
+        open.push(stream);
+    }
+    let uris: Vec<String> = (0..257).map(|i| format!("test://static/resource/{i}")).collect();
+    let too_many = json!({ "notifications": { "resourceSubscriptions": uris } });
+    for (who, id, filter, says) in [
+        ("alice", 200, filter.clone(), "holds 16 subscription streams"),
+        ("bob", 201, too_many, "at most 256 resources"),
+    ] {
+        let mut refused = stateless(&client, &url, id, who, "subscriptions/listen", filter).await;
+        let (text, ended) = read_for(&mut refused, crate::harness::ANSWER / 4).await;
+        assert!(!text.contains(ACK), "{who}: acknowledged before it was refused: {text}");
+        assert!(ended, "{who}: the stream was held open: {text}");
+        let answer = messages(&text).into_iter().next().unwrap_or_else(|| serde_json::from_str(&text).unwrap());
+        assert_eq!((&answer["id"], &answer["error"]["code"]), (&json!(id), &json!(-32602)), "{who}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{who}: {answer}");
+    }
+    // Within the bounds, another client's stream opens.
+    let mut bob = stateless(&client, &url, 202, "bob", "subscriptions/listen", filter).await;
+    let mut text = String::new();
+    read_until(&mut bob, &mut text, ACK).await;
+    drop(open);
+}
+
 /// The `_meta` of a 2026-07-28 request from `name`, declaring the tasks extension.
 fn tasks_meta(name: &str) -> Value {
     let mut meta = stateless_meta(name);

@@ -182,6 +182,36 @@ mod tests {
         }
     }
 
+    /// Issue 43, finding 11: `sslpassword=` (refused: no client certificates) had its value
+    /// echoed in the refusal, through the store's location as shown. No error of a store
+    /// URL quotes a parameter's value or the password, whichever check refuses it.
+    #[test]
+    fn no_refusal_of_a_store_url_echoes_a_parameter_value() {
+        const SECRET: &str = "Zq7vK2mWx9";
+        for url in [
+            format!("postgres://u:pw-{SECRET}@db/fg?sslpassword={SECRET}"),
+            format!("postgres://u@db/fg?sslpassword={SECRET}&sslmode=verify-full"),
+            format!("postgres://u@db/fg?sslkey=/k.pem&sslpassword={SECRET}"),
+            format!("postgres://u@db/fg?sslpassword={SECRET}&sslkey=/k.pem"),
+            format!("postgres://u@db/fg?sslcert=/c.pem&sslpassword=%{SECRET}"),
+            format!("postgres://u@db/fg?sslmode=bogus&sslpassword={SECRET}"),
+            format!("postgres://u@db/fg?sslrootcert=%zz&sslpassword={SECRET}"),
+            format!("postgres://u@db/fg?sslpassword={SECRET}&sslrootcert="),
+            format!("postgres://u@db/fg?sslpassword={SECRET}&sslrootcert=/nonexistent/ca.pem&sslmode=verify-ca"),
+            format!("postgres://u@db/fg?sslpassword={SECRET}&connect_timeout=soon"),
+            format!("postgres://u@db/fg?x-token={SECRET}"),
+            format!("postgres://u@db/fg?options=-c%20password%3D{SECRET}&bogus=1"),
+            format!("postgres://u@db/fg?password={SECRET}&sslmode=bogus"),
+            format!("postgres://u:p@w-{SECRET}@db/fg?sslpassword={SECRET}"),
+            format!("postgres://u@db:port/fg?sslpassword={SECRET}"),
+        ] {
+            let err = Target::parse(&url).err().unwrap_or_else(|| panic!("{url} was accepted"));
+            let text = err.to_string();
+            assert!(!text.contains(SECRET), "{url}: {text}");
+            assert!(text.contains("postgres://"), "{url}: names the store: {text}");
+        }
+    }
+
     #[test]
     fn require_is_no_longer_refused() {
         let target = Target::parse("postgres://u:s3cret@db/fg?sslmode=require").unwrap();
