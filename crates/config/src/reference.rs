@@ -272,8 +272,10 @@ pub const TABLES: &[Table] = &[
             ),
             key(
                 "independent_review",
-                "`\"session\"`, `\"client\"` or `\"off\"`; `\"session\"`",
-                "Which approvals count: from another client session than the PR's author, another client, or any.",
+                "`\"principal\"`, `\"session\"`, `\"client\"` or `\"off\"`; `\"principal\"`",
+                "Which approvals count: from another principal than the PR's author's and last pusher's (an HTTP \
+                 token's or OAuth subject's; without one, another client session), another client session, \
+                 another client, or any (`\"off\"` is the invariant lift `independent-review`).",
             ),
             key(
                 "forge_command",

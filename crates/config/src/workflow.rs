@@ -38,7 +38,7 @@ impl Default for WorkflowSettings {
     fn default() -> Self {
         Self {
             lease_ttl_seconds: DEFAULT_LEASE_TTL_SECONDS,
-            independent_review: Independence::Session,
+            independent_review: Independence::Principal,
             forge_command: Vec::new(),
             remote: "forge".into(),
             protection: Protection::default(),

@@ -20,6 +20,7 @@ pub mod gate;
 pub mod heartbeat;
 pub mod metrics;
 pub mod pins;
+pub mod policy;
 pub mod serve;
 pub mod telemetry;
 

@@ -145,7 +145,13 @@ mod tests {
     use super::*;
 
     fn actor(session: &str) -> Actor {
-        Actor { worker: "w".into(), profile: "prgs-reviewer".into(), client: "codex".into(), session: session.into() }
+        Actor {
+            worker: "w".into(),
+            profile: "prgs-reviewer".into(),
+            client: "codex".into(),
+            session: session.into(),
+            principal: None,
+        }
     }
 
     fn pr(n: u64) -> PrRef {

@@ -34,6 +34,18 @@ pub struct ReplayRules<'a> {
     /// Their digest (`FleetConfig::rules_digest`): a decision made by this very rule set,
     /// for the same role, is the same decision.
     pub digest: &'a str,
+    /// Under a forge profile: the invariants, judged on what each call does as far as its
+    /// arguments say (a call whose effect needs a read of the forge rests on live conditions).
+    pub invariants: Option<ReplayInvariants<'a>>,
+}
+
+/// What the invariants of a replayed roster are judged with.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplayInvariants<'a> {
+    /// The protected branches and paths.
+    pub protection: &'a crate::protect::Protection,
+    /// The invariants the roster lifts.
+    pub lifted: &'a [crate::effect::Invariant],
 }
 
 /// A decision's outcome.
@@ -144,6 +156,27 @@ fn say(new: &ReplayRules<'_>, role: &str, tool: &str, call: &JudgedCall) -> Resu
     })
 }
 
+/// The first invariant `call` breaks, as far as its kept arguments say; `None` when it breaks
+/// none that its arguments show (one that needs a read of the forge is judged live).
+fn breach(
+    inv: ReplayInvariants<'_>,
+    role: &str,
+    tool: &str,
+    call: &JudgedCall,
+) -> Result<Option<crate::effect::Invariant>, Unjudged> {
+    let empty = Map::new();
+    let arguments = match &call.arguments {
+        KeptArguments::Full { arguments } => arguments.as_ref().unwrap_or(&empty),
+        KeptArguments::Digest { .. } | KeptArguments::Off => return Err(Unjudged::ArgumentsNotKept),
+    };
+    let effect = crate::forge::effect::evident(tool, arguments, None);
+    if !effect.unestablished.is_empty() {
+        return Ok(None);
+    }
+    let judged = crate::effect::judge(&effect, role, inv.protection, inv.lifted);
+    Ok(judged.breaches.first().map(|b| b.invariant))
+}
+
 /// `entry` judged again by `new`.
 pub fn rejudge(entry: &AuditEntry, new: &ReplayRules<'_>) -> Rejudged {
     let Some(call) = &entry.call else { return Rejudged::NotACall };
@@ -155,11 +188,27 @@ pub fn rejudge(entry: &AuditEntry, new: &ReplayRules<'_>) -> Rejudged {
     if call.rules == new.digest && call.role == role {
         return Rejudged::Same;
     }
+    // The invariants, on what the call does as far as its arguments say: a breach refuses it
+    // whatever the rules.
+    if let Some(inv) = new.invariants {
+        match breach(inv, role, &entry.tool, call) {
+            Ok(Some(invariant)) if entry.allowed => {
+                return Rejudged::Flip { to: Outcome::Refused, by: format!("invariant `{invariant}`") };
+            }
+            Ok(Some(_)) => return Rejudged::Same,
+            Ok(None) => {}
+            Err(why) => return Rejudged::Unjudged(why),
+        }
+    }
     let said = match say(new, role, &entry.tool, call) {
         Ok(said) => said,
         Err(why) => return Rejudged::Unjudged(why),
     };
-    let by_role = entry.blocker_kind.as_deref() == Some(BlockerKind::RoleNotPermitted.as_str());
+    // Refused then by its role, or by an invariant the new roster no longer breaches: a
+    // refusal of policy, which the new policy may lift.
+    let by_role = [BlockerKind::RoleNotPermitted, BlockerKind::InvariantViolated, BlockerKind::ProtectedBranch]
+        .iter()
+        .any(|k| entry.blocker_kind.as_deref() == Some(k.as_str()));
     // Permitted under a class or action other than the one judged then: the conditions
     // that class or action brings were not (or differently) judged.
     let same_terms = said.class == Some(call.class) && (said.action.is_none() || said.rule == call.rule);

@@ -133,6 +133,11 @@ pub enum Independence {
     /// The approving client session differs from the one that created the PR.
     #[default]
     Session,
+    /// The approving principal (an HTTP token's, an OAuth subject's) differs from the PR's
+    /// creator's and its last pusher's; where either made its call without a principal
+    /// (stdio), their sessions must differ. A second session of one principal is the same
+    /// reviewer: independence survives a reconnect.
+    Principal,
     /// The approving client differs from the one that created the PR.
     Client,
     /// Any approval counts.
@@ -150,6 +155,10 @@ pub struct Actor {
     pub client: String,
     /// The client session.
     pub session: String,
+    /// The HTTP principal the call came from, when one authenticated (a tokens-file name, an
+    /// `oauth:` subject).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 /// One pull request of one repository binding (`remote/org/repo`).
@@ -383,6 +392,10 @@ pub fn independent(
 ) -> bool {
     let differs = |by: &Actor| match independence {
         Independence::Session => approval.by.session != by.session,
+        Independence::Principal => match (&approval.by.principal, &by.principal) {
+            (Some(mine), Some(theirs)) => mine != theirs && approval.by.session != by.session,
+            _ => approval.by.session != by.session,
+        },
         Independence::Client => approval.by.client != by.client,
         Independence::Off => true,
     };
@@ -692,3 +705,37 @@ pub fn assess(
 
 #[cfg(test)]
 mod tests;
+
+/// The roles whose work an approval must be independent of (the PR's author, who also
+/// pushes its head), and the role that approves.
+pub const INDEPENDENT_ROLES: (&str, &str) = ("author", "reviewer");
+
+/// Principals that may hold both an author's and a reviewer's profile: `principals` are
+/// `(name, profiles it may use — empty: any)`, `members` `(profile, role)`. Each finding
+/// names the principal and the two profiles. Under `[workflow] independent_review =
+/// "principal"` such a principal's approvals of its own work do not count; under any other
+/// mode they would. Reported at a gateway's start and by `fleetgate doctor`.
+pub fn principals_holding_independent_roles(
+    principals: &[(String, Vec<String>)],
+    members: &[(String, String)],
+) -> Vec<String> {
+    let (author, reviewer) = INDEPENDENT_ROLES;
+    let may = |profiles: &[String], role: &str| -> Option<String> {
+        members
+            .iter()
+            .filter(|(_, r)| r == role)
+            .find(|(p, _)| profiles.is_empty() || profiles.contains(p))
+            .map(|(p, _)| p.clone())
+    };
+    principals
+        .iter()
+        .filter_map(|(name, profiles)| {
+            let (a, r) = (may(profiles, author)?, may(profiles, reviewer)?);
+            let all = if profiles.is_empty() { " (it may use every profile)" } else { "" };
+            Some(format!(
+                "principal {name} may use both the {author} profile {a} and the {reviewer} profile {r}{all}: a \
+                 second session of it is not an independent reviewer"
+            ))
+        })
+        .collect()
+}

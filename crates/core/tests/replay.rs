@@ -95,7 +95,8 @@ fn a_changed_rule_set_lists_exactly_the_flips_computed_by_hand() {
         rule("old:rest", "pull_request_write", &["create", "close"], &["author"], Some(ToolClass::Mutating)),
         rule("old:read", "get_file_contents", &[], &["*"], Some(ToolClass::ReadOnly)),
     ]);
-    let old = ReplayRules { members: &members, roles: &roles, rules: &old_rules, digest: "sha256:old" };
+    let old =
+        ReplayRules { members: &members, roles: &roles, rules: &old_rules, digest: "sha256:old", invariants: None };
     let history = vec![
         decided(1, &old, "merger", "pull_request_write", &method("merge"), ToolClass::Mutating, false), // allowed
         decided(2, &old, "author", "pull_request_write", &method("merge"), ToolClass::Mutating, false), // refused: role
@@ -119,7 +120,8 @@ fn a_changed_rule_set_lists_exactly_the_flips_computed_by_hand() {
         rule("new:create", "pull_request_write", &["create"], &["author"], Some(ToolClass::Mutating)),
         rule("new:read", "get_file_contents", &[], &["author"], Some(ToolClass::ReadOnly)),
     ]);
-    let new = ReplayRules { members: &members, roles: &roles, rules: &new_rules, digest: "sha256:new" };
+    let new =
+        ReplayRules { members: &members, roles: &roles, rules: &new_rules, digest: "sha256:new", invariants: None };
     let report = replay(&history, &new);
     // By hand: 1 same (merger merges); 2 same (still refused); 3 flips to refused by
     // new:merge; 4 flips to refused by new:read; 5 same (refused by the fleet, its terms
@@ -146,7 +148,7 @@ fn what_replay_cannot_judge_is_reported_never_guessed() {
     let members = members();
     let roles = BTreeMap::new();
     let rules = RuleSet::new(vec![rule("r:merge", "pull_request_write", &["merge"], &["merger"], None)]);
-    let old = ReplayRules { members: &members, roles: &roles, rules: &rules, digest: "sha256:old" };
+    let old = ReplayRules { members: &members, roles: &roles, rules: &rules, digest: "sha256:old", invariants: None };
     let mut digested = decided(1, &old, "merger", "pull_request_write", &method("merge"), ToolClass::Mutating, false);
     digested.call.as_mut().unwrap().arguments = KeptArguments::Digest { sha256: "ab".into(), bytes: 9 };
     let mut off = decided(2, &old, "merger", "pull_request_write", &method("merge"), ToolClass::Mutating, false);
@@ -168,7 +170,8 @@ fn what_replay_cannot_judge_is_reported_never_guessed() {
     let new_rules = RuleSet::new(vec![rule("n:merge", "pull_request_write", &["merge"], &["merger", "author"], None)]);
     let mut new_roles = BTreeMap::new();
     new_roles.insert("author".to_owned(), RolePolicy { allow: None, deny: vec!["delete_*".into()] });
-    let new = ReplayRules { members: &members, roles: &new_roles, rules: &new_rules, digest: "sha256:new" };
+    let new =
+        ReplayRules { members: &members, roles: &new_roles, rules: &new_rules, digest: "sha256:new", invariants: None };
     let history = [digested, off, long_entry, stranger, refused, event, unruled];
     let report = replay(&history, &new);
     let why: Vec<(Unjudged, usize)> = report.unjudged.iter().map(|g| (g.why, g.count)).collect();
@@ -236,7 +239,7 @@ proptest! {
     fn the_rule_set_that_made_a_history_flips_none_of_it(rules in arb_rules(), roles in arb_roles(), calls in arb_calls()) {
         let members = members();
         let rules = RuleSet::new(rules);
-        let made = ReplayRules { members: &members, roles: &roles, rules: &rules, digest: "sha256:made" };
+        let made = ReplayRules { members: &members, roles: &roles, rules: &rules, digest: "sha256:made", invariants: None };
         let history = history(&made, &calls);
         let again = ReplayRules { digest: "sha256:another", ..made };
         let report = replay(&history, &again);
@@ -255,9 +258,9 @@ proptest! {
         let members = members();
         let old = RuleSet::new(old);
         let new = RuleSet::new(new);
-        let made = ReplayRules { members: &members, roles: &roles, rules: &old, digest: "sha256:old" };
+        let made = ReplayRules { members: &members, roles: &roles, rules: &old, digest: "sha256:old", invariants: None };
         let history = history(&made, &calls);
-        let target = ReplayRules { members: &members, roles: &new_roles, rules: &new, digest: "sha256:new" };
+        let target = ReplayRules { members: &members, roles: &new_roles, rules: &new, digest: "sha256:new", invariants: None };
         let report = replay(&history, &target);
         let mut to_refused = 0;
         for entry in &history {
@@ -280,4 +283,43 @@ proptest! {
         }
         prop_assert_eq!(report.same + report.flipped + report.unjudged.iter().map(|g| g.count).sum::<usize>(), history.len());
     }
+}
+
+#[test]
+fn the_invariants_refuse_in_replay_what_their_arguments_show_whatever_the_rules() {
+    use fleetgate_core::effect::Invariant;
+    use fleetgate_core::protect::Protection;
+    let members = members();
+    let roles = BTreeMap::new();
+    let rules =
+        RuleSet::new(vec![rule("any", "pull_request_write", &["merge", "close"], &["*"], Some(ToolClass::Mutating))]);
+    let protection = Protection::default();
+    let lifted = [Invariant::ScheduledMerge, Invariant::PrState];
+    let old = ReplayRules {
+        members: &members,
+        roles: &roles,
+        rules: &rules,
+        digest: "sha256:old",
+        invariants: Some(fleetgate_core::replay::ReplayInvariants { protection: &protection, lifted: &lifted }),
+    };
+    let mut scheduled = method("merge");
+    scheduled.insert("merge_when_checks_succeed".into(), Value::Bool(true));
+    scheduled.insert("pull_number".into(), Value::from(3));
+    let mut close = method("close");
+    close.insert("pull_number".into(), Value::from(3));
+    // Made under a roster that lifted both: allowed.
+    let history = vec![
+        decided(1, &old, "merger", "pull_request_write", &scheduled, ToolClass::Mutating, false),
+        decided(2, &old, "author", "pull_request_write", &close, ToolClass::Mutating, false),
+    ];
+    assert!(history.iter().all(|e| e.allowed));
+    // The same rules without the lifts: both flip, each by its invariant.
+    let new = ReplayRules {
+        digest: "sha256:new",
+        invariants: Some(fleetgate_core::replay::ReplayInvariants { protection: &protection, lifted: &[] }),
+        ..old
+    };
+    let report = replay(&history, &new);
+    let by: Vec<&str> = report.flips.iter().map(|g| g.rule.as_str()).collect();
+    assert_eq!(by, ["invariant `pr-state`", "invariant `scheduled-merge`"], "{report:#?}");
 }

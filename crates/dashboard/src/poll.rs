@@ -60,6 +60,7 @@ impl Source {
         let approvals = self.store.list_approvals(true).map_err(|e| e.to_string());
         let prs = self.pr_states(leases.as_deref().unwrap_or_default(), locks.as_deref().unwrap_or_default(), now);
         let store = self.store.describe();
+        let policy = fleetgate_control::policy::notes(&self.config, None).lines();
         let look = Look {
             fleet_name: &self.config.name,
             store: &store,
@@ -70,6 +71,7 @@ impl Source {
             prs: prs.as_deref().map_err(Clone::clone),
             review_locks: locks.as_deref().map_err(Clone::clone),
             approvals: approvals.as_deref().map_err(Clone::clone),
+            policy: &policy,
             now,
         };
         build(&look, &|pid| probe_pid(pid).is_alive())

@@ -72,6 +72,9 @@ pub struct FleetView {
     pub approvals: Vec<ApprovalView>,
     /// Why the approval requests could not be read, when they could not.
     pub approvals_error: Option<String>,
+    /// What the roster lets through that the operator must know: every lifted invariant
+    /// (`[invariants] lift`), with what it gives up.
+    pub policy: Vec<String>,
 }
 
 /// A call waiting for an operator: who, which tool, the exact arguments, why.
@@ -323,6 +326,8 @@ pub struct Look<'a> {
     pub review_locks: Result<&'a [ReviewLock], String>,
     /// The pending approval requests, or why not.
     pub approvals: Result<&'a [ApprovalRequest], String>,
+    /// What the roster lets through (`fleetgate_control::policy`), as lines.
+    pub policy: &'a [String],
     /// The decision instant.
     pub now: Timestamp,
 }
@@ -391,6 +396,7 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
         review_locks_error,
         approvals,
         approvals_error,
+        policy: look.policy.to_vec(),
     }
 }
 

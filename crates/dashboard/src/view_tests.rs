@@ -86,6 +86,7 @@ fn view_with_leases(
         prs: Ok(&[]),
         review_locks: Ok(&[]),
         approvals: Ok(&[]),
+        policy: &[],
         now,
     };
     build(&look, &|pid| pid != Some(666))
@@ -220,6 +221,7 @@ fn unreadable_rows_are_said_not_hidden() {
         prs: Err("no such table: pr_leases".into()),
         review_locks: Err("no such table: review_locks".into()),
         approvals: Err("no such table: approvals".into()),
+        policy: &[],
         now,
     };
     let v = build(&look, &|_| true);
@@ -262,6 +264,7 @@ fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
         prs: Ok(&[]),
         review_locks: Ok(&[]),
         approvals: Ok(&requests),
+        policy: &[],
         now,
     };
     let v = build(&look, &|_| true);
@@ -300,6 +303,7 @@ fn lease(pr: u64, purpose: Purpose, claimed: Timestamp, ttl: i64) -> PrLease {
             profile: "prgs-reviewer".into(),
             client: "claude_code".into(),
             session: "s".into(),
+            principal: None,
         },
         candidate_head: "5f0c2e1d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d".into(),
         target_branch: Some("main".into()),
@@ -339,8 +343,13 @@ fn each_pr_with_a_live_lease_or_lock_shows_its_computed_state_and_the_locks_thei
     let state = PrState { leases: &[], decisions: &[], origin: None, pushes: &[] };
     let assessed =
         [assess(pr.clone(), &state, ("5f0c2e1d00", Some("main"), ForgeState::Open), Independence::Session, now)];
-    let holder =
-        Actor { worker: "w".into(), profile: "prgs-reviewer".into(), client: "codex".into(), session: "s9".into() };
+    let holder = Actor {
+        worker: "w".into(),
+        profile: "prgs-reviewer".into(),
+        client: "codex".into(),
+        session: "s9".into(),
+        principal: None,
+    };
     let locks = [ReviewLock {
         lock_id: "L1".into(),
         pr,
@@ -364,6 +373,7 @@ fn each_pr_with_a_live_lease_or_lock_shows_its_computed_state_and_the_locks_thei
         prs: Ok(&assessed),
         review_locks: Ok(&locks),
         approvals: Ok(&[]),
+        policy: &[],
         now,
     };
     let v = build(&look, &|_| true);
@@ -460,6 +470,7 @@ fn the_page_receives_every_invisible_or_direction_changing_character_escaped() {
             prs: Ok(&[]),
             review_locks: Ok(&[]),
             approvals: Ok(&requests),
+            policy: &[],
             now,
         };
         let page: serde_json::Value = serde_json::from_str(&build(&look, &|_| true).page_json()).unwrap();

@@ -157,7 +157,8 @@ fn main() {
     let history = store.list_audit(None, usize::MAX).expect("read the audit");
     let read_s = read.elapsed().as_secs_f64();
     let digest = new.rules_digest();
-    let rules = ReplayRules { members: &new.members, roles: &new.roles, rules: &new.rules, digest: &digest };
+    let rules =
+        ReplayRules { members: &new.members, roles: &new.roles, rules: &new.rules, digest: &digest, invariants: None };
     let judged = Instant::now();
     let report = replay(&history, &rules);
     let judge_s = judged.elapsed().as_secs_f64();

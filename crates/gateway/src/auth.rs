@@ -143,6 +143,11 @@ impl Principals {
         names.into_iter()
     }
 
+    /// Every principal (one per token: a name may hold several), in file order.
+    pub fn principals(&self) -> impl Iterator<Item = &Principal> {
+        self.entries.iter().map(|(_, p)| p)
+    }
+
     /// How many principals the file holds.
     pub fn len(&self) -> usize {
         self.entries.len()

@@ -32,6 +32,7 @@ fn claim(who: usize, pr: u64) -> PrLeaseClaim {
             profile: "p".into(),
             client: "bench".into(),
             session: format!("s{who}"),
+            principal: None,
         },
         candidate_head: "0123456789abcdef0123456789abcdef01234567".into(),
         target_branch: Some("main".into()),

@@ -113,15 +113,33 @@ const LEASE: [&str; 16] = [
 /// The `pr_decisions` table; `id` is the store's.
 /// `base` and `cleared` arrived in schema v7 (a decision counts only for the base it was
 /// given on, and not once an operator cleared it).
-const DECISION: [&str; 12] =
-    ["id", "binding", "pr", "head", "verdict", "worker", "profile", "client", "session", "at", "base", "cleared"];
+/// `principal` arrived in schema v10 (an HTTP principal's approval is independent only of
+/// another principal's work).
+const DECISION: [&str; 13] = [
+    "id",
+    "binding",
+    "pr",
+    "head",
+    "verdict",
+    "worker",
+    "profile",
+    "client",
+    "session",
+    "at",
+    "base",
+    "cleared",
+    "principal",
+];
 
 /// The `pr_pushes` table (v7); `id` is the store's.
-const PUSH: [&str; 9] = ["id", "binding", "branch", "head", "worker", "profile", "client", "session", "at"];
+/// `principal` arrived in schema v10.
+const PUSH: [&str; 10] =
+    ["id", "binding", "branch", "head", "worker", "profile", "client", "session", "at", "principal"];
 
 /// The `pr_origins` table.
 /// `issues` arrived in schema v7 (`1,2`: the issues a PR references).
-const ORIGIN: [&str; 8] = ["binding", "pr", "worker", "profile", "client", "session", "at", "issues"];
+/// `principal` arrived in schema v10.
+const ORIGIN: [&str; 9] = ["binding", "pr", "worker", "profile", "client", "session", "at", "issues", "principal"];
 
 /// The `tool_pins` table.
 const PIN: [&str; 7] = ["profile", "tool", "pinned_digest", "pinned_at", "seen_digest", "seen_definition", "seen_at"];
@@ -240,7 +258,13 @@ impl Record for PrLease {
             lease_id: r.text(0)?,
             pr: PrRef { binding: r.text(1)?, pr },
             purpose: r.literal(3, "lease purpose", Purpose::parse)?,
-            holder: Actor { worker: r.text(4)?, profile: r.text(5)?, client: r.text(6)?, session: r.text(7)? },
+            holder: Actor {
+                worker: r.text(4)?,
+                profile: r.text(5)?,
+                client: r.text(6)?,
+                session: r.text(7)?,
+                principal: None,
+            },
             candidate_head: r.text(8)?,
             target_branch: r.opt_text(9)?,
             target_branch_sha: r.opt_text(10)?,
@@ -259,7 +283,13 @@ pub(crate) fn read_pr<R: Columns>(r: &R, i: usize) -> Result<PrRef, R::Error> {
 }
 
 pub(crate) fn read_actor<R: Columns>(r: &R, i: usize) -> Result<Actor, R::Error> {
-    Ok(Actor { worker: r.text(i)?, profile: r.text(i + 1)?, client: r.text(i + 2)?, session: r.text(i + 3)? })
+    Ok(Actor {
+        worker: r.text(i)?,
+        profile: r.text(i + 1)?,
+        client: r.text(i + 2)?,
+        session: r.text(i + 3)?,
+        principal: None,
+    })
 }
 
 impl Record for PrDecision {
@@ -268,7 +298,7 @@ impl Record for PrDecision {
             pr: read_pr(r, 1)?,
             head: r.text(3)?,
             verdict: r.literal(4, "review verdict", ReviewVerdict::parse)?,
-            by: read_actor(r, 5)?,
+            by: Actor { principal: r.opt_text(12)?, ..read_actor(r, 5)? },
             at: r.time(9)?,
             base: r.opt_text(10)?,
             cleared: r.opt_text(11)?,
@@ -278,7 +308,8 @@ impl Record for PrDecision {
 
 impl Record for PrPush {
     fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
-        Ok(PrPush { binding: r.text(1)?, branch: r.text(2)?, head: r.text(3)?, by: read_actor(r, 4)?, at: r.time(8)? })
+        let by = Actor { principal: r.opt_text(9)?, ..read_actor(r, 4)? };
+        Ok(PrPush { binding: r.text(1)?, branch: r.text(2)?, head: r.text(3)?, by, at: r.time(8)? })
     }
 }
 
@@ -286,7 +317,8 @@ impl Record for PrOrigin {
     fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
         let issues = r.opt_text(7)?.unwrap_or_default();
         let issues = issues.split(',').filter_map(|n| n.trim().parse().ok()).collect();
-        Ok(PrOrigin { pr: read_pr(r, 0)?, by: read_actor(r, 2)?, at: r.time(6)?, issues })
+        let by = Actor { principal: r.opt_text(8)?, ..read_actor(r, 2)? };
+        Ok(PrOrigin { pr: read_pr(r, 0)?, by, at: r.time(6)?, issues })
     }
 }
 
@@ -481,6 +513,7 @@ pub(crate) fn insert_decision<X: Exec>(c: &mut X, sql: &'static LedgerSql, d: &P
         time(d.at),
         opt_text(d.base.as_deref()),
         opt_text(d.cleared.as_deref()),
+        opt_text(d.by.principal.as_deref()),
     ];
     c.execute(&sql.insert_decision, &args)?;
     Ok(())
@@ -498,7 +531,17 @@ pub(crate) fn clear<E: Engine>(e: &E, pr: &PrRef, worker: &str, why: &str) -> Re
 /// `Store::record_pr_push`.
 pub(crate) fn pushed<E: Engine>(e: &E, p: &PrPush) -> Result<(), StoreError> {
     let [w, pr, cl, s] = actor_values(&p.by);
-    let args = [text(&p.binding), text(&p.branch), text(&p.head), w, pr, cl, s, time(p.at)];
+    let args = [
+        text(&p.binding),
+        text(&p.branch),
+        text(&p.head),
+        w,
+        pr,
+        cl,
+        s,
+        time(p.at),
+        opt_text(p.by.principal.as_deref()),
+    ];
     // Not retried: a push that committed would be recorded twice.
     e.run("cannot record the push", Retry::Never, |c| {
         c.execute(&e.sql().ledger.insert_push, &args)?;
@@ -511,7 +554,17 @@ pub(crate) fn originate<E: Engine>(e: &E, o: &PrOrigin) -> Result<(), StoreError
     let [binding, number] = key(&o.pr);
     let [w, p, cl, s] = actor_values(&o.by);
     let issues = o.issues.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
-    let args = [binding, number, w, p, cl, s, time(o.at), opt_text((!issues.is_empty()).then_some(issues.as_str()))];
+    let args = [
+        binding,
+        number,
+        w,
+        p,
+        cl,
+        s,
+        time(o.at),
+        opt_text((!issues.is_empty()).then_some(issues.as_str())),
+        opt_text(o.by.principal.as_deref()),
+    ];
     e.run("cannot record the PR's creator", Retry::Idempotent, |c| {
         c.execute(&e.sql().ledger.insert_origin, &args)?;
         Ok(())

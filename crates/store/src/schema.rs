@@ -150,6 +150,16 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         add: &[("audit_log", "judged_call", "TEXT")],
     },
     Migration { version: 9, name: "approval requests", create: crate::approvals::CREATE, add: &[] },
+    Migration {
+        version: 10,
+        name: "the principal of a decision, a push and a PR's creator",
+        create: "",
+        add: &[
+            ("pr_decisions", "principal", "TEXT"),
+            ("pr_pushes", "principal", "TEXT"),
+            ("pr_origins", "principal", "TEXT"),
+        ],
+    },
 ];
 
 /// The migrations a store at `current` still needs to reach `target`, or

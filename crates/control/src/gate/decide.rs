@@ -365,7 +365,7 @@ impl Gate {
 
     /// The caller as the workflow knows it: its worker's client and session.
     pub fn actor(&self, call: &Call<'_>) -> Result<fleetgate_core::workflow::Actor, String> {
-        let Caller::Worker { identity, .. } = &call.caller else {
+        let Caller::Worker { identity, principal, .. } = &call.caller else {
             return Err("no worker makes this call".into());
         };
         let row = self.store.get_worker(identity).map_err(|e| format!("the registry cannot be read: {e}"))?;
@@ -375,6 +375,7 @@ impl Gate {
             profile: call.member.profile.clone(),
             client: row.client_name,
             session: row.session_id,
+            principal: principal.map(str::to_owned),
         })
     }
 

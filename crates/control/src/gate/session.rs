@@ -68,6 +68,8 @@ pub enum Caller<'a> {
         identity: &'a str,
         /// The generation the caller runs as.
         generation: Option<&'a str>,
+        /// The HTTP principal its session authenticated as, when one did.
+        principal: Option<&'a str>,
     },
     /// No worker: why (none was named, the attachment's registration failed, …).
     Nobody(String),
@@ -89,7 +91,7 @@ pub fn session_provenance(
         heartbeat_age_seconds: None,
     };
     let (identity, generation) = match caller {
-        Caller::Worker { identity, generation } => (*identity, *generation),
+        Caller::Worker { identity, generation, .. } => (*identity, *generation),
         Caller::Nobody(why) => return unowned(why.clone()),
     };
     // The worker's own process tells whether the client launched it.

@@ -201,7 +201,9 @@ impl FleetControl {
         forge: Option<&'a dyn crate::gate::workflow::ForgeReader>,
     ) -> Call<'a> {
         let caller = match worker {
-            Some((identity, _)) => Caller::Worker { identity, generation: Some(&self.generation) },
+            Some((identity, principal)) => {
+                Caller::Worker { identity, generation: Some(&self.generation), principal: principal.as_deref() }
+            }
             None => Caller::Nobody(format!("no worker is attached to this gateway for {attachment}")),
         };
         Call {

@@ -216,7 +216,11 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
                 let worker = plane.attachments().worker_of(call.attachment);
                 let forge = call.link.map(super::workflow::LinkForge);
                 let caller = match &worker {
-                    Some((identity, _)) => Caller::Worker { identity, generation: Some(plane.generation()) },
+                    Some((identity, principal)) => Caller::Worker {
+                        identity,
+                        generation: Some(plane.generation()),
+                        principal: principal.as_deref(),
+                    },
                     None => Caller::Nobody(format!("no worker is attached to this gateway for {}", call.attachment)),
                 };
                 let verdict = plane.gate().resolve(
@@ -303,7 +307,7 @@ fn runtime_context(
     let generation = plane.generation();
     let view = plane.attachments().view(attachment, generation);
     let caller = match &view.worker {
-        Some(w) => Caller::Worker { identity: &w.worker_identity, generation: Some(generation) },
+        Some(w) => Caller::Worker { identity: &w.worker_identity, generation: Some(generation), principal: None },
         None => Caller::Nobody(format!("no worker is attached to this gateway for {attachment}")),
     };
     let gate = plane.gate();

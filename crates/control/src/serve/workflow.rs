@@ -133,7 +133,7 @@ fn target(plane: &FleetControl, pr: u64, owner: Option<String>, repo: Option<Str
 /// The worker of `attachment`, as the workflow knows it.
 fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> Result<Actor, Refusal> {
     let worker = plane.attachments().worker_of(attachment);
-    let Some((identity, _)) = &worker else {
+    let Some((identity, principal)) = &worker else {
         return Err(Refusal::of(
             BlockerKind::SessionAttachmentMissing,
             format!("no worker is attached to this gateway for {attachment}"),
@@ -145,7 +145,7 @@ fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> R
         read_only_hint: None,
         arguments: None,
         schema: None,
-        caller: Caller::Worker { identity, generation: Some(plane.generation()) },
+        caller: Caller::Worker { identity, generation: Some(plane.generation()), principal: principal.as_deref() },
         forge: None,
     };
     plane.gate().actor(&call).map_err(|why| Refusal::of(BlockerKind::SessionAttachmentMissing, why))

@@ -384,6 +384,26 @@ pub fn establish(
     }
 }
 
+/// What a call's arguments alone show it does, no read of the forge made: the whole effect
+/// when it needs no read, else what the arguments state (a merge's terms). Every breach of
+/// it is a breach of the whole; the whole may break more (replay judges with this, and
+/// leaves the rest to the live gate).
+pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect {
+    match establish(tool, args, schema, &[]) {
+        Ok(effect) => effect,
+        Err(_) if tool == "pull_request_write" && text(args, "method") == Some("merge") => Effect {
+            merge: number(args, &["pull_number", "index"]).map(|pr| MergeTerms {
+                pr,
+                forced: flag(args, "force_merge"),
+                scheduled: flag(args, "merge_when_checks_succeed"),
+                pinnable: declared(schema, MERGE_HEAD_KEY),
+            }),
+            ..Effect::action(ACTION_MERGE)
+        },
+        Err(_) => Effect::write(),
+    }
+}
+
 /// The reads [`establish`] needs first, from the arguments alone.
 pub fn first_reads(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Vec<Read> {
     establish(tool, args, schema, &[]).err().unwrap_or_default()
@@ -645,3 +665,174 @@ fn issue_update(args: &Map<String, Value>, answers: &[Answered], (owner, repo): 
 
 #[cfg(test)]
 mod tests;
+
+/// One row of the reference page (`docs/reference/forge.md`): a tool and method of the
+/// server, what it does to the forge, the invariants it may meet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stated {
+    /// The tool.
+    pub tool: &'static str,
+    /// Its `method` (`""`: the tool has none).
+    pub method: &'static str,
+    /// What it does, in words.
+    pub effect: &'static str,
+    /// The invariants such a call may break.
+    pub invariants: &'static [crate::effect::Invariant],
+}
+
+/// The calls whose effect is stated beyond "reads" or "changes what no invariant guards".
+pub const STATED: &[Stated] = {
+    use crate::effect::Invariant::{
+        ForcedMerge, PrState, ProtectedBranch, ProtectedPath, ReaderWrites, Retarget, ScheduledMerge, UnpinnedMerge,
+    };
+    &[
+        Stated {
+            tool: "pull_request_write",
+            method: "create",
+            effect: "opens a PR (its creator is recorded; the issues its title and body reference are judged by the issue lock)",
+            invariants: &[],
+        },
+        Stated {
+            tool: "pull_request_write",
+            method: "update",
+            effect: "edits the PR's title or body (the issue lock judges them); with `base`, retargets it; with `state`, closes or reopens it",
+            invariants: &[Retarget, PrState],
+        },
+        Stated { tool: "pull_request_write", method: "close", effect: "closes the PR", invariants: &[PrState] },
+        Stated { tool: "pull_request_write", method: "reopen", effect: "reopens the PR", invariants: &[PrState] },
+        Stated {
+            tool: "pull_request_write",
+            method: "merge",
+            effect: "lands the PR's head on its base, read from the forge (the PR workflow judges it: an independent approval at that head and base, a merge lease; the head is pinned with `head_commit_id`); with `delete_branch`, deletes the head branch, and Gitea closes the other open PRs it heads and moves those based on it to the default branch",
+            invariants: &[ProtectedBranch, ForcedMerge, ScheduledMerge, UnpinnedMerge, Retarget, PrState],
+        },
+        Stated {
+            tool: "pull_request_write",
+            method: "update_branch",
+            effect: "merges the PR's base into its head branch, read from the forge (any branch: the default one too); the new head's pusher is recorded",
+            invariants: &[ProtectedBranch],
+        },
+        Stated {
+            tool: "issue_write",
+            method: "update",
+            effect: "edits the issue; on a PR's number (read from the forge: PRs and issues share numbers), a `state` closes or reopens the PR and a title or body edits it",
+            invariants: &[PrState],
+        },
+        Stated {
+            tool: "create_or_update_file",
+            method: "",
+            effect: "commits to `new_branch_name` (made from `branch_name`), else to `branch_name`, else to the repository's default branch (read from the forge); the pusher is recorded",
+            invariants: &[ProtectedBranch, ProtectedPath],
+        },
+        Stated {
+            tool: "delete_file",
+            method: "",
+            effect: "commits a deletion, to the branch a file write would write",
+            invariants: &[ProtectedBranch, ProtectedPath],
+        },
+        Stated { tool: "create_branch", method: "", effect: "creates `branch`", invariants: &[ProtectedBranch] },
+        Stated {
+            tool: "rename_branch",
+            method: "",
+            effect: "renames `branch` to `new_name` (both names are judged)",
+            invariants: &[ProtectedBranch],
+        },
+        Stated {
+            tool: "delete_branch",
+            method: "",
+            effect: "deletes `branch`: Gitea closes every open PR it heads (in the repository and, for a fork, in its parent) and moves those based on it to the default branch; in a repository with forks which PRs pull from it cannot be read, and the call is refused",
+            invariants: &[ProtectedBranch, PrState, Retarget],
+        },
+        Stated {
+            tool: "actions_run_read",
+            method: "download_job_log",
+            effect: "writes the job's log on the server's host (`output_path`, or under `~/.gitea-mcp/`)",
+            invariants: &[ReaderWrites],
+        },
+        Stated {
+            tool: "actions_run_read",
+            method: "download_artifact",
+            effect: "writes the artifact on the server's host (`output_path`, or under `~/.gitea-mcp/`)",
+            invariants: &[ReaderWrites],
+        },
+        Stated {
+            tool: "attachment_read",
+            method: "download",
+            effect: "writes the attachment on the server's host (`output_path`, or under `~/.gitea-mcp/`)",
+            invariants: &[ReaderWrites],
+        },
+    ]
+};
+
+/// The roles of the fleet's role matrix, in the page's order.
+pub const ROLES: [&str; 5] = ["author", "reviewer", "merger", "controller", "reconciler"];
+
+/// `docs/reference/forge.md`: every tool and method of gitea-mcp the dialect knows, what it
+/// does to the forge, the invariants it may meet and the roles the profile lets make it.
+pub fn render() -> String {
+    use std::fmt::Write as _;
+    let rules = crate::rules::RuleSet::new(super::gitea_mcp_rules());
+    let who = |tool: &str, method: &str| {
+        let mut args = Map::new();
+        if !method.is_empty() {
+            args.insert("method".into(), Value::from(method));
+        }
+        let may: Vec<&str> =
+            ROLES.iter().copied().filter(|r| rules.decide(r, tool, Some(&args)).is_none_or(|d| d.permitted)).collect();
+        if may.len() == ROLES.len() {
+            "every role".to_owned()
+        } else if may.is_empty() {
+            "no role".to_owned()
+        } else {
+            may.join(", ")
+        }
+    };
+    let mut out = String::from(
+        "# The gitea-mcp dialect\n\nEvery tool and `method` of the official Gitea MCP server the forge dialect states \
+         (`[fleet] forge = \"gitea-mcp\"`): what a call does to the forge, the invariants it may meet (judged for \
+         every call, whoever makes it, below every rule and approval), and the roles the built-in profile lets \
+         make it. A tool or method not listed here has no statement: its effect is unknown and it is refused \
+         (`unknown-effect`). Generated from `fleetgate_core::forge::effect`.\n\n\
+         | Tool | Method | What it does | Invariants | Roles |\n| --- | --- | --- | --- | --- |\n",
+    );
+    let mut row = |tool: &str, method: &str, effect: &str, invariants: &[crate::effect::Invariant]| {
+        let inv: Vec<String> = invariants.iter().map(|i| format!("`{i}`")).collect();
+        let inv = if inv.is_empty() { "—".to_owned() } else { inv.join(", ") };
+        let m = if method.is_empty() { "—".to_owned() } else { format!("`{method}`") };
+        let _ = writeln!(out, "| `{tool}` | {m} | {effect} | {inv} | {} |", who(tool, method));
+    };
+    for (tool, methods) in READERS {
+        if methods.is_empty() {
+            row(tool, "", "reads", &[]);
+        }
+        for m in *methods {
+            row(tool, m, "reads", &[]);
+        }
+    }
+    for s in STATED {
+        row(s.tool, s.method, s.effect, s.invariants);
+    }
+    for m in REVIEW_METHODS {
+        row(
+            "pull_request_review_write",
+            m,
+            "a review action (an approval or a request-changes is judged by the PR workflow: a review lease at the head, pinned with `commit_id`)",
+            &[],
+        );
+    }
+    for (tool, methods) in PLAIN_WRITES {
+        let listed = |m: &str| STATED.iter().any(|s| s.tool == *tool && s.method == m);
+        if methods.is_empty() && !listed("") {
+            row(tool, "", "changes the forge; no invariant guards what it changes", &[]);
+        }
+        for m in methods.iter().filter(|m| !listed(m)) {
+            row(tool, m, "changes the forge; no invariant guards what it changes", &[]);
+        }
+    }
+    let _ = write!(
+        out,
+        "\nAny reader given `output_path` writes a file on the server's host (`reader-writes`). The invariants, \
+         what each holds and what lifting it gives up: [the policy chapter](../policy.md#invariants).\n"
+    );
+    out
+}

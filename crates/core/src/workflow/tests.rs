@@ -13,7 +13,7 @@ fn at(s: i64) -> Timestamp {
 }
 
 fn actor(name: &str, client: &str, session: &str) -> Actor {
-    Actor { worker: name.into(), profile: name.into(), client: client.into(), session: session.into() }
+    Actor { worker: name.into(), profile: name.into(), client: client.into(), session: session.into(), principal: None }
 }
 
 fn pr() -> PrRef {
@@ -472,4 +472,78 @@ fn the_canonical_state_is_computed_from_the_ledger_and_the_forge() {
     let a = assess(pr(), &state, (H1, Some("main"), ForgeState::Merged), Independence::Session, at(2));
     assert_eq!(st(a.clone()), ("merged".into(), "none".into(), "approved_at_current_head".into(), false));
     assert!(a.status.blockers.is_empty());
+}
+
+#[test]
+fn under_principal_independence_a_second_session_of_one_principal_approves_nothing() {
+    let as_principal = |name: &str, session: &str, principal: Option<&str>| Actor {
+        principal: principal.map(str::to_owned),
+        ..actor(name, "mcp", session)
+    };
+    // One HTTP token allowed both profiles: the author's session opens, a second session of
+    // the same principal approves.
+    let author = as_principal("a", "s1", Some("ci"));
+    let same = as_principal("r", "s2", Some("ci"));
+    let other = as_principal("r2", "s3", Some("alice"));
+    let stdio = as_principal("r3", "s4", None);
+    let state_of = |by: &Actor| {
+        let decisions = vec![decision(by, H1, ReviewVerdict::Approve, 10)];
+        let o = origin(&author);
+        approval_at(
+            &PrState { leases: &[], decisions: &decisions, origin: Some(&o), pushes: &[] },
+            H1,
+            Some("main"),
+            Independence::Principal,
+        )
+        .is_ok()
+    };
+    let counts = |by: &Actor, mode: Independence| {
+        let decisions = vec![decision(by, H1, ReviewVerdict::Approve, 10)];
+        let o = origin(&author);
+        approval_at(
+            &PrState { leases: &[], decisions: &decisions, origin: Some(&o), pushes: &[] },
+            H1,
+            Some("main"),
+            mode,
+        )
+        .is_ok()
+    };
+    assert!(!state_of(&same), "a reconnect is the same reviewer");
+    assert!(counts(&same, Independence::Session), "by session alone it counted: the hole this closes");
+    assert!(state_of(&other), "another principal is independent");
+    assert!(state_of(&stdio), "without a principal on one side, sessions decide");
+    assert!(!state_of(&as_principal("r4", "s1", None)), "and the same session never counts");
+    // The pusher is held to the same.
+    let decisions = vec![decision(&same, H1, ReviewVerdict::Approve, 10)];
+    let push = PrPush {
+        binding: pr().binding,
+        branch: "f".into(),
+        head: H1.into(),
+        by: as_principal("p", "s9", Some("ci")),
+        at: at(5),
+    };
+    let pushes = [push];
+    let state = PrState { leases: &[], decisions: &decisions, origin: None, pushes: &pushes };
+    assert!(
+        approval_at(&state, H1, Some("main"), Independence::Principal).is_err(),
+        "the pushing principal approves nothing"
+    );
+}
+
+#[test]
+fn a_principal_allowed_an_author_s_and_a_reviewer_s_profile_is_named() {
+    let members: Vec<(String, String)> =
+        [("prgs-author", "author"), ("prgs-reviewer", "reviewer"), ("prgs-merger", "merger")]
+            .iter()
+            .map(|(p, r)| ((*p).to_owned(), (*r).to_owned()))
+            .collect();
+    let principals = vec![
+        ("ci".to_owned(), vec![]),
+        ("alice".to_owned(), vec!["prgs-author".to_owned(), "prgs-reviewer".to_owned()]),
+        ("bob".to_owned(), vec!["prgs-reviewer".to_owned(), "prgs-merger".to_owned()]),
+    ];
+    let found = principals_holding_independent_roles(&principals, &members);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].starts_with("principal ci ") && found[0].contains("every profile"));
+    assert!(found[1].starts_with("principal alice ") && found[1].contains("prgs-reviewer"));
 }

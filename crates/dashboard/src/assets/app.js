@@ -110,6 +110,13 @@
     $("fleet-name").textContent = view.fleet.name;
   }
 
+  function renderPolicy(view) {
+    $("policy-section").hidden = view.policy.length === 0;
+    $("policy").replaceChildren(
+      ...view.policy.map((p) => el("li", { class: "hard" }, el("span", { class: "badge stale", text: "lifted" }), " ", p)),
+    );
+  }
+
   function renderDiagnostics(view) {
     $("diagnostics-section").hidden = view.diagnostics.length === 0;
     $("diagnostics").replaceChildren(
@@ -258,6 +265,7 @@
     lastView = view;
     renderGate(view);
     renderRoster(view);
+    renderPolicy(view);
     renderDiagnostics(view);
     renderWorkers(view);
     renderLeases(view);

@@ -166,29 +166,56 @@ fn all_findings(surveyed: &[Surveyed]) -> Vec<&Finding> {
     surveyed.iter().flat_map(|s| &s.report.findings).collect()
 }
 
+/// What the roster lets through (lifted invariants; principals that may hold an author's and
+/// a reviewer's profile), read from the roster and its tokens file.
+fn policy_notes(ctx: &Ctx) -> (fleetgate_control::policy::PolicyNotes, Option<String>) {
+    let (tokens, unread) = match &ctx.config.http.tokens_file {
+        Some(path) => match fleetgate_gateway::Principals::read(path) {
+            Ok(p) => (Some(p), None),
+            Err(e) => (None, Some(e)),
+        },
+        None => (None, None),
+    };
+    (fleetgate_control::policy::notes(&ctx.config, tokens.as_ref()), unread)
+}
+
 fn report(ctx: &Ctx, surveyed: &[Surveyed]) -> Reply {
     let findings = all_findings(surveyed);
-    let errors = file_errors(surveyed);
+    let mut errors = file_errors(surveyed);
+    let (notes, unread) = policy_notes(ctx);
+    if let Some(e) = unread {
+        errors.push(
+            json!({ "file": ctx.config.http.tokens_file.as_ref().map(|p| p.display().to_string()), "message": e }),
+        );
+    }
+    // A principal whose second session counts as independent is a finding; a lift is the
+    // operator's choice, named, not counted.
+    let policy_findings = if notes.principals_count_as_independent { notes.principals.len() } else { 0 };
     let fixable = findings.iter().filter(|f| f.fixable).count();
     let mut text: Vec<String> = surveyed.iter().map(|s| report::client_text(&s.report)).collect();
-    text.push(if findings.is_empty() && errors.is_empty() {
+    text.extend(notes.lines().into_iter().map(|l| format!("roster: {}", shown(&l, usize::MAX))));
+    text.push(if findings.is_empty() && errors.is_empty() && policy_findings == 0 {
         "clean: every client's configuration matches the roster".to_owned()
     } else {
         let unreadable = match errors.len() {
             0 => String::new(),
             n => format!("; {n} file(s) cannot be read"),
         };
-        format!("{} finding(s), {fixable} fixable (fleetgate doctor --fix){unreadable}", findings.len())
+        format!(
+            "{} finding(s), {fixable} fixable (fleetgate doctor --fix){unreadable}",
+            findings.len() + policy_findings
+        )
     });
     let value = json!({
-        "clean": findings.is_empty() && errors.is_empty(),
+        "clean": findings.is_empty() && errors.is_empty() && policy_findings == 0,
+        "policy": notes,
         "env_prefix": ctx.config.env_prefix,
         "clients": surveyed.iter().map(|s| &s.report).collect::<Vec<_>>(),
         "findings": findings,
         "finding_count": findings.len(),
         "errors": errors,
     });
-    let exit = exit_for(&errors, findings.len());
+    let exit = exit_for(&errors, findings.len() + policy_findings);
     Reply { value, text: text.join("\n"), exit }
 }
 

@@ -44,11 +44,16 @@ pub fn run(ctx: &Ctx, cmd: &RulesCommand) -> anyhow::Result<Reply> {
             let (since, until) = (time("--since", since)?, time("--until", until)?);
             let entries = ctx.store()?.list_audit(since, usize::MAX)?;
             let digest = ctx.config.rules_digest();
+            let lifted = ctx.config.lifted();
             let new = ReplayRules {
                 members: &ctx.config.members,
                 roles: &ctx.config.roles,
                 rules: &ctx.config.rules,
                 digest: &digest,
+                invariants: ctx.config.forge.is_some().then_some(fleetgate_core::replay::ReplayInvariants {
+                    protection: &ctx.config.workflow.protection,
+                    lifted: &lifted,
+                }),
             };
             let window = entries
                 .iter()

@@ -45,6 +45,11 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         Transport::Stdio => None,
         Transport::Http => Some(http_options(ctx, args, &member.profile)?),
     };
+    // What the roster lets through that the operator must know: in the start-up log.
+    let notes = fleetgate_control::policy::notes(&ctx.config, http.as_ref().and_then(|h| h.principals.as_ref()));
+    for line in notes.lines() {
+        tracing::warn!("{line}");
+    }
     let metrics_listener = metrics_listener(ctx, args, transport)?;
     // OpenTelemetry export: configured or not, checked before anything starts.
     let otlp =

@@ -48,6 +48,7 @@ fn lease_under_review(island: &Island) -> String {
             profile: "prgs-reviewer".into(),
             client: "claude_code".into(),
             session: "s-1".into(),
+            principal: None,
         },
         candidate_head: PR_HEAD.into(),
         target_branch: Some("main".into()),

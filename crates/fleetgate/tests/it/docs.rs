@@ -124,6 +124,7 @@ fn the_generated_reference_pages_are_current() {
         ("config.md", format!("{GENERATED}{}", fleetgate_config::reference::render())),
         ("environment.md", environment()),
         ("blockers.md", blockers()),
+        ("forge.md", format!("{GENERATED}{}", fleetgate_core::forge::effect::render())),
     ];
     let bless = fleetgate_testkit::pg::harness_env("FLEETGATE_BLESS_DOCS").is_some();
     let mut stale = Vec::new();
@@ -142,4 +143,18 @@ fn the_generated_reference_pages_are_current() {
         "docs/reference/{stale:?} no longer match the code: regenerate with \
          `FLEETGATE_BLESS_DOCS=1 cargo test -p fleetgate --test it docs`"
     );
+}
+
+/// The book names every invariant with what it holds and what lifting it gives up, as the
+/// code says: the policy chapter and the threat model.
+#[test]
+fn the_book_names_every_invariant_as_the_code_states_it() {
+    let policy = std::fs::read_to_string(docs().join("../policy.md")).unwrap();
+    let threat = std::fs::read_to_string(docs().join("../threat-model.md")).unwrap();
+    for i in fleetgate_core::effect::Invariant::ALL {
+        let row = format!("| `{i}` | {} | {} |", i.holds(), i.exposes());
+        assert!(policy.contains(&row), "docs/policy.md lacks {row}");
+        let lift = format!("| `{i}` | {} |", i.exposes());
+        assert!(threat.contains(&lift), "docs/threat-model.md lacks {lift}");
+    }
 }

@@ -140,6 +140,8 @@ struct Fleet {
     control: FleetControl,
     config: FleetConfig,
     worker: String,
+    /// The store's location (a path or a URL).
+    spec: String,
 }
 
 const MANAGED: (&str, &str) = ("GITEA_CLIENT_MANAGED", "1");
@@ -155,8 +157,14 @@ fn fleet_audited(audit_wait: Option<std::time::Duration>) -> Fleet {
 
 /// The made-up fleet under the roster `config`.
 fn fleet_of(config: &str, audit_wait: Option<std::time::Duration>) -> Fleet {
+    fleet_on(config, audit_wait, None)
+}
+
+/// The made-up fleet under the roster `config`, on the store at `store_url` (else SQLite).
+fn fleet_on(config: &str, audit_wait: Option<std::time::Duration>, store_url: Option<String>) -> Fleet {
     let dir = tempfile::tempdir().unwrap();
-    let store = fleetgate_store::open(dir.path().join("s.sqlite3").to_str().unwrap()).unwrap();
+    let spec = store_url.unwrap_or_else(|| dir.path().join("s.sqlite3").display().to_string());
+    let store = fleetgate_store::open(&spec).unwrap();
     let host = Arc::new(MadeUp::default());
     host.run(4100, &[MANAGED]);
     host.run(4200, &[MANAGED]);
@@ -180,7 +188,7 @@ fn fleet_of(config: &str, audit_wait: Option<std::time::Duration>) -> Fleet {
     };
     control.on_client_attach(AttachmentId(1), &client).unwrap();
     let worker = store.list_workers().unwrap()[0].worker_identity.clone();
-    Fleet { _dir: dir, store, host, gate, control, config, worker }
+    Fleet { _dir: dir, store, host, gate, control, config, worker, spec }
 }
 
 /// Run `story` on a fresh made-up fleet, its heartbeat loops on a runtime of the test's own.
@@ -360,7 +368,7 @@ fn a_read_is_decided_at_once_and_a_mutation_only_with_its_audit_entry_committed(
 }
 
 /// A call held for an operator's approval whose caller goes away (its attachment ends)
-/// withdraws its request, audited; the call is refused, never forwarded later.
+/// withdraws its request, audited; the hold ends unanswered, the call is never forwarded.
 #[test]
 fn a_held_call_is_withdrawn_when_its_caller_goes_away() {
     let asking = format!(
@@ -368,27 +376,144 @@ fn a_held_call_is_withdrawn_when_its_caller_goes_away() {
     );
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     runtime.block_on(async move {
+        let f = Arc::new(
+            tokio::task::spawn_blocking(move || fleet_of(&asking, Some(std::time::Duration::from_secs(5))))
+                .await
+                .unwrap(),
+        );
+        let t = tool("git_commit");
+        let call = ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None };
+        let verdict = f.control.decide(AttachmentId(1), &call);
+        assert_eq!(verdict.decision.blocker_kind.map(|k| k.as_str()), Some("approval_pending"));
+        let id = verdict.held.clone().expect("the gateway may hold it");
+        let hold = f.control.hold(AttachmentId(1), &id, std::time::Instant::now()).expect("held");
+        let detaching = Arc::clone(&f);
         tokio::task::spawn_blocking(move || {
-            let f = fleet_of(&asking, Some(std::time::Duration::from_secs(5)));
-            let t = tool("git_commit");
-            let verdict = std::thread::scope(|s| {
-                let held = s.spawn(|| {
-                    f.control.decide(
-                        AttachmentId(1),
-                        &ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None },
-                    )
-                });
-                let asked = crate::support::wait_until(10.0, || f.store.list_approvals(true).unwrap().len() == 1);
-                assert!(asked, "the call asked an operator");
-                f.control.on_detach(AttachmentId(1), "the client closed its session");
-                held.join().unwrap()
-            });
-            assert_eq!(verdict.decision.blocker_kind.map(|k| k.as_str()), Some("approval_pending"));
-            let requests = f.store.list_approvals(false).unwrap();
+            detaching.control.on_detach(AttachmentId(1), "the client closed its session")
+        })
+        .await
+        .unwrap();
+        let answered = tokio::time::timeout(std::time::Duration::from_secs(20), hold).await.expect("the hold ended");
+        assert!(!answered, "a withdrawn request answers nothing");
+        let f2 = Arc::clone(&f);
+        tokio::task::spawn_blocking(move || {
+            let requests = f2.store.list_approvals(false).unwrap();
             assert_eq!(requests[0].state, fleetgate_core::approval::ApprovalState::Withdrawn, "{requests:?}");
-            assert!(f.gate.flush_audit(std::time::Duration::from_secs(5)));
-            let audit = serde_json::to_string(&f.store.list_audit(None, 100).unwrap()).unwrap();
+            assert!(f2.gate.flush_audit(std::time::Duration::from_secs(5)));
+            let audit = serde_json::to_string(&f2.store.list_audit(None, 100).unwrap()).unwrap();
             assert!(audit.contains("withdrawn: the caller went away"), "{audit}");
+            f2.control.on_shutdown("test");
+        })
+        .await
+        .unwrap();
+    });
+}
+
+/// A held call waits on the store's word: an answer given by another connection (here a
+/// second store handle, as the operator's `fleetgate approvals approve` would) ends the hold
+/// at once — on SQLite by the file changing, on PostgreSQL by `NOTIFY` — and the call decided
+/// again passes once. Run several times: an answer committed is an answer seen.
+fn a_held_call_wakes_on_the_answer(store_url: Option<String>) {
+    let asking = format!(
+        "{CONFIG}\n[approvals]\nwait_seconds = 120\n\n[[rules]]\ntool = \"git_commit\"\nroles = [\"author\"]\ndecision = \"ask\"\n"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async move {
+        let f = Arc::new(
+            tokio::task::spawn_blocking(move || fleet_on(&asking, Some(std::time::Duration::from_secs(5)), store_url))
+                .await
+                .unwrap(),
+        );
+        for round in 0..4 {
+            let t = tool("git_commit");
+            let mut arguments = JsonObject::new();
+            arguments.insert("round".into(), json!(round));
+            let (g, tt, aa) = (Arc::clone(&f), t.clone(), arguments.clone());
+            let verdict = tokio::task::spawn_blocking(move || {
+                g.control.decide(
+                    AttachmentId(1),
+                    &ToolCall { tool: &tt, arguments: Some(&aa), answers: &[], link: None, settles: None },
+                )
+            })
+            .await
+            .unwrap();
+            let id = verdict.held.clone().expect("held");
+            let started = std::time::Instant::now();
+            let hold = f.control.hold(AttachmentId(1), &id, started).expect("held");
+            // The operator answers from another handle on the same store.
+            let (spec, answer_id) = (f.spec.clone(), id.clone());
+            tokio::task::spawn_blocking(move || {
+                let operator = fleetgate_store::open(&spec).unwrap();
+                operator.answer_approval(&answer_id, true, "alice", None, at(21)).unwrap().unwrap();
+            })
+            .await
+            .unwrap();
+            let answered = tokio::time::timeout(std::time::Duration::from_secs(8), hold).await;
+            assert_eq!(answered, Ok(true), "round {round}: the answer ended the hold well inside the backstop");
+            let g = Arc::clone(&f);
+            let again = tokio::task::spawn_blocking(move || {
+                g.control.decide(
+                    AttachmentId(1),
+                    &ToolCall { tool: &t, arguments: Some(&arguments), answers: &[], link: None, settles: None },
+                )
+            })
+            .await
+            .unwrap();
+            assert!(again.decision.allowed, "round {round}: the approved call passes: {:?}", again.decision);
+        }
+        let g = Arc::clone(&f);
+        tokio::task::spawn_blocking(move || g.control.on_shutdown("test")).await.unwrap();
+    });
+}
+
+#[test]
+fn a_held_call_wakes_on_the_answer_on_sqlite() {
+    a_held_call_wakes_on_the_answer(None);
+}
+
+#[test]
+fn a_held_call_wakes_on_the_answer_on_postgres() {
+    let Some(db) = fleetgate_testkit::pg::PgDatabase::fresh("fg_held") else { return };
+    a_held_call_wakes_on_the_answer(Some(db.url.clone()));
+}
+
+/// The preview (`capability`, the control tool) and the real call give one decision,
+/// approvals and overrides on record included: a role refusal an operator may override, the
+/// override approved (the preview sees it as the call would), used by the real call (the
+/// preview then sees it used).
+#[test]
+fn the_preview_is_the_real_call_with_the_approvals_on_record() {
+    let config = format!(
+        "{CONFIG}\n[roles.author]\ndeny = [\"git_push\"]\n\n[approvals]\nwait_seconds = 0\nmay_override = [\"role_not_permitted\"]\n"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async move {
+        tokio::task::spawn_blocking(move || {
+            let f = fleet_of(&config, Some(std::time::Duration::from_secs(5)));
+            let member = f.config.member("prgs-author").unwrap();
+            let preview =
+                || capability_reply(&f.gate, member, "git_push", Some(&f.worker), false, None, None, at(20)).value;
+            let t = tool("git_push");
+            let real = || {
+                f.control.decide(
+                    AttachmentId(1),
+                    &ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None },
+                )
+            };
+            assert_eq!(preview()["blocker_kind"], "role_not_permitted");
+            let refused = real();
+            assert_eq!(refused.decision.blocker_kind.map(|k| k.as_str()), Some("role_not_permitted"));
+            let id = f.store.list_approvals(true).unwrap()[0].id.clone();
+            f.store.answer_approval(&id, true, "alice", None, at(20)).unwrap().unwrap();
+            let seen = preview();
+            assert_eq!(seen["allowed"], true, "the preview reads the approval on record: {seen}");
+            assert_eq!(
+                f.store.approval(&id).unwrap().unwrap().state,
+                fleetgate_core::approval::ApprovalState::Approved,
+                "a preview uses nothing"
+            );
+            assert!(real().decision.allowed, "the real call uses it");
+            assert_eq!(preview()["blocker_kind"], "role_not_permitted", "used: the preview sees it gone");
             f.control.on_shutdown("test");
         })
         .await

@@ -13,7 +13,13 @@ use serde_json::json;
 use std::sync::{Arc, Barrier};
 
 pub fn actor(name: &str) -> Actor {
-    Actor { worker: name.into(), profile: format!("prgs-{name}"), client: "codex".into(), session: format!("s-{name}") }
+    Actor {
+        worker: name.into(),
+        profile: format!("prgs-{name}"),
+        client: "codex".into(),
+        session: format!("s-{name}"),
+        principal: None,
+    }
 }
 
 pub fn pr() -> PrRef {

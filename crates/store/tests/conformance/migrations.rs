@@ -133,6 +133,7 @@ fn check_survivors(store: &dyn Store, version: u32) {
             profile: "r9".into(),
             client: "codex".into(),
             session: "s9".into(),
+            principal: None,
         },
         at: now(),
         cleared: None,

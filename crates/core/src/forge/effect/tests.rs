@@ -319,3 +319,27 @@ fn every_reader_and_write_of_the_server_has_a_statement() {
         assert_eq!(e.action, Some(ACTION_REVIEW), "{m}");
     }
 }
+
+#[test]
+fn the_reference_page_lists_every_stated_call_once_and_only_those() {
+    let page = render();
+    let forge = Forge { open: vec![(1, "feat", "Org/Repo", "dev")], ..Forge::default() };
+    for s in STATED {
+        let mut call = if s.method.is_empty() { json!({}) } else { json!({ "method": s.method }) };
+        call["pull_number"] = json!(1);
+        call["issue_number"] = json!(1);
+        call["branch"] = json!("feat");
+        let e = forge.effect(s.tool, with_repo(call));
+        assert!(e.unknown.is_none(), "{} {}: {e:?}", s.tool, s.method);
+        let method = if s.method.is_empty() { "—".to_owned() } else { format!("`{}`", s.method) };
+        let needle = format!("| `{}` | {method} |", s.tool);
+        assert_eq!(page.matches(&needle).count(), 1, "{needle}");
+    }
+    for (tool, methods) in READERS.iter().chain(PLAIN_WRITES) {
+        for m in methods.iter() {
+            assert_eq!(page.matches(&format!("| `{tool}` | `{m}` |")).count(), 1, "{tool} {m}");
+        }
+    }
+    assert!(page.contains("| `pull_request_write` | `merge` |") && page.contains("`scheduled-merge`"));
+    assert!(!page.contains("frobnicate"));
+}

@@ -1,0 +1,290 @@
+//! Invariants below every rule and override: over generated operator rule sets (tools and
+//! globs, method matchers, roles, `decision = "ask"`) put ahead of the gitea-mcp profile,
+//! generated `[approvals] may_override` settings with every override and every asked call
+//! approved, and generated lifts, no hostile call is ever allowed while it breaks an
+//! invariant the roster does not lift. Which invariant each call breaks is written here by
+//! hand (the oracle), from Gitea's semantics, not taken from the dialect's statement.
+
+use fleetgate_core::BlockerKind;
+use fleetgate_core::capability::{
+    Approvals, CapabilityInput, RoleRefusal, Standing, ToolClass, resolve_task_capability,
+};
+use fleetgate_core::effect::{Answered, Effect, Invariant, Read, judge};
+use fleetgate_core::forge::effect::establish;
+use fleetgate_core::protect::Protection;
+use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+const ROLES: [&str; 5] = ["author", "reviewer", "merger", "controller", "reconciler"];
+
+/// The forge: PR 1 `feature` → `main`; PR 2 `main` → `evil` (a PR whose head is the default
+/// branch); PR 3 `child` → `feature` (stacked on PR 1).
+fn answer(read: &Read) -> Result<Value, String> {
+    let a = &read.arguments;
+    match read.tool.as_str() {
+        "search_repos" => Ok(json!([{ "full_name": "org/repo", "default_branch": "main", "forks_count": 0 }])),
+        "list_pull_requests" => {
+            if a.get("page").and_then(Value::as_u64) != Some(1) {
+                return Ok(json!([]));
+            }
+            Ok(json!([
+                { "number": 1, "head": "feature", "base": "main" },
+                { "number": 2, "head": "main", "base": "evil" },
+                { "number": 3, "head": "child", "base": "feature" },
+            ]))
+        }
+        "pull_request_read" => {
+            let (head, base) = match a.get("pull_number").and_then(Value::as_u64) {
+                Some(1) => ("feature", "main"),
+                Some(2) => ("main", "evil"),
+                Some(3) => ("child", "feature"),
+                _ => return Err("get org/repo/pr err: 404 not found".into()),
+            };
+            Ok(json!({ "head": { "ref": head, "sha": "1a38ef95aaaa", "repo": { "full_name": "org/repo" } },
+                       "base": { "ref": base, "sha": "2b38ef95aaaa", "repo": { "full_name": "org/repo" } },
+                       "state": "open" }))
+        }
+        other => Err(format!("no {other}")),
+    }
+}
+
+fn effect_of(tool: &str, args: &Map<String, Value>) -> Effect {
+    let mut answers: Vec<Answered> = Vec::new();
+    for _ in 0..64 {
+        match establish(tool, args, None, &answers) {
+            Ok(e) => return e,
+            Err(reads) => answers.extend(reads.into_iter().map(|r| {
+                let a = answer(&r);
+                (r, a)
+            })),
+        }
+    }
+    panic!("no effect");
+}
+
+/// A hostile call, and the invariant it breaks for `role` (the oracle).
+struct Attack {
+    tool: &'static str,
+    args: Value,
+    breaks: fn(&str) -> Option<Invariant>,
+}
+
+fn attacks() -> Vec<Attack> {
+    fn state_role(role: &str) -> bool {
+        role == "controller" || role == "reconciler"
+    }
+    vec![
+        Attack {
+            tool: "pull_request_write",
+            args: json!({ "method": "merge", "pull_number": 1, "force_merge": true }),
+            breaks: |_| Some(Invariant::ForcedMerge),
+        },
+        Attack {
+            tool: "pull_request_write",
+            args: json!({ "method": "merge", "pull_number": 1, "merge_when_checks_succeed": true }),
+            breaks: |_| Some(Invariant::ScheduledMerge),
+        },
+        Attack {
+            tool: "pull_request_write",
+            args: json!({ "method": "merge", "pull_number": 1, "delete_branch": true }),
+            breaks: |_| Some(Invariant::Retarget),
+        },
+        Attack {
+            tool: "pull_request_write",
+            args: json!({ "method": "update", "pull_number": 1, "base": "evil" }),
+            breaks: |_| Some(Invariant::Retarget),
+        },
+        Attack {
+            tool: "pull_request_write",
+            args: json!({ "method": "update", "pull_number": 1, "state": "closed" }),
+            breaks: |r| (!state_role(r)).then_some(Invariant::PrState),
+        },
+        Attack {
+            tool: "pull_request_write",
+            args: json!({ "method": "close", "pull_number": 1 }),
+            breaks: |r| (!state_role(r)).then_some(Invariant::PrState),
+        },
+        Attack {
+            tool: "issue_write",
+            args: json!({ "method": "update", "issue_number": 1, "state": "closed" }),
+            breaks: |r| (!state_role(r)).then_some(Invariant::PrState),
+        },
+        Attack {
+            tool: "pull_request_write",
+            args: json!({ "method": "update_branch", "pull_number": 2 }),
+            breaks: |_| Some(Invariant::ProtectedBranch),
+        },
+        Attack {
+            tool: "create_or_update_file",
+            args: json!({ "path": "a", "content": "x", "branch_name": "main" }),
+            breaks: |_| Some(Invariant::ProtectedBranch),
+        },
+        Attack {
+            tool: "create_or_update_file",
+            args: json!({ "path": "a", "content": "x" }),
+            breaks: |_| Some(Invariant::ProtectedBranch),
+        },
+        Attack {
+            tool: "create_or_update_file",
+            args: json!({ "path": ".gitea/workflows/x.yml", "content": "x", "branch_name": "f" }),
+            breaks: |_| Some(Invariant::ProtectedPath),
+        },
+        Attack {
+            tool: "delete_file",
+            args: json!({ "path": "a", "branch_name": "f", "new_branch_name": "main" }),
+            breaks: |_| Some(Invariant::ProtectedBranch),
+        },
+        Attack {
+            tool: "create_branch",
+            args: json!({ "branch": "main" }),
+            breaks: |_| Some(Invariant::ProtectedBranch),
+        },
+        Attack {
+            tool: "rename_branch",
+            args: json!({ "branch": "f", "new_name": "main" }),
+            breaks: |_| Some(Invariant::ProtectedBranch),
+        },
+        Attack {
+            tool: "delete_branch",
+            args: json!({ "branch": "main" }),
+            breaks: |_| Some(Invariant::ProtectedBranch),
+        },
+        Attack {
+            tool: "delete_branch",
+            args: json!({ "branch": "child" }),
+            breaks: |r| (!state_role(r)).then_some(Invariant::PrState),
+        },
+        Attack { tool: "delete_branch", args: json!({ "branch": "evil" }), breaks: |_| Some(Invariant::Retarget) },
+        Attack {
+            tool: "actions_run_read",
+            args: json!({ "method": "download_job_log", "job_id": 1 }),
+            breaks: |_| Some(Invariant::ReaderWrites),
+        },
+        Attack {
+            tool: "pull_request_read",
+            args: json!({ "method": "get", "pull_number": 1, "output_path": "/tmp/x" }),
+            breaks: |_| Some(Invariant::ReaderWrites),
+        },
+        Attack { tool: "merge_pull_request", args: json!({ "index": 1 }), breaks: |_| Some(Invariant::UnknownEffect) },
+        Attack {
+            tool: "pull_request_write",
+            args: json!({ "method": "merge_now", "pull_number": 1 }),
+            breaks: |_| Some(Invariant::UnknownEffect),
+        },
+    ]
+}
+
+fn operator_rules() -> impl Strategy<Value = Vec<Rule>> {
+    let tool = prop::sample::select(vec![
+        "pull_request_write",
+        "issue_write",
+        "*_read",
+        "*",
+        "create_or_update_file",
+        "delete_*",
+        "create_branch",
+        "rename_branch",
+        "merge_pull_request",
+    ]);
+    let method =
+        prop::option::of(prop::sample::select(vec!["merge", "update", "close", "update_branch", "download_job_log"]));
+    let role = prop::sample::select(vec!["author", "reviewer", "merger", "controller", "reconciler", "*"]);
+    prop::collection::vec((tool, method, prop::collection::vec(role, 1..3), any::<bool>(), any::<bool>()), 0..6)
+        .prop_map(|rules| {
+            rules
+                .into_iter()
+                .enumerate()
+                .map(|(i, (tool, method, roles, ask, read_only))| Rule {
+                    origin: format!("fleet.toml:{i}"),
+                    tool: tool.into(),
+                    args: method
+                        .map(|m| vec![("/method".to_owned(), ArgMatch::OneOf(vec![Value::from(m)]))])
+                        .unwrap_or_default(),
+                    roles: roles.into_iter().map(str::to_owned).collect(),
+                    class: read_only.then_some(ToolClass::ReadOnly),
+                    action: None,
+                    ask,
+                })
+                .collect()
+        })
+}
+
+const OVERRIDABLE: [BlockerKind; 5] = [
+    BlockerKind::RoleNotPermitted,
+    BlockerKind::FleetInventoryBlocked,
+    BlockerKind::ApprovalRequired,
+    BlockerKind::StaleHead,
+    BlockerKind::ToolDefinitionChanged,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn no_call_that_breaks_an_invariant_is_ever_allowed_unless_it_is_lifted(
+        own in operator_rules(),
+        attack in 0..attacks().len(),
+        role in prop::sample::select(ROLES.to_vec()),
+        may_override in prop::sample::subsequence(OVERRIDABLE.to_vec(), 0..=OVERRIDABLE.len()),
+        lifted in prop::sample::subsequence(Invariant::ALL.to_vec(), 0..3),
+    ) {
+        let attack = &attacks()[attack];
+        let mut list = own;
+        list.extend(fleetgate_core::forge::gitea_mcp_rules());
+        let rules = RuleSet::new(list);
+        let mut args = attack.args.as_object().cloned().unwrap();
+        args.insert("owner".into(), json!("org"));
+        args.insert("repo".into(), json!("repo"));
+        let effect = effect_of(attack.tool, &args);
+        let judged = judge(&effect, role, &Protection::default(), &lifted);
+        let decided = rules.decide(role, attack.tool, Some(&args));
+        let permitted = decided.as_ref().is_none_or(|d| d.permitted);
+        let refusal = decided.as_ref().and_then(|d| d.reason.clone()).map(|reason| RoleRefusal { reason, may: vec![] });
+        let ask = decided.as_ref().filter(|d| d.ask).and_then(|d| d.rule.clone());
+        // Every override and every asked call approved: the operator says yes to anything.
+        let approvals = Approvals {
+            call: Some(Standing::Approved { id: "apr-call".into(), by: "op".into() }),
+            overrides: may_override
+                .iter()
+                .chain([BlockerKind::ProtectedBranch, BlockerKind::InvariantViolated].iter())
+                .map(|k| (*k, Standing::Approved { id: format!("apr-{k}"), by: "op".into() }))
+                .collect(),
+            ..Approvals::default()
+        };
+        let verdict = resolve_task_capability(&CapabilityInput {
+            profile: "p",
+            role,
+            tool: attack.tool,
+            class: if effect.is_read() { ToolClass::ReadOnly } else { ToolClass::Mutating },
+            ambiguity: None,
+            breaches: &judged.breaches,
+            lifted: &judged.lifted,
+            unestablished: effect.unestablished.first().map(String::as_str),
+            role_permitted: permitted,
+            role_refusal: refusal.as_ref(),
+            definition_changed: None,
+            store_replaced: None,
+            // The fleet is whatever it is: the invariants come before it.
+            evidence: None,
+            workflow: None,
+            forward: None,
+            action: effect.action,
+            ask: ask.as_deref(),
+            approvals: Some(&approvals),
+            may_override: &may_override,
+        });
+        if let Some(invariant) = (attack.breaks)(role) {
+            if lifted.contains(&invariant) {
+                prop_assert!(judged.lifted.iter().any(|b| b.invariant == invariant), "{invariant} lifted, and named");
+            } else {
+                prop_assert!(!verdict.allowed, "{} {} by {role} breaks {invariant} and was allowed: {:?}", attack.tool, attack.args, verdict);
+                prop_assert!(judged.breaches.iter().any(|b| b.invariant == invariant), "the dialect names {invariant}: {:?}", judged);
+                prop_assert!(
+                    matches!(verdict.blocker_kind, Some(BlockerKind::ProtectedBranch | BlockerKind::InvariantViolated)),
+                    "refused by the invariant, not by something an operator could lift: {:?}", verdict.blocker_kind
+                );
+            }
+        }
+    }
+}
