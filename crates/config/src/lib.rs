@@ -722,6 +722,11 @@ impl FleetConfig {
         lifted
     }
 
+    /// The forge dialect `[fleet] forge` names (checked at load: a known one).
+    pub fn dialect(&self) -> Option<&'static dyn fleetgate_core::dialect::Dialect> {
+        self.forge.as_deref().and_then(fleetgate_core::dialect::by_name)
+    }
+
     /// The role policy of `role` (open when the config has no table for it).
     pub fn role_policy(&self, role: &str) -> RolePolicy {
         self.roles.get(role).cloned().unwrap_or_default()
@@ -759,15 +764,14 @@ fn rules(
         list.push(rule);
     }
     let own = list.len();
-    match forge {
-        None => {}
-        Some(fleetgate_core::forge::GITEA_MCP) => list.extend(fleetgate_core::forge::gitea_mcp_rules()),
-        Some(other) => {
-            return Err(RosterError::invalid(format!(
-                "{source}: fleet.forge {other:?} is not a known forge profile (known: {:?})",
-                fleetgate_core::forge::GITEA_MCP
-            )));
-        }
+    if let Some(name) = forge {
+        let dialect = fleetgate_core::dialect::by_name(name).ok_or_else(|| {
+            RosterError::invalid(format!(
+                "{source}: fleet.forge {name:?} is not a known forge dialect (known: {})",
+                fleetgate_core::dialect::NAMES.join(", ")
+            ))
+        })?;
+        list.extend(dialect.rules());
     }
     let set = RuleSet::new(list);
     set.check(own).map_err(|e| RosterError::invalid(format!("{e} ([[rules]])")))?;
@@ -1043,7 +1047,7 @@ role = "reviewer"
         let e = FleetConfig::parse(&shadowed, "f.toml").unwrap_err().to_string();
         assert!(e.starts_with("f.toml:28:") && e.contains("f.toml:24") && e.contains("never decide"), "{e}");
         let e = FleetConfig::parse(&GOOD.replace("[fleet]", "[fleet]\nforge = \"gitlab\""), "f.toml").unwrap_err();
-        assert!(e.to_string().contains("not a known forge profile"), "{e}");
+        assert!(e.to_string().contains("not a known forge dialect (known: gitea-mcp"), "{e}");
     }
 
     #[test]

@@ -338,8 +338,8 @@ impl Invariant {
                  head is green then, which no reviewer may have seen"
             }
             Self::UnpinnedMerge => {
-                "no merge goes out without the head it was judged at pinned (`head_commit_id`), so the forge refuses \
-                 a head that moved after the judgement"
+                "no merge goes out without the head it was judged at pinned (gitea-mcp's `head_commit_id`, \
+                 github-mcp-server's `expectedHeadSha`), so the forge refuses a head that moved after the judgement"
             }
             Self::Retarget => {
                 "no PR's base changes: approvals are for a base, and the forge merges onto whatever base the PR has"
@@ -395,8 +395,9 @@ impl Invariant {
                  ([invariants] lift)"
             }
             Self::UnpinnedMerge => {
-                "upgrade the downstream server to one whose merge takes `head_commit_id`: no merge goes through a \
-                 server that cannot pin the approved head"
+                "upgrade the downstream server to one whose merge pins the head (gitea-mcp: `head_commit_id`; \
+                 github-mcp-server: `expectedHeadSha`), or merge on the forge by hand: no merge goes through a server \
+                 that cannot pin the approved head"
             }
             Self::Retarget => {
                 "close the PR and open another against the base you want (approvals are for a base); a branch other \
@@ -410,7 +411,7 @@ impl Invariant {
                 "read without `output_path` and without a download method: no role writes files on the server's host"
             }
             Self::UnknownEffect => {
-                "use a tool and method the forge dialect knows (docs/reference/forge.md lists them), or upgrade \
+                "use a tool and method the forge dialect knows (docs/reference/ lists them per dialect), or upgrade \
                  fleetgate; an operator may lift `unknown-effect` to let [[rules]] alone decide such calls"
             }
             Self::IndependentReview => "get an approval from a reviewer independent of the PR's author and last pusher",

@@ -34,7 +34,8 @@ pub struct Ambiguity {
 }
 
 impl Ambiguity {
-    fn new(key: &str, why: impl Into<String>) -> Self {
+    /// `key` is ambiguous because of `why`.
+    pub fn new(key: &str, why: impl Into<String>) -> Self {
         Self { key: key.to_owned(), why: why.into() }
     }
 
@@ -49,39 +50,24 @@ pub const AMBIGUOUS_ACTION: &str = "send the call again with each argument once,
      declares, as the type it declares (whole numbers as integers, strings as strings); the gate forwards only \
      what it judged";
 
-/// Keys that name one thing under different spellings across the server's generations: at
-/// most one of a group may be sent.
-pub const ALIAS_GROUPS: &[&[&str]] =
-    &[&["pull_number", "index"], &["issue_number", "index"], &["path", "filePath"], &["per_page", "perPage"]];
-
-/// Keys the server always reads as integers, whatever a schema says or when there is none.
-pub const NUMBER_KEYS: &[&str] = &[
-    "pull_number",
-    "issue_number",
-    "index",
-    "review_id",
-    "comment_id",
-    "commentID",
-    "page",
-    "per_page",
-    "perPage",
-    "milestone",
-];
-
 /// The largest integer a JSON number carries exactly.
 const EXACT: u64 = 1 << 53;
 
 /// The canonical arguments of a call: `schema` is the tool's `inputSchema` as the
-/// downstream lists it (absent: the tool's schema is not known, and only the alias groups
-/// and the values' own shapes are checked). `None` arguments stay `None`.
+/// downstream lists it (absent: the tool's schema is not known, and only the dialect's alias
+/// groups — keys that name one thing across the server's releases, at most one of which may
+/// be sent — and the values' own shapes are checked; its `number_keys` are read as integers).
+/// `None` arguments stay `None`.
 pub fn canonicalize(
     schema: Option<&Map<String, Value>>,
     arguments: Option<&Map<String, Value>>,
+    alias_groups: &[&[&str]],
+    number_keys: &[&str],
 ) -> Result<Option<Map<String, Value>>, Ambiguity> {
     let Some(arguments) = arguments else { return Ok(None) };
     let properties = schema.and_then(|s| s.get("properties")).and_then(Value::as_object);
     if properties.is_none() {
-        for group in ALIAS_GROUPS {
+        for group in alias_groups {
             let sent: Vec<&str> = group.iter().copied().filter(|k| arguments.contains_key(*k)).collect();
             if let [first, second, ..] = sent.as_slice() {
                 return Err(Ambiguity::new(
@@ -100,7 +86,7 @@ pub fn canonicalize(
             None => None,
         };
         let kind =
-            declared.and_then(declared_type).or_else(|| NUMBER_KEYS.contains(&key.as_str()).then_some("integer"));
+            declared.and_then(declared_type).or_else(|| number_keys.contains(&key.as_str()).then_some("integer"));
         canonical.insert(key.clone(), canonical_value(key, value, kind)?);
     }
     Ok(Some(canonical))
@@ -192,6 +178,15 @@ fn number(n: &Number) -> Result<i64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dialect::gitea::{ALIAS_GROUPS, NUMBER_KEYS};
+
+    /// As the gate parses a gitea-mcp call.
+    fn canonicalize(
+        schema: Option<&Map<String, Value>>,
+        arguments: Option<&Map<String, Value>>,
+    ) -> Result<Option<Map<String, Value>>, Ambiguity> {
+        super::canonicalize(schema, arguments, ALIAS_GROUPS, NUMBER_KEYS)
+    }
     use proptest::prelude::*;
     use serde_json::json;
 

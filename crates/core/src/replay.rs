@@ -42,6 +42,8 @@ pub struct ReplayRules<'a> {
 /// What the invariants of a replayed roster are judged with.
 #[derive(Clone, Copy, Debug)]
 pub struct ReplayInvariants<'a> {
+    /// The roster's forge dialect.
+    pub dialect: &'a dyn crate::dialect::Dialect,
     /// The protected branches and paths.
     pub protection: &'a crate::protect::Protection,
     /// The invariants the roster lifts.
@@ -169,7 +171,7 @@ fn breach(
         KeptArguments::Full { arguments } => arguments.as_ref().unwrap_or(&empty),
         KeptArguments::Digest { .. } | KeptArguments::Off => return Err(Unjudged::ArgumentsNotKept),
     };
-    let effect = crate::forge::effect::evident(tool, arguments, None);
+    let effect = inv.dialect.evident(tool, arguments, None);
     if !effect.unestablished.is_empty() {
         return Ok(None);
     }

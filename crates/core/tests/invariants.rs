@@ -9,8 +9,8 @@ use fleetgate_core::BlockerKind;
 use fleetgate_core::capability::{
     Approvals, CapabilityInput, RoleRefusal, Standing, ToolClass, resolve_task_capability,
 };
+use fleetgate_core::dialect::{Dialect, Unlisted, gitea::GITEA};
 use fleetgate_core::effect::{Answered, Effect, Invariant, Read, judge};
-use fleetgate_core::forge::effect::establish;
 use fleetgate_core::protect::Protection;
 use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
 use proptest::prelude::*;
@@ -52,7 +52,7 @@ fn answer(read: &Read) -> Result<Value, String> {
 fn effect_of(tool: &str, args: &Map<String, Value>) -> Effect {
     let mut answers: Vec<Answered> = Vec::new();
     for _ in 0..64 {
-        match establish(tool, args, None, &answers) {
+        match GITEA.establish(tool, args, None, &Unlisted, &answers) {
             Ok(e) => return e,
             Err(reads) => answers.extend(reads.into_iter().map(|r| {
                 let a = answer(&r);
@@ -231,7 +231,7 @@ proptest! {
     ) {
         let attack = &attacks()[attack];
         let mut list = own;
-        list.extend(fleetgate_core::forge::gitea_mcp_rules());
+        list.extend(GITEA.rules());
         let rules = RuleSet::new(list);
         let mut args = attack.args.as_object().cloned().unwrap();
         args.insert("owner".into(), json!("org"));

@@ -300,7 +300,11 @@ fn the_invariants_refuse_in_replay_what_their_arguments_show_whatever_the_rules(
         roles: &roles,
         rules: &rules,
         digest: "sha256:old",
-        invariants: Some(fleetgate_core::replay::ReplayInvariants { protection: &protection, lifted: &lifted }),
+        invariants: Some(fleetgate_core::replay::ReplayInvariants {
+            dialect: &fleetgate_core::dialect::gitea::GITEA,
+            protection: &protection,
+            lifted: &lifted,
+        }),
     };
     let mut scheduled = method("merge");
     scheduled.insert("merge_when_checks_succeed".into(), Value::Bool(true));
@@ -316,7 +320,11 @@ fn the_invariants_refuse_in_replay_what_their_arguments_show_whatever_the_rules(
     // The same rules without the lifts: both flip, each by its invariant.
     let new = ReplayRules {
         digest: "sha256:new",
-        invariants: Some(fleetgate_core::replay::ReplayInvariants { protection: &protection, lifted: &[] }),
+        invariants: Some(fleetgate_core::replay::ReplayInvariants {
+            dialect: &fleetgate_core::dialect::gitea::GITEA,
+            protection: &protection,
+            lifted: &[],
+        }),
         ..old
     };
     let report = replay(&history, &new);

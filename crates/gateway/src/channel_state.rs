@@ -254,6 +254,12 @@ impl ChannelState {
         catalogue.tools.get(name).cloned()
     }
 
+    /// Whether connection `generation`'s tools have been listed (some are known).
+    pub(crate) fn listed(&self, generation: u64) -> bool {
+        let catalogue = lock(&self.catalogue);
+        catalogue.generation == generation && !catalogue.tools.is_empty()
+    }
+
     /// The downstream's tool list changed: forget it.
     pub(crate) fn forget_tools(&self) {
         lock(&self.catalogue).tools.clear();

@@ -294,6 +294,9 @@ pub struct ToolCall<'a> {
     pub link: Option<&'a dyn DownstreamLink>,
     /// When settling: what the verdict said the call settles ([`Verdict::settles`]).
     pub settles: Option<&'a str>,
+    /// The downstream's tool schemas as it last listed them: the control plane builds its
+    /// reads of the downstream from the argument names they declare (`None`: not known).
+    pub catalogue: Option<&'a (dyn fleetgate_core::dialect::Schemas + Sync)>,
 }
 
 /// The attachment's downstream, for the control plane's own calls. The control plane runs

@@ -62,6 +62,8 @@
 mod args;
 mod catalog;
 mod git;
+mod github;
+mod github_catalog;
 mod issues;
 mod ledger;
 mod pulls;
@@ -107,6 +109,9 @@ pub struct Flags {
     /// How many forks the repository has (its `search_repos` entry's `forks_count`).
     #[arg(long, default_value_t = 0)]
     forks: u64,
+    /// Which server's tool surface it offers: `gitea-mcp` or `github-mcp`.
+    #[arg(long, default_value = "gitea-mcp")]
+    surface: String,
 }
 
 /// The forge: the repository, its records, and who it serves.
@@ -123,6 +128,8 @@ pub struct Forge {
     pub aliases: Vec<String>,
     /// `--forks`: how many forks the repository has.
     pub forks: u64,
+    /// `--surface github-mcp --variant head-pin`: the merge honours `expectedHeadSha`.
+    pub head_pin: bool,
 }
 
 impl Forge {
@@ -180,7 +187,87 @@ impl Forge {
 #[derive(Clone, Debug)]
 struct Fixture {
     forge: Arc<Forge>,
-    variant: catalog::Variant,
+    surface: Surface,
+}
+
+/// The tool surface the fixture offers.
+#[derive(Clone, Debug)]
+enum Surface {
+    Gitea(catalog::Variant),
+    /// GitHub's server; the toolsets a dynamic one has turned on so far.
+    Github(github_catalog::Variant, Arc<std::sync::Mutex<Vec<String>>>),
+}
+
+/// The keys gitea-mcp's v1.0 line reads instead of the go-sdk generation's: a call is
+/// answered as that release reads it (the newer keys are ignored, as there).
+const V1_KEYS: &[(&str, &str)] = &[("index", "pull_number"), ("perPage", "per_page"), ("keyword", "query")];
+
+impl Fixture {
+    fn listing(&self) -> Vec<Value> {
+        match &self.surface {
+            Surface::Gitea(variant) => catalog::tools(*variant),
+            Surface::Github(variant, enabled) => {
+                let mut tools = github_catalog::tools(*variant);
+                let on = enabled.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                for set in on.iter() {
+                    tools.extend(github_catalog::toolset(set, *variant));
+                }
+                tools
+            }
+        }
+    }
+
+    /// One call: the answer, the tool error's text, or `None` for a tool not listed.
+    fn call(&self, tool: &str, mut arguments: args::Args) -> Option<Result<Value, String>> {
+        match &self.surface {
+            Surface::Gitea(variant) => {
+                if variant.release_v1 {
+                    for (old, new) in V1_KEYS {
+                        let number =
+                            if *new == "pull_number" && tool.starts_with("issue") { "issue_number" } else { new };
+                        arguments.remove(number);
+                        if let Some(v) = arguments.remove(*old) {
+                            arguments.insert(number.to_owned(), v);
+                        }
+                    }
+                }
+                self.forge.call(tool, &arguments)
+            }
+            Surface::Github(variant, enabled) => {
+                if variant.dynamic {
+                    match tool {
+                        "list_available_toolsets" => {
+                            let on = enabled.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+                            return Some(Ok(json!({ "enabled": on, "available": github_catalog::DEFAULT_TOOLSETS })));
+                        }
+                        "get_toolset_tools" | "enable_toolset" => {
+                            let set = args::string(&arguments, "toolset");
+                            let set = match set {
+                                Ok(set) if github_catalog::DEFAULT_TOOLSETS.contains(&set.as_str()) => set,
+                                Ok(set) => return Some(Err(format!("toolset {set} not found"))),
+                                Err(e) => return Some(Err(e)),
+                            };
+                            if tool == "get_toolset_tools" {
+                                let names: Vec<Value> =
+                                    github_catalog::toolset(&set, *variant).iter().map(|t| t["name"].clone()).collect();
+                                return Some(Ok(json!(names)));
+                            }
+                            let mut on = enabled.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                            if !on.contains(&set) && !github_catalog::DYNAMIC_START.contains(&set.as_str()) {
+                                on.push(set.clone());
+                            }
+                            return Some(Ok(json!(format!("Toolset {set} enabled"))));
+                        }
+                        _ => {}
+                    }
+                }
+                if !self.listing().iter().any(|t| t["name"] == tool) {
+                    return None;
+                }
+                github::call(&self.forge, tool, &arguments)
+            }
+        }
+    }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, McpError> {
@@ -203,7 +290,7 @@ impl ServerHandler for Fixture {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        parse(json!({ "tools": catalog::tools(self.variant) }))
+        parse(json!({ "tools": self.listing() }))
     }
 
     async fn call_tool(
@@ -211,12 +298,12 @@ impl ServerHandler for Fixture {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let forge = Arc::clone(&self.forge);
+        let fixture = self.clone();
         let name = request.name.to_string();
         let arguments = request.arguments.unwrap_or_default();
         let tool = name.clone();
         // Git and the ledger's lock block: off the runtime's thread.
-        let answer = tokio::task::spawn_blocking(move || forge.call(&tool, &arguments))
+        let answer = tokio::task::spawn_blocking(move || fixture.call(&tool, arguments))
             .await
             .map_err(|e| McpError::internal_error(format!("forge call: {e}"), None))?;
         let result = match answer {
@@ -241,15 +328,31 @@ fn fixture(flags: Flags) -> Result<Fixture, String> {
         return Err(format!("--repo {}: not a git repository with a commit", repo.display()));
     }
     let mut variant = catalog::Variant::default();
+    let mut hub = github_catalog::Variant::default();
+    let github = match flags.surface.as_str() {
+        "gitea-mcp" => false,
+        "github-mcp" => true,
+        other => return Err(format!("--surface {other:?}: known are gitea-mcp, github-mcp")),
+    };
     for v in &flags.variants {
-        match v.as_str() {
-            "changed-description" => variant.changed_description = true,
-            "new-method" => variant.new_method = true,
-            "race-merge" => variant.race_merge = true,
-            "no-head-pin" => variant.no_head_pin = true,
-            other => {
+        match (github, v.as_str()) {
+            (false, "changed-description") => variant.changed_description = true,
+            (false, "new-method") => variant.new_method = true,
+            (_, "race-merge") => variant.race_merge = true,
+            (false, "no-head-pin") => variant.no_head_pin = true,
+            (false, "release-v1") => variant.release_v1 = true,
+            (false, "renamed-query") => variant.renamed_query = true,
+            (true, "head-pin") => hub.head_pin = true,
+            (true, "dynamic-toolsets") => hub.dynamic = true,
+            (false, other) => {
                 return Err(format!(
-                    "--variant {other:?}: known are changed-description, new-method, race-merge, no-head-pin"
+                    "--variant {other:?}: known for gitea-mcp are changed-description, new-method, race-merge, \
+                     no-head-pin, release-v1, renamed-query"
+                ));
+            }
+            (true, other) => {
+                return Err(format!(
+                    "--variant {other:?}: known for github-mcp are head-pin, dynamic-toolsets, race-merge"
                 ));
             }
         }
@@ -264,8 +367,10 @@ fn fixture(flags: Flags) -> Result<Fixture, String> {
         race_merge: variant.race_merge,
         aliases: flags.aliases,
         forks: flags.forks,
+        head_pin: hub.head_pin,
     };
-    Ok(Fixture { forge: Arc::new(forge), variant })
+    let surface = if github { Surface::Github(hub, Arc::default()) } else { Surface::Gitea(variant) };
+    Ok(Fixture { forge: Arc::new(forge), surface })
 }
 
 /// Serve MCP on stdin/stdout until the client goes away.

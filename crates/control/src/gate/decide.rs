@@ -21,7 +21,7 @@
 use super::observer::Observer;
 use super::session::{Caller, session_provenance};
 use super::snapshot::{Snapshot, snapshot};
-use super::workflow::{self, ForgeErrorKind, ForgeReader, Judged, WorkflowCall};
+use super::workflow::{self, Forge, ForgeErrorKind, ForgeReader, Judged, WorkflowCall};
 use crate::audit::Auditor;
 use fleetgate_config::{FleetConfig, Member};
 use fleetgate_core::BlockerKind;
@@ -32,6 +32,7 @@ use fleetgate_core::capability::{
     Approvals, Capability, CapabilityInput, Evidence, RequestPlan, RoleRefusal, ToolClass, classify_tool,
     needs_approvals, needs_evidence, overridable, resolve_task_capability,
 };
+use fleetgate_core::dialect::{Dialect, Schemas, Unlisted};
 use fleetgate_core::effect::{Answered, Effect, Judgement, Read};
 use fleetgate_core::forge_call::{Ambiguity, canonicalize};
 use fleetgate_core::provenance::Provenance;
@@ -60,6 +61,9 @@ pub struct Call<'a> {
     /// Where the gate reads the forge: what the call would do, the PR's current head (a
     /// gateway: the reads it made before deciding; the CLI: its forge command).
     pub forge: Option<&'a dyn ForgeReader>,
+    /// The tool schemas the running server lists (what the gate's reads are built from);
+    /// `None`: none known, every read under its dialect's newest names.
+    pub schemas: Option<&'a dyn Schemas>,
 }
 
 impl std::fmt::Debug for dyn ForgeReader + '_ {
@@ -190,6 +194,8 @@ pub struct Gate {
     rules_digest: Arc<str>,
     /// The invariants the roster lifts.
     lifted: Arc<[fleetgate_core::effect::Invariant]>,
+    /// The forge dialect `[fleet] forge` names.
+    dialect: Option<&'static dyn Dialect>,
 }
 
 impl Gate {
@@ -197,7 +203,8 @@ impl Gate {
     pub fn new(config: Arc<FleetConfig>, store: Arc<dyn Store>, observer: Arc<dyn Observer>) -> Self {
         let rules_digest = config.rules_digest().into();
         let lifted = config.lifted().into();
-        Self { config, store, observer, auditor: None, rules_digest, lifted }
+        let dialect = config.dialect();
+        Self { config, store, observer, auditor: None, rules_digest, lifted, dialect }
     }
 
     /// The same gate, recording every [`decide`](Self::decide) through `auditor`.
@@ -311,11 +318,12 @@ impl Gate {
     /// What the forge dialect states of `call` (its canonical `args`), reading the forge
     /// through `call.forge` round by round; reads it cannot make are listed as missing, and
     /// leave the effect unestablished.
-    fn state(&self, call: &Call<'_>, args: &Map<String, Value>) -> Stated {
+    fn state(&self, dialect: &dyn Dialect, call: &Call<'_>, args: &Map<String, Value>) -> Stated {
         let mut answers: Vec<Answered> = Vec::new();
         let mut missing = Vec::new();
+        let schemas = call.schemas.unwrap_or(&Unlisted);
         for _ in 0..MAX_READ_ROUNDS {
-            match fleetgate_core::forge::effect::establish(call.tool, args, call.schema, &answers) {
+            match dialect.establish(call.tool, args, call.schema, schemas, &answers) {
                 Ok(effect) => return Stated { effect, missing },
                 Err(reads) => {
                     for read in reads {
@@ -344,13 +352,14 @@ impl Gate {
     /// gateway's, in `call.forge`): what the call would do, and the PR's head and base for a
     /// merge or a review. The gateway makes them, then asks again, until none is left.
     pub fn reads(&self, call: &Call<'_>) -> Vec<Read> {
+        let Some(dialect) = self.dialect else { return Vec::new() };
         let Ok(Some(Some(args))) = self.canonical(call) else { return Vec::new() };
-        let stated = self.state(call, &args);
+        let stated = self.state(dialect, call, &args);
         let mut reads = stated.missing;
         let action = stated.effect.action.filter(|_| stated.effect.unknown.is_none());
         if let Some(action) = action {
-            for (tool, arguments) in workflow::reads(action, &args) {
-                let read = Read::new(tool, arguments);
+            let schemas = call.schemas.unwrap_or(&Unlisted);
+            for read in workflow::reads(dialect, schemas, call.tool, action, &args) {
                 let made = call.forge.is_some_and(|f| {
                     f.read(&read.tool, read.arguments.clone())
                         .map_or_else(|e| e.kind != ForgeErrorKind::NotConfigured, |_| true)
@@ -381,11 +390,13 @@ impl Gate {
 
     fn workflow_call<'c>(
         &'c self,
+        tool: &'c str,
         arguments: Option<&'c Map<String, Value>>,
         action: &'c str,
         actor: &'c fleetgate_core::workflow::Actor,
     ) -> WorkflowCall<'c> {
         WorkflowCall {
+            tool,
             action,
             arguments,
             actor,
@@ -401,8 +412,9 @@ impl Gate {
     /// `action` is the workflow action the decision stated for the call.
     pub fn settle(&self, call: &Call<'_>, action: &str, answer: Option<&Value>, now: Timestamp) {
         let Ok(actor) = self.actor(call) else { return };
-        let wcall = self.workflow_call(call.arguments, action, &actor);
-        match workflow::settle(&*self.store, call.forge, &wcall, answer, now) {
+        let Some(forge) = self.forge(call) else { return };
+        let wcall = self.workflow_call(call.tool, call.arguments, action, &actor);
+        match workflow::settle(&*self.store, forge, &wcall, answer, now) {
             // What it settled that the log must show: a lock taken, corrected or made moot.
             Ok(events) => {
                 for (tool, reason) in events {
@@ -421,10 +433,22 @@ impl Gate {
     /// The call as the gate judges it: under a forge profile, its canonical arguments (or
     /// why the server could read them otherwise); else as sent.
     fn canonical(&self, call: &Call<'_>) -> Result<Option<Option<Map<String, Value>>>, Ambiguity> {
-        if self.config.forge.is_none() {
-            return Ok(None);
+        let Some(dialect) = self.dialect else { return Ok(None) };
+        let parsed = canonicalize(call.schema, call.arguments, dialect.alias_groups(), dialect.number_keys())?;
+        if let Some(args) = &parsed {
+            dialect.check_parse(call.tool, args)?;
         }
-        canonicalize(call.schema, call.arguments).map(Some)
+        Ok(Some(parsed))
+    }
+
+    /// How `call` reads the forge: its dialect, the server's schemas, its reader.
+    fn forge<'c>(&self, call: &Call<'c>) -> Option<Forge<'c>> {
+        Some(Forge { dialect: self.dialect?, schemas: call.schemas.unwrap_or(&Unlisted), reader: call.forge })
+    }
+
+    /// The PR a call names, under the roster's dialect.
+    fn pr_target(&self, tool: &str, args: Option<&Map<String, Value>>) -> Option<fleetgate_core::dialect::PrTarget> {
+        self.dialect?.pr_target(tool, args?)
     }
 
     /// The class of a call: a write the dialect states is mutating whatever a rule says; a
@@ -456,8 +480,8 @@ impl Gate {
         };
         let policy = self.policy(&Call { arguments, ..call.clone() });
         let empty = Map::new();
-        let stated = match &canonical {
-            Ok(Some(_)) => Some(self.state(call, arguments.unwrap_or(&empty))),
+        let stated = match (&canonical, self.dialect) {
+            (Ok(Some(_)), Some(dialect)) => Some(self.state(dialect, call, arguments.unwrap_or(&empty))),
             _ => None,
         };
         let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
@@ -498,12 +522,20 @@ impl Gate {
         let provenance = session_provenance(&*self.store, &*self.observer, &call.caller, &self.config.env_prefix, now);
         g.evidence = Some((snap, provenance));
         if let Some(action) = g.action.clone() {
-            let judged = match self.actor(call) {
-                Ok(actor) => {
+            let judged = match (self.actor(call), self.forge(call)) {
+                (Ok(actor), Some(forge)) => {
                     let args = g.arguments(call).cloned();
-                    workflow::judge(&*self.store, call.forge, &self.workflow_call(args.as_ref(), &action, &actor), now)
+                    let wcall = self.workflow_call(call.tool, args.as_ref(), &action, &actor);
+                    workflow::judge(&*self.store, forge, &wcall, now)
                 }
-                Err(why) => Judged {
+                (Ok(_), None) => Judged {
+                    refusal: Some(fleetgate_core::workflow::Refusal::of(
+                        BlockerKind::ForgeUnavailable,
+                        "a workflow action needs a forge dialect ([fleet] forge) to read the PR with".into(),
+                    )),
+                    ..Judged::default()
+                },
+                (Err(why), _) => Judged {
                     refusal: Some(fleetgate_core::workflow::Refusal {
                         blocker_kind: BlockerKind::SessionAttachmentMissing,
                         reasons: vec![why],
@@ -781,10 +813,11 @@ impl Gate {
         };
         let empty = Map::new();
         // Under a forge profile, only a call whose effect needs no read of the forge.
-        let stated = match &canonical {
-            Ok(Some(_)) => {
+        let stated = match (&canonical, self.dialect) {
+            (Ok(Some(_)), Some(dialect)) => {
                 let args = arguments.unwrap_or(&empty);
-                let effect = fleetgate_core::forge::effect::establish(call.tool, args, call.schema, &[]).ok()?;
+                let schemas = call.schemas.unwrap_or(&Unlisted);
+                let effect = dialect.establish(call.tool, args, call.schema, schemas, &[]).ok()?;
                 Some(Stated { effect, missing: Vec::new() })
             }
             _ => None,
@@ -827,7 +860,7 @@ impl Gate {
         let plain_read = verdict.allowed
             && !needs_approvals(&input)
             && g.action.is_none()
-            && g.arguments(call).and_then(fleetgate_core::forge_workflow::pr_target).is_none();
+            && self.pr_target(call.tool, g.arguments(call)).is_none();
         if !(settled || plain_read) {
             return None;
         }
@@ -856,7 +889,7 @@ impl Gate {
     fn touch_leases(&self, call: &Call<'_>, forwarded: Option<&Map<String, Value>>, now: Timestamp) {
         let Caller::Worker { identity, .. } = &call.caller else { return };
         let arguments = forwarded.or(call.arguments);
-        let Some(target) = arguments.and_then(fleetgate_core::forge_workflow::pr_target) else { return };
+        let Some(target) = self.pr_target(call.tool, arguments) else { return };
         let pr = target.key(&self.config.workflow.remote);
         let ttl = self.config.workflow.lease_ttl_seconds;
         if let Err(e) = self.store.touch_pr_leases(&pr, identity, ttl, now) {

@@ -7,26 +7,24 @@
 //! records what the forwarded answer settles.
 
 use fleetgate_core::decision_lock::{self, LockPlan};
-use fleetgate_core::forge_workflow::{
-    MERGE_HEAD_KEY, PrFacts, PrTarget, REVIEW_COMMIT_KEY, head_read, pr_facts, pr_target, review_verdict,
-};
+use fleetgate_core::dialect::{Dialect, PrFacts, PrTarget, Schemas};
 use fleetgate_core::workflow::{self, Actor, PrRef, PrState, Refusal};
 use fleetgate_core::{BlockerKind, Timestamp};
 use fleetgate_store::{LockWrite, PrRecords, Store, new_lock_id};
 use serde_json::{Map, Value};
 
 /// The workflow action of a merge (`[[rules]] action`).
-pub const ACTION_MERGE: &str = fleetgate_core::forge::ACTION_MERGE;
+pub const ACTION_MERGE: &str = fleetgate_core::dialect::ACTION_MERGE;
 /// The workflow action of a review decision.
-pub const ACTION_REVIEW: &str = fleetgate_core::forge::ACTION_REVIEW;
+pub const ACTION_REVIEW: &str = fleetgate_core::dialect::ACTION_REVIEW;
 /// The workflow action of opening a PR (its creator is recorded for independence).
-pub const ACTION_OPEN: &str = fleetgate_core::forge::ACTION_OPEN;
+pub const ACTION_OPEN: &str = fleetgate_core::dialect::ACTION_OPEN;
 /// The workflow action of a file write (its pusher is recorded for independence).
-pub const ACTION_PUSH: &str = fleetgate_core::forge::ACTION_PUSH;
+pub const ACTION_PUSH: &str = fleetgate_core::dialect::ACTION_PUSH;
 /// The workflow action of closing a PR (its review-decision locks become moot).
-pub const ACTION_CLOSE: &str = fleetgate_core::forge::ACTION_CLOSE;
+pub const ACTION_CLOSE: &str = fleetgate_core::dialect::ACTION_CLOSE;
 /// The workflow action of editing a PR (its issue references are judged as at its opening).
-pub const ACTION_EDIT: &str = fleetgate_core::forge::ACTION_EDIT;
+pub const ACTION_EDIT: &str = fleetgate_core::dialect::ACTION_EDIT;
 
 /// The audit log's name for a review-decision lock's events.
 pub const LOCK_EVENT: &str = "review-decision lock";
@@ -107,18 +105,50 @@ impl From<fleetgate_gateway::DownstreamError> for ForgeError {
     }
 }
 
+/// Where and how the forge is read: its dialect, the tool schemas its server lists, and the
+/// reader (a gateway: the reads made before deciding, or its downstream; the CLI: its forge
+/// command).
+#[derive(Clone, Copy)]
+pub struct Forge<'a> {
+    /// The server's dialect.
+    pub dialect: &'a dyn Dialect,
+    /// The tool schemas the running server lists.
+    pub schemas: &'a dyn Schemas,
+    /// The reader, when there is one.
+    pub reader: Option<&'a dyn ForgeReader>,
+}
+
+impl std::fmt::Debug for Forge<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Forge").field("dialect", &self.dialect.name()).finish_non_exhaustive()
+    }
+}
+
+impl Forge<'_> {
+    fn reader(&self, what: &str) -> Result<&dyn ForgeReader, ForgeError> {
+        self.reader.ok_or_else(|| {
+            ForgeError::new(
+                ForgeErrorKind::NotConfigured,
+                format!(
+                    "no forge to read {what} from (a gateway reads through its downstream; the CLI needs [workflow] \
+                     forge_command)"
+                ),
+            )
+        })
+    }
+
+    /// Read `read`, its failure named by `within`.
+    fn read(&self, read: &fleetgate_core::effect::Read, within: &str) -> Result<Value, ForgeError> {
+        self.reader(within)?.read(&read.tool, read.arguments.clone()).map_err(|e| e.within(within))
+    }
+}
+
 /// The PR's state as the forge reports it now.
-pub fn read_pr(forge: Option<&dyn ForgeReader>, target: &PrTarget) -> Result<PrFacts, ForgeError> {
-    let forge = forge.ok_or_else(|| {
-        ForgeError::new(
-            ForgeErrorKind::NotConfigured,
-            "no forge to read the PR's head from (a gateway reads through its downstream; the CLI needs [workflow] forge_command)",
-        )
-    })?;
-    let (tool, arguments) = head_read(target);
+pub fn read_pr(forge: Forge<'_>, target: &PrTarget) -> Result<PrFacts, ForgeError> {
     let within = format!("reading PR #{} from the forge", target.pr);
-    let answer = forge.read(tool, arguments).map_err(|e| e.within(&within))?;
-    pr_facts(&answer).map_err(|e| ForgeError::new(ForgeErrorKind::Malformed, format!("{within}: {e}")))
+    let read = forge.dialect.pr_read(target, forge.schemas).map_err(|e| ForgeError::new(ForgeErrorKind::Refused, e))?;
+    let answer = forge.read(&read, &within)?;
+    forge.dialect.pr_facts(&answer).map_err(|e| ForgeError::new(ForgeErrorKind::Malformed, format!("{within}: {e}")))
 }
 
 /// The JSON a tool result carries: its structured content, else its first text block that
@@ -145,6 +175,8 @@ pub fn forge_answer(tool: &str, result: &fleetgate_gateway::rmcp::model::CallToo
 /// What the workflow needs of one call.
 #[derive(Debug)]
 pub struct WorkflowCall<'a> {
+    /// The tool called.
+    pub tool: &'a str,
     /// The call's workflow action, as the forge dialect states it.
     pub action: &'a str,
     /// The call's arguments.
@@ -201,30 +233,39 @@ fn note(what: &str, key: &PrRef, facts: &PrFacts) -> String {
 /// The PR a workflow call's judgement reads from the forge, when it reads one: a merge's, a
 /// review decision's, a review `create`'s (pinned to the head). The gateway makes that read
 /// before deciding ([`reads`]).
-fn pr_to_read(action: &str, args: &Map<String, Value>) -> Option<PrTarget> {
-    let method = args.get("method").and_then(Value::as_str).unwrap_or("");
+fn pr_to_read(dialect: &dyn Dialect, tool: &str, action: &str, args: &Map<String, Value>) -> Option<PrTarget> {
     let reads = match action {
         ACTION_MERGE => true,
-        ACTION_REVIEW => review_verdict(args).is_some() || method == "create",
+        ACTION_REVIEW => dialect.review_verdict(tool, args).is_some() || dialect.review_is_pinned(tool, args),
         _ => false,
     };
-    reads.then(|| pr_target(args)).flatten()
+    reads.then(|| dialect.pr_target(tool, args)).flatten()
 }
 
-/// The forge reads [`judge`] will make for a call of `action` with these (canonical)
-/// arguments: the tool and its arguments.
-pub fn reads(action: &str, args: &Map<String, Value>) -> Vec<(&'static str, Map<String, Value>)> {
-    pr_to_read(action, args).map(|target| head_read(&target)).into_iter().collect()
+/// The forge reads [`judge`] will make for `tool`, a call of `action` with these (canonical)
+/// arguments.
+pub fn reads(
+    dialect: &dyn Dialect,
+    schemas: &dyn Schemas,
+    tool: &str,
+    action: &str,
+    args: &Map<String, Value>,
+) -> Vec<fleetgate_core::effect::Read> {
+    pr_to_read(dialect, tool, action, args)
+        .and_then(|target| dialect.pr_read(&target, schemas).ok())
+        .into_iter()
+        .collect()
 }
 
 /// Judge a workflow call (its canonical arguments). No refusal when the action needs nothing
 /// of the workflow (a comment, an action this gate does not know) or its conditions hold.
-pub fn judge(store: &dyn Store, forge: Option<&dyn ForgeReader>, call: &WorkflowCall<'_>, now: Timestamp) -> Judged {
+pub fn judge(store: &dyn Store, forge: Forge<'_>, call: &WorkflowCall<'_>, now: Timestamp) -> Judged {
     let empty = Map::new();
     let args = call.arguments.unwrap_or(&empty);
     let method = args.get("method").and_then(Value::as_str).unwrap_or("");
+    let dialect = forge.dialect;
     let verdict = match call.action {
-        ACTION_REVIEW => review_verdict(args),
+        ACTION_REVIEW => dialect.review_verdict(call.tool, args),
         ACTION_MERGE => None,
         ACTION_OPEN | ACTION_EDIT if call.issue_lock => {
             return judge_open(store, call, args, now).unwrap_or_else(Judged::refused);
@@ -234,10 +275,10 @@ pub fn judge(store: &dyn Store, forge: Option<&dyn ForgeReader>, call: &Workflow
     // A review that submits no verdict needs no lease; a `create` is still pinned to the
     // head it is made at, so a pending review submitted later is at that head.
     let pin_only = call.action == ACTION_REVIEW && verdict.is_none();
-    if pin_only && method != "create" {
+    if pin_only && !dialect.review_is_pinned(call.tool, args) {
         return Judged::default();
     }
-    let Some(target) = pr_target(args) else {
+    let Some(target) = dialect.pr_target(call.tool, args) else {
         if pin_only {
             return Judged::default();
         }
@@ -262,12 +303,11 @@ pub fn judge(store: &dyn Store, forge: Option<&dyn ForgeReader>, call: &Workflow
     }
     let what = format!("{} ({method})", call.action);
     let mut said = note(&what, &key, &facts);
-    if call.action == ACTION_MERGE {
-        pins.insert(MERGE_HEAD_KEY.into(), Value::from(facts.head.clone()));
-    } else if method == "create" {
-        pins.insert(REVIEW_COMMIT_KEY.into(), Value::from(facts.head.clone()));
+    let pin = if call.action == ACTION_MERGE { dialect.merge_pin() } else { dialect.review_pin() };
+    if let Some(pin) = pin.filter(|_| call.action == ACTION_MERGE || dialect.review_is_pinned(call.tool, args)) {
+        pins.insert(pin.into(), Value::from(facts.head.clone()));
     }
-    let judged = judge_at(store, call, args, &key, &facts, verdict, pin_only, now);
+    let judged = judge_at(store, call, dialect, args, &key, &facts, verdict, pin_only, now);
     let refusal = match judged {
         Ok(more) => {
             for m in more {
@@ -290,6 +330,7 @@ pub fn judge(store: &dyn Store, forge: Option<&dyn ForgeReader>, call: &Workflow
 fn judge_at(
     store: &dyn Store,
     call: &WorkflowCall<'_>,
+    dialect: &dyn Dialect,
     args: &Map<String, Value>,
     key: &PrRef,
     facts: &PrFacts,
@@ -297,14 +338,15 @@ fn judge_at(
     pin_only: bool,
     now: Timestamp,
 ) -> Result<Vec<String>, Refusal> {
+    let sent = |key: Option<&str>| key.and_then(|k| args.get(k)).and_then(Value::as_str).filter(|c| *c != facts.head);
     if call.action == ACTION_REVIEW {
-        if let Some(sent) = args.get(REVIEW_COMMIT_KEY).and_then(Value::as_str).filter(|c| *c != facts.head) {
+        if let Some(sent) = sent(dialect.review_pin()) {
             return Err(Refusal::of(
                 BlockerKind::StaleHead,
                 format!("the review names commit {sent} but the PR's head is {}", facts.head),
             ));
         }
-    } else if let Some(sent) = args.get(MERGE_HEAD_KEY).and_then(Value::as_str).filter(|h| *h != facts.head) {
+    } else if let Some(sent) = sent(dialect.merge_pin()) {
         return Err(Refusal::of(
             BlockerKind::StaleHead,
             format!("the call expects head {sent} but the PR's head is {}", facts.head),
@@ -437,22 +479,26 @@ pub type Settled = Vec<(&'static str, String)>;
 /// events the audit log names are returned.
 pub fn settle(
     store: &dyn Store,
-    forge: Option<&dyn ForgeReader>,
+    forge: Forge<'_>,
     call: &WorkflowCall<'_>,
     answer: Option<&Value>,
     now: Timestamp,
 ) -> Result<Settled, String> {
     let empty = Map::new();
     let args = call.arguments.unwrap_or(&empty);
-    let text = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let dialect = forge.dialect;
+    let binding_of = |owner: &str, repo: &str| {
+        PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: 0 }.key(call.remote).binding
+    };
     let mut events = Settled::new();
     match call.action {
         ACTION_OPEN => {
-            let (Some(owner), Some(repo)) = (text("owner"), text("repo")) else { return Ok(events) };
-            let Some(pr) = answer.and_then(fleetgate_core::forge_workflow::created_pr) else { return Ok(events) };
-            let asked = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr };
+            let Some((owner, repo)) = dialect.repository(args) else { return Ok(events) };
+            let Some(pr) = answer.and_then(|a| dialect.created_pr(a)) else { return Ok(events) };
+            let asked = PrTarget { owner, repo, pr };
             // The created PR as the forge names its repository.
-            let target = answer.and_then(|a| pr_facts(a).ok()).map_or_else(|| asked.clone(), |f| f.canonical(&asked));
+            let target =
+                answer.and_then(|a| dialect.pr_facts(a).ok()).map_or_else(|| asked.clone(), |f| f.canonical(&asked));
             let origin = workflow::PrOrigin {
                 pr: target.key(call.remote),
                 by: call.actor.clone(),
@@ -462,7 +508,10 @@ pub fn settle(
             store.record_pr_origin(&origin).map_err(|e| e.to_string())?;
         }
         ACTION_REVIEW => {
-            let (Some(verdict), Some(target)) = (review_verdict(args), pr_target(args)) else { return Ok(events) };
+            let verdict = dialect.review_verdict(call.tool, args);
+            let (Some(verdict), Some(target)) = (verdict, dialect.pr_target(call.tool, args)) else {
+                return Ok(events);
+            };
             // The decision is pinned to the head the gate judged it at (the lease's), and to
             // the base the lease was claimed for, else the one the forge reports.
             let key = target.key(call.remote);
@@ -483,51 +532,40 @@ pub fn settle(
             events.extend(record_decision(store, call, &decision)?);
         }
         ACTION_PUSH => {
-            let (Some(owner), Some(repo)) = (text("owner"), text("repo")) else { return Ok(events) };
-            let binding = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: 0 }.key(call.remote).binding;
             // A PR's head updated from its base: the head the forge reports now is the push.
-            if let Some(target) = pr_target(args) {
+            if let Some(target) = dialect.pr_target(call.tool, args) {
                 let facts = read_pr(forge, &target)?;
                 let Some(branch) = facts.head_ref.clone() else { return Ok(events) };
+                let binding = binding_of(&target.owner, &target.repo);
                 let push = workflow::PrPush { binding, branch, head: facts.head, by: call.actor.clone(), at: now };
                 store.record_pr_push(&push).map_err(|e| e.to_string())?;
                 return Ok(events);
             }
             // The write's answer names no commit: the branch's tip, read right after, is it.
-            let Some(branch) = text("new_branch_name").or_else(|| text("branch_name")) else { return Ok(events) };
-            let forge = forge.ok_or("no forge to read the pushed branch from")?;
-            let mut read = Map::new();
-            read.insert("owner".into(), Value::from(owner));
-            read.insert("repo".into(), Value::from(repo));
-            read.insert("sha".into(), Value::from(branch));
-            let tip = forge.read("get_commit", read)?;
-            let head = tip.get("sha").and_then(Value::as_str).ok_or("the forge named no commit for the branch")?;
+            let Some(pushed) = dialect.pushed(call.tool, args) else { return Ok(events) };
+            let read = dialect.tip_read(&pushed.owner, &pushed.repo, &pushed.branch, forge.schemas)?;
+            let tip = forge.read(&read, "reading the pushed branch's tip")?;
+            let head = dialect.tip_of(&tip).ok_or("the forge named no commit for the branch")?;
             let push = workflow::PrPush {
-                binding,
-                branch: branch.to_owned(),
-                head: head.to_owned(),
+                binding: binding_of(&pushed.owner, &pushed.repo),
+                branch: pushed.branch,
+                head,
                 by: call.actor.clone(),
                 at: now,
             };
             store.record_pr_push(&push).map_err(|e| e.to_string())?;
         }
         ACTION_MERGE => {
-            let Some(target) = pr_target(args) else { return Ok(events) };
+            let Some(target) = dialect.pr_target(call.tool, args) else { return Ok(events) };
             let key = target.key(call.remote);
             store.release_pr_leases(&key, workflow::released::MERGED, now).map_err(|e| e.to_string())?;
             events.extend(moot(store, &key, "merged", now)?);
         }
         ACTION_CLOSE | ACTION_EDIT => {
-            // `pull_request_write close`, or `issue_write update` closing the number (a PR's
-            // number, when it is one: the release finds no lock otherwise).
-            let closes = text("method") == Some("close") || text("state") == Some("closed");
-            let number =
-                ["pull_number", "issue_number", "index"].iter().find_map(|k| args.get(*k).and_then(Value::as_u64));
-            let (Some(owner), Some(repo), Some(pr), true) = (text("owner"), text("repo"), number, closes) else {
-                return Ok(events);
-            };
-            let key = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr }.key(call.remote);
-            events.extend(moot(store, &key, "closed", now)?);
+            // A close, or an issue update closing the number (a PR's number, when it is one:
+            // the release finds no lock otherwise).
+            let Some(target) = dialect.closes(call.tool, args) else { return Ok(events) };
+            events.extend(moot(store, &target.key(call.remote), "closed", now)?);
         }
         _ => {}
     }
@@ -633,13 +671,20 @@ mod tests {
         assert!(ForgeError::from(timeout).is_transient());
         assert!(!ForgeError::from(failed).is_transient());
         let target = PrTarget { owner: "o".into(), repo: "r".into(), pr: 3 };
-        let none = read_pr(None, &target).unwrap_err();
+        fn forge<'a>(reader: Option<&'a dyn ForgeReader>) -> Forge<'a> {
+            Forge {
+                dialect: &fleetgate_core::dialect::gitea::GITEA,
+                schemas: &fleetgate_core::dialect::Unlisted,
+                reader,
+            }
+        }
+        let none = read_pr(forge(None), &target).unwrap_err();
         assert_eq!((none.kind, none.is_transient()), (ForgeErrorKind::NotConfigured, false));
         let slow = Table(vec![("pull_request_read", Err("timeout".into()))]);
-        let e = read_pr(Some(&slow), &target).unwrap_err();
+        let e = read_pr(forge(Some(&slow)), &target).unwrap_err();
         assert!(e.is_transient() && e.message.starts_with("reading PR #3 from the forge: "), "{e:?}");
         let odd = Table(vec![("pull_request_read", Ok(json!({ "not": "a pr" })))]);
-        assert_eq!(read_pr(Some(&odd), &target).unwrap_err().kind, ForgeErrorKind::Malformed);
+        assert_eq!(read_pr(forge(Some(&odd)), &target).unwrap_err().kind, ForgeErrorKind::Malformed);
     }
 
     #[test]

@@ -214,6 +214,7 @@ impl FleetControl {
             schema: Some(&call.tool.input_schema),
             caller,
             forge,
+            schemas: call.catalogue.map(|c| c as &dyn fleetgate_core::dialect::Schemas),
         }
     }
 
@@ -380,13 +381,13 @@ impl ControlPlane for FleetControl {
     }
 
     fn serial_key(&self, _attachment: AttachmentId, call: &ToolCall<'_>) -> Option<String> {
-        self.config().forge.as_ref()?;
+        let dialect = self.config().dialect()?;
         let args = call.arguments?;
         let text = |k: &str| args.get(k).and_then(serde_json::Value::as_str).filter(|s| !s.is_empty());
         let (owner, repo) = (text("owner")?, text("repo")?);
         // A call that only reads, its effect known from its arguments, runs alongside any.
-        let stated =
-            fleetgate_core::forge::effect::establish(&call.tool.name, args, Some(&call.tool.input_schema), &[]);
+        let schemas = fleetgate_core::dialect::Unlisted;
+        let stated = dialect.establish(&call.tool.name, args, Some(&call.tool.input_schema), &schemas, &[]);
         if stated.is_ok_and(|e| e.is_read()) {
             return None;
         }

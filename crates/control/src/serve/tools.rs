@@ -232,6 +232,7 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
                         schema: known.as_ref().map(|t| &*t.input_schema),
                         caller,
                         forge: forge.as_ref().map(|f| f as _),
+                        schemas: Some(&super::workflow::Listed(call.known_tool)),
                     },
                     plane.now(),
                 );
@@ -245,7 +246,9 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
         },
         "claim_pr_lease" => {
             match args::<workflow::ClaimArgs>(name, call.arguments, &["pr", "head", "purpose", "owner", "repo"]) {
-                Ok(claim) => workflow::claim(plane, call.attachment, call.link, claim),
+                Ok(claim) => {
+                    workflow::claim(plane, call.attachment, call.link, &workflow::Listed(call.known_tool), claim)
+                }
                 Err(refused) => refused,
             }
         }
@@ -262,7 +265,7 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
             Err(refused) => refused,
         },
         "assess_pr" => match args::<workflow::PrArgs>(name, call.arguments, &["pr", "owner", "repo"]) {
-            Ok(pr) => workflow::assess(plane, call.link, pr),
+            Ok(pr) => workflow::assess(plane, call.link, &workflow::Listed(call.known_tool), pr),
             Err(refused) => refused,
         },
         _ => error(format!("unknown control tool {name}")),

@@ -3,9 +3,9 @@
 //! read through the attachment's link (the PR's head never comes from the caller).
 
 use super::plane::FleetControl;
-use crate::gate::workflow::{AsState, ForgeError, ForgeErrorKind, ForgeReader, forge_answer, read_pr, records};
+use crate::gate::workflow::{AsState, Forge, ForgeError, ForgeErrorKind, ForgeReader, forge_answer, read_pr, records};
 use crate::gate::{Call, Caller};
-use fleetgate_core::forge_workflow::PrTarget;
+use fleetgate_core::dialect::{PrTarget, Schemas};
 use fleetgate_core::workflow::{self, Actor, Purpose, Refusal};
 use fleetgate_core::{BlockerKind, Timestamp};
 use fleetgate_gateway::DownstreamLink;
@@ -130,6 +130,29 @@ fn target(plane: &FleetControl, pr: u64, owner: Option<String>, repo: Option<Str
     }
 }
 
+/// The forge as the workflow's control tools read it: the roster's dialect, through the
+/// attachment's downstream.
+fn forge_of<'a>(
+    plane: &FleetControl,
+    link: Option<&'a LinkForge<'a>>,
+    schemas: &'a dyn Schemas,
+) -> Result<Forge<'a>, Refusal> {
+    let dialect = plane.config().dialect().ok_or_else(|| {
+        Refusal::of(BlockerKind::ForgeUnavailable, "the PR workflow needs a forge dialect ([fleet] forge)".into())
+    })?;
+    Ok(Forge { dialect, schemas, reader: link.map(|l| l as &dyn ForgeReader) })
+}
+
+/// The downstream's tools as the gateway last listed them: the schemas the workflow's reads
+/// are built from (a release that renamed a key is read by its own name).
+pub struct Listed<'a>(pub &'a dyn Fn(&str) -> Option<fleetgate_gateway::rmcp::model::Tool>);
+
+impl Schemas for Listed<'_> {
+    fn schema(&self, tool: &str) -> Option<Map<String, Value>> {
+        (self.0)(tool).map(|t| (*t.input_schema).clone())
+    }
+}
+
 /// The worker of `attachment`, as the workflow knows it.
 fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> Result<Actor, Refusal> {
     let worker = plane.attachments().worker_of(attachment);
@@ -147,6 +170,7 @@ fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> R
         schema: None,
         caller: Caller::Worker { identity, generation: Some(plane.generation()), principal: principal.as_deref() },
         forge: None,
+        schemas: None,
     };
     plane.gate().actor(&call).map_err(|why| Refusal::of(BlockerKind::SessionAttachmentMissing, why))
 }
@@ -169,8 +193,8 @@ fn role_may(plane: &FleetControl, purpose: Purpose) -> bool {
         other => other.as_str(),
     };
     let role = &plane.identity().member.role;
-    if plane.config().forge.is_some()
-        && let Some((tool, args)) = fleetgate_core::forge::effect::action_call(action)
+    if let Some(dialect) = plane.config().dialect()
+        && let Some((tool, args)) = dialect.action_call(action)
     {
         return plane.config().rules.decide(role, tool, Some(&args)).is_some_and(|d| d.permitted);
     }
@@ -183,9 +207,10 @@ pub fn claim(
     plane: &FleetControl,
     attachment: fleetgate_gateway::AttachmentId,
     link: Option<&dyn DownstreamLink>,
+    schemas: &dyn Schemas,
     args: ClaimArgs,
 ) -> CallToolResult {
-    let result = claim_inner(plane, attachment, link, args);
+    let result = claim_inner(plane, attachment, link, schemas, args);
     let (allowed, kind, reasons) = match &result {
         Ok(lease) => (
             true,
@@ -208,6 +233,7 @@ fn claim_inner(
     plane: &FleetControl,
     attachment: fleetgate_gateway::AttachmentId,
     link: Option<&dyn DownstreamLink>,
+    schemas: &dyn Schemas,
     args: ClaimArgs,
 ) -> Result<workflow::PrLease, Refusal> {
     let purpose = Purpose::parse(&args.purpose).filter(|p| *p != Purpose::Author).ok_or_else(|| {
@@ -227,8 +253,8 @@ fn claim_inner(
     }
     let actor = actor(plane, attachment)?;
     let target = target(plane, args.pr, args.owner, args.repo)?;
-    let forge = link.map(LinkForge);
-    let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target)
+    let link = link.map(LinkForge);
+    let facts = read_pr(forge_of(plane, link.as_ref(), schemas)?, &target)
         .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e.message))?;
     let store = plane.gate().store();
     let key = facts.canonical(&target).key(&plane.config().workflow.remote);
@@ -360,11 +386,16 @@ pub fn list(plane: &FleetControl) -> CallToolResult {
 }
 
 /// `…assess_pr`: leases, decisions, the forge's head and what a merge would need.
-pub fn assess(plane: &FleetControl, link: Option<&dyn DownstreamLink>, args: PrArgs) -> CallToolResult {
+pub fn assess(
+    plane: &FleetControl,
+    link: Option<&dyn DownstreamLink>,
+    schemas: &dyn Schemas,
+    args: PrArgs,
+) -> CallToolResult {
     let inner = || -> Result<Value, Refusal> {
         let target = target(plane, args.pr, args.owner, args.repo)?;
-        let forge = link.map(LinkForge);
-        let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target)
+        let link = link.map(LinkForge);
+        let facts = read_pr(forge_of(plane, link.as_ref(), schemas)?, &target)
             .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, e.message))?;
         let key = facts.canonical(&target).key(&plane.config().workflow.remote);
         let held = records(&**plane.gate().store(), &key)?;

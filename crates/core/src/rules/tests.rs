@@ -158,7 +158,7 @@ fn an_operator_rule_that_asks_before_a_merge_keeps_it_a_mutating_call() {
     let mut asks = rule("fleet.toml:9", "pull_request_write", &[("/method", one_of(&[json!("merge")]))], &["merger"]);
     asks.ask = true;
     let mut list = vec![asks];
-    list.extend(crate::forge::gitea_mcp_rules());
+    list.extend(crate::dialect::gitea::rules());
     let rules = RuleSet::new(list);
     let merge = args(json!({ "method": "merge", "pull_number": 1 }));
     let decided = rules.decide("merger", "pull_request_write", Some(&merge)).unwrap();
@@ -169,7 +169,7 @@ fn an_operator_rule_that_asks_before_a_merge_keeps_it_a_mutating_call() {
     let mut own = rule("own", "pull_request_write", &[], &["merger"]);
     own.class = Some(crate::capability::ToolClass::ReadOnly);
     let mut list = vec![own];
-    list.extend(crate::forge::gitea_mcp_rules());
+    list.extend(crate::dialect::gitea::rules());
     let decided = RuleSet::new(list).decide("merger", "pull_request_write", Some(&merge)).unwrap();
     assert_eq!(decided.class, Some(crate::capability::ToolClass::ReadOnly));
 }
@@ -210,7 +210,7 @@ proptest! {
     fn a_rule_set_differs_from_itself_in_nothing(own in operator_rules(), with_profile in any::<bool>()) {
         let mut list = own;
         if with_profile {
-            list.extend(crate::forge::gitea_mcp_rules());
+            list.extend(crate::dialect::gitea::rules());
         }
         let set = RuleSet::new(list);
         let diff = super::diff(&set, &set);
@@ -224,7 +224,7 @@ fn a_restated_permission_compared_with_itself_is_no_change() {
     // The policy chapter's own example, ahead of the profile's rule of the same condition.
     let mut list =
         vec![rule("fleet.toml:3", "pull_request_write", &[("/method", one_of(&[json!("merge")]))], &["merger"])];
-    list.extend(crate::forge::gitea_mcp_rules());
+    list.extend(crate::dialect::gitea::rules());
     let set = RuleSet::new(list);
     let diff = super::diff(&set, &set);
     assert!(diff.is_empty(), "{}", diff.text());

@@ -99,8 +99,16 @@ pub fn capability_reply(
         Some(identity) => Caller::Worker { identity, generation: None, principal: None },
         None => Caller::Nobody("no --worker was given: no live worker owns a session here".into()),
     };
-    let call =
-        Call { member, tool, read_only_hint: read_only_hint.then_some(true), arguments, schema: None, caller, forge };
+    let call = Call {
+        member,
+        tool,
+        read_only_hint: read_only_hint.then_some(true),
+        arguments,
+        schema: None,
+        caller,
+        forge,
+        schemas: None,
+    };
     let verdict = gate.resolve(&call, now);
     let text = match verdict.blocker_kind {
         None => format!("allowed: {profile} may call {tool} ({})", verdict.classification),

@@ -72,8 +72,12 @@ fn back_up(path: &Path) -> anyhow::Result<PathBuf> {
 
 /// Run `fleetgate init`.
 pub fn run(config: Option<&Path>, json: bool, env: EnvSnapshot, args: &InitArgs) -> anyhow::Result<Reply> {
-    if args.forge != fleetgate_core::forge::GITEA_MCP {
-        bail!("--forge {:?} is not a known forge profile (known: gitea-mcp)", args.forge);
+    if fleetgate_core::dialect::by_name(&args.forge).is_none() {
+        bail!(
+            "--forge {:?} is not a known forge dialect (known: {})",
+            args.forge,
+            fleetgate_core::dialect::NAMES.join(", ")
+        );
     }
     let root = args.repo_root.clone().unwrap_or_else(|| PathBuf::from("."));
     let url = git_remote_url(&root, &args.remote)?;

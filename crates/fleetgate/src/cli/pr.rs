@@ -7,9 +7,9 @@ use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply, table};
 use anyhow::anyhow;
 use fleetgate_control::gate::CommandForge;
-use fleetgate_control::gate::workflow::{AsState, ForgeReader, read_pr};
+use fleetgate_control::gate::workflow::{AsState, Forge, ForgeReader, read_pr};
 use fleetgate_core::audit::AuditEntry;
-use fleetgate_core::forge_workflow::PrTarget;
+use fleetgate_core::dialect::{PrTarget, Unlisted};
 use fleetgate_core::workflow::{self, PrLease, PrRef};
 use serde_json::json;
 
@@ -73,7 +73,7 @@ fn release_lock(ctx: &Ctx, lock_id: &str, reason: &str) -> anyhow::Result<Reply>
         text: format!("lock {lock_id} kept: {why}"),
         exit: Exit::No,
     };
-    let how = match read_pr(Some(&forge), &target) {
+    let how = match read_pr(forge_of(ctx, Some(&forge))?, &target) {
         Ok(f) if f.merged => "merged",
         Ok(f) if f.is_done() => "closed",
         Ok(_) => {
@@ -162,10 +162,19 @@ fn target(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow
     }
 }
 
+/// The forge as the CLI reads it: the roster's dialect, through its forge command.
+fn forge_of<'a>(ctx: &Ctx, reader: Option<&'a dyn ForgeReader>) -> anyhow::Result<Forge<'a>> {
+    let dialect = ctx
+        .config
+        .dialect()
+        .ok_or_else(|| anyhow!("the PR workflow reads the forge through a dialect: set [fleet] forge in the roster"))?;
+    Ok(Forge { dialect, schemas: &Unlisted, reader })
+}
+
 fn show(ctx: &Ctx, pr: u64, owner: Option<&str>, repo: Option<&str>) -> anyhow::Result<Reply> {
     let target = target(ctx, pr, owner, repo)?;
     let forge = CommandForge::new(&ctx.config, &ctx.env);
-    let facts = read_pr(forge.as_ref().map(|f| f as &dyn ForgeReader), &target);
+    let facts = read_pr(forge_of(ctx, forge.as_ref().map(|f| f as &dyn ForgeReader))?, &target);
     // The PR as the forge names its repository, when it answered.
     let named = facts.as_ref().map_or_else(|_| target.clone(), |f| f.canonical(&target));
     let key = named.key(&ctx.config.workflow.remote);
@@ -242,7 +251,7 @@ fn release_stale(ctx: &Ctx) -> anyhow::Result<Reply> {
             kept.push(json!({ "pr": key, "why": "not a PR of this fleet's forge remote" }));
             continue;
         };
-        match read_pr(Some(&forge), &target) {
+        match read_pr(forge_of(ctx, Some(&forge))?, &target) {
             Ok(f) if f.is_done() => {
                 let reason = if f.merged { "stale: merged" } else { "stale: closed" };
                 for lease in leases.iter().filter(|l| &l.pr == key) {

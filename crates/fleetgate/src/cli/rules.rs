@@ -50,7 +50,8 @@ pub fn run(ctx: &Ctx, cmd: &RulesCommand) -> anyhow::Result<Reply> {
                 roles: &ctx.config.roles,
                 rules: &ctx.config.rules,
                 digest: &digest,
-                invariants: ctx.config.forge.is_some().then_some(fleetgate_core::replay::ReplayInvariants {
+                invariants: ctx.config.dialect().map(|dialect| fleetgate_core::replay::ReplayInvariants {
+                    dialect,
                     protection: &ctx.config.workflow.protection,
                     lifted: &lifted,
                 }),

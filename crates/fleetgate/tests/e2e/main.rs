@@ -8,6 +8,7 @@
 
 mod adversary;
 mod approvals;
+mod attacks;
 mod attribution;
 mod canary;
 mod coordination;
@@ -30,6 +31,7 @@ mod second_host;
 mod stdiokit;
 mod store;
 mod support;
+mod surfaces;
 mod telemetry;
 mod tenminute;
 mod workflow;

@@ -36,6 +36,8 @@ pub(crate) struct Fleet {
     bare: PathBuf,
     fixture: Vec<String>,
     clients: Vec<Client>,
+    /// The forge's server the fixture stands in for.
+    pub(crate) forge: crate::surfaces::Forge,
 }
 
 impl Fleet {
@@ -50,11 +52,23 @@ impl Fleet {
 
     /// The fleet on the store at `store_url` (PostgreSQL), else on a SQLite file.
     pub(crate) fn start_on(extra: &str, flags: &[(&str, &[&str])], store_url: Option<String>) -> Self {
+        Self::start_forge(crate::surfaces::Forge::Gitea, extra, flags, store_url)
+    }
+
+    /// The fleet in front of `forge`'s server (the fixture started as that surface).
+    pub(crate) fn start_forge(
+        forge: crate::surfaces::Forge,
+        extra: &str,
+        flags: &[(&str, &[&str])],
+        store_url: Option<String>,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let fixture = forge_fixture();
+        let mut fixture = forge_fixture();
+        fixture.extend(forge.fixture_flags().iter().map(|f| (*f).to_owned()));
         let bare = dir.path().join("forge.git");
         let bare_s = bare.display().to_string();
-        let mut config = "[fleet]\nname = \"flow\"\ntool_prefix = \"gitea_\"\nforge = \"gitea-mcp\"\n".to_owned();
+        let mut config =
+            format!("[fleet]\nname = \"flow\"\ntool_prefix = \"{}\"\nforge = \"{}\"\n", forge.prefix(), forge.name());
         for (name, role) in MEMBERS {
             config.push_str(&format!(
                 "\n[[members]]\nnamespace = \"gitea-{name}\"\nprofile = \"prgs-{name}\"\nrole = \"{role}\"\n"
@@ -66,7 +80,7 @@ impl Fleet {
         let mut f = FleetDir::new(&config);
         f.store_url = store_url;
         bare_repo(dir.path(), "forge.git", &f.repo());
-        let mut fleet = Self { dir, f, bare, fixture, clients: Vec::new() };
+        let mut fleet = Self { dir, f, bare, fixture, clients: Vec::new(), forge };
         for (name, _) in MEMBERS {
             let variant = flags.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, f)| *f);
             let client = fleet.gateway(name, variant);
@@ -114,11 +128,13 @@ impl Fleet {
     }
 
     pub(crate) fn claim(&mut self, name: &str, pr: i64, head: &str, purpose: &str) -> (bool, String, Value) {
-        self.call(name, "gitea_claim_pr_lease", json!({ "pr": pr, "head": head, "purpose": purpose }))
+        let tool = format!("{}claim_pr_lease", self.forge.prefix());
+        self.call(name, &tool, json!({ "pr": pr, "head": head, "purpose": purpose }))
     }
 
     fn release(&mut self, name: &str, lease_id: &str) -> (bool, String, Value) {
-        self.clients[Self::who(name)].call("gitea_release_pr_lease", json!({ "lease_id": lease_id }))
+        let tool = format!("{}release_pr_lease", self.forge.prefix());
+        self.clients[Self::who(name)].call(&tool, json!({ "lease_id": lease_id }))
     }
 
     pub(crate) fn git(&self, args: &[&str]) -> String {
@@ -133,11 +149,9 @@ impl Fleet {
     /// The author commits `content` to `f.txt` on `branch`; the new head.
     pub(crate) fn push_to(&mut self, branch: &str, content: &str, message: &str) -> String {
         let existing = self.call("author", "get_file_contents", json!({ "ref": branch, "path": "f.txt" }));
-        let mut commit = json!({ "path": "f.txt", "content": content, "message": message, "branch_name": branch });
-        if !existing.0 {
-            commit["sha"] = serde_json::from_str::<Value>(&existing.1).unwrap()["sha"].clone();
-        }
-        answer(self.call("author", "create_or_update_file", commit));
+        let sha = (!existing.0).then(|| serde_json::from_str::<Value>(&existing.1).unwrap()["sha"].clone());
+        let (tool, commit) = self.forge.write_file(branch, "f.txt", content, message, sha);
+        answer(self.call("author", tool, commit));
         self.git(&["rev-parse", branch])
     }
 

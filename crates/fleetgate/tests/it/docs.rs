@@ -119,16 +119,22 @@ fn escape_angles(page: &str) -> String {
 
 #[test]
 fn the_generated_reference_pages_are_current() {
-    let pages = [
-        ("commands.md", commands()),
-        ("config.md", format!("{GENERATED}{}", fleetgate_config::reference::render())),
-        ("environment.md", environment()),
-        ("blockers.md", blockers()),
-        ("forge.md", format!("{GENERATED}{}", fleetgate_core::forge::effect::render())),
+    let mut pages = vec![
+        ("commands.md".to_owned(), commands()),
+        ("config.md".to_owned(), format!("{GENERATED}{}", fleetgate_config::reference::render())),
+        ("environment.md".to_owned(), environment()),
+        ("blockers.md".to_owned(), blockers()),
     ];
+    // One page per forge dialect: every tool and method, what it does, the invariants it
+    // may meet, the roles that may make it.
+    for name in fleetgate_core::dialect::NAMES {
+        let dialect = fleetgate_core::dialect::by_name(name).unwrap();
+        pages.push((format!("{name}.md"), format!("{GENERATED}{}", dialect.reference())));
+    }
     let bless = fleetgate_testkit::pg::harness_env("FLEETGATE_BLESS_DOCS").is_some();
     let mut stale = Vec::new();
-    for (file, content) in pages {
+    for (file, content) in &pages {
+        let file = file.as_str();
         let content = escape_angles(&content);
         let path = docs().join(file);
         if bless {

@@ -235,9 +235,10 @@ fn three(f: &Fleet, name: &str) -> [(bool, Value, Value); 3] {
     let t = tool(name);
     let known = |n: &str| (n == name).then(|| t.clone());
     let control = control_tool(f, "gitea_resolve_task_capability", json!({ "tool": name }), &known);
-    let decided = f
-        .control
-        .decide(AttachmentId(1), &ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None });
+    let decided = f.control.decide(
+        AttachmentId(1),
+        &ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None, catalogue: None },
+    );
     let gateway = (
         decided.decision.allowed,
         json!(decided.decision.blocker_kind.map(|k| k.as_str())),
@@ -331,7 +332,8 @@ fn a_read_is_decided_at_once_and_a_mutation_only_with_its_audit_entry_committed(
         tokio::task::spawn_blocking(|| {
             let f = fleet_audited(Some(Duration::from_millis(300)));
             let (read, add) = (tool("git_log"), tool("git_add"));
-            let call = |t| ToolCall { tool: t, arguments: None, answers: &[], link: None, settles: None };
+            let call =
+                |t| ToolCall { tool: t, arguments: None, answers: &[], link: None, settles: None, catalogue: None };
             assert_eq!(f.control.decide_now(AttachmentId(1), &call(&read)), None, "a definition not yet pinned");
             assert!(f.control.decide(AttachmentId(1), &call(&read)).decision.allowed);
             assert!(f.control.decide(AttachmentId(1), &call(&add)).decision.allowed);
@@ -382,7 +384,7 @@ fn a_held_call_is_withdrawn_when_its_caller_goes_away() {
                 .unwrap(),
         );
         let t = tool("git_commit");
-        let call = ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None };
+        let call = ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None, catalogue: None };
         let verdict = f.control.decide(AttachmentId(1), &call);
         assert_eq!(verdict.decision.blocker_kind.map(|k| k.as_str()), Some("approval_pending"));
         let id = verdict.held.clone().expect("the gateway may hold it");
@@ -432,7 +434,14 @@ fn a_held_call_wakes_on_the_answer(store_url: Option<String>) {
             let verdict = tokio::task::spawn_blocking(move || {
                 g.control.decide(
                     AttachmentId(1),
-                    &ToolCall { tool: &tt, arguments: Some(&aa), answers: &[], link: None, settles: None },
+                    &ToolCall {
+                        tool: &tt,
+                        arguments: Some(&aa),
+                        answers: &[],
+                        link: None,
+                        settles: None,
+                        catalogue: None,
+                    },
                 )
             })
             .await
@@ -454,7 +463,14 @@ fn a_held_call_wakes_on_the_answer(store_url: Option<String>) {
             let again = tokio::task::spawn_blocking(move || {
                 g.control.decide(
                     AttachmentId(1),
-                    &ToolCall { tool: &t, arguments: Some(&arguments), answers: &[], link: None, settles: None },
+                    &ToolCall {
+                        tool: &t,
+                        arguments: Some(&arguments),
+                        answers: &[],
+                        link: None,
+                        settles: None,
+                        catalogue: None,
+                    },
                 )
             })
             .await
@@ -497,7 +513,7 @@ fn the_preview_is_the_real_call_with_the_approvals_on_record() {
             let real = || {
                 f.control.decide(
                     AttachmentId(1),
-                    &ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None },
+                    &ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None, catalogue: None },
                 )
             };
             assert_eq!(preview()["blocker_kind"], "role_not_permitted");
@@ -534,7 +550,7 @@ fn a_role_refusal_the_operator_may_override_passes_once_approved() {
         tokio::task::spawn_blocking(move || {
             let f = fleet_of(&config, Some(std::time::Duration::from_secs(5)));
             let t = tool("git_push");
-            let call = ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None };
+            let call = ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None, catalogue: None };
             let refused = f.control.decide(AttachmentId(1), &call);
             // Its definition known now, the call is still not refused from memory: only the
             // full gate records the request an operator may grant.
@@ -570,7 +586,7 @@ fn a_read_only_call_a_rule_asks_about_is_judged_by_the_full_gate() {
         tokio::task::spawn_blocking(move || {
             let f = fleet_of(&asking, Some(std::time::Duration::from_secs(5)));
             let t = tool("git_log");
-            let call = ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None };
+            let call = ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None, catalogue: None };
             let asked = f.control.decide(AttachmentId(1), &call);
             assert_eq!(asked.decision.blocker_kind.map(|k| k.as_str()), Some("approval_pending"));
             assert_eq!(f.store.list_approvals(true).unwrap().len(), 1, "a request an operator can answer");

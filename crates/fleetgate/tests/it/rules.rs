@@ -135,6 +135,7 @@ fn a_changed_rule_set_lists_the_flips_of_the_recorded_history() {
             schema: None,
             caller: Caller::Nobody("a replay test".into()),
             forge: None,
+            schemas: None,
         };
         let verdict = gate.decide(&call, now(), None);
         assert!(gate.flush_audit(Duration::from_secs(5)));

@@ -138,6 +138,13 @@ impl Gateway {
         let channel = &attachment.channel;
         let id = attachment.id;
         if self.hub.control_names.contains(&name) {
+            // The control plane builds its reads of the downstream from the tools it lists:
+            // list them once per connection when no call has yet.
+            if let Some(connection) = channel.link()
+                && !channel.state.listed(connection.generation)
+            {
+                let _ = self.find_tool(attachment, &connection, "", context).await;
+            }
             let arguments = request.params.arguments.clone().unwrap_or_default();
             let status = channel.status();
             let control = self.hub.control.clone();
@@ -192,6 +199,7 @@ impl Gateway {
                 answers: &[],
                 link: None,
                 settles: None,
+                catalogue: None,
             },
         );
         // Held for the whole call (its reads, its decision, its forward, what it settles) when
@@ -206,8 +214,14 @@ impl Gateway {
             None => {
                 let mut tool = tool;
                 let mut arguments = request.params.arguments.clone();
-                let asked =
-                    ToolCall { tool: &tool, arguments: arguments.as_ref(), answers: &[], link: None, settles: None };
+                let asked = ToolCall {
+                    tool: &tool,
+                    arguments: arguments.as_ref(),
+                    answers: &[],
+                    link: None,
+                    settles: None,
+                    catalogue: None,
+                };
                 let key = control.serial_key(id, &asked);
                 let started = std::time::Instant::now();
                 loop {
@@ -218,7 +232,8 @@ impl Gateway {
                     // The reads the decision needs, made here on the runtime, round by round
                     // until the control plane asks for none: the decision itself never waits
                     // on the downstream.
-                    let answers = prefetch(&*control, id, &tool, arguments.as_ref(), &link).await;
+                    let listed = Listed { state: channel.state.clone(), generation: connection.generation };
+                    let answers = prefetch(&*control, id, &tool, arguments.as_ref(), &link, &listed).await;
                     let decider = control.clone();
                     let deciding = blocking("decide", move || {
                         let call = ToolCall {
@@ -227,6 +242,7 @@ impl Gateway {
                             answers: &answers,
                             link: Some(&link),
                             settles: None,
+                            catalogue: Some(&listed),
                         };
                         let verdict = decider.decide(id, &call);
                         (tool, arguments, verdict)
@@ -322,6 +338,7 @@ impl Gateway {
                             answers: &[],
                             link: Some(&link),
                             settles: Some(&settles),
+                            catalogue: None,
                         };
                         control.on_forwarded(id, &call, &answer);
                     });
@@ -407,7 +424,8 @@ impl Gateway {
             let (control, id) = (self.hub.control.clone(), attachment.id);
             let link = PeerLink::new(&connection, self.settings().call_timeout);
             let OwnedTask { tool, arguments } = owned;
-            let answers = prefetch(&*control, id, &tool, arguments.as_ref(), &link).await;
+            let listed = Listed { state: channel.state.clone(), generation: connection.generation };
+            let answers = prefetch(&*control, id, &tool, arguments.as_ref(), &link, &listed).await;
             let name = tool.name.to_string();
             let verdict = blocking("decide", move || {
                 let call = ToolCall {
@@ -416,6 +434,7 @@ impl Gateway {
                     answers: &answers,
                     link: Some(&link),
                     settles: None,
+                    catalogue: Some(&listed),
                 };
                 control.decide(id, &call)
             })
@@ -497,10 +516,11 @@ async fn prefetch(
     tool: &Tool,
     arguments: Option<&rmcp::model::JsonObject>,
     link: &PeerLink,
+    listed: &Listed,
 ) -> Vec<ReadAnswer> {
     let mut answers: Vec<ReadAnswer> = Vec::new();
     for _ in 0..crate::MAX_READ_ROUNDS {
-        let asked = ToolCall { tool, arguments, answers: &answers, link: None, settles: None };
+        let asked = ToolCall { tool, arguments, answers: &answers, link: None, settles: None, catalogue: Some(listed) };
         let reads: Vec<_> =
             control.reads(id, &asked).into_iter().filter(|r| !answers.iter().any(|a| a.read == *r)).collect();
         if reads.is_empty() {
@@ -512,4 +532,18 @@ async fn prefetch(
         }
     }
     answers
+}
+
+/// The tool schemas the downstream listed on one connection: what the control plane builds
+/// its reads from (a read of a tool the connection never listed uses the dialect's newest
+/// names).
+struct Listed {
+    state: Arc<crate::channel_state::ChannelState>,
+    generation: u64,
+}
+
+impl fleetgate_core::dialect::Schemas for Listed {
+    fn schema(&self, tool: &str) -> Option<rmcp::model::JsonObject> {
+        self.state.known_tool(self.generation, tool).map(|t| (*t.input_schema).clone())
+    }
 }

@@ -15,6 +15,11 @@ pub struct Variant {
     pub race_merge: bool,
     /// `pull_request_write` lists no `head_commit_id` (a server whose merge cannot be pinned).
     pub no_head_pin: bool,
+    /// The v1.0 release line's names: `index` for a PR's or an issue's number, `perPage`,
+    /// `search_repos`' `keyword`.
+    pub release_v1: bool,
+    /// `search_repos` declares `q` (a release whose key no dialect knows).
+    pub renamed_query: bool,
 }
 
 /// The `method` values of `pull_request_write`.
@@ -386,6 +391,28 @@ pub fn tools(variant: Variant) -> Vec<Value> {
             ],
         ),
     ];
+    if variant.release_v1 || variant.renamed_query {
+        let renames: &[(&str, &str)] = if variant.renamed_query {
+            &[("query", "q")]
+        } else {
+            &[("pull_number", "index"), ("issue_number", "index"), ("per_page", "perPage"), ("query", "keyword")]
+        };
+        for t in &mut tools {
+            let schema = &mut t["inputSchema"];
+            for (new, old) in renames {
+                if let Some(props) = schema["properties"].as_object_mut()
+                    && let Some(p) = props.remove(*new)
+                {
+                    props.insert((*old).to_owned(), p);
+                }
+                if let Some(required) = schema["required"].as_array_mut() {
+                    for r in required.iter_mut().filter(|r| *r == new) {
+                        *r = json!(old);
+                    }
+                }
+            }
+        }
+    }
     if variant.no_head_pin {
         let pr_write = tools.iter_mut().find(|t| t["name"] == "pull_request_write");
         if let Some(props) = pr_write.and_then(|t| t["inputSchema"]["properties"].as_object_mut()) {

@@ -23,12 +23,12 @@ fn drafted(title: &str, draft: bool) -> String {
     if draft { format!("WIP: {title}") } else { title.to_owned() }
 }
 
-fn head_ref(number: i64) -> String {
+pub(super) fn head_ref(number: i64) -> String {
     format!("refs/pull/{number}/head")
 }
 
 /// Bring an open pull request's head up to its branch's tip, and `refs/pull/<n>/head` with it.
-fn refresh(f: &Forge, pull: &mut Pull) -> Result<(), String> {
+pub(super) fn refresh(f: &Forge, pull: &mut Pull) -> Result<(), String> {
     if pull.state == "open"
         && !pull.merged
         && let Some(tip) = f.git.branch(&pull.head)
@@ -310,7 +310,7 @@ fn create(f: &Forge, args: &Args, owner: &str, repo: &str) -> Result<Value, Stri
     })
 }
 
-fn set_state(f: &Forge, p: &mut Pull, to: &str, what: &str) -> Result<(), String> {
+pub(super) fn set_state(f: &Forge, p: &mut Pull, to: &str, what: &str) -> Result<(), String> {
     if p.merged {
         return Err(format!("{what} err: the pull request has been merged"));
     }
@@ -355,7 +355,7 @@ fn update(f: &Forge, p: &mut Pull, args: &Args, at: &str) -> Result<(), String> 
 }
 
 /// `--variant race-merge`: commit `raced.txt` to the PR's head branch.
-fn race(f: &Forge, p: &mut Pull) -> Result<(), String> {
+pub(super) fn race(f: &Forge, p: &mut Pull) -> Result<(), String> {
     let tip = f.git.branch(&p.head).ok_or("the head branch is gone")?;
     let blob = f.git.hash_blob(b"pushed while the merge was under way\n")?;
     let tree = f.git.tree_with(&tip, "raced.txt", Some(&blob))?;
@@ -373,7 +373,7 @@ fn own_pull(f: &Forge, p: &Pull, state: &str, at: &str) -> Result<(), String> {
 }
 
 /// Merge the base into the head branch (Gitea's "update branch by merge").
-fn update_branch(f: &Forge, p: &mut Pull) -> Result<(), String> {
+pub(super) fn update_branch(f: &Forge, p: &mut Pull) -> Result<(), String> {
     let base = f.git.branch(&p.base).ok_or("the base branch is gone")?;
     let head = f.git.branch(&p.head).ok_or("the head branch is gone")?;
     if f.git.is_ancestor(&base, &head) {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::dialect::Unlisted;
 use crate::effect::{Invariant, judge};
 use crate::protect::Protection;
 use serde_json::json;
@@ -83,7 +84,7 @@ impl Forge {
         let call = args(call);
         let mut answers: Vec<Answered> = Vec::new();
         for _ in 0..64 {
-            match establish(tool, &call, schema, &answers) {
+            match establish(tool, &call, schema, &Unlisted, &answers) {
                 Ok(effect) => return effect,
                 Err(reads) => {
                     assert!(!reads.is_empty(), "a pending step names its reads");
@@ -199,7 +200,7 @@ fn deleting_a_branch_closes_and_retargets_the_prs_it_heads_or_bases() {
     let closed: Vec<(String, u64)> = e.prs.iter().map(|p| (p.repo.0.clone(), p.pr)).collect();
     assert_eq!(closed, [("up/repo".to_owned(), 9)], "only the parent's PR whose head lives here");
     let orphan = Forge { fork_of: None, ..Forge::default() };
-    let mut entry = orphan.answer(&repo_read("Repo")).unwrap();
+    let mut entry = orphan.answer(&repo_read("Repo", &Unlisted).unwrap()).unwrap();
     entry[0]["fork"] = json!(true);
     let facts = repo_facts(&entry, "Org", "Repo").unwrap();
     assert!(facts.fork && facts.parent.is_none());
@@ -211,7 +212,7 @@ fn a_full_listing_is_read_page_by_page_and_never_taken_for_all() {
     let call = args(with_repo(json!({ "branch": "feat" })));
     let mut answers: Vec<Answered> = Vec::new();
     let effect = loop {
-        match establish("delete_branch", &call, None, &answers) {
+        match establish("delete_branch", &call, None, &Unlisted, &answers) {
             Ok(e) => break e,
             Err(reads) => {
                 for read in reads {
@@ -342,4 +343,50 @@ fn the_reference_page_lists_every_stated_call_once_and_only_those() {
     }
     assert!(page.contains("| `pull_request_write` | `merge` |") && page.contains("`scheduled-merge`"));
     assert!(!page.contains("frobnicate"));
+}
+
+mod protected {
+    //! A file write lands, as the server and Gitea read it, on `new_branch_name`, else
+    //! `branch_name`, else the default branch: no write the invariants let through lands on a
+    //! protected branch or path.
+    use super::*;
+    use proptest::prelude::*;
+
+    fn branch() -> impl Strategy<Value = Option<&'static str>> {
+        prop::sample::select(vec![
+            None,
+            Some(""),
+            Some("main"),
+            Some("refs/heads/main"),
+            Some("release/2"),
+            Some("feat"),
+        ])
+    }
+
+    proptest! {
+        #[test]
+        fn no_allowed_write_lands_on_a_protected_branch_or_path(
+            tool in prop::sample::select(vec!["create_or_update_file", "delete_file"]),
+            branch_name in branch(),
+            new_branch_name in branch(),
+            path in prop::sample::select(vec!["src/a.rs", ".gitea/workflows/x.yml", "./.github/workflows/y", "a/../.forgejo/workflows/z", "docs/../README"]),
+        ) {
+            let p = Protection { branches: vec!["release/*".into()], ..Protection::default() };
+            let mut args = Map::new();
+            for (key, value) in [("branch_name", branch_name), ("new_branch_name", new_branch_name)] {
+                if let Some(v) = value {
+                    args.insert(key.into(), Value::from(v));
+                }
+            }
+            args.insert("path".into(), Value::from(path));
+            let call = with_repo(Value::Object(args.clone()));
+            let effect = Forge::default().effect(tool, call);
+            if crate::effect::judge(&effect, "author", &p, &[]).breaches.is_empty() {
+                let named = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+                let target = named("new_branch_name").or_else(|| named("branch_name")).unwrap_or("main");
+                prop_assert!(p.branch_rule(target).is_none(), "{tool} {args:?} lands on {target}");
+                prop_assert!(p.path_rule(path).is_none(), "{tool} {args:?} writes {path}");
+            }
+        }
+    }
 }

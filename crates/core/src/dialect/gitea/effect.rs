@@ -19,11 +19,14 @@
 //! at hand, then states the effect. A read that failed, or a listing that may be cut short,
 //! leaves the effect unestablished (the gate refuses).
 
-use super::{ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW};
+use super::{MERGE_HEAD_KEY, PAGE_SIZE, REPO_QUERY};
+use crate::dialect::{
+    ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW, Dialect, PrFacts, PrTarget,
+    Schemas, declared_key, rest_pr_facts,
+};
 use crate::effect::{
     Answered, BranchMove, Effect, Kind, MergeTerms, Move, PathWrite, PrChange, PrEffect, Read, Repo, answer,
 };
-use crate::forge_workflow::{MERGE_HEAD_KEY, PrTarget, head_read, is_not_found, pr_facts};
 use serde_json::{Map, Value};
 
 /// The readers the server has, each with its `method` values (empty: none).
@@ -152,20 +155,6 @@ pub const PLAIN_WRITES: &[(&str, &[&str])] = &[
 pub const REVIEW_METHODS: &[&str] =
     &["create", "submit", "delete", "dismiss", "reply_comment", "resolve_thread", "unresolve_thread"];
 
-/// The call that is a workflow action: who may make it is who may hold its lease (a merge
-/// lease is the merger's, a review lease the reviewer's, an issue lock the author's).
-pub fn action_call(action: &str) -> Option<(&'static str, Map<String, Value>)> {
-    let (tool, method) = match action {
-        ACTION_MERGE => ("pull_request_write", "merge"),
-        ACTION_REVIEW => ("pull_request_review_write", "create"),
-        ACTION_OPEN => ("pull_request_write", "create"),
-        _ => return None,
-    };
-    let mut args = Map::new();
-    args.insert("method".into(), Value::from(method));
-    Some((tool, args))
-}
-
 /// How many open PRs one read of `list_pull_requests` asks for.
 pub const OPEN_PR_PAGE: u64 = 50;
 /// How many pages of open PRs are read before the listing counts as cut short.
@@ -188,22 +177,24 @@ fn number(args: &Map<String, Value>, keys: &[&str]) -> Option<u64> {
     keys.iter().find_map(|k| args.get(*k).and_then(Value::as_u64))
 }
 
-/// The repository read: `search_repos` by name (the go-sdk server's `query`).
-pub fn repo_read(repo: &str) -> Read {
+/// The repository read: `search_repos` by name (the go-sdk server's `query`, the v1.0 line's
+/// `keyword`: whichever the running server declares).
+pub fn repo_read(repo: &str, schemas: &dyn Schemas) -> Result<Read, String> {
     let mut args = Map::new();
-    args.insert("query".into(), Value::from(repo));
-    Read::new("search_repos", args)
+    args.insert(declared_key(schemas, "search_repos", &REPO_QUERY)?.into(), Value::from(repo));
+    Ok(Read::new("search_repos", args))
 }
 
-/// One page of a repository's open PRs.
-pub fn open_prs_read(owner: &str, repo: &str, page: u64) -> Read {
+/// One page of a repository's open PRs (the page size under the name the running server
+/// declares: `per_page`, `perPage` or `pageSize`).
+pub fn open_prs_read(owner: &str, repo: &str, page: u64, schemas: &dyn Schemas) -> Result<Read, String> {
     let mut args = Map::new();
     args.insert("owner".into(), Value::from(owner));
     args.insert("repo".into(), Value::from(repo));
     args.insert("state".into(), Value::from("open"));
     args.insert("page".into(), Value::from(page));
-    args.insert("per_page".into(), Value::from(OPEN_PR_PAGE));
-    Read::new("list_pull_requests", args)
+    args.insert(declared_key(schemas, "list_pull_requests", &PAGE_SIZE)?.into(), Value::from(OPEN_PR_PAGE));
+    Ok(Read::new("list_pull_requests", args))
 }
 
 /// What the forge says of a repository.
@@ -271,6 +262,11 @@ enum Pending {
     Failed(String),
 }
 
+/// A read the dialect could not build (the running server declares none of a key's names).
+fn built(read: Result<Read, String>) -> Step<Read> {
+    read.map_err(Pending::Failed)
+}
+
 fn ask(answers: &[Answered], read: Read) -> Step<&Value> {
     match answer(answers, &read) {
         None => Err(Pending::Reads(vec![read])),
@@ -280,16 +276,16 @@ fn ask(answers: &[Answered], read: Read) -> Step<&Value> {
 }
 
 /// The repository `owner/repo` as the forge reports it.
-fn repository(answers: &[Answered], owner: &str, repo: &str) -> Step<RepoFacts> {
-    let v = ask(answers, repo_read(repo))?;
+fn repository(cx: Cx<'_>, owner: &str, repo: &str) -> Step<RepoFacts> {
+    let v = ask(cx.answers, built(repo_read(repo, cx.schemas))?)?;
     repo_facts(v, owner, repo).map_err(Pending::Failed)
 }
 
 /// Every open PR of `owner/repo`, page by page; cut short past [`OPEN_PR_PAGES`].
-fn open_prs(answers: &[Answered], owner: &str, repo: &str) -> Step<Vec<Listed>> {
+fn open_prs(cx: Cx<'_>, owner: &str, repo: &str) -> Step<Vec<Listed>> {
     let mut all = Vec::new();
     for page in 1..=OPEN_PR_PAGES {
-        let v = ask(answers, open_prs_read(owner, repo, page))?;
+        let v = ask(cx.answers, built(open_prs_read(owner, repo, page, cx.schemas))?)?;
         let prs = v.as_array().ok_or_else(|| Pending::Failed("`list_pull_requests` answered no list".into()))?;
         all.extend(prs.iter().map(listed));
         if (prs.len() as u64) < OPEN_PR_PAGE {
@@ -306,14 +302,9 @@ fn open_prs(answers: &[Answered], owner: &str, repo: &str) -> Step<Vec<Listed>> 
 /// parent of a fork) or retargets (those based on it) — except `except`, the PR being
 /// merged. A repository with forks, or a fork whose parent the forge does not name, cannot
 /// show them all: unestablished.
-fn closed_with(
-    answers: &[Answered],
-    (owner, name): (&str, &str),
-    branch: &str,
-    except: Option<u64>,
-) -> Step<Vec<PrEffect>> {
+fn closed_with(cx: Cx<'_>, (owner, name): (&str, &str), branch: &str, except: Option<u64>) -> Step<Vec<PrEffect>> {
     let here = Repo::new(owner, name);
-    let facts = repository(answers, owner, name)?;
+    let facts = repository(cx, owner, name)?;
     // Gitea closes the open PRs a deleted branch heads in every repository (1.24 and later:
     // a fork's PRs may pull from its parent), and no read of gitea-mcp lists a repository's
     // forks, nor a fork's parent when `search_repos` does not name it.
@@ -331,7 +322,7 @@ fn closed_with(
         )));
     }
     let mut found = Vec::new();
-    for pr in open_prs(answers, owner, name)? {
+    for pr in open_prs(cx, owner, name)? {
         if Some(pr.number) == except {
             continue;
         }
@@ -352,13 +343,13 @@ fn closed_with(
     if let Some(parent) = facts.parent {
         let (p_owner, p_name) =
             parent.split_once('/').ok_or_else(|| Pending::Failed(format!("parent {parent:?} is not owner/name")))?;
-        for pr in open_prs(answers, p_owner, p_name)? {
+        for pr in open_prs(cx, p_owner, p_name)? {
             // A PR of the parent is this branch's only when its head lives here; the listing
             // names the head branch alone, so the PR itself says where it lives.
             if pr.head.as_deref() != Some(branch) {
                 continue;
             }
-            let facts = self::pr(answers, p_owner, p_name, pr.number)?;
+            let facts = self::pr(cx, p_owner, p_name, pr.number)?;
             if facts.head_repo.as_deref().is_none_or(|h| Repo::full(h) == here) {
                 let change = PrChange::ClosedWithBranch { branch: branch.to_owned() };
                 found.push(PrEffect { repo: Repo::full(&parent), pr: pr.number, change });
@@ -375,9 +366,10 @@ pub fn establish(
     tool: &str,
     args: &Map<String, Value>,
     schema: Option<&Map<String, Value>>,
+    schemas: &dyn Schemas,
     answers: &[Answered],
 ) -> Result<Effect, Vec<Read>> {
-    match state(tool, args, schema, answers) {
+    match state(tool, args, schema, Cx { schemas, answers }) {
         Ok(effect) => Ok(effect),
         Err(Pending::Reads(reads)) => Err(reads),
         Err(Pending::Failed(why)) => Ok(Effect { kind: Kind::Write, unestablished: vec![why], ..Effect::default() }),
@@ -389,7 +381,7 @@ pub fn establish(
 /// it is a breach of the whole; the whole may break more (replay judges with this, and
 /// leaves the rest to the live gate).
 pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect {
-    match establish(tool, args, schema, &[]) {
+    match establish(tool, args, schema, &crate::dialect::Unlisted, &[]) {
         Ok(effect) => effect,
         Err(_) if tool == "pull_request_write" && text(args, "method") == Some("merge") => Effect {
             merge: number(args, &["pull_number", "index"]).map(|pr| MergeTerms {
@@ -404,21 +396,18 @@ pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String
     }
 }
 
-/// The reads [`establish`] needs first, from the arguments alone.
-pub fn first_reads(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Vec<Read> {
-    establish(tool, args, schema, &[]).err().unwrap_or_default()
+/// What establishing an effect reads from: the running server's schemas, the answers so far.
+#[derive(Clone, Copy)]
+struct Cx<'a> {
+    schemas: &'a dyn Schemas,
+    answers: &'a [Answered],
 }
 
 fn declared(schema: Option<&Map<String, Value>>, key: &str) -> bool {
     schema.and_then(|s| s.get("properties")).and_then(Value::as_object).is_none_or(|p| p.contains_key(key))
 }
 
-fn state(
-    tool: &str,
-    args: &Map<String, Value>,
-    schema: Option<&Map<String, Value>>,
-    answers: &[Answered],
-) -> Step<Effect> {
+fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>, cx: Cx<'_>) -> Step<Effect> {
     let method = text(args, "method");
     // A reader's download writes a file on the server's host, whatever its name says; and
     // any reader given `output_path`.
@@ -457,10 +446,10 @@ fn state(
             Some(m) if REVIEW_METHODS.contains(&m) => Ok(Effect::action(ACTION_REVIEW)),
             m => Ok(Effect::unknown(unknown_method(tool, m))),
         },
-        "pull_request_write" => pull_request_write(method, args, schema, answers, (owner, repo)),
-        "issue_write" if method == Some("update") => issue_update(args, answers, (owner, repo)),
+        "pull_request_write" => pull_request_write(method, args, schema, cx, (owner, repo)),
+        "issue_write" if method == Some("update") => issue_update(args, cx, (owner, repo)),
         "create_or_update_file" | "delete_file" => {
-            let facts = repository(answers, owner, repo)?;
+            let facts = repository(cx, owner, repo)?;
             let named = text(args, "new_branch_name").or_else(|| text(args, "branch_name"));
             let target = strip(named.unwrap_or(&facts.default_branch)).to_owned();
             let mut branches = vec![BranchMove { repo: here.clone(), branch: target.clone(), how: Move::Write }];
@@ -476,7 +465,7 @@ fn state(
             })
         }
         "create_branch" => {
-            let facts = repository(answers, owner, repo)?;
+            let facts = repository(cx, owner, repo)?;
             let branch = text(args, "branch").unwrap_or_default();
             Ok(Effect {
                 branches: vec![BranchMove { repo: here, branch: strip(branch).to_owned(), how: Move::Create }],
@@ -485,7 +474,7 @@ fn state(
             })
         }
         "rename_branch" => {
-            let facts = repository(answers, owner, repo)?;
+            let facts = repository(cx, owner, repo)?;
             let names: Vec<&str> = ["branch", "new_name"].iter().filter_map(|k| text(args, k)).collect();
             if names.is_empty() {
                 return Err(Pending::Failed("`rename_branch` names no branch".into()));
@@ -497,11 +486,11 @@ fn state(
             Ok(Effect { branches, defaults: vec![facts.default_branch], ..Effect::write() })
         }
         "delete_branch" => {
-            let facts = repository(answers, owner, repo)?;
+            let facts = repository(cx, owner, repo)?;
             let Some(branch) = text(args, "branch").map(strip) else {
                 return Err(Pending::Failed("`delete_branch` names no branch".into()));
             };
-            let prs = closed_with(answers, (owner, repo), branch, None)?;
+            let prs = closed_with(cx, (owner, repo), branch, None)?;
             Ok(Effect {
                 branches: vec![BranchMove { repo: here, branch: branch.to_owned(), how: Move::Delete }],
                 prs,
@@ -524,18 +513,17 @@ fn unknown_method(tool: &str, method: Option<&str>) -> String {
 }
 
 /// The PR a call names, read from the forge.
-fn pr(answers: &[Answered], owner: &str, repo: &str, number: u64) -> Step<crate::forge_workflow::PrFacts> {
+fn pr(cx: Cx<'_>, owner: &str, repo: &str, number: u64) -> Step<PrFacts> {
     let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
-    let (tool, arguments) = head_read(&target);
-    let v = ask(answers, Read::new(tool, arguments))?;
-    pr_facts(v).map_err(Pending::Failed)
+    let v = ask(cx.answers, built(super::pr_read(&target, cx.schemas))?)?;
+    rest_pr_facts(v).map_err(Pending::Failed)
 }
 
 fn pull_request_write(
     method: Option<&str>,
     args: &Map<String, Value>,
     schema: Option<&Map<String, Value>>,
-    answers: &[Answered],
+    cx: Cx<'_>,
     (owner, repo): (&str, &str),
 ) -> Step<Effect> {
     let here = Repo::new(owner, repo);
@@ -569,14 +557,14 @@ fn pull_request_write(
             Ok(Effect { prs: vec![on(change)], ..Effect::action(ACTION_CLOSE) })
         }
         "update_branch" => {
-            let facts = pr(answers, owner, repo, number)?;
+            let facts = pr(cx, owner, repo, number)?;
             let head = facts.head_ref.clone().ok_or_else(|| {
                 Pending::Failed(format!("the forge's answer for PR #{number} names no head branch (head.ref)"))
             })?;
             let head_repo = facts.head_repo.as_deref().map_or_else(|| here.clone(), Repo::full);
             // The head may live in a fork: its default branch is the fork's.
             let (h_owner, h_name) = head_repo.0.split_once('/').unwrap_or((owner, repo));
-            let defaults = vec![repository(answers, h_owner, h_name)?.default_branch];
+            let defaults = vec![repository(cx, h_owner, h_name)?.default_branch];
             let branch = BranchMove {
                 repo: head_repo,
                 branch: strip(&head).to_owned(),
@@ -585,7 +573,7 @@ fn pull_request_write(
             Ok(Effect { branches: vec![branch], defaults, ..Effect::action(ACTION_PUSH) })
         }
         "merge" => {
-            let facts = pr(answers, owner, repo, number)?;
+            let facts = pr(cx, owner, repo, number)?;
             let base_repo = facts.repo.as_deref().map_or_else(|| here.clone(), Repo::full);
             let mut effect = Effect {
                 merge: Some(MergeTerms {
@@ -612,8 +600,8 @@ fn pull_request_write(
                 })?;
                 let head = strip(&head).to_owned();
                 let (b_owner, b_name) = base_repo.0.split_once('/').unwrap_or((owner, repo));
-                let facts_repo = repository(answers, b_owner, b_name)?;
-                effect.prs.extend(closed_with(answers, (b_owner, b_name), &head, Some(number))?);
+                let facts_repo = repository(cx, b_owner, b_name)?;
+                effect.prs.extend(closed_with(cx, (b_owner, b_name), &head, Some(number))?);
                 effect.branches.push(BranchMove { repo: base_repo, branch: head, how: Move::Delete });
                 effect.defaults.push(facts_repo.default_branch);
             }
@@ -625,7 +613,7 @@ fn pull_request_write(
 
 /// `issue_write update`: on a PR's number, a state change closes or reopens the PR and a
 /// title or body edits it (Gitea numbers PRs and issues in one sequence).
-fn issue_update(args: &Map<String, Value>, answers: &[Answered], (owner, repo): (&str, &str)) -> Step<Effect> {
+fn issue_update(args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &str)) -> Step<Effect> {
     let touches_pr = ["state", "title", "body"].iter().any(|k| args.contains_key(*k));
     if !touches_pr {
         return Ok(Effect::write());
@@ -634,12 +622,11 @@ fn issue_update(args: &Map<String, Value>, answers: &[Answered], (owner, repo): 
         return Err(Pending::Failed("`issue_write update` names no issue_number".into()));
     };
     let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
-    let (tool, arguments) = head_read(&target);
-    let read = Read::new(tool, arguments);
-    let is_pr = match answer(answers, &read) {
+    let read = built(super::pr_read(&target, cx.schemas))?;
+    let is_pr = match answer(cx.answers, &read) {
         None => return Err(Pending::Reads(vec![read])),
         Some(Ok(_)) => true,
-        Some(Err(e)) if is_not_found(e) => false,
+        Some(Err(e)) if super::GITEA.is_not_found(e) => false,
         Some(Err(e)) => return Err(Pending::Failed(format!("whether #{number} is a PR could not be read: {e}"))),
     };
     if !is_pr {
@@ -666,22 +653,9 @@ fn issue_update(args: &Map<String, Value>, answers: &[Answered], (owner, repo): 
 #[cfg(test)]
 mod tests;
 
-/// One row of the reference page (`docs/reference/forge.md`): a tool and method of the
-/// server, what it does to the forge, the invariants it may meet.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stated {
-    /// The tool.
-    pub tool: &'static str,
-    /// Its `method` (`""`: the tool has none).
-    pub method: &'static str,
-    /// What it does, in words.
-    pub effect: &'static str,
-    /// The invariants such a call may break.
-    pub invariants: &'static [crate::effect::Invariant],
-}
-
 /// The calls whose effect is stated beyond "reads" or "changes what no invariant guards".
-pub const STATED: &[Stated] = {
+pub const STATED: &[crate::dialect::table::Stated] = {
+    use crate::dialect::table::Stated;
     use crate::effect::Invariant::{
         ForcedMerge, PrState, ProtectedBranch, ProtectedPath, ReaderWrites, Retarget, ScheduledMerge, UnpinnedMerge,
     };
@@ -764,75 +738,24 @@ pub const STATED: &[Stated] = {
     ]
 };
 
-/// The roles of the fleet's role matrix, in the page's order.
-pub const ROLES: [&str; 5] = ["author", "reviewer", "merger", "controller", "reconciler"];
+/// What the reference page (`docs/reference/gitea-mcp.md`) is built from.
+pub const SURFACE: crate::dialect::table::Surface = crate::dialect::table::Surface {
+    intro: "# The gitea-mcp dialect\n\nEvery tool and `method` of the official Gitea MCP server the forge dialect \
+            states (`[fleet] forge = \"gitea-mcp\"`): what a call does to the forge, the invariants it may meet \
+            (judged for every call, whoever makes it, below every rule and approval), and the roles the built-in \
+            profile lets make it. A tool or method not listed here has no statement: its effect is unknown and it \
+            is refused (`unknown-effect`). Generated from `fleetgate_core::dialect::gitea`.",
+    readers: READERS,
+    stated: STATED,
+    reviews: &[("pull_request_review_write", REVIEW_METHODS)],
+    review_effect: "a review action (an approval or a request-changes is judged by the PR workflow: a review lease at \
+                    the head, pinned with `commit_id`)",
+    plain: PLAIN_WRITES,
+    outro: "Any reader given `output_path` writes a file on the server's host (`reader-writes`). The invariants, what \
+            each holds and what lifting it gives up: [the policy chapter](../policy.md#invariants).",
+};
 
-/// `docs/reference/forge.md`: every tool and method of gitea-mcp the dialect knows, what it
-/// does to the forge, the invariants it may meet and the roles the profile lets make it.
+/// `docs/reference/gitea-mcp.md`.
 pub fn render() -> String {
-    use std::fmt::Write as _;
-    let rules = crate::rules::RuleSet::new(super::gitea_mcp_rules());
-    let who = |tool: &str, method: &str| {
-        let mut args = Map::new();
-        if !method.is_empty() {
-            args.insert("method".into(), Value::from(method));
-        }
-        let may: Vec<&str> =
-            ROLES.iter().copied().filter(|r| rules.decide(r, tool, Some(&args)).is_none_or(|d| d.permitted)).collect();
-        if may.len() == ROLES.len() {
-            "every role".to_owned()
-        } else if may.is_empty() {
-            "no role".to_owned()
-        } else {
-            may.join(", ")
-        }
-    };
-    let mut out = String::from(
-        "# The gitea-mcp dialect\n\nEvery tool and `method` of the official Gitea MCP server the forge dialect states \
-         (`[fleet] forge = \"gitea-mcp\"`): what a call does to the forge, the invariants it may meet (judged for \
-         every call, whoever makes it, below every rule and approval), and the roles the built-in profile lets \
-         make it. A tool or method not listed here has no statement: its effect is unknown and it is refused \
-         (`unknown-effect`). Generated from `fleetgate_core::forge::effect`.\n\n\
-         | Tool | Method | What it does | Invariants | Roles |\n| --- | --- | --- | --- | --- |\n",
-    );
-    let mut row = |tool: &str, method: &str, effect: &str, invariants: &[crate::effect::Invariant]| {
-        let inv: Vec<String> = invariants.iter().map(|i| format!("`{i}`")).collect();
-        let inv = if inv.is_empty() { "—".to_owned() } else { inv.join(", ") };
-        let m = if method.is_empty() { "—".to_owned() } else { format!("`{method}`") };
-        let _ = writeln!(out, "| `{tool}` | {m} | {effect} | {inv} | {} |", who(tool, method));
-    };
-    for (tool, methods) in READERS {
-        if methods.is_empty() {
-            row(tool, "", "reads", &[]);
-        }
-        for m in *methods {
-            row(tool, m, "reads", &[]);
-        }
-    }
-    for s in STATED {
-        row(s.tool, s.method, s.effect, s.invariants);
-    }
-    for m in REVIEW_METHODS {
-        row(
-            "pull_request_review_write",
-            m,
-            "a review action (an approval or a request-changes is judged by the PR workflow: a review lease at the head, pinned with `commit_id`)",
-            &[],
-        );
-    }
-    for (tool, methods) in PLAIN_WRITES {
-        let listed = |m: &str| STATED.iter().any(|s| s.tool == *tool && s.method == m);
-        if methods.is_empty() && !listed("") {
-            row(tool, "", "changes the forge; no invariant guards what it changes", &[]);
-        }
-        for m in methods.iter().filter(|m| !listed(m)) {
-            row(tool, m, "changes the forge; no invariant guards what it changes", &[]);
-        }
-    }
-    let _ = write!(
-        out,
-        "\nAny reader given `output_path` writes a file on the server's host (`reader-writes`). The invariants, \
-         what each holds and what lifting it gives up: [the policy chapter](../policy.md#invariants).\n"
-    );
-    out
+    crate::dialect::table::render(&SURFACE, super::rules())
 }

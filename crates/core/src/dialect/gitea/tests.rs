@@ -1,4 +1,4 @@
-use super::gitea_mcp_rules;
+use super::rules as gitea_mcp_rules;
 use crate::capability::ToolClass;
 use crate::rules::RuleSet;
 use serde_json::{Map, Value, json};
@@ -162,7 +162,13 @@ fn the_matrix_of_spec_9() {
     // What a call is (its workflow action) is the dialect's statement, not a rule's.
     let review = r.decide("reviewer", "pull_request_review_write", Some(&call(json!({ "method": "create" })))).unwrap();
     assert_eq!(review.action, None);
-    let stated = super::effect::establish("pull_request_review_write", &call(json!({ "method": "create" })), None, &[]);
+    let stated = super::effect::establish(
+        "pull_request_review_write",
+        &call(json!({ "method": "create" })),
+        None,
+        &crate::dialect::Unlisted,
+        &[],
+    );
     assert_eq!(stated.map(|e| e.action), Ok(Some("review")));
 }
 
@@ -245,4 +251,67 @@ fn readers_that_write_and_merges_the_gate_cannot_pin_are_no_roles() {
         assert_eq!(allowed, ["controller", "reconciler"].contains(&role), "{role}: issue_write update with a state");
     }
     assert!(may(&r, "merger", "pull_request_write", json!({ "method": "merge", "force_merge": false })));
+}
+
+mod workflow_reading {
+    use crate::dialect::gitea::{GITEA, pr_target};
+    use crate::dialect::{Dialect, PrTarget, Schemas, Unlisted};
+    use crate::workflow::ReviewVerdict;
+    use serde_json::{Map, Value, json};
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn targets_are_read_leniently_and_never_guessed() {
+        let t = pr_target(&args(json!({"owner": "o", "repo": "r", "index": 976}))).unwrap();
+        assert_eq!((t.pr, t.key("prgs").to_string()), (976, "prgs/o/r#976".to_owned()));
+        let upper = pr_target(&args(json!({"owner": "ORG", "repo": "Repo", "pull_number": 5}))).unwrap();
+        assert_eq!(upper.key("prgs").to_string(), "prgs/org/repo#5", "one history however the name is spelled");
+        assert_eq!(pr_target(&args(json!({"owner": "o", "repo": "r", "pull_number": "12"}))).unwrap().pr, 12);
+        assert_eq!(pr_target(&args(json!({"owner": "o", "repo": "r"}))), None);
+        assert_eq!(pr_target(&args(json!({"owner": "o", "index": 1}))), None);
+        assert_eq!(pr_target(&args(json!({"owner": "o", "repo": "r", "index": -1}))), None);
+        assert_eq!(GITEA.pr_target("issue_write", &args(json!({"owner": "o", "repo": "r", "pull_number": 1}))), None);
+    }
+
+    #[test]
+    fn verdicts_only_from_the_key_and_methods_the_server_reads() {
+        let v = |a: Value| GITEA.review_verdict("pull_request_review_write", &args(a));
+        assert_eq!(v(json!({"method": "create", "state": "APPROVED"})), Some(ReviewVerdict::Approve));
+        assert_eq!(v(json!({"method": "submit", "state": "REQUEST_CHANGES"})), Some(ReviewVerdict::RequestChanges));
+        assert_eq!(v(json!({"method": "create", "state": "COMMENT", "event": "APPROVED"})), None);
+        assert_eq!(v(json!({"method": "dismiss", "state": "APPROVED"})), None);
+        assert_eq!(v(json!({"method": "create", "state": "approved"})), None, "Gitea compares the literal");
+        assert_eq!(v(json!({"state": "APPROVED"})), None);
+        assert!(GITEA.is_not_found("get o/r/pr/3 err: The target couldn't be found."));
+        assert_eq!(GITEA.created_pr(&json!({"number": 7})), Some(7));
+    }
+
+    struct V1;
+    impl Schemas for V1 {
+        fn schema(&self, tool: &str) -> Option<Map<String, Value>> {
+            let props = match tool {
+                "pull_request_read" => json!({ "method": {}, "owner": {}, "repo": {}, "index": {} }),
+                "list_pull_requests" => json!({ "owner": {}, "repo": {}, "state": {}, "page": {}, "perPage": {} }),
+                "search_repos" => json!({ "keyword": {} }),
+                _ => return None,
+            };
+            Some(args(json!({ "properties": props })))
+        }
+    }
+
+    #[test]
+    fn the_gate_s_reads_take_the_keys_the_running_release_declares() {
+        let target = PrTarget { owner: "o".into(), repo: "r".into(), pr: 3 };
+        let now = GITEA.pr_read(&target, &Unlisted).unwrap();
+        assert_eq!(now.arguments.get("pull_number"), Some(&json!(3)));
+        let v1 = GITEA.pr_read(&target, &V1).unwrap();
+        assert_eq!((v1.arguments.get("index"), v1.arguments.get("pull_number")), (Some(&json!(3)), None));
+        let page = super::super::effect::open_prs_read("o", "r", 1, &V1).unwrap();
+        assert!(page.arguments.contains_key("perPage") && !page.arguments.contains_key("per_page"));
+        let search = super::super::effect::repo_read("r", &V1).unwrap();
+        assert_eq!(search.arguments.get("keyword"), Some(&json!("r")));
+    }
 }

@@ -1,0 +1,673 @@
+//! github-mcp-server's calls, each stated by what it does to the forge
+//! ([`crate::effect::Effect`]), read as the server and GitHub read them
+//! (`crates/testkit/src/forge/GITHUB_MCP.md`):
+//!
+//! * a file write (`create_or_update_file`, `delete_file`) commits to `branch`, which the
+//!   server requires; `push_files` commits every file at once to `branch`, creating it from
+//!   the default branch when it is missing; a `refs/heads/` prefix is judged as the branch it
+//!   names (the server would prefix it again: judging it as that branch only refuses more);
+//! * `update_pull_request_branch` merges the PR's base into its **head** branch, which may be
+//!   any branch: the head is read from the forge;
+//! * `merge_pull_request` lands the PR's head on its base; it pins the head only where the
+//!   server declares `expectedHeadSha`, and is refused elsewhere (`unpinned-merge`);
+//! * `update_pull_request` retargets with `base` and closes or reopens with `state` (any
+//!   present key counts, even `""`);
+//! * PRs are issues: `issue_write update` and `update_issue_state` with a `state` on a PR's
+//!   number close or reopen the PR (read: is the number a PR?); a title or body edits it;
+//! * the review tool decodes loosely (a Go field name or any case variant of a key is read,
+//!   and a number beyond 2^31 wraps): such a call is refused, and so is any PR or issue
+//!   number the server would not pass on unchanged;
+//! * assigning an issue to Copilot starts GitHub's coding agent, which pushes and opens PRs
+//!   of its own that no gate sees: its effect is unknown.
+//!
+//! [`establish`] is pure: it names the reads it still needs (`Err`) until every answer is at
+//! hand, then states the effect. A read that failed leaves the effect unestablished.
+
+use super::{GITHUB, ISSUE_NUMBER, MAX_NUMBER, MERGE_HEAD_KEY, PR_NUMBER};
+use crate::dialect::table::{Stated, Surface};
+use crate::dialect::{
+    ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW, Dialect, PrFacts, PrTarget,
+    Schemas, declared_key, number, rest_pr_facts, text,
+};
+use crate::effect::{
+    Answered, BranchMove, Effect, Kind, MergeTerms, Move, PathWrite, PrChange, PrEffect, Read, Repo, answer,
+};
+use serde_json::{Map, Value};
+
+/// The readers the server has, each with its `method` values (empty: none).
+pub const READERS: &[(&str, &[&str])] = &[
+    ("get_me", &[]),
+    ("get_teams", &[]),
+    ("get_team_members", &[]),
+    ("ui_get", &["labels", "assignees", "milestones", "issue_types", "branches", "issue_fields", "reviewers"]),
+    ("search_repositories", &[]),
+    ("get_file_contents", &[]),
+    ("list_commits", &[]),
+    ("search_code", &[]),
+    ("search_commits", &[]),
+    ("get_commit", &[]),
+    ("list_branches", &[]),
+    ("list_tags", &[]),
+    ("get_tag", &[]),
+    ("list_releases", &[]),
+    ("get_latest_release", &[]),
+    ("get_release_by_tag", &[]),
+    ("list_repository_collaborators", &[]),
+    ("get_file_blame", &[]),
+    ("get_repository_tree", &[]),
+    ("issue_read", &["get", "get_comments", "get_sub_issues", "get_parent", "get_labels"]),
+    ("search_issues", &[]),
+    ("list_issues", &[]),
+    ("list_issue_types", &[]),
+    ("list_issue_fields", &[]),
+    ("get_label", &[]),
+    ("list_label", &[]),
+    ("issue_dependency_read", &["get_blocked_by", "get_blocking"]),
+    ("find_duplicate", &[]),
+    (
+        "pull_request_read",
+        &[
+            "get",
+            "get_diff",
+            "get_status",
+            "get_files",
+            "get_commits",
+            "get_review_comments",
+            "get_reviews",
+            "get_comments",
+            "get_check_runs",
+        ],
+    ),
+    ("list_pull_requests", &[]),
+    ("search_pull_requests", &[]),
+    ("search_users", &[]),
+    ("search_orgs", &[]),
+    ("actions_list", &["list_workflows", "list_workflow_runs", "list_workflow_jobs", "list_workflow_run_artifacts"]),
+    (
+        "actions_get",
+        &[
+            "get_workflow",
+            "get_workflow_run",
+            "get_workflow_job",
+            "download_workflow_run_artifact",
+            "get_workflow_run_usage",
+            "get_workflow_run_logs_url",
+        ],
+    ),
+    ("get_job_logs", &[]),
+    ("get_code_quality_finding", &[]),
+    ("get_code_scanning_alert", &[]),
+    ("list_code_scanning_alerts", &[]),
+    ("get_secret_scanning_alert", &[]),
+    ("list_secret_scanning_alerts", &[]),
+    ("get_dependabot_alert", &[]),
+    ("list_dependabot_alerts", &[]),
+    ("list_global_security_advisories", &[]),
+    ("get_global_security_advisory", &[]),
+    ("list_repository_security_advisories", &[]),
+    ("list_org_repository_security_advisories", &[]),
+    ("list_notifications", &[]),
+    ("get_notification_details", &[]),
+    ("list_discussions", &[]),
+    ("get_discussion", &[]),
+    ("get_discussion_comments", &[]),
+    ("list_discussion_categories", &[]),
+    ("list_gists", &[]),
+    ("get_gist", &[]),
+    (
+        "projects_list",
+        &[
+            "list_projects",
+            "list_project_fields",
+            "list_project_items",
+            "list_project_status_updates",
+            "list_project_views",
+        ],
+    ),
+    (
+        "projects_get",
+        &["get_project", "get_project_field", "get_project_item", "get_project_status_update", "get_project_view"],
+    ),
+    ("list_starred_repositories", &[]),
+    ("list_available_toolsets", &[]),
+    ("get_toolset_tools", &[]),
+];
+
+/// Writes whose effect no invariant guards: `[[rules]]` decide who makes them.
+pub const PLAIN_WRITES: &[(&str, &[&str])] = &[
+    ("issue_write", &["create"]),
+    ("add_issue_comment", &[]),
+    ("sub_issue_write", &["add", "remove", "reprioritize"]),
+    ("issue_dependency_write", &["add", "remove"]),
+    ("create_issue", &[]),
+    ("update_issue_assignees", &[]),
+    ("update_issue_labels", &[]),
+    ("update_issue_milestone", &[]),
+    ("update_issue_type", &[]),
+    ("set_issue_fields", &[]),
+    ("add_sub_issue", &[]),
+    ("reprioritize_sub_issue", &[]),
+    ("remove_sub_issue", &[]),
+    ("add_issue_reaction", &[]),
+    ("add_issue_comment_reaction", &[]),
+    ("request_pull_request_reviewers", &[]),
+    ("request_copilot_review", &[]),
+    ("update_pull_request_draft_state", &[]),
+    ("add_reply_to_pull_request_comment", &[]),
+    (
+        "actions_run_trigger",
+        &["run_workflow", "rerun_workflow_run", "rerun_failed_jobs", "cancel_workflow_run", "delete_workflow_run_logs"],
+    ),
+    ("label_write", &["create", "update", "delete"]),
+    ("dismiss_notification", &[]),
+    ("mark_all_notifications_read", &[]),
+    ("manage_notification_subscription", &[]),
+    ("manage_repository_notification_subscription", &[]),
+    ("discussion_comment_write", &["add", "reply", "update", "delete", "mark_answer", "unmark_answer"]),
+    ("create_gist", &[]),
+    ("update_gist", &[]),
+    (
+        "projects_write",
+        &[
+            "add_project_item",
+            "update_project_item",
+            "update_project_items",
+            "delete_project_item",
+            "create_project_status_update",
+            "create_project_view",
+            "update_project_view",
+            "delete_project_view",
+            "create_project",
+            "create_iteration_field",
+        ],
+    ),
+    ("star_repository", &[]),
+    ("unstar_repository", &[]),
+    ("create_repository", &[]),
+    ("fork_repository", &[]),
+    ("delete_repository", &[]),
+];
+
+/// The review tools, each with its `method` values: every one is the reviewer's workflow
+/// action.
+pub const REVIEWS: &[(&str, &[&str])] = &[
+    (
+        "pull_request_review_write",
+        &["create", "submit_pending", "delete_pending", "resolve_thread", "unresolve_thread"],
+    ),
+    ("add_comment_to_pending_review", &[]),
+    ("create_pull_request_review", &[]),
+    ("submit_pending_pull_request_review", &[]),
+    ("delete_pending_pull_request_review", &[]),
+    ("add_pull_request_review_comment", &[]),
+    ("resolve_review_thread", &[]),
+    ("unresolve_review_thread", &[]),
+    ("add_pull_request_review_comment_reaction", &[]),
+];
+
+/// The tools whose arguments the server decodes loosely (`mapstructure.WeakDecode`), each
+/// with the keys it reads: a Go field name, or any case variant of a key, reaches the field.
+pub const LOOSE: &[(&str, &[&str])] = &[
+    ("pull_request_review_write", &["method", "owner", "repo", "pullNumber", "body", "event", "commitID", "threadId"]),
+    ("assign_copilot_to_issue", &["owner", "repo", "issue_number", "base_ref", "custom_instructions"]),
+];
+
+/// The calls whose effect is stated beyond "reads" or "changes what no invariant guards".
+pub const STATED: &[Stated] = {
+    use crate::effect::Invariant::{PrState, ProtectedBranch, ProtectedPath, Retarget, UnknownEffect, UnpinnedMerge};
+    &[
+        Stated {
+            tool: "create_pull_request",
+            method: "",
+            effect: "opens a PR (its creator is recorded; the issues its title and body reference are judged by the issue lock); the answer names it by URL",
+            invariants: &[],
+        },
+        Stated {
+            tool: "update_pull_request",
+            method: "",
+            effect: "edits the PR's title or body (the issue lock judges them); with `base`, retargets it; with `state`, closes or reopens it (any present key counts, even `\"\"`)",
+            invariants: &[Retarget, PrState],
+        },
+        Stated {
+            tool: "update_pull_request_title",
+            method: "",
+            effect: "edits the PR's title (the issue lock judges it)",
+            invariants: &[],
+        },
+        Stated {
+            tool: "update_pull_request_body",
+            method: "",
+            effect: "edits the PR's body (the issue lock judges it)",
+            invariants: &[],
+        },
+        Stated {
+            tool: "update_pull_request_state",
+            method: "",
+            effect: "closes or reopens the PR",
+            invariants: &[PrState],
+        },
+        Stated {
+            tool: "merge_pull_request",
+            method: "",
+            effect: "lands the PR's head on its base, read from the forge (the PR workflow judges it: an independent approval at that head and base, a merge lease); the head is pinned with `expectedHeadSha` where the server declares it, and without it the merge is refused: GitHub would merge whatever head the PR has when the merge runs",
+            invariants: &[UnpinnedMerge],
+        },
+        Stated {
+            tool: "update_pull_request_branch",
+            method: "",
+            effect: "merges the PR's base into its head branch, read from the forge (any branch: the default one too); the new head's pusher is recorded",
+            invariants: &[ProtectedBranch],
+        },
+        Stated {
+            tool: "issue_write",
+            method: "update",
+            effect: "edits the issue; on a PR's number (read from the forge: PRs are issues), a `state` closes or reopens the PR and a title or body edits it",
+            invariants: &[PrState],
+        },
+        Stated {
+            tool: "update_issue_state",
+            method: "",
+            effect: "closes or reopens the issue; on a PR's number (read from the forge), the PR",
+            invariants: &[PrState],
+        },
+        Stated {
+            tool: "update_issue_title",
+            method: "",
+            effect: "edits the issue's title; on a PR's number, the PR's (the issue lock judges it)",
+            invariants: &[],
+        },
+        Stated {
+            tool: "update_issue_body",
+            method: "",
+            effect: "edits the issue's body; on a PR's number, the PR's (the issue lock judges it)",
+            invariants: &[],
+        },
+        Stated {
+            tool: "create_or_update_file",
+            method: "",
+            effect: "commits to `branch` (required: the server writes no default); the pusher is recorded",
+            invariants: &[ProtectedBranch, ProtectedPath],
+        },
+        Stated {
+            tool: "delete_file",
+            method: "",
+            effect: "commits a deletion to `branch`",
+            invariants: &[ProtectedBranch, ProtectedPath],
+        },
+        Stated {
+            tool: "push_files",
+            method: "",
+            effect: "commits every file of `files` at once to `branch`, creating it from the default branch when it is missing; the pusher is recorded",
+            invariants: &[ProtectedBranch, ProtectedPath],
+        },
+        Stated { tool: "create_branch", method: "", effect: "creates `branch`", invariants: &[ProtectedBranch] },
+        Stated {
+            tool: "enable_toolset",
+            method: "",
+            effect: "turns a toolset on in this server (releases before v1.1.0): its tools appear, each judged when called; the forge is not changed",
+            invariants: &[],
+        },
+        Stated {
+            tool: "assign_copilot_to_issue",
+            method: "",
+            effect: "starts GitHub's Copilot coding agent, which pushes a branch and opens a PR of its own that no gate sees: unknown",
+            invariants: &[UnknownEffect],
+        },
+        Stated {
+            tool: "assign_copilot_to_issue_with_intent",
+            method: "",
+            effect: "as `assign_copilot_to_issue`: unknown",
+            invariants: &[UnknownEffect],
+        },
+    ]
+};
+
+/// What the reference page (`docs/reference/github-mcp.md`) is built from.
+pub const SURFACE: Surface = Surface {
+    intro: "# The github-mcp dialect\n\nEvery tool and `method` of GitHub's official MCP server the forge dialect \
+            states (`[fleet] forge = \"github-mcp\"`): what a call does to the forge, the invariants it may meet \
+            (judged for every call, whoever makes it, below every rule and approval), and the roles the built-in \
+            profile lets make it. A tool or method not listed here has no statement: its effect is unknown and it \
+            is refused (`unknown-effect`). The server's toolsets (`--toolsets`), `--read-only` and feature flags \
+            choose which of these it lists. Generated from `fleetgate_core::dialect::github`.",
+    readers: READERS,
+    stated: STATED,
+    reviews: REVIEWS,
+    review_effect: "a review action (an approval or a request-changes, `event`, is judged by the PR workflow: a review \
+                    lease at the head; a review made is pinned with `commitID`)",
+    plain: PLAIN_WRITES,
+    outro: "No tool of this server deletes a branch, forces a merge or schedules one. GitHub's \"automatically delete \
+            head branches\" setting, which no tool reads, may retarget or close the PRs based on a merged PR's head: \
+            approvals are for a base, so a retargeted PR needs a new one. The invariants, what each holds and what \
+            lifting it gives up: [the policy chapter](../policy.md#invariants).",
+};
+
+/// `docs/reference/github-mcp.md`.
+pub fn render() -> String {
+    crate::dialect::table::render(&SURFACE, super::rules())
+}
+
+fn strip(branch: &str) -> &str {
+    branch.strip_prefix("refs/heads/").unwrap_or(branch)
+}
+
+/// What establishing an effect still needs, or what it found.
+type Step<T> = Result<T, Pending>;
+
+/// Why a step cannot go on: reads to make, or a failure that leaves the effect unestablished.
+enum Pending {
+    Reads(Vec<Read>),
+    Failed(String),
+}
+
+/// What establishing an effect reads from: the running server's schemas, the answers so far.
+#[derive(Clone, Copy)]
+struct Cx<'a> {
+    schemas: &'a dyn Schemas,
+    answers: &'a [Answered],
+}
+
+fn ask(answers: &[Answered], read: Read) -> Step<&Value> {
+    match answer(answers, &read) {
+        None => Err(Pending::Reads(vec![read])),
+        Some(Ok(v)) => Ok(v),
+        Some(Err(e)) => Err(Pending::Failed(format!("`{}` failed: {e}", read.tool))),
+    }
+}
+
+/// The repository read: `search_repositories` for `repo:OWNER/NAME` (forks included: GitHub's
+/// search leaves them out unless asked).
+pub fn repo_read(owner: &str, repo: &str, schemas: &dyn Schemas) -> Result<Read, String> {
+    let mut args = Map::new();
+    let key = declared_key(schemas, "search_repositories", &["query"])?;
+    args.insert(key.into(), Value::from(format!("repo:{owner}/{repo} fork:true")));
+    Ok(Read::new("search_repositories", args))
+}
+
+/// `search_repositories`' entry for `owner/repo` (any case): its default branch.
+pub fn default_branch(answer: &Value, owner: &str, repo: &str) -> Result<String, String> {
+    let wanted = format!("{owner}/{repo}");
+    let items = answer.get("items").and_then(Value::as_array).ok_or("`search_repositories` answered no items")?;
+    let entry = items
+        .iter()
+        .find(|e| e.get("full_name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(&wanted)))
+        .ok_or_else(|| format!("`search_repositories` did not list {wanted}"))?;
+    entry
+        .get("default_branch")
+        .and_then(Value::as_str)
+        .filter(|b| !b.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("`search_repositories` names no default branch for {wanted}"))
+}
+
+fn repository(cx: Cx<'_>, owner: &str, repo: &str) -> Step<String> {
+    let read = repo_read(owner, repo, cx.schemas).map_err(Pending::Failed)?;
+    default_branch(ask(cx.answers, read)?, owner, repo).map_err(Pending::Failed)
+}
+
+/// The PR `number` of `owner/repo`, read from the forge.
+fn pr(cx: Cx<'_>, owner: &str, repo: &str, number: u64) -> Step<PrFacts> {
+    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
+    let read = super::pr_read(&target, cx.schemas).map_err(Pending::Failed)?;
+    rest_pr_facts(ask(cx.answers, read)?).map_err(Pending::Failed)
+}
+
+/// The number under `key`, as the server passes it on: a whole number from 1 to 2^31-1
+/// (beyond, its GraphQL paths wrap it to another PR's).
+fn bounded(tool: &str, args: &Map<String, Value>, key: &str) -> Step<u64> {
+    let Some(value) = args.get(key) else {
+        return Err(Pending::Failed(format!("`{tool}` names no {key}: the server refuses it")));
+    };
+    match number(value) {
+        Some(n) if (1..=MAX_NUMBER).contains(&n) => Ok(n),
+        _ => Err(Pending::Failed(format!(
+            "`{tool}`'s {key} is {value}: the server passes on only 1 to {MAX_NUMBER} unchanged (beyond, it wraps to \
+             another number)"
+        ))),
+    }
+}
+
+/// A loosely decoded tool's arguments, each under exactly the key it is read by: a Go field
+/// name (`Event`), another case (`EVENT`), or an unknown key could reach a field the gate did
+/// not judge.
+fn loose_keys(tool: &str, args: &Map<String, Value>) -> Step<()> {
+    let Some((_, keys)) = LOOSE.iter().find(|(t, _)| *t == tool) else { return Ok(()) };
+    for key in args.keys() {
+        if !keys.contains(&key.as_str()) {
+            return Err(Pending::Failed(format!(
+                "`{tool}` reads its arguments ignoring case and by Go field name: `{key}` is not one of its keys \
+                 ({}), and may reach a field the gate did not judge",
+                keys.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The effect of `tool` called with `args` (its canonical arguments), whose listed schema is
+/// `schema` (absent: unknown), given the forge's `answers` so far: `Err` names the reads
+/// still to make.
+pub fn establish(
+    tool: &str,
+    args: &Map<String, Value>,
+    schema: Option<&Map<String, Value>>,
+    schemas: &dyn Schemas,
+    answers: &[Answered],
+) -> Result<Effect, Vec<Read>> {
+    match state(tool, args, schema, Cx { schemas, answers }) {
+        Ok(effect) => Ok(effect),
+        Err(Pending::Reads(reads)) => Err(reads),
+        Err(Pending::Failed(why)) => Ok(Effect { kind: Kind::Write, unestablished: vec![why], ..Effect::default() }),
+    }
+}
+
+/// What a call's arguments alone show it does, no read of the forge made (replay judges with
+/// it): the whole effect when it needs no read, else what the arguments state.
+pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect {
+    match establish(tool, args, schema, &crate::dialect::Unlisted, &[]) {
+        Ok(effect) => effect,
+        Err(_) if tool == "merge_pull_request" => Effect {
+            merge: args.get(PR_NUMBER).and_then(number).map(|pr| MergeTerms {
+                pr,
+                forced: false,
+                scheduled: false,
+                pinnable: declared(schema, MERGE_HEAD_KEY),
+            }),
+            ..Effect::action(ACTION_MERGE)
+        },
+        Err(_) => Effect::write(),
+    }
+}
+
+fn declared(schema: Option<&Map<String, Value>>, key: &str) -> bool {
+    schema.and_then(|s| s.get("properties")).and_then(Value::as_object).is_none_or(|p| p.contains_key(key))
+}
+
+fn listed(table: &[(&str, &[&str])], tool: &str, method: Option<&str>) -> Option<bool> {
+    let (_, methods) = table.iter().find(|(t, _)| *t == tool)?;
+    Some(methods.is_empty() || method.is_some_and(|m| methods.contains(&m)))
+}
+
+fn unknown_method(tool: &str, method: Option<&str>) -> String {
+    match method {
+        Some(m) => format!("`{tool}` has no method `{m}` the dialect knows"),
+        None => format!("`{tool}` names no method"),
+    }
+}
+
+fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>, cx: Cx<'_>) -> Step<Effect> {
+    let method = text(args, "method");
+    loose_keys(tool, args)?;
+    if let Some(known) = listed(READERS, tool, method) {
+        return Ok(if known { Effect::read() } else { Effect::unknown(unknown_method(tool, method)) });
+    }
+    if let Some(known) = listed(REVIEWS, tool, method) {
+        if !known {
+            return Ok(Effect::unknown(unknown_method(tool, method)));
+        }
+        if args.contains_key(PR_NUMBER) {
+            bounded(tool, args, PR_NUMBER)?;
+        }
+        return Ok(Effect::action(ACTION_REVIEW));
+    }
+    if listed(PLAIN_WRITES, tool, method) == Some(true) {
+        return Ok(Effect::write());
+    }
+    let owner = text(args, "owner").unwrap_or_default();
+    let repo = text(args, "repo").unwrap_or_default();
+    let here = Repo::new(owner, repo);
+    let on = |number: u64, change: PrChange| PrEffect { repo: here.clone(), pr: number, change };
+    match tool {
+        "enable_toolset" => Ok(Effect::read()),
+        "assign_copilot_to_issue" | "assign_copilot_to_issue_with_intent" => Ok(Effect::unknown(format!(
+            "`{tool}` starts GitHub's Copilot coding agent, which pushes and opens PRs of its own that no gate sees"
+        ))),
+        "create_pull_request" => Ok(Effect::action(ACTION_OPEN)),
+        "update_pull_request" => {
+            let number = bounded(tool, args, PR_NUMBER)?;
+            let mut prs = Vec::new();
+            if let Some(base) = args.get("base") {
+                prs.push(on(number, PrChange::Retarget { to: strip(base.as_str().unwrap_or_default()).to_owned() }));
+            }
+            let mut action = ACTION_EDIT;
+            if let Some(state) = args.get("state") {
+                let to = state.as_str().unwrap_or_default().to_owned();
+                prs.push(on(number, PrChange::State { to, by: "update_pull_request".into() }));
+                action = ACTION_CLOSE;
+            }
+            if ["title", "body"].iter().any(|k| args.contains_key(*k)) {
+                prs.push(on(number, PrChange::Text));
+            }
+            Ok(Effect { prs, ..Effect::action(action) })
+        }
+        "update_pull_request_title" | "update_pull_request_body" => {
+            let number = bounded(tool, args, PR_NUMBER)?;
+            Ok(Effect { prs: vec![on(number, PrChange::Text)], ..Effect::action(ACTION_EDIT) })
+        }
+        "update_pull_request_state" => {
+            let number = bounded(tool, args, PR_NUMBER)?;
+            let to = text(args, "state").unwrap_or_default().to_owned();
+            let change = PrChange::State { to, by: tool.into() };
+            Ok(Effect { prs: vec![on(number, change)], ..Effect::action(ACTION_CLOSE) })
+        }
+        "merge_pull_request" => {
+            let number = bounded(tool, args, PR_NUMBER)?;
+            let facts = pr(cx, owner, repo, number)?;
+            let base_repo = facts.repo.as_deref().map_or_else(|| here.clone(), Repo::full);
+            let mut effect = Effect {
+                merge: Some(MergeTerms {
+                    pr: number,
+                    forced: false,
+                    scheduled: false,
+                    pinnable: declared(schema, MERGE_HEAD_KEY),
+                }),
+                prs: vec![PrEffect { repo: base_repo.clone(), pr: number, change: PrChange::Merged }],
+                ..Effect::action(ACTION_MERGE)
+            };
+            if let Some(base) = &facts.base_ref {
+                effect.branches.push(BranchMove {
+                    repo: base_repo,
+                    branch: strip(base).to_owned(),
+                    how: Move::Merge { pr: number },
+                });
+            }
+            Ok(effect)
+        }
+        "update_pull_request_branch" => {
+            let number = bounded(tool, args, PR_NUMBER)?;
+            let facts = pr(cx, owner, repo, number)?;
+            let head = facts.head_ref.clone().ok_or_else(|| {
+                Pending::Failed(format!("the forge's answer for PR #{number} names no head branch (head.ref)"))
+            })?;
+            let head_repo = facts.head_repo.as_deref().map_or_else(|| here.clone(), Repo::full);
+            let (h_owner, h_name) = head_repo.0.split_once('/').unwrap_or((owner, repo));
+            let defaults = vec![repository(cx, h_owner, h_name)?];
+            let branch = BranchMove {
+                repo: head_repo,
+                branch: strip(&head).to_owned(),
+                how: Move::UpdateFromBase { pr: number },
+            };
+            Ok(Effect { branches: vec![branch], defaults, ..Effect::action(ACTION_PUSH) })
+        }
+        "issue_write" if method == Some("update") => issue_update(tool, args, cx, &here, &["state", "title", "body"]),
+        "issue_write" => Ok(Effect::unknown(unknown_method(tool, method))),
+        "update_issue_state" => issue_update(tool, args, cx, &here, &["state"]),
+        "update_issue_title" => issue_update(tool, args, cx, &here, &["title"]),
+        "update_issue_body" => issue_update(tool, args, cx, &here, &["body"]),
+        "create_or_update_file" | "delete_file" | "push_files" => {
+            let Some(branch) = text(args, "branch").map(strip) else {
+                return Err(Pending::Failed(format!("`{tool}` names no branch: the server refuses it")));
+            };
+            let default = repository(cx, owner, repo)?;
+            let branches = vec![BranchMove { repo: here.clone(), branch: branch.to_owned(), how: Move::Write }];
+            let paths: Vec<PathWrite> = if tool == "push_files" {
+                // A missing branch is made from the default branch first: judged as the
+                // write it is (a protected name is refused either way).
+                let files = args.get("files").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+                files
+                    .iter()
+                    .map(|f| PathWrite {
+                        branch: branch.to_owned(),
+                        path: f.get("path").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                    })
+                    .collect()
+            } else {
+                // The server trims one leading `/`.
+                let path = text(args, "path").unwrap_or_default();
+                vec![PathWrite { branch: branch.to_owned(), path: path.strip_prefix('/').unwrap_or(path).to_owned() }]
+            };
+            Ok(Effect { branches, paths, defaults: vec![default], ..Effect::action(ACTION_PUSH) })
+        }
+        "create_branch" => {
+            let Some(branch) = text(args, "branch").map(strip) else {
+                return Err(Pending::Failed("`create_branch` names no branch: the server refuses it".into()));
+            };
+            let default = repository(cx, owner, repo)?;
+            Ok(Effect {
+                branches: vec![BranchMove { repo: here, branch: branch.to_owned(), how: Move::Create }],
+                defaults: vec![default],
+                ..Effect::write()
+            })
+        }
+        _ => Ok(Effect::unknown(match method {
+            Some(m) => format!("github-mcp-server has no `{tool}` with method `{m}` the dialect knows"),
+            None => format!("github-mcp-server has no tool `{tool}` the dialect knows"),
+        })),
+    }
+}
+
+/// An issue update that touches `keys`: on a PR's number (GitHub numbers PRs and issues in
+/// one sequence), a `state` closes or reopens the PR and a title or body edits it.
+fn issue_update(tool: &str, args: &Map<String, Value>, cx: Cx<'_>, here: &Repo, keys: &[&str]) -> Step<Effect> {
+    if !keys.iter().any(|k| args.contains_key(*k)) {
+        return Ok(Effect::write());
+    }
+    let number = bounded(tool, args, ISSUE_NUMBER)?;
+    let (owner, repo) = (text(args, "owner").unwrap_or_default(), text(args, "repo").unwrap_or_default());
+    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
+    let read = super::pr_read(&target, cx.schemas).map_err(Pending::Failed)?;
+    let is_pr = match answer(cx.answers, &read) {
+        None => return Err(Pending::Reads(vec![read])),
+        Some(Ok(_)) => true,
+        Some(Err(e)) if GITHUB.is_not_found(e) => false,
+        Some(Err(e)) => return Err(Pending::Failed(format!("whether #{number} is a PR could not be read: {e}"))),
+    };
+    if !is_pr {
+        return Ok(Effect::write());
+    }
+    let mut prs = Vec::new();
+    let mut action = ACTION_EDIT;
+    if let Some(state) = args.get("state").filter(|_| keys.contains(&"state")) {
+        let to = state.as_str().unwrap_or_default().to_owned();
+        let by = if tool == "issue_write" { "issue_write update".to_owned() } else { tool.to_owned() };
+        prs.push(PrEffect { repo: here.clone(), pr: number, change: PrChange::State { to, by } });
+        action = ACTION_CLOSE;
+    }
+    if ["title", "body"].iter().any(|k| keys.contains(k) && args.contains_key(*k)) {
+        prs.push(PrEffect { repo: here.clone(), pr: number, change: PrChange::Text });
+    }
+    Ok(Effect { prs, ..Effect::action(action) })
+}
+
+#[cfg(test)]
+mod tests;

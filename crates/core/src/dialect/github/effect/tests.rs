@@ -1,0 +1,272 @@
+use super::*;
+use crate::dialect::Unlisted;
+use crate::effect::{Invariant, judge};
+use crate::protect::Protection;
+use serde_json::json;
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+/// The forge, answering as github-mcp-server does: `search_repositories` a search result,
+/// `pull_request_read get` a minimal PR (a PR number that is an issue: GitHub's 404).
+struct Forge {
+    default_branch: &'static str,
+    /// `(number, head ref, base ref)` of the PRs of `Org/Repo`.
+    prs: Vec<(u64, &'static str, &'static str)>,
+    failing: Vec<&'static str>,
+}
+
+impl Default for Forge {
+    fn default() -> Self {
+        Self { default_branch: "main", prs: vec![], failing: vec![] }
+    }
+}
+
+impl Forge {
+    fn answer(&self, read: &Read) -> Result<Value, String> {
+        if self.failing.contains(&read.tool.as_str()) {
+            return Err("timeout".into());
+        }
+        let a = &read.arguments;
+        match read.tool.as_str() {
+            "search_repositories" => {
+                assert_eq!(
+                    a["query"].as_str().map(str::to_lowercase).as_deref(),
+                    Some("repo:org/repo fork:true"),
+                    "forks are searched too"
+                );
+                Ok(
+                    json!({ "total_count": 1, "items": [{ "full_name": "Org/Repo", "default_branch": self.default_branch }] }),
+                )
+            }
+            "pull_request_read" => {
+                assert_eq!(a["method"], "get");
+                let n = a.get("pullNumber").and_then(Value::as_u64).unwrap_or_default();
+                let Some((_, head, base)) = self.prs.iter().find(|p| p.0 == n) else {
+                    return Err(format!("failed to get pull request: GET …/pulls/{n}: 404 Not Found []"));
+                };
+                Ok(json!({
+                    "number": n, "state": "open",
+                    "head": { "ref": head, "sha": "1a38ef95aaaa", "repo": { "full_name": "Org/Repo" } },
+                    "base": { "ref": base, "sha": "2b38ef95aaaa", "repo": { "full_name": "Org/Repo" } },
+                }))
+            }
+            other => Err(format!("no {other}")),
+        }
+    }
+
+    fn effect(&self, tool: &str, call: Value) -> Effect {
+        self.effect_with(tool, call, None)
+    }
+
+    fn effect_with(&self, tool: &str, call: Value, schema: Option<&Map<String, Value>>) -> Effect {
+        let call = args(call);
+        let mut answers: Vec<Answered> = Vec::new();
+        for _ in 0..16 {
+            match establish(tool, &call, schema, &Unlisted, &answers) {
+                Ok(effect) => return effect,
+                Err(reads) => {
+                    for read in reads {
+                        assert!(answer(&answers, &read).is_none(), "{read:?} asked twice");
+                        let a = self.answer(&read);
+                        answers.push((read, a));
+                    }
+                }
+            }
+        }
+        panic!("no effect after 16 rounds");
+    }
+}
+
+fn breaches(effect: &Effect, role: &str) -> Vec<Invariant> {
+    judge(effect, role, &Protection::default(), &[]).breaches.into_iter().map(|b| b.invariant).collect()
+}
+
+fn with_repo(mut v: Value) -> Value {
+    v["owner"] = json!("Org");
+    v["repo"] = json!("Repo");
+    v
+}
+
+#[test]
+fn file_writes_land_on_the_branch_they_name_and_the_default_is_read_from_the_forge() {
+    let forge = Forge { default_branch: "trunk", ..Forge::default() };
+    let write = |tool: &str, branch: &str| {
+        forge.effect(tool, with_repo(json!({ "path": "a", "content": "x", "message": "m", "branch": branch })))
+    };
+    for tool in ["create_or_update_file", "delete_file"] {
+        assert_eq!(breaches(&write(tool, "trunk"), "author"), [Invariant::ProtectedBranch], "{tool}");
+        assert_eq!(breaches(&write(tool, "refs/heads/trunk"), "author"), [Invariant::ProtectedBranch], "{tool}");
+        let e = write(tool, "feat");
+        assert!(breaches(&e, "author").is_empty(), "{e:?}");
+        assert_eq!(e.action, Some(ACTION_PUSH));
+    }
+    // The server requires a branch: none named is no guess.
+    let e = forge.effect("create_or_update_file", with_repo(json!({ "path": "a", "content": "x" })));
+    assert!(e.unestablished[0].contains("names no branch"), "{e:?}");
+    // One leading `/` is trimmed by the server: the protected path is still seen.
+    let e = write("create_or_update_file", "feat");
+    assert_eq!(e.paths[0].path, "a");
+    let e = forge.effect(
+        "create_or_update_file",
+        with_repo(json!({ "path": "/.github/workflows/ci.yml", "content": "x", "message": "m", "branch": "feat" })),
+    );
+    assert_eq!(breaches(&e, "author"), [Invariant::ProtectedPath]);
+    let down = Forge { failing: vec!["search_repositories"], ..Forge::default() };
+    let e = down.effect("delete_file", with_repo(json!({ "path": "a", "message": "m", "branch": "feat" })));
+    assert!(e.unestablished[0].contains("search_repositories"), "fails closed: {e:?}");
+}
+
+#[test]
+fn push_files_judges_every_file_and_the_branch_it_may_create() {
+    let forge = Forge::default();
+    let push = |branch: &str, paths: &[&str]| {
+        let files: Vec<Value> = paths.iter().map(|p| json!({ "path": p, "content": "x" })).collect();
+        forge.effect("push_files", with_repo(json!({ "branch": branch, "message": "m", "files": files })))
+    };
+    assert!(breaches(&push("feat", &["a", "b/c"]), "author").is_empty());
+    assert_eq!(breaches(&push("main", &["a"]), "author"), [Invariant::ProtectedBranch]);
+    let e = push("feat", &["a", ".github/workflows/x.yml"]);
+    assert_eq!(breaches(&e, "author"), [Invariant::ProtectedPath], "one file of many: {e:?}");
+    assert_eq!(e.paths.len(), 2);
+}
+
+#[test]
+fn update_pull_request_branch_moves_the_head_whatever_it_is() {
+    let forge = Forge { prs: vec![(7, "main", "evil"), (8, "feat", "main")], ..Forge::default() };
+    let e = forge.effect("update_pull_request_branch", with_repo(json!({ "pullNumber": 7 })));
+    assert_eq!(e.branches[0].how, Move::UpdateFromBase { pr: 7 });
+    assert_eq!(breaches(&e, "author"), [Invariant::ProtectedBranch], "the head is main: {e:?}");
+    let e = forge.effect("update_pull_request_branch", with_repo(json!({ "pullNumber": 8 })));
+    assert!(breaches(&e, "author").is_empty());
+}
+
+#[test]
+fn update_pull_request_retargets_with_base_and_closes_with_state() {
+    let forge = Forge::default();
+    let update = |extra: Value| {
+        let mut call = with_repo(json!({ "pullNumber": 3 }));
+        for (k, v) in extra.as_object().unwrap() {
+            call[k] = v.clone();
+        }
+        forge.effect("update_pull_request", call)
+    };
+    assert_eq!(breaches(&update(json!({ "base": "dev" })), "controller"), [Invariant::Retarget]);
+    // Any present key counts, even "".
+    assert_eq!(breaches(&update(json!({ "base": "" })), "author"), [Invariant::Retarget]);
+    assert_eq!(breaches(&update(json!({ "state": "closed" })), "author"), [Invariant::PrState]);
+    assert!(breaches(&update(json!({ "state": "closed" })), "controller").is_empty());
+    let e = update(json!({ "title": "t" }));
+    assert!(breaches(&e, "author").is_empty());
+    assert_eq!((e.action, &e.prs[0].change), (Some(ACTION_EDIT), &PrChange::Text));
+    let e = forge.effect("update_pull_request_state", with_repo(json!({ "pullNumber": 3, "state": "closed" })));
+    assert_eq!(breaches(&e, "reviewer"), [Invariant::PrState]);
+}
+
+#[test]
+fn a_merge_is_pinned_only_where_the_server_declares_the_pin() {
+    let forge = Forge { prs: vec![(3, "feat", "main")], ..Forge::default() };
+    let call = with_repo(json!({ "pullNumber": 3 }));
+    let old = args(json!({ "properties": {
+        "owner": {}, "repo": {}, "pullNumber": {}, "commit_title": {}, "commit_message": {}, "merge_method": {}
+    } }));
+    let e = forge.effect_with("merge_pull_request", call.clone(), Some(&old));
+    assert_eq!(e.action, Some(ACTION_MERGE));
+    assert_eq!(
+        e.branches[0],
+        BranchMove { repo: Repo::new("org", "repo"), branch: "main".into(), how: Move::Merge { pr: 3 } }
+    );
+    assert_eq!(breaches(&e, "merger"), [Invariant::UnpinnedMerge], "GitHub would merge whatever head it has");
+    let mut pinned = old.clone();
+    pinned["properties"][MERGE_HEAD_KEY] = json!({ "type": "string" });
+    let e = forge.effect_with("merge_pull_request", call, Some(&pinned));
+    assert!(breaches(&e, "merger").is_empty(), "{e:?}");
+}
+
+#[test]
+fn an_issue_update_on_a_pr_s_number_changes_the_pr() {
+    let forge = Forge { prs: vec![(5, "feat", "main")], ..Forge::default() };
+    let close = |n: u64| {
+        forge.effect("issue_write", with_repo(json!({ "method": "update", "issue_number": n, "state": "closed" })))
+    };
+    assert_eq!(breaches(&close(5), "author"), [Invariant::PrState]);
+    assert!(breaches(&close(6), "author").is_empty(), "#6 is an issue (GitHub's 404 for a PR read)");
+    let e = forge.effect("update_issue_state", with_repo(json!({ "issue_number": 5, "state": "closed" })));
+    assert_eq!(breaches(&e, "merger"), [Invariant::PrState]);
+    let e = forge.effect("update_issue_title", with_repo(json!({ "issue_number": 5, "title": "t" })));
+    assert_eq!(e.prs[0].change, PrChange::Text, "a PR's title, for the issue lock");
+    // Labels touch no state: no read.
+    let e = forge.effect("issue_write", with_repo(json!({ "method": "update", "issue_number": 5, "labels": ["x"] })));
+    assert_eq!(e, Effect::write());
+}
+
+#[test]
+fn the_loosely_decoded_review_tool_takes_only_its_own_keys_and_numbers_that_do_not_wrap() {
+    let forge = Forge::default();
+    let review = |call: Value| forge.effect("pull_request_review_write", with_repo(call));
+    let e = review(json!({ "method": "create", "pullNumber": 3, "event": "APPROVE", "commitID": "abc" }));
+    assert_eq!(e.action, Some(ACTION_REVIEW));
+    assert!(e.unestablished.is_empty());
+    for key in ["Event", "EVENT", "PullNumber", "CommitID", "commitId"] {
+        let mut call = json!({ "method": "create", "pullNumber": 3, "event": "COMMENT" });
+        call[key] = json!("APPROVE");
+        let e = review(call);
+        assert!(e.unestablished.first().is_some_and(|w| w.contains(key)), "{key}: {e:?}");
+    }
+    // 2^32 + 12 is PR 12 to the server.
+    let e = review(json!({ "method": "create", "pullNumber": 4_294_967_308_u64, "event": "APPROVE" }));
+    assert!(e.unestablished[0].contains("wraps"), "{e:?}");
+    let e = forge.effect("merge_pull_request", with_repo(json!({ "pullNumber": 0 })));
+    assert!(!e.unestablished.is_empty(), "{e:?}");
+    assert_eq!(review(json!({ "method": "dismiss", "pullNumber": 3 })).unknown.is_some(), true);
+}
+
+#[test]
+fn copilot_s_coding_agent_is_an_unknown_effect_and_enabling_a_toolset_changes_no_forge() {
+    let forge = Forge::default();
+    let e = forge.effect("assign_copilot_to_issue", with_repo(json!({ "issue_number": 1 })));
+    assert_eq!(breaches(&e, "controller"), [Invariant::UnknownEffect]);
+    assert!(forge.effect("enable_toolset", json!({ "toolset": "actions" })).is_read());
+    assert_eq!(breaches(&forge.effect("made_up_tool", json!({})), "author"), [Invariant::UnknownEffect]);
+    let e = forge.effect("actions_list", with_repo(json!({ "method": "delete_everything" })));
+    assert_eq!(breaches(&e, "author"), [Invariant::UnknownEffect]);
+}
+
+#[test]
+fn every_tool_the_surface_names_has_a_statement() {
+    let forge = Forge { prs: vec![(1, "feat", "main")], ..Forge::default() };
+    for tool in crate::dialect::table::tools(&SURFACE) {
+        let methods: Vec<&str> = READERS
+            .iter()
+            .chain(PLAIN_WRITES)
+            .chain(REVIEWS)
+            .filter(|(t, _)| *t == tool)
+            .flat_map(|(_, m)| m.iter().copied())
+            .collect();
+        let mut call = with_repo(json!({ "pullNumber": 1, "issue_number": 1, "branch": "feat", "path": "a" }));
+        if let Some(m) = methods.first() {
+            call["method"] = json!(m);
+        }
+        if tool == "issue_write" {
+            call["method"] = json!("update");
+        }
+        let e = forge.effect(tool, call);
+        let unknown = e.unknown.as_deref().unwrap_or_default();
+        assert!(!unknown.contains("has no tool"), "{tool}: {unknown}");
+    }
+}
+
+#[test]
+fn reads_are_built_from_the_keys_the_running_server_declares() {
+    struct Renamed;
+    impl Schemas for Renamed {
+        fn schema(&self, tool: &str) -> Option<Map<String, Value>> {
+            (tool == "search_repositories").then(|| args(json!({ "properties": { "q": {} } })))
+        }
+    }
+    let why = repo_read("o", "r", &Renamed).unwrap_err();
+    assert!(why.contains("`search_repositories` declares none of `query`"), "{why}");
+    let e = establish("create_branch", &args(with_repo(json!({ "branch": "x" }))), None, &Renamed, &[]).unwrap();
+    assert!(e.unestablished[0].contains("`query`"), "refused by name: {e:?}");
+}

@@ -1,0 +1,397 @@
+//! Forge dialects: everything the gate knows about one forge's MCP server, in one place.
+//!
+//! A [`Dialect`] states, for its server: the built-in role matrix (who may make which call);
+//! how its arguments are read where no tool schema says (the keys one thing goes by across
+//! releases, the keys read as integers); what each tool and method does to the forge (the
+//! [`Effect`] the invariants judge, and the reads of the forge it needs); which calls are
+//! which workflow actions, and how a verdict, a PR's head and base, a created PR and a pushed
+//! commit are read; and the reads the gate makes, built from the argument names the running
+//! server's own tool schemas declare ([`Schemas`]), so a release that renamed a key is read
+//! right or refused by name. The workflow, the gate, the doctor, `init` and the book ask the
+//! dialect; no other module names a forge tool (a test scans the sources).
+//!
+//! `[fleet] forge` picks one by name ([`by_name`]): [`NAMES`].
+
+pub mod gitea;
+pub mod github;
+pub mod table;
+
+use crate::effect::{Answered, Effect, Read};
+use crate::rules::Rule;
+use crate::workflow::{PrRef, ReviewVerdict};
+use serde_json::{Map, Value};
+
+/// The workflow action of a merge (the PR workflow judges it).
+pub const ACTION_MERGE: &str = "merge";
+/// The workflow action of a review (a decision is judged, and recorded at its head).
+pub const ACTION_REVIEW: &str = "review";
+/// The workflow action of opening a pull request (its creator is recorded, for independence).
+pub const ACTION_OPEN: &str = "open";
+/// The workflow action of editing a PR's title or body (its issue references are judged).
+pub const ACTION_EDIT: &str = "edit";
+/// The workflow action of closing a PR (its review-decision locks become moot).
+pub const ACTION_CLOSE: &str = "close";
+/// The workflow action of a write that pushes a commit (its pusher is recorded: an approval
+/// of that head from the pushing session does not count as independent).
+pub const ACTION_PUSH: &str = "push";
+
+/// The tool schemas the running server lists (`inputSchema`), by tool: what a read the gate
+/// makes is built from.
+pub trait Schemas {
+    /// The `inputSchema` of `tool`, when the server listed it.
+    fn schema(&self, tool: &str) -> Option<Map<String, Value>>;
+}
+
+impl std::fmt::Debug for dyn Schemas + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Schemas")
+    }
+}
+
+impl std::fmt::Debug for dyn Schemas + Sync + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Schemas")
+    }
+}
+
+/// No schema known: every read uses its dialect's newest names.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unlisted;
+
+impl Schemas for Unlisted {
+    fn schema(&self, _tool: &str) -> Option<Map<String, Value>> {
+        None
+    }
+}
+
+/// The key `tool`'s schema declares among `candidates` (one thing's names across releases),
+/// the newest first; without a schema, the newest. A schema that declares none of them is
+/// the server refusing the read by name.
+pub fn declared_key(schemas: &dyn Schemas, tool: &str, candidates: &[&'static str]) -> Result<&'static str, String> {
+    let Some(schema) = schemas.schema(tool) else { return Ok(candidates[0]) };
+    let props = schema.get("properties").and_then(Value::as_object);
+    let Some(props) = props else { return Ok(candidates[0]) };
+    candidates.iter().copied().find(|k| props.contains_key(*k)).ok_or_else(|| {
+        let names: Vec<String> = candidates.iter().map(|c| format!("`{c}`")).collect();
+        format!("the server's `{tool}` declares none of {}: it cannot be read by this dialect", names.join(", "))
+    })
+}
+
+/// The pull request a call names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrTarget {
+    /// Repository owner (user or organisation).
+    pub owner: String,
+    /// Repository name.
+    pub repo: String,
+    /// The PR number.
+    pub pr: u64,
+}
+
+impl PrTarget {
+    /// The store key of this PR under the fleet's forge remote. Forges resolve owner and
+    /// repository names case-insensitively, so the key is lowercase: `ORG/Repo` and
+    /// `org/repo` are one PR's history.
+    pub fn key(&self, remote: &str) -> PrRef {
+        let binding = format!("{remote}/{}/{}", self.owner.to_lowercase(), self.repo.to_lowercase());
+        PrRef { binding, pr: self.pr }
+    }
+
+    /// A store key (`remote/owner/repo` and the number) back into the PR to read; `None`
+    /// when the key is not under `remote`.
+    pub fn from_key(key: &PrRef, remote: &str) -> Option<Self> {
+        let rest = key.binding.strip_prefix(remote)?.strip_prefix('/')?;
+        let (owner, repo) = rest.split_once('/')?;
+        Some(Self { owner: owner.to_owned(), repo: repo.to_owned(), pr: key.pr })
+    }
+}
+
+/// What the forge says of a PR now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrFacts {
+    /// The head commit.
+    pub head: String,
+    /// The target branch.
+    pub base_ref: Option<String>,
+    /// The target branch's head, when answered.
+    pub base_sha: Option<String>,
+    /// `open` or `closed`, when answered.
+    pub state: Option<String>,
+    /// Merged.
+    pub merged: bool,
+    /// The repository's canonical `owner/name` (`base.repo.full_name`), when answered.
+    pub repo: Option<String>,
+    /// The head branch (`head.ref`), when answered.
+    pub head_ref: Option<String>,
+    /// The head branch's repository (`head.repo.full_name`), when answered: another than
+    /// the base's for a PR from a fork.
+    pub head_repo: Option<String>,
+}
+
+impl PrFacts {
+    /// `target` named as the forge names its repository (`base.repo.full_name`): the forge
+    /// resolves another spelling, or a renamed repository's old name, to the same one, so
+    /// the PR's records key on the forge's name.
+    pub fn canonical(&self, target: &PrTarget) -> PrTarget {
+        match self.repo.as_deref().and_then(|r| r.split_once('/')) {
+            Some((owner, repo)) if !owner.is_empty() && !repo.is_empty() => {
+                PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: target.pr }
+            }
+            _ => target.clone(),
+        }
+    }
+
+    /// Open, merged or closed.
+    pub fn forge_state(&self) -> crate::workflow::ForgeState {
+        use crate::workflow::ForgeState;
+        if self.merged {
+            ForgeState::Merged
+        } else if self.state.as_deref() == Some("closed") {
+            ForgeState::Closed
+        } else {
+            ForgeState::Open
+        }
+    }
+
+    /// What [`crate::workflow::assess`] takes of it.
+    pub fn at(&self) -> (&str, Option<&str>, crate::workflow::ForgeState) {
+        (&self.head, self.base_ref.as_deref(), self.forge_state())
+    }
+
+    /// Merged or closed: its leases may be swept (`fleetgate pr release --stale`).
+    pub fn is_done(&self) -> bool {
+        self.merged || self.state.as_deref() == Some("closed")
+    }
+}
+
+fn pointer_str(v: &Value, pointers: &[&str]) -> Option<String> {
+    pointers.iter().find_map(|p| v.pointer(p)?.as_str().filter(|s| !s.is_empty()).map(str::to_owned))
+}
+
+/// A forge's answer about a PR in the REST shape Gitea and GitHub share (`head.sha`,
+/// `head.ref`, `head.repo.full_name`, `base.ref`, `base.sha`, `base.repo.full_name`, `state`,
+/// `merged`). Without a head commit the answer is refused: the workflow never guesses a head.
+pub fn rest_pr_facts(answer: &Value) -> Result<PrFacts, String> {
+    let head = pointer_str(answer, &["/head/sha", "/head_sha"])
+        .ok_or_else(|| "the forge's answer names no head commit (head.sha)".to_owned())?;
+    if !(7..=64).contains(&head.len()) || !head.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("the forge's answer names head {head:?}, which is not a commit id"));
+    }
+    Ok(PrFacts {
+        head,
+        base_ref: pointer_str(answer, &["/base/ref"]),
+        base_sha: pointer_str(answer, &["/base/sha"]),
+        state: pointer_str(answer, &["/state"]),
+        merged: answer.get("merged").and_then(Value::as_bool).unwrap_or(false),
+        repo: pointer_str(answer, &["/base/repo/full_name"]),
+        head_ref: pointer_str(answer, &["/head/ref"]),
+        head_repo: pointer_str(answer, &["/head/repo/full_name"]),
+    })
+}
+
+/// A number argument as the servers read one: a JSON number, or a numeric string.
+pub fn number(value: &Value) -> Option<u64> {
+    match value {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A non-empty string argument.
+pub fn text<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+/// A commit pushed to a branch by a call (its tip is read right after: the push's head).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pushed {
+    /// Repository owner.
+    pub owner: String,
+    /// Repository name.
+    pub repo: String,
+    /// The branch written.
+    pub branch: String,
+}
+
+/// What the doctor, `init` and the inventory know of the server's process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Server {
+    /// The server's name, for people.
+    pub title: &'static str,
+    /// Command-line substrings that mark the server's process (`process_match`).
+    pub process_match: &'static [&'static str],
+    /// The stdio launch `init` writes (`fleetgate serve … -- <launch>`), and the CLI's
+    /// `forge_command`.
+    pub launch: &'static [&'static str],
+    /// The environment key the server reads its forge token from.
+    pub token_env: &'static str,
+}
+
+/// One forge MCP server's dialect.
+pub trait Dialect: Send + Sync + std::fmt::Debug {
+    /// The `[fleet] forge` literal (`gitea-mcp`).
+    fn name(&self) -> &'static str;
+    /// The server's process and launch facts.
+    fn server(&self) -> &'static Server;
+    /// The built-in role matrix: who may make which call (operator rules come before it).
+    fn rules(&self) -> Vec<Rule>;
+    /// Keys that name one thing across the server's releases (at most one of a group may be
+    /// sent when no schema says which the server reads).
+    fn alias_groups(&self) -> &'static [&'static [&'static str]];
+    /// Keys the server always reads as integers, whatever a schema says or when there is none.
+    fn number_keys(&self) -> &'static [&'static str];
+    /// What the server reads differently from the canonical parse, for this dialect (a
+    /// number it would wrap, a key it reads loosely): refused as ambiguous.
+    fn check_parse(&self, _tool: &str, _args: &Map<String, Value>) -> Result<(), crate::forge_call::Ambiguity> {
+        Ok(())
+    }
+    /// What `tool` called with its canonical `args` does (its listed `schema` when known), given
+    /// the forge's `answers` so far: `Err` names the reads still to make, built by `schemas`.
+    fn establish(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        schema: Option<&Map<String, Value>>,
+        schemas: &dyn Schemas,
+        answers: &[Answered],
+    ) -> Result<Effect, Vec<Read>>;
+    /// What a call's arguments alone show it does (no read made): every breach of it is one of
+    /// the whole (replay judges with it).
+    fn evident(&self, tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect;
+    /// The PR a call names.
+    fn pr_target(&self, tool: &str, args: &Map<String, Value>) -> Option<PrTarget>;
+    /// The verdict a review call submits, read as the server and the forge read it.
+    fn review_verdict(&self, tool: &str, args: &Map<String, Value>) -> Option<ReviewVerdict>;
+    /// Whether a review call is recorded at a commit it names (the gateway pins it to the head
+    /// it judged).
+    fn review_is_pinned(&self, tool: &str, args: &Map<String, Value>) -> bool;
+    /// The read answering a PR's current state.
+    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, String>;
+    /// What the forge says of a PR, from that read's answer.
+    fn pr_facts(&self, answer: &Value) -> Result<PrFacts, String> {
+        rest_pr_facts(answer)
+    }
+    /// The argument of a merge the forge checks against the PR's head (`None`: the server's
+    /// merge pins no head).
+    fn merge_pin(&self) -> Option<&'static str>;
+    /// The argument of a review naming the commit it is given at.
+    fn review_pin(&self) -> Option<&'static str>;
+    /// The repository a call that opens a PR opens it in.
+    fn repository(&self, args: &Map<String, Value>) -> Option<(String, String)> {
+        Some((text(args, "owner")?.to_owned(), text(args, "repo")?.to_owned()))
+    }
+    /// The number of the PR a create call's answer names.
+    fn created_pr(&self, answer: &Value) -> Option<u64> {
+        ["/number", "/index"].iter().find_map(|p| answer.pointer(p).and_then(number))
+    }
+    /// The branch a push writes (read its tip right after).
+    fn pushed(&self, tool: &str, args: &Map<String, Value>) -> Option<Pushed>;
+    /// The read answering a branch's tip.
+    fn tip_read(&self, owner: &str, repo: &str, branch: &str, schemas: &dyn Schemas) -> Result<Read, String>;
+    /// The commit that read names.
+    fn tip_of(&self, answer: &Value) -> Option<String> {
+        ["/sha", "/commit/sha"].iter().find_map(|p| answer.pointer(p).and_then(Value::as_str)).map(str::to_owned)
+    }
+    /// The PR a call closes (its review-decision locks become moot), when it closes one.
+    fn closes(&self, tool: &str, args: &Map<String, Value>) -> Option<PrTarget>;
+    /// The call that is a workflow action: who may make it is who may hold its lease.
+    fn action_call(&self, action: &str) -> Option<(&'static str, Map<String, Value>)>;
+    /// A forge read's error says the PR (or issue) does not exist.
+    fn is_not_found(&self, error: &str) -> bool {
+        error.contains("couldn't be found") || error.contains("404") || error.to_ascii_lowercase().contains("not found")
+    }
+    /// The reference page of the dialect (`docs/reference/<name>.md`).
+    fn reference(&self) -> String;
+    /// Every tool name the dialect states (for the scan that no other module names one).
+    fn tools(&self) -> Vec<&'static str>;
+}
+
+/// Every dialect, by its `[fleet] forge` name.
+pub const NAMES: [&str; 2] = [gitea::NAME, github::NAME];
+
+/// The dialect named `name`.
+pub fn by_name(name: &str) -> Option<&'static dyn Dialect> {
+    match name {
+        gitea::NAME => Some(&gitea::GITEA),
+        github::NAME => Some(&github::GITHUB),
+        _ => None,
+    }
+}
+
+/// Run `dialect`'s statement of a call to the end with `read`, answering each read the
+/// statement asks for (the CLI, tests); at most `rounds` rounds.
+pub fn establish_with(
+    dialect: &dyn Dialect,
+    tool: &str,
+    args: &Map<String, Value>,
+    schema: Option<&Map<String, Value>>,
+    schemas: &dyn Schemas,
+    read: &mut dyn FnMut(&Read) -> Result<Value, String>,
+    rounds: usize,
+) -> Effect {
+    let mut answers: Vec<Answered> = Vec::new();
+    for _ in 0..rounds {
+        match dialect.establish(tool, args, schema, schemas, &answers) {
+            Ok(effect) => return effect,
+            Err(reads) => {
+                for r in reads {
+                    let a = read(&r);
+                    answers.push((r, a));
+                }
+            }
+        }
+    }
+    Effect { unestablished: vec![format!("more than {rounds} rounds of forge reads were needed")], ..Effect::write() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct One(Map<String, Value>);
+    impl Schemas for One {
+        fn schema(&self, _tool: &str) -> Option<Map<String, Value>> {
+            Some(self.0.clone())
+        }
+    }
+
+    #[test]
+    fn a_read_takes_the_key_the_running_server_declares_or_is_refused_by_name() {
+        let page = ["per_page", "perPage", "pageSize"];
+        assert_eq!(declared_key(&Unlisted, "list_pull_requests", &page), Ok("per_page"));
+        let v1 = One(json!({ "properties": { "perPage": {}, "page": {} } }).as_object().cloned().unwrap());
+        assert_eq!(declared_key(&v1, "list_pull_requests", &page), Ok("perPage"));
+        let other = One(json!({ "properties": { "limit": {} } }).as_object().cloned().unwrap());
+        let why = declared_key(&other, "list_pull_requests", &page).unwrap_err();
+        assert!(why.contains("`list_pull_requests` declares none of `per_page`, `perPage`, `pageSize`"), "{why}");
+    }
+
+    #[test]
+    fn every_dialect_is_found_by_its_name_and_no_other() {
+        for name in NAMES {
+            assert_eq!(by_name(name).map(|d| d.name()), Some(name));
+        }
+        assert!(by_name("gitlab").is_none());
+    }
+
+    #[test]
+    fn a_store_key_reads_back_into_its_pr_only_under_its_remote() {
+        let target = PrTarget { owner: "Org".into(), repo: "Repo".into(), pr: 7 };
+        let key = target.key("gitea");
+        assert_eq!(
+            PrTarget::from_key(&key, "gitea"),
+            Some(PrTarget { owner: "org".into(), repo: "repo".into(), pr: 7 })
+        );
+        assert_eq!(PrTarget::from_key(&key, "other"), None);
+    }
+
+    #[test]
+    fn a_head_must_be_a_commit_id() {
+        let f = rest_pr_facts(&json!({"head": {"sha": "1a38ef95"}, "base": {"ref": "main"}, "state": "open"})).unwrap();
+        assert_eq!((f.head.as_str(), f.base_ref.as_deref(), f.is_done()), ("1a38ef95", Some("main"), false));
+        assert!(rest_pr_facts(&json!({"head": {"ref": "feature"}})).unwrap_err().contains("no head commit"));
+        assert!(rest_pr_facts(&json!({"head": {"sha": "main; rm"}})).unwrap_err().contains("not a commit id"));
+    }
+}

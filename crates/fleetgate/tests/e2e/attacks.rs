@@ -1,0 +1,181 @@
+//! The hostile-agent suite written once and run against every forge dialect (issue "one forge
+//! dialect in one place"): gitea-mcp in both of its release lines (the go-sdk generation's
+//! argument names, and the v1.0 line's `index`/`perPage`/`keyword`, which the gate's own
+//! reads must follow), and GitHub's official server. Each attack is one role's call sequence
+//! through real `fleetgate serve` gateways in front of the forge look-alike (real git under
+//! it), written against the operations of `surfaces.rs`; each asserts the refusal and that
+//! `main` did not move. The honest path then merges exactly the approved head.
+
+use crate::support::{answer, serial};
+use crate::surfaces::{Call, Forge};
+use crate::workflow::{Fleet, refused};
+use serde_json::{Value, json};
+
+fn call(fleet: &mut Fleet, who: &str, (tool, args): Call) -> (bool, String, Value) {
+    fleet.call(who, tool, args)
+}
+
+fn main_tip(fleet: &Fleet) -> String {
+    fleet.git(&["rev-parse", "main"])
+}
+
+/// The author makes `branch` (from `from`, else the default branch) and commits to it; the head.
+fn branch(fleet: &mut Fleet, name: &str, from: Option<&str>) -> String {
+    let forge = fleet.forge;
+    answer(call(fleet, "author", forge.create_branch(name, from)));
+    fleet.push_to(name, &format!("{name}\n"), "Work")
+}
+
+/// The author opens a PR from a new branch onto `base`: its number and head.
+fn open(fleet: &mut Fleet, head: &str, base: &str) -> (i64, String) {
+    let sha = branch(fleet, head, None);
+    let forge = fleet.forge;
+    let pr = forge.opened(&answer(call(fleet, "author", forge.open_pr(head, base))));
+    (pr, sha)
+}
+
+/// `who` (a reviewer) approves `pr` at `head`, holding the review lease.
+fn approve(fleet: &mut Fleet, who: &str, pr: i64, head: &str) {
+    let (err, text, _) = fleet.claim(who, pr, head, "review");
+    assert!(!err, "{text}");
+    let forge = fleet.forge;
+    answer_any(call(fleet, who, forge.approve(pr)));
+}
+
+/// A successful call (GitHub answers some writes with a bare sentence).
+fn answer_any(call: (bool, String, Value)) -> String {
+    assert!(!call.0, "the call failed: {}", call.1);
+    call.1
+}
+
+/// The base the forge reports for `pr`, and its state.
+fn base_and_state(fleet: &mut Fleet, pr: i64) -> (String, String) {
+    let forge = fleet.forge;
+    let read = answer(call(fleet, "author", forge.read_pr(pr)));
+    (read["base"]["ref"].as_str().unwrap_or("").to_owned(), read["state"].as_str().unwrap_or("").to_owned())
+}
+
+/// Every attack against `forge`, then the honest path.
+fn attacks_fail_and_the_honest_path_lands(forge: Forge) {
+    let _serial = serial();
+    let mut fleet = Fleet::start_forge(forge, "", &[], None);
+    // A branch made before main moves on (for the update-from-base attack).
+    branch(&mut fleet, "evil", None);
+
+    // The honest path: an independent approval at the head, a merge lease, the merge at
+    // exactly that head.
+    let before = main_tip(&fleet);
+    let (pr, head) = open(&mut fleet, "honest", "main");
+    approve(&mut fleet, "reviewer", pr, &head);
+    assert!(!fleet.claim("merger", pr, &head, "merge").0);
+    answer_any(call(&mut fleet, "merger", forge.merge(json!(pr))));
+    let parents = fleet.git(&["rev-list", "--parents", "-n", "1", "main"]);
+    assert_eq!(parents.split(' ').collect::<Vec<_>>()[1..], [before.as_str(), head.as_str()], "{forge:?}");
+
+    let before = main_tip(&fleet);
+    let moved = |fleet: &Fleet, what: &str| assert_eq!(main_tip(fleet), before, "{forge:?}: {what} moved main");
+
+    // A file write onto the protected branch, and a workflow file on any branch.
+    refused(
+        call(&mut fleet, "author", forge.write_file("main", "evil.txt", "x", "m", None)),
+        "protected_branch",
+        "main",
+    );
+    moved(&fleet, "a write onto main");
+    branch(&mut fleet, "wf", None);
+    refused(
+        call(&mut fleet, "author", forge.push_files("wf", &["ok.txt", forge.workflow_file()])),
+        "protected_branch",
+        forge.workflow_file(),
+    );
+
+    // Updating a PR whose head is main from its base merges unreviewed work into main.
+    let evil_pr = forge.opened(&answer(call(&mut fleet, "author", forge.open_pr("main", "evil"))));
+    refused(call(&mut fleet, "author", forge.update_from_base(evil_pr)), "protected_branch", "main");
+    moved(&fleet, "an update from base");
+
+    // Merges without an independent approval at the head.
+    let (unreviewed, head) = open(&mut fleet, "unreviewed", "main");
+    assert!(!fleet.claim("merger", unreviewed, &head, "merge").0);
+    refused(call(&mut fleet, "merger", forge.merge(json!(unreviewed))), "approval_required", "no independent approval");
+    approve(&mut fleet, "reviewer2", unreviewed, &head);
+    refused(call(&mut fleet, "merger", forge.merge(json!(unreviewed))), "approval_required", "session");
+    moved(&fleet, "an approval by the author's own session");
+    let (moving, h1) = open(&mut fleet, "moving", "main");
+    approve(&mut fleet, "reviewer", moving, &h1);
+    let h2 = fleet.push_to("moving", "moved\n", "After the approval");
+    assert!(!fleet.claim("merger", moving, &h2, "merge").0);
+    refused(call(&mut fleet, "merger", forge.merge(json!(moving))), "approval_required", "historical");
+    moved(&fleet, "a head pushed after the approval");
+
+    // Another role's job: the reviewer merges, the author closes (by update, as an issue).
+    refused(call(&mut fleet, "reviewer", forge.merge(json!(moving))), "role_not_permitted", "merge");
+    refused(call(&mut fleet, "author", forge.close_by_update(moving)), "invariant_violated", "closed");
+    refused(call(&mut fleet, "author", forge.close_as_issue(moving)), "invariant_violated", "closed");
+    if let Some(rerun) = forge.rerun() {
+        refused(call(&mut fleet, "reviewer", rerun), "role_not_permitted", "actions_run_trigger");
+    }
+    // An approved PR moved to a base no reviewer judged it against.
+    refused(call(&mut fleet, "author", forge.retarget(moving, "evil")), "invariant_violated", "retargets");
+    assert_eq!(base_and_state(&mut fleet, moving), ("main".to_owned(), "open".to_owned()), "{forge:?}");
+
+    // A PR number the server reads otherwise than the gate would.
+    refused(call(&mut fleet, "merger", forge.merge(json!(moving as f64 + 0.5))), "ambiguous_arguments", "whole number");
+    if forge.is_github() {
+        // 2^32 + n is PR n to the server.
+        let wrapped = json!((1_i64 << 32) + moving);
+        refused(call(&mut fleet, "merger", forge.merge(wrapped)), "ambiguous_arguments", "wraps");
+        // The review tool decodes loosely: the Go field name `Event` would win over `event`.
+        assert!(!fleet.claim("reviewer", moving, &h2, "review").0);
+        let loose = json!({ "method": "create", "pullNumber": moving, "event": "COMMENT", "Event": "APPROVE" });
+        refused(fleet.call("reviewer", "pull_request_review_write", loose), "ambiguous_arguments", "Event");
+    }
+    moved(&fleet, "the attacks");
+    fleet.stop();
+}
+
+#[test]
+fn every_attack_fails_against_gitea_mcp() {
+    attacks_fail_and_the_honest_path_lands(Forge::Gitea);
+}
+
+#[test]
+fn every_attack_fails_against_gitea_mcp_s_v1_release_line() {
+    attacks_fail_and_the_honest_path_lands(Forge::GiteaV1);
+}
+
+#[test]
+fn every_attack_fails_against_github_mcp_server() {
+    attacks_fail_and_the_honest_path_lands(Forge::Github);
+}
+
+#[test]
+fn a_merge_through_a_github_server_that_cannot_pin_the_head_is_refused() {
+    let _serial = serial();
+    let forge = Forge::GithubUnpinned;
+    let mut fleet = Fleet::start_forge(forge, "", &[], None);
+    let before = main_tip(&fleet);
+    let (pr, head) = open(&mut fleet, "feature", "main");
+    approve(&mut fleet, "reviewer", pr, &head);
+    assert!(!fleet.claim("merger", pr, &head, "merge").0);
+    let text = refused(call(&mut fleet, "merger", forge.merge(json!(pr))), "invariant_violated", "unpinned-merge");
+    assert!(text.contains("expectedHeadSha"), "the operator action names the pin: {text}");
+    assert_eq!(main_tip(&fleet), before);
+    fleet.stop();
+}
+
+#[test]
+fn a_gitea_release_whose_read_key_no_dialect_knows_is_refused_by_name() {
+    let _serial = serial();
+    let mut fleet = Fleet::start_forge(Forge::Gitea, "", &[("author", &["--variant", "renamed-query"])], None);
+    // Creating a branch reads the repository's default branch, as a file write does: neither
+    // guesses which key the server reads.
+    let before = fleet.git(&["branch", "--list"]);
+    let create = Forge::Gitea.create_branch("feature", None);
+    let text = refused(call(&mut fleet, "author", create), "forge_unavailable", "`search_repos` declares none of");
+    assert!(text.contains("`query`") && text.contains("`keyword`"), "{text}");
+    let write = Forge::Gitea.write_file("main", "a.txt", "x", "m", None);
+    refused(call(&mut fleet, "author", write), "forge_unavailable", "`search_repos` declares none of");
+    assert_eq!(fleet.git(&["branch", "--list"]), before, "no branch was made");
+    fleet.stop();
+}

@@ -1,0 +1,185 @@
+//! One operation, as each forge's MCP server spells it: the tool and the arguments (owner
+//! and repo are added by the fleet). The attack definitions (`attacks.rs`) are written once
+//! against these and run against both dialects.
+
+use serde_json::{Value, json};
+
+/// The forge server a fleet stands in front of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Forge {
+    /// gitea-mcp (the go-sdk generation).
+    Gitea,
+    /// gitea-mcp's v1.0 release line: `index` for numbers, `perPage`, `search_repos`' `keyword`.
+    GiteaV1,
+    /// github-mcp-server, a release whose merge pins the head (`expectedHeadSha`).
+    Github,
+    /// github-mcp-server as released up to v1.10.1: its merge pins nothing.
+    GithubUnpinned,
+}
+
+/// A call: the tool and its arguments.
+pub(crate) type Call = (&'static str, Value);
+
+impl Forge {
+    /// The `[fleet] forge` name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Gitea | Self::GiteaV1 => "gitea-mcp",
+            Self::Github | Self::GithubUnpinned => "github-mcp",
+        }
+    }
+
+    /// The control tools' prefix.
+    pub(crate) fn prefix(self) -> &'static str {
+        match self {
+            Self::Gitea | Self::GiteaV1 => "gitea_",
+            Self::Github | Self::GithubUnpinned => "github_",
+        }
+    }
+
+    /// The fixture's flags for this surface.
+    pub(crate) fn fixture_flags(self) -> &'static [&'static str] {
+        match self {
+            Self::Gitea => &[],
+            Self::GiteaV1 => &["--variant", "release-v1"],
+            Self::Github => &["--surface", "github-mcp", "--variant", "head-pin"],
+            Self::GithubUnpinned => &["--surface", "github-mcp"],
+        }
+    }
+
+    fn github(self) -> bool {
+        matches!(self, Self::Github | Self::GithubUnpinned)
+    }
+
+    /// The forge's own workflow files.
+    pub(crate) fn workflow_file(self) -> &'static str {
+        if self.github() { ".github/workflows/release.yml" } else { ".gitea/workflows/release.yml" }
+    }
+
+    pub(crate) fn create_branch(self, branch: &str, from: Option<&str>) -> Call {
+        let mut args = json!({ "branch": branch });
+        if let Some(from) = from {
+            args[if self.github() { "from_branch" } else { "old_branch" }] = json!(from);
+        }
+        ("create_branch", args)
+    }
+
+    /// Commit `content` to `path` on `branch` (`sha`: the file's current blob, to update it).
+    pub(crate) fn write_file(self, branch: &str, path: &str, content: &str, message: &str, sha: Option<Value>) -> Call {
+        let key = if self.github() { "branch" } else { "branch_name" };
+        let mut args = json!({ "path": path, "content": content, "message": message, key: branch });
+        if let Some(sha) = sha {
+            args["sha"] = sha;
+        }
+        ("create_or_update_file", args)
+    }
+
+    /// Several files in one commit where the server has it (`push_files`), else one.
+    pub(crate) fn push_files(self, branch: &str, paths: &[&str]) -> Call {
+        if self.github() {
+            let files: Vec<Value> = paths.iter().map(|p| json!({ "path": p, "content": "x\n" })).collect();
+            ("push_files", json!({ "branch": branch, "message": "m", "files": files }))
+        } else {
+            self.write_file(branch, paths[paths.len() - 1], "x\n", "m", None)
+        }
+    }
+
+    pub(crate) fn open_pr(self, head: &str, base: &str) -> Call {
+        if self.github() {
+            ("create_pull_request", json!({ "title": head, "body": "b", "head": head, "base": base }))
+        } else {
+            (
+                "pull_request_write",
+                json!({ "method": "create", "title": head, "body": "b", "head": head, "base": base }),
+            )
+        }
+    }
+
+    /// The number of the PR an `open_pr` answer names.
+    pub(crate) fn opened(self, answer: &Value) -> i64 {
+        if self.github() {
+            let url = answer["url"].as_str().unwrap_or_default();
+            url.rsplit('/').next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("no PR in {answer}"))
+        } else {
+            answer["number"].as_i64().unwrap_or_else(|| panic!("no PR in {answer}"))
+        }
+    }
+
+    fn pr_key(self) -> &'static str {
+        match self {
+            Self::Gitea => "pull_number",
+            Self::GiteaV1 => "index",
+            Self::Github | Self::GithubUnpinned => "pullNumber",
+        }
+    }
+
+    fn issue_key(self) -> &'static str {
+        if self == Self::GiteaV1 { "index" } else { "issue_number" }
+    }
+
+    pub(crate) fn read_pr(self, pr: i64) -> Call {
+        ("pull_request_read", json!({ "method": "get", self.pr_key(): pr }))
+    }
+
+    pub(crate) fn approve(self, pr: i64) -> Call {
+        if self.github() {
+            (
+                "pull_request_review_write",
+                json!({ "method": "create", "pullNumber": pr, "event": "APPROVE", "body": "LGTM" }),
+            )
+        } else {
+            (
+                "pull_request_review_write",
+                json!({ "method": "create", self.pr_key(): pr, "state": "APPROVED", "body": "LGTM" }),
+            )
+        }
+    }
+
+    pub(crate) fn merge(self, pr: Value) -> Call {
+        if self.github() {
+            ("merge_pull_request", json!({ "pullNumber": pr }))
+        } else {
+            ("pull_request_write", json!({ "method": "merge", self.pr_key(): pr }))
+        }
+    }
+
+    pub(crate) fn update_from_base(self, pr: i64) -> Call {
+        if self.github() {
+            ("update_pull_request_branch", json!({ "pullNumber": pr }))
+        } else {
+            ("pull_request_write", json!({ "method": "update_branch", self.pr_key(): pr }))
+        }
+    }
+
+    pub(crate) fn retarget(self, pr: i64, base: &str) -> Call {
+        if self.github() {
+            ("update_pull_request", json!({ "pullNumber": pr, "base": base }))
+        } else {
+            ("pull_request_write", json!({ "method": "update", self.pr_key(): pr, "base": base }))
+        }
+    }
+
+    /// Close a PR through an update of the PR itself.
+    pub(crate) fn close_by_update(self, pr: i64) -> Call {
+        if self.github() {
+            ("update_pull_request", json!({ "pullNumber": pr, "state": "closed" }))
+        } else {
+            ("pull_request_write", json!({ "method": "update", self.pr_key(): pr, "state": "closed" }))
+        }
+    }
+
+    /// Close a PR through the issue tool, on its number.
+    pub(crate) fn close_as_issue(self, pr: i64) -> Call {
+        ("issue_write", json!({ "method": "update", self.issue_key(): pr, "state": "closed" }))
+    }
+
+    /// Re-run a workflow run (the controller's job), where the fixture has the tool.
+    pub(crate) fn rerun(self) -> Option<Call> {
+        self.github().then(|| ("actions_run_trigger", json!({ "method": "rerun_workflow_run", "run_id": 1 })))
+    }
+
+    /// Whether this is GitHub's server.
+    pub(crate) fn is_github(self) -> bool {
+        self.github()
+    }
+}
