@@ -92,8 +92,9 @@ pub const TABLES: &[Table] = &[
             key(
                 "forge",
                 "string (unset)",
-                "The forge profile: `\"gitea-mcp\"` turns on argument-aware policy for the official Gitea MCP \
-                 server and the pull-request workflow.",
+                "The forge dialect: `\"gitea-mcp\"` (the official Gitea MCP server) or `\"github-mcp\"` \
+                 (GitHub's official MCP server) turns on the invariants, the server's role matrix and the \
+                 pull-request workflow for that server; any other name is refused with the known ones.",
             ),
         ],
     },

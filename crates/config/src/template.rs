@@ -150,22 +150,37 @@ fn comment(text: &str) -> String {
     fleetgate_core::text::shown(text, usize::MAX)
 }
 
-/// The commented `fleet.toml` of a gitea-mcp fleet for `remote` (named `remote_name`). Every
-/// value is written as a TOML string and every text in a comment escaped, so no part of a
-/// remote (checked by [`parse_remote`]) nor its name can add a key.
+/// The commented `fleet.toml` of a gitea-mcp fleet for `remote` (named `remote_name`).
 pub fn gitea_mcp_config(remote_name: &str, remote: &Remote) -> String {
+    forge_config(&fleetgate_core::dialect::gitea::GITEA, remote_name, remote)
+}
+
+/// The commented `fleet.toml` of a fleet in front of `dialect`'s server for `remote` (named
+/// `remote_name`). Every value is written as a TOML string and every text in a comment
+/// escaped, so no part of a remote (checked by [`parse_remote`]) nor its name can add a key.
+pub fn forge_config(dialect: &dyn fleetgate_core::dialect::Dialect, remote_name: &str, remote: &Remote) -> String {
+    let server = dialect.server();
+    let prefix = server.prefix;
+    let upper = prefix.to_ascii_uppercase();
+    let launch = server.launch.join(" ");
+    // The host the server needs told: none on its default host (github.com).
+    let host_note = if server.default_host == Some(remote.host.as_str()) {
+        format!("{} is the server's default host: no {} needed", remote.host, server.host_env)
+    } else {
+        format!("{}={}", server.host_env, remote.host)
+    };
     let mut text = format!(
-        "# fleetgate roster for {about}, written by `fleetgate init --forge gitea-mcp`.\n\
+        "# fleetgate roster for {about}, written by `fleetgate init --forge {forge}`.\n\
          # Every key is in the book, docs/reference/config.md (\"Configuration keys\"); `fleetgate doctor` checks\n\
          # your clients against it.\n\n\
          [fleet]\n\
          name = {name}\n\
-         forge = \"gitea-mcp\"                # the official Gitea MCP server's rules: who may call what\n\
-         env_prefix = \"GITEA_\"              # fleet keys: GITEA_MCP_COHORT_ID, GITEA_CLIENT_MANAGED, …\n\
-         tool_prefix = \"gitea_\"             # the control tools: gitea_get_runtime_context, …\n\
-         process_match = [\"gitea-mcp\"]      # a bare gitea-mcp (not behind fleetgate serve) closes the gate\n\
+         forge = {forge_value}   # {title}: what each call does, who may make it\n\
+         env_prefix = {env_prefix}   # fleet keys: {upper}_MCP_COHORT_ID, {upper}_CLIENT_MANAGED, …\n\
+         tool_prefix = {tool_prefix}   # the control tools: {prefix}_get_runtime_context, …\n\
+         process_match = {process_match}   # a bare server (not behind fleetgate serve) closes the gate\n\
          # The server's own keys, passed to it (the token stays in your clients' configurations).\n\
-         pass_through_env = [\"GITEA_HOST\", \"GITEA_ACCESS_TOKEN\"]\n\n\
+         pass_through_env = [{host_env}, {token_env}]\n\n\
          [binding]                          # the repository every member works on\n\
          remote = {remote_name}\n\
          org = {org}\n\
@@ -173,26 +188,43 @@ pub fn gitea_mcp_config(remote_name: &str, remote: &Remote) -> String {
          [workflow]                         # the pull-request workflow, pinned to exact heads\n\
          lease_ttl_seconds = 600\n\
          independent_review = \"session\"     # an approval from the author's own session is not independent\n\
-         # How the CLI (`fleetgate pr`, `capability`) reads the forge; set {host_key}\n\
-         # and GITEA_ACCESS_TOKEN in its environment.\n\
-         forge_command = [\"gitea-mcp\", \"-t\", \"stdio\"]\n",
+         # How the CLI (`fleetgate pr`, `capability`) reads the forge ({host_note};\n\
+         # set {token_comment} in its environment).\n\
+         forge_command = {command}\n",
         about = comment(&format!("{}/{} on {}", remote.org, remote.repo, remote.host)),
+        forge = dialect.name(),
+        forge_value = toml_string(dialect.name()),
+        title = comment(server.title),
         name = toml_string(&remote.repo),
+        env_prefix = toml_string(&format!("{upper}_")),
+        tool_prefix = toml_string(&format!("{prefix}_")),
+        process_match = toml_array(server.process_match),
+        host_env = toml_string(server.host_env),
+        token_env = toml_string(server.token_env),
         remote_name = toml_string(remote_name),
         org = toml_string(&remote.org),
         repo = toml_string(&remote.repo),
-        host_key = comment(&format!("GITEA_HOST={}", remote.host)),
+        host_note = comment(&host_note),
+        token_comment = comment(server.token_env),
+        command = toml_array(server.launch),
     );
-    text.push_str("\n# One member per role, each a `fleetgate serve --profile P -- gitea-mcp -t stdio` in a client.\n");
+    text.push_str(&format!(
+        "\n# One member per role, each a `fleetgate serve --profile P -- {}` in a client.\n",
+        comment(&launch)
+    ));
     for role in DEFAULT_ROLES {
         text.push_str(&format!(
             "\n[[members]]\nnamespace = {}\nprofile = {}\nrole = {}\n",
-            toml_string(&format!("gitea-{role}")),
+            toml_string(&format!("{prefix}-{role}")),
             toml_string(&format!("{}-{role}", remote.repo)),
             toml_string(role)
         ));
     }
     text
+}
+
+fn toml_array(items: &[&str]) -> String {
+    format!("[{}]", items.iter().map(|i| toml_string(i)).collect::<Vec<_>>().join(", "))
 }
 
 #[cfg(test)]
@@ -239,6 +271,28 @@ mod tests {
         ] {
             let e = parse_remote(not).unwrap_err();
             assert!(e.to_string().contains(part), "{not}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_github_roster_names_github_s_server_and_its_host_only_off_github_com() {
+        let github = fleetgate_core::dialect::by_name("github-mcp").unwrap();
+        for (url, host_line) in [
+            (
+                "https://github.com/acme/tools.git",
+                "https://github.com is the server's default host: no GITHUB_HOST needed",
+            ),
+            ("git@ghe.example.com:acme/tools.git", "GITHUB_HOST=https://ghe.example.com"),
+        ] {
+            let remote = parse_remote(url).unwrap();
+            let text = forge_config(github, "origin", &remote);
+            let config = FleetConfig::parse(&text, "fleet.toml").unwrap_or_else(|e| panic!("{url}: {e}\n{text}"));
+            assert_eq!(config.dialect().map(|d| d.name()), Some("github-mcp"));
+            assert_eq!(config.env_prefix, "GITHUB_");
+            assert_eq!(config.pass_through_env, ["GITHUB_HOST", "GITHUB_PERSONAL_ACCESS_TOKEN"]);
+            assert_eq!(config.members[0].namespace, "github-author");
+            assert!(text.contains(host_line), "{url}: {text}");
+            assert!(text.contains("forge_command = [\"github-mcp-server\", \"stdio\"]"), "{text}");
         }
     }
 

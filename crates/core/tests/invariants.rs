@@ -1,15 +1,17 @@
 //! Invariants below every rule and override: over generated operator rule sets (tools and
-//! globs, method matchers, roles, `decision = "ask"`) put ahead of the gitea-mcp profile,
+//! globs, method matchers, roles, `decision = "ask"`) put ahead of each dialect's profile
+//! (gitea-mcp, github-mcp),
 //! generated `[approvals] may_override` settings with every override and every asked call
 //! approved, and generated lifts, no hostile call is ever allowed while it breaks an
 //! invariant the roster does not lift. Which invariant each call breaks is written here by
-//! hand (the oracle), from Gitea's semantics, not taken from the dialect's statement.
+//! hand (the oracle), from Gitea's and GitHub's semantics, not taken from the dialect's
+//! statement.
 
 use fleetgate_core::BlockerKind;
 use fleetgate_core::capability::{
     Approvals, CapabilityInput, RoleRefusal, Standing, ToolClass, resolve_task_capability,
 };
-use fleetgate_core::dialect::{Dialect, Unlisted, gitea::GITEA};
+use fleetgate_core::dialect::{Dialect, Unlisted, gitea::GITEA, github::GITHUB};
 use fleetgate_core::effect::{Answered, Effect, Invariant, Read, judge};
 use fleetgate_core::protect::Protection;
 use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
@@ -24,6 +26,7 @@ fn answer(read: &Read) -> Result<Value, String> {
     let a = &read.arguments;
     match read.tool.as_str() {
         "search_repos" => Ok(json!([{ "full_name": "org/repo", "default_branch": "main", "forks_count": 0 }])),
+        "search_repositories" => Ok(json!({ "items": [{ "full_name": "org/repo", "default_branch": "main" }] })),
         "list_pull_requests" => {
             if a.get("page").and_then(Value::as_u64) != Some(1) {
                 return Ok(json!([]));
@@ -35,7 +38,7 @@ fn answer(read: &Read) -> Result<Value, String> {
             ]))
         }
         "pull_request_read" => {
-            let (head, base) = match a.get("pull_number").and_then(Value::as_u64) {
+            let (head, base) = match a.get("pull_number").or_else(|| a.get("pullNumber")).and_then(Value::as_u64) {
                 Some(1) => ("feature", "main"),
                 Some(2) => ("main", "evil"),
                 Some(3) => ("child", "feature"),
@@ -49,10 +52,15 @@ fn answer(read: &Read) -> Result<Value, String> {
     }
 }
 
-fn effect_of(tool: &str, args: &Map<String, Value>) -> Effect {
+fn effect_of(
+    dialect: &dyn Dialect,
+    tool: &str,
+    args: &Map<String, Value>,
+    schema: Option<&Map<String, Value>>,
+) -> Effect {
     let mut answers: Vec<Answered> = Vec::new();
     for _ in 0..64 {
-        match GITEA.establish(tool, args, None, &Unlisted, &answers) {
+        match dialect.establish(tool, args, schema, &Unlisted, &answers) {
             Ok(e) => return e,
             Err(reads) => answers.extend(reads.into_iter().map(|r| {
                 let a = answer(&r);
@@ -68,106 +76,192 @@ struct Attack {
     tool: &'static str,
     args: Value,
     breaks: fn(&str) -> Option<Invariant>,
+    /// The tool's schema as the server lists it, when the attack depends on it.
+    schema: Option<Value>,
 }
 
-fn attacks() -> Vec<Attack> {
-    fn state_role(role: &str) -> bool {
-        role == "controller" || role == "reconciler"
-    }
+fn state_role(role: &str) -> bool {
+    role == "controller" || role == "reconciler"
+}
+
+fn attack(tool: &'static str, args: Value, breaks: fn(&str) -> Option<Invariant>) -> Attack {
+    Attack { tool, args, breaks, schema: None }
+}
+
+/// The hostile calls through GitHub's server.
+fn github_attacks() -> Vec<Attack> {
+    let not_state = |r: &str| (!state_role(r)).then_some(Invariant::PrState);
+    let protected = |_: &str| Some(Invariant::ProtectedBranch);
+    vec![
+        attack("update_pull_request", json!({ "pullNumber": 1, "base": "evil" }), |_| Some(Invariant::Retarget)),
+        attack("update_pull_request", json!({ "pullNumber": 1, "base": "" }), |_| Some(Invariant::Retarget)),
+        attack("update_pull_request", json!({ "pullNumber": 1, "state": "closed" }), not_state),
+        attack("update_pull_request_state", json!({ "pullNumber": 1, "state": "closed" }), not_state),
+        attack("issue_write", json!({ "method": "update", "issue_number": 1, "state": "closed" }), not_state),
+        attack("update_issue_state", json!({ "issue_number": 3, "state": "closed" }), not_state),
+        attack("update_pull_request_branch", json!({ "pullNumber": 2 }), protected),
+        attack(
+            "create_or_update_file",
+            json!({ "path": "a", "content": "x", "message": "m", "branch": "main" }),
+            protected,
+        ),
+        attack(
+            "create_or_update_file",
+            json!({ "path": "a", "content": "x", "message": "m", "branch": "refs/heads/main" }),
+            protected,
+        ),
+        attack("delete_file", json!({ "path": "a", "message": "m", "branch": "main" }), protected),
+        attack(
+            "push_files",
+            json!({ "branch": "main", "message": "m", "files": [{ "path": "a", "content": "x" }] }),
+            protected,
+        ),
+        attack(
+            "push_files",
+            json!({ "branch": "f", "message": "m", "files": [{ "path": "a", "content": "x" },
+                    { "path": ".github/workflows/x.yml", "content": "x" }] }),
+            |_| Some(Invariant::ProtectedPath),
+        ),
+        attack("create_branch", json!({ "branch": "main" }), protected),
+        Attack {
+            tool: "merge_pull_request",
+            args: json!({ "pullNumber": 1 }),
+            breaks: |_| Some(Invariant::UnpinnedMerge),
+            schema: Some(json!({ "properties": { "owner": {}, "repo": {}, "pullNumber": {}, "merge_method": {} } })),
+        },
+        attack("assign_copilot_to_issue", json!({ "issue_number": 5 }), |_| Some(Invariant::UnknownEffect)),
+        attack("pull_request_write", json!({ "method": "merge", "pull_number": 1 }), |_| {
+            Some(Invariant::UnknownEffect)
+        }),
+        attack("actions_list", json!({ "method": "run_everything" }), |_| Some(Invariant::UnknownEffect)),
+    ]
+}
+
+/// The hostile calls through gitea-mcp.
+fn gitea_attacks() -> Vec<Attack> {
     vec![
         Attack {
+            schema: None,
             tool: "pull_request_write",
             args: json!({ "method": "merge", "pull_number": 1, "force_merge": true }),
             breaks: |_| Some(Invariant::ForcedMerge),
         },
         Attack {
+            schema: None,
             tool: "pull_request_write",
             args: json!({ "method": "merge", "pull_number": 1, "merge_when_checks_succeed": true }),
             breaks: |_| Some(Invariant::ScheduledMerge),
         },
         Attack {
+            schema: None,
             tool: "pull_request_write",
             args: json!({ "method": "merge", "pull_number": 1, "delete_branch": true }),
             breaks: |_| Some(Invariant::Retarget),
         },
         Attack {
+            schema: None,
             tool: "pull_request_write",
             args: json!({ "method": "update", "pull_number": 1, "base": "evil" }),
             breaks: |_| Some(Invariant::Retarget),
         },
         Attack {
+            schema: None,
             tool: "pull_request_write",
             args: json!({ "method": "update", "pull_number": 1, "state": "closed" }),
             breaks: |r| (!state_role(r)).then_some(Invariant::PrState),
         },
         Attack {
+            schema: None,
             tool: "pull_request_write",
             args: json!({ "method": "close", "pull_number": 1 }),
             breaks: |r| (!state_role(r)).then_some(Invariant::PrState),
         },
         Attack {
+            schema: None,
             tool: "issue_write",
             args: json!({ "method": "update", "issue_number": 1, "state": "closed" }),
             breaks: |r| (!state_role(r)).then_some(Invariant::PrState),
         },
         Attack {
+            schema: None,
             tool: "pull_request_write",
             args: json!({ "method": "update_branch", "pull_number": 2 }),
             breaks: |_| Some(Invariant::ProtectedBranch),
         },
         Attack {
+            schema: None,
             tool: "create_or_update_file",
             args: json!({ "path": "a", "content": "x", "branch_name": "main" }),
             breaks: |_| Some(Invariant::ProtectedBranch),
         },
         Attack {
+            schema: None,
             tool: "create_or_update_file",
             args: json!({ "path": "a", "content": "x" }),
             breaks: |_| Some(Invariant::ProtectedBranch),
         },
         Attack {
+            schema: None,
             tool: "create_or_update_file",
             args: json!({ "path": ".gitea/workflows/x.yml", "content": "x", "branch_name": "f" }),
             breaks: |_| Some(Invariant::ProtectedPath),
         },
         Attack {
+            schema: None,
             tool: "delete_file",
             args: json!({ "path": "a", "branch_name": "f", "new_branch_name": "main" }),
             breaks: |_| Some(Invariant::ProtectedBranch),
         },
         Attack {
+            schema: None,
             tool: "create_branch",
             args: json!({ "branch": "main" }),
             breaks: |_| Some(Invariant::ProtectedBranch),
         },
         Attack {
+            schema: None,
             tool: "rename_branch",
             args: json!({ "branch": "f", "new_name": "main" }),
             breaks: |_| Some(Invariant::ProtectedBranch),
         },
         Attack {
+            schema: None,
             tool: "delete_branch",
             args: json!({ "branch": "main" }),
             breaks: |_| Some(Invariant::ProtectedBranch),
         },
         Attack {
+            schema: None,
             tool: "delete_branch",
             args: json!({ "branch": "child" }),
             breaks: |r| (!state_role(r)).then_some(Invariant::PrState),
         },
-        Attack { tool: "delete_branch", args: json!({ "branch": "evil" }), breaks: |_| Some(Invariant::Retarget) },
         Attack {
+            schema: None,
+            tool: "delete_branch",
+            args: json!({ "branch": "evil" }),
+            breaks: |_| Some(Invariant::Retarget),
+        },
+        Attack {
+            schema: None,
             tool: "actions_run_read",
             args: json!({ "method": "download_job_log", "job_id": 1 }),
             breaks: |_| Some(Invariant::ReaderWrites),
         },
         Attack {
+            schema: None,
             tool: "pull_request_read",
             args: json!({ "method": "get", "pull_number": 1, "output_path": "/tmp/x" }),
             breaks: |_| Some(Invariant::ReaderWrites),
         },
-        Attack { tool: "merge_pull_request", args: json!({ "index": 1 }), breaks: |_| Some(Invariant::UnknownEffect) },
         Attack {
+            schema: None,
+            tool: "merge_pull_request",
+            args: json!({ "index": 1 }),
+            breaks: |_| Some(Invariant::UnknownEffect),
+        },
+        Attack {
+            schema: None,
             tool: "pull_request_write",
             args: json!({ "method": "merge_now", "pull_number": 1 }),
             breaks: |_| Some(Invariant::UnknownEffect),
@@ -186,6 +280,10 @@ fn operator_rules() -> impl Strategy<Value = Vec<Rule>> {
         "create_branch",
         "rename_branch",
         "merge_pull_request",
+        "update_pull_request",
+        "update_pull_request_branch",
+        "push_files",
+        "update_*",
     ]);
     let method =
         prop::option::of(prop::sample::select(vec!["merge", "update", "close", "update_branch", "download_job_log"]));
@@ -218,73 +316,108 @@ const OVERRIDABLE: [BlockerKind; 5] = [
     BlockerKind::ToolDefinitionChanged,
 ];
 
+/// Judge one attack through `dialect` under the generated roster, everything approved.
+fn check(
+    dialect: &dyn Dialect,
+    attack: &Attack,
+    own: Vec<Rule>,
+    role: &str,
+    may_override: &[BlockerKind],
+    lifted: &[Invariant],
+) -> Result<(), TestCaseError> {
+    let mut list = own;
+    list.extend(dialect.rules());
+    let rules = RuleSet::new(list);
+    let mut args = attack.args.as_object().cloned().unwrap();
+    args.insert("owner".into(), json!("org"));
+    args.insert("repo".into(), json!("repo"));
+    let schema = attack.schema.as_ref().and_then(Value::as_object);
+    let effect = effect_of(dialect, attack.tool, &args, schema);
+    let judged = judge(&effect, role, &Protection::default(), lifted);
+    let decided = rules.decide(role, attack.tool, Some(&args));
+    let permitted = decided.as_ref().is_none_or(|d| d.permitted);
+    let refusal = decided.as_ref().and_then(|d| d.reason.clone()).map(|reason| RoleRefusal { reason, may: vec![] });
+    let ask = decided.as_ref().filter(|d| d.ask).and_then(|d| d.rule.clone());
+    // Every override and every asked call approved: the operator says yes to anything.
+    let approvals = Approvals {
+        call: Some(Standing::Approved { id: "apr-call".into(), by: "op".into() }),
+        overrides: may_override
+            .iter()
+            .chain([BlockerKind::ProtectedBranch, BlockerKind::InvariantViolated].iter())
+            .map(|k| (*k, Standing::Approved { id: format!("apr-{k}"), by: "op".into() }))
+            .collect(),
+        ..Approvals::default()
+    };
+    let verdict = resolve_task_capability(&CapabilityInput {
+        profile: "p",
+        role,
+        tool: attack.tool,
+        class: if effect.is_read() { ToolClass::ReadOnly } else { ToolClass::Mutating },
+        ambiguity: None,
+        breaches: &judged.breaches,
+        lifted: &judged.lifted,
+        unestablished: effect.unestablished.first().map(String::as_str),
+        role_permitted: permitted,
+        role_refusal: refusal.as_ref(),
+        definition_changed: None,
+        store_replaced: None,
+        // The fleet is whatever it is: the invariants come before it.
+        evidence: None,
+        workflow: None,
+        forward: None,
+        action: effect.action,
+        ask: ask.as_deref(),
+        approvals: Some(&approvals),
+        may_override,
+    });
+    if let Some(invariant) = (attack.breaks)(role) {
+        if lifted.contains(&invariant) {
+            prop_assert!(judged.lifted.iter().any(|b| b.invariant == invariant), "{invariant} lifted, and named");
+        } else {
+            prop_assert!(
+                !verdict.allowed,
+                "{} {} by {role} breaks {invariant} and was allowed: {:?}",
+                attack.tool,
+                attack.args,
+                verdict
+            );
+            prop_assert!(
+                judged.breaches.iter().any(|b| b.invariant == invariant),
+                "the dialect names {invariant}: {:?}",
+                judged
+            );
+            prop_assert!(
+                matches!(verdict.blocker_kind, Some(BlockerKind::ProtectedBranch | BlockerKind::InvariantViolated)),
+                "refused by the invariant, not by something an operator could lift: {:?}",
+                verdict.blocker_kind
+            );
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
     fn no_call_that_breaks_an_invariant_is_ever_allowed_unless_it_is_lifted(
         own in operator_rules(),
-        attack in 0..attacks().len(),
+        attack in 0..gitea_attacks().len(),
         role in prop::sample::select(ROLES.to_vec()),
         may_override in prop::sample::subsequence(OVERRIDABLE.to_vec(), 0..=OVERRIDABLE.len()),
         lifted in prop::sample::subsequence(Invariant::ALL.to_vec(), 0..3),
     ) {
-        let attack = &attacks()[attack];
-        let mut list = own;
-        list.extend(GITEA.rules());
-        let rules = RuleSet::new(list);
-        let mut args = attack.args.as_object().cloned().unwrap();
-        args.insert("owner".into(), json!("org"));
-        args.insert("repo".into(), json!("repo"));
-        let effect = effect_of(attack.tool, &args);
-        let judged = judge(&effect, role, &Protection::default(), &lifted);
-        let decided = rules.decide(role, attack.tool, Some(&args));
-        let permitted = decided.as_ref().is_none_or(|d| d.permitted);
-        let refusal = decided.as_ref().and_then(|d| d.reason.clone()).map(|reason| RoleRefusal { reason, may: vec![] });
-        let ask = decided.as_ref().filter(|d| d.ask).and_then(|d| d.rule.clone());
-        // Every override and every asked call approved: the operator says yes to anything.
-        let approvals = Approvals {
-            call: Some(Standing::Approved { id: "apr-call".into(), by: "op".into() }),
-            overrides: may_override
-                .iter()
-                .chain([BlockerKind::ProtectedBranch, BlockerKind::InvariantViolated].iter())
-                .map(|k| (*k, Standing::Approved { id: format!("apr-{k}"), by: "op".into() }))
-                .collect(),
-            ..Approvals::default()
-        };
-        let verdict = resolve_task_capability(&CapabilityInput {
-            profile: "p",
-            role,
-            tool: attack.tool,
-            class: if effect.is_read() { ToolClass::ReadOnly } else { ToolClass::Mutating },
-            ambiguity: None,
-            breaches: &judged.breaches,
-            lifted: &judged.lifted,
-            unestablished: effect.unestablished.first().map(String::as_str),
-            role_permitted: permitted,
-            role_refusal: refusal.as_ref(),
-            definition_changed: None,
-            store_replaced: None,
-            // The fleet is whatever it is: the invariants come before it.
-            evidence: None,
-            workflow: None,
-            forward: None,
-            action: effect.action,
-            ask: ask.as_deref(),
-            approvals: Some(&approvals),
-            may_override: &may_override,
-        });
-        if let Some(invariant) = (attack.breaks)(role) {
-            if lifted.contains(&invariant) {
-                prop_assert!(judged.lifted.iter().any(|b| b.invariant == invariant), "{invariant} lifted, and named");
-            } else {
-                prop_assert!(!verdict.allowed, "{} {} by {role} breaks {invariant} and was allowed: {:?}", attack.tool, attack.args, verdict);
-                prop_assert!(judged.breaches.iter().any(|b| b.invariant == invariant), "the dialect names {invariant}: {:?}", judged);
-                prop_assert!(
-                    matches!(verdict.blocker_kind, Some(BlockerKind::ProtectedBranch | BlockerKind::InvariantViolated)),
-                    "refused by the invariant, not by something an operator could lift: {:?}", verdict.blocker_kind
-                );
-            }
-        }
+        check(&GITEA, &gitea_attacks()[attack], own, role, &may_override, &lifted)?;
+    }
+
+    #[test]
+    fn no_call_through_github_s_server_that_breaks_an_invariant_is_allowed_unless_lifted(
+        own in operator_rules(),
+        attack in 0..github_attacks().len(),
+        role in prop::sample::select(ROLES.to_vec()),
+        may_override in prop::sample::subsequence(OVERRIDABLE.to_vec(), 0..=OVERRIDABLE.len()),
+        lifted in prop::sample::subsequence(Invariant::ALL.to_vec(), 0..3),
+    ) {
+        check(&GITHUB, &github_attacks()[attack], own, role, &may_override, &lifted)?;
     }
 }

@@ -56,7 +56,9 @@ impl Run {
         git(&["init", "-q"]);
         git(&["-c", "user.name=bench", "-c", "user.email=b@x.invalid", "commit", "-q", "--allow-empty", "-m", "b"]);
         let forge = fleetgate_testkit::forge_fixture_exe();
-        let mut flow = Flow::start(&exe, &forge, dir.path(), &checkout, "").await.expect("the fleet");
+        let mut flow = Flow::start(&exe, &forge, dir.path(), &checkout, "", &fleetgate_core::dialect::gitea::GITEA)
+            .await
+            .expect("the fleet");
         let issue = flow.call("author", "issue_write", json!({ "method": "create", "title": "t", "body": "b" })).await;
         let (ok, issue) = issue.expect("an issue");
         let issue = issue["number"].as_i64().unwrap_or_else(|| panic!("{}: no issue ({ok}): {issue}", exe.display()));

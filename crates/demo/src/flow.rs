@@ -37,6 +37,8 @@ fn text_of(result: &CallToolResult) -> String {
 /// forge, each with this process as its MCP client: the demo's acts, and the workflow
 /// benchmark's fleet (`examples/workflow_bench.rs`).
 pub struct Flow {
+    /// The forge's dialect: how each step of the plot is spelled as a call.
+    pub dialect: &'static dyn fleetgate_core::dialect::Dialect,
     members: Vec<Member>,
     bare: std::path::PathBuf,
     exe: std::path::PathBuf,
@@ -54,8 +56,15 @@ impl Flow {
     /// Start the fleet in `dir` (its store, roster and bare repository; `checkout` is the
     /// repository the gateways run from, whose history the forge starts with), `exe` being
     /// the fleetgate binary and `forge` the forge stand-in's. `extra` is appended to the
-    /// roster (`[approvals]`, `[[rules]]`).
-    pub async fn start(exe: &Path, forge: &Path, dir: &Path, checkout: &Path, extra: &str) -> Result<Self> {
+    /// roster (`[approvals]`, `[[rules]]`); `dialect` the forge the stand-in plays.
+    pub async fn start(
+        exe: &Path,
+        forge: &Path,
+        dir: &Path,
+        checkout: &Path,
+        extra: &str,
+        dialect: &'static dyn fleetgate_core::dialect::Dialect,
+    ) -> Result<Self> {
         let bare = dir.join("forge.git");
         let git = |args: &[&str]| std::process::Command::new("git").args(args).stdout(Stdio::null()).status();
         let ok = |what: &str, status: std::io::Result<std::process::ExitStatus>| match status {
@@ -68,11 +77,17 @@ impl Flow {
             "pushing the checkout to the forge",
             git(&["-C", &checkout.to_string_lossy(), "push", "-q", &bare.to_string_lossy(), "HEAD:refs/heads/main"]),
         )?;
-        let fixture = vec![forge.display().to_string(), "--repo".to_owned(), bare.display().to_string()];
+        let mut fixture = vec![forge.display().to_string(), "--repo".to_owned(), bare.display().to_string()];
+        // The stand-in plays the dialect's server (GitHub's: a release whose merge pins the head).
+        fixture.extend(["--surface".to_owned(), dialect.name().to_owned()]);
+        if dialect.name() != fleetgate_core::dialect::gitea::NAME {
+            fixture.extend(["--variant".to_owned(), "head-pin".to_owned()]);
+        }
         let config = dir.join("flow.toml");
-        std::fs::write(&config, roster(&fixture) + extra).context(|| format!("cannot write {}", config.display()))?;
+        std::fs::write(&config, roster(&fixture, dialect) + extra)
+            .context(|| format!("cannot write {}", config.display()))?;
         let members = start(exe, dir, checkout, &fixture).await?;
-        Ok(Self { members, bare, exe: exe.to_owned(), dir: dir.to_owned(), steps: Vec::new() })
+        Ok(Self { dialect, members, bare, exe: exe.to_owned(), dir: dir.to_owned(), steps: Vec::new() })
     }
 
     /// Close every client (each gateway ends when its stdin closes).
@@ -87,7 +102,7 @@ impl Flow {
         let member =
             self.members.iter().find(|m| m.name == who).ok_or_else(|| Error::new(format!("no member {who}")))?;
         let mut arguments: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
-        if !tool.starts_with("gitea_release") {
+        if tool != self.control("release_pr_lease") {
             arguments.insert("owner".into(), json!("fleet"));
             arguments.insert("repo".into(), json!("forge"));
         }
@@ -119,6 +134,25 @@ impl Flow {
         };
         self.steps.push(Step { who, what: shown, allowed, said });
         Ok((allowed, body))
+    }
+
+    /// The control tool `name` under the roster's prefix.
+    pub fn control(&self, name: &str) -> String {
+        format!("{}_{name}", self.dialect.server().prefix)
+    }
+
+    /// `who` makes the step `op` of the plot, as the forge's server spells it.
+    pub async fn act(&mut self, who: &'static str, op: fleetgate_core::dialect::Op<'_>) -> Result<(bool, Value)> {
+        let (tool, args) = self.dialect.call(&op);
+        self.call(who, tool, Value::Object(args)).await
+    }
+
+    /// The number of the PR an answer to [`fleetgate_core::dialect::Op::OpenPr`] names.
+    pub fn opened(&self, answer: &Value) -> Result<i64> {
+        self.dialect
+            .created_pr(answer)
+            .and_then(|n| i64::try_from(n).ok())
+            .ok_or_else(|| Error::new(format!("the forge created no PR: {answer}")))
     }
 
     /// git in the forge's bare repository.
@@ -188,22 +222,25 @@ impl Flow {
 
     /// The author commits `content` to `feature` (`first`: a new file); the new head.
     pub async fn push(&mut self, content: &str, message: &str, first: bool) -> Result<String> {
-        let mut commit = json!({ "path": "f.txt", "content": content, "message": message, "branch_name": "feature" });
+        use fleetgate_core::dialect::Op;
+        let mut sha = None;
         if !first {
-            let (_, file) =
-                self.call("author", "get_file_contents", json!({ "ref": "feature", "path": "f.txt" })).await?;
-            commit["sha"] = file["sha"].clone();
+            let (_, file) = self.act("author", Op::ReadFile { branch: "feature", path: "f.txt" }).await?;
+            sha = file["sha"].as_str().map(str::to_owned);
         }
-        self.call("author", "create_or_update_file", commit).await?;
+        let write = Op::WriteFile { branch: "feature", path: "f.txt", content, message, sha: sha.as_deref() };
+        self.act("author", write).await?;
         self.git(&["rev-parse", "feature"])
     }
 }
 
-fn roster(fixture: &[String]) -> String {
-    let mut config = "[fleet]\nname = \"demo-flow\"\ntool_prefix = \"gitea_\"\nforge = \"gitea-mcp\"\n".to_owned();
+fn roster(fixture: &[String], dialect: &dyn fleetgate_core::dialect::Dialect) -> String {
+    let prefix = dialect.server().prefix;
+    let mut config =
+        format!("[fleet]\nname = \"demo-flow\"\ntool_prefix = \"{prefix}_\"\nforge = \"{}\"\n", dialect.name());
     for (name, role) in MEMBERS {
         config.push_str(&format!(
-            "\n[[members]]\nnamespace = \"gitea-{name}\"\nprofile = \"prgs-{name}\"\nrole = \"{role}\"\n"
+            "\n[[members]]\nnamespace = \"{prefix}-{name}\"\nprofile = \"prgs-{name}\"\nrole = \"{role}\"\n"
         ));
     }
     config.push_str(&format!("\n[workflow]\nforge_command = {fixture:?}\n"));

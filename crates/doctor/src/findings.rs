@@ -27,7 +27,7 @@ use std::path::Path;
 
 /// The env key the Gitea MCP server reads its access token from (gitea-mcp
 /// `cmd/cmd.go`; its `--token` flag, when given, wins). Gitea's own name, not
-/// under the fleet's env prefix.
+/// under the fleet's env prefix. Each dialect names its own ([`Roster::server`]).
 pub const FORGE_TOKEN_ENV: &str = "GITEA_ACCESS_TOKEN";
 
 /// The roster and the env declaration the findings are judged against.
@@ -42,6 +42,9 @@ pub struct Roster<'a> {
     /// The roster file a wrapper must name (`fleetgate --config FILE serve …`); `None`: the
     /// default path, which a wrapper without `--config` reads.
     pub config: Option<&'a str>,
+    /// The forge's server (its dialect's facts): where it reads its credential, what the
+    /// forge does with a self-approval.
+    pub server: &'a fleetgate_core::dialect::Server,
 }
 
 /// What the classifier asks of the machine, injected so it stays pure.
@@ -345,7 +348,7 @@ pub fn classify(
             findings.extend(entry_findings(client, m, d, &parsed.entries[d.at.1], roster, lookup));
         }
     }
-    findings.extend(shared_forge_identity(client, &report.members, files));
+    findings.extend(shared_forge_identity(client, &report.members, files, roster.server));
     report.findings = findings;
     report
 }
@@ -521,35 +524,55 @@ fn entry_findings(
     out
 }
 
-/// The last `--token V` / `--token=V` (Go's flag package also takes one dash)
-/// before any `--`: the flag gitea-mcp prefers over its env key.
-fn token_arg(args: &[String]) -> Option<&str> {
+/// The last `FLAG V` / `FLAG=V` of `flags` before any `--`: the flag a server prefers over
+/// its env key (gitea-mcp's `--token`, which Go's flag package also takes with one dash).
+fn token_arg<'a>(args: &'a [String], flags: &[&str]) -> Option<&'a str> {
     let own = &args[..args.iter().position(|a| a == "--").unwrap_or(args.len())];
     own.iter()
         .enumerate()
-        .filter_map(|(i, a)| match a.strip_prefix("--token").or_else(|| a.strip_prefix("-token")) {
-            Some("") => own.get(i + 1).map(String::as_str),
-            Some(rest) => rest.strip_prefix('='),
-            None => None,
+        .filter_map(|(i, a)| {
+            flags.iter().find_map(|f| match a.strip_prefix(f) {
+                Some("") => own.get(i + 1).map(String::as_str),
+                Some(rest) => rest.strip_prefix('='),
+                None => None,
+            })
         })
         .next_back()
 }
 
-/// The forge credential an entry's server runs with, as gitea-mcp picks it (its
-/// `--token` argument, else `GITEA_ACCESS_TOKEN` in `env`): where it was read,
-/// and its digest. A client-side variable (`${input:forge-token}`) counts as
-/// its text, since one reference resolves to one value. `None` when unset or
-/// empty.
-fn forge_credential(entry: &Entry) -> Option<(&'static str, [u8; 32])> {
+/// A container launch's `-e KEY=V` / `--env KEY=V` / `--env=KEY=V` for `key` (`docker run -i
+/// … ghcr.io/github/github-mcp-server`): the value it sets inside; `-e KEY` alone passes the
+/// client's own, read from `env` by the caller.
+fn container_env<'a>(args: &'a [String], key: &str) -> Option<&'a str> {
+    let mut set = None;
+    for (i, a) in args.iter().enumerate() {
+        let given = match a.as_str() {
+            "-e" | "--env" => args.get(i + 1).map(String::as_str),
+            _ => a.strip_prefix("--env=").or_else(|| a.strip_prefix("-e").filter(|r| !r.is_empty())),
+        };
+        if let Some(value) = given.and_then(|g| g.strip_prefix(key)).and_then(|r| r.strip_prefix('=')) {
+            set = Some(value);
+        }
+    }
+    set
+}
+
+/// The forge credential an entry's server runs with, as the server picks it (its token flag,
+/// else its token key set in a container launch's arguments, else the key in `env`): where
+/// it was read, and its digest. A client-side variable (`${input:forge-token}`) counts as
+/// its text, since one reference resolves to one value. `None` when unset or empty.
+fn forge_credential(entry: &Entry, server: &fleetgate_core::dialect::Server) -> Option<(&'static str, [u8; 32])> {
     let Launch::Stdio { command, args } = &entry.launch else { return None };
     let downstream = match fleetgate_serve(command, args) {
         Some(serve) => serve.downstream.get(1..).unwrap_or_default().to_vec(),
         None => args.clone(),
     };
-    let env = entry.env.iter().rev().find(|(k, _)| k == FORGE_TOKEN_ENV).map(|(_, v)| v.as_str());
-    let (source, value) = match token_arg(&downstream).filter(|v| !v.is_empty()) {
-        Some(v) => ("--token", v),
-        None => (FORGE_TOKEN_ENV, env.filter(|v| !v.is_empty())?),
+    let env = entry.env.iter().rev().find(|(k, _)| k == server.token_env).map(|(_, v)| v.as_str());
+    let flag = token_arg(&downstream, server.token_flags).filter(|v| !v.is_empty());
+    let (source, value) = match (flag, container_env(&downstream, server.token_env).filter(|v| !v.is_empty())) {
+        (Some(v), _) => (server.token_flags[0], v),
+        (None, Some(v)) => ("-e", v),
+        (None, None) => (server.token_env, env.filter(|v| !v.is_empty())?),
     };
     Some((source, Sha256::digest(value.as_bytes()).into()))
 }
@@ -557,13 +580,22 @@ fn forge_credential(entry: &Entry) -> Option<(&'static str, [u8; 32])> {
 /// One finding per author/reviewer pair whose definitions share a credential.
 /// Only that pair: the merger may act as the reviewer's account, and Gitea
 /// refuses only the poster's own approval.
-fn shared_forge_identity(client: Client, members: &[MemberReport], files: &[FileInput]) -> Vec<Finding> {
-    fn credentials<'m>(m: &'m MemberReport, files: &[FileInput]) -> Vec<(&'m Definition, &'static str, [u8; 32])> {
+fn shared_forge_identity(
+    client: Client,
+    members: &[MemberReport],
+    files: &[FileInput],
+    server: &fleetgate_core::dialect::Server,
+) -> Vec<Finding> {
+    fn credentials<'m>(
+        m: &'m MemberReport,
+        files: &[FileInput],
+        server: &fleetgate_core::dialect::Server,
+    ) -> Vec<(&'m Definition, &'static str, [u8; 32])> {
         m.definitions
             .iter()
             .filter_map(|d| {
                 let FileState::Parsed(parsed) = &files[d.at.0].state else { return None };
-                let (source, digest) = forge_credential(parsed.entries.get(d.at.1)?)?;
+                let (source, digest) = forge_credential(parsed.entries.get(d.at.1)?, server)?;
                 Some((d, source, digest))
             })
             .collect()
@@ -571,18 +603,18 @@ fn shared_forge_identity(client: Client, members: &[MemberReport], files: &[File
     let place = |m: &MemberReport, d: &Definition| format!("{} ({}:{} {:?})", m.profile, d.file, d.line, d.entry);
     let mut out = Vec::new();
     for author in members.iter().filter(|m| m.role == "author") {
-        let theirs = credentials(author, files);
+        let theirs = credentials(author, files, server);
         for reviewer in members.iter().filter(|m| m.role == "reviewer") {
-            let shared = credentials(reviewer, files).into_iter().find_map(|(r, source, digest)| {
+            let shared = credentials(reviewer, files, server).into_iter().find_map(|(r, source, digest)| {
                 theirs.iter().find(|(_, _, d)| *d == digest).map(|(a, _, _)| (*a, r, source))
             });
             let Some((a, r, source)) = shared else { continue };
             let message = format!(
                 "the author {} and the reviewer {} use the same forge credential, so one forge account: \
-                 Gitea refuses an approval by the pull request's own poster (422) and nothing can merge; \
-                 give the author and the reviewer forge accounts of their own",
+                 {} and nothing can merge; give the author and the reviewer forge accounts of their own",
                 place(author, a),
                 place(reviewer, r),
+                server.self_review,
             );
             let mut f = finding(client, FindingKind::SharedForgeIdentity, Some(&reviewer.profile), message, false);
             f.file = Some(r.file.clone());

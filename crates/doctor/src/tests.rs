@@ -76,7 +76,13 @@ fn a_wrapper_reading_another_roster_is_a_finding() {
             r#"{{"mcpServers": {{"gitea-author": {{"command": "fleetgate", "args": [{args}], "env": {{"GITEA_MCP_CLIENT": "claude_code"}}}}}}}}"#
         );
         let files = vec![FileInput { state: FileState::Parsed(parse(&text, &source).unwrap()), source }];
-        let roster = Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &[], config: roster_path };
+        let roster = Roster {
+            members: &config.members,
+            env_prefix: "GITEA_",
+            pass_through: &[],
+            config: roster_path,
+            server: fleetgate_core::dialect::Dialect::server(&fleetgate_core::dialect::gitea::GITEA),
+        };
         let lookup = Lookup { exists: &|_| true, fleetgate: &|c| c == "fleetgate" };
         let report = classify(Client::ClaudeCode, &files, roster, false, lookup);
         report.findings.iter().filter(|f| f.kind == FindingKind::OtherRoster).map(|f| f.fixable).collect::<Vec<_>>()
@@ -101,7 +107,13 @@ fn judge(client: Client, text: &str, exists: &dyn Fn(&str) -> bool) -> (findings
     let source = source(client);
     let files = vec![FileInput { state: FileState::Parsed(parse(text, &source).unwrap()), source }];
     let config = FleetConfig::builtin();
-    let roster = Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &[], config: None };
+    let roster = Roster {
+        members: &config.members,
+        env_prefix: "GITEA_",
+        pass_through: &[],
+        config: None,
+        server: fleetgate_core::dialect::Dialect::server(&fleetgate_core::dialect::gitea::GITEA),
+    };
     (classify(client, &files, roster, false, Lookup { exists, fleetgate: &|c| c == "fleetgate" }), files)
 }
 
@@ -224,4 +236,57 @@ fn an_author_and_a_reviewer_sharing_a_forge_credential_is_a_finding_named_by_dig
     assert_eq!(found[0].key.as_deref(), Some("GITEA_ACCESS_TOKEN"));
     let found = shared(&[member("author", Some("pat-a"), &[]), member("reviewer", None, &["--token=pat-a"])]);
     assert_eq!(found[0].key.as_deref(), Some("--token"));
+}
+
+/// GitHub's server, launched as its binary or its container image: its credential is
+/// `GITHUB_PERSONAL_ACCESS_TOKEN` in the entry's env, or set inline by `docker run -e KEY=V`;
+/// an author and a reviewer sharing one are reported with GitHub's own refusal, by where the
+/// token was read, never its value.
+#[test]
+fn a_github_author_and_reviewer_sharing_one_token_are_reported_in_either_launch_form() {
+    let github = fleetgate_core::dialect::by_name("github-mcp").unwrap().server();
+    let config = FleetConfig::builtin();
+    let judge = |author: &str, reviewer: &str| {
+        let text = format!(r#"{{"mcpServers": {{"gitea-author": {author}, "gitea-reviewer": {reviewer}}}}}"#);
+        let source = source(Client::ClaudeCode);
+        let files = vec![FileInput { state: FileState::Parsed(parse(&text, &source).unwrap()), source }];
+        let roster =
+            Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &[], config: None, server: github };
+        let report = classify(
+            Client::ClaudeCode,
+            &files,
+            roster,
+            false,
+            Lookup { exists: &|_| true, fleetgate: &|c| c == "fleetgate" },
+        );
+        report.findings.into_iter().filter(|f| f.kind == FindingKind::SharedForgeIdentity).collect::<Vec<_>>()
+    };
+    let binary = |profile: &str, token: &str| {
+        format!(
+            r#"{{"command": "fleetgate", "args": ["serve", "--profile", "{profile}", "--", "github-mcp-server", "stdio"],
+               "env": {{"GITEA_MCP_CLIENT": "claude_code", "GITHUB_PERSONAL_ACCESS_TOKEN": "{token}"}}}}"#
+        )
+    };
+    let docker = |profile: &str, token: &str| {
+        format!(
+            r#"{{"command": "fleetgate", "args": ["serve", "--profile", "{profile}", "--", "docker", "run", "-i", "--rm",
+               "-e", "GITHUB_PERSONAL_ACCESS_TOKEN={token}", "ghcr.io/github/github-mcp-server"],
+               "env": {{"GITEA_MCP_CLIENT": "claude_code"}}}}"#
+        )
+    };
+    let found = judge(&binary("prgs-author", "ghp_same"), &docker("prgs-reviewer", "ghp_same"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].key.as_deref(), Some("-e"));
+    assert!(found[0].message.contains("Can not approve your own pull request"), "{}", found[0].message);
+    assert!(!found[0].message.contains("ghp_same"));
+    assert!(judge(&binary("prgs-author", "ghp_a"), &docker("prgs-reviewer", "ghp_b")).is_empty());
+    assert!(judge(&docker("prgs-author", "ghp_a"), &binary("prgs-reviewer", "ghp_a")).len() == 1);
+    // Gitea's token key means nothing to GitHub's server.
+    let gitea_key = |profile: &str| {
+        format!(
+            r#"{{"command": "fleetgate", "args": ["serve", "--profile", "{profile}", "--", "github-mcp-server", "stdio"],
+               "env": {{"GITEA_MCP_CLIENT": "claude_code", "GITEA_ACCESS_TOKEN": "same"}}}}"#
+        )
+    };
+    assert!(judge(&gitea_key("prgs-author"), &gitea_key("prgs-reviewer")).is_empty());
 }

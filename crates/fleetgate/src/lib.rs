@@ -129,7 +129,7 @@ pub fn run_cli() -> ExitCode {
 
 fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
     match command {
-        Command::Demo => cli::demo::run(ctx),
+        Command::Demo { forge } => cli::demo::run(ctx, forge),
         Command::Worker(cmd) => cli::worker::run(ctx, cmd),
         Command::Runtime(cmd) => cli::runtime::run(ctx, cmd),
         Command::Env(cmd) => cli::gate::env(ctx, cmd),

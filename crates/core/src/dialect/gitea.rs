@@ -71,6 +71,11 @@ const SERVER: Server = Server {
     process_match: &["gitea-mcp"],
     launch: &["gitea-mcp", "-t", "stdio"],
     token_env: "GITEA_ACCESS_TOKEN",
+    token_flags: &["--token", "-token"],
+    host_env: "GITEA_HOST",
+    default_host: None,
+    prefix: "gitea",
+    self_review: "Gitea refuses an approval by the pull request's own poster (422)",
 };
 
 /// The gitea-mcp dialect.
@@ -214,6 +219,38 @@ impl Dialect for GiteaMcp {
         let mut args = Map::new();
         args.insert("method".into(), Value::from(method));
         Some((tool, args))
+    }
+
+    fn call(&self, op: &super::Op<'_>) -> (&'static str, Map<String, Value>) {
+        use super::Op;
+        let (tool, args) = match *op {
+            Op::CreateBranch { branch } => ("create_branch", serde_json::json!({ "branch": branch })),
+            Op::ReadFile { branch, path } => ("get_file_contents", serde_json::json!({ "ref": branch, "path": path })),
+            Op::WriteFile { branch, path, content, message, sha } => {
+                let mut args =
+                    serde_json::json!({ "path": path, "content": content, "message": message, "branch_name": branch });
+                if let Some(sha) = sha {
+                    args["sha"] = Value::from(sha);
+                }
+                ("create_or_update_file", args)
+            }
+            Op::OpenPr { head, base, title, body } => (
+                "pull_request_write",
+                serde_json::json!({ "method": "create", "title": title, "body": body, "head": head, "base": base }),
+            ),
+            Op::Approve { pr } => (
+                "pull_request_review_write",
+                serde_json::json!({ "method": "create", "pull_number": pr, "state": "APPROVED", "body": "LGTM" }),
+            ),
+            Op::Merge { pr, squash } => {
+                let mut args = serde_json::json!({ "method": "merge", "pull_number": pr });
+                if squash {
+                    args["merge_style"] = Value::from("squash");
+                }
+                ("pull_request_write", args)
+            }
+        };
+        (tool, args.as_object().cloned().unwrap_or_default())
     }
 
     fn reference(&self) -> String {

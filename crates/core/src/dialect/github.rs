@@ -63,6 +63,11 @@ const SERVER: Server = Server {
     process_match: &["github-mcp-server"],
     launch: &["github-mcp-server", "stdio"],
     token_env: "GITHUB_PERSONAL_ACCESS_TOKEN",
+    token_flags: &[],
+    host_env: "GITHUB_HOST",
+    default_host: Some("https://github.com"),
+    prefix: "github",
+    self_review: "GitHub refuses an approval by the pull request's own author (\"Can not approve your own pull request\")",
 };
 
 /// The container image the server is published as.
@@ -280,6 +285,37 @@ impl Dialect for GithubMcp {
     /// GitHub's REST 404, and GraphQL's "Could not resolve to" (an issue number that is a PR).
     fn is_not_found(&self, error: &str) -> bool {
         error.contains("404") || error.to_ascii_lowercase().contains("not found") || error.contains("Could not resolve")
+    }
+
+    fn call(&self, op: &super::Op<'_>) -> (&'static str, Map<String, Value>) {
+        use super::Op;
+        let (tool, args) = match *op {
+            Op::CreateBranch { branch } => ("create_branch", serde_json::json!({ "branch": branch })),
+            Op::ReadFile { branch, path } => ("get_file_contents", serde_json::json!({ "ref": branch, "path": path })),
+            Op::WriteFile { branch, path, content, message, sha } => {
+                let mut args =
+                    serde_json::json!({ "path": path, "content": content, "message": message, "branch": branch });
+                if let Some(sha) = sha {
+                    args["sha"] = Value::from(sha);
+                }
+                ("create_or_update_file", args)
+            }
+            Op::OpenPr { head, base, title, body } => {
+                ("create_pull_request", serde_json::json!({ "title": title, "body": body, "head": head, "base": base }))
+            }
+            Op::Approve { pr } => (
+                "pull_request_review_write",
+                serde_json::json!({ "method": "create", "pullNumber": pr, "event": "APPROVE", "body": "LGTM" }),
+            ),
+            Op::Merge { pr, squash } => {
+                let mut args = serde_json::json!({ "pullNumber": pr });
+                if squash {
+                    args["merge_method"] = Value::from("squash");
+                }
+                ("merge_pull_request", args)
+            }
+        };
+        (tool, args.as_object().cloned().unwrap_or_default())
     }
 
     fn reference(&self) -> String {

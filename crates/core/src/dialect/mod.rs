@@ -226,6 +226,71 @@ pub struct Server {
     pub launch: &'static [&'static str],
     /// The environment key the server reads its forge token from.
     pub token_env: &'static str,
+    /// The command-line flags that carry the token instead (the last one given wins).
+    pub token_flags: &'static [&'static str],
+    /// The environment key naming the forge's host (for a host other than the server's default).
+    pub host_env: &'static str,
+    /// The host the server talks to when none is set (`None`: it needs one).
+    pub default_host: Option<&'static str>,
+    /// The name a roster of this forge uses for its prefixes: `<prefix>_` tools, `<PREFIX>_`
+    /// environment keys, `<prefix>-<role>` namespaces.
+    pub prefix: &'static str,
+    /// What the forge does with an approval by the PR's own author, in words.
+    pub self_review: &'static str,
+}
+
+/// One step of the PR workflow's plot as every forge has it: what `fleetgate demo` tells,
+/// spelled by each dialect as its server's call ([`Dialect::call`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op<'a> {
+    /// Make `branch` from the default branch.
+    CreateBranch {
+        /// The new branch.
+        branch: &'a str,
+    },
+    /// Read `path` on `branch` (its blob id is `sha` in the answer).
+    ReadFile {
+        /// The branch.
+        branch: &'a str,
+        /// The file.
+        path: &'a str,
+    },
+    /// Commit `content` to `path` on `branch` (`sha`: the file's current blob, to update it).
+    WriteFile {
+        /// The branch.
+        branch: &'a str,
+        /// The file.
+        path: &'a str,
+        /// Its new content.
+        content: &'a str,
+        /// The commit message.
+        message: &'a str,
+        /// The current blob, when the file exists.
+        sha: Option<&'a str>,
+    },
+    /// Open a PR from `head` onto `base`.
+    OpenPr {
+        /// The head branch.
+        head: &'a str,
+        /// The base branch.
+        base: &'a str,
+        /// Its title.
+        title: &'a str,
+        /// Its body.
+        body: &'a str,
+    },
+    /// Approve PR `pr`.
+    Approve {
+        /// The PR.
+        pr: u64,
+    },
+    /// Merge PR `pr` (`squash`: squashed, else a merge commit).
+    Merge {
+        /// The PR.
+        pr: u64,
+        /// Squash it.
+        squash: bool,
+    },
 }
 
 /// One forge MCP server's dialect.
@@ -301,6 +366,8 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     fn is_not_found(&self, error: &str) -> bool {
         error.contains("couldn't be found") || error.contains("404") || error.to_ascii_lowercase().contains("not found")
     }
+    /// `op` as this server's call: the tool and its arguments (without `owner` and `repo`).
+    fn call(&self, op: &Op<'_>) -> (&'static str, Map<String, Value>);
     /// The reference page of the dialect (`docs/reference/<name>.md`).
     fn reference(&self) -> String;
     /// Every tool name the dialect states (for the scan that no other module names one).

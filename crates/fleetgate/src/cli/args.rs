@@ -40,8 +40,13 @@ pub enum Command {
     ///
     /// Five gateways open the gate, a second cohort closes it, a killed member goes stale; then
     /// the pull-request workflow through four gateways over the forge stand-in, and an
-    /// operator's approval of one exact merge.
-    Demo,
+    /// operator's approval of one exact merge. `--forge github-mcp` tells the workflow in front
+    /// of GitHub's server instead of Gitea's.
+    Demo {
+        /// The forge whose server the stand-in plays (gitea-mcp, github-mcp).
+        #[arg(long, default_value = "gitea-mcp")]
+        forge: String,
+    },
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
     ///
     /// `fleetgate completions bash > ~/.local/share/bash-completion/completions/fleetgate`

@@ -115,7 +115,13 @@ fn git_repo(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Run the demo.
-pub fn run(ctx: &Ctx) -> anyhow::Result<Reply> {
+pub fn run(ctx: &Ctx, forge_name: &str) -> anyhow::Result<Reply> {
+    let dialect = fleetgate_core::dialect::by_name(forge_name).ok_or_else(|| {
+        anyhow!(
+            "--forge {forge_name:?} is not a known forge dialect (known: {})",
+            fleetgate_core::dialect::NAMES.join(", ")
+        )
+    })?;
     let dir = tempfile::Builder::new().prefix("fleetgate-demo-").tempdir()?;
     let store_path = dir.path().join("registry.sqlite3");
     let repo = dir.path().join("checkout");
@@ -180,7 +186,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Reply> {
         "== stopped every gateway; {left} runtime row(s) left running (the killed reviewer's, now history)"
     ));
     text.push(String::new());
-    let (lines, workflow) = fleetgate_demo::run(&exe, &forge, dir.path(), &repo)?;
+    let (lines, workflow) = fleetgate_demo::run(&exe, &forge, dir.path(), &repo, dialect)?;
     text.extend(lines);
     Ok(Reply {
         value: json!({ "store": store_path.display().to_string(), "steps": steps, "workflow": workflow }),

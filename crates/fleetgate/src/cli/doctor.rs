@@ -85,6 +85,7 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> anyhow::Result<Reply> {
             env_prefix: &ctx.config.env_prefix,
             pass_through: &ctx.config.pass_through_env,
             config: config.as_deref(),
+            server: ctx.config.dialect().unwrap_or(&fleetgate_core::dialect::gitea::GITEA).server(),
         },
         named: !args.clients.is_empty(),
         path: ctx.env.get(EnvKey::Path, "").unwrap_or_default().to_owned(),

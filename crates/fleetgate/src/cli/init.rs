@@ -8,7 +8,7 @@ use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply};
 use anyhow::{Context as _, anyhow, bail};
 use fleetgate_config::FleetConfig;
-use fleetgate_config::template::{gitea_mcp_config, parse_remote};
+use fleetgate_config::template::{forge_config, parse_remote};
 use fleetgate_core::env::EnvSnapshot;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -72,13 +72,13 @@ fn back_up(path: &Path) -> anyhow::Result<PathBuf> {
 
 /// Run `fleetgate init`.
 pub fn run(config: Option<&Path>, json: bool, env: EnvSnapshot, args: &InitArgs) -> anyhow::Result<Reply> {
-    if fleetgate_core::dialect::by_name(&args.forge).is_none() {
+    let Some(dialect) = fleetgate_core::dialect::by_name(&args.forge) else {
         bail!(
             "--forge {:?} is not a known forge dialect (known: {})",
             args.forge,
             fleetgate_core::dialect::NAMES.join(", ")
         );
-    }
+    };
     let root = args.repo_root.clone().unwrap_or_else(|| PathBuf::from("."));
     let url = git_remote_url(&root, &args.remote)?;
     let remote = parse_remote(&url).map_err(|why| {
@@ -89,7 +89,7 @@ pub fn run(config: Option<&Path>, json: bool, env: EnvSnapshot, args: &InitArgs)
             args.remote
         )
     })?;
-    let text = gitea_mcp_config(&args.remote, &remote);
+    let text = forge_config(dialect, &args.remote, &remote);
     let path = target(config, &env)?;
     // Checked before anything is written: the file init writes is one fleetgate reads.
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());

@@ -179,3 +179,24 @@ fn a_gitea_release_whose_read_key_no_dialect_knows_is_refused_by_name() {
     assert_eq!(fleet.git(&["branch", "--list"]), before, "no branch was made");
     fleet.stop();
 }
+
+#[test]
+fn a_toolset_turned_on_at_run_time_is_judged_and_pinned_like_any_other() {
+    let _serial = serial();
+    let forge = Forge::GithubDynamic;
+    let mut fleet = Fleet::start_forge(forge, "", &[], None);
+    let rerun = forge.rerun().unwrap();
+    // Not listed yet: the server has no such tool.
+    let (client, _) = fleet.client_and_dir("reviewer");
+    let mut args = rerun.1.clone();
+    args["owner"] = json!("fleet");
+    args["repo"] = json!("forge");
+    let r = client.step(json!({ "op": "call_tool", "name": rerun.0, "arguments": args }));
+    assert!(r["ok"] == false && r.to_string().contains("unknown tool"), "{r}");
+    let (client, _) = fleet.client_and_dir("reviewer");
+    answer_any(client.call("enable_toolset", json!({ "toolset": "actions" })));
+    refused(call(&mut fleet, "reviewer", rerun), "role_not_permitted", "actions_run_trigger");
+    let pinned = fleet.f.cli(&["tools", "list", "--profile", "prgs-reviewer", "--json"]);
+    assert!(pinned.to_string().contains("actions_run_trigger"), "the new tool is pinned: {pinned}");
+    fleet.stop();
+}

@@ -6,8 +6,21 @@ use std::process::Command;
 
 #[test]
 fn the_demo_tells_the_fleet_story_and_leaves_nothing_running() {
+    tells_the_story(&["demo", "--json"], "head_commit_id");
+}
+
+#[test]
+fn the_demo_tells_the_workflow_in_front_of_github_s_server_too() {
+    tells_the_story(&["demo", "--forge", "github-mcp", "--json"], "expectedHeadSha");
+    let out = Command::new(bin()).args(["demo", "--forge", "gitlab"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "an unknown forge is refused before anything starts");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("known: gitea-mcp, github-mcp"));
+}
+
+/// The demo run with `args`: the whole story, the merge pinned with `pin`.
+fn tells_the_story(args: &[&str], pin: &str) {
     let _serial = serial();
-    let out = Command::new(bin()).env_clear().env("PATH", "/usr/bin:/bin").args(["demo", "--json"]).output().unwrap();
+    let out = Command::new(bin()).env_clear().env("PATH", "/usr/bin:/bin").args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let steps = v["steps"].as_array().unwrap();
@@ -50,7 +63,7 @@ fn the_demo_tells_the_fleet_story_and_leaves_nothing_running() {
     let request = |i: usize| answer(i).split("approval request ").nth(1).unwrap().split(' ').next().unwrap();
     assert!(answer(0).starts_with("approval_pending:") && answer(3).starts_with("approval_pending:"), "{flow}");
     assert!(act[2]["call"].as_str().unwrap().contains(&format!("approvals approve {}", request(0))), "{flow}");
-    assert!(answer(1).contains("head_commit_id"), "the operator sees the exact call, its head pinned: {flow}");
+    assert!(answer(1).contains(pin), "the operator sees the exact call, its head pinned: {flow}");
     assert_ne!(request(0), request(3), "other arguments are another request: {flow}");
     assert!(act[3]["call"].as_str().unwrap().contains("squash"), "{flow}");
     // Nothing it started is left: no gateway runs on the demo's store.

@@ -15,6 +15,8 @@ pub(crate) enum Forge {
     Github,
     /// github-mcp-server as released up to v1.10.1: its merge pins nothing.
     GithubUnpinned,
+    /// github-mcp-server with dynamic toolsets (v0.2.0 … v1.0.5): toolsets turned on at run time.
+    GithubDynamic,
 }
 
 /// A call: the tool and its arguments.
@@ -25,7 +27,7 @@ impl Forge {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Gitea | Self::GiteaV1 => "gitea-mcp",
-            Self::Github | Self::GithubUnpinned => "github-mcp",
+            Self::Github | Self::GithubUnpinned | Self::GithubDynamic => "github-mcp",
         }
     }
 
@@ -33,7 +35,7 @@ impl Forge {
     pub(crate) fn prefix(self) -> &'static str {
         match self {
             Self::Gitea | Self::GiteaV1 => "gitea_",
-            Self::Github | Self::GithubUnpinned => "github_",
+            Self::Github | Self::GithubUnpinned | Self::GithubDynamic => "github_",
         }
     }
 
@@ -44,11 +46,14 @@ impl Forge {
             Self::GiteaV1 => &["--variant", "release-v1"],
             Self::Github => &["--surface", "github-mcp", "--variant", "head-pin"],
             Self::GithubUnpinned => &["--surface", "github-mcp"],
+            Self::GithubDynamic => {
+                &["--surface", "github-mcp", "--variant", "head-pin", "--variant", "dynamic-toolsets"]
+            }
         }
     }
 
     fn github(self) -> bool {
-        matches!(self, Self::Github | Self::GithubUnpinned)
+        matches!(self, Self::Github | Self::GithubUnpinned | Self::GithubDynamic)
     }
 
     /// The forge's own workflow files.
@@ -109,7 +114,7 @@ impl Forge {
         match self {
             Self::Gitea => "pull_number",
             Self::GiteaV1 => "index",
-            Self::Github | Self::GithubUnpinned => "pullNumber",
+            Self::Github | Self::GithubUnpinned | Self::GithubDynamic => "pullNumber",
         }
     }
 

@@ -745,3 +745,31 @@ fn init_writes_a_roster_from_the_remote_and_hands_the_clients_to_the_doctor() {
         .unwrap();
     assert_eq!(code(&doctor), Some(0), "clean after the repair: {}", String::from_utf8_lossy(&doctor.stdout));
 }
+
+/// `fleetgate init --forge github-mcp`: a roster for GitHub's server from a github.com remote
+/// (no host to set) and from a GitHub Enterprise one (its host named), loaded back as the
+/// github-mcp dialect; an unknown forge is refused with the known ones, nothing written.
+#[test]
+fn init_writes_a_github_roster_for_github_com_and_enterprise_remotes() {
+    for (url, host) in [
+        ("git@github.com:acme/tools.git", "no GITHUB_HOST needed"),
+        ("https://ghe.example.com/acme/tools", "GITHUB_HOST=https://ghe.example.com"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, run) = init_in_checkout(dir.path(), url);
+        let out = run(&["init", "--forge", "github-mcp"]);
+        assert_eq!(code(&out), Some(0), "{url}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(&config).unwrap();
+        assert!(text.contains("forge = \"github-mcp\""), "{text}");
+        assert!(text.contains(host), "{url}: {text}");
+        assert!(text.contains("fleetgate serve --profile P -- github-mcp-server stdio"), "{text}");
+        let loaded = fleetgate_config::FleetConfig::parse(&text, "fleet.toml").unwrap();
+        assert_eq!(loaded.binding.as_ref().map(|b| (b.org.as_str(), b.repo.as_str())), Some(("acme", "tools")));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (config, run) = init_in_checkout(dir.path(), "https://github.com/acme/tools");
+    let out = run(&["init", "--forge", "gitlab-mcp"]);
+    assert_eq!(code(&out), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("known: gitea-mcp, github-mcp"));
+    assert!(!config.exists());
+}

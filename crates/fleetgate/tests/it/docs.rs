@@ -135,7 +135,7 @@ fn the_generated_reference_pages_are_current() {
     let mut stale = Vec::new();
     for (file, content) in &pages {
         let file = file.as_str();
-        let content = escape_angles(&content);
+        let content = escape_angles(content);
         let path = docs().join(file);
         if bless {
             std::fs::create_dir_all(docs()).unwrap();

@@ -4,6 +4,7 @@ mod audit;
 mod book;
 mod cli;
 mod concurrency;
+mod dialects;
 mod docs;
 mod doctor;
 mod gate;

@@ -192,8 +192,13 @@ fn a_concurrent_writer_between_read_and_replace_is_detected_and_nothing_is_overw
             FileInput { source, state }
         })
         .collect();
-    let roster =
-        Roster { members: &config.members, env_prefix: "GITEA_", pass_through: &config.pass_through_env, config: None };
+    let roster = Roster {
+        members: &config.members,
+        env_prefix: "GITEA_",
+        pass_through: &config.pass_through_env,
+        config: None,
+        server: fleetgate_core::dialect::Dialect::server(&fleetgate_core::dialect::gitea::GITEA),
+    };
     let report =
         classify(Client::Codex, &files, roster, true, Lookup { exists: &|_| true, fleetgate: &|c| c == "fleetgate" });
     let (f, edits) = repair::plan(&report, &repair::Launcher::new("fleetgate")).into_iter().next().unwrap();
