@@ -206,6 +206,7 @@ fn api_fleet_has_the_documented_shape_and_events_push_the_same_view() {
         "review_locks_error",
         "approvals",
         "approvals_error",
+        "policy",
     ];
     keys.sort_unstable();
     documented.sort_unstable();

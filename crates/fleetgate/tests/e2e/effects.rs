@@ -109,7 +109,10 @@ fn update_branch_moves_no_protected_branch() {
         refused(fleet.call("author", "pull_request_write", update), "protected_branch", "branch `main`");
         assert_eq!(tip(&fleet, "main"), main_before, "{name}: main did not move");
         nothing_to_approve(&fleet);
-        // The same update of a PR whose head is a feature branch goes through.
+        // The same update of a PR whose head is a feature branch (made from `evil`, so the
+        // forge's merge has no conflict to refuse) goes through.
+        answer(fleet.call("author", "create_branch", json!({ "branch": "feature", "old_branch": "evil" })));
+        fleet.push_to("feature", "work\n", "Work");
         let ok = open(&mut fleet, "feature", "evil", "work\n");
         let update = json!({ "method": "update_branch", "pull_number": ok });
         answer(fleet.call("author", "pull_request_write", update));
