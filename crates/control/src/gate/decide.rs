@@ -410,11 +410,12 @@ impl Gate {
     /// After a forwarded call the downstream accepted: record what it settles for the PR
     /// workflow (a decision at its head, an opened PR's creator, a merge's released leases).
     /// `action` is the workflow action the decision stated for the call.
-    pub fn settle(&self, call: &Call<'_>, action: &str, answer: Option<&Value>, now: Timestamp) {
+    pub fn settle(&self, call: &Call<'_>, settles: &str, answer: Option<&Value>, now: Timestamp) {
         let Ok(actor) = self.actor(call) else { return };
         let Some(forge) = self.forge(call) else { return };
-        let wcall = self.workflow_call(call.tool, call.arguments, action, &actor);
-        match workflow::settle(&*self.store, forge, &wcall, answer, now) {
+        let (action, at) = workflow::settled(settles);
+        let wcall = self.workflow_call(call.tool, call.arguments, &action, &actor);
+        match workflow::settle(&*self.store, forge, &wcall, at, answer, now) {
             // What it settled that the log must show: a lock taken, corrected or made moot.
             Ok(events) => {
                 for (tool, reason) in events {
@@ -616,6 +617,10 @@ impl Gate {
             && let Some(note) = g.workflow.as_ref().and_then(|w| w.note.clone())
         {
             verdict.blocked_reasons.push(note);
+        }
+        // What the call settles is recorded at what it was judged at.
+        if let Some(action) = verdict.settles.take() {
+            verdict.settles = Some(workflow::settles(&action, g.workflow.as_ref().and_then(|w| w.at.as_ref())));
         }
         if mode == Mode::Preview && verdict.request.is_some() {
             verdict.blocked_reasons.push("(an approval request is recorded when the call is made)".into());

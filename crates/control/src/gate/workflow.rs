@@ -209,6 +209,9 @@ pub fn records(store: &dyn Store, pr: &PrRef) -> Result<PrRecords, Refusal> {
 pub struct Judged {
     /// Arguments set in the forwarded call.
     pub pins: Map<String, Value>,
+    /// The PR's head and base the call was judged at: what it settles is recorded there,
+    /// never at a head read after the call (a push may land in between).
+    pub at: Option<(String, Option<String>)>,
     /// "judged merge of forge/org/repo#12 at head 1a38ef95aaaa onto main", when it judged a PR.
     pub note: Option<String>,
     /// Why the workflow refuses the call.
@@ -285,7 +288,7 @@ pub fn judge(store: &dyn Store, forge: Forge<'_>, call: &WorkflowCall<'_>, now: 
         let kind = if verdict.is_some() { BlockerKind::ReviewLeaseRequired } else { BlockerKind::ApprovalRequired };
         return Judged::refused(Refusal::of(
             kind,
-            "the call names no pull request (owner, repo and pull_number)".into(),
+            "the call names no pull request (its owner, repo and number, as the server reads them)".into(),
         ));
     };
     let facts = match read_pr(forge, &target) {
@@ -321,7 +324,26 @@ pub fn judge(store: &dyn Store, forge: Forge<'_>, call: &WorkflowCall<'_>, now: 
             Some(refusal)
         }
     };
-    Judged { pins, note: Some(said), refusal }
+    Judged { pins, note: Some(said), refusal, at: Some((facts.head.clone(), facts.base_ref.clone())) }
+}
+
+/// What an allowed call settles, as the verdict carries it to the forwarded call's answer:
+/// the workflow action, and the head and base it was judged at (JSON; a bare action when
+/// none was judged).
+pub fn settles(action: &str, at: Option<&(String, Option<String>)>) -> String {
+    match at {
+        Some((head, base)) => serde_json::json!({ "action": action, "head": head, "base": base }).to_string(),
+        None => action.to_owned(),
+    }
+}
+
+/// [`settles`] read back: the action, and the head and base it was judged at.
+pub fn settled(text: &str) -> (String, Option<(String, Option<String>)>) {
+    let Ok(Value::Object(o)) = serde_json::from_str::<Value>(text) else { return (text.to_owned(), None) };
+    let action = o.get("action").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let head = o.get("head").and_then(Value::as_str).map(str::to_owned);
+    let base = o.get("base").and_then(Value::as_str).map(str::to_owned);
+    (action, head.map(|h| (h, base)))
 }
 
 /// The workflow's conditions for a call on `key` whose head and base the forge reports in
@@ -481,6 +503,7 @@ pub fn settle(
     store: &dyn Store,
     forge: Forge<'_>,
     call: &WorkflowCall<'_>,
+    judged_at: Option<(String, Option<String>)>,
     answer: Option<&Value>,
     now: Timestamp,
 ) -> Result<Settled, String> {
@@ -512,12 +535,14 @@ pub fn settle(
             let (Some(verdict), Some(target)) = (verdict, dialect.pr_target(call.tool, args)) else {
                 return Ok(events);
             };
-            // The decision is pinned to the head the gate judged it at (the lease's), and to
-            // the base the lease was claimed for, else the one the forge reports.
+            // The decision is recorded at the head and base the gate judged it at; a call
+            // judged before those were carried (none is) falls back to the lease's, else the
+            // forge's now.
             let key = target.key(call.remote);
             let held = store.pr_records(&key).map_err(|e| e.to_string())?;
-            let (head, base) =
-                match workflow::held_by(&held.state(), workflow::Purpose::Review, &call.actor.worker, now) {
+            let (head, base) = match judged_at {
+                Some(at) => at,
+                None => match workflow::held_by(&held.state(), workflow::Purpose::Review, &call.actor.worker, now) {
                     Some(lease) if lease.target_branch.is_some() => {
                         (lease.candidate_head.clone(), lease.target_branch.clone())
                     }
@@ -526,7 +551,8 @@ pub fn settle(
                         let facts = read_pr(forge, &target)?;
                         (facts.head, facts.base_ref)
                     }
-                };
+                },
+            };
             let decision =
                 workflow::PrDecision { pr: key, head, base, verdict, by: call.actor.clone(), at: now, cleared: None };
             events.extend(record_decision(store, call, &decision)?);
@@ -685,6 +711,47 @@ mod tests {
         assert!(e.is_transient() && e.message.starts_with("reading PR #3 from the forge: "), "{e:?}");
         let odd = Table(vec![("pull_request_read", Ok(json!({ "not": "a pr" })))]);
         assert_eq!(read_pr(forge(Some(&odd)), &target).unwrap_err().kind, ForgeErrorKind::Malformed);
+    }
+
+    /// A review is judged at H1; by the time its answer comes back the lease has lapsed and
+    /// the forge reports H2 (another role pushed). The decision is recorded at H1, the head
+    /// it was judged at — never at a head read after the call.
+    #[test]
+    fn a_decision_is_recorded_at_the_head_it_was_judged_at_not_one_read_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fleetgate_store::open(&dir.path().join("s.sqlite3").display().to_string()).unwrap();
+        let (h1, h2) = ("1".repeat(40), "2".repeat(40));
+        let moved = Table(vec![(
+            "pull_request_read",
+            Ok(json!({ "number": 3, "state": "open", "head": { "sha": h2, "ref": "f" }, "base": { "ref": "main" } })),
+        )]);
+        let forge = Forge {
+            dialect: &fleetgate_core::dialect::gitea::GITEA,
+            schemas: &fleetgate_core::dialect::Unlisted,
+            reader: Some(&moved),
+        };
+        let actor =
+            Actor { worker: "w".into(), profile: "p".into(), client: "c".into(), session: "s".into(), principal: None };
+        let approve =
+            args(json!({ "method": "create", "owner": "o", "repo": "r", "pull_number": 3, "state": "APPROVED" }));
+        let call = WorkflowCall {
+            tool: "pull_request_review_write",
+            action: ACTION_REVIEW,
+            arguments: Some(&approve),
+            actor: &actor,
+            remote: "forge",
+            independence: workflow::Independence::Session,
+            decision_lock: false,
+            issue_lock: false,
+        };
+        let (action, at) = settled(&settles(ACTION_REVIEW, Some(&(h1.clone(), Some("main".into())))));
+        assert_eq!(action, ACTION_REVIEW);
+        settle(&*store, forge, &call, at, None, Timestamp::from_unix(1_000)).unwrap();
+        let key = PrTarget { owner: "o".into(), repo: "r".into(), pr: 3 }.key("forge");
+        let held = store.pr_records(&key).unwrap();
+        let heads: Vec<&str> = held.decisions.iter().map(|d| d.head.as_str()).collect();
+        assert_eq!(heads, [h1.as_str()], "recorded at the judged head, not the forge's later one");
+        assert_eq!(settled(ACTION_MERGE), (ACTION_MERGE.to_owned(), None), "a bare action reads back");
     }
 
     #[test]

@@ -466,12 +466,13 @@ pub fn establish(
 pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect {
     match establish(tool, args, schema, &crate::dialect::Unlisted, &[]) {
         Ok(effect) => effect,
+        // A merge the gate let through carries its pin (replay keeps the forwarded arguments).
         Err(_) if tool == "merge_pull_request" => Effect {
             merge: args.get(PR_NUMBER).and_then(number).map(|pr| MergeTerms {
                 pr,
                 forced: false,
                 scheduled: false,
-                pinnable: declared(schema, MERGE_HEAD_KEY),
+                pinnable: declared(schema, MERGE_HEAD_KEY) || args.contains_key(MERGE_HEAD_KEY),
             }),
             ..Effect::action(ACTION_MERGE)
         },
@@ -479,8 +480,10 @@ pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String
     }
 }
 
+/// Whether the tool's listed schema declares `key`: without a schema, not (the releases up to
+/// v1.10.1 declare no merge pin, so an unknown schema is one that may not).
 fn declared(schema: Option<&Map<String, Value>>, key: &str) -> bool {
-    schema.and_then(|s| s.get("properties")).and_then(Value::as_object).is_none_or(|p| p.contains_key(key))
+    schema.and_then(|s| s.get("properties")).and_then(Value::as_object).is_some_and(|p| p.contains_key(key))
 }
 
 fn listed(table: &[(&str, &[&str])], tool: &str, method: Option<&str>) -> Option<bool> {
@@ -495,9 +498,49 @@ fn unknown_method(tool: &str, method: Option<&str>) -> String {
     }
 }
 
+/// Why a write sets GitHub's Copilot coding agent to work (which pushes and opens PRs of its
+/// own that no gate sees): Copilot among an issue's assignees, or `@copilot` in a text, which
+/// on a Copilot PR makes it push a new head.
+fn copilot(tool: &str, args: &Map<String, Value>) -> Option<String> {
+    let assigned = ["assignees", "reviewers"].iter().any(|k| {
+        args.get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().filter_map(Value::as_str).any(|who| who.to_ascii_lowercase().contains("copilot")))
+    });
+    if assigned {
+        return Some(format!(
+            "`{tool}` names Copilot among the assignees: GitHub's coding agent starts and pushes code of its own that no gate sees"
+        ));
+    }
+    let mentioned =
+        ["body", "title"].iter().any(|k| text(args, k).is_some_and(|t| t.to_ascii_lowercase().contains("@copilot")));
+    mentioned.then(|| {
+        format!("`{tool}` mentions @copilot: on a Copilot PR its coding agent pushes a new head that no gate sees")
+    })
+}
+
 fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>, cx: Cx<'_>) -> Step<Effect> {
     let method = text(args, "method");
     loose_keys(tool, args)?;
+    if !READERS.iter().any(|(t, _)| *t == tool)
+        && let Some(why) = copilot(tool, args)
+    {
+        return Ok(Effect::unknown(why));
+    }
+    // The server asks for reviewers after the PR exists and answers an error when one fails:
+    // the PR would stand with its creator unrecorded.
+    if tool == "create_pull_request" && args.get("reviewers").and_then(Value::as_array).is_some_and(|r| !r.is_empty()) {
+        return Ok(Effect::unknown(
+            "`create_pull_request` with `reviewers` may create the PR and then fail, leaving its creator unrecorded: \
+             open it without, then request reviewers"
+                .into(),
+        ));
+    }
+    if args.get("allow_symlink_write") == Some(&Value::Bool(true)) {
+        return Ok(Effect::unknown(format!(
+            "`{tool}` with `allow_symlink_write` writes through a symbolic link, to a path the gate does not see"
+        )));
+    }
     if let Some(known) = listed(READERS, tool, method) {
         return Ok(if known { Effect::read() } else { Effect::unknown(unknown_method(tool, method)) });
     }

@@ -270,3 +270,28 @@ fn reads_are_built_from_the_keys_the_running_server_declares() {
     let e = establish("create_branch", &args(with_repo(json!({ "branch": "x" }))), None, &Renamed, &[]).unwrap();
     assert!(e.unestablished[0].contains("`query`"), "refused by name: {e:?}");
 }
+
+#[test]
+fn setting_copilot_s_coding_agent_to_work_through_any_write_is_an_unknown_effect() {
+    let forge = Forge { prs: vec![(5, "feat", "main")], ..Forge::default() };
+    for (tool, call) in [
+        ("issue_write", json!({ "method": "update", "issue_number": 7, "assignees": ["Copilot"] })),
+        ("issue_write", json!({ "method": "create", "title": "t", "assignees": ["copilot-swe-agent[bot]"] })),
+        ("update_issue_assignees", json!({ "issue_number": 7, "assignees": ["copilot"] })),
+        ("add_issue_comment", json!({ "issue_number": 5, "body": "@Copilot please fix the tests" })),
+        ("pull_request_review_write", json!({ "method": "create", "pullNumber": 5, "body": "@copilot rewrite it" })),
+        ("create_pull_request", json!({ "title": "t", "head": "f", "base": "main", "reviewers": ["alice"] })),
+        (
+            "create_or_update_file",
+            json!({ "path": "a", "content": "x", "message": "m", "branch": "f", "allow_symlink_write": true }),
+        ),
+    ] {
+        let e = forge.effect(tool, with_repo(call.clone()));
+        assert_eq!(breaches(&e, "controller"), [Invariant::UnknownEffect], "{tool} {call}: {e:?}");
+    }
+    let e = forge.effect("add_issue_comment", with_repo(json!({ "issue_number": 5, "body": "looks good" })));
+    assert!(breaches(&e, "reviewer").is_empty());
+    // No schema: a merge cannot be shown to pin the head.
+    let e = forge.effect("merge_pull_request", with_repo(json!({ "pullNumber": 5 })));
+    assert_eq!(breaches(&e, "merger"), [Invariant::UnpinnedMerge]);
+}
