@@ -102,13 +102,96 @@ pub struct ApprovalSettings {
     /// these blockers records an approval request; once approved the identical call passes
     /// once. Never one of `fleetgate_core::approval::NEVER_OVERRIDDEN`.
     pub may_override: Vec<fleetgate_core::BlockerKind>,
+    /// Who may answer a request no rule names approvers for (identities and `group:` names;
+    /// empty: any operator).
+    pub approvers: Vec<String>,
+    /// How many distinct approvers must approve a request whose rule says nothing (1).
+    pub required: u32,
+    /// `[[approvals.notify]]`: where each request, answer, use, withdrawal and expiry is sent.
+    pub notify: Vec<NotifyTarget>,
 }
 
 impl Default for ApprovalSettings {
     fn default() -> Self {
-        Self { wait_seconds: 120, ttl_seconds: 600, may_override: Vec::new() }
+        Self {
+            wait_seconds: 120,
+            ttl_seconds: 600,
+            may_override: Vec::new(),
+            approvers: Vec::new(),
+            required: 1,
+            notify: Vec::new(),
+        }
     }
 }
+
+/// One `[[approvals.notify]]` target. Its secrets (a signing key, a URL that is itself a
+/// credential) come from the environment or a file, never the roster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotifyTarget {
+    /// `webhook` (JSON, signed), `slack` (an incoming webhook), `ntfy` (a topic URL).
+    pub kind: NotifyKind,
+    /// Where it is sent.
+    pub url: Secret,
+    /// The webhook's signing key (`X-Fleetgate-Signature: sha256=…`), when set.
+    pub secret: Option<Secret>,
+    /// The events sent (`requested`, `answered`, `used`, `withdrawn`, `expired`).
+    pub events: Vec<String>,
+    /// The target's name in metrics and logs (`kind` and its place, unless given).
+    pub name: String,
+}
+
+/// A notification target's kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotifyKind {
+    /// A JSON body with the event and the request as `approvals list --json` shows it.
+    Webhook,
+    /// A Slack-compatible incoming webhook (`{"text": …}`).
+    Slack,
+    /// An ntfy topic (a plain-text body, `Title` and `Tags` headers).
+    Ntfy,
+}
+
+impl NotifyKind {
+    /// The literal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Webhook => "webhook",
+            Self::Slack => "slack",
+            Self::Ntfy => "ntfy",
+        }
+    }
+}
+
+/// A value read when it is used: given in the roster only when it is no secret (`url`), else
+/// from an environment key or a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Secret {
+    /// Written in the roster.
+    Plain(String),
+    /// The value of this environment key.
+    Env(String),
+    /// The contents of this file (trimmed).
+    File(std::path::PathBuf),
+}
+
+impl Secret {
+    /// The value now, or why there is none (the key or the file named, never a value).
+    pub fn read(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+        let value = match self {
+            Self::Plain(v) => Some(v.clone()),
+            Self::Env(key) => env(key),
+            Self::File(path) => std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned()),
+        };
+        value.filter(|v| !v.is_empty()).ok_or_else(|| match self {
+            Self::Plain(_) => "empty".into(),
+            Self::Env(key) => format!("environment key {key} is unset or empty"),
+            Self::File(path) => format!("{} cannot be read or is empty", path.display()),
+        })
+    }
+}
+
+/// The events a target hears by default: every one.
+pub const NOTIFY_EVENTS: [&str; 5] = ["requested", "answered", "used", "withdrawn", "expired"];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -117,6 +200,62 @@ struct RawApprovals {
     ttl_seconds: Option<i64>,
     #[serde(default)]
     may_override: Vec<String>,
+    #[serde(default)]
+    approvers: Vec<String>,
+    approvals_required: Option<u32>,
+    #[serde(default)]
+    notify: Vec<RawNotify>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNotify {
+    kind: String,
+    url: Option<String>,
+    url_env: Option<String>,
+    url_file: Option<std::path::PathBuf>,
+    secret_env: Option<String>,
+    secret_file: Option<std::path::PathBuf>,
+    events: Option<Vec<String>>,
+    name: Option<String>,
+}
+
+impl RawNotify {
+    fn resolve(self, i: usize) -> Result<NotifyTarget, String> {
+        let at = format!("[[approvals.notify]] #{}", i + 1);
+        let kind = match self.kind.as_str() {
+            "webhook" => NotifyKind::Webhook,
+            "slack" => NotifyKind::Slack,
+            "ntfy" => NotifyKind::Ntfy,
+            other => return Err(format!("{at}: kind {other:?} is not webhook, slack or ntfy")),
+        };
+        let url = match (self.url, self.url_env, self.url_file) {
+            (Some(u), None, None) => {
+                if !(u.starts_with("https://") || u.starts_with("http://")) {
+                    return Err(format!("{at}: url must be http:// or https://"));
+                }
+                Secret::Plain(u)
+            }
+            (None, Some(k), None) => Secret::Env(k),
+            (None, None, Some(f)) => Secret::File(f),
+            _ => return Err(format!("{at}: give exactly one of url, url_env, url_file")),
+        };
+        let secret = match (self.secret_env, self.secret_file) {
+            (Some(k), None) => Some(Secret::Env(k)),
+            (None, Some(f)) => Some(Secret::File(f)),
+            (None, None) => None,
+            _ => return Err(format!("{at}: give one of secret_env, secret_file")),
+        };
+        if secret.is_some() && kind != NotifyKind::Webhook {
+            return Err(format!("{at}: a signing secret is for kind = \"webhook\""));
+        }
+        let events = self.events.unwrap_or_else(|| NOTIFY_EVENTS.iter().map(|e| (*e).to_owned()).collect());
+        if let Some(bad) = events.iter().find(|e| !NOTIFY_EVENTS.contains(&e.as_str())) {
+            return Err(format!("{at}: event {bad:?} is not one of {}", NOTIFY_EVENTS.join(", ")));
+        }
+        let name = self.name.unwrap_or_else(|| format!("{}-{}", kind.as_str(), i + 1));
+        Ok(NotifyTarget { kind, url, secret, events, name })
+    }
 }
 
 /// `[metrics]`: where a stdio `fleetgate serve` serves `GET /metrics` (what
@@ -348,6 +487,45 @@ struct RawRule {
     /// `"allow"` (the default: the roles may make the call) or `"ask"` (a permitted role's
     /// call waits for an operator's approval of that exact call).
     decision: Option<String>,
+    /// With `decision = "ask"`: who may answer (identities and `group:` names).
+    #[serde(default)]
+    approvers: Vec<String>,
+    /// With `decision = "ask"`: how many distinct approvers must approve.
+    approvals_required: Option<u32>,
+}
+
+/// Check an `approvers` list: each an identity in its realm or a group.
+fn check_approvers(where_: &str, approvers: &[String]) -> Result<(), String> {
+    for a in approvers {
+        let ok = ["oidc:", "os:", "token:", "group:"]
+            .iter()
+            .any(|p| a.strip_prefix(p).is_some_and(|rest| !rest.trim().is_empty() && !rest.contains(char::is_control)));
+        if !ok {
+            return Err(format!(
+                "{where_} approvers: {a:?} names no approver: write \"oidc:<subject>\" (signed in at the fleet's \
+                 issuer), \"os:<user>\" (the CLI's user), \"token:<name>\" or \"group:<name>\""
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Check an `approvals_required`.
+fn check_required(where_: &str, required: u32, approvers: &[String]) -> Result<(), String> {
+    if !(1..=10).contains(&required) {
+        return Err(format!("{where_} approvals_required = {required}: expected 1 to 10"));
+    }
+    let people = approvers.iter().filter(|a| !a.starts_with("group:")).count();
+    if required > 1
+        && !approvers.is_empty()
+        && !approvers.iter().any(|a| a.starts_with("group:"))
+        && people < required as usize
+    {
+        return Err(format!(
+            "{where_} approvals_required = {required} but only {people} approver(s) are named: the call could never pass"
+        ));
+    }
+    Ok(())
 }
 
 impl RawRule {
@@ -388,7 +566,25 @@ impl RawRule {
             Some("ask") => true,
             Some(other) => return Err(format!("decision {other:?} is neither \"allow\" nor \"ask\"")),
         };
-        Ok(Rule { origin, tool: self.tool, args, roles: self.roles, class: self.class, action: self.action, ask })
+        if !ask && (!self.approvers.is_empty() || self.approvals_required.is_some()) {
+            return Err("`approvers` and `approvals_required` are for a rule with decision = \"ask\"".into());
+        }
+        check_approvers("the rule's", &self.approvers)?;
+        let required = self.approvals_required.unwrap_or(0);
+        if let Some(n) = self.approvals_required {
+            check_required("the rule's", n, &self.approvers)?;
+        }
+        Ok(Rule {
+            origin,
+            tool: self.tool,
+            args,
+            roles: self.roles,
+            class: self.class,
+            action: self.action,
+            ask,
+            approvers: self.approvers,
+            required,
+        })
     }
 }
 
@@ -600,6 +796,9 @@ impl FleetConfig {
                 wait_seconds: None,
                 ttl_seconds: None,
                 may_override: Vec::new(),
+                approvers: Vec::new(),
+                approvals_required: None,
+                notify: Vec::new(),
             });
             let wait_seconds = raw.wait_seconds.unwrap_or(d.wait_seconds);
             let ttl_seconds = raw.ttl_seconds.unwrap_or(d.ttl_seconds);
@@ -618,7 +817,14 @@ impl FleetConfig {
                 }
                 may_override.push(kind);
             }
-            ApprovalSettings { wait_seconds, ttl_seconds, may_override }
+            check_approvers("[approvals]", &raw.approvers).map_err(&err)?;
+            let required = raw.approvals_required.unwrap_or(1);
+            check_required("[approvals]", required, &raw.approvers).map_err(&err)?;
+            let mut notify = Vec::new();
+            for (i, target) in raw.notify.into_iter().enumerate() {
+                notify.push(target.resolve(i).map_err(&err)?);
+            }
+            ApprovalSettings { wait_seconds, ttl_seconds, may_override, approvers: raw.approvers, required, notify }
         };
         let mut invariant_lifts = Vec::new();
         for name in raw.invariants.map(|i| i.lift).unwrap_or_default() {
@@ -823,13 +1029,24 @@ role = "reviewer"
     #[test]
     fn approvals_and_asking_rules_are_read_and_checked() {
         let c = FleetConfig::parse(GOOD, "t").unwrap();
-        assert_eq!(c.approvals, ApprovalSettings { wait_seconds: 120, ttl_seconds: 600, may_override: vec![] });
+        assert_eq!(
+            c.approvals,
+            ApprovalSettings {
+                wait_seconds: 120,
+                ttl_seconds: 600,
+                may_override: vec![],
+                ..ApprovalSettings::default()
+            }
+        );
         let text = format!(
             "{GOOD}\n[approvals]\nwait_seconds = 5\nttl_seconds = 60\n\n[[rules]]\ntool = \"pull_request_write\"\n\
              args = {{ \"/method\" = [\"merge\"] }}\nroles = [\"reviewer\"]\ndecision = \"ask\"\n"
         );
         let c = FleetConfig::parse(&text, "t").unwrap();
-        assert_eq!(c.approvals, ApprovalSettings { wait_seconds: 5, ttl_seconds: 60, may_override: vec![] });
+        assert_eq!(
+            c.approvals,
+            ApprovalSettings { wait_seconds: 5, ttl_seconds: 60, may_override: vec![], ..ApprovalSettings::default() }
+        );
         let over =
             format!("{GOOD}\n[approvals]\nmay_override = [\"fleet_inventory_blocked\", \"role_not_permitted\"]\n");
         let kinds = FleetConfig::parse(&over, "t").unwrap().approvals.may_override;
@@ -848,10 +1065,58 @@ role = "reviewer"
             ("[approvals]\nmay_override = [\"protected_branch\"]", "protected_branch is never overridden"),
             ("[approvals]\nmay_override = [\"sunny\"]", "\"sunny\" is not a blocker"),
             ("[[rules]]\ntool = \"t\"\nroles = [\"author\"]\ndecision = \"perhaps\"", "neither \"allow\" nor \"ask\""),
+            (
+                "[[rules]]\ntool = \"t\"\nroles = [\"author\"]\napprovers = [\"os:a\"]",
+                "for a rule with decision = \"ask\"",
+            ),
+            (
+                "[[rules]]\ntool = \"t\"\nroles = [\"author\"]\ndecision = \"ask\"\napprovers = [\"alice\"]",
+                "names no approver",
+            ),
+            (
+                "[[rules]]\ntool = \"t\"\nroles = [\"author\"]\ndecision = \"ask\"\napprovers = [\"os:a\"]\napprovals_required = 2",
+                "could never pass",
+            ),
+            ("[approvals]\napprovals_required = 0", "expected 1 to 10"),
+            ("[[approvals.notify]]\nkind = \"mail\"\nurl = \"https://x\"", "not webhook, slack or ntfy"),
+            ("[[approvals.notify]]\nkind = \"webhook\"", "exactly one of url, url_env, url_file"),
+            ("[[approvals.notify]]\nkind = \"slack\"\nurl_env = \"U\"\nsecret_env = \"S\"", "for kind = \"webhook\""),
+            ("[[approvals.notify]]\nkind = \"ntfy\"\nurl = \"https://n/t\"\nevents = [\"all\"]", "is not one of"),
+            (
+                "[[approvals.notify]]\nkind = \"webhook\"\nurl = \"https://x\"\nsecret = \"s3cr3t\"",
+                "unknown field `secret`",
+            ),
         ] {
             let e = FleetConfig::parse(&format!("{GOOD}\n{bad}\n"), "t").unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn approvers_a_two_person_rule_and_notification_targets_are_read() {
+        let text = format!(
+            "{GOOD}\n[approvals]\napprovers = [\"group:ops\"]\n\n[[approvals.notify]]\nkind = \"webhook\"\n\
+             url = \"https://hooks.example/f\"\nsecret_env = \"HOOK_KEY\"\n\n[[approvals.notify]]\nkind = \"ntfy\"\n\
+             url_file = \"/run/ntfy-url\"\nevents = [\"requested\"]\nname = \"phone\"\n\n[[rules]]\ntool = \"merge\"\n\
+             roles = [\"reviewer\"]\ndecision = \"ask\"\napprovers = [\"oidc:alice\", \"oidc:bob\"]\napprovals_required = 2\n"
+        );
+        let c = FleetConfig::parse(&text, "t").unwrap();
+        assert_eq!((c.approvals.approvers.as_slice(), c.approvals.required), (&["group:ops".to_owned()][..], 1));
+        let rule = &c.rules.rules()[0];
+        assert_eq!((rule.approvers.len(), rule.required), (2, 2));
+        let hook = &c.approvals.notify[0];
+        assert_eq!((hook.kind, hook.name.as_str(), hook.events.len()), (NotifyKind::Webhook, "webhook-1", 5));
+        assert_eq!(hook.secret, Some(Secret::Env("HOOK_KEY".into())));
+        let phone = &c.approvals.notify[1];
+        assert_eq!((phone.name.as_str(), phone.events.as_slice()), ("phone", &["requested".to_owned()][..]));
+        assert_eq!(phone.url, Secret::File("/run/ntfy-url".into()));
+        let env = |k: &str| (k == "HOOK_KEY").then(|| "k3y".to_owned());
+        assert_eq!(hook.secret.as_ref().unwrap().read(&env), Ok("k3y".into()));
+        assert_eq!(Secret::Env("NOPE".into()).read(&env), Err("environment key NOPE is unset or empty".into()));
+        assert_ne!(
+            c.rules_digest(),
+            FleetConfig::parse(&text.replace("approvals_required = 2", ""), "t").unwrap().rules_digest()
+        );
     }
 
     #[test]

@@ -260,6 +260,19 @@ pub const TABLES: &[Table] = &[
                 "`\"allow\"` or `\"ask\"`; `\"allow\"`",
                 "`ask`: a permitted role's call waits for an operator's approval of that exact call.",
             ),
+            key(
+                "approvers",
+                "list of strings, `[]` (the `[approvals]` default)",
+                "With `decision = \"ask\"`: who may answer its requests — `oidc:<subject>` (signed in to the \
+                 dashboard at the fleet's issuer), `os:<user>` (the CLI's user), `token:<name>`, `group:<name>` (a \
+                 group the sign-in claims). The requester's own principal never answers.",
+            ),
+            key(
+                "approvals_required",
+                "integer, `1` (the `[approvals]` default)",
+                "With `decision = \"ask\"`: how many distinct approvers must approve the same exact call (1 to \
+                 10: a two-person rule is 2); any denial denies it.",
+            ),
         ],
     },
     Table {
@@ -370,6 +383,45 @@ pub const TABLES: &[Table] = &[
                  `protected_branch`, `invariant_violated`, `forge_unavailable`, `worker_fenced`, `store_replaced`, \
                  `audit_unavailable` or the approval blockers.",
             ),
+            key(
+                "approvers",
+                "list of strings, `[]` (any operator)",
+                "Who may answer a request whose rule names none (and every override's): as `[[rules]] approvers`.",
+            ),
+            key(
+                "approvals_required",
+                "integer, `1`",
+                "How many distinct approvers a request whose rule says nothing needs (1 to 10).",
+            ),
+            key("notify", "array of tables, `[]`", "The notification targets: `[[approvals.notify]]`, below."),
+        ],
+    },
+    Table {
+        header: "[[approvals.notify]]",
+        about: "Where each approval event is sent — a request, an answer, a use, a withdrawal, an expiry — \
+                by `fleetgate serve` and `fleetgate dashboard` from the store's record of them, never by the gate: \
+                a target that hangs or fails changes no decision. Retried with backoff; failures are counted \
+                (`fleetgate_notify_deliveries_total`) and logged. Secrets come from the environment or a file.",
+        keys: &[
+            key(
+                "kind",
+                "`\"webhook\"`, `\"slack\"` or `\"ntfy\"` (required)",
+                "`webhook`: a JSON body (`event`, `at`, `request` as `approvals list --json` shows it), signed \
+                 `X-Fleetgate-Signature: sha256=<hex HMAC-SHA256 of the body>` when a secret is set; `slack`: a \
+                 Slack-compatible incoming webhook (`{\"text\": …}`); `ntfy`: an ntfy topic URL (plain text, \
+                 `Title` and `Tags` headers).",
+            ),
+            key("url", "string", "The target's URL, when it is no secret (http:// or https://)."),
+            key("url_env", "string", "The environment key holding the URL (a Slack webhook URL is a credential)."),
+            key("url_file", "path", "The file holding the URL."),
+            key("secret_env", "string", "`webhook`: the environment key holding the signing key."),
+            key("secret_file", "path", "`webhook`: the file holding the signing key."),
+            key(
+                "events",
+                "list of strings, every one",
+                "The events sent: `requested`, `answered`, `used`, `withdrawn`, `expired`.",
+            ),
+            key("name", "string, `<kind>-<n>`", "The target's name in metrics and logs."),
         ],
     },
     Table {

@@ -3,10 +3,10 @@
 //! with who gave it.
 
 use fleetgate_core::Timestamp;
-use fleetgate_core::approval::ApprovalRequest;
+use fleetgate_core::approval::{ApprovalRequest, Approver};
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::text::shown;
-use fleetgate_store::{Store, StoreError};
+use fleetgate_store::{Answered, Store, StoreError};
 
 /// The audit log's name for an approval's events.
 pub const APPROVAL_EVENT: &str = "approval";
@@ -45,6 +45,20 @@ pub fn listing(requests: &[ApprovalRequest]) -> String {
                 }
             }
         }
+        if !r.approvers.is_empty() || r.required > 1 {
+            let who = if r.approvers.is_empty() { "any operator".to_owned() } else { r.approvers.join(", ") };
+            out.push(line(format!("  approvers: {who}; {} approval(s) required", r.required)));
+        }
+        for a in &r.answers {
+            let word = if a.approve { "approved" } else { "denied" };
+            let name = a.name.as_deref().map(|n| format!("{n} ")).unwrap_or_default();
+            let reason = a.reason.as_deref().map(|x| format!(": {x}")).unwrap_or_default();
+            out.push(line(format!("  answer:    {word} by {name}{} at {}{reason}", a.by, a.at)));
+        }
+        let needed = fleetgate_core::approval::approvals_needed(r);
+        if needed > 0 && !r.answers.is_empty() {
+            out.push(line(format!("  needs:     {needed} more approval(s)")));
+        }
         if let (Some(by), Some(at)) = (&r.answered_by, r.answered_at) {
             let reason = r.answer_reason.as_deref().map(|x| format!(": {x}")).unwrap_or_default();
             out.push(line(format!("  answered:  by {by} at {at}{reason}")));
@@ -56,11 +70,43 @@ pub fn listing(requests: &[ApprovalRequest]) -> String {
     out.join("\n")
 }
 
+/// One approval event as a line for a terminal: when, what, the request and where it stands.
+pub fn event_line(event: &fleetgate_store::ApprovalEvent) -> String {
+    let r = &event.request;
+    let what = match event.kind.as_str() {
+        "answered" => {
+            let last = r.answers.last();
+            let word = last.map_or("answered", |a| if a.approve { "approved" } else { "denied" });
+            let by = last.map(|a| a.name.clone().map_or_else(|| a.by.clone(), |n| format!("{n} ({})", a.by)));
+            let needed = fleetgate_core::approval::approvals_needed(r);
+            let more = if needed > 0 { format!(", {needed} more needed") } else { format!(", now {}", r.state) };
+            format!("{word} by {}{more}", by.unwrap_or_else(|| "an operator".into()))
+        }
+        kind => kind.to_owned(),
+    };
+    let args = r.arguments.as_ref().map(|a| serde_json::Value::Object(a.clone()).to_string()).unwrap_or_default();
+    shown(
+        &format!(
+            "{} {} {what}: {} (role {}, worker {}) `{}` {args}",
+            event.at,
+            r.id,
+            r.profile,
+            r.role,
+            r.worker.as_deref().unwrap_or("-"),
+            r.tool
+        ),
+        usize::MAX,
+    )
+}
+
 /// Why an answer was not recorded.
 #[derive(Debug)]
 pub enum AnswerError {
     /// No such request, or it is not pending (answered, withdrawn): it as it stands.
     NotPending(Option<Box<ApprovalRequest>>),
+    /// The approver may not answer it: why (the requester's own principal, not among its
+    /// approvers, answered already).
+    Refused(Box<ApprovalRequest>, String),
     /// The store failed.
     Store(StoreError),
 }
@@ -70,6 +116,7 @@ impl std::fmt::Display for AnswerError {
         match self {
             Self::NotPending(None) => f.write_str("no such approval request"),
             Self::NotPending(Some(r)) => write!(f, "approval request {} is {}, not pending", r.id, r.state),
+            Self::Refused(_, why) => f.write_str(why),
             Self::Store(e) => write!(f, "{e}"),
         }
     }
@@ -77,24 +124,39 @@ impl std::fmt::Display for AnswerError {
 
 impl std::error::Error for AnswerError {}
 
-/// Approve (or deny) the pending request `id` as `by`, and audit the answer.
+/// `approver`'s answer (approve, or deny) to the pending request `id`, audited: the request
+/// as it stands after (approved once enough approvers have, denied at the first denial).
 pub fn answer(
     store: &dyn Store,
     id: &str,
+    approver: &Approver,
     approve: bool,
-    by: &str,
     reason: Option<&str>,
     now: Timestamp,
 ) -> Result<ApprovalRequest, AnswerError> {
-    let Some(answered) = store.answer_approval(id, approve, by, reason, now).map_err(AnswerError::Store)? else {
-        return Err(AnswerError::NotPending(store.approval(id).map_err(AnswerError::Store)?.map(Box::new)));
+    let answered = match store.answer_approval(id, approver, approve, reason, now).map_err(AnswerError::Store)? {
+        Answered::Recorded(r) => r,
+        Answered::NotPending(r) => return Err(AnswerError::NotPending(r.map(Box::new))),
+        Answered::Refused(r, why) => {
+            let event = format!("approval request {id}: an answer by {} refused: {why}", approver.shown());
+            store
+                .append_audit(&AuditEntry::event(now, "operator", APPROVAL_EVENT, event))
+                .map_err(AnswerError::Store)?;
+            return Err(AnswerError::Refused(Box::new(r), why));
+        }
     };
     let word = if approve { "approved" } else { "denied" };
+    let needed = fleetgate_core::approval::approvals_needed(&answered);
+    let state = match answered.state {
+        fleetgate_core::approval::ApprovalState::Pending => format!("; {needed} more approval(s) needed"),
+        s => format!("; the request is {s}"),
+    };
     let event = format!(
-        "approval request {id} ({} `{}` for worker {}) {word} by {by}{}",
+        "approval request {id} ({} `{}` for worker {}) {word} by {}{}{state}",
         answered.profile,
         answered.tool,
         answered.worker.as_deref().unwrap_or("-"),
+        approver.shown(),
         reason.map(|r| format!(": {r}")).unwrap_or_default()
     );
     store.append_audit(&AuditEntry::event(now, "operator", APPROVAL_EVENT, event)).map_err(AnswerError::Store)?;
@@ -209,6 +271,9 @@ mod tests {
             answered_at: None,
             answer_reason: None,
             used_at: None,
+            approvers: Vec::new(),
+            required: 1,
+            answers: Vec::new(),
         }
     }
 

@@ -19,6 +19,7 @@ pub mod error;
 pub mod gate;
 pub mod heartbeat;
 pub mod metrics;
+pub mod notify;
 pub mod pins;
 pub mod policy;
 pub mod serve;

@@ -106,6 +106,35 @@ pub struct GatewayMetrics {
     /// `fleetgate_notifications_dropped_total{direction}`: notifications dropped because
     /// their receiver stopped reading and the channel's queue was full.
     pub notifications_dropped: Family<DirectionLabels, Counter>,
+    /// `fleetgate_notify_deliveries_total{target, outcome}`: approval events sent to a
+    /// `[[approvals.notify]]` target (`delivered`, `retried`, `failed`: dropped after its
+    /// last retry).
+    pub notify_deliveries: Family<NotifyLabels, Counter>,
+    /// `fleetgate_shadow_flips_total{from, to, rule, tool}`: live decisions the shadow
+    /// candidate would have made otherwise.
+    pub shadow_flips: Family<ShadowLabels, Counter>,
+}
+
+/// Labels of a notification delivery.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NotifyLabels {
+    /// The target's name.
+    pub target: String,
+    /// `delivered`, `retried`, `failed`.
+    pub outcome: &'static str,
+}
+
+/// Labels of a shadow flip.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ShadowLabels {
+    /// The running rules' outcome (`allowed`, `refused`).
+    pub from: &'static str,
+    /// The candidate's.
+    pub to: &'static str,
+    /// The candidate rule (or invariant) that decided.
+    pub rule: String,
+    /// The tool.
+    pub tool: String,
 }
 
 /// Labels of a dropped notification.
@@ -131,6 +160,8 @@ impl GatewayMetrics {
             // 50 µs … 1.6 s: the gate is a store read and a pure decision.
             gate_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
             notifications_dropped: Family::default(),
+            notify_deliveries: Family::default(),
+            shadow_flips: Family::default(),
         };
         let r = &mut registry.0;
         r.register(
@@ -174,6 +205,16 @@ impl GatewayMetrics {
             "notifications_dropped",
             "Notifications dropped because the receiving side stopped reading and the queue was full, by direction",
             m.notifications_dropped.clone(),
+        );
+        r.register(
+            "notify_deliveries",
+            "Approval events sent to a notification target, by target and outcome (delivered, retried, failed)",
+            m.notify_deliveries.clone(),
+        );
+        r.register(
+            "shadow_flips",
+            "Live decisions the shadow candidate would have made otherwise, by outcome, candidate rule and tool",
+            m.shadow_flips.clone(),
         );
         m
     }
@@ -311,6 +352,8 @@ pub struct FleetMetrics {
     pub refresh_seconds: Histogram,
     /// `fleetgate_dashboard_event_streams_open`: connected `/events` clients.
     pub event_streams: Gauge,
+    /// `fleetgate_notify_deliveries_total{target, outcome}`, as the gateway's.
+    pub notify_deliveries: Family<NotifyLabels, Counter>,
 }
 
 impl FleetMetrics {
@@ -325,6 +368,7 @@ impl FleetMetrics {
             duplicates: Gauge::default(),
             hard_diagnostics: Gauge::default(),
             recent_refusals: Gauge::default(),
+            notify_deliveries: Family::default(),
             refreshes: Counter::default(),
             updates: Counter::default(),
             // 1 ms … 4 s: a /proc scan, signal-0 probes and three store reads.
@@ -333,6 +377,11 @@ impl FleetMetrics {
         };
         let r = &mut registry.0;
         r.register("fleet_configured_members", "Members in the roster", m.configured.clone());
+        r.register(
+            "notify_deliveries",
+            "Approval events sent to a notification target, by target and outcome (delivered, retried, failed)",
+            m.notify_deliveries.clone(),
+        );
         r.register("fleet_members", "Roster members and runtime rows by health", m.members.clone());
         r.register("fleet_workers", "Worker rows by state (live, expired, stopped)", m.workers.clone());
         r.register("fleet_gate_open", "1 when the fleet-wide mutation gate is open, else 0", m.gate_open.clone());

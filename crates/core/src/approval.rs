@@ -23,6 +23,9 @@ pub enum ApprovalState {
     Used,
     /// The caller went away while it waited.
     Withdrawn,
+    /// Approved, and not used within `[approvals] ttl_seconds` of the answer: it covers
+    /// nothing more.
+    Expired,
 }
 
 impl ApprovalState {
@@ -34,12 +37,13 @@ impl ApprovalState {
             Self::Denied => "denied",
             Self::Used => "used",
             Self::Withdrawn => "withdrawn",
+            Self::Expired => "expired",
         }
     }
 
     /// The state a literal names.
     pub fn parse(text: &str) -> Option<Self> {
-        [Self::Pending, Self::Approved, Self::Denied, Self::Used, Self::Withdrawn]
+        [Self::Pending, Self::Approved, Self::Denied, Self::Used, Self::Withdrawn, Self::Expired]
             .into_iter()
             .find(|s| s.as_str() == text)
     }
@@ -84,6 +88,160 @@ pub struct ApprovalRequest {
     pub answer_reason: Option<String>,
     /// When the call it covers passed.
     pub used_at: Option<Timestamp>,
+    /// Who may answer it (`[[rules]] approvers`, else `[approvals] approvers`): identities
+    /// (`oidc:<subject>`, `os:<user>`, `token:<name>`) and `group:<name>` (a group the
+    /// approver's sign-in claims); empty: any operator.
+    #[serde(default)]
+    pub approvers: Vec<String>,
+    /// How many distinct approvers must approve it (`approvals_required`; at least 1).
+    #[serde(default = "one")]
+    pub required: u32,
+    /// Every answer given, in order.
+    #[serde(default)]
+    pub answers: Vec<Answer>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Who answers a request: an identity in its realm — `oidc:<subject>` (signed in to the
+/// dashboard at the fleet's issuer), `os:<user>` (the CLI's operating-system user),
+/// `token:<name>` (automation holding an operator token) — the person's name when known, and
+/// the groups their sign-in claims.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approver {
+    /// `oidc:<subject>`, `os:<user>`, `token:<name>`.
+    pub id: String,
+    /// The person's name, when the sign-in says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The groups the sign-in claims.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+}
+
+impl Approver {
+    /// `who` as a person reads it: `Name (id)`, or the id.
+    pub fn shown(&self) -> String {
+        match &self.name {
+            Some(name) if !name.is_empty() => format!("{name} ({})", self.id),
+            _ => self.id.clone(),
+        }
+    }
+}
+
+/// One answer on record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    /// The approver's identity.
+    pub by: String,
+    /// Their name, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Approved (else denied).
+    pub approve: bool,
+    /// Why, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// The subject an identity names, in the realm a person signs in with: an HTTP principal
+/// authenticated by the fleet's issuer (`oauth:<sub>`) and a dashboard sign-in at the same
+/// issuer (`oidc:<sub>`) are one person.
+fn person(identity: &str) -> String {
+    match identity.strip_prefix("oauth:") {
+        Some(subject) => format!("oidc:{subject}"),
+        None => identity.to_owned(),
+    }
+}
+
+/// Whether two identities are one person (see [`person`]).
+pub fn same_person(a: &str, b: &str) -> bool {
+    person(a) == person(b)
+}
+
+/// Why `approver` may not answer `request`: not pending, the requester's own principal, not
+/// among its approvers, or answered already. `None`: they may.
+pub fn refusal(request: &ApprovalRequest, approver: &Approver) -> Option<String> {
+    if request.state != ApprovalState::Pending {
+        return Some(format!("approval request {} is {}, not pending", request.id, request.state));
+    }
+    if request.principal.as_deref().is_some_and(|p| same_person(p, &approver.id)) {
+        return Some(format!(
+            "{} made the call this request is about: a principal never answers a request its own calls made",
+            approver.shown()
+        ));
+    }
+    if !request.approvers.is_empty() {
+        let named = request.approvers.iter().any(|a| match a.strip_prefix("group:") {
+            Some(group) => approver.groups.iter().any(|g| g == group),
+            None => same_person(a, &approver.id),
+        });
+        if !named {
+            return Some(format!(
+                "{} is not among the approvers of request {} ({})",
+                approver.shown(),
+                request.id,
+                request.approvers.join(", ")
+            ));
+        }
+    }
+    if request.answers.iter().any(|a| same_person(&a.by, &approver.id)) {
+        return Some(format!("{} answered request {} already", approver.shown(), request.id));
+    }
+    None
+}
+
+/// `request` with `approver`'s answer: denied at the first denial, approved once
+/// `required` distinct approvers have approved, else still pending with the answer recorded.
+/// `Err` names why the approver may not answer ([`refusal`]).
+pub fn answered(
+    request: &ApprovalRequest,
+    approver: &Approver,
+    approve: bool,
+    reason: Option<&str>,
+    now: Timestamp,
+) -> Result<ApprovalRequest, String> {
+    if let Some(why) = refusal(request, approver) {
+        return Err(why);
+    }
+    let mut r = request.clone();
+    r.answers.push(Answer {
+        by: approver.id.clone(),
+        name: approver.name.clone(),
+        approve,
+        reason: reason.map(str::to_owned),
+        at: now,
+    });
+    let approvals: Vec<&Answer> = r.answers.iter().filter(|a| a.approve).collect();
+    let shown = |a: &Answer| match &a.name {
+        Some(name) if !name.is_empty() => format!("{name} ({})", a.by),
+        _ => a.by.clone(),
+    };
+    if !approve {
+        r.state = ApprovalState::Denied;
+        r.answered_by = Some(approver.shown());
+        r.answered_at = Some(now);
+        r.answer_reason = reason.map(str::to_owned);
+    } else if approvals.len() >= r.required.max(1) as usize {
+        r.state = ApprovalState::Approved;
+        r.answered_by = Some(approvals.iter().map(|a| shown(a)).collect::<Vec<_>>().join(", "));
+        r.answered_at = Some(now);
+        r.answer_reason = reason.map(str::to_owned);
+    }
+    Ok(r)
+}
+
+/// How many more approvals `request` needs (0 once approved or closed).
+pub fn approvals_needed(request: &ApprovalRequest) -> u32 {
+    if request.state != ApprovalState::Pending {
+        return 0;
+    }
+    let given = request.answers.iter().filter(|a| a.approve).count() as u32;
+    request.required.max(1).saturating_sub(given)
 }
 
 /// The digest an approval covers: the worker, the tool and the canonical arguments (as
@@ -190,6 +348,60 @@ mod tests {
         );
     }
 
+    fn request(principal: Option<&str>, approvers: &[&str], required: u32) -> ApprovalRequest {
+        ApprovalRequest {
+            id: "apr-1".into(),
+            requested_at: Timestamp::from_unix(0),
+            profile: "prgs-merger".into(),
+            role: "merger".into(),
+            worker: Some("w".into()),
+            principal: principal.map(str::to_owned),
+            tool: "merge".into(),
+            arguments: None,
+            digest: "d".into(),
+            why: "r".into(),
+            state: ApprovalState::Pending,
+            answered_by: None,
+            answered_at: None,
+            answer_reason: None,
+            used_at: None,
+            approvers: approvers.iter().map(|a| (*a).to_owned()).collect(),
+            required,
+            answers: Vec::new(),
+        }
+    }
+
+    fn who(id: &str, groups: &[&str]) -> Approver {
+        Approver { id: id.into(), name: None, groups: groups.iter().map(|g| (*g).to_owned()).collect() }
+    }
+
+    #[test]
+    fn two_distinct_approvers_approve_and_any_denial_denies() {
+        let r = request(None, &[], 2);
+        let once = answered(&r, &who("oidc:alice", &[]), true, None, Timestamp::from_unix(1)).unwrap();
+        assert_eq!((once.state, approvals_needed(&once)), (ApprovalState::Pending, 1));
+        let again = answered(&once, &who("oidc:alice", &[]), true, None, Timestamp::from_unix(2)).unwrap_err();
+        assert!(again.contains("answered request apr-1 already"), "{again}");
+        let twice = answered(&once, &who("os:bob", &[]), true, None, Timestamp::from_unix(3)).unwrap();
+        assert_eq!(twice.state, ApprovalState::Approved);
+        assert_eq!(twice.answered_by.as_deref(), Some("oidc:alice, os:bob"));
+        let denied = answered(&once, &who("os:carol", &[]), false, Some("no"), Timestamp::from_unix(3)).unwrap();
+        assert_eq!(denied.state, ApprovalState::Denied);
+        assert!(answered(&twice, &who("os:dave", &[]), false, None, Timestamp::from_unix(4)).is_err(), "closed");
+    }
+
+    #[test]
+    fn only_named_approvers_answer_and_never_the_requester() {
+        let r = request(Some("oauth:alice"), &["oidc:bob", "group:release"], 1);
+        let own = refusal(&r, &who("oidc:alice", &["release"])).unwrap();
+        assert!(own.contains("never answers a request its own calls made"), "{own}");
+        let stranger = refusal(&r, &who("oidc:mallory", &["dev"])).unwrap();
+        assert!(stranger.contains("not among the approvers"), "{stranger}");
+        assert_eq!(refusal(&r, &who("oidc:bob", &[])), None);
+        assert_eq!(refusal(&r, &who("os:carol", &["release"])), None, "by group");
+        assert_eq!(refusal(&request(None, &[], 1), &who("token:dashboard", &[])), None, "anyone when none named");
+    }
+
     #[test]
     fn states_read_back_from_their_literals() {
         for s in [
@@ -198,6 +410,7 @@ mod tests {
             ApprovalState::Denied,
             ApprovalState::Used,
             ApprovalState::Withdrawn,
+            ApprovalState::Expired,
         ] {
             assert_eq!(ApprovalState::parse(s.as_str()), Some(s));
         }

@@ -91,6 +91,18 @@ pub struct Rule {
     /// that exact call (`fleetgate_core::approval`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ask: bool,
+    /// `approvers`: who may answer an asked call's request (identities and `group:` names;
+    /// empty: `[approvals] approvers`, else any operator).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
+    /// `approvals_required`: how many distinct approvers must approve an asked call (0: the
+    /// `[approvals]` default).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub required: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The value at JSON pointer `pointer` in the call's arguments, without copying them (a call

@@ -303,6 +303,8 @@ fn operator_rules() -> impl Strategy<Value = Vec<Rule>> {
                     class: read_only.then_some(ToolClass::ReadOnly),
                     action: None,
                     ask,
+                    approvers: Vec::new(),
+                    required: 0,
                 })
                 .collect()
         })

@@ -36,6 +36,8 @@ fn rule(origin: &str, tool: &str, methods: &[&str], roles: &[&str], class: Optio
         class,
         action: None,
         ask: false,
+        approvers: Vec::new(),
+        required: 0,
     }
 }
 

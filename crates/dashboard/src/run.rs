@@ -29,6 +29,8 @@ pub struct DashboardSettings {
     pub limits: fleetgate_gateway::ConnectionLimits,
     /// The log filter (`FLEETGATE_LOG`).
     pub log_filter: Option<String>,
+    /// `[[approvals.notify]]`: the targets, and what the notifier reads (none: no target).
+    pub notify: Option<(Vec<fleetgate_config::NotifyTarget>, fleetgate_control::notify::Context)>,
 }
 
 /// Run the dashboard until SIGTERM or SIGINT. Returns the process exit code.
@@ -57,6 +59,11 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
             clock: source.clock.clone(),
             csrf: format!("{:032x}", fleetgate_host::nonce()),
         });
+        let notifier = settings.notify.as_ref().map(|(targets, cx)| {
+            let cx =
+                fleetgate_control::notify::Context { metrics: Some(metrics.notify_deliveries.clone()), ..cx.clone() };
+            fleetgate_control::notify::Notifier::start(targets, &cx)
+        });
         let (stop_reader, stopped) = std::sync::mpsc::channel::<()>();
         let reader = std::thread::Builder::new()
             .name("fleetgate-dashboard-reader".into())
@@ -73,6 +80,9 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
         server::serve(listener, app, settings.limits, signalled).await;
         let _ = stop_reader.send(());
         let _ = reader.join();
+        if let Some(n) = notifier {
+            n.stop();
+        }
         tracing::info!("dashboard stopped");
         Ok(0)
     })

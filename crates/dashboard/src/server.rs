@@ -268,8 +268,12 @@ async fn answer(
     let reason = header_str(&headers, "x-fleetgate-reason".parse().unwrap()).map(str::to_owned);
     let (store, clock) = (answers.store.clone(), answers.clock.clone());
     let done = tokio::task::spawn_blocking(move || {
-        let by = "the dashboard (its operator token)";
-        fleetgate_control::approvals::answer(&*store, &id, approve, by, reason.as_deref(), clock.now())
+        let by = fleetgate_core::approval::Approver {
+            id: "token:dashboard".into(),
+            name: Some("the dashboard's operator token".into()),
+            groups: Vec::new(),
+        };
+        fleetgate_control::approvals::answer(&*store, &id, &by, approve, reason.as_deref(), clock.now())
     })
     .await;
     match done {
@@ -279,6 +283,9 @@ async fn answer(
         }
         Ok(Err(fleetgate_control::approvals::AnswerError::NotPending(_))) => {
             (StatusCode::CONFLICT, "Conflict: the request is not pending\n").into_response()
+        }
+        Ok(Err(fleetgate_control::approvals::AnswerError::Refused(_, why))) => {
+            (StatusCode::FORBIDDEN, format!("Forbidden: {why}\n")).into_response()
         }
         Ok(Err(e)) => {
             (StatusCode::INTERNAL_SERVER_ERROR, format!("the answer was not recorded: {e}\n")).into_response()

@@ -252,6 +252,9 @@ fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
         answered_at: None,
         answer_reason: None,
         used_at: None,
+        approvers: Vec::new(),
+        required: 1,
+        answers: Vec::new(),
     };
     let requests = [request];
     let look = Look {
@@ -446,6 +449,9 @@ fn the_page_receives_every_invisible_or_direction_changing_character_escaped() {
             answered_at: None,
             answer_reason: None,
             used_at: None,
+            approvers: Vec::new(),
+            required: 1,
+            answers: Vec::new(),
         };
         let refusal = AuditEntry {
             id: None,

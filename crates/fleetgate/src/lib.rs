@@ -154,6 +154,10 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
 }
 
 fn print_reply(reply: &Reply, json: bool) {
+    // A command that streamed its output as it went (`approvals watch`) has nothing left.
+    if reply.value.is_null() && reply.text.is_empty() {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     // JSON escapes every control character itself; the readable form goes through the last
     // guard, so no value reaches the terminal as an escape sequence.

@@ -5,14 +5,19 @@
 //! **Invariants:** at most one pending request per call (digest): a partial unique index
 //! says so, so the retries of a waiting call, on any connection, share one request. An
 //! approval is used at most once: the use is a compare-and-set from `approved` to `used`.
+//! Answers to one request are serialized (its row is locked while one is judged), so two
+//! approvers answering at once are both counted. Every change a person or a script may want
+//! to hear of — a new request, an answer, a use, a withdrawal, an expiry — writes an event in
+//! the same transaction (schema v11's `approval_events`): notifications and `approvals watch`
+//! read those, never the gate.
 
 use crate::StoreError;
-use crate::engine::{Engine, Exec, Retry, Tx};
+use crate::engine::{Engine, Exec, Fail, Retry, Tx};
 use crate::ledger::time;
 use crate::rows::{Columns, Record, Value, json, names, opt_text, text};
 use crate::sql::Dialect;
 use fleetgate_core::Timestamp;
-use fleetgate_core::approval::{ApprovalRequest, ApprovalState};
+use fleetgate_core::approval::{ApprovalRequest, ApprovalState, Approver};
 
 /// Schema v9's table, types as placeholders (see `crate::schema`).
 pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS approvals (
@@ -35,7 +40,29 @@ pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS approvals (
     CREATE UNIQUE INDEX IF NOT EXISTS approvals_one_pending ON approvals (digest) WHERE state = 'pending';
     CREATE INDEX IF NOT EXISTS approvals_by_digest ON approvals (digest, state);";
 
-const APPROVAL: [&str; 15] = [
+/// Schema v11's events and delivery cursors, types as placeholders.
+pub(crate) const CREATE_EVENTS: &str = "CREATE TABLE IF NOT EXISTS approval_events (
+        id          {id},
+        at          {time} NOT NULL,
+        kind        TEXT NOT NULL,
+        request_id  TEXT NOT NULL,
+        body        TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS notify_cursors (
+        target      {key},
+        last_event  {int} NOT NULL,
+        holder      TEXT,
+        held_until  {time}
+    );";
+
+/// Schema v11's columns added to `approvals`.
+pub(crate) const ADD: &[(&str, &str, &str)] = &[
+    ("approvals", "approvers", "TEXT"),
+    ("approvals", "required", "BIGINT NOT NULL DEFAULT 1"),
+    ("approvals", "answers", "TEXT"),
+];
+
+const APPROVAL: [&str; 18] = [
     "id",
     "requested_at",
     "profile",
@@ -51,6 +78,9 @@ const APPROVAL: [&str; 15] = [
     "answered_at",
     "answer_reason",
     "used_at",
+    "approvers",
+    "required",
+    "answers",
 ];
 
 /// The statements, in one engine's spelling.
@@ -62,10 +92,18 @@ pub(crate) struct ApprovalSql {
     list_pending: String,
     list_all: String,
     answer: String,
+    lock_one: String,
     on_record: String,
     pending_of_worker: String,
     use_one: String,
     withdraw: String,
+    expire: String,
+    expired_since: String,
+    event: String,
+    events_after: String,
+    claim_cursor: String,
+    insert_cursor: String,
+    advance_cursor: String,
     /// Tell listeners an approval changed (PostgreSQL), when the engine can.
     notify: Option<String>,
 }
@@ -83,9 +121,10 @@ impl ApprovalSql {
                 "SELECT {cols} FROM approvals WHERE state = 'pending' ORDER BY requested_at, id"
             )),
             list_all: sql(format!("SELECT {cols} FROM approvals ORDER BY requested_at, id")),
-            answer: sql("UPDATE approvals SET state = $2, answered_by = $3, answered_at = $4, answer_reason = $5
-                 WHERE id = $1 AND state = 'pending'"
+            answer: sql("UPDATE approvals SET state = $2, answered_by = $3, answered_at = $4, answer_reason = $5,
+                 answers = $6 WHERE id = $1 AND state = 'pending'"
                 .into()),
+            lock_one: sql(format!("SELECT {cols} FROM approvals WHERE id = $1 {}", d.lock_rows)),
             // An answer stands for its TTL from when it was given. No upper bound on
             // `answered_at`: the answering process's clock may run a second ahead of the
             // deciding one's, and an answer given is an answer seen.
@@ -101,6 +140,28 @@ impl ApprovalSql {
             withdraw: sql("UPDATE approvals SET state = 'withdrawn', answered_at = $2, answer_reason = $3
                  WHERE id = $1 AND state = 'pending'"
                 .into()),
+            // An approval answered before `$1` and never used has expired.
+            expire: sql("UPDATE approvals SET state = 'expired' WHERE state = 'approved' AND answered_at < $1".into()),
+            expired_since: sql(format!(
+                "SELECT {cols} FROM approvals WHERE state = 'approved' AND answered_at < $1 {}",
+                d.lock_rows
+            )),
+            event: sql("INSERT INTO approval_events (at, kind, request_id, body) VALUES ($1, $2, $3, $4)".into()),
+            events_after: sql(
+                "SELECT id, at, kind, body FROM approval_events WHERE id > $1 ORDER BY id LIMIT $2".into()
+            ),
+            claim_cursor: sql(format!(
+                "SELECT last_event, holder, held_until FROM notify_cursors WHERE target = $1 {}",
+                d.lock_rows
+            )),
+            insert_cursor: sql(
+                "INSERT INTO notify_cursors (target, last_event, holder, held_until) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT DO NOTHING"
+                    .into(),
+            ),
+            advance_cursor: sql(
+                "UPDATE notify_cursors SET last_event = $2, holder = $3, held_until = $4 WHERE target = $1".into(),
+            ),
             notify: d.notify_approval.map(|n| sql(n.into())),
         }
     }
@@ -128,7 +189,51 @@ impl Record for ApprovalRequest {
             answered_at: r.opt_time(12)?,
             answer_reason: r.opt_text(13)?,
             used_at: r.opt_time(14)?,
+            approvers: match r.opt_text(15)? {
+                Some(text) => serde_json::from_str(&text).map_err(|e| r.invalid(15, e.to_string()))?,
+                None => Vec::new(),
+            },
+            required: u32::try_from(r.int(16)?).unwrap_or(1).max(1),
+            answers: match r.opt_text(17)? {
+                Some(text) => serde_json::from_str(&text).map_err(|e| r.invalid(17, e.to_string()))?,
+                None => Vec::new(),
+            },
         })
+    }
+}
+
+/// One event of the approvals (`approvals watch`, notifications): what happened, and the
+/// request as it stood after.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ApprovalEvent {
+    /// Its place in the store's sequence.
+    pub id: i64,
+    /// When.
+    pub at: Timestamp,
+    /// `requested`, `answered`, `used`, `withdrawn`, `expired`.
+    pub kind: String,
+    /// The request after it.
+    pub request: ApprovalRequest,
+}
+
+impl Record for ApprovalEvent {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        let body: String = r.text(3)?;
+        Ok(ApprovalEvent {
+            id: r.int(0)?,
+            at: r.time(1)?,
+            kind: r.text(2)?,
+            request: serde_json::from_str(&body).map_err(|e| r.invalid(3, e.to_string()))?,
+        })
+    }
+}
+
+/// What a delivery cursor holds: the last event delivered, and who holds it until when.
+type Cursor = (i64, Option<String>, Option<Timestamp>);
+
+impl Record for Cursor {
+    fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        Ok((r.int(0)?, r.opt_text(1)?, r.opt_time(2)?))
     }
 }
 
@@ -152,7 +257,27 @@ fn values(a: &ApprovalRequest) -> Result<[Value<'_>; APPROVAL.len()], StoreError
         Value::Time(a.answered_at),
         opt_text(a.answer_reason.as_deref()),
         Value::Time(a.used_at),
+        json("the request's approvers", &a.approvers)?,
+        Value::Int(Some(i64::from(a.required.max(1)))),
+        json("the request's answers", &a.answers)?,
     ])
+}
+
+/// Record an event of `request` (as it stands after `kind`), in the transaction that made it.
+fn event<C: Exec>(
+    c: &mut C,
+    sql: &'static ApprovalSql,
+    kind: &str,
+    request: &ApprovalRequest,
+    now: Timestamp,
+) -> Result<(), Fail<C::Db>> {
+    let body = json("the approval event", request)?;
+    c.execute(&sql.event, &[time(now), text(kind), text(&request.id), body])?;
+    // Delivered when the change commits: a held call's listener, a watch, a notifier wake.
+    if let Some(notify) = &sql.notify {
+        c.execute(notify, &[text(&request.id)])?;
+    }
+    Ok(())
 }
 
 /// `Store::request_approval`: `request` recorded pending, unless a pending request names
@@ -162,8 +287,12 @@ pub(crate) fn request<E: Engine>(e: &E, request: &ApprovalRequest) -> Result<App
     let row = values(request)?;
     e.run("cannot record the approval request", Retry::Idempotent, |c| {
         c.transaction(Tx::Write, |c| {
-            c.execute(&sql.insert, &row)?;
-            Ok(c.query_opt(&sql.pending_of, &[text(&request.digest)])?.unwrap_or_else(|| request.clone()))
+            let made = c.execute(&sql.insert, &row)? == 1;
+            let pending = c.query_opt(&sql.pending_of, &[text(&request.digest)])?.unwrap_or_else(|| request.clone());
+            if made {
+                event(c, sql, "requested", &pending, request.requested_at)?;
+            }
+            Ok(pending)
         })
     })
 }
@@ -181,29 +310,41 @@ pub(crate) fn list<E: Engine>(e: &E, pending_only: bool) -> Result<Vec<ApprovalR
     })
 }
 
-/// `Store::answer_approval`: a pending request approved or denied; it as it stands after,
-/// `None` when it was not pending (answered already, withdrawn, or unknown).
+/// `Store::answer_approval`: `approver`'s answer to the pending request `id`, judged on the
+/// request as it stands with its row locked (so two approvers answering at once are both
+/// counted): recorded, refused with why, or the request is not pending.
 pub(crate) fn answer<E: Engine>(
     e: &E,
     id: &str,
+    approver: &Approver,
     approve: bool,
-    by: &str,
     reason: Option<&str>,
     now: Timestamp,
-) -> Result<Option<ApprovalRequest>, StoreError> {
+) -> Result<crate::Answered, StoreError> {
     let sql = &e.sql().approvals;
-    let state = if approve { ApprovalState::Approved } else { ApprovalState::Denied };
-    e.run("cannot answer the approval request", Retry::Idempotent, |c| {
+    e.run("cannot answer the approval request", Retry::Never, |c| {
         c.transaction(Tx::Write, |c| {
-            let args = [text(id), text(state.as_str()), text(by), time(now), opt_text(reason)];
-            if c.execute(&sql.answer, &args)? == 0 {
-                return Ok(None);
+            let Some(current) = c.query_opt::<ApprovalRequest>(&sql.lock_one, &[text(id)])? else {
+                return Ok(crate::Answered::NotPending(None));
+            };
+            if current.state != ApprovalState::Pending {
+                return Ok(crate::Answered::NotPending(Some(current)));
             }
-            // Delivered when the answer commits: a held call's listener wakes to read it.
-            if let Some(notify) = &sql.notify {
-                c.execute(notify, &[text(id)])?;
-            }
-            c.query_opt(&sql.select, &[text(id)])
+            let next = match fleetgate_core::approval::answered(&current, approver, approve, reason, now) {
+                Ok(next) => next,
+                Err(why) => return Ok(crate::Answered::Refused(current, why)),
+            };
+            let args = [
+                text(id),
+                text(next.state.as_str()),
+                opt_text(next.answered_by.as_deref()),
+                Value::Time(next.answered_at),
+                opt_text(next.answer_reason.as_deref()),
+                json("the request's answers", &next.answers)?,
+            ];
+            c.execute(&sql.answer, &args)?;
+            event(c, sql, "answered", &next, now)?;
+            Ok(crate::Answered::Recorded(next))
         })
     })
 }
@@ -247,7 +388,11 @@ pub(crate) fn use_one<E: Engine>(
     e.run("cannot use the approval", Retry::Never, |c| {
         c.transaction(Tx::Write, |c| {
             if c.execute(&sql.use_one, &[text(id), time(not_before), time(now)])? == 1 {
-                return c.query_opt(&sql.select, &[text(id)]);
+                let used = c.query_opt::<ApprovalRequest>(&sql.select, &[text(id)])?;
+                if let Some(used) = &used {
+                    event(c, sql, "used", used, now)?;
+                }
+                return Ok(used);
             }
             Ok(None)
         })
@@ -261,10 +406,95 @@ pub(crate) fn withdraw<E: Engine>(e: &E, id: &str, why: &str, now: Timestamp) ->
     e.run("cannot withdraw the approval request", Retry::Idempotent, |c| {
         c.transaction(Tx::Write, |c| {
             let withdrawn = c.execute(&sql.withdraw, &[text(id), time(now), text(why)])? == 1;
-            if withdrawn && let Some(notify) = &sql.notify {
-                c.execute(notify, &[text(id)])?;
+            if withdrawn && let Some(request) = c.query_opt::<ApprovalRequest>(&sql.select, &[text(id)])? {
+                event(c, sql, "withdrawn", &request, now)?;
             }
             Ok(withdrawn)
+        })
+    })
+}
+
+/// `Store::expire_approvals`: every approval answered before `answered_before` and never
+/// used, marked expired (each with its event); those expired.
+pub(crate) fn expire<E: Engine>(
+    e: &E,
+    answered_before: Timestamp,
+    now: Timestamp,
+) -> Result<Vec<ApprovalRequest>, StoreError> {
+    let sql = &e.sql().approvals;
+    e.run("cannot expire the approvals", Retry::Idempotent, |c| {
+        c.transaction(Tx::Write, |c| {
+            let mut lapsed = c.query::<ApprovalRequest>(&sql.expired_since, &[time(answered_before)])?;
+            if lapsed.is_empty() {
+                return Ok(lapsed);
+            }
+            c.execute(&sql.expire, &[time(answered_before)])?;
+            for r in &mut lapsed {
+                r.state = ApprovalState::Expired;
+                event(c, sql, "expired", r, now)?;
+            }
+            Ok(lapsed)
+        })
+    })
+}
+
+/// `Store::approval_events`: the events after `after`, at most `limit`, oldest first.
+pub(crate) fn events_after<E: Engine>(e: &E, after: i64, limit: usize) -> Result<Vec<ApprovalEvent>, StoreError> {
+    let sql = &e.sql().approvals;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    e.run("cannot read the approval events", Retry::Read, |c| {
+        c.query(&sql.events_after, &[Value::Int(Some(after)), Value::Int(Some(limit))])
+    })
+}
+
+/// `Store::claim_notify`: hold the delivery cursor of `target` as `holder` until `until`,
+/// unless another holder's hold runs past `now`; the last event delivered, `None` when held
+/// elsewhere. A target never delivered to starts at `start` (the events before it are not
+/// sent: a new target hears what happens from now on).
+pub(crate) fn claim_notify<E: Engine>(
+    e: &E,
+    target: &str,
+    holder: &str,
+    start: i64,
+    until: Timestamp,
+    now: Timestamp,
+) -> Result<Option<i64>, StoreError> {
+    let sql = &e.sql().approvals;
+    e.run("cannot claim the notification cursor", Retry::Never, |c| {
+        c.transaction(Tx::Write, |c| {
+            let args = [text(target), Value::Int(Some(start)), text(holder), time(until)];
+            c.execute(&sql.insert_cursor, &args)?;
+            let (last, held_by, held_until): Cursor = c.query_one(&sql.claim_cursor, &[text(target)])?;
+            let elsewhere = held_by.as_deref().is_some_and(|h| h != holder) && held_until.is_some_and(|t| t > now);
+            if elsewhere {
+                return Ok(None);
+            }
+            c.execute(&sql.advance_cursor, &[text(target), Value::Int(Some(last)), text(holder), time(until)])?;
+            Ok(Some(last))
+        })
+    })
+}
+
+/// `Store::advance_notify`: the events of `target` up to `last` delivered, by `holder` (only
+/// while it holds the cursor); whether it did.
+pub(crate) fn advance_notify<E: Engine>(
+    e: &E,
+    target: &str,
+    holder: &str,
+    last: i64,
+    until: Timestamp,
+) -> Result<bool, StoreError> {
+    let sql = &e.sql().approvals;
+    e.run("cannot advance the notification cursor", Retry::Idempotent, |c| {
+        c.transaction(Tx::Write, |c| {
+            let Some((_, held_by, _)): Option<Cursor> = c.query_opt(&sql.claim_cursor, &[text(target)])? else {
+                return Ok(false);
+            };
+            if held_by.as_deref() != Some(holder) {
+                return Ok(false);
+            }
+            c.execute(&sql.advance_cursor, &[text(target), Value::Int(Some(last)), text(holder), time(until)])?;
+            Ok(true)
         })
     })
 }

@@ -32,8 +32,9 @@ pub use error::{StoreError, StoreErrorKind};
 pub use shown::redact_url;
 pub use workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin, new_lease_id};
 
+pub use approvals::ApprovalEvent;
 use fleetgate_core::Timestamp;
-use fleetgate_core::approval::ApprovalRequest;
+use fleetgate_core::approval::{ApprovalRequest, Approver};
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::decision_lock::ReviewLock;
 pub use fleetgate_core::runtime::HostIdentity;
@@ -56,7 +57,7 @@ pub fn within<T>(budget: std::time::Duration, f: impl FnOnce() -> T) -> T {
 
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// The control-plane store. Every method is required: a wrapper that forgets
 /// to delegate one does not compile, rather than answering "unsupported" at
@@ -240,16 +241,42 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// The approval requests (`pending_only`: those waiting), oldest first.
     fn list_approvals(&self, pending_only: bool) -> Result<Vec<ApprovalRequest>, StoreError>;
 
-    /// Approve or deny a pending request; it as it stands after, `None` when it was not
-    /// pending (answered already, withdrawn, unknown).
+    /// `approver`'s answer to the pending request `id` (approve, or deny), judged on the
+    /// request as it stands: recorded (approved once its required approvers have, denied at
+    /// the first denial), refused (the requester's own principal, not among its approvers,
+    /// answered already), or the request is not pending.
     fn answer_approval(
         &self,
         id: &str,
+        approver: &Approver,
         approve: bool,
-        by: &str,
         reason: Option<&str>,
         now: Timestamp,
-    ) -> Result<Option<ApprovalRequest>, StoreError>;
+    ) -> Result<Answered, StoreError>;
+
+    /// Every approval answered before `answered_before` and never used, marked expired
+    /// (with its event); those expired.
+    fn expire_approvals(&self, answered_before: Timestamp, now: Timestamp) -> Result<Vec<ApprovalRequest>, StoreError>;
+
+    /// The approvals' events after `after` (an event id; 0: from the first), at most
+    /// `limit`, oldest first.
+    fn approval_events(&self, after: i64, limit: usize) -> Result<Vec<ApprovalEvent>, StoreError>;
+
+    /// Hold the delivery cursor of notification target `target` as `holder` until `until`
+    /// (one process delivers to a target at a time): the last event delivered, `None` while
+    /// another holder's hold lasts. A target new to the store starts after event `start`.
+    fn claim_notify(
+        &self,
+        target: &str,
+        holder: &str,
+        start: i64,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<i64>, StoreError>;
+
+    /// `target`'s events up to `last` delivered by `holder`, which keeps the cursor until
+    /// `until`; whether it still held it.
+    fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError>;
 
     /// The requests about any of `digests` (one exact call, and its overrides) that still
     /// stand — pending, or answered at `not_before` or later and not used — and how many
@@ -321,6 +348,18 @@ pub trait ApprovalWatch: Send {
     /// was made), or `within` passes: `true` when a change may have happened (a wake-up that
     /// cannot tell is a change: the waiter looks again).
     fn wait(&mut self, within: std::time::Duration) -> Result<bool, StoreError>;
+}
+
+/// What became of an answer ([`Store::answer_approval`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// Recorded: the request as it stands after (approved, denied, or still waiting for more
+    /// approvers).
+    Recorded(ApprovalRequest),
+    /// Not recorded: the approver may not answer it (why), the request as it stands.
+    Refused(ApprovalRequest, String),
+    /// No such request, or it is not pending (answered, used, withdrawn, expired).
+    NotPending(Option<ApprovalRequest>),
 }
 
 /// The approval requests that stand for one exact call (`Store::approvals_on_record`).

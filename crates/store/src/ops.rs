@@ -315,12 +315,35 @@ impl<E: Engine> Store for E {
     fn answer_approval(
         &self,
         id: &str,
+        approver: &fleetgate_core::approval::Approver,
         approve: bool,
-        by: &str,
         reason: Option<&str>,
         now: Timestamp,
-    ) -> Result<Option<ApprovalRequest>, StoreError> {
-        crate::approvals::answer(self, id, approve, by, reason, now)
+    ) -> Result<crate::Answered, StoreError> {
+        crate::approvals::answer(self, id, approver, approve, reason, now)
+    }
+
+    fn expire_approvals(&self, answered_before: Timestamp, now: Timestamp) -> Result<Vec<ApprovalRequest>, StoreError> {
+        crate::approvals::expire(self, answered_before, now)
+    }
+
+    fn approval_events(&self, after: i64, limit: usize) -> Result<Vec<crate::ApprovalEvent>, StoreError> {
+        crate::approvals::events_after(self, after, limit)
+    }
+
+    fn claim_notify(
+        &self,
+        target: &str,
+        holder: &str,
+        start: i64,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<i64>, StoreError> {
+        crate::approvals::claim_notify(self, target, holder, start, until, now)
+    }
+
+    fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError> {
+        crate::approvals::advance_notify(self, target, holder, last, until)
     }
 
     fn approvals_on_record(

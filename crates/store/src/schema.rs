@@ -160,6 +160,12 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             ("pr_origins", "principal", "TEXT"),
         ],
     },
+    Migration {
+        version: 11,
+        name: "approvers, answers, and the approvals' events",
+        create: crate::approvals::CREATE_EVENTS,
+        add: crate::approvals::ADD,
+    },
 ];
 
 /// The migrations a store at `current` still needs to reach `target`, or

@@ -688,6 +688,23 @@ impl Gate {
         verdict
     }
 
+    /// Who may answer a request, and how many must approve: an asking rule's, else the
+    /// `[approvals]` defaults (an override's request is always the defaults').
+    fn approvers_of(&self, g: &Gathered, asked: bool) -> (Vec<String>, u32) {
+        let defaults = &self.config.approvals;
+        let rule = g
+            .policy
+            .rule
+            .as_deref()
+            .filter(|_| asked && g.policy.ask)
+            .and_then(|origin| self.config.rules.rules().iter().find(|r| r.origin == origin));
+        let approvers = rule
+            .filter(|r| !r.approvers.is_empty())
+            .map_or_else(|| defaults.approvers.clone(), |r| r.approvers.clone());
+        let required = rule.map(|r| r.required).filter(|n| *n > 0).unwrap_or(defaults.required).max(1);
+        (approvers, required)
+    }
+
     /// Record the request a refusal asks an operator with (or find the one already waiting
     /// for the same call), naming it in the verdict.
     fn record_request(
@@ -719,7 +736,12 @@ impl Gate {
             answered_at: None,
             answer_reason: None,
             used_at: None,
+            approvers: Vec::new(),
+            required: 1,
+            answers: Vec::new(),
         };
+        let (approvers, required) = self.approvers_of(g, plan.overrides.is_none());
+        let request = ApprovalRequest { approvers, required, ..request };
         match (self.store.request_approval(&request), plan.overrides) {
             (Ok(recorded), None) => {
                 verdict.blocked_reasons =

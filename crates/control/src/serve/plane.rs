@@ -84,6 +84,19 @@ impl std::fmt::Debug for FleetControl {
 }
 
 impl FleetControl {
+    /// What this process's notifier sends approval events with (`[[approvals.notify]]`).
+    pub fn notifier_context(&self) -> crate::notify::Context {
+        let env = self.env.clone();
+        crate::notify::Context {
+            store: Arc::clone(self.gate.store()),
+            clock: Arc::clone(&self.clock),
+            env: Arc::new(move |key: &str| env.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_owned())),
+            metrics: self.metrics.as_ref().map(|m| m.notify_deliveries.clone()),
+            ttl_seconds: self.config().approvals.ttl_seconds,
+            backoff: crate::notify::BACKOFF.to_vec(),
+        }
+    }
+
     /// A control plane for `identity` served over `transport`, reading `env` (captured
     /// once), deciding through `gate` (which holds the store and the observer).
     pub fn new(identity: Identity, transport: Transport, env: EnvSnapshot, clock: Arc<dyn Clock>, gate: Gate) -> Self {

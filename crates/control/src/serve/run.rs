@@ -44,6 +44,9 @@ pub fn run_serve(settings: ServeSettings) -> Result<u8, RunError> {
     };
     fleetgate_gateway::init_logging_with(options.log_filter.as_deref(), layer).context("cannot start logging")?;
     let control = Arc::new(settings.control);
+    // Approval events to `[[approvals.notify]]` targets, on threads of their own: a target
+    // that hangs holds up nothing of the gateway's.
+    let notifier = crate::notify::Notifier::start(&control.config().approvals.notify, &control.notifier_context());
     let reason = match settings.http {
         None => fleetgate_gateway::run(options, control),
         Some(http) => fleetgate_gateway::run_http(options, http, control, |addr| {
@@ -53,6 +56,7 @@ pub fn run_serve(settings: ServeSettings) -> Result<u8, RunError> {
         }),
     }
     .context("the gateway failed");
+    notifier.stop();
     if let Some(telemetry) = telemetry {
         telemetry.shutdown();
     }

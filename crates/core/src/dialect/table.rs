@@ -87,6 +87,8 @@ pub fn rules_of(dialect: &str, matrix: &[Entry]) -> Vec<Rule> {
             // effect, never a rule's.
             action: None,
             ask: false,
+            approvers: Vec::new(),
+            required: 0,
         })
         .collect()
 }

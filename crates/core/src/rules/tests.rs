@@ -15,6 +15,8 @@ fn rule(origin: &str, tool: &str, args: &[(&str, ArgMatch)], roles: &[&str]) -> 
         class: None,
         action: None,
         ask: false,
+        approvers: Vec::new(),
+        required: 0,
     }
 }
 

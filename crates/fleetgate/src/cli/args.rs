@@ -197,6 +197,17 @@ pub enum ApprovalsCommand {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Follow the requests and answers as they happen, one line each (`--json`: one JSON
+    /// object per line): a request, an answer, a use, a withdrawal, an expiry. Runs until
+    /// interrupted, or `--count` events.
+    Watch {
+        /// Stop after this many events.
+        #[arg(long)]
+        count: Option<usize>,
+        /// Start after this event id (0: every event on record) instead of from now.
+        #[arg(long)]
+        after: Option<i64>,
+    },
 }
 
 /// `fleetgate rules …`

@@ -15,7 +15,19 @@ use std::time::Duration;
 
 /// Run the dashboard until SIGTERM or SIGINT. Returns the process exit code.
 pub fn run(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<u8> {
-    let settings = resolve(ctx, args)?;
+    let mut settings = resolve(ctx, args)?;
+    if !ctx.config.approvals.notify.is_empty() {
+        let env = ctx.env.clone();
+        let cx = fleetgate_control::notify::Context {
+            store: ctx.store()?,
+            clock: ctx.decision_clock()?,
+            env: Arc::new(move |key: &str| env.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_owned())),
+            metrics: None,
+            ttl_seconds: ctx.config.approvals.ttl_seconds,
+            backoff: fleetgate_control::notify::BACKOFF.to_vec(),
+        };
+        settings.notify = Some((ctx.config.approvals.notify.clone(), cx));
+    }
     let source = Source {
         config: ctx.config.clone(),
         store: ctx.store()?,
@@ -69,5 +81,6 @@ fn resolve(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<DashboardSettings>
         interval: Duration::from_secs_f64(seconds),
         limits,
         log_filter: ctx.env.get(EnvKey::FleetgateLog, "").map(str::to_owned),
+        notify: None,
     })
 }

@@ -4,7 +4,7 @@
 
 use crate::cli::args::{ApprovalsCommand, RulesCommand};
 use crate::cli::context::Ctx;
-use crate::cli::output::{Exit, Reply};
+use crate::cli::output::{Exit, Reply, terminal_text};
 use anyhow::anyhow;
 use fleetgate_config::FleetConfig;
 use fleetgate_core::Timestamp;
@@ -22,15 +22,65 @@ pub fn approvals(ctx: &Ctx, cmd: &ApprovalsCommand) -> anyhow::Result<Reply> {
         }
         ApprovalsCommand::Approve { id, reason } => (id, true, reason),
         ApprovalsCommand::Deny { id, reason } => (id, false, reason),
+        ApprovalsCommand::Watch { count, after } => return watch(ctx, &store, *count, *after),
     };
-    match answer(&*store, id, approve, &fleetgate_host::os_user(), reason.as_deref(), ctx.now()) {
-        Ok(r) => Ok(Reply::new(&r, format!("{} {}: {} `{}`", r.state, r.id, r.profile, r.tool), Exit::Ok)),
+    // The CLI's operating-system user answers: a principal like any other.
+    let approver = fleetgate_core::approval::Approver {
+        id: format!("os:{}", fleetgate_host::os_user()),
+        name: None,
+        groups: Vec::new(),
+    };
+    match answer(&*store, id, &approver, approve, reason.as_deref(), ctx.now()) {
+        Ok(r) => {
+            let needed = fleetgate_core::approval::approvals_needed(&r);
+            let more = if needed > 0 { format!(" ({needed} more approval(s) needed)") } else { String::new() };
+            Ok(Reply::new(&r, format!("{} {}: {} `{}`{more}", r.state, r.id, r.profile, r.tool), Exit::Ok))
+        }
         Err(AnswerError::Store(e)) => Err(e.into()),
         Err(e) => Ok(Reply {
             value: serde_json::json!({ "id": id, "error": e.to_string() }),
             text: e.to_string(),
             exit: Exit::No,
         }),
+    }
+}
+
+/// `fleetgate approvals watch`: every approval event from now (or after `after`), printed as
+/// it is recorded — woken by the store's own word (PostgreSQL `NOTIFY`, SQLite inotify), with
+/// a short backstop — until `count` events or an interrupt. Approvals past their TTL are
+/// expired as it goes, so their expiry is an event too.
+fn watch(
+    ctx: &Ctx,
+    store: &std::sync::Arc<dyn fleetgate_store::Store>,
+    count: Option<usize>,
+    after: Option<i64>,
+) -> anyhow::Result<Reply> {
+    use std::io::Write as _;
+    let mut cursor = match after {
+        Some(id) => id,
+        None => store.approval_events(0, usize::MAX)?.last().map_or(0, |e| e.id),
+    };
+    let mut watch = store.approval_watch()?;
+    let ttl = ctx.config.approvals.ttl_seconds;
+    let mut seen = 0usize;
+    loop {
+        let now = ctx.now();
+        store.expire_approvals(now.plus_seconds(-ttl), now)?;
+        for event in store.approval_events(cursor, 256)? {
+            cursor = event.id;
+            let mut out = std::io::stdout().lock();
+            if ctx.json {
+                writeln!(out, "{}", serde_json::to_string(&event)?)?;
+            } else {
+                writeln!(out, "{}", terminal_text(&fleetgate_control::approvals::event_line(&event)))?;
+            }
+            out.flush()?;
+            seen += 1;
+            if count.is_some_and(|c| seen >= c) {
+                return Ok(Reply { value: serde_json::Value::Null, text: String::new(), exit: Exit::Ok });
+            }
+        }
+        watch.wait(std::time::Duration::from_secs(2))?;
     }
 }
 

@@ -352,6 +352,9 @@ fn asked(d: &crate::support::Dashboard) -> String {
         answered_at: None,
         answer_reason: None,
         used_at: None,
+        approvers: Vec::new(),
+        required: 1,
+        answers: Vec::new(),
     };
     store.request_approval(&request).unwrap().id
 }

@@ -180,3 +180,128 @@ fn an_operator_rule_on_the_merge_does_not_let_the_merger_skip_the_review() {
         fleet.stop();
     }
 }
+
+/// A request's headers (lowercased names) and body.
+type Received = (Vec<(String, String)>, String);
+
+/// An HTTP receiver on loopback recording each request (its headers, lowercased, and body)
+/// and answering 200.
+struct Receiver {
+    addr: std::net::SocketAddr,
+    got: std::sync::Arc<std::sync::Mutex<Vec<Received>>>,
+}
+
+impl Receiver {
+    fn start() -> Self {
+        use std::io::{BufRead as _, Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let keep = std::sync::Arc::clone(&got);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = std::io::BufReader::new(stream);
+                let mut headers = Vec::new();
+                let mut line = String::new();
+                let _ = reader.read_line(&mut line);
+                loop {
+                    line.clear();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((k, v)) = line.trim().split_once(':') {
+                        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+                    }
+                }
+                let length = headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok());
+                let mut body = vec![0; length.unwrap_or(0)];
+                let _ = reader.read_exact(&mut body);
+                keep.lock().unwrap().push((headers, String::from_utf8_lossy(&body).into_owned()));
+                let _ =
+                    reader.get_mut().write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            }
+        });
+        Self { addr, got }
+    }
+
+    /// The events received so far, by their `event` field.
+    fn events(&self) -> Vec<(String, Received)> {
+        let got = self.got.lock().unwrap();
+        got.iter()
+            .map(|(h, b)| {
+                let v: Value = serde_json::from_str(b).unwrap_or(Value::Null);
+                (v["event"].as_str().unwrap_or("").to_owned(), (h.clone(), b.clone()))
+            })
+            .collect()
+    }
+}
+
+/// A held call's request, answer and use reach a real HTTP receiver, signed, and `approvals
+/// watch`; a target that never answers and one that is unreachable change no decision: the
+/// call is held, approved and forwarded while they fail.
+#[test]
+fn every_approval_event_is_sent_signed_and_a_dead_target_changes_nothing() {
+    let _serial = crate::support::serial();
+    let receiver = Receiver::start();
+    // Accepts and never answers.
+    let hanging = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hang_addr = hanging.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut keep = Vec::new();
+        for s in hanging.incoming().flatten() {
+            keep.push(s);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("hook.key");
+    std::fs::write(&key_file, "hook-s3cret\n").unwrap();
+    let notify = format!(
+        "{ASKING}\n[[approvals.notify]]\nkind = \"webhook\"\nurl = \"http://{}/hook\"\nsecret_file = {:?}\nname = \"ops\"\n\n\
+         [[approvals.notify]]\nkind = \"webhook\"\nurl = \"http://{hang_addr}/hook\"\nname = \"hang\"\n\n\
+         [[approvals.notify]]\nkind = \"slack\"\nurl = \"http://127.0.0.1:1/nobody\"\nname = \"gone\"\n",
+        receiver.addr,
+        key_file.display().to_string()
+    );
+    let mut fleet = Fleet::start(&notify);
+    let watch = fleet
+        .f
+        .cli_command(&["approvals", "watch", "--json", "--count", "3"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (client, f) = fleet.client_and_dir("author");
+    let started = std::time::Instant::now();
+    let answered = std::thread::scope(|s| {
+        let held = s.spawn(|| client.call("create_branch", at(branch("heard"))));
+        let id = pending(f)["id"].as_str().unwrap().to_owned();
+        let approved = f.cli(&["approvals", "approve", &id, "--json"]);
+        assert_eq!(approved["state"], "approved", "{approved}");
+        held.join().unwrap()
+    });
+    assert!(!answered.0, "the held call went ahead: {}", answered.1);
+    // The dead targets held up nothing: the call was decided well inside one attempt's limit
+    // of the hanging target (5 s) times its retries.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    assert!(wait_until(20.0, || receiver.events().len() >= 3), "{:?}", receiver.events());
+    let events = receiver.events();
+    let kinds: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["requested", "answered", "used"]);
+    for (kind, (headers, body)) in &events {
+        let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        assert_eq!(header("x-fleetgate-event").as_deref(), Some(kind.as_str()));
+        assert_eq!(
+            header("x-fleetgate-signature"),
+            Some(fleetgate_control::notify::signature(b"hook-s3cret", body.as_bytes())),
+            "signed with the file's secret"
+        );
+        let v: Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["request"]["arguments"]["branch"], "heard", "the exact call: {v}");
+    }
+    // The watch saw the same three, one JSON object a line.
+    let out = watch.wait_with_output().unwrap();
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let watched: Vec<&str> = lines.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(watched, ["requested", "answered", "used"], "{lines:?}");
+    fleet.stop();
+}

@@ -100,6 +100,12 @@ impl FleetDir {
     pub fn repo(&self) -> PathBuf {
         self.dir.path().join("checkout")
     }
+    /// `fleetgate --store … --config …` + args, to spawn (a command that streams).
+    pub fn cli_command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin());
+        c.env_clear().arg("--store").arg(self.store_arg()).arg("--config").arg(self.config()).args(args);
+        c
+    }
     /// `fleetgate --store … --config …` + args.
     pub fn cli(&self, args: &[&str]) -> serde_json::Value {
         let out = Command::new(bin())

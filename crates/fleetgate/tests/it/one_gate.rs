@@ -453,7 +453,10 @@ fn a_held_call_wakes_on_the_answer(store_url: Option<String>) {
             let (spec, answer_id) = (f.spec.clone(), id.clone());
             tokio::task::spawn_blocking(move || {
                 let operator = fleetgate_store::open(&spec).unwrap();
-                operator.answer_approval(&answer_id, true, "alice", None, at(21)).unwrap().unwrap();
+                assert!(matches!(
+                    operator.answer_approval(&answer_id, &alice(), true, None, at(21)).unwrap(),
+                    fleetgate_store::Answered::Recorded(_)
+                ));
             })
             .await
             .unwrap();
@@ -520,7 +523,10 @@ fn the_preview_is_the_real_call_with_the_approvals_on_record() {
             let refused = real();
             assert_eq!(refused.decision.blocker_kind.map(|k| k.as_str()), Some("role_not_permitted"));
             let id = f.store.list_approvals(true).unwrap()[0].id.clone();
-            f.store.answer_approval(&id, true, "alice", None, at(20)).unwrap().unwrap();
+            assert!(matches!(
+                f.store.answer_approval(&id, &alice(), true, None, at(20)).unwrap(),
+                fleetgate_store::Answered::Recorded(_)
+            ));
             let seen = preview();
             assert_eq!(seen["allowed"], true, "the preview reads the approval on record: {seen}");
             assert_eq!(
@@ -562,7 +568,10 @@ fn a_role_refusal_the_operator_may_override_passes_once_approved() {
             assert!(requests[0].why.starts_with("overrides role_not_permitted"), "{:?}", requests[0].why);
             let text = refused.decision.reasons.join(" ");
             assert!(text.contains(&requests[0].id), "{text}");
-            f.store.answer_approval(&requests[0].id, true, "alice", None, at(20)).unwrap().unwrap();
+            assert!(matches!(
+                f.store.answer_approval(&requests[0].id, &alice(), true, None, at(20)).unwrap(),
+                fleetgate_store::Answered::Recorded(_)
+            ));
             let allowed = f.control.decide(AttachmentId(1), &call);
             assert!(allowed.decision.allowed, "{:?}", allowed.decision);
             let again = f.control.decide(AttachmentId(1), &call);
@@ -596,4 +605,9 @@ fn a_read_only_call_a_rule_asks_about_is_judged_by_the_full_gate() {
         .await
         .unwrap();
     });
+}
+
+/// The operator answering in these tests.
+fn alice() -> fleetgate_core::approval::Approver {
+    fleetgate_core::approval::Approver { id: "os:alice".into(), name: None, groups: Vec::new() }
 }

@@ -239,12 +239,31 @@ impl Store for Instrumented {
     fn answer_approval(
         &self,
         id: &str,
+        approver: &fleetgate_core::approval::Approver,
         approve: bool,
-        by: &str,
         reason: Option<&str>,
         now: Timestamp,
-    ) -> Result<Option<ApprovalRequest>, StoreError> {
-        self.inner.answer_approval(id, approve, by, reason, now)
+    ) -> Result<fleetgate_store::Answered, StoreError> {
+        self.inner.answer_approval(id, approver, approve, reason, now)
+    }
+    fn expire_approvals(&self, before: Timestamp, now: Timestamp) -> Result<Vec<ApprovalRequest>, StoreError> {
+        self.inner.expire_approvals(before, now)
+    }
+    fn approval_events(&self, after: i64, limit: usize) -> Result<Vec<fleetgate_store::ApprovalEvent>, StoreError> {
+        self.inner.approval_events(after, limit)
+    }
+    fn claim_notify(
+        &self,
+        target: &str,
+        holder: &str,
+        start: i64,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<i64>, StoreError> {
+        self.inner.claim_notify(target, holder, start, until, now)
+    }
+    fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError> {
+        self.inner.advance_notify(target, holder, last, until)
     }
     fn approvals_on_record(
         &self,

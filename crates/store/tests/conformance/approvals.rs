@@ -4,7 +4,8 @@
 
 use crate::engines::Fixture;
 use crate::support::now;
-use fleetgate_core::approval::{ApprovalRequest, ApprovalState, call_digest, request_id};
+use fleetgate_core::approval::{ApprovalRequest, ApprovalState, Approver, call_digest, request_id};
+use fleetgate_store::Answered;
 use serde_json::json;
 
 fn request(nonce: u128, worker: &str, index: u64) -> ApprovalRequest {
@@ -25,6 +26,9 @@ fn request(nonce: u128, worker: &str, index: u64) -> ApprovalRequest {
         answered_at: None,
         answer_reason: None,
         used_at: None,
+        approvers: Vec::new(),
+        required: 1,
+        answers: Vec::new(),
     }
 }
 
@@ -43,12 +47,15 @@ pub fn an_approval_covers_one_pending_call_and_is_used_once(fx: &Fixture) {
     assert!(store.use_approval(&first.id, now(), now().plus_seconds(5)).unwrap().is_none());
     let on = store.approvals_on_record(std::slice::from_ref(&first.digest), Some("w1"), now()).unwrap();
     assert_eq!((on.requests.len(), on.requests[0].state, on.pending_of_worker), (1, ApprovalState::Pending, 2));
-    let answered = store.answer_approval(&first.id, true, "alice", Some("ok to ship"), now().plus_seconds(10)).unwrap();
-    let answered = answered.expect("a pending request is answered");
-    assert_eq!((answered.state, answered.answered_by.as_deref()), (ApprovalState::Approved, Some("alice")));
+    let answered = store.answer_approval(&first.id, &who("os:alice"), true, Some("ok to ship"), now().plus_seconds(10));
+    let Answered::Recorded(answered) = answered.unwrap() else { panic!("a pending request is answered") };
+    assert_eq!((answered.state, answered.answered_by.as_deref()), (ApprovalState::Approved, Some("os:alice")));
     assert_eq!(answered.answer_reason.as_deref(), Some("ok to ship"));
     assert!(
-        store.answer_approval(&first.id, false, "bob", None, now().plus_seconds(11)).unwrap().is_none(),
+        matches!(
+            store.answer_approval(&first.id, &who("os:bob"), false, None, now().plus_seconds(11)).unwrap(),
+            Answered::NotPending(Some(_))
+        ),
         "answered once"
     );
     // Outside its window (answered before `not_before`): not on record, not covered.
@@ -72,7 +79,11 @@ pub fn an_approval_covers_one_pending_call_and_is_used_once(fx: &Fixture) {
     assert_eq!((fresh.id, fresh.state), (request_id(4), ApprovalState::Pending));
 
     // Denied, then withdrawn: neither covers anything.
-    let denied = store.answer_approval(&other.id, false, "bob", None, now().plus_seconds(20)).unwrap().unwrap();
+    let Answered::Recorded(denied) =
+        store.answer_approval(&other.id, &who("os:bob"), false, None, now().plus_seconds(20)).unwrap()
+    else {
+        panic!("denied")
+    };
     assert_eq!(denied.state, ApprovalState::Denied);
     assert!(store.use_approval(&other.id, now(), now().plus_seconds(21)).unwrap().is_none());
     let on = store.approvals_on_record(std::slice::from_ref(&other.digest), None, now()).unwrap();
@@ -83,5 +94,109 @@ pub fn an_approval_covers_one_pending_call_and_is_used_once(fx: &Fixture) {
     assert!(store.list_approvals(true).unwrap().is_empty());
     assert_eq!(store.list_approvals(false).unwrap().len(), 3);
     assert!(store.approval("apr-none").unwrap().is_none());
-    assert!(store.answer_approval("apr-none", true, "alice", None, now()).unwrap().is_none());
+    assert_eq!(
+        store.answer_approval("apr-none", &who("os:alice"), true, None, now()).unwrap(),
+        Answered::NotPending(None)
+    );
+}
+
+fn who(id: &str) -> Approver {
+    Approver { id: id.into(), name: None, groups: Vec::new() }
+}
+
+/// Two named approvers, from two threads at once: both answers are counted (the request's
+/// row is locked while each is judged), the request is approved once, and a third person, the
+/// requester, or an approver answering twice is refused, each with why; every change is an
+/// event, in order, and `expire_approvals` closes an approval never used.
+pub fn a_two_person_rule_counts_concurrent_answers_and_events_follow_every_change(fx: &Fixture) {
+    let store = fx.open();
+    let mut asked = request(10, "w9", 9);
+    asked.principal = Some("oauth:carol".into());
+    asked.approvers = vec!["oidc:alice".into(), "oidc:bob".into(), "oidc:carol".into()];
+    asked.required = 2;
+    let asked = store.request_approval(&asked).unwrap();
+    let start = store.approval_events(0, 1000).unwrap().last().map_or(0, |e| e.id);
+    let refused = |id: &str| match store.answer_approval(&asked.id, &who(id), true, None, now()).unwrap() {
+        Answered::Refused(r, why) => (r.state, why),
+        other => panic!("{id} was not refused: {other:?}"),
+    };
+    assert!(refused("oidc:mallory").1.contains("not among the approvers"));
+    assert!(refused("oidc:carol").1.contains("its own calls made"), "the requester's own principal");
+    let answers: Vec<Answered> = std::thread::scope(|s| {
+        let threads: Vec<_> = ["oidc:alice", "oidc:bob"]
+            .map(|id| {
+                let store = fx.open();
+                let asked = asked.id.clone();
+                s.spawn(move || store.answer_approval(&asked, &who(id), true, None, now().plus_seconds(1)).unwrap())
+            })
+            .into_iter()
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    assert!(answers.iter().all(|a| matches!(a, Answered::Recorded(_))), "{answers:?}");
+    let after = store.approval(&asked.id).unwrap().unwrap();
+    assert_eq!((after.state, after.answers.len()), (ApprovalState::Approved, 2), "{after:?}");
+    assert!(matches!(
+        store.answer_approval(&asked.id, &who("oidc:alice"), true, None, now()).unwrap(),
+        Answered::NotPending(Some(_))
+    ));
+    // One approval of two does not approve; a denial after it denies.
+    let mut solo = request(11, "w9", 10);
+    solo.required = 2;
+    let solo = store.request_approval(&solo).unwrap();
+    let Answered::Recorded(half) = store.answer_approval(&solo.id, &who("os:alice"), true, None, now()).unwrap() else {
+        panic!()
+    };
+    assert_eq!(half.state, ApprovalState::Pending);
+    assert!(refused_again(&*store, &solo.id, "os:alice").contains("already"));
+    let Answered::Recorded(no) = store.answer_approval(&solo.id, &who("os:bob"), false, Some("no"), now()).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(no.state, ApprovalState::Denied);
+    // Every change an event, in order.
+    let events = store.approval_events(start, 100).unwrap();
+    let kinds: Vec<(&str, &str)> = events.iter().map(|e| (e.kind.as_str(), e.request.id.as_str())).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("answered", asked.id.as_str()),
+            ("answered", asked.id.as_str()),
+            ("requested", solo.id.as_str()),
+            ("answered", solo.id.as_str()),
+            ("answered", solo.id.as_str()),
+        ],
+        "{events:?}"
+    );
+    assert_eq!(events[1].request.state, ApprovalState::Approved);
+    assert!(events.windows(2).all(|w| w[0].id < w[1].id));
+    assert_eq!(store.approval_events(events[2].id, 1).unwrap()[0].id, events[3].id, "paged after an id");
+    // Never used within its window: expired, with its event; once.
+    let expired = store.expire_approvals(now().plus_seconds(100), now().plus_seconds(100)).unwrap();
+    assert_eq!(expired.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [asked.id.as_str()]);
+    assert_eq!(store.approval(&asked.id).unwrap().unwrap().state, ApprovalState::Expired);
+    assert!(store.expire_approvals(now().plus_seconds(100), now().plus_seconds(101)).unwrap().is_empty());
+    assert_eq!(store.approval_events(0, 1000).unwrap().last().map(|e| e.kind.as_str()), Some("expired"));
+}
+
+fn refused_again(store: &dyn fleetgate_store::Store, id: &str, who_: &str) -> String {
+    match store.answer_approval(id, &who(who_), true, None, now()).unwrap() {
+        Answered::Refused(_, why) => why,
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+/// One process delivers to a notification target at a time: the cursor is held until its
+/// hold lapses, advanced only by its holder, and a new target starts where it is told.
+pub fn a_notification_cursor_has_one_holder_and_advances_only_by_it(fx: &Fixture) {
+    let store = fx.open();
+    let t = |s: i64| now().plus_seconds(s);
+    assert_eq!(store.claim_notify("hook", "a", 7, t(30), t(0)).unwrap(), Some(7), "a new target starts at 7");
+    assert_eq!(store.claim_notify("hook", "b", 0, t(30), t(1)).unwrap(), None, "held by a");
+    assert!(store.advance_notify("hook", "a", 9, t(30)).unwrap());
+    assert!(!store.advance_notify("hook", "b", 12, t(40)).unwrap(), "b does not hold it");
+    assert_eq!(store.claim_notify("hook", "a", 0, t(60), t(2)).unwrap(), Some(9), "the holder renews");
+    assert_eq!(store.claim_notify("hook", "b", 0, t(90), t(61)).unwrap(), Some(9), "a's hold lapsed");
+    assert!(!store.advance_notify("hook", "a", 10, t(90)).unwrap(), "a lost it");
+    assert_eq!(store.claim_notify("other", "a", 0, t(30), t(62)).unwrap(), Some(0), "targets are apart");
 }

@@ -83,6 +83,8 @@ conformance! {
     ledger::processes_racing_to_claim_one_pr_leave_one_holder,
     locks::a_lock_is_written_with_its_decision_one_per_session_and_released_when_moot,
     approvals::an_approval_covers_one_pending_call_and_is_used_once,
+    approvals::a_two_person_rule_counts_concurrent_answers_and_events_follow_every_change,
+    approvals::a_notification_cursor_has_one_holder_and_advances_only_by_it,
 }
 
 /// The entry point of the suite's child processes (see `child`): does
