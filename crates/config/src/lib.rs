@@ -87,6 +87,9 @@ pub struct FleetConfig {
     pub approvals: ApprovalSettings,
     /// `[invariants] lift`: the forge profile's invariants the operator lifted, by name.
     pub invariant_lifts: Vec<fleetgate_core::effect::Invariant>,
+    /// `[shadow] config`: a candidate roster every gateway judges live calls by too, never
+    /// enforcing it (`fleetgate serve --shadow` wins).
+    pub shadow_config: Option<PathBuf>,
 }
 
 /// `[approvals]`: operator approval of one exact call.
@@ -455,6 +458,14 @@ struct RawFile {
     audit: Option<RawAudit>,
     approvals: Option<RawApprovals>,
     invariants: Option<RawInvariants>,
+    shadow: Option<RawShadow>,
+}
+
+/// `[shadow]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShadow {
+    config: PathBuf,
 }
 
 /// `[invariants]` as written.
@@ -702,6 +713,7 @@ impl FleetConfig {
             audit_arguments: ArgumentsMode::Full,
             approvals: ApprovalSettings::default(),
             invariant_lifts: Vec::new(),
+            shadow_config: None,
         }
     }
 
@@ -859,6 +871,7 @@ impl FleetConfig {
             audit_arguments: raw.audit.map(|a| a.arguments).unwrap_or_default(),
             approvals,
             invariant_lifts,
+            shadow_config: raw.shadow.map(|s| s.config),
             downstream_pass_env,
             downstream_sharing,
             workflow,

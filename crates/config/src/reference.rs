@@ -425,6 +425,18 @@ pub const TABLES: &[Table] = &[
         ],
     },
     Table {
+        header: "[shadow]",
+        about: "A candidate roster in shadow: every live decision is also judged by its rules and invariants, never \
+                enforced; each call it would decide otherwise is audited beside the real decision and counted \
+                (`fleetgate_shadow_flips_total`); `fleetgate rules shadow-report` groups them.",
+        keys: &[key(
+            "config",
+            "path (unset)",
+            "The candidate's `fleet.toml` (a relative path is from the working directory); `fleetgate serve \
+             --shadow FILE` wins.",
+        )],
+    },
+    Table {
         header: "[invariants]",
         about: "What breaks the guarantee whoever does it is judged for every call by what it does to the forge, \
                 below every rule and override (the book's policy chapter). Only with `[fleet] forge`.",

@@ -16,7 +16,7 @@ mod session;
 mod snapshot;
 pub mod workflow;
 
-pub use decide::{Call, Gate, Listing, Policy};
+pub use decide::{Call, Gate, Listing, Policy, SHADOW_EVENT, ShadowGroup, ShadowReport, ShadowRules, shadow_report};
 pub use forge_command::{CommandForge, READ_TIMEOUT};
 pub use observer::{Observer, scan_host};
 pub use peers::peer_evidence;

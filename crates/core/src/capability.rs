@@ -305,6 +305,37 @@ pub struct Capability {
     /// answers (a decision at its head, an opened PR's creator, a merge's leases).
     #[serde(skip)]
     pub settles: Option<String>,
+    /// A shadow candidate's rules would have decided this call otherwise (`fleetgate serve
+    /// --shadow`): never enforced, only recorded.
+    #[serde(skip)]
+    pub shadow: Option<ShadowFlip>,
+}
+
+/// A live decision the shadow candidate would have made otherwise.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShadowFlip {
+    /// The running rules' outcome: `allowed` or `refused`.
+    pub from: &'static str,
+    /// The candidate's.
+    pub to: &'static str,
+    /// What decided it in the candidate: its rule's origin, an invariant, or its blocker.
+    pub rule: String,
+    /// The candidate's blocker, when it refuses.
+    pub blocker: Option<BlockerKind>,
+}
+
+impl ShadowFlip {
+    /// The flip, if `candidate` decides `live`'s call otherwise (allowed against refused);
+    /// `rule` names what decided it in the candidate.
+    pub fn between(live: &Capability, candidate: &Capability, rule: String) -> Option<Self> {
+        let word = |allowed: bool| if allowed { "allowed" } else { "refused" };
+        (live.allowed != candidate.allowed).then(|| Self {
+            from: word(live.allowed),
+            to: word(candidate.allowed),
+            rule,
+            blocker: candidate.blocker_kind,
+        })
+    }
 }
 
 /// One condition that holds, as the resolver lists them.
@@ -448,6 +479,7 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
         use_approvals: Vec::new(),
         request: None,
         settles: None,
+        shadow: None,
     };
     let approvals = input.approvals;
     let mut used: Vec<String> = Vec::new();

@@ -170,6 +170,8 @@ struct Gathered {
     /// [`call_digest`] of the worker, the tool and what would be forwarded.
     digest: String,
     approvals: Option<Approvals>,
+    /// The shadow candidate's role policy and invariant judgement of the call.
+    shadow: Option<(Policy, Judgement)>,
 }
 
 impl Gathered {
@@ -196,7 +198,31 @@ pub struct Gate {
     lifted: Arc<[fleetgate_core::effect::Invariant]>,
     /// The forge dialect `[fleet] forge` names.
     dialect: Option<&'static dyn Dialect>,
+    /// A candidate rule set every live decision is also judged by, never enforced.
+    shadow: Option<Arc<ShadowRules>>,
 }
+
+/// A candidate roster's rules and invariants in shadow (`fleetgate serve --shadow`): each live
+/// decision is also judged by them, and where they would decide otherwise the flip is audited
+/// and counted — the candidate decides nothing.
+#[derive(Debug)]
+pub struct ShadowRules {
+    /// The candidate roster.
+    pub config: Arc<FleetConfig>,
+    /// Its rules' digest.
+    pub digest: String,
+    lifted: Vec<fleetgate_core::effect::Invariant>,
+}
+
+impl ShadowRules {
+    /// The candidate `config` in shadow.
+    pub fn new(config: Arc<FleetConfig>) -> Self {
+        Self { digest: config.rules_digest(), lifted: config.lifted(), config }
+    }
+}
+
+/// The audit log's tool prefix of a shadow flip (`shadow:<tool>`).
+pub const SHADOW_EVENT: &str = "shadow:";
 
 impl Gate {
     /// A gate that does not audit (the `capability` CLI, the control tool).
@@ -204,7 +230,18 @@ impl Gate {
         let rules_digest = config.rules_digest().into();
         let lifted = config.lifted().into();
         let dialect = config.dialect();
-        Self { config, store, observer, auditor: None, rules_digest, lifted, dialect }
+        Self { config, store, observer, auditor: None, rules_digest, lifted, dialect, shadow: None }
+    }
+
+    /// The same gate, judging every live decision also by `shadow`'s rules (never enforced).
+    pub fn with_shadow(mut self, shadow: ShadowRules) -> Self {
+        self.shadow = Some(Arc::new(shadow));
+        self
+    }
+
+    /// The candidate in shadow, when one.
+    pub fn shadow(&self) -> Option<&ShadowRules> {
+        self.shadow.as_deref()
     }
 
     /// The same gate, recording every [`decide`](Self::decide) through `auditor`.
@@ -242,8 +279,14 @@ impl Gate {
     /// one decides, and gives the call its class), else the role's globs and the tool's own
     /// class.
     pub fn policy(&self, call: &Call<'_>) -> Policy {
+        self.policy_of(&self.config, call)
+    }
+
+    /// The role policy of one call under `config`'s rules (the running roster's, or a
+    /// shadow candidate's).
+    fn policy_of(&self, config: &FleetConfig, call: &Call<'_>) -> Policy {
         let role = &call.member.role;
-        match self.config.rules.decide(role, call.tool, call.arguments) {
+        match config.rules.decide(role, call.tool, call.arguments) {
             Some(decided) => Policy {
                 permitted: decided.permitted,
                 class: decided.class.unwrap_or_else(|| self.classify(call.tool, call.read_only_hint)),
@@ -253,7 +296,7 @@ impl Gate {
                 ask: decided.ask,
             },
             None => Policy {
-                permitted: self.config.role_policy(role).permits(call.tool),
+                permitted: config.role_policy(role).permits(call.tool),
                 class: self.classify(call.tool, call.read_only_hint),
                 refusal: None,
                 action: None,
@@ -494,6 +537,18 @@ impl Gate {
             Caller::Worker { identity, .. } => Some((*identity).to_owned()),
             Caller::Nobody(_) => None,
         };
+        let shadow = self.shadow.as_ref().map(|shadow| {
+            let policy = self.policy_of(&shadow.config, &Call { arguments, ..call.clone() });
+            let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
+                fleetgate_core::effect::judge(
+                    &s.effect,
+                    &call.member.role,
+                    &shadow.config.workflow.protection,
+                    &shadow.lifted,
+                )
+            });
+            (policy, judgement)
+        });
         let mut g = Gathered {
             digest: call_digest(worker.as_deref(), call.tool, arguments),
             forward: canonical.as_ref().ok().cloned().flatten().flatten(),
@@ -512,8 +567,12 @@ impl Gate {
             workflow: None,
             worker,
             approvals: None,
+            shadow,
         };
-        if !needs_evidence(&self.input(call, &g, None)) {
+        // The shadow's decision may need what the live one does not: gathered for both.
+        let needs = needs_evidence(&self.input(call, &g, None))
+            || g.shadow.as_ref().is_some_and(|s| needs_evidence(&self.shadow_input(call, &g, s, None)));
+        if !needs {
             return self.with_approvals(call, g, now);
         }
         // A store deleted or replaced under this process: its evidence, its audit and its
@@ -559,7 +618,9 @@ impl Gate {
     /// The operator's answers on record for exactly the call `g` would forward, when the
     /// decision can depend on them.
     fn with_approvals(&self, call: &Call<'_>, mut g: Gathered, now: Timestamp) -> Gathered {
-        if !needs_approvals(&self.input(call, &g, None)) {
+        let needs = needs_approvals(&self.input(call, &g, None))
+            || g.shadow.as_ref().is_some_and(|s| needs_approvals(&self.shadow_input(call, &g, s, None)));
+        if !needs {
             return g;
         }
         let kinds: Vec<BlockerKind> = self
@@ -605,6 +666,51 @@ impl Gate {
         }
     }
 
+    /// The resolver's input for the shadow candidate: the live input with the candidate's
+    /// role policy and invariant judgement.
+    fn shadow_input<'c>(
+        &'c self,
+        call: &'c Call<'_>,
+        g: &'c Gathered,
+        (policy, judgement): &'c (Policy, Judgement),
+        evidence: Option<Evidence<'c>>,
+    ) -> CapabilityInput<'c> {
+        CapabilityInput {
+            breaches: &judgement.breaches,
+            lifted: &judgement.lifted,
+            role_permitted: policy.permitted,
+            role_refusal: policy.refusal.as_ref(),
+            ask: policy.ask.then(|| policy.rule.as_deref().unwrap_or("(unnamed)")),
+            ..self.input(call, g, evidence)
+        }
+    }
+
+    /// Where the shadow candidate would decide the call otherwise than `live`.
+    fn shadow_flip(
+        &self,
+        call: &Call<'_>,
+        g: &Gathered,
+        live: &Capability,
+    ) -> Option<fleetgate_core::capability::ShadowFlip> {
+        let parts = g.shadow.as_ref()?;
+        let evidence = g.evidence.as_ref().map(|(snap, provenance)| Evidence {
+            diagnostics: &snap.diagnostics,
+            provenance,
+            inventory: &snap.inventory,
+        });
+        let candidate = resolve_task_capability(&self.shadow_input(call, g, parts, evidence));
+        let (policy, judgement) = parts;
+        let rule = match (judgement.breaches.first(), &policy.rule, candidate.blocker_kind) {
+            (Some(b), _, Some(BlockerKind::ProtectedBranch | BlockerKind::InvariantViolated)) => {
+                format!("invariant `{}`", b.invariant)
+            }
+            (_, Some(rule), _) => rule.clone(),
+            (_, None, Some(kind)) => kind.as_str().to_owned(),
+            (_, None, None) => "the role's tools".to_owned(),
+        };
+        fleetgate_core::capability::ShadowFlip::between(live, &candidate, rule)
+    }
+
     /// Step 2: the one decision, from everything gathered.
     fn decided(&self, call: &Call<'_>, g: &Gathered, mode: Mode) -> Capability {
         let evidence = g.evidence.as_ref().map(|(snap, provenance)| Evidence {
@@ -635,7 +741,8 @@ impl Gate {
     /// reason to the verdict. Never silent.
     pub fn decide(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Capability {
         let gathered = self.gather(call, now);
-        let verdict = self.decided(call, &gathered, Mode::Real);
+        let mut verdict = self.decided(call, &gathered, Mode::Real);
+        verdict.shadow = self.shadow_flip(call, &gathered, &verdict);
         self.apply(call, &gathered, verdict, now, principal)
     }
 
@@ -680,7 +787,40 @@ impl Gate {
         }
         if let Some(auditor) = &self.auditor {
             let judged = self.judged_call(call, g);
-            self.audit(auditor, call, &mut verdict, now, principal, Some(judged));
+            let shadow = verdict.shadow.clone();
+            self.audit(auditor, call, &mut verdict, now, principal.clone(), Some(judged));
+            // Beside the real decision: what the candidate would have done. An event (allowed,
+            // no blocker): it refuses nothing and counts as no refusal.
+            if let (Some(flip), Some(candidate)) = (shadow, &self.shadow) {
+                let worker = match &call.caller {
+                    Caller::Worker { identity, .. } => Some((*identity).to_owned()),
+                    Caller::Nobody(_) => None,
+                };
+                let blocker = flip.blocker.map(|b| format!(" ({b})")).unwrap_or_default();
+                let reasons = vec![
+                    format!(
+                        "the shadow candidate {} would have {}{blocker} `{}` by {}; the running rules {} it",
+                        candidate.digest, flip.to, call.tool, flip.rule, flip.from
+                    ),
+                    format!("from: {}", flip.from),
+                    format!("to: {}", flip.to),
+                    format!("rule: {}", flip.rule),
+                    format!("candidate: {}", candidate.digest),
+                ];
+                let entry = AuditEntry {
+                    worker_identity: worker,
+                    principal,
+                    reasons,
+                    ..AuditEntry::event(
+                        now,
+                        &call.member.profile,
+                        &format!("{SHADOW_EVENT}{}", call.tool),
+                        String::new(),
+                    )
+                };
+                // A failure is logged by the auditor; the shadow never holds up the call.
+                let _ = auditor.queue(entry);
+            }
         }
         if verdict.allowed {
             self.touch_leases(call, verdict.forward.as_ref(), now);
@@ -872,6 +1012,7 @@ impl Gate {
             workflow: None,
             worker,
             approvals: None,
+            shadow: None,
         };
         let input = self.input(call, &g, None);
         if needs_evidence(&input) {
@@ -945,4 +1086,94 @@ fn refused(mut verdict: Capability, kind: BlockerKind, reason: String, action: &
     verdict.use_approvals.clear();
     verdict.settles = None;
     verdict
+}
+
+/// The shadow candidate's flips on live traffic, grouped like `rules test` groups replayed
+/// flips: by (from, to, candidate rule, tool), with the count and the first and last time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ShadowReport {
+    /// Flips in all.
+    pub flips: usize,
+    /// The candidates they came from (rule digests).
+    pub candidates: Vec<String>,
+    /// The groups, most flips first.
+    pub groups: Vec<ShadowGroup>,
+}
+
+/// One group of flips.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ShadowGroup {
+    /// The running rules' outcome.
+    pub from: String,
+    /// The candidate's.
+    pub to: String,
+    /// What decided it in the candidate.
+    pub rule: String,
+    /// The tool.
+    pub tool: String,
+    /// How many calls.
+    pub count: usize,
+    /// The first and the last.
+    pub first: Timestamp,
+    /// The last.
+    pub last: Timestamp,
+}
+
+impl ShadowReport {
+    /// The report for a terminal.
+    pub fn text(&self) -> String {
+        if self.flips == 0 {
+            return "the shadow candidate decided every live call as the running rules did".into();
+        }
+        let mut out = vec![format!(
+            "{} live call(s) the shadow candidate ({}) would have decided otherwise:",
+            self.flips,
+            self.candidates.join(", ")
+        )];
+        for g in &self.groups {
+            out.push(format!(
+                "  {} {} -> {}  `{}` by {}  ({} to {})",
+                g.count, g.from, g.to, g.tool, g.rule, g.first, g.last
+            ));
+        }
+        fleetgate_core::text::shown(&out.join("\n"), usize::MAX)
+    }
+}
+
+/// Group the shadow flips among `entries` (the audit log's `shadow:<tool>` events).
+pub fn shadow_report<'a>(entries: impl Iterator<Item = &'a AuditEntry>) -> ShadowReport {
+    let mut report = ShadowReport::default();
+    for e in entries {
+        let Some(tool) = e.tool.strip_prefix(SHADOW_EVENT) else { continue };
+        let field = |name: &str| {
+            e.reasons
+                .iter()
+                .find_map(|r| r.strip_prefix(name).and_then(|v| v.strip_prefix(": ")))
+                .unwrap_or("")
+                .to_owned()
+        };
+        let (from, to, rule, candidate) = (field("from"), field("to"), field("rule"), field("candidate"));
+        report.flips += 1;
+        if !candidate.is_empty() && !report.candidates.contains(&candidate) {
+            report.candidates.push(candidate);
+        }
+        match report.groups.iter_mut().find(|g| g.from == from && g.to == to && g.rule == rule && g.tool == tool) {
+            Some(g) => {
+                g.count += 1;
+                g.first = g.first.min(e.at);
+                g.last = g.last.max(e.at);
+            }
+            None => report.groups.push(ShadowGroup {
+                from,
+                to,
+                rule,
+                tool: tool.to_owned(),
+                count: 1,
+                first: e.at,
+                last: e.at,
+            }),
+        }
+    }
+    report.groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tool.cmp(&b.tool)));
+    report
 }

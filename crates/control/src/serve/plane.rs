@@ -261,6 +261,15 @@ impl FleetControl {
         let forge = Prefetched(call.answers);
         let gated = self.call_of(attachment, call, &worker, Some(&forge));
         let verdict = self.gate.decide(&gated, self.clock.now(), principal);
+        if let (Some(flip), Some(metrics)) = (&verdict.shadow, &self.metrics) {
+            let labels = crate::metrics::ShadowLabels {
+                from: flip.from,
+                to: flip.to,
+                rule: flip.rule.clone(),
+                tool: call.tool.name.to_string(),
+            };
+            metrics.shadow_flips.get_or_create(&labels).inc();
+        }
         // A call that waits for an operator is held by the gateway, on the store's word
         // ([`ControlPlane::hold`]), when the roster waits at all and a worker makes it.
         let held = (verdict.blocker_kind == Some(BlockerKind::ApprovalPending)

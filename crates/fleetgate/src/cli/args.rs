@@ -227,6 +227,16 @@ pub enum RulesCommand {
         #[arg(long)]
         profile: Option<String>,
     },
+    /// The shadow candidate's flips on live traffic (`fleetgate serve --shadow`), grouped by
+    /// outcome, candidate rule and tool like `rules test` (exit 0 none, 3 some).
+    ShadowReport {
+        /// Only flips at or after this time (YYYY-MM-DDTHH:MM:SSZ).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only the flips of this profile.
+        #[arg(long)]
+        profile: Option<String>,
+    },
     /// Compare the rules of two configurations without traffic: added, removed, changed,
     /// shadowed (exit 0 the same, 3 they differ).
     Diff {
@@ -636,6 +646,11 @@ pub struct ServeArgs {
     /// listener or the metrics listener; repeatable.
     #[arg(long = "allowed-host", value_name = "HOST[:PORT]")]
     pub allowed_hosts: Vec<String>,
+    /// A candidate roster in shadow: every live decision is also judged by its rules and
+    /// invariants, never enforced; where it would decide otherwise the flip is audited and
+    /// counted. Default: the roster's `[shadow] config`, else none.
+    #[arg(long, value_name = "CANDIDATE.toml")]
+    pub shadow: Option<PathBuf>,
     /// The downstream MCP server and its arguments, after `--`.
     #[arg(last = true, value_name = "DOWNSTREAM")]
     pub downstream: Vec<std::ffi::OsString>,

@@ -114,6 +114,16 @@ pub fn run(ctx: &Ctx, cmd: &RulesCommand) -> anyhow::Result<Reply> {
             let exit = if report.flipped == 0 { Exit::Ok } else { Exit::No };
             Ok(Reply { text: report.text(&header), value: serde_json::to_value(&report)?, exit })
         }
+        RulesCommand::ShadowReport { since, profile } => {
+            let since =
+                since.as_deref().map(Timestamp::parse).transpose().map_err(|e| anyhow!("invalid --since: {e}"))?;
+            let entries = ctx.store()?.list_audit(since, usize::MAX)?;
+            let report = fleetgate_control::gate::shadow_report(
+                entries.iter().filter(|e| profile.as_deref().is_none_or(|p| e.profile == p)),
+            );
+            let exit = if report.flips == 0 { Exit::Ok } else { Exit::No };
+            Ok(Reply { text: report.text(), value: serde_json::to_value(&report)?, exit })
+        }
         RulesCommand::Diff { old, new } => {
             let load = |path| FleetConfig::load(Some(path), &ctx.env);
             let (old, new) = (load(old)?, load(new)?);

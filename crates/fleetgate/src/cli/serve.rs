@@ -74,12 +74,28 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
     });
     let identity =
         Identity::new(member.clone(), pid, fleetgate_host::start_id(), cohort, (repo_root, startup_head), binding);
-    let gate = Gate::new(Arc::new(ctx.config.clone()), store, Arc::new(LiveObserver::default())).with_auditor(
+    let mut gate = Gate::new(Arc::new(ctx.config.clone()), store, Arc::new(LiveObserver::default())).with_auditor(
         fleetgate_control::audit::Auditor::new(
             MeteredStore::wrap(ctx.store()?, metrics.clone()),
             Duration::from_secs(2),
         ),
     );
+    // A candidate in shadow: loaded and checked now, so a bad one stops the start, not a call.
+    if let Some(path) = args.shadow.clone().or_else(|| ctx.config.shadow_config.clone()) {
+        let candidate = fleetgate_config::FleetConfig::load(Some(&path), &ctx.env)
+            .map_err(|e| anyhow!("the shadow candidate {}: {e}", path.display()))?;
+        if candidate.member(&member.profile).is_none_or(|m| m.role != member.role) {
+            tracing::warn!(candidate = %path.display(), profile = %member.profile,
+                "the shadow candidate has no member of this profile and role: it judges the role's calls as written");
+        }
+        let shadow = fleetgate_control::gate::ShadowRules::new(Arc::new(candidate));
+        eprintln!(
+            "fleetgate serve: judging every call also by the shadow candidate {} ({})",
+            path.display(),
+            shadow.digest
+        );
+        gate = gate.with_shadow(shadow);
+    }
     let control =
         FleetControl::new(identity, transport, ctx.env.clone(), ctx.decision_clock()?, gate).with_metrics(metrics);
     let options = GatewayOptions {

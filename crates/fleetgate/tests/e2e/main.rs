@@ -28,6 +28,7 @@ mod metrics;
 mod oauth;
 mod routing;
 mod second_host;
+mod shadow;
 mod stdiokit;
 mod store;
 mod support;
