@@ -7,7 +7,8 @@ line on stdout:
   {"op": "open", "url": U}                      load a page (waits for the load event)
   {"op": "eval", "js": "return ..."}            run a script, answer its value
   {"op": "wait", "js": "return ...", "timeout": S}
-                                                poll every 20 ms until the value is truthy;
+                                                poll every 20 ms until the value is truthy (a page
+                                                still navigating counts as falsy);
                                                 answer it and the seconds it took (or ok: false)
   {"op": "screenshot", "path": P}               write a PNG of the viewport
   {"op": "viewport", "width": W, "height": H}   resize the viewport (a phone: 390 x 844)
@@ -87,7 +88,10 @@ def step(driver, req):
         started = time.monotonic()
         deadline = started + float(req.get("timeout", 10))
         while True:
-            value = driver.execute_script(req["js"])
+            try:
+                value = driver.execute_script(req["js"])
+            except Exception:  # noqa: BLE001 - a page between two navigations answers nothing yet
+                value = None
             if value:
                 return {"value": value, "seconds": time.monotonic() - started}
             if time.monotonic() > deadline:

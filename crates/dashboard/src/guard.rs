@@ -31,6 +31,9 @@ pub struct Guard {
     token: Option<String>,
     /// The cookie this listener sets: [`COOKIE`] and its port.
     cookie: String,
+    /// People sign in (OpenID Connect): a session also passes, and without one or the token
+    /// nothing is read.
+    sign_in: bool,
 }
 
 impl std::fmt::Debug for Guard {
@@ -64,12 +67,19 @@ pub struct Presented<'a> {
     pub authorization: Option<&'a str>,
     /// `Cookie`.
     pub cookie: Option<&'a str>,
+    /// A live signed-in session came with it (the server looks it up).
+    pub signed_in: bool,
 }
 
 impl Guard {
     /// The rules for `listen` (the bound address), extra `Host` values, and the token.
     pub fn new(listen: SocketAddr, extra_hosts: &[String], token: Option<String>) -> Self {
-        Self { hosts: HostRules::new(listen, extra_hosts), token, cookie: format!("{COOKIE}_{}", listen.port()) }
+        Self {
+            hosts: HostRules::new(listen, extra_hosts),
+            token,
+            cookie: format!("{COOKIE}_{}", listen.port()),
+            sign_in: false,
+        }
     }
 
     /// The name of the cookie this listener sets and reads.
@@ -88,19 +98,32 @@ impl Guard {
         if let Err(foreign) = self.hosts.judge(p.host, p.origin) {
             return Verdict::Forbidden(foreign.as_str());
         }
-        if self.token_ok(p.authorization.and_then(fleetgate_core::origin::bearer_token))
+        if p.signed_in
+            || self.token_ok(p.authorization.and_then(fleetgate_core::origin::bearer_token))
             || self.token_ok(p.cookie.and_then(|c| cookie_token(c, &self.cookie)))
             || self.token_ok(p.cookie.and_then(|c| cookie_token(c, COOKIE)))
         {
             return Verdict::Pass;
         }
-        if self.token.is_none() { Verdict::Pass } else { Verdict::Unauthorized }
+        if self.token.is_none() && !self.sign_in { Verdict::Pass } else { Verdict::Unauthorized }
+    }
+
+    /// The same rules, where people also sign in (then reading needs a session or the token).
+    pub fn with_sign_in(mut self) -> Self {
+        self.sign_in = true;
+        self
+    }
+
+    /// Whether people sign in here.
+    pub fn signs_in(&self) -> bool {
+        self.sign_in
     }
 
     /// May a request that passed [`judge`](Self::judge) answer an approval request? Only
-    /// with a token configured (without one the page is read-only), from the page's own
-    /// origin (a browser's POST names it: a request without `Origin` is no page's), with
-    /// the page's CSRF token (`csrf`: the one this process made, which only a same-origin
+    /// from a signed-in person (`p.signed_in`, `csrf` the session's) or with a token
+    /// configured (without either the page is read-only), from the page's own origin (a
+    /// browser's POST names it: a request without `Origin` is no page's), with the CSRF token
+    /// (`csrf`: the session's, else the one this process made, which only a same-origin
     /// script can read). `Err`: why not, for a 403.
     pub fn judge_answer(
         &self,
@@ -108,8 +131,9 @@ impl Guard {
         presented_csrf: Option<&str>,
         csrf: &str,
     ) -> Result<(), &'static str> {
-        if self.token.is_none() {
-            return Err("the page is read-only: start the dashboard with FLEETGATE_DASHBOARD_TOKEN to answer from it");
+        if self.token.is_none() && !p.signed_in {
+            return Err("the page is read-only: sign in, or start the dashboard with FLEETGATE_DASHBOARD_TOKEN, to \
+                        answer from it");
         }
         if p.origin.is_none() {
             return Err("an answer must come from the page (no Origin header)");
@@ -135,6 +159,11 @@ impl Guard {
 /// The value of the cookie `name` in a `Cookie` header.
 fn cookie_token<'a>(header: &'a str, name: &str) -> Option<&'a str> {
     header.split(';').map(str::trim).find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// One query parameter's value, percent-decoded.
+pub fn query_value(raw: &str) -> Option<String> {
+    percent_decode(raw)
 }
 
 /// The `token` parameter of a query string, percent-decoded.
@@ -204,7 +233,8 @@ mod tests {
     fn the_token_comes_as_a_bearer_header_or_our_cookie() {
         let g = loopback(Some("s3cret"));
         let host = Some("127.0.0.1:8760");
-        let with = |authorization, cookie| g.judge(&Presented { host, origin: None, authorization, cookie });
+        let with =
+            |authorization, cookie| g.judge(&Presented { host, origin: None, authorization, cookie, signed_in: false });
         assert_eq!(with(None, None), Verdict::Unauthorized);
         assert_eq!(with(Some("Bearer s3cret"), None), Verdict::Pass);
         assert_eq!(with(Some("Bearer s3cre"), None), Verdict::Unauthorized);
@@ -224,6 +254,20 @@ mod tests {
         let rebinding = Presented { host: Some("evil:8760"), ..Presented::default() };
         assert_eq!(g.judge(&rebinding), Verdict::Forbidden("Host not allowed"));
         assert!(format!("{g:?}").contains("<set>") && !format!("{g:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn where_people_sign_in_a_session_or_the_token_reads_and_nothing_else() {
+        let g = loopback(None).with_sign_in();
+        let host = Some("127.0.0.1:8760");
+        assert_eq!(g.judge(&Presented { host, ..Presented::default() }), Verdict::Unauthorized);
+        assert_eq!(g.judge(&Presented { host, signed_in: true, ..Presented::default() }), Verdict::Pass);
+        let answer = |signed_in| {
+            let p = Presented { host, origin: Some("http://127.0.0.1:8760"), signed_in, ..Presented::default() };
+            g.judge_answer(&p, Some("c"), "c")
+        };
+        assert_eq!(answer(true), Ok(()));
+        assert!(answer(false).unwrap_err().contains("read-only"));
     }
 
     #[test]

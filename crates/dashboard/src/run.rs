@@ -29,6 +29,8 @@ pub struct DashboardSettings {
     pub limits: fleetgate_gateway::ConnectionLimits,
     /// The log filter (`FLEETGATE_LOG`).
     pub log_filter: Option<String>,
+    /// Signing people in (OpenID Connect), when configured.
+    pub sign_in: Option<crate::signin::SignInSettings>,
     /// `[[approvals.notify]]`: the targets, and what the notifier reads (none: no target).
     pub notify: Option<(Vec<fleetgate_config::NotifyTarget>, fleetgate_control::notify::Context)>,
 }
@@ -53,8 +55,22 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
         eprintln!("fleetgate dashboard: listening on http://{local}/");
         tracing::info!(listen = %local, token = settings.token.is_some(), "dashboard listening");
         let signalled = shutdown_signals()?;
-        // Answering from the page needs the token: without one it stays read-only.
-        let answers = settings.token.is_some().then(|| server::Answers {
+        // The issuer's endpoints are read now: one that cannot be read stops the start.
+        let sign_in = match settings.sign_in.clone() {
+            None => None,
+            Some(mut s) => {
+                let port = local.port();
+                if s.redirect_uri.is_empty() {
+                    s.redirect_uri = format!("http://{local}/auth/callback");
+                }
+                let made = tokio::task::spawn_blocking(move || crate::signin::SignIn::new(s, port))
+                    .await
+                    .map_err(|e| RunError::new("the sign-in could not start", e))?;
+                Some(made.map_err(|why| RunError::msg(format!("cannot sign people in: {why}")))?)
+            }
+        };
+        // Answering from the page needs the token or a signed-in person: else it stays read-only.
+        let answers = (settings.token.is_some() || sign_in.is_some()).then(|| server::Answers {
             store: source.store.clone(),
             clock: source.clock.clone(),
             csrf: format!("{:032x}", fleetgate_host::nonce()),
@@ -73,9 +89,13 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
             latest,
             registry,
             metrics,
-            guard: Guard::new(local, &settings.allowed_hosts, settings.token),
+            guard: {
+                let guard = Guard::new(local, &settings.allowed_hosts, settings.token);
+                if sign_in.is_some() { guard.with_sign_in() } else { guard }
+            },
             stop: CancellationToken::new(),
             answers,
+            sign_in,
         });
         server::serve(listener, app, settings.limits, signalled).await;
         let _ = stop_reader.send(());

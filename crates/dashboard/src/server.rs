@@ -47,8 +47,11 @@ pub struct App {
     pub guard: Guard,
     /// Cancelled at shutdown: ends every event stream, so the server can stop.
     pub stop: CancellationToken,
-    /// Where an operator's answers go, when the page may take them (a token configured).
+    /// Where an operator's answers go, when the page may take them (a token configured, or
+    /// people sign in).
     pub answers: Option<Answers>,
+    /// Signing people in, when configured.
+    pub sign_in: Option<crate::signin::SignIn>,
 }
 
 /// What answering from the page needs.
@@ -78,6 +81,9 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/metrics", get(metrics))
         .route("/api/session", get(session))
         .route("/api/approvals/{id}/{answer}", post(answer))
+        .route("/auth/login", get(login))
+        .route("/auth/callback", get(callback))
+        .route("/auth/logout", get(logout))
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
         .layer(axum::middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
@@ -113,12 +119,16 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 /// The guard, the token exchange (`/?token=…` → a cookie), and the safety headers.
 async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let h = request.headers();
+    let cookie = header_str(h, header::COOKIE);
     let presented = Presented {
         host: header_str(h, header::HOST),
         origin: header_str(h, header::ORIGIN),
         authorization: header_str(h, header::AUTHORIZATION),
-        cookie: header_str(h, header::COOKIE),
+        cookie,
+        signed_in: app.sign_in.as_ref().is_some_and(|s| s.session(cookie).is_some()),
     };
+    // The way in is open to everyone the Host and Origin rules let through.
+    let entry = matches!(request.uri().path(), "/auth/login" | "/auth/callback" | "/auth/logout");
     let exchange = (request.uri().path() == "/" && app.guard.requires_token())
         .then(|| query_token(request.uri().query()))
         .flatten();
@@ -136,6 +146,11 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
                 r.headers_mut().insert(header::SET_COOKIE, v);
             }
             r
+        }
+        (Verdict::Unauthorized, None) if entry => next.run(request).await,
+        (Verdict::Unauthorized, None) if path == "/" && app.guard.signs_in() => {
+            // A person who has not signed in is sent to sign in.
+            (StatusCode::SEE_OTHER, [(header::LOCATION, "/auth/login")]).into_response()
         }
         (_, Some(_)) | (Verdict::Unauthorized, None) => {
             // Neither the presented nor the expected value is logged.
@@ -233,10 +248,79 @@ async fn events(State(app): State<Arc<App>>) -> Sse<impl futures_util::Stream<It
 }
 
 /// `GET /api/session`: what the page's script needs to answer (`csrf`, null when the page is
-/// read-only). Behind the guard, and without CORS: no other origin's script can read it.
-async fn session(State(app): State<Arc<App>>) -> Response {
-    let csrf = app.answers.as_ref().map(|a| a.csrf.clone());
-    ([(header::CONTENT_TYPE, "application/json")], serde_json::json!({ "csrf": csrf }).to_string()).into_response()
+/// read-only) and who is signed in (`user`, null when no one; `sign_in`: whether people sign
+/// in here). Behind the guard, and without CORS: no other origin's script can read it.
+async fn session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let signed_in = app.sign_in.as_ref().and_then(|s| s.session(header_str(&headers, header::COOKIE)));
+    let csrf = match &signed_in {
+        Some(session) => Some(session.csrf.clone()),
+        None => app.answers.as_ref().filter(|_| app.guard.requires_token()).map(|a| a.csrf.clone()),
+    };
+    let user = signed_in
+        .map(|s| serde_json::json!({ "id": s.approver.id, "name": s.approver.name, "groups": s.approver.groups }));
+    let body = serde_json::json!({ "csrf": csrf, "user": user, "sign_in": app.sign_in.is_some() });
+    ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// `GET /auth/login`: off to the issuer to sign in.
+async fn login(State(app): State<Arc<App>>) -> Response {
+    let Some(sign_in) = &app.sign_in else { return (StatusCode::NOT_FOUND, "not found\n").into_response() };
+    let to = sign_in.begin();
+    match HeaderValue::from_str(&to) {
+        Ok(v) => (StatusCode::SEE_OTHER, [(header::LOCATION, v)]).into_response(),
+        Err(_) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, "the issuer's authorization endpoint is not a URL\n").into_response()
+        }
+    }
+}
+
+/// `GET /auth/callback?code&state`: the issuer's answer; a session, and on to the page.
+async fn callback(State(app): State<Arc<App>>, request: Request) -> Response {
+    let Some(sign_in) = &app.sign_in else { return (StatusCode::NOT_FOUND, "not found\n").into_response() };
+    let params: Vec<(String, String)> = request
+        .uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (k.to_owned(), crate::guard::query_value(v).unwrap_or_default()))
+        .collect();
+    let get = |k: &str| params.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    if let Some(error) = get("error") {
+        let why = fleetgate_core::text::shown(error, 200);
+        return (StatusCode::FORBIDDEN, format!("the issuer refused the sign-in: {why}\n")).into_response();
+    }
+    let (Some(code), Some(state)) = (get("code"), get("state")) else {
+        return (StatusCode::BAD_REQUEST, "the issuer's answer names no code and state\n").into_response();
+    };
+    match sign_in.finish(code, state).await {
+        Ok(id) => {
+            // A page that moves on from this origin: a SameSite=Strict cookie is not sent on
+            // a redirect chain that began on the issuer's site.
+            let page = "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url=/\">\
+                        <title>Signed in</title><p>Signed in: <a href=\"/\">on to the dashboard</a></p>";
+            let mut r = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page).into_response();
+            if let Ok(v) = HeaderValue::from_str(&sign_in.set_cookie(&id)) {
+                r.headers_mut().insert(header::SET_COOKIE, v);
+            }
+            r
+        }
+        Err(why) => {
+            tracing::info!(why, "a sign-in refused");
+            (StatusCode::FORBIDDEN, format!("Forbidden: the sign-in is refused: {why}\n")).into_response()
+        }
+    }
+}
+
+/// `GET /auth/logout`: the session ends.
+async fn logout(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let Some(sign_in) = &app.sign_in else { return (StatusCode::NOT_FOUND, "not found\n").into_response() };
+    sign_in.end(header_str(&headers, header::COOKIE));
+    let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/auth/login")]).into_response();
+    if let Ok(v) = HeaderValue::from_str(&sign_in.set_cookie("")) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r
 }
 
 /// `POST /api/approvals/ID/approve|deny` (reason in `X-Fleetgate-Reason`): the operator's
@@ -246,15 +330,22 @@ async fn answer(
     Path((id, answer)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
+    // A signed-in person answers as themself, with their session's CSRF token; else the
+    // dashboard's token answers, with this process's.
+    let session = app.sign_in.as_ref().and_then(|s| s.session(header_str(&headers, header::COOKIE)));
     let presented = Presented {
         host: header_str(&headers, header::HOST),
         origin: header_str(&headers, header::ORIGIN),
         authorization: None,
         cookie: None,
+        signed_in: session.is_some(),
     };
-    let csrf = app.answers.as_ref().map_or("", |a| a.csrf.as_str());
+    let csrf = match &session {
+        Some(s) => s.csrf.clone(),
+        None => app.answers.as_ref().map_or_else(String::new, |a| a.csrf.clone()),
+    };
     if let Err(why) =
-        app.guard.judge_answer(&presented, header_str(&headers, "x-fleetgate-csrf".parse().unwrap()), csrf)
+        app.guard.judge_answer(&presented, header_str(&headers, "x-fleetgate-csrf".parse().unwrap()), &csrf)
     {
         tracing::info!(%id, why, "an answer from the page refused");
         return closing((StatusCode::FORBIDDEN, format!("Forbidden: {why}\n")).into_response());
@@ -268,11 +359,14 @@ async fn answer(
     let reason = header_str(&headers, "x-fleetgate-reason".parse().unwrap()).map(str::to_owned);
     let (store, clock) = (answers.store.clone(), answers.clock.clone());
     let done = tokio::task::spawn_blocking(move || {
-        let by = fleetgate_core::approval::Approver {
-            id: "token:dashboard".into(),
-            name: Some("the dashboard's operator token".into()),
-            groups: Vec::new(),
-        };
+        let by = session.map_or_else(
+            || fleetgate_core::approval::Approver {
+                id: "token:dashboard".into(),
+                name: Some("the dashboard's operator token".into()),
+                groups: Vec::new(),
+            },
+            |s| s.approver,
+        );
         fleetgate_control::approvals::answer(&*store, &id, &by, approve, reason.as_deref(), clock.now())
     })
     .await;

@@ -75,6 +75,9 @@ pub struct FleetView {
     /// What the roster lets through that the operator must know: every lifted invariant
     /// (`[invariants] lift`), with what it gives up.
     pub policy: Vec<String>,
+    /// The shadow candidate's flips among the newest audit entries (`fleetgate serve
+    /// --shadow`), grouped: what it would have decided otherwise.
+    pub shadow: Vec<fleetgate_control::gate::ShadowGroup>,
 }
 
 /// A call waiting for an operator: who, which tool, the exact arguments, why.
@@ -96,6 +99,16 @@ pub struct ApprovalView {
     pub arguments: String,
     /// Why the gate asks (the rule, or the refusal it would override).
     pub why: String,
+    /// The HTTP principal whose call it is (who may not answer it), when one.
+    pub principal: Option<String>,
+    /// Who may answer it (empty: any operator).
+    pub approvers: Vec<String>,
+    /// How many distinct approvers must approve it.
+    pub required: u32,
+    /// The answers given so far: who, and when.
+    pub answers: Vec<String>,
+    /// How many more approvals it needs.
+    pub needed: u32,
 }
 
 /// A PR's canonical state (`fleetgate_core::workflow::PrStatus`), as of the head its live
@@ -397,6 +410,10 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
         approvals,
         approvals_error,
         policy: look.policy.to_vec(),
+        shadow: match &look.audit {
+            Ok(entries) => fleetgate_control::gate::shadow_report(entries.iter()).groups,
+            Err(_) => Vec::new(),
+        },
     }
 }
 
@@ -413,6 +430,18 @@ fn approval_view(r: &ApprovalRequest) -> ApprovalView {
             .as_ref()
             .map_or_else(|| "{}".to_owned(), |a| serde_json::Value::from(a.clone()).to_string()),
         why: r.why.clone(),
+        principal: r.principal.clone(),
+        approvers: r.approvers.clone(),
+        required: r.required,
+        answers: r
+            .answers
+            .iter()
+            .map(|a| {
+                let who = a.name.as_ref().map_or_else(|| a.by.clone(), |n| format!("{n} ({})", a.by));
+                format!("{} by {who} at {}", if a.approve { "approved" } else { "denied" }, a.at)
+            })
+            .collect(),
+        needed: fleetgate_core::approval::approvals_needed(r),
     }
 }
 

@@ -484,6 +484,12 @@ impl Verifier {
 
     /// Verify `token`: who it is, or why it is refused.
     pub(crate) async fn verify(self: &Arc<Self>, token: &str) -> Result<TokenPrincipal, TokenRefusal> {
+        let claims = self.verified_claims(token).await?;
+        self.principal(&claims)
+    }
+
+    /// `token`'s claims once its signature, issuer, audience and times hold.
+    async fn verified_claims(self: &Arc<Self>, token: &str) -> Result<Map<String, Value>, TokenRefusal> {
         let header =
             jsonwebtoken::decode_header(token).map_err(|e| TokenRefusal::Invalid(format!("not a JWT: {e}")))?;
         if !matches!(header.alg, Algorithm::RS256 | Algorithm::ES256) {
@@ -498,7 +504,7 @@ impl Verifier {
         let mut last = String::from("no key");
         for key in self.candidates(header.kid.as_deref(), header.alg).await? {
             match jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation) {
-                Ok(data) => return self.principal(&data.claims),
+                Ok(data) => return Ok(data.claims),
                 Err(e) => last = e.to_string(),
             }
         }
@@ -529,6 +535,44 @@ impl Verifier {
         });
         Ok(TokenPrincipal { subject: subject.to_owned(), name: namespaced(), profiles })
     }
+}
+
+/// Verifies the ID tokens an OpenID provider issues to one client (the dashboard's sign-in):
+/// signed by a key the issuer publishes (RS256, ES256; the keys fetched and rotated as the
+/// gateway's own), issued by it (`iss`), for the client (`aud`), unexpired.
+#[derive(Debug, Clone)]
+pub struct IdTokenVerifier(Arc<Verifier>);
+
+impl IdTokenVerifier {
+    /// Tokens of `issuer` for `client_id`.
+    pub fn new(issuer: &str, client_id: &str) -> Self {
+        Self(Arc::new(Verifier::new(OAuthSettings::new(issuer, client_id))))
+    }
+
+    /// The token's claims, or why it is refused.
+    pub async fn claims(&self, token: &str) -> Result<Map<String, Value>, String> {
+        self.0.verified_claims(token).await.map_err(|refusal| match refusal {
+            TokenRefusal::Invalid(why) | TokenRefusal::KeysUnavailable(why) => why,
+        })
+    }
+}
+
+/// The OpenID provider `issuer`'s authorization and token endpoints, from its discovery
+/// document (which must name this issuer), read within a few seconds. Blocking.
+pub fn oidc_endpoints(issuer: &str) -> Result<(String, String), String> {
+    let issuer = issuer.trim_end_matches('/');
+    let well = format!("{issuer}/.well-known/openid-configuration");
+    let meta = get_json(&well, Instant::now() + FETCH_TIMEOUT)?;
+    if meta.get("issuer").and_then(Value::as_str).map(|i| i.trim_end_matches('/')) != Some(issuer) {
+        return Err(format!("the metadata at {well} names another issuer"));
+    }
+    let endpoint = |key: &str| {
+        let url =
+            meta.get(key).and_then(Value::as_str).ok_or_else(|| format!("the metadata at {well} names no {key}"))?;
+        check_oauth_url(url).map_err(|why| format!("the metadata at {well}: {key} {why}"))?;
+        Ok::<_, String>(url.to_owned())
+    };
+    Ok((endpoint("authorization_endpoint")?, endpoint("token_endpoint")?))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! * [`forge`] — the forge stand-in: a Gitea forge behind gitea-mcp's tool surface, real git
 //!   on a bare repository, served over MCP stdio by the binary `fleetgate-forge-fixture`
 //!   (`src/bin/forge_fixture.rs`); [`forge_fixture_exe`] finds it for a test.
+//! * [`browser`] — a headless Chromium driven step by step, for the page tests.
 //! * [`oidc`] — an OpenID provider on loopback (metadata, JWKS, key rotation, tokens) for
 //!   the gateway's OAuth 2.1 resource server.
 //! * [`pg`] — a fresh PostgreSQL database per test, never skipped silently.
@@ -15,6 +16,7 @@
 
 #![deny(missing_docs)]
 
+pub mod browser;
 #[allow(missing_docs)] // A test and demo stand-in, documented at its module.
 pub mod forge;
 pub mod oidc;

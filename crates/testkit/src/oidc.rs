@@ -1,8 +1,16 @@
-//! An OpenID provider for the tests of the gateway's OAuth 2.1 resource server: an HTTP
-//! server on loopback that publishes its metadata (`/.well-known/openid-configuration`) and
-//! its keys (`/jwks`), mints access tokens signed with them, and rotates them on demand. A
-//! test can make it misbehave: a metadata document that claims another issuer or names keys
-//! elsewhere, a JWKS answered with a redirect, or held (a slow issuer) until released.
+//! An OpenID provider for the tests of the gateway's OAuth 2.1 resource server and the
+//! dashboard's sign-in: an HTTP server on loopback that publishes its metadata
+//! (`/.well-known/openid-configuration`) and its keys (`/jwks`), mints access tokens signed
+//! with them, and rotates them on demand. A test can make it misbehave: a metadata document
+//! that claims another issuer or names keys elsewhere, a JWKS answered with a redirect, or held
+//! (a slow issuer) until released.
+//!
+//! It also signs people in, as an authorization server does for the authorization-code flow
+//! with PKCE (RFC 7636, `S256` only): `/authorize` answers a page with a login form (the
+//! people [`Provider::add_user`] made; no password), which sends the browser back to the
+//! client's `redirect_uri` with a one-time code and the client's `state`; `/token` exchanges
+//! that code — for the same client and `redirect_uri`, with the verifier whose SHA-256 is the
+//! challenge — for an ID token (`sub`, `name`, `groups`, the client's `nonce`).
 //!
 //! The keys in `oidc/` (two RSA-2048, one P-256, with their public JWKs) were generated for
 //! these tests and are used nowhere else; they are test fixtures, not secrets.
@@ -37,6 +45,77 @@ struct Shared {
     released: Condvar,
     /// JWKS requests waiting on the hold now.
     held: AtomicUsize,
+    /// The people who can sign in: login, name, groups.
+    users: Mutex<Vec<(String, String, Vec<String>)>>,
+    /// Codes issued and not yet exchanged.
+    codes: Mutex<Vec<Code>>,
+}
+
+/// An authorization code, until it is exchanged (once).
+#[derive(Clone, Debug)]
+struct Code {
+    code: String,
+    client_id: String,
+    redirect_uri: String,
+    challenge: String,
+    nonce: Option<String>,
+    login: String,
+}
+
+/// `application/x-www-form-urlencoded` (a query string or a form body), decoded.
+pub fn form(text: &str) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        let bytes = s.replace('+', " ").into_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%'
+                && i + 2 < bytes.len()
+                && let Ok(b) = u8::from_str_radix(&String::from_utf8_lossy(&bytes[i + 1..i + 3]), 16)
+            {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    text.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+/// `text` percent-encoded for a URL's query.
+pub fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Unpadded base64url.
+pub fn base64url(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+fn html(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// The longest a held JWKS request waits: a test that forgets to release cannot hang a thread
@@ -74,19 +153,45 @@ impl Shared {
         if reader.read_line(&mut line).is_err() {
             return;
         }
-        // The rest of the head.
+        // The rest of the head, and a form body's length.
         let mut header = String::new();
+        let mut length = 0usize;
         while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+            if let Some((k, v)) = header.split_once(':')
+                && k.trim().eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap_or(0);
+            }
             header.clear();
         }
-        let path = line.split_whitespace().nth(1).unwrap_or("/");
+        let mut body = vec![0; length.min(64 * 1024)];
+        let _ = std::io::Read::read_exact(&mut reader, &mut body);
+        let target = line.split_whitespace().nth(1).unwrap_or("/");
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        match path {
+            "/authorize" => return self.reply_html(&mut stream, "200 OK", &Self::login_page(query), None),
+            "/authorize/login" => {
+                let (status, page, location) = self.sign_in(query);
+                return self.reply_html(&mut stream, status, &page, location);
+            }
+            "/token" => {
+                let (status, document) = self.token(issuer, &String::from_utf8_lossy(&body));
+                let body = document.to_string();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                return;
+            }
+            _ => {}
+        }
         let (status, body, location) = match path {
             "/.well-known/openid-configuration" | "/.well-known/oauth-authorization-server" => {
                 let (claimed_issuer, jwks_uri) = lock(&self.metadata).clone();
                 let document = json!({
                     "issuer": claimed_issuer.unwrap_or_else(|| issuer.to_owned()),
                     "jwks_uri": jwks_uri.unwrap_or_else(|| format!("{issuer}/jwks")),
-                    // Named so a client can follow them; this fixture serves neither.
                     "authorization_endpoint": format!("{issuer}/authorize"),
                     "token_endpoint": format!("{issuer}/token"),
                     "response_types_supported": ["code"],
@@ -116,6 +221,114 @@ impl Shared {
         );
     }
 
+    fn reply_html(&self, stream: &mut TcpStream, status: &str, page: &str, location: Option<String>) {
+        let location = location.map(|to| format!("Location: {to}\r\n")).unwrap_or_default();
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status}\r\n{location}Content-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+            page.len()
+        );
+    }
+
+    /// The login form: the client's parameters carried along, a login to type.
+    fn login_page(query: &str) -> String {
+        let hidden: String = form(query)
+            .iter()
+            .map(|(k, v)| format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", html(k), html(v)))
+            .collect();
+        format!(
+            "<!doctype html><html><head><title>Sign in</title></head><body><h1>Sign in to the test issuer</h1>\
+             <form id=\"login-form\" method=\"get\" action=\"/authorize/login\">{hidden}\
+             <label>Login <input id=\"login\" name=\"login\" autocomplete=\"off\"></label>\
+             <button id=\"sign-in\" type=\"submit\">Sign in</button></form></body></html>"
+        )
+    }
+
+    /// A login submitted: a code for a known person, sent back to the client.
+    fn sign_in(&self, query: &str) -> (&'static str, String, Option<String>) {
+        let params = form(query);
+        let get = |k: &str| params.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        let login = get("login").unwrap_or_default();
+        if !lock(&self.users).iter().any(|(l, _, _)| *l == login) {
+            return ("200 OK", format!("<!doctype html><p id=\"error\">no such person: {}</p>", html(&login)), None);
+        }
+        let (Some(client_id), Some(redirect_uri), Some(challenge)) =
+            (get("client_id"), get("redirect_uri"), get("code_challenge"))
+        else {
+            return (
+                "400 Bad Request",
+                "<p id=\"error\">client_id, redirect_uri and code_challenge are required</p>".into(),
+                None,
+            );
+        };
+        if get("code_challenge_method").as_deref() != Some("S256") || get("response_type").as_deref() != Some("code") {
+            return ("400 Bad Request", "<p id=\"error\">only response_type=code with S256</p>".into(), None);
+        }
+        let code = format!("code-{:016x}", fastrand::u64(..));
+        lock(&self.codes).push(Code {
+            code: code.clone(),
+            client_id,
+            redirect_uri: redirect_uri.clone(),
+            challenge,
+            nonce: get("nonce"),
+            login,
+        });
+        let state = get("state").map(|s| format!("&state={}", encode(&s))).unwrap_or_default();
+        let sep = if redirect_uri.contains('?') { '&' } else { '?' };
+        ("302 Found", String::new(), Some(format!("{redirect_uri}{sep}code={}{state}", encode(&code))))
+    }
+
+    /// A code exchanged for an ID token, once, by the client it was issued to.
+    fn token(&self, issuer: &str, body: &str) -> (&'static str, Value) {
+        use sha2::Digest as _;
+        let params = form(body);
+        let get = |k: &str| params.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).unwrap_or_default();
+        let refused = |why: &str| ("400 Bad Request", json!({ "error": "invalid_grant", "error_description": why }));
+        if get("grant_type") != "authorization_code" {
+            return ("400 Bad Request", json!({ "error": "unsupported_grant_type" }));
+        }
+        let code = {
+            let mut codes = lock(&self.codes);
+            let Some(i) = codes.iter().position(|c| c.code == get("code")) else {
+                return refused("unknown or used code");
+            };
+            codes.remove(i)
+        };
+        if code.client_id != get("client_id") || code.redirect_uri != get("redirect_uri") {
+            return refused("the code was issued to another client or redirect_uri");
+        }
+        if base64url(&sha2::Sha256::digest(get("code_verifier").as_bytes())) != code.challenge {
+            return refused("the code_verifier does not match the code_challenge");
+        }
+        let Some((login, name, groups)) = lock(&self.users).iter().find(|(l, _, _)| *l == code.login).cloned() else {
+            return refused("the person is gone");
+        };
+        let provider = Provider { issuer: issuer.to_owned(), shared: Arc::new(Shared::empty()) };
+        let mut extra = json!({ "name": name, "groups": groups });
+        if let Some(nonce) = code.nonce {
+            extra["nonce"] = json!(nonce);
+        }
+        let id_token = provider.sign("rsa-1", &provider.claims(&code.client_id, &login, extra));
+        (
+            "200 OK",
+            json!({ "access_token": format!("at-{login}"), "token_type": "Bearer", "expires_in": 300, "id_token": id_token }),
+        )
+    }
+
+    fn empty() -> Self {
+        Shared {
+            published: Mutex::new(Vec::new()),
+            fetches: AtomicUsize::new(0),
+            metadata: Mutex::new((None, None)),
+            jwks_redirect: Mutex::new(None),
+            hold: Mutex::new(false),
+            released: Condvar::new(),
+            held: AtomicUsize::new(0),
+            users: Mutex::new(Vec::new()),
+            codes: Mutex::new(Vec::new()),
+        }
+    }
+
     fn wait_while_held(&self) {
         let mut held = lock(&self.hold);
         if !*held {
@@ -136,15 +349,7 @@ impl Provider {
     pub fn start(published: &[&'static str]) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let issuer = format!("http://{}", listener.local_addr().expect("its address"));
-        let shared = Arc::new(Shared {
-            published: Mutex::new(published.to_vec()),
-            fetches: AtomicUsize::new(0),
-            metadata: Mutex::new((None, None)),
-            jwks_redirect: Mutex::new(None),
-            hold: Mutex::new(false),
-            released: Condvar::new(),
-            held: AtomicUsize::new(0),
-        });
+        let shared = Arc::new(Shared { published: Mutex::new(published.to_vec()), ..Shared::empty() });
         let serving = (shared.clone(), issuer.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
@@ -154,6 +359,11 @@ impl Provider {
             }
         });
         Self { issuer, shared }
+    }
+
+    /// Let `login` sign in, as `name`, in `groups`.
+    pub fn add_user(&self, login: &str, name: &str, groups: &[&str]) {
+        lock(&self.shared.users).push((login.into(), name.into(), groups.iter().map(|g| (*g).to_owned()).collect()));
     }
 
     /// Publish `published` from now on (a key rotation).

@@ -10,26 +10,64 @@
   let clock = null;
   let rendered = false;
   let lastView = null;
-  // The CSRF token answering needs (null: the page is read-only, no operator token).
+  // The CSRF token answering needs (null: the page is read-only: nobody signed in and
+  // no operator token), and who is signed in (null: nobody, or no sign-in configured).
   let csrf = null;
+  let session = { user: null, sign_in: false };
   fetch("/api/session", { credentials: "same-origin" })
     .then((r) => (r.ok ? r.json() : { csrf: null }))
     .then((s) => {
       csrf = s.csrf;
+      session = { user: s.user || null, sign_in: Boolean(s.sign_in) };
+      renderWho();
       if (lastView) renderApprovals(lastView);
     })
     .catch(() => {});
 
+  function renderWho() {
+    const who = $("who");
+    who.hidden = !session.sign_in;
+    if (!session.sign_in) return;
+    const u = session.user;
+    who.replaceChildren(
+      ...(u
+        ? ["Signed in as ", el("strong", { id: "who-name", text: u.name || u.id }), ` (${u.id}) · `,
+          el("a", { href: "/auth/logout", id: "sign-out", text: "sign out" })]
+        : [el("a", { href: "/auth/login", id: "sign-in", text: "Sign in" }), " to answer approval requests"]),
+    );
+  }
+
+  // What the last answer from this page to each request came to (the rows are rebuilt on
+  // every push, which must not wipe a refusal before it is read).
+  const notes = new Map();
+
+  function showNote(row) {
+    const note = row.querySelector(".answer-note");
+    const said = notes.get(row.dataset.approval);
+    if (!note || !said) return;
+    note.className = said.error ? "answer-note error" : "answer-note";
+    note.textContent = said.text;
+  }
+
   function answerApproval(id, verb, button) {
-    button.disabled = true;
+    const row = button.closest("tr");
+    for (const b of row.querySelectorAll("button")) b.disabled = true;
+    const settle = (text, error) => {
+      notes.set(id, { text, error });
+      const current = document.querySelector(`tr[data-approval="${CSS.escape(id)}"]`);
+      if (current) {
+        for (const b of current.querySelectorAll("button")) b.disabled = false;
+        showNote(current);
+      }
+    };
     fetch(`/api/approvals/${encodeURIComponent(id)}/${verb}`, {
       method: "POST",
       credentials: "same-origin",
       headers: { "X-Fleetgate-Csrf": csrf },
     })
-      .then((r) => (r.ok ? r.json() : r.text().then((t) => Promise.reject(new Error(t)))))
-      .then((answered) => { button.textContent = answered.state; })
-      .catch((e) => { button.disabled = false; button.title = String(e.message || e); });
+      .then((r) => (r.ok ? r.json() : r.text().then((t) => Promise.reject(new Error(t.trim())))))
+      .then((answered) => settle(answered.state === "pending" ? "recorded; still pending" : answered.state, false))
+      .catch((e) => settle(String(e.message || e), true));
   }
 
   function el(tag, props, ...children) {
@@ -225,10 +263,16 @@
         cell("Tool", el("code", { text: a.tool })),
         cell("Arguments", el("code", { text: a.arguments })),
         cell("Why", el("span", { text: a.why })),
+        cell("Approvers", el("span", {},
+          el("span", { class: "needed", text: a.needed === 1 ? "1 more approval" : `${a.needed} more approvals` }),
+          ` of ${a.required} · from ${a.approvers.length ? a.approvers.join(", ") : "any operator"}`,
+          ...(a.principal ? [el("br"), el("span", { class: "muted", text: `not ${a.principal} (whose call it is)` })] : []),
+          ...a.answers.map((x) => el("span", { class: "answer muted" }, el("br"), x)))),
         cell("Answer", csrf ? el("span", {},
           el("button", { type: "button", class: "approve", data: { answer: "approve" } }),
-          el("button", { type: "button", class: "deny", data: { answer: "deny" } }))
-          : el("span", { class: "muted", text: "CLI" })),
+          el("button", { type: "button", class: "deny", data: { answer: "deny" } }),
+          el("span", { class: "answer-note" }))
+          : el("span", { class: "muted", text: session.sign_in ? "sign in to answer" : "CLI" })),
       ),
     );
     for (const row of rows) {
@@ -236,11 +280,30 @@
         button.textContent = button.dataset.answer;
         button.addEventListener("click", () => answerApproval(row.dataset.approval, button.dataset.answer, button));
       }
+      showNote(row);
     }
-    $("approvals").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(6, "no call waits for an operator")]));
+    $("approvals").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(7, "no call waits for an operator")]));
     $("approvals-note").textContent = rows.length ? `${rows.length} waiting` : "";
     $("approvals-error").hidden = !view.approvals_error;
     $("approvals-error").textContent = view.approvals_error ? `approval requests unreadable: ${view.approvals_error}` : "";
+  }
+
+  function renderShadow(view) {
+    const rows = view.shadow.map((g) =>
+      el(
+        "tr",
+        { data: { tool: g.tool, from: g.from, to: g.to } },
+        cell("Tool", el("code", { text: g.tool })),
+        cell("Running rules", el("span", { class: "badge muted", text: g.from })),
+        cell("Candidate", el("span", { class: `badge ${g.to === "allow" ? "running" : "stale"}`, text: g.to })),
+        cell("Candidate rule", el("span", { text: g.rule })),
+        cell("Calls", String(g.count), "num"),
+        cell("Last", el("time", { datetime: g.last, text: g.last })),
+      ),
+    );
+    $("shadow-section").hidden = rows.length === 0;
+    $("shadow").tBodies[0].replaceChildren(...rows);
+    $("shadow-note").textContent = rows.length ? `among the newest ${view.audit_window} decisions` : "";
   }
 
   function renderRefusals(view) {
@@ -272,6 +335,7 @@
     renderPrs(view);
     renderLocks(view);
     renderApprovals(view);
+    renderShadow(view);
     renderRefusals(view);
     $("store").textContent = view.fleet.store;
     $("generated").textContent = view.generated_at;

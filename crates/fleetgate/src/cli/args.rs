@@ -602,6 +602,20 @@ pub struct DashboardArgs {
     /// timeout); an open event stream is not timed.
     #[arg(long, default_value = "10")]
     pub header_timeout: String,
+    /// Sign operators in with OpenID Connect as this client (authorization code with PKCE):
+    /// approvals from the page are then recorded as the person (`oidc:<subject>`).
+    #[arg(long, value_name = "CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+    /// The issuer people sign in at (default: the roster's `[http.oauth] issuer`).
+    #[arg(long, value_name = "URL", requires = "oidc_client_id")]
+    pub oidc_issuer: Option<String>,
+    /// Where the issuer sends people back, as registered (default: this listener's
+    /// `http://ADDR/auth/callback`).
+    #[arg(long, value_name = "URL", requires = "oidc_client_id")]
+    pub oidc_redirect_uri: Option<String>,
+    /// The ID token's claim listing a person's groups (`group:<name>` approvers).
+    #[arg(long, value_name = "CLAIM", default_value = "groups")]
+    pub oidc_groups_claim: String,
 }
 
 /// The `--max-message-bytes` accepted: an `initialize` fits in the least, and no single line

@@ -69,6 +69,28 @@ fn resolve(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<DashboardSettings>
     if !(0.05..=3600.0).contains(&header_seconds) {
         bail!("invalid --header-timeout {:?}: expected 0.05 to 3600 seconds", args.header_timeout);
     }
+    let sign_in = match &args.oidc_client_id {
+        None => None,
+        Some(client_id) => {
+            let issuer = args
+                .oidc_issuer
+                .clone()
+                .or_else(|| ctx.config.http.oauth.as_ref().map(|o| o.issuer.clone()))
+                .ok_or_else(|| {
+                    anyhow!("--oidc-client-id needs an issuer: pass --oidc-issuer, or set [http.oauth] issuer")
+                })?;
+            fleetgate_gateway::check_oauth_url(&issuer).map_err(|why| anyhow!("--oidc-issuer {issuer:?} {why}"))?;
+            if let Some(uri) = &args.oidc_redirect_uri {
+                fleetgate_gateway::check_oauth_url(uri).map_err(|why| anyhow!("--oidc-redirect-uri {uri:?} {why}"))?;
+            }
+            Some(fleetgate_dashboard::signin::SignInSettings {
+                issuer,
+                client_id: client_id.clone(),
+                redirect_uri: args.oidc_redirect_uri.clone().unwrap_or_default(),
+                groups_claim: args.oidc_groups_claim.clone(),
+            })
+        }
+    };
     let limits = fleetgate_gateway::ConnectionLimits {
         max_connections,
         header_timeout: Duration::from_secs_f64(header_seconds),
@@ -81,6 +103,7 @@ fn resolve(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<DashboardSettings>
         interval: Duration::from_secs_f64(seconds),
         limits,
         log_filter: ctx.env.get(EnvKey::FleetgateLog, "").map(str::to_owned),
+        sign_in,
         notify: None,
     })
 }

@@ -9,4 +9,5 @@ mod browser;
 mod contract;
 mod fixture;
 mod metrics;
+mod signin;
 mod support;

@@ -27,7 +27,7 @@ fn branch(name: &str) -> Value {
 }
 
 /// The one pending request (bounded wait), as `approvals list` shows it.
-fn pending(f: &FleetDir) -> Value {
+pub(crate) fn pending(f: &FleetDir) -> Value {
     let mut found = Value::Null;
     let listed = wait_until(10.0, || {
         let list = f.cli(&["approvals", "list", "--json"]);
@@ -186,13 +186,13 @@ type Received = (Vec<(String, String)>, String);
 
 /// An HTTP receiver on loopback recording each request (its headers, lowercased, and body)
 /// and answering 200.
-struct Receiver {
-    addr: std::net::SocketAddr,
+pub(crate) struct Receiver {
+    pub(crate) addr: std::net::SocketAddr,
     got: std::sync::Arc<std::sync::Mutex<Vec<Received>>>,
 }
 
 impl Receiver {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         use std::io::{BufRead as _, Read as _, Write as _};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
@@ -225,7 +225,7 @@ impl Receiver {
     }
 
     /// The events received so far, by their `event` field.
-    fn events(&self) -> Vec<(String, Received)> {
+    pub(crate) fn events(&self) -> Vec<(String, Received)> {
         let got = self.got.lock().unwrap();
         got.iter()
             .map(|(h, b)| {

@@ -45,6 +45,19 @@ impl HttpGateway {
         log: &str,
         env: &[(&str, &str)],
     ) -> Self {
+        Self::start_as(f, "prgs-author", listen, token, downstream, log, env)
+    }
+
+    /// [`start_at`](Self::start_at) serving `profile`.
+    pub fn start_as(
+        f: &FleetDir,
+        profile: &str,
+        listen: &str,
+        token: Option<&str>,
+        downstream: &[&str],
+        log: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
         let stderr = f.dir.path().join("gateway.stderr");
         let mut cmd = Command::new(bin());
         cmd.env_clear()
@@ -55,7 +68,7 @@ impl HttpGateway {
             .arg(f.store())
             .arg("--config")
             .arg(f.config())
-            .args(["serve", "--profile", "prgs-author", "--transport", "http", "--listen", listen])
+            .args(["serve", "--profile", profile, "--transport", "http", "--listen", listen])
             .arg("--repo-root")
             .arg(f.repo());
         if let Some(token) = token {

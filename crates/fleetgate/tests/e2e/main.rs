@@ -8,6 +8,7 @@
 
 mod adversary;
 mod approvals;
+mod approvers;
 mod attacks;
 mod attribution;
 mod canary;

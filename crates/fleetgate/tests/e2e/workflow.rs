@@ -35,7 +35,8 @@ pub(crate) struct Fleet {
     pub(crate) f: FleetDir,
     bare: PathBuf,
     fixture: Vec<String>,
-    clients: Vec<Client>,
+    /// Each member's stdio client; `None` for one served elsewhere ([`Fleet::start_except`]).
+    clients: Vec<Option<Client>>,
     /// The forge's server the fixture stands in for.
     pub(crate) forge: crate::surfaces::Forge,
 }
@@ -55,12 +56,28 @@ impl Fleet {
         Self::start_forge(crate::surfaces::Forge::Gitea, extra, flags, store_url)
     }
 
+    /// The fleet without a stdio gateway for the members named in `elsewhere`: the test
+    /// serves them itself (over HTTP), each before [`Fleet::downstream`].
+    pub(crate) fn start_except(extra: &str, elsewhere: &[&str]) -> Self {
+        Self::start_all(crate::surfaces::Forge::Gitea, extra, &[], None, elsewhere)
+    }
+
     /// The fleet in front of `forge`'s server (the fixture started as that surface).
     pub(crate) fn start_forge(
         forge: crate::surfaces::Forge,
         extra: &str,
         flags: &[(&str, &[&str])],
         store_url: Option<String>,
+    ) -> Self {
+        Self::start_all(forge, extra, flags, store_url, &[])
+    }
+
+    fn start_all(
+        forge: crate::surfaces::Forge,
+        extra: &str,
+        flags: &[(&str, &[&str])],
+        store_url: Option<String>,
+        elsewhere: &[&str],
     ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut fixture = forge_fixture();
@@ -83,11 +100,24 @@ impl Fleet {
         let mut fleet = Self { dir, f, bare, fixture, clients: Vec::new(), forge };
         for (name, _) in MEMBERS {
             let variant = flags.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, f)| *f);
-            let client = fleet.gateway(name, variant);
+            let client = (!elsewhere.contains(&name)).then(|| fleet.gateway(name, variant));
             fleet.clients.push(client);
         }
-        assert!(wait_until(20.0, || fleet.f.running_rows() == MEMBERS.len()), "the fleet did not come up");
+        let here = MEMBERS.len() - elsewhere.len();
+        assert!(wait_until(20.0, || fleet.f.running_rows() == here), "the fleet did not come up");
         fleet
+    }
+
+    /// The downstream command line `name`'s gateway runs: the forge fixture on this fleet's
+    /// repository, as `name`'s forge account.
+    pub(crate) fn downstream(&self, name: &str) -> Vec<String> {
+        let mut downstream = self.fixture.clone();
+        downstream.extend(["--repo".to_owned(), self.bare.display().to_string(), "--user".to_owned(), name.to_owned()]);
+        downstream
+    }
+
+    fn client(&mut self, name: &str) -> &mut Client {
+        self.clients[Self::who(name)].as_mut().unwrap_or_else(|| panic!("{name} is served elsewhere"))
     }
 
     /// A gateway for `name` before its own fixture process (with `variant` flags).
@@ -113,18 +143,19 @@ impl Fleet {
     }
 
     pub(crate) fn call(&mut self, name: &str, tool: &str, args: Value) -> (bool, String, Value) {
-        self.clients[Self::who(name)].call(tool, at(args))
+        self.client(name).call(tool, at(args))
     }
 
     /// `name`'s client and the fleet's directory apart: a call may be held on one thread
     /// while the operator answers through the CLI on another.
     pub(crate) fn client_and_dir(&mut self, name: &str) -> (&mut Client, &FleetDir) {
-        (&mut self.clients[Self::who(name)], &self.f)
+        let i = Self::who(name);
+        (self.clients[i].as_mut().unwrap_or_else(|| panic!("{name} is served elsewhere")), &self.f)
     }
 
     /// The call exactly as given: no owner and repo added.
     pub(crate) fn call_as_is(&mut self, name: &str, tool: &str, args: Value) -> (bool, String, Value) {
-        self.clients[Self::who(name)].call(tool, args)
+        self.client(name).call(tool, args)
     }
 
     pub(crate) fn claim(&mut self, name: &str, pr: i64, head: &str, purpose: &str) -> (bool, String, Value) {
@@ -134,7 +165,7 @@ impl Fleet {
 
     fn release(&mut self, name: &str, lease_id: &str) -> (bool, String, Value) {
         let tool = format!("{}release_pr_lease", self.forge.prefix());
-        self.clients[Self::who(name)].call(&tool, json!({ "lease_id": lease_id }))
+        self.client(name).call(&tool, json!({ "lease_id": lease_id }))
     }
 
     pub(crate) fn git(&self, args: &[&str]) -> String {
@@ -159,12 +190,13 @@ impl Fleet {
     pub(crate) fn restart(&mut self, name: &str) {
         let i = Self::who(name);
         let fresh = self.gateway(name, &[]);
-        let old = std::mem::replace(&mut self.clients[i], fresh);
-        old.close();
+        if let Some(old) = self.clients[i].replace(fresh) {
+            old.close();
+        }
     }
 
     pub(crate) fn stop(self) {
-        for c in self.clients {
+        for c in self.clients.into_iter().flatten() {
             c.close();
         }
     }
@@ -321,11 +353,11 @@ fn a_changed_tool_definition_is_reported_refused_under_enforce_and_accepted() {
         .unwrap()
         .replace("[workflow]", "[tools]\npin = \"enforce\"\n\n[workflow]");
     std::fs::write(fleet.f.config(), config).unwrap();
-    fleet.clients[0].tools();
+    fleet.client("author").tools();
     let pinned = fleet.f.cli(&["tools", "list", "--json"]);
     assert_eq!(pinned["changed"], 0, "{pinned}");
     let author = fleet.clients.remove(0);
-    author.close();
+    author.expect("the author's stdio client").close();
     let mut changed = fleet.gateway("author", &["--variant", "changed-description"]);
     changed.tools();
     let listed = fleet.f.cli(&["tools", "list", "--profile", "prgs-author", "--json"]);

@@ -138,19 +138,24 @@ impl Gateway {
         let channel = &attachment.channel;
         let id = attachment.id;
         if self.hub.control_names.contains(&name) {
+            // A control tool reads the forge through the downstream: wait for it as a
+            // forwarded call would (a stateless client's first request may be this one,
+            // before its downstream has connected).
+            let connection =
+                if channel.has_downstream() { channel.ready(self.settings().attach_wait).await } else { None };
             // The control plane builds its reads of the downstream from the tools it lists:
             // list them once per connection when no call has yet.
-            if let Some(connection) = channel.link()
+            if let Some(connection) = &connection
                 && !channel.state.listed(connection.generation)
             {
-                let _ = self.find_tool(attachment, &connection, "", context).await;
+                let _ = self.find_tool(attachment, connection, "", context).await;
             }
             let arguments = request.params.arguments.clone().unwrap_or_default();
             let status = channel.status();
             let control = self.hub.control.clone();
             let state = channel.state.clone();
-            let generation = channel.link().map(|c| c.generation);
-            let link = channel.link().map(|c| PeerLink::new(&c, self.settings().call_timeout));
+            let generation = connection.as_ref().map(|c| c.generation);
+            let link = connection.as_ref().map(|c| PeerLink::new(c, self.settings().call_timeout));
             let result = blocking("call_control_tool", move || {
                 let known_tool = |tool: &str| generation.and_then(|g| state.known_tool(g, tool));
                 control.call_control_tool(ControlCall {

@@ -1,0 +1,309 @@
+//! Signing operators in to the dashboard with OpenID Connect, so an approval is recorded as the
+//! person who gave it (`oidc:<subject>`, their name), not "the dashboard's token": the
+//! authorization-code flow with PKCE (RFC 7636, `S256`) against the fleet's issuer, as a public
+//! client (no client secret).
+//!
+//! * `GET /auth/login`: a fresh `state`, `nonce` and PKCE verifier kept here (at most
+//!   [`MAX_PENDING`], each for [`PENDING_TTL`]); the browser is sent to the issuer's
+//!   `authorization_endpoint`.
+//! * `GET /auth/callback?code&state`: the `state` must be one this process sent, once; the code
+//!   is exchanged at the `token_endpoint` with the verifier; the ID token must be signed by a
+//!   key the issuer publishes, issued by it, for this client, unexpired, and carry the `nonce`.
+//!   A session is made (a random id, at most [`MAX_SESSIONS`], each for [`SESSION_TTL`]) and
+//!   set in a cookie that is `HttpOnly`, `SameSite=Strict`, and `Secure` when the dashboard's
+//!   redirect URI is `https://`. The answer is a page that moves on to `/` from this origin:
+//!   a `SameSite=Strict` cookie is not sent on a redirect that began on the issuer's site.
+//! * `GET /auth/logout`: the session ends.
+//!
+//! Each session has its own CSRF token; the page reads it from `/api/session`.
+
+use fleetgate_core::approval::Approver;
+use serde_json::{Map, Value};
+use sha2::Digest as _;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Logins begun and not finished, at most.
+pub const MAX_PENDING: usize = 256;
+/// How long a begun login may take.
+pub const PENDING_TTL: Duration = Duration::from_secs(600);
+/// Sessions, at most (the oldest is dropped past it).
+pub const MAX_SESSIONS: usize = 1024;
+/// How long a session lasts.
+pub const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
+
+/// Where and as whom the dashboard signs people in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignInSettings {
+    /// The issuer.
+    pub issuer: String,
+    /// The dashboard's client id at the issuer.
+    pub client_id: String,
+    /// Where the issuer sends the browser back (`…/auth/callback`), as registered.
+    pub redirect_uri: String,
+    /// The claim listing the person's groups (`group:<name>` approvers).
+    pub groups_claim: String,
+}
+
+/// A signed-in person.
+#[derive(Clone, Debug)]
+pub struct Session {
+    /// Who, as an approver.
+    pub approver: Approver,
+    /// This session's CSRF token.
+    pub csrf: String,
+    expires: Instant,
+}
+
+#[derive(Debug)]
+struct Pending {
+    verifier: String,
+    nonce: String,
+    started: Instant,
+}
+
+/// The sign-in of one dashboard process.
+#[derive(Debug)]
+pub struct SignIn {
+    settings: SignInSettings,
+    authorization_endpoint: String,
+    token_endpoint: String,
+    verifier: fleetgate_gateway::IdTokenVerifier,
+    pending: Mutex<HashMap<String, Pending>>,
+    sessions: Mutex<HashMap<String, Session>>,
+    cookie: String,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A random token: 256 bits, unpadded base64url.
+fn random() -> String {
+    let mut bytes = Vec::with_capacity(32);
+    bytes.extend_from_slice(&fleetgate_host::nonce().to_le_bytes());
+    bytes.extend_from_slice(&fleetgate_host::nonce().to_le_bytes());
+    base64url(&bytes)
+}
+
+/// Unpadded base64url.
+pub fn base64url(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+/// `text` percent-encoded for a URL's query.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The PKCE challenge of `verifier` (`S256`).
+pub fn challenge(verifier: &str) -> String {
+    base64url(&sha2::Sha256::digest(verifier.as_bytes()))
+}
+
+/// The approver a verified ID token's claims name (`oidc:<sub>`, `name` or
+/// `preferred_username`, the groups under `groups_claim`), or why none.
+pub fn approver(claims: &Map<String, Value>, groups_claim: &str) -> Result<Approver, String> {
+    let sub = claims
+        .get("sub")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty() && s.len() <= 128 && s.chars().all(|c| c.is_ascii_graphic()))
+        .ok_or("the ID token has no usable subject")?;
+    let name = ["name", "preferred_username"]
+        .iter()
+        .find_map(|k| claims.get(*k).and_then(Value::as_str))
+        .map(|n| fleetgate_core::text::shown(n, 80));
+    let groups = match claims.get(groups_claim) {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        Some(Value::String(list)) => list.split_whitespace().map(str::to_owned).collect(),
+        _ => Vec::new(),
+    };
+    Ok(Approver { id: format!("oidc:{sub}"), name, groups })
+}
+
+impl SignIn {
+    /// Ready to sign people in at `settings.issuer` (its endpoints read now: an issuer that
+    /// cannot be read stops the dashboard's start, with why). `port` names the cookie.
+    pub fn new(settings: SignInSettings, port: u16) -> Result<Self, String> {
+        let (authorization_endpoint, token_endpoint) = fleetgate_gateway::oidc_endpoints(&settings.issuer)?;
+        Ok(Self {
+            verifier: fleetgate_gateway::IdTokenVerifier::new(&settings.issuer, &settings.client_id),
+            authorization_endpoint,
+            token_endpoint,
+            pending: Mutex::default(),
+            sessions: Mutex::default(),
+            cookie: format!("fleetgate_dashboard_session_{port}"),
+            settings,
+        })
+    }
+
+    /// The session cookie's name.
+    pub fn cookie_name(&self) -> &str {
+        &self.cookie
+    }
+
+    /// Where to send the browser to sign in (a new pending login).
+    pub fn begin(&self) -> String {
+        let (state, nonce, verifier) = (random(), random(), random());
+        let mut pending = lock(&self.pending);
+        pending.retain(|_, p| p.started.elapsed() < PENDING_TTL);
+        if pending.len() >= MAX_PENDING
+            && let Some(oldest) = pending.iter().min_by_key(|(_, p)| p.started).map(|(k, _)| k.clone())
+        {
+            pending.remove(&oldest);
+        }
+        let url = format!(
+            "{}{}response_type=code&client_id={}&redirect_uri={}&scope={}&state={}&nonce={}&code_challenge={}&\
+             code_challenge_method=S256",
+            self.authorization_endpoint,
+            if self.authorization_endpoint.contains('?') { '&' } else { '?' },
+            encode(&self.settings.client_id),
+            encode(&self.settings.redirect_uri),
+            encode("openid profile"),
+            encode(&state),
+            encode(&nonce),
+            challenge(&verifier),
+        );
+        pending.insert(state, Pending { verifier, nonce, started: Instant::now() });
+        url
+    }
+
+    /// Finish a login: the code exchanged (blocking, bounded), the ID token verified, a
+    /// session made: its id.
+    pub async fn finish(&self, code: &str, state: &str) -> Result<String, String> {
+        let pending = lock(&self.pending).remove(state).filter(|p| p.started.elapsed() < PENDING_TTL);
+        let Some(pending) = pending else {
+            return Err("this sign-in was not begun here, or it took too long: sign in again".into());
+        };
+        let (token_endpoint, client_id, redirect_uri) =
+            (self.token_endpoint.clone(), self.settings.client_id.clone(), self.settings.redirect_uri.clone());
+        let (code, verifier) = (code.to_owned(), pending.verifier.clone());
+        let id_token =
+            tokio::task::spawn_blocking(move || exchange(&token_endpoint, &client_id, &redirect_uri, &code, &verifier))
+                .await
+                .map_err(|e| format!("the code exchange failed: {e}"))??;
+        let claims = self.verifier.claims(&id_token).await.map_err(|why| format!("the ID token is refused: {why}"))?;
+        if claims.get("nonce").and_then(Value::as_str) != Some(pending.nonce.as_str()) {
+            return Err("the ID token does not carry this sign-in's nonce".into());
+        }
+        let approver = approver(&claims, &self.settings.groups_claim)?;
+        tracing::info!(who = %approver.shown(), "signed in to the dashboard");
+        let id = random();
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|_, s| s.expires > Instant::now());
+        if sessions.len() >= MAX_SESSIONS
+            && let Some(oldest) = sessions.iter().min_by_key(|(_, s)| s.expires).map(|(k, _)| k.clone())
+        {
+            sessions.remove(&oldest);
+        }
+        sessions.insert(id.clone(), Session { approver, csrf: random(), expires: Instant::now() + SESSION_TTL });
+        Ok(id)
+    }
+
+    /// The session a `Cookie` header carries, when live.
+    pub fn session(&self, cookie_header: Option<&str>) -> Option<Session> {
+        let id = cookie_header?
+            .split(';')
+            .map(str::trim)
+            .find_map(|pair| pair.strip_prefix(self.cookie.as_str())?.strip_prefix('='))?;
+        let sessions = lock(&self.sessions);
+        let session = sessions.get(id)?;
+        (session.expires > Instant::now()).then(|| session.clone())
+    }
+
+    /// End the session a `Cookie` header carries.
+    pub fn end(&self, cookie_header: Option<&str>) {
+        let Some(id) = cookie_header.and_then(|h| {
+            h.split(';').map(str::trim).find_map(|pair| pair.strip_prefix(self.cookie.as_str())?.strip_prefix('='))
+        }) else {
+            return;
+        };
+        lock(&self.sessions).remove(id);
+    }
+
+    /// The `Set-Cookie` value that carries session `id` (empty: ends it).
+    pub fn set_cookie(&self, id: &str) -> String {
+        let secure = if self.settings.redirect_uri.starts_with("https://") { "; Secure" } else { "" };
+        let age = if id.is_empty() { "; Max-Age=0" } else { "" };
+        format!("{}={id}; HttpOnly; SameSite=Strict; Path=/{secure}{age}", self.cookie)
+    }
+}
+
+/// The code exchanged for an ID token at `token_endpoint` (a public client: the verifier is
+/// its proof), within a few seconds.
+fn exchange(
+    token_endpoint: &str,
+    client_id: &str,
+    redirect_uri: &str,
+    code: &str,
+    verifier: &str,
+) -> Result<String, String> {
+    let body = format!(
+        "grant_type=authorization_code&code={}&redirect_uri={}&client_id={}&code_verifier={}",
+        encode(code),
+        encode(redirect_uri),
+        encode(client_id),
+        encode(verifier)
+    );
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(5)))
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut response = agent
+        .post(token_endpoint)
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .send(body.as_bytes())
+        .map_err(|e| format!("the token endpoint: {e}"))?;
+    let status = response.status();
+    let text = response.body_mut().with_config().limit(64 * 1024).read_to_string().map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!("the token endpoint answered {status}: {}", fleetgate_core::text::shown(&text, 200)));
+    }
+    let answer: Value = serde_json::from_str(&text).map_err(|e| format!("the token endpoint's answer: {e}"))?;
+    answer
+        .get("id_token")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| "the token endpoint sent no id_token".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pkce_challenge_is_rfc_7636_s256() {
+        // RFC 7636, appendix B.
+        assert_eq!(
+            challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        );
+    }
+
+    #[test]
+    fn an_approver_is_the_subject_with_its_name_and_groups() {
+        let claims = serde_json::json!({ "sub": "alice", "name": "Alice Liddell", "groups": ["release", "ops"] });
+        let a = approver(claims.as_object().unwrap(), "groups").unwrap();
+        assert_eq!((a.id.as_str(), a.name.as_deref(), a.groups.len()), ("oidc:alice", Some("Alice Liddell"), 2));
+        let spaced = serde_json::json!({ "sub": "bob", "preferred_username": "bob", "roles": "a b" });
+        assert_eq!(approver(spaced.as_object().unwrap(), "roles").unwrap().groups, ["a", "b"]);
+        assert!(approver(serde_json::json!({ "name": "x" }).as_object().unwrap(), "groups").is_err());
+        assert!(approver(serde_json::json!({ "sub": "a b" }).as_object().unwrap(), "groups").is_err());
+    }
+}
