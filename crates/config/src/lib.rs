@@ -90,6 +90,9 @@ pub struct FleetConfig {
     /// `[shadow] config`: a candidate roster every gateway judges live calls by too, never
     /// enforcing it (`fleetgate serve --shadow` wins).
     pub shadow_config: Option<PathBuf>,
+    /// `[retention]`: how long each kind of history is kept, and how often `serve` and
+    /// `dashboard` prune by themselves.
+    pub retention: fleetgate_core::prune::Retention,
 }
 
 /// `[approvals]`: operator approval of one exact call.
@@ -459,6 +462,38 @@ struct RawFile {
     approvals: Option<RawApprovals>,
     invariants: Option<RawInvariants>,
     shadow: Option<RawShadow>,
+    retention: Option<RawRetention>,
+}
+
+/// `[retention]` as written: ages (`90d`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRetention {
+    audit: Option<String>,
+    approvals: Option<String>,
+    workflow: Option<String>,
+    observations: Option<String>,
+    workers: Option<String>,
+    runtimes: Option<String>,
+    every: Option<String>,
+}
+
+impl RawRetention {
+    fn resolve(self) -> Result<fleetgate_core::prune::Retention, String> {
+        use fleetgate_core::prune::{MIN_EVERY_SECONDS, MIN_HISTORY_SECONDS, parse_age_at_least};
+        let age = |key: &str, v: Option<String>, floor: i64| {
+            v.map(|t| parse_age_at_least(&format!("[retention] {key}"), &t, floor)).transpose()
+        };
+        Ok(fleetgate_core::prune::Retention {
+            audit: age("audit", self.audit, MIN_HISTORY_SECONDS)?,
+            approvals: age("approvals", self.approvals, MIN_HISTORY_SECONDS)?,
+            workflow: age("workflow", self.workflow, MIN_HISTORY_SECONDS)?,
+            observations: age("observations", self.observations, MIN_HISTORY_SECONDS)?,
+            workers: age("workers", self.workers, 0)?,
+            runtimes: age("runtimes", self.runtimes, 0)?,
+            every: age("every", self.every, MIN_EVERY_SECONDS)?,
+        })
+    }
 }
 
 /// `[shadow]` as written.
@@ -714,6 +749,7 @@ impl FleetConfig {
             approvals: ApprovalSettings::default(),
             invariant_lifts: Vec::new(),
             shadow_config: None,
+            retention: fleetgate_core::prune::Retention::default(),
         }
     }
 
@@ -872,6 +908,7 @@ impl FleetConfig {
             approvals,
             invariant_lifts,
             shadow_config: raw.shadow.map(|s| s.config),
+            retention: raw.retention.map(RawRetention::resolve).transpose().map_err(err)?.unwrap_or_default(),
             downstream_pass_env,
             downstream_sharing,
             workflow,
@@ -1205,6 +1242,31 @@ role = "reviewer"
         for bad in ["max_connections = 0", "header_timeout_seconds = 0", "body_timeout_seconds = 601"] {
             let e = FleetConfig::parse(&format!("{GOOD}\n[http]\n{bad}\n"), "f.toml").unwrap_err().to_string();
             assert!(e.contains(bad.split(' ').next().unwrap()), "{e}");
+        }
+    }
+
+    #[test]
+    fn retention_ages_are_read_with_their_floors() {
+        let r = FleetConfig::parse(
+            &format!("{GOOD}\n[retention]\naudit = \"180d\"\nworkflow = \"2w\"\nworkers = \"1h\"\nevery = \"1d\"\n"),
+            "t",
+        )
+        .unwrap()
+        .retention;
+        assert_eq!(
+            (r.audit, r.workflow, r.workers, r.every),
+            (Some(180 * 86_400), Some(14 * 86_400), Some(3_600), Some(86_400))
+        );
+        assert_eq!((r.approvals, r.observations, r.runtimes), (None, None, None));
+        assert!(!FleetConfig::parse(GOOD, "t").unwrap().retention.prunes_anything());
+        for (bad, why) in [
+            ("[retention]\naudit = \"12h\"", "[retention] audit = \"12h\" is shorter than 86400 s"),
+            ("[retention]\napprovals = \"soon\"", "[retention] approvals: \"soon\" is not an age"),
+            ("[retention]\nevery = \"10s\"", "shorter than 60 s"),
+            ("[retention]\nforever = \"1d\"", "unknown field `forever`"),
+        ] {
+            let e = FleetConfig::parse(&format!("{GOOD}\n{bad}\n"), "t").unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
         }
     }
 

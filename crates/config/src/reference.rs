@@ -437,6 +437,43 @@ pub const TABLES: &[Table] = &[
         )],
     },
     Table {
+        header: "[retention]",
+        about: "How long history is kept: what `fleetgate prune` deletes (its flags win over these), and, with \
+                `every`, `serve` and `dashboard` by themselves. Ages are a whole number and s, m, h, d or w; unset \
+                keeps that history for ever. Nothing still referenced is pruned: a pending approval, an event a \
+                notification target has not delivered, a PR with a claimed lease, a live lock, a record since the \
+                cutoff or not closed on the forge, a push that is still its branch's tip.",
+        keys: &[
+            key("audit", "age (unset)", "Audit entries older than this, at least `1d`."),
+            key(
+                "approvals",
+                "age (unset)",
+                "Approval requests answered, used, withdrawn or expired longer ago than this, and their delivered \
+                 events; at least `1d` (past any approval's TTL).",
+            ),
+            key(
+                "workflow",
+                "age (unset)",
+                "A PR's records (decisions, origin, leases, locks) when none is newer than this and the forge says \
+                 the PR is merged or closed; pushes older than this whose branch's tip has moved on. Needs the \
+                 forge (`[workflow] forge_command`); at least `1d`.",
+            ),
+            key(
+                "observations",
+                "age (unset)",
+                "Host observations of hosts not heard from for this long, at least `1d`.",
+            ),
+            key("workers", "age (unset)", "Stopped or expired worker rows silent for this long (as `worker prune`)."),
+            key("runtimes", "age (unset)", "Stopped runtime rows silent for this long (as `runtime prune`)."),
+            key(
+                "every",
+                "age (unset)",
+                "Prune this often from `fleetgate serve` and `fleetgate dashboard` (the first ten seconds after start), \
+                 at least `1m`; unset: only `fleetgate prune` prunes.",
+            ),
+        ],
+    },
+    Table {
         header: "[invariants]",
         about: "What breaks the guarantee whoever does it is judged for every call by what it does to the forge, \
                 below every rule and override (the book's policy chapter). Only with `[fleet] forge`.",

@@ -528,3 +528,113 @@ fn refuse(entry: &mut AuditEntry, why: String) {
         entry.reasons.push(why);
     }
 }
+
+/// The whole audit log read page by page, by id, in bounded memory (`rules test`,
+/// `rules shadow-report` on a log of any size). An iterator of entries; a read that fails
+/// ends it, and [`AuditScan::finish`] returns the failure.
+pub struct AuditScan<'s> {
+    store: &'s dyn Store,
+    after: i64,
+    page: std::vec::IntoIter<AuditEntry>,
+    size: usize,
+    done: bool,
+    error: Option<fleetgate_store::StoreError>,
+    read: u64,
+    progress: Option<Box<dyn FnMut(u64) + 's>>,
+}
+
+impl std::fmt::Debug for AuditScan<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditScan").field("after", &self.after).field("read", &self.read).finish_non_exhaustive()
+    }
+}
+
+/// Entries read per page.
+pub const SCAN_PAGE: usize = 10_000;
+
+impl<'s> AuditScan<'s> {
+    /// A scan of `store`'s log from its first entry, `size` entries a page.
+    pub fn new(store: &'s dyn Store, size: usize) -> Self {
+        Self {
+            store,
+            after: 0,
+            page: Vec::new().into_iter(),
+            size: size.max(1),
+            done: false,
+            error: None,
+            read: 0,
+            progress: None,
+        }
+    }
+
+    /// Call `progress` with the count read so far after each page.
+    #[must_use]
+    pub fn with_progress(mut self, progress: impl FnMut(u64) + 's) -> Self {
+        self.progress = Some(Box::new(progress));
+        self
+    }
+
+    /// How many entries were read, or the read that failed.
+    pub fn finish(self) -> Result<u64, fleetgate_store::StoreError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.read),
+        }
+    }
+}
+
+impl Iterator for AuditScan<'_> {
+    type Item = AuditEntry;
+
+    fn next(&mut self) -> Option<AuditEntry> {
+        loop {
+            if let Some(entry) = self.page.next() {
+                return Some(entry);
+            }
+            if self.done {
+                return None;
+            }
+            match self.store.audit_after(self.after, self.size) {
+                Ok(page) => {
+                    self.done = page.len() < self.size;
+                    self.read += page.len() as u64;
+                    if let Some(last) = page.last().and_then(|e| e.id) {
+                        self.after = last;
+                    } else {
+                        self.done = true;
+                    }
+                    if let Some(progress) = &mut self.progress {
+                        progress(self.read);
+                    }
+                    self.page = page.into_iter();
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    self.done = true;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod scan_tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_reads_every_entry_once_a_page_at_a_time_and_reports_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fleetgate_store::open(dir.path().join("s.sqlite3").to_str().unwrap()).unwrap();
+        for i in 0..5 {
+            let at = fleetgate_core::Timestamp::from_unix(1_800_000_000 + i);
+            let e = fleetgate_core::audit::AuditEntry::event(at, "prgs-author", &format!("t{i}"), String::new());
+            store.append_audit(&e).unwrap();
+        }
+        let mut seen = Vec::new();
+        let mut scan = AuditScan::new(&*store, 2).with_progress(|n| seen.push(n));
+        let tools: Vec<String> = scan.by_ref().map(|e| e.tool).collect();
+        assert_eq!(scan.finish().unwrap(), 5);
+        assert_eq!(tools, ["t0", "t1", "t2", "t3", "t4"]);
+        assert_eq!(seen, [2, 4, 5]);
+    }
+}

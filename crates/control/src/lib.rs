@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod notify;
 pub mod pins;
 pub mod policy;
+pub mod retention;
 pub mod serve;
 pub mod telemetry;
 

@@ -191,7 +191,7 @@ fn count(cx: &Context, target: &str, outcome: &'static str) {
 }
 
 /// Sleep `d` unless stopped first; whether it was stopped.
-fn pause(stop: &AtomicBool, d: Duration) -> bool {
+pub(crate) fn pause(stop: &AtomicBool, d: Duration) -> bool {
     let until = std::time::Instant::now() + d;
     while std::time::Instant::now() < until {
         if stop.load(Ordering::SeqCst) {

@@ -27,6 +27,60 @@ pub fn runtime_prunable(row: &RuntimeRecord, now: Timestamp, older_than_seconds:
     row.status == RuntimeStatus::Stopped && now.seconds_since(last) >= older_than_seconds.max(0)
 }
 
+/// The shortest age history may be pruned at (`[retention]`, `fleetgate prune`): a day, past
+/// the longest an approval or a denial stands (`[approvals] ttl_seconds` is at most a day), so
+/// nothing pruned can still decide a call.
+pub const MIN_HISTORY_SECONDS: i64 = 86_400;
+
+/// The shortest interval between scheduled prunes (`[retention] every`).
+pub const MIN_EVERY_SECONDS: i64 = 60;
+
+/// How long each kind of history is kept (`[retention]`, and `fleetgate prune`'s flags over
+/// it); `None`: kept for ever.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Retention {
+    /// The audit log.
+    pub audit: Option<i64>,
+    /// Answered, used, withdrawn and expired approval requests, and delivered events.
+    pub approvals: Option<i64>,
+    /// A closed PR's records (decisions, origin, leases, locks) and pushes no branch's tip is.
+    pub workflow: Option<i64>,
+    /// Host observations.
+    pub observations: Option<i64>,
+    /// Stopped and expired worker rows ([`worker_prunable`]).
+    pub workers: Option<i64>,
+    /// Stopped runtime rows ([`runtime_prunable`]).
+    pub runtimes: Option<i64>,
+    /// How often `serve` and `dashboard` prune by themselves; `None`: never (run `fleetgate
+    /// prune`).
+    pub every: Option<i64>,
+}
+
+impl Retention {
+    /// Whether anything is pruned at all.
+    pub fn prunes_anything(&self) -> bool {
+        [self.audit, self.approvals, self.workflow, self.observations, self.workers, self.runtimes]
+            .iter()
+            .any(Option::is_some)
+    }
+}
+
+/// An age for `key` of `[retention]`: [`parse_age`], at least `floor` seconds.
+pub fn parse_age_at_least(key: &str, text: &str, floor: i64) -> Result<i64, String> {
+    let seconds = parse_age(text).map_err(|e| format!("{key}: {e}"))?;
+    if seconds < floor {
+        return Err(format!("{key} = {text:?} is shorter than {} s, the least it may be", floor));
+    }
+    Ok(seconds)
+}
+
+/// A push may go once its branch's tip is another commit, or the branch is gone (`tip`
+/// `None`): no PR can still have it as its head by that branch. A push whose branch could
+/// not be read is never judged here (the caller keeps it).
+pub fn push_superseded(head: &str, tip: Option<&str>) -> bool {
+    tip != Some(head)
+}
+
 /// `--older-than`: a whole number and a unit, `s`, `m`, `h`, `d` or `w` (`90s`, `30m`,
 /// `12h`, `7d`, `2w`), up to [`MAX_AGE_SECONDS`]; the seconds it means.
 pub fn parse_age(text: &str) -> Result<i64, String> {
@@ -52,6 +106,21 @@ pub fn parse_age(text: &str) -> Result<i64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_push_goes_only_when_its_branch_has_moved_on_or_is_gone() {
+        assert!(!push_superseded("abc", Some("abc")), "still the tip: a PR may have it as its head");
+        assert!(push_superseded("abc", Some("def")));
+        assert!(push_superseded("abc", None));
+    }
+
+    #[test]
+    fn history_ages_have_a_floor() {
+        assert_eq!(parse_age_at_least("audit", "2d", MIN_HISTORY_SECONDS), Ok(2 * 86_400));
+        let short = parse_age_at_least("audit", "12h", MIN_HISTORY_SECONDS).unwrap_err();
+        assert!(short.contains("shorter than 86400 s"), "{short}");
+        assert!(parse_age_at_least("audit", "soon", MIN_HISTORY_SECONDS).unwrap_err().starts_with("audit: "));
+    }
     use crate::runtime::{CohortSource, RuntimeRecord};
 
     fn now() -> Timestamp {

@@ -377,11 +377,15 @@ impl ReplayReport {
 }
 
 /// Every entry of `history` judged again by `new`.
-pub fn replay<'e>(history: impl IntoIterator<Item = &'e AuditEntry>, new: &ReplayRules<'_>) -> ReplayReport {
+pub fn replay<E: std::borrow::Borrow<AuditEntry>>(
+    history: impl IntoIterator<Item = E>,
+    new: &ReplayRules<'_>,
+) -> ReplayReport {
     let mut report = ReplayReport::default();
     let mut flips: BTreeMap<(Outcome, Outcome, String, String), FlipGroup> = BTreeMap::new();
     let mut unjudged: BTreeMap<Unjudged, UnjudgedGroup> = BTreeMap::new();
     for entry in history {
+        let entry = entry.borrow();
         let rejudged = rejudge(entry, new);
         if rejudged == Rejudged::NotACall {
             report.not_calls += 1;

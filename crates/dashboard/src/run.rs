@@ -33,6 +33,8 @@ pub struct DashboardSettings {
     pub sign_in: Option<crate::signin::SignInSettings>,
     /// `[[approvals.notify]]`: the targets, and what the notifier reads (none: no target).
     pub notify: Option<(Vec<fleetgate_config::NotifyTarget>, fleetgate_control::notify::Context)>,
+    /// `[retention] every`: what the scheduled prune reads (none: no schedule).
+    pub retention: Option<fleetgate_control::retention::Job>,
 }
 
 /// Run the dashboard until SIGTERM or SIGINT. Returns the process exit code.
@@ -80,6 +82,10 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
                 fleetgate_control::notify::Context { metrics: Some(metrics.notify_deliveries.clone()), ..cx.clone() };
             fleetgate_control::notify::Notifier::start(targets, &cx)
         });
+        let retention = settings
+            .retention
+            .clone()
+            .map(|job| fleetgate_control::retention::Schedule::start(source.store.clone(), source.clock.clone(), job));
         let (stop_reader, stopped) = std::sync::mpsc::channel::<()>();
         let reader = std::thread::Builder::new()
             .name("fleetgate-dashboard-reader".into())
@@ -102,6 +108,9 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
         let _ = reader.join();
         if let Some(n) = notifier {
             n.stop();
+        }
+        if let Some(r) = retention {
+            r.stop();
         }
         tracing::info!("dashboard stopped");
         Ok(0)

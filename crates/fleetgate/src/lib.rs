@@ -139,6 +139,7 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
         Command::Audit { since, limit } => cli::gate::audit(ctx, since.as_deref(), limit),
         Command::Rules(cmd) => cli::rules::run(ctx, cmd),
         Command::Approvals(cmd) => cli::rules::approvals(ctx, cmd),
+        Command::Prune(args) => cli::runtime::prune_history(ctx, args),
         Command::Inventory { answering_namespace } => cli::inventory::run(ctx, answering_namespace.as_deref()),
         Command::Doctor(args) => cli::doctor::run(ctx, args),
         Command::Pr(cmd) => cli::pr::pr(ctx, cmd),

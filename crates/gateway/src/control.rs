@@ -62,6 +62,14 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// Answer a call of one of [`control_tools`](Self::control_tools) (see [`ControlCall`]).
     fn call_control_tool(&self, call: ControlCall<'_>) -> CallToolResult;
 
+    /// Whether the control tool `name` reads the forge through the downstream: the gateway
+    /// then waits for a downstream still starting before it calls it, as it would for a
+    /// forwarded call (a stateless client's first request may be one). The rest answer at
+    /// once, reporting the downstream as it is.
+    fn control_tool_reads_downstream(&self, _name: &str) -> bool {
+        false
+    }
+
     /// How a downstream tool is listed to this role: whether at all (a tool the role may
     /// never call is left out of `tools/list`; a direct call of one is still put to
     /// [`decide`](Self::decide)), its class, and what the listing's `_meta` adds.

@@ -133,7 +133,7 @@ const DECISION: [&str; 13] = [
 
 /// The `pr_pushes` table (v7); `id` is the store's.
 /// `principal` arrived in schema v10.
-const PUSH: [&str; 10] =
+pub(crate) const PUSH: [&str; 10] =
     ["id", "binding", "branch", "head", "worker", "profile", "client", "session", "at", "principal"];
 
 /// The `pr_origins` table.

@@ -20,6 +20,7 @@ mod locks;
 pub use locks::{LockWrite, new_lock_id};
 mod ops;
 pub mod postgres;
+mod retention;
 mod rows;
 mod schema;
 mod shown;
@@ -43,6 +44,7 @@ use fleetgate_core::worker::{
     ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord,
 };
 use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrPush, PrRef};
+pub use retention::PrunedApprovals;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -134,6 +136,32 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// in one write transaction; a running row is never deleted. The ids deleted.
     fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError>;
 
+    /// Delete at most `limit` of the oldest audit entries written before `before` (one
+    /// transaction); how many. Called until it answers fewer than `limit`.
+    fn prune_audit(&self, before: Timestamp, limit: usize) -> Result<u64, StoreError>;
+
+    /// Delete the approval requests answered, used, withdrawn or expired before `before` — never
+    /// a pending one — and their events older than `before` that every notification target
+    /// has delivered.
+    fn prune_approvals(&self, before: Timestamp) -> Result<PrunedApprovals, StoreError>;
+
+    /// Delete the observations of hosts last heard from before `before`; how many.
+    fn prune_observations(&self, before: Timestamp) -> Result<u64, StoreError>;
+
+    /// The PRs whose every record (decisions, origin, leases, locks) is older than `before`,
+    /// with no lease claimed and no lock live: the candidates of [`Store::prune_pr`].
+    fn idle_prs(&self, before: Timestamp) -> Result<Vec<PrRef>, StoreError>;
+
+    /// Delete every record of `pr` — decisions, origin, leases, locks — if it is still idle
+    /// as [`Store::idle_prs`] says (judged again in the deleting transaction); whether it was.
+    fn prune_pr(&self, pr: &PrRef, before: Timestamp) -> Result<bool, StoreError>;
+
+    /// The pushes recorded before `before`, with their row ids, oldest first.
+    fn old_pushes(&self, before: Timestamp) -> Result<Vec<(i64, PrPush)>, StoreError>;
+
+    /// Delete the pushes `ids` that were recorded before `before`; how many.
+    fn prune_pushes(&self, ids: &[i64], before: Timestamp) -> Result<u64, StoreError>;
+
     /// Append one audit entry; returns its sequence number.
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError>;
 
@@ -156,6 +184,10 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Audit entries at or after `since`, oldest first, at most `limit` (the newest ones).
     fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// At most `limit` audit entries after the entry `after` (an id; 0: from the first), by id:
+    /// one page of a read of the whole log in bounded memory (`rules test`).
+    fn audit_after(&self, after: i64, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
 
     /// The store's own clock, when it has one: with several hosts sharing a
     /// server, TTL ages are measured against it, never against each host's

@@ -5,6 +5,7 @@
 
 use crate::engine::{Engine, Exec, Retry, Tx};
 use crate::ledger;
+use crate::retention;
 use crate::rows::{self, Value, text};
 use crate::workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin};
 use crate::{FleetSnapshot, HostIdentity, HostObservation, Store, StoreError};
@@ -178,6 +179,34 @@ impl<E: Engine> Store for E {
         )
     }
 
+    fn prune_audit(&self, before: Timestamp, limit: usize) -> Result<u64, StoreError> {
+        retention::audit(self, before, limit)
+    }
+
+    fn prune_approvals(&self, before: Timestamp) -> Result<crate::PrunedApprovals, StoreError> {
+        retention::approvals(self, before)
+    }
+
+    fn prune_observations(&self, before: Timestamp) -> Result<u64, StoreError> {
+        retention::observations(self, before)
+    }
+
+    fn idle_prs(&self, before: Timestamp) -> Result<Vec<PrRef>, StoreError> {
+        retention::idle_prs(self, before)
+    }
+
+    fn prune_pr(&self, pr: &PrRef, before: Timestamp) -> Result<bool, StoreError> {
+        retention::pr(self, pr, before)
+    }
+
+    fn old_pushes(&self, before: Timestamp) -> Result<Vec<(i64, PrPush)>, StoreError> {
+        retention::old_pushes(self, before)
+    }
+
+    fn prune_pushes(&self, ids: &[i64], before: Timestamp) -> Result<u64, StoreError> {
+        retention::pushes(self, ids, before)
+    }
+
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
         let values = rows::audit_values(entry)?;
         // Not retried: an append that committed would be recorded twice.
@@ -206,6 +235,11 @@ impl<E: Engine> Store for E {
     fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
         let args = [Value::Time(since), Value::Int(Some(i64::try_from(limit).unwrap_or(i64::MAX)))];
         self.run("cannot list audit entries", Retry::Read, |c| c.query(&self.sql().list_audit, &args))
+    }
+
+    fn audit_after(&self, after: i64, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let args = [Value::Int(Some(after)), Value::Int(Some(i64::try_from(limit).unwrap_or(i64::MAX)))];
+        self.run("cannot read audit entries", Retry::Read, |c| c.query(&self.sql().audit_after, &args))
     }
 
     fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {

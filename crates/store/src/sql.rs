@@ -82,6 +82,9 @@ pub(crate) struct Sql {
     /// The newest `$2` entries at or after `$1` (NULL: since the first),
     /// oldest first.
     pub list_audit: String,
+    /// At most `$2` entries after id `$1`, by id: a page of a replay that reads the whole log
+    /// in bounded memory.
+    pub audit_after: String,
     /// Publish a host's observation ([`OBSERVATION`]). The newest one wins,
     /// and a new boot always wins: no process of the old boot is left to
     /// write late, and the clock may have stepped back across the boot.
@@ -94,6 +97,8 @@ pub(crate) struct Sql {
     pub locks: crate::locks::LockSql,
     /// Schema v9's approval requests.
     pub approvals: crate::approvals::ApprovalSql,
+    /// What `fleetgate prune` deletes.
+    pub retention: crate::retention::RetentionSql,
 }
 
 /// `$1, $2, …, $n`.
@@ -176,6 +181,7 @@ impl Sql {
                  ORDER BY id DESC LIMIT $2) recent ORDER BY id",
                 d.typed(1, "timestamptz")
             )),
+            audit_after: sql(format!("SELECT {audit} FROM audit_log WHERE id > $1 ORDER BY id LIMIT $2")),
             publish_observation: sql(format!(
                 "INSERT INTO host_observations ({observation}) VALUES ({}) ON CONFLICT (host_id) DO UPDATE SET {}
                  WHERE excluded.observed_at >= host_observations.observed_at
@@ -187,6 +193,7 @@ impl Sql {
             ledger: crate::ledger::LedgerSql::new(d),
             locks: crate::locks::LockSql::new(d),
             approvals: crate::approvals::ApprovalSql::new(d),
+            retention: crate::retention::RetentionSql::new(d),
         }
     }
 }

@@ -1141,9 +1141,10 @@ impl ShadowReport {
 }
 
 /// Group the shadow flips among `entries` (the audit log's `shadow:<tool>` events).
-pub fn shadow_report<'a>(entries: impl Iterator<Item = &'a AuditEntry>) -> ShadowReport {
+pub fn shadow_report<E: std::borrow::Borrow<AuditEntry>>(entries: impl Iterator<Item = E>) -> ShadowReport {
     let mut report = ShadowReport::default();
     for e in entries {
+        let e = e.borrow();
         let Some(tool) = e.tool.strip_prefix(SHADOW_EVENT) else { continue };
         let field = |name: &str| {
             e.reasons

@@ -92,8 +92,16 @@ impl Store for MeteredStore {
         fn mark_runtime_stopped(&self, runtime_id: &str, now: Timestamp) -> bool;
         fn prune_workers(&self, older_than_seconds: i64, now: Timestamp) -> Vec<String>;
         fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Vec<String>;
+        fn prune_audit(&self, before: Timestamp, limit: usize) -> u64;
+        fn prune_approvals(&self, before: Timestamp) -> fleetgate_store::PrunedApprovals;
+        fn prune_observations(&self, before: Timestamp) -> u64;
+        fn idle_prs(&self, before: Timestamp) -> Vec<fleetgate_core::workflow::PrRef>;
+        fn prune_pr(&self, pr: &fleetgate_core::workflow::PrRef, before: Timestamp) -> bool;
+        fn old_pushes(&self, before: Timestamp) -> Vec<(i64, fleetgate_core::workflow::PrPush)>;
+        fn prune_pushes(&self, ids: &[i64], before: Timestamp) -> u64;
         fn append_audit(&self, entry: &AuditEntry) -> i64;
         fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Vec<AuditEntry>;
+        fn audit_after(&self, after: i64, limit: usize) -> Vec<AuditEntry>;
         fn server_now(&self) -> Option<Timestamp>;
         fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> bool;
         fn list_observations(&self) -> Vec<HostObservation>;

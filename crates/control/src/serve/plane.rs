@@ -84,6 +84,16 @@ impl std::fmt::Debug for FleetControl {
 }
 
 impl FleetControl {
+    /// What `[retention] every` prunes with: the roster and the environment.
+    pub fn retention_job(&self) -> crate::retention::Job {
+        crate::retention::Job { config: Arc::new(self.config().clone()), env: self.env.clone() }
+    }
+
+    /// The store and the clock this plane decides with.
+    pub fn store_and_clock(&self) -> (Arc<dyn fleetgate_store::Store>, Arc<dyn Clock>) {
+        (Arc::clone(self.gate.store()), Arc::clone(&self.clock))
+    }
+
     /// What this process's notifier sends approval events with (`[[approvals.notify]]`).
     pub fn notifier_context(&self) -> crate::notify::Context {
         let env = self.env.clone();
@@ -459,6 +469,11 @@ impl ControlPlane for FleetControl {
 
     fn call_control_tool(&self, call: ControlCall<'_>) -> CallToolResult {
         tools::call(self, call)
+    }
+
+    fn control_tool_reads_downstream(&self, name: &str) -> bool {
+        let short = name.strip_prefix(self.config().tool_prefix.as_str()).unwrap_or(name);
+        tools::READS_THE_FORGE.contains(&short)
     }
 
     fn list_tool(&self, tool: &Tool) -> Listing {

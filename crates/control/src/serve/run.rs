@@ -47,6 +47,9 @@ pub fn run_serve(settings: ServeSettings) -> Result<u8, RunError> {
     // Approval events to `[[approvals.notify]]` targets, on threads of their own: a target
     // that hangs holds up nothing of the gateway's.
     let notifier = crate::notify::Notifier::start(&control.config().approvals.notify, &control.notifier_context());
+    // `[retention] every`: history pruned on a thread of its own.
+    let (store, clock) = control.store_and_clock();
+    let retention = crate::retention::Schedule::start(store, clock, control.retention_job());
     let reason = match settings.http {
         None => fleetgate_gateway::run(options, control),
         Some(http) => fleetgate_gateway::run_http(options, http, control, |addr| {
@@ -57,6 +60,7 @@ pub fn run_serve(settings: ServeSettings) -> Result<u8, RunError> {
     }
     .context("the gateway failed");
     notifier.stop();
+    retention.stop();
     if let Some(telemetry) = telemetry {
         telemetry.shutdown();
     }

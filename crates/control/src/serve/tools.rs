@@ -272,6 +272,9 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
     }
 }
 
+/// The control tools that read the forge through the attachment's downstream.
+pub(crate) const READS_THE_FORGE: [&str; 3] = ["resolve_task_capability", "claim_pr_lease", "assess_pr"];
+
 fn current_head(plane: &FleetControl) -> Result<String, String> {
     match &plane.identity().repo_root {
         Some(root) => plane.gate().observer().head(root).map_err(|e| e.to_string()),

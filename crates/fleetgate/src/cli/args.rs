@@ -117,6 +117,13 @@ pub enum Command {
     /// Calls a rule asks an operator about: list them, approve or deny one exact call.
     #[command(subcommand, after_help = examples::APPROVALS)]
     Approvals(ApprovalsCommand),
+    /// Delete old history by `[retention]` (each flag wins over its key): audit entries,
+    /// answered approvals and delivered events, closed PRs' records and superseded pushes
+    /// (the forge is asked), host observations, stopped worker and runtime rows. Nothing still
+    /// referenced goes. Exit 0; 3 when something old was kept because the forge could not
+    /// answer for it (unreachable, or no `[workflow] forge_command`).
+    #[command(after_help = examples::PRUNE)]
+    Prune(PruneHistoryArgs),
     /// A rule change previewed: `rules test` judges the audited history again by the rules
     /// of `--config` (exit 0 nothing flips, 3 something flips); `rules diff OLD NEW`.
     #[command(subcommand, after_help = examples::RULES)]
@@ -386,6 +393,29 @@ pub enum WorkerCommand {
     /// Delete history: stopped or expired worker rows last heard from at least D ago.
     /// A live lease is never deleted.
     Prune(PruneArgs),
+}
+
+/// `fleetgate prune`: ages over `[retention]`'s.
+#[derive(Debug, Args)]
+pub struct PruneHistoryArgs {
+    /// Audit entries older than this (at least 1d).
+    #[arg(long, value_name = "D")]
+    pub audit: Option<String>,
+    /// Approval requests answered longer ago than this, and delivered events (at least 1d).
+    #[arg(long, value_name = "D")]
+    pub approvals: Option<String>,
+    /// Closed PRs' records idle this long, and pushes this old whose branch moved on (at least 1d).
+    #[arg(long, value_name = "D")]
+    pub workflow: Option<String>,
+    /// Observations of hosts silent this long (at least 1d).
+    #[arg(long, value_name = "D")]
+    pub observations: Option<String>,
+    /// Stopped or expired worker rows silent this long.
+    #[arg(long, value_name = "D")]
+    pub workers: Option<String>,
+    /// Stopped runtime rows silent this long.
+    #[arg(long, value_name = "D")]
+    pub runtimes: Option<String>,
 }
 
 /// `worker prune`, `runtime prune`

@@ -28,6 +28,10 @@ pub fn run(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<u8> {
         };
         settings.notify = Some((ctx.config.approvals.notify.clone(), cx));
     }
+    if ctx.config.retention.every.is_some() {
+        settings.retention =
+            Some(fleetgate_control::retention::Job { config: Arc::new(ctx.config.clone()), env: ctx.env.clone() });
+    }
     let source = Source {
         config: ctx.config.clone(),
         store: ctx.store()?,
@@ -105,5 +109,6 @@ fn resolve(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<DashboardSettings>
         log_filter: ctx.env.get(EnvKey::FleetgateLog, "").map(str::to_owned),
         sign_in,
         notify: None,
+        retention: None,
     })
 }

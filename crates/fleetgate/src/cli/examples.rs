@@ -35,6 +35,11 @@ pub const APPROVALS: &str = "Examples:
   fleetgate approvals approve apr-0123456789abcdef --reason 'release 1.4, checked by hand'
   fleetgate approvals deny apr-0123456789abcdef --reason 'not this week'";
 
+/// `fleetgate prune --help`.
+pub const PRUNE: &str = "Examples:
+  fleetgate prune                                   # by the roster's [retention]
+  fleetgate prune --audit 180d --approvals 30d --workflow 90d --json";
+
 /// `fleetgate rules --help`.
 pub const RULES: &str = "Examples:
   fleetgate --config new.toml rules test --since 2026-12-01T00:00:00Z

@@ -92,7 +92,7 @@ pub fn run(ctx: &Ctx, cmd: &RulesCommand) -> anyhow::Result<Reply> {
                 t.as_deref().map(Timestamp::parse).transpose().map_err(|e| anyhow!("invalid {flag}: {e}"))
             };
             let (since, until) = (time("--since", since)?, time("--until", until)?);
-            let entries = ctx.store()?.list_audit(since, usize::MAX)?;
+            let store = ctx.store()?;
             let digest = ctx.config.rules_digest();
             let lifted = ctx.config.lifted();
             let new = ReplayRules {
@@ -106,10 +106,16 @@ pub fn run(ctx: &Ctx, cmd: &RulesCommand) -> anyhow::Result<Reply> {
                     lifted: &lifted,
                 }),
             };
-            let window = entries
-                .iter()
-                .filter(|e| until.is_none_or(|u| e.at < u) && profile.as_deref().is_none_or(|p| e.profile == p));
+            // The whole log, a page at a time: bounded memory at any size.
+            let mut scan = scan(&*store);
+            let window = scan.by_ref().filter(|e| {
+                since.is_none_or(|s| e.at >= s)
+                    && until.is_none_or(|u| e.at < u)
+                    && profile.as_deref().is_none_or(|p| e.profile == p)
+            });
             let report = replay(window, &new);
+            end_progress();
+            scan.finish()?;
             let header = format!("replayed against the rules of {} ({digest})", ctx.config.source);
             let exit = if report.flipped == 0 { Exit::Ok } else { Exit::No };
             Ok(Reply { text: report.text(&header), value: serde_json::to_value(&report)?, exit })
@@ -117,10 +123,14 @@ pub fn run(ctx: &Ctx, cmd: &RulesCommand) -> anyhow::Result<Reply> {
         RulesCommand::ShadowReport { since, profile } => {
             let since =
                 since.as_deref().map(Timestamp::parse).transpose().map_err(|e| anyhow!("invalid --since: {e}"))?;
-            let entries = ctx.store()?.list_audit(since, usize::MAX)?;
+            let store = ctx.store()?;
+            let mut scan = scan(&*store);
             let report = fleetgate_control::gate::shadow_report(
-                entries.iter().filter(|e| profile.as_deref().is_none_or(|p| e.profile == p)),
+                scan.by_ref()
+                    .filter(|e| since.is_none_or(|s| e.at >= s) && profile.as_deref().is_none_or(|p| e.profile == p)),
             );
+            end_progress();
+            scan.finish()?;
             let exit = if report.flips == 0 { Exit::Ok } else { Exit::No };
             Ok(Reply { text: report.text(), value: serde_json::to_value(&report)?, exit })
         }
@@ -131,5 +141,27 @@ pub fn run(ctx: &Ctx, cmd: &RulesCommand) -> anyhow::Result<Reply> {
             let exit = if diff.is_empty() { Exit::Ok } else { Exit::No };
             Ok(Reply { text: diff.text(), value: serde_json::to_value(&diff)?, exit })
         }
+    }
+}
+
+/// The audit log a page at a time; on a terminal, how far the read has got, on stderr.
+fn scan(store: &dyn fleetgate_store::Store) -> fleetgate_control::audit::AuditScan<'_> {
+    use std::io::{IsTerminal as _, Write as _};
+    let scan = fleetgate_control::audit::AuditScan::new(store, fleetgate_control::audit::SCAN_PAGE);
+    if !std::io::stderr().is_terminal() {
+        return scan;
+    }
+    scan.with_progress(|read| {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\rread {read} audit entries");
+        let _ = err.flush();
+    })
+}
+
+/// The progress line ends (on a terminal).
+fn end_progress() {
+    use std::io::IsTerminal as _;
+    if std::io::stderr().is_terminal() {
+        eprintln!();
     }
 }

@@ -118,3 +118,30 @@ fn list(ctx: &Ctx) -> anyhow::Result<Reply> {
     };
     Ok(Reply { value: json!({ "runtimes": rows }), text, exit: Exit::Ok })
 }
+
+/// `fleetgate prune`: the roster's `[retention]`, each flag over its key.
+pub fn prune_history(ctx: &Ctx, args: &crate::cli::args::PruneHistoryArgs) -> anyhow::Result<Reply> {
+    use fleetgate_core::prune::{MIN_HISTORY_SECONDS, parse_age_at_least};
+    let mut retention = ctx.config.retention;
+    let flag = |name: &str, value: &Option<String>, floor: i64, into: &mut Option<i64>| -> anyhow::Result<()> {
+        if let Some(v) = value {
+            *into = Some(parse_age_at_least(&format!("--{name}"), v, floor).map_err(|why| anyhow::anyhow!("{why}"))?);
+        }
+        Ok(())
+    };
+    flag("audit", &args.audit, MIN_HISTORY_SECONDS, &mut retention.audit)?;
+    flag("approvals", &args.approvals, MIN_HISTORY_SECONDS, &mut retention.approvals)?;
+    flag("workflow", &args.workflow, MIN_HISTORY_SECONDS, &mut retention.workflow)?;
+    flag("observations", &args.observations, MIN_HISTORY_SECONDS, &mut retention.observations)?;
+    flag("workers", &args.workers, 0, &mut retention.workers)?;
+    flag("runtimes", &args.runtimes, 0, &mut retention.runtimes)?;
+    if !retention.prunes_anything() {
+        bail!("nothing to prune: give an age (--audit 180d, …) or set [retention] in the roster");
+    }
+    let store = ctx.store()?;
+    let report = fleetgate_control::retention::prune_fleet(&*store, &ctx.config, &ctx.env, &retention, ctx.now())?;
+    let mut text = vec![report.summary()];
+    text.extend(report.kept.iter().map(|k| format!("kept {}: {}", k.what, k.why)));
+    let exit = if report.kept.iter().any(|k| k.unanswered) { Exit::No } else { Exit::Ok };
+    Ok(Reply { value: serde_json::to_value(&report)?, text: text.join("\n"), exit })
+}

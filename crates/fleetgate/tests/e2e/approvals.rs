@@ -265,7 +265,9 @@ fn every_approval_event_is_sent_signed_and_a_dead_target_changes_nothing() {
     let mut fleet = Fleet::start(&notify);
     let watch = fleet
         .f
-        .cli_command(&["approvals", "watch", "--json", "--count", "3"])
+        // From the first event on record (the store is new): a watch that started "from now"
+        // could start after the request was recorded on a loaded machine, and wait for ever.
+        .cli_command(&["approvals", "watch", "--json", "--count", "3", "--after", "0"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -297,8 +299,15 @@ fn every_approval_event_is_sent_signed_and_a_dead_target_changes_nothing() {
         let v: Value = serde_json::from_str(body).unwrap();
         assert_eq!(v["request"]["arguments"]["branch"], "heard", "the exact call: {v}");
     }
-    // The watch saw the same three, one JSON object a line.
+    // The watch saw the same three, one JSON object a line (bounded: a watch that missed one
+    // would wait for ever).
+    let mut watch = watch;
+    let ended = wait_until(20.0, || watch.try_wait().ok().flatten().is_some());
+    if !ended {
+        let _ = watch.kill();
+    }
     let out = watch.wait_with_output().unwrap();
+    assert!(ended, "the watch did not see three events: {}", String::from_utf8_lossy(&out.stdout));
     let lines: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let watched: Vec<&str> = lines.iter().map(|e| e["kind"].as_str().unwrap()).collect();

@@ -152,6 +152,27 @@ impl Store for Instrumented {
     fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError> {
         self.inner.prune_runtime(older_than_seconds, now)
     }
+    fn prune_audit(&self, before: Timestamp, limit: usize) -> Result<u64, StoreError> {
+        self.inner.prune_audit(before, limit)
+    }
+    fn prune_approvals(&self, before: Timestamp) -> Result<fleetgate_store::PrunedApprovals, StoreError> {
+        self.inner.prune_approvals(before)
+    }
+    fn prune_observations(&self, before: Timestamp) -> Result<u64, StoreError> {
+        self.inner.prune_observations(before)
+    }
+    fn idle_prs(&self, before: Timestamp) -> Result<Vec<PrRef>, StoreError> {
+        self.inner.idle_prs(before)
+    }
+    fn prune_pr(&self, pr: &PrRef, before: Timestamp) -> Result<bool, StoreError> {
+        self.inner.prune_pr(pr, before)
+    }
+    fn old_pushes(&self, before: Timestamp) -> Result<Vec<(i64, PrPush)>, StoreError> {
+        self.inner.old_pushes(before)
+    }
+    fn prune_pushes(&self, ids: &[i64], before: Timestamp) -> Result<u64, StoreError> {
+        self.inner.prune_pushes(ids, before)
+    }
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
         let thread = std::thread::current().name().unwrap_or_default().to_owned();
         self.committers.lock().unwrap().push(thread);
@@ -163,6 +184,9 @@ impl Store for Instrumented {
     }
     fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
         self.inner.list_audit(since, limit)
+    }
+    fn audit_after(&self, after: i64, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        self.inner.audit_after(after, limit)
     }
     fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {
         self.inner.server_now()

@@ -138,11 +138,14 @@ impl Gateway {
         let channel = &attachment.channel;
         let id = attachment.id;
         if self.hub.control_names.contains(&name) {
-            // A control tool reads the forge through the downstream: wait for it as a
+            // A control tool that reads the forge through the downstream waits for it as a
             // forwarded call would (a stateless client's first request may be this one,
-            // before its downstream has connected).
-            let connection =
-                if channel.has_downstream() { channel.ready(self.settings().attach_wait).await } else { None };
+            // before its downstream has connected); the others report it as it is.
+            let connection = if channel.has_downstream() && self.hub.control.control_tool_reads_downstream(&name) {
+                channel.ready(self.settings().attach_wait).await
+            } else {
+                channel.link()
+            };
             // The control plane builds its reads of the downstream from the tools it lists:
             // list them once per connection when no call has yet.
             if let Some(connection) = &connection

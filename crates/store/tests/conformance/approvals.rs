@@ -8,7 +8,7 @@ use fleetgate_core::approval::{ApprovalRequest, ApprovalState, Approver, call_di
 use fleetgate_store::Answered;
 use serde_json::json;
 
-fn request(nonce: u128, worker: &str, index: u64) -> ApprovalRequest {
+pub fn request(nonce: u128, worker: &str, index: u64) -> ApprovalRequest {
     let arguments = json!({ "method": "merge", "index": index, "body": "quote \" ünïcödé" }).as_object().cloned();
     ApprovalRequest {
         id: request_id(nonce),

@@ -57,3 +57,24 @@ pub fn audit_appends_in_order_and_lists_the_newest(fx: &Fixture) {
     assert!(store.list_audit(None, 0).unwrap().is_empty());
     assert!(store.list_audit(Some(now().plus_seconds(41)), 10).unwrap().is_empty());
 }
+
+/// The log read a page at a time by id (`rules test` on a log of any size): every entry once,
+/// in order, whatever the page size, and an empty page past the end.
+pub fn audit_pages_by_id_read_every_entry_once(fx: &Fixture) {
+    let store = fx.open();
+    assert!(store.audit_after(0, 3).unwrap().is_empty());
+    let ids: Vec<i64> =
+        (0..7).map(|i| store.append_audit(&audit_entry(&format!("t{i}"), now().plus_seconds(i))).unwrap()).collect();
+    let mut read = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.audit_after(after, 3).unwrap();
+        assert!(page.len() <= 3);
+        let Some(last) = page.last() else { break };
+        after = last.id.unwrap();
+        read.extend(page.into_iter().map(|e| (e.id.unwrap(), e.tool)));
+    }
+    let expected: Vec<(i64, String)> = ids.iter().enumerate().map(|(i, id)| (*id, format!("t{i}"))).collect();
+    assert_eq!(read, expected);
+    assert!(store.audit_after(*ids.last().unwrap(), 3).unwrap().is_empty());
+}
