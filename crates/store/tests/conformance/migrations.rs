@@ -45,6 +45,21 @@ fn populate(store: &dyn Store, version: u32, raw: &dyn Fn(&str)) {
             now()
         ));
     }
+    if version >= 11 {
+        store.request_approval(&crate::approvals::request(9, "w-old", 1)).unwrap();
+    } else if version >= 9 {
+        // Version 9's and 10's columns: no approvers, required count or answers yet.
+        let r = crate::approvals::request(9, "w-old", 1);
+        raw(&format!(
+            "INSERT INTO approvals (id, requested_at, profile, role, worker, principal, tool, arguments, digest, why, \
+             state) VALUES ('{}', '{}', 'prgs-merger', 'merger', 'w-old', NULL, 'pull_request_write', '{}', '{}', \
+             'rule asks', 'pending')",
+            r.id,
+            now(),
+            serde_json::to_string(&r.arguments).unwrap().replace('\'', "''"),
+            r.digest
+        ));
+    }
     if version >= 8 {
         store.append_audit(&audit_entry("gitea_merge", now())).unwrap();
     } else if version >= 5 {
@@ -161,6 +176,19 @@ fn check_survivors(store: &dyn Store, version: u32) {
     let newest = store.list_audit(None, 1).unwrap();
     assert_eq!((newest[0].id, newest[0].principal.as_deref()), (Some(id), Some("claude-code")), "at version {version}");
     assert_eq!(newest[0].call, judged.call, "at version {version}");
+    // A request made before v11 waits for one answer from any operator; answering it writes
+    // v11's event.
+    let requests = store.list_approvals(false).unwrap();
+    assert_eq!(requests.len(), usize::from(version >= 9), "at version {version}");
+    if let Some(r) = requests.first() {
+        assert_eq!(r.arguments, crate::approvals::request(9, "w-old", 1).arguments, "at version {version}");
+        assert_eq!((r.approvers.len(), r.required, r.answers.len()), (0, 1, 0), "at version {version}");
+        let op = fleetgate_core::approval::Approver { id: "os:op".into(), name: None, groups: Vec::new() };
+        let answered = store.answer_approval(&r.id, &op, true, None, now()).unwrap();
+        assert!(matches!(answered, fleetgate_store::Answered::Recorded(ref a) if a.state.as_str() == "approved"));
+        let events = store.approval_events(0, 10).unwrap();
+        assert_eq!(events.last().map(|e| e.kind.as_str()), Some("answered"), "at version {version}");
+    }
 }
 
 pub fn migrates_from_every_older_version(fx: &Fixture) {
