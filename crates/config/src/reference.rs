@@ -53,6 +53,8 @@ pub const TABLES: &[Table] = &[
             key("audit", "table", "What each judged call's audit entry keeps."),
             key("approvals", "table", "Calls a `[[rules]]` entry with `decision = \"ask\"` matches."),
             key("invariants", "table", "The forge profile's invariants an operator lifts, by name."),
+            key("shadow", "table (unset)", "A candidate roster judged beside the running one, never enforced."),
+            key("retention", "table (unset)", "How long history is kept, and how often it is pruned."),
         ],
     },
     Table {
