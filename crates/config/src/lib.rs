@@ -660,7 +660,13 @@ fn roster_members(text: &str, source: &str, raw: Vec<RawMember>) -> Result<Vec<M
         if !seen.insert(profile.clone()) {
             return Err(RosterError::invalid(format!("{source}:{line}: duplicate profile {profile:?} in the roster")));
         }
-        members.push(Member { namespace: m.namespace, profile, role: m.role });
+        let declared = m.replicas.unwrap_or(1);
+        let Some(replicas) = u32::try_from(declared).ok().filter(|n| (1..=MAX_REPLICAS).contains(n)) else {
+            return Err(RosterError::invalid(format!(
+                "{source}:{line}: member {profile:?} replicas = {declared}: expected 1 to {MAX_REPLICAS}"
+            )));
+        };
+        members.push(Member { namespace: m.namespace, profile, role: m.role, replicas });
     }
     Ok(members)
 }
@@ -703,7 +709,12 @@ struct RawMember {
     namespace: String,
     profile: Spanned<String>,
     role: String,
+    // Signed, so a negative count is refused with the key's own message.
+    replicas: Option<i64>,
 }
+
+/// The most replicas a member may declare.
+pub const MAX_REPLICAS: u32 = 64;
 
 /// The default `process_match`: the seed fleet's server script.
 pub const DEFAULT_PROCESS_MATCH: &[&str] = &["mcp_server.py"];
@@ -720,6 +731,7 @@ impl FleetConfig {
                 namespace: format!("gitea-{role}"),
                 profile: format!("prgs-{role}"),
                 role: (*role).to_owned(),
+                replicas: 1,
             })
             .collect();
         members.sort();
@@ -1242,6 +1254,18 @@ role = "reviewer"
         for bad in ["max_connections = 0", "header_timeout_seconds = 0", "body_timeout_seconds = 601"] {
             let e = FleetConfig::parse(&format!("{GOOD}\n[http]\n{bad}\n"), "f.toml").unwrap_err().to_string();
             assert!(e.contains(bad.split(' ').next().unwrap()), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_member_may_declare_replicas_within_bounds() {
+        let roster = "[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n";
+        let members = FleetConfig::parse(&format!("{roster}replicas = 3\n"), "t").unwrap().members;
+        assert_eq!(members[0].replicas, 3);
+        assert_eq!(FleetConfig::parse(roster, "t").unwrap().members[0].replicas, 1, "one unless declared");
+        for bad in ["0", "65", "-1"] {
+            let e = FleetConfig::parse(&format!("{roster}replicas = {bad}\n"), "t").unwrap_err().to_string();
+            assert!(e.contains(&format!("replicas = {bad}: expected 1 to 64")), "{e}");
         }
     }
 

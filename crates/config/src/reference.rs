@@ -120,6 +120,13 @@ pub const TABLES: &[Table] = &[
             ),
             key("profile", "string, required", "The member's profile, as `fleetgate serve --profile` names it."),
             key("role", "string, required", "Its role: what it may do (`author`, `reviewer`, `merger`, …)."),
+            key(
+                "replicas",
+                "integer, `1`",
+                "How many instances of it may run at once (1 to 64): HTTP gateway replicas of one profile. The \
+                 inventory counts them as one member; one more is a duplicate and closes the gate. Sessions are not \
+                 yet shared between replicas: put them behind a load balancer with affinity.",
+            ),
         ],
     },
     Table {

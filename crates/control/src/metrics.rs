@@ -390,7 +390,11 @@ impl FleetMetrics {
             "Observed fleet processes that no running row claims",
             m.unregistered.clone(),
         );
-        r.register("fleet_duplicate_profiles", "Profiles with more than one running instance", m.duplicates.clone());
+        r.register(
+            "fleet_duplicate_profiles",
+            "Profiles with more running instances than the member declares replicas (one unless declared)",
+            m.duplicates.clone(),
+        );
         r.register(
             "fleet_hard_diagnostics",
             "Hard runtime diagnostics (each refuses mutations)",

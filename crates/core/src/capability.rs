@@ -776,12 +776,14 @@ pub fn inventory_action(inv: &FleetInventory) -> String {
     if let Some(d) = inv.duplicate_members.first()
         && let Some(newest) = d.instances.last()
     {
-        return format!(
-            "stop the second {} server, pid {}, started by cohort {}",
-            role_of(&d.profile),
-            newest.pid,
-            newest.cohort_id.as_deref().unwrap_or("unknown")
-        );
+        let (role, cohort) = (role_of(&d.profile), newest.cohort_id.as_deref().unwrap_or("unknown"));
+        if d.replicas > 1 {
+            return format!(
+                "stop the newest {role} server, pid {}, started by cohort {cohort}: the member declares {} replicas",
+                newest.pid, d.replicas
+            );
+        }
+        return format!("stop the second {role} server, pid {}, started by cohort {cohort}", newest.pid);
     }
     if let Some(u) = inv.unexpected_members.first() {
         return format!("stop the unexpected {} server, pid {}, or add its profile to the roster", u.profile, u.pid);

@@ -322,9 +322,13 @@ fn count_members(
         })
         .collect();
     let missing: Vec<ConfiguredMember> = configured.iter().filter(|c| c.health == Health::Missing).cloned().collect();
+    // A member runs as many instances as it declares replicas (one unless it says); one more
+    // is a duplicate. A profile outside the roster may run once.
+    let replicas = |profile: &str| input.roster.iter().find(|m| m.profile == profile).map_or(1, |m| m.replicas.max(1));
+    let allowed = |profile: &str| usize::try_from(replicas(profile)).unwrap_or(1);
     let duplicates: Vec<DuplicateMember> = by_profile
         .iter()
-        .filter(|(_, v)| v.len() > 1)
+        .filter(|(profile, v)| v.len() > allowed(profile))
         .map(|(profile, v)| {
             let mut instances: Vec<Instance> = v
                 .iter()
@@ -338,7 +342,13 @@ fn count_members(
             instances.sort_by_key(|a| (a.registered_at, a.pid));
             let mut pids: Vec<i64> = instances.iter().map(|i| i.pid).collect();
             pids.sort_unstable();
-            DuplicateMember { profile: (*profile).to_owned(), instance_count: v.len(), pids, instances }
+            DuplicateMember {
+                profile: (*profile).to_owned(),
+                instance_count: v.len(),
+                replicas: replicas(profile),
+                pids,
+                instances,
+            }
         })
         .collect();
     (configured, missing, duplicates)
@@ -504,9 +514,10 @@ fn blocking_reasons(
             .map(|i| format!("pid {} cohort {}", i.pid, i.cohort_id.as_deref().unwrap_or("unknown")))
             .collect();
         blocked.push(format!(
-            "duplicate {}: {} running instances ({})",
+            "duplicate {}: {} running instances{} ({})",
             d.profile,
             d.instance_count,
+            if d.replicas > 1 { format!(", {} replicas declared", d.replicas) } else { String::new() },
             detail.join(", ")
         ));
     }
@@ -551,7 +562,10 @@ pub fn classify_with_probes(input: &InventoryInput<'_>, probes: &BTreeMap<i64, P
     FleetInventory {
         running_member_count: running_members.len(),
         no_unexpected_members: unexpected_members.is_empty(),
-        exactly_one_per_profile: configured.iter().all(|m| m.instance_count == 1),
+        exactly_one_per_profile: configured.iter().all(|m| {
+            let replicas = input.roster.iter().find(|r| r.profile == m.profile).map_or(1, |r| r.replicas.max(1));
+            m.instance_count >= 1 && m.instance_count <= usize::try_from(replicas).unwrap_or(1)
+        }),
         configured_members: configured,
         running_members,
         missing_members: missing,

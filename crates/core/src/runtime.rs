@@ -163,6 +163,14 @@ pub struct RosterMember {
     pub profile: String,
     /// Role.
     pub role: String,
+    /// How many instances of it may run at once (`[[members]] replicas`; 1 unless declared):
+    /// HTTP gateway replicas of one profile behind a load balancer. One more is a duplicate.
+    #[serde(default = "one_replica")]
+    pub replicas: u32,
+}
+
+fn one_replica() -> u32 {
+    1
 }
 
 /// The repository every member must be bound to.

@@ -48,8 +48,12 @@ fn row(profile: &str, pid: i64, cohort: &str) -> RuntimeRecord {
 }
 
 fn inventory(rows: &[RuntimeRecord]) -> FleetInventory {
-    let roster =
-        [RosterMember { namespace: "gitea-author".into(), profile: "prgs-author".into(), role: "author".into() }];
+    let roster = [RosterMember {
+        namespace: "gitea-author".into(),
+        profile: "prgs-author".into(),
+        role: "author".into(),
+        replicas: 1,
+    }];
     let scan = ProcessScan::of(
         rows.iter().map(|r| ObservedProcess { pid: r.pid, started_at: t(), command: "x".into(), uid: None }).collect(),
     );

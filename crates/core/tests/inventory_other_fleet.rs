@@ -27,7 +27,12 @@ fn here() -> HostIdentity {
 }
 
 fn roster() -> Vec<RosterMember> {
-    vec![RosterMember { namespace: "gitea-author".into(), profile: "prgs-author".into(), role: "author".into() }]
+    vec![RosterMember {
+        namespace: "gitea-author".into(),
+        profile: "prgs-author".into(),
+        role: "author".into(),
+        replicas: 1,
+    }]
 }
 
 fn row(pid: i64, root: &str, binding: Option<Binding>) -> RuntimeRecord {

@@ -15,7 +15,12 @@ const PROFILES: &[&str] = &["author", "reviewer", "merger", "shadow"];
 fn roster() -> Vec<RosterMember> {
     PROFILES[..3]
         .iter()
-        .map(|r| RosterMember { namespace: format!("ns-{r}"), profile: format!("p-{r}"), role: (*r).into() })
+        .map(|r| RosterMember {
+            namespace: format!("ns-{r}"),
+            profile: format!("p-{r}"),
+            role: (*r).into(),
+            replicas: 1,
+        })
         .collect()
 }
 

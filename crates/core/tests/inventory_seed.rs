@@ -32,7 +32,12 @@ fn binding() -> Binding {
 fn roster() -> Vec<RosterMember> {
     ["author", "reviewer", "merger", "controller", "reconciler"]
         .iter()
-        .map(|r| RosterMember { namespace: format!("gitea-{r}"), profile: format!("prgs-{r}"), role: (*r).into() })
+        .map(|r| RosterMember {
+            namespace: format!("gitea-{r}"),
+            profile: format!("prgs-{r}"),
+            role: (*r).into(),
+            replicas: 1,
+        })
         .collect()
 }
 
@@ -630,4 +635,68 @@ mod across_hosts {
         assert_eq!(ids(served_here(&rows, &scan, &no_hosts)), [rows[1].runtime_id.clone()]);
         assert!(served_here(&rows, &ProcessScan::of(vec![]), &no_hosts).is_empty());
     }
+}
+
+// --- Replicas: a member that declares them ----------------------------------
+
+/// The roster with `prgs-author` declaring `replicas`, classified against `rows`.
+fn classify_replicated(replicas: u32, rows: &[RuntimeRecord]) -> FleetInventory {
+    let b = binding();
+    let roster: Vec<RosterMember> = roster()
+        .into_iter()
+        .map(|m| if m.profile == "prgs-author" { RosterMember { replicas, ..m } } else { m })
+        .collect();
+    let scan = scan_for(rows, &[]);
+    classify_fleet_inventory(
+        &InventoryInput {
+            roster: &roster,
+            runtime_rows: rows,
+            process_scan: &scan,
+            expected_binding: Some(&b),
+            now: now(),
+            registry_available: true,
+            registry_error: None,
+            answering_namespace: None,
+            hosts: Default::default(),
+            peers: Default::default(),
+        },
+        &|_| PidProbe::Alive,
+    )
+}
+
+#[test]
+fn declared_replicas_count_as_one_member_and_one_more_is_a_duplicate() {
+    let mut rows = healthy_rows();
+    rows.push(row("gitea-author", "prgs-author", "author", 49998));
+    rows.push(row("gitea-author", "prgs-author", "author", 49999));
+    // Three authors, three declared: one member, the gate open.
+    let r = classify_replicated(3, &rows);
+    assert!(r.duplicate_members.is_empty(), "{:?}", r.duplicate_members);
+    assert!(r.mutation_gate_satisfied && r.exactly_one_per_profile, "{:?}", r.blocked_reason);
+    let author = r.configured_members.iter().find(|m| m.profile == "prgs-author").unwrap();
+    assert_eq!((author.instance_count, author.health), (3, Health::Running));
+    // Fewer than declared is no fault (a replica restarting behind the load balancer).
+    let two: Vec<RuntimeRecord> = rows.iter().filter(|r| r.pid != 49999).cloned().collect();
+    assert!(classify_replicated(3, &two).mutation_gate_satisfied);
+    // Undeclared, the same three are the seed's duplicate.
+    let r = classify_replicated(1, &rows);
+    assert_eq!(r.duplicate_members[0].instance_count, 3);
+    assert!(!r.mutation_gate_satisfied);
+    // One more than declared closes the gate, naming what was declared.
+    rows.push(row("gitea-author", "prgs-author", "author", 49997));
+    let r = classify_replicated(3, &rows);
+    let d = &r.duplicate_members[0];
+    assert_eq!((d.profile.as_str(), d.instance_count, d.replicas), ("prgs-author", 4, 3));
+    assert!(!r.mutation_gate_satisfied && !r.exactly_one_per_profile);
+    let why = r.blocked_reason.unwrap();
+    assert!(why.contains("duplicate prgs-author: 4 running instances, 3 replicas declared"), "{why}");
+    // Replicas of another cohort or revision are not one member: the fleet's coherence refuses them.
+    let mut mixed = healthy_rows();
+    let mut other = row("gitea-author", "prgs-author", "author", 49998);
+    other.cohort_id = Some(COHORT_B.into());
+    other.startup_head = Some(HEAD_B.into());
+    mixed.push(other);
+    let r = classify_replicated(3, &mixed);
+    assert!(r.duplicate_members.is_empty());
+    assert!(!r.mutation_gate_satisfied, "mixed cohorts and revisions close the gate");
 }

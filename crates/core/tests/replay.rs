@@ -19,7 +19,12 @@ const ROLES: [&str; 3] = ["author", "reviewer", "merger"];
 fn members() -> Vec<RosterMember> {
     ROLES
         .iter()
-        .map(|r| RosterMember { namespace: format!("gitea-{r}"), profile: format!("prgs-{r}"), role: (*r).into() })
+        .map(|r| RosterMember {
+            namespace: format!("gitea-{r}"),
+            profile: format!("prgs-{r}"),
+            role: (*r).into(),
+            replicas: 1,
+        })
         .collect()
 }
 

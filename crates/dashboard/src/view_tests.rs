@@ -11,7 +11,12 @@ fn t0() -> Timestamp {
 }
 
 fn roster() -> Vec<RosterMember> {
-    vec![RosterMember { namespace: "gitea-author".into(), profile: "prgs-author".into(), role: "author".into() }]
+    vec![RosterMember {
+        namespace: "gitea-author".into(),
+        profile: "prgs-author".into(),
+        role: "author".into(),
+        replicas: 1,
+    }]
 }
 
 fn row(pid: i64) -> RuntimeRecord {

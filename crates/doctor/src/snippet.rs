@@ -74,7 +74,12 @@ mod tests {
     fn members() -> Vec<Member> {
         ["author", "reviewer"]
             .iter()
-            .map(|r| Member { namespace: format!("gitea-{r}"), profile: format!("prgs-{r}"), role: (*r).into() })
+            .map(|r| Member {
+                namespace: format!("gitea-{r}"),
+                profile: format!("prgs-{r}"),
+                role: (*r).into(),
+                replicas: 1,
+            })
             .collect()
     }
 

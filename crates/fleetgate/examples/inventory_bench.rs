@@ -30,7 +30,12 @@ fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
 
 fn main() {
     let roster: Vec<RosterMember> = (0..1000)
-        .map(|i| RosterMember { namespace: format!("ns-{i}"), profile: format!("p-{i}"), role: "author".into() })
+        .map(|i| RosterMember {
+            namespace: format!("ns-{i}"),
+            profile: format!("p-{i}"),
+            role: "author".into(),
+            replicas: 1,
+        })
         .collect();
     let reg = Timestamp::from_unix(1_800_000_000);
     let rows: Vec<RuntimeRecord> = (0..10_000)

@@ -70,6 +70,8 @@ pub struct DuplicateMember {
     pub profile: String,
     /// Running instances.
     pub instance_count: usize,
+    /// How many may run: the member's declared `replicas` (one unless declared).
+    pub replicas: u32,
     /// Their pids, sorted.
     pub pids: Vec<i64>,
     /// Each instance, oldest registration first.
@@ -142,7 +144,8 @@ pub struct FleetInventory {
     /// (their row may not be written yet): reported, no reason to close the gate until the
     /// grace ends.
     pub pending_gateways: Vec<super::PendingGateway>,
-    /// Every roster profile has exactly one running instance.
+    /// Every roster profile has one running instance — or, for a member that declares
+    /// `replicas`, one to that many (the name predates replicas).
     pub exactly_one_per_profile: bool,
     /// No unexpected member runs.
     pub no_unexpected_members: bool,

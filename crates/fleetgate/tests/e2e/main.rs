@@ -27,6 +27,7 @@ mod httpkit;
 mod lifecycle;
 mod metrics;
 mod oauth;
+mod replicas;
 mod retention;
 mod routing;
 mod second_host;
