@@ -90,12 +90,21 @@ struct Snap {
     registry_error: Option<&'static str>,
     answering: Option<&'static str>,
     probed: RefCell<Vec<i64>>,
+    /// The replicas `prgs-author` declares (0: none declared).
+    author_replicas: u32,
 }
 
 impl Snap {
     fn classify_with(&self, rows: &[RuntimeRecord], scan: &ProcessScan) -> FleetInventory {
         let b = binding();
-        let roster = roster();
+        let roster: Vec<RosterMember> = roster()
+            .into_iter()
+            .map(|m| match self.author_replicas {
+                0 => m,
+                replicas if m.profile == "prgs-author" => RosterMember { replicas, ..m },
+                _ => m,
+            })
+            .collect();
         let probe = |pid: i64| {
             self.probed.borrow_mut().push(pid);
             if self.unknown.contains(&pid) {
@@ -641,27 +650,7 @@ mod across_hosts {
 
 /// The roster with `prgs-author` declaring `replicas`, classified against `rows`.
 fn classify_replicated(replicas: u32, rows: &[RuntimeRecord]) -> FleetInventory {
-    let b = binding();
-    let roster: Vec<RosterMember> = roster()
-        .into_iter()
-        .map(|m| if m.profile == "prgs-author" { RosterMember { replicas, ..m } } else { m })
-        .collect();
-    let scan = scan_for(rows, &[]);
-    classify_fleet_inventory(
-        &InventoryInput {
-            roster: &roster,
-            runtime_rows: rows,
-            process_scan: &scan,
-            expected_binding: Some(&b),
-            now: now(),
-            registry_available: true,
-            registry_error: None,
-            answering_namespace: None,
-            hosts: Default::default(),
-            peers: Default::default(),
-        },
-        &|_| PidProbe::Alive,
-    )
+    Snap { author_replicas: replicas, ..Snap::default() }.classify(rows)
 }
 
 #[test]
