@@ -119,6 +119,11 @@ pub struct Approver {
     /// The groups the sign-in claims.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// The names the same person's calls carry elsewhere: the HTTP principal
+    /// `[[http.oauth.principals]]` maps their subject to. A request made under one of them is
+    /// theirs too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
 }
 
 impl Approver {
@@ -169,7 +174,8 @@ pub fn refusal(request: &ApprovalRequest, approver: &Approver) -> Option<String>
     if request.state != ApprovalState::Pending {
         return Some(format!("approval request {} is {}, not pending", request.id, request.state));
     }
-    if request.principal.as_deref().is_some_and(|p| same_person(p, &approver.id)) {
+    let theirs = |p: &str| same_person(p, &approver.id) || approver.aliases.iter().any(|a| same_person(p, a));
+    if request.principal.as_deref().is_some_and(theirs) {
         return Some(format!(
             "{} made the call this request is about: a principal never answers a request its own calls made",
             approver.shown()
@@ -372,7 +378,7 @@ mod tests {
     }
 
     fn who(id: &str, groups: &[&str]) -> Approver {
-        Approver { id: id.into(), name: None, groups: groups.iter().map(|g| (*g).to_owned()).collect() }
+        Approver { id: id.into(), groups: groups.iter().map(|g| (*g).to_owned()).collect(), ..Approver::default() }
     }
 
     #[test]
@@ -399,6 +405,11 @@ mod tests {
         assert!(stranger.contains("not among the approvers"), "{stranger}");
         assert_eq!(refusal(&r, &who("oidc:bob", &[])), None);
         assert_eq!(refusal(&r, &who("os:carol", &["release"])), None, "by group");
+        // The requester under a mapped name (`[[http.oauth.principals]]`) is the same person.
+        let mapped = request(Some("ci-bot"), &["oidc:svc-7f3a"], 1);
+        let svc = Approver { aliases: vec!["ci-bot".into()], ..who("oidc:svc-7f3a", &[]) };
+        assert!(refusal(&mapped, &svc).is_some_and(|w| w.contains("made the call")), "by alias");
+        assert_eq!(refusal(&mapped, &who("oidc:svc-7f3a", &[])), None, "without the alias, another principal");
         assert_eq!(refusal(&request(None, &[], 1), &who("token:dashboard", &[])), None, "anyone when none named");
     }
 

@@ -363,7 +363,7 @@ async fn answer(
             || fleetgate_core::approval::Approver {
                 id: "token:dashboard".into(),
                 name: Some("the dashboard's operator token".into()),
-                groups: Vec::new(),
+                ..Default::default()
             },
             |s| s.approver,
         );

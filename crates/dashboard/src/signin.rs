@@ -44,6 +44,9 @@ pub struct SignInSettings {
     pub redirect_uri: String,
     /// The claim listing the person's groups (`group:<name>` approvers).
     pub groups_claim: String,
+    /// `[[http.oauth.principals]]`: subject → the principal name the gateway gives its calls
+    /// (a person signed in with that subject answers as the same person).
+    pub principal_names: Vec<(String, String)>,
 }
 
 /// A signed-in person.
@@ -116,8 +119,13 @@ pub fn challenge(verifier: &str) -> String {
 }
 
 /// The approver a verified ID token's claims name (`oidc:<sub>`, `name` or
-/// `preferred_username`, the groups under `groups_claim`), or why none.
-pub fn approver(claims: &Map<String, Value>, groups_claim: &str) -> Result<Approver, String> {
+/// `preferred_username`, the groups under `groups_claim`, and the principal names
+/// `principal_names` maps the subject to as aliases), or why none.
+pub fn approver(
+    claims: &Map<String, Value>,
+    groups_claim: &str,
+    principal_names: &[(String, String)],
+) -> Result<Approver, String> {
     let sub = claims
         .get("sub")
         .and_then(Value::as_str)
@@ -132,7 +140,8 @@ pub fn approver(claims: &Map<String, Value>, groups_claim: &str) -> Result<Appro
         Some(Value::String(list)) => list.split_whitespace().map(str::to_owned).collect(),
         _ => Vec::new(),
     };
-    Ok(Approver { id: format!("oidc:{sub}"), name, groups })
+    let aliases = principal_names.iter().filter(|(s, _)| s == sub).map(|(_, n)| n.clone()).collect();
+    Ok(Approver { id: format!("oidc:{sub}"), name, groups, aliases })
 }
 
 impl SignIn {
@@ -200,7 +209,7 @@ impl SignIn {
         if claims.get("nonce").and_then(Value::as_str) != Some(pending.nonce.as_str()) {
             return Err("the ID token does not carry this sign-in's nonce".into());
         }
-        let approver = approver(&claims, &self.settings.groups_claim)?;
+        let approver = approver(&claims, &self.settings.groups_claim, &self.settings.principal_names)?;
         tracing::info!(who = %approver.shown(), "signed in to the dashboard");
         let id = random();
         let mut sessions = lock(&self.sessions);
@@ -299,11 +308,17 @@ mod tests {
     #[test]
     fn an_approver_is_the_subject_with_its_name_and_groups() {
         let claims = serde_json::json!({ "sub": "alice", "name": "Alice Liddell", "groups": ["release", "ops"] });
-        let a = approver(claims.as_object().unwrap(), "groups").unwrap();
+        let a = approver(claims.as_object().unwrap(), "groups", &[]).unwrap();
         assert_eq!((a.id.as_str(), a.name.as_deref(), a.groups.len()), ("oidc:alice", Some("Alice Liddell"), 2));
+        assert!(a.aliases.is_empty());
         let spaced = serde_json::json!({ "sub": "bob", "preferred_username": "bob", "roles": "a b" });
-        assert_eq!(approver(spaced.as_object().unwrap(), "roles").unwrap().groups, ["a", "b"]);
-        assert!(approver(serde_json::json!({ "name": "x" }).as_object().unwrap(), "groups").is_err());
-        assert!(approver(serde_json::json!({ "sub": "a b" }).as_object().unwrap(), "groups").is_err());
+        assert_eq!(approver(spaced.as_object().unwrap(), "roles", &[]).unwrap().groups, ["a", "b"]);
+        assert!(approver(serde_json::json!({ "name": "x" }).as_object().unwrap(), "groups", &[]).is_err());
+        assert!(approver(serde_json::json!({ "sub": "a b" }).as_object().unwrap(), "groups", &[]).is_err());
+        // A subject the gateway maps to a principal name carries that name: a request its calls
+        // made under it is theirs.
+        let names = [("alice".to_owned(), "release-bot".to_owned()), ("carol".to_owned(), "ci".to_owned())];
+        let mapped = approver(claims.as_object().unwrap(), "groups", &names).unwrap();
+        assert_eq!(mapped.aliases, ["release-bot"]);
     }
 }

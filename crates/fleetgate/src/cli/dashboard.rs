@@ -92,6 +92,14 @@ fn resolve(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<DashboardSettings>
                 client_id: client_id.clone(),
                 redirect_uri: args.oidc_redirect_uri.clone().unwrap_or_default(),
                 groups_claim: args.oidc_groups_claim.clone(),
+                principal_names: ctx
+                    .config
+                    .http
+                    .oauth
+                    .iter()
+                    .flat_map(|o| &o.principals)
+                    .filter_map(|p| p.name.clone().map(|n| (p.subject.clone(), n)))
+                    .collect(),
             })
         }
     };

@@ -25,11 +25,8 @@ pub fn approvals(ctx: &Ctx, cmd: &ApprovalsCommand) -> anyhow::Result<Reply> {
         ApprovalsCommand::Watch { count, after } => return watch(ctx, &store, *count, *after),
     };
     // The CLI's operating-system user answers: a principal like any other.
-    let approver = fleetgate_core::approval::Approver {
-        id: format!("os:{}", fleetgate_host::os_user()),
-        name: None,
-        groups: Vec::new(),
-    };
+    let approver =
+        fleetgate_core::approval::Approver { id: format!("os:{}", fleetgate_host::os_user()), ..Default::default() };
     match answer(&*store, id, &approver, approve, reason.as_deref(), ctx.now()) {
         Ok(r) => {
             let needed = fleetgate_core::approval::approvals_needed(&r);

@@ -609,5 +609,5 @@ fn a_read_only_call_a_rule_asks_about_is_judged_by_the_full_gate() {
 
 /// The operator answering in these tests.
 fn alice() -> fleetgate_core::approval::Approver {
-    fleetgate_core::approval::Approver { id: "os:alice".into(), name: None, groups: Vec::new() }
+    fleetgate_core::approval::Approver { id: "os:alice".into(), ..Default::default() }
 }

@@ -101,7 +101,7 @@ pub fn an_approval_covers_one_pending_call_and_is_used_once(fx: &Fixture) {
 }
 
 fn who(id: &str) -> Approver {
-    Approver { id: id.into(), name: None, groups: Vec::new() }
+    Approver { id: id.into(), ..Approver::default() }
 }
 
 /// Two named approvers, from two threads at once: both answers are counted (the request's

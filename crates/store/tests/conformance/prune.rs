@@ -167,7 +167,7 @@ pub fn history_older_than_the_cutoff_goes_and_nothing_still_referenced(fx: &Fixt
         r.requested_at = at;
         r
     };
-    let op = Approver { id: "os:op".into(), name: None, groups: Vec::new() };
+    let op = Approver { id: "os:op".into(), ..Approver::default() };
     for (n, at) in [(1, t0), (2, t0), (3, t0), (4, later)] {
         store.request_approval(&request(n, at)).unwrap();
     }
