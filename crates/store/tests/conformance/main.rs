@@ -71,6 +71,7 @@ conformance! {
     audit::audit_appends_in_order_and_lists_the_newest,
     audit::audit_pages_by_id_read_every_entry_once,
     clock::the_store_clock_is_the_servers_where_there_is_one,
+    migrations::a_migration_killed_at_any_point_resumes,
     migrations::a_fresh_store_is_at_the_current_version,
     migrations::migrates_from_every_older_version,
     migrations::migrations_are_idempotent,

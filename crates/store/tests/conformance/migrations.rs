@@ -251,3 +251,36 @@ pub fn a_newer_schema_fails_closed(fx: &Fixture) {
     }
     assert_eq!(fx.query_i64("SELECT COUNT(*) FROM workers"), 1, "left untouched");
 }
+
+/// A migration killed with SIGKILL wherever the kill lands — before the child opened the store,
+/// while it migrates, or after — leaves the store at its old version or the new one, never in
+/// between (the migration is one transaction), and the next open migrates it the rest of the
+/// way, every version recorded once and what was written before intact. The delays only vary
+/// where the kill lands; nothing is asserted of the timing.
+pub fn a_migration_killed_at_any_point_resumes(fx: &Fixture) {
+    let mut landed = Vec::new();
+    for delay_ms in [0u64, 20, 40, 60, 80, 120, 200, 400] {
+        let at = fx.sibling();
+        {
+            let old = at.open_at_version(5);
+            populate(&*old, 5, &|sql| at.exec(sql));
+        }
+        let mut opening = child::spawn(&json!({ "role": "open", "spec": at.spec() }));
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = opening.kill();
+        let _ = opening.wait();
+        let recorded = at.query_i64(VERSIONS);
+        // One transaction for every version: a kill leaves none of them or all.
+        assert!(recorded == 5 || recorded == i64::from(SCHEMA_VERSION), "{recorded} versions after the kill");
+        landed.push(recorded);
+        let store = at.open();
+        assert_eq!(
+            store.schema_version().unwrap(),
+            SCHEMA_VERSION,
+            "resumed from {recorded} (killed after {delay_ms} ms)"
+        );
+        assert_eq!(at.query_i64(VERSIONS), i64::from(SCHEMA_VERSION), "each version recorded once");
+        check_survivors(&*store, 5);
+    }
+    eprintln!("versions recorded when each kill landed: {landed:?}");
+}
