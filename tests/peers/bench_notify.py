@@ -38,7 +38,7 @@ import threading
 import time
 import urllib.request
 
-import bench_gateway
+from bench_serve import Peer, quantile
 
 ROSTER = """
 [fleet]
@@ -63,14 +63,6 @@ namespace = "bench-{name}"
 profile = "bench-{name}"
 role = "author"
 """
-
-
-class Peer(bench_gateway.Peer):
-    """A peer, initialized."""
-
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
-        super().__init__(argv, env)
-        self.initialize()
 
 
 def free_port() -> int:
@@ -181,11 +173,6 @@ class Fleet:
                     outcome = labels.split('outcome="', 1)[1].split('"', 1)[0]
                     out[outcome] = out.get(outcome, 0) + float(value)
         return out
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:

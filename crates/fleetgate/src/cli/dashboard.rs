@@ -83,9 +83,13 @@ fn resolve(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<DashboardSettings>
                 .ok_or_else(|| {
                     anyhow!("--oidc-client-id needs an issuer: pass --oidc-issuer, or set [http.oauth] issuer")
                 })?;
-            fleetgate_gateway::check_oauth_url(&issuer).map_err(|why| anyhow!("--oidc-issuer {issuer:?} {why}"))?;
+            // Named without any userinfo the URL may carry: a refusal is printed.
+            let shown = |url: &str| fleetgate_core::redact::redact_url_userinfo(url).unwrap_or_else(|| url.to_owned());
+            fleetgate_gateway::check_oauth_url(&issuer)
+                .map_err(|why| anyhow!("--oidc-issuer {:?} {why}", shown(&issuer)))?;
             if let Some(uri) = &args.oidc_redirect_uri {
-                fleetgate_gateway::check_oauth_url(uri).map_err(|why| anyhow!("--oidc-redirect-uri {uri:?} {why}"))?;
+                fleetgate_gateway::check_oauth_url(uri)
+                    .map_err(|why| anyhow!("--oidc-redirect-uri {:?} {why}", shown(uri)))?;
             }
             Some(fleetgate_dashboard::signin::SignInSettings {
                 issuer,

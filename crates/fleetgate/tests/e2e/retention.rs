@@ -163,3 +163,29 @@ fn a_year_of_history_is_pruned_and_nothing_still_referenced() {
     assert!(pruned, "the dashboard's schedule pruned the old entries");
     fleet.stop();
 }
+
+/// `fleetgate serve` runs the `[retention] every` schedule too: a gateway alone prunes the old
+/// audit entries, and keeps the recent ones.
+#[test]
+fn a_gateway_prunes_on_its_own_schedule() {
+    let _serial = serial();
+    let f = crate::support::FleetDir::new(
+        "[fleet]\nname = \"pruning\"\ntool_prefix = \"gitea_\"\n\n[[members]]\nnamespace = \"gitea-author\"\n\
+         profile = \"prgs-author\"\nrole = \"author\"\n\n[retention]\naudit = \"30d\"\nevery = \"1h\"\n",
+    );
+    crate::support::bare_repo(f.dir.path(), "forge.git", &f.repo());
+    let store = fleetgate_store::open(f.store().to_str().unwrap()).unwrap();
+    let entry = |tool: &str, at| fleetgate_core::audit::AuditEntry::event(at, "prgs-author", tool, String::new());
+    let old = fleetgate_core::Timestamp::from_unix(1_700_000_000);
+    for _ in 0..3 {
+        store.append_audit(&entry("old_call", old)).unwrap();
+    }
+    store.append_audit(&entry("recent_call", fleetgate_core::Clock::now(&fleetgate_host::clock::SystemClock))).unwrap();
+    let gateway = crate::httpkit::HttpGateway::start(&f, Some("prune-token-3a9e"), &[]);
+    let tools = |name: &str| store.list_audit(None, 1000).unwrap().iter().filter(|e| e.tool == name).count();
+    let pruned = wait_until(40.0, || tools("old_call") == 0);
+    assert!(pruned, "the gateway's schedule did not prune: {}", gateway.log());
+    assert_eq!(tools("recent_call"), 1, "a recent entry is kept");
+    assert!(gateway.log().contains("retention: pruned 3 audit entries"), "{}", gateway.log());
+    gateway.stop();
+}
