@@ -7,7 +7,9 @@ Starts COMMAND as a stdio MCP server with `mcp.client.stdio.stdio_client` (or, g
 URL, connects to it with `mcp.client.streamable_http.streamable_http_client`, sending
 `Authorization: Bearer $MCP_DRIVE_BEARER` when that is set, and `clientInfo.name`
 `$MCP_DRIVE_CLIENT_NAME` when that is set), runs
-`ClientSession.initialize()`, prints the result as one JSON line, then reads one JSON
+`ClientSession.initialize()` (with `MCP_DRIVE_MODE=2026-07-28` and a URL: the SDK's `Client`
+adopting that version, no handshake, its version printed instead), prints the result as one
+JSON line, then reads one JSON
 step per line on stdin and prints one JSON line per step:
 
     {"op": "list_tools", "cursor": null}
@@ -85,33 +87,58 @@ async def main() -> None:
 
     name = os.environ.get("MCP_DRIVE_CLIENT_NAME")
     info = types.Implementation(name=name, version="1.0") if name else None
+    mode = os.environ.get("MCP_DRIVE_MODE")
+    if mode and command.startswith(("http://", "https://")):
+        await drive_modern(command, mode, info, notes, progress)
+        return
     async with connect(command, args) as (read, write):
         async with ClientSession(
             read, write, logging_callback=on_log, message_handler=on_message, client_info=info
         ) as session:
             init = await session.initialize()
             emit({"ok": True, "result": dump(init)})
-            stdin = anyio.wrap_file(sys.stdin)
-            async for line in stdin:
-                line = line.strip()
-                if not line:
-                    continue
-                step = json.loads(line)
-                try:
-                    result = await run_step(session, step, notes, progress)
-                    emit({"ok": True, "result": result})
-                except Exception as e:  # the test asserts on the failure itself
-                    error = getattr(e, "error", None)
-                    emit(
-                        {
-                            "ok": False,
-                            "error": {
-                                "type": type(e).__name__,
-                                "code": getattr(error, "code", None),
-                                "message": getattr(error, "message", str(e)),
-                            },
-                        }
-                    )
+            await serve_steps(session, notes, progress)
+
+
+async def drive_modern(url: str, mode: str, info: Any, notes: list, progress: list) -> None:
+    """MCP_DRIVE_MODE=2026-07-28: the SDK's `Client` adopting that version, sessionless — each
+    request stands alone, carrying its version and `clientInfo` in `_meta`."""
+    from mcp import Client
+
+    headers = {}
+    token = os.environ.get("MCP_DRIVE_BEARER")
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    async with create_mcp_http_client(headers=headers) as http:
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode=mode, client_info=info) as client:
+            emit({"ok": True, "result": {"protocolVersion": client.protocol_version}})
+            await serve_steps(client.session, notes, progress)
+
+
+async def serve_steps(session: Any, notes: list, progress: list) -> None:
+    """Answer one JSON step per stdin line until EOF."""
+    stdin = anyio.wrap_file(sys.stdin)
+    async for line in stdin:
+        line = line.strip()
+        if not line:
+            continue
+        step = json.loads(line)
+        try:
+            result = await run_step(session, step, notes, progress)
+            emit({"ok": True, "result": result})
+        except Exception as e:  # the test asserts on the failure itself
+            error = getattr(e, "error", None)
+            emit(
+                {
+                    "ok": False,
+                    "error": {
+                        "type": type(e).__name__,
+                        "code": getattr(error, "code", None),
+                        "message": getattr(error, "message", str(e)),
+                    },
+                }
+            )
 
 
 async def run_step(session: ClientSession, step: dict[str, Any], notes: list, progress: list) -> Any:

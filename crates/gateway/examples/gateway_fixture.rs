@@ -105,6 +105,7 @@ fn main() -> ExitCode {
                 profile: None,
                 limits: Limits::default(),
                 connections: ConnectionLimits::default(),
+                advertise: None,
             };
             fleetgate_gateway::run_http(options, http, control, move |addr| {
                 if let Err(e) = std::fs::write(&addr_file, addr.to_string()) {

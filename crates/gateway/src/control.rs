@@ -130,6 +130,26 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// any read the record needs.
     fn on_forwarded(&self, attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult);
 
+    /// Replicas (HTTP): this process holds the 2025-11-25 session `session`, reached at
+    /// `owner` (the address it advertises) — recorded where every replica of the member
+    /// finds it, before the session's id is handed to the client. Blocking (the store).
+    fn session_opened(&self, session: &str, owner: &str) {
+        let _ = (session, owner);
+    }
+
+    /// Replicas (HTTP): where the replica holding `session` is reached, when one of this
+    /// member recorded it. Blocking (the store).
+    fn session_owner(&self, session: &str) -> Option<String> {
+        let _ = session;
+        None
+    }
+
+    /// Replicas (HTTP): `session` ended, or the replica holding it cannot be reached: forget
+    /// it, so no request is relayed to it again. Blocking (the store).
+    fn session_ended(&self, session: &str) {
+        let _ = session;
+    }
+
     /// Orderly shutdown (stdin EOF, SIGTERM, SIGINT, the client transport failing): stop
     /// every attachment's heartbeat, retire their workers, mark the runtime row stopped.
     /// Called once, after the last call.
@@ -237,6 +257,10 @@ pub struct ClientAttach {
     /// `None` over stdio, and over HTTP without a tokens file. The control plane records
     /// it as the worker's client.
     pub principal: Option<String>,
+    /// A stateless (2026-07-28) HTTP client, one attachment per principal and `clientInfo`:
+    /// whichever replica of the member a request reaches serves it, so its worker is the
+    /// member's, found or made in the store, not this process's.
+    pub stateless: bool,
 }
 
 /// A call of one of the control tools, on `attachment` (whose worker the runtime context

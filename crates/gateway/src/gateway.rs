@@ -213,6 +213,7 @@ impl Gateway {
             client_version: params.client_info.version.clone(),
             protocol_version: version.to_string(),
             principal: principal(context),
+            stateless: false,
         };
         let facts = ClientFacts { capabilities: params.capabilities.clone(), stateless_era: false };
         let deadline = Instant::now() + self.settings().attach_wait;
@@ -262,6 +263,7 @@ impl Gateway {
             client_version: info.version.clone(),
             protocol_version: version.to_string(),
             principal: principal(context),
+            stateless: matches!(self.mode, Mode::Http),
         };
         let facts = ClientFacts {
             capabilities: context.meta.client_capabilities().unwrap_or_default(),

@@ -84,6 +84,7 @@ use rmcp::model::{
 mod gatekeeper;
 mod listen;
 mod metrics_listener;
+mod replica;
 mod slots;
 mod strict;
 pub use crate::options::ConnectionLimits;
@@ -132,6 +133,11 @@ pub struct HttpOptions {
     pub limits: Limits,
     /// Bounds on connections: the cap, the header and body timeouts.
     pub connections: ConnectionLimits,
+    /// The address (`host:port`) other replicas of this member reach this one at, recorded
+    /// with each session it opens so a request for it that reaches another replica is
+    /// relayed here. `None`: the listen address, unless that is unspecified (`0.0.0.0`),
+    /// in which case sessions are neither recorded nor relayed.
+    pub advertise: Option<String>,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -146,6 +152,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("profile", &self.profile)
             .field("limits", &self.limits)
             .field("connections", &self.connections)
+            .field("advertise", &self.advertise)
             .finish()
     }
 }
@@ -287,6 +294,8 @@ fn router(
         sessions,
         owners: Mutex::default(),
         connections: Arc::default(),
+        replicas: advertised(http, local)
+            .map(|advertise| replica::Replicas { advertise, control: hub.control.clone() }),
         connection_share: gatekeeper::connection_share(
             http.connections.max_connections,
             http.principals.as_ref().map_or(0, Principals::len)
@@ -310,6 +319,19 @@ fn router(
         }
     }
     router
+}
+
+/// The address this process's sessions are recorded at: the one the operator advertises, else
+/// the listen address unless it is unspecified (no other host could reach `0.0.0.0`).
+fn advertised(http: &HttpOptions, local: SocketAddr) -> Option<String> {
+    if let Some(advertise) = &http.advertise {
+        return Some(advertise.clone());
+    }
+    if local.ip().is_unspecified() {
+        tracing::warn!(listen = %local, "no address to advertise: sessions are not relayed between replicas (--advertise)");
+        return None;
+    }
+    Some(local.to_string())
 }
 
 /// `GET /.well-known/oauth-protected-resource[/mcp]`: the RFC 9728 metadata document.

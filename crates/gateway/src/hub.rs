@@ -526,6 +526,7 @@ mod tests {
             client_version: "1".into(),
             protocol_version: "2026-07-28".into(),
             principal: Some(principal.into()),
+            stateless: true,
         }
     }
 

@@ -23,6 +23,8 @@ pub mod postgres;
 mod retention;
 mod rows;
 mod schema;
+mod sessions;
+pub use sessions::HttpSession;
 mod shown;
 mod sql;
 pub mod sqlite;
@@ -59,7 +61,7 @@ pub fn within<T>(budget: std::time::Duration, f: impl FnOnce() -> T) -> T {
 
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
-pub const SCHEMA_VERSION: u32 = 11;
+pub const SCHEMA_VERSION: u32 = 12;
 
 /// The control-plane store. Every method is required: a wrapper that forgets
 /// to delegate one does not compile, rather than answering "unsupported" at
@@ -372,6 +374,19 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Make the definition last seen (`digest`) the pinned one. False when the tool's last
     /// seen definition is not `digest`, or is pinned already.
     fn accept_tool(&self, profile: &str, tool: &str, digest: &str, now: Timestamp) -> Result<bool, StoreError>;
+
+    /// Record which replica holds an HTTP session (schema v12); a session recorded already
+    /// stays as it was.
+    fn record_http_session(&self, session: &HttpSession) -> Result<(), StoreError>;
+
+    /// The replica holding HTTP session `session_id`, when one recorded it.
+    fn http_session(&self, session_id: &str) -> Result<Option<HttpSession>, StoreError>;
+
+    /// Forget one HTTP session (it ended, or its owner is gone); whether it was recorded.
+    fn forget_http_session(&self, session_id: &str) -> Result<bool, StoreError>;
+
+    /// Forget every HTTP session of one runtime (its process stopped); how many.
+    fn forget_http_sessions_of(&self, runtime_id: &str) -> Result<usize, StoreError>;
 }
 
 /// A watch on the store's approvals ([`Store::approval_watch`]): one per process, kept open.

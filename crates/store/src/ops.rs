@@ -380,6 +380,22 @@ impl<E: Engine> Store for E {
         crate::approvals::advance_notify(self, target, holder, last, until)
     }
 
+    fn record_http_session(&self, session: &crate::HttpSession) -> Result<(), StoreError> {
+        crate::sessions::record(self, session)
+    }
+
+    fn http_session(&self, session_id: &str) -> Result<Option<crate::HttpSession>, StoreError> {
+        crate::sessions::find(self, session_id)
+    }
+
+    fn forget_http_session(&self, session_id: &str) -> Result<bool, StoreError> {
+        crate::sessions::forget(self, session_id)
+    }
+
+    fn forget_http_sessions_of(&self, runtime_id: &str) -> Result<usize, StoreError> {
+        crate::sessions::forget_runtime(self, runtime_id)
+    }
+
     fn approvals_on_record(
         &self,
         digests: &[String],

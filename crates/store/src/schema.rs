@@ -166,6 +166,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         create: crate::approvals::CREATE_EVENTS,
         add: crate::approvals::ADD,
     },
+    Migration { version: 12, name: "the HTTP sessions of gateway replicas", create: crate::sessions::CREATE, add: &[] },
 ];
 
 /// The migrations a store at `current` still needs to reach `target`, or

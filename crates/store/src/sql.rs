@@ -99,6 +99,8 @@ pub(crate) struct Sql {
     pub approvals: crate::approvals::ApprovalSql,
     /// What `fleetgate prune` deletes.
     pub retention: crate::retention::RetentionSql,
+    /// Schema v12's HTTP sessions.
+    pub sessions: crate::sessions::SessionSql,
 }
 
 /// `$1, $2, …, $n`.
@@ -194,6 +196,7 @@ impl Sql {
             locks: crate::locks::LockSql::new(d),
             approvals: crate::approvals::ApprovalSql::new(d),
             retention: crate::retention::RetentionSql::new(d),
+            sessions: crate::sessions::SessionSql::new(d),
         }
     }
 }

@@ -70,6 +70,10 @@ pub enum Caller<'a> {
         generation: Option<&'a str>,
         /// The HTTP principal its session authenticated as, when one did.
         principal: Option<&'a str>,
+        /// A shared worker (a stateless HTTP client's, the member's, no one process's): the
+        /// pid of the replica serving the call, whose life and environment stand for the
+        /// session's in place of the row's pid. `None` for a worker one process owns.
+        served_by: Option<i64>,
     },
     /// No worker: why (none was named, the attachment's registration failed, …).
     Nobody(String),
@@ -90,8 +94,8 @@ pub fn session_provenance(
         reasons: vec![reason],
         heartbeat_age_seconds: None,
     };
-    let (identity, generation) = match caller {
-        Caller::Worker { identity, generation, .. } => (*identity, *generation),
+    let (identity, generation, served_by) = match caller {
+        Caller::Worker { identity, generation, served_by, .. } => (*identity, *generation, *served_by),
         Caller::Nobody(why) => return unowned(why.clone()),
     };
     // The worker's own process tells whether the client launched it.
@@ -100,10 +104,10 @@ pub fn session_provenance(
         Err(e) => return unowned(format!("the registry cannot be read: {e}")),
     };
     let generation = generation.map(str::to_owned).or_else(|| row.as_ref().map(|r| r.generation_id.clone()));
-    let pid = row.as_ref().and_then(|r| r.pid);
+    let pid = served_by.or_else(|| row.as_ref().and_then(|r| r.pid));
     let client_managed = pid
         .and_then(|pid| observer.processes().environ(pid).ok())
         .is_some_and(|env| env.get(EnvKey::ClientManaged, env_prefix) == Some("1"));
-    let probe = |pid: Option<i64>| pid.is_some_and(|pid| pid > 0 && observer.probe(pid).is_alive());
+    let probe = |pid: Option<i64>| served_by.or(pid).is_some_and(|pid| pid > 0 && observer.probe(pid).is_alive());
     provenance_of(identity, row.as_ref(), generation.as_deref().unwrap_or_default(), client_managed, true, now, &probe)
 }

@@ -129,6 +129,10 @@ impl Store for MeteredStore {
         fn approval_events(&self, after: i64, limit: usize) -> Vec<fleetgate_store::ApprovalEvent>;
         fn claim_notify(&self, target: &str, holder: &str, start: i64, until: Timestamp, now: Timestamp) -> Option<i64>;
         fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> bool;
+        fn record_http_session(&self, session: &fleetgate_store::HttpSession) -> ();
+        fn http_session(&self, session_id: &str) -> Option<fleetgate_store::HttpSession>;
+        fn forget_http_session(&self, session_id: &str) -> bool;
+        fn forget_http_sessions_of(&self, runtime_id: &str) -> usize;
         fn approvals_on_record(&self, digests: &[String], worker: Option<&str>, not_before: Timestamp) -> fleetgate_store::OnRecord;
         fn use_approval(&self, id: &str, not_before: Timestamp, now: Timestamp) -> Option<ApprovalRequest>;
         fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> bool;

@@ -28,6 +28,11 @@ pub struct Client {
     pub instance: String,
     /// The HTTP principal, when a tokens file authenticated it.
     pub principal: Option<String>,
+    /// A stateless HTTP client: its worker is the member's, not this process's — named by
+    /// its session, found or made in the store by whichever replica serves it, renewed by
+    /// each that does, owned by no one process (no pid, no generation of one), and never
+    /// deregistered by one replica leaving it (another may be serving it): it goes stale.
+    pub shared: bool,
 }
 
 #[derive(Debug)]
@@ -37,7 +42,22 @@ struct Attached {
     client_name: String,
     session_id: String,
     principal: Option<String>,
+    shared: bool,
     heartbeat: WorkerHeartbeat,
+}
+
+/// The generation a shared (stateless, member-wide) worker is registered as: no process's.
+pub const SHARED_GENERATION: &str = "gen-shared";
+
+/// An attachment's worker, as a call is judged under it.
+#[derive(Clone, Debug)]
+pub struct AttachedWorker {
+    /// Its identity.
+    pub identity: String,
+    /// The HTTP principal it authenticated as, if any.
+    pub principal: Option<String>,
+    /// A stateless client's, the member's ([`Client::shared`]).
+    pub shared: bool,
 }
 
 /// The runtime context's `worker` object: the attachment's worker, as registered.
@@ -55,6 +75,8 @@ pub struct WorkerView {
     pub principal: Option<String>,
     /// The generation it registered as.
     pub generation_id: String,
+    /// A stateless client's worker, the member's, renewed by every replica serving it.
+    pub shared: bool,
 }
 
 /// What the runtime context shows of one attachment.
@@ -108,15 +130,21 @@ impl Attachments {
         }
         let now = with.clock.now();
         let generation = with.identity.generation();
+        let (identity, generation, pid) = if client.shared {
+            (format!("wrk-{}", client.session), SHARED_GENERATION.to_owned(), None)
+        } else {
+            let identity = worker_identity(&client.name, &client.session, now, fleetgate_host::nonce());
+            (identity, generation, Some(with.identity.pid))
+        };
         let registration = Registration {
-            worker_identity: worker_identity(&client.name, &client.session, now, fleetgate_host::nonce()),
+            worker_identity: identity,
             client_name: client.name.clone(),
             client_instance_id: client.instance,
             session_id: client.session.clone(),
             generation_id: generation.clone(),
             role: with.identity.member.role.clone(),
             profile: with.identity.member.profile.clone(),
-            pid: Some(with.identity.pid),
+            pid,
             heartbeat_ttl_seconds: with.ttl_seconds,
         };
         let outcome = match with.store.register(&registration, now) {
@@ -134,9 +162,10 @@ impl Attachments {
                 worker_identity: outcome.worker_identity.clone(),
                 fencing_epoch: outcome.fencing_epoch,
                 session_id: Some(client.session.clone()),
-                generation_id: Some(generation),
+                // Several replicas renew a shared worker: none expects its own pid or generation.
+                generation_id: (!client.shared).then_some(generation),
                 client_name: Some(outcome.client_name.clone()),
-                pid: Some(with.identity.pid),
+                pid,
                 ttl_seconds: outcome.heartbeat_ttl_seconds,
                 interval_override: with.interval_override.clone(),
             },
@@ -155,15 +184,20 @@ impl Attachments {
                 client_name: outcome.client_name,
                 session_id: client.session,
                 principal: client.principal,
+                shared: client.shared,
                 heartbeat,
             },
         );
         Ok(())
     }
 
-    /// The worker and principal of `attachment`, once registered.
-    pub fn worker_of(&self, attachment: AttachmentId) -> Option<(String, Option<String>)> {
-        self.lock().attached.get(&attachment).map(|a| (a.worker_identity.clone(), a.principal.clone()))
+    /// The worker of `attachment`, once registered.
+    pub fn worker_of(&self, attachment: AttachmentId) -> Option<AttachedWorker> {
+        self.lock().attached.get(&attachment).map(|a| AttachedWorker {
+            identity: a.worker_identity.clone(),
+            principal: a.principal.clone(),
+            shared: a.shared,
+        })
     }
 
     /// What the runtime context shows of `attachment`.
@@ -177,7 +211,8 @@ impl Attachments {
                 client_name: a.client_name.clone(),
                 session_id: a.session_id.clone(),
                 principal: a.principal.clone(),
-                generation_id: generation.to_owned(),
+                generation_id: if a.shared { SHARED_GENERATION.to_owned() } else { generation.to_owned() },
+                shared: a.shared,
             }),
             attach_error: state.attach_errors.get(&attachment).cloned(),
             heartbeat: worker_heartbeat_status(mine.map(|a| &a.heartbeat as _)),
@@ -192,6 +227,10 @@ impl Attachments {
         let Some(a) = state.attached.remove(&attachment) else { return };
         drop(state);
         a.heartbeat.stop(&format!("detached: {reason}"));
+        if a.shared {
+            tracing::info!(%attachment, worker = %a.worker_identity, %reason, "left a shared worker to the other replicas");
+            return;
+        }
         if let Err(e) = store.deregister_worker(&a.worker_identity, clock.now()) {
             tracing::warn!("cannot deregister the worker of {attachment}: {e}");
         }
@@ -211,6 +250,9 @@ impl Attachments {
         let now = clock.now();
         for a in attached.into_values() {
             a.heartbeat.stop(&format!("orderly shutdown: {reason}"));
+            if a.shared {
+                continue;
+            }
             if let Err(e) = store.deregister_worker(&a.worker_identity, now) {
                 tracing::warn!("cannot deregister the worker {}: {e}", a.worker_identity);
             }

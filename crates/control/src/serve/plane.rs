@@ -12,7 +12,7 @@
 //! [`Supervisor`](fleetgate_supervise::Supervisor), made when the transport is bound
 //! (inside the gateway's runtime).
 
-use super::attachments::{Attachments, Client, Registrar};
+use super::attachments::{AttachedWorker, Attachments, Client, Registrar};
 use super::identity::Identity;
 use super::row::{RowKeeper, runtime_row};
 use super::tools;
@@ -201,7 +201,7 @@ impl FleetControl {
         reasons: Vec<String>,
     ) {
         let worker = self.attachments.worker_of(attachment);
-        let (worker, principal) = worker.map_or((None, None), |(w, p)| (Some(w), p));
+        let (worker, principal) = worker.map_or((None, None), |w| (Some(w.identity), w.principal));
         self.gate.record(fleetgate_core::audit::AuditEntry {
             id: None,
             at: self.now(),
@@ -220,15 +220,10 @@ impl FleetControl {
         &'a self,
         attachment: AttachmentId,
         call: &'a ToolCall<'a>,
-        worker: &'a Option<(String, Option<String>)>,
+        worker: &'a Option<AttachedWorker>,
         forge: Option<&'a dyn crate::gate::workflow::ForgeReader>,
     ) -> Call<'a> {
-        let caller = match worker {
-            Some((identity, principal)) => {
-                Caller::Worker { identity, generation: Some(&self.generation), principal: principal.as_deref() }
-            }
-            None => Caller::Nobody(format!("no worker is attached to this gateway for {attachment}")),
-        };
+        let caller = self.caller(attachment, worker.as_ref());
         Call {
             member: &self.identity.member,
             tool: &call.tool.name,
@@ -261,12 +256,26 @@ impl FleetControl {
         }
     }
 
+    /// Who makes a call on `attachment`: its worker — this process's, of this generation;
+    /// or a stateless client's shared one, served by this process.
+    pub(super) fn caller<'a>(&'a self, attachment: AttachmentId, worker: Option<&'a AttachedWorker>) -> Caller<'a> {
+        match worker {
+            Some(w) => Caller::Worker {
+                identity: &w.identity,
+                generation: (!w.shared).then_some(self.generation.as_str()),
+                principal: w.principal.as_deref(),
+                served_by: w.shared.then_some(self.identity.pid),
+            },
+            None => Caller::Nobody(format!("no worker is attached to this gateway for {attachment}")),
+        }
+    }
+
     /// The gate on one call: the definition observed (pinned or checked), the decision
     /// made and audited, as the gateway's [`Verdict`].
     fn judge_call(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
         let worker = self.attachments.worker_of(attachment);
-        self.observe_definition(call.tool, worker.as_ref().map(|(w, _)| w.clone()));
-        let principal = worker.as_ref().and_then(|(_, p)| p.clone());
+        self.observe_definition(call.tool, worker.as_ref().map(|w| w.identity.clone()));
+        let principal = worker.as_ref().and_then(|w| w.principal.clone());
         // The PR's head and base come from the reads the gateway made before deciding.
         let forge = Prefetched(call.answers);
         let gated = self.call_of(attachment, call, &worker, Some(&forge));
@@ -325,7 +334,7 @@ impl FleetControl {
             return None;
         }
         let worker = self.attachments.worker_of(attachment);
-        let principal = worker.as_ref().and_then(|(_, p)| p.clone());
+        let principal = worker.as_ref().and_then(|w| w.principal.clone());
         let gated = self.call_of(attachment, call, &worker, None);
         let verdict = self.gate.decide_now(&gated, self.clock.now(), principal)?;
         Some(gateway_verdict(verdict))
@@ -367,8 +376,16 @@ impl FleetControl {
             Some(principal) => principal.clone(),
             None => from_env(EnvKey::McpClient).map_or_else(|| client.client_name.clone(), str::to_owned),
         };
-        let session = from_env(EnvKey::McpClientSession)
-            .map_or_else(|| format!("sess-{}", fleetgate_host::start_id()), str::to_owned);
+        // A stateless HTTP client is the member's, whichever replica serves it: its session is
+        // named by what it is (the member, its principal and `clientInfo`), so every replica
+        // finds the same worker in the store.
+        let shared = matches!(self.transport, Transport::Http) && client.stateless;
+        let session = if shared {
+            stateless_session(&self.identity.member, client)
+        } else {
+            from_env(EnvKey::McpClientSession)
+                .map_or_else(|| format!("sess-{}", fleetgate_host::start_id()), str::to_owned)
+        };
         let instance = match &client.principal {
             Some(_) => format!("{} {}", client.client_name, client.client_version),
             None => from_env(EnvKey::McpClientInstance).map_or_else(|| session.clone(), str::to_owned),
@@ -380,8 +397,30 @@ impl FleetControl {
             session: bounded(&session),
             instance: bounded(&instance),
             principal: client.principal.clone(),
+            shared,
         }
     }
+}
+
+/// The session of a stateless HTTP client of `member`: `stateless-` and a digest of the member,
+/// the principal and `clientInfo` — the same on every replica, and nothing a client sent is
+/// spelled in it.
+fn stateless_session(member: &fleetgate_config::Member, client: &ClientAttach) -> String {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    for part in [
+        member.namespace.as_str(),
+        member.profile.as_str(),
+        client.principal.as_deref().unwrap_or(""),
+        client.client_name.as_str(),
+        client.client_version.as_str(),
+    ] {
+        // Length-prefixed, so no two different keys run together into one.
+        digest.update((part.len() as u64).to_be_bytes());
+        digest.update(part.as_bytes());
+    }
+    let hex: String = digest.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
+    format!("stateless-{hex}")
 }
 
 impl ControlPlane for FleetControl {
@@ -522,6 +561,36 @@ impl ControlPlane for FleetControl {
         self.gate.settle(&gated, action, answer.as_ref(), self.clock.now());
     }
 
+    fn session_opened(&self, session: &str, owner: &str) {
+        let record = fleetgate_store::HttpSession {
+            session_id: session.to_owned(),
+            profile: self.identity.member.profile.clone(),
+            owner: owner.to_owned(),
+            runtime_id: self.identity.runtime_id.clone(),
+            opened_at: self.clock.now(),
+        };
+        if let Err(e) = self.gate.store().record_http_session(&record) {
+            tracing::warn!(error = %e, "the session's replica could not be recorded: other replicas answer it 404");
+        }
+    }
+
+    fn session_owner(&self, session: &str) -> Option<String> {
+        match self.gate.store().http_session(session) {
+            // Only a replica of this member serves its sessions.
+            Ok(found) => found.filter(|s| s.profile == self.identity.member.profile).map(|s| s.owner),
+            Err(e) => {
+                tracing::warn!(error = %e, "the session's replica cannot be read");
+                None
+            }
+        }
+    }
+
+    fn session_ended(&self, session: &str) {
+        if let Err(e) = self.gate.store().forget_http_session(session) {
+            tracing::warn!(error = %e, "an ended session could not be forgotten");
+        }
+    }
+
     fn on_shutdown(&self, reason: &str) {
         if !self.attachments.shut_down(&**self.gate.store(), &*self.clock, reason) {
             return;
@@ -534,6 +603,10 @@ impl ControlPlane for FleetControl {
             }
         }
         self.row.stop();
+        // This process's sessions end with it: no replica relays to it any more.
+        if let Err(e) = self.gate.store().forget_http_sessions_of(&self.identity.runtime_id) {
+            tracing::warn!(error = %e, "this process's HTTP sessions could not be forgotten");
+        }
         if !self.gate.flush_audit(std::time::Duration::from_secs(5)) {
             tracing::error!("audit entries queued before the shutdown were not all committed");
         }

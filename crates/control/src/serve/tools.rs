@@ -215,14 +215,7 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
                 let hint = known.as_ref().and_then(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint));
                 let worker = plane.attachments().worker_of(call.attachment);
                 let forge = call.link.map(super::workflow::LinkForge);
-                let caller = match &worker {
-                    Some((identity, principal)) => Caller::Worker {
-                        identity,
-                        generation: Some(plane.generation()),
-                        principal: principal.as_deref(),
-                    },
-                    None => Caller::Nobody(format!("no worker is attached to this gateway for {}", call.attachment)),
-                };
+                let caller = plane.caller(call.attachment, worker.as_ref());
                 let verdict = plane.gate().resolve(
                     &Call {
                         member: &plane.identity().member,
@@ -313,7 +306,12 @@ fn runtime_context(
     let generation = plane.generation();
     let view = plane.attachments().view(attachment, generation);
     let caller = match &view.worker {
-        Some(w) => Caller::Worker { identity: &w.worker_identity, generation: Some(generation), principal: None },
+        Some(w) => Caller::Worker {
+            identity: &w.worker_identity,
+            generation: (!w.shared).then_some(generation),
+            principal: None,
+            served_by: w.shared.then_some(id.pid),
+        },
         None => Caller::Nobody(format!("no worker is attached to this gateway for {attachment}")),
     };
     let gate = plane.gate();

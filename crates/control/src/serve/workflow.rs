@@ -3,8 +3,8 @@
 //! read through the attachment's link (the PR's head never comes from the caller).
 
 use super::plane::FleetControl;
+use crate::gate::Call;
 use crate::gate::workflow::{AsState, Forge, ForgeError, ForgeErrorKind, ForgeReader, forge_answer, read_pr, records};
-use crate::gate::{Call, Caller};
 use fleetgate_core::dialect::{PrTarget, Schemas};
 use fleetgate_core::workflow::{self, Actor, Purpose, Refusal};
 use fleetgate_core::{BlockerKind, Timestamp};
@@ -156,7 +156,7 @@ impl Schemas for Listed<'_> {
 /// The worker of `attachment`, as the workflow knows it.
 fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> Result<Actor, Refusal> {
     let worker = plane.attachments().worker_of(attachment);
-    let Some((identity, principal)) = &worker else {
+    let Some(attached) = &worker else {
         return Err(Refusal::of(
             BlockerKind::SessionAttachmentMissing,
             format!("no worker is attached to this gateway for {attachment}"),
@@ -168,7 +168,7 @@ fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> R
         read_only_hint: None,
         arguments: None,
         schema: None,
-        caller: Caller::Worker { identity, generation: Some(plane.generation()), principal: principal.as_deref() },
+        caller: plane.caller(attachment, Some(attached)),
         forge: None,
         schemas: None,
     };

@@ -690,6 +690,12 @@ pub struct ServeArgs {
     /// listener or the metrics listener; repeatable.
     #[arg(long = "allowed-host", value_name = "HOST[:PORT]")]
     pub allowed_hosts: Vec<String>,
+    /// With `--transport http`, for replicas behind a load balancer: the address the other
+    /// replicas reach this one at, recorded with each session it opens so a request for the
+    /// session that reaches another replica is relayed here. Default: the listen address
+    /// (none when it is unspecified, `0.0.0.0`: sessions are then not relayed).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub advertise: Option<String>,
     /// A candidate roster in shadow: every live decision is also judged by its rules and
     /// invariants, never enforced; where it would decide otherwise the flip is audited and
     /// counted. Default: the roster's `[shadow] config`, else none.

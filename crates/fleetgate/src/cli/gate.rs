@@ -96,7 +96,7 @@ pub fn capability_reply(
 ) -> Reply {
     let profile = &member.profile;
     let caller = match worker {
-        Some(identity) => Caller::Worker { identity, generation: None, principal: None },
+        Some(identity) => Caller::Worker { identity, generation: None, principal: None, served_by: None },
         None => Caller::Nobody("no --worker was given: no live worker owns a session here".into()),
     };
     let call = Call {

@@ -205,6 +205,7 @@ fn http_options(ctx: &Ctx, args: &ServeArgs, profile: &str) -> anyhow::Result<Ht
             stateless_ttl: Duration::from_secs_f64(ctx.config.heartbeat_ttl_seconds),
         },
         connections: ctx.config.http.connections,
+        advertise: args.advertise.clone(),
     };
     if http.bearer_token.as_deref() == Some("") {
         return Err(anyhow!("FLEETGATE_HTTP_TOKEN is set but empty: set it to a non-empty secret, or unset it"));

@@ -99,6 +99,46 @@ impl HttpGateway {
         g
     }
 
+    /// Replica `n` of `profile` behind a load balancer at `balancer` (its `Host` accepted),
+    /// logging to a file of its own.
+    pub fn replica(f: &FleetDir, profile: &str, n: usize, balancer: &str, token: &str, downstream: &[String]) -> Self {
+        let stderr = f.dir.path().join(format!("{profile}-{n}.stderr"));
+        let child = Command::new(bin())
+            .env_clear()
+            .env("GITEA_CLIENT_MANAGED", "1")
+            .env("GITEA_MCP_COHORT_ID", "flow-a")
+            .env("FLEETGATE_LOG", "info")
+            .env("FLEETGATE_HTTP_TOKEN", token)
+            .arg("--store")
+            .arg(f.store_arg())
+            .arg("--config")
+            .arg(f.config())
+            .args(["serve", "--profile", profile, "--transport", "http", "--listen", "127.0.0.1:0"])
+            .args(["--allowed-host", balancer])
+            .arg("--repo-root")
+            .arg(f.repo())
+            .arg("--")
+            .args(downstream)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let mut g = Self { child, stderr, addr: String::new() };
+        let mut addr = None;
+        let found = wait_until(30.0, || {
+            addr = g
+                .log()
+                .lines()
+                .find_map(|l| l.strip_prefix("fleetgate serve: listening on http://"))
+                .map(|a| a.trim_end_matches("/mcp").to_owned());
+            addr.is_some()
+        });
+        assert!(found, "the replica did not report its address: {}", g.log());
+        g.addr = addr.unwrap();
+        g
+    }
+
     pub fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
     }

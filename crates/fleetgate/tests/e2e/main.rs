@@ -11,6 +11,7 @@ mod approvals;
 mod approvers;
 mod attacks;
 mod attribution;
+mod balanced;
 mod canary;
 mod coordination;
 mod demo;

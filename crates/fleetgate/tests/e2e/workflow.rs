@@ -62,6 +62,12 @@ impl Fleet {
         Self::start_all(crate::surfaces::Forge::Gitea, extra, &[], None, elsewhere)
     }
 
+    /// [`start_except`](Self::start_except) on the store at `store_url`, each member in
+    /// `elsewhere` declaring `replicas` replicas.
+    pub(crate) fn start_replicated(extra: &str, elsewhere: &[&str], replicas: u32, store_url: Option<String>) -> Self {
+        Self::start_full(crate::surfaces::Forge::Gitea, extra, &[], store_url, elsewhere, replicas)
+    }
+
     /// The fleet in front of `forge`'s server (the fixture started as that surface).
     pub(crate) fn start_forge(
         forge: crate::surfaces::Forge,
@@ -79,6 +85,17 @@ impl Fleet {
         store_url: Option<String>,
         elsewhere: &[&str],
     ) -> Self {
+        Self::start_full(forge, extra, flags, store_url, elsewhere, 1)
+    }
+
+    fn start_full(
+        forge: crate::surfaces::Forge,
+        extra: &str,
+        flags: &[(&str, &[&str])],
+        store_url: Option<String>,
+        elsewhere: &[&str],
+        replicas: u32,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut fixture = forge_fixture();
         fixture.extend(forge.fixture_flags().iter().map(|f| (*f).to_owned()));
@@ -90,6 +107,9 @@ impl Fleet {
             config.push_str(&format!(
                 "\n[[members]]\nnamespace = \"gitea-{name}\"\nprofile = \"prgs-{name}\"\nrole = \"{role}\"\n"
             ));
+            if replicas > 1 && elsewhere.contains(&name) {
+                config.push_str(&format!("replicas = {replicas}\n"));
+            }
         }
         let mut command = fixture.clone();
         command.extend(["--repo".to_owned(), bare_s]);

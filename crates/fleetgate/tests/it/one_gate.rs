@@ -185,6 +185,7 @@ fn fleet_on(config: &str, audit_wait: Option<std::time::Duration>, store_url: Op
         client_version: "1".into(),
         protocol_version: "2025-11-25".into(),
         principal: None,
+        stateless: false,
     };
     control.on_client_attach(AttachmentId(1), &client).unwrap();
     let worker = store.list_workers().unwrap()[0].worker_identity.clone();

@@ -289,6 +289,18 @@ impl Store for Instrumented {
     fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError> {
         self.inner.advance_notify(target, holder, last, until)
     }
+    fn record_http_session(&self, session: &fleetgate_store::HttpSession) -> Result<(), StoreError> {
+        self.inner.record_http_session(session)
+    }
+    fn http_session(&self, session_id: &str) -> Result<Option<fleetgate_store::HttpSession>, StoreError> {
+        self.inner.http_session(session_id)
+    }
+    fn forget_http_session(&self, session_id: &str) -> Result<bool, StoreError> {
+        self.inner.forget_http_session(session_id)
+    }
+    fn forget_http_sessions_of(&self, runtime_id: &str) -> Result<usize, StoreError> {
+        self.inner.forget_http_sessions_of(runtime_id)
+    }
     fn approvals_on_record(
         &self,
         digests: &[String],

@@ -66,6 +66,9 @@ pub(super) struct Gatekeeper {
     pub(super) connections: Arc<Slots<String>>,
     /// How many of them one principal may hold ([`connection_share`]).
     pub(super) connection_share: usize,
+    /// Where this replica is, and the sessions other replicas hold (`None`: no address to
+    /// advertise, so no session is recorded or relayed).
+    pub(super) replicas: Option<super::replica::Replicas>,
 }
 
 /// One principal's share of the connection cap: the cap divided among the identities that
@@ -108,7 +111,7 @@ const OWNERS_SLACK: usize = 64;
 
 /// The answer to a session that does not exist, or is another principal's: rmcp's own
 /// answer to an unknown session, so the two cannot be told apart.
-fn unknown_session() -> Response {
+pub(super) fn unknown_session() -> Response {
     let mut response = Response::new(Body::from("Not Found: Session not found"));
     *response.status_mut() = StatusCode::NOT_FOUND;
     response
@@ -410,6 +413,9 @@ impl Gatekeeper {
     /// Record who opened the session a response names (an answered `initialize`); past the
     /// bound, forget the sessions rmcp has ended (DELETE forgets its own at once).
     async fn record_owner(&self, session: String, principal: &Authenticated) {
+        if let Some(replicas) = &self.replicas {
+            replicas.opened(&session).await;
+        }
         let recorded: Vec<String> = {
             let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
             owners.by_session.insert(session, principal.clone());
@@ -422,6 +428,20 @@ impl Gatekeeper {
             if !self.sessions.has_session(&id.clone().into()).await.unwrap_or(true) {
                 self.owners.lock().unwrap_or_else(PoisonError::into_inner).by_session.remove(&id);
             }
+        }
+    }
+
+    /// Whether this process opened `session` (and has not seen it end).
+    fn holds(&self, session: &str) -> bool {
+        self.owners.lock().unwrap_or_else(PoisonError::into_inner).by_session.contains_key(session)
+    }
+
+    /// A request naming a session another principal opened here is answered as unknown; one
+    /// naming a session this process never opened goes to the replica that did, if any.
+    async fn elsewhere(&self, session: &str, parts: &axum::http::request::Parts, body: axum::body::Bytes) -> Response {
+        match &self.replicas {
+            Some(replicas) if !self.holds(session) => replicas.relay(session, parts, body).await,
+            _ => unknown_session(),
         }
     }
 
@@ -460,6 +480,9 @@ impl Gatekeeper {
                 }
                 if response.status().is_success() {
                     self.owners.lock().unwrap_or_else(PoisonError::into_inner).by_session.remove(&session);
+                    if let Some(replicas) = &self.replicas {
+                        replicas.ended(&session).await;
+                    }
                 }
                 response
             }
@@ -521,15 +544,14 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
     parts.extensions.insert(principal.clone());
     if parts.method != Method::POST {
         let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let request = Request::from_parts(parts, body);
         return match session {
-            Some(session) if request.uri().path() == HTTP_ENDPOINT => {
+            Some(session) if parts.uri.path() == HTTP_ENDPOINT => {
                 if !gate.owns(&session, &principal) {
-                    return unknown_session();
+                    return gate.elsewhere(&session, &parts, axum::body::Bytes::new()).await;
                 }
-                gate.session_request(session, request, next).await
+                gate.session_request(session, Request::from_parts(parts, body), next).await
             }
-            _ => next.run(request).await,
+            _ => next.run(Request::from_parts(parts, body)).await,
         };
     }
     let read = tokio::time::timeout(gate.body_timeout, axum::body::to_bytes(body, gate.max_body));
@@ -549,7 +571,7 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
         && parts.uri.path() == HTTP_ENDPOINT
         && !gate.owns(session, &principal)
     {
-        return unknown_session();
+        return gate.elsewhere(session, &parts, bytes).await;
     }
     let opens_session = session.is_none();
     let probe = serde_json::from_slice::<Probe>(&bytes).ok();

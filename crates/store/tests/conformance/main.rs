@@ -18,6 +18,7 @@ mod prune;
 mod race;
 mod registry;
 mod runtime;
+mod sessions;
 mod snapshot;
 mod sqlite_file;
 mod support;
@@ -63,6 +64,7 @@ conformance! {
     prune::pruning_runtime_rows_deletes_only_old_stopped_ones,
     prune::history_older_than_the_cutoff_goes_and_nothing_still_referenced,
     runtime::runtime_rows_round_trip_and_refresh,
+    sessions::sessions_are_found_by_any_replica_and_forgotten,
     runtime::runtime_rows_carry_their_host,
     runtime::observations_keep_the_newest_scan_per_host,
     snapshot::the_fleet_snapshot_holds_what_the_lists_hold,

@@ -60,6 +60,9 @@ fn populate(store: &dyn Store, version: u32, raw: &dyn Fn(&str)) {
             r.digest
         ));
     }
+    if version >= 12 {
+        store.record_http_session(&crate::sessions::session("s-old", "127.0.0.1:7001", "rt-1")).unwrap();
+    }
     if version >= 8 {
         store.append_audit(&audit_entry("gitea_merge", now())).unwrap();
     } else if version >= 5 {
@@ -189,6 +192,11 @@ fn check_survivors(store: &dyn Store, version: u32) {
         let events = store.approval_events(0, 10).unwrap();
         assert_eq!(events.last().map(|e| e.kind.as_str()), Some("answered"), "at version {version}");
     }
+    // v12's sessions: one recorded before is there; the table takes a new one.
+    assert_eq!(store.http_session("s-old").unwrap().is_some(), version >= 12, "at version {version}");
+    let fresh = crate::sessions::session(&format!("s-at-{version}"), "127.0.0.1:7002", "rt-2");
+    store.record_http_session(&fresh).unwrap();
+    assert_eq!(store.http_session(&fresh.session_id).unwrap(), Some(fresh), "at version {version}");
 }
 
 pub fn migrates_from_every_older_version(fx: &Fixture) {

@@ -1,0 +1,149 @@
+//! Replicas of one member behind a load balancer, no affinity: a 2025-11-25 session lives in
+//! the process that opened it (its streams, its downstream), and the store — through the
+//! control plane — says which replica that is. A request naming a session this process does
+//! not hold is relayed to the replica that does, as it came (its credential included: the
+//! owner authenticates it and checks the session is the caller's); a session whose replica
+//! cannot be reached, or no longer has it, is forgotten and answered 404, so the client
+//! re-initializes — the spec's answer to a session the server no longer has. A relayed
+//! request is never relayed again, so two replicas that disagree cannot bounce one.
+
+use super::gatekeeper::unknown_session;
+use axum::body::{Body, Bytes};
+use axum::http::request::Parts;
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use hyper_util::rt::TokioIo;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Set on a relayed request: the address of the replica that relayed it.
+pub(super) const RELAYED_BY: &str = "x-fleetgate-relayed-by";
+
+/// How long the replica holding a session has to accept the connection: past it, it is
+/// taken for gone.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Headers of one hop (RFC 9110 §7.6.1), never passed on.
+const HOP_BY_HOP: [HeaderName; 6] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+];
+
+/// Where this replica is and how it reaches the others' session records.
+pub(super) struct Replicas {
+    /// The address this process advertises (`host:port`), recorded with its sessions.
+    pub(super) advertise: String,
+    pub(super) control: Arc<dyn crate::control::ControlPlane>,
+}
+
+impl Replicas {
+    /// Record that this process holds `session` (awaited: another replica must find it
+    /// before the client, told its id, sends the next request there).
+    pub(super) async fn opened(&self, session: &str) {
+        let (control, session, me) = (self.control.clone(), session.to_owned(), self.advertise.clone());
+        if let Err(e) = tokio::task::spawn_blocking(move || control.session_opened(&session, &me)).await {
+            tracing::warn!(error = %e, "the session's record could not be written");
+        }
+    }
+
+    /// Forget `session` (ended here, or its replica is gone).
+    pub(super) async fn ended(&self, session: &str) {
+        let (control, session) = (self.control.clone(), session.to_owned());
+        let _ = tokio::task::spawn_blocking(move || control.session_ended(&session)).await;
+    }
+
+    async fn owner(&self, session: &str) -> Option<String> {
+        let (control, session) = (self.control.clone(), session.to_owned());
+        tokio::task::spawn_blocking(move || control.session_owner(&session)).await.ok().flatten()
+    }
+
+    /// A request for `session`, which this process does not hold: relayed to the replica that
+    /// does, else 404.
+    pub(super) async fn relay(&self, session: &str, parts: &Parts, body: Bytes) -> Response {
+        if parts.headers.contains_key(RELAYED_BY) {
+            return unknown_session();
+        }
+        let Some(owner) = self.owner(session).await else { return unknown_session() };
+        if owner == self.advertise {
+            // Recorded by this address's previous process: that session is gone.
+            self.ended(session).await;
+            return unknown_session();
+        }
+        let connected = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(&owner)).await;
+        let stream = match connected {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return self.gone(session, &owner, &e.to_string()).await,
+            Err(_) => return self.gone(session, &owner, "no answer within 2 s").await,
+        };
+        let (mut sender, connection) = match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await {
+            Ok(pair) => pair,
+            Err(e) => return self.gone(session, &owner, &e.to_string()).await,
+        };
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "a relay connection ended");
+            }
+        });
+        let request = match self.relayed(parts, body) {
+            Ok(request) => request,
+            Err(e) => return (StatusCode::BAD_REQUEST, format!("the request cannot be relayed: {e}")).into_response(),
+        };
+        let response = match sender.send_request(request).await {
+            Ok(response) => response,
+            Err(e) => {
+                // Sent, perhaps handled: the caller learns it failed, not whether it ran.
+                tracing::warn!(%owner, error = %e, "the replica holding a session failed while answering");
+                let text = format!("the replica holding this session failed while answering: {e}");
+                return (StatusCode::BAD_GATEWAY, text).into_response();
+            }
+        };
+        if response.status() == StatusCode::NOT_FOUND {
+            self.ended(session).await;
+        }
+        let (mut head, incoming) = response.into_parts();
+        for name in &HOP_BY_HOP {
+            head.headers.remove(name);
+        }
+        Response::from_parts(head, Body::new(incoming))
+    }
+
+    /// The request as it is sent on: its method, path and headers (one hop's aside), the
+    /// body read already, and who relayed it.
+    fn relayed(&self, parts: &Parts, body: Bytes) -> Result<hyper::Request<Body>, axum::http::Error> {
+        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut request = hyper::Request::builder().method(parts.method.clone()).uri(path).body(Body::from(body))?;
+        let headers = request.headers_mut();
+        for (name, value) in &parts.headers {
+            if !HOP_BY_HOP.contains(name) && name != header::CONTENT_LENGTH {
+                headers.append(name.clone(), value.clone());
+            }
+        }
+        if let Some(len) = request.body().size_hint_exact() {
+            request.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+        }
+        if let Ok(me) = HeaderValue::from_str(&self.advertise) {
+            request.headers_mut().insert(RELAYED_BY, me);
+        }
+        Ok(request)
+    }
+
+    async fn gone(&self, session: &str, owner: &str, why: &str) -> Response {
+        tracing::info!(%owner, why, "the replica holding a session cannot be reached: forgotten, answered 404");
+        self.ended(session).await;
+        unknown_session()
+    }
+}
+
+trait ExactSize {
+    fn size_hint_exact(&self) -> Option<u64>;
+}
+
+impl ExactSize for Body {
+    fn size_hint_exact(&self) -> Option<u64> {
+        http_body::Body::size_hint(self).exact()
+    }
+}
