@@ -123,9 +123,10 @@ pub const TABLES: &[Table] = &[
             key(
                 "replicas",
                 "integer, `1`",
-                "How many instances of it may run at once (1 to 64): HTTP gateway replicas of one profile. The \
-                 inventory counts them as one member; one more is a duplicate and closes the gate. Sessions are not \
-                 yet shared between replicas: put them behind a load balancer with affinity.",
+                "How many instances of it may run at once (1 to 64): HTTP gateway replicas of one profile, behind \
+                 any load balancer on one store. The inventory counts them as one member; one more is a duplicate \
+                 and closes the gate. A session is relayed to the replica holding it (`serve --advertise`); a \
+                 stateless client's worker is the member's.",
             ),
         ],
     },
@@ -188,11 +189,16 @@ pub const TABLES: &[Table] = &[
                 "path (unset)",
                 "Lines of `sha256-hex  client-name  [profile…]`; relative to the config file's directory.",
             ),
-            key("max_attachments", "integer, `64`", "Live attachments (each runs a downstream) at most: 1 to 4096."),
+            key(
+                "max_attachments",
+                "integer, `64`",
+                "Live attachments (each runs a downstream) at most, per process: 1 to 4096.",
+            ),
             key(
                 "max_attachments_per_principal",
                 "integer, `16`",
-                "Live attachments one principal may hold: 1 to `max_attachments`.",
+                "Live attachments one principal may hold: 1 to `max_attachments`; with `replicas`, across \
+                 every replica of the member (counted in the store).",
             ),
             key("max_connections", "integer, `512`", "Open connections at most: 1 to 65536."),
             key(

@@ -150,6 +150,16 @@ pub trait ControlPlane: Send + Sync + 'static {
         let _ = session;
     }
 
+    /// Replicas (HTTP): whether one more attachment of `principal` may be made, counted across
+    /// every replica of the member (the store), at most `limit`; `Err(why)` refuses it (429).
+    /// `stateless`: the `clientInfo` name and version of a stateless client, whose member-wide
+    /// attachment, when one replica holds it already, is no new one. The gateway asks after
+    /// its own bound admitted the attachment. Blocking (the store).
+    fn admit_principal(&self, principal: &str, limit: usize, stateless: Option<(&str, &str)>) -> Result<(), String> {
+        let _ = (principal, limit, stateless);
+        Ok(())
+    }
+
     /// Orderly shutdown (stdin EOF, SIGTERM, SIGINT, the client transport failing): stop
     /// every attachment's heartbeat, retire their workers, mark the runtime row stopped.
     /// Called once, after the last call.

@@ -223,6 +223,11 @@ impl Hub {
     }
 
     /// The bound on live attachments.
+    /// The bound on one principal's attachments.
+    pub(crate) fn max_per_principal(&self) -> usize {
+        self.limits.max_per_principal
+    }
+
     pub(crate) fn max_attachments(&self) -> usize {
         self.limits.max_attachments
     }

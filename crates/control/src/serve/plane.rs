@@ -561,6 +561,50 @@ impl ControlPlane for FleetControl {
         self.gate.settle(&gated, action, answer.as_ref(), self.clock.now());
     }
 
+    fn admit_principal(&self, principal: &str, limit: usize, stateless: Option<(&str, &str)>) -> Result<(), String> {
+        let member = &self.identity.member;
+        if member.replicas <= 1 {
+            // One process: the gateway's own count is the member's.
+            return Ok(());
+        }
+        let workers = match self.gate.store().list_workers() {
+            Ok(workers) => workers,
+            Err(e) => {
+                // The replica's own bound still holds; a store that cannot answer refuses no one.
+                tracing::warn!(error = %e, "the principal's attachments across replicas cannot be counted");
+                return Ok(());
+            }
+        };
+        let now = self.clock.now();
+        let name = fleetgate_core::client::normalize_client_name(principal);
+        let live: Vec<_> = workers
+            .iter()
+            .filter(|w| w.profile == member.profile && w.client_name == name)
+            .filter(|w| fleetgate_core::worker::is_live(w, now, true).live)
+            .collect();
+        if let Some((client_name, client_version)) = stateless {
+            let attach = ClientAttach {
+                client_name: client_name.to_owned(),
+                client_version: client_version.to_owned(),
+                protocol_version: String::new(),
+                principal: Some(principal.to_owned()),
+                stateless: true,
+            };
+            let shared = format!("wrk-{}", stateless_session(member, &attach));
+            if live.iter().any(|w| w.worker_identity == shared) {
+                return Ok(());
+            }
+        }
+        if live.len() >= limit {
+            return Err(format!(
+                "this principal holds its maximum of {limit} attachments across the member's {} replicas; end one of \
+                 its sessions first",
+                member.replicas
+            ));
+        }
+        Ok(())
+    }
+
     fn session_opened(&self, session: &str, owner: &str) {
         let record = fleetgate_store::HttpSession {
             session_id: session.to_owned(),

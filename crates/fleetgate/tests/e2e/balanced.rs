@@ -8,7 +8,9 @@
 //! another replica is relayed there (the store names the owner). The merger is the same SDK
 //! on 2026-07-28, sessionless: its worker is the member's, found in the store by whichever
 //! replica a request reaches, so the merge lease it claims on one replica is its own on the
-//! next. The PR lands exactly the approved head.
+//! next. The PR lands exactly the approved head. A second PR goes the same way with the
+//! official TypeScript SDK: v1 (`@modelcontextprotocol/sdk`) reviewing on a session, v2
+//! (`@modelcontextprotocol/client`, 2026-07-28) merging sessionless.
 //!
 //! Then one replica — the one holding the reviewer's session — is killed with SIGKILL while
 //! stateless calls run through the balancer: each either completes once or fails visibly, and
@@ -205,6 +207,34 @@ fn three_replicas_behind_haproxy_serve_both_generations_and_survive_a_sigkill() 
         .collect();
     assert_eq!(merger_workers.len(), 1, "one worker for the stateless merger, whichever replica: {workers}");
 
+    // The same workflow by the TypeScript SDK of both generations: v1 reviews on a session,
+    // v2 merges sessionless.
+    answer(fleet.call("author", "create_branch", json!({ "branch": "second" })));
+    let head = fleet.push_to("second", "balanced again\n", "Through the balancer, from TypeScript");
+    let create = json!({ "method": "create", "title": "LB 2", "body": "b", "head": "second", "base": "main" });
+    let pr = answer(fleet.call("author", "pull_request_write", create))["number"].as_i64().unwrap();
+    let main_before = fleet.git(&["rev-parse", "main"]);
+    let ts = |port: u16, name: &str, generation: &str| {
+        let env = [format!("MCP_DRIVE_BEARER={TOKEN}"), format!("MCP_DRIVE_CLIENT_NAME={name}")];
+        Client::start_ts(&format!("http://127.0.0.1:{port}/mcp"), generation, &env)
+    };
+    let mut ts_reviewer = ts(reviewer_port, "reviewer-ts", "v1");
+    assert!(ts_reviewer.init["result"]["sessionId"].is_string(), "a v1 session: {}", ts_reviewer.init);
+    let (err, text, _) =
+        call(&mut ts_reviewer, "gitea_claim_pr_lease", json!({ "pr": pr, "head": head, "purpose": "review" }));
+    assert!(!err, "the TypeScript review lease: {text}");
+    let (err, text, _) = call(&mut ts_reviewer, "pull_request_review_write", approve(pr));
+    assert!(!err, "the TypeScript approval: {text}");
+    let mut ts_merger = ts(merger_port, "merger-ts", "v2");
+    assert_eq!(ts_merger.init["result"]["protocolVersion"], "2026-07-28", "{}", ts_merger.init);
+    let (err, text, _) =
+        call(&mut ts_merger, "gitea_claim_pr_lease", json!({ "pr": pr, "head": head, "purpose": "merge" }));
+    assert!(!err, "the TypeScript merge lease: {text}");
+    let (err, text, _) = call(&mut ts_merger, "pull_request_write", json!({ "method": "merge", "pull_number": pr }));
+    assert!(!err, "the TypeScript merge: {text}");
+    let parents = fleet.git(&["rev-list", "--parents", "-n", "1", "main"]);
+    assert_eq!(parents.split(' ').collect::<Vec<_>>()[1..], [main_before.as_str(), head.as_str()]);
+
     // Load through the balancer while the replica holding the reviewer's session is killed.
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let first = stateless_call(&agent, reviewer_port, 1);
@@ -265,4 +295,46 @@ fn three_replicas_behind_haproxy_serve_both_generations_and_survive_a_sigkill() 
         }
     }
     fleet.stop();
+}
+
+/// Server→client requests through the balancer: two Python SDK sessions on three replicas
+/// behind HAProxy call a tool that elicits at the same moment, round after round. Each
+/// question reaches — through the relay, on the stream of the call that asked — the session
+/// whose call asked it, and each answer, whichever replica it lands on, returns to that call:
+/// none crossed.
+#[test]
+fn elicitations_through_the_balancer_reach_their_own_session() {
+    let _serial = serial();
+    let roster = "[fleet]\nname = \"balanced-elicit\"\ntool_prefix = \"gitea_\"\n\n[[members]]\nnamespace = \
+                  \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\nreplicas = 3\n";
+    let f = crate::support::FleetDir::new(roster);
+    let downstream = vec![
+        crate::support::peer(".venv/bin/python").display().to_string(),
+        crate::support::peer("tests/peers/elicit_server.py").display().to_string(),
+        f.dir.path().join("unsolicited.jsonl").display().to_string(),
+    ];
+    let port = free_port();
+    let balancer = format!("127.0.0.1:{port}");
+    let set: Vec<HttpGateway> =
+        (0..3).map(|n| HttpGateway::replica(&f, "prgs-author", n, &balancer, TOKEN, &downstream)).collect();
+    let _lb = balance(f.dir.path(), &[(port, set.iter().map(|g| g.addr.clone()).collect())]);
+    let out = Command::new(crate::support::peer(".venv/bin/python"))
+        .arg(crate::support::peer("tests/peers/elicit_race.py"))
+        .args([&format!("http://{balancer}/mcp"), "30"])
+        .env("MCP_DRIVE_BEARER", TOKEN)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
+    let tally: Value = serde_json::from_str(line.unwrap_or_else(|| {
+        panic!("elicit_race printed no result: {stdout}\n{}", String::from_utf8_lossy(&out.stderr))
+    }))
+    .unwrap();
+    assert_eq!(tally["cross_talk"], json!([]), "{tally}");
+    assert_eq!(tally["errors"], json!([]), "{tally}");
+    assert_eq!(tally["answered"], 60, "{tally}");
+    assert_eq!(tally["asked"], 60, "every question asked once: {tally}");
+    for g in set {
+        g.stop();
+    }
 }

@@ -19,7 +19,8 @@ fn config() -> String {
 const ALICE: &str = "alice-token";
 const BOB: &str = "bob-token";
 
-fn sha256(text: &str) -> String {
+/// The hex SHA-256 of `text` (a tokens file holds its tokens' digests).
+pub(crate) fn sha256(text: &str) -> String {
     let out =
         Command::new("sha256sum").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn();
     let mut child = out.unwrap();

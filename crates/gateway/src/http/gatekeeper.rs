@@ -295,8 +295,34 @@ impl Gatekeeper {
         }
     }
 
-    /// Whether one more attachment for `principal` may be made now.
-    fn admit(&self, principal: &str, id: Option<serde_json::Value>) -> Result<(), Refused> {
+    /// Whether one more attachment for `principal` may be made now: this process's bounds and
+    /// arrival rate, then the principal's attachments across the member's replicas.
+    async fn admit(
+        &self,
+        principal: &str,
+        id: Option<serde_json::Value>,
+        stateless: Option<&StatelessKey>,
+    ) -> Result<(), Refused> {
+        self.admit_here(principal, id.clone())?;
+        if principal.is_empty() {
+            return Ok(());
+        }
+        let control = self.hub.control.clone();
+        let limit = self.hub.max_per_principal();
+        let who = principal.to_owned();
+        let client = stateless.map(|k| (k.client_name.clone(), k.client_version.clone()));
+        let judged = tokio::task::spawn_blocking(move || {
+            control.admit_principal(&who, limit, client.as_ref().map(|(n, v)| (n.as_str(), v.as_str())))
+        })
+        .await;
+        match judged {
+            Ok(Err(why)) => Err(jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, id, -32000, why)),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`admit`](Self::admit) by this process's own count.
+    fn admit_here(&self, principal: &str, id: Option<serde_json::Value>) -> Result<(), Refused> {
         match self.hub.admit(principal) {
             Ok(()) => {}
             Err(refused @ NotAdmitted::PrincipalFull(_)) => {
@@ -314,7 +340,7 @@ impl Gatekeeper {
     }
 
     /// Judge one POSTed message (`probe`: what it says, when it parses) before rmcp sees it.
-    fn screen(
+    async fn screen(
         &self,
         headers: &HeaderMap,
         body: &[u8],
@@ -346,12 +372,13 @@ impl Gatekeeper {
                 let text = "`initialize` does not exist in MCP 2026-07-28".to_owned();
                 return Err(jsonrpc_refusal(StatusCode::NOT_FOUND, id(), -32601, text));
             }
-            return self.admit(&who, id());
+            return self.admit(&who, id(), None).await;
         }
         if probe.id.is_none() || !stateless_version(meta_version) {
             return Ok(());
         }
-        if self.hub.knows(&stateless_key(&who, meta)) { Ok(()) } else { self.admit(&who, id()) }
+        let key = stateless_key(&who, meta);
+        if self.hub.knows(&key) { Ok(()) } else { self.admit(&who, id(), Some(&key)).await }
     }
 
     /// A request in a session holds its id while it is answered. rmcp keys a session's
@@ -575,7 +602,7 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
     }
     let opens_session = session.is_none();
     let probe = serde_json::from_slice::<Probe>(&bytes).ok();
-    if let Err(refused) = gate.screen(&parts.headers, &bytes, probe.as_ref(), &principal) {
+    if let Err(refused) = gate.screen(&parts.headers, &bytes, probe.as_ref(), &principal).await {
         return *refused;
     }
     let held = match gate.hold_id(&parts.headers, probe.as_ref()) {
