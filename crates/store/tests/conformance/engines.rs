@@ -124,6 +124,31 @@ impl Fixture {
         }
     }
 
+    /// The whole database as SQL text that rebuilds it on an empty one of the same engine:
+    /// its tables, indexes and rows (SQLite: read through `sqlite_master`; PostgreSQL:
+    /// `pg_dump --inserts`, no owner or privileges).
+    pub fn dump(&self) -> String {
+        match &self.location {
+            Location::Sqlite { path, .. } => sqlite_dump(path),
+            Location::Postgres(db) => {
+                let out = std::process::Command::new("pg_dump")
+                    .args(["--inserts", "--no-owner", "--no-privileges", "--no-comments", "--dbname"])
+                    .arg(&db.url)
+                    .output()
+                    .expect("pg_dump (Debian's postgresql-client)");
+                assert!(out.status.success(), "pg_dump: {}", String::from_utf8_lossy(&out.stderr));
+                // Lines naming the dumping tools' versions change nothing here; psql's
+                // meta-commands (`\restrict`) are psql's, not SQL.
+                String::from_utf8(out.stdout)
+                    .unwrap()
+                    .lines()
+                    .filter(|l| !l.starts_with("-- Dumped") && !l.starts_with('\\'))
+                    .map(|l| format!("{l}\n"))
+                    .collect()
+            }
+        }
+    }
+
     /// Run raw SQL on the database, under the contract: for the tests that
     /// must damage or age a store on purpose.
     pub fn exec(&self, sql: &str) {
@@ -154,4 +179,40 @@ impl Fixture {
             Location::Sqlite { .. } => None,
         }
     }
+}
+
+/// A SQLite database as SQL text: each table's and index's own `CREATE` statement, then every
+/// row as an `INSERT` (SQLite's internal tables aside).
+fn sqlite_dump(path: &std::path::Path) -> String {
+    use rusqlite::types::ValueRef;
+    let c = rusqlite::Connection::open(path).expect("open sqlite");
+    let mut out = String::from("BEGIN;\n");
+    let mut objects = c
+        .prepare("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY type DESC, name")
+        .unwrap();
+    let objects: Vec<(String, String, String)> =
+        objects.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
+    for (kind, name, sql) in &objects {
+        out.push_str(&format!("{sql};\n"));
+        if kind != "table" {
+            continue;
+        }
+        let mut rows = c.prepare(&format!("SELECT * FROM \"{name}\"")).unwrap();
+        let width = rows.column_count();
+        let mut rows = rows.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            let values: Vec<String> = (0..width)
+                .map(|i| match row.get_ref(i).unwrap() {
+                    ValueRef::Null => "NULL".to_owned(),
+                    ValueRef::Integer(n) => n.to_string(),
+                    ValueRef::Real(x) => format!("{x:?}"),
+                    ValueRef::Text(t) => format!("'{}'", String::from_utf8_lossy(t).replace('\'', "''")),
+                    ValueRef::Blob(b) => format!("X'{}'", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+                })
+                .collect();
+            out.push_str(&format!("INSERT INTO \"{name}\" VALUES ({});\n", values.join(", ")));
+        }
+    }
+    out.push_str("COMMIT;\n");
+    out
 }

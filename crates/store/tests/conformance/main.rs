@@ -76,6 +76,7 @@ conformance! {
     migrations::a_migration_killed_at_any_point_resumes,
     migrations::a_fresh_store_is_at_the_current_version,
     migrations::migrates_from_every_older_version,
+    migrations::frozen_stores_of_every_earlier_version_migrate,
     migrations::migrations_are_idempotent,
     migrations::processes_opening_a_fresh_store_at_once_migrate_once,
     migrations::a_newer_schema_fails_closed,

@@ -214,6 +214,45 @@ pub fn migrates_from_every_older_version(fx: &Fixture) {
     }
 }
 
+/// Where the frozen store of `version` for `fx`'s engine is kept.
+fn frozen(fx: &Fixture, version: u32) -> std::path::PathBuf {
+    let engine = match fx.kind {
+        crate::engines::Kind::Sqlite => "sqlite",
+        crate::engines::Kind::Postgres => "postgres",
+    };
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testkit/fixtures/stores")
+        .join(format!("{engine}-v{version:02}.sql"))
+}
+
+/// Stores made by every earlier schema version, frozen as SQL in the test kit when that
+/// version was current (so an old migration edited since cannot make them differently), each
+/// loaded into an empty database, opened by this build — migrated — and what was written then
+/// found intact, the newest tables working. A version whose store is not frozen yet is
+/// frozen by running with `FLEETGATE_FREEZE_STORES=1` (a file once written is never rewritten).
+pub fn frozen_stores_of_every_earlier_version_migrate(fx: &Fixture) {
+    let freeze = crate::engines::env("FLEETGATE_FREEZE_STORES").is_some();
+    for version in 1..SCHEMA_VERSION {
+        let path = frozen(fx, version);
+        if !path.exists() {
+            assert!(freeze, "{} is missing: freeze it with FLEETGATE_FREEZE_STORES=1", path.display());
+            let at = fx.sibling();
+            {
+                let old = at.open_at_version(version);
+                populate(&*old, version, &|sql| at.exec(sql));
+            }
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, at.dump()).unwrap();
+        }
+        let at = fx.sibling();
+        at.exec(&std::fs::read_to_string(&path).unwrap());
+        let store = at.open();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION, "from the frozen version {version}");
+        assert_eq!(at.query_i64(VERSIONS), i64::from(SCHEMA_VERSION), "each version recorded once");
+        check_survivors(&*store, version);
+    }
+}
+
 pub fn migrations_are_idempotent(fx: &Fixture) {
     {
         let store = fx.open();
