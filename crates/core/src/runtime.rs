@@ -185,9 +185,64 @@ pub struct Binding {
     pub repo: String,
 }
 
+/// Whether the replica whose runtime row is `row` may still hold sessions, as of `now`: its row
+/// says it is running and was refreshed within `ttl_seconds`, and — when it runs on `local`,
+/// this host — its pid is alive (`pid_alive`). A request for one of its sessions is relayed to
+/// it only then: a dead replica's port may since belong to another process, which must not be
+/// handed the request and its credential.
+pub fn replica_alive(
+    row: &RuntimeRecord,
+    local: Option<&HostIdentity>,
+    now: Timestamp,
+    ttl_seconds: f64,
+    pid_alive: &dyn Fn(i64) -> bool,
+) -> bool {
+    let fresh = row.last_heartbeat_at.is_some_and(|at| now.seconds_since(at) as f64 <= ttl_seconds);
+    let here = local.is_some_and(|l| row.host.as_ref() == Some(l));
+    row.status == RuntimeStatus::Running && fresh && (!here || pid_alive(row.pid))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replica_holds_sessions_only_while_running_fresh_and_alive_where_that_can_be_seen() {
+        let here = HostIdentity { host_id: "m1".into(), boot_id: "b1".into() };
+        let there = HostIdentity { host_id: "m2".into(), boot_id: "b1".into() };
+        let now = Timestamp::from_unix(10_000);
+        let row = |status, beat: Option<i64>, host: Option<&HostIdentity>| RuntimeRecord {
+            runtime_id: "rt".into(),
+            namespace: "gitea-author".into(),
+            profile: "prgs-author".into(),
+            role: "author".into(),
+            remote: None,
+            org: None,
+            repo: None,
+            repository_root: None,
+            pid: 4242,
+            cohort_id: None,
+            cohort_source: CohortSource::Unknown,
+            client_provenance: "client-managed".into(),
+            boot_id: "b".into(),
+            startup_head: None,
+            daemon_start_head: None,
+            transport: "http".into(),
+            registered_at: now,
+            last_heartbeat_at: beat.map(|s| now.plus_seconds(-s)),
+            status,
+            host: host.cloned(),
+        };
+        let (alive, dead) = (|_: i64| true, |_: i64| false);
+        let judge = |r: &RuntimeRecord, probe: &dyn Fn(i64) -> bool| replica_alive(r, Some(&here), now, 30.0, probe);
+        assert!(judge(&row(RuntimeStatus::Running, Some(5), Some(&here)), &alive));
+        assert!(!judge(&row(RuntimeStatus::Running, Some(5), Some(&here)), &dead), "its pid is gone");
+        assert!(judge(&row(RuntimeStatus::Running, Some(5), Some(&there)), &dead), "another host's pid is not probed");
+        assert!(judge(&row(RuntimeStatus::Running, Some(5), None), &dead), "nor a row of unknown whereabouts");
+        assert!(!judge(&row(RuntimeStatus::Running, Some(31), Some(&there)), &alive), "silent past the TTL");
+        assert!(!judge(&row(RuntimeStatus::Running, None, Some(&there)), &alive), "never refreshed");
+        assert!(!judge(&row(RuntimeStatus::Stopped, Some(1), Some(&here)), &alive), "stopped");
+    }
 
     #[test]
     fn cohort_comes_from_env_then_parent_and_never_from_a_revision() {

@@ -75,6 +75,9 @@ pub struct FleetControl {
     answers: crate::approvals::AnswerWatch,
     /// The approval requests calls of each attachment are held for: withdrawn when it ends.
     held: Arc<std::sync::Mutex<Vec<(AttachmentId, String)>>>,
+    /// The runtime rows as last read, and when: whether a replica still holds its sessions is
+    /// judged from them, read at most once a second however many requests are relayed.
+    replicas_seen: std::sync::Mutex<Option<(std::time::Instant, Vec<fleetgate_core::runtime::RuntimeRecord>)>>,
 }
 
 impl std::fmt::Debug for FleetControl {
@@ -139,7 +142,34 @@ impl FleetControl {
             profile_label,
             answers: crate::approvals::AnswerWatch::default(),
             held: Arc::default(),
+            replicas_seen: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Whether the runtime `runtime_id` still holds its sessions
+    /// (`fleetgate_core::runtime::replica_alive`), from the rows read within the last second.
+    fn replica_alive(&self, runtime_id: &str) -> Result<bool, fleetgate_store::StoreError> {
+        let mut seen = self.replicas_seen.lock().unwrap_or_else(|e| e.into_inner());
+        let known = |seen: &Option<(std::time::Instant, Vec<_>)>| {
+            seen.as_ref().and_then(|(_, rows): &(_, Vec<fleetgate_core::runtime::RuntimeRecord>)| {
+                rows.iter().find(|r| r.runtime_id == runtime_id).cloned()
+            })
+        };
+        let fresh = seen.as_ref().is_some_and(|(at, _)| at.elapsed() < std::time::Duration::from_secs(1));
+        // A replica started since the rows were read is not taken for gone: they are read again.
+        let row = match known(&seen).filter(|_| fresh) {
+            Some(row) => row,
+            None => {
+                *seen = Some((std::time::Instant::now(), self.gate.store().list_runtime()?));
+                let Some(row) = known(&seen) else { return Ok(false) };
+                row
+            }
+        };
+        drop(seen);
+        let row = &row;
+        let probe = |pid: i64| self.gate.observer().probe(pid).is_alive();
+        let ttl = self.config().heartbeat_ttl_seconds;
+        Ok(fleetgate_core::runtime::replica_alive(row, self.row.host.as_ref(), self.clock.now(), ttl, &probe))
     }
 
     /// Count the gate's decisions and time, and each worker's renewals and refusals, in
@@ -619,11 +649,24 @@ impl ControlPlane for FleetControl {
     }
 
     fn session_owner(&self, session: &str) -> Option<String> {
-        match self.gate.store().http_session(session) {
+        let found = match self.gate.store().http_session(session) {
             // Only a replica of this member serves its sessions.
-            Ok(found) => found.filter(|s| s.profile == self.identity.member.profile).map(|s| s.owner),
+            Ok(found) => found.filter(|s| s.profile == self.identity.member.profile)?,
             Err(e) => {
                 tracing::warn!(error = %e, "the session's replica cannot be read");
+                return None;
+            }
+        };
+        match self.replica_alive(&found.runtime_id) {
+            Ok(true) => Some(found.owner),
+            Ok(false) => {
+                tracing::info!(owner = %found.owner, runtime = %found.runtime_id,
+                    "the replica holding a session is gone: forgotten, answered 404");
+                self.session_ended(session);
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "whether the session's replica lives cannot be read");
                 None
             }
         }

@@ -15,7 +15,8 @@
 //! Then one replica — the one holding the reviewer's session — is killed with SIGKILL while
 //! stateless calls run through the balancer: each either completes once or fails visibly, and
 //! the audit holds every completed one (none lost, none twice); the reviewer's session is
-//! answered 404 and a fresh session (the client re-initializing) works.
+//! answered 404 — never relayed to another process that took the dead replica's port — and a
+//! fresh session (the client re-initializing) works.
 
 use crate::httpkit::HttpGateway;
 use crate::support::{Client, answer, serial, wait_until};
@@ -262,6 +263,8 @@ fn three_replicas_behind_haproxy_serve_both_generations_and_survive_a_sigkill() 
         std::thread::sleep(std::time::Duration::from_millis(300));
         let pid = replicas[0][victim].child.id().to_string();
         assert!(Command::new("kill").args(["-KILL", &pid]).status().unwrap().success());
+        // Reaped, as its parent (a client, systemd) would: a zombie still answers signal 0.
+        let _ = replicas[0][victim].child.wait();
         load.join().unwrap()
     });
     assert!(
@@ -280,6 +283,41 @@ fn three_replicas_behind_haproxy_serve_both_generations_and_survive_a_sigkill() 
         answered <= audited && audited <= answered + failed,
         "every answered call audited once: {answered} answered, {failed} failed, {audited} audited"
     );
+
+    // Another process now listens on the dead replica's port: a request naming one of its
+    // sessions, sent straight to a surviving replica, must not be relayed there (nor its
+    // credential with it) — the replica holding it is judged gone first.
+    let victim_addr = replicas[0][victim].addr.clone();
+    let held: Vec<String> = db
+        .client()
+        .query("SELECT session_id FROM http_sessions WHERE owner = $1", &[&victim_addr])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(!held.is_empty(), "the dead replica's sessions are on record");
+    let squatter = std::net::TcpListener::bind(&victim_addr).expect("the dead replica's port");
+    squatter.set_nonblocking(true).unwrap();
+    let survivor = &replicas[0][(victim + 1) % 3];
+    let patient: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(std::time::Duration::from_secs(5)))
+        .build()
+        .into();
+    for session in &held {
+        let answer = patient
+            .post(&survivor.url())
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("Authorization", &format!("Bearer {TOKEN}"))
+            .header("Mcp-Session-Id", session)
+            .send(json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {} }).to_string());
+        let status = answer.map(|r| r.status().as_u16()).map_err(|e| e.to_string());
+        assert_eq!(status, Ok(404), "a dead replica's session");
+    }
+    let reached = squatter.accept().map(|(_, from)| from.to_string());
+    assert!(reached.is_err(), "a request was relayed to the process on the dead replica's port: {reached:?}");
+    drop(squatter);
 
     // The reviewer's session died with its replica: 404, and a fresh session works.
     let dead = reviewer.step(json!({ "op": "call_tool", "name": "gitea_get_runtime_context", "arguments": {} }));
