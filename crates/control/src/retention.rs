@@ -49,6 +49,8 @@ pub struct PruneReport {
     pub workers: Vec<String>,
     /// Runtime rows deleted.
     pub runtimes: Vec<String>,
+    /// HTTP session and task records deleted (of replicas gone, or tasks that old).
+    pub http_sessions: u64,
     /// Old PRs and branches kept, and why.
     pub kept: Vec<Kept>,
 }
@@ -58,7 +60,8 @@ impl PruneReport {
     pub fn summary(&self) -> String {
         format!(
             "pruned {} audit entries, {} approval requests and {} of their events, the records of {} PR(s), {} \
-             push(es), {} host observation(s), {} worker row(s), {} runtime row(s); kept {} old PR(s) or branch(es)",
+             push(es), {} host observation(s), {} worker row(s), {} runtime row(s), {} replica session record(s); kept \
+             {} old PR(s) or branch(es)",
             self.audit,
             self.approvals,
             self.approval_events,
@@ -67,6 +70,7 @@ impl PruneReport {
             self.observations,
             self.workers.len(),
             self.runtimes.len(),
+            self.http_sessions,
             self.kept.len()
         )
     }
@@ -105,6 +109,7 @@ pub fn prune(
     }
     if let Some(age) = retention.runtimes {
         report.runtimes = store.prune_runtime(age, now)?;
+        report.http_sessions = store.prune_http_sessions(cutoff(age))?;
     }
     if let Some(age) = retention.workflow {
         workflow(store, forge, remote, cutoff(age), &mut report)?;

@@ -150,6 +150,20 @@ pub trait ControlPlane: Send + Sync + 'static {
         let _ = session;
     }
 
+    /// Replicas (HTTP): the downstream made task `task` for the stateless client `client`
+    /// here, reached at `owner` — recorded where every replica of the member finds it, before
+    /// the task's id is answered. Blocking (the store).
+    fn task_made(&self, client: &ClientAttach, task: &str, owner: &str) {
+        let _ = (client, task, owner);
+    }
+
+    /// Replicas (HTTP): where the replica holding the stateless client's task `task` is
+    /// reached, when one recorded it and it is alive. Blocking (the store).
+    fn task_owner(&self, client: &ClientAttach, task: &str) -> Option<String> {
+        let _ = (client, task);
+        None
+    }
+
     /// Replicas (HTTP): whether one more attachment of `principal` may be made, counted across
     /// every replica of the member (the store), at most `limit`; `Err(why)` refuses it (429).
     /// `stateless`: the `clientInfo` name and version of a stateless client, whose member-wide

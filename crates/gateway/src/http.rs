@@ -294,8 +294,10 @@ fn router(
         sessions,
         owners: Mutex::default(),
         connections: Arc::default(),
-        replicas: advertised(http, local)
-            .map(|advertise| replica::Replicas { advertise, control: hub.control.clone() }),
+        replicas: advertised(http, local).map(|advertise| {
+            let _ = hub.advertise.set(advertise.clone());
+            replica::Replicas { advertise, control: hub.control.clone() }
+        }),
         connection_share: gatekeeper::connection_share(
             http.connections.max_connections,
             http.principals.as_ref().map_or(0, Principals::len)

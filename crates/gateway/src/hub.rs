@@ -88,6 +88,9 @@ pub(crate) struct Attachment {
     pub(crate) facts: ClientFacts,
     /// The principal it counts against (`""`: none).
     principal: String,
+    /// A stateless client's own description (its tasks are recorded under it for the other
+    /// replicas); `None` for a session or stdio.
+    pub(crate) stateless: Option<ClientAttach>,
     last_used: Mutex<Instant>,
 }
 
@@ -140,6 +143,9 @@ pub(crate) struct Hub {
     stateless_making: tokio::sync::Mutex<()>,
     /// The calls the control plane serialises, by key ([`ControlPlane::serial_key`]).
     pub(crate) serial: SerialLocks,
+    /// The address other replicas reach this one at, when it has one (HTTP): a stateless
+    /// client's tasks are recorded with it.
+    pub(crate) advertise: std::sync::OnceLock<String>,
 }
 
 /// One async lock per key, made on first use and dropped when no call holds or awaits it.
@@ -206,6 +212,7 @@ impl Hub {
             closing: std::sync::atomic::AtomicBool::new(false),
             stateless_making: tokio::sync::Mutex::new(()),
             serial: SerialLocks::default(),
+            advertise: std::sync::OnceLock::new(),
         }
     }
 
@@ -320,7 +327,9 @@ impl Hub {
             "client attached");
         channel.attach(id, facts.clone(), session);
         let principal = client.principal.clone().unwrap_or_default();
-        let attachment = Arc::new(Attachment { id, channel, facts, principal, last_used: Mutex::new(Instant::now()) });
+        let stateless = client.stateless.then(|| client.clone());
+        let attachment =
+            Arc::new(Attachment { id, channel, facts, principal, stateless, last_used: Mutex::new(Instant::now()) });
         let control = self.control.clone();
         let registered = tokio::task::spawn_blocking(move || control.on_client_attach(id, &client)).await;
         match registered {
@@ -365,6 +374,14 @@ impl Hub {
     /// Whether the stateless client `key` has a live attachment.
     pub(crate) fn knows(&self, key: &StatelessKey) -> bool {
         self.lock().stateless.contains_key(key)
+    }
+
+    /// Whether the stateless client `key` has task `task` here.
+    pub(crate) fn has_task(&self, key: &StatelessKey, task: &str) -> bool {
+        let table = self.lock();
+        let found = table.stateless.get(key).and_then(|id| table.live.get(id).map(|a| (*id, a.channel.clone())));
+        drop(table);
+        found.is_some_and(|(id, channel)| channel.state.tasks.get(id, task).is_some())
     }
 
     fn find_stateless(&self, key: &StatelessKey) -> Option<Arc<Attachment>> {

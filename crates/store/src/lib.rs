@@ -387,6 +387,10 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Forget every HTTP session of one runtime (its process stopped); how many.
     fn forget_http_sessions_of(&self, runtime_id: &str) -> Result<usize, StoreError>;
+
+    /// Forget the session records opened before `opened_before` that nothing can use: a
+    /// stateless client's task, or a session of a replica not running; how many.
+    fn prune_http_sessions(&self, opened_before: Timestamp) -> Result<u64, StoreError>;
 }
 
 /// A watch on the store's approvals ([`Store::approval_watch`]): one per process, kept open.

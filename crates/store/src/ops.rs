@@ -396,6 +396,10 @@ impl<E: Engine> Store for E {
         crate::sessions::forget_runtime(self, runtime_id)
     }
 
+    fn prune_http_sessions(&self, opened_before: Timestamp) -> Result<u64, StoreError> {
+        crate::sessions::prune(self, opened_before)
+    }
+
     fn approvals_on_record(
         &self,
         digests: &[String],

@@ -55,6 +55,7 @@ pub(crate) struct SessionSql {
     select: String,
     forget: String,
     forget_runtime: String,
+    prune: String,
 }
 
 impl SessionSql {
@@ -70,6 +71,11 @@ impl SessionSql {
             select: sql(&format!("SELECT {cols} FROM http_sessions WHERE session_id = $1")),
             forget: sql("DELETE FROM http_sessions WHERE session_id = $1"),
             forget_runtime: sql("DELETE FROM http_sessions WHERE runtime_id = $1"),
+            // A session of a replica still running may still be in use; a task's record, or a
+            // session of a replica that stopped or vanished, is not, once that old.
+            prune: sql("DELETE FROM http_sessions WHERE opened_at < $1 AND (session_id LIKE 'task:%'
+                 OR NOT EXISTS (SELECT 1 FROM runtimes r WHERE r.runtime_id = http_sessions.runtime_id
+                                AND r.status = 'running'))"),
         }
     }
 }
@@ -101,4 +107,10 @@ pub(crate) fn forget_runtime<E: Engine>(e: &E, runtime_id: &str) -> Result<usize
         c.execute(&sql.forget_runtime, &[text(runtime_id)])
     })
     .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// `Store::prune_http_sessions`.
+pub(crate) fn prune<E: Engine>(e: &E, opened_before: Timestamp) -> Result<u64, StoreError> {
+    let sql = &e.sql().sessions;
+    e.run("cannot prune the HTTP sessions", Retry::Idempotent, |c| c.execute(&sql.prune, &[time(opened_before)]))
 }

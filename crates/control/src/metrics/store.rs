@@ -133,6 +133,7 @@ impl Store for MeteredStore {
         fn http_session(&self, session_id: &str) -> Option<fleetgate_store::HttpSession>;
         fn forget_http_session(&self, session_id: &str) -> bool;
         fn forget_http_sessions_of(&self, runtime_id: &str) -> usize;
+        fn prune_http_sessions(&self, opened_before: Timestamp) -> u64;
         fn approvals_on_record(&self, digests: &[String], worker: Option<&str>, not_before: Timestamp) -> fleetgate_store::OnRecord;
         fn use_approval(&self, id: &str, not_before: Timestamp, now: Timestamp) -> Option<ApprovalRequest>;
         fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> bool;

@@ -432,6 +432,13 @@ impl FleetControl {
     }
 }
 
+/// The record of a stateless client's task among the sessions (`task:` and the client's own
+/// session, then the task's id): the same on every replica, one client's task apart from
+/// another's of the same id.
+fn task_key(member: &fleetgate_config::Member, client: &ClientAttach, task: &str) -> String {
+    format!("task:{}:{task}", stateless_session(member, client))
+}
+
 /// The session of a stateless HTTP client of `member`: `stateless-` and a digest of the member,
 /// the principal and `clientInfo` — the same on every replica, and nothing a client sent is
 /// spelled in it.
@@ -670,6 +677,14 @@ impl ControlPlane for FleetControl {
                 None
             }
         }
+    }
+
+    fn task_made(&self, client: &ClientAttach, task: &str, owner: &str) {
+        self.session_opened(&task_key(&self.identity.member, client, task), owner);
+    }
+
+    fn task_owner(&self, client: &ClientAttach, task: &str) -> Option<String> {
+        self.session_owner(&task_key(&self.identity.member, client, task))
     }
 
     fn session_ended(&self, session: &str) {

@@ -77,3 +77,61 @@ fn a_principals_bound_holds_across_replicas() {
     one.stop();
     two.stop();
 }
+
+/// A stateless client's SEP-2663 task lives in the replica whose downstream made it; its
+/// `tasks/get` and `tasks/cancel`, reaching another replica, are relayed there, and another
+/// client naming the same id is still a stranger to it.
+#[test]
+fn a_stateless_clients_task_is_reached_through_any_replica() {
+    let _serial = serial();
+    let f = FleetDir::new(ROSTER);
+    crate::support::bare_repo(f.dir.path(), "forge.git", &f.repo());
+    // The gateway crate's conformance fixture: its `slow_compute` becomes a task for a client
+    // that takes tasks.
+    let fixture = crate::support::bin().with_file_name("examples").join("conformance_fixture");
+    assert!(fixture.exists(), "{} is missing: `cargo build --all-targets` builds it", fixture.display());
+    let downstream = vec![fixture.display().to_string()];
+    const TOKEN: &str = "task-token-8d2e";
+    let one = HttpGateway::replica(&f, "prgs-author", 0, "127.0.0.1:9", TOKEN, &downstream);
+    let two = HttpGateway::replica(&f, "prgs-author", 1, "127.0.0.1:9", TOKEN, &downstream);
+    let request = |g: &HttpGateway, id: u64, name: &str, method: &str, mut params: serde_json::Value| {
+        params["_meta"] = serde_json::json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { "name": name, "version": "1.0" },
+            "io.modelcontextprotocol/clientCapabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } },
+        });
+        let named = params.get("name").or_else(|| params.get("taskId")).and_then(|v| v.as_str()).unwrap().to_owned();
+        let message = serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let bearer = format!("Bearer {TOKEN}");
+        // As a balancer in front of both would send it: its `Host`, the one the replicas accept.
+        let headers = [
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+            ("Mcp-Name", &named),
+            ("Authorization", &bearer),
+            ("Host", "127.0.0.1:9"),
+        ];
+        Raw::new(g).post(&message, &headers)
+    };
+    let compute = serde_json::json!({ "name": "slow_compute", "arguments": { "seconds": 30, "label": "alice's" } });
+    let made = request(&one, 1, "alice-agent", "tools/call", compute);
+    assert_eq!(made.body["result"]["resultType"], "task", "{:?}", made.body);
+    let task = made.body["result"]["taskId"].as_str().expect("a task id").to_owned();
+
+    let got = request(&two, 2, "alice-agent", "tasks/get", serde_json::json!({ "taskId": task }));
+    assert_eq!(got.status, 200, "{:?}", got.body);
+    assert_eq!(got.body["result"]["status"], "working", "the other replica answers for the task: {:?}", got.body);
+    let stranger = request(&two, 3, "mallory-agent", "tasks/get", serde_json::json!({ "taskId": task }));
+    // Refused where it landed (a first request of a client new to that replica), never relayed.
+    assert!(
+        stranger.body["result"].is_null() && stranger.body["error"].is_object(),
+        "another client: {:?}",
+        stranger.body
+    );
+    let cancelled = request(&two, 4, "alice-agent", "tasks/cancel", serde_json::json!({ "taskId": task }));
+    assert!(cancelled.body["result"].is_object(), "cancelled through the other replica: {:?}", cancelled.body);
+    let again = request(&one, 5, "alice-agent", "tasks/get", serde_json::json!({ "taskId": task }));
+    assert_eq!(again.body["result"]["status"], "cancelled", "{:?}", again.body);
+    one.stop();
+    two.stop();
+}

@@ -301,6 +301,9 @@ impl Store for Instrumented {
     fn forget_http_sessions_of(&self, runtime_id: &str) -> Result<usize, StoreError> {
         self.inner.forget_http_sessions_of(runtime_id)
     }
+    fn prune_http_sessions(&self, opened_before: Timestamp) -> Result<u64, StoreError> {
+        self.inner.prune_http_sessions(opened_before)
+    }
     fn approvals_on_record(
         &self,
         digests: &[String],

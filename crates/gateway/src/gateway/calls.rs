@@ -324,6 +324,13 @@ impl Gateway {
             Ok(ServerResult::CreateTaskResult(task)) => {
                 let call = OwnedTask { tool, arguments: owned.flatten() };
                 if channel.state.tasks.made(attachment.id, task.task.task_id.clone(), call) {
+                    // A stateless client's next request may reach another replica: the task is
+                    // recorded before its id is answered.
+                    if let (Some(client), Some(owner)) = (&attachment.stateless, self.hub.advertise.get()) {
+                        let (control, client, owner) = (self.hub.control.clone(), client.clone(), owner.clone());
+                        let id = task.task.task_id.clone();
+                        let _ = blocking("task_made", move || control.task_made(&client, &id, &owner)).await;
+                    }
                     Ok(ServerResult::CreateTaskResult(task))
                 } else {
                     tracing::error!(attachment = %id, task = %task.task.task_id,

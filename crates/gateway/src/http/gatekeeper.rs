@@ -168,6 +168,9 @@ struct ProbeParams {
     protocol_version: Option<serde_json::Value>,
     /// A `subscriptions/listen`'s filter.
     notifications: Option<serde_json::Value>,
+    /// A `tasks/*` request's task.
+    #[serde(rename = "taskId")]
+    task_id: Option<String>,
 }
 
 impl Probe {
@@ -454,6 +457,10 @@ impl Gatekeeper {
         for id in recorded {
             if !self.sessions.has_session(&id.clone().into()).await.unwrap_or(true) {
                 self.owners.lock().unwrap_or_else(PoisonError::into_inner).by_session.remove(&id);
+                // Ended here (expired idle): no replica relays to it again.
+                if let Some(replicas) = &self.replicas {
+                    replicas.ended(&id).await;
+                }
             }
         }
     }
@@ -470,6 +477,40 @@ impl Gatekeeper {
             Some(replicas) if !self.holds(session) => replicas.relay(session, parts, body).await,
             _ => unknown_session(),
         }
+    }
+
+    /// A stateless client's `tasks/get`, `tasks/update` or `tasks/cancel` naming a task this
+    /// process does not hold: the answer of the replica that made it, when another did.
+    async fn task_elsewhere(
+        &self,
+        parts: &axum::http::request::Parts,
+        probe: Option<&Probe>,
+        principal: &Authenticated,
+        body: &axum::body::Bytes,
+    ) -> Option<Response> {
+        let replicas = self.replicas.as_ref()?;
+        let probe = probe?;
+        if !matches!(probe.method.as_deref(), Some("tasks/get" | "tasks/update" | "tasks/cancel")) {
+            return None;
+        }
+        let task = probe.params.as_ref()?.task_id.as_deref()?;
+        let meta = probe.meta();
+        let version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)).and_then(serde_json::Value::as_str);
+        if parts.headers.contains_key("mcp-session-id") || !stateless_version(version) {
+            return None;
+        }
+        let key = stateless_key(principal.principal().unwrap_or_default(), meta);
+        if self.hub.has_task(&key, task) {
+            return None;
+        }
+        let client = crate::control::ClientAttach {
+            client_name: key.client_name,
+            client_version: key.client_version,
+            protocol_version: version.unwrap_or_default().to_owned(),
+            principal: principal.principal().map(str::to_owned),
+            stateless: true,
+        };
+        replicas.relay_task(client, task, parts, body.clone()).await
     }
 
     /// Whether `principal` may use `session` (see [`Owners::may_use`]).
@@ -609,6 +650,9 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
         Ok(held) => held,
         Err(refused) => return *refused,
     };
+    if let Some(answered) = gate.task_elsewhere(&parts, probe.as_ref(), &principal, &bytes).await {
+        return answered;
+    }
     let listening = match gate.hold_listener(&parts.headers, probe.as_ref(), &principal) {
         Ok(listening) => listening,
         Err(refused) => return *refused,

@@ -5,7 +5,10 @@
 //! owner authenticates it and checks the session is the caller's); a session whose replica
 //! cannot be reached, or no longer has it, is forgotten and answered 404, so the client
 //! re-initializes — the spec's answer to a session the server no longer has. A relayed
-//! request is never relayed again, so two replicas that disagree cannot bounce one.
+//! request is never relayed again, so two replicas that disagree cannot bounce one. A stateless
+//! (2026-07-28) client has no session, but its SEP-2663 tasks live in the replica whose
+//! downstream made them: a `tasks/get`, `tasks/update` or `tasks/cancel` naming a task this
+//! process does not hold goes the same way to the replica that recorded it.
 
 use super::gatekeeper::unknown_session;
 use axum::body::{Body, Bytes};
@@ -32,6 +35,14 @@ const HOP_BY_HOP: [HeaderName; 6] = [
     header::TRANSFER_ENCODING,
     header::UPGRADE,
 ];
+
+/// What came of sending a request on to another replica.
+enum Sent {
+    /// Its answer (or the failure of one already sent, 502).
+    Answered(Response),
+    /// It could not be sent: the replica is not there.
+    Unreachable(String),
+}
 
 /// Where this replica is and how it reaches the others' session records.
 pub(super) struct Replicas {
@@ -73,15 +84,55 @@ impl Replicas {
             self.ended(session).await;
             return unknown_session();
         }
-        let connected = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(&owner)).await;
+        match self.send(&owner, parts, body).await {
+            Sent::Answered(response) => {
+                if response.status() == StatusCode::NOT_FOUND {
+                    self.ended(session).await;
+                }
+                response
+            }
+            Sent::Unreachable(why) => self.gone(session, &owner, &why).await,
+        }
+    }
+
+    /// A stateless client's request about task `task`, which this process does not hold: relayed
+    /// to the replica that made it, when one did and is alive; `None` to answer it here (as an
+    /// unknown task).
+    pub(super) async fn relay_task(
+        &self,
+        client: crate::control::ClientAttach,
+        task: &str,
+        parts: &Parts,
+        body: Bytes,
+    ) -> Option<Response> {
+        if parts.headers.contains_key(RELAYED_BY) {
+            return None;
+        }
+        let (control, id) = (self.control.clone(), task.to_owned());
+        let owner = tokio::task::spawn_blocking(move || control.task_owner(&client, &id)).await.ok().flatten()?;
+        if owner == self.advertise {
+            return None;
+        }
+        match self.send(&owner, parts, body).await {
+            Sent::Answered(response) => Some(response),
+            Sent::Unreachable(why) => {
+                tracing::info!(%owner, why, "the replica holding a task cannot be reached");
+                None
+            }
+        }
+    }
+
+    /// The request sent to `owner` as it came; its answer streamed back.
+    async fn send(&self, owner: &str, parts: &Parts, body: Bytes) -> Sent {
+        let connected = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(owner)).await;
         let stream = match connected {
             Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => return self.gone(session, &owner, &e.to_string()).await,
-            Err(_) => return self.gone(session, &owner, "no answer within 2 s").await,
+            Ok(Err(e)) => return Sent::Unreachable(e.to_string()),
+            Err(_) => return Sent::Unreachable("no answer within 2 s".to_owned()),
         };
         let (mut sender, connection) = match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await {
             Ok(pair) => pair,
-            Err(e) => return self.gone(session, &owner, &e.to_string()).await,
+            Err(e) => return Sent::Unreachable(e.to_string()),
         };
         tokio::spawn(async move {
             if let Err(e) = connection.await {
@@ -90,25 +141,25 @@ impl Replicas {
         });
         let request = match self.relayed(parts, body) {
             Ok(request) => request,
-            Err(e) => return (StatusCode::BAD_REQUEST, format!("the request cannot be relayed: {e}")).into_response(),
+            Err(e) => {
+                let text = format!("the request cannot be relayed: {e}");
+                return Sent::Answered((StatusCode::BAD_REQUEST, text).into_response());
+            }
         };
         let response = match sender.send_request(request).await {
             Ok(response) => response,
             Err(e) => {
                 // Sent, perhaps handled: the caller learns it failed, not whether it ran.
-                tracing::warn!(%owner, error = %e, "the replica holding a session failed while answering");
-                let text = format!("the replica holding this session failed while answering: {e}");
-                return (StatusCode::BAD_GATEWAY, text).into_response();
+                tracing::warn!(%owner, error = %e, "the replica holding a session or task failed while answering");
+                let text = format!("the replica holding this session or task failed while answering: {e}");
+                return Sent::Answered((StatusCode::BAD_GATEWAY, text).into_response());
             }
         };
-        if response.status() == StatusCode::NOT_FOUND {
-            self.ended(session).await;
-        }
         let (mut head, incoming) = response.into_parts();
         for name in &HOP_BY_HOP {
             head.headers.remove(name);
         }
-        Response::from_parts(head, Body::new(incoming))
+        Sent::Answered(Response::from_parts(head, Body::new(incoming)))
     }
 
     /// The request as it is sent on: its method, path and headers (one hop's aside), the

@@ -65,6 +65,7 @@ conformance! {
     prune::history_older_than_the_cutoff_goes_and_nothing_still_referenced,
     runtime::runtime_rows_round_trip_and_refresh,
     sessions::sessions_are_found_by_any_replica_and_forgotten,
+    sessions::old_records_of_gone_replicas_and_tasks_are_pruned,
     runtime::runtime_rows_carry_their_host,
     runtime::observations_keep_the_newest_scan_per_host,
     snapshot::the_fleet_snapshot_holds_what_the_lists_hold,

@@ -37,3 +37,34 @@ pub fn sessions_are_found_by_any_replica_and_forgotten(fx: &Fixture) {
     assert_eq!(one.http_session("b1").unwrap(), None);
     assert!(one.http_session("c1").unwrap().is_some());
 }
+
+/// What a prune forgets: records opened before the cutoff that nothing can use — a task's, a
+/// session of a replica stopped or never on record — and never a session of a running one.
+pub fn old_records_of_gone_replicas_and_tasks_are_pruned(fx: &Fixture) {
+    let store = fx.open();
+    let running = crate::support::runtime_row("gitea-author", 41001);
+    let stopped = crate::support::runtime_row("gitea-author", 41002);
+    store.upsert_runtime(&running).unwrap();
+    store.upsert_runtime(&stopped).unwrap();
+    assert!(store.mark_runtime_stopped(&stopped.runtime_id, now()).unwrap());
+    let at = |id: &str, runtime: &str, days: i64| HttpSession {
+        opened_at: now().plus_seconds(days * 86_400),
+        ..session(id, "10.0.0.1:8080", runtime)
+    };
+    for s in [
+        at("live-old", &running.runtime_id, 0),
+        at("task:s1:t-1", &running.runtime_id, 0),
+        at("stopped-old", &stopped.runtime_id, 0),
+        at("vanished-old", "rt-gone", 0),
+        at("stopped-new", &stopped.runtime_id, 10),
+        at("task:s1:t-2", &running.runtime_id, 10),
+    ] {
+        store.record_http_session(&s).unwrap();
+    }
+    assert_eq!(store.prune_http_sessions(now().plus_seconds(5 * 86_400)).unwrap(), 3);
+    let kept: Vec<bool> = ["live-old", "task:s1:t-1", "stopped-old", "vanished-old", "stopped-new", "task:s1:t-2"]
+        .iter()
+        .map(|id| store.http_session(id).unwrap().is_some())
+        .collect();
+    assert_eq!(kept, [true, false, false, false, true, true]);
+}
