@@ -6,6 +6,12 @@
 //! file's bytes) and on PostgreSQL (`pg_total_relation_size`).
 //!
 //! `cargo run --release -p fleetgate --example replay_bench -- --sqlite DIR | --url URL [--entries N]`
+//!
+//! At scale (`--url URL --stream-to N…`, PostgreSQL): the audit is filled with `--entries`
+//! decisions through the store, then grown on the server by copying itself
+//! (`INSERT … SELECT`, each copy later in time) past each N in turn, and at each the replay
+//! streams it the way `rules test` does — decisions per second and the peak memory the
+//! replay adds, which must not grow with N.
 
 use fleetgate_config::FleetConfig;
 use fleetgate_core::Timestamp;
@@ -138,6 +144,12 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let scales: Vec<u64> =
+        args.iter().skip_while(|a| *a != "--stream-to").skip(1).map_while(|n| n.parse().ok()).collect();
+    if let (Some(url), false) = (flag("--url"), scales.is_empty()) {
+        at_scale(&url, entries, &scales, &old, &new);
+        return;
+    }
     println!("{engine}, {entries} decisions");
     let (bare, bare_size) = open_at("without-calls");
     fill(&*bare, entries, &old, false);
@@ -191,6 +203,56 @@ fn main() {
         report.same,
         report.unjudged.iter().map(|g| g.count).sum::<usize>()
     );
+}
+
+/// `--stream-to`: the audit grown on the server past each of `scales`, streamed at each.
+fn at_scale(url: &str, seed: usize, scales: &[u64], old: &FleetConfig, new: &FleetConfig) {
+    let store = fleetgate_store::open(url).expect("open the store");
+    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    client.batch_execute("TRUNCATE audit_log").expect("empty the audit");
+    fill(&*store, seed, old, true);
+    let digest = new.rules_digest();
+    let rules =
+        ReplayRules { members: &new.members, roles: &new.roles, rules: &new.rules, digest: &digest, invariants: None };
+    let count = |c: &mut postgres::Client| -> u64 {
+        u64::try_from(c.query_one("SELECT COUNT(*) FROM audit_log", &[]).expect("count").get::<_, i64>(0)).unwrap_or(0)
+    };
+    let mut first_peak = None;
+    for &target in scales {
+        let grown = Instant::now();
+        while count(&mut client) < target {
+            // Each copy a span later, so ids and times both keep growing.
+            client
+                .batch_execute(
+                    "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal, \
+                     judged_call) SELECT at + (SELECT MAX(at) - MIN(at) + INTERVAL '1 second' FROM audit_log), profile, \
+                     worker_identity, tool, allowed, blocker_kind, reasons, principal, judged_call FROM audit_log ORDER BY id",
+                )
+                .expect("grow the audit");
+        }
+        let entries = count(&mut client);
+        let size: i64 = client.query_one("SELECT pg_total_relation_size('audit_log')", &[]).expect("size").get(0);
+        let grow_s = grown.elapsed().as_secs_f64();
+        let before = peak_rss_kib();
+        let streamed = Instant::now();
+        let mut scan = fleetgate_control::audit::AuditScan::new(&*store, fleetgate_control::audit::SCAN_PAGE);
+        let report = replay(scan.by_ref(), &rules);
+        assert_eq!(scan.finish().expect("read the audit"), entries);
+        assert_eq!(report.decisions as u64, entries, "every decision was judged again");
+        let stream_s = streamed.elapsed().as_secs_f64();
+        let added = peak_rss_kib().saturating_sub(before);
+        let peak = peak_rss_kib();
+        let first = *first_peak.get_or_insert(peak);
+        println!(
+            "{entries} entries ({:.1} GB, grown in {grow_s:.0} s): streamed replay {:.0} decisions/s in {stream_s:.0} s, \
+             peak memory {} MiB (+{} MiB during this replay; {:.2}x the first scale's peak)",
+            size as f64 / 1e9,
+            entries as f64 / stream_s,
+            peak / 1024,
+            added / 1024,
+            peak as f64 / first as f64
+        );
+    }
 }
 
 /// This process's peak resident memory (`VmHWM`), KiB.

@@ -470,13 +470,17 @@ impl Gatekeeper {
         self.owners.lock().unwrap_or_else(PoisonError::into_inner).by_session.contains_key(session)
     }
 
-    /// A request naming a session another principal opened here is answered as unknown; one
-    /// naming a session this process never opened goes to the replica that did, if any.
-    async fn elsewhere(&self, session: &str, parts: &axum::http::request::Parts, body: axum::body::Bytes) -> Response {
-        match &self.replicas {
-            Some(replicas) if !self.holds(session) => replicas.relay(session, parts, body).await,
-            _ => unknown_session(),
-        }
+    /// A request naming a session this process never opened goes to the replica that did, when
+    /// there are replicas (`None`: this process judges it — its own, another principal's, or
+    /// unknown).
+    async fn elsewhere(
+        &self,
+        session: &str,
+        parts: &axum::http::request::Parts,
+        body: axum::body::Bytes,
+    ) -> Option<Response> {
+        let replicas = self.replicas.as_ref().filter(|_| !self.holds(session))?;
+        Some(replicas.relay(session, parts, body).await)
     }
 
     /// A stateless client's `tasks/get`, `tasks/update` or `tasks/cancel` naming a task this
@@ -614,8 +618,11 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
         let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
         return match session {
             Some(session) if parts.uri.path() == HTTP_ENDPOINT => {
+                if let Some(relayed) = gate.elsewhere(&session, &parts, axum::body::Bytes::new()).await {
+                    return relayed;
+                }
                 if !gate.owns(&session, &principal) {
-                    return gate.elsewhere(&session, &parts, axum::body::Bytes::new()).await;
+                    return unknown_session();
                 }
                 gate.session_request(session, Request::from_parts(parts, body), next).await
             }
@@ -637,9 +644,13 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
     let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
     if let Some(session) = session
         && parts.uri.path() == HTTP_ENDPOINT
-        && !gate.owns(session, &principal)
     {
-        return gate.elsewhere(session, &parts, bytes).await;
+        if let Some(relayed) = gate.elsewhere(session, &parts, bytes.clone()).await {
+            return relayed;
+        }
+        if !gate.owns(session, &principal) {
+            return unknown_session();
+        }
     }
     let opens_session = session.is_none();
     let probe = serde_json::from_slice::<Probe>(&bytes).ok();
