@@ -46,6 +46,22 @@ struct Attached {
     heartbeat: WorkerHeartbeat,
 }
 
+/// Why the row `found` under a shared worker's identity is not the one `made` would write —
+/// another session, client, member or generation, a pid, or stopped — if it is not.
+fn shared_mismatch(found: Option<&fleetgate_core::worker::WorkerRecord>, made: &Registration) -> Option<String> {
+    let Some(row) = found else { return Some("its row cannot be read".into()) };
+    let client = fleetgate_core::client::normalize_client_name(&made.client_name);
+    let checks = [
+        (row.session_id == made.session_id, "another session"),
+        (row.client_name == client, "another client"),
+        (row.profile == made.profile && row.role == made.role, "another member"),
+        (row.generation_id == made.generation_id, "another generation"),
+        (row.pid.is_none(), "a process's pid"),
+        (row.status == fleetgate_core::worker::WorkerStatus::Active, "stopped"),
+    ];
+    checks.iter().find(|(ok, _)| !ok).map(|(_, why)| format!("its row holds {why}"))
+}
+
 /// The generation a shared (stateless, member-wide) worker is registered as: no process's.
 pub const SHARED_GENERATION: &str = "gen-shared";
 
@@ -155,6 +171,16 @@ impl Attachments {
                 return Err(why);
             }
         };
+        if client.shared && !outcome.created {
+            // A shared worker's identity is predictable: the row found under it is adopted only
+            // when it is what a replica would have made, never one somebody else wrote there.
+            let found = with.store.get_worker(&registration.worker_identity).ok().flatten();
+            if let Some(why) = shared_mismatch(found.as_ref(), &registration) {
+                let why = format!("the shared worker {} is not this client's: {why}", registration.worker_identity);
+                state.attach_errors.insert(attachment, why.clone());
+                return Err(why);
+            }
+        }
         let heartbeat = WorkerHeartbeat::new(
             with.store.clone(),
             with.clock.clone(),
@@ -162,8 +188,9 @@ impl Attachments {
                 worker_identity: outcome.worker_identity.clone(),
                 fencing_epoch: outcome.fencing_epoch,
                 session_id: Some(client.session.clone()),
-                // Several replicas renew a shared worker: none expects its own pid or generation.
-                generation_id: (!client.shared).then_some(generation),
+                // Several replicas renew a shared worker: none expects a pid; all expect the
+                // shared generation, so a worker claimed away (fenced) stops being renewed.
+                generation_id: Some(generation),
                 client_name: Some(outcome.client_name.clone()),
                 pid,
                 ttl_seconds: outcome.heartbeat_ttl_seconds,
@@ -258,5 +285,48 @@ impl Attachments {
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Registration, SHARED_GENERATION, shared_mismatch};
+    use fleetgate_core::Timestamp;
+    use fleetgate_core::worker::WorkerStatus;
+
+    fn made() -> Registration {
+        Registration {
+            worker_identity: "wrk-stateless-00ff".into(),
+            client_name: "alice".into(),
+            client_instance_id: "cursor 1.0".into(),
+            session_id: "stateless-00ff".into(),
+            generation_id: SHARED_GENERATION.into(),
+            role: "merger".into(),
+            profile: "prgs-merger".into(),
+            pid: None,
+            heartbeat_ttl_seconds: 30.0,
+        }
+    }
+
+    #[test]
+    fn a_shared_worker_is_adopted_only_as_a_replica_would_have_made_it() {
+        let row = made().into_record(Timestamp::from_unix(1_000));
+        assert_eq!(shared_mismatch(Some(&row), &made()), None, "a replica's own row");
+        assert!(shared_mismatch(None, &made()).is_some(), "no row read");
+        type Change = fn(&mut fleetgate_core::worker::WorkerRecord);
+        let squatted: [(&str, Change); 6] = [
+            ("another session", |r| r.session_id = "sess-x".into()),
+            ("another client", |r| r.client_name = "codex".into()),
+            ("another member", |r| r.profile = "prgs-author".into()),
+            ("another generation", |r| r.generation_id = "gen-boot-1".into()),
+            ("a process's pid", |r| r.pid = Some(4242)),
+            ("stopped", |r| r.status = WorkerStatus::Stopped),
+        ];
+        for (why, change) in squatted {
+            let mut other = row.clone();
+            change(&mut other);
+            let said = shared_mismatch(Some(&other), &made());
+            assert!(said.as_deref().is_some_and(|s| s.contains(why)), "{why}: {said:?}");
+        }
     }
 }

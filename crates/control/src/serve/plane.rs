@@ -146,6 +146,32 @@ impl FleetControl {
         }
     }
 
+    /// The address of the live replica holding the session or task record `key`; a record of a
+    /// replica gone is forgotten.
+    fn owner_of(&self, key: &str) -> Option<String> {
+        let found = match self.gate.store().http_session(key) {
+            // Only a replica of this member serves its sessions.
+            Ok(found) => found.filter(|s| s.profile == self.identity.member.profile)?,
+            Err(e) => {
+                tracing::warn!(error = %e, "the session's replica cannot be read");
+                return None;
+            }
+        };
+        match self.replica_alive(&found.runtime_id) {
+            Ok(true) => Some(found.owner),
+            Ok(false) => {
+                tracing::info!(owner = %found.owner, runtime = %found.runtime_id,
+                    "the replica holding a session is gone: forgotten, answered 404");
+                self.session_ended(key);
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "whether the session's replica lives cannot be read");
+                None
+            }
+        }
+    }
+
     /// Whether the runtime `runtime_id` still holds its sessions
     /// (`fleetgate_core::runtime::replica_alive`), from the rows read within the last second.
     fn replica_alive(&self, runtime_id: &str) -> Result<bool, fleetgate_store::StoreError> {
@@ -292,7 +318,11 @@ impl FleetControl {
         match worker {
             Some(w) => Caller::Worker {
                 identity: &w.identity,
-                generation: (!w.shared).then_some(self.generation.as_str()),
+                generation: Some(if w.shared {
+                    super::attachments::SHARED_GENERATION
+                } else {
+                    self.generation.as_str()
+                }),
                 principal: w.principal.as_deref(),
                 served_by: w.shared.then_some(self.identity.pid),
             },
@@ -656,35 +686,23 @@ impl ControlPlane for FleetControl {
     }
 
     fn session_owner(&self, session: &str) -> Option<String> {
-        let found = match self.gate.store().http_session(session) {
-            // Only a replica of this member serves its sessions.
-            Ok(found) => found.filter(|s| s.profile == self.identity.member.profile)?,
-            Err(e) => {
-                tracing::warn!(error = %e, "the session's replica cannot be read");
-                return None;
-            }
-        };
-        match self.replica_alive(&found.runtime_id) {
-            Ok(true) => Some(found.owner),
-            Ok(false) => {
-                tracing::info!(owner = %found.owner, runtime = %found.runtime_id,
-                    "the replica holding a session is gone: forgotten, answered 404");
-                self.session_ended(session);
-                None
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "whether the session's replica lives cannot be read");
-                None
-            }
+        // A task's record is no session: a request cannot name one to reach (or forget) it.
+        if session.starts_with("task:") {
+            return None;
         }
+        self.owner_of(session)
     }
 
     fn task_made(&self, client: &ClientAttach, task: &str, owner: &str) {
-        self.session_opened(&task_key(&self.identity.member, client, task), owner);
+        // A task id is the downstream's: made again (by this replica or another), the newest
+        // maker holds it.
+        let key = task_key(&self.identity.member, client, task);
+        self.session_ended(&key);
+        self.session_opened(&key, owner);
     }
 
     fn task_owner(&self, client: &ClientAttach, task: &str) -> Option<String> {
-        self.session_owner(&task_key(&self.identity.member, client, task))
+        self.owner_of(&task_key(&self.identity.member, client, task))
     }
 
     fn session_ended(&self, session: &str) {

@@ -308,7 +308,7 @@ fn runtime_context(
     let caller = match &view.worker {
         Some(w) => Caller::Worker {
             identity: &w.worker_identity,
-            generation: (!w.shared).then_some(generation),
+            generation: Some(if w.shared { super::attachments::SHARED_GENERATION } else { generation }),
             principal: None,
             served_by: w.shared.then_some(id.pid),
         },

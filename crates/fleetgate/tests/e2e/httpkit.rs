@@ -178,6 +178,8 @@ pub struct Raw {
 pub struct Answer {
     pub status: u16,
     pub body: Value,
+    /// The `Mcp-Session-Id` the answer names (an answered `initialize`).
+    pub session: Option<String>,
 }
 
 impl Raw {
@@ -198,12 +200,13 @@ impl Raw {
         }
         let mut response = request.send(message.to_string()).expect("the gateway answers");
         let status = response.status().as_u16();
+        let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
         let text = response.body_mut().read_to_string().unwrap_or_default();
         let json = text
             .lines()
             .find_map(|l| l.strip_prefix("data: ").filter(|d| d.starts_with('{')))
             .map_or_else(|| serde_json::from_str(&text).unwrap_or(Value::Null), |d| serde_json::from_str(d).unwrap());
-        Answer { status, body: json }
+        Answer { status, body: json, session }
     }
 
     /// A stateless 2026-07-28 request of `method` from the client `name`, with `token`.

@@ -74,6 +74,10 @@ fn a_principals_bound_holds_across_replicas() {
     assert_eq!(refused.status, 429, "{:?}", refused.body);
     let why = refused.body["error"]["message"].as_str().unwrap_or_default();
     assert!(why.contains("maximum of 3 attachments across the member's 2 replicas"), "{why}");
+    // Nor may a new stateless client of hers slip past the count with a field of a type the
+    // gatekeeper does not expect (a numeric `taskId`).
+    let odd = a.stateless(5, "tools/list", serde_json::json!({ "taskId": 0 }), "windsurf", Some(ALICE));
+    assert_eq!(odd.status, 429, "admitted past the bound: {:?}", odd.body.get("error"));
     one.stop();
     two.stop();
 }
@@ -132,6 +136,40 @@ fn a_stateless_clients_task_is_reached_through_any_replica() {
     assert!(cancelled.body["result"].is_object(), "cancelled through the other replica: {:?}", cancelled.body);
     let again = request(&one, 5, "alice-agent", "tasks/get", serde_json::json!({ "taskId": task }));
     assert_eq!(again.body["result"]["status"], "cancelled", "{:?}", again.body);
+    one.stop();
+    two.stop();
+}
+
+/// Naming another principal's session at a replica that does not hold it is answered as an
+/// unknown session — and leaves the session's record alone: its own principal's next request,
+/// reaching that replica, is still relayed to the one that holds it.
+#[test]
+fn a_stranger_naming_a_session_cannot_make_it_unreachable() {
+    let _serial = serial();
+    const ALICE: &str = "alice-token-51c0";
+    const BOB: &str = "bob-token-a7e2";
+    let roster = format!("{ROSTER}\n[http]\ntokens_file = \"tokens\"\n");
+    let f = FleetDir::new(&roster);
+    let tokens = format!("{}  alice\n{}  bob\n", crate::routing::sha256(ALICE), crate::routing::sha256(BOB));
+    std::fs::write(f.dir.path().join("tokens"), tokens).unwrap();
+    let bare = crate::support::bare_repo(f.dir.path(), "forge.git", &f.repo());
+    let mut downstream = crate::support::forge_fixture();
+    downstream.extend(["--repo".to_owned(), bare.display().to_string()]);
+    let one = HttpGateway::replica(&f, "prgs-author", 0, "127.0.0.1:9", "shared-token-unused", &downstream);
+    let two = HttpGateway::replica(&f, "prgs-author", 1, "127.0.0.1:9", "shared-token-unused", &downstream);
+    let opened = Raw::new(&one).initialize("alice-agent", Some(ALICE));
+    assert_eq!(opened.status, 200, "{opened:?}");
+    let session = opened.session.clone().expect("a session id");
+    let list = |token: &str| {
+        let message = serde_json::json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {} });
+        let bearer = format!("Bearer {token}");
+        let headers =
+            [("Mcp-Session-Id", session.as_str()), ("Authorization", bearer.as_str()), ("Host", "127.0.0.1:9")];
+        Raw::new(&two).post(&message, &headers)
+    };
+    assert_eq!(list(BOB).status, 404, "bob may not use alice's session");
+    let alice = list(ALICE);
+    assert_eq!(alice.status, 200, "alice's session is still reached through the other replica: {alice:?}");
     one.stop();
     two.stop();
 }

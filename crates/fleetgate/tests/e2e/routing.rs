@@ -268,6 +268,10 @@ fn an_initialize_offering_2026_07_28_is_negotiated_down_and_the_bare_method_is_r
     let removed = raw.stateless(2, "initialize", json!({}), "new", None);
     assert_eq!(removed.status, 404, "{removed:?}");
     assert_eq!(removed.body["error"]["code"], -32601, "{removed:?}");
+    // A field the gatekeeper reads, of a type it does not expect, does not make the message
+    // skip its checks (a `taskId` that is a number).
+    let odd = raw.stateless(3, "initialize", json!({ "taskId": 0 }), "new", None);
+    assert_eq!((odd.status, odd.body["error"]["code"].clone()), (404, json!(-32601)), "{odd:?}");
     g.stop();
 }
 

@@ -168,9 +168,11 @@ struct ProbeParams {
     protocol_version: Option<serde_json::Value>,
     /// A `subscriptions/listen`'s filter.
     notifications: Option<serde_json::Value>,
-    /// A `tasks/*` request's task.
+    /// A `tasks/*` request's task. Any JSON (read as a string where it is one): a field of a
+    /// type rmcp would accept elsewhere must not fail the probe, or the message would skip
+    /// every check the probe drives.
     #[serde(rename = "taskId")]
-    task_id: Option<String>,
+    task_id: Option<serde_json::Value>,
 }
 
 impl Probe {
@@ -497,7 +499,7 @@ impl Gatekeeper {
         if !matches!(probe.method.as_deref(), Some("tasks/get" | "tasks/update" | "tasks/cancel")) {
             return None;
         }
-        let task = probe.params.as_ref()?.task_id.as_deref()?;
+        let task = probe.params.as_ref()?.task_id.as_ref()?.as_str()?;
         let meta = probe.meta();
         let version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)).and_then(serde_json::Value::as_str);
         if parts.headers.contains_key("mcp-session-id") || !stateless_version(version) {

@@ -22,19 +22,43 @@ use std::time::Duration;
 /// Set on a relayed request: the address of the replica that relayed it.
 pub(super) const RELAYED_BY: &str = "x-fleetgate-relayed-by";
 
+/// Set by the replica a session was relayed to on its 404 when it does not hold the session
+/// (as against one it holds for another principal): only then is the record forgotten, so no
+/// caller can make another's session unreachable by naming it.
+const NOT_HELD: &str = "x-fleetgate-session-not-held";
+
 /// How long the replica holding a session has to accept the connection: past it, it is
 /// taken for gone.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Headers of one hop (RFC 9110 §7.6.1), never passed on.
-const HOP_BY_HOP: [HeaderName; 6] = [
+/// Headers of one hop (RFC 9110 §7.6.1), never passed on (with those `Connection` names).
+const HOP_BY_HOP: [HeaderName; 8] = [
     header::CONNECTION,
     HeaderName::from_static("keep-alive"),
     header::TE,
     header::TRAILER,
     header::TRANSFER_ENCODING,
     header::UPGRADE,
+    header::PROXY_AUTHORIZATION,
+    HeaderName::from_static("proxy-connection"),
 ];
+
+/// Whether `name` is of one hop in `headers`: listed above, or named by its `Connection`.
+fn hop_by_hop(headers: &axum::http::HeaderMap, name: &HeaderName) -> bool {
+    HOP_BY_HOP.contains(name)
+        || headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.split(',').any(|token| token.trim().eq_ignore_ascii_case(name.as_str())))
+}
+
+/// The 404 of a replica that does not hold a relayed request's session.
+fn not_held() -> Response {
+    let mut response = unknown_session();
+    response.headers_mut().insert(NOT_HELD, HeaderValue::from_static("1"));
+    response
+}
 
 /// What came of sending a request on to another replica.
 enum Sent {
@@ -76,7 +100,7 @@ impl Replicas {
     /// does, else 404.
     pub(super) async fn relay(&self, session: &str, parts: &Parts, body: Bytes) -> Response {
         if parts.headers.contains_key(RELAYED_BY) {
-            return unknown_session();
+            return not_held();
         }
         let Some(owner) = self.owner(session).await else { return unknown_session() };
         if owner == self.advertise {
@@ -85,13 +109,18 @@ impl Replicas {
             return unknown_session();
         }
         match self.send(&owner, parts, body).await {
-            Sent::Answered(response) => {
-                if response.status() == StatusCode::NOT_FOUND {
+            Sent::Answered(mut response) => {
+                if response.headers_mut().remove(NOT_HELD).is_some() {
                     self.ended(session).await;
                 }
                 response
             }
-            Sent::Unreachable(why) => self.gone(session, &owner, &why).await,
+            Sent::Unreachable(why) => {
+                // Not forgotten: a replica its row says is alive may be unreachable for a
+                // moment; a dead one is forgotten when its row says so.
+                tracing::info!(%owner, why, "the replica holding a session cannot be reached: answered 404");
+                unknown_session()
+            }
         }
     }
 
@@ -156,7 +185,8 @@ impl Replicas {
             }
         };
         let (mut head, incoming) = response.into_parts();
-        for name in &HOP_BY_HOP {
+        let named: Vec<HeaderName> = head.headers.keys().filter(|n| hop_by_hop(&head.headers, n)).cloned().collect();
+        for name in named {
             head.headers.remove(name);
         }
         Sent::Answered(Response::from_parts(head, Body::new(incoming)))
@@ -169,7 +199,7 @@ impl Replicas {
         let mut request = hyper::Request::builder().method(parts.method.clone()).uri(path).body(Body::from(body))?;
         let headers = request.headers_mut();
         for (name, value) in &parts.headers {
-            if !HOP_BY_HOP.contains(name) && name != header::CONTENT_LENGTH {
+            if !hop_by_hop(&parts.headers, name) && name != header::CONTENT_LENGTH {
                 headers.append(name.clone(), value.clone());
             }
         }
@@ -180,12 +210,6 @@ impl Replicas {
             request.headers_mut().insert(RELAYED_BY, me);
         }
         Ok(request)
-    }
-
-    async fn gone(&self, session: &str, owner: &str, why: &str) -> Response {
-        tracing::info!(%owner, why, "the replica holding a session cannot be reached: forgotten, answered 404");
-        self.ended(session).await;
-        unknown_session()
     }
 }
 
