@@ -249,19 +249,25 @@ impl Attachments {
 
     /// End one attachment: its heartbeat stopped, its worker deregistered.
     pub fn detach(&self, store: &dyn Store, clock: &dyn Clock, attachment: AttachmentId, reason: &str) {
-        let mut state = self.lock();
-        state.attach_errors.remove(&attachment);
-        let Some(a) = state.attached.remove(&attachment) else { return };
-        drop(state);
-        a.heartbeat.stop(&format!("detached: {reason}"));
-        if a.shared {
-            tracing::info!(%attachment, worker = %a.worker_identity, %reason, "left a shared worker to the other replicas");
-            return;
-        }
-        if let Err(e) = store.deregister_worker(&a.worker_identity, clock.now()) {
+        // The attachment stays listed until its worker is deregistered: a shutdown that
+        // overtakes this detach (the process ending while it runs) still finds it and retires
+        // the worker itself, so no worker outlives its process as active.
+        let (identity, shared, heartbeat) = {
+            let mut state = self.lock();
+            state.attach_errors.remove(&attachment);
+            let Some(a) = state.attached.get(&attachment) else { return };
+            (a.worker_identity.clone(), a.shared, a.heartbeat.clone())
+        };
+        // Stopping waits for the loop: not under the lock every call's `worker_of` takes.
+        heartbeat.stop(&format!("detached: {reason}"));
+        if shared {
+            tracing::info!(%attachment, worker = %identity, %reason, "left a shared worker to the other replicas");
+        } else if let Err(e) = store.deregister_worker(&identity, clock.now()) {
             tracing::warn!("cannot deregister the worker of {attachment}: {e}");
+        } else {
+            tracing::info!(%attachment, worker = %identity, %reason, "worker detached");
         }
-        tracing::info!(%attachment, worker = %a.worker_identity, %reason, "worker detached");
+        self.lock().attached.remove(&attachment);
     }
 
     /// End them all, once: every heartbeat stopped, every worker deregistered. False when
