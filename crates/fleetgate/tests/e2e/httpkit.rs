@@ -78,6 +78,11 @@ impl HttpGateway {
         if !downstream.is_empty() {
             cmd.arg("--").args(downstream);
         }
+        Self::spawned(cmd, stderr)
+    }
+
+    /// `cmd` started with its stderr in `stderr`, once it reports the address it listens on.
+    fn spawned(mut cmd: Command, stderr: PathBuf) -> Self {
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -103,8 +108,8 @@ impl HttpGateway {
     /// logging to a file of its own.
     pub fn replica(f: &FleetDir, profile: &str, n: usize, balancer: &str, token: &str, downstream: &[String]) -> Self {
         let stderr = f.dir.path().join(format!("{profile}-{n}.stderr"));
-        let child = Command::new(bin())
-            .env_clear()
+        let mut cmd = Command::new(bin());
+        cmd.env_clear()
             .env("GITEA_CLIENT_MANAGED", "1")
             .env("GITEA_MCP_COHORT_ID", "flow-a")
             .env("FLEETGATE_LOG", "info")
@@ -118,25 +123,8 @@ impl HttpGateway {
             .arg("--repo-root")
             .arg(f.repo())
             .arg("--")
-            .args(downstream)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let mut g = Self { child, stderr, addr: String::new() };
-        let mut addr = None;
-        let found = wait_until(30.0, || {
-            addr = g
-                .log()
-                .lines()
-                .find_map(|l| l.strip_prefix("fleetgate serve: listening on http://"))
-                .map(|a| a.trim_end_matches("/mcp").to_owned());
-            addr.is_some()
-        });
-        assert!(found, "the replica did not report its address: {}", g.log());
-        g.addr = addr.unwrap();
-        g
+            .args(downstream);
+        Self::spawned(cmd, stderr)
     }
 
     pub fn url(&self) -> String {

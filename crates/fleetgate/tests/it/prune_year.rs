@@ -223,6 +223,18 @@ fn write_year(store: &dyn Store) -> Referenced {
     store.record_locked_decision(&locked, &LockWrite::Take { lock_id: "lock-8".into() }).unwrap();
     let pending = approval(10_000, day(3));
     store.request_approval(&pending).unwrap();
+    // A session record a replica left behind (its runtime never on record), and a stateless
+    // client's task record: both old, both pruned with the runtimes' age.
+    for key in ["sess-left-behind", "task:stateless-00:t-1"] {
+        let record = fleetgate_store::HttpSession {
+            session_id: key.into(),
+            profile: "prgs-author".into(),
+            owner: "127.0.0.1:9".into(),
+            runtime_id: "rt-gone".into(),
+            opened_at: day(4),
+        };
+        store.record_http_session(&record).unwrap();
+    }
     Referenced {
         leased: 7,
         locked: 8,
@@ -283,13 +295,17 @@ fn year(store: &dyn Store) {
     // Approvals: the answered and used ones of the first 275 days go; the pending one stays.
     assert_eq!(report.approvals, cutoff_day as u64, "{}", report.summary());
     assert!(store.approval(&refs.pending).unwrap().is_some_and(|a| a.state == ApprovalState::Pending));
+    // The replicas' session and task records.
+    assert_eq!(report.http_sessions, 2, "{}", report.summary());
+    assert_eq!(store.http_session("sess-left-behind").unwrap(), None);
     // Workers: stopped and last heard from 30 days ago or before (day 335's, at its cutoff,
     // included).
     assert_eq!(report.workers.len() as i64, DAYS - 30 + 1, "{}", report.summary());
 
     // Nothing old is left to prune, and nothing still referenced moved.
     let again = prune(store, Some(on()), "prgs", &retention, now).unwrap();
-    assert_eq!((again.audit, again.prs.len(), again.pushes, again.approvals, again.workers.len()), (0, 0, 0, 0, 0));
+    let left = (again.audit, again.prs.len(), again.pushes, again.approvals, again.workers.len(), again.http_sessions);
+    assert_eq!(left, (0, 0, 0, 0, 0, 0));
 
     // The store works as before: a new worker, a lease on a pruned PR's number, an audit entry.
     let registration = Registration {
