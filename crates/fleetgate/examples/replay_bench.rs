@@ -9,7 +9,7 @@
 //!
 //! At scale (`--url URL --stream-to N…`, PostgreSQL): the audit is filled with `--entries`
 //! decisions through the store, then grown on the server by copying itself
-//! (`INSERT … SELECT`, each copy later in time) past each N in turn, and at each the replay
+//! (`INSERT … SELECT` a million ids at a time, each copy later in time) to each N exactly, and at each the replay
 //! streams it the way `rules test` does — decisions per second and the peak memory the
 //! replay adds, which must not grow with N.
 
@@ -205,6 +205,9 @@ fn main() {
     );
 }
 
+/// Ids copied per statement while the audit grows.
+const GROW_CHUNK: i64 = 1_000_000;
+
 /// `--stream-to`: the audit grown on the server past each of `scales`, streamed at each.
 fn at_scale(url: &str, seed: usize, scales: &[u64], old: &FleetConfig, new: &FleetConfig) {
     let store = fleetgate_store::open(url).expect("open the store");
@@ -220,15 +223,35 @@ fn at_scale(url: &str, seed: usize, scales: &[u64], old: &FleetConfig, new: &Fle
     let mut first_peak = None;
     for &target in scales {
         let grown = Instant::now();
-        while count(&mut client) < target {
-            // Each copy a span later, so ids and times both keep growing.
-            client
-                .batch_execute(
-                    "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons, principal, \
-                     judged_call) SELECT at + (SELECT MAX(at) - MIN(at) + INTERVAL '1 second' FROM audit_log), profile, \
-                     worker_identity, tool, allowed, blocker_kind, reasons, principal, judged_call FROM audit_log ORDER BY id",
-                )
-                .expect("grow the audit");
+        let mut have = count(&mut client);
+        while have < target {
+            // One copy of the log as it stands, a span later so ids and times both keep
+            // growing, in id ranges of a million: each statement an index range, never a sort
+            // of the whole table (at 50M rows that spills as much to disk as the table), and
+            // each its own transaction. The last copy stops at the scale exactly.
+            let (lo, hi): (i64, i64) = client
+                .query_one("SELECT MIN(id), MAX(id) FROM audit_log", &[])
+                .map(|r| (r.get(0), r.get(1)))
+                .expect("ids");
+            let span: String = client
+                .query_one("SELECT (MAX(at) - MIN(at) + INTERVAL '1 second')::text FROM audit_log", &[])
+                .expect("span")
+                .get(0);
+            let mut from = lo;
+            while from <= hi && have < target {
+                let limit = i64::try_from(target - have).unwrap_or(i64::MAX);
+                let copied = client
+                    .execute(
+                        "INSERT INTO audit_log (at, profile, worker_identity, tool, allowed, blocker_kind, reasons, \
+                         principal, judged_call) SELECT at + $1::text::interval, profile, worker_identity, tool, allowed, \
+                         blocker_kind, reasons, principal, judged_call FROM audit_log WHERE id >= $2 AND id < $3 AND \
+                         id <= $4 ORDER BY id LIMIT $5",
+                        &[&span, &from, &(from + GROW_CHUNK), &hi, &limit],
+                    )
+                    .expect("grow the audit");
+                have += copied;
+                from += GROW_CHUNK;
+            }
         }
         let entries = count(&mut client);
         let size: i64 = client.query_one("SELECT pg_total_relation_size('audit_log')", &[]).expect("size").get(0);
