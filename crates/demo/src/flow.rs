@@ -171,13 +171,14 @@ impl Flow {
     /// the operator typed it.
     pub async fn operator(&mut self, args: &[&str]) -> Result<(bool, Value)> {
         let out = tokio::process::Command::new(&self.exe)
+            .env_clear()
+            .envs(crate::base_env())
             .arg("--store")
             .arg(self.dir.join("flow.sqlite3"))
             .arg("--config")
             .arg(self.dir.join("flow.toml"))
             .args(args)
             .arg("--json")
-            .env_remove("GITEA_WORKER_REGISTRY_DB")
             .stdin(Stdio::null())
             .output()
             .await
@@ -252,10 +253,11 @@ async fn start(exe: &Path, dir: &Path, checkout: &Path, fixture: &[String]) -> R
     for (name, _) in MEMBERS {
         let session = if name == "reviewer2" { "author" } else { name };
         let mut child = tokio::process::Command::new(exe)
+            .env_clear()
+            .envs(crate::base_env())
             .env("GITEA_CLIENT_MANAGED", "1")
             .env("GITEA_MCP_COHORT_ID", "demo-flow")
             .env("GITEA_MCP_CLIENT_SESSION", format!("sess-{session}"))
-            .env_remove("GITEA_WORKER_REGISTRY_DB")
             .arg("--store")
             .arg(dir.join("flow.sqlite3"))
             .arg("--config")

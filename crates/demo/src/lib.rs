@@ -12,6 +12,17 @@ mod flow;
 pub use acts::run;
 pub use flow::Flow;
 
+/// What a process the demo starts inherits of the demo's own environment: only what a program
+/// needs to run (`fleetgate_core::env::DOWNSTREAM_BASE_ENV`). The operator's fleet keys — a
+/// client identity, a cohort, an unsupported `GITEA_*` knob, a token, a store location —
+/// would otherwise change what the demo's gateways show. Each start adds the keys it sets.
+pub fn base_env() -> Vec<(String, String)> {
+    let env = fleetgate_host::env::capture();
+    // The demo's rosters keep the default prefix.
+    let basics = fleetgate_core::env::downstream_env(&env, "GITEA_", &[], &[]);
+    basics.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
+}
+
 /// What went wrong while telling the demo (a process that did not start, a call that got no
 /// answer); a refusal by the gate is a step of the story, never an error.
 #[derive(Debug)]

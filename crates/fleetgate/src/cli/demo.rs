@@ -49,7 +49,7 @@ impl Drop for Gateways {
 fn spawn(exe: &Path, store: &Path, repo: &Path, profile: &str, cohort: Option<&str>) -> anyhow::Result<Child> {
     let mut cmd = Command::new(exe);
     cmd.arg("--store").arg(store).args(["serve", "--profile", profile, "--repo-root"]).arg(repo);
-    cmd.env_remove("GITEA_MCP_COHORT_ID");
+    cmd.env_clear().envs(fleetgate_demo::base_env());
     if let Some(c) = cohort {
         cmd.env("GITEA_MCP_COHORT_ID", c);
     }

@@ -6,21 +6,33 @@ use std::process::Command;
 
 #[test]
 fn the_demo_tells_the_fleet_story_and_leaves_nothing_running() {
-    tells_the_story(&["demo", "--json"], "head_commit_id");
+    tells_the_story(&["demo", "--json"], "head_commit_id", &[]);
 }
 
 #[test]
 fn the_demo_tells_the_workflow_in_front_of_github_s_server_too() {
-    tells_the_story(&["demo", "--forge", "github-mcp", "--json"], "expectedHeadSha");
+    // Run from an operator's shell that holds fleet keys of its own — an identity, a cohort,
+    // an unsupported knob, a store: none of them reaches the demo's gateways, whose story is
+    // the same.
+    let shell = [
+        ("GITEA_MCP_CLIENT", "operator-shell"),
+        ("GITEA_MCP_COHORT_ID", "operator-cohort"),
+        ("GITEA_MCP_UNSUPPORTED_KNOB", "1"),
+        ("GITEA_WORKER_REGISTRY_DB", "/nonexistent/registry.sqlite3"),
+    ];
+    tells_the_story(&["demo", "--forge", "github-mcp", "--json"], "expectedHeadSha", &shell);
     let out = Command::new(bin()).args(["demo", "--forge", "gitlab"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "an unknown forge is refused before anything starts");
     assert!(String::from_utf8_lossy(&out.stderr).contains("known: gitea-mcp, github-mcp"));
 }
 
-/// The demo run with `args`: the whole story, the merge pinned with `pin`.
-fn tells_the_story(args: &[&str], pin: &str) {
+/// The demo run with `args` (and `env` besides a `PATH`): the whole story, the merge pinned
+/// with `pin`.
+fn tells_the_story(args: &[&str], pin: &str, env: &[(&str, &str)]) {
     let _serial = serial();
-    let out = Command::new(bin()).env_clear().env("PATH", "/usr/bin:/bin").args(args).output().unwrap();
+    let mut demo = Command::new(bin());
+    demo.env_clear().env("PATH", "/usr/bin:/bin").envs(env.iter().copied());
+    let out = demo.args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let steps = v["steps"].as_array().unwrap();
