@@ -187,7 +187,7 @@ pub fn forge_config(dialect: &dyn fleetgate_core::dialect::Dialect, remote_name:
          repo = {repo}\n\n\
          [workflow]                         # the pull-request workflow, pinned to exact heads\n\
          lease_ttl_seconds = 600\n\
-         independent_review = \"session\"     # an approval from the author's own session is not independent\n\
+         independent_review = \"principal\"   # another principal's approval (stdio: another session's) counts\n\
          # How the CLI (`fleetgate pr`, `capability`) reads the forge ({host_note};\n\
          # set {token_comment} in its environment).\n\
          forge_command = {command}\n",

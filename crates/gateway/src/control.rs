@@ -174,6 +174,17 @@ pub trait ControlPlane: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Replicas (HTTP): the attachment just registered, counted again with every replica's
+    /// registrations in: `Err(why)` when the principal's live attachments of the member now
+    /// exceed `limit` and this one's worker is new, and the gateway ends it. The count before
+    /// registering ([`admit_principal`](Self::admit_principal)) cannot see a first request
+    /// racing on another replica; counted after, the last of any set over the bound sees the
+    /// whole set, so no set over it survives. Blocking (the store).
+    fn confirm_principal(&self, attachment: AttachmentId, principal: &str, limit: usize) -> Result<(), String> {
+        let _ = (attachment, principal, limit);
+        Ok(())
+    }
+
     /// Orderly shutdown (stdin EOF, SIGTERM, SIGINT, the client transport failing): stop
     /// every attachment's heartbeat, retire their workers, mark the runtime row stopped.
     /// Called once, after the last call.

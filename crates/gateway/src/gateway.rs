@@ -197,7 +197,8 @@ impl Gateway {
                 })?;
                 hub.go_live(Some(reservation), channel, client, facts, Some(session)).await
             }
-        };
+        }
+        .map_err(|why| ErrorData::invalid_request(why, None))?;
         let _ = self.attached.set(attachment.clone());
         Ok(Some(attachment))
     }

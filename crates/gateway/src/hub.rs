@@ -54,6 +54,8 @@ pub(crate) enum NotAdmitted {
     PrincipalFull(usize),
     /// Its downstream could not be started (HTTP 503).
     Failed(String),
+    /// Made, then found over the principal's bound across the member's replicas (why).
+    OverBound(String),
 }
 
 impl std::fmt::Display for NotAdmitted {
@@ -68,6 +70,7 @@ impl std::fmt::Display for NotAdmitted {
                 write!(f, "this principal holds its maximum of {n} attachments; end one of its sessions first")
             }
             Self::Failed(why) => write!(f, "the downstream server could not be started for this client: {why}"),
+            Self::OverBound(why) => f.write_str(why),
         }
     }
 }
@@ -311,7 +314,9 @@ impl Hub {
 
     /// Make an attachment live: its channel connects for `facts`, and the control plane
     /// registers its worker (on the blocking pool). A failing registration is logged; the
-    /// attachment still lives, and the gate refuses its mutations.
+    /// attachment still lives, and the gate refuses its mutations. A reserved (HTTP) one whose
+    /// principal, counted again now that its worker is registered, is over its bound across the
+    /// member's replicas (`ControlPlane::confirm_principal`) is ended: `Err(why)`.
     pub(crate) async fn go_live(
         &self,
         reservation: Option<Reservation<'_>>,
@@ -319,9 +324,10 @@ impl Hub {
         client: ClientAttach,
         facts: ClientFacts,
         session: Option<Peer<RoleServer>>,
-    ) -> Arc<Attachment> {
+    ) -> Result<Arc<Attachment>, String> {
         // A reserved (HTTP) attachment's own number; the stdio one is its channel's.
         let id = reservation.as_ref().map_or(channel.state.attachment, |r| r.id);
+        let bounded = reservation.is_some();
         tracing::info!(attachment = %id, client = %client.client_name, version = %client.client_version,
             protocol = %client.protocol_version, principal = client.principal.as_deref().unwrap_or("-"),
             "client attached");
@@ -346,7 +352,17 @@ impl Hub {
         };
         self.sessions_open(open);
         drop(reservation);
-        attachment
+        if bounded && !attachment.principal.is_empty() {
+            let principal = attachment.principal.clone();
+            let (control, who, limit) = (self.control.clone(), principal.clone(), self.limits.max_per_principal);
+            let confirmed = tokio::task::spawn_blocking(move || control.confirm_principal(id, &who, limit)).await;
+            if let Ok(Err(why)) = confirmed {
+                tracing::info!(attachment = %id, %principal, %why, "attachment over the principal's bound: ended");
+                self.detach(id, "principal_bound").await;
+                return Err(why);
+            }
+        }
+        Ok(attachment)
     }
 
     /// The stateless attachment of `key`, made on first use (`make` builds the client
@@ -366,7 +382,8 @@ impl Hub {
         }
         let reservation = self.reserve(&key.principal)?;
         let channel = self.open_channel(&reservation).map_err(NotAdmitted::Failed)?;
-        let attachment = self.go_live(Some(reservation), channel, client, facts, None).await;
+        let attachment =
+            self.go_live(Some(reservation), channel, client, facts, None).await.map_err(NotAdmitted::OverBound)?;
         self.lock().stateless.insert(key, attachment.id);
         Ok(attachment)
     }

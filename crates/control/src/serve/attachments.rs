@@ -43,6 +43,10 @@ struct Attached {
     session_id: String,
     principal: Option<String>,
     shared: bool,
+    /// Its worker was made by this registration, not found in the store (a shared one).
+    made: bool,
+    /// Deregister its worker at detach even when shared ([`Attachments::retire_on_detach`]).
+    retire: bool,
     heartbeat: WorkerHeartbeat,
 }
 
@@ -74,6 +78,8 @@ pub struct AttachedWorker {
     pub principal: Option<String>,
     /// A stateless client's, the member's ([`Client::shared`]).
     pub shared: bool,
+    /// Made by this attachment's registration; false for a shared worker found in the store.
+    pub made: bool,
 }
 
 /// The runtime context's `worker` object: the attachment's worker, as registered.
@@ -212,6 +218,8 @@ impl Attachments {
                 session_id: client.session,
                 principal: client.principal,
                 shared: client.shared,
+                made: outcome.created,
+                retire: false,
                 heartbeat,
             },
         );
@@ -224,7 +232,16 @@ impl Attachments {
             identity: a.worker_identity.clone(),
             principal: a.principal.clone(),
             shared: a.shared,
+            made: a.made,
         })
+    }
+
+    /// Have `attachment`'s detach deregister its worker even when it is a shared one: one this
+    /// replica made and then refused, which no other replica should go on renewing.
+    pub fn retire_on_detach(&self, attachment: AttachmentId) {
+        if let Some(a) = self.lock().attached.get_mut(&attachment) {
+            a.retire = true;
+        }
     }
 
     /// What the runtime context shows of `attachment`.
@@ -256,7 +273,7 @@ impl Attachments {
             let mut state = self.lock();
             state.attach_errors.remove(&attachment);
             let Some(a) = state.attached.get(&attachment) else { return };
-            (a.worker_identity.clone(), a.shared, a.heartbeat.clone())
+            (a.worker_identity.clone(), a.shared && !a.retire, a.heartbeat.clone())
         };
         // Stopping waits for the loop: not under the lock every call's `worker_of` takes.
         heartbeat.stop(&format!("detached: {reason}"));

@@ -146,6 +146,19 @@ impl FleetControl {
         }
     }
 
+    /// The live workers `principal` holds of this member, whichever replica registered them.
+    fn principal_workers(&self, principal: &str) -> Result<Vec<fleetgate_core::worker::WorkerRecord>, String> {
+        let workers = self.gate.store().list_workers().map_err(|e| e.to_string())?;
+        let now = self.clock.now();
+        let name = fleetgate_core::client::normalize_client_name(principal);
+        let profile = &self.identity.member.profile;
+        Ok(workers
+            .into_iter()
+            .filter(|w| &w.profile == profile && w.client_name == name)
+            .filter(|w| fleetgate_core::worker::is_live(w, now, true).live)
+            .collect())
+    }
+
     /// The address of the live replica holding the session or task record `key`; a record of a
     /// replica gone is forgotten.
     fn owner_of(&self, key: &str) -> Option<String> {
@@ -175,6 +188,8 @@ impl FleetControl {
     /// Whether the runtime `runtime_id` still holds its sessions
     /// (`fleetgate_core::runtime::replica_alive`), from the rows read within the last second.
     fn replica_alive(&self, runtime_id: &str) -> Result<bool, fleetgate_store::StoreError> {
+        // Held across a refresh on purpose: relays arriving meanwhile wait for that one read of
+        // the rows instead of each making its own.
         let mut seen = self.replicas_seen.lock().unwrap_or_else(|e| e.into_inner());
         let known = |seen: &Option<(std::time::Instant, Vec<_>)>| {
             seen.as_ref().and_then(|(_, rows): &(_, Vec<fleetgate_core::runtime::RuntimeRecord>)| {
@@ -634,21 +649,14 @@ impl ControlPlane for FleetControl {
             // One process: the gateway's own count is the member's.
             return Ok(());
         }
-        let workers = match self.gate.store().list_workers() {
-            Ok(workers) => workers,
+        let live = match self.principal_workers(principal) {
+            Ok(live) => live,
             Err(e) => {
                 // The replica's own bound still holds; a store that cannot answer refuses no one.
                 tracing::warn!(error = %e, "the principal's attachments across replicas cannot be counted");
                 return Ok(());
             }
         };
-        let now = self.clock.now();
-        let name = fleetgate_core::client::normalize_client_name(principal);
-        let live: Vec<_> = workers
-            .iter()
-            .filter(|w| w.profile == member.profile && w.client_name == name)
-            .filter(|w| fleetgate_core::worker::is_live(w, now, true).live)
-            .collect();
         if let Some((client_name, client_version)) = stateless {
             let attach = ClientAttach {
                 client_name: client_name.to_owned(),
@@ -670,6 +678,37 @@ impl ControlPlane for FleetControl {
             ));
         }
         Ok(())
+    }
+
+    fn confirm_principal(&self, attachment: AttachmentId, principal: &str, limit: usize) -> Result<(), String> {
+        let member = &self.identity.member;
+        if member.replicas <= 1 {
+            return Ok(());
+        }
+        // No worker (its registration failed: the gate refuses its mutations), or a shared one
+        // found in the store, counted already wherever it was made: nothing new to count.
+        let Some(mine) = self.attachments.worker_of(attachment) else { return Ok(()) };
+        if !mine.made {
+            return Ok(());
+        }
+        let live = match self.principal_workers(principal) {
+            Ok(live) => live.len(),
+            Err(e) => {
+                tracing::warn!(error = %e, "the principal's attachments across replicas cannot be counted again");
+                return Ok(());
+            }
+        };
+        if live <= limit {
+            return Ok(());
+        }
+        if mine.shared {
+            self.attachments.retire_on_detach(attachment);
+        }
+        Err(format!(
+            "this principal holds its maximum of {limit} attachments across the member's {} replicas ({live} were \
+             registered at once); end one of its sessions first",
+            member.replicas
+        ))
     }
 
     fn session_opened(&self, session: &str, owner: &str) {

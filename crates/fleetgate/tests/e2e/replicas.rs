@@ -45,6 +45,30 @@ fn declared_replicas_are_one_member_and_one_more_closes_the_gate() {
     two.stop();
 }
 
+/// The forge stand-in over a new bare repository of `f`'s, as a replica's downstream.
+fn forge_downstream(f: &FleetDir) -> Vec<String> {
+    let bare = crate::support::bare_repo(f.dir.path(), "forge.git", &f.repo());
+    let mut downstream = crate::support::forge_fixture();
+    downstream.extend(["--repo".to_owned(), bare.display().to_string()]);
+    downstream
+}
+
+/// Another principal of [`alices_replicas`]'s.
+const BOB: &str = "bob-token-5a0d";
+
+/// Two replicas of the author in front of the forge stand-in, `alice` the principal of
+/// `token` with a bound of `bound` attachments.
+fn alices_replicas(token: &str, bound: usize) -> (FleetDir, [HttpGateway; 2]) {
+    let roster = format!("{ROSTER}\n[http]\ntokens_file = \"tokens\"\nmax_attachments_per_principal = {bound}\n");
+    let f = FleetDir::new(&roster);
+    let sha = crate::routing::sha256;
+    std::fs::write(f.dir.path().join("tokens"), format!("{}  alice\n{}  bob\n", sha(token), sha(BOB))).unwrap();
+    let downstream = forge_downstream(&f);
+    let replica = |n| HttpGateway::replica(&f, "prgs-author", n, "127.0.0.1:9", "shared-token-unused", &downstream);
+    let replicas = [replica(0), replica(1)];
+    (f, replicas)
+}
+
 /// A principal's bound on attachments holds across the member's replicas, counted in the
 /// store: its sessions and its stateless client on one replica count on the other, and the
 /// stateless client it already has, reaching the other replica, is no new attachment.
@@ -52,14 +76,7 @@ fn declared_replicas_are_one_member_and_one_more_closes_the_gate() {
 fn a_principals_bound_holds_across_replicas() {
     let _serial = serial();
     const ALICE: &str = "alice-token-3f9a";
-    let roster = format!("{ROSTER}\n[http]\ntokens_file = \"tokens\"\nmax_attachments_per_principal = 3\n");
-    let f = FleetDir::new(&roster);
-    std::fs::write(f.dir.path().join("tokens"), format!("{}  alice\n", crate::routing::sha256(ALICE))).unwrap();
-    let bare = crate::support::bare_repo(f.dir.path(), "forge.git", &f.repo());
-    let mut downstream = crate::support::forge_fixture();
-    downstream.extend(["--repo".to_owned(), bare.display().to_string()]);
-    let one = HttpGateway::replica(&f, "prgs-author", 0, "127.0.0.1:9", "shared-token-unused", &downstream);
-    let two = HttpGateway::replica(&f, "prgs-author", 1, "127.0.0.1:9", "shared-token-unused", &downstream);
+    let (_f, [one, two]) = alices_replicas(ALICE, 3);
     let (a, b) = (Raw::new(&one), Raw::new(&two));
 
     // On the first replica: a session and a stateless client of alice's.
@@ -172,4 +189,174 @@ fn a_stranger_naming_a_session_cannot_make_it_unreachable() {
     assert_eq!(alice.status, 200, "alice's session is still reached through the other replica: {alice:?}");
     one.stop();
     two.stop();
+}
+
+/// The adversary holding both an author's and a reviewer's credential, under `[workflow]
+/// independent_review = "principal"`, with each of its stateless (2026-07-28) calls landing on
+/// another replica: the PR it opened and pushed through the author's replicas is approved by
+/// its own reviewer calls through the reviewer's replicas, and that approval does not count,
+/// whichever replica recorded what; another principal's approval of the same head does.
+#[test]
+fn one_principal_cannot_approve_its_own_pr_through_any_replica() {
+    let _serial = serial();
+    const MALLORY: &str = "mallory-token-61ad";
+    const BOB: &str = "bob-token-0c7e";
+    let extra = "independent_review = \"principal\"\n\n[http]\ntokens_file = \"tokens\"\n";
+    let mut fleet = crate::workflow::Fleet::start_replicated(extra, &["author", "reviewer"], 2, None);
+    let sha = crate::routing::sha256;
+    let tokens = format!("{}  mallory\n{}  bob\n", sha(MALLORY), sha(BOB));
+    std::fs::write(fleet.f.dir.path().join("tokens"), tokens).unwrap();
+    let set = |member: &str| -> Vec<HttpGateway> {
+        let downstream = fleet.downstream(member);
+        (0..2)
+            .map(|n| HttpGateway::replica(&fleet.f, &format!("prgs-{member}"), n, "127.0.0.1:9", "unused", &downstream))
+            .collect()
+    };
+    let (author, reviewer) = (set("author"), set("reviewer"));
+    assert!(wait_until(30.0, || fleet.f.running_rows() == 6), "the replicas did not join the fleet");
+    let mut id = 0u64;
+    // One stateless tools/call, round-robined over `replicas`: (refused, text).
+    let mut call = |replicas: &[HttpGateway], token: &str, tool: &str, args: Value| -> (bool, String) {
+        id += 1;
+        let g = &replicas[usize::try_from(id).unwrap() % replicas.len()];
+        // A forge call names the repository; a lease is named by its id alone.
+        let args = if tool.ends_with("release_pr_lease") { args } else { crate::support::at(args) };
+        let params = serde_json::json!({ "name": tool, "arguments": args });
+        let a = Raw::new(g).stateless(id, "tools/call", params, "agent", Some(token));
+        assert_eq!(a.status, 200, "{:?}", a.body);
+        let result = &a.body["result"];
+        let text = result["content"][0]["text"].as_str().map_or_else(|| a.body.to_string(), str::to_owned);
+        (result["isError"] == true || a.body["error"].is_object(), text)
+    };
+    let ok = |(refused, text): (bool, String)| -> Value {
+        assert!(!refused, "refused: {text}");
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    };
+
+    let before = fleet.git(&["rev-parse", "main"]);
+    ok(call(&author, MALLORY, "create_branch", serde_json::json!({ "branch": "feature" })));
+    let write = serde_json::json!({ "path": "f.txt", "content": "mine\n", "message": "m", "branch_name": "feature" });
+    ok(call(&author, MALLORY, "create_or_update_file", write));
+    let head = fleet.git(&["rev-parse", "feature"]);
+    let create =
+        serde_json::json!({ "method": "create", "title": "t", "body": "b", "head": "feature", "base": "main" });
+    let pr = ok(call(&author, MALLORY, "pull_request_write", create))["number"].as_i64().expect("a PR number");
+
+    // Mallory reviews her own PR: the lease and the forge's approval go through (the forge
+    // sees two users), but the approval is hers.
+    let claim = serde_json::json!({ "pr": pr, "head": head, "purpose": "review" });
+    ok(call(&reviewer, MALLORY, "gitea_claim_pr_lease", claim.clone()));
+    let lease = crate::workflow::fleet_lease(&mut fleet, pr, "review");
+    ok(call(&reviewer, MALLORY, "pull_request_review_write", crate::workflow::approve(pr)));
+    assert!(!fleet.claim("merger", pr, &head, "merge").0);
+    let merge = serde_json::json!({ "method": "merge", "pull_number": pr });
+    crate::workflow::refused(
+        fleet.call("merger", "pull_request_write", merge.clone()),
+        "approval_required",
+        "no independent approval recorded at head",
+    );
+    assert_eq!(fleet.git(&["rev-parse", "main"]), before, "main received nothing");
+
+    // Bob, through the same replicas, is independent: the same head now lands (once Mallory,
+    // done reviewing, lets her lease go).
+    ok(call(&reviewer, MALLORY, "gitea_release_pr_lease", serde_json::json!({ "lease_id": lease })));
+    ok(call(&reviewer, BOB, "gitea_claim_pr_lease", claim));
+    ok(call(&reviewer, BOB, "pull_request_review_write", crate::workflow::approve(pr)));
+    assert!(!fleet.claim("merger", pr, &head, "merge").0);
+    crate::support::answer(fleet.call("merger", "pull_request_write", merge));
+    let parents = fleet.git(&["rev-list", "--parents", "-n", "1", "main"]);
+    assert_eq!(parents.split(' ').collect::<Vec<_>>()[1..], [before.as_str(), head.as_str()]);
+    for g in author.into_iter().chain(reviewer) {
+        g.stop();
+    }
+    fleet.stop();
+}
+
+/// A session's record (which replica holds it) lives as long as the session: a DELETE that
+/// reaches another replica is relayed and ends it, and a replica stopping forgets every
+/// session it held — so no replica relays to an address that serves nothing of it.
+#[test]
+fn a_sessions_record_ends_with_the_session_and_with_its_replica() {
+    let _serial = serial();
+    let f = FleetDir::new(ROSTER);
+    const TOKEN: &str = "record-token-2b6c";
+    let downstream = forge_downstream(&f);
+    let one = HttpGateway::replica(&f, "prgs-author", 0, "127.0.0.1:9", TOKEN, &downstream);
+    let two = HttpGateway::replica(&f, "prgs-author", 1, "127.0.0.1:9", TOKEN, &downstream);
+    let opened = |name: &str| Raw::new(&one).initialize(name, Some(TOKEN)).session.expect("a session id");
+    let (deleted, kept) = (opened("s1"), opened("s2"));
+    let store = fleetgate_store::open(&f.store_arg()).unwrap();
+    let recorded = |session: &str| store.http_session(session).unwrap().map(|s| s.owner);
+    assert_eq!(recorded(&deleted), Some(one.addr.clone()), "recorded at its replica's address");
+    assert_eq!(recorded(&kept), Some(one.addr.clone()));
+
+    // Ended through the other replica.
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let status = |session: &str| {
+        let answer = agent
+            .delete(&two.url())
+            .header("Authorization", &format!("Bearer {TOKEN}"))
+            .header("Host", "127.0.0.1:9")
+            .header("Mcp-Session-Id", session)
+            .call()
+            .expect("the replica answers");
+        answer.status().as_u16()
+    };
+    assert!((200..300).contains(&status(&deleted)), "the session ended through the other replica");
+    assert_eq!(recorded(&deleted), None, "an ended session's record is forgotten");
+    assert_eq!(recorded(&kept), Some(one.addr.clone()), "the other session stands");
+
+    // Its replica stops: what it held is forgotten with it, and the other answers 404.
+    one.stop();
+    assert_eq!(recorded(&kept), None, "a stopped replica's sessions are forgotten");
+    assert_eq!(status(&kept), 404);
+    two.stop();
+}
+
+/// A burst of one principal's first requests spread over both replicas at once, each one
+/// counted before any is registered: however they interleave, no more of them stand than
+/// its bound allows, and every refused one is answered as refused.
+#[test]
+fn a_burst_of_first_requests_across_replicas_never_stands_over_the_bound() {
+    let _serial = serial();
+    const ALICE: &str = "alice-token-77e0";
+    let (f, replicas) = alices_replicas(ALICE, 1);
+    // Both replicas warmed (each has read the store for a principal and served a client), so
+    // the burst reaches both at once rather than the first-served replica alone.
+    for (i, g) in replicas.iter().enumerate() {
+        let warm = Raw::new(g).stateless(i as u64, "tools/list", serde_json::json!({}), "warm", Some(BOB));
+        assert_eq!(warm.status, 200, "{:?}", warm.body);
+    }
+    let start = std::sync::Barrier::new(8);
+    let answers: Vec<crate::httpkit::Answer> = std::thread::scope(|scope| {
+        let burst: Vec<_> = (0..8)
+            .map(|i| {
+                let (g, start) = (&replicas[i % 2], &start);
+                scope.spawn(move || {
+                    let raw = Raw::new(g);
+                    start.wait();
+                    raw.initialize(&format!("burst-{i}"), Some(ALICE))
+                })
+            })
+            .collect();
+        burst.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let standing = answers.iter().filter(|a| a.status == 200 && a.body["result"].is_object()).count();
+    for a in answers.iter().filter(|a| !(a.status == 200 && a.body["result"].is_object())) {
+        let why = a.body["error"]["message"].as_str().unwrap_or_default();
+        assert!(why.contains("maximum of 1 attachments"), "a refusal names the bound: {} {:?}", a.status, a.body);
+    }
+    assert!(standing <= 1, "{standing} of alice's attachments stand over her bound of one");
+    // The store agrees: at most one live worker of hers (each refused one retired).
+    let mut active = usize::MAX;
+    wait_until(10.0, || {
+        let workers = f.cli(&["worker", "list", "--json"]);
+        let list = workers["workers"].as_array().cloned().unwrap_or_default();
+        active = list.iter().filter(|w| w["client_name"] == "alice" && w["status"] == "active").count();
+        active == standing
+    });
+    assert_eq!(active, standing, "alice's active workers");
+    for g in replicas {
+        g.stop();
+    }
 }

@@ -333,7 +333,7 @@ fn the_workflow_merges_only_the_independently_approved_head() {
 }
 
 /// The id of `purpose`'s live lease on `pr`, from `fleetgate pr list`.
-fn fleet_lease(fleet: &mut Fleet, pr: i64, purpose: &str) -> String {
+pub(crate) fn fleet_lease(fleet: &mut Fleet, pr: i64, purpose: &str) -> String {
     let listed = fleet.f.cli(&["pr", "list", "--json"]);
     let lease = listed["leases"].as_array().unwrap().iter().find(|l| l["pr"] == pr && l["purpose"] == purpose).cloned();
     lease.unwrap_or_else(|| panic!("no live {purpose} lease: {listed}"))["lease_id"].as_str().unwrap().to_owned()

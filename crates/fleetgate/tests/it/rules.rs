@@ -70,7 +70,7 @@ class = "read_only"
 /// A host with nothing on it: every call made here is decided by its role policy alone
 /// (read-only, or refused by role), so nothing is observed.
 #[derive(Debug)]
-struct Nothing;
+pub(crate) struct Nothing;
 
 impl ProcessSource for Nothing {
     fn entries(&self) -> Result<Vec<fleetgate_host::procfs::ProcEntry>, HostError> {
