@@ -539,6 +539,11 @@ mod tests {
         }
         fn on_forwarded(&self, _: AttachmentId, _: &ToolCall<'_>, _: &CallToolResult) {}
         fn on_shutdown(&self, _: &str) {}
+        /// `mallory`'s attachments are over her bound across replicas once registered.
+        fn confirm_principal(&self, attachment: AttachmentId, principal: &str, _: usize) -> Result<(), String> {
+            self.0.lock().unwrap().push(format!("confirm {} {principal}", attachment.0));
+            if principal == "mallory" { Err("over the bound across replicas".into()) } else { Ok(()) }
+        }
     }
 
     fn hub(limits: Limits) -> (Arc<Recorder>, Hub) {
@@ -592,6 +597,50 @@ mod tests {
         let log = recorded.0.lock().unwrap().clone();
         assert!(log.contains(&format!("detach {} stateless_idle", other.id.0)), "{log:?}");
         assert!(!log.iter().any(|l| l == &format!("detach {} stateless_idle", first.id.0)), "{log:?}");
+    }
+
+    /// An attachment counted again once registered and found over its principal's bound is
+    /// ended at once — retired, out of the table, its slot free — and never served.
+    #[tokio::test]
+    async fn an_attachment_over_the_bound_once_registered_is_ended() {
+        let (recorded, hub) = hub(Limits::default());
+        let refused = hub.stateless(key("mallory", "cursor"), client("cursor", "mallory"), facts()).await;
+        assert_eq!(refused.err(), Some(NotAdmitted::OverBound("over the bound across replicas".into())));
+        assert!(!hub.knows(&key("mallory", "cursor")), "not served");
+        assert_eq!(hub.lock().count("mallory"), (0, 0), "no attachment and no slot left behind");
+        let log = recorded.0.lock().unwrap().clone();
+        let attached = log.iter().position(|l| l.starts_with("attach ") && l.ends_with(" cursor"));
+        let confirmed = log.iter().position(|l| l.starts_with("confirm ") && l.ends_with(" mallory"));
+        let ended = log.iter().position(|l| l.starts_with("detach ") && l.ends_with(" principal_bound"));
+        assert!(attached < confirmed && confirmed < ended && attached.is_some(), "registered, counted, ended: {log:?}");
+        // Another principal within its bound is served.
+        assert!(hub.stateless(key("alice", "cursor"), client("cursor", "alice"), facts()).await.is_ok());
+        assert!(hub.knows(&key("alice", "cursor")));
+    }
+
+    /// One key's calls take turns; another key's run alongside; a key nobody holds or awaits
+    /// leaves the map.
+    #[tokio::test]
+    async fn serial_locks_take_turns_by_key_and_forget_idle_keys() {
+        let locks = Arc::new(super::SerialLocks::default());
+        let first = locks.lock("fleet/forge").await;
+        let waiter = {
+            let locks = locks.clone();
+            tokio::spawn(async move { drop(locks.lock("fleet/forge").await) })
+        };
+        // The other repository is not held up by the first's turn.
+        let other = tokio::time::timeout(Duration::from_secs(5), locks.lock("fleet/other")).await;
+        assert!(other.is_ok(), "another key waited for the first's turn");
+        drop(other);
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiter.is_finished(), "the same key ran while its turn was held");
+        drop(first);
+        tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("the waiter had its turn").unwrap();
+        drop(locks.lock("fleet/third").await);
+        let keys: Vec<String> = locks.0.lock().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["fleet/third"], "keys nobody holds or awaits are dropped");
     }
 
     /// A channel opened after the hub stopped would be stopped by no one (a downstream left
