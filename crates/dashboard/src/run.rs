@@ -65,7 +65,8 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
                 if s.redirect_uri.is_empty() {
                     s.redirect_uri = format!("http://{local}/auth/callback");
                 }
-                let made = tokio::task::spawn_blocking(move || crate::signin::SignIn::new(s, port))
+                let clock = source.clock.clone();
+                let made = tokio::task::spawn_blocking(move || crate::signin::SignIn::new(s, port, clock))
                     .await
                     .map_err(|e| RunError::new("the sign-in could not start", e))?;
                 Some(made.map_err(|why| RunError::msg(format!("cannot sign people in: {why}")))?)

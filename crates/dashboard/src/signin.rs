@@ -18,11 +18,13 @@
 //! Each session has its own CSRF token; the page reads it from `/api/session`.
 
 use fleetgate_core::approval::Approver;
+use fleetgate_core::{Clock, Timestamp};
 use serde_json::{Map, Value};
 use sha2::Digest as _;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Logins begun and not finished, at most.
 pub const MAX_PENDING: usize = 256;
@@ -56,18 +58,17 @@ pub struct Session {
     pub approver: Approver,
     /// This session's CSRF token.
     pub csrf: String,
-    expires: Instant,
+    expires: Timestamp,
 }
 
 #[derive(Debug)]
 struct Pending {
     verifier: String,
     nonce: String,
-    started: Instant,
+    started: Timestamp,
 }
 
 /// The sign-in of one dashboard process.
-#[derive(Debug)]
 pub struct SignIn {
     settings: SignInSettings,
     authorization_endpoint: String,
@@ -76,6 +77,20 @@ pub struct SignIn {
     pending: Mutex<HashMap<String, Pending>>,
     sessions: Mutex<HashMap<String, Session>>,
     cookie: String,
+    /// The dashboard's clock: logins and sessions age by it, not by the machine's monotonic
+    /// time, so their expiry is a function of what the clock says.
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for SignIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignIn").field("settings", &self.settings).field("cookie", &self.cookie).finish_non_exhaustive()
+    }
+}
+
+/// `at` plus `ttl`.
+fn after(at: Timestamp, ttl: Duration) -> Timestamp {
+    at.plus_seconds(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -146,8 +161,9 @@ pub fn approver(
 
 impl SignIn {
     /// Ready to sign people in at `settings.issuer` (its endpoints read now: an issuer that
-    /// cannot be read stops the dashboard's start, with why). `port` names the cookie.
-    pub fn new(settings: SignInSettings, port: u16) -> Result<Self, String> {
+    /// cannot be read stops the dashboard's start, with why). `port` names the cookie; logins
+    /// and sessions expire by `clock`.
+    pub fn new(settings: SignInSettings, port: u16, clock: Arc<dyn Clock>) -> Result<Self, String> {
         let (authorization_endpoint, token_endpoint) = fleetgate_gateway::oidc_endpoints(&settings.issuer)?;
         Ok(Self {
             verifier: fleetgate_gateway::IdTokenVerifier::new(&settings.issuer, &settings.client_id),
@@ -157,6 +173,7 @@ impl SignIn {
             sessions: Mutex::default(),
             cookie: format!("fleetgate_dashboard_session_{port}"),
             settings,
+            clock,
         })
     }
 
@@ -168,8 +185,9 @@ impl SignIn {
     /// Where to send the browser to sign in (a new pending login).
     pub fn begin(&self) -> String {
         let (state, nonce, verifier) = (random(), random(), random());
+        let now = self.clock.now();
         let mut pending = lock(&self.pending);
-        pending.retain(|_, p| p.started.elapsed() < PENDING_TTL);
+        pending.retain(|_, p| now < after(p.started, PENDING_TTL));
         if pending.len() >= MAX_PENDING
             && let Some(oldest) = pending.iter().min_by_key(|(_, p)| p.started).map(|(k, _)| k.clone())
         {
@@ -187,14 +205,15 @@ impl SignIn {
             encode(&nonce),
             challenge(&verifier),
         );
-        pending.insert(state, Pending { verifier, nonce, started: Instant::now() });
+        pending.insert(state, Pending { verifier, nonce, started: now });
         url
     }
 
     /// Finish a login: the code exchanged (blocking, bounded), the ID token verified, a
     /// session made: its id.
     pub async fn finish(&self, code: &str, state: &str) -> Result<String, String> {
-        let pending = lock(&self.pending).remove(state).filter(|p| p.started.elapsed() < PENDING_TTL);
+        let now = self.clock.now();
+        let pending = lock(&self.pending).remove(state).filter(|p| now < after(p.started, PENDING_TTL));
         let Some(pending) = pending else {
             return Err("this sign-in was not begun here, or it took too long: sign in again".into());
         };
@@ -211,16 +230,22 @@ impl SignIn {
         }
         let approver = approver(&claims, &self.settings.groups_claim, &self.settings.principal_names)?;
         tracing::info!(who = %approver.shown(), "signed in to the dashboard");
+        Ok(self.open(approver))
+    }
+
+    /// A new session of `approver`: its id.
+    fn open(&self, approver: Approver) -> String {
         let id = random();
+        let now = self.clock.now();
         let mut sessions = lock(&self.sessions);
-        sessions.retain(|_, s| s.expires > Instant::now());
+        sessions.retain(|_, s| s.expires > now);
         if sessions.len() >= MAX_SESSIONS
             && let Some(oldest) = sessions.iter().min_by_key(|(_, s)| s.expires).map(|(k, _)| k.clone())
         {
             sessions.remove(&oldest);
         }
-        sessions.insert(id.clone(), Session { approver, csrf: random(), expires: Instant::now() + SESSION_TTL });
-        Ok(id)
+        sessions.insert(id.clone(), Session { approver, csrf: random(), expires: after(now, SESSION_TTL) });
+        id
     }
 
     /// The session a `Cookie` header carries, when live.
@@ -231,7 +256,7 @@ impl SignIn {
             .find_map(|pair| pair.strip_prefix(self.cookie.as_str())?.strip_prefix('='))?;
         let sessions = lock(&self.sessions);
         let session = sessions.get(id)?;
-        (session.expires > Instant::now()).then(|| session.clone())
+        (session.expires > self.clock.now()).then(|| session.clone())
     }
 
     /// End the session a `Cookie` header carries.
@@ -295,6 +320,57 @@ fn exchange(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fleetgate_core::ManualClock;
+
+    /// A sign-in on `clock` whose issuer is never reached (the tests stop before the exchange).
+    fn sign_in(clock: Arc<ManualClock>) -> SignIn {
+        let issuer = "https://issuer.invalid";
+        SignIn {
+            settings: SignInSettings {
+                issuer: issuer.into(),
+                client_id: "dashboard".into(),
+                redirect_uri: "http://127.0.0.1:1/auth/callback".into(),
+                groups_claim: "groups".into(),
+                principal_names: Vec::new(),
+            },
+            authorization_endpoint: format!("{issuer}/authorize"),
+            token_endpoint: format!("{issuer}/token"),
+            verifier: fleetgate_gateway::IdTokenVerifier::new(issuer, "dashboard"),
+            pending: Mutex::default(),
+            sessions: Mutex::default(),
+            cookie: "session".into(),
+            clock,
+        }
+    }
+
+    fn clock() -> Arc<ManualClock> {
+        Arc::new(ManualClock::new(Timestamp::ymd_hms(2026, 12, 6, 9, 0, 0)))
+    }
+
+    #[test]
+    fn a_session_lasts_its_ttl_by_the_dashboards_clock() {
+        let clock = clock();
+        let signed = sign_in(clock.clone());
+        let alice = Approver { id: "oidc:alice".into(), name: None, groups: Vec::new(), aliases: Vec::new() };
+        let cookie = format!("other=1; session={}", signed.open(alice));
+        assert!(signed.session(Some(&cookie)).is_some());
+        clock.advance(i64::try_from(SESSION_TTL.as_secs()).unwrap() - 1);
+        assert!(signed.session(Some(&cookie)).is_some(), "a second before its end");
+        clock.advance(1);
+        assert!(signed.session(Some(&cookie)).is_none(), "ended at its TTL");
+    }
+
+    #[tokio::test]
+    async fn a_login_finished_past_its_ttl_is_refused_before_any_exchange() {
+        let clock = clock();
+        let signed = sign_in(clock.clone());
+        let url = signed.begin();
+        let state = url.split(['?', '&']).find_map(|p| p.strip_prefix("state=")).unwrap().to_owned();
+        clock.advance(i64::try_from(PENDING_TTL.as_secs()).unwrap());
+        let refused = signed.finish("code", &state).await;
+        assert!(refused.as_ref().is_err_and(|why| why.contains("took too long")), "{refused:?}");
+        assert!(lock(&signed.pending).is_empty(), "the login is gone with its answer");
+    }
 
     #[test]
     fn the_pkce_challenge_is_rfc_7636_s256() {
