@@ -40,6 +40,10 @@ pub struct FleetView {
     pub members: Vec<MemberView>,
     /// Observed fleet processes no running row claims.
     pub unregistered_processes: Vec<ProcessView>,
+    /// Gateways of other stores on this host: another fleet's (proven by its own store, never
+    /// a reason to close this gate), or one just started and not proven yet (it closes the
+    /// gate once its grace ends unproven).
+    pub other_gateways: Vec<OtherGatewayView>,
     /// Inventory facts beside the rows.
     pub facts: Facts,
     /// Runtime diagnostics; hard ones refuse every mutation.
@@ -235,6 +239,56 @@ pub struct ProcessView {
     pub command: String,
 }
 
+/// A gateway of another store on this host.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OtherGatewayView {
+    /// Pid.
+    pub pid: i64,
+    /// `other_fleet` (proven another fleet's) or `pending` (just started, not proven yet).
+    pub state: &'static str,
+    /// The store it names.
+    pub store: String,
+    /// Command line (secrets masked).
+    pub command: String,
+    /// Another fleet's: the profile it serves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Another fleet's: the checkout it is bound to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository_root: Option<String>,
+    /// Pending: what it has not proven yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Pending: when its grace ends (unproven from then on, it closes the gate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<Timestamp>,
+}
+
+/// The inventory's gateways of other stores: other fleets' first, then the pending.
+fn other_gateways(inv: &FleetInventory) -> Vec<OtherGatewayView> {
+    let fleets = inv.other_fleet_gateways.iter().map(|g| OtherGatewayView {
+        pid: g.pid,
+        state: "other_fleet",
+        store: g.store.clone(),
+        command: g.command.clone(),
+        profile: Some(g.profile.clone()),
+        repository_root: Some(g.repository_root.clone()),
+        why: None,
+        until: None,
+    });
+    let pending = inv.pending_gateways.iter().map(|g| OtherGatewayView {
+        pid: g.pid,
+        state: "pending",
+        store: g.store.clone(),
+        command: g.command.clone(),
+        profile: None,
+        repository_root: None,
+        why: Some(g.why.clone()),
+        until: Some(g.until),
+    });
+    fleets.chain(pending).collect()
+}
+
 /// Inventory facts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Facts {
@@ -388,6 +442,7 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
             .iter()
             .map(|p| ProcessView { pid: p.pid, started_at: p.started_at, command: p.command.clone() })
             .collect(),
+        other_gateways: other_gateways(inv),
         facts: facts(inv),
         diagnostics: look
             .snapshot

@@ -508,3 +508,45 @@ fn the_page_receives_every_invisible_or_direction_changing_character_escaped() {
     assert_eq!(page["summary"], r#"a\nb\u{1b}[2J\u{7f}\t"q" \ /"#);
     assert!(v.page_json().starts_with("{\"version\":"), "the fields keep their order");
 }
+
+#[test]
+fn gateways_of_other_stores_are_shown_apart_from_the_fleet() {
+    use fleetgate_core::inventory::{OtherFleetGateway, PendingGateway};
+    let now = t0().plus_seconds(40);
+    let mut snap = snapshot(&[row(4100)], &[], &[], now);
+    let before = view(&snap, &[], &[], now);
+    assert!(before.other_gateways.is_empty());
+    snap.inventory.other_fleet_gateways.push(OtherFleetGateway {
+        pid: 5100,
+        started_at: t0(),
+        command: "fleetgate serve --profile prgs-author".into(),
+        uid: None,
+        store: "/srv/other/registry.sqlite3".into(),
+        runtime_id: "gitea-author:5100:b".into(),
+        namespace: "gitea-author".into(),
+        profile: "prgs-author".into(),
+        repository_root: "/srv/other/checkout".into(),
+        remote: None,
+        org: None,
+        repo: None,
+    });
+    snap.inventory.pending_gateways.push(PendingGateway {
+        pid: 5200,
+        started_at: now,
+        command: "fleetgate serve --profile prgs-reviewer".into(),
+        uid: None,
+        store: "/srv/third/registry.sqlite3".into(),
+        why: "its store has no running row for it yet".into(),
+        until: now.plus_seconds(10),
+    });
+    let v = view(&snap, &[], &[], now);
+    let shown: Vec<(i64, &str)> = v.other_gateways.iter().map(|g| (g.pid, g.state)).collect();
+    assert_eq!(shown, [(5100, "other_fleet"), (5200, "pending")]);
+    let wire = serde_json::to_value(&v.other_gateways).unwrap();
+    assert_eq!(wire[0]["repository_root"], "/srv/other/checkout");
+    assert!(wire[0].get("until").is_none(), "{wire}");
+    assert_eq!(wire[1]["why"], "its store has no running row for it yet");
+    assert_eq!(wire[1]["until"], now.plus_seconds(10).to_string());
+    assert!(v.gate.open, "neither closes this fleet's gate");
+    assert_ne!(v.fingerprint(), before.fingerprint(), "a new one is news to the page");
+}

@@ -137,6 +137,21 @@
     $("unregistered-list").replaceChildren(
       ...unregistered.map((p) => el("li", {}, el("strong", { text: `pid ${p.pid}` }), " ", el("code", { text: p.command }))),
     );
+    const others = view.other_gateways;
+    $("other-gateways").hidden = others.length === 0;
+    $("other-gateways-list").replaceChildren(
+      ...others.map((g) =>
+        el(
+          "li",
+          {},
+          el("strong", { text: `pid ${g.pid}` }),
+          g.state === "pending"
+            ? ` just started, not proven another fleet's until ${g.until} (${g.why}); store `
+            : ` another fleet's ${g.profile}, checkout ${g.repository_root}; store `,
+          el("code", { text: g.store }),
+        ),
+      ),
+    );
     const f = view.facts;
     const cohorts =
       f.running_member_count === 0 ? "no running cohort"

@@ -190,6 +190,7 @@ fn api_fleet_has_the_documented_shape_and_events_push_the_same_view() {
         "gate",
         "members",
         "unregistered_processes",
+        "other_gateways",
         "facts",
         "diagnostics",
         "workers",
