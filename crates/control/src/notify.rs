@@ -221,10 +221,17 @@ fn deliver_loop(target: &NotifyTarget, cx: &Context, holder: &str, start: i64, s
             }
             None => {
                 if pause(stop, Duration::from_millis(500)) {
-                    return;
+                    break;
                 }
             }
         }
+    }
+    // Stopping in order: the target's cursor is held until now, not for another HOLD, so the
+    // next process (a restarted gateway, the dashboard) delivers from here at once. Claiming
+    // it until now changes nothing when another process holds it.
+    let now = cx.clock.now();
+    if let Err(e) = cx.store.claim_notify(&target.name, holder, start, now, now) {
+        tracing::debug!(target = %target.name, error = %e, "the notification cursor could not be let go");
     }
 }
 

@@ -314,3 +314,29 @@ fn every_approval_event_is_sent_signed_and_a_dead_target_changes_nothing() {
     assert_eq!(watched, ["requested", "answered", "used"], "{lines:?}");
     fleet.stop();
 }
+
+/// Events are sent from the store by whichever process runs a notifier: with every gateway
+/// of the fleet stopped, the dashboard alone sends the operator's answer.
+#[test]
+fn the_dashboard_sends_what_no_gateway_is_left_to_send() {
+    let _serial = crate::support::serial();
+    let receiver = Receiver::start();
+    let config = format!(
+        "{}\n[[approvals.notify]]\nkind = \"webhook\"\nurl = \"http://{}/hook\"\n",
+        ASKING.replace("wait_seconds = 7", "wait_seconds = 0"),
+        receiver.addr
+    );
+    let mut fleet = Fleet::start(&config);
+    refused(fleet.call("author", "create_branch", branch("later")), "approval_pending", "apr-");
+    let id = pending(&fleet.f)["id"].as_str().unwrap().to_owned();
+    assert!(wait_until(20.0, || receiver.events().iter().any(|(k, _)| k == "requested")), "{:?}", receiver.events());
+    fleet.stop_gateways();
+    assert!(wait_until(20.0, || fleet.f.running_rows() == 0), "the gateways did not stop");
+
+    let _dashboard = crate::approvers::started_dashboard(&fleet.f, &[]);
+    let denied = fleet.f.cli(&["approvals", "deny", &id, "--json"]);
+    assert_eq!(denied["state"], "denied", "{denied}");
+    // Well inside the hold a gateway keeps on a target while it runs (30 s): stopping let it go.
+    let sent = wait_until(15.0, || receiver.events().iter().any(|(k, _)| k == "answered"));
+    assert!(sent, "no process sent the answer: {:?}", receiver.events());
+}

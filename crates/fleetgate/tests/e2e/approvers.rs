@@ -21,8 +21,8 @@ use std::process::{Child, Stdio};
 /// The merger's resource identifier (its tokens' audience).
 const AUDIENCE: &str = "https://merger.fleet.test/mcp";
 
-/// `fleetgate dashboard` with sign-in, its address.
-struct Dashboard {
+/// `fleetgate dashboard`, its address.
+pub(crate) struct Dashboard {
     child: Child,
     url: String,
 }
@@ -34,15 +34,17 @@ impl Drop for Dashboard {
     }
 }
 
+/// `fleetgate dashboard` with sign-in (the issuer comes from `[http.oauth]`: only the
+/// dashboard's client id is given).
 fn dashboard(fleet: &Fleet) -> Dashboard {
-    // The issuer comes from `[http.oauth]`: only the dashboard's client id is given.
-    let mut child = fleet
-        .f
-        .cli_command(&["dashboard", "--listen", "127.0.0.1:0", "--interval", "0.25", "--oidc-client-id", "fleet-dash"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    started_dashboard(&fleet.f, &["--oidc-client-id", "fleet-dash"])
+}
+
+/// `fleetgate dashboard` on `f`'s fleet with `args`, once it listens.
+pub(crate) fn started_dashboard(f: &crate::support::FleetDir, args: &[&str]) -> Dashboard {
+    let mut command = vec!["dashboard", "--listen", "127.0.0.1:0", "--interval", "0.25"];
+    command.extend_from_slice(args);
+    let mut child = f.cli_command(&command).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let stderr = child.stderr.take().unwrap();
     std::thread::spawn(move || {

@@ -215,6 +215,13 @@ impl Fleet {
         }
     }
 
+    /// Close every stdio gateway, keeping the fleet's directory and store.
+    pub(crate) fn stop_gateways(&mut self) {
+        for client in self.clients.iter_mut().filter_map(Option::take) {
+            client.close();
+        }
+    }
+
     pub(crate) fn stop(self) {
         for c in self.clients.into_iter().flatten() {
             c.close();
