@@ -9,9 +9,9 @@
 //!
 //! At scale (`--url URL --stream-to N…`, PostgreSQL): the audit is filled with `--entries`
 //! decisions through the store, then grown on the server by copying itself
-//! (`INSERT … SELECT` a million ids at a time, each copy later in time) to each N exactly, and at each the replay
-//! streams it the way `rules test` does — decisions per second and the peak memory the
-//! replay adds, which must not grow with N.
+//! (`INSERT … SELECT` a million ids at a time, each copy later in time) to each N exactly, and
+//! at each the replay streams it the way `rules test` does — decisions per second and the peak
+//! memory the replay adds, which must not grow with N.
 
 use fleetgate_config::FleetConfig;
 use fleetgate_core::Timestamp;
@@ -208,7 +208,7 @@ fn main() {
 /// Ids copied per statement while the audit grows.
 const GROW_CHUNK: i64 = 1_000_000;
 
-/// `--stream-to`: the audit grown on the server past each of `scales`, streamed at each.
+/// `--stream-to`: the audit grown on the server to each of `scales`, streamed at each.
 fn at_scale(url: &str, seed: usize, scales: &[u64], old: &FleetConfig, new: &FleetConfig) {
     let store = fleetgate_store::open(url).expect("open the store");
     let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");

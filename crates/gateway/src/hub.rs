@@ -353,10 +353,11 @@ impl Hub {
         self.sessions_open(open);
         drop(reservation);
         if bounded && !attachment.principal.is_empty() {
-            let principal = attachment.principal.clone();
-            let (control, who, limit) = (self.control.clone(), principal.clone(), self.limits.max_per_principal);
+            let (control, who, limit) =
+                (self.control.clone(), attachment.principal.clone(), self.limits.max_per_principal);
             let confirmed = tokio::task::spawn_blocking(move || control.confirm_principal(id, &who, limit)).await;
             if let Ok(Err(why)) = confirmed {
+                let principal = &attachment.principal;
                 tracing::info!(attachment = %id, %principal, %why, "attachment over the principal's bound: ended");
                 self.detach(id, "principal_bound").await;
                 return Err(why);

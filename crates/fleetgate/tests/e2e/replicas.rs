@@ -57,9 +57,10 @@ fn forge_downstream(f: &FleetDir) -> Vec<String> {
 const BOB: &str = "bob-token-5a0d";
 
 /// Two replicas of the author in front of the forge stand-in, `alice` the principal of
-/// `token` with a bound of `bound` attachments.
-fn alices_replicas(token: &str, bound: usize) -> (FleetDir, [HttpGateway; 2]) {
-    let roster = format!("{ROSTER}\n[http]\ntokens_file = \"tokens\"\nmax_attachments_per_principal = {bound}\n");
+/// `token` and `bob` of [`BOB`], each with a bound of `bound` attachments (else the default).
+fn alices_replicas(token: &str, bound: Option<usize>) -> (FleetDir, [HttpGateway; 2]) {
+    let bound = bound.map(|n| format!("max_attachments_per_principal = {n}\n")).unwrap_or_default();
+    let roster = format!("{ROSTER}\n[http]\ntokens_file = \"tokens\"\n{bound}");
     let f = FleetDir::new(&roster);
     let sha = crate::routing::sha256;
     std::fs::write(f.dir.path().join("tokens"), format!("{}  alice\n{}  bob\n", sha(token), sha(BOB))).unwrap();
@@ -76,7 +77,7 @@ fn alices_replicas(token: &str, bound: usize) -> (FleetDir, [HttpGateway; 2]) {
 fn a_principals_bound_holds_across_replicas() {
     let _serial = serial();
     const ALICE: &str = "alice-token-3f9a";
-    let (_f, [one, two]) = alices_replicas(ALICE, 3);
+    let (_f, [one, two]) = alices_replicas(ALICE, Some(3));
     let (a, b) = (Raw::new(&one), Raw::new(&two));
 
     // On the first replica: a session and a stateless client of alice's.
@@ -164,16 +165,7 @@ fn a_stateless_clients_task_is_reached_through_any_replica() {
 fn a_stranger_naming_a_session_cannot_make_it_unreachable() {
     let _serial = serial();
     const ALICE: &str = "alice-token-51c0";
-    const BOB: &str = "bob-token-a7e2";
-    let roster = format!("{ROSTER}\n[http]\ntokens_file = \"tokens\"\n");
-    let f = FleetDir::new(&roster);
-    let tokens = format!("{}  alice\n{}  bob\n", crate::routing::sha256(ALICE), crate::routing::sha256(BOB));
-    std::fs::write(f.dir.path().join("tokens"), tokens).unwrap();
-    let bare = crate::support::bare_repo(f.dir.path(), "forge.git", &f.repo());
-    let mut downstream = crate::support::forge_fixture();
-    downstream.extend(["--repo".to_owned(), bare.display().to_string()]);
-    let one = HttpGateway::replica(&f, "prgs-author", 0, "127.0.0.1:9", "shared-token-unused", &downstream);
-    let two = HttpGateway::replica(&f, "prgs-author", 1, "127.0.0.1:9", "shared-token-unused", &downstream);
+    let (_f, [one, two]) = alices_replicas(ALICE, None);
     let opened = Raw::new(&one).initialize("alice-agent", Some(ALICE));
     assert_eq!(opened.status, 200, "{opened:?}");
     let session = opened.session.clone().expect("a session id");
@@ -320,7 +312,7 @@ fn a_sessions_record_ends_with_the_session_and_with_its_replica() {
 fn a_burst_of_first_requests_across_replicas_never_stands_over_the_bound() {
     let _serial = serial();
     const ALICE: &str = "alice-token-77e0";
-    let (f, replicas) = alices_replicas(ALICE, 1);
+    let (f, replicas) = alices_replicas(ALICE, Some(1));
     // Both replicas warmed (each has read the store for a principal and served a client), so
     // the burst reaches both at once rather than the first-served replica alone.
     for (i, g) in replicas.iter().enumerate() {
