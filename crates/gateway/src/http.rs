@@ -2,7 +2,8 @@
 //! clients, each an attachment of its own with a downstream of its own.
 //!
 //! rmcp's `StreamableHttpService` owns the wire: sessions (`Mcp-Session-Id`, a
-//! `LocalSessionManager`), SSE streams, the stateless 2026-07-28 requests, the body cap,
+//! `LocalSessionManager` whose request streams [`resume`] journals for a client resuming one),
+//! SSE streams, the stateless 2026-07-28 requests, the body cap,
 //! and the DNS-rebinding checks on `Host` and `Origin` (403). It builds one service per
 //! session (and one per stateless request) from a factory; each is a [`Gateway`] over the
 //! shared [`Hub`], which makes the attachment: a session's at its `initialize`, a
@@ -85,6 +86,7 @@ mod gatekeeper;
 mod listen;
 mod metrics_listener;
 mod replica;
+mod resume;
 mod slots;
 mod strict;
 pub use crate::options::ConnectionLimits;
@@ -92,7 +94,6 @@ use gatekeeper::{Bucket, Gatekeeper, gatekeeper};
 pub use listen::serve_connections;
 pub(crate) use metrics_listener::start_metrics_listener;
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service as _};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::de::DeserializeOwned;
 use std::borrow::Cow;
@@ -273,7 +274,7 @@ fn router(
         .with_max_request_body_bytes(options.max_message_bytes)
         .with_cancellation_token(cancel);
     let factory_engine = hub.clone();
-    let sessions = Arc::new(LocalSessionManager::default());
+    let sessions = Arc::new(resume::Sessions::default());
     let service = StreamableHttpService::new(
         move || Ok(HttpGateway(Gateway::http(factory_engine.clone()))),
         sessions.clone(),

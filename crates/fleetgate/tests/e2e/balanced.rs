@@ -48,13 +48,18 @@ fn free_port() -> u16 {
 /// a connection a dead server refuses is tried on the next server (the request was never
 /// sent), nothing else is retried.
 fn balance(dir: &std::path::Path, frontends: &[(u16, Vec<String>)]) -> Balancer {
+    balance_routed(dir, frontends, "")
+}
+
+/// [`balance`], with `rules` (HAProxy backend lines) in every backend, before its servers.
+fn balance_routed(dir: &std::path::Path, frontends: &[(u16, Vec<String>)], rules: &str) -> Balancer {
     let mut config = String::from(
         "global\n  maxconn 512\n\ndefaults\n  mode http\n  timeout connect 2s\n  timeout client 120s\n  timeout \
          server 120s\n  timeout tunnel 120s\n  retries 2\n  option redispatch 1\n\n",
     );
     for (i, (port, servers)) in frontends.iter().enumerate() {
         config.push_str(&format!("frontend fe{i}\n  bind 127.0.0.1:{port}\n  default_backend be{i}\n\n"));
-        config.push_str(&format!("backend be{i}\n  balance roundrobin\n"));
+        config.push_str(&format!("backend be{i}\n  balance roundrobin\n{rules}"));
         for (n, server) in servers.iter().enumerate() {
             config.push_str(&format!("  server s{n} {server}\n"));
         }
@@ -335,6 +340,25 @@ fn three_replicas_behind_haproxy_serve_both_generations_and_survive_a_sigkill() 
     fleet.stop();
 }
 
+/// A fleet `name` whose author runs as three replicas in front of `elicit_server.py` (its `ask`
+/// elicits), each allowing the `Host` of a balancer on the port returned.
+fn eliciting_replicas(name: &str) -> (crate::support::FleetDir, Vec<HttpGateway>, u16) {
+    let roster = format!(
+        "[fleet]\nname = \"{name}\"\ntool_prefix = \"gitea_\"\n\n[[members]]\nnamespace = \"gitea-author\"\nprofile \
+         = \"prgs-author\"\nrole = \"author\"\nreplicas = 3\n"
+    );
+    let f = crate::support::FleetDir::new(&roster);
+    let downstream = vec![
+        crate::support::peer(".venv/bin/python").display().to_string(),
+        crate::support::peer("tests/peers/elicit_server.py").display().to_string(),
+        f.dir.path().join("unsolicited.jsonl").display().to_string(),
+    ];
+    let port = free_port();
+    let balancer = format!("127.0.0.1:{port}");
+    let set = (0..3).map(|n| HttpGateway::replica(&f, "prgs-author", n, &balancer, TOKEN, &downstream)).collect();
+    (f, set, port)
+}
+
 /// Server→client requests through the balancer: two Python SDK sessions on three replicas
 /// behind HAProxy call a tool that elicits at the same moment, round after round. Each
 /// question reaches — through the relay, on the stream of the call that asked — the session
@@ -343,18 +367,8 @@ fn three_replicas_behind_haproxy_serve_both_generations_and_survive_a_sigkill() 
 #[test]
 fn elicitations_through_the_balancer_reach_their_own_session() {
     let _serial = serial();
-    let roster = "[fleet]\nname = \"balanced-elicit\"\ntool_prefix = \"gitea_\"\n\n[[members]]\nnamespace = \
-                  \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\nreplicas = 3\n";
-    let f = crate::support::FleetDir::new(roster);
-    let downstream = vec![
-        crate::support::peer(".venv/bin/python").display().to_string(),
-        crate::support::peer("tests/peers/elicit_server.py").display().to_string(),
-        f.dir.path().join("unsolicited.jsonl").display().to_string(),
-    ];
-    let port = free_port();
+    let (f, set, port) = eliciting_replicas("balanced-elicit");
     let balancer = format!("127.0.0.1:{port}");
-    let set: Vec<HttpGateway> =
-        (0..3).map(|n| HttpGateway::replica(&f, "prgs-author", n, &balancer, TOKEN, &downstream)).collect();
     let _lb = balance(f.dir.path(), &[(port, set.iter().map(|g| g.addr.clone()).collect())]);
     let out = Command::new(crate::support::peer(".venv/bin/python"))
         .arg(crate::support::peer("tests/peers/elicit_race.py"))
@@ -374,5 +388,76 @@ fn elicitations_through_the_balancer_reach_their_own_session() {
     assert_eq!(tally["asked"], 60, "every question asked once: {tally}");
     for g in set {
         g.stop();
+    }
+}
+
+/// Issue #55: an answered call must not hang when the replica relaying it dies. Three
+/// replicas behind HAProxy; the balancer sends every `initialize` to the first replica (it
+/// holds the sessions) and every `tools/call` to the second, which relays them; the rest goes
+/// round-robin. Three official Python SDK sessions each call `ask`, held in flight by its
+/// elicitation; the relaying replica is SIGKILLed; then the elicitations are answered, so the
+/// calls finish on the first replica while their streams are gone, before the clients resume
+/// (the SDK waits the priming event's 3 s). Each client resumes with `GET` and
+/// `Last-Event-ID` through a survivor and gets its call's answer: none fails, none hangs, each
+/// call ran once (audited once, asked once). Before, the holder answered each resume 200 with
+/// an empty stream and the SDK retried forever.
+#[test]
+fn a_call_whose_relaying_replica_is_killed_is_answered_on_resume() {
+    let _serial = serial();
+    let (f, mut set, port) = eliciting_replicas("balanced-relay-kill");
+    let balancer = format!("127.0.0.1:{port}");
+    let rules = r#"  option http-buffer-request
+  acl opens req.body -m sub "\"method\":\"initialize\""
+  acl calls req.body -m sub "\"method\":\"tools/call\""
+  use-server s0 if opens
+  use-server s1 if calls
+"#;
+    let lb = balance_routed(f.dir.path(), &[(port, set.iter().map(|g| g.addr.clone()).collect())], rules);
+    let go = f.dir.path().join("go-dir");
+    std::fs::create_dir_all(&go).unwrap();
+    let clients = 3;
+    let driver = Command::new(crate::support::peer(".venv/bin/python"))
+        .arg(crate::support::peer("tests/peers/relay_kill.py"))
+        .args([&format!("http://{balancer}/mcp"), &go.display().to_string(), &clients.to_string(), "30"])
+        .env("MCP_DRIVE_BEARER", TOKEN)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let asked = |n: usize| go.join(format!("asked-c{n}")).exists();
+    let held = wait_until(60.0, || (0..clients).all(asked));
+    assert!(held, "the calls were not all held in flight: {}", std::fs::read_to_string(&lb.log).unwrap_or_default());
+    let relayed = set[1].log();
+    assert!(!relayed.contains("worker attached"), "the relaying replica holds no session: {relayed}");
+
+    // The relaying replica dies with the calls' streams; then the calls finish.
+    let pid = set[1].child.id().to_string();
+    assert!(Command::new("kill").args(["-KILL", &pid]).status().unwrap().success());
+    let _ = set[1].child.wait();
+    std::fs::write(go.join("go"), "").unwrap();
+
+    let out = driver.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
+    let tally: Value =
+        serde_json::from_str(line.unwrap_or_else(|| {
+            panic!("relay_kill printed no result: {stdout}\n{}", String::from_utf8_lossy(&out.stderr))
+        }))
+        .unwrap();
+    assert_eq!(tally["hung"], json!([]), "no call hangs: {tally}");
+    assert_eq!(tally["failed"], json!({}), "no call fails: {tally}");
+    let mut answered: Vec<String> =
+        tally["answered"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect();
+    answered.sort();
+    assert_eq!(answered, ["c0", "c1", "c2"], "every call answered to its client: {tally}");
+    assert_eq!(tally["asked"], json!({"c0": 1, "c1": 1, "c2": 1}), "each call asked once: {tally}");
+    let audit = f.cli(&["audit", "--limit", "1000", "--json"]);
+    let asks = audit["entries"].as_array().unwrap().iter().filter(|e| e["tool"] == "ask").count();
+    assert_eq!(asks, clients, "each call ran once: {audit}");
+    drop(lb);
+    for (n, g) in set.into_iter().enumerate() {
+        if n != 1 {
+            g.stop();
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! per session) — refusing with a JSON-RPC error body before rmcp sees the request.
 
 use super::listen::ConnectionScope;
+use super::resume::Resumable;
 use super::slots::{Slot, Slots, hold_while_answering};
 use super::*;
 use rmcp::transport::streamable_http_server::session::SessionManager as _;
@@ -59,7 +60,7 @@ pub(super) struct Gatekeeper {
     /// Each attachment's open `subscriptions/listen` streams.
     pub(super) listeners: Arc<Slots<Listener>>,
     /// rmcp's sessions, asked whether one a DELETE names still exists.
-    pub(super) sessions: Arc<LocalSessionManager>,
+    pub(super) sessions: Arc<super::resume::Sessions>,
     /// Who opened each session: a session is served to the principal that opened it only.
     pub(super) owners: Mutex<Owners>,
     /// The connections each principal holds, counted from its first authenticated request.
@@ -536,6 +537,21 @@ impl Gatekeeper {
     async fn session_request(&self, session: String, request: Request, next: Next) -> Response {
         match *request.method() {
             Method::GET => {
+                // rmcp answers a resume it cannot serve 200 with an empty stream, which a
+                // client takes as "reconnect later", forever: one naming no stream of this
+                // session is refused here instead.
+                let resuming = request.headers().get("last-event-id").and_then(|v| v.to_str().ok());
+                if let Some(last) = resuming
+                    && self.sessions.resumable(&session, last) == Resumable::Unknown
+                {
+                    tracing::info!(last_event_id = last, "resume refused: no stream of the session has this event");
+                    let text = format!(
+                        "no stream of this session has the event {last:?} (an answer is kept for {} s after it \
+                         is sent): nothing can be resumed from it",
+                        super::resume::KEEP_FOR.as_secs()
+                    );
+                    return *jsonrpc_refusal(StatusCode::GONE, None, -32000, text);
+                }
                 let Some(slot) = self.event_streams.take(session, MAX_EVENT_STREAMS) else {
                     let text = format!(
                         "this session has {MAX_EVENT_STREAMS} event streams (GET) open already: close one before \

@@ -398,3 +398,67 @@ async fn task_ownership(sharing: &str) {
     assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
     assert_eq!(answer["result"]["content"][0]["text"], "computed settled after 0 s", "{answer}");
 }
+
+/// A GET resuming `session`'s stream from `last_event_id`.
+async fn resume(client: &reqwest::Client, url: &str, session: &str, last_event_id: &str) -> reqwest::Response {
+    client
+        .get(url)
+        .header("Accept", "text/event-stream")
+        .header("Mcp-Session-Id", session)
+        .header("Last-Event-ID", last_event_id)
+        .send()
+        .await
+        .expect("the gateway answers")
+}
+
+/// Issue #55: a call's answer reaches the client that resumes for it. The call's stream
+/// breaks after its priming event (a relaying replica killed, a proxy restarted) while the
+/// call runs on; its answer is sent into the broken stream. rmcp forgot the stream with its
+/// answer and answered the resume 200 with an empty stream — which the Python SDK takes as
+/// "reconnect later", forever. The gateway keeps the answer: the resume gets it, once. A
+/// `Last-Event-ID` naming no stream of the session is refused (410), not answered empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_stream_broke_is_answered_to_the_client_that_resumes_it() {
+    let state = State::new();
+    state.allow_mutations();
+    let (_gateway, url) = start(&state);
+    let client = reqwest::Client::new();
+    let session = crate::sharing::session(&client, &url, "resumer").await;
+
+    // `test_reconnection` answers 200 ms after it is called: the stream breaks before.
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "test_reconnection", "arguments": {}}});
+    let mut broken = post(&client, &url, Some(&session), &call).await;
+    assert_eq!(broken.status(), 200);
+    let mut text = String::new();
+    read_until(&mut broken, &mut text, "\n\n").await;
+    let primed = text.lines().find_map(|l| l.strip_prefix("id: ")).map(str::to_owned);
+    let primed = primed.unwrap_or_else(|| panic!("a priming event with an id: {text:?}"));
+    drop(broken);
+
+    // The call ran and was answered, into the broken stream.
+    let answered = crate::harness::wait_until(ANSWER, || {
+        state.events().iter().any(|e| e.starts_with("forwarded test_reconnection"))
+    });
+    assert!(answered, "the call was not answered: {:?}", state.events());
+
+    let mut resumed = resume(&client, &url, &session, &primed).await;
+    assert_eq!(resumed.status(), 200);
+    let mut text = String::new();
+    let read = async {
+        while let Some(chunk) = resumed.chunk().await.expect("the resumed stream reads") {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    tokio::time::timeout(ANSWER, read).await.unwrap_or_else(|_| panic!("the resumed stream did not end: {text:?}"));
+    let answers: Vec<Value> = messages(&text).into_iter().filter(|m| m["id"] == 5).collect();
+    assert_eq!(answers.len(), 1, "the answer, once: {text:?} (resumed from {primed})");
+    let said = answers[0]["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(said, "Reconnection test completed", "{}", answers[0]);
+
+    // A stream the session never had: a clear refusal.
+    let unknown = resume(&client, &url, &session, "0/999999").await;
+    assert_eq!(unknown.status(), 410);
+    let refusal: Value = serde_json::from_str(&unknown.text().await.unwrap()).unwrap();
+    assert!(refusal["error"]["message"].as_str().is_some_and(|m| m.contains("no stream of this session")), "{refusal}");
+}

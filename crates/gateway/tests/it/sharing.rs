@@ -28,7 +28,7 @@ pub(crate) fn start_sharing(state: &State, sharing: &str, subscribe: bool) -> (R
 }
 
 /// A 2025-11-25 session of the client `name`, initialized: its id.
-async fn session(client: &reqwest::Client, url: &str, name: &str) -> String {
+pub(crate) async fn session(client: &reqwest::Client, url: &str, name: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
         "capabilities": {"elicitation": {}}, "clientInfo": {"name": name, "version": "1"}}});
     let answer = post(client, url, None, &init).await;
