@@ -144,6 +144,15 @@ pub trait ControlPlane: Send + Sync + 'static {
         None
     }
 
+    /// Replicas (HTTP): [`session_owner`](Self::session_owner) when it is known without
+    /// waiting — the session's record and the replicas' rows read recently, the holder judged
+    /// alive now — else `None` (and `session_owner` is asked on the blocking pool). Never
+    /// blocks: called on the I/O thread for every relayed request.
+    fn session_owner_now(&self, session: &str) -> Option<String> {
+        let _ = session;
+        None
+    }
+
     /// Replicas (HTTP): `session` ended, or the replica holding it cannot be reached: forget
     /// it, so no request is relayed to it again. Blocking (the store).
     fn session_ended(&self, session: &str) {

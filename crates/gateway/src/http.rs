@@ -297,7 +297,7 @@ fn router(
         connections: Arc::default(),
         replicas: advertised(http, local).map(|advertise| {
             let _ = hub.advertise.set(advertise.clone());
-            replica::Replicas { advertise, control: hub.control.clone() }
+            replica::Replicas::new(advertise, hub.control.clone(), http.connections.header_timeout)
         }),
         connection_share: gatekeeper::connection_share(
             http.connections.max_connections,

@@ -78,7 +78,15 @@ pub struct FleetControl {
     /// The runtime rows as last read, and when: whether a replica still holds its sessions is
     /// judged from them, read at most once a second however many requests are relayed.
     replicas_seen: std::sync::Mutex<Option<(std::time::Instant, Vec<fleetgate_core::runtime::RuntimeRecord>)>>,
+    /// The session records read, by session (never a task's, whose maker can change): a
+    /// session's record never changes, so each relayed request does not read the store again.
+    /// Its holder's liveness is judged afresh each time; the record is dropped when the session
+    /// is forgotten here.
+    sessions_seen: std::sync::Mutex<std::collections::HashMap<String, fleetgate_store::HttpSession>>,
 }
+
+/// Session records [`ServePlane::owner_of`] keeps at most; past it, they are read again.
+const MAX_SESSIONS_SEEN: usize = 4096;
 
 impl std::fmt::Debug for FleetControl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -143,6 +151,7 @@ impl FleetControl {
             answers: crate::approvals::AnswerWatch::default(),
             held: Arc::default(),
             replicas_seen: std::sync::Mutex::new(None),
+            sessions_seen: std::sync::Mutex::default(),
         }
     }
 
@@ -162,13 +171,28 @@ impl FleetControl {
     /// The address of the live replica holding the session or task record `key`; a record of a
     /// replica gone is forgotten.
     fn owner_of(&self, key: &str) -> Option<String> {
-        let found = match self.gate.store().http_session(key) {
-            // Only a replica of this member serves its sessions.
-            Ok(found) => found.filter(|s| s.profile == self.identity.member.profile)?,
-            Err(e) => {
-                tracing::warn!(error = %e, "the session's replica cannot be read");
-                return None;
-            }
+        let session = !key.starts_with("task:");
+        let seen = session.then(|| self.sessions_seen.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned());
+        let found = match seen.flatten() {
+            Some(found) => found,
+            None => match self.gate.store().http_session(key) {
+                // Only a replica of this member serves its sessions.
+                Ok(found) => {
+                    let found = found.filter(|s| s.profile == self.identity.member.profile)?;
+                    if session {
+                        let mut seen = self.sessions_seen.lock().unwrap_or_else(|e| e.into_inner());
+                        if seen.len() >= MAX_SESSIONS_SEEN {
+                            seen.clear();
+                        }
+                        seen.insert(key.to_owned(), found.clone());
+                    }
+                    found
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the session's replica cannot be read");
+                    return None;
+                }
+            },
         };
         match self.replica_alive(&found.runtime_id) {
             Ok(true) => Some(found.owner),
@@ -207,10 +231,28 @@ impl FleetControl {
             }
         };
         drop(seen);
-        let row = &row;
+        Ok(self.judge_replica(&row))
+    }
+
+    /// [`replica_alive`](Self::replica_alive) from the rows already read, when they are fresh
+    /// and no one is reading them now; `None` otherwise. Never touches the store.
+    fn replica_alive_now(&self, runtime_id: &str) -> Option<bool> {
+        let seen = self.replicas_seen.try_lock().ok()?;
+        let (at, rows) = seen.as_ref()?;
+        if at.elapsed() >= std::time::Duration::from_secs(1) {
+            return None;
+        }
+        let row = rows.iter().find(|r| r.runtime_id == runtime_id)?.clone();
+        drop(seen);
+        Some(self.judge_replica(&row))
+    }
+
+    /// Whether the replica of `row` still holds its sessions, judged now (its pid probed when
+    /// it runs on this host).
+    fn judge_replica(&self, row: &fleetgate_core::runtime::RuntimeRecord) -> bool {
         let probe = |pid: i64| self.gate.observer().probe(pid).is_alive();
         let ttl = self.config().heartbeat_ttl_seconds;
-        Ok(fleetgate_core::runtime::replica_alive(row, self.row.host.as_ref(), self.clock.now(), ttl, &probe))
+        fleetgate_core::runtime::replica_alive(row, self.row.host.as_ref(), self.clock.now(), ttl, &probe)
     }
 
     /// Count the gate's decisions and time, and each worker's renewals and refusals, in
@@ -732,6 +774,15 @@ impl ControlPlane for FleetControl {
         self.owner_of(session)
     }
 
+    fn session_owner_now(&self, session: &str) -> Option<String> {
+        if session.starts_with("task:") {
+            return None;
+        }
+        let found = self.sessions_seen.lock().unwrap_or_else(|e| e.into_inner()).get(session).cloned()?;
+        // A holder judged gone is forgotten on the blocking pool (a store write), not here.
+        self.replica_alive_now(&found.runtime_id)?.then_some(found.owner)
+    }
+
     fn task_made(&self, client: &ClientAttach, task: &str, owner: &str) {
         // A task id is the downstream's: made again (by this replica or another), the newest
         // maker holds it.
@@ -745,6 +796,7 @@ impl ControlPlane for FleetControl {
     }
 
     fn session_ended(&self, session: &str) {
+        self.sessions_seen.lock().unwrap_or_else(|e| e.into_inner()).remove(session);
         if let Err(e) = self.gate.store().forget_http_session(session) {
             tracing::warn!(error = %e, "an ended session could not be forgotten");
         }

@@ -15,7 +15,9 @@ use axum::body::{Body, Bytes};
 use axum::http::request::Parts;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +32,10 @@ const NOT_HELD: &str = "x-fleetgate-session-not-held";
 /// How long the replica holding a session has to accept the connection: past it, it is
 /// taken for gone.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Idle connections kept open to each other replica: a relayed request reuses one instead of
+/// opening its own (each fresh connection cost a third of the throughput behind a balancer).
+const MAX_IDLE_PER_REPLICA: usize = 32;
 
 /// Headers of one hop (RFC 9110 §7.6.1), never passed on (with those `Connection` names).
 const HOP_BY_HOP: [HeaderName; 8] = [
@@ -68,14 +74,39 @@ enum Sent {
     Unreachable(String),
 }
 
-/// Where this replica is and how it reaches the others' session records.
+/// Where this replica is, how it reaches the others' session records, and its connections to
+/// them.
 pub(super) struct Replicas {
     /// The address this process advertises (`host:port`), recorded with its sessions.
     pub(super) advertise: String,
     pub(super) control: Arc<dyn crate::control::ControlPlane>,
+    /// HTTP/1.1 with keep-alive, a pool of idle connections per replica.
+    client: Client<HttpConnector, Body>,
 }
 
 impl Replicas {
+    /// The replica at `advertise`. `idle_timeout` is how long the replicas keep an idle
+    /// connection open (their header timeout): a pooled one is let go well before, so a
+    /// request is never written into a connection the other side is closing.
+    pub(super) fn new(
+        advertise: String,
+        control: Arc<dyn crate::control::ControlPlane>,
+        idle_timeout: Duration,
+    ) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        // Small writes (a relayed SSE event) go out at once, as on the listener's side.
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(idle_timeout / 2)
+            .pool_max_idle_per_host(MAX_IDLE_PER_REPLICA)
+            // The request's own `Host` is relayed as it came; none is made up.
+            .set_host(false)
+            .build(connector);
+        Self { advertise, control, client }
+    }
+
     /// Record that this process holds `session` (awaited: another replica must find it
     /// before the client, told its id, sends the next request there).
     pub(super) async fn opened(&self, session: &str) {
@@ -92,6 +123,10 @@ impl Replicas {
     }
 
     async fn owner(&self, session: &str) -> Option<String> {
+        // Known at once for a session relayed a moment ago: no hop to the blocking pool.
+        if let Some(owner) = self.control.session_owner_now(session) {
+            return Some(owner);
+        }
         let (control, session) = (self.control.clone(), session.to_owned());
         tokio::task::spawn_blocking(move || control.session_owner(&session)).await.ok().flatten()
     }
@@ -151,34 +186,26 @@ impl Replicas {
         }
     }
 
-    /// The request sent to `owner` as it came; its answer streamed back.
+    /// The request sent to `owner` as it came, on a pooled connection; its answer streamed back.
     async fn send(&self, owner: &str, parts: &Parts, body: Bytes) -> Sent {
-        let connected = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(owner)).await;
-        let stream = match connected {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => return Sent::Unreachable(e.to_string()),
-            Err(_) => return Sent::Unreachable("no answer within 2 s".to_owned()),
-        };
-        let (mut sender, connection) = match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await {
-            Ok(pair) => pair,
-            Err(e) => return Sent::Unreachable(e.to_string()),
-        };
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "a relay connection ended");
-            }
-        });
-        let request = match self.relayed(parts, body) {
+        let request = match self.relayed(owner, parts, body) {
             Ok(request) => request,
             Err(e) => {
                 let text = format!("the request cannot be relayed: {e}");
                 return Sent::Answered((StatusCode::BAD_REQUEST, text).into_response());
             }
         };
-        let response = match sender.send_request(request).await {
+        let response = match self.client.request(request).await {
             Ok(response) => response,
+            // Not connected: nothing was sent (a request written into a pooled connection
+            // closed before it was sent is sent again on another by the pool).
+            Err(e) if e.is_connect() => {
+                let why = std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string);
+                return Sent::Unreachable(why);
+            }
             Err(e) => {
                 // Sent, perhaps handled: the caller learns it failed, not whether it ran.
+                let e = std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string);
                 tracing::warn!(%owner, error = %e, "the replica holding a session or task failed while answering");
                 let text = format!("the replica holding this session or task failed while answering: {e}");
                 return Sent::Answered((StatusCode::BAD_GATEWAY, text).into_response());
@@ -194,9 +221,11 @@ impl Replicas {
 
     /// The request as it is sent on: its method, path and headers (one hop's aside), the
     /// body read already, and who relayed it.
-    fn relayed(&self, parts: &Parts, body: Bytes) -> Result<hyper::Request<Body>, axum::http::Error> {
+    fn relayed(&self, owner: &str, parts: &Parts, body: Bytes) -> Result<hyper::Request<Body>, axum::http::Error> {
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        let mut request = hyper::Request::builder().method(parts.method.clone()).uri(path).body(Body::from(body))?;
+        // The pool is keyed by the owner's address; the request line carries the path alone.
+        let uri = format!("http://{owner}{path}");
+        let mut request = hyper::Request::builder().method(parts.method.clone()).uri(uri).body(Body::from(body))?;
         let headers = request.headers_mut();
         for (name, value) in &parts.headers {
             if !hop_by_hop(&parts.headers, name) && name != header::CONTENT_LENGTH {

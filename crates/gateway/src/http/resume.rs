@@ -318,6 +318,16 @@ impl futures::Stream for Recording {
         match inner.as_mut().poll_next(cx) {
             Poll::Ready(Some(event)) => {
                 this.record(&event);
+                // The answer is a request stream's last event (rmcp closes it right after):
+                // ended now, it goes out with the stream's end in one write, not two.
+                let answer = event
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| matches!(m, ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)));
+                if answer {
+                    this.inner = None;
+                    this.end();
+                }
                 Poll::Ready(Some(event))
             }
             Poll::Ready(None) => {
