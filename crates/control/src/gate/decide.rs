@@ -1136,7 +1136,8 @@ impl ShadowReport {
                 g.count, g.from, g.to, g.tool, g.rule, g.first, g.last
             ));
         }
-        fleetgate_core::text::shown(&out.join("\n"), usize::MAX)
+        // Each line escaped on its own: the newlines between them are the layout.
+        out.iter().map(|line| fleetgate_core::text::shown(line, usize::MAX)).collect::<Vec<_>>().join("\n")
     }
 }
 
@@ -1177,4 +1178,33 @@ pub fn shadow_report<E: std::borrow::Borrow<AuditEntry>>(entries: impl Iterator<
     }
     report.groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tool.cmp(&b.tool)));
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 55: the report escaped its whole text at once, so a terminal showed a literal
+    /// `\n` between its lines. Each line is escaped on its own; a newline inside a value still is.
+    #[test]
+    fn the_shadow_report_prints_one_line_per_group() {
+        let flip = |tool: &str| {
+            let mut e = AuditEntry::event(
+                Timestamp::from_unix(1_700_000_000),
+                "prgs-author",
+                &format!("{SHADOW_EVENT}{tool}"),
+                String::new(),
+            );
+            e.reasons = ["from: allowed", "to: refused", "rule: fleet.toml:3", "candidate: sha256:c"]
+                .map(str::to_owned)
+                .to_vec();
+            e
+        };
+        let report = shadow_report([flip("git_add"), flip("evil\nforged line")].into_iter());
+        let text = report.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(!text.contains("\\n  "), "a literal \\n between lines: {text}");
+        assert!(lines.iter().any(|l| l.contains("`evil\\nforged line`")), "a value's newline stays escaped: {text}");
+    }
 }
