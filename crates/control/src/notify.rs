@@ -99,9 +99,15 @@ pub fn body(kind: NotifyKind, event: &ApprovalEvent, secret: Option<&str>) -> Ou
 /// Send `out` to `url` once, within [`ATTEMPT`]: `Err` names why it was not taken (the
 /// target's answer, or the failure), never the URL's credentials.
 fn post(url: &str, out: &Outgoing) -> Result<(), String> {
-    let shown = fleetgate_core::redact::redact_url_userinfo(url).unwrap_or_else(|| url.to_owned());
-    // A URL is a credential for some receivers (Slack's): only its origin is named.
-    let shown = shown.split('/').take(3).collect::<Vec<_>>().join("/");
+    // A URL is a credential for some receivers (Slack's path, a `?token=`): only its origin
+    // is named, and an error that quotes the URL has it replaced by the origin.
+    let shown = fleetgate_core::redact::url_origin(url);
+    let scrub = |why: String| {
+        let tail = url.find("://").map_or(url, |i| &url[i + 3..]);
+        let tail = &tail[tail.find(['/', '?', '#', '\\']).unwrap_or(tail.len())..];
+        let why = why.replace(url, &shown);
+        if tail.is_empty() { why } else { why.replace(tail, "…") }
+    };
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(ATTEMPT))
         .max_redirects(0)
@@ -112,7 +118,7 @@ fn post(url: &str, out: &Outgoing) -> Result<(), String> {
     for (name, value) in &out.headers {
         request = request.header(*name, value);
     }
-    let response = request.send(out.body.as_bytes()).map_err(|e| format!("POST {shown}: {e}"))?;
+    let response = request.send(out.body.as_bytes()).map_err(|e| format!("POST {shown}: {}", scrub(e.to_string())))?;
     let status = response.status();
     if status.is_success() { Ok(()) } else { Err(format!("POST {shown}: answered {status}")) }
 }
@@ -409,6 +415,71 @@ mod tests {
         // Another process took the target: this one stops sending, and does not move on.
         assert!(!send(&target_named("gone"), &cx, &event(), &AtomicBool::new(false), &|| false));
         assert_eq!(n("retried"), 2, "no attempt made without the hold");
+    }
+
+    thread_local! {
+        static CAPTURED: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// What `f` logs on this thread, at every level, as text. One subscriber for the whole
+    /// test binary (a scoped one races other threads over the callsites' cached interest),
+    /// writing to the capturing thread's own buffer.
+    pub(crate) fn logged(f: impl FnOnce()) -> String {
+        static INSTALL: std::sync::Once = std::sync::Once::new();
+        INSTALL.call_once(|| {
+            let subscriber = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_ansi(false)
+                .with_writer(|| Sink)
+                .finish();
+            let _ = tracing::subscriber::set_global_default(subscriber);
+        });
+        CAPTURED.with(|c| *c.borrow_mut() = Some(Vec::new()));
+        f();
+        let bytes = CAPTURED.with(|c| c.borrow_mut().take()).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    struct Sink;
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            CAPTURED.with(|c| c.borrow_mut().as_mut().map(|buf| buf.extend_from_slice(b)));
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Issue 55: a URL with no path (`http://host:1?token=…`) was logged whole at INFO on each
+    /// retry and at WARN on the drop. Only the origin is logged, on every path.
+    #[test]
+    fn a_target_url_s_secret_is_never_logged() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fleetgate_store::open(&dir.path().join("s.sqlite3").display().to_string()).unwrap();
+        let cx = Context {
+            store,
+            clock: Arc::new(fleetgate_core::time::ManualClock::new(Timestamp::from_unix(0))),
+            env: Arc::new(|_: &str| None),
+            metrics: None,
+            ttl_seconds: 600,
+            backoff: vec![Duration::ZERO],
+        };
+        for url in [
+            "http://127.0.0.1:1?token=s3cret-query",
+            "http://127.0.0.1:1/hook/s3cret-path?token=s3cret-query#s3cret-fragment",
+            "http://user:s3cret-password@127.0.0.1:1?token=s3cret-query",
+            "http://127.0.0.1:1#s3cret-fragment",
+            "http://[::1:1?token=s3cret-query",
+        ] {
+            let target = NotifyTarget { url: fleetgate_config::Secret::Plain(url.into()), ..target_named("t") };
+            let log = logged(|| {
+                send(&target, &cx, &event(), &AtomicBool::new(false), &|| true);
+            });
+            assert!(log.contains("a notification is retried") && log.contains("dropped after its last retry"), "{log}");
+            assert!(!log.contains("s3cret"), "{url}: {log}");
+        }
     }
 
     fn target_named(name: &str) -> NotifyTarget {
