@@ -124,8 +124,11 @@ impl std::fmt::Display for AnswerError {
 
 impl std::error::Error for AnswerError {}
 
-/// `approver`'s answer (approve, or deny) to the pending request `id`, audited: the request
-/// as it stands after (approved once enough approvers have, denied at the first denial).
+/// `approver`'s answer (approve, or deny) to the pending request `id`, audited under the
+/// approver's identity (the entry's principal): the request as it stands after (approved once
+/// enough approvers have, denied at the first denial). An answer refused — not among the
+/// approvers, the requester's own, a second one, or to a request that is not pending — is
+/// audited as a refusal (`allowed: false`), naming who tried and why.
 pub fn answer(
     store: &dyn Store,
     id: &str,
@@ -134,14 +137,26 @@ pub fn answer(
     reason: Option<&str>,
     now: Timestamp,
 ) -> Result<ApprovalRequest, AnswerError> {
+    let word = if approve { "approve" } else { "deny" };
+    let refusal = |why: &str| AuditEntry {
+        allowed: false,
+        principal: Some(approver.id.clone()),
+        ..AuditEntry::event(
+            now,
+            "operator",
+            APPROVAL_EVENT,
+            format!("approval request {id}: {} may not {word} it: {why}", approver.shown()),
+        )
+    };
     let answered = match store.answer_approval(id, approver, approve, reason, now).map_err(AnswerError::Store)? {
         Answered::Recorded(r) => r,
-        Answered::NotPending(r) => return Err(AnswerError::NotPending(r.map(Box::new))),
+        Answered::NotPending(r) => {
+            let err = AnswerError::NotPending(r.map(Box::new));
+            store.append_audit(&refusal(&err.to_string())).map_err(AnswerError::Store)?;
+            return Err(err);
+        }
         Answered::Refused(r, why) => {
-            let event = format!("approval request {id}: an answer by {} refused: {why}", approver.shown());
-            store
-                .append_audit(&AuditEntry::event(now, "operator", APPROVAL_EVENT, event))
-                .map_err(AnswerError::Store)?;
+            store.append_audit(&refusal(&why)).map_err(AnswerError::Store)?;
             return Err(AnswerError::Refused(Box::new(r), why));
         }
     };
@@ -159,7 +174,11 @@ pub fn answer(
         approver.shown(),
         reason.map(|r| format!(": {r}")).unwrap_or_default()
     );
-    store.append_audit(&AuditEntry::event(now, "operator", APPROVAL_EVENT, event)).map_err(AnswerError::Store)?;
+    let entry = AuditEntry {
+        principal: Some(approver.id.clone()),
+        ..AuditEntry::event(now, "operator", APPROVAL_EVENT, event)
+    };
+    store.append_audit(&entry).map_err(AnswerError::Store)?;
     Ok(answered)
 }
 
@@ -275,6 +294,48 @@ mod tests {
             required: 1,
             answers: Vec::new(),
         }
+    }
+
+    /// Issue 55: Mallory's and Carol's refused answers were audited like Alice's approval
+    /// (`allowed: true`, no principal). A refusal is audited as one, naming who tried; an
+    /// accepted answer names who gave it.
+    #[test]
+    fn a_refused_answer_is_audited_as_a_refusal_with_who_tried() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fleetgate_store::open(&dir.path().join("s.sqlite3").display().to_string()).unwrap();
+        let now = Timestamp::parse("2026-01-02T03:04:05Z").unwrap();
+        let r = ApprovalRequest {
+            approvers: vec!["oidc:alice".into(), "oidc:carol".into()],
+            principal: Some("oauth:carol".into()),
+            ..request(serde_json::json!({ "method": "merge", "pull_number": 1 }), "rule 3 asks")
+        };
+        let id = store.request_approval(&r).unwrap().id;
+        let who = |id: &str| Approver { id: id.into(), ..Approver::default() };
+        assert!(matches!(answer(&*store, &id, &who("oidc:mallory"), true, None, now), Err(AnswerError::Refused(..))));
+        assert!(matches!(answer(&*store, &id, &who("oidc:carol"), true, None, now), Err(AnswerError::Refused(..))));
+        assert!(answer(&*store, &id, &who("oidc:alice"), true, None, now).is_ok());
+        assert!(matches!(answer(&*store, &id, &who("oidc:bob"), false, None, now), Err(AnswerError::NotPending(_))));
+        let audit: Vec<(bool, Option<String>, String)> = store
+            .audit_after(0, 100)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.tool == APPROVAL_EVENT)
+            .map(|e| (e.allowed, e.principal, e.reasons.join(" ")))
+            .collect();
+        let shape: Vec<(bool, Option<&str>)> = audit.iter().map(|(a, p, _)| (*a, p.as_deref())).collect();
+        assert_eq!(
+            shape,
+            [
+                (false, Some("oidc:mallory")),
+                (false, Some("oidc:carol")),
+                (true, Some("oidc:alice")),
+                (false, Some("oidc:bob"))
+            ],
+            "{audit:?}"
+        );
+        assert!(audit[0].2.contains("not among the approvers"), "{audit:?}");
+        assert!(audit[1].2.contains("never answers a request its own calls made"), "{audit:?}");
+        assert!(audit[3].2.contains("not pending"), "{audit:?}");
     }
 
     /// Issue 43 (7): the listing cut the arguments at 120 characters (a long title hid

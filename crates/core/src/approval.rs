@@ -292,7 +292,7 @@ pub fn on_record(
         if let Some(r) = of.iter().find(|r| r.state == ApprovalState::Approved) {
             return Some(Standing::Approved { id: r.id.clone(), by: by(r) });
         }
-        latest(ApprovalState::Pending).map(|r| Standing::Pending { id: r.id.clone() })
+        latest(ApprovalState::Pending).map(|r| Standing::Pending { id: r.id.clone(), approvers: r.approvers.clone() })
     };
     crate::capability::Approvals {
         call: standing(digest),
@@ -324,12 +324,67 @@ pub const NEVER_OVERRIDDEN: [crate::blocker::BlockerKind; 9] = [
     crate::blocker::BlockerKind::ApprovalDenied,
 ];
 
-/// What an operator does about a call that waits: the commands, naming the request.
+/// What an operator does about a call that waits: the commands, naming the request (any
+/// operator may answer it).
 pub fn approval_action(id: &str) -> String {
-    format!(
-        "an operator approves this exact call with `fleetgate approvals approve {id}` (or refuses it with \
-         `fleetgate approvals deny {id}`); once approved, the identical call passes once"
-    )
+    approval_action_for(id, &[])
+}
+
+/// What an operator does about a call that waits, when `approvers` (the request's) may answer
+/// it: who, and where ([`where_answered`]) — never a command that is refused for them.
+pub fn approval_action_for(id: &str, approvers: &[String]) -> String {
+    if approvers.is_empty() {
+        return format!(
+            "an operator approves this exact call with `fleetgate approvals approve {id}` (or refuses it with \
+             `fleetgate approvals deny {id}`); once approved, the identical call passes once"
+        );
+    }
+    format!("{}; once approved, the identical call passes once", where_answered(id, approvers))
+}
+
+/// Who may answer request `id` and where, in words: any operator (the CLI, or the dashboard)
+/// when `approvers` is empty; else each realm where its people answer — `os:` users with
+/// `fleetgate approvals approve` run as that user, `oidc:` people and `group:` members signed in
+/// to the dashboard, a `token:` holder through the dashboard's operator token — and, when no
+/// `os:` user is among them, that the CLI's answer is refused.
+pub fn where_answered(id: &str, approvers: &[String]) -> String {
+    if approvers.is_empty() {
+        return format!("any operator answers: `fleetgate approvals approve {id}` (or `deny`), or on the dashboard");
+    }
+    let of = |prefix: &str| -> Vec<&str> {
+        approvers.iter().filter(|a| a.starts_with(prefix)).map(String::as_str).collect()
+    };
+    let (os, people, tokens) = (of("os:"), [of("oidc:"), of("group:")].concat(), of("token:"));
+    let mut places: Vec<String> = Vec::new();
+    if !people.is_empty() {
+        places.push(format!(
+            "{} signed in to the dashboard (`fleetgate dashboard`, \"Waiting for an operator\")",
+            people.join(", ")
+        ));
+    }
+    if !os.is_empty() {
+        places.push(format!("{} with `fleetgate approvals approve {id}` (or `deny`) run as that user", os.join(", ")));
+    }
+    if !tokens.is_empty() {
+        places.push(format!(
+            "{} through the dashboard's operator token (`POST /api/approvals/{id}/approve` or `/deny`)",
+            tokens.join(", ")
+        ));
+    }
+    let other: Vec<&str> = approvers
+        .iter()
+        .filter(|a| !["os:", "oidc:", "group:", "token:"].iter().any(|p| a.starts_with(p)))
+        .map(String::as_str)
+        .collect();
+    if !other.is_empty() {
+        places.push(other.join(", "));
+    }
+    let cli = if os.is_empty() {
+        "; `fleetgate approvals approve` answers as the OS user (`os:<user>`), who is not among them, and is refused"
+    } else {
+        ""
+    };
+    format!("request {id} is answered by {}{cli}", places.join("; or "))
 }
 
 #[cfg(test)]

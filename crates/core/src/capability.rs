@@ -186,6 +186,8 @@ pub enum Standing {
     Pending {
         /// The request.
         id: String,
+        /// Who may answer it (empty: any operator): the operator action says who and where.
+        approvers: Vec<String>,
     },
     /// Approved, not yet used: the call may pass once.
     Approved {
@@ -509,11 +511,12 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
             (_, Some(Approvals { unavailable: Some(why), .. })) => {
                 refused.blocked_reasons.push(format!("the approvals could not be read: {why}"));
             }
-            (Some(Standing::Pending { id }), _) => {
+            (Some(Standing::Pending { id, approvers }), _) => {
                 refused.blocked_reasons.push(format!(
-                    "an operator may override this refusal for this exact call: approval request {id} waits"
+                    "an operator may override this refusal for this exact call: approval request {id} waits{}",
+                    approvers_note(approvers)
                 ));
-                refused.operator_action = Some(override_action(&block.action, id));
+                refused.operator_action = Some(override_action(&block.action, id, approvers));
                 refused.approval_request = Some(id.clone());
             }
             (Some(Standing::Denied { id, by }), _) => {
@@ -573,11 +576,14 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
                     c.approval_request = Some(id.clone());
                     return c;
                 }
-                Some(Standing::Pending { id }) => {
+                Some(Standing::Pending { id, approvers }) => {
                     let mut c = hold(
                         BlockerKind::ApprovalPending,
-                        vec![format!("{why}: approval request {id} waits for an operator")],
-                        crate::approval::approval_action(id),
+                        vec![format!(
+                            "{why}: approval request {id} waits for an operator{}",
+                            approvers_note(approvers)
+                        )],
+                        crate::approval::approval_action_for(id, approvers),
                     );
                     c.approval_request = Some(id.clone());
                     return c;
@@ -611,8 +617,26 @@ fn too_many(n: usize) -> String {
     )
 }
 
-fn override_action(action: &str, id: &str) -> String {
-    format!("{action}; or override it for this exact call, once: `fleetgate approvals approve {id}`")
+fn override_action(action: &str, id: &str, approvers: &[String]) -> String {
+    if approvers.is_empty() {
+        return format!("{action}; or override it for this exact call, once: `fleetgate approvals approve {id}`");
+    }
+    format!("{action}; or override it for this exact call, once: {}", crate::approval::where_answered(id, approvers))
+}
+
+/// The words a waiting request's reason names its approvers with (none: any operator), read
+/// back by [`refusal_action`] from an audited refusal.
+pub fn approvers_note(approvers: &[String]) -> String {
+    if approvers.is_empty() { String::new() } else { format!(" (approvers: {})", approvers.join(", ")) }
+}
+
+/// The approvers a reason names ([`approvers_note`]).
+fn approvers_in(reason: &str) -> Vec<String> {
+    reason
+        .split_once(" (approvers: ")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(list, _)| list.split(", ").map(str::to_owned).collect())
+        .unwrap_or_default()
 }
 
 /// The operator action of a call whose effect could not be established.
@@ -747,7 +771,7 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
             named.map_or(crate::effect::INVARIANT_ACTION, crate::effect::Invariant::action).into()
         }
         PENDING => match request() {
-            Some(id) => crate::approval::approval_action(&id),
+            Some(id) => crate::approval::approval_action_for(&id, &approvers_in(first.unwrap_or_default())),
             None => UNAVAILABLE_ACTION.into(),
         },
         DENIED => DENIED_ACTION.into(),

@@ -392,7 +392,7 @@ fn a_call_a_rule_asks_about_waits_is_denied_or_passes_once() {
     let c = asked(None, 0).resolve();
     assert_eq!(c.blocker_kind, Some(BlockerKind::ApprovalPending));
     assert!(c.request.as_ref().is_some_and(|r| r.overrides.is_none()));
-    let c = asked(Some(Standing::Pending { id: "apr-2".into() }), 1).resolve();
+    let c = asked(Some(Standing::Pending { id: "apr-2".into(), approvers: vec![] }), 1).resolve();
     assert_eq!((c.blocker_kind, c.approval_request.as_deref()), (Some(BlockerKind::ApprovalPending), Some("apr-2")));
     assert!(c.request.is_none(), "one request per call");
     let c = asked(Some(Standing::Denied { id: "apr-2".into(), by: "bob".into() }), 0).resolve();
@@ -406,6 +406,36 @@ fn a_call_a_rule_asks_about_waits_is_denied_or_passes_once() {
     // Asked about, but refused before the operator's part: nothing is asked.
     let c = Case { inventory: duplicate_fleet(), ..asked(None, 0) }.resolve();
     assert_eq!((c.blocker_kind, c.request.is_none()), (Some(BlockerKind::FleetInventoryBlocked), true));
+}
+
+/// Issue 55: a request only `oidc:` people may answer told the operator to run `fleetgate
+/// approvals approve apr-…`, which the CLI answers as `os:<user>` and is always refused for
+/// it. The action names who may answer and where, live and read back from the audited reason.
+#[test]
+fn a_request_for_named_people_says_who_answers_and_where() {
+    let people = vec!["oidc:alice".to_owned(), "group:release".to_owned()];
+    let c = Case {
+        ask: Some("fleet.toml:3"),
+        approvals: Some(Approvals {
+            call: Some(Standing::Pending { id: "apr-2".into(), approvers: people.clone() }),
+            ..Approvals::default()
+        }),
+        ..Case::healthy()
+    }
+    .resolve();
+    let action = c.operator_action.clone().unwrap();
+    assert!(!action.contains("`fleetgate approvals approve apr-2`"), "a command refused for them: {action}");
+    assert!(action.contains("oidc:alice, group:release signed in to the dashboard"), "{action}");
+    assert!(action.contains("is refused"), "the CLI's answer named as refused: {action}");
+    assert!(c.blocked_reasons[0].contains("(approvers: oidc:alice, group:release)"), "{:?}", c.blocked_reasons);
+    assert_eq!(refusal_action("approval_pending", &c.tool, Some(&c.role), &c.blocked_reasons), Some(action));
+    // An OS user among them answers from the CLI, run as that user.
+    let os = fleetgate_core::approval::approval_action_for("apr-3", &["os:bob".to_owned()]);
+    assert!(os.contains("os:bob with `fleetgate approvals approve apr-3`") && !os.contains("refused"), "{os}");
+    // Anyone: the commands, as before.
+    assert!(
+        fleetgate_core::approval::approval_action_for("apr-4", &[]).contains("`fleetgate approvals approve apr-4`")
+    );
 }
 
 #[test]
@@ -485,7 +515,7 @@ const OVERRIDABLE: [BlockerKind; 6] = [
 impl Conditions {
     fn case(&self) -> Case {
         let standing = |n: u8| match n {
-            1 => Some(Standing::Pending { id: "apr-c".into() }),
+            1 => Some(Standing::Pending { id: "apr-c".into(), approvers: vec![] }),
             2 => Some(Standing::Denied { id: "apr-c".into(), by: "alice".into() }),
             3 => Some(Standing::Approved { id: "apr-c".into(), by: "alice".into() }),
             _ => None,

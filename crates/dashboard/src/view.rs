@@ -113,6 +113,9 @@ pub struct ApprovalView {
     pub answers: Vec<String>,
     /// How many more approvals it needs.
     pub needed: u32,
+    /// Who may answer it and where (`fleetgate_core::approval::where_answered`): never a
+    /// command that is refused for its approvers.
+    pub answered_where: String,
 }
 
 /// A PR's canonical state (`fleetgate_core::workflow::PrStatus`), as of the head its live
@@ -373,7 +376,7 @@ pub struct RefusalView {
 }
 
 /// One look, as read by the shell.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Look<'a> {
     /// Fleet name.
     pub fleet_name: &'a str,
@@ -497,6 +500,7 @@ fn approval_view(r: &ApprovalRequest) -> ApprovalView {
             })
             .collect(),
         needed: fleetgate_core::approval::approvals_needed(r),
+        answered_where: fleetgate_core::approval::where_answered(&r.id, &r.approvers),
     }
 }
 

@@ -283,8 +283,19 @@ fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
     );
     assert_eq!(shown.arguments, r#"{"branch":"asked","owner":"o"}"#);
     assert!(shown.why.contains("fleet.toml:9"));
+    assert!(shown.answered_where.contains("`fleetgate approvals approve apr-00000000000000aa`"), "any operator");
+    let named = [fleetgate_core::approval::ApprovalRequest {
+        approvers: vec!["oidc:alice".into(), "oidc:bob".into()],
+        ..requests[0].clone()
+    }];
+    let named_view = build(&Look { approvals: Ok(&named), ..look.clone() }, &|_| true);
     let without = build(&Look { approvals: Ok(&[]), ..look }, &|_| true);
     assert_ne!(v.fingerprint(), without.fingerprint(), "a new request is a change the page shows");
+    // Issue 55: a request for named people told their operator to run a command that is
+    // always refused for them; the page says who answers and where.
+    let place = &named_view.approvals[0].answered_where;
+    assert!(place.contains("oidc:alice, oidc:bob signed in to the dashboard") && place.contains("refused"), "{place}");
+    assert!(!place.contains("`fleetgate approvals approve apr-"), "{place}");
 }
 
 #[test]

@@ -884,21 +884,26 @@ impl Gate {
         let request = ApprovalRequest { approvers, required, ..request };
         match (self.store.request_approval(&request), plan.overrides) {
             (Ok(recorded), None) => {
+                let note = fleetgate_core::capability::approvers_note(&recorded.approvers);
                 verdict.blocked_reasons =
-                    vec![format!("{}: approval request {} waits for an operator", plan.why, recorded.id)];
-                verdict.operator_action = Some(fleetgate_core::approval::approval_action(&recorded.id));
+                    vec![format!("{}: approval request {} waits for an operator{note}", plan.why, recorded.id)];
+                verdict.operator_action =
+                    Some(fleetgate_core::approval::approval_action_for(&recorded.id, &recorded.approvers));
                 verdict.approval_request = Some(recorded.id);
             }
             (Ok(recorded), Some(_)) => {
                 verdict.blocked_reasons.push(format!(
-                    "an operator may override this refusal for this exact call: approval request {}",
-                    recorded.id
+                    "an operator may override this refusal for this exact call: approval request {}{}",
+                    recorded.id,
+                    fleetgate_core::capability::approvers_note(&recorded.approvers)
                 ));
                 let action = verdict.operator_action.take().unwrap_or_default();
-                verdict.operator_action = Some(format!(
-                    "{action}; or override it for this exact call, once: `fleetgate approvals approve {}`",
-                    recorded.id
-                ));
+                let how = if recorded.approvers.is_empty() {
+                    format!("`fleetgate approvals approve {}`", recorded.id)
+                } else {
+                    fleetgate_core::approval::where_answered(&recorded.id, &recorded.approvers)
+                };
+                verdict.operator_action = Some(format!("{action}; or override it for this exact call, once: {how}"));
                 verdict.approval_request = Some(recorded.id);
             }
             (Err(e), None) => {

@@ -282,12 +282,13 @@
           el("span", { class: "needed", text: a.needed === 1 ? "1 more approval" : `${a.needed} more approvals` }),
           ` of ${a.required} · from ${a.approvers.length ? a.approvers.join(", ") : "any operator"}`,
           ...(a.principal ? [el("br"), el("span", { class: "muted", text: `not ${a.principal} (whose call it is)` })] : []),
-          ...a.answers.map((x) => el("span", { class: "answer muted" }, el("br"), x)))),
+          ...a.answers.map((x) => el("span", { class: "answer muted" }, el("br"), x)),
+          el("br"), el("span", { class: "where muted", text: a.answered_where }))),
         cell("Answer", csrf ? el("span", {},
           el("button", { type: "button", class: "approve", data: { answer: "approve" } }),
           el("button", { type: "button", class: "deny", data: { answer: "deny" } }),
           el("span", { class: "answer-note" }))
-          : el("span", { class: "muted", text: session.sign_in ? "sign in to answer" : "CLI" })),
+          : el("span", { class: "muted", text: session.sign_in ? "sign in to answer" : "not answerable on this page" })),
       ),
     );
     for (const row of rows) {
