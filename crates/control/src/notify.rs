@@ -38,8 +38,18 @@ pub const BACKOFF: [Duration; 3] = [Duration::from_millis(500), Duration::from_s
 pub const ATTEMPT: Duration = Duration::from_secs(5);
 /// The header naming the event.
 pub const EVENT_HEADER: &str = "X-Fleetgate-Event";
-/// The header carrying the signature.
+/// The header carrying the signature (`sha256=<hex>` over the body alone; kept beside the
+/// Standard Webhooks headers for receivers written against it).
 pub const SIGNATURE_HEADER: &str = "X-Fleetgate-Signature";
+/// Standard Webhooks: the event's id, the same on every attempt (a receiver's idempotency key).
+pub const WEBHOOK_ID: &str = "webhook-id";
+/// Standard Webhooks: the attempt's time, Unix seconds (a receiver refuses one too old).
+pub const WEBHOOK_TIMESTAMP: &str = "webhook-timestamp";
+/// Standard Webhooks: `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`.
+pub const WEBHOOK_SIGNATURE: &str = "webhook-signature";
+/// The most characters of a call a Slack or ntfy message carries (Slack's section takes 3,000;
+/// ntfy turns a longer message into an attachment): past it the text says where the whole is.
+pub const MESSAGE_CHARS: usize = 2_400;
 
 /// One request to send: its body, its content type and its headers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,46 +64,136 @@ pub struct Outgoing {
 
 /// `payload` signed with `secret`: `sha256=<hex HMAC-SHA256>`.
 pub fn signature(secret: &[u8], payload: &[u8]) -> String {
-    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC takes a key of any length");
-    mac.update(payload);
-    let hex: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    let hex: String = hmac(secret, payload).iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256={hex}")
 }
 
-/// What `event` is sent to a target of `kind` as (signed with `secret` when one is given).
-pub fn body(kind: NotifyKind, event: &ApprovalEvent, secret: Option<&str>) -> Outgoing {
-    let line = crate::approvals::event_line(event);
-    match kind {
+fn hmac(key: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(payload);
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// The Standard Webhooks key of a target's secret: a `whsec_<base64>` secret is its decoded
+/// bytes (as the specification serializes one), any other secret its own bytes (a receiver's
+/// library then takes it as `whsec_` and the base64 of those bytes). `Err` when a `whsec_`
+/// secret does not decode (the secret itself never named).
+pub fn standard_key(secret: &str) -> Result<Vec<u8>, String> {
+    use base64::Engine as _;
+    match secret.strip_prefix("whsec_") {
+        None => Ok(secret.as_bytes().to_vec()),
+        Some(encoded) => base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim_end_matches('='))
+            .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(encoded.trim_end_matches('=')))
+            .ok()
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| "the secret starts with whsec_ but the rest is not base64".to_owned()),
+    }
+}
+
+/// The Standard Webhooks signature of `body` sent as `id` at `timestamp` (Unix seconds):
+/// `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`.
+pub fn standard_signature(key: &[u8], id: &str, timestamp: i64, body: &str) -> String {
+    use base64::Engine as _;
+    let mac = hmac(key, format!("{id}.{timestamp}.{body}").as_bytes());
+    format!("v1,{}", base64::engine::general_purpose::STANDARD.encode(mac))
+}
+
+/// An event's Standard Webhooks id: the same on every attempt and for every target, never a
+/// `.` (the signed content is dot-separated).
+pub fn webhook_id(event: &ApprovalEvent) -> String {
+    format!("msg_{}_{}", event.id, event.request.id.replace('.', "_"))
+}
+
+/// Slack's mrkdwn control characters escaped (`&`, `<`, `>`): no `<!channel>`, `<@U…>` or
+/// `<url|text>` survives from a call.
+pub fn slack_escaped(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// A call's text as a fenced code block: no formatting, emoji code or link is rendered
+/// inside one; a backtick of the text is escaped (`\u{60}`), so it cannot close the fence.
+/// Cut at [`MESSAGE_CHARS`], saying where the whole call is.
+fn fenced(text: &str) -> String {
+    let mut text = text.replace('`', "\\u{60}");
+    if text.chars().count() > MESSAGE_CHARS {
+        text = text.chars().take(MESSAGE_CHARS).collect();
+        text.push_str("\n… (cut here: `fleetgate approvals list` shows the whole call)");
+    }
+    format!("```\n{text}\n```")
+}
+
+/// The headline of an event, in fleetgate's words alone (nothing of the call): the request,
+/// the event and where the request stands.
+pub fn headline(event: &ApprovalEvent) -> String {
+    format!("fleetgate: approval request {} {}, now {}", event.request.id, event.kind, event.request.state)
+}
+
+/// Who answers a request still waiting, and where; nothing once it is answered or closed.
+fn answering(event: &ApprovalEvent) -> Option<String> {
+    let r = &event.request;
+    (r.state == fleetgate_core::approval::ApprovalState::Pending)
+        .then(|| fleetgate_core::approval::where_answered(&r.id, &r.approvers))
+}
+
+/// What `event` is sent to a target of `kind` as, at `sent_at` (Unix seconds: the attempt's
+/// Standard Webhooks timestamp), signed with `secret` when one is given. Everything from the
+/// call is data: a webhook's JSON carries it structured, a Slack or ntfy message only inside a
+/// fenced code block (escaped for Slack's mrkdwn, `verbatim`: no mention, link or emoji of the
+/// call's is ever rendered); no header carries any of it. `Err` names why it cannot be signed.
+pub fn body(kind: NotifyKind, event: &ApprovalEvent, secret: Option<&str>, sent_at: i64) -> Result<Outgoing, String> {
+    let call = crate::approvals::listing(std::slice::from_ref(&event.request));
+    let headline = headline(event);
+    Ok(match kind {
         NotifyKind::Webhook => {
             let body =
                 json!({ "event": event.kind, "id": event.id, "at": event.at, "request": event.request }).to_string();
             let mut headers = vec![(EVENT_HEADER, event.kind.clone())];
             if let Some(secret) = secret {
+                let key = standard_key(secret)?;
+                let id = webhook_id(event);
                 headers.push((SIGNATURE_HEADER, signature(secret.as_bytes(), body.as_bytes())));
+                headers.push((WEBHOOK_SIGNATURE, standard_signature(&key, &id, sent_at, &body)));
+                headers.push((WEBHOOK_ID, id));
+                headers.push((WEBHOOK_TIMESTAMP, sent_at.to_string()));
             }
             Outgoing { body, content_type: "application/json", headers }
         }
-        NotifyKind::Slack => Outgoing {
-            body: json!({ "text": format!("fleetgate: {line}") }).to_string(),
-            content_type: "application/json",
-            headers: Vec::new(),
-        },
+        NotifyKind::Slack => {
+            let mut head = format!("*{}*", slack_escaped(&headline));
+            if let Some(answer) = answering(event) {
+                head.push_str(&format!("\n{}", slack_escaped(&answer)));
+            }
+            let section = |text: String| json!({ "type": "section", "text": { "type": "mrkdwn", "text": text, "verbatim": true } });
+            Outgoing {
+                body: json!({
+                    "text": slack_escaped(&headline),
+                    "blocks": [section(head), section(slack_escaped(&fenced(&call)))],
+                })
+                .to_string(),
+                content_type: "application/json",
+                headers: Vec::new(),
+            }
+        }
         NotifyKind::Ntfy => {
             let tag = match event.kind.as_str() {
                 "requested" => "hourglass",
                 "answered" => "white_check_mark",
                 _ => "information_source",
             };
+            let mut text = answering(event).map(|a| format!("{a}\n\n")).unwrap_or_default();
+            text.push_str(&fenced(&call));
             Outgoing {
-                body: line,
-                content_type: "text/plain; charset=utf-8",
+                body: text,
+                content_type: "text/markdown; charset=utf-8",
                 headers: vec![
                     ("Title", format!("fleetgate: {} {}", event.kind, event.request.id)),
                     ("Tags", tag.into()),
+                    ("Markdown", "yes".into()),
                 ],
             }
         }
-    }
+    })
 }
 
 /// Send `out` to `url` once, within [`ATTEMPT`]: `Err` names why it was not taken (the
@@ -303,11 +403,19 @@ fn send(
             return true;
         }
     };
-    let out = body(target.kind, event, secret.as_deref());
     for attempt in 0..=cx.backoff.len() {
         if stop.load(Ordering::SeqCst) || !renew() {
             return false;
         }
+        // Built for each attempt: the Standard Webhooks timestamp is the attempt's.
+        let out = match body(target.kind, event, secret.as_deref(), cx.clock.now().unix()) {
+            Ok(out) => out,
+            Err(why) => {
+                count(cx, &target.name, "failed");
+                tracing::warn!(target = %target.name, event = event.id, why, "the notification cannot be signed");
+                return true;
+            }
+        };
         match post(&url, &out) {
             Ok(()) => {
                 count(cx, &target.name, "delivered");
@@ -365,14 +473,15 @@ mod tests {
 
     #[test]
     fn a_webhook_body_carries_the_exact_call_and_its_signature_covers_every_byte() {
-        let out = body(NotifyKind::Webhook, &event(), Some("s3cret"));
+        let out = body(NotifyKind::Webhook, &event(), Some("s3cret"), 1_700_000_100).unwrap();
         let v: serde_json::Value = serde_json::from_str(&out.body).unwrap();
         assert_eq!(
             (v["event"].as_str(), v["request"]["arguments"]["pullNumber"].as_i64()),
             (Some("requested"), Some(3))
         );
         assert_eq!(v["request"]["required"], 2);
-        let sig = out.headers.iter().find(|(h, _)| *h == SIGNATURE_HEADER).map(|(_, v)| v.clone()).unwrap();
+        let header = |name: &str| out.headers.iter().find(|(h, _)| *h == name).map(|(_, v)| v.clone()).unwrap();
+        let sig = header(SIGNATURE_HEADER);
         assert_eq!(sig, signature(b"s3cret", out.body.as_bytes()));
         assert_ne!(sig, signature(b"s3cret", out.body.replace('3', "4").as_bytes()));
         // RFC 4231 test case 2: the HMAC is HMAC-SHA256.
@@ -380,7 +489,32 @@ mod tests {
             signature(b"Jefe", b"what do ya want for nothing?"),
             "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
-        assert!(body(NotifyKind::Webhook, &event(), None).headers.iter().all(|(h, _)| *h != SIGNATURE_HEADER));
+        // Standard Webhooks beside it: over id.timestamp.body, the attempt's time.
+        assert_eq!(
+            (header(WEBHOOK_ID), header(WEBHOOK_TIMESTAMP)),
+            ("msg_7_apr-1".to_owned(), "1700000100".to_owned())
+        );
+        assert_eq!(header(WEBHOOK_SIGNATURE), standard_signature(b"s3cret", "msg_7_apr-1", 1_700_000_100, &out.body));
+        let later = body(NotifyKind::Webhook, &event(), Some("s3cret"), 1_700_000_200).unwrap();
+        assert_eq!(later.body, out.body, "the same event, the same body");
+        assert_ne!(later.headers, out.headers, "another attempt, another timestamp and signature");
+        assert!(body(NotifyKind::Webhook, &event(), None, 0).unwrap().headers.iter().all(|(h, _)| *h == EVENT_HEADER));
+    }
+
+    /// The specification's serialization of a secret (`whsec_` and base64) and the reference
+    /// libraries' test vector (checked with the `standardwebhooks` package from PyPI).
+    #[test]
+    fn standard_webhooks_signatures_match_the_reference_vector() {
+        let key = standard_key("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+        assert_eq!(
+            standard_signature(&key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1_614_265_330, r#"{"test": 2432232314}"#),
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+        assert_eq!(standard_key("plain-s3cret").unwrap(), b"plain-s3cret");
+        let bad = standard_key("whsec_not base64!").unwrap_err();
+        assert!(!bad.contains("not base64!"), "the secret is never named: {bad}");
+        // A secret that cannot sign fails the attempt; it never goes out unsigned.
+        assert!(body(NotifyKind::Webhook, &event(), Some("whsec_%%%"), 0).is_err());
     }
 
     /// A target that refuses: every attempt is counted, then the event is dropped, counted
@@ -492,13 +626,76 @@ mod tests {
         }
     }
 
+    /// Issue 55: a role's call whose text holds a mention, a lying link and formatting reached
+    /// Slack as is. Every string of the call reaches Slack and ntfy inside a fenced code block,
+    /// escaped; nothing of it reaches a header; the messages name who answers and where.
     #[test]
-    fn slack_and_ntfy_get_a_line_a_person_reads() {
-        let slack = body(NotifyKind::Slack, &event(), None);
-        let text = serde_json::from_str::<serde_json::Value>(&slack.body).unwrap()["text"].as_str().unwrap().to_owned();
-        assert!(text.contains("apr-1 requested: prgs-merger") && text.contains("merge_pull_request"), "{text}");
-        let ntfy = body(NotifyKind::Ntfy, &event(), None);
+    fn a_hostile_call_reaches_slack_and_ntfy_as_inert_text() {
+        const HOSTILE: &str = "<!channel> urgent <http://evil.example/approve|:white_check_mark: fleetgate says \
+                               safe: approve apr-0000> *ok* <@U123> <!here> ``` break out & <#C1>";
+        let mut e = event();
+        e.request.arguments = serde_json::json!({ "title": HOSTILE, "pullNumber": 3 }).as_object().cloned();
+        e.request.worker = Some(HOSTILE.into());
+        e.request.principal = Some(HOSTILE.into());
+        e.request.why = HOSTILE.into();
+        let slack = body(NotifyKind::Slack, &e, None, 0).unwrap();
+        assert!(slack.headers.is_empty());
+        let v: serde_json::Value = serde_json::from_str(&slack.body).unwrap();
+        let mut texts = vec![v["text"].as_str().unwrap().to_owned()];
+        for block in v["blocks"].as_array().unwrap() {
+            assert_eq!(
+                (block["text"]["type"].as_str(), block["text"]["verbatim"].as_bool()),
+                (Some("mrkdwn"), Some(true))
+            );
+            texts.push(block["text"]["text"].as_str().unwrap().to_owned());
+        }
+        for text in &texts {
+            assert!(!text.contains('<') && !text.contains('>'), "no mention, link or channel survives: {text}");
+        }
+        assert!(!texts[0].contains("urgent") && !texts[1].contains("urgent"), "the headline is fleetgate's words");
+        let call = &texts[2];
+        assert!(call.starts_with("```\n") && call.ends_with("\n```"), "{call}");
+        assert_eq!(call.matches("```").count(), 2, "the call's own backticks cannot close the fence: {call}");
+        assert!(call.contains("&lt;!channel&gt; urgent &lt;http://evil.example/approve|"), "{call}");
+        assert!(call.contains("pullNumber"), "the exact arguments: {call}");
+        assert!(texts[1].contains("oidc:alice signed in to the dashboard"), "who answers and where: {}", texts[1]);
+        assert!(!texts[1].contains("`fleetgate approvals approve apr-1`"), "a command refused for them: {}", texts[1]);
+        // Named people: who and where, never a command refused for them.
+        let ntfy = body(NotifyKind::Ntfy, &e, None, 0).unwrap();
+        assert_eq!(
+            ntfy.headers,
+            [
+                ("Title", "fleetgate: requested apr-1".to_owned()),
+                ("Tags", "hourglass".to_owned()),
+                ("Markdown", "yes".to_owned()),
+            ]
+        );
+        let (answer, fence) = ntfy.body.split_once("\n\n```\n").unwrap();
+        assert!(!answer.contains("urgent") && answer.contains("oidc:alice signed in to the dashboard"), "{answer}");
+        assert!(fence.ends_with("\n```") && fence.matches('`').count() == 3, "only the closing fence: {fence}");
+        assert!(fence.contains(HOSTILE.split("``` ").next().unwrap()), "the call, as text: {fence}");
+        // A webhook carries the call structured; its headers hold none of it.
+        let hook = body(NotifyKind::Webhook, &e, Some("k"), 0).unwrap();
+        assert!(hook.headers.iter().all(|(_, v)| !v.contains("urgent") && !v.contains('<')), "{:?}", hook.headers);
+        let parsed: serde_json::Value = serde_json::from_str(&hook.body).unwrap();
+        assert_eq!(parsed["request"]["arguments"]["title"], HOSTILE);
+    }
+
+    #[test]
+    fn slack_and_ntfy_name_the_call_and_where_it_is_answered() {
+        let mut e = event();
+        e.request.approvers = Vec::new();
+        let slack = body(NotifyKind::Slack, &e, None, 0).unwrap();
+        let text = slack.body;
+        assert!(text.contains("approval request apr-1 requested") && text.contains("merge_pull_request"), "{text}");
+        assert!(text.contains("`fleetgate approvals approve apr-1`"), "the answering command: {text}");
+        let ntfy = body(NotifyKind::Ntfy, &event(), None, 0).unwrap();
         assert!(ntfy.body.contains("apr-1"), "{}", ntfy.body);
         assert!(ntfy.headers.contains(&("Title", "fleetgate: requested apr-1".into())));
+        // Answered and closed: no one is told to answer.
+        e.request.state = ApprovalState::Used;
+        e.kind = "used".into();
+        let used = body(NotifyKind::Slack, &e, None, 0).unwrap().body;
+        assert!(!used.contains("approvals approve"), "{used}");
     }
 }
