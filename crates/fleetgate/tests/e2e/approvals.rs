@@ -340,3 +340,102 @@ fn the_dashboard_sends_what_no_gateway_is_left_to_send() {
     let sent = wait_until(15.0, || receiver.events().iter().any(|(k, _)| k == "answered"));
     assert!(sent, "no process sent the answer: {:?}", receiver.events());
 }
+
+/// A receiver verifying with the published Standard Webhooks library (`standardwebhooks` from
+/// PyPI, `tests/peers/webhook_receiver.py`), every delivery logged with the verifier's word.
+struct Verifier {
+    child: std::process::Child,
+    port: u16,
+    out: std::path::PathBuf,
+}
+
+impl Verifier {
+    fn start(secret: &str, dir: &std::path::Path) -> Self {
+        use std::io::BufRead as _;
+        let out = dir.join("deliveries.jsonl");
+        let mut child = std::process::Command::new(crate::support::peer(".venv/bin/python"))
+            .arg(crate::support::peer("tests/peers/webhook_receiver.py"))
+            .args([secret, &out.display().to_string()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port = line.trim().strip_prefix("listening ").and_then(|p| p.parse().ok());
+        Self { port: port.unwrap_or_else(|| panic!("the receiver did not start: {line:?}")), child, out }
+    }
+
+    fn deliveries(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(&self.out).unwrap_or_default();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// POST `body` with `headers` to the receiver's `path`; the status.
+    fn post(&self, path: &str, headers: &[(String, String)], body: &str) -> u16 {
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let mut request = agent.post(&format!("http://127.0.0.1:{}{path}", self.port));
+        for (k, v) in headers {
+            request = request.header(k.as_str(), v.as_str());
+        }
+        request.send(body.as_bytes()).unwrap().status().as_u16()
+    }
+}
+
+impl Drop for Verifier {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Issue 55: a captured webhook verified for ever (the signature covered the body alone).
+/// fleetgate signs as Standard Webhooks does: a receiver using the published verifier accepts
+/// every delivery, refuses the same delivery replayed past its tolerance (its clock six minutes
+/// on) and one whose body was changed.
+#[test]
+fn a_standard_webhooks_verifier_accepts_every_delivery_and_refuses_a_late_replay() {
+    let _serial = crate::support::serial();
+    let dir = tempfile::tempdir().unwrap();
+    // The specification's serialization: `whsec_` and the base64 of 32 random bytes.
+    let secret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD2FGIIGUodAY=";
+    let key_file = dir.path().join("hook.key");
+    std::fs::write(&key_file, format!("{secret}\n")).unwrap();
+    let verifier = Verifier::start(secret, dir.path());
+    let config = format!(
+        "{}\n[[approvals.notify]]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:{}/hook\"\nsecret_file = {:?}\n",
+        ASKING.replace("wait_seconds = 7", "wait_seconds = 0"),
+        verifier.port,
+        key_file.display().to_string()
+    );
+    let mut fleet = Fleet::start(&config);
+    refused(fleet.call("author", "create_branch", branch("signed")), "approval_pending", "apr-");
+    let id = pending(&fleet.f)["id"].as_str().unwrap().to_owned();
+    fleet.f.cli(&["approvals", "approve", &id, "--json"]);
+    assert!(wait_until(20.0, || verifier.deliveries().len() >= 2), "{:?}", verifier.deliveries());
+    let deliveries = verifier.deliveries();
+    for d in &deliveries {
+        assert_eq!(d["accepted"], true, "the verifier refused a delivery: {d}");
+        assert!(d["headers"]["x-fleetgate-signature"].as_str().is_some_and(|s| s.starts_with("sha256=")), "{d}");
+    }
+    let first = &deliveries[0];
+    let event: Value = serde_json::from_str(first["body"].as_str().unwrap()).unwrap();
+    assert_eq!((event["event"].as_str(), event["request"]["id"].as_str()), (Some("requested"), Some(id.as_str())));
+    let headers: Vec<(String, String)> = ["webhook-id", "webhook-timestamp", "webhook-signature", "content-type"]
+        .iter()
+        .map(|k| ((*k).to_owned(), first["headers"][*k].as_str().unwrap().to_owned()))
+        .collect();
+    let body = first["body"].as_str().unwrap();
+    // The same delivery replayed now is still within the tolerance: the verifier accepts it
+    // (its `webhook-id` is the receiver's idempotency key)...
+    assert_eq!(verifier.post("/hook", &headers, body), 204);
+    // ...a changed body is refused...
+    assert_eq!(verifier.post("/hook", &headers, &body.replace("signed", "signee")), 401);
+    // ...and six minutes on (the receiver's clock moved, the library's 5-minute tolerance
+    // passed) the captured delivery is refused.
+    assert_eq!(verifier.post("/clock", &[], "360"), 204);
+    assert_eq!(verifier.post("/hook", &headers, body), 401);
+    let last = verifier.deliveries().pop().unwrap();
+    assert!(last["why"].as_str().unwrap().contains("too old"), "{last}");
+    fleet.stop();
+}
