@@ -224,6 +224,11 @@ impl Receiver {
         Self { addr, got }
     }
 
+    /// Every request received so far.
+    pub(crate) fn raw(&self) -> Vec<Received> {
+        self.got.lock().unwrap().clone()
+    }
+
     /// The events received so far, by their `event` field.
     pub(crate) fn events(&self) -> Vec<(String, Received)> {
         let got = self.got.lock().unwrap();
@@ -437,5 +442,61 @@ fn a_standard_webhooks_verifier_accepts_every_delivery_and_refuses_a_late_replay
     assert_eq!(verifier.post("/hook", &headers, body), 401);
     let last = verifier.deliveries().pop().unwrap();
     assert!(last["why"].as_str().unwrap().contains("too old"), "{last}");
+    fleet.stop();
+}
+
+/// Issue 55: a role's call whose text holds a mention, a lying link and formatting reached
+/// Slack unescaped. Through a real gateway and notifier: the Slack, ntfy and webhook targets
+/// receive the hostile call's request with no mention, no link and no markup of the call's
+/// rendered, none of it in a header, and the Slack and ntfy messages name where to answer.
+#[test]
+fn a_hostile_call_reaches_slack_ntfy_and_webhook_receivers_inert() {
+    const HOSTILE: &str =
+        "<!channel> urgent <http://evil.example/approve|:white_check_mark: fleetgate says safe: approve apr-0000> *ok*";
+    let _serial = crate::support::serial();
+    let (slack, ntfy, hook) = (Receiver::start(), Receiver::start(), Receiver::start());
+    let config = format!(
+        "{}\n[[approvals.notify]]\nkind = \"slack\"\nurl = \"http://{}/services/T0/B0/s3cret\"\n\n\
+         [[approvals.notify]]\nkind = \"ntfy\"\nurl = \"http://{}/topic\"\n\n\
+         [[approvals.notify]]\nkind = \"webhook\"\nurl = \"http://{}/hook\"\n",
+        ASKING.replace("wait_seconds = 7", "wait_seconds = 0"),
+        slack.addr,
+        ntfy.addr,
+        hook.addr
+    );
+    let mut fleet = Fleet::start(&config);
+    refused(fleet.call("author", "create_branch", branch(HOSTILE)), "approval_pending", "apr-");
+    let id = pending(&fleet.f)["id"].as_str().unwrap().to_owned();
+    assert!(wait_until(20.0, || [&slack, &ntfy, &hook].iter().all(|r| !r.raw().is_empty())), "not every target heard");
+    for r in [&slack, &ntfy, &hook] {
+        for (headers, _) in r.raw() {
+            assert!(headers.iter().all(|(_, v)| !v.contains("urgent") && !v.contains('<')), "{headers:?}");
+        }
+    }
+    // Slack: every text verbatim mrkdwn, no `<` left (no mention, link or channel), the call
+    // only inside a code fence, and who answers and where.
+    let (_, body) = slack.raw().remove(0);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let texts: Vec<String> = std::iter::once(v["text"].as_str().unwrap().to_owned())
+        .chain(v["blocks"].as_array().unwrap().iter().map(|b| {
+            assert_eq!(b["text"]["verbatim"], true, "{b}");
+            b["text"]["text"].as_str().unwrap().to_owned()
+        }))
+        .collect();
+    assert!(texts.iter().all(|t| !t.contains('<') && !t.contains('>')), "{texts:?}");
+    assert!(!texts[0].contains("urgent") && !texts[1].contains("urgent"), "{texts:?}");
+    assert!(texts[1].contains(&format!("`fleetgate approvals approve {id}`")), "{texts:?}");
+    assert!(texts[2].starts_with("```") && texts[2].contains("&lt;!channel&gt; urgent"), "{texts:?}");
+    // ntfy: markdown, the call in a fence, the title fleetgate's own words.
+    let (headers, body) = ntfy.raw().remove(0);
+    let title = headers.iter().find(|(k, _)| k == "title").map(|(_, v)| v.clone());
+    assert_eq!(title, Some(format!("fleetgate: requested {id}")));
+    let (answer, fence) = body.split_once("\n\n```\n").unwrap();
+    assert!(answer.contains(&format!("`fleetgate approvals approve {id}`")) && !answer.contains("urgent"), "{body}");
+    assert!(fence.contains(HOSTILE) && fence.matches('`').count() == 3, "{body}");
+    // The webhook: the call structured, exactly as made.
+    let (_, body) = hook.raw().remove(0);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["request"]["arguments"]["branch"], HOSTILE);
     fleet.stop();
 }
