@@ -76,6 +76,11 @@ pub struct FleetView {
     pub approvals: Vec<ApprovalView>,
     /// Why the approval requests could not be read, when they could not.
     pub approvals_error: Option<String>,
+    /// What each `[[approvals.notify]]` target still owes (a receiver down: the notifier
+    /// retries while the request is open), one line each; or why it cannot be read.
+    pub notify: Vec<String>,
+    /// The same, in numbers: each target and the events it owes.
+    pub notify_owed: Vec<(String, usize)>,
     /// What the roster lets through that the operator must know: every lifted invariant
     /// (`[invariants] lift`), with what it gives up.
     pub policy: Vec<String>,
@@ -398,6 +403,8 @@ pub struct Look<'a> {
     pub approvals: Result<&'a [ApprovalRequest], String>,
     /// What the roster lets through (`fleetgate_control::policy`), as lines.
     pub policy: &'a [String],
+    /// What each `[[approvals.notify]]` target still owes, or why it cannot be read.
+    pub notify: Result<&'a [fleetgate_control::notify::Owed], String>,
     /// The decision instant.
     pub now: Timestamp,
 }
@@ -467,6 +474,14 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
         review_locks_error,
         approvals,
         approvals_error,
+        notify: match &look.notify {
+            Ok(owed) => owed.iter().map(fleetgate_control::notify::Owed::line).collect(),
+            Err(e) => vec![format!("what the notification targets owe cannot be read: {e}")],
+        },
+        notify_owed: look
+            .notify
+            .as_ref()
+            .map_or_else(|_| Vec::new(), |owed| owed.iter().map(|o| (o.target.clone(), o.events)).collect()),
         policy: look.policy.to_vec(),
         shadow: match &look.audit {
             Ok(entries) => fleetgate_control::gate::shadow_report(entries.iter()).groups,

@@ -92,6 +92,7 @@ fn view_with_leases(
         review_locks: Ok(&[]),
         approvals: Ok(&[]),
         policy: &[],
+        notify: Ok(&[]),
         now,
     };
     build(&look, &|pid| pid != Some(666))
@@ -227,6 +228,7 @@ fn unreadable_rows_are_said_not_hidden() {
         review_locks: Err("no such table: review_locks".into()),
         approvals: Err("no such table: approvals".into()),
         policy: &[],
+        notify: Ok(&[]),
         now,
     };
     let v = build(&look, &|_| true);
@@ -273,6 +275,7 @@ fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
         review_locks: Ok(&[]),
         approvals: Ok(&requests),
         policy: &[],
+        notify: Ok(&[]),
         now,
     };
     let v = build(&look, &|_| true);
@@ -289,10 +292,29 @@ fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
         ..requests[0].clone()
     }];
     let named_view = build(&Look { approvals: Ok(&named), ..look.clone() }, &|_| true);
-    let without = build(&Look { approvals: Ok(&[]), ..look }, &|_| true);
+    let without = build(&Look { approvals: Ok(&[]), ..look.clone() }, &|_| true);
     assert_ne!(v.fingerprint(), without.fingerprint(), "a new request is a change the page shows");
     // Issue 55: a request for named people told their operator to run a command that is
     // always refused for them; the page says who answers and where.
+    // What a notification target still owes is on the page (issue 55: a receiver down lost
+    // events unseen).
+    let owed = [fleetgate_control::notify::Owed {
+        target: "ops".into(),
+        events: 2,
+        oldest: Some(fleetgate_control::notify::OwedEvent {
+            id: 7,
+            at: now,
+            kind: "requested".into(),
+            request: "apr-00000000000000aa".into(),
+        }),
+    }];
+    let owing = build(&Look { notify: Ok(&owed), ..look.clone() }, &|_| true);
+    assert_eq!(owing.notify_owed, [("ops".to_owned(), 2)]);
+    assert!(
+        owing.notify[0].contains("notify target ops owes 2 event(s), the oldest #7 (requested apr-"),
+        "{:?}",
+        owing.notify
+    );
     let place = &named_view.approvals[0].answered_where;
     assert!(place.contains("oidc:alice, oidc:bob signed in to the dashboard") && place.contains("refused"), "{place}");
     assert!(!place.contains("`fleetgate approvals approve apr-"), "{place}");
@@ -393,6 +415,7 @@ fn each_pr_with_a_live_lease_or_lock_shows_its_computed_state_and_the_locks_thei
         review_locks: Ok(&locks),
         approvals: Ok(&[]),
         policy: &[],
+        notify: Ok(&[]),
         now,
     };
     let v = build(&look, &|_| true);
@@ -493,6 +516,7 @@ fn the_page_receives_every_invisible_or_direction_changing_character_escaped() {
             review_locks: Ok(&[]),
             approvals: Ok(&requests),
             policy: &[],
+            notify: Ok(&[]),
             now,
         };
         let page: serde_json::Value = serde_json::from_str(&build(&look, &|_| true).page_json()).unwrap();

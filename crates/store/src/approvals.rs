@@ -104,6 +104,7 @@ pub(crate) struct ApprovalSql {
     claim_cursor: String,
     insert_cursor: String,
     advance_cursor: String,
+    cursor_of: String,
     /// Tell listeners an approval changed (PostgreSQL), when the engine can.
     notify: Option<String>,
 }
@@ -162,6 +163,7 @@ impl ApprovalSql {
             advance_cursor: sql(
                 "UPDATE notify_cursors SET last_event = $2, holder = $3, held_until = $4 WHERE target = $1".into(),
             ),
+            cursor_of: sql("SELECT last_event, holder, held_until FROM notify_cursors WHERE target = $1".into()),
             notify: d.notify_approval.map(|n| sql(n.into())),
         }
     }
@@ -496,5 +498,13 @@ pub(crate) fn advance_notify<E: Engine>(
             c.execute(&sql.advance_cursor, &[text(target), Value::Int(Some(last)), text(holder), time(until)])?;
             Ok(true)
         })
+    })
+}
+
+/// `Store::notify_cursor`: the last event delivered to `target`, `None` when never claimed.
+pub(crate) fn notify_cursor<E: Engine>(e: &E, target: &str) -> Result<Option<i64>, StoreError> {
+    let sql = &e.sql().approvals;
+    e.run("cannot read the notification cursor", Retry::Read, |c| {
+        Ok(c.query_opt::<Cursor>(&sql.cursor_of, &[text(target)])?.map(|(last, _, _)| last))
     })
 }

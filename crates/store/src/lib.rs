@@ -312,6 +312,10 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// `until`; whether it still held it.
     fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError>;
 
+    /// The last event delivered to `target` (its cursor), `None` for a target never claimed:
+    /// what it still owes is every event after it (`approvals watch`, the dashboard, metrics).
+    fn notify_cursor(&self, target: &str) -> Result<Option<i64>, StoreError>;
+
     /// The requests about any of `digests` (one exact call, and its overrides) that still
     /// stand — pending, or answered at `not_before` or later and not used — and how many
     /// requests `worker` has waiting: what the gate decides the call's operator part from.

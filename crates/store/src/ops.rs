@@ -380,6 +380,10 @@ impl<E: Engine> Store for E {
         crate::approvals::advance_notify(self, target, holder, last, until)
     }
 
+    fn notify_cursor(&self, target: &str) -> Result<Option<i64>, StoreError> {
+        crate::approvals::notify_cursor(self, target)
+    }
+
     fn record_http_session(&self, session: &crate::HttpSession) -> Result<(), StoreError> {
         crate::sessions::record(self, session)
     }

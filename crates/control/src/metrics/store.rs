@@ -129,6 +129,7 @@ impl Store for MeteredStore {
         fn approval_events(&self, after: i64, limit: usize) -> Vec<fleetgate_store::ApprovalEvent>;
         fn claim_notify(&self, target: &str, holder: &str, start: i64, until: Timestamp, now: Timestamp) -> Option<i64>;
         fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> bool;
+        fn notify_cursor(&self, target: &str) -> Option<i64>;
         fn record_http_session(&self, session: &fleetgate_store::HttpSession) -> ();
         fn http_session(&self, session_id: &str) -> Option<fleetgate_store::HttpSession>;
         fn forget_http_session(&self, session_id: &str) -> bool;

@@ -105,8 +105,10 @@ impl FleetControl {
             clock: Arc::clone(&self.clock),
             env: Arc::new(move |key: &str| env.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_owned())),
             metrics: self.metrics.as_ref().map(|m| m.notify_deliveries.clone()),
+            owed: self.metrics.as_ref().map(|m| m.notify_owed.clone()),
             ttl_seconds: self.config().approvals.ttl_seconds,
-            backoff: crate::notify::BACKOFF.to_vec(),
+            backoff: crate::notify::BACKOFF,
+            pause: crate::notify::real_pause(),
         }
     }
 

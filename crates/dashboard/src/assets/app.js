@@ -300,6 +300,10 @@
     }
     $("approvals").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(7, "no call waits for an operator")]));
     $("approvals-note").textContent = rows.length ? `${rows.length} waiting` : "";
+    // What each notification target still owes (a receiver down: it is retried while the
+    // request is open).
+    $("notify").replaceChildren(...view.notify.map((line, i) =>
+      el("li", { class: (view.notify_owed[i] || ["", 0])[1] > 0 ? "error" : "muted", text: line })));
     $("approvals-error").hidden = !view.approvals_error;
     $("approvals-error").textContent = view.approvals_error ? `approval requests unreadable: ${view.approvals_error}` : "";
   }

@@ -289,6 +289,9 @@ impl Store for Instrumented {
     fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError> {
         self.inner.advance_notify(target, holder, last, until)
     }
+    fn notify_cursor(&self, target: &str) -> Result<Option<i64>, StoreError> {
+        self.inner.notify_cursor(target)
+    }
     fn record_http_session(&self, session: &fleetgate_store::HttpSession) -> Result<(), StoreError> {
         self.inner.record_http_session(session)
     }

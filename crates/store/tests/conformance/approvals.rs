@@ -199,4 +199,7 @@ pub fn a_notification_cursor_has_one_holder_and_advances_only_by_it(fx: &Fixture
     assert_eq!(store.claim_notify("hook", "b", 0, t(90), t(61)).unwrap(), Some(9), "a's hold lapsed");
     assert!(!store.advance_notify("hook", "a", 10, t(90)).unwrap(), "a lost it");
     assert_eq!(store.claim_notify("other", "a", 0, t(30), t(62)).unwrap(), Some(0), "targets are apart");
+    // What a target still owes is read from its cursor, by any process.
+    assert_eq!(store.notify_cursor("hook").unwrap(), Some(9));
+    assert_eq!(store.notify_cursor("never").unwrap(), None);
 }
