@@ -901,6 +901,20 @@ impl FleetConfig {
                 invariant_lifts.push(invariant);
             }
         }
+        // On a merge onto a protected branch these are the `reviewed-merge` invariant's: an
+        // override of them is a break-glass the roster names as a lift, never a quiet second path.
+        let reviewed = fleetgate_core::effect::Invariant::ReviewedMerge;
+        for kind in [fleetgate_core::BlockerKind::ApprovalRequired, fleetgate_core::BlockerKind::StaleHead] {
+            if approvals.may_override.contains(&kind) && !invariant_lifts.contains(&reviewed) {
+                return Err(err(format!(
+                    "[approvals] may_override: {kind} would let an operator's approval land on a protected branch \
+                     a head no independent reviewer approved (or one pushed after the review): on a merge it is part \
+                     of the `{reviewed}` invariant, which no override lifts. Leave {kind} out, or name the \
+                     break-glass as a lift too: [invariants] lift = [\"{reviewed}\"] (it gives up: {})",
+                    reviewed.exposes()
+                )));
+            }
+        }
         let metrics = match raw.metrics {
             None => MetricsSettings::default(),
             Some(m) => MetricsSettings {
@@ -1116,6 +1130,15 @@ role = "reviewer"
             kinds,
             [fleetgate_core::BlockerKind::FleetInventoryBlocked, fleetgate_core::BlockerKind::RoleNotPermitted]
         );
+        // The break-glass: named as a lift, an override of the merge's approval loads.
+        let glass = format!(
+            "{}\n[approvals]\nmay_override = [\"approval_required\", \"stale_head\"]\n\n[invariants]\nlift = \
+             [\"reviewed-merge\"]\n",
+            GOOD.replace("[fleet]", "[fleet]\nforge = \"gitea-mcp\"")
+        );
+        let glass = FleetConfig::parse(&glass, "t").unwrap();
+        assert_eq!(glass.approvals.may_override.len(), 2);
+        assert!(glass.lifted().contains(&fleetgate_core::effect::Invariant::ReviewedMerge));
         assert!(c.rules.rules()[0].ask);
         let plain = FleetConfig::parse(GOOD, "t").unwrap();
         assert_ne!(c.rules_digest(), plain.rules_digest());
@@ -1126,6 +1149,11 @@ role = "reviewer"
             ("[approvals]\nmay_override = [\"worker_fenced\"]", "worker_fenced is never overridden"),
             ("[approvals]\nmay_override = [\"protected_branch\"]", "protected_branch is never overridden"),
             ("[approvals]\nmay_override = [\"sunny\"]", "\"sunny\" is not a blocker"),
+            (
+                "[approvals]\nmay_override = [\"approval_required\"]",
+                "approval_required would let an operator's approval land on a protected branch",
+            ),
+            ("[approvals]\nmay_override = [\"stale_head\"]", "lift = [\"reviewed-merge\"] (it gives up: "),
             ("[[rules]]\ntool = \"t\"\nroles = [\"author\"]\ndecision = \"perhaps\"", "neither \"allow\" nor \"ask\""),
             (
                 "[[rules]]\ntool = \"t\"\nroles = [\"author\"]\napprovers = [\"os:a\"]",

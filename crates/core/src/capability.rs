@@ -143,6 +143,10 @@ pub struct CapabilityInput<'a> {
     /// Invariants the call would break but for an operator's `[invariants] lift`: the call's
     /// reasons (and so its audit entry) name each.
     pub lifted: &'a [Breach],
+    /// What the call does that an invariant guards through the PR workflow's judgement (a
+    /// merge onto a protected branch, `reviewed-merge`, not lifted): the workflow's
+    /// `approval_required` or `stale_head` on it is never overridden.
+    pub guarded: &'a [Breach],
     /// Why the call's effect could not be established (`forge_unavailable`): a read failed,
     /// a listing may be cut short.
     pub unestablished: Option<&'a str>,
@@ -348,11 +352,18 @@ struct Block {
     action: String,
     restart: bool,
     stop: bool,
+    /// An invariant's, whatever its kind: never overridden.
+    invariant: bool,
 }
 
 impl Block {
     fn new(kind: BlockerKind, reasons: Vec<String>, action: impl Into<String>) -> Self {
-        Self { kind, reasons, action: action.into(), restart: false, stop: false }
+        Self { kind, reasons, action: action.into(), restart: false, stop: false, invariant: false }
+    }
+
+    /// Whether an operator's approval may override it under `may_override`.
+    fn overridable(&self, may_override: &[BlockerKind]) -> bool {
+        !self.invariant && overridable(self.kind, may_override)
     }
 }
 
@@ -418,6 +429,7 @@ fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
             action: b.operator_action,
             restart: true,
             stop: true,
+            invariant: false,
         });
     }
     let p = ev.provenance;
@@ -437,7 +449,20 @@ fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
         out.push(Block::new(b.blocker_kind, b.blocked_reasons, b.operator_action));
     }
     if let Some(refusal) = input.workflow {
-        out.push(Block::new(refusal.blocker_kind, refusal.reasons.clone(), refusal.operator_action.clone()));
+        let mut b = Block::new(refusal.blocker_kind, refusal.reasons.clone(), refusal.operator_action.clone());
+        // The approval a merge onto a protected branch needs, at the head it lands, is the
+        // `reviewed-merge` invariant's: no operator's approval stands in for it.
+        if let Some(guard) = input.guarded.first()
+            && matches!(refusal.blocker_kind, BlockerKind::ApprovalRequired | BlockerKind::StaleHead)
+        {
+            b.invariant = true;
+            b.reasons.push(format!(
+                "invariant `{}`: {}; no operator's approval overrides it",
+                guard.invariant, guard.reason
+            ));
+            b.action = format!("{}; {}", b.action, guard.invariant.action());
+        }
+        out.push(b);
     }
     out
 }
@@ -448,7 +473,7 @@ fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
 /// `input`'s evidence, workflow and approvals are not looked at.
 pub fn needs_evidence(input: &CapabilityInput<'_>) -> bool {
     let early = CapabilityInput { class: ToolClass::ReadOnly, ..*input };
-    let settled = blocks(&early).iter().any(|b| !overridable(b.kind, input.may_override));
+    let settled = blocks(&early).iter().any(|b| !b.overridable(input.may_override));
     !settled && input.class == ToolClass::Mutating
 }
 
@@ -491,7 +516,7 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
         .map(|b| format!("invariant `{}` lifted by [invariants] lift: {}", b.invariant, b.reason))
         .collect();
     for block in blocks(input) {
-        let may = overridable(block.kind, input.may_override);
+        let may = block.overridable(input.may_override);
         let standing = approvals.and_then(|a| a.override_of(block.kind)).filter(|_| may);
         if let Some(Standing::Approved { id, by }) = standing {
             notes.push(format!(

@@ -282,11 +282,16 @@ pub enum Invariant {
     /// Approvals count only from a reviewer independent of the PR's author and last pusher
     /// (`[workflow] independent_review = "off"` lifts it).
     IndependentReview,
+    /// A merge onto a protected branch lands only a head an independent reviewer approved:
+    /// the PR workflow's `approval_required` and `stale_head` on it are part of
+    /// `protected-branch`'s guarantee, never an operator's override. Lifting it is the
+    /// break-glass that lets `[approvals] may_override` name them.
+    ReviewedMerge,
 }
 
 impl Invariant {
     /// Every invariant, in the order they are judged.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::ProtectedBranch,
         Self::ProtectedPath,
         Self::ForcedMerge,
@@ -297,6 +302,7 @@ impl Invariant {
         Self::ReaderWrites,
         Self::UnknownEffect,
         Self::IndependentReview,
+        Self::ReviewedMerge,
     ];
 
     /// The `[invariants] lift` literal.
@@ -312,6 +318,7 @@ impl Invariant {
             Self::ReaderWrites => "reader-writes",
             Self::UnknownEffect => "unknown-effect",
             Self::IndependentReview => "independent-review",
+            Self::ReviewedMerge => "reviewed-merge",
         }
     }
 
@@ -353,6 +360,10 @@ impl Invariant {
             Self::IndependentReview => {
                 "an approval counts only from a reviewer independent of the PR's author and of its last pusher"
             }
+            Self::ReviewedMerge => {
+                "a merge onto a protected branch lands only the head an independent reviewer approved: the PR \
+                 workflow's `approval_required` and `stale_head` on it are never overridden by an operator's approval"
+            }
         }
     }
 
@@ -382,6 +393,11 @@ impl Invariant {
                  invariant sees"
             }
             Self::IndependentReview => "a PR's own author (or last pusher) may approve it, and the merge lands it",
+            Self::ReviewedMerge => {
+                "with `approval_required` or `stale_head` in [approvals] may_override, an operator's approval may \
+                 land on a protected branch a head no reviewer approved, or one pushed after the review: the \
+                 guarantee rests on that operator (break-glass)"
+            }
         }
     }
 
@@ -415,6 +431,12 @@ impl Invariant {
                  fleetgate; an operator may lift `unknown-effect` to let [[rules]] alone decide such calls"
             }
             Self::IndependentReview => "get an approval from a reviewer independent of the PR's author and last pusher",
+            Self::ReviewedMerge => {
+                "get an independent reviewer's approval at the head the merge lands (a head pushed after the review \
+                 needs a new one): no operator's approval stands in for it; an operator who truly wants a \
+                 break-glass lifts `reviewed-merge` by name ([invariants] lift) and lists the blocker in \
+                 [approvals] may_override"
+            }
         }
     }
 
@@ -451,6 +473,11 @@ pub struct Judgement {
     pub breaches: Vec<Breach>,
     /// Breaches an `[invariants] lift` lets through.
     pub lifted: Vec<Breach>,
+    /// What the call does that an invariant guards through the PR workflow's own judgement:
+    /// a merge onto a protected branch ([`Invariant::ReviewedMerge`]), whose `approval_required`
+    /// or `stale_head` no operator's approval overrides. (Lifted, it is in `lifted` instead.)
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guarded: Vec<Breach>,
 }
 
 /// The operator action of a call that breaks an invariant.
@@ -463,6 +490,7 @@ pub const INVARIANT_ACTION: &str = "no role may make this call, whatever the rul
 /// those the operator lifted.
 pub fn judge(effect: &Effect, role: &str, protection: &Protection, lifted: &[Invariant]) -> Judgement {
     let mut found: Vec<Breach> = Vec::new();
+    let mut guarded: Vec<Breach> = Vec::new();
     let mut breach = |invariant: Invariant, reason: String| {
         if !found.iter().any(|b| b.invariant == invariant && b.reason == reason) {
             found.push(Breach { invariant, reason });
@@ -473,20 +501,26 @@ pub fn judge(effect: &Effect, role: &str, protection: &Protection, lifted: &[Inv
     }
     for m in &effect.branches {
         let verb = match m.how {
-            Move::Merge { .. } => continue,
+            Move::Merge { pr } => {
+                if let Some(rule) = protected(protection, &effect.defaults, &m.branch) {
+                    guarded.push(Breach {
+                        invariant: Invariant::ReviewedMerge,
+                        reason: format!(
+                            "the merge lands PR #{pr} on protected branch `{}` of {} ({rule}): only the head an \
+                             independent reviewer approved lands there",
+                            m.branch, m.repo
+                        ),
+                    });
+                }
+                continue;
+            }
             Move::Write => "writes".to_owned(),
             Move::Create => "creates".to_owned(),
             Move::Delete => "deletes".to_owned(),
             Move::Rename => "renames".to_owned(),
             Move::UpdateFromBase { pr } => format!("merges PR #{pr}'s base into its head,"),
         };
-        let name = m.branch.strip_prefix("refs/heads/").unwrap_or(&m.branch);
-        let forge_default = effect
-            .defaults
-            .iter()
-            .any(|d| d == name)
-            .then(|| format!("the repository's default branch `{name}` (as the forge reports it)"));
-        if let Some(rule) = protection.branch_rule(&m.branch).or(forge_default) {
+        if let Some(rule) = protected(protection, &effect.defaults, &m.branch) {
             breach(Invariant::ProtectedBranch, format!("the call {verb} branch `{}` of {}: {rule}", m.branch, m.repo));
         }
     }
@@ -557,7 +591,21 @@ pub fn judge(effect: &Effect, role: &str, protection: &Protection, lifted: &[Inv
         found.into_iter().partition(|b| lifted.contains(&b.invariant));
     let mut breaches = breaches;
     breaches.sort_by_key(|b| b.invariant);
-    Judgement { breaches, lifted: lifted_now }
+    let (mut lifted_now, guarded) = (lifted_now, guarded);
+    let (lifted_guards, guarded): (Vec<Breach>, Vec<Breach>) =
+        guarded.into_iter().partition(|b| lifted.contains(&b.invariant));
+    lifted_now.extend(lifted_guards);
+    Judgement { breaches, lifted: lifted_now, guarded }
+}
+
+/// Why `branch` is protected (the roster's rule, or the forge's default branch), if it is.
+fn protected(protection: &Protection, defaults: &[String], branch: &str) -> Option<String> {
+    let name = branch.strip_prefix("refs/heads/").unwrap_or(branch);
+    let forge_default = defaults
+        .iter()
+        .any(|d| d == name)
+        .then(|| format!("the repository's default branch `{name}` (as the forge reports it)"));
+    protection.branch_rule(branch).or(forge_default)
 }
 
 /// Does any of `globs` name `branch`? (Exposed for the dialects' own reads.)
@@ -589,6 +637,29 @@ mod tests {
         }
         assert!(judge(&moving("main", Move::Merge { pr: 3 }), "merger", &p, &[]).breaches.is_empty());
         assert!(judge(&moving("refs/heads/main", Move::Delete), "merger", &p, &[]).breaches.len() == 1);
+    }
+
+    /// Issue 55: a merge onto a protected branch is guarded by `reviewed-merge` (its workflow
+    /// approval is the invariant's, never an override); onto another branch it is not; lifted,
+    /// it is named with the lifts.
+    #[test]
+    fn a_merge_onto_a_protected_branch_is_guarded_by_reviewed_merge() {
+        let p = Protection { branches: vec!["release/*".into()], ..Protection::default() };
+        for branch in ["main", "release/2", "refs/heads/main"] {
+            let j = judge(&moving(branch, Move::Merge { pr: 3 }), "merger", &p, &[]);
+            assert!(j.breaches.is_empty() && j.lifted.is_empty(), "{branch}: {j:?}");
+            assert_eq!(
+                j.guarded.iter().map(|b| b.invariant).collect::<Vec<_>>(),
+                [Invariant::ReviewedMerge],
+                "{branch}"
+            );
+        }
+        assert!(judge(&moving("feature", Move::Merge { pr: 3 }), "merger", &p, &[]).guarded.is_empty());
+        let forge_default = Effect { defaults: vec!["trunk".into()], ..moving("trunk", Move::Merge { pr: 3 }) };
+        assert_eq!(judge(&forge_default, "merger", &p, &[]).guarded.len(), 1, "the forge's default branch too");
+        let lifted = judge(&moving("main", Move::Merge { pr: 3 }), "merger", &p, &[Invariant::ReviewedMerge]);
+        assert!(lifted.guarded.is_empty());
+        assert_eq!(lifted.lifted.iter().map(|b| b.invariant).collect::<Vec<_>>(), [Invariant::ReviewedMerge]);
     }
 
     #[test]

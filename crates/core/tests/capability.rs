@@ -117,6 +117,7 @@ struct Case {
     changed: Option<&'static str>,
     replaced: Option<&'static str>,
     workflow: Option<Refusal>,
+    guarded: Vec<Breach>,
     ask: Option<&'static str>,
     approvals: Option<Approvals>,
     may_override: Vec<BlockerKind>,
@@ -136,6 +137,7 @@ impl Case {
             changed: None,
             replaced: None,
             workflow: None,
+            guarded: vec![],
             ask: None,
             approvals: Some(Approvals::default()),
             may_override: vec![],
@@ -153,6 +155,7 @@ impl Case {
             ambiguity: self.ambiguity.as_ref(),
             breaches: &self.breaches,
             lifted: &[],
+            guarded: &self.guarded,
             unestablished: self.unestablished,
             definition_changed: self.changed,
             store_replaced: self.replaced,
@@ -501,6 +504,8 @@ struct Conditions {
     /// on record.
     may_override: Vec<(BlockerKind, bool)>,
     unavailable: bool,
+    /// The call is a merge onto a protected branch (`reviewed-merge` guards it, not lifted).
+    protected_merge: bool,
 }
 
 const OVERRIDABLE: [BlockerKind; 6] = [
@@ -536,6 +541,7 @@ impl Conditions {
             changed: self.changed.then_some("changed"),
             replaced: self.replaced.then_some("replaced"),
             workflow: self.workflow.map(|k| Refusal::of(k, "workflow".into())),
+            guarded: if self.protected_merge { vec![breach(Invariant::ReviewedMerge)] } else { vec![] },
             ask: self.ask.then_some("fleet.toml:9"),
             approvals: Some(Approvals {
                 call: standing(self.call_standing),
@@ -587,11 +593,21 @@ impl Conditions {
         held
     }
 
+    /// Whether an approval may override `kind` when it holds: as `may_override` says, except
+    /// the workflow's approval at the head of a merge onto a protected branch (the
+    /// `reviewed-merge` invariant's).
+    fn may(&self, kind: BlockerKind) -> bool {
+        let may: Vec<BlockerKind> = self.may_override.iter().map(|(k, _)| *k).collect();
+        let guarded = self.protected_merge
+            && self.workflow == Some(kind)
+            && matches!(kind, BlockerKind::ApprovalRequired | BlockerKind::StaleHead);
+        overridable(kind, &may) && !guarded
+    }
+
     /// The verdict the precedence, the overrides and the operator's part name.
     fn expected(&self) -> Option<BlockerKind> {
-        let may: Vec<BlockerKind> = self.may_override.iter().map(|(k, _)| *k).collect();
         let approved = |k: BlockerKind| self.may_override.iter().any(|(m, a)| *m == k && *a);
-        if let Some(first) = self.held().into_iter().find(|k| !(overridable(*k, &may) && approved(*k))) {
+        if let Some(first) = self.held().into_iter().find(|k| !(self.may(*k) && approved(*k))) {
             return Some(first);
         }
         if !self.ask {
@@ -622,7 +638,7 @@ fn conditions() -> impl Strategy<Value = Conditions> {
         (any::<bool>(), invariant, prop::bool::weighted(0.2), any::<bool>(), any::<bool>(), any::<bool>()),
         prop::sample::select(vec![None, Some(UNSUPPORTED), Some(STALE), Some("note: soft")]),
         (0u8..3, any::<bool>(), workflow),
-        (any::<bool>(), 0u8..4, may, prop::bool::weighted(0.1)),
+        (any::<bool>(), 0u8..4, may, prop::bool::weighted(0.1), prop::bool::weighted(0.3)),
     )
         .prop_map(
             |(
@@ -630,7 +646,7 @@ fn conditions() -> impl Strategy<Value = Conditions> {
                 (ambiguous, invariant, unestablished, permitted, changed, replaced),
                 diag,
                 (prov, dup, workflow),
-                (ask, call_standing, mut may_override, unavailable),
+                (ask, call_standing, mut may_override, unavailable, protected_merge),
             )| {
                 may_override.sort();
                 may_override.dedup_by_key(|(k, _)| *k);
@@ -650,6 +666,7 @@ fn conditions() -> impl Strategy<Value = Conditions> {
                     call_standing,
                     may_override,
                     unavailable,
+                    protected_merge,
                 }
             },
         )
@@ -697,6 +714,36 @@ proptest! {
         );
     }
 
+    /// Issue 55: under `may_override = ["approval_required", "stale_head"]` and an operator
+    /// who approves every override, a merge onto a protected branch landed a head no reviewer
+    /// approved (or one pushed after the review). The approval that merge needs, at the head it
+    /// lands, is the `reviewed-merge` invariant's: never overridden, whatever else holds.
+    #[test]
+    fn no_override_lands_an_unreviewed_head_on_a_protected_branch(
+        c in conditions(),
+        kind in prop::sample::select(vec![BlockerKind::ApprovalRequired, BlockerKind::StaleHead]),
+    ) {
+        let mut c = c;
+        c.class = ToolClass::Mutating;
+        c.workflow = Some(kind);
+        c.protected_merge = true;
+        c.may_override.retain(|(k, _)| *k != BlockerKind::ApprovalRequired && *k != BlockerKind::StaleHead);
+        c.may_override.extend([(BlockerKind::ApprovalRequired, true), (BlockerKind::StaleHead, true)]);
+        c.call_standing = 3;
+        let verdict = c.case().resolve();
+        prop_assert!(!verdict.allowed, "{:?}", verdict);
+        prop_assert!(verdict.use_approvals.is_empty());
+        if verdict.blocker_kind == Some(kind) {
+            prop_assert!(verdict.blocked_reasons.iter().any(|r| r.contains("invariant `reviewed-merge`")), "{:?}", verdict);
+            prop_assert!(verdict.request.is_none(), "no request an operator could approve into the merge");
+            prop_assert!(verdict.operator_action.as_deref().is_some_and(|a| a.contains("lifts `reviewed-merge`")));
+        }
+        // Onto a branch no rule protects, the same override is the operator's to give.
+        c.protected_merge = false;
+        let open = c.case().resolve();
+        prop_assert_ne!(open.blocker_kind, Some(kind), "{:?}", open);
+    }
+
     /// An approved override changes at most its own blocker: with it, the call is refused by
     /// the next condition that holds (or allowed when none does), never by an earlier one,
     /// and never allowed past another.
@@ -707,8 +754,7 @@ proptest! {
         plain.ask = false;
         let refused = plain.case().resolve();
         let Some(first) = refused.blocker_kind else { return Ok(()) };
-        let may: Vec<BlockerKind> = plain.may_override.iter().map(|(k, _)| *k).collect();
-        if !overridable(first, &may) {
+        if !plain.may(first) {
             return Ok(());
         }
         let mut one = plain.clone();

@@ -9,7 +9,7 @@
 
 use fleetgate_core::BlockerKind;
 use fleetgate_core::capability::{
-    Approvals, CapabilityInput, RoleRefusal, Standing, ToolClass, resolve_task_capability,
+    Approvals, CapabilityInput, Evidence, RoleRefusal, Standing, ToolClass, resolve_task_capability,
 };
 use fleetgate_core::dialect::{Dialect, Unlisted, gitea::GITEA, github::GITHUB};
 use fleetgate_core::effect::{Answered, Effect, Invariant, Read, judge};
@@ -358,6 +358,7 @@ fn check(
         ambiguity: None,
         breaches: &judged.breaches,
         lifted: &judged.lifted,
+        guarded: &judged.guarded,
         unestablished: effect.unestablished.first().map(String::as_str),
         role_permitted: permitted,
         role_refusal: refusal.as_ref(),
@@ -421,5 +422,145 @@ proptest! {
         lifted in prop::sample::subsequence(Invariant::ALL.to_vec(), 0..3),
     ) {
         check(&GITHUB, &github_attacks()[attack], own, role, &may_override, &lifted)?;
+    }
+}
+
+/// A healthy fleet and an owned session: the merge reaches the PR workflow's judgement.
+fn healthy() -> (fleetgate_core::inventory::FleetInventory, fleetgate_core::provenance::Provenance) {
+    use fleetgate_core::inventory::{InventoryInput, PidProbe, classify_fleet_inventory};
+    let inventory = classify_fleet_inventory(
+        &InventoryInput {
+            roster: &[],
+            runtime_rows: &[],
+            process_scan: &fleetgate_core::runtime::ProcessScan::of(Vec::new()),
+            expected_binding: None,
+            now: fleetgate_core::Timestamp::from_unix(1_800_000_000),
+            registry_available: true,
+            registry_error: None,
+            answering_namespace: None,
+            hosts: Default::default(),
+            peers: Default::default(),
+        },
+        &|_| PidProbe::Alive,
+    );
+    assert!(inventory.mutation_gate_satisfied, "{:?}", inventory.blocked_reasons);
+    let provenance = fleetgate_core::provenance::Provenance {
+        session_ownership: fleetgate_core::provenance::Ownership::Owned,
+        blocker_kind: None,
+        reasons: vec![],
+        heartbeat_age_seconds: Some(1.0),
+    };
+    (inventory, provenance)
+}
+
+/// A merger's merge of PR `pr` through `dialect` (PR 1 lands on `main`, protected; PR 3 on
+/// `feature`, not), refused by the PR workflow with `kind` (no independent approval at the
+/// head, or a head pushed after the review), under generated operator rules with every
+/// override and asked call approved and generated lifts: it lands on a protected branch only
+/// under the `reviewed-merge` lift, and never without an override the roster asks for.
+fn check_merge(
+    dialect: &dyn Dialect,
+    pr: u64,
+    kind: BlockerKind,
+    own: Vec<Rule>,
+    may_override: &[BlockerKind],
+    lifted: &[Invariant],
+) -> Result<(), TestCaseError> {
+    let (tool, mut args, schema) = if dialect.name() == GITEA.name() {
+        ("pull_request_write", json!({ "method": "merge", "pull_number": pr }), None)
+    } else {
+        let schema = json!({ "properties": { "owner": {}, "repo": {}, "pullNumber": {}, "merge_method": {},
+                                             "expectedHeadSha": {} } });
+        ("merge_pull_request", json!({ "pullNumber": pr }), Some(schema))
+    };
+    args["owner"] = json!("org");
+    args["repo"] = json!("repo");
+    let args = args.as_object().cloned().unwrap();
+    let effect = effect_of(dialect, tool, &args, schema.as_ref().and_then(Value::as_object));
+    let judged = judge(&effect, "merger", &Protection::default(), lifted);
+    prop_assert!(judged.breaches.is_empty(), "a plain merge breaks nothing else: {:?}", judged);
+    let mut list = own;
+    list.extend(dialect.rules());
+    let rules = RuleSet::new(list);
+    let decided = rules.decide("merger", tool, Some(&args));
+    let permitted = decided.as_ref().is_none_or(|d| d.permitted);
+    let refusal = decided.as_ref().and_then(|d| d.reason.clone()).map(|reason| RoleRefusal { reason, may: vec![] });
+    let ask = decided.as_ref().filter(|d| d.ask).and_then(|d| d.rule.clone());
+    let approvals = Approvals {
+        call: Some(Standing::Approved { id: "apr-call".into(), by: "op".into() }),
+        overrides: may_override
+            .iter()
+            .map(|k| (*k, Standing::Approved { id: format!("apr-{k}"), by: "op".into() }))
+            .collect(),
+        ..Approvals::default()
+    };
+    let workflow = fleetgate_core::workflow::Refusal::of(kind, "no independent approval at head 1a38ef95aaaa".into());
+    let (inventory, provenance) = healthy();
+    let verdict = resolve_task_capability(&CapabilityInput {
+        profile: "p",
+        role: "merger",
+        tool,
+        class: ToolClass::Mutating,
+        ambiguity: None,
+        breaches: &judged.breaches,
+        lifted: &judged.lifted,
+        guarded: &judged.guarded,
+        unestablished: None,
+        role_permitted: permitted,
+        role_refusal: refusal.as_ref(),
+        definition_changed: None,
+        store_replaced: None,
+        evidence: Some(Evidence { diagnostics: &[], provenance: &provenance, inventory: &inventory }),
+        workflow: Some(&workflow),
+        forward: None,
+        action: effect.action,
+        ask: ask.as_deref(),
+        approvals: Some(&approvals),
+        may_override,
+    });
+    let overridden =
+        may_override.contains(&kind) && (permitted || may_override.contains(&BlockerKind::RoleNotPermitted));
+    let onto_main = pr == 1;
+    if onto_main && !lifted.contains(&Invariant::ReviewedMerge) {
+        prop_assert!(!verdict.allowed, "an unreviewed head landed on main: {:?}", verdict);
+        if permitted {
+            prop_assert_eq!(verdict.blocker_kind, Some(kind));
+            prop_assert!(
+                verdict.blocked_reasons.iter().any(|r| r.contains("invariant `reviewed-merge`")),
+                "{:?}",
+                verdict
+            );
+        }
+    } else {
+        // Onto a branch no rule protects, or under the break-glass lift: the operator's
+        // override decides, and a lift is named in the reasons of the call it lets through.
+        prop_assert_eq!(verdict.allowed, overridden, "{:?}", verdict);
+        if verdict.allowed && onto_main {
+            prop_assert!(
+                verdict.blocked_reasons.iter().any(|r| r.contains("invariant `reviewed-merge` lifted")),
+                "{:?}",
+                verdict
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Issue 55: `[approvals] may_override = ["approval_required"]` (or `stale_head`) and an
+    /// operator who approves let a merger land on `main` a head no reviewer approved.
+    #[test]
+    fn no_override_lands_an_unreviewed_head_on_a_protected_branch_unless_lifted(
+        own in operator_rules(),
+        github in any::<bool>(),
+        pr in prop::sample::select(vec![1u64, 3]),
+        kind in prop::sample::select(vec![BlockerKind::ApprovalRequired, BlockerKind::StaleHead]),
+        may_override in prop::sample::subsequence(OVERRIDABLE.to_vec(), 0..=OVERRIDABLE.len()),
+        lifted in prop::sample::subsequence(vec![Invariant::ReviewedMerge, Invariant::ScheduledMerge], 0..=2),
+    ) {
+        let dialect: &dyn Dialect = if github { &GITHUB } else { &GITEA };
+        check_merge(dialect, pr, kind, own, &may_override, &lifted)?;
     }
 }

@@ -651,6 +651,7 @@ impl Gate {
             ambiguity: g.canonical.as_ref().err(),
             breaches: &g.judgement.breaches,
             lifted: &g.judgement.lifted,
+            guarded: &g.judgement.guarded,
             unestablished: g.stated.as_ref().and_then(|s| s.effect.unestablished.first()).map(String::as_str),
             role_permitted: g.policy.permitted,
             role_refusal: g.policy.refusal.as_ref(),
@@ -678,6 +679,7 @@ impl Gate {
         CapabilityInput {
             breaches: &judgement.breaches,
             lifted: &judgement.lifted,
+            guarded: &judgement.guarded,
             role_permitted: policy.permitted,
             role_refusal: policy.refusal.as_ref(),
             ask: policy.ask.then(|| policy.rule.as_deref().unwrap_or("(unnamed)")),
