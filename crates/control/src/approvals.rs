@@ -11,7 +11,8 @@ use fleetgate_store::{Answered, Store, StoreError};
 /// The audit log's name for an approval's events.
 pub const APPROVAL_EVENT: &str = "approval";
 
-/// The requests as an operator reads them before answering: one block each, with who asks
+/// The requests as an operator reads them before answering: one block each, first what the
+/// call does in words (from its judged effect), then who asks
 /// (profile, role, worker, principal), the tool, why, and every key and value of the exact
 /// arguments on a line of its own, uncut (a table's cell would cut a long call and hide its
 /// later keys). Every value is [`shown`]: an invisible or direction-changing character is
@@ -27,6 +28,9 @@ pub fn listing(requests: &[ApprovalRequest]) -> String {
             out.push(String::new());
         }
         out.push(line(format!("{}  {}  asked {}", r.id, r.state, r.requested_at)));
+        if let Some(does) = &r.does {
+            out.push(line(format!("  does:      {does}")));
+        }
         out.push(line(format!(
             "  who:       {} (role {}), worker {}, principal {}",
             r.profile,
@@ -284,6 +288,7 @@ mod tests {
             tool: "pull_request_write".into(),
             digest: call_digest(Some("wrk-m"), "pull_request_write", arguments.as_ref()),
             arguments,
+            does: None,
             why: why.into(),
             state: ApprovalState::Pending,
             answered_by: None,
@@ -353,8 +358,15 @@ mod tests {
             }),
             "rule 3 (merges ask) \u{2066}asks",
         );
+        let r = ApprovalRequest { does: Some("merge o/r#7 at 3386c20 onto ma\u{fe0f}in, squash".into()), ..r };
         let text = listing(&[r]);
         assert!(!text.chars().any(|c| c != '\n' && fleetgate_core::text::needs_escape(c)), "{text}");
+        // Issue 55: what the call does comes first, in words, escaped like every value.
+        assert_eq!(
+            text.lines().nth(1),
+            Some("  does:      merge o/r#7 at 3386c20 onto ma\\u{fe0f}in, squash"),
+            "{text}"
+        );
         for expected in [
             "\"pull_number\": 7",
             "\"repo\": \"r\"",

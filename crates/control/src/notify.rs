@@ -576,6 +576,7 @@ mod tests {
                 principal: None,
                 tool: "merge_pull_request".into(),
                 arguments: serde_json::json!({ "pullNumber": 3 }).as_object().cloned(),
+                does: None,
                 digest: "d".into(),
                 why: "rule fleet.toml:9 asks".into(),
                 state: ApprovalState::Pending,

@@ -74,6 +74,11 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The canonical arguments, exactly as they would be forwarded.
     pub arguments: Option<Map<String, Value>>,
+    /// What the call does, in words, from the effect the gate judged
+    /// (`effect::describe`: "merge org/repo#1 at 3386c20 onto main, squash"); none without a
+    /// forge profile, or for a request recorded before schema version 13.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub does: Option<String>,
     /// [`call_digest`] of the worker, the tool and the arguments: what an approval covers.
     pub digest: String,
     /// Why the gate asks (the rule that says so).
@@ -419,6 +424,7 @@ mod tests {
             principal: principal.map(str::to_owned),
             tool: "merge".into(),
             arguments: None,
+            does: None,
             digest: "d".into(),
             why: "r".into(),
             state: ApprovalState::Pending,

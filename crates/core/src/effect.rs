@@ -173,6 +173,9 @@ pub struct MergeTerms {
     /// The server's merge declares the argument that pins the head (the forge refuses a
     /// head that moved after the judgement).
     pub pinnable: bool,
+    /// How it merges, as sent (`squash`, `rebase`, …); none: the server's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub style: Option<String>,
 }
 
 /// Whether a call changes anything at all.
@@ -608,6 +611,87 @@ fn protected(protection: &Protection, defaults: &[String], branch: &str) -> Opti
     protection.branch_rule(branch).or(forge_default)
 }
 
+/// What a call does, in words, from its judged effect — the same [`Effect`] the invariants
+/// are judged on — for the person asked to approve it, before its exact arguments: "merge
+/// org/repo#1 at 3386c20 onto main, squash". `head` is the head the PR workflow judged the
+/// call at (a merge's, a review's), when it did. Pure.
+pub fn describe(effect: &Effect, head: Option<&str>) -> String {
+    if let Some(why) = &effect.unknown {
+        return format!("something the forge dialect has no statement for ({why})");
+    }
+    let at = head.map(|h| format!(" at {}", h.get(..7).unwrap_or(h))).unwrap_or_default();
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(m) = &effect.merge {
+        let onto = effect.branches.iter().find(|b| matches!(b.how, Move::Merge { .. }));
+        let repo = onto.map(|b| b.repo.to_string()).or_else(|| effect.prs.first().map(|p| p.repo.to_string()));
+        let mut s = format!("merge {}#{}{at}", repo.unwrap_or_default(), m.pr);
+        if let Some(b) = onto {
+            s.push_str(&format!(" onto {}", b.branch));
+        }
+        if let Some(style) = &m.style {
+            s.push_str(&format!(", {style}"));
+        }
+        if m.forced {
+            s.push_str(", skipping the forge's checks");
+        }
+        if m.scheduled {
+            s.push_str(", scheduled for whatever head passes the checks later");
+        }
+        parts.push(s);
+    }
+    for b in &effect.branches {
+        let (repo, branch) = (&b.repo, &b.branch);
+        parts.push(match &b.how {
+            Move::Merge { .. } => continue,
+            Move::Write => {
+                let files: Vec<&str> =
+                    effect.paths.iter().filter(|p| &p.branch == branch).map(|p| p.path.as_str()).collect();
+                if files.is_empty() {
+                    format!("commit to branch {branch} of {repo}")
+                } else {
+                    format!("write {} on branch {branch} of {repo}", files.join(", "))
+                }
+            }
+            Move::Create => format!("create branch {branch} in {repo}"),
+            Move::Delete => format!("delete branch {branch} of {repo}"),
+            Move::Rename => format!("rename branch {branch} of {repo}"),
+            Move::UpdateFromBase { pr } => format!("merge the base of {repo}#{pr} into its head branch {branch}"),
+        });
+    }
+    let written: Vec<&str> = effect.branches.iter().map(|b| b.branch.as_str()).collect();
+    for p in effect.paths.iter().filter(|p| !written.contains(&p.branch.as_str())) {
+        parts.push(format!("write {} on branch {}", p.path, p.branch));
+    }
+    for p in &effect.prs {
+        let pr = format!("{}#{}", p.repo, p.pr);
+        parts.push(match &p.change {
+            PrChange::Merged => continue,
+            PrChange::State { to, .. } => format!("set {pr} {to}"),
+            PrChange::Retarget { to } => format!("move {pr} onto base {to}"),
+            PrChange::ClosedWithBranch { branch } => format!("close {pr} (branch {branch} goes away)"),
+            PrChange::RetargetedWithBranch { branch } => format!("move {pr} off branch {branch}, which goes away"),
+            PrChange::Text => format!("edit the title or body of {pr}"),
+        });
+    }
+    for f in &effect.host_files {
+        parts.push(format!("write the file {f} on the server's host"));
+    }
+    if parts.is_empty() {
+        parts.push(match effect.action {
+            Some("review") => format!("a review decision{at}"),
+            Some("open") => "open a pull request".to_owned(),
+            Some(action) => format!("the workflow's {action}{at}"),
+            None if effect.is_read() => "read only".to_owned(),
+            None => "a write the dialect states no guarded change of".to_owned(),
+        });
+    }
+    let mut text = parts.join("; ");
+    if !effect.unestablished.is_empty() {
+        text.push_str(&format!(" (the rest could not be established: {})", effect.unestablished.join("; ")));
+    }
+    text
+}
+
 /// Does any of `globs` name `branch`? (Exposed for the dialects' own reads.)
 pub fn names_branch(globs: &[String], branch: &str) -> bool {
     globs.iter().any(|g| glob_match(g, branch))
@@ -662,6 +746,43 @@ mod tests {
         assert_eq!(lifted.lifted.iter().map(|b| b.invariant).collect::<Vec<_>>(), [Invariant::ReviewedMerge]);
     }
 
+    /// Issue 55: the operator was shown raw JSON. What a call does, in words, from the judged
+    /// effect, comes first.
+    #[test]
+    fn a_call_is_described_by_what_it_does() {
+        let merge = Effect {
+            merge: Some(MergeTerms {
+                pr: 1,
+                forced: false,
+                scheduled: false,
+                pinnable: true,
+                style: Some("squash".into()),
+            }),
+            prs: vec![PrEffect { repo: Repo::new("o", "r"), pr: 1, change: PrChange::Merged }],
+            branches: vec![BranchMove { repo: Repo::new("o", "r"), branch: "main".into(), how: Move::Merge { pr: 1 } }],
+            ..Effect::action("merge")
+        };
+        assert_eq!(describe(&merge, Some("3386c20ab12")), "merge o/r#1 at 3386c20 onto main, squash");
+        let write = Effect {
+            paths: vec![PathWrite { branch: "feature".into(), path: "src/a.rs".into() }],
+            ..moving("feature", Move::Write)
+        };
+        assert_eq!(describe(&write, None), "write src/a.rs on branch feature of org/repo");
+        let close = Effect {
+            prs: vec![PrEffect {
+                repo: repo(),
+                pr: 4,
+                change: PrChange::State { to: "closed".into(), by: "x".into() },
+            }],
+            ..Effect::write()
+        };
+        assert_eq!(describe(&close, None), "set org/repo#4 closed");
+        assert_eq!(describe(&Effect::read(), None), "read only");
+        assert!(describe(&Effect::unknown("no statement".into()), None).contains("no statement"));
+        let failed = Effect { unestablished: vec!["the PR read failed".into()], ..Effect::action("merge") };
+        assert!(describe(&failed, None).contains("could not be established: the PR read failed"));
+    }
+
     #[test]
     fn pr_state_is_the_controller_s_and_the_reconciler_s_whatever_the_call() {
         let closes = Effect {
@@ -690,7 +811,7 @@ mod tests {
     #[test]
     fn a_lift_moves_a_breach_aside_and_names_it() {
         let scheduled = Effect {
-            merge: Some(MergeTerms { pr: 2, forced: true, scheduled: true, pinnable: true }),
+            merge: Some(MergeTerms { pr: 2, forced: true, scheduled: true, pinnable: true, style: None }),
             ..Effect::action("merge")
         };
         let j = judge(&scheduled, "merger", &Protection::default(), &[Invariant::ScheduledMerge]);

@@ -104,6 +104,8 @@ pub struct ApprovalView {
     pub worker: Option<String>,
     /// The tool.
     pub tool: String,
+    /// What the call does, in words, from its judged effect (shown first), when known.
+    pub does: Option<String>,
     /// The exact arguments, as JSON.
     pub arguments: String,
     /// Why the gate asks (the rule, or the refusal it would override).
@@ -498,6 +500,7 @@ fn approval_view(r: &ApprovalRequest) -> ApprovalView {
         role: r.role.clone(),
         worker: r.worker.clone(),
         tool: r.tool.clone(),
+        does: r.does.clone(),
         arguments: r
             .arguments
             .as_ref()

@@ -55,6 +55,9 @@ pub(crate) const CREATE_EVENTS: &str = "CREATE TABLE IF NOT EXISTS approval_even
         held_until  {time}
     );";
 
+/// Schema v13's column added to `approvals`: what the call does, in words.
+pub(crate) const ADD_DOES: &[(&str, &str, &str)] = &[("approvals", "does", "TEXT")];
+
 /// Schema v11's columns added to `approvals`.
 pub(crate) const ADD: &[(&str, &str, &str)] = &[
     ("approvals", "approvers", "TEXT"),
@@ -62,7 +65,7 @@ pub(crate) const ADD: &[(&str, &str, &str)] = &[
     ("approvals", "answers", "TEXT"),
 ];
 
-const APPROVAL: [&str; 18] = [
+const APPROVAL: [&str; 19] = [
     "id",
     "requested_at",
     "profile",
@@ -81,6 +84,7 @@ const APPROVAL: [&str; 18] = [
     "approvers",
     "required",
     "answers",
+    "does",
 ];
 
 /// The statements, in one engine's spelling.
@@ -200,6 +204,7 @@ impl Record for ApprovalRequest {
                 Some(text) => serde_json::from_str(&text).map_err(|e| r.invalid(17, e.to_string()))?,
                 None => Vec::new(),
             },
+            does: r.opt_text(18)?,
         })
     }
 }
@@ -262,6 +267,7 @@ fn values(a: &ApprovalRequest) -> Result<[Value<'_>; APPROVAL.len()], StoreError
         json("the request's approvers", &a.approvers)?,
         Value::Int(Some(i64::from(a.required.max(1)))),
         json("the request's answers", &a.answers)?,
+        opt_text(a.does.as_deref()),
     ])
 }
 

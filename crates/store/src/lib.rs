@@ -61,7 +61,7 @@ pub fn within<T>(budget: std::time::Duration, f: impl FnOnce() -> T) -> T {
 
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
-pub const SCHEMA_VERSION: u32 = 12;
+pub const SCHEMA_VERSION: u32 = 13;
 
 /// The control-plane store. Every method is required: a wrapper that forgets
 /// to delegate one does not compile, rather than answering "unsupported" at

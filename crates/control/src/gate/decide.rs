@@ -871,6 +871,12 @@ impl Gate {
             principal: principal.map(str::to_owned),
             tool: call.tool.to_owned(),
             arguments: g.forward.clone().or_else(|| call.arguments.cloned()),
+            // What it does, in words, from the effect the invariants were judged on, at the
+            // head the workflow judged it at.
+            does: g.stated.as_ref().map(|s| {
+                let head = g.workflow.as_ref().and_then(|w| w.at.as_ref()).map(|(head, _)| head.as_str());
+                fleetgate_core::effect::describe(&s.effect, head)
+            }),
             digest,
             why: plan.why.clone(),
             state: fleetgate_core::approval::ApprovalState::Pending,

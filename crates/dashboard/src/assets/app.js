@@ -275,8 +275,10 @@
           el("span", { class: "muted", text: a.requested_at }))),
         cell("Who", el("span", {}, el("strong", { text: a.profile }), el("br"),
           el("span", { class: "muted", text: a.worker || "-" }))),
-        cell("Tool", el("code", { text: a.tool })),
-        cell("Arguments", el("code", { text: a.arguments })),
+        cell("Call", el("span", {},
+          ...(a.does ? [el("strong", { class: "does", text: a.does }), el("br")] : []),
+          el("code", { class: "tool", text: a.tool }), el("br"),
+          el("code", { class: "arguments", text: a.arguments }))),
         cell("Why", el("span", { text: a.why })),
         cell("Approvers", el("span", {},
           el("span", { class: "needed", text: a.needed === 1 ? "1 more approval" : `${a.needed} more approvals` }),
@@ -298,7 +300,7 @@
       }
       showNote(row);
     }
-    $("approvals").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(7, "no call waits for an operator")]));
+    $("approvals").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(6, "no call waits for an operator")]));
     $("approvals-note").textContent = rows.length ? `${rows.length} waiting` : "";
     // What each notification target still owes (a receiver down: it is retried while the
     // request is open).

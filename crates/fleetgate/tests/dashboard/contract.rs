@@ -348,6 +348,7 @@ fn asked(d: &crate::support::Dashboard) -> String {
         tool: "create_branch".into(),
         digest: fleetgate_core::approval::call_digest(Some("wrk-a"), "create_branch", arguments.as_ref()),
         arguments,
+        does: None,
         why: "rule fleet.toml:9 asks".into(),
         state: fleetgate_core::approval::ApprovalState::Pending,
         answered_by: None,

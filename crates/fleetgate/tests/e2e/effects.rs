@@ -48,6 +48,17 @@ wait_seconds = 0
 may_override = ["role_not_permitted", "fleet_inventory_blocked", "review_lease_required", "tool_definition_changed", "session_attachment_missing"]
 "#;
 
+/// Every refusal an operator may override, the merge's approval included: the break-glass,
+/// named as the `reviewed-merge` lift.
+const BREAK_GLASS: &str = r#"
+[approvals]
+wait_seconds = 0
+may_override = ["role_not_permitted", "approval_required", "fleet_inventory_blocked", "stale_head", "review_lease_required"]
+
+[invariants]
+lift = ["reviewed-merge"]
+"#;
+
 /// The rosters every attack runs under.
 fn rosters() -> [(&'static str, String); 3] {
     [("default", String::new()), ("restated", RESTATED.to_owned()), ("overridable", format!("{OVERRIDES}{RESTATED}"))]
@@ -216,7 +227,7 @@ fn restated_rules_lift_no_invariant() {
 #[test]
 fn an_approved_override_skips_no_other_check_and_a_moved_head_is_another_call() {
     let _serial = crate::support::serial();
-    let mut fleet = Fleet::start(OVERRIDES);
+    let mut fleet = Fleet::start(BREAK_GLASS);
     let main_before = tip(&fleet, "main");
     // The reviewer writes a workflow file on main: refused by the invariant, and no override
     // is even asked (the role refusal behind it would be overridable).
@@ -330,7 +341,7 @@ fn approve_everything(fleet: &Fleet) -> usize {
 fn an_operator_approving_everything_lands_no_unreviewed_head_on_main() {
     let _serial = crate::support::serial();
     let asking = format!(
-        "{OVERRIDES}\n[[rules]]\ntool = \"pull_request_write\"\nargs = {{ \"/method\" = [\"merge\"] }}\nroles =          [\"merger\"]\ndecision = \"ask\"\n"
+        "{OVERRIDES}\n[[rules]]\ntool = \"pull_request_write\"\nargs = {{ \"/method\" = [\"merge\"] }}\nroles = [\"merger\"]\ndecision = \"ask\"\n"
     );
     let mut fleet = Fleet::start(&asking);
     // The override asked for without the lift: refused at load, with the advice.

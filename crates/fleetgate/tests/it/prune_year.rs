@@ -113,6 +113,7 @@ fn approval(n: u64, at: Timestamp) -> ApprovalRequest {
         tool: "pull_request_write".into(),
         digest: call_digest(Some("wrk-merger"), "pull_request_write", arguments.as_ref()),
         arguments,
+        does: None,
         why: "a rule asks".into(),
         state: ApprovalState::Pending,
         answered_by: None,

@@ -20,6 +20,7 @@ pub fn request(nonce: u128, worker: &str, index: u64) -> ApprovalRequest {
         tool: "pull_request_write".into(),
         digest: call_digest(Some(worker), "pull_request_write", arguments.as_ref()),
         arguments,
+        does: Some(format!("merge o/r#{index} at 3386c20 onto main, squash")),
         why: "rule fleet.toml:3 asks".into(),
         state: ApprovalState::Pending,
         answered_by: None,

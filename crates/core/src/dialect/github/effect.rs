@@ -24,6 +24,10 @@
 //! hand, then states the effect. A read that failed leaves the effect unestablished.
 
 use super::{GITHUB, ISSUE_NUMBER, MAX_NUMBER, MERGE_HEAD_KEY, PR_NUMBER};
+
+/// github-mcp-server's merge method argument (`merge`, `squash`, `rebase`; the server's
+/// default `merge`).
+const MERGE_METHOD: &str = "merge_method";
 use crate::dialect::table::{Stated, Surface};
 use crate::dialect::{
     ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW, Dialect, PrFacts, PrTarget,
@@ -473,6 +477,7 @@ pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String
                 forced: false,
                 scheduled: false,
                 pinnable: declared(schema, MERGE_HEAD_KEY) || args.contains_key(MERGE_HEAD_KEY),
+                style: text(args, MERGE_METHOD).map(str::to_owned),
             }),
             ..Effect::action(ACTION_MERGE)
         },
@@ -603,6 +608,7 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
                     forced: false,
                     scheduled: false,
                     pinnable: declared(schema, MERGE_HEAD_KEY),
+                    style: text(args, MERGE_METHOD).map(str::to_owned),
                 }),
                 prs: vec![PrEffect { repo: base_repo.clone(), pr: number, change: PrChange::Merged }],
                 ..Effect::action(ACTION_MERGE)
