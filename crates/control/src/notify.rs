@@ -163,8 +163,9 @@ pub fn headline(event: &ApprovalEvent) -> String {
 /// Who answers a request still waiting, and where; nothing once it is answered or closed.
 fn answering(event: &ApprovalEvent) -> Option<String> {
     let r = &event.request;
-    (r.state == fleetgate_core::approval::ApprovalState::Pending)
-        .then(|| fleetgate_core::approval::where_answered(&r.id, &r.approvers))
+    (r.state == fleetgate_core::approval::ApprovalState::Pending).then(|| {
+        fleetgate_core::text::shown(&fleetgate_core::approval::where_answered(&r.id, &r.approvers), usize::MAX)
+    })
 }
 
 /// What `event` is sent to a target of `kind` as, at `sent_at` (Unix seconds: the attempt's

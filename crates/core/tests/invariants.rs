@@ -318,6 +318,33 @@ const OVERRIDABLE: [BlockerKind; 5] = [
     BlockerKind::ToolDefinitionChanged,
 ];
 
+/// What the generated operator rules, put ahead of `dialect`'s profile, say of `role`'s call:
+/// permitted, the refusal when not, the rule that asks an operator when one does.
+fn roster_says(
+    dialect: &dyn Dialect,
+    own: Vec<Rule>,
+    role: &str,
+    tool: &str,
+    args: &Map<String, Value>,
+) -> (bool, Option<RoleRefusal>, Option<String>) {
+    let mut list = own;
+    list.extend(dialect.rules());
+    let decided = RuleSet::new(list).decide(role, tool, Some(args));
+    let permitted = decided.as_ref().is_none_or(|d| d.permitted);
+    let refusal = decided.as_ref().and_then(|d| d.reason.clone()).map(|reason| RoleRefusal { reason, may: vec![] });
+    let ask = decided.as_ref().filter(|d| d.ask).and_then(|d| d.rule.clone());
+    (permitted, refusal, ask)
+}
+
+/// The operator says yes to anything: every asked call and every override of `kinds` approved.
+fn yes_to_everything(kinds: &[BlockerKind]) -> Approvals {
+    Approvals {
+        call: Some(Standing::Approved { id: "apr-call".into(), by: "op".into() }),
+        overrides: kinds.iter().map(|k| (*k, Standing::Approved { id: format!("apr-{k}"), by: "op".into() })).collect(),
+        ..Approvals::default()
+    }
+}
+
 /// Judge one attack through `dialect` under the generated roster, everything approved.
 fn check(
     dialect: &dyn Dialect,
@@ -327,29 +354,16 @@ fn check(
     may_override: &[BlockerKind],
     lifted: &[Invariant],
 ) -> Result<(), TestCaseError> {
-    let mut list = own;
-    list.extend(dialect.rules());
-    let rules = RuleSet::new(list);
     let mut args = attack.args.as_object().cloned().unwrap();
     args.insert("owner".into(), json!("org"));
     args.insert("repo".into(), json!("repo"));
     let schema = attack.schema.as_ref().and_then(Value::as_object);
     let effect = effect_of(dialect, attack.tool, &args, schema);
     let judged = judge(&effect, role, &Protection::default(), lifted);
-    let decided = rules.decide(role, attack.tool, Some(&args));
-    let permitted = decided.as_ref().is_none_or(|d| d.permitted);
-    let refusal = decided.as_ref().and_then(|d| d.reason.clone()).map(|reason| RoleRefusal { reason, may: vec![] });
-    let ask = decided.as_ref().filter(|d| d.ask).and_then(|d| d.rule.clone());
-    // Every override and every asked call approved: the operator says yes to anything.
-    let approvals = Approvals {
-        call: Some(Standing::Approved { id: "apr-call".into(), by: "op".into() }),
-        overrides: may_override
-            .iter()
-            .chain([BlockerKind::ProtectedBranch, BlockerKind::InvariantViolated].iter())
-            .map(|k| (*k, Standing::Approved { id: format!("apr-{k}"), by: "op".into() }))
-            .collect(),
-        ..Approvals::default()
-    };
+    let (permitted, refusal, ask) = roster_says(dialect, own, role, attack.tool, &args);
+    let kinds: Vec<BlockerKind> =
+        may_override.iter().chain(&[BlockerKind::ProtectedBranch, BlockerKind::InvariantViolated]).copied().collect();
+    let approvals = yes_to_everything(&kinds);
     let verdict = resolve_task_capability(&CapabilityInput {
         profile: "p",
         role,
@@ -479,21 +493,8 @@ fn check_merge(
     let effect = effect_of(dialect, tool, &args, schema.as_ref().and_then(Value::as_object));
     let judged = judge(&effect, "merger", &Protection::default(), lifted);
     prop_assert!(judged.breaches.is_empty(), "a plain merge breaks nothing else: {:?}", judged);
-    let mut list = own;
-    list.extend(dialect.rules());
-    let rules = RuleSet::new(list);
-    let decided = rules.decide("merger", tool, Some(&args));
-    let permitted = decided.as_ref().is_none_or(|d| d.permitted);
-    let refusal = decided.as_ref().and_then(|d| d.reason.clone()).map(|reason| RoleRefusal { reason, may: vec![] });
-    let ask = decided.as_ref().filter(|d| d.ask).and_then(|d| d.rule.clone());
-    let approvals = Approvals {
-        call: Some(Standing::Approved { id: "apr-call".into(), by: "op".into() }),
-        overrides: may_override
-            .iter()
-            .map(|k| (*k, Standing::Approved { id: format!("apr-{k}"), by: "op".into() }))
-            .collect(),
-        ..Approvals::default()
-    };
+    let (permitted, refusal, ask) = roster_says(dialect, own, "merger", tool, &args);
+    let approvals = yes_to_everything(may_override);
     let workflow = fleetgate_core::workflow::Refusal::of(kind, "no independent approval at head 1a38ef95aaaa".into());
     let (inventory, provenance) = healthy();
     let verdict = resolve_task_capability(&CapabilityInput {
