@@ -207,6 +207,8 @@ fn api_fleet_has_the_documented_shape_and_events_push_the_same_view() {
         "review_locks_error",
         "approvals",
         "approvals_error",
+        "notify",
+        "notify_owed",
         "policy",
         "shadow",
     ];
