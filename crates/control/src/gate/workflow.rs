@@ -841,6 +841,60 @@ mod tests {
         assert_eq!(settled(ACTION_MERGE), (ACTION_MERGE.to_owned(), None), "a bare action reads back");
     }
 
+    /// The schemas of one tool, as a server lists them.
+    struct Listing(&'static str, Value);
+
+    impl Schemas for Listing {
+        fn schema(&self, tool: &str) -> Option<Map<String, Value>> {
+            (tool == self.0).then(|| self.1.as_object().cloned()).flatten()
+        }
+    }
+
+    /// GitHub's released merge declares no head pin: the gateway adds none to the forwarded
+    /// call and makes the merge itself, pinned through the REST API; a release that declares
+    /// `expectedHeadSha` is pinned with it and no REST call is made. Refused or not (no
+    /// approval is on record here), the pin is the same: an override forwards it pinned.
+    #[test]
+    fn a_merge_is_pinned_only_by_an_argument_the_server_declares_else_made_by_the_gateway() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fleetgate_store::open(&dir.path().join("s.sqlite3").display().to_string()).unwrap();
+        let head = "3".repeat(40);
+        let pr = Table(vec![(
+            "pull_request_read",
+            Ok(json!({ "number": 4, "state": "open", "head": { "sha": head, "ref": "f" },
+                        "base": { "ref": "main", "repo": { "full_name": "Org/Repo" } } })),
+        )]);
+        let actor =
+            Actor { worker: "w".into(), profile: "p".into(), client: "c".into(), session: "s".into(), principal: None };
+        let merge = args(json!({ "owner": "org", "repo": "repo", "pullNumber": 4, "merge_method": "squash" }));
+        let call = WorkflowCall {
+            tool: "merge_pull_request",
+            action: ACTION_MERGE,
+            arguments: Some(&merge),
+            actor: &actor,
+            remote: "github",
+            independence: workflow::Independence::Session,
+            decision_lock: false,
+            issue_lock: false,
+        };
+        let released = Listing("merge_pull_request", json!({ "properties": { "pullNumber": {}, "merge_method": {} } }));
+        let forge = Forge { dialect: &fleetgate_core::dialect::github::GITHUB, schemas: &released, reader: Some(&pr) };
+        let judged = judge(&*store, forge, &call, Timestamp::from_unix(1_000));
+        // The repository as the forge names it (declared keys); no head pin.
+        assert_eq!(judged.pins, args(json!({ "owner": "Org", "repo": "Repo" })), "no undeclared pin");
+        let rest = judged.rest.expect("the gateway's own merge");
+        assert_eq!(rest.path, "repos/Org/Repo/pulls/4/merge", "the repository as the forge names it");
+        assert_eq!(rest.body, json!({ "merge_method": "squash", "sha": head }));
+        assert!(judged.note.unwrap().contains("made by the gateway through the forge's REST merge"));
+        assert_eq!(judged.refusal.unwrap().blocker_kind, BlockerKind::ApprovalRequired);
+        let pinned =
+            Listing("merge_pull_request", json!({ "properties": { "pullNumber": {}, "expectedHeadSha": {} } }));
+        let forge = Forge { dialect: &fleetgate_core::dialect::github::GITHUB, schemas: &pinned, reader: Some(&pr) };
+        let judged = judge(&*store, forge, &call, Timestamp::from_unix(1_000));
+        assert_eq!(judged.pins.get("expectedHeadSha"), Some(&Value::from(head.clone())));
+        assert!(judged.rest.is_none());
+    }
+
     #[test]
     fn issue_references_are_read_as_gitea_reads_them() {
         let refs = referenced_issues(&args(json!({
