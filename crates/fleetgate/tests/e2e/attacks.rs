@@ -314,3 +314,37 @@ fn a_toolset_turned_on_at_run_time_is_judged_and_pinned_like_any_other() {
     assert!(pinned.to_string().contains("actions_run_trigger"), "the new tool is pinned: {pinned}");
     fleet.stop();
 }
+
+/// Documented uses of GitHub's server that the gate once refused: `issue_write`'s `type: null`
+/// (the schema's "pass null to remove the current type"), and a branch the server makes
+/// literally named `refs/heads/x` — judged by that name, while one that reads like a protected
+/// branch is still refused.
+#[test]
+fn documented_uses_of_github_s_server_are_not_refused() {
+    let _serial = serial();
+    let forge = Forge::Github;
+    let mut fleet = Fleet::start_forge(forge, "", &[], None);
+    let created = answer(fleet.call("author", "issue_write", json!({ "method": "create", "title": "t", "body": "b" })));
+    let number = created["number"].as_i64().or_else(|| created["id"].as_str()?.parse().ok());
+    let number = number.unwrap_or_else(|| panic!("an issue number: {created}"));
+    let untype = json!({ "method": "update", "issue_number": number, "type": null });
+    answer_any(fleet.call("author", "issue_write", untype));
+    let before = main_tip(&fleet);
+    answer_any(call(&mut fleet, "author", forge.create_branch("refs/heads/feature", None)));
+    assert!(fleet.git(&["branch", "--list"]).contains("refs/heads/feature"), "a branch literally so named");
+    let push = (
+        "push_files",
+        json!({ "branch": "refs/heads/feature", "message": "m",
+                                        "files": [{ "path": "a.txt", "content": "x" }] }),
+    );
+    answer_any(call(&mut fleet, "author", push));
+    refused(call(&mut fleet, "author", forge.create_branch("refs/heads/main", None)), "protected_branch", "main");
+    let onto_main = (
+        "push_files",
+        json!({ "branch": "refs/heads/main", "message": "m",
+                                             "files": [{ "path": "a.txt", "content": "x" }] }),
+    );
+    refused(call(&mut fleet, "author", onto_main), "protected_branch", "main");
+    assert_eq!(main_tip(&fleet), before);
+    fleet.stop();
+}
