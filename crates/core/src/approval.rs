@@ -265,18 +265,49 @@ pub fn override_digest(call: &str, kind: crate::blocker::BlockerKind) -> String 
     format!("{call}+override:{kind}")
 }
 
-/// The operator's answers on record for the call `digest` and its overrides, from the
-/// requests the store holds that still stand (pending, or answered within the TTL and not
-/// used): a denial stands over an approval (any denial denies), an approval over a request
-/// still waiting.
+/// The refusal an override request is about (the `+override:<kind>` of its digest), `None`
+/// for a request about the call itself.
+fn overrides_of(digest: &str) -> Option<&str> {
+    digest.split_once("+override:").map(|(_, kind)| kind)
+}
+
+/// One exact call, whoever makes it: its tool and the arguments that would be forwarded,
+/// pins included (what a request records).
+#[derive(Clone, Copy, Debug)]
+pub struct ExactCall<'a> {
+    /// The tool.
+    pub tool: &'a str,
+    /// The arguments as they would be forwarded.
+    pub arguments: Option<&'a Map<String, Value>>,
+}
+
+impl ExactCall<'_> {
+    /// Whether `request` is about this exact call (or, with `kind`, about overriding that
+    /// refusal of it), whichever worker asked.
+    fn names(&self, request: &ApprovalRequest, kind: Option<&str>) -> bool {
+        request.tool == self.tool
+            && request.arguments.as_ref() == self.arguments
+            && overrides_of(&request.digest) == kind
+    }
+}
+
+/// The operator's answers on record for the call `digest` (`call`, as its worker makes it) and its
+/// overrides, from the requests the store holds that still stand (pending, or answered
+/// within the TTL and not used) and the denials of the same tool within the TTL: a denial
+/// stands over an approval (any denial denies), an approval over a request still waiting.
+///
+/// A denial stands for the exact call whoever asks it — another worker, a new session — so
+/// asking again records nothing and notifies no one; an approval is used only by the worker
+/// it was asked for (another's identical call asks for its own).
 pub fn on_record(
     requests: &[ApprovalRequest],
-    digest: &str,
+    denials: &[ApprovalRequest],
+    (digest, call): (&str, ExactCall<'_>),
     overridable: &[crate::blocker::BlockerKind],
     pending_of_worker: usize,
 ) -> crate::capability::Approvals {
     use crate::capability::Standing;
-    let standing = |d: &str| {
+    let standing = |d: &str, kind: Option<&str>| {
         let of: Vec<&ApprovalRequest> = requests.iter().filter(|r| r.digest == d).collect();
         let by = |r: &ApprovalRequest| {
             let who = r.answered_by.clone().unwrap_or_else(|| "an operator".into());
@@ -285,18 +316,27 @@ pub fn on_record(
                 None => who,
             }
         };
-        let latest = |state: ApprovalState| of.iter().rev().find(|r| r.state == state);
-        if let Some(r) = latest(ApprovalState::Denied) {
+        let latest = |state: ApprovalState| of.iter().rev().find(|r| r.state == state).copied();
+        let denied = denials
+            .iter()
+            .filter(|r| r.state == ApprovalState::Denied && call.names(r, kind))
+            .chain(latest(ApprovalState::Denied))
+            .max_by_key(|r| (r.answered_at, r.requested_at));
+        if let Some(r) = denied {
             return Some(Standing::Denied { id: r.id.clone(), by: by(r) });
         }
+        // `digest` names the worker: an approval is used only by the worker it was asked for.
         if let Some(r) = of.iter().find(|r| r.state == ApprovalState::Approved) {
             return Some(Standing::Approved { id: r.id.clone(), by: by(r) });
         }
         latest(ApprovalState::Pending).map(|r| Standing::Pending { id: r.id.clone() })
     };
     crate::capability::Approvals {
-        call: standing(digest),
-        overrides: overridable.iter().filter_map(|k| Some((*k, standing(&override_digest(digest, *k))?))).collect(),
+        call: standing(digest, None),
+        overrides: overridable
+            .iter()
+            .filter_map(|k| Some((*k, standing(&override_digest(digest, *k), Some(k.as_str()))?)))
+            .collect(),
         pending_of_worker,
         unavailable: None,
     }
@@ -411,6 +451,42 @@ mod tests {
         assert!(refusal(&mapped, &svc).is_some_and(|w| w.contains("made the call")), "by alias");
         assert_eq!(refusal(&mapped, &who("oidc:svc-7f3a", &[])), None, "without the alias, another principal");
         assert_eq!(refusal(&request(None, &[], 1), &who("token:dashboard", &[])), None, "anyone when none named");
+    }
+
+    #[test]
+    fn a_denial_stands_for_the_exact_call_whoever_asks_and_an_approval_for_its_worker_only() {
+        use crate::capability::Standing;
+        let args = json!({ "method": "merge", "index": 3, "head_commit_id": "abc" }).as_object().cloned();
+        let asked = |worker: &str, state: ApprovalState| ApprovalRequest {
+            digest: call_digest(Some(worker), "merge", args.as_ref()),
+            worker: Some(worker.into()),
+            arguments: args.clone(),
+            state,
+            answered_at: Some(Timestamp::from_unix(5)),
+            ..request(None, &[], 1)
+        };
+        let call = ExactCall { tool: "merge", arguments: args.as_ref() };
+        let mine = call_digest(Some("w2"), "merge", args.as_ref());
+        // w1's request denied: w2 (a new session) asking the same exact call is denied too.
+        let denied = asked("w1", ApprovalState::Denied);
+        let on = on_record(&[], std::slice::from_ref(&denied), (&mine, call), &[], 0);
+        assert!(matches!(on.call, Some(Standing::Denied { ref id, .. }) if *id == denied.id), "{on:?}");
+        // Another value, another tool, or an override's denial: another call.
+        let other = json!({ "method": "merge", "index": 3, "head_commit_id": "abd" }).as_object().cloned();
+        let moved = ExactCall { arguments: other.as_ref(), ..call };
+        assert_eq!(on_record(&[], std::slice::from_ref(&denied), (&mine, moved), &[], 0).call, None, "a moved head");
+        let tool = ExactCall { tool: "merge2", ..call };
+        assert_eq!(on_record(&[], std::slice::from_ref(&denied), (&mine, tool), &[], 0).call, None, "a tool");
+        let kind = crate::blocker::BlockerKind::FleetInventoryBlocked;
+        let over = ApprovalRequest { digest: override_digest(&denied.digest, kind), ..denied.clone() };
+        let on = on_record(&[], std::slice::from_ref(&over), (&mine, call), &[kind], 0);
+        assert_eq!(on.call, None, "an override's denial is not the call's");
+        assert!(matches!(on.overrides.as_slice(), [(k, Standing::Denied { .. })] if *k == kind), "{on:?}");
+        // w1's approval is w1's: its digest names it.
+        let approved = asked("w1", ApprovalState::Approved);
+        assert_eq!(on_record(std::slice::from_ref(&approved), &[], (&mine, call), &[], 0).call, None);
+        let theirs = on_record(std::slice::from_ref(&approved), &[], (&approved.digest, call), &[], 0);
+        assert!(matches!(theirs.call, Some(Standing::Approved { .. })), "{theirs:?}");
     }
 
     #[test]

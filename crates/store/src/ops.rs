@@ -403,10 +403,10 @@ impl<E: Engine> Store for E {
     fn approvals_on_record(
         &self,
         digests: &[String],
-        worker: Option<&str>,
+        asker: (Option<&str>, &str),
         not_before: Timestamp,
     ) -> Result<crate::OnRecord, StoreError> {
-        crate::approvals::on_record(self, digests, worker, not_before)
+        crate::approvals::on_record(self, digests, asker, not_before)
     }
 
     fn use_approval(

@@ -26,7 +26,7 @@ use crate::audit::Auditor;
 use fleetgate_config::{FleetConfig, Member};
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
-use fleetgate_core::approval::{ApprovalRequest, call_digest, override_digest, request_id};
+use fleetgate_core::approval::{ApprovalRequest, ExactCall, call_digest, on_record, override_digest, request_id};
 use fleetgate_core::audit::{AuditEntry, JudgedCall, keep_arguments};
 use fleetgate_core::capability::{
     Approvals, Capability, CapabilityInput, Evidence, RequestPlan, RoleRefusal, ToolClass, classify_tool,
@@ -634,8 +634,13 @@ impl Gate {
         let mut digests = vec![g.digest.clone()];
         digests.extend(kinds.iter().map(|k| override_digest(&g.digest, *k)));
         let not_before = now.plus_seconds(-self.config.approvals.ttl_seconds);
-        g.approvals = Some(match self.store.approvals_on_record(&digests, g.worker.as_deref(), not_before) {
-            Ok(on) => fleetgate_core::approval::on_record(&on.requests, &g.digest, &kinds, on.pending_of_worker),
+        let asker = (g.worker.as_deref(), call.tool);
+        g.approvals = Some(match self.store.approvals_on_record(&digests, asker, not_before) {
+            Ok(on) => {
+                // What a request records: the arguments as they would be forwarded.
+                let exact = ExactCall { tool: call.tool, arguments: g.forward.as_ref().or(call.arguments) };
+                on_record(&on.requests, &on.denials, (&g.digest, exact), &kinds, on.pending_of_worker)
+            }
             Err(e) => Approvals { unavailable: Some(e.to_string()), ..Approvals::default() },
         });
         g

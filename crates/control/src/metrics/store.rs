@@ -134,7 +134,7 @@ impl Store for MeteredStore {
         fn forget_http_session(&self, session_id: &str) -> bool;
         fn forget_http_sessions_of(&self, runtime_id: &str) -> usize;
         fn prune_http_sessions(&self, opened_before: Timestamp) -> u64;
-        fn approvals_on_record(&self, digests: &[String], worker: Option<&str>, not_before: Timestamp) -> fleetgate_store::OnRecord;
+        fn approvals_on_record(&self, digests: &[String], asker: (Option<&str>, &str), not_before: Timestamp) -> fleetgate_store::OnRecord;
         fn use_approval(&self, id: &str, not_before: Timestamp, now: Timestamp) -> Option<ApprovalRequest>;
         fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> bool;
         fn observe_tool(&self, profile: &str, tool: &str, digest: &str, definition: &str, now: Timestamp) -> ToolPin;

@@ -307,10 +307,10 @@ impl Store for Instrumented {
     fn approvals_on_record(
         &self,
         digests: &[String],
-        worker: Option<&str>,
+        asker: (Option<&str>, &str),
         not_before: Timestamp,
     ) -> Result<fleetgate_store::OnRecord, StoreError> {
-        self.inner.approvals_on_record(digests, worker, not_before)
+        self.inner.approvals_on_record(digests, asker, not_before)
     }
     fn approval_watch(&self) -> Result<Box<dyn fleetgate_store::ApprovalWatch>, StoreError> {
         self.inner.approval_watch()

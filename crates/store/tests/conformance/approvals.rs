@@ -8,6 +8,8 @@ use fleetgate_core::approval::{ApprovalRequest, ApprovalState, Approver, call_di
 use fleetgate_store::Answered;
 use serde_json::json;
 
+const TOOL: &str = "pull_request_write";
+
 pub fn request(nonce: u128, worker: &str, index: u64) -> ApprovalRequest {
     let arguments = json!({ "method": "merge", "index": index, "body": "quote \" ünïcödé" }).as_object().cloned();
     ApprovalRequest {
@@ -45,7 +47,7 @@ pub fn an_approval_covers_one_pending_call_and_is_used_once(fx: &Fixture) {
 
     // Nothing covers a pending call; it stands on record as pending, with the worker's count.
     assert!(store.use_approval(&first.id, now(), now().plus_seconds(5)).unwrap().is_none());
-    let on = store.approvals_on_record(std::slice::from_ref(&first.digest), Some("w1"), now()).unwrap();
+    let on = store.approvals_on_record(std::slice::from_ref(&first.digest), (Some("w1"), TOOL), now()).unwrap();
     assert_eq!((on.requests.len(), on.requests[0].state, on.pending_of_worker), (1, ApprovalState::Pending, 2));
     let answered = store.answer_approval(&first.id, &who("os:alice"), true, Some("ok to ship"), now().plus_seconds(10));
     let Answered::Recorded(answered) = answered.unwrap() else { panic!("a pending request is answered") };
@@ -59,12 +61,13 @@ pub fn an_approval_covers_one_pending_call_and_is_used_once(fx: &Fixture) {
         "answered once"
     );
     // Outside its window (answered before `not_before`): not on record, not covered.
-    let late = store.approvals_on_record(std::slice::from_ref(&first.digest), None, now().plus_seconds(11)).unwrap();
+    let late =
+        store.approvals_on_record(std::slice::from_ref(&first.digest), (None, TOOL), now().plus_seconds(11)).unwrap();
     assert!(late.requests.is_empty(), "{late:?}");
     assert!(store.use_approval(&first.id, now().plus_seconds(11), now().plus_seconds(12)).unwrap().is_none());
     // An answer given by a clock ahead of the deciding one's (answered at +10, decided at
     // +9): an answer given is an answer seen.
-    let on = store.approvals_on_record(&[first.digest.clone(), "sha256:other".into()], None, now()).unwrap();
+    let on = store.approvals_on_record(&[first.digest.clone(), "sha256:other".into()], (None, TOOL), now()).unwrap();
     assert_eq!((on.requests.len(), on.requests[0].state), (1, ApprovalState::Approved));
     let used = store.use_approval(&first.id, now(), now().plus_seconds(9)).unwrap().expect("covered once");
     assert_eq!(
@@ -72,7 +75,7 @@ pub fn an_approval_covers_one_pending_call_and_is_used_once(fx: &Fixture) {
         (first.id.as_str(), ApprovalState::Used, Some(now().plus_seconds(9)))
     );
     assert!(store.use_approval(&first.id, now(), now().plus_seconds(13)).unwrap().is_none(), "used once only");
-    let on = store.approvals_on_record(std::slice::from_ref(&first.digest), None, now()).unwrap();
+    let on = store.approvals_on_record(std::slice::from_ref(&first.digest), (None, TOOL), now()).unwrap();
     assert!(on.requests.is_empty(), "a used approval stands no more");
     // The call asked again after its request was answered is a new request.
     let fresh = store.request_approval(&request(4, "w1", 3)).unwrap();
@@ -86,8 +89,17 @@ pub fn an_approval_covers_one_pending_call_and_is_used_once(fx: &Fixture) {
     };
     assert_eq!(denied.state, ApprovalState::Denied);
     assert!(store.use_approval(&other.id, now(), now().plus_seconds(21)).unwrap().is_none());
-    let on = store.approvals_on_record(std::slice::from_ref(&other.digest), None, now()).unwrap();
+    let on = store.approvals_on_record(std::slice::from_ref(&other.digest), (None, TOOL), now()).unwrap();
     assert_eq!(on.requests.iter().map(|r| r.state).collect::<Vec<_>>(), [ApprovalState::Denied], "a denial stands");
+    // For every worker: another worker's digest finds no request, and the tool's denials
+    // within the window (the caller compares the exact call) — none of another tool's, none
+    // answered before the window.
+    let elsewhere = request(5, "w2", 4);
+    let on = store.approvals_on_record(std::slice::from_ref(&elsewhere.digest), (Some("w2"), TOOL), now()).unwrap();
+    assert!(on.requests.is_empty(), "{on:?}");
+    assert_eq!(on.denials.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [other.id.as_str()], "{on:?}");
+    assert!(store.approvals_on_record(&[], (None, "another_tool"), now()).unwrap().denials.is_empty());
+    assert!(store.approvals_on_record(&[], (None, TOOL), now().plus_seconds(21)).unwrap().denials.is_empty());
     assert!(store.withdraw_approval(&request_id(4), "the client went away", now().plus_seconds(22)).unwrap());
     assert!(!store.withdraw_approval(&request_id(4), "again", now().plus_seconds(23)).unwrap());
     assert_eq!(store.approval(&request_id(4)).unwrap().unwrap().state, ApprovalState::Withdrawn);
