@@ -124,17 +124,19 @@ impl std::fmt::Display for AnswerError {
 
 impl std::error::Error for AnswerError {}
 
-/// `approver`'s answer (approve, or deny) to the pending request `id`, audited: the request
-/// as it stands after (approved once enough approvers have, denied at the first denial).
+/// `approver`'s answer (approve, or deny) to the pending request `id`, with the roster's
+/// `people` saying who is who, audited: the request as it stands after (approved once enough
+/// people have, denied at the first denial).
 pub fn answer(
     store: &dyn Store,
     id: &str,
-    approver: &Approver,
+    (approver, people): (&Approver, &fleetgate_core::person::People),
     approve: bool,
     reason: Option<&str>,
     now: Timestamp,
 ) -> Result<ApprovalRequest, AnswerError> {
-    let answered = match store.answer_approval(id, approver, approve, reason, now).map_err(AnswerError::Store)? {
+    let by = (approver, people);
+    let answered = match store.answer_approval(id, by, approve, reason, now).map_err(AnswerError::Store)? {
         Answered::Recorded(r) => r,
         Answered::NotPending(r) => return Err(AnswerError::NotPending(r.map(Box::new))),
         Answered::Refused(r, why) => {

@@ -322,7 +322,7 @@ pub(crate) fn list<E: Engine>(e: &E, pending_only: bool) -> Result<Vec<ApprovalR
 pub(crate) fn answer<E: Engine>(
     e: &E,
     id: &str,
-    approver: &Approver,
+    (approver, people): (&Approver, &fleetgate_core::person::People),
     approve: bool,
     reason: Option<&str>,
     now: Timestamp,
@@ -336,7 +336,7 @@ pub(crate) fn answer<E: Engine>(
             if current.state != ApprovalState::Pending {
                 return Ok(crate::Answered::NotPending(Some(current)));
             }
-            let next = match fleetgate_core::approval::answered(&current, approver, approve, reason, now) {
+            let next = match fleetgate_core::approval::answered(&current, approver, people, approve, reason, now) {
                 Ok(next) => next,
                 Err(why) => return Ok(crate::Answered::Refused(current, why)),
             };

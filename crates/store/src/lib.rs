@@ -276,13 +276,14 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn list_approvals(&self, pending_only: bool) -> Result<Vec<ApprovalRequest>, StoreError>;
 
     /// `approver`'s answer to the pending request `id` (approve, or deny), judged on the
-    /// request as it stands: recorded (approved once its required approvers have, denied at
-    /// the first denial), refused (the requester's own principal, not among its approvers,
-    /// answered already), or the request is not pending.
+    /// request as it stands with `people` saying who is who (`fleetgate_core::person`):
+    /// recorded (approved once its required people have, denied at the first denial), refused
+    /// (the requester's own person, not among its approvers, answered already, not told apart
+    /// from the requester or an earlier approver), or the request is not pending.
     fn answer_approval(
         &self,
         id: &str,
-        approver: &Approver,
+        by: (&Approver, &fleetgate_core::person::People),
         approve: bool,
         reason: Option<&str>,
         now: Timestamp,

@@ -876,14 +876,7 @@ impl Gate {
             arguments: g.forward.clone().or_else(|| call.arguments.cloned()),
             digest,
             why: plan.why.clone(),
-            state: fleetgate_core::approval::ApprovalState::Pending,
-            answered_by: None,
-            answered_at: None,
-            answer_reason: None,
-            used_at: None,
-            approvers: Vec::new(),
-            required: 1,
-            answers: Vec::new(),
+            ..ApprovalRequest::default()
         };
         let (approvers, required) = self.approvers_of(g, plan.overrides.is_none());
         let request = ApprovalRequest { approvers, required, ..request };

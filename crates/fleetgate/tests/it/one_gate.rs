@@ -469,7 +469,7 @@ fn a_held_call_wakes_on_the_answer(store_url: Option<String>) {
             tokio::task::spawn_blocking(move || {
                 let operator = fleetgate_store::open(&spec).unwrap();
                 assert!(matches!(
-                    operator.answer_approval(&answer_id, &alice(), true, None, at(21)).unwrap(),
+                    operator.answer_approval(&answer_id, (&alice(), &Default::default()), true, None, at(21)).unwrap(),
                     fleetgate_store::Answered::Recorded(_)
                 ));
             })
@@ -539,7 +539,7 @@ fn the_preview_is_the_real_call_with_the_approvals_on_record() {
             assert_eq!(refused.decision.blocker_kind.map(|k| k.as_str()), Some("role_not_permitted"));
             let id = f.store.list_approvals(true).unwrap()[0].id.clone();
             assert!(matches!(
-                f.store.answer_approval(&id, &alice(), true, None, at(20)).unwrap(),
+                f.store.answer_approval(&id, (&alice(), &Default::default()), true, None, at(20)).unwrap(),
                 fleetgate_store::Answered::Recorded(_)
             ));
             let seen = preview();
@@ -584,7 +584,7 @@ fn a_role_refusal_the_operator_may_override_passes_once_approved() {
             let text = refused.decision.reasons.join(" ");
             assert!(text.contains(&requests[0].id), "{text}");
             assert!(matches!(
-                f.store.answer_approval(&requests[0].id, &alice(), true, None, at(20)).unwrap(),
+                f.store.answer_approval(&requests[0].id, (&alice(), &Default::default()), true, None, at(20)).unwrap(),
                 fleetgate_store::Answered::Recorded(_)
             ));
             let allowed = f.control.decide(AttachmentId(1), &call);
@@ -632,7 +632,7 @@ fn a_denial_stands_for_the_exact_call_in_a_new_session() {
         assert_eq!(asked.decision.blocker_kind.map(|k| k.as_str()), Some("approval_pending"));
         let id = f.store.list_approvals(true).unwrap()[0].id.clone();
         assert!(matches!(
-            f.store.answer_approval(&id, &alice(), false, Some("not today"), at(20)).unwrap(),
+            f.store.answer_approval(&id, (&alice(), &Default::default()), false, Some("not today"), at(20)).unwrap(),
             fleetgate_store::Answered::Recorded(_)
         ));
         // A new session: another attachment, another worker.
