@@ -16,7 +16,7 @@ use fleetgate_core::audit::ArgumentsMode;
 use fleetgate_core::capability::{RolePolicy, ToolClass, ToolRules};
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_core::person::People;
-use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
+use fleetgate_core::rules::{ArgMatch, EffectMatch, Rule, RuleSet};
 use fleetgate_gateway::ConnectionLimits;
 use fleetgate_supervise::{SupervisionConfig, SupervisionSettings};
 use serde::Deserialize;
@@ -533,9 +533,12 @@ struct RawDownstream {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRule {
-    tool: String,
+    /// A glob; unset with `effect`: every tool.
+    tool: Option<String>,
     #[serde(default)]
     args: BTreeMap<String, toml::Value>,
+    /// What the call does (one operation of its judged effect).
+    effect: Option<RawEffect>,
     roles: Vec<String>,
     class: Option<ToolClass>,
     action: Option<String>,
@@ -552,7 +555,13 @@ struct RawRule {
 impl RawRule {
     /// The rule, checked against the roster's roles; `origin` is `FILE:LINE`.
     fn resolve(self, origin: String, roles: &BTreeSet<&str>, people: &People) -> Result<Rule, String> {
-        if self.tool.trim().is_empty() {
+        let effect = self.effect.map(RawEffect::resolve).transpose()?;
+        let tool = match (self.tool, &effect) {
+            (Some(tool), _) => tool,
+            (None, Some(_)) => "*".to_owned(),
+            (None, None) => return Err("a rule names a `tool` (a glob), or an `effect`, or both".into()),
+        };
+        if tool.trim().is_empty() {
             return Err("`tool` must not be empty".into());
         }
         if let Some(unknown) = self.roles.iter().find(|r| *r != "*" && !roles.contains(r.as_str())) {
@@ -597,8 +606,9 @@ impl RawRule {
         }
         Ok(Rule {
             origin,
-            tool: self.tool,
+            tool,
             args,
+            effect,
             roles: self.roles,
             class: self.class,
             action: self.action,
@@ -606,6 +616,68 @@ impl RawRule {
             approvers: self.approvers,
             required,
         })
+    }
+}
+
+/// One of, or a list of.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> OneOrMany<T> {
+    fn into_vec(self) -> Vec<T> {
+        match self {
+            Self::One(one) => vec![one],
+            Self::Many(many) => many,
+        }
+    }
+}
+
+/// A `[[rules]]` entry's `effect` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEffect {
+    op: Option<OneOrMany<String>>,
+    branch: Option<OneOrMany<String>>,
+    pr: Option<OneOrMany<u64>>,
+    protected: Option<bool>,
+}
+
+impl RawEffect {
+    fn resolve(self) -> Result<EffectMatch, String> {
+        use fleetgate_core::rules::Op;
+        let known = || Op::ALL.map(Op::as_str).join(", ");
+        let listed = |key: &str, n: usize| {
+            if n == 0 { Err(format!("effect {key} lists nothing: a call could never match it")) } else { Ok(()) }
+        };
+        let mut m = EffectMatch { protected: self.protected, ..EffectMatch::default() };
+        if let Some(ops) = self.op.map(OneOrMany::into_vec) {
+            listed("op", ops.len())?;
+            for op in ops {
+                m.op.push(Op::parse(&op).ok_or_else(|| format!("effect op {op:?} is not one of {}", known()))?);
+            }
+        }
+        if let Some(branches) = self.branch.map(OneOrMany::into_vec) {
+            listed("branch", branches.len())?;
+            if let Some(bad) = branches.iter().find(|b| b.trim().is_empty() || b.contains(char::is_control)) {
+                return Err(format!("effect branch {bad:?} is not a branch name or glob"));
+            }
+            m.branch = branches;
+        }
+        if let Some(prs) = self.pr.map(OneOrMany::into_vec) {
+            listed("pr", prs.len())?;
+            if prs.contains(&0) {
+                return Err("effect pr 0 is no PR".into());
+            }
+            m.pr = prs;
+        }
+        if m == EffectMatch::default() {
+            return Err("effect names nothing: give op, branch, pr or protected".into());
+        }
+        Ok(m)
     }
 }
 
@@ -1012,6 +1084,12 @@ fn rules(
             .into_inner()
             .resolve(origin.clone(), &roles, people)
             .map_err(|why| RosterError::invalid(format!("{origin}: [[rules]]: {why}")))?;
+        if rule.effect.is_some() && forge.is_none() {
+            return Err(RosterError::invalid(format!(
+                "{origin}: [[rules]]: `effect` is judged on what a forge dialect states a call does, and [fleet] \
+                 forge names none"
+            )));
+        }
         list.push(rule);
     }
     let own = list.len();
@@ -1454,6 +1532,45 @@ role = "reviewer"
         let d = c.rules.decide("reviewer", "pull_request_write", merge.as_object()).unwrap();
         assert!(d.permitted, "the operator's rule overrides the profile");
         assert_eq!(d.rule.as_deref(), Some("f.toml:25"));
+    }
+
+    #[test]
+    fn a_rule_may_name_what_a_call_does_under_a_forge_dialect() {
+        use fleetgate_core::rules::Op;
+        let text = GOOD.replace("[fleet]", "[fleet]\nforge = \"gitea-mcp\"");
+        let rule = |effect: &str| format!("{text}\n[[rules]]\neffect = {effect}\nroles = [\"reviewer\"]\n");
+        let c = FleetConfig::parse(&rule("{ op = \"merge\", branch = [\"release/*\"], protected = true }"), "f.toml")
+            .unwrap();
+        let r = &c.rules.rules()[0];
+        assert_eq!(r.tool, "*", "an effect rule names every tool unless it says");
+        let e = r.effect.as_ref().unwrap();
+        assert_eq!(
+            (e.op.as_slice(), e.branch.as_slice(), e.protected),
+            (&[Op::Merge][..], &["release/*".to_owned()][..], Some(true))
+        );
+        assert_ne!(c.rules_digest(), FleetConfig::parse(&text, "f.toml").unwrap().rules_digest());
+        for (effect, why) in [
+            ("{ op = \"frobnicate\" }", "is not one of merge, push"),
+            ("{ op = [] }", "lists nothing"),
+            ("{ pr = 0 }", "pr 0 is no PR"),
+            ("{}", "names nothing"),
+            ("{ base = \"main\" }", "unknown field `base`"),
+        ] {
+            let e = FleetConfig::parse(&rule(effect), "f.toml").unwrap_err().to_string();
+            assert!(e.contains(why), "{effect}: {e}");
+        }
+        let plain = format!("{GOOD}\n[[rules]]\neffect = {{ op = \"merge\" }}\nroles = [\"reviewer\"]\n");
+        let e = FleetConfig::parse(&plain, "f.toml").unwrap_err().to_string();
+        assert!(e.contains("[fleet] forge names none"), "{e}");
+        let neither = format!("{text}\n[[rules]]\nroles = [\"reviewer\"]\n");
+        assert!(FleetConfig::parse(&neither, "f.toml").unwrap_err().to_string().contains("or an `effect`"));
+        // Shadowed: a rule on every merge before one on merges onto release branches.
+        let shadowed = format!(
+            "{text}\n[[rules]]\neffect = {{ op = \"merge\" }}\nroles = [\"reviewer\"]\n\n[[rules]]\n\
+             effect = {{ op = \"merge\", branch = \"release/*\" }}\nroles = [\"reviewer\"]\n"
+        );
+        let e = FleetConfig::parse(&shadowed, "f.toml").map(|c| c.rules.rules().len());
+        assert!(e.as_ref().is_err_and(|e| e.to_string().contains("can never decide")), "{e:?}");
     }
 
     #[test]

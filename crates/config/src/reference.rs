@@ -254,11 +254,22 @@ pub const TABLES: &[Table] = &[
         header: "[[rules]]",
         about: "Argument-aware policy, checked before the forge profile's; the first matching rule decides.",
         keys: &[
-            key("tool", "string, required", "The tool's name."),
+            key("tool", "string, required (`\"*\"` with `effect`)", "The tool's name, or a glob (`*`, `?`)."),
             key(
                 "args",
                 "table of JSON pointers (none)",
                 "`\"/name\" = [values…]`, `\"present\"` or `\"absent\"`: all must hold for the rule to match.",
+            ),
+            key(
+                "effect",
+                "inline table (unset)",
+                "What the call does, as the forge dialect states it (the effect the invariants judge; needs \
+                 `[fleet] forge`): one operation of the call must be all of `op` (one or a list of `merge`, `push`, \
+                 `branch-create`, `branch-delete`, `branch-rename`, `review`, `pr-open`, `pr-edit`, `pr-state`, \
+                 `retarget`, `write`, `read`), `branch` (globs of the branch it moves or merges onto, a \
+                 retarget's new base), `pr` (numbers), `protected` (`true`: a protected branch). A rule with an \
+                 effect names no tool: a call it does not match goes on to the next rules. While what the call \
+                 does is not established, a decision that depends on it is `forge_unavailable`.",
             ),
             key("roles", "list of strings, required", "Roles that may make the call (`\"*\"`: any)."),
             key(

@@ -253,7 +253,7 @@ fn watch(inner: &WatchInner, store: &dyn Store) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fleetgate_core::approval::{ApprovalState, call_digest};
+    use fleetgate_core::approval::call_digest;
 
     fn request(arguments: serde_json::Value, why: &str) -> ApprovalRequest {
         let arguments = arguments.as_object().cloned();
@@ -268,14 +268,7 @@ mod tests {
             digest: call_digest(Some("wrk-m"), "pull_request_write", arguments.as_ref()),
             arguments,
             why: why.into(),
-            state: ApprovalState::Pending,
-            answered_by: None,
-            answered_at: None,
-            answer_reason: None,
-            used_at: None,
-            approvers: Vec::new(),
-            required: 1,
-            answers: Vec::new(),
+            ..ApprovalRequest::default()
         }
     }
 

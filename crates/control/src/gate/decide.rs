@@ -36,7 +36,7 @@ use fleetgate_core::dialect::{Dialect, Schemas, Unlisted};
 use fleetgate_core::effect::{Answered, Effect, Judgement, Read};
 use fleetgate_core::forge_call::{Ambiguity, canonicalize};
 use fleetgate_core::provenance::Provenance;
-use fleetgate_core::rules::{ArgMatch, Rule};
+use fleetgate_core::rules::{ArgMatch, Does, Rule, operations};
 use fleetgate_store::Store;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -88,6 +88,9 @@ pub struct Policy {
     pub rule: Option<String>,
     /// The matching rule asks an operator about the call (`decision = "ask"`).
     pub ask: bool,
+    /// Who may make the call depends on what it does, which is not established: why (the
+    /// call is refused `forge_unavailable`, never decided on the rest).
+    pub undetermined: Option<String>,
 }
 
 /// Previewing (`capability`, the control tool) or deciding a real call.
@@ -175,6 +178,13 @@ struct Gathered {
 }
 
 impl Gathered {
+    /// Why what the call does is not established, as far as `policy` needs it: the dialect's
+    /// statement, else a rule of what the call does that cannot be told.
+    fn unestablished<'a>(&'a self, policy: &'a Policy) -> Option<&'a str> {
+        let stated = self.stated.as_ref().and_then(|s| s.effect.unestablished.first());
+        stated.or(policy.undetermined.as_ref()).map(String::as_str)
+    }
+
     /// The arguments the call is judged by: the parse, else as sent.
     fn arguments<'a>(&'a self, call: &Call<'a>) -> Option<&'a Map<String, Value>> {
         match &self.canonical {
@@ -277,31 +287,39 @@ impl Gate {
 
     /// The role policy of one call: the rules when a rule names the tool (the first matching
     /// one decides, and gives the call its class), else the role's globs and the tool's own
-    /// class.
-    pub fn policy(&self, call: &Call<'_>) -> Policy {
-        self.policy_of(&self.config, call)
+    /// class; `effect`: what the call does, as its dialect states it (`None`: not stated).
+    pub fn policy(&self, call: &Call<'_>, effect: Option<&Effect>) -> Policy {
+        self.policy_of(&self.config, call, effect)
     }
 
     /// The role policy of one call under `config`'s rules (the running roster's, or a
-    /// shadow candidate's).
-    fn policy_of(&self, config: &FleetConfig, call: &Call<'_>) -> Policy {
+    /// shadow candidate's), judging a rule of what the call does on `effect` — the very
+    /// statement the invariants judge — under `config`'s protected branches.
+    fn policy_of(&self, config: &FleetConfig, call: &Call<'_>, effect: Option<&Effect>) -> Policy {
         let role = &call.member.role;
-        match config.rules.decide(role, call.tool, call.arguments) {
+        let globs = config.role_policy(role).permits(call.tool);
+        let pr = self.pr_target(call.tool, call.arguments).map(|t| t.pr);
+        let ops = effect.and_then(|e| operations(e, pr, &config.workflow.protection));
+        let does = ops.as_deref().map_or(Does::Unknown, Does::Known);
+        match config.rules.decide_with(role, call.tool, call.arguments, does, globs) {
             Some(decided) => Policy {
-                permitted: decided.permitted,
+                // Undetermined: the gate refuses it for what is not established, not by role.
+                permitted: decided.permitted || decided.undetermined.is_some(),
                 class: decided.class.unwrap_or_else(|| self.classify(call.tool, call.read_only_hint)),
                 refusal: decided.reason.map(|reason| RoleRefusal { reason, may: decided.may }),
                 action: decided.action,
                 rule: decided.rule,
                 ask: decided.ask,
+                undetermined: decided.undetermined,
             },
             None => Policy {
-                permitted: config.role_policy(role).permits(call.tool),
+                permitted: globs,
                 class: self.classify(call.tool, call.read_only_hint),
                 refusal: None,
                 action: None,
                 rule: None,
                 ask: false,
+                undetermined: None,
             },
         }
     }
@@ -367,6 +385,13 @@ impl Gate {
         let schemas = call.schemas.unwrap_or(&Unlisted);
         for _ in 0..MAX_READ_ROUNDS {
             match dialect.establish(call.tool, args, call.schema, schemas, &answers) {
+                // Not established: what the arguments alone show is still judged (a forced
+                // merge is one whatever its base), and the call is refused all the same.
+                Ok(effect) if !effect.unestablished.is_empty() => {
+                    let evident = dialect.evident(call.tool, args, call.schema);
+                    let effect = Effect { kind: effect.kind, unestablished: effect.unestablished, ..evident };
+                    return Stated { effect, missing };
+                }
                 Ok(effect) => return Stated { effect, missing },
                 Err(reads) => {
                     for read in reads {
@@ -522,12 +547,13 @@ impl Gate {
             Ok(Some(arguments)) => arguments.as_ref(),
             _ => call.arguments,
         };
-        let policy = self.policy(&Call { arguments, ..call.clone() });
         let empty = Map::new();
         let stated = match (&canonical, self.dialect) {
             (Ok(Some(_)), Some(dialect)) => Some(self.state(dialect, call, arguments.unwrap_or(&empty))),
             _ => None,
         };
+        let effect = stated.as_ref().map(|s| &s.effect);
+        let policy = self.policy(&Call { arguments, ..call.clone() }, effect);
         let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
             fleetgate_core::effect::judge(&s.effect, &call.member.role, &self.config.workflow.protection, &self.lifted)
         });
@@ -538,7 +564,7 @@ impl Gate {
             Caller::Nobody(_) => None,
         };
         let shadow = self.shadow.as_ref().map(|shadow| {
-            let policy = self.policy_of(&shadow.config, &Call { arguments, ..call.clone() });
+            let policy = self.policy_of(&shadow.config, &Call { arguments, ..call.clone() }, effect);
             let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
                 fleetgate_core::effect::judge(
                     &s.effect,
@@ -656,7 +682,7 @@ impl Gate {
             ambiguity: g.canonical.as_ref().err(),
             breaches: &g.judgement.breaches,
             lifted: &g.judgement.lifted,
-            unestablished: g.stated.as_ref().and_then(|s| s.effect.unestablished.first()).map(String::as_str),
+            unestablished: g.unestablished(&g.policy),
             role_permitted: g.policy.permitted,
             role_refusal: g.policy.refusal.as_ref(),
             definition_changed: g.definition_changed.as_deref(),
@@ -683,6 +709,7 @@ impl Gate {
         CapabilityInput {
             breaches: &judgement.breaches,
             lifted: &judgement.lifted,
+            unestablished: g.unestablished(policy),
             role_permitted: policy.permitted,
             role_refusal: policy.refusal.as_ref(),
             ask: policy.ask.then(|| policy.rule.as_deref().unwrap_or("(unnamed)")),
@@ -987,7 +1014,7 @@ impl Gate {
             }
             _ => None,
         };
-        let policy = self.policy(&Call { arguments, ..call.clone() });
+        let policy = self.policy(&Call { arguments, ..call.clone() }, stated.as_ref().map(|s| &s.effect));
         let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
             fleetgate_core::effect::judge(&s.effect, &call.member.role, &self.config.workflow.protection, &self.lifted)
         });
