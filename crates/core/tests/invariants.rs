@@ -438,3 +438,28 @@ proptest! {
         check(&GITHUB, &github_attacks()[attack], own, role, &may_override, &lifted)?;
     }
 }
+
+/// One rule of what a call does holds for every dialect: a merge of PR 1 (`feature` →
+/// `main`, read from the forge) is a merge onto `main` whether gitea-mcp's
+/// `pull_request_write` or GitHub's `merge_pull_request` makes it, and neither names `main`
+/// in its arguments.
+#[test]
+fn a_rule_of_what_a_call_does_reads_every_dialect_s_merge_alike() {
+    let onto =
+        |branch: &str| EffectMatch { op: vec![Op::Merge], branch: vec![branch.into()], ..EffectMatch::default() };
+    let merges: [(&dyn Dialect, &str, Value); 2] = [
+        (&GITEA, "pull_request_write", json!({ "method": "merge", "pull_number": 1 })),
+        (&GITHUB, "merge_pull_request", json!({ "pullNumber": 1 })),
+    ];
+    for (dialect, tool, args) in merges {
+        let mut args = args.as_object().cloned().unwrap();
+        args.insert("owner".into(), json!("org"));
+        args.insert("repo".into(), json!("repo"));
+        let effect = effect_of(dialect, tool, &args, None);
+        let ops = operations(&effect, Some(1), &Protection::default()).expect("established");
+        assert_eq!(onto("main").holds(Does::Known(&ops)), Some(true), "{tool}: {ops:?}");
+        assert_eq!(onto("release/*").holds(Does::Known(&ops)), Some(false), "{tool}");
+        let protected = EffectMatch { op: vec![Op::Merge], protected: Some(true), ..EffectMatch::default() };
+        assert_eq!(protected.holds(Does::Known(&ops)), Some(true), "{tool}: the default branch");
+    }
+}
