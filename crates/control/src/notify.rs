@@ -812,7 +812,7 @@ mod tests {
         };
         let (a, b) = (ask(1), ask(2));
         let op = Approver { id: "os:op".into(), ..Approver::default() };
-        store.answer_approval(&a, &op, true, None, t0).unwrap(); // approved, not yet used: open
+        store.answer_approval(&a, (&op, &fleetgate_core::person::People::default()), true, None, t0).unwrap(); // approved, not yet used: open
         let deliveries: Family<NotifyLabels, Counter> = Family::default();
         let owed_gauge: Family<crate::metrics::TargetLabels, Gauge> = Family::default();
         let moving = Arc::clone(&clock);

@@ -252,6 +252,9 @@ fn invariants_come_before_the_rules_and_name_themselves() {
     let c = Case { unestablished: Some("`search_repos` failed: timeout"), ..Case::healthy() }.resolve();
     assert_eq!(c.blocker_kind, Some(BlockerKind::ForgeUnavailable));
     assert!(c.blocked_reasons[0].contains("fail closed"), "{:?}", c.blocked_reasons);
+    // A role refused whatever the call does is refused by role: no forge needed to say so.
+    let c = Case { unestablished: Some("no forge"), permitted: false, ..Case::healthy() }.resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::RoleNotPermitted), "{:?}", c.blocked_reasons);
 }
 
 #[test]
@@ -435,6 +438,9 @@ fn a_request_for_named_people_says_who_answers_and_where() {
     // An OS user among them answers from the CLI, run as that user.
     let os = fleetgate_core::approval::approval_action_for("apr-3", &["os:bob".to_owned()]);
     assert!(os.contains("os:bob with `fleetgate approvals approve apr-3`") && !os.contains("refused"), "{os}");
+    // A person `[[people]]` names may answer through any of their identities, the CLI's too.
+    let person = fleetgate_core::approval::approval_action_for("apr-5", &["person:alice".to_owned()]);
+    assert!(person.contains("person:alice through any identity") && !person.contains("refused"), "{person}");
     // Anyone: the commands, as before.
     assert!(
         fleetgate_core::approval::approval_action_for("apr-4", &[]).contains("`fleetgate approvals approve apr-4`")
@@ -572,9 +578,11 @@ impl Conditions {
                 held.push(kind);
             }
         }
+        // A role the rules refuse whatever the call does comes before what the call does
+        // could not be established: only an answer that depends on it needs the forge.
         let early = [
-            (BlockerKind::ForgeUnavailable, self.unestablished),
             (BlockerKind::RoleNotPermitted, !self.permitted),
+            (BlockerKind::ForgeUnavailable, self.unestablished),
             (BlockerKind::ToolDefinitionChanged, self.changed),
         ];
         held.extend(early.into_iter().filter(|(_, on)| *on).map(|(k, _)| k));

@@ -14,7 +14,7 @@ use fleetgate_core::capability::{
 use fleetgate_core::dialect::{Dialect, Unlisted, gitea::GITEA, github::GITHUB};
 use fleetgate_core::effect::{Answered, Effect, Invariant, Read, judge};
 use fleetgate_core::protect::Protection;
-use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
+use fleetgate_core::rules::{ArgMatch, Does, EffectMatch, Op, Rule, RuleSet, operations};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -285,26 +285,36 @@ fn operator_rules() -> impl Strategy<Value = Vec<Rule>> {
     let method =
         prop::option::of(prop::sample::select(vec!["merge", "update", "close", "update_branch", "download_job_log"]));
     let role = prop::sample::select(vec!["author", "reviewer", "merger", "controller", "reconciler", "*"]);
-    prop::collection::vec((tool, method, prop::collection::vec(role, 1..3), any::<bool>(), any::<bool>()), 0..6)
-        .prop_map(|rules| {
-            rules
-                .into_iter()
-                .enumerate()
-                .map(|(i, (tool, method, roles, ask, read_only))| Rule {
-                    origin: format!("fleet.toml:{i}"),
-                    tool: tool.into(),
-                    args: method
-                        .map(|m| vec![("/method".to_owned(), ArgMatch::OneOf(vec![Value::from(m)]))])
-                        .unwrap_or_default(),
-                    roles: roles.into_iter().map(str::to_owned).collect(),
-                    class: read_only.then_some(ToolClass::ReadOnly),
-                    action: None,
-                    ask,
-                    approvers: Vec::new(),
-                    required: 0,
-                })
-                .collect()
-        })
+    // What a call does: an operator's rule on merges onto a branch, on pushes to protected
+    // branches, on branch deletions, on any write.
+    let effect = prop::option::of(prop::sample::select(vec![
+        EffectMatch { op: vec![Op::Merge], branch: vec!["release/*".into()], ..EffectMatch::default() },
+        EffectMatch { op: vec![Op::Merge, Op::Push], protected: Some(true), ..EffectMatch::default() },
+        EffectMatch { op: vec![Op::BranchDelete, Op::PrState], ..EffectMatch::default() },
+        EffectMatch { op: vec![Op::Write], ..EffectMatch::default() },
+        EffectMatch { branch: vec!["main".into()], ..EffectMatch::default() },
+    ]));
+    let shape = (tool, method, effect, prop::collection::vec(role, 1..3), any::<bool>(), any::<bool>());
+    prop::collection::vec(shape, 0..6).prop_map(|rules| {
+        rules
+            .into_iter()
+            .enumerate()
+            .map(|(i, (tool, method, effect, roles, ask, read_only))| Rule {
+                origin: format!("fleet.toml:{i}"),
+                tool: tool.into(),
+                args: method
+                    .map(|m| vec![("/method".to_owned(), ArgMatch::OneOf(vec![Value::from(m)]))])
+                    .unwrap_or_default(),
+                effect,
+                roles: roles.into_iter().map(str::to_owned).collect(),
+                class: read_only.then_some(ToolClass::ReadOnly),
+                action: None,
+                ask,
+                approvers: Vec::new(),
+                required: 0,
+            })
+            .collect()
+    })
 }
 
 const OVERRIDABLE: [BlockerKind; 5] = [
@@ -315,22 +325,29 @@ const OVERRIDABLE: [BlockerKind; 5] = [
     BlockerKind::ToolDefinitionChanged,
 ];
 
-/// What the generated operator rules, put ahead of `dialect`'s profile, say of `role`'s call:
-/// permitted, the refusal when not, the rule that asks an operator when one does.
+/// What the generated operator rules, put ahead of `dialect`'s profile, say of `role`'s call,
+/// judged on the very effect the invariants are judged on: permitted, the refusal when not,
+/// the rule that asks an operator when one does, and why what it does is undetermined.
 fn roster_says(
     dialect: &dyn Dialect,
     own: Vec<Rule>,
     role: &str,
     tool: &str,
     args: &Map<String, Value>,
-) -> (bool, Option<RoleRefusal>, Option<String>) {
+    effect: &Effect,
+    pr: Option<u64>,
+) -> (bool, Option<RoleRefusal>, Option<String>, Option<String>) {
     let mut list = own;
     list.extend(dialect.rules());
-    let decided = RuleSet::new(list).decide(role, tool, Some(args));
-    let permitted = decided.as_ref().is_none_or(|d| d.permitted);
+    let rules = RuleSet::new(list);
+    let ops = operations(effect, pr, &Protection::default());
+    let does = ops.as_deref().map_or(Does::Unknown, Does::Known);
+    let decided = rules.decide_with(role, tool, Some(args), does, true);
+    let undetermined = decided.as_ref().and_then(|d| d.undetermined.clone());
+    let permitted = decided.as_ref().is_none_or(|d| d.permitted || d.undetermined.is_some());
     let refusal = decided.as_ref().and_then(|d| d.reason.clone()).map(|reason| RoleRefusal { reason, may: vec![] });
     let ask = decided.as_ref().filter(|d| d.ask).and_then(|d| d.rule.clone());
-    (permitted, refusal, ask)
+    (permitted, refusal, ask, undetermined)
 }
 
 /// The operator says yes to anything: every asked call and every override of `kinds` approved.
@@ -357,7 +374,9 @@ fn check(
     let schema = attack.schema.as_ref().and_then(Value::as_object);
     let effect = effect_of(dialect, attack.tool, &args, schema);
     let judged = judge(&effect, role, &Protection::default(), lifted);
-    let (permitted, refusal, ask) = roster_says(dialect, own, role, attack.tool, &args);
+    // The rules judge the very effect the invariants are judged on.
+    let pr = args.get("pull_number").or_else(|| args.get("index")).and_then(Value::as_u64);
+    let (permitted, refusal, ask, undetermined) = roster_says(dialect, own, role, attack.tool, &args, &effect, pr);
     let kinds: Vec<BlockerKind> =
         may_override.iter().chain(&[BlockerKind::ProtectedBranch, BlockerKind::InvariantViolated]).copied().collect();
     let approvals = yes_to_everything(&kinds);
@@ -370,7 +389,7 @@ fn check(
         breaches: &judged.breaches,
         lifted: &judged.lifted,
         guarded: &judged.guarded,
-        unestablished: effect.unestablished.first().map(String::as_str),
+        unestablished: effect.unestablished.first().map(String::as_str).or(undetermined.as_deref()),
         role_permitted: permitted,
         role_refusal: refusal.as_ref(),
         definition_changed: None,
@@ -490,7 +509,7 @@ fn check_merge(
     let effect = effect_of(dialect, tool, &args, schema.as_ref().and_then(Value::as_object));
     let judged = judge(&effect, "merger", &Protection::default(), lifted);
     prop_assert!(judged.breaches.is_empty(), "a plain merge breaks nothing else: {:?}", judged);
-    let (permitted, refusal, ask) = roster_says(dialect, own, "merger", tool, &args);
+    let (permitted, refusal, ask, undetermined) = roster_says(dialect, own, "merger", tool, &args, &effect, Some(pr));
     let approvals = yes_to_everything(may_override);
     let workflow = fleetgate_core::workflow::Refusal::of(kind, "no independent approval at head 1a38ef95aaaa".into());
     let (inventory, provenance) = healthy();
@@ -503,7 +522,7 @@ fn check_merge(
         breaches: &judged.breaches,
         lifted: &judged.lifted,
         guarded: &judged.guarded,
-        unestablished: None,
+        unestablished: undetermined.as_deref(),
         role_permitted: permitted,
         role_refusal: refusal.as_ref(),
         definition_changed: None,
@@ -516,12 +535,14 @@ fn check_merge(
         approvals: Some(&approvals),
         may_override,
     });
-    let overridden =
-        may_override.contains(&kind) && (permitted || may_override.contains(&BlockerKind::RoleNotPermitted));
+    // A rule of what the call does that cannot be told from it refuses first (`forge_unavailable`).
+    let overridden = may_override.contains(&kind)
+        && (permitted || may_override.contains(&BlockerKind::RoleNotPermitted))
+        && undetermined.is_none();
     let onto_main = pr == 1;
     if onto_main && !lifted.contains(&Invariant::ReviewedMerge) {
         prop_assert!(!verdict.allowed, "an unreviewed head landed on main: {:?}", verdict);
-        if permitted {
+        if permitted && undetermined.is_none() {
             prop_assert_eq!(verdict.blocker_kind, Some(kind));
             prop_assert!(
                 verdict.blocked_reasons.iter().any(|r| r.contains("invariant `reviewed-merge`")),
@@ -560,5 +581,30 @@ proptest! {
     ) {
         let dialect: &dyn Dialect = if github { &GITHUB } else { &GITEA };
         check_merge(dialect, pr, kind, own, &may_override, &lifted)?;
+    }
+}
+
+/// One rule of what a call does holds for every dialect: a merge of PR 1 (`feature` →
+/// `main`, read from the forge) is a merge onto `main` whether gitea-mcp's
+/// `pull_request_write` or GitHub's `merge_pull_request` makes it, and neither names `main`
+/// in its arguments.
+#[test]
+fn a_rule_of_what_a_call_does_reads_every_dialect_s_merge_alike() {
+    let onto =
+        |branch: &str| EffectMatch { op: vec![Op::Merge], branch: vec![branch.into()], ..EffectMatch::default() };
+    let merges: [(&dyn Dialect, &str, Value); 2] = [
+        (&GITEA, "pull_request_write", json!({ "method": "merge", "pull_number": 1 })),
+        (&GITHUB, "merge_pull_request", json!({ "pullNumber": 1 })),
+    ];
+    for (dialect, tool, args) in merges {
+        let mut args = args.as_object().cloned().unwrap();
+        args.insert("owner".into(), json!("org"));
+        args.insert("repo".into(), json!("repo"));
+        let effect = effect_of(dialect, tool, &args, None);
+        let ops = operations(&effect, Some(1), &Protection::default()).expect("established");
+        assert_eq!(onto("main").holds(Does::Known(&ops)), Some(true), "{tool}: {ops:?}");
+        assert_eq!(onto("release/*").holds(Does::Known(&ops)), Some(false), "{tool}");
+        let protected = EffectMatch { op: vec![Op::Merge], protected: Some(true), ..EffectMatch::default() };
+        assert_eq!(protected.holds(Does::Known(&ops)), Some(true), "{tool}: the default branch");
     }
 }

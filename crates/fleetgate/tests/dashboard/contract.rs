@@ -352,14 +352,7 @@ fn asked(d: &crate::support::Dashboard) -> String {
         arguments,
         does: None,
         why: "rule fleet.toml:9 asks".into(),
-        state: fleetgate_core::approval::ApprovalState::Pending,
-        answered_by: None,
-        answered_at: None,
-        answer_reason: None,
-        used_at: None,
-        approvers: Vec::new(),
-        required: 1,
-        answers: Vec::new(),
+        ..fleetgate_core::approval::ApprovalRequest::default()
     };
     store.request_approval(&request).unwrap().id
 }

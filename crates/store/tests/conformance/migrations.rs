@@ -201,7 +201,7 @@ fn check_survivors(store: &dyn Store, version: u32) {
         // v13's words for what the call does: none for a request made before.
         assert_eq!(r.does.is_some(), version >= 13, "at version {version}");
         let op = fleetgate_core::approval::Approver { id: "os:op".into(), ..Default::default() };
-        let answered = store.answer_approval(&r.id, &op, true, None, now()).unwrap();
+        let answered = store.answer_approval(&r.id, (&op, &crate::approvals::people()), true, None, now()).unwrap();
         assert!(matches!(answered, fleetgate_store::Answered::Recorded(ref a) if a.state.as_str() == "approved"));
         let events = store.approval_events(0, 10).unwrap();
         assert_eq!(events.last().map(|e| e.kind.as_str()), Some("answered"), "at version {version}");
