@@ -792,6 +792,14 @@ pub fn inventory_action(inv: &FleetInventory) -> String {
         return format!("start the {} server ({}) from the fleet's client", m.profile, m.namespace);
     }
     if let Some(p) = inv.unregistered_processes.first() {
+        if let Some(g) = inv.unproven_gateways.iter().find(|g| g.pid == p.pid) {
+            return format!(
+                "stop the gateway pid {} ({}); if it is another fleet's, run it on its own store, bound to its own \
+                 repository and outside this fleet's checkout, with a fleetgate that publishes its proof (this \
+                 release or later) and as the user it runs as; unproven gateways fail closed",
+                p.pid, g.why
+            );
+        }
         return format!(
             "stop pid {} or let it register a runtime row; unregistered fleet processes fail closed",
             p.pid

@@ -172,7 +172,7 @@ impl Flow {
     pub async fn operator(&mut self, args: &[&str]) -> Result<(bool, Value)> {
         let out = tokio::process::Command::new(&self.exe)
             .env_clear()
-            .envs(crate::base_env())
+            .envs(crate::base_env(&self.dir))
             .arg("--store")
             .arg(self.dir.join("flow.sqlite3"))
             .arg("--config")
@@ -252,9 +252,12 @@ async fn start(exe: &Path, dir: &Path, checkout: &Path, fixture: &[String]) -> R
     let mut members = Vec::new();
     for (name, _) in MEMBERS {
         let session = if name == "reviewer2" { "author" } else { name };
+        let stderr = dir.join(format!("flow-{name}.stderr"));
+        let log = std::fs::File::create(&stderr).context(|| format!("cannot create {}", stderr.display()))?;
         let mut child = tokio::process::Command::new(exe)
             .env_clear()
-            .envs(crate::base_env())
+            .envs(crate::base_env(dir))
+            .current_dir(dir)
             .env("GITEA_CLIENT_MANAGED", "1")
             .env("GITEA_MCP_COHORT_ID", "demo-flow")
             .env("GITEA_MCP_CLIENT_SESSION", format!("sess-{session}"))
@@ -270,14 +273,23 @@ async fn start(exe: &Path, dir: &Path, checkout: &Path, fixture: &[String]) -> R
             .args(["--user", name])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(log)
             .kill_on_drop(true)
             .spawn()
             .context(|| format!("cannot start the {name} gateway"))?;
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(Error::new(format!("the {name} gateway's pipes were not opened")));
         };
-        let client = ().serve((stdout, stdin)).await.context(|| format!("the {name} gateway did not start MCP"))?;
+        // One that does not start says why: its own stderr.
+        let said = || {
+            let text = std::fs::read_to_string(&stderr).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            lines[lines.len().saturating_sub(3)..].join(" / ")
+        };
+        let client = match ().serve((stdout, stdin)).await {
+            Ok(client) => client,
+            Err(e) => return Err(Error::new(format!("the {name} gateway did not start MCP ({e}): {}", said()))),
+        };
         members.push(Member { name, client, _child: child });
     }
     Ok(members)

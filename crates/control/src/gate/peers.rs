@@ -1,7 +1,7 @@
-//! The evidence about gateways no row of this fleet claims (issue #19): for each such
-//! `fleetgate serve` on this host, what its own store says about it, found through the
-//! [`Observer`]. Only facts: [`judge_peer`] decides. A gateway that exits while they are
-//! gathered is gone, and said so, for the snapshot to drop it from the scan.
+//! The evidence about gateways no row of this fleet claims (issues #19 and 54): for each
+//! such `fleetgate serve` on this host, the proof it publishes and what `/proc` says of it,
+//! found through the [`Observer`]. Only facts: [`judge_peer`] decides. A gateway that exits
+//! while they are gathered is gone, and said so, for the snapshot to drop it from the scan.
 //!
 //! [`judge_peer`]: fleetgate_core::inventory::judge_peer
 
@@ -29,15 +29,8 @@ pub fn gone_since_scan(observer: &dyn Observer, process: &ObservedProcess) -> bo
     observer.processes().entry(process.pid).is_none_or(|e| e.started_at != process.started_at)
 }
 
-/// Evidence for every gateway in `scan` whose pid no running row in `rows` claims;
-/// `our_file` is the file `rows` were read from (`None` for a server's database).
-pub fn peer_evidence(
-    env_prefix: &str,
-    scan: &ProcessScan,
-    rows: &[RuntimeRecord],
-    our_file: Option<(u64, u64)>,
-    observer: &dyn Observer,
-) -> Peers {
+/// Evidence for every gateway in `scan` whose pid no running row in `rows` claims.
+pub fn peer_evidence(env_prefix: &str, scan: &ProcessScan, rows: &[RuntimeRecord], observer: &dyn Observer) -> Peers {
     let claimed: BTreeSet<i64> = rows.iter().filter(|r| r.status == RuntimeStatus::Running).map(|r| r.pid).collect();
     let mut out = Peers::default();
     for p in scan.processes.iter().filter(|p| !claimed.contains(&p.pid)) {
@@ -49,8 +42,8 @@ pub fn peer_evidence(
         if !FleetMatcher::is_gateway(&entry.argv) {
             continue;
         }
-        let evidence = match observer.peer_store(p.pid, &entry.argv, env_prefix, our_file) {
-            Ok(store) => PeerEvidence::Store(store),
+        let evidence = match observer.peer_facts(p.pid, &entry.argv, env_prefix) {
+            Ok(facts) => PeerEvidence::Found(Box::new(facts)),
             Err(_) if gone_since_scan(observer, p) => {
                 out.gone.insert(p.pid);
                 continue;

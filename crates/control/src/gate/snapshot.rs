@@ -35,7 +35,7 @@ struct Rows {
     rows: Vec<RuntimeRecord>,
     row_hosts: BTreeMap<String, String>,
     remote: BTreeMap<String, RemoteObservation>,
-    store_file: Option<(u64, u64)>,
+    store: Option<fleetgate_core::runtime::StoreIdentity>,
     error: Option<String>,
 }
 
@@ -46,7 +46,7 @@ pub fn read_fleet(store: Result<&dyn Store, &StoreError>) -> Result<FleetSnapsho
 
 fn read_rows(read: Result<FleetSnapshot, StoreError>) -> Rows {
     match read {
-        Ok(FleetSnapshot { runtimes: rows, observations, store_file, .. }) => Rows {
+        Ok(FleetSnapshot { runtimes: rows, observations, store, .. }) => Rows {
             row_hosts: rows
                 .iter()
                 .filter_map(|r| Some((r.runtime_id.clone(), r.host.as_ref()?.host_id.clone())))
@@ -56,14 +56,14 @@ fn read_rows(read: Result<FleetSnapshot, StoreError>) -> Rows {
                 .into_iter()
                 .map(|o| (o.host.host_id, RemoteObservation { observed_at: o.observed_at, scan: o.scan }))
                 .collect(),
-            store_file,
+            store,
             error: None,
         },
         Err(e) => Rows {
             rows: Vec::new(),
             row_hosts: BTreeMap::new(),
             remote: BTreeMap::new(),
-            store_file: None,
+            store: None,
             error: Some(e.to_string()),
         },
     }
@@ -123,7 +123,7 @@ pub fn snapshot_of(
     }
     // Gateways no row of ours claims: the facts their own stores give, for the classifier
     // to tell another fleet's (proven, another repository) from an unregistered process.
-    let peers = peer_evidence(&config.env_prefix, &scan, &read.rows, read.store_file, observer);
+    let peers = peer_evidence(&config.env_prefix, &scan, &read.rows, observer);
     gone.extend(&peers.gone);
     let evidence = peers.evidence;
     scan.processes.retain(|p| !gone.contains(&p.pid));
@@ -145,7 +145,12 @@ pub fn snapshot_of(
             registry_error: read.error.as_deref(),
             answering_namespace,
             hosts,
-            peers: PeerView { evidence: Some(&evidence), ours: Some(&ours), local: local_identity.as_ref() },
+            peers: PeerView {
+                evidence: Some(&evidence),
+                ours: Some(&ours),
+                local: local_identity.as_ref(),
+                store: read.store.as_ref(),
+            },
         },
         &probes,
     );
@@ -214,7 +219,7 @@ pub fn runtime_diagnostics(
 mod tests {
     use super::*;
     use fleetgate_core::env::EnvSnapshot;
-    use fleetgate_core::inventory::PeerStore;
+    use fleetgate_core::inventory::PeerFacts;
     use fleetgate_core::runtime::CohortSource;
     use fleetgate_host::procfs::{ProcEntry, ProcessSource};
     use fleetgate_host::{HostError, HostErrorKind};
@@ -285,7 +290,7 @@ mod tests {
         fn head(&self, _: &Path) -> Result<String, fleetgate_host::HostError> {
             Err(HostError::new(HostErrorKind::Unreadable, "no checkout here"))
         }
-        fn peer_store(&self, pid: i64, _: &[String], _: &str, _: Option<(u64, u64)>) -> Result<PeerStore, String> {
+        fn peer_facts(&self, pid: i64, _: &[String], _: &str) -> Result<PeerFacts, String> {
             self.environ(pid).map_err(|e| format!("its environment cannot be read: {e}"))?;
             Err(format!("pid {pid} is still there, its store unreadable"))
         }
@@ -322,8 +327,7 @@ mod tests {
             "fleet.toml",
         )
         .unwrap();
-        let read =
-            FleetSnapshot { runtimes: vec![member_row()], workers: vec![], observations: vec![], store_file: None };
+        let read = FleetSnapshot { runtimes: vec![member_row()], workers: vec![], observations: vec![], store: None };
         snapshot_of(&config, Ok(read), host, at(60), None)
     }
 
@@ -382,8 +386,8 @@ mod tests {
             fn head(&self, root: &Path) -> Result<String, HostError> {
                 self.0.head(root)
             }
-            fn peer_store(&self, pid: i64, a: &[String], p: &str, f: Option<(u64, u64)>) -> Result<PeerStore, String> {
-                self.0.peer_store(pid, a, p, f)
+            fn peer_facts(&self, pid: i64, a: &[String], p: &str) -> Result<PeerFacts, String> {
+                self.0.peer_facts(pid, a, p)
             }
         }
         let host = Sealed(Churn {
@@ -397,8 +401,7 @@ mod tests {
             "fleet.toml",
         )
         .unwrap();
-        let read =
-            FleetSnapshot { runtimes: vec![member_row()], workers: vec![], observations: vec![], store_file: None };
+        let read = FleetSnapshot { runtimes: vec![member_row()], workers: vec![], observations: vec![], store: None };
         let snap = snapshot_of(&config, Ok(read), &host, at(60), None);
         assert!(
             snap.diagnostics.iter().any(|d| d.is_hard() && d.to_string().contains("pid 8")),

@@ -124,6 +124,7 @@ impl FleetControl {
             interval_override: env
                 .get(EnvKey::WorkerHeartbeatIntervalSeconds, &gate.config().env_prefix)
                 .map(str::to_owned),
+            proof: std::sync::Mutex::new(None),
         });
         let generation = identity.generation();
         let profile_label = Arc::from(identity.member.profile.as_str());
@@ -510,6 +511,7 @@ impl ControlPlane for FleetControl {
         let host = self.row.host.clone();
         let row = runtime_row(&self.identity, self.transport.as_str(), self.client_managed(), host, self.clock.now());
         self.row.write(&row).map_err(|e| ControlError::new(ControlErrorKind::Store, e))?;
+        self.row.publish_proof(&self.identity, &row);
         self.row.start(self.supervisor()).map_err(|e| ControlError::new(ControlErrorKind::Supervision, e))
     }
 

@@ -27,6 +27,7 @@ mod http;
 mod httpkit;
 mod lifecycle;
 mod metrics;
+mod neighbours;
 mod oauth;
 mod replicas;
 mod retention;
