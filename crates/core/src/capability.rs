@@ -794,9 +794,9 @@ pub fn inventory_action(inv: &FleetInventory) -> String {
     if let Some(p) = inv.unregistered_processes.first() {
         if let Some(g) = inv.unproven_gateways.iter().find(|g| g.pid == p.pid) {
             return format!(
-                "stop the gateway pid {} ({}); if it is another fleet's, run it on its own store, bound to its own \
-                 repository and outside this fleet's checkout, with a fleetgate that publishes its proof (this \
-                 release or later) and as the user it runs as; unproven gateways fail closed",
+                "stop the gateway pid {} ({}); if it is another fleet's, give it its own store and its own \
+                 repository, start it outside this fleet's checkout, and run a fleetgate release that publishes \
+                 its proof, as this fleet's user; unproven gateways fail closed",
                 p.pid, g.why
             );
         }

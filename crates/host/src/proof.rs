@@ -18,7 +18,7 @@ use std::os::fd::OwnedFd;
 pub const NAME: &str = "fleetgate-gateway-proof";
 
 /// Publish `bytes` as this process's proof: made, written and sealed. Hold the descriptor
-/// for as long as the proof stands; dropping it withdraws the proof.
+/// for as long as the proof stands ([`hold_until_exit`]); dropping it withdraws the proof.
 pub fn publish(bytes: &[u8]) -> Result<OwnedFd, HostError> {
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         HostError::new(HostErrorKind::Unreadable, format!("cannot publish this gateway's proof ({what}): {e}"))
@@ -30,6 +30,14 @@ pub fn publish(bytes: &[u8]) -> Result<OwnedFd, HostError> {
     let seals = SealFlags::SEAL | SealFlags::SHRINK | SealFlags::GROW | SealFlags::WRITE;
     rustix::fs::fcntl_add_seals(&file, seals).map_err(|e| fail("seal", &e))?;
     Ok(OwnedFd::from(file))
+}
+
+/// Hold `proof` until this process exits (a static is never dropped: the kernel closes it at
+/// the exit itself), so no moment of an orderly shutdown finds the process without it; a
+/// later proof replaces it.
+pub fn hold_until_exit(proof: OwnedFd) {
+    static HELD: std::sync::Mutex<Option<OwnedFd>> = std::sync::Mutex::new(None);
+    *HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(proof);
 }
 
 /// This process as its own `/proc` entry names it (its pid, PID namespace and start).

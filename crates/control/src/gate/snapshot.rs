@@ -123,7 +123,8 @@ pub fn snapshot_of(
     }
     // Gateways no row of ours claims: the facts their own stores give, for the classifier
     // to tell another fleet's (proven, another repository) from an unregistered process.
-    let peers = peer_evidence(&config.env_prefix, &scan, &read.rows, observer);
+    let matcher = fleetgate_core::procmatch::FleetMatcher::new(&config.process_match);
+    let peers = peer_evidence(&config.env_prefix, &matcher, &scan, &read.rows, observer);
     gone.extend(&peers.gone);
     let evidence = peers.evidence;
     scan.processes.retain(|p| !gone.contains(&p.pid));
@@ -322,6 +323,10 @@ mod tests {
     }
 
     fn look(host: &Churn) -> Snapshot {
+        look_at(host)
+    }
+
+    fn look_at(host: &dyn Observer) -> Snapshot {
         let config = FleetConfig::parse(
             "[fleet]\nname = \"t\"\n\n[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n",
             "fleet.toml",
@@ -352,6 +357,66 @@ mod tests {
         assert_eq!(snap.diagnostics, [], "a gone process's environment is no diagnostic");
         assert!(snap.inventory.unregistered_processes.is_empty(), "{:?}", snap.inventory.blocked_reasons);
         assert!(snap.inventory.mutation_gate_satisfied, "{:?}", snap.inventory.blocked_reasons);
+    }
+
+    /// Issue 54: a gateway's child the listing caught before its exec, its parent gone (killed
+    /// meanwhile), showed the gateway's command line; read a moment later it had become the
+    /// downstream's guard, whose environment names no store: "it publishes no proof, and it
+    /// names no store" closed the gate. Judged as it is now, it is no fleet process: dropped.
+    /// One that became a bare server instead is a fleet process and still closes the gate.
+    #[test]
+    fn a_gateway_look_alike_that_runs_another_program_meanwhile_is_judged_as_it_is_now() {
+        #[derive(Debug)]
+        struct Execs {
+            listed: Vec<ProcEntry>,
+            now: Vec<ProcEntry>,
+        }
+        impl ProcessSource for Execs {
+            fn entries(&self) -> Result<Vec<ProcEntry>, HostError> {
+                Ok(self.listed.clone())
+            }
+            fn entry(&self, pid: i64) -> Option<ProcEntry> {
+                self.now.iter().find(|e| e.pid == pid).cloned()
+            }
+            fn environ(&self, _: i64) -> Result<EnvSnapshot, HostError> {
+                Ok(EnvSnapshot::from_pairs([("PATH", "/bin")]))
+            }
+        }
+        impl Observer for Execs {
+            fn processes(&self) -> &dyn ProcessSource {
+                self
+            }
+            fn probe(&self, _: i64) -> PidProbe {
+                PidProbe::Alive
+            }
+            fn local_host(&self) -> Option<fleetgate_store::HostIdentity> {
+                Some(fleetgate_store::HostIdentity { host_id: "h".into(), boot_id: "b".into() })
+            }
+            fn head(&self, _: &Path) -> Result<String, HostError> {
+                Err(HostError::new(HostErrorKind::Unreadable, "no checkout here"))
+            }
+            fn peer_facts(&self, pid: i64, argv: &[String], _: &str) -> Result<PeerFacts, String> {
+                match self.entry(pid) {
+                    Some(now) if now.argv != argv => Err("it ran another program while it was read".into()),
+                    _ => Err("its open files cannot be read".into()),
+                }
+            }
+        }
+        let gateway = ["fleetgate", "--store", "/other/r.sqlite3", "serve", "--profile", "p"];
+        let member = entry(MEMBER, &["python", "mcp_server.py"]);
+        let host = Execs {
+            listed: vec![member.clone(), entry(7, &gateway)],
+            now: vec![member.clone(), entry(7, &["fleetgate", "downstream-guard", "--", "python", "mcp_server.py"])],
+        };
+        let snap = look_at(&host);
+        assert!(snap.inventory.unregistered_processes.is_empty(), "{:?}", snap.inventory.blocked_reasons);
+        assert!(snap.inventory.mutation_gate_satisfied, "{:?}", snap.inventory.blocked_reasons);
+        let host = Execs {
+            listed: vec![member.clone(), entry(8, &gateway)],
+            now: vec![member, entry(8, &["python", "/srv/mcp_server.py"])],
+        };
+        let snap = look_at(&host);
+        assert_eq!(snap.inventory.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [8]);
     }
 
     /// The same reads failing for a process that is still there fail closed, as before.

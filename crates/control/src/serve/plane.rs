@@ -124,7 +124,6 @@ impl FleetControl {
             interval_override: env
                 .get(EnvKey::WorkerHeartbeatIntervalSeconds, &gate.config().env_prefix)
                 .map(str::to_owned),
-            proof: std::sync::Mutex::new(None),
         });
         let generation = identity.generation();
         let profile_label = Arc::from(identity.member.profile.as_str());

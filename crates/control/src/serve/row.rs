@@ -87,9 +87,6 @@ pub struct RowKeeper {
     pub(super) host: Option<HostIdentity>,
     /// The interval override (`<PREFIX>WORKER_HEARTBEAT_INTERVAL_SECONDS`), as read.
     pub(super) interval_override: Option<String>,
-    /// The published proof, held open until the process exits: it stands while the process
-    /// does (a gateway stopping is still another fleet's until it is gone).
-    pub(super) proof: std::sync::Mutex<Option<std::os::fd::OwnedFd>>,
 }
 
 impl std::fmt::Debug for RowKeeper {
@@ -124,8 +121,10 @@ impl RowKeeper {
             );
             return;
         };
+        // Held until the process exits: it stands while the process does (a gateway stopping
+        // is still another fleet's until it is gone).
         match fleetgate_host::proof::publish(&proof.to_bytes()) {
-            Ok(fd) => *self.proof.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(fd),
+            Ok(fd) => fleetgate_host::proof::hold_until_exit(fd),
             Err(e) => tracing::warn!("{e}: other fleets on this host close their gates for this gateway"),
         }
     }

@@ -64,6 +64,14 @@ impl Observer for LiveObserver {
         if self.procfs.stamp(pid).ok() != Some(stamp) {
             return Err("it changed while it was read".into());
         }
+        // A process on its way out closes its files after it gives up its memory (its command
+        // line then reads empty), and one that ran another program meanwhile is not the one
+        // read: neither is told unproven for what was read of it (the caller judges it again).
+        match self.procfs.entry(pid) {
+            None => return Err("it is exiting".into()),
+            Some(now) if now.argv != argv => return Err("it ran another program while it was read".into()),
+            Some(_) => {}
+        }
         Ok(PeerFacts {
             stamp: Some(stamp.stamp),
             uid: stamp.uid,
