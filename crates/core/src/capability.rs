@@ -309,6 +309,11 @@ pub struct Capability {
     /// --shadow`): never enforced, only recorded.
     #[serde(skip)]
     pub shadow: Option<ShadowFlip>,
+    /// When allowed: the call is not forwarded but made by the gateway itself, as this pinned
+    /// request to the forge's REST API (a merge whose server declares no head pin). Set by the
+    /// shell from the workflow's judgement, never by the resolver.
+    #[serde(skip)]
+    pub perform: Option<crate::dialect::RestCall>,
 }
 
 /// A live decision the shadow candidate would have made otherwise.
@@ -480,6 +485,7 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
         request: None,
         settles: None,
         shadow: None,
+        perform: None,
     };
     let approvals = input.approvals;
     let mut used: Vec<String> = Vec::new();

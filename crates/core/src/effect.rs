@@ -338,8 +338,9 @@ impl Invariant {
                  head is green then, which no reviewer may have seen"
             }
             Self::UnpinnedMerge => {
-                "no merge goes out without the head it was judged at pinned (gitea-mcp's `head_commit_id`, \
-                 github-mcp-server's `expectedHeadSha`), so the forge refuses a head that moved after the judgement"
+                "no merge goes out without the head it was judged at pinned (gitea-mcp's `head_commit_id`; on GitHub, \
+                 `expectedHeadSha` where the server declares it, else the gateway's own REST merge with `sha`), so the \
+                 forge refuses a head that moved after the judgement"
             }
             Self::Retarget => {
                 "no PR's base changes: approvals are for a base, and the forge merges onto whatever base the PR has"
@@ -395,9 +396,9 @@ impl Invariant {
                  ([invariants] lift)"
             }
             Self::UnpinnedMerge => {
-                "upgrade the downstream server to one whose merge pins the head (gitea-mcp: `head_commit_id`; \
-                 github-mcp-server: `expectedHeadSha`), or merge on the forge by hand: no merge goes through a server \
-                 that cannot pin the approved head"
+                "upgrade the downstream server to one whose merge pins the head (gitea-mcp: `head_commit_id`), or \
+                 merge on the forge by hand; on GitHub, let the gate read the PR (the gateway then makes the merge \
+                 itself, pinned through the REST API): no merge goes out unpinned"
             }
             Self::Retarget => {
                 "close the PR and open another against the base you want (approvals are for a base); a branch other \

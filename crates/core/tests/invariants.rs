@@ -123,12 +123,9 @@ fn github_attacks() -> Vec<Attack> {
             |_| Some(Invariant::ProtectedPath),
         ),
         attack("create_branch", json!({ "branch": "main" }), protected),
-        Attack {
-            tool: "merge_pull_request",
-            args: json!({ "pullNumber": 1 }),
-            breaks: |_| Some(Invariant::UnpinnedMerge),
-            schema: Some(json!({ "properties": { "owner": {}, "repo": {}, "pullNumber": {}, "merge_method": {} } })),
-        },
+        // A merge through the released server (no `expectedHeadSha`) breaks nothing: the
+        // gateway makes it itself, pinned through GitHub's REST merge (the gate refuses one it
+        // cannot pin so, `unpinned-merge`, in `fleetgate-control`).
         attack("assign_copilot_to_issue", json!({ "issue_number": 5 }), |_| Some(Invariant::UnknownEffect)),
         attack("pull_request_write", json!({ "method": "merge", "pull_number": 1 }), |_| {
             Some(Invariant::UnknownEffect)

@@ -33,7 +33,7 @@ use fleetgate_core::capability::{
     needs_approvals, needs_evidence, overridable, resolve_task_capability,
 };
 use fleetgate_core::dialect::{Dialect, Schemas, Unlisted};
-use fleetgate_core::effect::{Answered, Effect, Judgement, Read};
+use fleetgate_core::effect::{Answered, Effect, Invariant, Judgement, Read};
 use fleetgate_core::forge_call::{Ambiguity, canonicalize};
 use fleetgate_core::provenance::Provenance;
 use fleetgate_core::rules::{ArgMatch, Rule};
@@ -166,6 +166,9 @@ struct Gathered {
     workflow: Option<Judged>,
     /// What would be forwarded: the parse with the workflow's pins (`None`: as sent).
     forward: Option<Map<String, Value>>,
+    /// What an approval covers when it is not what is forwarded: a merge the gateway makes
+    /// itself, with the head it pins ([`REST_PIN_KEY`]).
+    covered: Option<Map<String, Value>>,
     worker: Option<String>,
     /// [`call_digest`] of the worker, the tool and what would be forwarded.
     digest: String,
@@ -401,13 +404,9 @@ impl Gate {
         let mut reads = stated.missing;
         let action = stated.effect.action.filter(|_| stated.effect.unknown.is_none());
         if let Some(action) = action {
-            let schemas = call.schemas.unwrap_or(&Unlisted);
-            for read in workflow::reads(dialect, schemas, call.tool, action, &args) {
-                let made = call.forge.is_some_and(|f| {
-                    f.read(&read.tool, read.arguments.clone())
-                        .map_or_else(|e| e.kind != ForgeErrorKind::NotConfigured, |_| true)
-                });
-                if !made && !reads.contains(&read) {
+            let forge = Forge { dialect, schemas: call.schemas.unwrap_or(&Unlisted), reader: call.forge };
+            for read in workflow::reads(forge, call.tool, action, &args) {
+                if !reads.contains(&read) {
                     reads.push(read);
                 }
             }
@@ -565,6 +564,7 @@ impl Gate {
             store_replaced: None,
             evidence: None,
             workflow: None,
+            covered: None,
             worker,
             approvals: None,
             shadow,
@@ -609,6 +609,14 @@ impl Gate {
                 forward.extend(judged.pins.clone());
                 g.digest = call_digest(g.worker.as_deref(), call.tool, Some(&forward));
                 g.forward = Some(forward);
+            }
+            // A merge the gateway makes itself: what an approval covers is pinned at its head
+            // too, as a forwarded pin would be.
+            if let Some(rest) = &judged.rest {
+                let mut covered = g.arguments(call).cloned().unwrap_or_default();
+                covered.insert(REST_PIN_KEY.into(), rest.body.get("sha").cloned().unwrap_or_default());
+                g.digest = call_digest(g.worker.as_deref(), call.tool, Some(&covered));
+                g.covered = Some(covered);
             }
             g.workflow = Some(judged);
         }
@@ -711,6 +719,27 @@ impl Gate {
         fleetgate_core::capability::ShadowFlip::between(live, &candidate, rule)
     }
 
+    /// Why an allowed merge would go out unpinned: its server declares no pin, the gateway
+    /// makes no pinned merge of its own (the PR was not read: an operator let a refusal
+    /// through), and the roster does not lift `unpinned-merge`. A merge is never forwarded
+    /// at whatever head the forge has then.
+    fn unpinned(&self, call: &Call<'_>, g: &Gathered, verdict: &Capability) -> Option<String> {
+        let dialect = self.dialect?;
+        let merges = g.stated.as_ref().is_some_and(|s| s.effect.merge.is_some());
+        if !merges || verdict.perform.is_some() || self.lifted.contains(&Invariant::UnpinnedMerge) {
+            return None;
+        }
+        let pin = dialect.merge_pin()?;
+        let pinned = verdict.forward.as_ref().is_some_and(|f| f.contains_key(pin));
+        (!pinned).then(|| {
+            format!(
+                "the merge `{}` carries no head pin (`{pin}`) and the gateway made no pinned merge of its own: the \
+                 forge would land whatever head the PR has then",
+                call.tool
+            )
+        })
+    }
+
     /// Step 2: the one decision, from everything gathered.
     fn decided(&self, call: &Call<'_>, g: &Gathered, mode: Mode) -> Capability {
         let evidence = g.evidence.as_ref().map(|(snap, provenance)| Evidence {
@@ -727,6 +756,12 @@ impl Gate {
         // What the call settles is recorded at what it was judged at.
         if let Some(action) = verdict.settles.take() {
             verdict.settles = Some(workflow::settles(&action, g.workflow.as_ref().and_then(|w| w.at.as_ref())));
+        }
+        if verdict.allowed {
+            verdict.perform = g.workflow.as_ref().and_then(|w| w.rest.clone());
+            if let Some(why) = self.unpinned(call, g, &verdict) {
+                verdict = refused(verdict, BlockerKind::InvariantViolated, why, Invariant::UnpinnedMerge.action());
+            }
         }
         if mode == Mode::Preview && verdict.request.is_some() {
             verdict.blocked_reasons.push("(an approval request is recorded when the call is made)".into());
@@ -868,7 +903,7 @@ impl Gate {
             worker: g.worker.clone(),
             principal: principal.map(str::to_owned),
             tool: call.tool.to_owned(),
-            arguments: g.forward.clone().or_else(|| call.arguments.cloned()),
+            arguments: g.covered.clone().or_else(|| g.forward.clone()).or_else(|| call.arguments.cloned()),
             digest,
             why: plan.why.clone(),
             state: fleetgate_core::approval::ApprovalState::Pending,
@@ -1010,6 +1045,7 @@ impl Gate {
             store_replaced: None,
             evidence: None,
             workflow: None,
+            covered: None,
             worker,
             approvals: None,
             shadow: None,
@@ -1076,6 +1112,9 @@ fn audit_refusal(verdict: &mut Capability, problem: String) {
     *verdict = refused(verdict.clone(), BlockerKind::AuditUnavailable, problem, AUDIT_UNAVAILABLE_ACTION);
 }
 
+/// The key under which a gateway-made merge's pinned head enters what an approval covers.
+pub const REST_PIN_KEY: &str = "(pinned head)";
+
 /// An allowed `verdict` whose apply failed, refused by `kind`: applying never allows.
 fn refused(mut verdict: Capability, kind: BlockerKind, reason: String, action: &str) -> Capability {
     verdict.forward = None;
@@ -1085,6 +1124,7 @@ fn refused(mut verdict: Capability, kind: BlockerKind, reason: String, action: &
     verdict.operator_action = Some(action.to_owned());
     verdict.use_approvals.clear();
     verdict.settles = None;
+    verdict.perform = None;
     verdict
 }
 

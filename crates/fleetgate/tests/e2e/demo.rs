@@ -63,7 +63,7 @@ fn the_demo_tells_the_workflow_in_front_of_github_s_server_too() {
         ("HOME", &home_dir),
         ("XDG_CONFIG_HOME", &xdg),
     ];
-    tells_the_story(&["demo", "--forge", "github-mcp", "--json"], "expectedHeadSha", &shell);
+    tells_the_story(&["demo", "--forge", "github-mcp", "--json"], "(pinned head)", &shell);
     let out = Command::new(bin()).args(["demo", "--forge", "gitlab"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "an unknown forge is refused before anything starts");
     assert!(String::from_utf8_lossy(&out.stderr).contains("known: gitea-mcp, github-mcp"));

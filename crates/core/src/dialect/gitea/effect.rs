@@ -757,5 +757,8 @@ pub const SURFACE: crate::dialect::table::Surface = crate::dialect::table::Surfa
 
 /// `docs/reference/gitea-mcp.md`.
 pub fn render() -> String {
-    crate::dialect::table::render(&SURFACE, super::rules())
+    use crate::dialect::Dialect;
+    let mut page = crate::dialect::table::render(&SURFACE, super::rules());
+    page.push_str(&format!("\n**Pending reviews.** {}.\n", super::GITEA.pending_review_note()));
+    page
 }

@@ -92,3 +92,91 @@ fn a_created_pr_is_named_by_its_url_and_numbers_that_wrap_name_no_pr() {
         None
     );
 }
+
+#[test]
+fn the_gateway_s_merge_is_the_server_s_merge_pinned_with_sha() {
+    let target = PrTarget { owner: "Org".into(), repo: "re po".into(), pr: 3 };
+    let args = call(json!({ "merge_method": "squash", "commit_title": "t", "commit_message": "", "pullNumber": 3 }));
+    let rest = GITHUB.pinned_merge(&target, "abc123", &args).unwrap();
+    assert_eq!((rest.method.as_str(), rest.path.as_str()), ("PUT", "repos/Org/re%20po/pulls/3/merge"));
+    // Sent only when non-empty, as the server sends them; the head as `sha`.
+    assert_eq!(rest.body, json!({ "commit_title": "t", "merge_method": "squash", "sha": "abc123" }));
+}
+
+#[test]
+fn the_rest_api_base_is_derived_from_the_host_as_the_server_derives_it() {
+    for (host, base) in [
+        (None, "https://api.github.com/"),
+        (Some("https://github.com"), "https://api.github.com/"),
+        (Some("https://api.github.com"), "https://api.github.com/"),
+        (Some("https://octo.ghe.com"), "https://api.octo.ghe.com/"),
+        (Some("https://ghes.corp:8443/"), "https://ghes.corp:8443/api/v3/"),
+        (Some("http://127.0.0.1:4567"), "http://127.0.0.1:4567/api/v3/"),
+        (Some("http://[::1]:80"), "http://[::1]:80/api/v3/"),
+    ] {
+        assert_eq!(rest_base(host).as_deref(), Ok(base), "{host:?}");
+    }
+    // Credentials never travel in cleartext to a remote host; a host needs a scheme.
+    assert!(rest_base(Some("http://ghes.corp")).unwrap_err().contains("https"));
+    assert!(rest_base(Some("ghes.corp")).unwrap_err().contains("scheme"));
+}
+
+#[test]
+fn github_s_answers_to_the_merge_are_the_server_s() {
+    let rest = GITHUB.pinned_merge(&PrTarget { owner: "o".into(), repo: "r".into(), pr: 1 }, "a", &Map::new()).unwrap();
+    let url = "https://api.github.com/repos/o/r/pulls/1/merge";
+    let ok = GITHUB.rest_answer(
+        &rest,
+        url,
+        200,
+        r#"{"sha":"m","merged":true,"message":"Pull Request successfully merged","x":1}"#,
+    );
+    assert!(!ok.is_error);
+    assert_eq!(
+        serde_json::from_str::<Value>(&ok.text).unwrap(),
+        json!({ "sha": "m", "merged": true, "message": "Pull Request successfully merged" })
+    );
+    let moved = GITHUB.rest_answer(
+        &rest,
+        url,
+        409,
+        r#"{"message":"Head branch was modified. Review and try the merge again."}"#,
+    );
+    assert!(moved.is_error);
+    assert_eq!(
+        moved.text,
+        format!(
+            "failed to merge pull request: PUT {url}: 409 Head branch was modified. Review and try the merge again. []"
+        )
+    );
+    let invalid =
+        GITHUB.rest_answer(&rest, url, 422, r#"{"message":"Validation Failed","errors":[{"message":"bad method"}]}"#);
+    assert_eq!(invalid.text, "failed to merge pull request: Validation Failed\nbad method");
+}
+
+#[test]
+fn a_submit_reads_the_caller_s_first_review_and_its_commit() {
+    let submit =
+        call(json!({ "method": "submit_pending", "owner": "o", "repo": "r", "pullNumber": 4, "event": "APPROVE" }));
+    let first =
+        GITHUB.pending_review("pull_request_review_write", &submit, &crate::dialect::Unlisted, &[]).unwrap_err();
+    assert_eq!(first.iter().map(|r| r.tool.as_str()).collect::<Vec<_>>(), ["get_me"]);
+    let me: Answered = (first[0].clone(), Ok(json!({ "login": "Ana" })));
+    let second = GITHUB
+        .pending_review("pull_request_review_write", &submit, &crate::dialect::Unlisted, std::slice::from_ref(&me))
+        .unwrap_err();
+    assert_eq!(second[0].arguments.get("method"), Some(&json!("get_reviews")));
+    let reviews = json!([
+        { "state": "APPROVED", "commit_id": "c0", "user": { "login": "bo" } },
+        { "state": "PENDING", "commit_id": "c1", "user": { "login": "ana" } },
+    ]);
+    let answers = [me.clone(), (second[0].clone(), Ok(reviews))];
+    let at = GITHUB.pending_review("submit_pending_pull_request_review", &submit, &crate::dialect::Unlisted, &answers);
+    assert_eq!(at, Ok(PendingAt::Commit("c1".into())));
+    // A create submits no pending review: judged at the head.
+    let create = call(json!({ "method": "create", "owner": "o", "repo": "r", "pullNumber": 4, "event": "APPROVE" }));
+    assert_eq!(
+        GITHUB.pending_review("pull_request_review_write", &create, &crate::dialect::Unlisted, &[]),
+        Ok(PendingAt::Head)
+    );
+}

@@ -1,0 +1,139 @@
+//! The forge's own API, reached the way the member's server reaches it: the host and the
+//! token its launch gives it (the dialect's `Server::host` and `Server::credential`, read from
+//! the downstream's command line and environment). Through it the gateway makes the one call
+//! it makes itself: a merge the PR workflow judged, pinned at the judged head, where the
+//! server's own merge declares no pin (`fleetgate_core::dialect::Dialect::pinned_merge`).
+//! The forge refuses a head that moved after the judgement (GitHub: 409), so the race
+//! between the judgement and the merge is closed by the forge, not by the gate.
+
+use fleetgate_core::dialect::{Dialect, RestCall, ToolAnswer};
+use std::time::Duration;
+
+/// How long one request to the forge may take, from connect to the last byte.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The largest answer read from the forge.
+const MAX_ANSWER_BYTES: u64 = 1024 * 1024;
+
+/// The member's host and credential for the forge's API.
+#[derive(Clone, Default)]
+pub struct ForgeApi {
+    /// The host the server talks to (`GITHUB_HOST`, `--gh-host`); `None`: its default.
+    pub host: Option<String>,
+    /// The member's own token, and where it was read (never logged, never audited).
+    pub token: Option<(&'static str, String)>,
+}
+
+impl std::fmt::Debug for ForgeApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ForgeApi")
+            .field("host", &self.host)
+            .field("token", &self.token.as_ref().map(|(from, _)| format!("*** (from {from})")))
+            .finish()
+    }
+}
+
+impl ForgeApi {
+    /// What `dialect`'s server launched as `argv` (the downstream's command line, its
+    /// program first) with `env` (the environment it is started with) reaches the forge with.
+    pub fn of_launch(dialect: &dyn Dialect, argv: &[String], env: &[(String, String)]) -> Self {
+        let lookup = |key: &str| env.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        let server = dialect.server();
+        Self { host: server.host(argv, &lookup), token: server.credential(argv, &lookup) }
+    }
+
+    /// Make `call` for `dialect`: the forge's answer made into the server tool's answer, and
+    /// what the audit log says of it (the URL and the status; never the token).
+    pub fn make(&self, dialect: &dyn Dialect, call: &RestCall) -> (ToolAnswer, String) {
+        let failed = |text: String| (ToolAnswer { text: format!("fleetgate: {text}"), is_error: true }, text);
+        let base = match dialect.rest_base(self.host.as_deref()) {
+            Ok(base) => base,
+            Err(why) => return failed(format!("the forge's API cannot be reached ({why}): nothing was done")),
+        };
+        let Some((_, token)) = &self.token else {
+            return failed(format!(
+                "the member's server has no forge token ({} in its environment or launch): the pinned merge cannot \
+                 be made, and nothing was done",
+                dialect.server().token_env
+            ));
+        };
+        let url = format!("{}/{}", base.trim_end_matches('/'), call.path);
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(REQUEST_TIMEOUT))
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let body = call.body.to_string();
+        let request = match call.method.as_str() {
+            "PUT" => agent.put(&url),
+            "POST" => agent.post(&url),
+            "PATCH" => agent.patch(&url),
+            other => return failed(format!("{other} is no method the gateway makes: nothing was done")),
+        };
+        let sent = request
+            .header("Authorization", &format!("Bearer {token}"))
+            .header("Accept", "application/vnd.github+json")
+            .header("Content-Type", "application/json")
+            .header("User-Agent", concat!("fleetgate/", env!("CARGO_PKG_VERSION")))
+            .send(body.as_bytes());
+        let mut response = match sent {
+            Ok(response) => response,
+            Err(e) => {
+                let text = format!("{} {url}: {e} (it may or may not have taken effect)", call.method);
+                return (ToolAnswer { text: format!("failed to merge pull request: {text}"), is_error: true }, text);
+            }
+        };
+        let status = response.status().as_u16();
+        let text = response.body_mut().with_config().limit(MAX_ANSWER_BYTES).read_to_string().unwrap_or_default();
+        let answer = dialect.rest_answer(call, &url, status, &text);
+        let said = format!("{} {url} answered {status}{}", call.method, if answer.is_error { ": refused" } else { "" });
+        (answer, said)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn the_member_s_host_and_token_are_read_as_its_server_reads_them() {
+        let github = &fleetgate_core::dialect::github::GITHUB;
+        let argv = ["github-mcp-server".to_owned(), "stdio".to_owned()];
+        let api = ForgeApi::of_launch(
+            github,
+            &argv,
+            &env(&[("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_x"), ("GITHUB_HOST", "https://ghe.corp")]),
+        );
+        assert_eq!(api.host.as_deref(), Some("https://ghe.corp"));
+        assert_eq!(api.token, Some(("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_x".to_owned())));
+        assert!(!format!("{api:?}").contains("ghp_x"), "the token is never shown");
+        // A container launch sets them with -e; the flag wins for the host.
+        let docker: Vec<String> =
+            ["docker", "run", "-i", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN=ghp_y", "ghcr.io/github/github-mcp-server"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .chain(["stdio".to_owned(), "--gh-host".to_owned(), "https://h".to_owned()])
+                .collect();
+        let api = ForgeApi::of_launch(github, &docker, &env(&[("GITHUB_HOST", "https://other")]));
+        assert_eq!((api.host.as_deref(), api.token.map(|t| t.1)), (Some("https://h"), Some("ghp_y".to_owned())));
+    }
+
+    #[test]
+    fn without_a_token_nothing_is_sent_and_the_answer_says_so() {
+        let github = &fleetgate_core::dialect::github::GITHUB;
+        let call = RestCall {
+            tool: "merge_pull_request".into(),
+            method: "PUT".into(),
+            path: "repos/o/r/pulls/1/merge".into(),
+            body: serde_json::json!({ "sha": "a" }),
+        };
+        // A host nothing listens on: were anything sent, the answer would name the connection.
+        let api = ForgeApi { host: Some("http://127.0.0.1:9".into()), token: None };
+        let (answer, said) = api.make(github, &call);
+        assert!(answer.is_error && said.contains("no forge token"), "{said}");
+    }
+}
