@@ -29,6 +29,7 @@ mod lifecycle;
 mod metrics;
 mod neighbours;
 mod oauth;
+mod people;
 mod replicas;
 mod retention;
 mod routing;
