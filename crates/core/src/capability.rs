@@ -851,6 +851,14 @@ pub fn inventory_action(inv: &FleetInventory) -> String {
         return format!("start the {} server ({}) from the fleet's client", m.profile, m.namespace);
     }
     if let Some(p) = inv.unregistered_processes.first() {
+        if let Some(g) = inv.unproven_gateways.iter().find(|g| g.pid == p.pid) {
+            return format!(
+                "stop the gateway pid {} ({}); if it is another fleet's, give it its own store and its own \
+                 repository, start it outside this fleet's checkout, and run a fleetgate release that publishes \
+                 its proof, as this fleet's user; unproven gateways fail closed",
+                p.pid, g.why
+            );
+        }
         return format!(
             "stop pid {} or let it register a runtime row; unregistered fleet processes fail closed",
             p.pid

@@ -535,7 +535,7 @@ fn the_page_receives_every_invisible_or_direction_changing_character_escaped() {
 
 #[test]
 fn gateways_of_other_stores_are_shown_apart_from_the_fleet() {
-    use fleetgate_core::inventory::{OtherFleetGateway, PendingGateway};
+    use fleetgate_core::inventory::{OtherFleetGateway, PendingGateway, UnprovenGateway};
     let now = t0().plus_seconds(40);
     let mut snap = snapshot(&[row(4100)], &[], &[], now);
     let before = view(&snap, &[], &[], now);
@@ -545,14 +545,17 @@ fn gateways_of_other_stores_are_shown_apart_from_the_fleet() {
         started_at: t0(),
         command: "fleetgate serve --profile prgs-author".into(),
         uid: None,
-        store: "/srv/other/registry.sqlite3".into(),
+        store: "postgres://fleet@db:5432/other".into(),
+        engine: "postgres".into(),
+        fleet: "other".into(),
         runtime_id: "gitea-author:5100:b".into(),
         namespace: "gitea-author".into(),
         profile: "prgs-author".into(),
+        transport: "http".into(),
         repository_root: "/srv/other/checkout".into(),
-        remote: None,
-        org: None,
-        repo: None,
+        remote: Some("origin".into()),
+        org: Some("acme".into()),
+        repo: Some("other".into()),
     });
     snap.inventory.pending_gateways.push(PendingGateway {
         pid: 5200,
@@ -560,7 +563,8 @@ fn gateways_of_other_stores_are_shown_apart_from_the_fleet() {
         command: "fleetgate serve --profile prgs-reviewer".into(),
         uid: None,
         store: "/srv/third/registry.sqlite3".into(),
-        why: "its store has no running row for it yet".into(),
+        age_seconds: 2,
+        why: "it has not published its proof yet".into(),
         until: now.plus_seconds(10),
     });
     let v = view(&snap, &[], &[], now);
@@ -568,9 +572,26 @@ fn gateways_of_other_stores_are_shown_apart_from_the_fleet() {
     assert_eq!(shown, [(5100, "other_fleet"), (5200, "pending")]);
     let wire = serde_json::to_value(&v.other_gateways).unwrap();
     assert_eq!(wire[0]["repository_root"], "/srv/other/checkout");
+    assert_eq!((wire[0]["engine"].as_str(), wire[0]["fleet"].as_str()), (Some("postgres"), Some("other")));
+    assert_eq!(wire[0]["repository"], "origin/acme/other");
     assert!(wire[0].get("until").is_none(), "{wire}");
-    assert_eq!(wire[1]["why"], "its store has no running row for it yet");
+    assert_eq!(wire[1]["why"], "it has not published its proof yet");
+    assert_eq!(wire[1]["age_seconds"], 2);
     assert_eq!(wire[1]["until"], now.plus_seconds(10).to_string());
     assert!(v.gate.open, "neither closes this fleet's gate");
     assert_ne!(v.fingerprint(), before.fingerprint(), "a new one is news to the page");
+    // An unproven one is shown with why (it closes the gate, through the inventory's reasons).
+    snap.inventory.unproven_gateways.push(UnprovenGateway {
+        pid: 5300,
+        started_at: t0(),
+        command: "fleetgate serve --profile prgs-author".into(),
+        uid: Some(1000),
+        store: None,
+        why: "it is bound to this fleet's checkout (/srv/ours, ours /srv/ours): two fleets on one repository".into(),
+    });
+    let v = view(&snap, &[], &[], now);
+    let wire = serde_json::to_value(&v.other_gateways).unwrap();
+    assert_eq!((wire[2]["pid"].as_i64(), wire[2]["state"].as_str()), (Some(5300), Some("unproven")));
+    assert_eq!(wire[2]["store"], "unknown");
+    assert!(wire[2]["why"].as_str().unwrap().contains("two fleets on one repository"), "{wire}");
 }

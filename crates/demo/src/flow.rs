@@ -88,7 +88,7 @@ impl Flow {
         let (api, host) = if dialect.name() == fleetgate_core::dialect::gitea::NAME {
             (None, None)
         } else {
-            let (child, url) = forge_api(&fixture).await?;
+            let (child, url) = forge_api(&fixture, dir).await?;
             (Some(child), Some(url))
         };
         let config = dir.join("flow.toml");
@@ -180,7 +180,7 @@ impl Flow {
     pub async fn operator(&mut self, args: &[&str]) -> Result<(bool, Value)> {
         let out = tokio::process::Command::new(&self.exe)
             .env_clear()
-            .envs(crate::base_env())
+            .envs(crate::base_env(&self.dir))
             .arg("--store")
             .arg(self.dir.join("flow.sqlite3"))
             .arg("--config")
@@ -245,7 +245,7 @@ impl Flow {
 
 /// The forge's own API served by the stand-in on loopback (`--rest-listen`), each member's
 /// demo token standing for its account: the child and its URL (the member's host).
-async fn forge_api(fixture: &[String]) -> Result<(tokio::process::Child, String)> {
+async fn forge_api(fixture: &[String], dir: &Path) -> Result<(tokio::process::Child, String)> {
     use tokio::io::AsyncBufReadExt;
     let mut command = tokio::process::Command::new(&fixture[0]);
     command.args(&fixture[1..]).args(["--rest-listen", "127.0.0.1:0"]);
@@ -254,7 +254,7 @@ async fn forge_api(fixture: &[String]) -> Result<(tokio::process::Child, String)
     }
     let mut child = command
         .env_clear()
-        .envs(crate::base_env())
+        .envs(crate::base_env(dir))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -310,10 +310,13 @@ async fn start(
             Some(host) => vec![(server.host_env, host.to_owned()), (server.token_env, token(name))],
             None => Vec::new(),
         };
+        let stderr = dir.join(format!("flow-{name}.stderr"));
+        let log = std::fs::File::create(&stderr).context(|| format!("cannot create {}", stderr.display()))?;
         let mut child = tokio::process::Command::new(exe)
             .env_clear()
-            .envs(crate::base_env())
+            .envs(crate::base_env(dir))
             .envs(forge_env)
+            .current_dir(dir)
             .env("GITEA_CLIENT_MANAGED", "1")
             .env("GITEA_MCP_COHORT_ID", "demo-flow")
             .env("GITEA_MCP_CLIENT_SESSION", format!("sess-{session}"))
@@ -329,14 +332,23 @@ async fn start(
             .args(["--user", name])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(log)
             .kill_on_drop(true)
             .spawn()
             .context(|| format!("cannot start the {name} gateway"))?;
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(Error::new(format!("the {name} gateway's pipes were not opened")));
         };
-        let client = ().serve((stdout, stdin)).await.context(|| format!("the {name} gateway did not start MCP"))?;
+        // One that does not start says why: its own stderr.
+        let said = || {
+            let text = std::fs::read_to_string(&stderr).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            lines[lines.len().saturating_sub(3)..].join(" / ")
+        };
+        let client = match ().serve((stdout, stdin)).await {
+            Ok(client) => client,
+            Err(e) => return Err(Error::new(format!("the {name} gateway did not start MCP ({e}): {}", said()))),
+        };
         members.push(Member { name, client, _child: child });
     }
     Ok(members)

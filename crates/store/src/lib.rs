@@ -440,9 +440,10 @@ pub struct FleetSnapshot {
     pub workers: Vec<WorkerRecord>,
     /// The latest observation of every host, ordered by `host_id`.
     pub observations: Vec<HostObservation>,
-    /// The file these rows were read from, as (device, inode); `None` for a server's
-    /// database. Tells a peer gateway that names this very store from one with its own.
-    pub store_file: Option<(u64, u64)>,
+    /// The store these rows were read from, as the file system (a SQLite file's device and
+    /// inode) or the server (a PostgreSQL database's cluster, oid and schema) identifies it:
+    /// tells a peer gateway whose proof names this very store from one with its own.
+    pub store: Option<fleetgate_core::runtime::StoreIdentity>,
 }
 
 /// The latest process scan one host published about itself.

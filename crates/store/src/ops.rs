@@ -259,14 +259,14 @@ impl<E: Engine> Store for E {
 
     fn fleet_snapshot(&self) -> Result<FleetSnapshot, StoreError> {
         let sql = self.sql();
-        let store_file = self.file_identity();
+        let store = self.identity();
         self.run("cannot read the fleet", Retry::Read, |c| {
             c.transaction(Tx::Snapshot, |c| {
                 Ok(FleetSnapshot {
                     runtimes: c.query(&sql.list_runtime, &[])?,
                     workers: c.query(&sql.list_workers, &[])?,
                     observations: c.query(&sql.list_observations, &[])?,
-                    store_file,
+                    store: store.clone(),
                 })
             })
         })

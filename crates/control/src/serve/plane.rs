@@ -526,6 +526,7 @@ impl ControlPlane for FleetControl {
         let host = self.row.host.clone();
         let row = runtime_row(&self.identity, self.transport.as_str(), self.client_managed(), host, self.clock.now());
         self.row.write(&row).map_err(|e| ControlError::new(ControlErrorKind::Store, e))?;
+        self.row.publish_proof(&self.identity, &row);
         self.row.start(self.supervisor()).map_err(|e| ControlError::new(ControlErrorKind::Supervision, e))
     }
 

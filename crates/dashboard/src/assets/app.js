@@ -146,8 +146,11 @@
           {},
           el("strong", { text: `pid ${g.pid}` }),
           g.state === "pending"
-            ? ` just started, not proven another fleet's until ${g.until} (${g.why}); store `
-            : ` another fleet's ${g.profile}, checkout ${g.repository_root}; store `,
+            ? ` just started (${g.age_seconds} s ago), not proven another fleet's until ${g.until} (${g.why}); store `
+            : g.state === "unproven"
+              ? ` not proven another fleet's, so the gate is closed: ${g.why}; store `
+              : ` fleet ${g.fleet}'s ${g.profile}, checkout ${g.repository_root}` +
+                (g.repository ? `, bound to ${g.repository}` : "") + `; ${g.engine} store `,
           el("code", { text: g.store }),
         ),
       ),

@@ -36,8 +36,9 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         ));
     }
     let binding = args.binding.binding().or_else(|| ctx.config.binding.clone());
+    // Canonical (symlinks resolved): other fleets compare it with their own checkouts.
     let repo_root = match &args.repo_root {
-        Some(p) => Some(p.clone()),
+        Some(p) => Some(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
         None => std::env::current_dir().ok(),
     };
     let transport = if args.transport == "http" { Transport::Http } else { Transport::Stdio };
@@ -72,8 +73,17 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
             None
         }
     });
+    // Its proof is tied to this process as `/proc` names it (pid, PID namespace, start).
+    let stamp = match fleetgate_host::proof::own_stamp() {
+        Ok(stamp) => Some(stamp),
+        Err(e) => {
+            tracing::warn!("this process cannot be stamped, so it publishes no proof: {e}");
+            None
+        }
+    };
     let identity =
-        Identity::new(member.clone(), pid, fleetgate_host::start_id(), cohort, (repo_root, startup_head), binding);
+        Identity::new(member.clone(), pid, fleetgate_host::start_id(), cohort, (repo_root, startup_head), binding)
+            .with_stamp(stamp);
     let mut gate = Gate::new(Arc::new(ctx.config.clone()), store, Arc::new(LiveObserver::default())).with_auditor(
         fleetgate_control::audit::Auditor::new(
             MeteredStore::wrap(ctx.store()?, metrics.clone()),

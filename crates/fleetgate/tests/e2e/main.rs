@@ -27,6 +27,7 @@ mod http;
 mod httpkit;
 mod lifecycle;
 mod metrics;
+mod neighbours;
 mod oauth;
 mod people;
 mod replicas;

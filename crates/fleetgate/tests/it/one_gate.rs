@@ -9,7 +9,7 @@ use fleetgate_config::FleetConfig;
 use fleetgate_control::gate::{Gate, Observer};
 use fleetgate_control::serve::{FleetControl, Identity, Transport};
 use fleetgate_core::env::EnvSnapshot;
-use fleetgate_core::inventory::{PeerStore, PidProbe};
+use fleetgate_core::inventory::{PeerFacts, PidProbe};
 use fleetgate_core::runtime::{Cohort, CohortSource, RuntimeRecord, RuntimeStatus};
 use fleetgate_core::{ManualClock, Timestamp};
 use fleetgate_gateway::rmcp::model::{JsonObject, Tool, ToolAnnotations};
@@ -100,7 +100,7 @@ impl Observer for MadeUp {
     fn head(&self, _checkout: &Path) -> Result<String, HostError> {
         Ok(HEAD.into())
     }
-    fn peer_store(&self, _: i64, _: &[String], _: &str, _: Option<(u64, u64)>) -> Result<PeerStore, String> {
+    fn peer_facts(&self, _: i64, _: &[String], _: &str) -> Result<PeerFacts, String> {
         Err("a made-up fleet has no peer stores".into())
     }
 }
