@@ -23,8 +23,7 @@
 
 use fleetgate_core::protect::Protection;
 use serde::Serialize;
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::Marker;
+use yaml_rust2::parser::{Event, Parser};
 
 /// The directories of workflow files under a checkout, per forge.
 pub const WORKFLOW_DIRS: &[&str] = &[".github/workflows", ".gitea/workflows", ".forgejo/workflows"];
@@ -85,20 +84,31 @@ impl Node {
     }
 }
 
+/// Deeper than this a file is refused unread: no workflow nests so deep, and a few kilobytes
+/// of `- - - …` would otherwise build a node tree whose every walk recurses that deep.
+const MAX_DEPTH: usize = 128;
+/// The nodes a file may stand for, each alias counted as the node it repeats: past it the
+/// file is refused (a "billion laughs" of nested aliases would exhaust memory).
+const MAX_NODES: usize = 100_000;
+
 /// Builds [`Node`]s from the parser's events (the first document only). An alias stands for
 /// the node its anchor named.
 #[derive(Default)]
 struct Builder {
-    /// Open collections: the node, its anchor, and a map's key waiting for its value.
-    stack: Vec<(Node, usize, Option<Node>)>,
-    anchors: Vec<(usize, Node)>,
+    /// Open collections: the node, its anchor, a map's key waiting for its value, and how
+    /// many nodes were made before it opened.
+    stack: Vec<(Node, usize, Option<Node>, usize)>,
+    /// Each anchor's node and how many nodes it stands for.
+    anchors: Vec<(usize, Node, usize)>,
     root: Option<Node>,
+    /// The nodes made so far, aliases counted expanded.
+    made: usize,
 }
 
 impl Builder {
-    fn push(&mut self, node: Node, anchor: usize) {
+    fn push(&mut self, node: Node, anchor: usize, size: usize) {
         if anchor > 0 {
-            self.anchors.push((anchor, node.clone()));
+            self.anchors.push((anchor, node.clone(), size));
         }
         match self.stack.last_mut() {
             None => {
@@ -106,33 +116,66 @@ impl Builder {
                     self.root = Some(node);
                 }
             }
-            Some((Node::Seq(items, _), _, _)) => items.push(node),
-            Some((Node::Map(entries, _), _, pending)) => match pending.take() {
+            Some((Node::Seq(items, _), ..)) => items.push(node),
+            Some((Node::Map(entries, _), _, pending, _)) => match pending.take() {
                 None => *pending = Some(node),
                 Some(key) => entries.push((key, node)),
             },
-            Some((Node::Scalar(..), _, _)) => {}
+            Some((Node::Scalar(..), ..)) => {}
         }
     }
-}
 
-impl MarkedEventReceiver for Builder {
-    fn on_event(&mut self, ev: Event, mark: Marker) {
-        let line = mark.line();
-        match ev {
-            Event::Scalar(text, _, anchor, _) => self.push(Node::Scalar(text, line), anchor),
-            Event::Alias(anchor) => {
-                let node = self.anchors.iter().rev().find(|(a, _)| *a == anchor).map(|(_, n)| n.clone());
-                self.push(node.unwrap_or(Node::Scalar(String::new(), line)), 0);
+    /// One event of the document; `Err` when the file goes past [`MAX_DEPTH`] or [`MAX_NODES`].
+    fn event(&mut self, ev: Event, line: usize) -> Result<(), String> {
+        let opened = |node: Node, anchor: usize, this: &mut Self| {
+            if this.stack.len() >= MAX_DEPTH {
+                return Err(format!("it nests deeper than {MAX_DEPTH} levels: refused unread"));
             }
-            Event::SequenceStart(anchor, _) => self.stack.push((Node::Seq(Vec::new(), line), anchor, None)),
-            Event::MappingStart(anchor, _) => self.stack.push((Node::Map(Vec::new(), line), anchor, None)),
+            this.stack.push((node, anchor, None, this.made));
+            this.made += 1;
+            Ok(())
+        };
+        match ev {
+            Event::Scalar(text, _, anchor, _) => {
+                self.made += 1;
+                self.push(Node::Scalar(text, line), anchor, 1);
+            }
+            Event::Alias(anchor) => {
+                let found = self.anchors.iter().rev().find(|(a, ..)| *a == anchor);
+                let size = found.map_or(1, |(.., size)| *size);
+                self.made = self.made.saturating_add(size);
+                if self.made <= MAX_NODES {
+                    let node = found.map_or_else(|| Node::Scalar(String::new(), line), |(_, node, _)| node.clone());
+                    self.push(node, 0, size);
+                }
+            }
+            Event::SequenceStart(anchor, _) => opened(Node::Seq(Vec::new(), line), anchor, self)?,
+            Event::MappingStart(anchor, _) => opened(Node::Map(Vec::new(), line), anchor, self)?,
             Event::SequenceEnd | Event::MappingEnd => {
-                if let Some((node, anchor, _)) = self.stack.pop() {
-                    self.push(node, anchor);
+                if let Some((node, anchor, _, before)) = self.stack.pop() {
+                    let size = self.made - before;
+                    self.push(node, anchor, size);
                 }
             }
             _ => {}
+        }
+        if self.made > MAX_NODES {
+            return Err(format!("its aliases stand for more than {MAX_NODES} nodes: refused unread"));
+        }
+        Ok(())
+    }
+}
+
+/// The first document of `text`, read event by event (the parser's own loader recurses as
+/// deep as the file nests).
+fn parse(text: &str) -> Result<Option<Node>, String> {
+    let mut parser = Parser::new_from_str(text);
+    let mut builder = Builder::default();
+    loop {
+        let (ev, mark) = parser.next_token().map_err(|e| format!("not YAML: {e}"))?;
+        match ev {
+            Event::DocumentEnd | Event::StreamEnd => return Ok(builder.root),
+            ev => builder.event(ev, mark.line())?,
         }
     }
 }
@@ -206,9 +249,7 @@ fn runs_unprotected(trigger: &str, filter: Option<&Node>, protection: &Protectio
 /// Read one workflow file (`file` names it in the findings): every trigger that runs code from
 /// an unprotected branch when the token can write. A file that is not YAML is an `Err`.
 pub fn judge(file: &str, text: &str, protection: &Protection) -> Result<Vec<WorkflowFinding>, String> {
-    let mut builder = Builder::default();
-    Parser::new_from_str(text).load(&mut builder, false).map_err(|e| format!("{file}: not YAML: {e}"))?;
-    let Some(root) = builder.root else { return Ok(Vec::new()) };
+    let Some(root) = parse(text).map_err(|e| format!("{file}: {e}"))? else { return Ok(Vec::new()) };
     let Some((on, _)) = root.get("on") else { return Ok(Vec::new()) };
     let triggers: Vec<(String, Option<&Node>, usize)> = match on {
         Node::Scalar(s, l) => vec![(s.clone(), None, *l)],
@@ -307,6 +348,26 @@ mod tests {
         // Every branch ignored but none: named.
         assert_eq!(found("on:\n  push:\n    branches-ignore: [main]\njobs: {}\n").len(), 1);
         assert!(found("on:\n  push:\n    branches-ignore: ['**']\njobs: {}\n").is_empty());
+    }
+
+    /// A hostile file is a clear error, never an abort: aliases that expand past a bound (a
+    /// "billion laughs"), or nesting past a depth, which the parser would recurse into.
+    #[test]
+    fn a_hostile_file_is_an_error_not_a_crash() {
+        let mut laughs = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..9 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            laughs.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        laughs.push_str("on: push\njobs:\n  a: {}\n");
+        let e = judge("w.yml", &laughs, &Protection::default()).unwrap_err();
+        assert!(e.starts_with("w.yml: ") && e.contains("aliases"), "{e}");
+        let deep = format!("on: push\nx:\n{}y\n", "- ".repeat(100_000));
+        let e = judge("w.yml", &deep, &Protection::default()).unwrap_err();
+        assert!(e.starts_with("w.yml: ") && e.contains("nests"), "{e}");
+        // Within the bounds, anchors and nesting are read as before.
+        let fine = format!("on: push\nx:\n{}y\njobs:\n  a: {{}}\n", "- ".repeat(50));
+        assert_eq!(judge("w.yml", &fine, &Protection::default()).unwrap().len(), 1);
     }
 
     #[test]
