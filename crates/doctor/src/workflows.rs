@@ -10,11 +10,13 @@
 //! * the triggers (`on`: a name, a list, or a map): `push` and `create` run the pushed
 //!   branch's code — on every branch, or on those its `branches` filter names (a glob that
 //!   could name an unprotected branch counts; `branches-ignore` runs everywhere it does not
-//!   ignore; only `tags` runs on no branch push); `pull_request` runs the PR's head code (with a
-//!   write token for a branch of the same repository); `pull_request_target` and
+//!   ignore; only `tags` runs on no branch push); `pull_request`, `pull_request_review` and
+//!   `pull_request_review_comment` run the PR's head code (with a write token for a branch of
+//!   the same repository), `merge_group` a queued PR's, `workflow_dispatch` the code of the ref
+//!   a dispatch names (any branch); `pull_request_target` and
 //!   `workflow_run` run with the base repository's token on events any branch can cause;
-//! * the token (`permissions`, at the top and per job): `write-all` or any scope set to
-//!   `write` can write; `read-all`, `{}` or only `read`/`none` scopes cannot; **no
+//! * the token (`permissions`, at the top and per job, a job's replacing the top's for it):
+//!   `write-all` or any scope set to `write` can write; `read-all`, `{}` or only `read`/`none` scopes cannot; **no
 //!   `permissions` key** (at the top, and on a job) means the repository's default, which may
 //!   be write (GitHub: repositories and organisations that have not restricted the default;
 //!   Gitea and Forgejo: write) — said so.
@@ -230,8 +232,13 @@ fn runs_unprotected(trigger: &str, filter: Option<&Node>, protection: &Protectio
             }
             .map(|why| (why, BRANCH_CODE))
         }
-        "pull_request" => Some((
-            "`pull_request` from any branch of this repository (a write token for a branch that is not a fork's)"
+        "pull_request" | "pull_request_review" | "pull_request_review_comment" => Some((
+            format!("`{trigger}` from any branch of this repository (a write token for a branch that is not a fork's)"),
+            BRANCH_CODE,
+        )),
+        "merge_group" => Some(("`merge_group`, on any PR a merge queue takes (its branch's code)".into(), BRANCH_CODE)),
+        "workflow_dispatch" => Some((
+            "`workflow_dispatch` naming any branch as its ref (a role allowed to dispatch runs that branch's code)"
                 .into(),
             BRANCH_CODE,
         )),
@@ -267,8 +274,9 @@ pub fn judge(file: &str, text: &str, protection: &Protection) -> Result<Vec<Work
     let granted = |p: Option<(&Node, usize)>| p.filter(|(v, _)| writes(v)).map(|(_, l)| l);
     let mut write_line: Option<Option<usize>> = None;
     let mut default_job: Option<String> = None;
-    if let Some(line) = granted(top) {
-        write_line = Some(Some(line));
+    // The top's write counts where a job keeps it (no `permissions` of its own), or with no jobs.
+    if jobs.is_empty() || jobs.iter().any(|(_, own)| own.is_none()) {
+        write_line = granted(top).map(Some);
     }
     for (name, own) in &jobs {
         match (own, top) {
@@ -335,6 +343,30 @@ mod tests {
         assert!(found("on: push\npermissions:\n  contents: read\njobs:\n  a: {}\n").is_empty());
         // `{}` grants nothing.
         assert!(found("on: push\npermissions: {}\njobs:\n  a: {}\n").is_empty());
+    }
+
+    /// A review or a review comment on a PR runs the workflow on the PR's code, as
+    /// `pull_request` does (GitHub: the PR's merge commit, a write token for a branch of this
+    /// repository; Gitea alike); so does a merge queue's run of a queued PR.
+    #[test]
+    fn a_review_of_a_pr_or_its_merge_queue_runs_the_pr_s_code() {
+        let text = "on: [pull_request_review, pull_request_review_comment, merge_group]\njobs:\n  a: {}\n";
+        let triggers: Vec<String> = found(text).into_iter().map(|f| f.1).collect();
+        assert_eq!(triggers, ["pull_request_review", "pull_request_review_comment", "merge_group"]);
+        // A dispatch names the ref it runs: any branch's code (GitHub's roster lets the
+        // controller dispatch, `actions_run_trigger run_workflow` with `ref`).
+        assert_eq!(found("on: workflow_dispatch\njobs:\n  a: {}\n"), [(1, "workflow_dispatch".into(), None)]);
+    }
+
+    /// A job's own `permissions` replace the workflow's: a write at the top that every job
+    /// replaces with a read grants no job a write.
+    #[test]
+    fn a_write_at_the_top_that_every_job_replaces_grants_nothing() {
+        let text = "on: push\npermissions: write-all\njobs:\n  a:\n    permissions: read-all\n";
+        assert!(found(text).is_empty(), "{:?}", found(text));
+        // One job that keeps it: the top's write, named by its line.
+        let text = "on: push\npermissions: write-all\njobs:\n  a:\n    permissions: read-all\n  b: {}\n";
+        assert_eq!(found(text), [(1, "push".into(), Some(2))]);
     }
 
     #[test]
