@@ -297,6 +297,14 @@ fn pending_review(
     Ok(PendingAt::Missing(format!("no review of `{login}` on PR #{} is pending", target.pr)))
 }
 
+/// A name GitHub may give an account or a repository: ASCII letters, digits, `-`, `_` (an
+/// Enterprise Managed User's suffix) and `.`, neither `.` nor `..`. Empty is the server's
+/// "missing" (it refuses it).
+fn github_name(name: &str) -> bool {
+    name.is_empty()
+        || (!matches!(name, "." | "..") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)))
+}
+
 /// The review tools that submit a verdict, and the methods that do.
 fn submits(tool: &str, args: &Map<String, Value>) -> bool {
     match tool {
@@ -329,9 +337,23 @@ impl Dialect for GithubMcp {
     }
 
     /// A number beyond 2^31-1 (the server's GraphQL paths, and the review tool's decoding,
-    /// wrap it to another PR's), and a key of the loosely decoded tools that is not exactly
-    /// one of theirs.
+    /// wrap it to another PR's), an `owner` or `repo` that is no GitHub name (the server puts
+    /// them into its REST paths unescaped: `repo: "r/pulls/7#"` reads PR 7 whatever the
+    /// number), and a key of the loosely decoded tools that is not exactly one of theirs.
     fn check_parse(&self, tool: &str, args: &Map<String, Value>) -> Result<(), crate::forge_call::Ambiguity> {
+        for key in ["owner", "repo"] {
+            if let Some(name) = text(args, key)
+                && !github_name(name)
+            {
+                return Err(crate::forge_call::Ambiguity::new(
+                    key,
+                    format!(
+                        "`{name}` is no GitHub name (letters, digits, `-`, `_`, `.`): the server puts it into its \
+                         URL paths unescaped, where it could name another resource"
+                    ),
+                ));
+            }
+        }
         for (key, value) in args {
             if NUMBER_KEYS.contains(&key.as_str())
                 && let Some(n) = value.as_i64()

@@ -180,3 +180,32 @@ fn a_submit_reads_the_caller_s_first_review_and_its_commit() {
         Ok(PendingAt::Head)
     );
 }
+
+/// The server puts `owner` and `repo` into its REST paths unescaped (go-github's
+/// `repos/%v/%v/pulls/%d`): `repo: "r/pulls/7#"` makes every read of PR 3 read PR 7, while the
+/// gateway's own REST merge (its path escaped, its number `pullNumber`) would merge PR 3 — the
+/// gate would judge one PR and merge another. A name GitHub cannot have is refused before
+/// anything is read; GitHub's own names pass, in any case.
+#[test]
+fn an_owner_or_repo_that_is_no_github_name_is_refused_before_anything_is_read() {
+    for (key, value) in [
+        ("repo", "r/pulls/7#"),
+        ("repo", "r/pulls/7?"),
+        ("repo", ".."),
+        ("owner", "../o"),
+        ("owner", "o%2Fx"),
+        ("repo", "r\u{ff52}"),
+        ("repo", "r "),
+    ] {
+        let mut args = call(json!({ "owner": "o", "repo": "r", "pullNumber": 3 }));
+        args.insert(key.into(), json!(value));
+        for tool in ["merge_pull_request", "pull_request_read", "push_files"] {
+            let e = GITHUB.check_parse(tool, &args).expect_err(value);
+            assert_eq!(e.key, key, "{tool} {value}");
+        }
+    }
+    for (owner, repo) in [("Org-1", "re.po_x"), ("octo_emu", "R"), ("o", ".github")] {
+        let args = call(json!({ "owner": owner, "repo": repo, "pullNumber": 3 }));
+        assert!(GITHUB.check_parse("merge_pull_request", &args).is_ok(), "{owner}/{repo}");
+    }
+}
