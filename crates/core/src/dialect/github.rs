@@ -199,10 +199,12 @@ pub fn pinned_merge(target: &PrTarget, head: &str, args: &Map<String, Value>) ->
 
 /// The server's answer to a merge, from GitHub's: the merge result's `sha`, `merged` and
 /// `message` as JSON text; a failure as `failed to merge pull request: METHOD URL: STATUS
-/// MESSAGE []` (go-github's error), a 422 as its message and details.
+/// MESSAGE []` (go-github's error), a 422 as its message and details. Only a 200 whose
+/// result says `merged: true` is a merge: anything else (another 2xx, a page that is no merge
+/// result) is answered as a failure, never settled as a merge.
 pub fn merge_answer(call: &RestCall, url: &str, status: u16, body: &str) -> ToolAnswer {
     let parsed: Value = serde_json::from_str(body).unwrap_or(Value::Null);
-    if status == 200 {
+    if status == 200 && parsed.get("merged") == Some(&Value::Bool(true)) {
         let mut result = Map::new();
         for key in ["sha", "merged", "message"] {
             if let Some(v) = parsed.get(key).filter(|v| !v.is_null()) {
@@ -212,6 +214,7 @@ pub fn merge_answer(call: &RestCall, url: &str, status: u16, body: &str) -> Tool
         return ToolAnswer { text: Value::Object(result).to_string(), is_error: false };
     }
     let message = parsed.get("message").and_then(Value::as_str).unwrap_or(body.trim());
+    let message = if (200..300).contains(&status) && message.is_empty() { "no merge result" } else { message };
     let text = if status == 422 {
         let mut parts = vec![message.to_owned()];
         for e in parsed.get("errors").and_then(Value::as_array).into_iter().flatten() {

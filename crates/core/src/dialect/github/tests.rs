@@ -154,6 +154,26 @@ fn github_s_answers_to_the_merge_are_the_server_s() {
     assert_eq!(invalid.text, "failed to merge pull request: Validation Failed\nbad method");
 }
 
+/// Only GitHub's merge result says a merge was made (200 with `merged: true`): a 200 that
+/// says otherwise, or is no merge result at all (a proxy's page), is no merge — the gate
+/// would record the PR merged and release its leases — and neither is any other 2xx.
+#[test]
+fn an_answer_that_is_no_merge_result_is_no_merge() {
+    let rest = GITHUB.pinned_merge(&PrTarget { owner: "o".into(), repo: "r".into(), pr: 1 }, "a", &Map::new()).unwrap();
+    let url = "https://api.github.com/repos/o/r/pulls/1/merge";
+    for (status, body) in [
+        (200, r#"{"sha":"m","merged":false,"message":"Pull Request is not mergeable"}"#),
+        (200, "<html>signed in?</html>"),
+        (200, ""),
+        (202, r#"{"merged":true}"#),
+        (204, ""),
+    ] {
+        let answer = GITHUB.rest_answer(&rest, url, status, body);
+        assert!(answer.is_error, "{status} {body}: {answer:?}");
+        assert!(answer.text.starts_with("failed to merge pull request: "), "{}", answer.text);
+    }
+}
+
 #[test]
 fn a_submit_reads_the_caller_s_first_review_and_its_commit() {
     let submit =
