@@ -122,15 +122,62 @@ mod tests {
         assert_eq!((api.host.as_deref(), api.token.map(|t| t.1)), (Some("https://h"), Some("ghp_y".to_owned())));
     }
 
-    #[test]
-    fn without_a_token_nothing_is_sent_and_the_answer_says_so() {
-        let github = &fleetgate_core::dialect::github::GITHUB;
-        let call = RestCall {
+    fn merge_call() -> RestCall {
+        RestCall {
             tool: "merge_pull_request".into(),
             method: "PUT".into(),
             path: "repos/o/r/pulls/1/merge".into(),
             body: serde_json::json!({ "sha": "a" }),
+        }
+    }
+
+    /// A forge host that answers the merge with a redirect to another: the redirect is not
+    /// followed (the token goes to no other host, and no other host merges), the answer is a
+    /// failure, and neither it nor the audit's words hold the token.
+    #[test]
+    fn a_redirect_is_not_followed_and_the_token_is_never_said() {
+        use std::io::{BufRead, BufReader, Write};
+        let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let there = elsewhere.local_addr().unwrap();
+        let forge = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let here = forge.local_addr().unwrap();
+        let answering = std::thread::spawn(move || {
+            let (stream, _) = forge.accept().unwrap();
+            let mut head = Vec::new();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap() == 0 || line.trim().is_empty() {
+                    break;
+                }
+                head.push(line);
+            }
+            let mut out = stream;
+            let location = format!("http://{there}/repos/o/r/pulls/1/merge");
+            write!(out, "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n")
+                .unwrap();
+            head
+        });
+        let api = ForgeApi {
+            host: Some(format!("http://{here}")),
+            token: Some(("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_s3cret".into())),
         };
+        let (answer, said) = api.make(&fleetgate_core::dialect::github::GITHUB, &merge_call());
+        let head = answering.join().unwrap();
+        assert!(head.iter().any(|h| h.trim().eq_ignore_ascii_case("authorization: Bearer ghp_s3cret")), "{head:?}");
+        assert!(answer.is_error && answer.text.contains("307"), "{answer:?}");
+        assert!(!answer.text.contains("ghp_s3cret") && !said.contains("ghp_s3cret"), "{answer:?} {said}");
+        // The redirect's target was never reached: `make` has returned, so a connection it
+        // made would be waiting to be accepted.
+        elsewhere.set_nonblocking(true).unwrap();
+        let reached = elsewhere.accept();
+        assert!(reached.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock), "{reached:?}");
+    }
+
+    #[test]
+    fn without_a_token_nothing_is_sent_and_the_answer_says_so() {
+        let github = &fleetgate_core::dialect::github::GITHUB;
+        let call = merge_call();
         // A host nothing listens on: were anything sent, the answer would name the connection.
         let api = ForgeApi { host: Some("http://127.0.0.1:9".into()), token: None };
         let (answer, said) = api.make(github, &call);
