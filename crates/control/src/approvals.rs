@@ -124,17 +124,19 @@ impl std::fmt::Display for AnswerError {
 
 impl std::error::Error for AnswerError {}
 
-/// `approver`'s answer (approve, or deny) to the pending request `id`, audited: the request
-/// as it stands after (approved once enough approvers have, denied at the first denial).
+/// `approver`'s answer (approve, or deny) to the pending request `id`, with the roster's
+/// `people` saying who is who, audited: the request as it stands after (approved once enough
+/// people have, denied at the first denial).
 pub fn answer(
     store: &dyn Store,
     id: &str,
-    approver: &Approver,
+    (approver, people): (&Approver, &fleetgate_core::person::People),
     approve: bool,
     reason: Option<&str>,
     now: Timestamp,
 ) -> Result<ApprovalRequest, AnswerError> {
-    let answered = match store.answer_approval(id, approver, approve, reason, now).map_err(AnswerError::Store)? {
+    let by = (approver, people);
+    let answered = match store.answer_approval(id, by, approve, reason, now).map_err(AnswerError::Store)? {
         Answered::Recorded(r) => r,
         Answered::NotPending(r) => return Err(AnswerError::NotPending(r.map(Box::new))),
         Answered::Refused(r, why) => {
@@ -251,7 +253,7 @@ fn watch(inner: &WatchInner, store: &dyn Store) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fleetgate_core::approval::{ApprovalState, call_digest};
+    use fleetgate_core::approval::call_digest;
 
     fn request(arguments: serde_json::Value, why: &str) -> ApprovalRequest {
         let arguments = arguments.as_object().cloned();
@@ -266,14 +268,7 @@ mod tests {
             digest: call_digest(Some("wrk-m"), "pull_request_write", arguments.as_ref()),
             arguments,
             why: why.into(),
-            state: ApprovalState::Pending,
-            answered_by: None,
-            answered_at: None,
-            answer_reason: None,
-            used_at: None,
-            approvers: Vec::new(),
-            required: 1,
-            answers: Vec::new(),
+            ..ApprovalRequest::default()
         }
     }
 

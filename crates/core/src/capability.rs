@@ -4,8 +4,9 @@
 //! approvals to use, the request to record). Nothing edits its verdict after it returns.
 //!
 //! Precedence, first that holds wins ([`BlockerKind::ALL`]'s order): ambiguous arguments;
-//! the invariants the call's effect breaks (`protected_branch`, `invariant_violated`) and an
-//! effect that cannot be established (`forge_unavailable`); role policy; a changed tool
+//! the invariants the call's effect breaks (`protected_branch`, `invariant_violated`); role
+//! policy, when the rules refuse the call whatever it does; an effect that cannot be
+//! established (`forge_unavailable`: also a role policy that depends on it); a changed tool
 //! definition; then, for a mutating call, a replaced store, hard runtime diagnostics, session
 //! attachment and fencing, fleet inventory and the PR workflow's refusal; last, the
 //! operator's part for a call a rule asks about. Read-only calls answer to the conditions up
@@ -144,9 +145,10 @@ pub struct CapabilityInput<'a> {
     /// reasons (and so its audit entry) name each.
     pub lifted: &'a [Breach],
     /// Why the call's effect could not be established (`forge_unavailable`): a read failed,
-    /// a listing may be cut short.
+    /// a listing may be cut short, a rule names what the call does and it is not known.
     pub unestablished: Option<&'a str>,
-    /// The role policy's answer for this call (the rules', or the role's globs').
+    /// The role policy's answer for this call (the rules', or the role's globs'): false only
+    /// when it refuses the call whatever the call does (else `unestablished` says why not yet).
     pub role_permitted: bool,
     /// When the rules refused it: why and who may instead (absent: the globs did).
     pub role_refusal: Option<&'a RoleRefusal>,
@@ -376,13 +378,6 @@ fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
             out.push(Block::new(kind, reasons, first.invariant.action()));
         }
     }
-    if let Some(why) = input.unestablished {
-        out.push(Block::new(
-            BlockerKind::ForgeUnavailable,
-            vec![format!("what the call would do could not be established from the forge (fail closed): {why}")],
-            UNESTABLISHED_ACTION,
-        ));
-    }
     if !input.role_permitted {
         // A rule's refusal names the rule, the argument and its value, and hands the call to
         // the roles that may make it; the globs' names the role and the tool.
@@ -394,6 +389,15 @@ fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
             ),
         };
         out.push(Block::new(BlockerKind::RoleNotPermitted, vec![reason], action));
+    }
+    // After the role: a call the rules refuse whatever it does is refused by role, and only
+    // an answer that depends on what the call does needs the forge.
+    if let Some(why) = input.unestablished {
+        out.push(Block::new(
+            BlockerKind::ForgeUnavailable,
+            vec![format!("what the call would do could not be established from the forge (fail closed): {why}")],
+            UNESTABLISHED_ACTION,
+        ));
     }
     if let Some(why) = input.definition_changed {
         out.push(Block::new(BlockerKind::ToolDefinitionChanged, vec![why.to_owned()], TOOL_CHANGED_ACTION));

@@ -249,6 +249,9 @@ fn invariants_come_before_the_rules_and_name_themselves() {
     let c = Case { unestablished: Some("`search_repos` failed: timeout"), ..Case::healthy() }.resolve();
     assert_eq!(c.blocker_kind, Some(BlockerKind::ForgeUnavailable));
     assert!(c.blocked_reasons[0].contains("fail closed"), "{:?}", c.blocked_reasons);
+    // A role refused whatever the call does is refused by role: no forge needed to say so.
+    let c = Case { unestablished: Some("no forge"), permitted: false, ..Case::healthy() }.resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::RoleNotPermitted), "{:?}", c.blocked_reasons);
 }
 
 #[test]
@@ -536,9 +539,11 @@ impl Conditions {
                 held.push(kind);
             }
         }
+        // A role the rules refuse whatever the call does comes before what the call does
+        // could not be established: only an answer that depends on it needs the forge.
         let early = [
-            (BlockerKind::ForgeUnavailable, self.unestablished),
             (BlockerKind::RoleNotPermitted, !self.permitted),
+            (BlockerKind::ForgeUnavailable, self.unestablished),
             (BlockerKind::ToolDefinitionChanged, self.changed),
         ];
         held.extend(early.into_iter().filter(|(_, on)| *on).map(|(k, _)| k));

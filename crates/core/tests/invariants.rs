@@ -14,7 +14,7 @@ use fleetgate_core::capability::{
 use fleetgate_core::dialect::{Dialect, Unlisted, gitea::GITEA, github::GITHUB};
 use fleetgate_core::effect::{Answered, Effect, Invariant, Read, judge};
 use fleetgate_core::protect::Protection;
-use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
+use fleetgate_core::rules::{ArgMatch, Does, EffectMatch, Op, Rule, RuleSet, operations};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -285,26 +285,36 @@ fn operator_rules() -> impl Strategy<Value = Vec<Rule>> {
     let method =
         prop::option::of(prop::sample::select(vec!["merge", "update", "close", "update_branch", "download_job_log"]));
     let role = prop::sample::select(vec!["author", "reviewer", "merger", "controller", "reconciler", "*"]);
-    prop::collection::vec((tool, method, prop::collection::vec(role, 1..3), any::<bool>(), any::<bool>()), 0..6)
-        .prop_map(|rules| {
-            rules
-                .into_iter()
-                .enumerate()
-                .map(|(i, (tool, method, roles, ask, read_only))| Rule {
-                    origin: format!("fleet.toml:{i}"),
-                    tool: tool.into(),
-                    args: method
-                        .map(|m| vec![("/method".to_owned(), ArgMatch::OneOf(vec![Value::from(m)]))])
-                        .unwrap_or_default(),
-                    roles: roles.into_iter().map(str::to_owned).collect(),
-                    class: read_only.then_some(ToolClass::ReadOnly),
-                    action: None,
-                    ask,
-                    approvers: Vec::new(),
-                    required: 0,
-                })
-                .collect()
-        })
+    // What a call does: an operator's rule on merges onto a branch, on pushes to protected
+    // branches, on branch deletions, on any write.
+    let effect = prop::option::of(prop::sample::select(vec![
+        EffectMatch { op: vec![Op::Merge], branch: vec!["release/*".into()], ..EffectMatch::default() },
+        EffectMatch { op: vec![Op::Merge, Op::Push], protected: Some(true), ..EffectMatch::default() },
+        EffectMatch { op: vec![Op::BranchDelete, Op::PrState], ..EffectMatch::default() },
+        EffectMatch { op: vec![Op::Write], ..EffectMatch::default() },
+        EffectMatch { branch: vec!["main".into()], ..EffectMatch::default() },
+    ]));
+    let shape = (tool, method, effect, prop::collection::vec(role, 1..3), any::<bool>(), any::<bool>());
+    prop::collection::vec(shape, 0..6).prop_map(|rules| {
+        rules
+            .into_iter()
+            .enumerate()
+            .map(|(i, (tool, method, effect, roles, ask, read_only))| Rule {
+                origin: format!("fleet.toml:{i}"),
+                tool: tool.into(),
+                args: method
+                    .map(|m| vec![("/method".to_owned(), ArgMatch::OneOf(vec![Value::from(m)]))])
+                    .unwrap_or_default(),
+                effect,
+                roles: roles.into_iter().map(str::to_owned).collect(),
+                class: read_only.then_some(ToolClass::ReadOnly),
+                action: None,
+                ask,
+                approvers: Vec::new(),
+                required: 0,
+            })
+            .collect()
+    })
 }
 
 const OVERRIDABLE: [BlockerKind; 5] = [
@@ -333,8 +343,13 @@ fn check(
     let schema = attack.schema.as_ref().and_then(Value::as_object);
     let effect = effect_of(dialect, attack.tool, &args, schema);
     let judged = judge(&effect, role, &Protection::default(), lifted);
-    let decided = rules.decide(role, attack.tool, Some(&args));
-    let permitted = decided.as_ref().is_none_or(|d| d.permitted);
+    // The rules judge the very effect the invariants are judged on.
+    let pr = args.get("pull_number").or_else(|| args.get("index")).and_then(Value::as_u64);
+    let ops = operations(&effect, pr, &Protection::default());
+    let does = ops.as_deref().map_or(Does::Unknown, Does::Known);
+    let decided = rules.decide_with(role, attack.tool, Some(&args), does, true);
+    let undetermined = decided.as_ref().and_then(|d| d.undetermined.clone());
+    let permitted = decided.as_ref().is_none_or(|d| d.permitted || d.undetermined.is_some());
     let refusal = decided.as_ref().and_then(|d| d.reason.clone()).map(|reason| RoleRefusal { reason, may: vec![] });
     let ask = decided.as_ref().filter(|d| d.ask).and_then(|d| d.rule.clone());
     // Every override and every asked call approved: the operator says yes to anything.
@@ -355,7 +370,7 @@ fn check(
         ambiguity: None,
         breaches: &judged.breaches,
         lifted: &judged.lifted,
-        unestablished: effect.unestablished.first().map(String::as_str),
+        unestablished: effect.unestablished.first().map(String::as_str).or(undetermined.as_deref()),
         role_permitted: permitted,
         role_refusal: refusal.as_ref(),
         definition_changed: None,
@@ -418,5 +433,30 @@ proptest! {
         lifted in prop::sample::subsequence(Invariant::ALL.to_vec(), 0..3),
     ) {
         check(&GITHUB, &github_attacks()[attack], own, role, &may_override, &lifted)?;
+    }
+}
+
+/// One rule of what a call does holds for every dialect: a merge of PR 1 (`feature` →
+/// `main`, read from the forge) is a merge onto `main` whether gitea-mcp's
+/// `pull_request_write` or GitHub's `merge_pull_request` makes it, and neither names `main`
+/// in its arguments.
+#[test]
+fn a_rule_of_what_a_call_does_reads_every_dialect_s_merge_alike() {
+    let onto =
+        |branch: &str| EffectMatch { op: vec![Op::Merge], branch: vec![branch.into()], ..EffectMatch::default() };
+    let merges: [(&dyn Dialect, &str, Value); 2] = [
+        (&GITEA, "pull_request_write", json!({ "method": "merge", "pull_number": 1 })),
+        (&GITHUB, "merge_pull_request", json!({ "pullNumber": 1 })),
+    ];
+    for (dialect, tool, args) in merges {
+        let mut args = args.as_object().cloned().unwrap();
+        args.insert("owner".into(), json!("org"));
+        args.insert("repo".into(), json!("repo"));
+        let effect = effect_of(dialect, tool, &args, None);
+        let ops = operations(&effect, Some(1), &Protection::default()).expect("established");
+        assert_eq!(onto("main").holds(Does::Known(&ops)), Some(true), "{tool}: {ops:?}");
+        assert_eq!(onto("release/*").holds(Does::Known(&ops)), Some(false), "{tool}");
+        let protected = EffectMatch { op: vec![Op::Merge], protected: Some(true), ..EffectMatch::default() };
+        assert_eq!(protected.holds(Does::Known(&ops)), Some(true), "{tool}: the default branch");
     }
 }

@@ -77,6 +77,7 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
             store: source.store.clone(),
             clock: source.clock.clone(),
             csrf: format!("{:032x}", fleetgate_host::nonce()),
+            people: Arc::new(source.config.people.clone()),
         });
         let notifier = settings.notify.as_ref().map(|(targets, cx)| {
             let cx =

@@ -252,14 +252,7 @@ fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
         digest: fleetgate_core::approval::call_digest(Some("wrk-a"), "create_branch", arguments.as_ref()),
         arguments,
         why: "rule fleet.toml:9 asks an operator about this exact call".into(),
-        state: fleetgate_core::approval::ApprovalState::Pending,
-        answered_by: None,
-        answered_at: None,
-        answer_reason: None,
-        used_at: None,
-        approvers: Vec::new(),
-        required: 1,
-        answers: Vec::new(),
+        ..fleetgate_core::approval::ApprovalRequest::default()
     };
     let requests = [request];
     let look = Look {
@@ -449,14 +442,7 @@ fn the_page_receives_every_invisible_or_direction_changing_character_escaped() {
             digest: fleetgate_core::approval::call_digest(Some("wrk-a"), "create_branch", arguments.as_ref()),
             arguments,
             why: format!("rule {c}asks"),
-            state: fleetgate_core::approval::ApprovalState::Pending,
-            answered_by: None,
-            answered_at: None,
-            answer_reason: None,
-            used_at: None,
-            approvers: Vec::new(),
-            required: 1,
-            answers: Vec::new(),
+            ..fleetgate_core::approval::ApprovalRequest::default()
         };
         let refusal = AuditEntry {
             id: None,

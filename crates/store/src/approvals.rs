@@ -94,6 +94,7 @@ pub(crate) struct ApprovalSql {
     answer: String,
     lock_one: String,
     on_record: String,
+    denied_of_tool: String,
     pending_of_worker: String,
     use_one: String,
     withdraw: String,
@@ -131,6 +132,11 @@ impl ApprovalSql {
             on_record: sql(format!(
                 "SELECT {cols} FROM approvals WHERE digest = $1
                    AND (state = 'pending' OR (state IN ('approved', 'denied') AND answered_at >= $2))
+                 ORDER BY requested_at, id"
+            )),
+            // A denial stands for its exact call whoever asks it: the caller compares arguments.
+            denied_of_tool: sql(format!(
+                "SELECT {cols} FROM approvals WHERE tool = $1 AND state = 'denied' AND answered_at >= $2
                  ORDER BY requested_at, id"
             )),
             pending_of_worker: sql(format!("SELECT {cols} FROM approvals WHERE worker = $1 AND state = 'pending'")),
@@ -316,7 +322,7 @@ pub(crate) fn list<E: Engine>(e: &E, pending_only: bool) -> Result<Vec<ApprovalR
 pub(crate) fn answer<E: Engine>(
     e: &E,
     id: &str,
-    approver: &Approver,
+    (approver, people): (&Approver, &fleetgate_core::person::People),
     approve: bool,
     reason: Option<&str>,
     now: Timestamp,
@@ -330,7 +336,7 @@ pub(crate) fn answer<E: Engine>(
             if current.state != ApprovalState::Pending {
                 return Ok(crate::Answered::NotPending(Some(current)));
             }
-            let next = match fleetgate_core::approval::answered(&current, approver, approve, reason, now) {
+            let next = match fleetgate_core::approval::answered(&current, approver, people, approve, reason, now) {
                 Ok(next) => next,
                 Err(why) => return Ok(crate::Answered::Refused(current, why)),
             };
@@ -350,12 +356,13 @@ pub(crate) fn answer<E: Engine>(
 }
 
 /// `Store::approvals_on_record`: the requests about any of `digests` that still stand —
-/// pending, or answered (approved and unused, or denied) at `not_before` or later — and how
-/// many requests `worker` has waiting.
+/// pending, or answered (approved and unused, or denied) at `not_before` or later —, the
+/// denials of `tool` answered at `not_before` or later, and how many requests `worker` has
+/// waiting.
 pub(crate) fn on_record<E: Engine>(
     e: &E,
     digests: &[String],
-    worker: Option<&str>,
+    (worker, tool): (Option<&str>, &str),
     not_before: Timestamp,
 ) -> Result<crate::OnRecord, StoreError> {
     let sql = &e.sql().approvals;
@@ -365,11 +372,12 @@ pub(crate) fn on_record<E: Engine>(
             for digest in digests {
                 requests.extend(c.query::<ApprovalRequest>(&sql.on_record, &[text(digest), time(not_before)])?);
             }
+            let denials = c.query::<ApprovalRequest>(&sql.denied_of_tool, &[text(tool), time(not_before)])?;
             let pending_of_worker = match worker {
                 Some(w) => c.query::<ApprovalRequest>(&sql.pending_of_worker, &[text(w)])?.len(),
                 None => 0,
             };
-            Ok(crate::OnRecord { requests, pending_of_worker })
+            Ok(crate::OnRecord { requests, denials, pending_of_worker })
         })
     })
 }

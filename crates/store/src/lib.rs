@@ -276,13 +276,14 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn list_approvals(&self, pending_only: bool) -> Result<Vec<ApprovalRequest>, StoreError>;
 
     /// `approver`'s answer to the pending request `id` (approve, or deny), judged on the
-    /// request as it stands: recorded (approved once its required approvers have, denied at
-    /// the first denial), refused (the requester's own principal, not among its approvers,
-    /// answered already), or the request is not pending.
+    /// request as it stands with `people` saying who is who (`fleetgate_core::person`):
+    /// recorded (approved once its required people have, denied at the first denial), refused
+    /// (the requester's own person, not among its approvers, answered already, not told apart
+    /// from the requester or an earlier approver), or the request is not pending.
     fn answer_approval(
         &self,
         id: &str,
-        approver: &Approver,
+        by: (&Approver, &fleetgate_core::person::People),
         approve: bool,
         reason: Option<&str>,
         now: Timestamp,
@@ -313,12 +314,14 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError>;
 
     /// The requests about any of `digests` (one exact call, and its overrides) that still
-    /// stand — pending, or answered at `not_before` or later and not used — and how many
-    /// requests `worker` has waiting: what the gate decides the call's operator part from.
+    /// stand — pending, or answered at `not_before` or later and not used —, every denial of
+    /// `tool` answered at `not_before` or later (a denial stands for its exact call whoever
+    /// asks it), and how many requests `worker` has waiting: what the gate decides the call's
+    /// operator part from.
     fn approvals_on_record(
         &self,
         digests: &[String],
-        worker: Option<&str>,
+        asker: (Option<&str>, &str),
         not_before: Timestamp,
     ) -> Result<OnRecord, StoreError>;
 
@@ -418,6 +421,8 @@ pub enum Answered {
 pub struct OnRecord {
     /// Pending, or answered within the TTL and not used, oldest request first.
     pub requests: Vec<ApprovalRequest>,
+    /// The denials of the call's tool within the TTL, any worker's, oldest first.
+    pub denials: Vec<ApprovalRequest>,
     /// How many requests the calling worker has waiting, any call.
     pub pending_of_worker: usize,
 }

@@ -349,12 +349,12 @@ impl<E: Engine> Store for E {
     fn answer_approval(
         &self,
         id: &str,
-        approver: &fleetgate_core::approval::Approver,
+        by: (&fleetgate_core::approval::Approver, &fleetgate_core::person::People),
         approve: bool,
         reason: Option<&str>,
         now: Timestamp,
     ) -> Result<crate::Answered, StoreError> {
-        crate::approvals::answer(self, id, approver, approve, reason, now)
+        crate::approvals::answer(self, id, by, approve, reason, now)
     }
 
     fn expire_approvals(&self, answered_before: Timestamp, now: Timestamp) -> Result<Vec<ApprovalRequest>, StoreError> {
@@ -403,10 +403,10 @@ impl<E: Engine> Store for E {
     fn approvals_on_record(
         &self,
         digests: &[String],
-        worker: Option<&str>,
+        asker: (Option<&str>, &str),
         not_before: Timestamp,
     ) -> Result<crate::OnRecord, StoreError> {
-        crate::approvals::on_record(self, digests, worker, not_before)
+        crate::approvals::on_record(self, digests, asker, not_before)
     }
 
     fn use_approval(

@@ -26,7 +26,7 @@ use crate::audit::Auditor;
 use fleetgate_config::{FleetConfig, Member};
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
-use fleetgate_core::approval::{ApprovalRequest, call_digest, override_digest, request_id};
+use fleetgate_core::approval::{ApprovalRequest, ExactCall, call_digest, on_record, override_digest, request_id};
 use fleetgate_core::audit::{AuditEntry, JudgedCall, keep_arguments};
 use fleetgate_core::capability::{
     Approvals, Capability, CapabilityInput, Evidence, RequestPlan, RoleRefusal, ToolClass, classify_tool,
@@ -36,7 +36,7 @@ use fleetgate_core::dialect::{Dialect, Schemas, Unlisted};
 use fleetgate_core::effect::{Answered, Effect, Invariant, Judgement, Read};
 use fleetgate_core::forge_call::{Ambiguity, canonicalize};
 use fleetgate_core::provenance::Provenance;
-use fleetgate_core::rules::{ArgMatch, Rule};
+use fleetgate_core::rules::{ArgMatch, Does, Rule, operations};
 use fleetgate_store::Store;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -88,6 +88,9 @@ pub struct Policy {
     pub rule: Option<String>,
     /// The matching rule asks an operator about the call (`decision = "ask"`).
     pub ask: bool,
+    /// Who may make the call depends on what it does, which is not established: why (the
+    /// call is refused `forge_unavailable`, never decided on the rest).
+    pub undetermined: Option<String>,
 }
 
 /// Previewing (`capability`, the control tool) or deciding a real call.
@@ -178,6 +181,13 @@ struct Gathered {
 }
 
 impl Gathered {
+    /// Why what the call does is not established, as far as `policy` needs it: the dialect's
+    /// statement, else a rule of what the call does that cannot be told.
+    fn unestablished<'a>(&'a self, policy: &'a Policy) -> Option<&'a str> {
+        let stated = self.stated.as_ref().and_then(|s| s.effect.unestablished.first());
+        stated.or(policy.undetermined.as_ref()).map(String::as_str)
+    }
+
     /// The arguments the call is judged by: the parse, else as sent.
     fn arguments<'a>(&'a self, call: &Call<'a>) -> Option<&'a Map<String, Value>> {
         match &self.canonical {
@@ -280,31 +290,39 @@ impl Gate {
 
     /// The role policy of one call: the rules when a rule names the tool (the first matching
     /// one decides, and gives the call its class), else the role's globs and the tool's own
-    /// class.
-    pub fn policy(&self, call: &Call<'_>) -> Policy {
-        self.policy_of(&self.config, call)
+    /// class; `effect`: what the call does, as its dialect states it (`None`: not stated).
+    pub fn policy(&self, call: &Call<'_>, effect: Option<&Effect>) -> Policy {
+        self.policy_of(&self.config, call, effect)
     }
 
     /// The role policy of one call under `config`'s rules (the running roster's, or a
-    /// shadow candidate's).
-    fn policy_of(&self, config: &FleetConfig, call: &Call<'_>) -> Policy {
+    /// shadow candidate's), judging a rule of what the call does on `effect` — the very
+    /// statement the invariants judge — under `config`'s protected branches.
+    fn policy_of(&self, config: &FleetConfig, call: &Call<'_>, effect: Option<&Effect>) -> Policy {
         let role = &call.member.role;
-        match config.rules.decide(role, call.tool, call.arguments) {
+        let globs = config.role_policy(role).permits(call.tool);
+        let pr = self.pr_target(call.tool, call.arguments).map(|t| t.pr);
+        let ops = effect.and_then(|e| operations(e, pr, &config.workflow.protection));
+        let does = ops.as_deref().map_or(Does::Unknown, Does::Known);
+        match config.rules.decide_with(role, call.tool, call.arguments, does, globs) {
             Some(decided) => Policy {
-                permitted: decided.permitted,
+                // Undetermined: the gate refuses it for what is not established, not by role.
+                permitted: decided.permitted || decided.undetermined.is_some(),
                 class: decided.class.unwrap_or_else(|| self.classify(call.tool, call.read_only_hint)),
                 refusal: decided.reason.map(|reason| RoleRefusal { reason, may: decided.may }),
                 action: decided.action,
                 rule: decided.rule,
                 ask: decided.ask,
+                undetermined: decided.undetermined,
             },
             None => Policy {
-                permitted: config.role_policy(role).permits(call.tool),
+                permitted: globs,
                 class: self.classify(call.tool, call.read_only_hint),
                 refusal: None,
                 action: None,
                 rule: None,
                 ask: false,
+                undetermined: None,
             },
         }
     }
@@ -370,6 +388,13 @@ impl Gate {
         let schemas = call.schemas.unwrap_or(&Unlisted);
         for _ in 0..MAX_READ_ROUNDS {
             match dialect.establish(call.tool, args, call.schema, schemas, &answers) {
+                // Not established: what the arguments alone show is still judged (a forced
+                // merge is one whatever its base), and the call is refused all the same.
+                Ok(effect) if !effect.unestablished.is_empty() => {
+                    let evident = dialect.evident(call.tool, args, call.schema);
+                    let effect = Effect { kind: effect.kind, unestablished: effect.unestablished, ..evident };
+                    return Stated { effect, missing };
+                }
                 Ok(effect) => return Stated { effect, missing },
                 Err(reads) => {
                     for read in reads {
@@ -521,12 +546,13 @@ impl Gate {
             Ok(Some(arguments)) => arguments.as_ref(),
             _ => call.arguments,
         };
-        let policy = self.policy(&Call { arguments, ..call.clone() });
         let empty = Map::new();
         let stated = match (&canonical, self.dialect) {
             (Ok(Some(_)), Some(dialect)) => Some(self.state(dialect, call, arguments.unwrap_or(&empty))),
             _ => None,
         };
+        let effect = stated.as_ref().map(|s| &s.effect);
+        let policy = self.policy(&Call { arguments, ..call.clone() }, effect);
         let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
             fleetgate_core::effect::judge(&s.effect, &call.member.role, &self.config.workflow.protection, &self.lifted)
         });
@@ -537,7 +563,7 @@ impl Gate {
             Caller::Nobody(_) => None,
         };
         let shadow = self.shadow.as_ref().map(|shadow| {
-            let policy = self.policy_of(&shadow.config, &Call { arguments, ..call.clone() });
+            let policy = self.policy_of(&shadow.config, &Call { arguments, ..call.clone() }, effect);
             let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
                 fleetgate_core::effect::judge(
                     &s.effect,
@@ -642,8 +668,13 @@ impl Gate {
         let mut digests = vec![g.digest.clone()];
         digests.extend(kinds.iter().map(|k| override_digest(&g.digest, *k)));
         let not_before = now.plus_seconds(-self.config.approvals.ttl_seconds);
-        g.approvals = Some(match self.store.approvals_on_record(&digests, g.worker.as_deref(), not_before) {
-            Ok(on) => fleetgate_core::approval::on_record(&on.requests, &g.digest, &kinds, on.pending_of_worker),
+        let asker = (g.worker.as_deref(), call.tool);
+        g.approvals = Some(match self.store.approvals_on_record(&digests, asker, not_before) {
+            Ok(on) => {
+                // What a request records: the arguments as they would be forwarded.
+                let exact = ExactCall { tool: call.tool, arguments: g.forward.as_ref().or(call.arguments) };
+                on_record(&on.requests, &on.denials, (&g.digest, exact), &kinds, on.pending_of_worker)
+            }
             Err(e) => Approvals { unavailable: Some(e.to_string()), ..Approvals::default() },
         });
         g
@@ -659,7 +690,7 @@ impl Gate {
             ambiguity: g.canonical.as_ref().err(),
             breaches: &g.judgement.breaches,
             lifted: &g.judgement.lifted,
-            unestablished: g.stated.as_ref().and_then(|s| s.effect.unestablished.first()).map(String::as_str),
+            unestablished: g.unestablished(&g.policy),
             role_permitted: g.policy.permitted,
             role_refusal: g.policy.refusal.as_ref(),
             definition_changed: g.definition_changed.as_deref(),
@@ -686,6 +717,7 @@ impl Gate {
         CapabilityInput {
             breaches: &judgement.breaches,
             lifted: &judgement.lifted,
+            unestablished: g.unestablished(policy),
             role_permitted: policy.permitted,
             role_refusal: policy.refusal.as_ref(),
             ask: policy.ask.then(|| policy.rule.as_deref().unwrap_or("(unnamed)")),
@@ -906,14 +938,7 @@ impl Gate {
             arguments: g.covered.clone().or_else(|| g.forward.clone()).or_else(|| call.arguments.cloned()),
             digest,
             why: plan.why.clone(),
-            state: fleetgate_core::approval::ApprovalState::Pending,
-            answered_by: None,
-            answered_at: None,
-            answer_reason: None,
-            used_at: None,
-            approvers: Vec::new(),
-            required: 1,
-            answers: Vec::new(),
+            ..ApprovalRequest::default()
         };
         let (approvers, required) = self.approvers_of(g, plan.overrides.is_none());
         let request = ApprovalRequest { approvers, required, ..request };
@@ -1024,7 +1049,7 @@ impl Gate {
             }
             _ => None,
         };
-        let policy = self.policy(&Call { arguments, ..call.clone() });
+        let policy = self.policy(&Call { arguments, ..call.clone() }, stated.as_ref().map(|s| &s.effect));
         let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
             fleetgate_core::effect::judge(&s.effect, &call.member.role, &self.config.workflow.protection, &self.lifted)
         });

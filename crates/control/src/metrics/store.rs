@@ -124,7 +124,7 @@ impl Store for MeteredStore {
         fn request_approval(&self, request: &ApprovalRequest) -> ApprovalRequest;
         fn approval(&self, id: &str) -> Option<ApprovalRequest>;
         fn list_approvals(&self, pending_only: bool) -> Vec<ApprovalRequest>;
-        fn answer_approval(&self, id: &str, approver: &fleetgate_core::approval::Approver, approve: bool, reason: Option<&str>, now: Timestamp) -> fleetgate_store::Answered;
+        fn answer_approval(&self, id: &str, by: (&fleetgate_core::approval::Approver, &fleetgate_core::person::People), approve: bool, reason: Option<&str>, now: Timestamp) -> fleetgate_store::Answered;
         fn expire_approvals(&self, answered_before: Timestamp, now: Timestamp) -> Vec<ApprovalRequest>;
         fn approval_events(&self, after: i64, limit: usize) -> Vec<fleetgate_store::ApprovalEvent>;
         fn claim_notify(&self, target: &str, holder: &str, start: i64, until: Timestamp, now: Timestamp) -> Option<i64>;
@@ -134,7 +134,7 @@ impl Store for MeteredStore {
         fn forget_http_session(&self, session_id: &str) -> bool;
         fn forget_http_sessions_of(&self, runtime_id: &str) -> usize;
         fn prune_http_sessions(&self, opened_before: Timestamp) -> u64;
-        fn approvals_on_record(&self, digests: &[String], worker: Option<&str>, not_before: Timestamp) -> fleetgate_store::OnRecord;
+        fn approvals_on_record(&self, digests: &[String], asker: (Option<&str>, &str), not_before: Timestamp) -> fleetgate_store::OnRecord;
         fn use_approval(&self, id: &str, not_before: Timestamp, now: Timestamp) -> Option<ApprovalRequest>;
         fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> bool;
         fn observe_tool(&self, profile: &str, tool: &str, digest: &str, definition: &str, now: Timestamp) -> ToolPin;

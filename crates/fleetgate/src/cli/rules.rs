@@ -27,7 +27,7 @@ pub fn approvals(ctx: &Ctx, cmd: &ApprovalsCommand) -> anyhow::Result<Reply> {
     // The CLI's operating-system user answers: a principal like any other.
     let approver =
         fleetgate_core::approval::Approver { id: format!("os:{}", fleetgate_host::os_user()), ..Default::default() };
-    match answer(&*store, id, &approver, approve, reason.as_deref(), ctx.now()) {
+    match answer(&*store, id, (&approver, &ctx.config.people), approve, reason.as_deref(), ctx.now()) {
         Ok(r) => {
             let needed = fleetgate_core::approval::approvals_needed(&r);
             let more = if needed > 0 { format!(" ({needed} more approval(s) needed)") } else { String::new() };

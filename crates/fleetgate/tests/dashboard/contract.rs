@@ -349,14 +349,7 @@ fn asked(d: &crate::support::Dashboard) -> String {
         digest: fleetgate_core::approval::call_digest(Some("wrk-a"), "create_branch", arguments.as_ref()),
         arguments,
         why: "rule fleet.toml:9 asks".into(),
-        state: fleetgate_core::approval::ApprovalState::Pending,
-        answered_by: None,
-        answered_at: None,
-        answer_reason: None,
-        used_at: None,
-        approvers: Vec::new(),
-        required: 1,
-        answers: Vec::new(),
+        ..fleetgate_core::approval::ApprovalRequest::default()
     };
     store.request_approval(&request).unwrap().id
 }

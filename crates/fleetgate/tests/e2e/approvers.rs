@@ -27,11 +27,35 @@ pub(crate) struct Dashboard {
     url: String,
 }
 
+impl Dashboard {
+    /// Its base URL (`http://127.0.0.1:PORT`).
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+}
+
 impl Drop for Dashboard {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The merger of `fleet` (started without it) served over HTTP, once it joins the fleet.
+pub(crate) fn http_merger(fleet: &Fleet) -> HttpGateway {
+    let downstream = fleet.downstream("merger");
+    let downstream: Vec<&str> = downstream.iter().map(String::as_str).collect();
+    let gateway = HttpGateway::start_as(
+        &fleet.f,
+        "prgs-merger",
+        "127.0.0.1:0",
+        None,
+        &downstream,
+        "info",
+        &[("GITEA_MCP_COHORT_ID", "flow-a")],
+    );
+    assert!(wait_until(20.0, || fleet.f.running_rows() == 4), "the HTTP merger did not join the fleet");
+    gateway
 }
 
 /// `fleetgate dashboard` with sign-in (the issuer comes from `[http.oauth]`: only the
@@ -119,18 +143,7 @@ fn two_named_people_approve_a_held_merge_in_a_browser_and_no_one_else_counts() {
         key.display().to_string()
     );
     let mut fleet = Fleet::start_except(&extra, &["merger"]);
-    let downstream = fleet.downstream("merger");
-    let downstream: Vec<&str> = downstream.iter().map(String::as_str).collect();
-    let gateway = HttpGateway::start_as(
-        &fleet.f,
-        "prgs-merger",
-        "127.0.0.1:0",
-        None,
-        &downstream,
-        "info",
-        &[("GITEA_MCP_COHORT_ID", "flow-a")],
-    );
-    assert!(wait_until(20.0, || fleet.f.running_rows() == 4), "the HTTP merger did not join the fleet");
+    let gateway = http_merger(&fleet);
     let raw = Raw::new(&gateway);
     let carol =
         provider.sign("rsa-1", &provider.claims(AUDIENCE, "carol", json!({ "fleetgate_profiles": ["prgs-merger"] })));

@@ -187,7 +187,7 @@ fn check_survivors(store: &dyn Store, version: u32) {
         assert_eq!(r.arguments, crate::approvals::request(9, "w-old", 1).arguments, "at version {version}");
         assert_eq!((r.approvers.len(), r.required, r.answers.len()), (0, 1, 0), "at version {version}");
         let op = fleetgate_core::approval::Approver { id: "os:op".into(), ..Default::default() };
-        let answered = store.answer_approval(&r.id, &op, true, None, now()).unwrap();
+        let answered = store.answer_approval(&r.id, (&op, &crate::approvals::people()), true, None, now()).unwrap();
         assert!(matches!(answered, fleetgate_store::Answered::Recorded(ref a) if a.state.as_str() == "approved"));
         let events = store.approval_events(0, 10).unwrap();
         assert_eq!(events.last().map(|e| e.kind.as_str()), Some("answered"), "at version {version}");
