@@ -10,11 +10,13 @@
 //! * the triggers (`on`: a name, a list, or a map): `push` and `create` run the pushed
 //!   branch's code — on every branch, or on those its `branches` filter names (a glob that
 //!   could name an unprotected branch counts; `branches-ignore` runs everywhere it does not
-//!   ignore; only `tags` runs on no branch push); `pull_request` runs the PR's head code (with a
-//!   write token for a branch of the same repository); `pull_request_target` and
+//!   ignore; only `tags` runs on no branch push); `pull_request`, `pull_request_review` and
+//!   `pull_request_review_comment` run the PR's head code (with a write token for a branch of
+//!   the same repository), `merge_group` a queued PR's, `workflow_dispatch` the code of the ref
+//!   a dispatch names (any branch); `pull_request_target` and
 //!   `workflow_run` run with the base repository's token on events any branch can cause;
-//! * the token (`permissions`, at the top and per job): `write-all` or any scope set to
-//!   `write` can write; `read-all`, `{}` or only `read`/`none` scopes cannot; **no
+//! * the token (`permissions`, at the top and per job, a job's replacing the top's for it):
+//!   `write-all` or any scope set to `write` can write; `read-all`, `{}` or only `read`/`none` scopes cannot; **no
 //!   `permissions` key** (at the top, and on a job) means the repository's default, which may
 //!   be write (GitHub: repositories and organisations that have not restricted the default;
 //!   Gitea and Forgejo: write) — said so.
@@ -23,8 +25,7 @@
 
 use fleetgate_core::protect::Protection;
 use serde::Serialize;
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::Marker;
+use yaml_rust2::parser::{Event, Parser};
 
 /// The directories of workflow files under a checkout, per forge.
 pub const WORKFLOW_DIRS: &[&str] = &[".github/workflows", ".gitea/workflows", ".forgejo/workflows"];
@@ -85,20 +86,31 @@ impl Node {
     }
 }
 
+/// Deeper than this a file is refused unread: no workflow nests so deep, and a few kilobytes
+/// of `- - - …` would otherwise build a node tree whose every walk recurses that deep.
+const MAX_DEPTH: usize = 128;
+/// The nodes a file may stand for, each alias counted as the node it repeats: past it the
+/// file is refused (a "billion laughs" of nested aliases would exhaust memory).
+const MAX_NODES: usize = 100_000;
+
 /// Builds [`Node`]s from the parser's events (the first document only). An alias stands for
 /// the node its anchor named.
 #[derive(Default)]
 struct Builder {
-    /// Open collections: the node, its anchor, and a map's key waiting for its value.
-    stack: Vec<(Node, usize, Option<Node>)>,
-    anchors: Vec<(usize, Node)>,
+    /// Open collections: the node, its anchor, a map's key waiting for its value, and how
+    /// many nodes were made before it opened.
+    stack: Vec<(Node, usize, Option<Node>, usize)>,
+    /// Each anchor's node and how many nodes it stands for.
+    anchors: Vec<(usize, Node, usize)>,
     root: Option<Node>,
+    /// The nodes made so far, aliases counted expanded.
+    made: usize,
 }
 
 impl Builder {
-    fn push(&mut self, node: Node, anchor: usize) {
+    fn push(&mut self, node: Node, anchor: usize, size: usize) {
         if anchor > 0 {
-            self.anchors.push((anchor, node.clone()));
+            self.anchors.push((anchor, node.clone(), size));
         }
         match self.stack.last_mut() {
             None => {
@@ -106,33 +118,66 @@ impl Builder {
                     self.root = Some(node);
                 }
             }
-            Some((Node::Seq(items, _), _, _)) => items.push(node),
-            Some((Node::Map(entries, _), _, pending)) => match pending.take() {
+            Some((Node::Seq(items, _), ..)) => items.push(node),
+            Some((Node::Map(entries, _), _, pending, _)) => match pending.take() {
                 None => *pending = Some(node),
                 Some(key) => entries.push((key, node)),
             },
-            Some((Node::Scalar(..), _, _)) => {}
+            Some((Node::Scalar(..), ..)) => {}
         }
     }
-}
 
-impl MarkedEventReceiver for Builder {
-    fn on_event(&mut self, ev: Event, mark: Marker) {
-        let line = mark.line();
-        match ev {
-            Event::Scalar(text, _, anchor, _) => self.push(Node::Scalar(text, line), anchor),
-            Event::Alias(anchor) => {
-                let node = self.anchors.iter().rev().find(|(a, _)| *a == anchor).map(|(_, n)| n.clone());
-                self.push(node.unwrap_or(Node::Scalar(String::new(), line)), 0);
+    /// One event of the document; `Err` when the file goes past [`MAX_DEPTH`] or [`MAX_NODES`].
+    fn event(&mut self, ev: Event, line: usize) -> Result<(), String> {
+        let opened = |node: Node, anchor: usize, this: &mut Self| {
+            if this.stack.len() >= MAX_DEPTH {
+                return Err(format!("it nests deeper than {MAX_DEPTH} levels: refused unread"));
             }
-            Event::SequenceStart(anchor, _) => self.stack.push((Node::Seq(Vec::new(), line), anchor, None)),
-            Event::MappingStart(anchor, _) => self.stack.push((Node::Map(Vec::new(), line), anchor, None)),
+            this.stack.push((node, anchor, None, this.made));
+            this.made += 1;
+            Ok(())
+        };
+        match ev {
+            Event::Scalar(text, _, anchor, _) => {
+                self.made += 1;
+                self.push(Node::Scalar(text, line), anchor, 1);
+            }
+            Event::Alias(anchor) => {
+                let found = self.anchors.iter().rev().find(|(a, ..)| *a == anchor);
+                let size = found.map_or(1, |(.., size)| *size);
+                self.made = self.made.saturating_add(size);
+                if self.made <= MAX_NODES {
+                    let node = found.map_or_else(|| Node::Scalar(String::new(), line), |(_, node, _)| node.clone());
+                    self.push(node, 0, size);
+                }
+            }
+            Event::SequenceStart(anchor, _) => opened(Node::Seq(Vec::new(), line), anchor, self)?,
+            Event::MappingStart(anchor, _) => opened(Node::Map(Vec::new(), line), anchor, self)?,
             Event::SequenceEnd | Event::MappingEnd => {
-                if let Some((node, anchor, _)) = self.stack.pop() {
-                    self.push(node, anchor);
+                if let Some((node, anchor, _, before)) = self.stack.pop() {
+                    let size = self.made - before;
+                    self.push(node, anchor, size);
                 }
             }
             _ => {}
+        }
+        if self.made > MAX_NODES {
+            return Err(format!("its aliases stand for more than {MAX_NODES} nodes: refused unread"));
+        }
+        Ok(())
+    }
+}
+
+/// The first document of `text`, read event by event (the parser's own loader recurses as
+/// deep as the file nests).
+fn parse(text: &str) -> Result<Option<Node>, String> {
+    let mut parser = Parser::new_from_str(text);
+    let mut builder = Builder::default();
+    loop {
+        let (ev, mark) = parser.next_token().map_err(|e| format!("not YAML: {e}"))?;
+        match ev {
+            Event::DocumentEnd | Event::StreamEnd => return Ok(builder.root),
+            ev => builder.event(ev, mark.line())?,
         }
     }
 }
@@ -187,8 +232,13 @@ fn runs_unprotected(trigger: &str, filter: Option<&Node>, protection: &Protectio
             }
             .map(|why| (why, BRANCH_CODE))
         }
-        "pull_request" => Some((
-            "`pull_request` from any branch of this repository (a write token for a branch that is not a fork's)"
+        "pull_request" | "pull_request_review" | "pull_request_review_comment" => Some((
+            format!("`{trigger}` from any branch of this repository (a write token for a branch that is not a fork's)"),
+            BRANCH_CODE,
+        )),
+        "merge_group" => Some(("`merge_group`, on any PR a merge queue takes (its branch's code)".into(), BRANCH_CODE)),
+        "workflow_dispatch" => Some((
+            "`workflow_dispatch` naming any branch as its ref (a role allowed to dispatch runs that branch's code)"
                 .into(),
             BRANCH_CODE,
         )),
@@ -206,9 +256,7 @@ fn runs_unprotected(trigger: &str, filter: Option<&Node>, protection: &Protectio
 /// Read one workflow file (`file` names it in the findings): every trigger that runs code from
 /// an unprotected branch when the token can write. A file that is not YAML is an `Err`.
 pub fn judge(file: &str, text: &str, protection: &Protection) -> Result<Vec<WorkflowFinding>, String> {
-    let mut builder = Builder::default();
-    Parser::new_from_str(text).load(&mut builder, false).map_err(|e| format!("{file}: not YAML: {e}"))?;
-    let Some(root) = builder.root else { return Ok(Vec::new()) };
+    let Some(root) = parse(text).map_err(|e| format!("{file}: {e}"))? else { return Ok(Vec::new()) };
     let Some((on, _)) = root.get("on") else { return Ok(Vec::new()) };
     let triggers: Vec<(String, Option<&Node>, usize)> = match on {
         Node::Scalar(s, l) => vec![(s.clone(), None, *l)],
@@ -226,8 +274,9 @@ pub fn judge(file: &str, text: &str, protection: &Protection) -> Result<Vec<Work
     let granted = |p: Option<(&Node, usize)>| p.filter(|(v, _)| writes(v)).map(|(_, l)| l);
     let mut write_line: Option<Option<usize>> = None;
     let mut default_job: Option<String> = None;
-    if let Some(line) = granted(top) {
-        write_line = Some(Some(line));
+    // The top's write counts where a job keeps it (no `permissions` of its own), or with no jobs.
+    if jobs.is_empty() || jobs.iter().any(|(_, own)| own.is_none()) {
+        write_line = granted(top).map(Some);
     }
     for (name, own) in &jobs {
         match (own, top) {
@@ -296,6 +345,30 @@ mod tests {
         assert!(found("on: push\npermissions: {}\njobs:\n  a: {}\n").is_empty());
     }
 
+    /// A review or a review comment on a PR runs the workflow on the PR's code, as
+    /// `pull_request` does (GitHub: the PR's merge commit, a write token for a branch of this
+    /// repository; Gitea alike); so does a merge queue's run of a queued PR.
+    #[test]
+    fn a_review_of_a_pr_or_its_merge_queue_runs_the_pr_s_code() {
+        let text = "on: [pull_request_review, pull_request_review_comment, merge_group]\njobs:\n  a: {}\n";
+        let triggers: Vec<String> = found(text).into_iter().map(|f| f.1).collect();
+        assert_eq!(triggers, ["pull_request_review", "pull_request_review_comment", "merge_group"]);
+        // A dispatch names the ref it runs: any branch's code (GitHub's roster lets the
+        // controller dispatch, `actions_run_trigger run_workflow` with `ref`).
+        assert_eq!(found("on: workflow_dispatch\njobs:\n  a: {}\n"), [(1, "workflow_dispatch".into(), None)]);
+    }
+
+    /// A job's own `permissions` replace the workflow's: a write at the top that every job
+    /// replaces with a read grants no job a write.
+    #[test]
+    fn a_write_at_the_top_that_every_job_replaces_grants_nothing() {
+        let text = "on: push\npermissions: write-all\njobs:\n  a:\n    permissions: read-all\n";
+        assert!(found(text).is_empty(), "{:?}", found(text));
+        // One job that keeps it: the top's write, named by its line.
+        let text = "on: push\npermissions: write-all\njobs:\n  a:\n    permissions: read-all\n  b: {}\n";
+        assert_eq!(found(text), [(1, "push".into(), Some(2))]);
+    }
+
     #[test]
     fn the_triggers_that_run_a_branch_s_code_or_privileged_code() {
         let text = "on: [create, workflow_run, issues, delete]\njobs:\n  a: {}\n";
@@ -307,6 +380,26 @@ mod tests {
         // Every branch ignored but none: named.
         assert_eq!(found("on:\n  push:\n    branches-ignore: [main]\njobs: {}\n").len(), 1);
         assert!(found("on:\n  push:\n    branches-ignore: ['**']\njobs: {}\n").is_empty());
+    }
+
+    /// A hostile file is a clear error, never an abort: aliases that expand past a bound (a
+    /// "billion laughs"), or nesting past a depth, which the parser would recurse into.
+    #[test]
+    fn a_hostile_file_is_an_error_not_a_crash() {
+        let mut laughs = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..9 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            laughs.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        laughs.push_str("on: push\njobs:\n  a: {}\n");
+        let e = judge("w.yml", &laughs, &Protection::default()).unwrap_err();
+        assert!(e.starts_with("w.yml: ") && e.contains("aliases"), "{e}");
+        let deep = format!("on: push\nx:\n{}y\n", "- ".repeat(100_000));
+        let e = judge("w.yml", &deep, &Protection::default()).unwrap_err();
+        assert!(e.starts_with("w.yml: ") && e.contains("nests"), "{e}");
+        // Within the bounds, anchors and nesting are read as before.
+        let fine = format!("on: push\nx:\n{}y\njobs:\n  a: {{}}\n", "- ".repeat(50));
+        assert_eq!(judge("w.yml", &fine, &Protection::default()).unwrap().len(), 1);
     }
 
     #[test]

@@ -176,6 +176,16 @@ pub fn read_pr(forge: Forge<'_>, target: &PrTarget) -> Result<PrFacts, ForgeErro
     let within = format!("reading PR #{} from the forge", target.pr);
     let read = forge.dialect.pr_read(target, forge.schemas).map_err(|e| ForgeError::new(ForgeErrorKind::Refused, e))?;
     let answer = forge.read(&read, &within)?;
+    // The PR the forge answered must be the one asked for: what is judged of it is what a
+    // merge or a review of `target` is made on.
+    if let Some(number) = answer.get("number").and_then(Value::as_u64)
+        && number != target.pr
+    {
+        return Err(ForgeError::new(
+            ForgeErrorKind::Malformed,
+            format!("{within}: the forge answered PR #{number}, not the PR asked for"),
+        ));
+    }
     forge.dialect.pr_facts(&answer).map_err(|e| ForgeError::new(ForgeErrorKind::Malformed, format!("{within}: {e}")))
 }
 
@@ -841,6 +851,20 @@ mod tests {
         assert_eq!(settled(ACTION_MERGE), (ACTION_MERGE.to_owned(), None), "a bare action reads back");
     }
 
+    /// GitHub's `merge_pull_request` with `merge`, by `actor`.
+    fn github_merge<'a>(merge: &'a Map<String, Value>, actor: &'a Actor) -> WorkflowCall<'a> {
+        WorkflowCall {
+            tool: "merge_pull_request",
+            action: ACTION_MERGE,
+            arguments: Some(merge),
+            actor,
+            remote: "github",
+            independence: workflow::Independence::Session,
+            decision_lock: false,
+            issue_lock: false,
+        }
+    }
+
     /// The schemas of one tool, as a server lists them.
     struct Listing(&'static str, Value);
 
@@ -867,16 +891,7 @@ mod tests {
         let actor =
             Actor { worker: "w".into(), profile: "p".into(), client: "c".into(), session: "s".into(), principal: None };
         let merge = args(json!({ "owner": "org", "repo": "repo", "pullNumber": 4, "merge_method": "squash" }));
-        let call = WorkflowCall {
-            tool: "merge_pull_request",
-            action: ACTION_MERGE,
-            arguments: Some(&merge),
-            actor: &actor,
-            remote: "github",
-            independence: workflow::Independence::Session,
-            decision_lock: false,
-            issue_lock: false,
-        };
+        let call = github_merge(&merge, &actor);
         let released = Listing("merge_pull_request", json!({ "properties": { "pullNumber": {}, "merge_method": {} } }));
         let forge = Forge { dialect: &fleetgate_core::dialect::github::GITHUB, schemas: &released, reader: Some(&pr) };
         let judged = judge(&*store, forge, &call, Timestamp::from_unix(1_000));
@@ -893,6 +908,36 @@ mod tests {
         let judged = judge(&*store, forge, &call, Timestamp::from_unix(1_000));
         assert_eq!(judged.pins.get("expectedHeadSha"), Some(&Value::from(head.clone())));
         assert!(judged.rest.is_none());
+    }
+
+    /// A forge whose answer to the read of PR 4 is another PR (a server that built the read's
+    /// path from a spelling the gate let through): nothing is judged of it, and no merge is
+    /// made of PR 4 at that other PR's head.
+    #[test]
+    fn an_answer_that_is_another_pr_is_no_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fleetgate_store::open(&dir.path().join("s.sqlite3").display().to_string()).unwrap();
+        let other = Table(vec![(
+            "pull_request_read",
+            Ok(json!({ "number": 7, "state": "open", "head": { "sha": "7".repeat(40), "ref": "f" },
+                        "base": { "ref": "dev", "repo": { "full_name": "org/repo" } } })),
+        )]);
+        let actor =
+            Actor { worker: "w".into(), profile: "p".into(), client: "c".into(), session: "s".into(), principal: None };
+        let merge = args(json!({ "owner": "org", "repo": "repo", "pullNumber": 4 }));
+        let call = github_merge(&merge, &actor);
+        let forge = Forge {
+            dialect: &fleetgate_core::dialect::github::GITHUB,
+            schemas: &fleetgate_core::dialect::Unlisted,
+            reader: Some(&other),
+        };
+        let judged = judge(&*store, forge, &call, Timestamp::from_unix(1_000));
+        assert!(judged.rest.is_none(), "no merge made of another PR's head: {judged:?}");
+        let refusal = judged.refusal.expect("refused");
+        assert_eq!(refusal.blocker_kind, BlockerKind::ForgeUnavailable);
+        assert!(refusal.reasons.join(" ").contains("PR #7"), "{refusal:?}");
+        let e = read_pr(forge, &PrTarget { owner: "org".into(), repo: "repo".into(), pr: 4 }).unwrap_err();
+        assert_eq!(e.kind, ForgeErrorKind::Malformed, "{e:?}");
     }
 
     #[test]

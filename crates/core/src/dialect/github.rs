@@ -199,10 +199,12 @@ pub fn pinned_merge(target: &PrTarget, head: &str, args: &Map<String, Value>) ->
 
 /// The server's answer to a merge, from GitHub's: the merge result's `sha`, `merged` and
 /// `message` as JSON text; a failure as `failed to merge pull request: METHOD URL: STATUS
-/// MESSAGE []` (go-github's error), a 422 as its message and details.
+/// MESSAGE []` (go-github's error), a 422 as its message and details. Only a 200 whose
+/// result says `merged: true` is a merge: anything else (another 2xx, a page that is no merge
+/// result) is answered as a failure, never settled as a merge.
 pub fn merge_answer(call: &RestCall, url: &str, status: u16, body: &str) -> ToolAnswer {
     let parsed: Value = serde_json::from_str(body).unwrap_or(Value::Null);
-    if status == 200 {
+    if status == 200 && parsed.get("merged") == Some(&Value::Bool(true)) {
         let mut result = Map::new();
         for key in ["sha", "merged", "message"] {
             if let Some(v) = parsed.get(key).filter(|v| !v.is_null()) {
@@ -212,6 +214,7 @@ pub fn merge_answer(call: &RestCall, url: &str, status: u16, body: &str) -> Tool
         return ToolAnswer { text: Value::Object(result).to_string(), is_error: false };
     }
     let message = parsed.get("message").and_then(Value::as_str).unwrap_or(body.trim());
+    let message = if (200..300).contains(&status) && message.is_empty() { "no merge result" } else { message };
     let text = if status == 422 {
         let mut parts = vec![message.to_owned()];
         for e in parsed.get("errors").and_then(Value::as_array).into_iter().flatten() {
@@ -297,6 +300,14 @@ fn pending_review(
     Ok(PendingAt::Missing(format!("no review of `{login}` on PR #{} is pending", target.pr)))
 }
 
+/// A name GitHub may give an account or a repository: ASCII letters, digits, `-`, `_` (an
+/// Enterprise Managed User's suffix) and `.`, neither `.` nor `..`. Empty is the server's
+/// "missing" (it refuses it).
+fn github_name(name: &str) -> bool {
+    name.is_empty()
+        || (!matches!(name, "." | "..") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)))
+}
+
 /// The review tools that submit a verdict, and the methods that do.
 fn submits(tool: &str, args: &Map<String, Value>) -> bool {
     match tool {
@@ -329,9 +340,23 @@ impl Dialect for GithubMcp {
     }
 
     /// A number beyond 2^31-1 (the server's GraphQL paths, and the review tool's decoding,
-    /// wrap it to another PR's), and a key of the loosely decoded tools that is not exactly
-    /// one of theirs.
+    /// wrap it to another PR's), an `owner` or `repo` that is no GitHub name (the server puts
+    /// them into its REST paths unescaped: `repo: "r/pulls/7#"` reads PR 7 whatever the
+    /// number), and a key of the loosely decoded tools that is not exactly one of theirs.
     fn check_parse(&self, tool: &str, args: &Map<String, Value>) -> Result<(), crate::forge_call::Ambiguity> {
+        for key in ["owner", "repo"] {
+            if let Some(name) = text(args, key)
+                && !github_name(name)
+            {
+                return Err(crate::forge_call::Ambiguity::new(
+                    key,
+                    format!(
+                        "`{name}` is no GitHub name (letters, digits, `-`, `_`, `.`): the server puts it into its \
+                         URL paths unescaped, where it could name another resource"
+                    ),
+                ));
+            }
+        }
         for (key, value) in args {
             if NUMBER_KEYS.contains(&key.as_str())
                 && let Some(n) = value.as_i64()

@@ -289,15 +289,19 @@ fn flag_value<'a>(args: &'a [String], flags: &[&str]) -> Option<&'a str> {
         .next_back()
 }
 
-/// A container launch's `-e KEY=V` / `--env KEY=V` / `--env=KEY=V` for `key` (`docker run -i
-/// … ghcr.io/github/github-mcp-server`): the value it sets inside; `-e KEY` alone passes the
-/// launcher's own, read from the environment by the caller.
+/// A container launch's `-e KEY=V` / `-e=KEY=V` / `-eKEY=V` / `--env KEY=V` / `--env=KEY=V`
+/// for `key` (`docker run -i … ghcr.io/github/github-mcp-server`): the value it sets inside;
+/// `-e KEY` alone passes the launcher's own, read from the environment by the caller.
 fn container_env<'a>(args: &'a [String], key: &str) -> Option<&'a str> {
     let mut set = None;
     for (i, a) in args.iter().enumerate() {
         let given = match a.as_str() {
             "-e" | "--env" => args.get(i + 1).map(String::as_str),
-            _ => a.strip_prefix("--env=").or_else(|| a.strip_prefix("-e").filter(|r| !r.is_empty())),
+            _ => a.strip_prefix("--env=").or_else(|| {
+                let short = a.strip_prefix("-e")?;
+                // pflag takes a shorthand's value after `=` as well.
+                Some(short.strip_prefix('=').unwrap_or(short)).filter(|r| !r.is_empty())
+            }),
         };
         if let Some(value) = given.and_then(|g| g.strip_prefix(key)).and_then(|r| r.strip_prefix('=')) {
             set = Some(value);
@@ -571,6 +575,28 @@ mod tests {
         let other = One(json!({ "properties": { "limit": {} } }).as_object().cloned().unwrap());
         let why = declared_key(&other, "list_pull_requests", &page).unwrap_err();
         assert!(why.contains("`list_pull_requests` declares none of `per_page`, `perPage`, `pageSize`"), "{why}");
+    }
+
+    /// Docker's flags take a shorthand's value after `=` too (`-e=KEY=V`, pflag's reading):
+    /// the host and token the container's server sees are read from every spelling, else the
+    /// gateway would send the member's token to a host its server does not talk to.
+    #[test]
+    fn a_container_s_env_is_read_in_every_spelling_docker_takes() {
+        let github = github::GITHUB.server();
+        let none = |_: &str| None;
+        for spelled in [["-e", "GITHUB_HOST=https://ghes.corp"], ["-e=GITHUB_HOST=https://ghes.corp", "-i"]]
+            .iter()
+            .map(|a| a.to_vec())
+            .chain([vec!["-eGITHUB_HOST=https://ghes.corp"], vec!["--env=GITHUB_HOST=https://ghes.corp"]])
+        {
+            let argv: Vec<String> = ["docker", "run", "-i"]
+                .into_iter()
+                .chain(spelled.iter().copied())
+                .chain(["ghcr.io/github/github-mcp-server", "stdio"])
+                .map(str::to_owned)
+                .collect();
+            assert_eq!(github.host(&argv, &none).as_deref(), Some("https://ghes.corp"), "{argv:?}");
+        }
     }
 
     #[test]

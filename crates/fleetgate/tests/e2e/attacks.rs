@@ -179,6 +179,7 @@ fn a_push_racing_the_gateway_s_merge_is_refused_by_github() {
     let audit = fleet.f.audit_until(|e| e.iter().any(|x| x.to_string().contains("answered 409")));
     let text = audit.to_string();
     assert!(text.contains("answered 409") && text.contains(&format!("pinned at head {}", &head[..12])), "{audit}");
+    assert!(!text.contains("tok-merger"), "the member's token is never audited: {audit}");
     fleet.stop();
 }
 
@@ -201,6 +202,7 @@ fn the_released_github_server_is_never_sent_a_pin_it_does_not_declare() {
     let audit = fleet.f.audit_until(|e| e.iter().any(|x| x.to_string().contains("answered 200")));
     assert!(audit.to_string().contains("answered 200"), "{audit}");
     assert!(!audit.to_string().contains("expectedHeadSha"), "{audit}");
+    assert!(!audit.to_string().contains("tok-merger"), "the member's token is never audited: {audit}");
     fleet.stop();
 }
 

@@ -664,12 +664,14 @@ fn state(tool: &str, args: &Map<String, Value>, _schema: Option<&Map<String, Val
         "update_issue_title" => issue_update(tool, args, cx, &here, &["title"]),
         "update_issue_body" => issue_update(tool, args, cx, &here, &["body"]),
         "create_or_update_file" | "delete_file" | "push_files" => {
-            // The server prefixes the name with `refs/heads/` as given: `refs/heads/x` is a
-            // branch literally named so, judged by that name (one that reads like a protected
-            // branch is still protected: `Protection::branch_rule` reads past the prefix).
+            // `delete_file` and `push_files` prefix the name with `refs/heads/` as given:
+            // `refs/heads/x` is a branch literally named so, judged by that name (one that reads
+            // like a protected branch is still protected: `Protection::branch_rule` reads past
+            // the prefix).
             let Some(branch) = text(args, "branch") else {
                 return Err(Pending::Failed(format!("`{tool}` names no branch: the server refuses it")));
             };
+
             let default = repository(cx, owner, repo)?;
             let branches = vec![BranchMove { repo: here.clone(), branch: branch.to_owned(), how: Move::Write }];
             let paths: Vec<PathWrite> = if tool == "push_files" {
@@ -688,7 +690,17 @@ fn state(tool: &str, args: &Map<String, Value>, _schema: Option<&Map<String, Val
                 let path = text(args, "path").unwrap_or_default();
                 vec![PathWrite { branch: branch.to_owned(), path: path.strip_prefix('/').unwrap_or(path).to_owned() }]
             };
-            Ok(Effect { branches, paths, defaults: vec![default], ..Effect::action(ACTION_PUSH) })
+            // `create_or_update_file` hands it to the contents API as given, which may read a
+            // full ref name as the branch it names or as a branch literally so named: judged as
+            // the write it may be (`refs/heads/main` is protected) and refused as unknown.
+            let unknown = (tool == "create_or_update_file" && branch.starts_with("refs/")).then(|| {
+                format!(
+                    "`create_or_update_file` on `{branch}`: GitHub's contents API may read a full ref name as the \
+                     branch it names or as a branch literally so named, which one was not determined; name the \
+                     branch by its plain name"
+                )
+            });
+            Ok(Effect { branches, paths, defaults: vec![default], unknown, ..Effect::action(ACTION_PUSH) })
         }
         "create_branch" => {
             let Some(branch) = text(args, "branch") else {

@@ -154,6 +154,26 @@ fn github_s_answers_to_the_merge_are_the_server_s() {
     assert_eq!(invalid.text, "failed to merge pull request: Validation Failed\nbad method");
 }
 
+/// Only GitHub's merge result says a merge was made (200 with `merged: true`): a 200 that
+/// says otherwise, or is no merge result at all (a proxy's page), is no merge — the gate
+/// would record the PR merged and release its leases — and neither is any other 2xx.
+#[test]
+fn an_answer_that_is_no_merge_result_is_no_merge() {
+    let rest = GITHUB.pinned_merge(&PrTarget { owner: "o".into(), repo: "r".into(), pr: 1 }, "a", &Map::new()).unwrap();
+    let url = "https://api.github.com/repos/o/r/pulls/1/merge";
+    for (status, body) in [
+        (200, r#"{"sha":"m","merged":false,"message":"Pull Request is not mergeable"}"#),
+        (200, "<html>signed in?</html>"),
+        (200, ""),
+        (202, r#"{"merged":true}"#),
+        (204, ""),
+    ] {
+        let answer = GITHUB.rest_answer(&rest, url, status, body);
+        assert!(answer.is_error, "{status} {body}: {answer:?}");
+        assert!(answer.text.starts_with("failed to merge pull request: "), "{}", answer.text);
+    }
+}
+
 #[test]
 fn a_submit_reads_the_caller_s_first_review_and_its_commit() {
     let submit =
@@ -179,4 +199,33 @@ fn a_submit_reads_the_caller_s_first_review_and_its_commit() {
         GITHUB.pending_review("pull_request_review_write", &create, &crate::dialect::Unlisted, &[]),
         Ok(PendingAt::Head)
     );
+}
+
+/// The server puts `owner` and `repo` into its REST paths unescaped (go-github's
+/// `repos/%v/%v/pulls/%d`): `repo: "r/pulls/7#"` makes every read of PR 3 read PR 7, while the
+/// gateway's own REST merge (its path escaped, its number `pullNumber`) would merge PR 3 — the
+/// gate would judge one PR and merge another. A name GitHub cannot have is refused before
+/// anything is read; GitHub's own names pass, in any case.
+#[test]
+fn an_owner_or_repo_that_is_no_github_name_is_refused_before_anything_is_read() {
+    for (key, value) in [
+        ("repo", "r/pulls/7#"),
+        ("repo", "r/pulls/7?"),
+        ("repo", ".."),
+        ("owner", "../o"),
+        ("owner", "o%2Fx"),
+        ("repo", "r\u{ff52}"),
+        ("repo", "r "),
+    ] {
+        let mut args = call(json!({ "owner": "o", "repo": "r", "pullNumber": 3 }));
+        args.insert(key.into(), json!(value));
+        for tool in ["merge_pull_request", "pull_request_read", "push_files"] {
+            let e = GITHUB.check_parse(tool, &args).expect_err(value);
+            assert_eq!(e.key, key, "{tool} {value}");
+        }
+    }
+    for (owner, repo) in [("Org-1", "re.po_x"), ("octo_emu", "R"), ("o", ".github")] {
+        let args = call(json!({ "owner": owner, "repo": repo, "pullNumber": 3 }));
+        assert!(GITHUB.check_parse("merge_pull_request", &args).is_ok(), "{owner}/{repo}");
+    }
 }

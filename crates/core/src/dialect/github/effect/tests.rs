@@ -110,7 +110,11 @@ fn file_writes_land_on_the_branch_they_name_and_the_default_is_read_from_the_for
     };
     for tool in ["create_or_update_file", "delete_file"] {
         assert_eq!(breaches(&write(tool, "trunk"), "author"), [Invariant::ProtectedBranch], "{tool}");
-        assert_eq!(breaches(&write(tool, "refs/heads/trunk"), "author"), [Invariant::ProtectedBranch], "{tool}");
+        // A full ref name: `delete_file` makes `refs/heads/refs/heads/trunk`, which reads like the
+        // default; `create_or_update_file`'s contents API may read it as `trunk` itself.
+        let full = breaches(&write(tool, "refs/heads/trunk"), "author");
+        assert!(full.contains(&Invariant::ProtectedBranch), "{tool}: {full:?}");
+        assert_eq!(full.contains(&Invariant::UnknownEffect), tool == "create_or_update_file", "{tool}: {full:?}");
         let e = write(tool, "feat");
         assert!(breaches(&e, "author").is_empty(), "{e:?}");
         assert_eq!(e.action, Some(ACTION_PUSH));
@@ -189,7 +193,6 @@ fn a_branch_named_refs_heads_something_is_judged_by_that_name() {
         ("create_branch", json!({})),
         ("push_files", json!({ "message": "m", "files": [{ "path": "a", "content": "x" }] })),
         ("delete_file", json!({ "path": "a", "message": "m" })),
-        ("create_or_update_file", json!({ "path": "a", "content": "x", "message": "m" })),
     ] {
         let mut call = with_repo(extra);
         call["branch"] = json!("refs/heads/feature");
@@ -203,6 +206,24 @@ fn a_branch_named_refs_heads_something_is_judged_by_that_name() {
     let read = GITHUB.tip_read("o", "r", "refs/heads/feature", &Unlisted).unwrap();
     assert_eq!(read.arguments["sha"], "refs/heads/refs/heads/feature");
     assert_eq!(GITHUB.tip_read("o", "r", "feature", &Unlisted).unwrap().arguments["sha"], "feature");
+}
+
+/// `create_or_update_file` is no ref-building tool: the server hands `branch` as given to
+/// GitHub's contents API (`PUT …/contents/PATH` with `branch`, after a read with `ref`), which
+/// reads `refs/heads/x` as branch `x` where it takes a full ref name — or as a branch literally
+/// so named: which one was not determined. Judged as either, a push would be recorded on the
+/// other; refused, with the plain name to use.
+#[test]
+fn a_file_write_naming_a_full_ref_is_refused_since_github_s_reading_of_it_is_unknown() {
+    let forge = Forge::default();
+    for branch in ["refs/heads/feature", "refs/heads/refs/heads/main", "refs/tags/v1"] {
+        let call = with_repo(json!({ "path": "a", "content": "x", "message": "m", "branch": branch }));
+        let e = forge.effect("create_or_update_file", call);
+        assert_eq!(breaches(&e, "author"), [Invariant::UnknownEffect], "{branch}: {e:?}");
+        assert!(e.unknown.as_deref().is_some_and(|why| why.contains("plain")), "{e:?}");
+    }
+    let call = with_repo(json!({ "path": "a", "content": "x", "message": "m", "branch": "feature" }));
+    assert!(breaches(&forge.effect("create_or_update_file", call), "author").is_empty());
 }
 
 #[test]
