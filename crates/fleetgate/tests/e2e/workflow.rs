@@ -39,6 +39,9 @@ pub(crate) struct Fleet {
     clients: Vec<Option<Client>>,
     /// The forge's server the fixture stands in for.
     pub(crate) forge: crate::surfaces::Forge,
+    /// GitHub's REST API over HTTP, for a fleet in front of GitHub's server: where the merges
+    /// the gateway makes itself land (`GITHUB_HOST`).
+    pub(crate) rest: Option<fleetgate_testkit::RestForge>,
 }
 
 impl Fleet {
@@ -103,6 +106,10 @@ impl Fleet {
         let bare_s = bare.display().to_string();
         let mut config =
             format!("[fleet]\nname = \"flow\"\ntool_prefix = \"{}\"\nforge = \"{}\"\n", forge.prefix(), forge.name());
+        if forge.is_github() {
+            // The member's host and token reach its server, and the gateway's own REST merge.
+            config.push_str("\n[downstream]\npass_env = [\"GITHUB_HOST\", \"GITHUB_PERSONAL_ACCESS_TOKEN\"]\n");
+        }
         for (name, role) in MEMBERS {
             config.push_str(&format!(
                 "\n[[members]]\nnamespace = \"gitea-{name}\"\nprofile = \"prgs-{name}\"\nrole = \"{role}\"\n"
@@ -117,7 +124,15 @@ impl Fleet {
         let mut f = FleetDir::new(&config);
         f.store_url = store_url;
         bare_repo(dir.path(), "forge.git", &f.repo());
-        let mut fleet = Self { dir, f, bare, fixture, clients: Vec::new(), forge };
+        // GitHub's REST API on the same forge, each member's token standing for its account;
+        // `("rest", flags)` gives it flags of its own (`--variant race-merge`).
+        let rest = forge.is_github().then(|| {
+            let tokens: Vec<(String, String)> = MEMBERS.iter().map(|(n, _)| (token(n), (*n).to_owned())).collect();
+            let tokens: Vec<(&str, &str)> = tokens.iter().map(|(t, l)| (t.as_str(), l.as_str())).collect();
+            let own = flags.iter().find(|(n, _)| *n == "rest").map_or(&[][..], |(_, f)| *f);
+            fleetgate_testkit::RestForge::start(&fleetgate_testkit::forge_fixture_exe(), &bare, own, &tokens)
+        });
+        let mut fleet = Self { dir, f, bare, fixture, clients: Vec::new(), forge, rest };
         for (name, _) in MEMBERS {
             let variant = flags.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, f)| *f);
             let client = (!elsewhere.contains(&name)).then(|| fleet.gateway(name, variant));
@@ -155,6 +170,10 @@ impl Fleet {
         // The author's client session is shared by reviewer2: its approvals are not independent.
         let session = if name == "reviewer2" { "author" } else { name };
         argv.insert(0, format!("GITEA_MCP_CLIENT_SESSION=sess-{session}"));
+        if let Some(rest) = &self.rest {
+            argv.insert(0, format!("GITHUB_HOST={}", rest.url));
+            argv.insert(0, format!("GITHUB_PERSONAL_ACCESS_TOKEN={}", token(name)));
+        }
         Client::start(&argv)
     }
 
@@ -227,6 +246,11 @@ impl Fleet {
             c.close();
         }
     }
+}
+
+/// `name`'s forge token (the REST stand-in maps it to the login `name`).
+fn token(name: &str) -> String {
+    format!("tok-{name}")
 }
 
 pub(crate) fn approve(pr: i64) -> Value {
