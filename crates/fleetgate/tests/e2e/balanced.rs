@@ -14,7 +14,8 @@
 //!
 //! Then one replica — the one holding the reviewer's session — is killed with SIGKILL while
 //! stateless calls run through the balancer: each either completes once or fails visibly, and
-//! the audit holds every completed one (none lost, none twice); the reviewer's session is
+//! the audit holds every completed one (none twice; only the victim's last read, whose entry was
+//! still queued, may be lost, as docs/policy.md says of a kill -9); the reviewer's session is
 //! answered 404 — never relayed to another process that took the dead replica's port — and a
 //! fresh session (the client re-initializing) works.
 
@@ -254,6 +255,15 @@ fn three_replicas_behind_haproxy_serve_both_generations_and_survive_a_sigkill() 
         .expect("the load client's shared worker");
     let before = audited_loads(&fleet, &load_worker);
     let victim = owners[0];
+    let victim_addr = replicas[0][victim].addr.clone();
+    let held: Vec<String> = db
+        .client()
+        .query("SELECT session_id FROM http_sessions WHERE owner = $1", &[&victim_addr])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(!held.is_empty(), "the victim's sessions are on record");
     let (answered, failed) = std::thread::scope(|scope| {
         let load = scope.spawn(|| {
             let (mut ok, mut failed) = (0usize, 0usize);
@@ -277,7 +287,12 @@ fn three_replicas_behind_haproxy_serve_both_generations_and_survive_a_sigkill() 
         "the surviving replicas served the load: {answered} answered, {failed} failed; haproxy: {}",
         std::fs::read_to_string(&lb.log).unwrap_or_default()
     );
-    // The audit is written behind the answer: wait for it to settle, then compare.
+    // A read's entry is queued behind its answer and committed within milliseconds; a kill -9
+    // loses the read entries its replica queued in its last few (docs/policy.md, "The audit
+    // log"). One call at a time, that is the victim's last answer (every third call): at most
+    // `LOST_TO_THE_KILL` answered reads unaudited, every other one audited, none twice, none
+    // that did not run. Wait for the survivors' entries to settle, then compare.
+    const LOST_TO_THE_KILL: usize = 2;
     let mut audited = 0;
     wait_until(15.0, || {
         audited = audited_loads(&fleet, &load_worker) - before;
@@ -285,22 +300,16 @@ fn three_replicas_behind_haproxy_serve_both_generations_and_survive_a_sigkill() 
     });
     eprintln!("under SIGKILL: {answered} answered, {failed} failed, {audited} audited");
     assert!(
-        answered <= audited && audited <= answered + failed,
-        "every answered call audited once: {answered} answered, {failed} failed, {audited} audited"
+        answered <= audited + LOST_TO_THE_KILL && audited <= answered + failed,
+        "every answered call audited once, but for the victim's last: {answered} answered, {failed} failed, \
+         {audited} audited"
     );
 
     // Another process now listens on the dead replica's port: a request naming one of its
     // sessions, sent straight to a surviving replica, must not be relayed there (nor its
-    // credential with it) — the replica holding it is judged gone first.
-    let victim_addr = replicas[0][victim].addr.clone();
-    let held: Vec<String> = db
-        .client()
-        .query("SELECT session_id FROM http_sessions WHERE owner = $1", &[&victim_addr])
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert!(!held.is_empty(), "the dead replica's sessions are on record");
+    // credential with it) — the replica holding it is judged gone first. (Its sessions were
+    // read before the kill: a survivor the reviewer's SDK reconnects its stream to forgets
+    // them, as it should, as soon as it judges their replica gone.)
     let squatter = std::net::TcpListener::bind(&victim_addr).expect("the dead replica's port");
     squatter.set_nonblocking(true).unwrap();
     let survivor = &replicas[0][(victim + 1) % 3];
