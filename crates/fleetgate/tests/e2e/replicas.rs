@@ -183,6 +183,56 @@ fn a_stranger_naming_a_session_cannot_make_it_unreachable() {
     two.stop();
 }
 
+/// The ports at the other end of every TCP connection (any state, `TIME_WAIT` included) of
+/// which one end is `port` on this host.
+fn peers_of(port: u16) -> std::collections::BTreeSet<u16> {
+    let port_of = |field: &str| field.rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok());
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let mut peers = std::collections::BTreeSet::new();
+    for line in table.lines().skip(1) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(local), Some(remote)) = (port_of(fields[1]), port_of(fields[2])) else { continue };
+        if local == port && remote != 0 {
+            peers.insert(remote);
+        } else if remote == port {
+            peers.insert(local);
+        }
+    }
+    peers
+}
+
+/// Requests relayed to the replica holding a session go over kept-alive connections: twenty
+/// of them, one after another, reach it over one or two connections (each used to open its
+/// own: a third of the throughput behind a balancer, issue 55).
+#[test]
+fn relayed_requests_reuse_a_connection_to_the_replica_holding_the_session() {
+    let _serial = serial();
+    const ALICE: &str = "alice-token-7b2e";
+    let (_f, [one, two]) = alices_replicas(ALICE, None);
+    let opened = Raw::new(&one).initialize("alice-agent", Some(ALICE));
+    assert_eq!(opened.status, 200, "{opened:?}");
+    let session = opened.session.clone().expect("a session id");
+    let port: u16 = one.addr.rsplit(':').next().unwrap().parse().unwrap();
+    let before = peers_of(port);
+    let relaying = Raw::new(&two);
+    let bearer = format!("Bearer {ALICE}");
+    let headers = [("Mcp-Session-Id", session.as_str()), ("Authorization", bearer.as_str()), ("Host", "127.0.0.1:9")];
+    for id in 2..22 {
+        let message = serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {} });
+        let answer = relaying.post(&message, &headers);
+        assert_eq!(answer.status, 200, "relayed: {answer:?}");
+        assert!(answer.body["result"]["tools"].is_array(), "relayed: {answer:?}");
+    }
+    let opened_since: Vec<u16> = peers_of(port).difference(&before).copied().collect();
+    assert!(
+        (1..=2).contains(&opened_since.len()),
+        "20 relayed requests opened {} connections to the replica holding the session: {opened_since:?}",
+        opened_since.len()
+    );
+    one.stop();
+    two.stop();
+}
+
 /// The adversary holding both an author's and a reviewer's credential, under `[workflow]
 /// independent_review = "principal"`, with each of its stateless (2026-07-28) calls landing on
 /// another replica: the PR it opened and pushed through the author's replicas is approved by
