@@ -233,6 +233,41 @@ fn relayed_requests_reuse_a_connection_to_the_replica_holding_the_session() {
     two.stop();
 }
 
+/// A replica that relayed a session's request keeps its record (read once, not on every
+/// request), but never serves from it: the session ended at its own replica, the next request
+/// through the other is answered 404 on the holder's word, and the record is gone everywhere.
+#[test]
+fn a_session_ended_at_its_replica_is_not_served_through_one_that_relayed_it() {
+    let _serial = serial();
+    const ALICE: &str = "alice-token-4d8f";
+    let (f, [one, two]) = alices_replicas(ALICE, None);
+    let opened = Raw::new(&one).initialize("alice-agent", Some(ALICE));
+    assert_eq!(opened.status, 200, "{opened:?}");
+    let session = opened.session.clone().expect("a session id");
+    let bearer = format!("Bearer {ALICE}");
+    let headers = [("Mcp-Session-Id", session.as_str()), ("Authorization", bearer.as_str()), ("Host", "127.0.0.1:9")];
+    let list = |g: &HttpGateway| {
+        let message = serde_json::json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {} });
+        Raw::new(g).post(&message, &headers).status
+    };
+    assert_eq!(list(&two), 200, "relayed to the replica holding it");
+
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let mut delete = agent.delete(&one.url());
+    for (name, value) in headers {
+        delete = delete.header(name, value);
+    }
+    let ended = delete.call().expect("the replica answers").status().as_u16();
+    assert!((200..300).contains(&ended), "ended at its own replica: {ended}");
+
+    assert_eq!(list(&two), 404, "an ended session is not served through the replica that relayed it");
+    let store = fleetgate_store::open(&f.store_arg()).unwrap();
+    assert_eq!(store.http_session(&session).unwrap(), None, "its record is forgotten");
+    assert_eq!(list(&two), 404, "nor later");
+    one.stop();
+    two.stop();
+}
+
 /// The adversary holding both an author's and a reviewer's credential, under `[workflow]
 /// independent_review = "principal"`, with each of its stateless (2026-07-28) calls landing on
 /// another replica: the PR it opened and pushed through the author's replicas is approved by
