@@ -28,6 +28,7 @@ mod httpkit;
 mod lifecycle;
 mod metrics;
 mod oauth;
+mod oracle;
 mod replicas;
 mod retention;
 mod routing;

@@ -498,6 +498,11 @@ fn merge_pull_request(f: &Forge, args: &Args) -> Result<Value, String> {
         let subject = args::opt_string(args, "commit_title")
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| format!("Merge pull request #{} from {}", p.number, p.head));
+        // The commit's message: its title, then `commit_message` (the merge lands it on the base).
+        let subject = match args::opt_string(args, "commit_message").filter(|m| !m.is_empty()) {
+            Some(body) => format!("{subject}\n\n{body}"),
+            None => subject,
+        };
         let merged = match method.as_str() {
             "merge" | "squash" => {
                 let tree = f.git.merge_tree(&base, &head)?.ok_or("failed to merge pull request: 405 merge conflict")?;
