@@ -25,6 +25,7 @@ mod gitflow;
 mod hostile;
 mod http;
 mod httpkit;
+mod later;
 mod lifecycle;
 mod metrics;
 mod oauth;

@@ -275,45 +275,25 @@ fn strip_markdown(content: &str) -> (String, Vec<(String, usize)>) {
 /// HTML entities a Markdown renderer decodes: numeric ones and the few named ones that
 /// spell a reference's characters.
 fn decode_entities(content: &str) -> String {
-    let mut out = String::with_capacity(content.len());
-    let mut rest = content;
-    while let Some(at) = rest.find('&') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
-        let end = rest.find(';').filter(|e| *e <= 10);
-        let decoded = end.and_then(|e| {
-            let name = &rest[1..e];
-            let c = match name {
-                "num" => Some('#'),
-                "excl" => Some('!'),
-                "sol" => Some('/'),
-                "colon" => Some(':'),
-                "nbsp" => Some('\u{a0}'),
-                "amp" => Some('&'),
-                _ => {
-                    let n = name.strip_prefix('#')?;
-                    let code = match n.strip_prefix(['x', 'X']) {
-                        Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-                        None => n.parse().ok()?,
-                    };
-                    char::from_u32(code)
-                }
-            }?;
-            Some((c, e))
-        });
-        match decoded {
-            Some((c, e)) => {
-                out.push(c);
-                rest = &rest[e + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|num|excl|sol|colon|nbsp|amp);").expect("entities")
+    });
+    re.replace_all(content, |caps: &regex::Captures<'_>| {
+        let name = &caps[1];
+        let decoded = match name {
+            "num" => Some('#'),
+            "excl" => Some('!'),
+            "sol" => Some('/'),
+            "colon" => Some(':'),
+            "nbsp" => Some('\u{a0}'),
+            "amp" => Some('&'),
+            _ if name[1..].starts_with(['x', 'X']) => u32::from_str_radix(&name[2..], 16).ok().and_then(char::from_u32),
+            _ => name[1..].parse().ok().and_then(char::from_u32),
+        };
+        decoded.map_or_else(|| caps[0].to_owned(), String::from)
+    })
+    .into_owned()
 }
 
 fn github_pattern() -> &'static Regex {
