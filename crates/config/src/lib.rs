@@ -15,7 +15,8 @@
 use fleetgate_core::audit::ArgumentsMode;
 use fleetgate_core::capability::{RolePolicy, ToolClass, ToolRules};
 use fleetgate_core::env::EnvSnapshot;
-use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
+use fleetgate_core::person::People;
+use fleetgate_core::rules::{ArgMatch, EffectMatch, Rule, RuleSet};
 use fleetgate_gateway::ConnectionLimits;
 use fleetgate_supervise::{SupervisionConfig, SupervisionSettings};
 use serde::Deserialize;
@@ -29,6 +30,7 @@ pub use workflow::WorkflowSettings;
 
 mod oauth;
 pub mod otlp;
+mod people;
 pub mod reference;
 pub mod template;
 mod workflow;
@@ -85,6 +87,9 @@ pub struct FleetConfig {
     pub audit_arguments: ArgumentsMode,
     /// `[approvals]`: how long a call a rule asks about waits, how long an approval holds.
     pub approvals: ApprovalSettings,
+    /// `[[people]]`, `[approvals] shared` and the principal mapping's links: who each
+    /// identity is, for every check that says "a person" (`fleetgate_core::person`).
+    pub people: People,
     /// `[invariants] lift`: the forge profile's invariants the operator lifted, by name.
     pub invariant_lifts: Vec<fleetgate_core::effect::Invariant>,
     /// `[shadow] config`: a candidate roster every gateway judges live calls by too, never
@@ -211,6 +216,8 @@ struct RawApprovals {
     approvals_required: Option<u32>,
     #[serde(default)]
     notify: Vec<RawNotify>,
+    #[serde(default)]
+    shared: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -460,6 +467,8 @@ struct RawFile {
     metrics: Option<RawMetrics>,
     audit: Option<RawAudit>,
     approvals: Option<RawApprovals>,
+    #[serde(default)]
+    people: Vec<people::RawPerson>,
     invariants: Option<RawInvariants>,
     shadow: Option<RawShadow>,
     retention: Option<RawRetention>,
@@ -524,9 +533,12 @@ struct RawDownstream {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRule {
-    tool: String,
+    /// A glob; unset with `effect`: every tool.
+    tool: Option<String>,
     #[serde(default)]
     args: BTreeMap<String, toml::Value>,
+    /// What the call does (one operation of its judged effect).
+    effect: Option<RawEffect>,
     roles: Vec<String>,
     class: Option<ToolClass>,
     action: Option<String>,
@@ -540,44 +552,16 @@ struct RawRule {
     approvals_required: Option<u32>,
 }
 
-/// Check an `approvers` list: each an identity in its realm or a group.
-fn check_approvers(where_: &str, approvers: &[String]) -> Result<(), String> {
-    for a in approvers {
-        let ok = ["oidc:", "os:", "token:", "group:"]
-            .iter()
-            .any(|p| a.strip_prefix(p).is_some_and(|rest| !rest.trim().is_empty() && !rest.contains(char::is_control)));
-        if !ok {
-            return Err(format!(
-                "{where_} approvers: {a:?} names no approver: write \"oidc:<subject>\" (signed in at the fleet's \
-                 issuer), \"os:<user>\" (the CLI's user), \"token:<name>\" or \"group:<name>\""
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Check an `approvals_required`.
-fn check_required(where_: &str, required: u32, approvers: &[String]) -> Result<(), String> {
-    if !(1..=10).contains(&required) {
-        return Err(format!("{where_} approvals_required = {required}: expected 1 to 10"));
-    }
-    let people = approvers.iter().filter(|a| !a.starts_with("group:")).count();
-    if required > 1
-        && !approvers.is_empty()
-        && !approvers.iter().any(|a| a.starts_with("group:"))
-        && people < required as usize
-    {
-        return Err(format!(
-            "{where_} approvals_required = {required} but only {people} approver(s) are named: the call could never pass"
-        ));
-    }
-    Ok(())
-}
-
 impl RawRule {
     /// The rule, checked against the roster's roles; `origin` is `FILE:LINE`.
-    fn resolve(self, origin: String, roles: &BTreeSet<&str>) -> Result<Rule, String> {
-        if self.tool.trim().is_empty() {
+    fn resolve(self, origin: String, roles: &BTreeSet<&str>, people: &People) -> Result<Rule, String> {
+        let effect = self.effect.map(RawEffect::resolve).transpose()?;
+        let tool = match (self.tool, &effect) {
+            (Some(tool), _) => tool,
+            (None, Some(_)) => "*".to_owned(),
+            (None, None) => return Err("a rule names a `tool` (a glob), or an `effect`, or both".into()),
+        };
+        if tool.trim().is_empty() {
             return Err("`tool` must not be empty".into());
         }
         if let Some(unknown) = self.roles.iter().find(|r| *r != "*" && !roles.contains(r.as_str())) {
@@ -615,15 +599,16 @@ impl RawRule {
         if !ask && (!self.approvers.is_empty() || self.approvals_required.is_some()) {
             return Err("`approvers` and `approvals_required` are for a rule with decision = \"ask\"".into());
         }
-        check_approvers("the rule's", &self.approvers)?;
+        people::check_approvers("the rule's", &self.approvers, people)?;
         let required = self.approvals_required.unwrap_or(0);
         if let Some(n) = self.approvals_required {
-            check_required("the rule's", n, &self.approvers)?;
+            people::check_required("the rule's", n, &self.approvers, people)?;
         }
         Ok(Rule {
             origin,
-            tool: self.tool,
+            tool,
             args,
+            effect,
             roles: self.roles,
             class: self.class,
             action: self.action,
@@ -631,6 +616,68 @@ impl RawRule {
             approvers: self.approvers,
             required,
         })
+    }
+}
+
+/// One of, or a list of.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> OneOrMany<T> {
+    fn into_vec(self) -> Vec<T> {
+        match self {
+            Self::One(one) => vec![one],
+            Self::Many(many) => many,
+        }
+    }
+}
+
+/// A `[[rules]]` entry's `effect` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEffect {
+    op: Option<OneOrMany<String>>,
+    branch: Option<OneOrMany<String>>,
+    pr: Option<OneOrMany<u64>>,
+    protected: Option<bool>,
+}
+
+impl RawEffect {
+    fn resolve(self) -> Result<EffectMatch, String> {
+        use fleetgate_core::rules::Op;
+        let known = || Op::ALL.map(Op::as_str).join(", ");
+        let listed = |key: &str, n: usize| {
+            if n == 0 { Err(format!("effect {key} lists nothing: a call could never match it")) } else { Ok(()) }
+        };
+        let mut m = EffectMatch { protected: self.protected, ..EffectMatch::default() };
+        if let Some(ops) = self.op.map(OneOrMany::into_vec) {
+            listed("op", ops.len())?;
+            for op in ops {
+                m.op.push(Op::parse(&op).ok_or_else(|| format!("effect op {op:?} is not one of {}", known()))?);
+            }
+        }
+        if let Some(branches) = self.branch.map(OneOrMany::into_vec) {
+            listed("branch", branches.len())?;
+            if let Some(bad) = branches.iter().find(|b| b.trim().is_empty() || b.contains(char::is_control)) {
+                return Err(format!("effect branch {bad:?} is not a branch name or glob"));
+            }
+            m.branch = branches;
+        }
+        if let Some(prs) = self.pr.map(OneOrMany::into_vec) {
+            listed("pr", prs.len())?;
+            if prs.contains(&0) {
+                return Err("effect pr 0 is no PR".into());
+            }
+            m.pr = prs;
+        }
+        if m == EffectMatch::default() {
+            return Err("effect names nothing: give op, branch, pr or protected".into());
+        }
+        Ok(m)
     }
 }
 
@@ -759,6 +806,7 @@ impl FleetConfig {
             metrics: MetricsSettings::default(),
             audit_arguments: ArgumentsMode::Full,
             approvals: ApprovalSettings::default(),
+            people: People::default(),
             invariant_lifts: Vec::new(),
             shadow_config: None,
             retention: fleetgate_core::prune::Retention::default(),
@@ -843,7 +891,11 @@ impl FleetConfig {
             None => HttpSettings::default(),
         };
         let forge = get(|f| f.forge.clone());
-        let rules = rules(text, source, raw.rules, &members, forge.as_deref())?;
+        let links = http.oauth.iter().flat_map(|o| &o.principals);
+        let links = links.filter_map(|p| Some((p.subject.clone(), p.name.clone()?))).collect();
+        let shared = raw.approvals.as_ref().map(|a| a.shared.clone()).unwrap_or_default();
+        let people = people::resolve(raw.people, shared, links).map_err(err)?;
+        let rules = rules(text, source, raw.rules, &members, forge.as_deref(), &people)?;
         let remote = raw.binding.as_ref().map(|b| b.remote.as_str());
         let workflow = workflow::RawWorkflow::resolve(raw.workflow, remote).map_err(err)?;
         let otlp_endpoint = raw.tracing.and_then(|t| t.otlp_endpoint);
@@ -859,6 +911,7 @@ impl FleetConfig {
                 approvers: Vec::new(),
                 approvals_required: None,
                 notify: Vec::new(),
+                shared: Vec::new(),
             });
             let wait_seconds = raw.wait_seconds.unwrap_or(d.wait_seconds);
             let ttl_seconds = raw.ttl_seconds.unwrap_or(d.ttl_seconds);
@@ -877,9 +930,9 @@ impl FleetConfig {
                 }
                 may_override.push(kind);
             }
-            check_approvers("[approvals]", &raw.approvers).map_err(&err)?;
+            people::check_approvers("[approvals]", &raw.approvers, &people).map_err(&err)?;
             let required = raw.approvals_required.unwrap_or(1);
-            check_required("[approvals]", required, &raw.approvers).map_err(&err)?;
+            people::check_required("[approvals]", required, &raw.approvers, &people).map_err(&err)?;
             let mut notify = Vec::new();
             for (i, target) in raw.notify.into_iter().enumerate() {
                 notify.push(target.resolve(i).map_err(&err)?);
@@ -901,6 +954,20 @@ impl FleetConfig {
                 invariant_lifts.push(invariant);
             }
         }
+        // On a merge onto a protected branch these are the `reviewed-merge` invariant's: an
+        // override of them is a break-glass the roster names as a lift, never a quiet second path.
+        let reviewed = fleetgate_core::effect::Invariant::ReviewedMerge;
+        for kind in [fleetgate_core::BlockerKind::ApprovalRequired, fleetgate_core::BlockerKind::StaleHead] {
+            if approvals.may_override.contains(&kind) && !invariant_lifts.contains(&reviewed) {
+                return Err(err(format!(
+                    "[approvals] may_override: {kind} would let an operator's approval land on a protected branch \
+                     a head no independent reviewer approved (or one pushed after the review): on a merge it is part \
+                     of the `{reviewed}` invariant, which no override lifts. Leave {kind} out, or name the \
+                     break-glass as a lift too: [invariants] lift = [\"{reviewed}\"] (it gives up: {})",
+                    reviewed.exposes()
+                )));
+            }
+        }
         let metrics = match raw.metrics {
             None => MetricsSettings::default(),
             Some(m) => MetricsSettings {
@@ -918,6 +985,7 @@ impl FleetConfig {
             metrics,
             audit_arguments: raw.audit.map(|a| a.arguments).unwrap_or_default(),
             approvals,
+            people,
             invariant_lifts,
             shadow_config: raw.shadow.map(|s| s.config),
             retention: raw.retention.map(RawRetention::resolve).transpose().map_err(err)?.unwrap_or_default(),
@@ -1020,6 +1088,7 @@ fn rules(
     raw: Vec<Spanned<RawRule>>,
     members: &[Member],
     forge: Option<&str>,
+    people: &People,
 ) -> Result<RuleSet, RosterError> {
     let roles: BTreeSet<&str> = members.iter().map(|m| m.role.as_str()).collect();
     let mut list = Vec::with_capacity(raw.len());
@@ -1027,8 +1096,14 @@ fn rules(
         let origin = format!("{source}:{}", line_of(text, spanned.span().start));
         let rule = spanned
             .into_inner()
-            .resolve(origin.clone(), &roles)
+            .resolve(origin.clone(), &roles, people)
             .map_err(|why| RosterError::invalid(format!("{origin}: [[rules]]: {why}")))?;
+        if rule.effect.is_some() && forge.is_none() {
+            return Err(RosterError::invalid(format!(
+                "{origin}: [[rules]]: `effect` is judged on what a forge dialect states a call does, and [fleet] \
+                 forge names none"
+            )));
+        }
         list.push(rule);
     }
     let own = list.len();
@@ -1116,6 +1191,15 @@ role = "reviewer"
             kinds,
             [fleetgate_core::BlockerKind::FleetInventoryBlocked, fleetgate_core::BlockerKind::RoleNotPermitted]
         );
+        // The break-glass: named as a lift, an override of the merge's approval loads.
+        let glass = format!(
+            "{}\n[approvals]\nmay_override = [\"approval_required\", \"stale_head\"]\n\n[invariants]\nlift = \
+             [\"reviewed-merge\"]\n",
+            GOOD.replace("[fleet]", "[fleet]\nforge = \"gitea-mcp\"")
+        );
+        let glass = FleetConfig::parse(&glass, "t").unwrap();
+        assert_eq!(glass.approvals.may_override.len(), 2);
+        assert!(glass.lifted().contains(&fleetgate_core::effect::Invariant::ReviewedMerge));
         assert!(c.rules.rules()[0].ask);
         let plain = FleetConfig::parse(GOOD, "t").unwrap();
         assert_ne!(c.rules_digest(), plain.rules_digest());
@@ -1126,6 +1210,11 @@ role = "reviewer"
             ("[approvals]\nmay_override = [\"worker_fenced\"]", "worker_fenced is never overridden"),
             ("[approvals]\nmay_override = [\"protected_branch\"]", "protected_branch is never overridden"),
             ("[approvals]\nmay_override = [\"sunny\"]", "\"sunny\" is not a blocker"),
+            (
+                "[approvals]\nmay_override = [\"approval_required\"]",
+                "approval_required would let an operator's approval land on a protected branch",
+            ),
+            ("[approvals]\nmay_override = [\"stale_head\"]", "lift = [\"reviewed-merge\"] (it gives up: "),
             ("[[rules]]\ntool = \"t\"\nroles = [\"author\"]\ndecision = \"perhaps\"", "neither \"allow\" nor \"ask\""),
             (
                 "[[rules]]\ntool = \"t\"\nroles = [\"author\"]\napprovers = [\"os:a\"]",
@@ -1148,6 +1237,53 @@ role = "reviewer"
                 "[[approvals.notify]]\nkind = \"webhook\"\nurl = \"https://x\"\nsecret = \"s3cr3t\"",
                 "unknown field `secret`",
             ),
+        ] {
+            let e = FleetConfig::parse(&format!("{GOOD}\n{bad}\n"), "t").unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn people_are_read_and_a_two_person_rule_one_person_could_never_meet_is_refused() {
+        let people = "[[people]]\nname = \"bob\"\nidentities = [\"oidc:u-1234\", \"oauth:bob@example.com\", \"os:bob\"]\n\n\
+                      [[people]]\nname = \"alice\"\nidentities = [\"oidc:u-5678\"]\n\n[approvals]\nshared = [\"os:root\"]\n";
+        let asking = |approvers: &str| {
+            format!(
+                "{GOOD}\n{people}\n[[rules]]\ntool = \"merge\"\nroles = [\"reviewer\"]\ndecision = \"ask\"\n\
+                 approvers = [{approvers}]\napprovals_required = 2\n"
+            )
+        };
+        let c = FleetConfig::parse(&asking("\"person:alice\", \"os:bob\""), "t").unwrap();
+        assert_eq!(c.people.people.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["bob", "alice"]);
+        assert_eq!(c.people.shared, ["os:root"]);
+        assert_eq!(c.people.person_of("os:bob").map(|p| p.name.as_str()), Some("bob"));
+        for (approvers, why) in [
+            ("\"os:bob\", \"oidc:u-1234\"", "are 1 person(s)"),
+            ("\"person:bob\", \"oidc:u-1234\"", "are 1 person(s)"),
+            ("\"oidc:u-5678\", \"os:root\"", "are 1 person(s)"),
+            ("\"token:dashboard\", \"os:bob\"", "are 1 person(s)"),
+            ("\"person:carol\", \"os:bob\"", "names no person of [[people]]"),
+        ] {
+            let e = FleetConfig::parse(&asking(approvers), "t").unwrap_err().to_string();
+            assert!(e.contains(why), "{approvers}: {e}");
+        }
+        for (bad, why) in [
+            ("[[people]]\nname = \"x\"\nidentities = [\"bob\"]", "is not an identity"),
+            ("[[people]]\nname = \"x\"\nidentities = []", "lists no identity"),
+            ("[[people]]\nname = \"x\"\nidentities = [\"token:dashboard\"]", "several people use"),
+            (
+                "[[people]]\nname = \"x\"\nidentities = [\"os:a\"]\n\n[[people]]\nname = \"y\"\nidentities = [\"os:a\"]",
+                "is \"x\"'s already",
+            ),
+            (
+                "[[people]]\nname = \"x\"\nidentities = [\"os:a\"]\n\n[[people]]\nname = \"x\"\nidentities = [\"os:b\"]",
+                "declared twice",
+            ),
+            (
+                "[[people]]\nname = \"x\"\nidentities = [\"os:root\"]\n\n[approvals]\nshared = [\"os:root\"]",
+                "several people use",
+            ),
+            ("[approvals]\nshared = [\"root\"]", "is not an identity"),
         ] {
             let e = FleetConfig::parse(&format!("{GOOD}\n{bad}\n"), "t").unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
@@ -1424,6 +1560,45 @@ role = "reviewer"
         let d = c.rules.decide("reviewer", "pull_request_write", merge.as_object()).unwrap();
         assert!(d.permitted, "the operator's rule overrides the profile");
         assert_eq!(d.rule.as_deref(), Some("f.toml:25"));
+    }
+
+    #[test]
+    fn a_rule_may_name_what_a_call_does_under_a_forge_dialect() {
+        use fleetgate_core::rules::Op;
+        let text = GOOD.replace("[fleet]", "[fleet]\nforge = \"gitea-mcp\"");
+        let rule = |effect: &str| format!("{text}\n[[rules]]\neffect = {effect}\nroles = [\"reviewer\"]\n");
+        let c = FleetConfig::parse(&rule("{ op = \"merge\", branch = [\"release/*\"], protected = true }"), "f.toml")
+            .unwrap();
+        let r = &c.rules.rules()[0];
+        assert_eq!(r.tool, "*", "an effect rule names every tool unless it says");
+        let e = r.effect.as_ref().unwrap();
+        assert_eq!(
+            (e.op.as_slice(), e.branch.as_slice(), e.protected),
+            (&[Op::Merge][..], &["release/*".to_owned()][..], Some(true))
+        );
+        assert_ne!(c.rules_digest(), FleetConfig::parse(&text, "f.toml").unwrap().rules_digest());
+        for (effect, why) in [
+            ("{ op = \"frobnicate\" }", "is not one of merge, push"),
+            ("{ op = [] }", "lists nothing"),
+            ("{ pr = 0 }", "pr 0 is no PR"),
+            ("{}", "names nothing"),
+            ("{ base = \"main\" }", "unknown field `base`"),
+        ] {
+            let e = FleetConfig::parse(&rule(effect), "f.toml").unwrap_err().to_string();
+            assert!(e.contains(why), "{effect}: {e}");
+        }
+        let plain = format!("{GOOD}\n[[rules]]\neffect = {{ op = \"merge\" }}\nroles = [\"reviewer\"]\n");
+        let e = FleetConfig::parse(&plain, "f.toml").unwrap_err().to_string();
+        assert!(e.contains("[fleet] forge names none"), "{e}");
+        let neither = format!("{text}\n[[rules]]\nroles = [\"reviewer\"]\n");
+        assert!(FleetConfig::parse(&neither, "f.toml").unwrap_err().to_string().contains("or an `effect`"));
+        // Shadowed: a rule on every merge before one on merges onto release branches.
+        let shadowed = format!(
+            "{text}\n[[rules]]\neffect = {{ op = \"merge\" }}\nroles = [\"reviewer\"]\n\n[[rules]]\n\
+             effect = {{ op = \"merge\", branch = \"release/*\" }}\nroles = [\"reviewer\"]\n"
+        );
+        let e = FleetConfig::parse(&shadowed, "f.toml").map(|c| c.rules.rules().len());
+        assert!(e.as_ref().is_err_and(|e| e.to_string().contains("can never decide")), "{e:?}");
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub const TABLES: &[Table] = &[
             key("metrics", "table (unset)", "A stdio gateway's own `GET /metrics` listener."),
             key("audit", "table", "What each judged call's audit entry keeps."),
             key("approvals", "table", "Calls a `[[rules]]` entry with `decision = \"ask\"` matches."),
+            key("people", "array of tables (none)", "Who each identity is: `[[people]]`, one table per person."),
             key("invariants", "table", "The forge profile's invariants an operator lifts, by name."),
             key("shadow", "table (unset)", "A candidate roster judged beside the running one, never enforced."),
             key("retention", "table (unset)", "How long history is kept, and how often it is pruned."),
@@ -253,11 +254,22 @@ pub const TABLES: &[Table] = &[
         header: "[[rules]]",
         about: "Argument-aware policy, checked before the forge profile's; the first matching rule decides.",
         keys: &[
-            key("tool", "string, required", "The tool's name."),
+            key("tool", "string, required (`\"*\"` with `effect`)", "The tool's name, or a glob (`*`, `?`)."),
             key(
                 "args",
                 "table of JSON pointers (none)",
                 "`\"/name\" = [values…]`, `\"present\"` or `\"absent\"`: all must hold for the rule to match.",
+            ),
+            key(
+                "effect",
+                "inline table (unset)",
+                "What the call does, as the forge dialect states it (the effect the invariants judge; needs \
+                 `[fleet] forge`): one operation of the call must be all of `op` (one or a list of `merge`, `push`, \
+                 `branch-create`, `branch-delete`, `branch-rename`, `review`, `pr-open`, `pr-edit`, `pr-state`, \
+                 `retarget`, `write`, `read`), `branch` (globs of the branch it moves or merges onto, a \
+                 retarget's new base), `pr` (numbers), `protected` (`true`: a protected branch). A rule with an \
+                 effect names no tool: a call it does not match goes on to the next rules. While what the call \
+                 does is not established, a decision that depends on it is `forge_unavailable`.",
             ),
             key("roles", "list of strings, required", "Roles that may make the call (`\"*\"`: any)."),
             key(
@@ -280,13 +292,17 @@ pub const TABLES: &[Table] = &[
                 "list of strings, `[]` (the `[approvals]` default)",
                 "With `decision = \"ask\"`: who may answer its requests — `oidc:<subject>` (signed in to the \
                  dashboard at the fleet's issuer), `os:<user>` (the CLI's user), `token:<name>`, `group:<name>` (a \
-                 group the sign-in claims). The requester's own principal never answers.",
+                 group the sign-in claims), `person:<name>` (every identity `[[people]]` gives that person); an \
+                 identity of a person of `[[people]]` names that person. The requester's own person never answers, \
+                 through any channel.",
             ),
             key(
                 "approvals_required",
                 "integer, `1` (the `[approvals]` default)",
-                "With `decision = \"ask\"`: how many distinct approvers must approve the same exact call (1 to \
-                 10: a two-person rule is 2); any denial denies it.",
+                "With `decision = \"ask\"`: how many distinct people must approve the same exact call (1 to \
+                 10: a two-person rule is 2); any denial denies it. One person through two channels is one; a \
+                 shared credential (`token:…`, `[approvals] shared`) is none; approvals fleetgate cannot tell \
+                 apart are refused. A count the named approvers could never reach is refused at load.",
             ),
         ],
     },
@@ -406,9 +422,35 @@ pub const TABLES: &[Table] = &[
             key(
                 "approvals_required",
                 "integer, `1`",
-                "How many distinct approvers a request whose rule says nothing needs (1 to 10).",
+                "How many distinct people a request whose rule says nothing needs (1 to 10).",
+            ),
+            key(
+                "shared",
+                "list of identities, `[]`",
+                "Identities several people use (an OS account such as `os:root`): never a person — never counted \
+                 toward `approvals_required` above 1, and never told apart from a requester. Every `token:` is one \
+                 already.",
             ),
             key("notify", "array of tables, `[]`", "The notification targets: `[[approvals.notify]]`, below."),
+        ],
+    },
+    Table {
+        header: "[[people]]",
+        about: "One person and every identity they reach fleetgate by, so every check that says \"a person\" — the \
+                requester never answers their own request, `approvals_required` counts people — sees one person \
+                through every channel. An identity is under at most one person; a token or a `shared` identity \
+                under none. Without an entry, fleetgate tells two parties apart only by one realm they both have \
+                an identity in (a sign-in at the fleet's issuer, its OAuth principal claim, an OS user), and \
+                otherwise refuses the approval (fail closed).",
+        keys: &[
+            key("name", "string, required", "The person's name (`person:<name>` in an `approvers` list)."),
+            key(
+                "identities",
+                "list of identities, required",
+                "`oidc:<subject>` (a dashboard sign-in), `oauth:<principal claim value>` (an OAuth token's calls), \
+                 `os:<user>` (the CLI), `principal:<name>` (a tokens-file principal, or a name \
+                 `[[http.oauth.principals]]` gives).",
+            ),
         ],
     },
     Table {

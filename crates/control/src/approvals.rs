@@ -11,7 +11,8 @@ use fleetgate_store::{Answered, Store, StoreError};
 /// The audit log's name for an approval's events.
 pub const APPROVAL_EVENT: &str = "approval";
 
-/// The requests as an operator reads them before answering: one block each, with who asks
+/// The requests as an operator reads them before answering: one block each, first what the
+/// call does in words (from its judged effect), then who asks
 /// (profile, role, worker, principal), the tool, why, and every key and value of the exact
 /// arguments on a line of its own, uncut (a table's cell would cut a long call and hide its
 /// later keys). Every value is [`shown`]: an invisible or direction-changing character is
@@ -27,6 +28,9 @@ pub fn listing(requests: &[ApprovalRequest]) -> String {
             out.push(String::new());
         }
         out.push(line(format!("{}  {}  asked {}", r.id, r.state, r.requested_at)));
+        if let Some(does) = &r.does {
+            out.push(line(format!("  does:      {does}")));
+        }
         out.push(line(format!(
             "  who:       {} (role {}), worker {}, principal {}",
             r.profile,
@@ -124,24 +128,41 @@ impl std::fmt::Display for AnswerError {
 
 impl std::error::Error for AnswerError {}
 
-/// `approver`'s answer (approve, or deny) to the pending request `id`, audited: the request
-/// as it stands after (approved once enough approvers have, denied at the first denial).
+/// `approver`'s answer (approve, or deny) to the pending request `id`, with the roster's
+/// `people` saying who is who, audited under the approver's identity (the entry's principal):
+/// the request as it stands after (approved once enough people have, denied at the first
+/// denial). An answer refused — not among the approvers, the requester's own, a second one, or
+/// to a request that is not pending — is audited as a refusal (`allowed: false`), naming who
+/// tried and why.
 pub fn answer(
     store: &dyn Store,
     id: &str,
-    approver: &Approver,
+    (approver, people): (&Approver, &fleetgate_core::person::People),
     approve: bool,
     reason: Option<&str>,
     now: Timestamp,
 ) -> Result<ApprovalRequest, AnswerError> {
-    let answered = match store.answer_approval(id, approver, approve, reason, now).map_err(AnswerError::Store)? {
+    let word = if approve { "approve" } else { "deny" };
+    let refusal = |why: &str| AuditEntry {
+        allowed: false,
+        principal: Some(approver.id.clone()),
+        ..AuditEntry::event(
+            now,
+            "operator",
+            APPROVAL_EVENT,
+            format!("approval request {id}: {} may not {word} it: {why}", approver.shown()),
+        )
+    };
+    let by = (approver, people);
+    let answered = match store.answer_approval(id, by, approve, reason, now).map_err(AnswerError::Store)? {
         Answered::Recorded(r) => r,
-        Answered::NotPending(r) => return Err(AnswerError::NotPending(r.map(Box::new))),
+        Answered::NotPending(r) => {
+            let err = AnswerError::NotPending(r.map(Box::new));
+            store.append_audit(&refusal(&err.to_string())).map_err(AnswerError::Store)?;
+            return Err(err);
+        }
         Answered::Refused(r, why) => {
-            let event = format!("approval request {id}: an answer by {} refused: {why}", approver.shown());
-            store
-                .append_audit(&AuditEntry::event(now, "operator", APPROVAL_EVENT, event))
-                .map_err(AnswerError::Store)?;
+            store.append_audit(&refusal(&why)).map_err(AnswerError::Store)?;
             return Err(AnswerError::Refused(Box::new(r), why));
         }
     };
@@ -159,7 +180,11 @@ pub fn answer(
         approver.shown(),
         reason.map(|r| format!(": {r}")).unwrap_or_default()
     );
-    store.append_audit(&AuditEntry::event(now, "operator", APPROVAL_EVENT, event)).map_err(AnswerError::Store)?;
+    let entry = AuditEntry {
+        principal: Some(approver.id.clone()),
+        ..AuditEntry::event(now, "operator", APPROVAL_EVENT, event)
+    };
+    store.append_audit(&entry).map_err(AnswerError::Store)?;
     Ok(answered)
 }
 
@@ -251,7 +276,7 @@ fn watch(inner: &WatchInner, store: &dyn Store) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fleetgate_core::approval::{ApprovalState, call_digest};
+    use fleetgate_core::approval::call_digest;
 
     fn request(arguments: serde_json::Value, why: &str) -> ApprovalRequest {
         let arguments = arguments.as_object().cloned();
@@ -265,16 +290,64 @@ mod tests {
             tool: "pull_request_write".into(),
             digest: call_digest(Some("wrk-m"), "pull_request_write", arguments.as_ref()),
             arguments,
+            does: None,
             why: why.into(),
-            state: ApprovalState::Pending,
-            answered_by: None,
-            answered_at: None,
-            answer_reason: None,
-            used_at: None,
-            approvers: Vec::new(),
-            required: 1,
-            answers: Vec::new(),
+            ..ApprovalRequest::default()
         }
+    }
+
+    /// Issue 55: Mallory's and Carol's refused answers were audited like Alice's approval
+    /// (`allowed: true`, no principal). A refusal is audited as one, naming who tried; an
+    /// accepted answer names who gave it.
+    #[test]
+    fn a_refused_answer_is_audited_as_a_refusal_with_who_tried() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fleetgate_store::open(&dir.path().join("s.sqlite3").display().to_string()).unwrap();
+        let now = Timestamp::parse("2026-01-02T03:04:05Z").unwrap();
+        let r = ApprovalRequest {
+            approvers: vec!["oidc:alice".into(), "oidc:carol".into()],
+            principal: Some("oauth:carol".into()),
+            ..request(serde_json::json!({ "method": "merge", "pull_number": 1 }), "rule 3 asks")
+        };
+        let id = store.request_approval(&r).unwrap().id;
+        // `[[people]]` tells Alice and Carol apart (else an approval of Carol's call fails closed).
+        let person = |name: &str, ids: &[&str]| fleetgate_core::person::Person {
+            name: name.into(),
+            identities: ids.iter().map(|i| (*i).to_owned()).collect(),
+        };
+        let people = fleetgate_core::person::People {
+            people: vec![person("alice", &["oidc:alice"]), person("carol", &["oidc:carol", "oauth:carol"])],
+            ..fleetgate_core::person::People::default()
+        };
+        let who = |id: &str| Approver { id: id.into(), ..Approver::default() };
+        let by = |a: &str| (who(a), &people);
+        let say = |a: &str, yes: bool| answer(&*store, &id, (&by(a).0, by(a).1), yes, None, now);
+        assert!(matches!(say("oidc:mallory", true), Err(AnswerError::Refused(..))));
+        assert!(matches!(say("oidc:carol", true), Err(AnswerError::Refused(..))));
+        let alice = say("oidc:alice", true);
+        assert!(alice.is_ok(), "{:?}", alice.err().map(|e| e.to_string()));
+        assert!(matches!(say("oidc:bob", false), Err(AnswerError::NotPending(_))));
+        let audit: Vec<(bool, Option<String>, String)> = store
+            .audit_after(0, 100)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.tool == APPROVAL_EVENT)
+            .map(|e| (e.allowed, e.principal, e.reasons.join(" ")))
+            .collect();
+        let shape: Vec<(bool, Option<&str>)> = audit.iter().map(|(a, p, _)| (*a, p.as_deref())).collect();
+        assert_eq!(
+            shape,
+            [
+                (false, Some("oidc:mallory")),
+                (false, Some("oidc:carol")),
+                (true, Some("oidc:alice")),
+                (false, Some("oidc:bob"))
+            ],
+            "{audit:?}"
+        );
+        assert!(audit[0].2.contains("not among the approvers"), "{audit:?}");
+        assert!(audit[1].2.contains("made the call this request is about"), "{audit:?}");
+        assert!(audit[3].2.contains("not pending"), "{audit:?}");
     }
 
     /// Issue 43 (7): the listing cut the arguments at 120 characters (a long title hid
@@ -292,8 +365,15 @@ mod tests {
             }),
             "rule 3 (merges ask) \u{2066}asks",
         );
+        let r = ApprovalRequest { does: Some("merge o/r#7 at 3386c20 onto ma\u{fe0f}in, squash".into()), ..r };
         let text = listing(&[r]);
         assert!(!text.chars().any(|c| c != '\n' && fleetgate_core::text::needs_escape(c)), "{text}");
+        // Issue 55: what the call does comes first, in words, escaped like every value.
+        assert_eq!(
+            text.lines().nth(1),
+            Some("  does:      merge o/r#7 at 3386c20 onto ma\\u{fe0f}in, squash"),
+            "{text}"
+        );
         for expected in [
             "\"pull_number\": 7",
             "\"repo\": \"r\"",

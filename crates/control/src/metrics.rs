@@ -110,6 +110,9 @@ pub struct GatewayMetrics {
     /// `[[approvals.notify]]` target (`delivered`, `retried`, `failed`: dropped after its
     /// last retry).
     pub notify_deliveries: Family<NotifyLabels, Counter>,
+    /// `fleetgate_notify_owed_events{target}`: the events a `[[approvals.notify]]` target
+    /// still owes (its receiver down, the notifier retrying).
+    pub notify_owed: Family<TargetLabels, Gauge>,
     /// `fleetgate_shadow_flips_total{from, to, rule, tool}`: live decisions the shadow
     /// candidate would have made otherwise.
     pub shadow_flips: Family<ShadowLabels, Counter>,
@@ -122,6 +125,13 @@ pub struct NotifyLabels {
     pub target: String,
     /// `delivered`, `retried`, `failed`.
     pub outcome: &'static str,
+}
+
+/// Labels of a notification target.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetLabels {
+    /// The target's name.
+    pub target: String,
 }
 
 /// Labels of a shadow flip.
@@ -161,6 +171,7 @@ impl GatewayMetrics {
             gate_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
             notifications_dropped: Family::default(),
             notify_deliveries: Family::default(),
+            notify_owed: Family::default(),
             shadow_flips: Family::default(),
         };
         let r = &mut registry.0;
@@ -210,6 +221,11 @@ impl GatewayMetrics {
             "notify_deliveries",
             "Approval events sent to a notification target, by target and outcome (delivered, retried, failed)",
             m.notify_deliveries.clone(),
+        );
+        r.register(
+            "notify_owed_events",
+            "Approval events a notification target still owes, by target (its receiver down, retried)",
+            m.notify_owed.clone(),
         );
         r.register(
             "shadow_flips",
@@ -354,6 +370,8 @@ pub struct FleetMetrics {
     pub event_streams: Gauge,
     /// `fleetgate_notify_deliveries_total{target, outcome}`, as the gateway's.
     pub notify_deliveries: Family<NotifyLabels, Counter>,
+    /// `fleetgate_notify_owed_events{target}`, as the gateway's.
+    pub notify_owed: Family<TargetLabels, Gauge>,
 }
 
 impl FleetMetrics {
@@ -369,6 +387,7 @@ impl FleetMetrics {
             hard_diagnostics: Gauge::default(),
             recent_refusals: Gauge::default(),
             notify_deliveries: Family::default(),
+            notify_owed: Family::default(),
             refreshes: Counter::default(),
             updates: Counter::default(),
             // 1 ms … 4 s: a /proc scan, signal-0 probes and three store reads.
@@ -381,6 +400,11 @@ impl FleetMetrics {
             "notify_deliveries",
             "Approval events sent to a notification target, by target and outcome (delivered, retried, failed)",
             m.notify_deliveries.clone(),
+        );
+        r.register(
+            "notify_owed_events",
+            "Approval events a notification target still owes, by target (its receiver down, retried)",
+            m.notify_owed.clone(),
         );
         r.register("fleet_members", "Roster members and runtime rows by health", m.members.clone());
         r.register("fleet_workers", "Worker rows by state (live, expired, stopped)", m.workers.clone());

@@ -1,6 +1,7 @@
 //! What the roster lets through that an operator must know about: the invariants it lifts,
-//! and the HTTP principals that may hold both an author's and a reviewer's profile. Named
-//! at every gateway's start (the log), by `fleetgate doctor` and on the dashboard.
+//! the HTTP principals that may hold both an author's and a reviewer's profile, and the
+//! approvals it cannot tell people apart for. Named at every gateway's start (the log), by
+//! `fleetgate doctor` and on the dashboard.
 
 use fleetgate_config::FleetConfig;
 use fleetgate_core::effect::Invariant;
@@ -26,6 +27,11 @@ pub struct PolicyNotes {
     /// Whether such a principal's second session counts as independent (it does unless
     /// `[workflow] independent_review = "principal"`).
     pub principals_count_as_independent: bool,
+    /// Where an approval will be refused because nothing says who is who: a rule needing
+    /// more than one person whose approvers reach fleetgate through more than one channel
+    /// `[[people]]` does not map, and tokens-file principals `[[people]]` names no one behind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub people: Vec<String>,
 }
 
 impl PolicyNotes {
@@ -44,6 +50,7 @@ impl PolicyNotes {
             };
             out.push(format!("{p}{why}"));
         }
+        out.extend(self.people.iter().cloned());
         out
     }
 }
@@ -62,12 +69,59 @@ pub fn notes(config: &FleetConfig, tokens: Option<&Principals>) -> PolicyNotes {
         }));
     }
     let members: Vec<(String, String)> = config.members.iter().map(|m| (m.profile.clone(), m.role.clone())).collect();
+    let tokens: Vec<String> = tokens.into_iter().flat_map(Principals::principals).map(|p| p.name.clone()).collect();
     PolicyNotes {
+        people: people_notes(config, &tokens),
         lifted,
         principals: fleetgate_core::workflow::principals_holding_independent_roles(&principals, &members),
         principals_count_as_independent: config.workflow.independent_review
             != fleetgate_core::workflow::Independence::Principal,
     }
+}
+
+/// The approvals `config` cannot tell people apart for (see [`PolicyNotes::people`]).
+fn people_notes(config: &FleetConfig, tokens: &[String]) -> Vec<String> {
+    let people = &config.people;
+    let defaults = ("[approvals]".to_owned(), config.approvals.approvers.clone(), config.approvals.required);
+    let asking = config.rules.rules().iter().filter(|r| r.ask).map(|r| {
+        let approvers = if r.approvers.is_empty() { config.approvals.approvers.clone() } else { r.approvers.clone() };
+        let required = if r.required > 0 { r.required } else { config.approvals.required };
+        (format!("rule {}", r.origin), approvers, required)
+    });
+    let mut out = Vec::new();
+    let mut asks = false;
+    for (rule, approvers, required) in std::iter::once(defaults).chain(asking) {
+        asks |= rule != "[approvals]";
+        // The channels an approver may come by, unmapped: any of them when none is named.
+        let unmapped: std::collections::BTreeSet<&str> = if approvers.is_empty() {
+            ["os", "oidc", "token"].into()
+        } else {
+            approvers
+                .iter()
+                .filter(|a| !a.starts_with("person:") && people.person_of(a).is_none())
+                .map(|a| if a.starts_with("group:") { "oidc" } else { fleetgate_core::person::realm(a) })
+                .collect()
+        };
+        if required > 1 && unmapped.len() > 1 {
+            out.push(format!(
+                "{rule} needs {required} people, and its approvers may answer through several channels ({}): a second \
+                 approval counts only when fleetgate can tell the two apart (two sign-ins, two OS users, people \
+                 [[people]] names); a shared credential (token:dashboard) never counts",
+                unmapped.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    let behind = |t: &String| people.person_of(&fleetgate_core::person::principal_identity(t)).is_some();
+    let nobody: Vec<&str> = tokens.iter().filter(|t| !behind(t)).map(String::as_str).collect();
+    if (asks || !config.approvals.may_override.is_empty()) && !nobody.is_empty() {
+        out.push(format!(
+            "[[people]] names no one behind the principal(s) {}: an approval of their calls is refused (fleetgate \
+             cannot tell the approver from the person who made the call) until [[people]] lists \
+             \"principal:<name>\" under that person",
+            nobody.join(", ")
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -112,5 +166,26 @@ role = "reviewer"
         let lines = n.lines();
         assert!(lines[0].contains("scheduled-merge") && lines[0].contains("push after the approval"), "{lines:?}");
         assert!(lines[2].contains("independent_review = \"principal\""), "{lines:?}");
+    }
+
+    #[test]
+    fn approvals_fleetgate_cannot_tell_people_apart_for_are_named() {
+        let asking = format!(
+            "{ROSTER}\n[[rules]]\ntool = \"pull_request_write\"\nargs = {{ \"/method\" = [\"merge\"] }}\n\
+             roles = [\"reviewer\"]\ndecision = \"ask\"\napprovals_required = 2\n"
+        );
+        let tokens = Principals::parse(&format!("{} ci\n", "a".repeat(64)), "tokens").unwrap();
+        let n = notes(&FleetConfig::parse(&asking, "f.toml").unwrap(), Some(&tokens));
+        assert_eq!(n.people.len(), 2, "{:?}", n.people);
+        assert!(n.people[0].starts_with("rule f.toml:") && n.people[0].contains("needs 2 people"), "{:?}", n.people);
+        assert!(n.people[1].contains("principal(s) ci"), "{:?}", n.people);
+        // Named people, one channel each: nothing to say.
+        let named = asking.replace(
+            "approvals_required = 2",
+            "approvers = [\"person:a\", \"person:b\"]\napprovals_required = 2\n\n[[people]]\nname = \"a\"\n\
+             identities = [\"os:a\", \"principal:ci\"]\n\n[[people]]\nname = \"b\"\nidentities = [\"oidc:b\"]",
+        );
+        let n = notes(&FleetConfig::parse(&named, "f.toml").unwrap(), Some(&tokens));
+        assert!(n.people.is_empty(), "{:?}", n.people);
     }
 }

@@ -7,6 +7,7 @@
 //! into [`ServeSettings`].
 
 mod attachments;
+mod forge_api;
 mod identity;
 mod plane;
 mod row;
@@ -14,6 +15,7 @@ mod run;
 mod tools;
 mod workflow;
 
+pub use forge_api::ForgeApi;
 pub use identity::Identity;
 pub use plane::{FleetControl, Transport};
 pub use run::{ServeSettings, run_serve};

@@ -134,7 +134,8 @@ impl BlockerKind {
             Self::IssueLockHeld => "Another author holds the issue lock of an issue the call references.",
             Self::ForgeUnavailable => {
                 "The forge could not be read for what the call would do (its repository, its PR's head and base, \
-                 the open PRs a branch heads) or for the PR's current head: the gate fails closed."
+                 the open PRs a branch heads) — where the answer depends on it: the invariants, or a rule that \
+                 names what a call does — or for the PR's current head: the gate fails closed."
             }
             Self::ToolDefinitionChanged => {
                 "The downstream changed the tool's definition since it was pinned (`[tools] pin = \"enforce\"`)."
@@ -212,14 +213,15 @@ pub const BLOCKER_NO_ATTACHMENT: BlockerKind = BlockerKind::SessionAttachmentMis
 impl BlockerKind {
     /// Every blocker, in the gate's precedence order.
     /// `forge_unavailable` stands where a call's effect cannot be established (after the
-    /// invariants); the PR workflow's own read failing refuses with it too, after the fleet
-    /// conditions.
+    /// invariants, and after a role the rules refuse whatever the call does: only an answer
+    /// that depends on what the call does needs the forge); the PR workflow's own read
+    /// failing refuses with it too, after the fleet conditions.
     pub const ALL: [BlockerKind; 20] = [
         Self::AmbiguousArguments,
         Self::ProtectedBranch,
         Self::InvariantViolated,
-        Self::ForgeUnavailable,
         Self::RoleNotPermitted,
+        Self::ForgeUnavailable,
         Self::ToolDefinitionChanged,
         Self::StoreReplaced,
         Self::RuntimeReconnectRequired,

@@ -4,8 +4,9 @@
 //! approvals to use, the request to record). Nothing edits its verdict after it returns.
 //!
 //! Precedence, first that holds wins ([`BlockerKind::ALL`]'s order): ambiguous arguments;
-//! the invariants the call's effect breaks (`protected_branch`, `invariant_violated`) and an
-//! effect that cannot be established (`forge_unavailable`); role policy; a changed tool
+//! the invariants the call's effect breaks (`protected_branch`, `invariant_violated`); role
+//! policy, when the rules refuse the call whatever it does; an effect that cannot be
+//! established (`forge_unavailable`: also a role policy that depends on it); a changed tool
 //! definition; then, for a mutating call, a replaced store, hard runtime diagnostics, session
 //! attachment and fencing, fleet inventory and the PR workflow's refusal; last, the
 //! operator's part for a call a rule asks about. Read-only calls answer to the conditions up
@@ -143,10 +144,15 @@ pub struct CapabilityInput<'a> {
     /// Invariants the call would break but for an operator's `[invariants] lift`: the call's
     /// reasons (and so its audit entry) name each.
     pub lifted: &'a [Breach],
+    /// What the call does that an invariant guards through the PR workflow's judgement (a
+    /// merge onto a protected branch, `reviewed-merge`, not lifted): the workflow's
+    /// `approval_required` or `stale_head` on it is never overridden.
+    pub guarded: &'a [Breach],
     /// Why the call's effect could not be established (`forge_unavailable`): a read failed,
-    /// a listing may be cut short.
+    /// a listing may be cut short, a rule names what the call does and it is not known.
     pub unestablished: Option<&'a str>,
-    /// The role policy's answer for this call (the rules', or the role's globs').
+    /// The role policy's answer for this call (the rules', or the role's globs'): false only
+    /// when it refuses the call whatever the call does (else `unestablished` says why not yet).
     pub role_permitted: bool,
     /// When the rules refused it: why and who may instead (absent: the globs did).
     pub role_refusal: Option<&'a RoleRefusal>,
@@ -186,6 +192,8 @@ pub enum Standing {
     Pending {
         /// The request.
         id: String,
+        /// Who may answer it (empty: any operator): the operator action says who and where.
+        approvers: Vec<String>,
     },
     /// Approved, not yet used: the call may pass once.
     Approved {
@@ -309,6 +317,11 @@ pub struct Capability {
     /// --shadow`): never enforced, only recorded.
     #[serde(skip)]
     pub shadow: Option<ShadowFlip>,
+    /// When allowed: the call is not forwarded but made by the gateway itself, as this pinned
+    /// request to the forge's REST API (a merge whose server declares no head pin). Set by the
+    /// shell from the workflow's judgement, never by the resolver.
+    #[serde(skip)]
+    pub perform: Option<crate::dialect::RestCall>,
 }
 
 /// A live decision the shadow candidate would have made otherwise.
@@ -346,11 +359,18 @@ struct Block {
     action: String,
     restart: bool,
     stop: bool,
+    /// An invariant's, whatever its kind: never overridden.
+    invariant: bool,
 }
 
 impl Block {
     fn new(kind: BlockerKind, reasons: Vec<String>, action: impl Into<String>) -> Self {
-        Self { kind, reasons, action: action.into(), restart: false, stop: false }
+        Self { kind, reasons, action: action.into(), restart: false, stop: false, invariant: false }
+    }
+
+    /// Whether an operator's approval may override it under `may_override`.
+    fn overridable(&self, may_override: &[BlockerKind]) -> bool {
+        !self.invariant && overridable(self.kind, may_override)
     }
 }
 
@@ -371,13 +391,6 @@ fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
             out.push(Block::new(kind, reasons, first.invariant.action()));
         }
     }
-    if let Some(why) = input.unestablished {
-        out.push(Block::new(
-            BlockerKind::ForgeUnavailable,
-            vec![format!("what the call would do could not be established from the forge (fail closed): {why}")],
-            UNESTABLISHED_ACTION,
-        ));
-    }
     if !input.role_permitted {
         // A rule's refusal names the rule, the argument and its value, and hands the call to
         // the roles that may make it; the globs' names the role and the tool.
@@ -389,6 +402,15 @@ fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
             ),
         };
         out.push(Block::new(BlockerKind::RoleNotPermitted, vec![reason], action));
+    }
+    // After the role: a call the rules refuse whatever it does is refused by role, and only
+    // an answer that depends on what the call does needs the forge.
+    if let Some(why) = input.unestablished {
+        out.push(Block::new(
+            BlockerKind::ForgeUnavailable,
+            vec![format!("what the call would do could not be established from the forge (fail closed): {why}")],
+            UNESTABLISHED_ACTION,
+        ));
     }
     if let Some(why) = input.definition_changed {
         out.push(Block::new(BlockerKind::ToolDefinitionChanged, vec![why.to_owned()], TOOL_CHANGED_ACTION));
@@ -416,6 +438,7 @@ fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
             action: b.operator_action,
             restart: true,
             stop: true,
+            invariant: false,
         });
     }
     let p = ev.provenance;
@@ -435,7 +458,20 @@ fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
         out.push(Block::new(b.blocker_kind, b.blocked_reasons, b.operator_action));
     }
     if let Some(refusal) = input.workflow {
-        out.push(Block::new(refusal.blocker_kind, refusal.reasons.clone(), refusal.operator_action.clone()));
+        let mut b = Block::new(refusal.blocker_kind, refusal.reasons.clone(), refusal.operator_action.clone());
+        // The approval a merge onto a protected branch needs, at the head it lands, is the
+        // `reviewed-merge` invariant's: no operator's approval stands in for it.
+        if let Some(guard) = input.guarded.first()
+            && matches!(refusal.blocker_kind, BlockerKind::ApprovalRequired | BlockerKind::StaleHead)
+        {
+            b.invariant = true;
+            b.reasons.push(format!(
+                "invariant `{}`: {}; no operator's approval overrides it",
+                guard.invariant, guard.reason
+            ));
+            b.action = format!("{}; {}", b.action, guard.invariant.action());
+        }
+        out.push(b);
     }
     out
 }
@@ -446,7 +482,7 @@ fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
 /// `input`'s evidence, workflow and approvals are not looked at.
 pub fn needs_evidence(input: &CapabilityInput<'_>) -> bool {
     let early = CapabilityInput { class: ToolClass::ReadOnly, ..*input };
-    let settled = blocks(&early).iter().any(|b| !overridable(b.kind, input.may_override));
+    let settled = blocks(&early).iter().any(|b| !b.overridable(input.may_override));
     !settled && input.class == ToolClass::Mutating
 }
 
@@ -480,6 +516,7 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
         request: None,
         settles: None,
         shadow: None,
+        perform: None,
     };
     let approvals = input.approvals;
     let mut used: Vec<String> = Vec::new();
@@ -489,7 +526,7 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
         .map(|b| format!("invariant `{}` lifted by [invariants] lift: {}", b.invariant, b.reason))
         .collect();
     for block in blocks(input) {
-        let may = overridable(block.kind, input.may_override);
+        let may = block.overridable(input.may_override);
         let standing = approvals.and_then(|a| a.override_of(block.kind)).filter(|_| may);
         if let Some(Standing::Approved { id, by }) = standing {
             notes.push(format!(
@@ -509,11 +546,12 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
             (_, Some(Approvals { unavailable: Some(why), .. })) => {
                 refused.blocked_reasons.push(format!("the approvals could not be read: {why}"));
             }
-            (Some(Standing::Pending { id }), _) => {
+            (Some(Standing::Pending { id, approvers }), _) => {
                 refused.blocked_reasons.push(format!(
-                    "an operator may override this refusal for this exact call: approval request {id} waits"
+                    "an operator may override this refusal for this exact call: approval request {id} waits{}",
+                    approvers_note(approvers)
                 ));
-                refused.operator_action = Some(override_action(&block.action, id));
+                refused.operator_action = Some(override_action(&block.action, id, approvers));
                 refused.approval_request = Some(id.clone());
             }
             (Some(Standing::Denied { id, by }), _) => {
@@ -573,11 +611,14 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
                     c.approval_request = Some(id.clone());
                     return c;
                 }
-                Some(Standing::Pending { id }) => {
+                Some(Standing::Pending { id, approvers }) => {
                     let mut c = hold(
                         BlockerKind::ApprovalPending,
-                        vec![format!("{why}: approval request {id} waits for an operator")],
-                        crate::approval::approval_action(id),
+                        vec![format!(
+                            "{why}: approval request {id} waits for an operator{}",
+                            approvers_note(approvers)
+                        )],
+                        crate::approval::approval_action_for(id, approvers),
                     );
                     c.approval_request = Some(id.clone());
                     return c;
@@ -611,8 +652,26 @@ fn too_many(n: usize) -> String {
     )
 }
 
-fn override_action(action: &str, id: &str) -> String {
-    format!("{action}; or override it for this exact call, once: `fleetgate approvals approve {id}`")
+fn override_action(action: &str, id: &str, approvers: &[String]) -> String {
+    if approvers.is_empty() {
+        return format!("{action}; or override it for this exact call, once: `fleetgate approvals approve {id}`");
+    }
+    format!("{action}; or override it for this exact call, once: {}", crate::approval::where_answered(id, approvers))
+}
+
+/// The words a waiting request's reason names its approvers with (none: any operator), read
+/// back by [`refusal_action`] from an audited refusal.
+pub fn approvers_note(approvers: &[String]) -> String {
+    if approvers.is_empty() { String::new() } else { format!(" (approvers: {})", approvers.join(", ")) }
+}
+
+/// The approvers a reason names ([`approvers_note`]).
+fn approvers_in(reason: &str) -> Vec<String> {
+    reason
+        .split_once(" (approvers: ")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(list, _)| list.split(", ").map(str::to_owned).collect())
+        .unwrap_or_default()
 }
 
 /// The operator action of a call whose effect could not be established.
@@ -747,7 +806,7 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
             named.map_or(crate::effect::INVARIANT_ACTION, crate::effect::Invariant::action).into()
         }
         PENDING => match request() {
-            Some(id) => crate::approval::approval_action(&id),
+            Some(id) => crate::approval::approval_action_for(&id, &approvers_in(first.unwrap_or_default())),
             None => UNAVAILABLE_ACTION.into(),
         },
         DENIED => DENIED_ACTION.into(),
@@ -792,6 +851,14 @@ pub fn inventory_action(inv: &FleetInventory) -> String {
         return format!("start the {} server ({}) from the fleet's client", m.profile, m.namespace);
     }
     if let Some(p) = inv.unregistered_processes.first() {
+        if let Some(g) = inv.unproven_gateways.iter().find(|g| g.pid == p.pid) {
+            return format!(
+                "stop the gateway pid {} ({}); if it is another fleet's, give it its own store and its own \
+                 repository, start it outside this fleet's checkout, and run a fleetgate release that publishes \
+                 its proof, as this fleet's user; unproven gateways fail closed",
+                p.pid, g.why
+            );
+        }
         return format!(
             "stop pid {} or let it register a runtime row; unregistered fleet processes fail closed",
             p.pid

@@ -271,6 +271,9 @@ pub struct MergeTerms {
     /// The server's merge declares the argument that pins the head (the forge refuses a
     /// head that moved after the judgement).
     pub pinnable: bool,
+    /// How it merges, as sent (`squash`, `rebase`, …); none: the server's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub style: Option<String>,
 }
 
 /// Whether a call changes anything at all.
@@ -387,11 +390,16 @@ pub enum Invariant {
     /// Approvals count only from a reviewer independent of the PR's author and last pusher
     /// (`[workflow] independent_review = "off"` lifts it).
     IndependentReview,
+    /// A merge onto a protected branch lands only a head an independent reviewer approved:
+    /// the PR workflow's `approval_required` and `stale_head` on it are part of
+    /// `protected-branch`'s guarantee, never an operator's override. Lifting it is the
+    /// break-glass that lets `[approvals] may_override` name them.
+    ReviewedMerge,
 }
 
 impl Invariant {
     /// Every invariant, in the order they are judged.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::ProtectedBranch,
         Self::ProtectedPath,
         Self::ForcedMerge,
@@ -403,6 +411,7 @@ impl Invariant {
         Self::ReaderWrites,
         Self::UnknownEffect,
         Self::IndependentReview,
+        Self::ReviewedMerge,
     ];
 
     /// The `[invariants] lift` literal.
@@ -419,6 +428,7 @@ impl Invariant {
             Self::ReaderWrites => "reader-writes",
             Self::UnknownEffect => "unknown-effect",
             Self::IndependentReview => "independent-review",
+            Self::ReviewedMerge => "reviewed-merge",
         }
     }
 
@@ -445,8 +455,9 @@ impl Invariant {
                  head is green then, which no reviewer may have seen"
             }
             Self::UnpinnedMerge => {
-                "no merge goes out without the head it was judged at pinned (gitea-mcp's `head_commit_id`, \
-                 github-mcp-server's `expectedHeadSha`), so the forge refuses a head that moved after the judgement"
+                "no merge goes out without the head it was judged at pinned (gitea-mcp's `head_commit_id`; on GitHub, \
+                 `expectedHeadSha` where the server declares it, else the gateway's own REST merge with `sha`), so the \
+                 forge refuses a head that moved after the judgement"
             }
             Self::Retarget => {
                 "no PR's base changes: approvals are for a base, and the forge merges onto whatever base the PR has"
@@ -465,6 +476,10 @@ impl Invariant {
             Self::UnknownEffect => "no call is forwarded whose effect on the forge the dialect does not know",
             Self::IndependentReview => {
                 "an approval counts only from a reviewer independent of the PR's author and of its last pusher"
+            }
+            Self::ReviewedMerge => {
+                "a merge onto a protected branch lands only the head an independent reviewer approved: the PR \
+                 workflow's `approval_required` and `stale_head` on it are never overridden by an operator's approval"
             }
         }
     }
@@ -499,6 +514,11 @@ impl Invariant {
                  invariant sees"
             }
             Self::IndependentReview => "a PR's own author (or last pusher) may approve it, and the merge lands it",
+            Self::ReviewedMerge => {
+                "with `approval_required` or `stale_head` in [approvals] may_override, an operator's approval may \
+                 land on a protected branch a head no reviewer approved, or one pushed after the review: the \
+                 guarantee rests on that operator (break-glass)"
+            }
         }
     }
 
@@ -512,9 +532,9 @@ impl Invariant {
                  ([invariants] lift)"
             }
             Self::UnpinnedMerge => {
-                "upgrade the downstream server to one whose merge pins the head (gitea-mcp: `head_commit_id`; \
-                 github-mcp-server: `expectedHeadSha`), or merge on the forge by hand: no merge goes through a server \
-                 that cannot pin the approved head"
+                "upgrade the downstream server to one whose merge pins the head (gitea-mcp: `head_commit_id`), or \
+                 merge on the forge by hand; on GitHub, let the gate read the PR (the gateway then makes the merge \
+                 itself, pinned through the REST API): no merge goes out unpinned"
             }
             Self::Retarget => {
                 "close the PR and open another against the base you want (approvals are for a base); a branch other \
@@ -537,6 +557,12 @@ impl Invariant {
                  fleetgate; an operator may lift `unknown-effect` to let [[rules]] alone decide such calls"
             }
             Self::IndependentReview => "get an approval from a reviewer independent of the PR's author and last pusher",
+            Self::ReviewedMerge => {
+                "get an independent reviewer's approval at the head the merge lands (a head pushed after the review \
+                 needs a new one): no operator's approval stands in for it; an operator who truly wants a \
+                 break-glass lifts `reviewed-merge` by name ([invariants] lift) and lists the blocker in \
+                 [approvals] may_override"
+            }
         }
     }
 
@@ -573,6 +599,11 @@ pub struct Judgement {
     pub breaches: Vec<Breach>,
     /// Breaches an `[invariants] lift` lets through.
     pub lifted: Vec<Breach>,
+    /// What the call does that an invariant guards through the PR workflow's own judgement:
+    /// a merge onto a protected branch ([`Invariant::ReviewedMerge`]), whose `approval_required`
+    /// or `stale_head` no operator's approval overrides. (Lifted, it is in `lifted` instead.)
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guarded: Vec<Breach>,
 }
 
 /// The operator action of a call that breaks an invariant.
@@ -585,6 +616,7 @@ pub const INVARIANT_ACTION: &str = "no role may make this call, whatever the rul
 /// those the operator lifted.
 pub fn judge(effect: &Effect, role: &str, protection: &Protection, lifted: &[Invariant]) -> Judgement {
     let mut found: Vec<Breach> = Vec::new();
+    let mut guarded: Vec<Breach> = Vec::new();
     let mut breach = |invariant: Invariant, reason: String| {
         if !found.iter().any(|b| b.invariant == invariant && b.reason == reason) {
             found.push(Breach { invariant, reason });
@@ -595,20 +627,26 @@ pub fn judge(effect: &Effect, role: &str, protection: &Protection, lifted: &[Inv
     }
     for m in &effect.branches {
         let verb = match m.how {
-            Move::Merge { .. } => continue,
+            Move::Merge { pr } => {
+                if let Some(rule) = protected(protection, &effect.defaults, &m.branch) {
+                    guarded.push(Breach {
+                        invariant: Invariant::ReviewedMerge,
+                        reason: format!(
+                            "the merge lands PR #{pr} on protected branch `{}` of {} ({rule}): only the head an \
+                             independent reviewer approved lands there",
+                            m.branch, m.repo
+                        ),
+                    });
+                }
+                continue;
+            }
             Move::Write => "writes".to_owned(),
             Move::Create => "creates".to_owned(),
             Move::Delete => "deletes".to_owned(),
             Move::Rename => "renames".to_owned(),
             Move::UpdateFromBase { pr } => format!("merges PR #{pr}'s base into its head,"),
         };
-        let name = m.branch.strip_prefix("refs/heads/").unwrap_or(&m.branch);
-        let forge_default = effect
-            .defaults
-            .iter()
-            .any(|d| d == name)
-            .then(|| format!("the repository's default branch `{name}` (as the forge reports it)"));
-        if let Some(rule) = protection.branch_rule(&m.branch).or(forge_default) {
+        if let Some(rule) = protected(protection, &effect.defaults, &m.branch) {
             breach(Invariant::ProtectedBranch, format!("the call {verb} branch `{}` of {}: {rule}", m.branch, m.repo));
         }
     }
@@ -684,7 +722,102 @@ pub fn judge(effect: &Effect, role: &str, protection: &Protection, lifted: &[Inv
         found.into_iter().partition(|b| lifted.contains(&b.invariant));
     let mut breaches = breaches;
     breaches.sort_by_key(|b| b.invariant);
-    Judgement { breaches, lifted: lifted_now }
+    let (mut lifted_now, guarded) = (lifted_now, guarded);
+    let (lifted_guards, guarded): (Vec<Breach>, Vec<Breach>) =
+        guarded.into_iter().partition(|b| lifted.contains(&b.invariant));
+    lifted_now.extend(lifted_guards);
+    Judgement { breaches, lifted: lifted_now, guarded }
+}
+
+/// Why `branch` is protected (the roster's rule, or the forge's default branch), if it is.
+fn protected(protection: &Protection, defaults: &[String], branch: &str) -> Option<String> {
+    let name = branch.strip_prefix("refs/heads/").unwrap_or(branch);
+    let forge_default = defaults
+        .iter()
+        .any(|d| d == name)
+        .then(|| format!("the repository's default branch `{name}` (as the forge reports it)"));
+    protection.branch_rule(branch).or(forge_default)
+}
+
+/// What a call does, in words, from its judged effect — the same [`Effect`] the invariants
+/// are judged on — for the person asked to approve it, before its exact arguments: "merge
+/// org/repo#1 at 3386c20 onto main, squash". `head` is the head the PR workflow judged the
+/// call at (a merge's, a review's), when it did. Pure.
+pub fn describe(effect: &Effect, head: Option<&str>) -> String {
+    if let Some(why) = &effect.unknown {
+        return format!("something the forge dialect has no statement for ({why})");
+    }
+    let at = head.map(|h| format!(" at {}", h.get(..7).unwrap_or(h))).unwrap_or_default();
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(m) = &effect.merge {
+        let onto = effect.branches.iter().find(|b| matches!(b.how, Move::Merge { .. }));
+        let repo = onto.map(|b| b.repo.to_string()).or_else(|| effect.prs.first().map(|p| p.repo.to_string()));
+        let mut s = format!("merge {}#{}{at}", repo.unwrap_or_default(), m.pr);
+        if let Some(b) = onto {
+            s.push_str(&format!(" onto {}", b.branch));
+        }
+        if let Some(style) = &m.style {
+            s.push_str(&format!(", {style}"));
+        }
+        if m.forced {
+            s.push_str(", skipping the forge's checks");
+        }
+        if m.scheduled {
+            s.push_str(", scheduled for whatever head passes the checks later");
+        }
+        parts.push(s);
+    }
+    for b in &effect.branches {
+        let (repo, branch) = (&b.repo, &b.branch);
+        parts.push(match &b.how {
+            Move::Merge { .. } => continue,
+            Move::Write => {
+                let files: Vec<&str> =
+                    effect.paths.iter().filter(|p| &p.branch == branch).map(|p| p.path.as_str()).collect();
+                if files.is_empty() {
+                    format!("commit to branch {branch} of {repo}")
+                } else {
+                    format!("write {} on branch {branch} of {repo}", files.join(", "))
+                }
+            }
+            Move::Create => format!("create branch {branch} in {repo}"),
+            Move::Delete => format!("delete branch {branch} of {repo}"),
+            Move::Rename => format!("rename branch {branch} of {repo}"),
+            Move::UpdateFromBase { pr } => format!("merge the base of {repo}#{pr} into its head branch {branch}"),
+        });
+    }
+    let written: Vec<&str> = effect.branches.iter().map(|b| b.branch.as_str()).collect();
+    for p in effect.paths.iter().filter(|p| !written.contains(&p.branch.as_str())) {
+        parts.push(format!("write {} on branch {}", p.path, p.branch));
+    }
+    for p in &effect.prs {
+        let pr = format!("{}#{}", p.repo, p.pr);
+        parts.push(match &p.change {
+            PrChange::Merged => continue,
+            PrChange::State { to, .. } => format!("set {pr} {to}"),
+            PrChange::Retarget { to } => format!("move {pr} onto base {to}"),
+            PrChange::ClosedWithBranch { branch } => format!("close {pr} (branch {branch} goes away)"),
+            PrChange::RetargetedWithBranch { branch } => format!("move {pr} off branch {branch}, which goes away"),
+            PrChange::Text => format!("edit the title or body of {pr}"),
+        });
+    }
+    for f in &effect.host_files {
+        parts.push(format!("write the file {f} on the server's host"));
+    }
+    if parts.is_empty() {
+        parts.push(match effect.action {
+            Some("review") => format!("a review decision{at}"),
+            Some("open") => "open a pull request".to_owned(),
+            Some(action) => format!("the workflow's {action}{at}"),
+            None if effect.is_read() => "read only".to_owned(),
+            None => "a write the dialect states no guarded change of".to_owned(),
+        });
+    }
+    let mut text = parts.join("; ");
+    if !effect.unestablished.is_empty() {
+        text.push_str(&format!(" (the rest could not be established: {})", effect.unestablished.join("; ")));
+    }
+    text
 }
 
 /// The roles that may name, in a PR's texts, the issues its merge will close: the role that
@@ -750,6 +883,66 @@ mod tests {
         }
         assert!(judge(&moving("main", Move::Merge { pr: 3 }), "merger", &p, &[]).breaches.is_empty());
         assert!(judge(&moving("refs/heads/main", Move::Delete), "merger", &p, &[]).breaches.len() == 1);
+    }
+
+    /// Issue 55: a merge onto a protected branch is guarded by `reviewed-merge` (its workflow
+    /// approval is the invariant's, never an override); onto another branch it is not; lifted,
+    /// it is named with the lifts.
+    #[test]
+    fn a_merge_onto_a_protected_branch_is_guarded_by_reviewed_merge() {
+        let p = Protection { branches: vec!["release/*".into()], ..Protection::default() };
+        for branch in ["main", "release/2", "refs/heads/main"] {
+            let j = judge(&moving(branch, Move::Merge { pr: 3 }), "merger", &p, &[]);
+            assert!(j.breaches.is_empty() && j.lifted.is_empty(), "{branch}: {j:?}");
+            assert_eq!(
+                j.guarded.iter().map(|b| b.invariant).collect::<Vec<_>>(),
+                [Invariant::ReviewedMerge],
+                "{branch}"
+            );
+        }
+        assert!(judge(&moving("feature", Move::Merge { pr: 3 }), "merger", &p, &[]).guarded.is_empty());
+        let forge_default = Effect { defaults: vec!["trunk".into()], ..moving("trunk", Move::Merge { pr: 3 }) };
+        assert_eq!(judge(&forge_default, "merger", &p, &[]).guarded.len(), 1, "the forge's default branch too");
+        let lifted = judge(&moving("main", Move::Merge { pr: 3 }), "merger", &p, &[Invariant::ReviewedMerge]);
+        assert!(lifted.guarded.is_empty());
+        assert_eq!(lifted.lifted.iter().map(|b| b.invariant).collect::<Vec<_>>(), [Invariant::ReviewedMerge]);
+    }
+
+    /// Issue 55: the operator was shown raw JSON. What a call does, in words, from the judged
+    /// effect, comes first.
+    #[test]
+    fn a_call_is_described_by_what_it_does() {
+        let merge = Effect {
+            merge: Some(MergeTerms {
+                pr: 1,
+                forced: false,
+                scheduled: false,
+                pinnable: true,
+                style: Some("squash".into()),
+            }),
+            prs: vec![PrEffect { repo: Repo::new("o", "r"), pr: 1, change: PrChange::Merged }],
+            branches: vec![BranchMove { repo: Repo::new("o", "r"), branch: "main".into(), how: Move::Merge { pr: 1 } }],
+            ..Effect::action("merge")
+        };
+        assert_eq!(describe(&merge, Some("3386c20ab12")), "merge o/r#1 at 3386c20 onto main, squash");
+        let write = Effect {
+            paths: vec![PathWrite { branch: "feature".into(), path: "src/a.rs".into() }],
+            ..moving("feature", Move::Write)
+        };
+        assert_eq!(describe(&write, None), "write src/a.rs on branch feature of org/repo");
+        let close = Effect {
+            prs: vec![PrEffect {
+                repo: repo(),
+                pr: 4,
+                change: PrChange::State { to: "closed".into(), by: "x".into() },
+            }],
+            ..Effect::write()
+        };
+        assert_eq!(describe(&close, None), "set org/repo#4 closed");
+        assert_eq!(describe(&Effect::read(), None), "read only");
+        assert!(describe(&Effect::unknown("no statement".into()), None).contains("no statement"));
+        let failed = Effect { unestablished: vec!["the PR read failed".into()], ..Effect::action("merge") };
+        assert!(describe(&failed, None).contains("could not be established: the PR read failed"));
     }
 
     #[test]
@@ -820,7 +1013,7 @@ mod tests {
     #[test]
     fn a_lift_moves_a_breach_aside_and_names_it() {
         let scheduled = Effect {
-            merge: Some(MergeTerms { pr: 2, forced: true, scheduled: true, pinnable: true }),
+            merge: Some(MergeTerms { pr: 2, forced: true, scheduled: true, pinnable: true, style: None }),
             ..Effect::action("merge")
         };
         let j = judge(&scheduled, "merger", &Protection::default(), &[Invariant::ScheduledMerge]);

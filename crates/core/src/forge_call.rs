@@ -17,8 +17,11 @@
 //! * a number key whose value is a fraction, beyond ±2^53 (where JSON numbers stop being
 //!   exact), or a string that is not a whole number;
 //! * a string key with a non-string, a boolean key with a non-boolean, an array or object
-//!   key with anything else, and `null` anywhere (absent and null read alike on one side
-//!   only).
+//!   key with anything else, and `null` wherever the schema does not declare it (absent and
+//!   null read alike on one side only). Where it does (`"type": ["string", "null"]`, or a
+//!   `{"type": "null"}` branch of `anyOf`/`oneOf`, as GitHub's `issue_write` `type` — "pass null
+//!   to remove the current type"), the server reads `null` as a value of its own, and so is it
+//!   forwarded.
 //!
 //! A whole number written as `12.0` or `"12"` is canonicalized to `12`.
 
@@ -85,6 +88,10 @@ pub fn canonicalize(
             })?),
             None => None,
         };
+        if value.is_null() && declared.is_some_and(nullable) {
+            canonical.insert(key.clone(), Value::Null);
+            continue;
+        }
         let kind =
             declared.and_then(declared_type).or_else(|| number_keys.contains(&key.as_str()).then_some("integer"));
         canonical.insert(key.clone(), canonical_value(key, value, kind)?);
@@ -92,16 +99,36 @@ pub fn canonicalize(
     Ok(Some(canonical))
 }
 
-/// The single JSON type a property declares, when it declares exactly one.
-fn declared_type(property: &Value) -> Option<&str> {
-    match property.get("type")? {
-        Value::String(t) => Some(t.as_str()),
-        Value::Array(types) => {
-            let types: Vec<&str> = types.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect();
-            if let [one] = types.as_slice() { Some(one) } else { None }
+/// Every JSON type a property declares: its `type` (one or a list) and the `type` of each
+/// `anyOf` / `oneOf` branch.
+fn declared_types(property: &Value) -> Vec<&str> {
+    fn own(p: &Value) -> Vec<&str> {
+        match p.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
         }
-        _ => None,
     }
+    let mut types = own(property);
+    for branches in ["anyOf", "oneOf"] {
+        for branch in property.get(branches).and_then(Value::as_array).into_iter().flatten() {
+            types.extend(own(branch));
+        }
+    }
+    types
+}
+
+/// The property declares `null` among its types: the server reads a `null` as a value.
+fn nullable(property: &Value) -> bool {
+    declared_types(property).contains(&"null")
+}
+
+/// The single JSON type a property declares besides `null`, when it declares exactly one.
+fn declared_type(property: &Value) -> Option<&str> {
+    let mut types = declared_types(property);
+    types.retain(|t| *t != "null");
+    types.dedup();
+    if let [one] = types.as_slice() { Some(one) } else { None }
 }
 
 fn canonical_value(key: &str, value: &Value, kind: Option<&str>) -> Result<Value, Ambiguity> {
@@ -233,6 +260,24 @@ mod tests {
         let c = canonicalize(Some(&s), Some(&obj(json!({"any": {"x": 1}, "labels": [1]})))).unwrap().unwrap();
         assert_eq!(c.len(), 2);
         assert_eq!(canonicalize(Some(&s), None).unwrap(), None);
+    }
+
+    /// GitHub's `issue_write` `type`: "pass null to remove the current type". A declared null
+    /// is a value the server reads (forwarded as null); an undeclared one is still refused,
+    /// and the non-null branch keeps its type.
+    #[test]
+    fn a_null_the_schema_declares_is_forwarded_as_null() {
+        let s = obj(json!({ "properties": {
+            "type": { "anyOf": [{ "type": "string", "minLength": 1 }, { "type": "null" }] },
+            "milestone": { "type": ["number", "null"] },
+            "title": { "type": "string" },
+        } }));
+        let c = canonicalize(Some(&s), Some(&obj(json!({ "type": null, "milestone": null })))).unwrap();
+        assert_eq!(c, Some(obj(json!({ "type": null, "milestone": null }))));
+        assert_eq!(canonicalize(Some(&s), Some(&obj(json!({ "title": null })))).unwrap_err().key, "title");
+        assert_eq!(canonicalize(Some(&s), Some(&obj(json!({ "type": 5 })))).unwrap_err().key, "type");
+        let c = canonicalize(Some(&s), Some(&obj(json!({ "milestone": "3" })))).unwrap();
+        assert_eq!(c, Some(obj(json!({ "milestone": 3 }))), "the non-null branch's type still canonicalizes");
     }
 
     /// The server's own reading of a number argument: a JSON number truncated, or a numeric

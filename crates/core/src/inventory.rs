@@ -137,8 +137,9 @@ pub fn served_here<'a>(rows: &'a [RuntimeRecord], scan: &ProcessScan, hosts: &Ho
 }
 
 pub use other_fleet::{
-    OtherFleetGateway, OurRepository, PeerEvidence, PeerStore, PeerVerdict, PeerView, PendingGateway,
-    REGISTRATION_GRACE_SECONDS, judge_peer, our_repository,
+    GatewayProof, HeldProof, NamedStore, OtherFleetGateway, OurRepository, PROOF_MAX_BYTES, PROOF_VERSION,
+    PeerEvidence, PeerFacts, PeerVerdict, PeerView, PendingGateway, REGISTRATION_GRACE_SECONDS, UnprovenGateway,
+    evidence_store, judge_peer, our_repository,
 };
 pub use report::{
     BindingMismatch, ConfiguredMember, DuplicateMember, FleetInventory, Instance, MemberRow, RoleMismatch,
@@ -464,7 +465,7 @@ fn unregistered(input: &InventoryInput<'_>, rows: &[&RuntimeRecord], incomplete:
     let claimed: BTreeSet<i64> = rows.iter().filter(|r| input.hosts.is_local(r)).map(|r| r.pid).collect();
     let mut out = Unclaimed::default();
     for p in input.process_scan.processes.iter().filter(|p| !claimed.contains(&p.pid)) {
-        let looked_at = input.peers.evidence.is_some_and(|e| e.contains_key(&p.pid));
+        let looked_at = input.peers.evidence.and_then(|e| e.get(&p.pid));
         let why = match judge_peer(p, &input.peers, input.now) {
             PeerVerdict::OtherFleet(g) => {
                 out.other_fleets.push(*g);
@@ -474,7 +475,17 @@ fn unregistered(input: &InventoryInput<'_>, rows: &[&RuntimeRecord], incomplete:
                 out.pending.push(*g);
                 continue;
             }
-            PeerVerdict::NotProven(why) => looked_at.then(|| format!("; not another fleet's: {why}")),
+            PeerVerdict::NotProven(why) => looked_at.map(|evidence| {
+                out.unproven.push(UnprovenGateway {
+                    pid: p.pid,
+                    started_at: p.started_at,
+                    command: p.command.clone(),
+                    uid: p.uid,
+                    store: evidence_store(evidence),
+                    why: why.clone(),
+                });
+                format!("; not another fleet's: {why}")
+            }),
         };
         let owner = p.uid.map_or_else(|| "owner unknown".to_owned(), |uid| format!("uid {uid}"));
         incomplete.push(format!(
@@ -495,6 +506,7 @@ struct Unclaimed {
     unregistered: Vec<ObservedProcess>,
     other_fleets: Vec<OtherFleetGateway>,
     pending: Vec<PendingGateway>,
+    unproven: Vec<UnprovenGateway>,
 }
 
 /// Stage 6: why the gate is closed, every category named apart.
@@ -575,6 +587,7 @@ pub fn classify_with_probes(input: &InventoryInput<'_>, probes: &BTreeMap<i64, P
         unregistered_processes: unclaimed.unregistered,
         other_fleet_gateways: unclaimed.other_fleets,
         pending_gateways: unclaimed.pending,
+        unproven_gateways: unclaimed.unproven,
         single_cohort: coherent.single_cohort,
         mixed_cohort: coherent.mixed_cohort,
         cohort_ids: coherent.cohort_ids.into_iter().collect(),
@@ -669,12 +682,16 @@ pub fn render(inv: &FleetInventory) -> String {
     }
     if !inv.other_fleet_gateways.is_empty() {
         out.push(String::new());
-        out.push("other fleets on this host (proven by their own stores; not ours):".into());
+        out.push("other fleets on this host (proven by the proofs they publish; not ours):".into());
         out.extend(inv.other_fleet_gateways.iter().map(|g| {
+            let bound = match (&g.remote, &g.org, &g.repo) {
+                (Some(remote), Some(org), Some(repo)) => format!(", bound to {remote}/{org}/{repo}"),
+                _ => String::new(),
+            };
             shown(
                 &format!(
-                    "  - other fleet: pid {} {} ({}), store {}, checkout {}",
-                    g.pid, g.profile, g.namespace, g.store, g.repository_root
+                    "  - other fleet: pid {} {} ({}) of fleet {:?}, checkout {}{bound}, {} store {}",
+                    g.pid, g.profile, g.namespace, g.fleet, g.repository_root, g.engine, g.store
                 ),
                 usize::MAX,
             )
@@ -686,7 +703,21 @@ pub fn render(inv: &FleetInventory) -> String {
             "gateways of other stores, just started (not ours; unproven past the grace, they close the gate):".into(),
         );
         out.extend(inv.pending_gateways.iter().map(|g| {
-            shown(&format!("  - pending: pid {}, store {}, until {}: {}", g.pid, g.store, g.until, g.why), usize::MAX)
+            shown(
+                &format!(
+                    "  - pending: pid {}, {} s old, store {}, until {}: {}",
+                    g.pid, g.age_seconds, g.store, g.until, g.why
+                ),
+                usize::MAX,
+            )
+        }));
+    }
+    if !inv.unproven_gateways.is_empty() {
+        out.push(String::new());
+        out.push("gateways not proven another fleet's (each closes the gate):".into());
+        out.extend(inv.unproven_gateways.iter().map(|g| {
+            let store = g.store.as_deref().map_or_else(String::new, |s| format!(", store {s}"));
+            shown(&format!("  - unproven: pid {}{store}: {}", g.pid, g.why), usize::MAX)
         }));
     }
     out.join("\n")

@@ -25,6 +25,7 @@ pub mod heartbeat;
 pub mod interval;
 pub mod inventory;
 pub mod origin;
+pub mod person;
 pub mod procmatch;
 pub mod protect;
 pub mod provenance;

@@ -106,17 +106,41 @@ impl FleetMatcher {
     /// started through the guard, at any depth, a `setsid` descendant the guard reaped as
     /// subreaper included — is that gateway's member, neither unregistered nor a
     /// duplicate. A match with no gateway above it (a bare server) stands on its own.
+    ///
+    /// A gateway's own child between its fork and its exec (a downstream's guard, `git`, being
+    /// started) still shows the gateway's command line: a process whose parent is a gateway
+    /// with the very same command line is that parent's ([`Self::forked_from_gateway`]),
+    /// never a gateway of its own — of this fleet (a replica starting a downstream) or of any.
     pub fn fleet_servers(&self, listing: &[Listed<'_>]) -> Vec<usize> {
-        let gateways: BTreeSet<i64> = listing.iter().filter(|p| Self::is_gateway(p.argv)).map(|p| p.pid).collect();
+        let by_pid: HashMap<i64, &Listed<'_>> = listing.iter().map(|p| (p.pid, p)).collect();
+        let gateways: BTreeSet<i64> = listing
+            .iter()
+            .filter(|p| Self::is_gateway(p.argv) && !Self::forked_from_gateway(p, by_pid.get(&p.ppid).copied()))
+            .map(|p| p.pid)
+            .collect();
         let ancestry = Ancestry::new(listing.iter().map(|p| (p.pid, p.ppid)));
         listing
             .iter()
             .enumerate()
             .filter(|(_, p)| {
-                gateways.contains(&p.pid) || (self.matches(p.argv) && ancestry.owner_of(p.pid, &gateways).is_none())
+                gateways.contains(&p.pid)
+                    || (self.matches(p.argv)
+                        && !Self::is_gateway(p.argv)
+                        && ancestry.owner_of(p.pid, &gateways).is_none())
             })
             .map(|(i, _)| i)
             .collect()
+    }
+}
+
+impl FleetMatcher {
+    /// `process` is a gateway's child that has not run its own program yet: its parent is a
+    /// gateway and it shows the parent's command line, word for word (fork copies it; exec
+    /// replaces it). Only the gateway's own code makes such a child, and it always execs.
+    pub fn forked_from_gateway(process: &Listed<'_>, parent: Option<&Listed<'_>>) -> bool {
+        parent.is_some_and(|parent| {
+            parent.pid != process.pid && Self::is_gateway(parent.argv) && parent.argv == process.argv
+        })
     }
 }
 
@@ -222,6 +246,41 @@ mod tests {
         assert_eq!(ancestry.owner_of(999, &gateways), None, "nor does a pid the listing lacks");
     }
 
+    /// Issue 54: a gateway's child between fork and exec shows its parent's command line. It
+    /// is the parent's — a replica's, another fleet's, any gateway's — never a gateway of its
+    /// own; a gateway started by a gateway with another command line still is one.
+    #[test]
+    fn a_gateways_child_before_its_exec_is_the_gateways() {
+        let m = FleetMatcher::new(&["mcp_server.py".to_owned()]);
+        let replica = "/usr/bin/fleetgate serve --profile prgs-author --transport http --listen 127.0.0.1:8081";
+        let rows = listing(&[
+            (1, 0, "/sbin/init"),
+            (100, 1, replica),
+            // Forked for a downstream's guard, not yet executed: the replica's own words.
+            (101, 100, replica),
+            // Its guard after the exec, and the downstream under it.
+            (102, 100, "/usr/bin/fleetgate downstream-guard -- python mcp_server.py"),
+            (103, 102, "python mcp_server.py"),
+            // Another gateway's fork (another fleet's), and a child of that fork not yet
+            // executed either.
+            (200, 1, "/usr/bin/fleetgate --store /other.sqlite3 serve --profile p"),
+            (201, 200, "/usr/bin/fleetgate --store /other.sqlite3 serve --profile p"),
+            // Same words under something that is not a gateway: a gateway of its own.
+            (300, 90, replica),
+            (90, 1, "bash"),
+            // A gateway under a gateway with other words: a gateway of its own.
+            (400, 100, "/usr/bin/fleetgate serve --profile prgs-reviewer"),
+        ]);
+        assert_eq!(standing(&m, &rows), [100, 200, 300, 400]);
+        let listed: Vec<Listed<'_>> =
+            rows.iter().map(|(pid, ppid, argv)| Listed { pid: *pid, ppid: *ppid, argv }).collect();
+        let find = |pid: i64| listed.iter().find(|l| l.pid == pid);
+        assert!(FleetMatcher::forked_from_gateway(find(101).unwrap(), find(100)));
+        assert!(!FleetMatcher::forked_from_gateway(find(300).unwrap(), find(90)));
+        assert!(!FleetMatcher::forked_from_gateway(find(100).unwrap(), None), "no parent in the listing");
+        assert!(!FleetMatcher::forked_from_gateway(find(100).unwrap(), find(100)), "not its own parent");
+    }
+
     #[test]
     fn a_gateway_that_is_pid_1_of_its_namespace_owns_its_tree() {
         let m = FleetMatcher::new(&["mcp_server.py".to_owned()]);
@@ -300,9 +359,13 @@ mod tests {
                 })
                 .collect();
             let kept: BTreeSet<i64> = m.fleet_servers(&listed).into_iter().map(|i| listed[i].pid).collect();
-            let present: BTreeSet<i64> = gateways.iter().copied().filter(|g| links.contains_key(g)).collect();
+            let listed_gateways: BTreeSet<i64> = gateways.iter().copied().filter(|g| links.contains_key(g)).collect();
+            // Every gateway here has the same words: one whose parent is a gateway is that
+            // parent's child before its exec, the parent's and no gateway of its own.
+            let forked = |pid: &i64| links.get(pid).is_some_and(|p| p != pid && listed_gateways.contains(p));
+            let present: BTreeSet<i64> = listed_gateways.iter().copied().filter(|g| !forked(g)).collect();
             for pid in links.keys() {
-                let owned = !present.contains(pid) && reference_owner(&links, *pid, &present).is_some();
+                let owned = !present.contains(pid) && (forked(pid) || reference_owner(&links, *pid, &present).is_some());
                 prop_assert_eq!(kept.contains(pid), !owned, "pid {}", pid);
             }
         }

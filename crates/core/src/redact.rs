@@ -392,9 +392,37 @@ pub fn redact_url_userinfo(word: &str) -> Option<String> {
     Some(format!("{scheme}://{shown}@{host}{tail}"))
 }
 
+/// A URL's origin alone, `scheme://host[:port]`: no userinfo, path, query or fragment — for
+/// a log line about a URL that may be a credential (a Slack hook's path, a `?token=`). Text
+/// that is no `scheme://…` URL is never shown: `(a URL that does not parse)`.
+pub fn url_origin(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return "(a URL that does not parse)".into() };
+    if scheme.is_empty() || !scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) {
+        return "(a URL that does not parse)".into();
+    }
+    let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    format!("{scheme}://{host}")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{mask_token_shapes, redact_argv, redact_url_userinfo, token_shaped};
+    use super::{mask_token_shapes, redact_argv, redact_url_userinfo, token_shaped, url_origin};
+
+    #[test]
+    fn a_url_s_origin_carries_nothing_after_its_host() {
+        for (url, origin) in [
+            ("http://host:1?token=s3cret", "http://host:1"),
+            ("https://hooks.slack.com/services/T0/B0/s3cret", "https://hooks.slack.com"),
+            ("http://user:s3cret@host:8080/hook?x=1#f", "http://host:8080"),
+            ("http://host#s3cret", "http://host"),
+            ("http://host\\s3cret", "http://host"),
+            ("s3cret", "(a URL that does not parse)"),
+            ("://s3cret", "(a URL that does not parse)"),
+        ] {
+            assert_eq!(url_origin(url), origin, "{url}");
+        }
+    }
 
     fn argv(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| (*w).to_owned()).collect()

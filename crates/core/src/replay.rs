@@ -74,6 +74,9 @@ pub enum Unjudged {
     /// The new rules would let the call through, and whether it then passes depends on
     /// the fleet's health, the session or the PR workflow.
     LiveConditions,
+    /// A new rule names what the call does, which its kept arguments alone do not show (it
+    /// needs a read of the forge, or the dialect has no statement for it).
+    EffectNotEvident,
 }
 
 impl Unjudged {
@@ -86,6 +89,10 @@ impl Unjudged {
             Self::LiveConditions => {
                 "the new rules would let it through; whether it passes then depends on the fleet's health, the \
                  session or the PR workflow, which replay does not invent"
+            }
+            Self::EffectNotEvident => {
+                "a rule names what the call does, which its arguments alone do not show (the live gate reads the \
+                 forge for it)"
             }
         }
     }
@@ -148,7 +155,28 @@ fn say(new: &ReplayRules<'_>, role: &str, tool: &str, call: &JudgedCall) -> Resu
     if digested {
         return Err(Unjudged::ArgumentDigested);
     }
-    let decided = new.rules.decide(role, tool, arguments).expect("a rule names the tool");
+    // What the call does, when its arguments alone say it (no read of the forge needed).
+    let globs = new.roles.get(role).cloned().unwrap_or_default().permits(tool);
+    let ops = new.invariants.and_then(|inv| {
+        let empty = Map::new();
+        let args = arguments.unwrap_or(&empty);
+        let effect = inv.dialect.establish(tool, args, None, &crate::dialect::Unlisted, &[]).ok()?;
+        let pr = inv.dialect.pr_target(tool, args).map(|t| t.pr);
+        crate::rules::operations(&effect, pr, inv.protection)
+    });
+    let does = ops.as_deref().map_or(crate::rules::Does::Unknown, crate::rules::Does::Known);
+    let Some(decided) = new.rules.decide_with(role, tool, arguments, does, globs) else {
+        return Ok(Said {
+            permitted: globs,
+            class: own_class,
+            action: None,
+            by: format!("[roles.{role}]"),
+            rule: None,
+        });
+    };
+    if decided.undetermined.is_some() {
+        return Err(Unjudged::EffectNotEvident);
+    }
     Ok(Said {
         permitted: decided.permitted,
         class: decided.class.or(own_class),

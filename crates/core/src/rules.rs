@@ -3,17 +3,22 @@
 //! updates, closes *and merges*, chosen by `method`) cannot be governed by tool names alone.
 //!
 //! A [`Rule`] is a tool glob, argument matchers (a JSON pointer into the call's arguments →
-//! the values allowed there, or `present` / `absent`), the roles that may make such a call,
-//! an optional classification and an optional workflow action. **The first matching rule
-//! decides.** A tool that has rules but whose call matches none is refused, whatever the
-//! role: an unknown `method` is never forwarded. A tool no rule names falls back to the
-//! role's globs.
+//! the values allowed there, or `present` / `absent`), optionally what the call does
+//! ([`EffectMatch`]: the kind of operation, the branch, the PR, protected or not — judged on
+//! the dialect's statement of the call, `effect`), the roles that may make such a call, an
+//! optional classification and an optional workflow action. **The first matching rule
+//! decides.** A tool that has rules (without an effect condition) but whose call matches none
+//! is refused, whatever the role: an unknown `method` is never forwarded. A tool no such rule
+//! names falls back to the role's globs. An effect condition that cannot be told (what the
+//! call does is not established) makes the decision depend on it, and the rule set says so
+//! ([`RuleDecision::undetermined`]) unless every possible outcome refuses the role.
 //!
 //! Pure: values in, verdicts out. [`RuleSet::check`] refuses, at load, a rule no call could
 //! ever reach (shadowed by an earlier one).
 
 use crate::capability::ToolClass;
 use crate::glob::glob_match;
+pub use effect::{Does, EffectMatch, Op, Operation, operations};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -81,6 +86,9 @@ pub struct Rule {
     pub tool: String,
     /// JSON pointer → what must be there. All must hold.
     pub args: Vec<(String, ArgMatch)>,
+    /// What the call must do (one operation of its judged effect), when the rule says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<EffectMatch>,
     /// The roles that may make such a call (`*`: every role).
     pub roles: Vec<String>,
     /// The classification of such a call, overriding the tool's own.
@@ -119,8 +127,12 @@ pub fn lookup<'a>(arguments: Option<&'a Map<String, Value>>, pointer: &str) -> O
 }
 
 impl Rule {
-    fn matches(&self, tool: &str, arguments: Option<&Map<String, Value>>) -> bool {
-        glob_match(&self.tool, tool) && self.args.iter().all(|(pointer, m)| m.holds(lookup(arguments, pointer)))
+    /// Whether the rule matches the call: `None` when its effect condition cannot be told.
+    fn matches(&self, tool: &str, arguments: Option<&Map<String, Value>>, does: Does<'_>) -> Option<bool> {
+        if !glob_match(&self.tool, tool) || !self.args.iter().all(|(pointer, m)| m.holds(lookup(arguments, pointer))) {
+            return Some(false);
+        }
+        self.effect.as_ref().map_or(Some(true), |e| e.holds(does))
     }
 
     /// Whether `role` may make the calls this rule matches.
@@ -135,15 +147,25 @@ impl Rule {
                 .args
                 .iter()
                 .all(|(pointer, theirs)| self.args.iter().any(|(p, mine)| p == pointer && mine.within(theirs)))
+            && match (&earlier.effect, &self.effect) {
+                (None, _) => true,
+                (Some(theirs), Some(mine)) => mine.within(theirs),
+                (Some(_), None) => false,
+            }
     }
 
-    /// The rule's condition in words: `pull_request_write with /method one of ["merge"]`.
+    /// The rule's condition in words: `pull_request_write with /method one of ["merge"]`,
+    /// `` `*` doing merge, on release/* ``.
     pub fn describe(&self) -> String {
-        if self.args.is_empty() {
-            return format!("`{}`", self.tool);
+        let mut out = format!("`{}`", self.tool);
+        if !self.args.is_empty() {
+            let conditions: Vec<String> = self.args.iter().map(|(p, m)| format!("{p} {m}")).collect();
+            out = format!("{out} with {}", conditions.join(" and "));
         }
-        let conditions: Vec<String> = self.args.iter().map(|(p, m)| format!("{p} {m}")).collect();
-        format!("`{}` with {}", self.tool, conditions.join(" and "))
+        if let Some(e) = &self.effect {
+            out = format!("{out} doing {e}");
+        }
+        out
     }
 }
 
@@ -194,6 +216,10 @@ pub struct RuleDecision {
     pub rule: Option<String>,
     /// The matching rule asks an operator about the call (`decision = "ask"`).
     pub ask: bool,
+    /// The decision depends on what the call does, which is not established: why (a rule
+    /// whose effect condition cannot be told). `permitted` is then false, and the call must
+    /// not be decided on the rest: the gate refuses it as unestablished (`forge_unavailable`).
+    pub undetermined: Option<String>,
 }
 
 /// An ordered rule set: the operator's rules, then a forge profile's.
@@ -243,79 +269,158 @@ impl RuleSet {
         at.into_iter().map(|i| &self.rules[i]).collect()
     }
 
-    /// What the rules say of calling `tool` with `arguments`.
+    /// What the rules say of calling `tool` with `arguments`, doing what `does` says: the
+    /// rules that may decide it, in order (more than one only while an effect condition
+    /// cannot be told), and `None` for the fallback no rule decides.
+    fn possible(&self, tool: &str, arguments: Option<&Map<String, Value>>, does: Does<'_>) -> Vec<Option<&Rule>> {
+        let mut out = Vec::new();
+        for rule in self.candidates(tool) {
+            match rule.matches(tool, arguments, does) {
+                Some(true) => {
+                    out.push(Some(rule));
+                    return out;
+                }
+                None => out.push(Some(rule)),
+                Some(false) => {}
+            }
+        }
+        out.push(None);
+        out
+    }
+
+    /// What the rules that read only the tool and its arguments say of calling `tool` with
+    /// `arguments` (rules of what a call does left out).
     pub fn evaluate(&self, tool: &str, arguments: Option<&Map<String, Value>>) -> RuleVerdict<'_> {
-        let candidates = self.candidates(tool);
+        let candidates: Vec<&Rule> = self.candidates(tool).into_iter().filter(|r| r.effect.is_none()).collect();
         if candidates.is_empty() {
             return RuleVerdict::Unruled;
         }
-        match candidates.iter().find(|r| r.matches(tool, arguments)) {
+        match candidates.iter().find(|r| r.matches(tool, arguments, Does::Unknown) == Some(true)) {
             Some(rule) => RuleVerdict::Matched(rule),
             None => RuleVerdict::Unmatched { candidates },
         }
     }
 
-    /// The decision for `role` calling `tool` with `arguments`; `None` when no rule names
-    /// the tool (the role's globs decide).
+    /// The decision for `role` calling `tool` with `arguments`, with what the call does
+    /// unknown; `None` when no rule names the tool (the role's globs decide).
     pub fn decide(&self, role: &str, tool: &str, arguments: Option<&Map<String, Value>>) -> Option<RuleDecision> {
-        match self.evaluate(tool, arguments) {
-            RuleVerdict::Unruled => None,
-            RuleVerdict::Matched(rule) => {
-                let permitted = rule.admits(role);
-                // What the call *is* — its class and its workflow action — is a fact of the
-                // call the forge profile states, not a policy: an operator's rule that decides
-                // who may make it (or asks about it) without saying otherwise keeps them. Else
-                // a rule that asks before every merge would take the merge out of the PR
-                // workflow's hands.
-                let stated = |of: fn(&Rule) -> bool| {
-                    self.candidates(tool).into_iter().find(|r| of(r) && r.matches(tool, arguments))
-                };
-                let class = rule.class.or_else(|| stated(|r| r.class.is_some()).and_then(|r| r.class));
-                let action = rule.action.clone().or_else(|| stated(|r| r.action.is_some())?.action.clone());
-                Some(RuleDecision {
-                    permitted,
-                    reason: (!permitted).then(|| {
-                        let shown = shown_arguments(rule, arguments);
-                        format!(
-                            "rule {} ({}) lets {} make this call{shown}; role {role} may not",
-                            rule.origin,
-                            rule.describe(),
-                            who(&rule.roles)
-                        )
-                    }),
-                    may: if permitted { Vec::new() } else { rule.roles.clone() },
-                    class,
-                    action,
-                    rule: Some(rule.origin.clone()),
-                    ask: rule.ask,
-                })
-            }
-            RuleVerdict::Unmatched { candidates } => {
-                let pointers: Vec<&str> =
-                    candidates.iter().flat_map(|r| r.args.iter().map(|(p, _)| p.as_str())).collect();
-                let given = describe_values(&pointers, arguments);
-                Some(RuleDecision {
-                    permitted: false,
-                    reason: Some(format!(
-                        "no rule for `{tool}` matches this call ({given}): {} rule(s) name the tool ({}), so it is \
-                         refused for every role",
-                        candidates.len(),
-                        candidates.iter().map(|r| r.origin.as_str()).collect::<Vec<_>>().join(", ")
-                    )),
-                    may: Vec::new(),
-                    class: None,
-                    action: None,
-                    rule: None,
-                    ask: false,
-                })
-            }
+        self.decide_with(role, tool, arguments, Does::Unknown, false)
+    }
+
+    /// The decision for `role` calling `tool` with `arguments`, doing what `does` says
+    /// (`globs`: whether the role's globs permit the tool, for a call no rule decides); `None`
+    /// when no rule decides it and none could (the globs decide). While an effect condition
+    /// cannot be told, the outcomes it leaves open decide: all refusing the role, the first
+    /// such refusal; all permitting it without asking, the first; else
+    /// [`RuleDecision::undetermined`].
+    pub fn decide_with(
+        &self,
+        role: &str,
+        tool: &str,
+        arguments: Option<&Map<String, Value>>,
+        does: Does<'_>,
+        globs: bool,
+    ) -> Option<RuleDecision> {
+        let candidates = self.candidates(tool);
+        if candidates.is_empty() {
+            return None;
+        }
+        // A rule with an effect condition does not name the tool: a call it does not match
+        // falls to the next rules, and past them to the globs when no other rule names it.
+        let named = candidates.iter().any(|r| r.effect.is_none());
+        let possible = self.possible(tool, arguments, does);
+        let one = |p: &Option<&Rule>| match p {
+            Some(rule) => Some(self.matched(rule, role, tool, arguments, does)),
+            None if named => Some(Self::unmatched(tool, arguments, &candidates)),
+            None => None,
+        };
+        if let [only] = possible.as_slice() {
+            return one(only);
+        }
+        let outcomes: Vec<(bool, bool)> =
+            possible.iter().map(|p| one(p).map_or((globs, false), |d| (d.permitted, d.ask))).collect();
+        let first = one(&possible[0]);
+        if outcomes.iter().all(|(permitted, _)| !permitted) || outcomes.iter().all(|o| *o == (true, false)) {
+            return first;
+        }
+        let rule = possible[0].expect("an undecided rule comes before the fallback");
+        Some(RuleDecision {
+            permitted: false,
+            undetermined: Some(format!(
+                "rule {} ({}) names what the call does, which is not established: who may make it depends on it",
+                rule.origin,
+                rule.describe()
+            )),
+            ask: false,
+            ..first.unwrap_or_else(|| Self::unmatched(tool, arguments, &candidates))
+        })
+    }
+
+    /// The decision of `rule`, which matched, for `role`.
+    fn matched(
+        &self,
+        rule: &Rule,
+        role: &str,
+        tool: &str,
+        arguments: Option<&Map<String, Value>>,
+        does: Does<'_>,
+    ) -> RuleDecision {
+        let permitted = rule.admits(role);
+        // What the call *is* — its class and its workflow action — is a fact of the call the
+        // forge profile states, not a policy: an operator's rule that decides who may make it
+        // (or asks about it) without saying otherwise keeps them. Else a rule that asks before
+        // every merge would take the merge out of the PR workflow's hands.
+        let stated = |of: fn(&Rule) -> bool| {
+            self.candidates(tool).into_iter().find(|r| of(r) && r.matches(tool, arguments, does) == Some(true))
+        };
+        let class = rule.class.or_else(|| stated(|r| r.class.is_some()).and_then(|r| r.class));
+        let action = rule.action.clone().or_else(|| stated(|r| r.action.is_some())?.action.clone());
+        RuleDecision {
+            permitted,
+            reason: (!permitted).then(|| {
+                let shown = shown_arguments(rule, arguments);
+                format!(
+                    "rule {} ({}) lets {} make this call{shown}; role {role} may not",
+                    rule.origin,
+                    rule.describe(),
+                    who(&rule.roles)
+                )
+            }),
+            may: if permitted { Vec::new() } else { rule.roles.clone() },
+            class,
+            action,
+            rule: Some(rule.origin.clone()),
+            ask: rule.ask,
+            undetermined: None,
+        }
+    }
+
+    /// The refusal of a call of a ruled tool that no rule matches.
+    fn unmatched(tool: &str, arguments: Option<&Map<String, Value>>, candidates: &[&Rule]) -> RuleDecision {
+        let pointers: Vec<&str> = candidates.iter().flat_map(|r| r.args.iter().map(|(p, _)| p.as_str())).collect();
+        let given = describe_values(&pointers, arguments);
+        RuleDecision {
+            permitted: false,
+            reason: Some(format!(
+                "no rule for `{tool}` matches this call ({given}): {} rule(s) name the tool ({}), so it is refused \
+                 for every role",
+                candidates.len(),
+                candidates.iter().map(|r| r.origin.as_str()).collect::<Vec<_>>().join(", ")
+            )),
+            may: Vec::new(),
+            class: None,
+            action: None,
+            rule: None,
+            ask: false,
+            undetermined: None,
         }
     }
 
     /// Whether `role` may call `tool` with some arguments, and with which (the matchers of
     /// the rules that admit it, in order); `None` when no rule names the tool.
     pub fn allowed_for(&self, role: &str, tool: &str) -> Option<Vec<&Rule>> {
-        let candidates = self.candidates(tool);
+        // A rule of what a call does names no tool: it changes no listing.
+        let candidates: Vec<&Rule> = self.candidates(tool).into_iter().filter(|r| r.effect.is_none()).collect();
         if candidates.is_empty() {
             return None;
         }
@@ -445,7 +550,11 @@ impl RulesDiff {
 /// the k-th of a condition in `new` is compared with the k-th in `old`.
 pub fn diff(old: &RuleSet, new: &RuleSet) -> RulesDiff {
     type Key = (String, Vec<String>);
-    let key = |r: &Rule| -> Key { (r.tool.clone(), r.args.iter().map(|(p, m)| format!("{p} {m}")).collect()) };
+    let key = |r: &Rule| -> Key {
+        let mut conditions: Vec<String> = r.args.iter().map(|(p, m)| format!("{p} {m}")).collect();
+        conditions.extend(r.effect.as_ref().map(|e| format!("doing {e}")));
+        (r.tool.clone(), conditions)
+    };
     // Each rule's (condition, occurrence of that condition so far).
     let keyed = |set: &RuleSet| -> Vec<(Key, usize)> {
         let mut seen: Vec<Key> = Vec::new();
@@ -554,5 +663,6 @@ fn shorten(v: &Value) -> String {
     }
 }
 
+mod effect;
 #[cfg(test)]
 mod tests;

@@ -154,6 +154,57 @@ pub struct HostIdentity {
     pub boot_id: String,
 }
 
+/// Which store a process works on, as the process itself identifies it: a gateway's proof
+/// names its own (issue 54), and a fleet's snapshot names the one its rows were read from, so
+/// the two can be compared without either knowing the other's credentials.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreIdentity {
+    /// `sqlite` or `postgres`.
+    pub engine: String,
+    /// Where it is, as messages may show it: a path, or a URL without its password.
+    pub location: String,
+    /// What tells it from every other store.
+    pub key: StoreKey,
+}
+
+/// What tells one store from every other: never its spelling (two paths, two URLs may name
+/// one store), always what the file system or the database server says of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StoreKey {
+    /// A SQLite file: its device and inode.
+    File {
+        /// The device.
+        device: u64,
+        /// The inode.
+        inode: u64,
+    },
+    /// A PostgreSQL database: the server's system identifier (the cluster's, from
+    /// `pg_control_system()`; its address and port where the server will not say), the
+    /// database's oid and the schema the tables live in.
+    Database {
+        /// The database cluster.
+        system: String,
+        /// The database's oid.
+        database: String,
+        /// The schema.
+        schema: String,
+    },
+}
+
+/// One process as its own `/proc` entry names it: its pid in its own PID namespace, that
+/// namespace (the inode of `/proc/PID/ns/pid`), and its start in clock ticks after boot. A
+/// pid is reused; the three together are not, within one kernel boot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessStamp {
+    /// Its pid, as its own PID namespace numbers it.
+    pub pid: i64,
+    /// Its PID namespace, when it could be read.
+    pub pid_namespace: Option<u64>,
+    /// Its start, in clock ticks after boot (`/proc/PID/stat` field 22).
+    pub start_ticks: u64,
+}
+
 /// One expected server of the roster.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct RosterMember {

@@ -381,6 +381,38 @@ pub fn judge_review<'a>(
     Ok(lease)
 }
 
+/// May a verdict whose pending review the forge records at `pending` (the dialect's reading of
+/// the forge) be judged at `head`, the PR's head now? Only where the forge records it there: a
+/// pending review made at another head would count at that commit while the gate judged (and
+/// would record) the head — refused, naming both. Gitea records it at the head of its
+/// submission ([`PendingAt::Head`]).
+pub fn judge_pending(pending: &crate::dialect::PendingAt, head: &str) -> Result<(), Refusal> {
+    use crate::dialect::PendingAt;
+    match pending {
+        PendingAt::Head => Ok(()),
+        PendingAt::Commit(at) if at == head => Ok(()),
+        PendingAt::Commit(at) => Err(Refusal::new(
+            BlockerKind::StaleHead,
+            vec![format!(
+                "the pending review was made at head {} but the PR's head is now {}: the forge would record this \
+                 verdict at {}; delete the pending review and review head {} again",
+                short(at),
+                short(head),
+                short(at),
+                short(head)
+            )],
+        )),
+        PendingAt::Missing(why) => Err(Refusal::new(
+            BlockerKind::StaleHead,
+            vec![format!(
+                "no pending review of the caller's at head {} is on the forge to submit ({why}): create the review at \
+                 the PR's head",
+                short(head)
+            )],
+        )),
+    }
+}
+
 /// Does `approval` count against the PR's origin and the push of the approved head under
 /// `independence`? Neither the session (or client) that created the PR nor the one that
 /// pushed the head being approved may approve it.

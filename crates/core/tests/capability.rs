@@ -117,6 +117,7 @@ struct Case {
     changed: Option<&'static str>,
     replaced: Option<&'static str>,
     workflow: Option<Refusal>,
+    guarded: Vec<Breach>,
     ask: Option<&'static str>,
     approvals: Option<Approvals>,
     may_override: Vec<BlockerKind>,
@@ -136,6 +137,7 @@ impl Case {
             changed: None,
             replaced: None,
             workflow: None,
+            guarded: vec![],
             ask: None,
             approvals: Some(Approvals::default()),
             may_override: vec![],
@@ -153,6 +155,7 @@ impl Case {
             ambiguity: self.ambiguity.as_ref(),
             breaches: &self.breaches,
             lifted: &[],
+            guarded: &self.guarded,
             unestablished: self.unestablished,
             definition_changed: self.changed,
             store_replaced: self.replaced,
@@ -249,6 +252,9 @@ fn invariants_come_before_the_rules_and_name_themselves() {
     let c = Case { unestablished: Some("`search_repos` failed: timeout"), ..Case::healthy() }.resolve();
     assert_eq!(c.blocker_kind, Some(BlockerKind::ForgeUnavailable));
     assert!(c.blocked_reasons[0].contains("fail closed"), "{:?}", c.blocked_reasons);
+    // A role refused whatever the call does is refused by role: no forge needed to say so.
+    let c = Case { unestablished: Some("no forge"), permitted: false, ..Case::healthy() }.resolve();
+    assert_eq!(c.blocker_kind, Some(BlockerKind::RoleNotPermitted), "{:?}", c.blocked_reasons);
 }
 
 #[test]
@@ -392,7 +398,7 @@ fn a_call_a_rule_asks_about_waits_is_denied_or_passes_once() {
     let c = asked(None, 0).resolve();
     assert_eq!(c.blocker_kind, Some(BlockerKind::ApprovalPending));
     assert!(c.request.as_ref().is_some_and(|r| r.overrides.is_none()));
-    let c = asked(Some(Standing::Pending { id: "apr-2".into() }), 1).resolve();
+    let c = asked(Some(Standing::Pending { id: "apr-2".into(), approvers: vec![] }), 1).resolve();
     assert_eq!((c.blocker_kind, c.approval_request.as_deref()), (Some(BlockerKind::ApprovalPending), Some("apr-2")));
     assert!(c.request.is_none(), "one request per call");
     let c = asked(Some(Standing::Denied { id: "apr-2".into(), by: "bob".into() }), 0).resolve();
@@ -406,6 +412,39 @@ fn a_call_a_rule_asks_about_waits_is_denied_or_passes_once() {
     // Asked about, but refused before the operator's part: nothing is asked.
     let c = Case { inventory: duplicate_fleet(), ..asked(None, 0) }.resolve();
     assert_eq!((c.blocker_kind, c.request.is_none()), (Some(BlockerKind::FleetInventoryBlocked), true));
+}
+
+/// Issue 55: a request only `oidc:` people may answer told the operator to run `fleetgate
+/// approvals approve apr-…`, which the CLI answers as `os:<user>` and is always refused for
+/// it. The action names who may answer and where, live and read back from the audited reason.
+#[test]
+fn a_request_for_named_people_says_who_answers_and_where() {
+    let people = vec!["oidc:alice".to_owned(), "group:release".to_owned()];
+    let c = Case {
+        ask: Some("fleet.toml:3"),
+        approvals: Some(Approvals {
+            call: Some(Standing::Pending { id: "apr-2".into(), approvers: people.clone() }),
+            ..Approvals::default()
+        }),
+        ..Case::healthy()
+    }
+    .resolve();
+    let action = c.operator_action.clone().unwrap();
+    assert!(!action.contains("`fleetgate approvals approve apr-2`"), "a command refused for them: {action}");
+    assert!(action.contains("oidc:alice, group:release signed in to the dashboard"), "{action}");
+    assert!(action.contains("is refused"), "the CLI's answer named as refused: {action}");
+    assert!(c.blocked_reasons[0].contains("(approvers: oidc:alice, group:release)"), "{:?}", c.blocked_reasons);
+    assert_eq!(refusal_action("approval_pending", &c.tool, Some(&c.role), &c.blocked_reasons), Some(action));
+    // An OS user among them answers from the CLI, run as that user.
+    let os = fleetgate_core::approval::approval_action_for("apr-3", &["os:bob".to_owned()]);
+    assert!(os.contains("os:bob with `fleetgate approvals approve apr-3`") && !os.contains("refused"), "{os}");
+    // A person `[[people]]` names may answer through any of their identities, the CLI's too.
+    let person = fleetgate_core::approval::approval_action_for("apr-5", &["person:alice".to_owned()]);
+    assert!(person.contains("person:alice through any identity") && !person.contains("refused"), "{person}");
+    // Anyone: the commands, as before.
+    assert!(
+        fleetgate_core::approval::approval_action_for("apr-4", &[]).contains("`fleetgate approvals approve apr-4`")
+    );
 }
 
 #[test]
@@ -471,6 +510,8 @@ struct Conditions {
     /// on record.
     may_override: Vec<(BlockerKind, bool)>,
     unavailable: bool,
+    /// The call is a merge onto a protected branch (`reviewed-merge` guards it, not lifted).
+    protected_merge: bool,
 }
 
 const OVERRIDABLE: [BlockerKind; 6] = [
@@ -485,7 +526,7 @@ const OVERRIDABLE: [BlockerKind; 6] = [
 impl Conditions {
     fn case(&self) -> Case {
         let standing = |n: u8| match n {
-            1 => Some(Standing::Pending { id: "apr-c".into() }),
+            1 => Some(Standing::Pending { id: "apr-c".into(), approvers: vec![] }),
             2 => Some(Standing::Denied { id: "apr-c".into(), by: "alice".into() }),
             3 => Some(Standing::Approved { id: "apr-c".into(), by: "alice".into() }),
             _ => None,
@@ -506,6 +547,7 @@ impl Conditions {
             changed: self.changed.then_some("changed"),
             replaced: self.replaced.then_some("replaced"),
             workflow: self.workflow.map(|k| Refusal::of(k, "workflow".into())),
+            guarded: if self.protected_merge { vec![breach(Invariant::ReviewedMerge)] } else { vec![] },
             ask: self.ask.then_some("fleet.toml:9"),
             approvals: Some(Approvals {
                 call: standing(self.call_standing),
@@ -536,9 +578,11 @@ impl Conditions {
                 held.push(kind);
             }
         }
+        // A role the rules refuse whatever the call does comes before what the call does
+        // could not be established: only an answer that depends on it needs the forge.
         let early = [
-            (BlockerKind::ForgeUnavailable, self.unestablished),
             (BlockerKind::RoleNotPermitted, !self.permitted),
+            (BlockerKind::ForgeUnavailable, self.unestablished),
             (BlockerKind::ToolDefinitionChanged, self.changed),
         ];
         held.extend(early.into_iter().filter(|(_, on)| *on).map(|(k, _)| k));
@@ -557,11 +601,21 @@ impl Conditions {
         held
     }
 
+    /// Whether an approval may override `kind` when it holds: as `may_override` says, except
+    /// the workflow's approval at the head of a merge onto a protected branch (the
+    /// `reviewed-merge` invariant's).
+    fn may(&self, kind: BlockerKind) -> bool {
+        let may: Vec<BlockerKind> = self.may_override.iter().map(|(k, _)| *k).collect();
+        let guarded = self.protected_merge
+            && self.workflow == Some(kind)
+            && matches!(kind, BlockerKind::ApprovalRequired | BlockerKind::StaleHead);
+        overridable(kind, &may) && !guarded
+    }
+
     /// The verdict the precedence, the overrides and the operator's part name.
     fn expected(&self) -> Option<BlockerKind> {
-        let may: Vec<BlockerKind> = self.may_override.iter().map(|(k, _)| *k).collect();
         let approved = |k: BlockerKind| self.may_override.iter().any(|(m, a)| *m == k && *a);
-        if let Some(first) = self.held().into_iter().find(|k| !(overridable(*k, &may) && approved(*k))) {
+        if let Some(first) = self.held().into_iter().find(|k| !(self.may(*k) && approved(*k))) {
             return Some(first);
         }
         if !self.ask {
@@ -592,7 +646,7 @@ fn conditions() -> impl Strategy<Value = Conditions> {
         (any::<bool>(), invariant, prop::bool::weighted(0.2), any::<bool>(), any::<bool>(), any::<bool>()),
         prop::sample::select(vec![None, Some(UNSUPPORTED), Some(STALE), Some("note: soft")]),
         (0u8..3, any::<bool>(), workflow),
-        (any::<bool>(), 0u8..4, may, prop::bool::weighted(0.1)),
+        (any::<bool>(), 0u8..4, may, prop::bool::weighted(0.1), prop::bool::weighted(0.3)),
     )
         .prop_map(
             |(
@@ -600,7 +654,7 @@ fn conditions() -> impl Strategy<Value = Conditions> {
                 (ambiguous, invariant, unestablished, permitted, changed, replaced),
                 diag,
                 (prov, dup, workflow),
-                (ask, call_standing, mut may_override, unavailable),
+                (ask, call_standing, mut may_override, unavailable, protected_merge),
             )| {
                 may_override.sort();
                 may_override.dedup_by_key(|(k, _)| *k);
@@ -620,6 +674,7 @@ fn conditions() -> impl Strategy<Value = Conditions> {
                     call_standing,
                     may_override,
                     unavailable,
+                    protected_merge,
                 }
             },
         )
@@ -667,6 +722,36 @@ proptest! {
         );
     }
 
+    /// Issue 55: under `may_override = ["approval_required", "stale_head"]` and an operator
+    /// who approves every override, a merge onto a protected branch landed a head no reviewer
+    /// approved (or one pushed after the review). The approval that merge needs, at the head it
+    /// lands, is the `reviewed-merge` invariant's: never overridden, whatever else holds.
+    #[test]
+    fn no_override_lands_an_unreviewed_head_on_a_protected_branch(
+        c in conditions(),
+        kind in prop::sample::select(vec![BlockerKind::ApprovalRequired, BlockerKind::StaleHead]),
+    ) {
+        let mut c = c;
+        c.class = ToolClass::Mutating;
+        c.workflow = Some(kind);
+        c.protected_merge = true;
+        c.may_override.retain(|(k, _)| *k != BlockerKind::ApprovalRequired && *k != BlockerKind::StaleHead);
+        c.may_override.extend([(BlockerKind::ApprovalRequired, true), (BlockerKind::StaleHead, true)]);
+        c.call_standing = 3;
+        let verdict = c.case().resolve();
+        prop_assert!(!verdict.allowed, "{:?}", verdict);
+        prop_assert!(verdict.use_approvals.is_empty());
+        if verdict.blocker_kind == Some(kind) {
+            prop_assert!(verdict.blocked_reasons.iter().any(|r| r.contains("invariant `reviewed-merge`")), "{:?}", verdict);
+            prop_assert!(verdict.request.is_none(), "no request an operator could approve into the merge");
+            prop_assert!(verdict.operator_action.as_deref().is_some_and(|a| a.contains("lifts `reviewed-merge`")));
+        }
+        // Onto a branch no rule protects, the same override is the operator's to give.
+        c.protected_merge = false;
+        let open = c.case().resolve();
+        prop_assert_ne!(open.blocker_kind, Some(kind), "{:?}", open);
+    }
+
     /// An approved override changes at most its own blocker: with it, the call is refused by
     /// the next condition that holds (or allowed when none does), never by an earlier one,
     /// and never allowed past another.
@@ -677,8 +762,7 @@ proptest! {
         plain.ask = false;
         let refused = plain.case().resolve();
         let Some(first) = refused.blocker_kind else { return Ok(()) };
-        let may: Vec<BlockerKind> = plain.may_override.iter().map(|(k, _)| *k).collect();
-        if !overridable(first, &may) {
+        if !plain.may(first) {
             return Ok(());
         }
         let mut one = plain.clone();

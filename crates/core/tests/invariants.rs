@@ -9,12 +9,12 @@
 
 use fleetgate_core::BlockerKind;
 use fleetgate_core::capability::{
-    Approvals, CapabilityInput, RoleRefusal, Standing, ToolClass, resolve_task_capability,
+    Approvals, CapabilityInput, Evidence, RoleRefusal, Standing, ToolClass, resolve_task_capability,
 };
 use fleetgate_core::dialect::{Dialect, Unlisted, gitea::GITEA, github::GITHUB};
 use fleetgate_core::effect::{Answered, Effect, Invariant, Read, judge};
 use fleetgate_core::protect::Protection;
-use fleetgate_core::rules::{ArgMatch, Rule, RuleSet};
+use fleetgate_core::rules::{ArgMatch, Does, EffectMatch, Op, Rule, RuleSet, operations};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -126,12 +126,9 @@ fn github_attacks() -> Vec<Attack> {
             |_| Some(Invariant::ProtectedPath),
         ),
         attack("create_branch", json!({ "branch": "main" }), protected),
-        Attack {
-            tool: "merge_pull_request",
-            args: json!({ "pullNumber": 1 }),
-            breaks: |_| Some(Invariant::UnpinnedMerge),
-            schema: Some(json!({ "properties": { "owner": {}, "repo": {}, "pullNumber": {}, "merge_method": {} } })),
-        },
+        // A merge through the released server (no `expectedHeadSha`) breaks nothing: the
+        // gateway makes it itself, pinned through GitHub's REST merge (the gate refuses one it
+        // cannot pin so, `unpinned-merge`, in `fleetgate-control`).
         attack("assign_copilot_to_issue", json!({ "issue_number": 5 }), |_| Some(Invariant::UnknownEffect)),
         attack("pull_request_write", json!({ "method": "merge", "pull_number": 1 }), |_| {
             Some(Invariant::UnknownEffect)
@@ -352,26 +349,36 @@ fn operator_rules() -> impl Strategy<Value = Vec<Rule>> {
     let method =
         prop::option::of(prop::sample::select(vec!["merge", "update", "close", "update_branch", "download_job_log"]));
     let role = prop::sample::select(vec!["author", "reviewer", "merger", "controller", "reconciler", "*"]);
-    prop::collection::vec((tool, method, prop::collection::vec(role, 1..3), any::<bool>(), any::<bool>()), 0..6)
-        .prop_map(|rules| {
-            rules
-                .into_iter()
-                .enumerate()
-                .map(|(i, (tool, method, roles, ask, read_only))| Rule {
-                    origin: format!("fleet.toml:{i}"),
-                    tool: tool.into(),
-                    args: method
-                        .map(|m| vec![("/method".to_owned(), ArgMatch::OneOf(vec![Value::from(m)]))])
-                        .unwrap_or_default(),
-                    roles: roles.into_iter().map(str::to_owned).collect(),
-                    class: read_only.then_some(ToolClass::ReadOnly),
-                    action: None,
-                    ask,
-                    approvers: Vec::new(),
-                    required: 0,
-                })
-                .collect()
-        })
+    // What a call does: an operator's rule on merges onto a branch, on pushes to protected
+    // branches, on branch deletions, on any write.
+    let effect = prop::option::of(prop::sample::select(vec![
+        EffectMatch { op: vec![Op::Merge], branch: vec!["release/*".into()], ..EffectMatch::default() },
+        EffectMatch { op: vec![Op::Merge, Op::Push], protected: Some(true), ..EffectMatch::default() },
+        EffectMatch { op: vec![Op::BranchDelete, Op::PrState], ..EffectMatch::default() },
+        EffectMatch { op: vec![Op::Write], ..EffectMatch::default() },
+        EffectMatch { branch: vec!["main".into()], ..EffectMatch::default() },
+    ]));
+    let shape = (tool, method, effect, prop::collection::vec(role, 1..3), any::<bool>(), any::<bool>());
+    prop::collection::vec(shape, 0..6).prop_map(|rules| {
+        rules
+            .into_iter()
+            .enumerate()
+            .map(|(i, (tool, method, effect, roles, ask, read_only))| Rule {
+                origin: format!("fleet.toml:{i}"),
+                tool: tool.into(),
+                args: method
+                    .map(|m| vec![("/method".to_owned(), ArgMatch::OneOf(vec![Value::from(m)]))])
+                    .unwrap_or_default(),
+                effect,
+                roles: roles.into_iter().map(str::to_owned).collect(),
+                class: read_only.then_some(ToolClass::ReadOnly),
+                action: None,
+                ask,
+                approvers: Vec::new(),
+                required: 0,
+            })
+            .collect()
+    })
 }
 
 const OVERRIDABLE: [BlockerKind; 5] = [
@@ -382,6 +389,40 @@ const OVERRIDABLE: [BlockerKind; 5] = [
     BlockerKind::ToolDefinitionChanged,
 ];
 
+/// What the generated operator rules, put ahead of `dialect`'s profile, say of `role`'s call,
+/// judged on the very effect the invariants are judged on: permitted, the refusal when not,
+/// the rule that asks an operator when one does, and why what it does is undetermined.
+fn roster_says(
+    dialect: &dyn Dialect,
+    own: Vec<Rule>,
+    role: &str,
+    tool: &str,
+    args: &Map<String, Value>,
+    effect: &Effect,
+    pr: Option<u64>,
+) -> (bool, Option<RoleRefusal>, Option<String>, Option<String>) {
+    let mut list = own;
+    list.extend(dialect.rules());
+    let rules = RuleSet::new(list);
+    let ops = operations(effect, pr, &Protection::default());
+    let does = ops.as_deref().map_or(Does::Unknown, Does::Known);
+    let decided = rules.decide_with(role, tool, Some(args), does, true);
+    let undetermined = decided.as_ref().and_then(|d| d.undetermined.clone());
+    let permitted = decided.as_ref().is_none_or(|d| d.permitted || d.undetermined.is_some());
+    let refusal = decided.as_ref().and_then(|d| d.reason.clone()).map(|reason| RoleRefusal { reason, may: vec![] });
+    let ask = decided.as_ref().filter(|d| d.ask).and_then(|d| d.rule.clone());
+    (permitted, refusal, ask, undetermined)
+}
+
+/// The operator says yes to anything: every asked call and every override of `kinds` approved.
+fn yes_to_everything(kinds: &[BlockerKind]) -> Approvals {
+    Approvals {
+        call: Some(Standing::Approved { id: "apr-call".into(), by: "op".into() }),
+        overrides: kinds.iter().map(|k| (*k, Standing::Approved { id: format!("apr-{k}"), by: "op".into() })).collect(),
+        ..Approvals::default()
+    }
+}
+
 /// Judge one attack through `dialect` under the generated roster, everything approved.
 fn check(
     dialect: &dyn Dialect,
@@ -391,29 +432,18 @@ fn check(
     may_override: &[BlockerKind],
     lifted: &[Invariant],
 ) -> Result<(), TestCaseError> {
-    let mut list = own;
-    list.extend(dialect.rules());
-    let rules = RuleSet::new(list);
     let mut args = attack.args.as_object().cloned().unwrap();
     args.insert("owner".into(), json!("org"));
     args.insert("repo".into(), json!("repo"));
     let schema = attack.schema.as_ref().and_then(Value::as_object);
     let effect = effect_of(dialect, attack.tool, &args, schema);
     let judged = judge(&effect, role, &Protection::default(), lifted);
-    let decided = rules.decide(role, attack.tool, Some(&args));
-    let permitted = decided.as_ref().is_none_or(|d| d.permitted);
-    let refusal = decided.as_ref().and_then(|d| d.reason.clone()).map(|reason| RoleRefusal { reason, may: vec![] });
-    let ask = decided.as_ref().filter(|d| d.ask).and_then(|d| d.rule.clone());
-    // Every override and every asked call approved: the operator says yes to anything.
-    let approvals = Approvals {
-        call: Some(Standing::Approved { id: "apr-call".into(), by: "op".into() }),
-        overrides: may_override
-            .iter()
-            .chain([BlockerKind::ProtectedBranch, BlockerKind::InvariantViolated].iter())
-            .map(|k| (*k, Standing::Approved { id: format!("apr-{k}"), by: "op".into() }))
-            .collect(),
-        ..Approvals::default()
-    };
+    // The rules judge the very effect the invariants are judged on.
+    let pr = args.get("pull_number").or_else(|| args.get("index")).and_then(Value::as_u64);
+    let (permitted, refusal, ask, undetermined) = roster_says(dialect, own, role, attack.tool, &args, &effect, pr);
+    let kinds: Vec<BlockerKind> =
+        may_override.iter().chain(&[BlockerKind::ProtectedBranch, BlockerKind::InvariantViolated]).copied().collect();
+    let approvals = yes_to_everything(&kinds);
     let verdict = resolve_task_capability(&CapabilityInput {
         profile: "p",
         role,
@@ -422,7 +452,8 @@ fn check(
         ambiguity: None,
         breaches: &judged.breaches,
         lifted: &judged.lifted,
-        unestablished: effect.unestablished.first().map(String::as_str),
+        guarded: &judged.guarded,
+        unestablished: effect.unestablished.first().map(String::as_str).or(undetermined.as_deref()),
         role_permitted: permitted,
         role_refusal: refusal.as_ref(),
         definition_changed: None,
@@ -485,5 +516,159 @@ proptest! {
         lifted in prop::sample::subsequence(Invariant::ALL.to_vec(), 0..3),
     ) {
         check(&GITHUB, &github_attacks()[attack], own, role, &may_override, &lifted)?;
+    }
+}
+
+/// A healthy fleet and an owned session: the merge reaches the PR workflow's judgement.
+fn healthy() -> (fleetgate_core::inventory::FleetInventory, fleetgate_core::provenance::Provenance) {
+    use fleetgate_core::inventory::{InventoryInput, PidProbe, classify_fleet_inventory};
+    let inventory = classify_fleet_inventory(
+        &InventoryInput {
+            roster: &[],
+            runtime_rows: &[],
+            process_scan: &fleetgate_core::runtime::ProcessScan::of(Vec::new()),
+            expected_binding: None,
+            now: fleetgate_core::Timestamp::from_unix(1_800_000_000),
+            registry_available: true,
+            registry_error: None,
+            answering_namespace: None,
+            hosts: Default::default(),
+            peers: Default::default(),
+        },
+        &|_| PidProbe::Alive,
+    );
+    assert!(inventory.mutation_gate_satisfied, "{:?}", inventory.blocked_reasons);
+    let provenance = fleetgate_core::provenance::Provenance {
+        session_ownership: fleetgate_core::provenance::Ownership::Owned,
+        blocker_kind: None,
+        reasons: vec![],
+        heartbeat_age_seconds: Some(1.0),
+    };
+    (inventory, provenance)
+}
+
+/// A merger's merge of PR `pr` through `dialect` (PR 1 lands on `main`, protected; PR 3 on
+/// `feature`, not), refused by the PR workflow with `kind` (no independent approval at the
+/// head, or a head pushed after the review), under generated operator rules with every
+/// override and asked call approved and generated lifts: it lands on a protected branch only
+/// under the `reviewed-merge` lift, and never without an override the roster asks for.
+fn check_merge(
+    dialect: &dyn Dialect,
+    pr: u64,
+    kind: BlockerKind,
+    own: Vec<Rule>,
+    may_override: &[BlockerKind],
+    lifted: &[Invariant],
+) -> Result<(), TestCaseError> {
+    let (tool, mut args, schema) = if dialect.name() == GITEA.name() {
+        ("pull_request_write", json!({ "method": "merge", "pull_number": pr }), None)
+    } else {
+        let schema = json!({ "properties": { "owner": {}, "repo": {}, "pullNumber": {}, "merge_method": {},
+                                             "expectedHeadSha": {} } });
+        ("merge_pull_request", json!({ "pullNumber": pr }), Some(schema))
+    };
+    args["owner"] = json!("org");
+    args["repo"] = json!("repo");
+    let args = args.as_object().cloned().unwrap();
+    let effect = effect_of(dialect, tool, &args, schema.as_ref().and_then(Value::as_object));
+    let judged = judge(&effect, "merger", &Protection::default(), lifted);
+    prop_assert!(judged.breaches.is_empty(), "a plain merge breaks nothing else: {:?}", judged);
+    let (permitted, refusal, ask, undetermined) = roster_says(dialect, own, "merger", tool, &args, &effect, Some(pr));
+    let approvals = yes_to_everything(may_override);
+    let workflow = fleetgate_core::workflow::Refusal::of(kind, "no independent approval at head 1a38ef95aaaa".into());
+    let (inventory, provenance) = healthy();
+    let verdict = resolve_task_capability(&CapabilityInput {
+        profile: "p",
+        role: "merger",
+        tool,
+        class: ToolClass::Mutating,
+        ambiguity: None,
+        breaches: &judged.breaches,
+        lifted: &judged.lifted,
+        guarded: &judged.guarded,
+        unestablished: undetermined.as_deref(),
+        role_permitted: permitted,
+        role_refusal: refusal.as_ref(),
+        definition_changed: None,
+        store_replaced: None,
+        evidence: Some(Evidence { diagnostics: &[], provenance: &provenance, inventory: &inventory }),
+        workflow: Some(&workflow),
+        forward: None,
+        action: effect.action,
+        ask: ask.as_deref(),
+        approvals: Some(&approvals),
+        may_override,
+    });
+    // A rule of what the call does that cannot be told from it refuses first (`forge_unavailable`).
+    let overridden = may_override.contains(&kind)
+        && (permitted || may_override.contains(&BlockerKind::RoleNotPermitted))
+        && undetermined.is_none();
+    let onto_main = pr == 1;
+    if onto_main && !lifted.contains(&Invariant::ReviewedMerge) {
+        prop_assert!(!verdict.allowed, "an unreviewed head landed on main: {:?}", verdict);
+        if permitted && undetermined.is_none() {
+            prop_assert_eq!(verdict.blocker_kind, Some(kind));
+            prop_assert!(
+                verdict.blocked_reasons.iter().any(|r| r.contains("invariant `reviewed-merge`")),
+                "{:?}",
+                verdict
+            );
+        }
+    } else {
+        // Onto a branch no rule protects, or under the break-glass lift: the operator's
+        // override decides, and a lift is named in the reasons of the call it lets through.
+        prop_assert_eq!(verdict.allowed, overridden, "{:?}", verdict);
+        if verdict.allowed && onto_main {
+            prop_assert!(
+                verdict.blocked_reasons.iter().any(|r| r.contains("invariant `reviewed-merge` lifted")),
+                "{:?}",
+                verdict
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Issue 55: `[approvals] may_override = ["approval_required"]` (or `stale_head`) and an
+    /// operator who approves let a merger land on `main` a head no reviewer approved.
+    #[test]
+    fn no_override_lands_an_unreviewed_head_on_a_protected_branch_unless_lifted(
+        own in operator_rules(),
+        github in any::<bool>(),
+        pr in prop::sample::select(vec![1u64, 3]),
+        kind in prop::sample::select(vec![BlockerKind::ApprovalRequired, BlockerKind::StaleHead]),
+        may_override in prop::sample::subsequence(OVERRIDABLE.to_vec(), 0..=OVERRIDABLE.len()),
+        lifted in prop::sample::subsequence(vec![Invariant::ReviewedMerge, Invariant::ScheduledMerge], 0..=2),
+    ) {
+        let dialect: &dyn Dialect = if github { &GITHUB } else { &GITEA };
+        check_merge(dialect, pr, kind, own, &may_override, &lifted)?;
+    }
+}
+
+/// One rule of what a call does holds for every dialect: a merge of PR 1 (`feature` →
+/// `main`, read from the forge) is a merge onto `main` whether gitea-mcp's
+/// `pull_request_write` or GitHub's `merge_pull_request` makes it, and neither names `main`
+/// in its arguments.
+#[test]
+fn a_rule_of_what_a_call_does_reads_every_dialect_s_merge_alike() {
+    let onto =
+        |branch: &str| EffectMatch { op: vec![Op::Merge], branch: vec![branch.into()], ..EffectMatch::default() };
+    let merges: [(&dyn Dialect, &str, Value); 2] = [
+        (&GITEA, "pull_request_write", json!({ "method": "merge", "pull_number": 1 })),
+        (&GITHUB, "merge_pull_request", json!({ "pullNumber": 1 })),
+    ];
+    for (dialect, tool, args) in merges {
+        let mut args = args.as_object().cloned().unwrap();
+        args.insert("owner".into(), json!("org"));
+        args.insert("repo".into(), json!("repo"));
+        let effect = effect_of(dialect, tool, &args, None);
+        let ops = operations(&effect, Some(1), &Protection::default()).expect("established");
+        assert_eq!(onto("main").holds(Does::Known(&ops)), Some(true), "{tool}: {ops:?}");
+        assert_eq!(onto("release/*").holds(Does::Known(&ops)), Some(false), "{tool}");
+        let protected = EffectMatch { op: vec![Op::Merge], protected: Some(true), ..EffectMatch::default() };
+        assert_eq!(protected.holds(Does::Known(&ops)), Some(true), "{tool}: the default branch");
     }
 }

@@ -37,6 +37,7 @@ fn rule(origin: &str, tool: &str, methods: &[&str], roles: &[&str], class: Optio
         } else {
             vec![("/method".into(), ArgMatch::OneOf(methods.iter().map(|m| Value::from(*m)).collect()))]
         },
+        effect: None,
         roles: roles.iter().map(|r| (*r).to_owned()).collect(),
         class,
         action: None,
@@ -337,4 +338,55 @@ fn the_invariants_refuse_in_replay_what_their_arguments_show_whatever_the_rules(
     let report = replay(&history, &new);
     let by: Vec<&str> = report.flips.iter().map(|g| g.rule.as_str()).collect();
     assert_eq!(by, ["invariant `pr-state`", "invariant `scheduled-merge`"], "{report:#?}");
+}
+
+/// A new rule of what a call does: judged where the arguments alone show it (a PR's title
+/// edited, stated without a read), reported where the live gate would read the forge (a merge's
+/// base), never guessed.
+#[test]
+fn a_rule_of_what_a_call_does_is_replayed_only_where_the_arguments_show_it() {
+    use fleetgate_core::protect::Protection;
+    use fleetgate_core::rules::{EffectMatch, Op};
+    let members = members();
+    let roles = BTreeMap::new();
+    let old_rules = RuleSet::new(vec![rule("any", "pull_request_write", &["merge", "update"], &["*"], None)]);
+    let protection = Protection::default();
+    let inv = fleetgate_core::replay::ReplayInvariants {
+        dialect: &fleetgate_core::dialect::gitea::GITEA,
+        protection: &protection,
+        lifted: &[],
+    };
+    let old = ReplayRules {
+        members: &members,
+        roles: &roles,
+        rules: &old_rules,
+        digest: "sha256:old",
+        invariants: Some(inv),
+    };
+    let numbered = |m: &str| {
+        let mut args = method(m);
+        args.insert("pull_number".into(), Value::from(3));
+        args
+    };
+    let mut edit = numbered("update");
+    edit.insert("title".into(), Value::from("renamed"));
+    let history = vec![
+        decided(1, &old, "author", "pull_request_write", &edit, ToolClass::Mutating, false),
+        decided(2, &old, "merger", "pull_request_write", &numbered("merge"), ToolClass::Mutating, false),
+    ];
+    // Editing PRs and merging onto release branches become the reviewer's.
+    let mut state = rule("new:edit", "*", &[], &["reviewer"], None);
+    state.effect = Some(EffectMatch { op: vec![Op::PrEdit], ..EffectMatch::default() });
+    let mut release = rule("new:release", "*", &[], &["reviewer"], None);
+    release.effect =
+        Some(EffectMatch { op: vec![Op::Merge], branch: vec!["release/*".into()], ..EffectMatch::default() });
+    let mut list = vec![state, release];
+    list.extend(old_rules.rules().iter().cloned());
+    let new_rules = RuleSet::new(list);
+    let new = ReplayRules { rules: &new_rules, digest: "sha256:new", ..old };
+    let report = replay(&history, &new);
+    let flips: Vec<(&str, Option<i64>)> = report.flips.iter().map(|g| (g.rule.as_str(), g.examples[0].id)).collect();
+    assert_eq!(flips, [("new:edit", Some(1))], "{report:#?}");
+    let why: Vec<(Unjudged, usize)> = report.unjudged.iter().map(|g| (g.why, g.count)).collect();
+    assert_eq!(why, [(Unjudged::EffectNotEvident, 1)], "{report:#?}");
 }

@@ -61,6 +61,13 @@ impl Source {
         let prs = self.pr_states(leases.as_deref().unwrap_or_default(), locks.as_deref().unwrap_or_default(), now);
         let store = self.store.describe();
         let policy = fleetgate_control::policy::notes(&self.config, None).lines();
+        let owed: Result<Vec<_>, String> = self
+            .config
+            .approvals
+            .notify
+            .iter()
+            .map(|t| fleetgate_control::notify::owed(&*self.store, t).map_err(|e| e.to_string()))
+            .collect();
         let look = Look {
             fleet_name: &self.config.name,
             store: &store,
@@ -72,6 +79,7 @@ impl Source {
             review_locks: locks.as_deref().map_err(Clone::clone),
             approvals: approvals.as_deref().map_err(Clone::clone),
             policy: &policy,
+            notify: owed.as_deref().map_err(Clone::clone),
             now,
         };
         build(&look, &|pid| probe_pid(pid).is_alive())

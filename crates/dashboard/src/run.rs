@@ -77,10 +77,14 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
             store: source.store.clone(),
             clock: source.clock.clone(),
             csrf: format!("{:032x}", fleetgate_host::nonce()),
+            people: Arc::new(source.config.people.clone()),
         });
         let notifier = settings.notify.as_ref().map(|(targets, cx)| {
-            let cx =
-                fleetgate_control::notify::Context { metrics: Some(metrics.notify_deliveries.clone()), ..cx.clone() };
+            let cx = fleetgate_control::notify::Context {
+                metrics: Some(metrics.notify_deliveries.clone()),
+                owed: Some(metrics.notify_owed.clone()),
+                ..cx.clone()
+            };
             fleetgate_control::notify::Notifier::start(targets, &cx)
         });
         let retention = settings

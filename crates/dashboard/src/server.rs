@@ -62,6 +62,8 @@ pub struct Answers {
     pub clock: Arc<dyn Clock>,
     /// This process's CSRF token, read by the page's script from `/api/session`.
     pub csrf: String,
+    /// Who is who (the roster's `[[people]]`): every answer is judged by it.
+    pub people: Arc<fleetgate_core::person::People>,
 }
 
 impl std::fmt::Debug for Answers {
@@ -357,7 +359,7 @@ async fn answer(
         _ => return (StatusCode::NOT_FOUND, "not found\n").into_response(),
     };
     let reason = header_str(&headers, "x-fleetgate-reason".parse().unwrap()).map(str::to_owned);
-    let (store, clock) = (answers.store.clone(), answers.clock.clone());
+    let (store, clock, people) = (answers.store.clone(), answers.clock.clone(), answers.people.clone());
     let done = tokio::task::spawn_blocking(move || {
         let by = session.map_or_else(
             || fleetgate_core::approval::Approver {
@@ -367,7 +369,7 @@ async fn answer(
             },
             |s| s.approver,
         );
-        fleetgate_control::approvals::answer(&*store, &id, &by, approve, reason.as_deref(), clock.now())
+        fleetgate_control::approvals::answer(&*store, &id, (&by, &people), approve, reason.as_deref(), clock.now())
     })
     .await;
     match done {

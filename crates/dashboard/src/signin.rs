@@ -46,8 +46,13 @@ pub struct SignInSettings {
     pub redirect_uri: String,
     /// The claim listing the person's groups (`group:<name>` approvers).
     pub groups_claim: String,
-    /// `[[http.oauth.principals]]`: subject → the principal name the gateway gives its calls
-    /// (a person signed in with that subject answers as the same person).
+    /// `[http.oauth] principal_claim`, when the dashboard signs people in at the gateways'
+    /// own issuer: the claim whose value names an agent's calls (`oauth:<value>`), read from
+    /// the ID token too, so a person signed in is the same person as their agents' principal
+    /// whatever the claim (`sub`, `email`, …). `None`: another issuer, nothing to compare.
+    pub principal_claim: Option<String>,
+    /// `[[http.oauth.principals]]`: the principal claim's value → the principal name the
+    /// gateway gives its calls (a person signed in with that value answers as the same person).
     pub principal_names: Vec<(String, String)>,
 }
 
@@ -134,12 +139,15 @@ pub fn challenge(verifier: &str) -> String {
 }
 
 /// The approver a verified ID token's claims name (`oidc:<sub>`, `name` or
-/// `preferred_username`, the groups under `groups_claim`, and the principal names
-/// `principal_names` maps the subject to as aliases), or why none.
+/// `preferred_username`, the groups under `groups_claim`) and, under the gateways' issuer,
+/// the identities the same person's agents carry as aliases: `oauth:<the value of
+/// principal_claim>` and `principal:<name>` for the name `principal_names` maps that value
+/// to. A token without the claim brings none (then fleetgate cannot tell this person from an
+/// OAuth principal, and refuses their approval of its calls); or why there is no approver.
 pub fn approver(
     claims: &Map<String, Value>,
     groups_claim: &str,
-    principal_names: &[(String, String)],
+    (principal_claim, principal_names): (Option<&str>, &[(String, String)]),
 ) -> Result<Approver, String> {
     let sub = claims
         .get("sub")
@@ -155,7 +163,15 @@ pub fn approver(
         Some(Value::String(list)) => list.split_whitespace().map(str::to_owned).collect(),
         _ => Vec::new(),
     };
-    let aliases = principal_names.iter().filter(|(s, _)| s == sub).map(|(_, n)| n.clone()).collect();
+    let claimed = principal_claim
+        .and_then(|c| claims.get(c))
+        .and_then(Value::as_str)
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.chars().all(|c| c.is_ascii_graphic()));
+    let mut aliases = Vec::new();
+    if let Some(value) = claimed {
+        aliases.push(format!("oauth:{value}"));
+        aliases.extend(principal_names.iter().filter(|(s, _)| s == value).map(|(_, n)| format!("principal:{n}")));
+    }
     Ok(Approver { id: format!("oidc:{sub}"), name, groups, aliases })
 }
 
@@ -200,7 +216,12 @@ impl SignIn {
             if self.authorization_endpoint.contains('?') { '&' } else { '?' },
             encode(&self.settings.client_id),
             encode(&self.settings.redirect_uri),
-            encode("openid profile"),
+            // The ID token carries the principal claim only when asked for its scope.
+            encode(if self.settings.principal_claim.as_deref() == Some("email") {
+                "openid profile email"
+            } else {
+                "openid profile"
+            }),
             encode(&state),
             encode(&nonce),
             challenge(&verifier),
@@ -228,7 +249,8 @@ impl SignIn {
         if claims.get("nonce").and_then(Value::as_str) != Some(pending.nonce.as_str()) {
             return Err("the ID token does not carry this sign-in's nonce".into());
         }
-        let approver = approver(&claims, &self.settings.groups_claim, &self.settings.principal_names)?;
+        let s = &self.settings;
+        let approver = approver(&claims, &s.groups_claim, (s.principal_claim.as_deref(), &s.principal_names))?;
         tracing::info!(who = %approver.shown(), "signed in to the dashboard");
         Ok(self.open(approver))
     }
@@ -331,6 +353,7 @@ mod tests {
                 client_id: "dashboard".into(),
                 redirect_uri: "http://127.0.0.1:1/auth/callback".into(),
                 groups_claim: "groups".into(),
+                principal_claim: None,
                 principal_names: Vec::new(),
             },
             authorization_endpoint: format!("{issuer}/authorize"),
@@ -384,17 +407,22 @@ mod tests {
     #[test]
     fn an_approver_is_the_subject_with_its_name_and_groups() {
         let claims = serde_json::json!({ "sub": "alice", "name": "Alice Liddell", "groups": ["release", "ops"] });
-        let a = approver(claims.as_object().unwrap(), "groups", &[]).unwrap();
+        let a = approver(claims.as_object().unwrap(), "groups", (None, &[])).unwrap();
         assert_eq!((a.id.as_str(), a.name.as_deref(), a.groups.len()), ("oidc:alice", Some("Alice Liddell"), 2));
-        assert!(a.aliases.is_empty());
+        assert!(a.aliases.is_empty(), "another issuer's sign-in: nothing to compare");
         let spaced = serde_json::json!({ "sub": "bob", "preferred_username": "bob", "roles": "a b" });
-        assert_eq!(approver(spaced.as_object().unwrap(), "roles", &[]).unwrap().groups, ["a", "b"]);
-        assert!(approver(serde_json::json!({ "name": "x" }).as_object().unwrap(), "groups", &[]).is_err());
-        assert!(approver(serde_json::json!({ "sub": "a b" }).as_object().unwrap(), "groups", &[]).is_err());
-        // A subject the gateway maps to a principal name carries that name: a request its calls
-        // made under it is theirs.
-        let names = [("alice".to_owned(), "release-bot".to_owned()), ("carol".to_owned(), "ci".to_owned())];
-        let mapped = approver(claims.as_object().unwrap(), "groups", &names).unwrap();
-        assert_eq!(mapped.aliases, ["release-bot"]);
+        assert_eq!(approver(spaced.as_object().unwrap(), "roles", (None, &[])).unwrap().groups, ["a", "b"]);
+        assert!(approver(serde_json::json!({ "name": "x" }).as_object().unwrap(), "groups", (None, &[])).is_err());
+        assert!(approver(serde_json::json!({ "sub": "a b" }).as_object().unwrap(), "groups", (None, &[])).is_err());
+        // Under the gateways' issuer the principal claim's value is the agents' principal, and
+        // the name the gateway maps that value to.
+        let names = [("alice@example.com".to_owned(), "release-bot".to_owned()), ("carol".to_owned(), "ci".to_owned())];
+        let mailed = serde_json::json!({ "sub": "u-1234", "email": "alice@example.com" });
+        let mapped = approver(mailed.as_object().unwrap(), "groups", (Some("email"), &names)).unwrap();
+        assert_eq!(mapped.aliases, ["oauth:alice@example.com", "principal:release-bot"]);
+        let by_sub = approver(mailed.as_object().unwrap(), "groups", (Some("sub"), &names)).unwrap();
+        assert_eq!(by_sub.aliases, ["oauth:u-1234"], "the subject's mapping is by its own value");
+        let unclaimed = approver(claims.as_object().unwrap(), "groups", (Some("email"), &names)).unwrap();
+        assert!(unclaimed.aliases.is_empty(), "a token without the claim brings no alias");
     }
 }

@@ -76,6 +76,11 @@ pub struct FleetView {
     pub approvals: Vec<ApprovalView>,
     /// Why the approval requests could not be read, when they could not.
     pub approvals_error: Option<String>,
+    /// What each `[[approvals.notify]]` target still owes (a receiver down: the notifier
+    /// retries while the request is open), one line each; or why it cannot be read.
+    pub notify: Vec<String>,
+    /// The same, in numbers: each target and the events it owes.
+    pub notify_owed: Vec<(String, usize)>,
     /// What the roster lets through that the operator must know: every lifted invariant
     /// (`[invariants] lift`), with what it gives up.
     pub policy: Vec<String>,
@@ -99,6 +104,8 @@ pub struct ApprovalView {
     pub worker: Option<String>,
     /// The tool.
     pub tool: String,
+    /// What the call does, in words, from its judged effect (shown first), when known.
+    pub does: Option<String>,
     /// The exact arguments, as JSON.
     pub arguments: String,
     /// Why the gate asks (the rule, or the refusal it would override).
@@ -113,6 +120,9 @@ pub struct ApprovalView {
     pub answers: Vec<String>,
     /// How many more approvals it needs.
     pub needed: u32,
+    /// Who may answer it and where (`fleetgate_core::approval::where_answered`): never a
+    /// command that is refused for its approvers.
+    pub answered_where: String,
 }
 
 /// A PR's canonical state (`fleetgate_core::workflow::PrStatus`), as of the head its live
@@ -239,24 +249,38 @@ pub struct ProcessView {
     pub command: String,
 }
 
-/// A gateway of another store on this host.
+/// A gateway no row of this fleet claims, as the inventory judged it: another fleet's,
+/// pending, or unproven (issue 54).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct OtherGatewayView {
     /// Pid.
     pub pid: i64,
-    /// `other_fleet` (proven another fleet's) or `pending` (just started, not proven yet).
+    /// `other_fleet` (proven another fleet's), `pending` (just started, not proven yet) or
+    /// `unproven` (not proven another fleet's: it closes the gate).
     pub state: &'static str,
-    /// The store it names.
+    /// The store it or its proof names (`unknown` when neither could be read).
     pub store: String,
     /// Command line (secrets masked).
     pub command: String,
+    /// Another fleet's: its fleet's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<String>,
+    /// Another fleet's: its store's engine (`sqlite`, `postgres`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
     /// Another fleet's: the profile it serves.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
     /// Another fleet's: the checkout it is bound to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repository_root: Option<String>,
-    /// Pending: what it has not proven yet.
+    /// Another fleet's: its forge repository (`remote/org/repo`), when it is bound to one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// Pending: how long it has run, in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_seconds: Option<i64>,
+    /// Pending: what it has not proven yet; unproven: why it is not another fleet's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
     /// Pending: when its grace ends (unproven from then on, it closes the gate).
@@ -264,29 +288,45 @@ pub struct OtherGatewayView {
     pub until: Option<Timestamp>,
 }
 
-/// The inventory's gateways of other stores: other fleets' first, then the pending.
+/// The inventory's gateways no row of ours claims: other fleets' first, then the pending,
+/// then the unproven.
 fn other_gateways(inv: &FleetInventory) -> Vec<OtherGatewayView> {
-    let fleets = inv.other_fleet_gateways.iter().map(|g| OtherGatewayView {
-        pid: g.pid,
-        state: "other_fleet",
-        store: g.store.clone(),
-        command: g.command.clone(),
-        profile: Some(g.profile.clone()),
-        repository_root: Some(g.repository_root.clone()),
-        why: None,
-        until: None,
-    });
-    let pending = inv.pending_gateways.iter().map(|g| OtherGatewayView {
-        pid: g.pid,
-        state: "pending",
-        store: g.store.clone(),
-        command: g.command.clone(),
+    let none = |pid: i64, state: &'static str, store: String, command: String| OtherGatewayView {
+        pid,
+        state,
+        store,
+        command,
+        fleet: None,
+        engine: None,
         profile: None,
         repository_root: None,
+        repository: None,
+        age_seconds: None,
+        why: None,
+        until: None,
+    };
+    let fleets = inv.other_fleet_gateways.iter().map(|g| OtherGatewayView {
+        fleet: Some(g.fleet.clone()),
+        engine: Some(g.engine.clone()),
+        profile: Some(g.profile.clone()),
+        repository_root: Some(g.repository_root.clone()),
+        repository: match (&g.remote, &g.org, &g.repo) {
+            (Some(remote), Some(org), Some(repo)) => Some(format!("{remote}/{org}/{repo}")),
+            _ => None,
+        },
+        ..none(g.pid, "other_fleet", g.store.clone(), g.command.clone())
+    });
+    let pending = inv.pending_gateways.iter().map(|g| OtherGatewayView {
+        age_seconds: Some(g.age_seconds),
         why: Some(g.why.clone()),
         until: Some(g.until),
+        ..none(g.pid, "pending", g.store.clone(), g.command.clone())
     });
-    fleets.chain(pending).collect()
+    let unproven = inv.unproven_gateways.iter().map(|g| OtherGatewayView {
+        why: Some(g.why.clone()),
+        ..none(g.pid, "unproven", g.store.clone().unwrap_or_else(|| "unknown".into()), g.command.clone())
+    });
+    fleets.chain(pending).chain(unproven).collect()
 }
 
 /// Inventory facts.
@@ -373,7 +413,7 @@ pub struct RefusalView {
 }
 
 /// One look, as read by the shell.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Look<'a> {
     /// Fleet name.
     pub fleet_name: &'a str,
@@ -395,6 +435,8 @@ pub struct Look<'a> {
     pub approvals: Result<&'a [ApprovalRequest], String>,
     /// What the roster lets through (`fleetgate_control::policy`), as lines.
     pub policy: &'a [String],
+    /// What each `[[approvals.notify]]` target still owes, or why it cannot be read.
+    pub notify: Result<&'a [fleetgate_control::notify::Owed], String>,
     /// The decision instant.
     pub now: Timestamp,
 }
@@ -464,6 +506,14 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
         review_locks_error,
         approvals,
         approvals_error,
+        notify: match &look.notify {
+            Ok(owed) => owed.iter().map(fleetgate_control::notify::Owed::line).collect(),
+            Err(e) => vec![format!("what the notification targets owe cannot be read: {e}")],
+        },
+        notify_owed: look
+            .notify
+            .as_ref()
+            .map_or_else(|_| Vec::new(), |owed| owed.iter().map(|o| (o.target.clone(), o.events)).collect()),
         policy: look.policy.to_vec(),
         shadow: match &look.audit {
             Ok(entries) => fleetgate_control::gate::shadow_report(entries.iter()).groups,
@@ -480,6 +530,7 @@ fn approval_view(r: &ApprovalRequest) -> ApprovalView {
         role: r.role.clone(),
         worker: r.worker.clone(),
         tool: r.tool.clone(),
+        does: r.does.clone(),
         arguments: r
             .arguments
             .as_ref()
@@ -497,6 +548,7 @@ fn approval_view(r: &ApprovalRequest) -> ApprovalView {
             })
             .collect(),
         needed: fleetgate_core::approval::approvals_needed(r),
+        answered_where: fleetgate_core::approval::where_answered(&r.id, &r.approvers),
     }
 }
 

@@ -92,6 +92,7 @@ fn view_with_leases(
         review_locks: Ok(&[]),
         approvals: Ok(&[]),
         policy: &[],
+        notify: Ok(&[]),
         now,
     };
     build(&look, &|pid| pid != Some(666))
@@ -227,6 +228,7 @@ fn unreadable_rows_are_said_not_hidden() {
         review_locks: Err("no such table: review_locks".into()),
         approvals: Err("no such table: approvals".into()),
         policy: &[],
+        notify: Ok(&[]),
         now,
     };
     let v = build(&look, &|_| true);
@@ -251,15 +253,9 @@ fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
         tool: "create_branch".into(),
         digest: fleetgate_core::approval::call_digest(Some("wrk-a"), "create_branch", arguments.as_ref()),
         arguments,
+        does: None,
         why: "rule fleet.toml:9 asks an operator about this exact call".into(),
-        state: fleetgate_core::approval::ApprovalState::Pending,
-        answered_by: None,
-        answered_at: None,
-        answer_reason: None,
-        used_at: None,
-        approvers: Vec::new(),
-        required: 1,
-        answers: Vec::new(),
+        ..fleetgate_core::approval::ApprovalRequest::default()
     };
     let requests = [request];
     let look = Look {
@@ -273,6 +269,7 @@ fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
         review_locks: Ok(&[]),
         approvals: Ok(&requests),
         policy: &[],
+        notify: Ok(&[]),
         now,
     };
     let v = build(&look, &|_| true);
@@ -283,8 +280,38 @@ fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
     );
     assert_eq!(shown.arguments, r#"{"branch":"asked","owner":"o"}"#);
     assert!(shown.why.contains("fleet.toml:9"));
-    let without = build(&Look { approvals: Ok(&[]), ..look }, &|_| true);
+    assert!(shown.answered_where.contains("`fleetgate approvals approve apr-00000000000000aa`"), "any operator");
+    let named = [fleetgate_core::approval::ApprovalRequest {
+        approvers: vec!["oidc:alice".into(), "oidc:bob".into()],
+        ..requests[0].clone()
+    }];
+    let named_view = build(&Look { approvals: Ok(&named), ..look.clone() }, &|_| true);
+    let without = build(&Look { approvals: Ok(&[]), ..look.clone() }, &|_| true);
     assert_ne!(v.fingerprint(), without.fingerprint(), "a new request is a change the page shows");
+    // Issue 55: a request for named people told their operator to run a command that is
+    // always refused for them; the page says who answers and where.
+    // What a notification target still owes is on the page (issue 55: a receiver down lost
+    // events unseen).
+    let owed = [fleetgate_control::notify::Owed {
+        target: "ops".into(),
+        events: 2,
+        oldest: Some(fleetgate_control::notify::OwedEvent {
+            id: 7,
+            at: now,
+            kind: "requested".into(),
+            request: "apr-00000000000000aa".into(),
+        }),
+    }];
+    let owing = build(&Look { notify: Ok(&owed), ..look.clone() }, &|_| true);
+    assert_eq!(owing.notify_owed, [("ops".to_owned(), 2)]);
+    assert!(
+        owing.notify[0].contains("notify target ops owes 2 event(s), the oldest #7 (requested apr-"),
+        "{:?}",
+        owing.notify
+    );
+    let place = &named_view.approvals[0].answered_where;
+    assert!(place.contains("oidc:alice, oidc:bob signed in to the dashboard") && place.contains("refused"), "{place}");
+    assert!(!place.contains("`fleetgate approvals approve apr-"), "{place}");
 }
 
 #[test]
@@ -382,6 +409,7 @@ fn each_pr_with_a_live_lease_or_lock_shows_its_computed_state_and_the_locks_thei
         review_locks: Ok(&locks),
         approvals: Ok(&[]),
         policy: &[],
+        notify: Ok(&[]),
         now,
     };
     let v = build(&look, &|_| true);
@@ -448,15 +476,10 @@ fn the_page_receives_every_invisible_or_direction_changing_character_escaped() {
             tool: format!("create{c}_branch"),
             digest: fleetgate_core::approval::call_digest(Some("wrk-a"), "create_branch", arguments.as_ref()),
             arguments,
+            does: Some(format!("create branch ma{c}in in o/r")),
+            approvers: vec![format!("oidc:al{c}ice")],
             why: format!("rule {c}asks"),
-            state: fleetgate_core::approval::ApprovalState::Pending,
-            answered_by: None,
-            answered_at: None,
-            answer_reason: None,
-            used_at: None,
-            approvers: Vec::new(),
-            required: 1,
-            answers: Vec::new(),
+            ..fleetgate_core::approval::ApprovalRequest::default()
         };
         let refusal = AuditEntry {
             id: None,
@@ -482,6 +505,7 @@ fn the_page_receives_every_invisible_or_direction_changing_character_escaped() {
             review_locks: Ok(&[]),
             approvals: Ok(&requests),
             policy: &[],
+            notify: Ok(&[]),
             now,
         };
         let page: serde_json::Value = serde_json::from_str(&build(&look, &|_| true).page_json()).unwrap();
@@ -511,7 +535,7 @@ fn the_page_receives_every_invisible_or_direction_changing_character_escaped() {
 
 #[test]
 fn gateways_of_other_stores_are_shown_apart_from_the_fleet() {
-    use fleetgate_core::inventory::{OtherFleetGateway, PendingGateway};
+    use fleetgate_core::inventory::{OtherFleetGateway, PendingGateway, UnprovenGateway};
     let now = t0().plus_seconds(40);
     let mut snap = snapshot(&[row(4100)], &[], &[], now);
     let before = view(&snap, &[], &[], now);
@@ -521,14 +545,17 @@ fn gateways_of_other_stores_are_shown_apart_from_the_fleet() {
         started_at: t0(),
         command: "fleetgate serve --profile prgs-author".into(),
         uid: None,
-        store: "/srv/other/registry.sqlite3".into(),
+        store: "postgres://fleet@db:5432/other".into(),
+        engine: "postgres".into(),
+        fleet: "other".into(),
         runtime_id: "gitea-author:5100:b".into(),
         namespace: "gitea-author".into(),
         profile: "prgs-author".into(),
+        transport: "http".into(),
         repository_root: "/srv/other/checkout".into(),
-        remote: None,
-        org: None,
-        repo: None,
+        remote: Some("origin".into()),
+        org: Some("acme".into()),
+        repo: Some("other".into()),
     });
     snap.inventory.pending_gateways.push(PendingGateway {
         pid: 5200,
@@ -536,7 +563,8 @@ fn gateways_of_other_stores_are_shown_apart_from_the_fleet() {
         command: "fleetgate serve --profile prgs-reviewer".into(),
         uid: None,
         store: "/srv/third/registry.sqlite3".into(),
-        why: "its store has no running row for it yet".into(),
+        age_seconds: 2,
+        why: "it has not published its proof yet".into(),
         until: now.plus_seconds(10),
     });
     let v = view(&snap, &[], &[], now);
@@ -544,9 +572,26 @@ fn gateways_of_other_stores_are_shown_apart_from_the_fleet() {
     assert_eq!(shown, [(5100, "other_fleet"), (5200, "pending")]);
     let wire = serde_json::to_value(&v.other_gateways).unwrap();
     assert_eq!(wire[0]["repository_root"], "/srv/other/checkout");
+    assert_eq!((wire[0]["engine"].as_str(), wire[0]["fleet"].as_str()), (Some("postgres"), Some("other")));
+    assert_eq!(wire[0]["repository"], "origin/acme/other");
     assert!(wire[0].get("until").is_none(), "{wire}");
-    assert_eq!(wire[1]["why"], "its store has no running row for it yet");
+    assert_eq!(wire[1]["why"], "it has not published its proof yet");
+    assert_eq!(wire[1]["age_seconds"], 2);
     assert_eq!(wire[1]["until"], now.plus_seconds(10).to_string());
     assert!(v.gate.open, "neither closes this fleet's gate");
     assert_ne!(v.fingerprint(), before.fingerprint(), "a new one is news to the page");
+    // An unproven one is shown with why (it closes the gate, through the inventory's reasons).
+    snap.inventory.unproven_gateways.push(UnprovenGateway {
+        pid: 5300,
+        started_at: t0(),
+        command: "fleetgate serve --profile prgs-author".into(),
+        uid: Some(1000),
+        store: None,
+        why: "it is bound to this fleet's checkout (/srv/ours, ours /srv/ours): two fleets on one repository".into(),
+    });
+    let v = view(&snap, &[], &[], now);
+    let wire = serde_json::to_value(&v.other_gateways).unwrap();
+    assert_eq!((wire[2]["pid"].as_i64(), wire[2]["state"].as_str()), (Some(5300), Some("unproven")));
+    assert_eq!(wire[2]["store"], "unknown");
+    assert!(wire[2]["why"].as_str().unwrap().contains("two fleets on one repository"), "{wire}");
 }

@@ -44,6 +44,9 @@ pub struct Flow {
     exe: std::path::PathBuf,
     dir: std::path::PathBuf,
     pub(crate) steps: Vec<Step>,
+    /// The forge's own API (GitHub's REST merge, which the gateway makes itself where the
+    /// server's merge declares no pin), served by the stand-in; killed with the flow.
+    _api: Option<tokio::process::Child>,
 }
 
 impl std::fmt::Debug for Flow {
@@ -78,16 +81,21 @@ impl Flow {
             git(&["-C", &checkout.to_string_lossy(), "push", "-q", &bare.to_string_lossy(), "HEAD:refs/heads/main"]),
         )?;
         let mut fixture = vec![forge.display().to_string(), "--repo".to_owned(), bare.display().to_string()];
-        // The stand-in plays the dialect's server (GitHub's: a release whose merge pins the head).
+        // The stand-in plays the dialect's server as released (GitHub's: its merge declares no
+        // head pin, so the gateway makes the merge itself through the forge's REST API, which
+        // the stand-in serves too).
         fixture.extend(["--surface".to_owned(), dialect.name().to_owned()]);
-        if dialect.name() != fleetgate_core::dialect::gitea::NAME {
-            fixture.extend(["--variant".to_owned(), "head-pin".to_owned()]);
-        }
+        let (api, host) = if dialect.name() == fleetgate_core::dialect::gitea::NAME {
+            (None, None)
+        } else {
+            let (child, url) = forge_api(&fixture, dir).await?;
+            (Some(child), Some(url))
+        };
         let config = dir.join("flow.toml");
-        std::fs::write(&config, roster(&fixture, dialect) + extra)
+        std::fs::write(&config, roster(&fixture, dialect, host.is_some()) + extra)
             .context(|| format!("cannot write {}", config.display()))?;
-        let members = start(exe, dir, checkout, &fixture).await?;
-        Ok(Self { dialect, members, bare, exe: exe.to_owned(), dir: dir.to_owned(), steps: Vec::new() })
+        let members = start(exe, dir, checkout, &fixture, dialect, host.as_deref()).await?;
+        Ok(Self { dialect, members, bare, exe: exe.to_owned(), dir: dir.to_owned(), steps: Vec::new(), _api: api })
     }
 
     /// Close every client (each gateway ends when its stdin closes).
@@ -172,7 +180,7 @@ impl Flow {
     pub async fn operator(&mut self, args: &[&str]) -> Result<(bool, Value)> {
         let out = tokio::process::Command::new(&self.exe)
             .env_clear()
-            .envs(crate::base_env())
+            .envs(crate::base_env(&self.dir))
             .arg("--store")
             .arg(self.dir.join("flow.sqlite3"))
             .arg("--config")
@@ -235,10 +243,48 @@ impl Flow {
     }
 }
 
-fn roster(fixture: &[String], dialect: &dyn fleetgate_core::dialect::Dialect) -> String {
+/// The forge's own API served by the stand-in on loopback (`--rest-listen`), each member's
+/// demo token standing for its account: the child and its URL (the member's host).
+async fn forge_api(fixture: &[String], dir: &Path) -> Result<(tokio::process::Child, String)> {
+    use tokio::io::AsyncBufReadExt;
+    let mut command = tokio::process::Command::new(&fixture[0]);
+    command.args(&fixture[1..]).args(["--rest-listen", "127.0.0.1:0"]);
+    for (name, _) in MEMBERS {
+        command.args(["--token", &format!("{}={name}", token(name))]);
+    }
+    let mut child = command
+        .env_clear()
+        .envs(crate::base_env(dir))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .context(|| "cannot start the forge's API".to_owned())?;
+    let stdout = child.stdout.take().ok_or_else(|| Error::new("the forge's API has no stdout".to_owned()))?;
+    let mut line = String::new();
+    tokio::io::BufReader::new(stdout).read_line(&mut line).await.context(|| "the forge's API address".to_owned())?;
+    let url = line.trim().strip_prefix("listening on ").unwrap_or_default().to_owned();
+    if url.is_empty() {
+        return Err(Error::new(format!("the forge's API did not start: {line:?}")));
+    }
+    Ok((child, url))
+}
+
+/// The demo's forge token of `name` (the stand-in's API maps it to the login `name`).
+fn token(name: &str) -> String {
+    format!("demo-token-{name}")
+}
+
+fn roster(fixture: &[String], dialect: &dyn fleetgate_core::dialect::Dialect, api: bool) -> String {
     let prefix = dialect.server().prefix;
     let mut config =
         format!("[fleet]\nname = \"demo-flow\"\ntool_prefix = \"{prefix}_\"\nforge = \"{}\"\n", dialect.name());
+    if api {
+        // Each member's server gets its host and token, as a real fleet's does.
+        let server = dialect.server();
+        config.push_str(&format!("\n[downstream]\npass_env = [\"{}\", \"{}\"]\n", server.host_env, server.token_env));
+    }
     for (name, role) in MEMBERS {
         config.push_str(&format!(
             "\n[[members]]\nnamespace = \"{prefix}-{name}\"\nprofile = \"prgs-{name}\"\nrole = \"{role}\"\n"
@@ -248,13 +294,29 @@ fn roster(fixture: &[String], dialect: &dyn fleetgate_core::dialect::Dialect) ->
     config
 }
 
-async fn start(exe: &Path, dir: &Path, checkout: &Path, fixture: &[String]) -> Result<Vec<Member>> {
+async fn start(
+    exe: &Path,
+    dir: &Path,
+    checkout: &Path,
+    fixture: &[String],
+    dialect: &dyn fleetgate_core::dialect::Dialect,
+    host: Option<&str>,
+) -> Result<Vec<Member>> {
     let mut members = Vec::new();
     for (name, _) in MEMBERS {
         let session = if name == "reviewer2" { "author" } else { name };
+        let server = dialect.server();
+        let forge_env: Vec<(&str, String)> = match host {
+            Some(host) => vec![(server.host_env, host.to_owned()), (server.token_env, token(name))],
+            None => Vec::new(),
+        };
+        let stderr = dir.join(format!("flow-{name}.stderr"));
+        let log = std::fs::File::create(&stderr).context(|| format!("cannot create {}", stderr.display()))?;
         let mut child = tokio::process::Command::new(exe)
             .env_clear()
-            .envs(crate::base_env())
+            .envs(crate::base_env(dir))
+            .envs(forge_env)
+            .current_dir(dir)
             .env("GITEA_CLIENT_MANAGED", "1")
             .env("GITEA_MCP_COHORT_ID", "demo-flow")
             .env("GITEA_MCP_CLIENT_SESSION", format!("sess-{session}"))
@@ -270,14 +332,23 @@ async fn start(exe: &Path, dir: &Path, checkout: &Path, fixture: &[String]) -> R
             .args(["--user", name])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(log)
             .kill_on_drop(true)
             .spawn()
             .context(|| format!("cannot start the {name} gateway"))?;
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(Error::new(format!("the {name} gateway's pipes were not opened")));
         };
-        let client = ().serve((stdout, stdin)).await.context(|| format!("the {name} gateway did not start MCP"))?;
+        // One that does not start says why: its own stderr.
+        let said = || {
+            let text = std::fs::read_to_string(&stderr).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            lines[lines.len().saturating_sub(3)..].join(" / ")
+        };
+        let client = match ().serve((stdout, stdin)).await {
+            Ok(client) => client,
+            Err(e) => return Err(Error::new(format!("the {name} gateway did not start MCP ({e}): {}", said()))),
+        };
         members.push(Member { name, client, _child: child });
     }
     Ok(members)

@@ -15,12 +15,21 @@ pub use flow::Flow;
 /// What a process the demo starts inherits of the demo's own environment: only what a program
 /// needs to run (`fleetgate_core::env::DOWNSTREAM_BASE_ENV`). The operator's fleet keys — a
 /// client identity, a cohort, an unsupported `GITEA_*` knob, a token, a store location —
-/// would otherwise change what the demo's gateways show. Each start adds the keys it sets.
-pub fn base_env() -> Vec<(String, String)> {
+/// would otherwise change what the demo's gateways show. Its XDG configuration and state
+/// directories are the demo's own `dir`'s (issue 54): every process is given its store and
+/// roster, and none could read the operator's `fleet.toml` or default store even by mistake.
+/// Each start adds the keys it sets.
+pub fn base_env(dir: &std::path::Path) -> Vec<(String, String)> {
     let env = fleetgate_host::env::capture();
     // The demo's rosters keep the default prefix.
     let basics = fleetgate_core::env::downstream_env(&env, "GITEA_", &[], &[]);
-    basics.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
+    let own = ["XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"];
+    let mut out: Vec<(String, String)> =
+        basics.into_iter().filter(|(k, _)| !own.contains(k)).map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+    for (key, sub) in own.iter().zip(["config", "state", "data", "cache"]) {
+        out.push(((*key).to_owned(), dir.join("xdg").join(sub).display().to_string()));
+    }
+    out
 }
 
 /// What went wrong while telling the demo (a process that did not start, a call that got no

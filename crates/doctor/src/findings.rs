@@ -524,39 +524,6 @@ fn entry_findings(
     out
 }
 
-/// The last `FLAG V` / `FLAG=V` of `flags` before any `--`: the flag a server prefers over
-/// its env key (gitea-mcp's `--token`, which Go's flag package also takes with one dash).
-fn token_arg<'a>(args: &'a [String], flags: &[&str]) -> Option<&'a str> {
-    let own = &args[..args.iter().position(|a| a == "--").unwrap_or(args.len())];
-    own.iter()
-        .enumerate()
-        .filter_map(|(i, a)| {
-            flags.iter().find_map(|f| match a.strip_prefix(f) {
-                Some("") => own.get(i + 1).map(String::as_str),
-                Some(rest) => rest.strip_prefix('='),
-                None => None,
-            })
-        })
-        .next_back()
-}
-
-/// A container launch's `-e KEY=V` / `--env KEY=V` / `--env=KEY=V` for `key` (`docker run -i
-/// … ghcr.io/github/github-mcp-server`): the value it sets inside; `-e KEY` alone passes the
-/// client's own, read from `env` by the caller.
-fn container_env<'a>(args: &'a [String], key: &str) -> Option<&'a str> {
-    let mut set = None;
-    for (i, a) in args.iter().enumerate() {
-        let given = match a.as_str() {
-            "-e" | "--env" => args.get(i + 1).map(String::as_str),
-            _ => a.strip_prefix("--env=").or_else(|| a.strip_prefix("-e").filter(|r| !r.is_empty())),
-        };
-        if let Some(value) = given.and_then(|g| g.strip_prefix(key)).and_then(|r| r.strip_prefix('=')) {
-            set = Some(value);
-        }
-    }
-    set
-}
-
 /// The forge credential an entry's server runs with, as the server picks it (its token flag,
 /// else its token key set in a container launch's arguments, else the key in `env`): where
 /// it was read, and its digest. A client-side variable (`${input:forge-token}`) counts as
@@ -567,13 +534,8 @@ fn forge_credential(entry: &Entry, server: &fleetgate_core::dialect::Server) -> 
         Some(serve) => serve.downstream.get(1..).unwrap_or_default().to_vec(),
         None => args.clone(),
     };
-    let env = entry.env.iter().rev().find(|(k, _)| k == server.token_env).map(|(_, v)| v.as_str());
-    let flag = token_arg(&downstream, server.token_flags).filter(|v| !v.is_empty());
-    let (source, value) = match (flag, container_env(&downstream, server.token_env).filter(|v| !v.is_empty())) {
-        (Some(v), _) => (server.token_flags[0], v),
-        (None, Some(v)) => ("-e", v),
-        (None, None) => (server.token_env, env.filter(|v| !v.is_empty())?),
-    };
+    let env = |key: &str| entry.env.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+    let (source, value) = server.credential(&downstream, &env)?;
     Some((source, Sha256::digest(value.as_bytes()).into()))
 }
 

@@ -3,7 +3,8 @@
 //! and the env-key declaration, and repaired safely.
 //!
 //! Functional core, imperative shell: [`read`], [`findings`], [`repair`],
-//! [`edit`], [`diff`] and [`snippet`] are pure functions of their inputs;
+//! [`edit`], [`diff`], [`snippet`] and [`workflows`] (the checkout's workflow files: code the
+//! forge runs from a branch) are pure functions of their inputs;
 //! [`apply`] is the only code that writes, and the binary's `cli::doctor` the only
 //! code that reads files or the PATH.
 //!
@@ -22,6 +23,7 @@ pub mod read;
 pub mod repair;
 pub mod report;
 pub mod snippet;
+pub mod workflows;
 
 #[cfg(test)]
 mod tests;

@@ -75,6 +75,14 @@ pub fn run_cli() -> ExitCode {
             }
         };
     }
+    // A throwaway fleet of its own (issue 54): the operator's configuration is never read, so
+    // neither a roster `fleetgate init` wrote nor a broken one changes or stops the demo.
+    if let Command::Demo { forge } = &cli.command {
+        let env = fleetgate_host::env::capture();
+        let clock: Arc<dyn fleetgate_core::Clock> = Arc::new(fleetgate_host::clock::SystemClock);
+        let ctx = Ctx::for_config(fleetgate_config::FleetConfig::builtin(), env, clock, json);
+        return finish(cli::demo::run(&ctx, forge), json);
+    }
     if let Command::Serve(_) | Command::Dashboard(_) = &cli.command {
         // Long-running, with a downstream (serve) and other same-user processes around: its
         // secrets leave its own environment first (`/proc/PID/environ`), while it has one
@@ -108,6 +116,12 @@ pub fn run_cli() -> ExitCode {
     }
     let reply = Ctx::resolve(&cli, fleetgate_host::env::capture(), Arc::new(fleetgate_host::clock::SystemClock))
         .and_then(|ctx| dispatch(&ctx, &cli.command));
+    finish(reply, json)
+}
+
+/// A command's reply printed (JSON or text), or its error on stderr (and as JSON with
+/// `--json`); the exit code either way.
+fn finish(reply: anyhow::Result<Reply>, json: bool) -> ExitCode {
     match reply {
         Ok(reply) => {
             print_reply(&reply, json);
@@ -129,7 +143,6 @@ pub fn run_cli() -> ExitCode {
 
 fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
     match command {
-        Command::Demo { forge } => cli::demo::run(ctx, forge),
         Command::Worker(cmd) => cli::worker::run(ctx, cmd),
         Command::Runtime(cmd) => cli::runtime::run(ctx, cmd),
         Command::Env(cmd) => cli::gate::env(ctx, cmd),
@@ -146,6 +159,7 @@ fn dispatch(ctx: &Ctx, command: &Command) -> anyhow::Result<Reply> {
         Command::Tools(cmd) => cli::tools::tools(ctx, cmd),
         Command::Debug(cmd) => cli::debug::run(ctx, cmd),
         Command::Serve(_)
+        | Command::Demo { .. }
         | Command::Dashboard(_)
         | Command::DownstreamGuard { .. }
         | Command::Completions { .. }

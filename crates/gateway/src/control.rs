@@ -123,6 +123,18 @@ pub trait ControlPlane: Send + Sync + 'static {
         None
     }
 
+    /// A call [`decide`](Self::decide) allowed with [`Verdict::perform`]: the control plane
+    /// makes it itself (`what`, in its own words) instead of the downstream, and answers as the
+    /// downstream's tool would. Called from the blocking pool, like `decide`; what it
+    /// answers is then settled like a forwarded call's answer ([`on_forwarded`](Self::on_forwarded)).
+    fn perform(&self, attachment: AttachmentId, call: &ToolCall<'_>, what: &str) -> CallToolResult {
+        let _ = (attachment, what);
+        CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
+            "`{}` was to be made by the gateway itself, which this control plane cannot do: nothing was done",
+            call.tool.name
+        ))])
+    }
+
     /// A call [`decide`](Self::decide) allowed, with [`Verdict::settles`], was forwarded and the downstream answered
     /// `result` (an error result included): the control plane records what the answer
     /// settles (the PR workflow's decisions, a created PR's origin, a merge's released
@@ -403,6 +415,10 @@ pub struct Verdict {
     /// When refused because it waits for an operator: the request the gateway may hold the
     /// call for ([`ControlPlane::hold`]).
     pub held: Option<String>,
+    /// When allowed: the call is not forwarded; the control plane makes it itself
+    /// ([`ControlPlane::perform`], handed this, its own words) — a merge pinned through the
+    /// forge's own API where the downstream's merge cannot pin the head.
+    pub perform: Option<String>,
 }
 
 /// The mutation gate's answer for one call.

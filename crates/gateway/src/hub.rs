@@ -536,6 +536,7 @@ mod tests {
                 settles: None,
                 forward: None,
                 held: None,
+                perform: None,
             }
         }
         fn on_forwarded(&self, _: AttachmentId, _: &ToolCall<'_>, _: &CallToolResult) {}

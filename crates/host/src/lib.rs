@@ -14,6 +14,7 @@ pub mod git;
 pub mod paths;
 pub mod probe;
 pub mod procfs;
+pub mod proof;
 
 pub use error::{HostError, HostErrorKind};
 

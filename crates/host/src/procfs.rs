@@ -16,8 +16,9 @@
 use crate::error::{HostError, HostErrorKind};
 use fleetgate_core::Timestamp;
 use fleetgate_core::env::EnvSnapshot;
+use fleetgate_core::inventory::{HeldProof, PROOF_MAX_BYTES};
 use fleetgate_core::procmatch::{FleetMatcher, Listed};
-use fleetgate_core::runtime::{ObservedProcess, ProcessScan};
+use fleetgate_core::runtime::{ObservedProcess, ProcessScan, ProcessStamp};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -60,6 +61,27 @@ pub trait ProcessSource {
     fn cwd(&self, pid: i64) -> Result<PathBuf, HostError> {
         Err(HostError::new(HostErrorKind::Unreadable, format!("the working directory of pid {pid} is unknown here")))
     }
+    /// A process as its own `/proc` entry names it: its pid in its own PID namespace, that
+    /// namespace, its start ticks ([`ProcessStamp`]), and the user it runs as; or why that
+    /// cannot be read.
+    fn stamp(&self, pid: i64) -> Result<Stamped, HostError> {
+        Err(HostError::new(HostErrorKind::Unreadable, format!("pid {pid} cannot be stamped here")))
+    }
+    /// The gateway proofs a process holds open (the memory files named
+    /// [`crate::proof::NAME`]), each read through the process's own descriptor, with the
+    /// owner of the file; or why its descriptors cannot be read.
+    fn proofs(&self, pid: i64) -> Result<Vec<HeldProof>, HostError> {
+        Err(HostError::new(HostErrorKind::Unreadable, format!("the proofs of pid {pid} cannot be read here")))
+    }
+}
+
+/// A process's stamp, and the user it runs as (its effective uid, from its `status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamped {
+    /// Its pid in its own namespace, that namespace, its start.
+    pub stamp: ProcessStamp,
+    /// Its effective uid, when the `status` says.
+    pub uid: Option<u32>,
 }
 
 /// `/proc` (or another procfs mount, for tests).
@@ -271,6 +293,67 @@ impl ProcessSource for ProcFs {
         std::fs::read_link(&link)
             .map_err(|e| HostError::new(HostErrorKind::Unreadable, format!("cannot read {}: {e}", link.display())))
     }
+
+    fn stamp(&self, pid: i64) -> Result<Stamped, HostError> {
+        let dir = self.root.join(pid.to_string());
+        let unreadable = |what: &Path, e: &dyn std::fmt::Display| {
+            HostError::new(HostErrorKind::Unreadable, format!("cannot read {}: {e}", what.display()))
+        };
+        let malformed = |what: &Path| {
+            HostError::new(HostErrorKind::Malformed, format!("{} is not what procfs writes", what.display()))
+        };
+        let stat_path = dir.join("stat");
+        let stat = std::fs::read_to_string(&stat_path).map_err(|e| unreadable(&stat_path, &e))?;
+        let start_ticks = parse_pid_stat(&stat)
+            .and_then(|s| u64::try_from(s.start_ticks).ok())
+            .ok_or_else(|| malformed(&stat_path))?;
+        let status_path = dir.join("status");
+        let status = std::fs::read_to_string(&status_path).map_err(|e| unreadable(&status_path, &e))?;
+        // A kernel before 4.1 writes no NSpid: then the process is in this reader's namespace.
+        let own_pid = parse_nspid(&status).unwrap_or(pid);
+        let ns_path = dir.join("ns").join("pid");
+        let pid_namespace = match std::fs::read_link(&ns_path) {
+            Ok(link) => Some(parse_namespace_link(&link.to_string_lossy()).ok_or_else(|| malformed(&ns_path))?),
+            // A kernel without namespaces has no link; a link that cannot be read is unknown.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.exists() => None,
+            Err(e) => return Err(unreadable(&ns_path, &e)),
+        };
+        Ok(Stamped {
+            stamp: ProcessStamp { pid: own_pid, pid_namespace, start_ticks },
+            uid: parse_effective_uid(&status),
+        })
+    }
+
+    fn proofs(&self, pid: i64) -> Result<Vec<HeldProof>, HostError> {
+        use std::io::Read;
+        use std::os::unix::fs::MetadataExt;
+        let dir = self.root.join(pid.to_string()).join("fd");
+        let unreadable = |e: std::io::Error| {
+            HostError::new(HostErrorKind::Unreadable, format!("cannot list {}: {e}", dir.display()))
+        };
+        let name = format!("/memfd:{}", crate::proof::NAME);
+        let mut out = Vec::new();
+        for item in std::fs::read_dir(&dir).map_err(unreadable)? {
+            let path = item.map_err(unreadable)?.path();
+            // A descriptor closed mid-listing is simply not there.
+            let Ok(link) = std::fs::read_link(&path) else { continue };
+            // `/memfd:NAME (deleted)`: a memory file has no path, only the name it was made with.
+            if !link.to_string_lossy().strip_prefix(&name).is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+            {
+                continue;
+            }
+            // Opened through the process's own descriptor: the very file it holds, whatever
+            // else carries that name. Read at most one byte past a proof's bound.
+            let Ok(file) = std::fs::File::open(&path) else { continue };
+            let owner = file.metadata().ok().map(|m| m.uid());
+            let mut bytes = Vec::new();
+            let bound = u64::try_from(PROOF_MAX_BYTES + 1).unwrap_or(u64::MAX);
+            if file.take(bound).read_to_end(&mut bytes).is_ok() {
+                out.push(HeldProof { owner, bytes });
+            }
+        }
+        Ok(out)
+    }
 }
 
 // The parsers below are pure functions of a file's bytes, so the fuzzers (`fuzz/`) and the
@@ -319,6 +402,26 @@ pub fn parse_pid_stat(stat: &str) -> Option<PidStat> {
         start_ticks: fields.get(19)?.parse().ok()?,
         image: [address(23), address(24), address(45), address(46)],
     })
+}
+
+/// A process's pid in its own PID namespace, from the text of `/proc/<pid>/status`: the
+/// last of its `NSpid` line (the first is the reader's namespace's number for it), if there
+/// is a well-formed one.
+pub fn parse_nspid(status: &str) -> Option<i64> {
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    line.split_whitespace().last()?.parse().ok().filter(|pid: &i64| *pid > 0)
+}
+
+/// The effective uid from the text of `/proc/<pid>/status` (the second of its `Uid:` line:
+/// real, effective, saved, file system).
+pub fn parse_effective_uid(status: &str) -> Option<u32> {
+    status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The namespace a `/proc/<pid>/ns/…` link names (`pid:[4026531836]`), as its inode.
+pub fn parse_namespace_link(link: &str) -> Option<u64> {
+    let (_, rest) = link.split_once(":[")?;
+    rest.strip_suffix(']')?.parse().ok()
 }
 
 /// The argument vector from the bytes of `/proc/<pid>/cmdline` (NUL-separated; empty

@@ -55,6 +55,9 @@ pub(crate) const CREATE_EVENTS: &str = "CREATE TABLE IF NOT EXISTS approval_even
         held_until  {time}
     );";
 
+/// Schema v13's column added to `approvals`: what the call does, in words.
+pub(crate) const ADD_DOES: &[(&str, &str, &str)] = &[("approvals", "does", "TEXT")];
+
 /// Schema v11's columns added to `approvals`.
 pub(crate) const ADD: &[(&str, &str, &str)] = &[
     ("approvals", "approvers", "TEXT"),
@@ -62,7 +65,7 @@ pub(crate) const ADD: &[(&str, &str, &str)] = &[
     ("approvals", "answers", "TEXT"),
 ];
 
-const APPROVAL: [&str; 18] = [
+const APPROVAL: [&str; 19] = [
     "id",
     "requested_at",
     "profile",
@@ -81,6 +84,7 @@ const APPROVAL: [&str; 18] = [
     "approvers",
     "required",
     "answers",
+    "does",
 ];
 
 /// The statements, in one engine's spelling.
@@ -94,6 +98,7 @@ pub(crate) struct ApprovalSql {
     answer: String,
     lock_one: String,
     on_record: String,
+    denied_of_tool: String,
     pending_of_worker: String,
     use_one: String,
     withdraw: String,
@@ -104,6 +109,7 @@ pub(crate) struct ApprovalSql {
     claim_cursor: String,
     insert_cursor: String,
     advance_cursor: String,
+    cursor_of: String,
     /// Tell listeners an approval changed (PostgreSQL), when the engine can.
     notify: Option<String>,
 }
@@ -131,6 +137,11 @@ impl ApprovalSql {
             on_record: sql(format!(
                 "SELECT {cols} FROM approvals WHERE digest = $1
                    AND (state = 'pending' OR (state IN ('approved', 'denied') AND answered_at >= $2))
+                 ORDER BY requested_at, id"
+            )),
+            // A denial stands for its exact call whoever asks it: the caller compares arguments.
+            denied_of_tool: sql(format!(
+                "SELECT {cols} FROM approvals WHERE tool = $1 AND state = 'denied' AND answered_at >= $2
                  ORDER BY requested_at, id"
             )),
             pending_of_worker: sql(format!("SELECT {cols} FROM approvals WHERE worker = $1 AND state = 'pending'")),
@@ -162,6 +173,7 @@ impl ApprovalSql {
             advance_cursor: sql(
                 "UPDATE notify_cursors SET last_event = $2, holder = $3, held_until = $4 WHERE target = $1".into(),
             ),
+            cursor_of: sql("SELECT last_event, holder, held_until FROM notify_cursors WHERE target = $1".into()),
             notify: d.notify_approval.map(|n| sql(n.into())),
         }
     }
@@ -198,6 +210,7 @@ impl Record for ApprovalRequest {
                 Some(text) => serde_json::from_str(&text).map_err(|e| r.invalid(17, e.to_string()))?,
                 None => Vec::new(),
             },
+            does: r.opt_text(18)?,
         })
     }
 }
@@ -260,6 +273,7 @@ fn values(a: &ApprovalRequest) -> Result<[Value<'_>; APPROVAL.len()], StoreError
         json("the request's approvers", &a.approvers)?,
         Value::Int(Some(i64::from(a.required.max(1)))),
         json("the request's answers", &a.answers)?,
+        opt_text(a.does.as_deref()),
     ])
 }
 
@@ -316,7 +330,7 @@ pub(crate) fn list<E: Engine>(e: &E, pending_only: bool) -> Result<Vec<ApprovalR
 pub(crate) fn answer<E: Engine>(
     e: &E,
     id: &str,
-    approver: &Approver,
+    (approver, people): (&Approver, &fleetgate_core::person::People),
     approve: bool,
     reason: Option<&str>,
     now: Timestamp,
@@ -330,7 +344,7 @@ pub(crate) fn answer<E: Engine>(
             if current.state != ApprovalState::Pending {
                 return Ok(crate::Answered::NotPending(Some(current)));
             }
-            let next = match fleetgate_core::approval::answered(&current, approver, approve, reason, now) {
+            let next = match fleetgate_core::approval::answered(&current, approver, people, approve, reason, now) {
                 Ok(next) => next,
                 Err(why) => return Ok(crate::Answered::Refused(current, why)),
             };
@@ -350,12 +364,13 @@ pub(crate) fn answer<E: Engine>(
 }
 
 /// `Store::approvals_on_record`: the requests about any of `digests` that still stand —
-/// pending, or answered (approved and unused, or denied) at `not_before` or later — and how
-/// many requests `worker` has waiting.
+/// pending, or answered (approved and unused, or denied) at `not_before` or later —, the
+/// denials of `tool` answered at `not_before` or later, and how many requests `worker` has
+/// waiting.
 pub(crate) fn on_record<E: Engine>(
     e: &E,
     digests: &[String],
-    worker: Option<&str>,
+    (worker, tool): (Option<&str>, &str),
     not_before: Timestamp,
 ) -> Result<crate::OnRecord, StoreError> {
     let sql = &e.sql().approvals;
@@ -365,11 +380,12 @@ pub(crate) fn on_record<E: Engine>(
             for digest in digests {
                 requests.extend(c.query::<ApprovalRequest>(&sql.on_record, &[text(digest), time(not_before)])?);
             }
+            let denials = c.query::<ApprovalRequest>(&sql.denied_of_tool, &[text(tool), time(not_before)])?;
             let pending_of_worker = match worker {
                 Some(w) => c.query::<ApprovalRequest>(&sql.pending_of_worker, &[text(w)])?.len(),
                 None => 0,
             };
-            Ok(crate::OnRecord { requests, pending_of_worker })
+            Ok(crate::OnRecord { requests, denials, pending_of_worker })
         })
     })
 }
@@ -496,5 +512,13 @@ pub(crate) fn advance_notify<E: Engine>(
             c.execute(&sql.advance_cursor, &[text(target), Value::Int(Some(last)), text(holder), time(until)])?;
             Ok(true)
         })
+    })
+}
+
+/// `Store::notify_cursor`: the last event delivered to `target`, `None` when never claimed.
+pub(crate) fn notify_cursor<E: Engine>(e: &E, target: &str) -> Result<Option<i64>, StoreError> {
+    let sql = &e.sql().approvals;
+    e.run("cannot read the notification cursor", Retry::Read, |c| {
+        Ok(c.query_opt::<Cursor>(&sql.cursor_of, &[text(target)])?.map(|(last, _, _)| last))
     })
 }

@@ -115,9 +115,9 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// A watch on the approvals ([`crate::Store::approval_watch`]).
     fn approval_watch(&self) -> Result<Box<dyn crate::ApprovalWatch>, StoreError>;
 
-    /// The file this handle opened, as (device, inode); `None` for a server's database
-    /// ([`crate::FleetSnapshot::store_file`]).
-    fn file_identity(&self) -> Option<(u64, u64)>;
+    /// Which store this handle opened, as the file system or the server says
+    /// ([`crate::FleetSnapshot::store`]).
+    fn identity(&self) -> Option<fleetgate_core::runtime::StoreIdentity>;
 
     /// Run `op` on the connection (reconnecting first where it was lost, and
     /// once more where `retry` allows); a failure is named by `context`.

@@ -61,7 +61,7 @@ pub fn within<T>(budget: std::time::Duration, f: impl FnOnce() -> T) -> T {
 
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
-pub const SCHEMA_VERSION: u32 = 12;
+pub const SCHEMA_VERSION: u32 = 13;
 
 /// The control-plane store. Every method is required: a wrapper that forgets
 /// to delegate one does not compile, rather than answering "unsupported" at
@@ -276,13 +276,14 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn list_approvals(&self, pending_only: bool) -> Result<Vec<ApprovalRequest>, StoreError>;
 
     /// `approver`'s answer to the pending request `id` (approve, or deny), judged on the
-    /// request as it stands: recorded (approved once its required approvers have, denied at
-    /// the first denial), refused (the requester's own principal, not among its approvers,
-    /// answered already), or the request is not pending.
+    /// request as it stands with `people` saying who is who (`fleetgate_core::person`):
+    /// recorded (approved once its required people have, denied at the first denial), refused
+    /// (the requester's own person, not among its approvers, answered already, not told apart
+    /// from the requester or an earlier approver), or the request is not pending.
     fn answer_approval(
         &self,
         id: &str,
-        approver: &Approver,
+        by: (&Approver, &fleetgate_core::person::People),
         approve: bool,
         reason: Option<&str>,
         now: Timestamp,
@@ -312,13 +313,19 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// `until`; whether it still held it.
     fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError>;
 
+    /// The last event delivered to `target` (its cursor), `None` for a target never claimed:
+    /// what it still owes is every event after it (`approvals watch`, the dashboard, metrics).
+    fn notify_cursor(&self, target: &str) -> Result<Option<i64>, StoreError>;
+
     /// The requests about any of `digests` (one exact call, and its overrides) that still
-    /// stand — pending, or answered at `not_before` or later and not used — and how many
-    /// requests `worker` has waiting: what the gate decides the call's operator part from.
+    /// stand — pending, or answered at `not_before` or later and not used —, every denial of
+    /// `tool` answered at `not_before` or later (a denial stands for its exact call whoever
+    /// asks it), and how many requests `worker` has waiting: what the gate decides the call's
+    /// operator part from.
     fn approvals_on_record(
         &self,
         digests: &[String],
-        worker: Option<&str>,
+        asker: (Option<&str>, &str),
         not_before: Timestamp,
     ) -> Result<OnRecord, StoreError>;
 
@@ -418,6 +425,8 @@ pub enum Answered {
 pub struct OnRecord {
     /// Pending, or answered within the TTL and not used, oldest request first.
     pub requests: Vec<ApprovalRequest>,
+    /// The denials of the call's tool within the TTL, any worker's, oldest first.
+    pub denials: Vec<ApprovalRequest>,
     /// How many requests the calling worker has waiting, any call.
     pub pending_of_worker: usize,
 }
@@ -431,9 +440,10 @@ pub struct FleetSnapshot {
     pub workers: Vec<WorkerRecord>,
     /// The latest observation of every host, ordered by `host_id`.
     pub observations: Vec<HostObservation>,
-    /// The file these rows were read from, as (device, inode); `None` for a server's
-    /// database. Tells a peer gateway that names this very store from one with its own.
-    pub store_file: Option<(u64, u64)>,
+    /// The store these rows were read from, as the file system (a SQLite file's device and
+    /// inode) or the server (a PostgreSQL database's cluster, oid and schema) identifies it:
+    /// tells a peer gateway whose proof names this very store from one with its own.
+    pub store: Option<fleetgate_core::runtime::StoreIdentity>,
 }
 
 /// The latest process scan one host published about itself.

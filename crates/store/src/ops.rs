@@ -259,14 +259,14 @@ impl<E: Engine> Store for E {
 
     fn fleet_snapshot(&self) -> Result<FleetSnapshot, StoreError> {
         let sql = self.sql();
-        let store_file = self.file_identity();
+        let store = self.identity();
         self.run("cannot read the fleet", Retry::Read, |c| {
             c.transaction(Tx::Snapshot, |c| {
                 Ok(FleetSnapshot {
                     runtimes: c.query(&sql.list_runtime, &[])?,
                     workers: c.query(&sql.list_workers, &[])?,
                     observations: c.query(&sql.list_observations, &[])?,
-                    store_file,
+                    store: store.clone(),
                 })
             })
         })
@@ -349,12 +349,12 @@ impl<E: Engine> Store for E {
     fn answer_approval(
         &self,
         id: &str,
-        approver: &fleetgate_core::approval::Approver,
+        by: (&fleetgate_core::approval::Approver, &fleetgate_core::person::People),
         approve: bool,
         reason: Option<&str>,
         now: Timestamp,
     ) -> Result<crate::Answered, StoreError> {
-        crate::approvals::answer(self, id, approver, approve, reason, now)
+        crate::approvals::answer(self, id, by, approve, reason, now)
     }
 
     fn expire_approvals(&self, answered_before: Timestamp, now: Timestamp) -> Result<Vec<ApprovalRequest>, StoreError> {
@@ -380,6 +380,10 @@ impl<E: Engine> Store for E {
         crate::approvals::advance_notify(self, target, holder, last, until)
     }
 
+    fn notify_cursor(&self, target: &str) -> Result<Option<i64>, StoreError> {
+        crate::approvals::notify_cursor(self, target)
+    }
+
     fn record_http_session(&self, session: &crate::HttpSession) -> Result<(), StoreError> {
         crate::sessions::record(self, session)
     }
@@ -403,10 +407,10 @@ impl<E: Engine> Store for E {
     fn approvals_on_record(
         &self,
         digests: &[String],
-        worker: Option<&str>,
+        asker: (Option<&str>, &str),
         not_before: Timestamp,
     ) -> Result<crate::OnRecord, StoreError> {
-        crate::approvals::on_record(self, digests, worker, not_before)
+        crate::approvals::on_record(self, digests, asker, not_before)
     }
 
     fn use_approval(

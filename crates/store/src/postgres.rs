@@ -54,6 +54,7 @@ use crate::sql::{Dialect, Sql};
 use crate::{SCHEMA_VERSION, StoreError};
 use config::Target;
 use fleetgate_core::Timestamp;
+use fleetgate_core::runtime::{StoreIdentity, StoreKey};
 use link::{Link, Session, off_async_runtime};
 use std::fmt;
 use std::sync::{LazyLock, Mutex};
@@ -78,6 +79,8 @@ static SQL: LazyLock<Sql> = LazyLock::new(|| Sql::new(&DIALECT));
 pub struct PostgresStore {
     target: Target,
     link: Mutex<Link>,
+    /// The database as the server identifies it, read once at open.
+    identity: std::sync::OnceLock<StoreIdentity>,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -113,9 +116,16 @@ impl PostgresStore {
     }
 
     fn open_migrated_to(url: &str, target: u32) -> Result<Self, StoreError> {
-        let store = Self { target: Target::parse(url)?, link: Mutex::new(Link::down("")) };
+        let store = Self {
+            target: Target::parse(url)?,
+            link: Mutex::new(Link::down("")),
+            identity: std::sync::OnceLock::new(),
+        };
         let mut session: Session = store.connect()?;
         store.migrate(&mut session, target).map_err(|f| store.name("cannot migrate store", f))?;
+        let key = database_key(&mut session).map_err(|f| store.name("cannot identify the database", f))?;
+        let location = store.target.shown.clone();
+        let _ = store.identity.set(StoreIdentity { engine: "postgres".into(), location, key });
         *store.link.lock().unwrap_or_else(|e| e.into_inner()) = Link::Up(session);
         Ok(store)
     }
@@ -148,8 +158,8 @@ impl Engine for PostgresStore {
         Ok(())
     }
 
-    fn file_identity(&self) -> Option<(u64, u64)> {
-        None
+    fn identity(&self) -> Option<StoreIdentity> {
+        self.identity.get().cloned()
     }
 
     /// A connection of its own that `LISTEN`s: an answer's `NOTIFY` (sent in its
@@ -173,6 +183,29 @@ impl Engine for PostgresStore {
     ) -> Result<T, StoreError> {
         off_async_runtime(|| self.run_here(context, retry, op))
     }
+}
+
+/// What tells this database from every other, as the server says: its cluster's system
+/// identifier (its address and port where the server will not say: `pg_control_system()`
+/// may be revoked), the database's oid and the schema the tables live in. Two URLs of one
+/// database give one key; two databases of one server, or two schemas of one database, two.
+fn database_key(session: &mut Session) -> Result<StoreKey, Fail<::postgres::Error>> {
+    let client = &mut session.client;
+    let system = match client.query_one("SELECT system_identifier::text FROM pg_control_system()", &[]) {
+        Ok(row) => row.try_get::<_, String>(0)?,
+        Err(_) => client
+            .query_one(
+                "SELECT coalesce(host(inet_server_addr()), 'socket') || ':' || coalesce(inet_server_port()::text, '')",
+                &[],
+            )?
+            .try_get::<_, String>(0)?,
+    };
+    let row = client.query_one(
+        "SELECT (SELECT oid FROM pg_database WHERE datname = current_database())::text, \
+         coalesce(current_schema(), '')",
+        &[],
+    )?;
+    Ok(StoreKey::Database { system, database: row.try_get(0)?, schema: row.try_get(1)? })
 }
 
 #[cfg(test)]

@@ -167,6 +167,12 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         add: crate::approvals::ADD,
     },
     Migration { version: 12, name: "the HTTP sessions of gateway replicas", create: crate::sessions::CREATE, add: &[] },
+    Migration {
+        version: 13,
+        name: "what an approval request's call does",
+        create: "",
+        add: crate::approvals::ADD_DOES,
+    },
 ];
 
 /// The migrations a store at `current` still needs to reach `target`, or

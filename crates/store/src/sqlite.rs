@@ -26,7 +26,7 @@ use crate::schema::{self, Types};
 use crate::sql::Dialect;
 use crate::{SCHEMA_VERSION, StoreError, StoreErrorKind};
 use fleetgate_core::Timestamp;
-use fleetgate_core::runtime::RuntimeRecord;
+use fleetgate_core::runtime::{StoreIdentity, StoreKey};
 use parking_lot::Mutex;
 use rusqlite::types::{ToSqlOutput, Type, Value as Sql, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags, Row, ToSql, params, params_from_iter};
@@ -291,35 +291,6 @@ impl SqliteStore {
         Ok(store)
     }
 
-    /// The runtime rows of another process's store at `path`, read through a read-only
-    /// connection: no byte of the database or its WAL is written, nothing is migrated, no
-    /// store is made where none is, and the journal mode is left alone (SQLite itself may
-    /// make an empty `-wal`/`-shm` beside a WAL database whose writer left none). A file
-    /// that is not a fleetgate store at schema version 4 or later (rows with their hosts)
-    /// and no newer than this build's is refused. For telling another fleet's gateway by
-    /// its own store (the inventory's peer evidence).
-    pub fn read_runtime_rows(path: &Path) -> Result<Vec<RuntimeRecord>, StoreError> {
-        let shown = path.display().to_string();
-        let meta = std::fs::metadata(path)
-            .map_err(|e| StoreError::new(StoreErrorKind::Unavailable, format!("cannot read store {shown}: {e}")))?;
-        if !meta.is_file() {
-            return Err(StoreError::new(StoreErrorKind::Invalid, format!("store {shown} is not a regular file")));
-        }
-        let mut conn =
-            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-                .map_err(|e| map_err(&format!("cannot open store {shown} read-only"), e))?;
-        conn.busy_timeout(Duration::from_secs(2)).map_err(|e| map_err(&shown, e))?;
-        let version: i64 = Exec::query_one(&mut conn, &SQL.schema_version, &[])
-            .map_err(|fail| named("cannot read schema version", fail))?;
-        if !(4..=i64::from(SCHEMA_VERSION)).contains(&version) {
-            return Err(StoreError::new(
-                StoreErrorKind::Unsupported,
-                format!("store {shown} is at schema version {version}: rows with hosts need 4 to {SCHEMA_VERSION}"),
-            ));
-        }
-        Exec::query(&mut conn, &SQL.list_runtime, &[]).map_err(|fail| named("cannot list runtime rows", fail))
-    }
-
     /// Where the file is.
     pub fn path(&self) -> &Path {
         &self.path
@@ -384,8 +355,13 @@ impl Engine for SqliteStore {
         format!("sqlite:{}", self.path.display())
     }
 
-    fn file_identity(&self) -> Option<(u64, u64)> {
-        Some((self.file.dev, self.file.ino))
+    fn identity(&self) -> Option<StoreIdentity> {
+        Some(StoreIdentity {
+            engine: "sqlite".into(),
+            // Absolute: another process (another working directory) reads it.
+            location: std::path::absolute(&self.path).unwrap_or_else(|_| self.path.clone()).display().to_string(),
+            key: StoreKey::File { device: self.file.dev, inode: self.file.ino },
+        })
     }
 
     /// One `stat` of the path against the file opened. A path that cannot be looked at

@@ -56,6 +56,7 @@
 //! ```text
 //! fleetgate-forge-fixture --repo PATH.git [--slug OWNER/NAME] [--state FILE] [--user LOGIN] [--alias OWNER/NAME]...
 //!               [--fork OWNER/NAME=PATH.git]... [--variant changed-description|new-method|race-merge|no-head-pin]...
+//! fleetgate-forge-fixture --surface github-mcp --repo PATH.git --rest-listen ADDR --token TOKEN=LOGIN...
 //! ```
 //!
 //! `--repo`: the bare repository (it must exist). `--slug`: the `owner`/`repo` the tools
@@ -64,7 +65,8 @@
 //! acts as and commits as (default `fleet-bot`). `--variant changed-description` rewrites the
 //! description of `pull_request_write`; `--variant new-method` adds `lock` to its `method` enum
 //! (the tests of pinned tool definitions). Exits 0 when the client goes away, 1 with the cause
-//! on stderr otherwise.
+//! on stderr otherwise. With `--rest-listen` (and `--surface github-mcp`) it serves GitHub's REST
+//! API over HTTP instead (`rest`: the merge the gateway makes itself), until killed.
 
 mod args;
 pub mod automation;
@@ -77,6 +79,7 @@ pub mod ledger;
 mod pulls;
 pub mod refs;
 mod repo;
+mod rest;
 
 use args::Args;
 use clap::Parser;
@@ -124,6 +127,13 @@ pub struct Flags {
     /// A fork of the repository: its `owner/name` and its bare repository.
     #[arg(long = "fork", value_name = "OWNER/NAME=PATH")]
     fork: Vec<String>,
+    /// Serve GitHub's REST API (the merge) on this address instead of MCP on stdio; the
+    /// address bound is printed on stdout (`github-mcp` only).
+    #[arg(long, value_name = "ADDR")]
+    rest_listen: Option<String>,
+    /// A token the REST API accepts, and the login it stands for.
+    #[arg(long = "token", value_name = "TOKEN=LOGIN")]
+    tokens: Vec<String>,
 }
 
 /// The URL the forge's answers and references name its repositories under (Gitea's
@@ -425,6 +435,7 @@ fn fixture(flags: Flags) -> Result<Fixture, String> {
             (false, "release-v1") => variant.release_v1 = true,
             (false, "renamed-query") => variant.renamed_query = true,
             (true, "head-pin") => hub.head_pin = true,
+            (true, "granular") => hub.granular = true,
             (true, "dynamic-toolsets") => hub.dynamic = true,
             (false, other) => {
                 return Err(format!(
@@ -434,7 +445,7 @@ fn fixture(flags: Flags) -> Result<Fixture, String> {
             }
             (true, other) => {
                 return Err(format!(
-                    "--variant {other:?}: known for github-mcp are head-pin, dynamic-toolsets, race-merge"
+                    "--variant {other:?}: known for github-mcp are head-pin, granular, dynamic-toolsets, race-merge"
                 ));
             }
         }
@@ -478,6 +489,28 @@ fn fixture(flags: Flags) -> Result<Fixture, String> {
     Ok(Fixture { forge: Arc::clone(&views[0]), views, surface })
 }
 
+/// Serve GitHub's REST API on `addr` until killed: the address bound is printed first.
+fn serve_rest(flags: Flags, addr: &str) -> Result<(), String> {
+    if flags.surface != "github-mcp" {
+        return Err("--rest-listen serves GitHub's REST API: it needs --surface github-mcp".into());
+    }
+    let mut tokens = Vec::new();
+    for t in &flags.tokens {
+        let (token, login) = t.split_once('=').ok_or_else(|| format!("--token {t:?} is not TOKEN=LOGIN"))?;
+        tokens.push((token.to_owned(), login.to_owned()));
+    }
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| format!("--rest-listen {addr}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let forge = fixture(flags)?.forge;
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout();
+        writeln!(out, "listening on http://{bound}").and_then(|()| out.flush()).map_err(|e| e.to_string())?;
+    }
+    rest::serve(forge, Arc::new(tokens), &listener);
+    Ok(())
+}
+
 /// Serve MCP on stdin/stdout until the client goes away.
 async fn serve(flags: Flags) -> Result<(), String> {
     let running = fixture(flags)?.serve((tokio::io::stdin(), tokio::io::stdout())).await.map_err(|e| e.to_string())?;
@@ -494,6 +527,15 @@ pub fn run(argv: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(addr) = flags.rest_listen.clone() {
+        return match serve_rest(flags, &addr) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("forge-fixture: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {

@@ -60,6 +60,48 @@ pub fn forge_fixture_exe() -> PathBuf {
     .clone()
 }
 
+/// The forge stand-in serving GitHub's REST API over HTTP (`--rest-listen`), on the same
+/// forge as the MCP stand-ins given the same repository: what `GITHUB_HOST` names for a fleet
+/// in front of GitHub's server. Killed when dropped.
+#[derive(Debug)]
+pub struct RestForge {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`: the host, as `GITHUB_HOST` names it.
+    pub url: String,
+}
+
+impl RestForge {
+    /// Serve `repo` (a bare repository) with the stand-in's `flags` (`--variant race-merge`,
+    /// `--slug`), accepting each `(token, login)`.
+    pub fn start(exe: &Path, repo: &Path, flags: &[&str], tokens: &[(&str, &str)]) -> Self {
+        use std::io::BufRead;
+        let mut command = std::process::Command::new(exe);
+        command.args(["--surface", "github-mcp", "--rest-listen", "127.0.0.1:0", "--repo"]).arg(repo).args(flags);
+        for (token, login) in tokens {
+            command.arg("--token").arg(format!("{token}={login}"));
+        }
+        let mut child = command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("start the REST stand-in");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("its stdout");
+        std::io::BufReader::new(stdout).read_line(&mut line).expect("the REST stand-in's address");
+        let url = line.trim().strip_prefix("listening on ").unwrap_or_default().to_owned();
+        assert!(url.starts_with("http://"), "the REST stand-in did not start: {line:?}");
+        Self { child, url }
+    }
+}
+
+impl Drop for RestForge {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// `cargo build` the stand-in into `profile_dir`'s target directory, when this process runs
 /// under cargo (which says where it is in `CARGO`).
 fn build(profile_dir: &Path) {

@@ -31,6 +31,9 @@ const PUBLIC: &str = include_str!("oidc/public-keys.json");
 /// The keys the provider can sign with, by key id.
 pub const KEYS: [&str; 3] = ["rsa-1", "rsa-2", "ec-1"];
 
+/// One person who may sign in: login, name, groups, more claims of their ID token.
+type User = (String, String, Vec<String>, Value);
+
 struct Shared {
     /// The key ids the JWKS publishes now.
     published: Mutex<Vec<&'static str>>,
@@ -46,7 +49,7 @@ struct Shared {
     /// JWKS requests waiting on the hold now.
     held: AtomicUsize,
     /// The people who can sign in: login, name, groups.
-    users: Mutex<Vec<(String, String, Vec<String>)>>,
+    users: Mutex<Vec<User>>,
     /// Codes issued and not yet exchanged.
     codes: Mutex<Vec<Code>>,
 }
@@ -249,7 +252,7 @@ impl Shared {
         let params = form(query);
         let get = |k: &str| params.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
         let login = get("login").unwrap_or_default();
-        if !lock(&self.users).iter().any(|(l, _, _)| *l == login) {
+        if !lock(&self.users).iter().any(|(l, ..)| *l == login) {
             return ("200 OK", format!("<!doctype html><p id=\"error\">no such person: {}</p>", html(&login)), None);
         }
         let (Some(client_id), Some(redirect_uri), Some(challenge)) =
@@ -300,11 +303,15 @@ impl Shared {
         if base64url(&sha2::Sha256::digest(get("code_verifier").as_bytes())) != code.challenge {
             return refused("the code_verifier does not match the code_challenge");
         }
-        let Some((login, name, groups)) = lock(&self.users).iter().find(|(l, _, _)| *l == code.login).cloned() else {
+        let Some((login, name, groups, more)) = lock(&self.users).iter().find(|(l, ..)| *l == code.login).cloned()
+        else {
             return refused("the person is gone");
         };
         let provider = Provider { issuer: issuer.to_owned(), shared: Arc::new(Shared::empty()) };
         let mut extra = json!({ "name": name, "groups": groups });
+        if let (Some(e), Some(more)) = (extra.as_object_mut(), more.as_object()) {
+            e.extend(more.clone());
+        }
         if let Some(nonce) = code.nonce {
             extra["nonce"] = json!(nonce);
         }
@@ -363,7 +370,14 @@ impl Provider {
 
     /// Let `login` sign in, as `name`, in `groups`.
     pub fn add_user(&self, login: &str, name: &str, groups: &[&str]) {
-        lock(&self.shared.users).push((login.into(), name.into(), groups.iter().map(|g| (*g).to_owned()).collect()));
+        self.add_user_claiming(login, name, groups, json!({}));
+    }
+
+    /// Let `login` sign in, as `name`, in `groups`, their ID token also carrying `more` (an
+    /// `email`, say).
+    pub fn add_user_claiming(&self, login: &str, name: &str, groups: &[&str], more: Value) {
+        let groups = groups.iter().map(|g| (*g).to_owned()).collect();
+        lock(&self.shared.users).push((login.into(), name.into(), groups, more));
     }
 
     /// Publish `published` from now on (a key rotation).

@@ -26,17 +26,17 @@ use crate::audit::Auditor;
 use fleetgate_config::{FleetConfig, Member};
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
-use fleetgate_core::approval::{ApprovalRequest, call_digest, override_digest, request_id};
+use fleetgate_core::approval::{ApprovalRequest, ExactCall, call_digest, on_record, override_digest, request_id};
 use fleetgate_core::audit::{AuditEntry, JudgedCall, keep_arguments};
 use fleetgate_core::capability::{
     Approvals, Capability, CapabilityInput, Evidence, RequestPlan, RoleRefusal, ToolClass, classify_tool,
     needs_approvals, needs_evidence, overridable, resolve_task_capability,
 };
 use fleetgate_core::dialect::{Dialect, Schemas, Unlisted};
-use fleetgate_core::effect::{Answered, Effect, Judgement, Read};
+use fleetgate_core::effect::{Answered, Effect, Invariant, Judgement, Read};
 use fleetgate_core::forge_call::{Ambiguity, canonicalize};
 use fleetgate_core::provenance::Provenance;
-use fleetgate_core::rules::{ArgMatch, Rule};
+use fleetgate_core::rules::{ArgMatch, Does, Rule, operations};
 use fleetgate_store::Store;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -88,6 +88,9 @@ pub struct Policy {
     pub rule: Option<String>,
     /// The matching rule asks an operator about the call (`decision = "ask"`).
     pub ask: bool,
+    /// Who may make the call depends on what it does, which is not established: why (the
+    /// call is refused `forge_unavailable`, never decided on the rest).
+    pub undetermined: Option<String>,
 }
 
 /// Previewing (`capability`, the control tool) or deciding a real call.
@@ -166,6 +169,9 @@ struct Gathered {
     workflow: Option<Judged>,
     /// What would be forwarded: the parse with the workflow's pins (`None`: as sent).
     forward: Option<Map<String, Value>>,
+    /// What an approval covers when it is not what is forwarded: a merge the gateway makes
+    /// itself, with the head it pins ([`REST_PIN_KEY`]).
+    covered: Option<Map<String, Value>>,
     worker: Option<String>,
     /// [`call_digest`] of the worker, the tool and what would be forwarded.
     digest: String,
@@ -175,6 +181,13 @@ struct Gathered {
 }
 
 impl Gathered {
+    /// Why what the call does is not established, as far as `policy` needs it: the dialect's
+    /// statement, else a rule of what the call does that cannot be told.
+    fn unestablished<'a>(&'a self, policy: &'a Policy) -> Option<&'a str> {
+        let stated = self.stated.as_ref().and_then(|s| s.effect.unestablished.first());
+        stated.or(policy.undetermined.as_ref()).map(String::as_str)
+    }
+
     /// The arguments the call is judged by: the parse, else as sent.
     fn arguments<'a>(&'a self, call: &Call<'a>) -> Option<&'a Map<String, Value>> {
         match &self.canonical {
@@ -277,31 +290,39 @@ impl Gate {
 
     /// The role policy of one call: the rules when a rule names the tool (the first matching
     /// one decides, and gives the call its class), else the role's globs and the tool's own
-    /// class.
-    pub fn policy(&self, call: &Call<'_>) -> Policy {
-        self.policy_of(&self.config, call)
+    /// class; `effect`: what the call does, as its dialect states it (`None`: not stated).
+    pub fn policy(&self, call: &Call<'_>, effect: Option<&Effect>) -> Policy {
+        self.policy_of(&self.config, call, effect)
     }
 
     /// The role policy of one call under `config`'s rules (the running roster's, or a
-    /// shadow candidate's).
-    fn policy_of(&self, config: &FleetConfig, call: &Call<'_>) -> Policy {
+    /// shadow candidate's), judging a rule of what the call does on `effect` — the very
+    /// statement the invariants judge — under `config`'s protected branches.
+    fn policy_of(&self, config: &FleetConfig, call: &Call<'_>, effect: Option<&Effect>) -> Policy {
         let role = &call.member.role;
-        match config.rules.decide(role, call.tool, call.arguments) {
+        let globs = config.role_policy(role).permits(call.tool);
+        let pr = self.pr_target(call.tool, call.arguments).map(|t| t.pr);
+        let ops = effect.and_then(|e| operations(e, pr, &config.workflow.protection));
+        let does = ops.as_deref().map_or(Does::Unknown, Does::Known);
+        match config.rules.decide_with(role, call.tool, call.arguments, does, globs) {
             Some(decided) => Policy {
-                permitted: decided.permitted,
+                // Undetermined: the gate refuses it for what is not established, not by role.
+                permitted: decided.permitted || decided.undetermined.is_some(),
                 class: decided.class.unwrap_or_else(|| self.classify(call.tool, call.read_only_hint)),
                 refusal: decided.reason.map(|reason| RoleRefusal { reason, may: decided.may }),
                 action: decided.action,
                 rule: decided.rule,
                 ask: decided.ask,
+                undetermined: decided.undetermined,
             },
             None => Policy {
-                permitted: config.role_policy(role).permits(call.tool),
+                permitted: globs,
                 class: self.classify(call.tool, call.read_only_hint),
                 refusal: None,
                 action: None,
                 rule: None,
                 ask: false,
+                undetermined: None,
             },
         }
     }
@@ -367,6 +388,13 @@ impl Gate {
         let schemas = call.schemas.unwrap_or(&Unlisted);
         for _ in 0..MAX_READ_ROUNDS {
             match dialect.establish(call.tool, args, call.schema, schemas, &answers) {
+                // Not established: what the arguments alone show is still judged (a forced
+                // merge is one whatever its base), and the call is refused all the same.
+                Ok(effect) if !effect.unestablished.is_empty() => {
+                    let evident = dialect.evident(call.tool, args, call.schema);
+                    let effect = Effect { kind: effect.kind, unestablished: effect.unestablished, ..evident };
+                    return Stated { effect, missing };
+                }
                 Ok(effect) => return Stated { effect, missing },
                 Err(reads) => {
                     for read in reads {
@@ -401,13 +429,9 @@ impl Gate {
         let mut reads = stated.missing;
         let action = stated.effect.action.filter(|_| stated.effect.unknown.is_none());
         if let Some(action) = action {
-            let schemas = call.schemas.unwrap_or(&Unlisted);
-            for read in workflow::reads(dialect, schemas, call.tool, action, &args) {
-                let made = call.forge.is_some_and(|f| {
-                    f.read(&read.tool, read.arguments.clone())
-                        .map_or_else(|e| e.kind != ForgeErrorKind::NotConfigured, |_| true)
-                });
-                if !made && !reads.contains(&read) {
+            let forge = Forge { dialect, schemas: call.schemas.unwrap_or(&Unlisted), reader: call.forge };
+            for read in workflow::reads(forge, call.tool, action, &args) {
+                if !reads.contains(&read) {
                     reads.push(read);
                 }
             }
@@ -522,12 +546,13 @@ impl Gate {
             Ok(Some(arguments)) => arguments.as_ref(),
             _ => call.arguments,
         };
-        let policy = self.policy(&Call { arguments, ..call.clone() });
         let empty = Map::new();
         let stated = match (&canonical, self.dialect) {
             (Ok(Some(_)), Some(dialect)) => Some(self.state(dialect, call, arguments.unwrap_or(&empty))),
             _ => None,
         };
+        let effect = stated.as_ref().map(|s| &s.effect);
+        let policy = self.policy(&Call { arguments, ..call.clone() }, effect);
         let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
             fleetgate_core::effect::judge(&s.effect, &call.member.role, &self.config.workflow.protection, &self.lifted)
         });
@@ -538,7 +563,7 @@ impl Gate {
             Caller::Nobody(_) => None,
         };
         let shadow = self.shadow.as_ref().map(|shadow| {
-            let policy = self.policy_of(&shadow.config, &Call { arguments, ..call.clone() });
+            let policy = self.policy_of(&shadow.config, &Call { arguments, ..call.clone() }, effect);
             let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
                 fleetgate_core::effect::judge(
                     &s.effect,
@@ -565,6 +590,7 @@ impl Gate {
             store_replaced: None,
             evidence: None,
             workflow: None,
+            covered: None,
             worker,
             approvals: None,
             shadow,
@@ -609,6 +635,14 @@ impl Gate {
                 forward.extend(judged.pins.clone());
                 g.digest = call_digest(g.worker.as_deref(), call.tool, Some(&forward));
                 g.forward = Some(forward);
+            }
+            // A merge the gateway makes itself: what an approval covers is pinned at its head
+            // too, as a forwarded pin would be.
+            if let Some(rest) = &judged.rest {
+                let mut covered = g.arguments(call).cloned().unwrap_or_default();
+                covered.insert(REST_PIN_KEY.into(), rest.body.get("sha").cloned().unwrap_or_default());
+                g.digest = call_digest(g.worker.as_deref(), call.tool, Some(&covered));
+                g.covered = Some(covered);
             }
             g.workflow = Some(judged);
         }
@@ -663,8 +697,13 @@ impl Gate {
         let mut digests = vec![g.digest.clone()];
         digests.extend(kinds.iter().map(|k| override_digest(&g.digest, *k)));
         let not_before = now.plus_seconds(-self.config.approvals.ttl_seconds);
-        g.approvals = Some(match self.store.approvals_on_record(&digests, g.worker.as_deref(), not_before) {
-            Ok(on) => fleetgate_core::approval::on_record(&on.requests, &g.digest, &kinds, on.pending_of_worker),
+        let asker = (g.worker.as_deref(), call.tool);
+        g.approvals = Some(match self.store.approvals_on_record(&digests, asker, not_before) {
+            Ok(on) => {
+                // What a request records: the arguments as they would be forwarded.
+                let exact = ExactCall { tool: call.tool, arguments: g.forward.as_ref().or(call.arguments) };
+                on_record(&on.requests, &on.denials, (&g.digest, exact), &kinds, on.pending_of_worker)
+            }
             Err(e) => Approvals { unavailable: Some(e.to_string()), ..Approvals::default() },
         });
         g
@@ -680,7 +719,8 @@ impl Gate {
             ambiguity: g.canonical.as_ref().err(),
             breaches: &g.judgement.breaches,
             lifted: &g.judgement.lifted,
-            unestablished: g.stated.as_ref().and_then(|s| s.effect.unestablished.first()).map(String::as_str),
+            guarded: &g.judgement.guarded,
+            unestablished: g.unestablished(&g.policy),
             role_permitted: g.policy.permitted,
             role_refusal: g.policy.refusal.as_ref(),
             definition_changed: g.definition_changed.as_deref(),
@@ -707,6 +747,8 @@ impl Gate {
         CapabilityInput {
             breaches: &judgement.breaches,
             lifted: &judgement.lifted,
+            guarded: &judgement.guarded,
+            unestablished: g.unestablished(policy),
             role_permitted: policy.permitted,
             role_refusal: policy.refusal.as_ref(),
             ask: policy.ask.then(|| policy.rule.as_deref().unwrap_or("(unnamed)")),
@@ -740,6 +782,27 @@ impl Gate {
         fleetgate_core::capability::ShadowFlip::between(live, &candidate, rule)
     }
 
+    /// Why an allowed merge would go out unpinned: its server declares no pin, the gateway
+    /// makes no pinned merge of its own (the PR was not read: an operator let a refusal
+    /// through), and the roster does not lift `unpinned-merge`. A merge is never forwarded
+    /// at whatever head the forge has then.
+    fn unpinned(&self, call: &Call<'_>, g: &Gathered, verdict: &Capability) -> Option<String> {
+        let dialect = self.dialect?;
+        let merges = g.stated.as_ref().is_some_and(|s| s.effect.merge.is_some());
+        if !merges || verdict.perform.is_some() || self.lifted.contains(&Invariant::UnpinnedMerge) {
+            return None;
+        }
+        let pin = dialect.merge_pin()?;
+        let pinned = verdict.forward.as_ref().is_some_and(|f| f.contains_key(pin));
+        (!pinned).then(|| {
+            format!(
+                "the merge `{}` carries no head pin (`{pin}`) and the gateway made no pinned merge of its own: the \
+                 forge would land whatever head the PR has then",
+                call.tool
+            )
+        })
+    }
+
     /// Step 2: the one decision, from everything gathered.
     fn decided(&self, call: &Call<'_>, g: &Gathered, mode: Mode) -> Capability {
         let evidence = g.evidence.as_ref().map(|(snap, provenance)| Evidence {
@@ -756,6 +819,12 @@ impl Gate {
         // What the call settles is recorded at what it was judged at.
         if let Some(action) = verdict.settles.take() {
             verdict.settles = Some(workflow::settles(&action, g.workflow.as_ref().and_then(|w| w.at.as_ref())));
+        }
+        if verdict.allowed {
+            verdict.perform = g.workflow.as_ref().and_then(|w| w.rest.clone());
+            if let Some(why) = self.unpinned(call, g, &verdict) {
+                verdict = refused(verdict, BlockerKind::InvariantViolated, why, Invariant::UnpinnedMerge.action());
+            }
         }
         if mode == Mode::Preview && verdict.request.is_some() {
             verdict.blocked_reasons.push("(an approval request is recorded when the call is made)".into());
@@ -897,37 +966,41 @@ impl Gate {
             worker: g.worker.clone(),
             principal: principal.map(str::to_owned),
             tool: call.tool.to_owned(),
-            arguments: g.forward.clone().or_else(|| call.arguments.cloned()),
+            arguments: g.covered.clone().or_else(|| g.forward.clone()).or_else(|| call.arguments.cloned()),
+            // What it does, in words, from the effect the invariants were judged on, at the
+            // head the workflow judged it at.
+            does: g.stated.as_ref().map(|s| {
+                let head = g.workflow.as_ref().and_then(|w| w.at.as_ref()).map(|(head, _)| head.as_str());
+                fleetgate_core::effect::describe(&s.effect, head)
+            }),
             digest,
             why: plan.why.clone(),
-            state: fleetgate_core::approval::ApprovalState::Pending,
-            answered_by: None,
-            answered_at: None,
-            answer_reason: None,
-            used_at: None,
-            approvers: Vec::new(),
-            required: 1,
-            answers: Vec::new(),
+            ..ApprovalRequest::default()
         };
         let (approvers, required) = self.approvers_of(g, plan.overrides.is_none());
         let request = ApprovalRequest { approvers, required, ..request };
         match (self.store.request_approval(&request), plan.overrides) {
             (Ok(recorded), None) => {
+                let note = fleetgate_core::capability::approvers_note(&recorded.approvers);
                 verdict.blocked_reasons =
-                    vec![format!("{}: approval request {} waits for an operator", plan.why, recorded.id)];
-                verdict.operator_action = Some(fleetgate_core::approval::approval_action(&recorded.id));
+                    vec![format!("{}: approval request {} waits for an operator{note}", plan.why, recorded.id)];
+                verdict.operator_action =
+                    Some(fleetgate_core::approval::approval_action_for(&recorded.id, &recorded.approvers));
                 verdict.approval_request = Some(recorded.id);
             }
             (Ok(recorded), Some(_)) => {
                 verdict.blocked_reasons.push(format!(
-                    "an operator may override this refusal for this exact call: approval request {}",
-                    recorded.id
+                    "an operator may override this refusal for this exact call: approval request {}{}",
+                    recorded.id,
+                    fleetgate_core::capability::approvers_note(&recorded.approvers)
                 ));
                 let action = verdict.operator_action.take().unwrap_or_default();
-                verdict.operator_action = Some(format!(
-                    "{action}; or override it for this exact call, once: `fleetgate approvals approve {}`",
-                    recorded.id
-                ));
+                let how = if recorded.approvers.is_empty() {
+                    format!("`fleetgate approvals approve {}`", recorded.id)
+                } else {
+                    fleetgate_core::approval::where_answered(&recorded.id, &recorded.approvers)
+                };
+                verdict.operator_action = Some(format!("{action}; or override it for this exact call, once: {how}"));
                 verdict.approval_request = Some(recorded.id);
             }
             (Err(e), None) => {
@@ -1018,7 +1091,7 @@ impl Gate {
             }
             _ => None,
         };
-        let policy = self.policy(&Call { arguments, ..call.clone() });
+        let policy = self.policy(&Call { arguments, ..call.clone() }, stated.as_ref().map(|s| &s.effect));
         let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
             fleetgate_core::effect::judge(&s.effect, &call.member.role, &self.config.workflow.protection, &self.lifted)
         });
@@ -1039,6 +1112,7 @@ impl Gate {
             store_replaced: None,
             evidence: None,
             workflow: None,
+            covered: None,
             worker,
             approvals: None,
             shadow: None,
@@ -1105,6 +1179,9 @@ fn audit_refusal(verdict: &mut Capability, problem: String) {
     *verdict = refused(verdict.clone(), BlockerKind::AuditUnavailable, problem, AUDIT_UNAVAILABLE_ACTION);
 }
 
+/// The key under which a gateway-made merge's pinned head enters what an approval covers.
+pub const REST_PIN_KEY: &str = "(pinned head)";
+
 /// An allowed `verdict` whose apply failed, refused by `kind`: applying never allows.
 fn refused(mut verdict: Capability, kind: BlockerKind, reason: String, action: &str) -> Capability {
     verdict.forward = None;
@@ -1114,6 +1191,7 @@ fn refused(mut verdict: Capability, kind: BlockerKind, reason: String, action: &
     verdict.operator_action = Some(action.to_owned());
     verdict.use_approvals.clear();
     verdict.settles = None;
+    verdict.perform = None;
     verdict
 }
 
@@ -1165,7 +1243,8 @@ impl ShadowReport {
                 g.count, g.from, g.to, g.tool, g.rule, g.first, g.last
             ));
         }
-        fleetgate_core::text::shown(&out.join("\n"), usize::MAX)
+        // Each line escaped on its own: the newlines between them are the layout.
+        out.iter().map(|line| fleetgate_core::text::shown(line, usize::MAX)).collect::<Vec<_>>().join("\n")
     }
 }
 
@@ -1206,4 +1285,33 @@ pub fn shadow_report<E: std::borrow::Borrow<AuditEntry>>(entries: impl Iterator<
     }
     report.groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tool.cmp(&b.tool)));
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 55: the report escaped its whole text at once, so a terminal showed a literal
+    /// `\n` between its lines. Each line is escaped on its own; a newline inside a value still is.
+    #[test]
+    fn the_shadow_report_prints_one_line_per_group() {
+        let flip = |tool: &str| {
+            let mut e = AuditEntry::event(
+                Timestamp::from_unix(1_700_000_000),
+                "prgs-author",
+                &format!("{SHADOW_EVENT}{tool}"),
+                String::new(),
+            );
+            e.reasons = ["from: allowed", "to: refused", "rule: fleet.toml:3", "candidate: sha256:c"]
+                .map(str::to_owned)
+                .to_vec();
+            e
+        };
+        let report = shadow_report([flip("git_add"), flip("evil\nforged line")].into_iter());
+        let text = report.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(!text.contains("\\n  "), "a literal \\n between lines: {text}");
+        assert!(lines.iter().any(|l| l.contains("`evil\\nforged line`")), "a value's newline stays escaped: {text}");
+    }
 }

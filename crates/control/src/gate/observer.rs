@@ -1,11 +1,11 @@
 //! What the gate observes of the host: its processes (and their environments), signal-0
-//! probes, this machine's identity, a checkout's HEAD and another gateway's store. The
+//! probes, this machine's identity, a checkout's HEAD and the facts about another gateway. The
 //! binary implements it on the real host (`/proc`, `kill(pid, 0)`, `/etc/machine-id`,
 //! git, the other process's command line); tests hand the gate a made-up fleet through
 //! their own.
 
 use fleetgate_config::FleetConfig;
-use fleetgate_core::inventory::{PeerStore, PidProbe};
+use fleetgate_core::inventory::{PeerFacts, PidProbe};
 use fleetgate_core::procmatch::FleetMatcher;
 use fleetgate_core::runtime::ProcessScan;
 use fleetgate_host::HostError;
@@ -23,18 +23,12 @@ pub trait Observer: Send + Sync + fmt::Debug {
     fn local_host(&self) -> Option<fleetgate_store::HostIdentity>;
     /// A checkout's current HEAD, or why it cannot be read.
     fn head(&self, checkout: &Path) -> Result<String, HostError>;
-    /// The store the gateway `pid` (command line `argv`) opened, as it would have found it
-    /// (its `--store`, else the store key under `env_prefix` in its own environment, else
-    /// its default path): whether it holds that file open, whether it is `our_file` (the
-    /// file this fleet's rows were read from), and that store's rows for `pid`. Or why
-    /// none of it can be told. Facts only: `fleetgate_core::inventory::judge_peer` decides.
-    fn peer_store(
-        &self,
-        pid: i64,
-        argv: &[String],
-        env_prefix: &str,
-        our_file: Option<(u64, u64)>,
-    ) -> Result<PeerStore, String>;
+    /// The facts about the unclaimed gateway `pid` (command line `argv`): the proofs it
+    /// holds open, its pid namespace and start, its working directory, the files it holds
+    /// open, and the store it names (its `--store`, else the store key under `env_prefix` in
+    /// its own environment, else its default path). Or why they cannot be read (the process
+    /// may have gone meanwhile). Facts only: `fleetgate_core::inventory::judge_peer` decides.
+    fn peer_facts(&self, pid: i64, argv: &[String], env_prefix: &str) -> Result<PeerFacts, String>;
 }
 
 /// This host's fleet processes, as `source` lists them.

@@ -35,7 +35,7 @@ struct Rows {
     rows: Vec<RuntimeRecord>,
     row_hosts: BTreeMap<String, String>,
     remote: BTreeMap<String, RemoteObservation>,
-    store_file: Option<(u64, u64)>,
+    store: Option<fleetgate_core::runtime::StoreIdentity>,
     error: Option<String>,
 }
 
@@ -46,7 +46,7 @@ pub fn read_fleet(store: Result<&dyn Store, &StoreError>) -> Result<FleetSnapsho
 
 fn read_rows(read: Result<FleetSnapshot, StoreError>) -> Rows {
     match read {
-        Ok(FleetSnapshot { runtimes: rows, observations, store_file, .. }) => Rows {
+        Ok(FleetSnapshot { runtimes: rows, observations, store, .. }) => Rows {
             row_hosts: rows
                 .iter()
                 .filter_map(|r| Some((r.runtime_id.clone(), r.host.as_ref()?.host_id.clone())))
@@ -56,14 +56,14 @@ fn read_rows(read: Result<FleetSnapshot, StoreError>) -> Rows {
                 .into_iter()
                 .map(|o| (o.host.host_id, RemoteObservation { observed_at: o.observed_at, scan: o.scan }))
                 .collect(),
-            store_file,
+            store,
             error: None,
         },
         Err(e) => Rows {
             rows: Vec::new(),
             row_hosts: BTreeMap::new(),
             remote: BTreeMap::new(),
-            store_file: None,
+            store: None,
             error: Some(e.to_string()),
         },
     }
@@ -123,7 +123,8 @@ pub fn snapshot_of(
     }
     // Gateways no row of ours claims: the facts their own stores give, for the classifier
     // to tell another fleet's (proven, another repository) from an unregistered process.
-    let peers = peer_evidence(&config.env_prefix, &scan, &read.rows, read.store_file, observer);
+    let matcher = fleetgate_core::procmatch::FleetMatcher::new(&config.process_match);
+    let peers = peer_evidence(&config.env_prefix, &matcher, &scan, &read.rows, observer);
     gone.extend(&peers.gone);
     let evidence = peers.evidence;
     scan.processes.retain(|p| !gone.contains(&p.pid));
@@ -145,7 +146,12 @@ pub fn snapshot_of(
             registry_error: read.error.as_deref(),
             answering_namespace,
             hosts,
-            peers: PeerView { evidence: Some(&evidence), ours: Some(&ours), local: local_identity.as_ref() },
+            peers: PeerView {
+                evidence: Some(&evidence),
+                ours: Some(&ours),
+                local: local_identity.as_ref(),
+                store: read.store.as_ref(),
+            },
         },
         &probes,
     );
@@ -214,7 +220,7 @@ pub fn runtime_diagnostics(
 mod tests {
     use super::*;
     use fleetgate_core::env::EnvSnapshot;
-    use fleetgate_core::inventory::PeerStore;
+    use fleetgate_core::inventory::PeerFacts;
     use fleetgate_core::runtime::CohortSource;
     use fleetgate_host::procfs::{ProcEntry, ProcessSource};
     use fleetgate_host::{HostError, HostErrorKind};
@@ -285,7 +291,7 @@ mod tests {
         fn head(&self, _: &Path) -> Result<String, fleetgate_host::HostError> {
             Err(HostError::new(HostErrorKind::Unreadable, "no checkout here"))
         }
-        fn peer_store(&self, pid: i64, _: &[String], _: &str, _: Option<(u64, u64)>) -> Result<PeerStore, String> {
+        fn peer_facts(&self, pid: i64, _: &[String], _: &str) -> Result<PeerFacts, String> {
             self.environ(pid).map_err(|e| format!("its environment cannot be read: {e}"))?;
             Err(format!("pid {pid} is still there, its store unreadable"))
         }
@@ -317,13 +323,16 @@ mod tests {
     }
 
     fn look(host: &Churn) -> Snapshot {
+        look_at(host)
+    }
+
+    fn look_at(host: &dyn Observer) -> Snapshot {
         let config = FleetConfig::parse(
             "[fleet]\nname = \"t\"\n\n[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n",
             "fleet.toml",
         )
         .unwrap();
-        let read =
-            FleetSnapshot { runtimes: vec![member_row()], workers: vec![], observations: vec![], store_file: None };
+        let read = FleetSnapshot { runtimes: vec![member_row()], workers: vec![], observations: vec![], store: None };
         snapshot_of(&config, Ok(read), host, at(60), None)
     }
 
@@ -348,6 +357,66 @@ mod tests {
         assert_eq!(snap.diagnostics, [], "a gone process's environment is no diagnostic");
         assert!(snap.inventory.unregistered_processes.is_empty(), "{:?}", snap.inventory.blocked_reasons);
         assert!(snap.inventory.mutation_gate_satisfied, "{:?}", snap.inventory.blocked_reasons);
+    }
+
+    /// Issue 54: a gateway's child the listing caught before its exec, its parent gone (killed
+    /// meanwhile), showed the gateway's command line; read a moment later it had become the
+    /// downstream's guard, whose environment names no store: "it publishes no proof, and it
+    /// names no store" closed the gate. Judged as it is now, it is no fleet process: dropped.
+    /// One that became a bare server instead is a fleet process and still closes the gate.
+    #[test]
+    fn a_gateway_look_alike_that_runs_another_program_meanwhile_is_judged_as_it_is_now() {
+        #[derive(Debug)]
+        struct Execs {
+            listed: Vec<ProcEntry>,
+            now: Vec<ProcEntry>,
+        }
+        impl ProcessSource for Execs {
+            fn entries(&self) -> Result<Vec<ProcEntry>, HostError> {
+                Ok(self.listed.clone())
+            }
+            fn entry(&self, pid: i64) -> Option<ProcEntry> {
+                self.now.iter().find(|e| e.pid == pid).cloned()
+            }
+            fn environ(&self, _: i64) -> Result<EnvSnapshot, HostError> {
+                Ok(EnvSnapshot::from_pairs([("PATH", "/bin")]))
+            }
+        }
+        impl Observer for Execs {
+            fn processes(&self) -> &dyn ProcessSource {
+                self
+            }
+            fn probe(&self, _: i64) -> PidProbe {
+                PidProbe::Alive
+            }
+            fn local_host(&self) -> Option<fleetgate_store::HostIdentity> {
+                Some(fleetgate_store::HostIdentity { host_id: "h".into(), boot_id: "b".into() })
+            }
+            fn head(&self, _: &Path) -> Result<String, HostError> {
+                Err(HostError::new(HostErrorKind::Unreadable, "no checkout here"))
+            }
+            fn peer_facts(&self, pid: i64, argv: &[String], _: &str) -> Result<PeerFacts, String> {
+                match self.entry(pid) {
+                    Some(now) if now.argv != argv => Err("it ran another program while it was read".into()),
+                    _ => Err("its open files cannot be read".into()),
+                }
+            }
+        }
+        let gateway = ["fleetgate", "--store", "/other/r.sqlite3", "serve", "--profile", "p"];
+        let member = entry(MEMBER, &["python", "mcp_server.py"]);
+        let host = Execs {
+            listed: vec![member.clone(), entry(7, &gateway)],
+            now: vec![member.clone(), entry(7, &["fleetgate", "downstream-guard", "--", "python", "mcp_server.py"])],
+        };
+        let snap = look_at(&host);
+        assert!(snap.inventory.unregistered_processes.is_empty(), "{:?}", snap.inventory.blocked_reasons);
+        assert!(snap.inventory.mutation_gate_satisfied, "{:?}", snap.inventory.blocked_reasons);
+        let host = Execs {
+            listed: vec![member.clone(), entry(8, &gateway)],
+            now: vec![member, entry(8, &["python", "/srv/mcp_server.py"])],
+        };
+        let snap = look_at(&host);
+        assert_eq!(snap.inventory.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [8]);
     }
 
     /// The same reads failing for a process that is still there fail closed, as before.
@@ -382,8 +451,8 @@ mod tests {
             fn head(&self, root: &Path) -> Result<String, HostError> {
                 self.0.head(root)
             }
-            fn peer_store(&self, pid: i64, a: &[String], p: &str, f: Option<(u64, u64)>) -> Result<PeerStore, String> {
-                self.0.peer_store(pid, a, p, f)
+            fn peer_facts(&self, pid: i64, a: &[String], p: &str) -> Result<PeerFacts, String> {
+                self.0.peer_facts(pid, a, p)
             }
         }
         let host = Sealed(Churn {
@@ -397,8 +466,7 @@ mod tests {
             "fleet.toml",
         )
         .unwrap();
-        let read =
-            FleetSnapshot { runtimes: vec![member_row()], workers: vec![], observations: vec![], store_file: None };
+        let read = FleetSnapshot { runtimes: vec![member_row()], workers: vec![], observations: vec![], store: None };
         let snap = snapshot_of(&config, Ok(read), &host, at(60), None);
         assert!(
             snap.diagnostics.iter().any(|d| d.is_hard() && d.to_string().contains("pid 8")),

@@ -7,8 +7,8 @@
 //! records what the forwarded answer settles.
 
 use fleetgate_core::decision_lock::{self, LockPlan};
-use fleetgate_core::dialect::{Dialect, PrFacts, PrTarget, Schemas};
-use fleetgate_core::effect::{IssueChange, IssueEffect, When};
+use fleetgate_core::dialect::{Dialect, PendingAt, PrFacts, PrTarget, RestCall, Schemas};
+use fleetgate_core::effect::{Answered, IssueChange, IssueEffect, Read, When};
 use fleetgate_core::workflow::{self, Actor, PrRef, PrState, Refusal};
 use fleetgate_core::{BlockerKind, Timestamp};
 use fleetgate_store::{LockWrite, PrRecords, Store, new_lock_id};
@@ -142,6 +142,33 @@ impl Forge<'_> {
     fn read(&self, read: &fleetgate_core::effect::Read, within: &str) -> Result<Value, ForgeError> {
         self.reader(within)?.read(&read.tool, read.arguments.clone()).map_err(|e| e.within(within))
     }
+
+    /// Run a dialect's statement that asks for reads (`step`) to its end, answering each read
+    /// this reader can; `Err`: the reads it has not made (a gateway makes them before deciding).
+    fn step<T>(&self, within: &str, step: impl Fn(&[Answered]) -> Result<T, Vec<Read>>) -> Result<T, Vec<Read>> {
+        let mut answers: Vec<Answered> = Vec::new();
+        loop {
+            let reads = match step(&answers) {
+                Ok(done) => return Ok(done),
+                Err(reads) => reads,
+            };
+            let mut missing = Vec::new();
+            let before = answers.len();
+            for read in reads {
+                if answers.iter().any(|(r, _)| *r == read) {
+                    continue;
+                }
+                match self.read(&read, within) {
+                    Err(e) if e.kind == ForgeErrorKind::NotConfigured => missing.push(read),
+                    answered => answers.push((read, answered.map_err(|e| e.message))),
+                }
+            }
+            // Nothing new answered: what is still missing is the caller's to read.
+            if !missing.is_empty() || answers.len() == before {
+                return Err(missing);
+            }
+        }
+    }
 }
 
 /// The PR's state as the forge reports it now.
@@ -149,6 +176,16 @@ pub fn read_pr(forge: Forge<'_>, target: &PrTarget) -> Result<PrFacts, ForgeErro
     let within = format!("reading PR #{} from the forge", target.pr);
     let read = forge.dialect.pr_read(target, forge.schemas).map_err(|e| ForgeError::new(ForgeErrorKind::Refused, e))?;
     let answer = forge.read(&read, &within)?;
+    // The PR the forge answered must be the one asked for: what is judged of it is what a
+    // merge or a review of `target` is made on.
+    if let Some(number) = answer.get("number").and_then(Value::as_u64)
+        && number != target.pr
+    {
+        return Err(ForgeError::new(
+            ForgeErrorKind::Malformed,
+            format!("{within}: the forge answered PR #{number}, not the PR asked for"),
+        ));
+    }
     forge.dialect.pr_facts(&answer).map_err(|e| ForgeError::new(ForgeErrorKind::Malformed, format!("{within}: {e}")))
 }
 
@@ -215,6 +252,9 @@ pub struct Judged {
     pub at: Option<(String, Option<String>)>,
     /// "judged merge of forge/org/repo#12 at head 1a38ef95aaaa onto main", when it judged a PR.
     pub note: Option<String>,
+    /// A merge whose server declares no head pin: the pinned merge the gateway makes itself
+    /// through the forge's REST API instead of forwarding it (the dialect's `pinned_merge`).
+    pub rest: Option<RestCall>,
     /// Why the workflow refuses the call.
     pub refusal: Option<Refusal>,
 }
@@ -247,18 +287,46 @@ fn pr_to_read(dialect: &dyn Dialect, tool: &str, action: &str, args: &Map<String
 }
 
 /// The forge reads [`judge`] will make for `tool`, a call of `action` with these (canonical)
-/// arguments.
-pub fn reads(
-    dialect: &dyn Dialect,
-    schemas: &dyn Schemas,
-    tool: &str,
-    action: &str,
-    args: &Map<String, Value>,
-) -> Vec<fleetgate_core::effect::Read> {
-    pr_to_read(dialect, tool, action, args)
+/// arguments, that `forge`'s reader has not made yet: the PR, and for a verdict on a pending
+/// review, where the forge records it ([`Dialect::pending_review`]).
+pub fn reads(forge: Forge<'_>, tool: &str, action: &str, args: &Map<String, Value>) -> Vec<Read> {
+    let (dialect, schemas) = (forge.dialect, forge.schemas);
+    let made = |read: &Read| {
+        forge.reader.is_some_and(|f| {
+            f.read(&read.tool, read.arguments.clone())
+                .map_or_else(|e| e.kind != ForgeErrorKind::NotConfigured, |_| true)
+        })
+    };
+    let mut reads: Vec<Read> = pr_to_read(dialect, tool, action, args)
         .and_then(|target| dialect.pr_read(&target, schemas).ok())
         .into_iter()
-        .collect()
+        .filter(|r| !made(r))
+        .collect();
+    if action == ACTION_REVIEW && dialect.review_verdict(tool, args).is_some() {
+        let pending =
+            forge.step("reading the pending review", |answers| dialect.pending_review(tool, args, schemas, answers));
+        reads.extend(pending.err().unwrap_or_default());
+    }
+    reads
+}
+
+/// Where the forge records the verdict `call` submits: read through `forge` (a read that
+/// cannot be made leaves it missing, and the verdict is refused).
+fn pending_at(forge: Forge<'_>, tool: &str, args: &Map<String, Value>) -> PendingAt {
+    let (dialect, schemas) = (forge.dialect, forge.schemas);
+    forge
+        .step("reading the pending review", |answers| dialect.pending_review(tool, args, schemas, answers))
+        .unwrap_or_else(|missing| {
+            let names: Vec<&str> = missing.iter().map(|r| r.tool.as_str()).collect();
+            PendingAt::Missing(format!("the forge reads {} were not made", names.join(", ")))
+        })
+}
+
+/// Whether the listed schema of `tool` declares `key`: the gateway never sends an argument
+/// the server does not declare (a release that ignores it would merge unpinned all the same).
+fn declares(schemas: &dyn Schemas, tool: &str, key: &str) -> bool {
+    schemas.schema(tool).and_then(|s| s.get("properties").and_then(Value::as_object).map(|p| p.contains_key(key)))
+        == Some(true)
 }
 
 /// Judge a workflow call (its canonical arguments). No refusal when the action needs nothing
@@ -304,11 +372,39 @@ pub fn judge(store: &dyn Store, forge: Forge<'_>, call: &WorkflowCall<'_>, now: 
     }
     let what = format!("{} ({method})", call.action);
     let mut said = note(&what, &key, &facts);
-    let pin = if call.action == ACTION_MERGE { dialect.merge_pin() } else { dialect.review_pin() };
-    if let Some(pin) = pin.filter(|_| call.action == ACTION_MERGE || dialect.review_is_pinned(call.tool, args)) {
+    // The head judged is pinned in the forwarded call by the argument the server declares;
+    // a merge whose server declares none is made by the gateway itself, pinned through the
+    // forge's REST API (`rest`), never forwarded unpinned.
+    let mut rest = None;
+    if call.action == ACTION_MERGE {
+        match dialect.merge_pin().filter(|pin| declares(forge.schemas, call.tool, pin)) {
+            Some(pin) => {
+                pins.insert(pin.into(), Value::from(facts.head.clone()));
+            }
+            None => {
+                rest = dialect.pinned_merge(&canonical, &facts.head, args);
+                if rest.is_some() {
+                    said.push_str(&format!(
+                        "; made by the gateway through the forge's REST merge pinned at head {} (the server's \
+                         `{}` declares no head pin)",
+                        short(&facts.head),
+                        call.tool
+                    ));
+                }
+            }
+        }
+    } else if let Some(pin) = dialect
+        .review_pin()
+        .filter(|pin| dialect.review_is_pinned(call.tool, args) && declares(forge.schemas, call.tool, pin))
+    {
         pins.insert(pin.into(), Value::from(facts.head.clone()));
     }
-    let judged = judge_at(store, call, dialect, args, &key, &facts, verdict, pin_only, now);
+    let pending = match verdict {
+        Some(_) => pending_at(forge, call.tool, args),
+        None => PendingAt::Head,
+    };
+    let judged = workflow::judge_pending(&pending, &facts.head)
+        .and_then(|()| judge_at(store, call, dialect, args, &key, &facts, verdict, pin_only, now));
     let refusal = match judged {
         Ok(more) => {
             for m in more {
@@ -322,7 +418,7 @@ pub fn judge(store: &dyn Store, forge: Forge<'_>, call: &WorkflowCall<'_>, now: 
             Some(refusal)
         }
     };
-    Judged { pins, note: Some(said), refusal, at: Some((facts.head.clone(), facts.base_ref.clone())) }
+    Judged { pins, note: Some(said), refusal, at: Some((facts.head.clone(), facts.base_ref.clone())), rest }
 }
 
 /// What an allowed call settles, as the verdict carries it to the forwarded call's answer:
@@ -779,5 +875,94 @@ mod tests {
         let heads: Vec<&str> = held.decisions.iter().map(|d| d.head.as_str()).collect();
         assert_eq!(heads, [h1.as_str()], "recorded at the judged head, not the forge's later one");
         assert_eq!(settled(ACTION_MERGE), (ACTION_MERGE.to_owned(), None), "a bare action reads back");
+    }
+
+    /// GitHub's `merge_pull_request` with `merge`, by `actor`.
+    fn github_merge<'a>(merge: &'a Map<String, Value>, actor: &'a Actor) -> WorkflowCall<'a> {
+        WorkflowCall {
+            tool: "merge_pull_request",
+            action: ACTION_MERGE,
+            arguments: Some(merge),
+            actor,
+            remote: "github",
+            independence: workflow::Independence::Session,
+            decision_lock: false,
+            issue_lock: false,
+        }
+    }
+
+    /// The schemas of one tool, as a server lists them.
+    struct Listing(&'static str, Value);
+
+    impl Schemas for Listing {
+        fn schema(&self, tool: &str) -> Option<Map<String, Value>> {
+            (tool == self.0).then(|| self.1.as_object().cloned()).flatten()
+        }
+    }
+
+    /// GitHub's released merge declares no head pin: the gateway adds none to the forwarded
+    /// call and makes the merge itself, pinned through the REST API; a release that declares
+    /// `expectedHeadSha` is pinned with it and no REST call is made. Refused or not (no
+    /// approval is on record here), the pin is the same: an override forwards it pinned.
+    #[test]
+    fn a_merge_is_pinned_only_by_an_argument_the_server_declares_else_made_by_the_gateway() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fleetgate_store::open(&dir.path().join("s.sqlite3").display().to_string()).unwrap();
+        let head = "3".repeat(40);
+        let pr = Table(vec![(
+            "pull_request_read",
+            Ok(json!({ "number": 4, "state": "open", "head": { "sha": head, "ref": "f" },
+                        "base": { "ref": "main", "repo": { "full_name": "Org/Repo" } } })),
+        )]);
+        let actor =
+            Actor { worker: "w".into(), profile: "p".into(), client: "c".into(), session: "s".into(), principal: None };
+        let merge = args(json!({ "owner": "org", "repo": "repo", "pullNumber": 4, "merge_method": "squash" }));
+        let call = github_merge(&merge, &actor);
+        let released = Listing("merge_pull_request", json!({ "properties": { "pullNumber": {}, "merge_method": {} } }));
+        let forge = Forge { dialect: &fleetgate_core::dialect::github::GITHUB, schemas: &released, reader: Some(&pr) };
+        let judged = judge(&*store, forge, &call, Timestamp::from_unix(1_000));
+        // The repository as the forge names it (declared keys); no head pin.
+        assert_eq!(judged.pins, args(json!({ "owner": "Org", "repo": "Repo" })), "no undeclared pin");
+        let rest = judged.rest.expect("the gateway's own merge");
+        assert_eq!(rest.path, "repos/Org/Repo/pulls/4/merge", "the repository as the forge names it");
+        assert_eq!(rest.body, json!({ "merge_method": "squash", "sha": head }));
+        assert!(judged.note.unwrap().contains("made by the gateway through the forge's REST merge"));
+        assert_eq!(judged.refusal.unwrap().blocker_kind, BlockerKind::ApprovalRequired);
+        let pinned =
+            Listing("merge_pull_request", json!({ "properties": { "pullNumber": {}, "expectedHeadSha": {} } }));
+        let forge = Forge { dialect: &fleetgate_core::dialect::github::GITHUB, schemas: &pinned, reader: Some(&pr) };
+        let judged = judge(&*store, forge, &call, Timestamp::from_unix(1_000));
+        assert_eq!(judged.pins.get("expectedHeadSha"), Some(&Value::from(head.clone())));
+        assert!(judged.rest.is_none());
+    }
+
+    /// A forge whose answer to the read of PR 4 is another PR (a server that built the read's
+    /// path from a spelling the gate let through): nothing is judged of it, and no merge is
+    /// made of PR 4 at that other PR's head.
+    #[test]
+    fn an_answer_that_is_another_pr_is_no_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fleetgate_store::open(&dir.path().join("s.sqlite3").display().to_string()).unwrap();
+        let other = Table(vec![(
+            "pull_request_read",
+            Ok(json!({ "number": 7, "state": "open", "head": { "sha": "7".repeat(40), "ref": "f" },
+                        "base": { "ref": "dev", "repo": { "full_name": "org/repo" } } })),
+        )]);
+        let actor =
+            Actor { worker: "w".into(), profile: "p".into(), client: "c".into(), session: "s".into(), principal: None };
+        let merge = args(json!({ "owner": "org", "repo": "repo", "pullNumber": 4 }));
+        let call = github_merge(&merge, &actor);
+        let forge = Forge {
+            dialect: &fleetgate_core::dialect::github::GITHUB,
+            schemas: &fleetgate_core::dialect::Unlisted,
+            reader: Some(&other),
+        };
+        let judged = judge(&*store, forge, &call, Timestamp::from_unix(1_000));
+        assert!(judged.rest.is_none(), "no merge made of another PR's head: {judged:?}");
+        let refusal = judged.refusal.expect("refused");
+        assert_eq!(refusal.blocker_kind, BlockerKind::ForgeUnavailable);
+        assert!(refusal.reasons.join(" ").contains("PR #7"), "{refusal:?}");
+        let e = read_pr(forge, &PrTarget { owner: "org".into(), repo: "repo".into(), pr: 4 }).unwrap_err();
+        assert_eq!(e.kind, ForgeErrorKind::Malformed, "{e:?}");
     }
 }

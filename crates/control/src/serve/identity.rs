@@ -2,7 +2,7 @@
 //! `serve` command) reads its pid, start id, parent, checkout HEAD and hands them in.
 
 use fleetgate_config::Member;
-use fleetgate_core::runtime::{Binding, Cohort, runtime_id};
+use fleetgate_core::runtime::{Binding, Cohort, ProcessStamp, runtime_id};
 use std::path::PathBuf;
 
 /// Who this process is, fixed at start.
@@ -24,6 +24,10 @@ pub struct Identity {
     pub startup_head: Option<String>,
     /// The repository binding this process declares.
     pub binding: Option<Binding>,
+    /// This process as its `/proc` entry names it (pid in its namespace, that namespace, its
+    /// start), which its proof is tied to; `None` when it could not be read (no proof is
+    /// published then).
+    pub stamp: Option<ProcessStamp>,
 }
 
 impl Identity {
@@ -46,7 +50,15 @@ impl Identity {
             repo_root,
             startup_head,
             binding,
+            stamp: None,
         }
+    }
+
+    /// The same, its process stamped (read by the shell from `/proc/self`).
+    #[must_use]
+    pub fn with_stamp(mut self, stamp: Option<ProcessStamp>) -> Self {
+        self.stamp = stamp;
+        self
     }
 
     /// The generation every worker of this process registers and renews as.

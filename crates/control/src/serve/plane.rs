@@ -34,6 +34,10 @@ use std::sync::{Arc, OnceLock};
 /// (`[{"rule": …, "args": {"/method": ["create", …]}}, …]`).
 pub const ALLOWED_META_KEY: &str = "fleetgate/allowed";
 
+/// The audit log's name for a call the gateway made itself (a pinned merge through the
+/// forge's API) and what the forge answered.
+pub const PERFORMED_EVENT: &str = "forge api";
+
 /// The client transport this process serves, as its runtime row records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
@@ -78,6 +82,9 @@ pub struct FleetControl {
     /// The runtime rows as last read, and when: whether a replica still holds its sessions is
     /// judged from them, read at most once a second however many requests are relayed.
     replicas_seen: std::sync::Mutex<Option<(std::time::Instant, Vec<fleetgate_core::runtime::RuntimeRecord>)>>,
+    /// The forge's own API as the member's server reaches it: the pinned merges the gateway
+    /// makes itself go through it.
+    forge_api: super::ForgeApi,
 }
 
 impl std::fmt::Debug for FleetControl {
@@ -105,8 +112,10 @@ impl FleetControl {
             clock: Arc::clone(&self.clock),
             env: Arc::new(move |key: &str| env.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_owned())),
             metrics: self.metrics.as_ref().map(|m| m.notify_deliveries.clone()),
+            owed: self.metrics.as_ref().map(|m| m.notify_owed.clone()),
             ttl_seconds: self.config().approvals.ttl_seconds,
-            backoff: crate::notify::BACKOFF.to_vec(),
+            backoff: crate::notify::BACKOFF,
+            pause: crate::notify::real_pause(),
         }
     }
 
@@ -143,7 +152,14 @@ impl FleetControl {
             answers: crate::approvals::AnswerWatch::default(),
             held: Arc::default(),
             replicas_seen: std::sync::Mutex::new(None),
+            forge_api: super::ForgeApi::default(),
         }
+    }
+
+    /// Reach the forge's own API as `api` says (the member's host and token).
+    pub fn with_forge_api(mut self, api: super::ForgeApi) -> Self {
+        self.forge_api = api;
+        self
     }
 
     /// The live workers `principal` holds of this member, whichever replica registered them.
@@ -510,6 +526,7 @@ impl ControlPlane for FleetControl {
         let host = self.row.host.clone();
         let row = runtime_row(&self.identity, self.transport.as_str(), self.client_managed(), host, self.clock.now());
         self.row.write(&row).map_err(|e| ControlError::new(ControlErrorKind::Store, e))?;
+        self.row.publish_proof(&self.identity, &row);
         self.row.start(self.supervisor()).map_err(|e| ControlError::new(ControlErrorKind::Supervision, e))
     }
 
@@ -629,6 +646,40 @@ impl ControlPlane for FleetControl {
         let verdict = self.judge_now(attachment, call)?;
         self.counted(&span, started, &verdict);
         Some(verdict)
+    }
+
+    fn perform(&self, attachment: AttachmentId, call: &ToolCall<'_>, what: &str) -> CallToolResult {
+        use fleetgate_gateway::rmcp::model::ContentBlock;
+        let made = serde_json::from_str::<fleetgate_core::dialect::RestCall>(what).map_err(|e| e.to_string());
+        let (answer, said) = match (made, self.config().dialect()) {
+            (Ok(rest), Some(dialect)) => self.forge_api.make(dialect, &rest),
+            (Err(e), _) => (
+                fleetgate_core::dialect::ToolAnswer {
+                    text: format!("fleetgate: {e}: nothing was done"),
+                    is_error: true,
+                },
+                e,
+            ),
+            (_, None) => {
+                let why = "no forge dialect to make the call with: nothing was done".to_owned();
+                (fleetgate_core::dialect::ToolAnswer { text: format!("fleetgate: {why}"), is_error: true }, why)
+            }
+        };
+        // The judged decision is audited already; what the forge answered is audited beside it.
+        let worker = self.attachments.worker_of(attachment).map(|w| w.identity);
+        let event = format!("`{}` made by the gateway through the forge's API: {said}", call.tool.name);
+        self.gate.record(fleetgate_core::audit::AuditEntry {
+            worker_identity: worker,
+            ..fleetgate_core::audit::AuditEntry::event(
+                self.now(),
+                &self.identity.member.profile,
+                PERFORMED_EVENT,
+                event,
+            )
+        });
+        tracing::info!(tool = %call.tool.name, %said, "call made by the gateway");
+        let content = vec![ContentBlock::text(answer.text)];
+        if answer.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) }
     }
 
     fn on_forwarded(&self, attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult) {
@@ -781,7 +832,14 @@ fn gateway_verdict(verdict: fleetgate_core::capability::Capability) -> Verdict {
         }
         Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
     };
-    Verdict { class: verdict.classification, decision, settles: verdict.settles, forward: verdict.forward, held: None }
+    Verdict {
+        class: verdict.classification,
+        decision,
+        settles: verdict.settles,
+        forward: verdict.forward,
+        held: None,
+        perform: verdict.perform.and_then(|p| serde_json::to_string(&p).ok()),
+    }
 }
 
 fn gate_span(call: &ToolCall<'_>) -> tracing::Span {

@@ -7,7 +7,8 @@ use super::identity::Identity;
 use crate::gate::{Observer, scan_host};
 use fleetgate_config::FleetConfig;
 use fleetgate_core::interval::{Cadence, heartbeat_interval_for};
-use fleetgate_core::runtime::{RuntimeRecord, RuntimeStatus};
+use fleetgate_core::inventory::{GatewayProof, PROOF_VERSION};
+use fleetgate_core::runtime::{RuntimeRecord, RuntimeStatus, StoreIdentity};
 use fleetgate_core::{Clock, Timestamp};
 use fleetgate_store::{HostIdentity, Store};
 use fleetgate_supervise::{StopSignal, Supervisor};
@@ -50,6 +51,32 @@ pub fn runtime_row(
     }
 }
 
+/// The proof this gateway publishes about itself (issue 54), from its row as written, its
+/// process stamp, its fleet and its store; `None` without a stamp, a host or a store identity
+/// (then other fleets cannot tell it theirs from ours, and their gates close for it).
+pub fn gateway_proof(
+    identity: &Identity,
+    row: &RuntimeRecord,
+    fleet: &str,
+    store: Option<StoreIdentity>,
+) -> Option<GatewayProof> {
+    Some(GatewayProof {
+        version: PROOF_VERSION,
+        process: identity.stamp?,
+        host: row.host.clone()?,
+        store: store?,
+        fleet: fleet.to_owned(),
+        runtime_id: row.runtime_id.clone(),
+        namespace: row.namespace.clone(),
+        profile: row.profile.clone(),
+        role: row.role.clone(),
+        repository_root: row.repository_root.clone(),
+        binding: identity.binding.clone(),
+        transport: row.transport.clone(),
+        registered_at: row.registered_at,
+    })
+}
+
 /// Keeps one process's row: written, refreshed, stopped.
 pub struct RowKeeper {
     pub(super) store: Arc<dyn Store>,
@@ -74,6 +101,32 @@ impl RowKeeper {
         self.store.upsert_runtime(row).map_err(|e| format!("cannot write the runtime row: {e}"))?;
         self.refresh();
         Ok(())
+    }
+
+    /// Publish this gateway's proof (once, after its row is written): other fleets on this
+    /// host tell it theirs from ours by it. A gateway that cannot publish one still serves;
+    /// the others' gates close for it, and the log says why.
+    pub fn publish_proof(&self, identity: &Identity, row: &RuntimeRecord) {
+        let store = match self.store.fleet_snapshot() {
+            Ok(snapshot) => snapshot.store,
+            Err(e) => {
+                tracing::warn!("no proof published: the store cannot say which it is: {e}");
+                return;
+            }
+        };
+        let Some(proof) = gateway_proof(identity, row, &self.config.name, store) else {
+            tracing::warn!(
+                "no proof published (this process's stamp, its host or its store is unknown): other fleets on this \
+                 host close their gates for this gateway"
+            );
+            return;
+        };
+        // Held until the process exits: it stands while the process does (a gateway stopping
+        // is still another fleet's until it is gone).
+        match fleetgate_host::proof::publish(&proof.to_bytes()) {
+            Ok(fd) => fleetgate_host::proof::hold_until_exit(fd),
+            Err(e) => tracing::warn!("{e}: other fleets on this host close their gates for this gateway"),
+        }
     }
 
     /// Keep the row fresh and publish this host's scan; say on each tick when the store

@@ -196,7 +196,12 @@ fn role_may(plane: &FleetControl, purpose: Purpose) -> bool {
     if let Some(dialect) = plane.config().dialect()
         && let Some((tool, args)) = dialect.action_call(action)
     {
-        return plane.config().rules.decide(role, tool, Some(&args)).is_some_and(|d| d.permitted);
+        // A rule of what the call does may permit some such calls (a merge onto some branch).
+        return plane
+            .config()
+            .rules
+            .decide(role, tool, Some(&args))
+            .is_some_and(|d| d.permitted || d.undetermined.is_some());
     }
     let ruled: Vec<_> = plane.config().rules.rules().iter().filter(|r| r.action.as_deref() == Some(action)).collect();
     ruled.is_empty() || ruled.iter().any(|r| r.roles.iter().any(|x| x == "*" || x == role))

@@ -73,6 +73,7 @@ const SERVER: Server = Server {
     token_env: "GITEA_ACCESS_TOKEN",
     token_flags: &["--token", "-token"],
     host_env: "GITEA_HOST",
+    host_flags: &["--host", "-host", "-H", "--H"],
     default_host: None,
     prefix: "gitea",
     self_review: "Gitea refuses an approval by the pull request's own poster (422)",
@@ -173,6 +174,11 @@ impl Dialect for GiteaMcp {
 
     fn review_pin(&self) -> Option<&'static str> {
         Some(REVIEW_COMMIT_KEY)
+    }
+
+    fn pending_review_note(&self) -> &'static str {
+        "Gitea records a submitted pending review at the PR's head at submission (its API re-stamps the review \
+         with the head: `SubmitPullReview`), so a verdict submitted is judged, and counts, at the head then"
     }
 
     fn pushed(&self, tool: &str, args: &Map<String, Value>) -> Option<Pushed> {

@@ -19,18 +19,24 @@
 //! * file writes name their branch (`branch`, required: no default-branch fallback), and
 //!   `push_files` commits many files at once (creating the branch when it is missing);
 //! * there is no branch deletion and no forced or scheduled merge;
-//! * the merge (`merge_pull_request`) declares no head to pin in the releases read
-//!   (`expectedHeadSha` arrives upstream after them): through such a server a merge is refused
-//!   (`unpinned-merge`), since GitHub would land whatever head the PR has when the merge
-//!   runs. The threat model says what holds and how an operator may choose otherwise.
+//! * the merge (`merge_pull_request`) declares no head to pin in any release read (an
+//!   upstream `expectedHeadSha` arrives after them): GitHub would land whatever head the PR has
+//!   when the merge runs. Where the listed schema declares no pin, the gateway makes the
+//!   judged merge itself through GitHub's REST merge (`PUT /repos/O/R/pulls/N/merge` with
+//!   `sha`: GitHub answers 409 once the head moved), with the member's own token and host
+//!   ([`Server::credential`], [`Server::host`]), and answers the client as the server would;
+//!   where the schema declares `expectedHeadSha`, the server's own merge is pinned with it;
+//! * a pending review (`create` without `event`) keeps the commit it was made at: GitHub
+//!   records the verdict submitted later at that commit, not at the head of its submission.
 
 pub mod effect;
 
 use super::table::{self, Arg, Entry, METHOD, NOBODY, other_method, read, read_methods, write};
 use super::{
-    ACTION_MERGE, ACTION_OPEN, ACTION_REVIEW, Dialect, PrTarget, Pushed, Schemas, Server, declared_key, number, text,
+    ACTION_MERGE, ACTION_OPEN, ACTION_REVIEW, Dialect, PendingAt, PrTarget, Pushed, RestCall, Schemas, Server,
+    ToolAnswer, declared_key, number, text,
 };
-use crate::effect::{Answered, Effect, Read};
+use crate::effect::{Answered, Effect, Read, answer};
 use crate::rules::Rule;
 use crate::workflow::ReviewVerdict;
 use serde_json::{Map, Value};
@@ -65,6 +71,7 @@ const SERVER: Server = Server {
     token_env: "GITHUB_PERSONAL_ACCESS_TOKEN",
     token_flags: &[],
     host_env: "GITHUB_HOST",
+    host_flags: &["--gh-host"],
     default_host: Some("https://github.com"),
     prefix: "github",
     self_review: "GitHub refuses an approval by the pull request's own author (\"Can not approve your own pull request\")",
@@ -116,6 +123,191 @@ pub fn pr_target(args: &Map<String, Value>, key: &str) -> Option<PrTarget> {
     Some(PrTarget { owner: text(args, "owner")?.to_owned(), repo: text(args, "repo")?.to_owned(), pr })
 }
 
+/// Reviews read per page when the caller's pending review is looked for.
+pub const REVIEWS_PER_PAGE: u64 = 100;
+/// At most this many pages of reviews are read (then the review is taken for missing).
+pub const REVIEW_PAGES: u64 = 10;
+
+/// The REST API base for the host `GITHUB_HOST` (or `--gh-host`) names, as the server derives
+/// it (`pkg/utils/api.go`): github.com (none, or `*.github.com`) is `https://api.github.com/`;
+/// a `*.ghe.com` host `https://api.HOST/`; any other is GitHub Enterprise Server,
+/// `SCHEME://HOST[:PORT]/api/v3/`. Plain http only to a loopback host, as the server allows.
+pub fn rest_base(host: Option<&str>) -> Result<String, String> {
+    let Some(host) = host.map(str::trim).filter(|h| !h.is_empty()) else {
+        return Ok("https://api.github.com/".into());
+    };
+    let (scheme, rest) =
+        host.split_once("://").ok_or_else(|| format!("host must have a scheme (http or https): {host}"))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let hostname = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    }
+    .to_ascii_lowercase();
+    if hostname.is_empty() {
+        return Err(format!("host names no host: {host}"));
+    }
+    let loopback = matches!(hostname.as_str(), "localhost" | "127.0.0.1" | "::1");
+    match scheme.to_ascii_lowercase().as_str() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => {
+            return Err(format!(
+                "host must use https to avoid sending credentials over cleartext: {scheme}://{hostname} (http is \
+                 only permitted for loopback hosts)"
+            ));
+        }
+    }
+    if hostname == "github.com" || hostname.ends_with(".github.com") {
+        return Ok("https://api.github.com/".into());
+    }
+    if hostname == "ghe.com" || hostname.ends_with(".ghe.com") {
+        return Ok(format!("https://api.{hostname}/"));
+    }
+    Ok(format!("{}://{authority}/api/v3/", scheme.to_ascii_lowercase()))
+}
+
+/// A path segment as a URL carries it (owner and repository names are plain, but nothing
+/// else may reach the path unescaped).
+fn segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => char::from(b).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The merge the server would make (`MergePullRequest`: `commit_title`, `commit_message`,
+/// `merge_method`, each sent only when non-empty), pinned at `head` with REST's `sha`.
+pub fn pinned_merge(target: &PrTarget, head: &str, args: &Map<String, Value>) -> RestCall {
+    let mut body = Map::new();
+    for key in ["commit_title", "commit_message", "merge_method"] {
+        if let Some(v) = text(args, key) {
+            body.insert(key.into(), Value::from(v));
+        }
+    }
+    body.insert("sha".into(), Value::from(head));
+    RestCall {
+        tool: "merge_pull_request".into(),
+        method: "PUT".into(),
+        path: format!("repos/{}/{}/pulls/{}/merge", segment(&target.owner), segment(&target.repo), target.pr),
+        body: Value::Object(body),
+    }
+}
+
+/// The server's answer to a merge, from GitHub's: the merge result's `sha`, `merged` and
+/// `message` as JSON text; a failure as `failed to merge pull request: METHOD URL: STATUS
+/// MESSAGE []` (go-github's error), a 422 as its message and details. Only a 200 whose
+/// result says `merged: true` is a merge: anything else (another 2xx, a page that is no merge
+/// result) is answered as a failure, never settled as a merge.
+pub fn merge_answer(call: &RestCall, url: &str, status: u16, body: &str) -> ToolAnswer {
+    let parsed: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    if status == 200 && parsed.get("merged") == Some(&Value::Bool(true)) {
+        let mut result = Map::new();
+        for key in ["sha", "merged", "message"] {
+            if let Some(v) = parsed.get(key).filter(|v| !v.is_null()) {
+                result.insert(key.into(), v.clone());
+            }
+        }
+        return ToolAnswer { text: Value::Object(result).to_string(), is_error: false };
+    }
+    let message = parsed.get("message").and_then(Value::as_str).unwrap_or(body.trim());
+    let message = if (200..300).contains(&status) && message.is_empty() { "no merge result" } else { message };
+    let text = if status == 422 {
+        let mut parts = vec![message.to_owned()];
+        for e in parsed.get("errors").and_then(Value::as_array).into_iter().flatten() {
+            let detail = e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_owned);
+            parts.push(detail);
+        }
+        parts.join("\n")
+    } else {
+        format!("{} {url}: {status} {message} []", call.method)
+    };
+    ToolAnswer { text: format!("failed to merge pull request: {text}"), is_error: true }
+}
+
+/// The page of `pull_request_read get_reviews` that `pending_review` reads.
+fn reviews_read(target: &PrTarget, page: u64, schemas: &dyn Schemas) -> Result<Read, String> {
+    let mut read = pr_read(target, schemas)?;
+    read.arguments.insert("method".into(), Value::from("get_reviews"));
+    read.arguments.insert(declared_key(schemas, "pull_request_read", &["page"])?.into(), Value::from(page));
+    read.arguments
+        .insert(declared_key(schemas, "pull_request_read", &["perPage"])?.into(), Value::from(REVIEWS_PER_PAGE));
+    Ok(read)
+}
+
+/// Where GitHub records the verdict of a `submit_pending`: the server submits the caller's
+/// *first* review on the PR (`reviews(first: 1, author: viewer)`), which must be pending, and
+/// GitHub keeps the commit that review was made at. Read: who the caller is (`get_me`), then
+/// the PR's reviews page by page until the caller's first one.
+fn pending_review(
+    tool: &str,
+    args: &Map<String, Value>,
+    schemas: &dyn Schemas,
+    answers: &[Answered],
+) -> Result<PendingAt, Vec<Read>> {
+    let submits_pending = match tool {
+        "pull_request_review_write" => text(args, "method") == Some("submit_pending"),
+        "submit_pending_pull_request_review" => true,
+        _ => false,
+    };
+    if !submits_pending {
+        return Ok(PendingAt::Head);
+    }
+    let Some(target) = pr_target(args, PR_NUMBER) else {
+        return Ok(PendingAt::Missing(format!("`{tool}` names no pull request the server reads")));
+    };
+    let me = Read::new("get_me", Map::new());
+    let login = match answer(answers, &me) {
+        None => return Err(vec![me]),
+        Some(Ok(v)) => v.get("login").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        Some(Err(e)) => return Ok(PendingAt::Missing(format!("who submits could not be read (`get_me`): {e}"))),
+    };
+    if login.is_empty() {
+        return Ok(PendingAt::Missing("`get_me` named no login".into()));
+    }
+    for page in 1..=REVIEW_PAGES {
+        let read = match reviews_read(&target, page, schemas) {
+            Ok(read) => read,
+            Err(why) => return Ok(PendingAt::Missing(why)),
+        };
+        let list = match answer(answers, &read) {
+            None => return Err(vec![read]),
+            Some(Ok(v)) => v.as_array().cloned().unwrap_or_default(),
+            Some(Err(e)) => return Ok(PendingAt::Missing(format!("the PR's reviews could not be read: {e}"))),
+        };
+        let by = |r: &&Value| {
+            r.pointer("/user/login").and_then(Value::as_str).is_some_and(|l| l.eq_ignore_ascii_case(&login))
+        };
+        if let Some(first) = list.iter().find(by) {
+            let state = first.get("state").and_then(Value::as_str).unwrap_or_default();
+            let commit = first.get("commit_id").and_then(Value::as_str).unwrap_or_default();
+            return Ok(if state == "PENDING" && !commit.is_empty() {
+                PendingAt::Commit(commit.to_owned())
+            } else {
+                PendingAt::Missing(format!(
+                    "the first review of `{login}` on PR #{} is {state}, not pending: the server submits only that one",
+                    target.pr
+                ))
+            });
+        }
+        if (list.len() as u64) < REVIEWS_PER_PAGE {
+            break;
+        }
+    }
+    Ok(PendingAt::Missing(format!("no review of `{login}` on PR #{} is pending", target.pr)))
+}
+
+/// A name GitHub may give an account or a repository: ASCII letters, digits, `-`, `_` (an
+/// Enterprise Managed User's suffix) and `.`, neither `.` nor `..`. Empty is the server's
+/// "missing" (it refuses it).
+fn github_name(name: &str) -> bool {
+    name.is_empty()
+        || (!matches!(name, "." | "..") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)))
+}
+
 /// The review tools that submit a verdict, and the methods that do.
 fn submits(tool: &str, args: &Map<String, Value>) -> bool {
     match tool {
@@ -148,9 +340,23 @@ impl Dialect for GithubMcp {
     }
 
     /// A number beyond 2^31-1 (the server's GraphQL paths, and the review tool's decoding,
-    /// wrap it to another PR's), and a key of the loosely decoded tools that is not exactly
-    /// one of theirs.
+    /// wrap it to another PR's), an `owner` or `repo` that is no GitHub name (the server puts
+    /// them into its REST paths unescaped: `repo: "r/pulls/7#"` reads PR 7 whatever the
+    /// number), and a key of the loosely decoded tools that is not exactly one of theirs.
     fn check_parse(&self, tool: &str, args: &Map<String, Value>) -> Result<(), crate::forge_call::Ambiguity> {
+        for key in ["owner", "repo"] {
+            if let Some(name) = text(args, key)
+                && !github_name(name)
+            {
+                return Err(crate::forge_call::Ambiguity::new(
+                    key,
+                    format!(
+                        "`{name}` is no GitHub name (letters, digits, `-`, `_`, `.`): the server puts it into its \
+                         URL paths unescaped, where it could name another resource"
+                    ),
+                ));
+            }
+        }
         for (key, value) in args {
             if NUMBER_KEYS.contains(&key.as_str())
                 && let Some(n) = value.as_i64()
@@ -218,6 +424,34 @@ impl Dialect for GithubMcp {
         }
     }
 
+    fn pending_review(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        schemas: &dyn Schemas,
+        answers: &[Answered],
+    ) -> Result<PendingAt, Vec<Read>> {
+        pending_review(tool, args, schemas, answers)
+    }
+
+    fn pending_review_note(&self) -> &'static str {
+        "GitHub keeps the commit a pending review was made at (`commitID`): a verdict submitted later \
+         (`submit_pending`) counts at that commit, not at the head of its submission; the gate reads the caller's \
+         pending review and refuses (`stale_head`) a submission whose review was made at another head"
+    }
+
+    fn pinned_merge(&self, target: &PrTarget, head: &str, args: &Map<String, Value>) -> Option<RestCall> {
+        Some(pinned_merge(target, head, args))
+    }
+
+    fn rest_base(&self, host: Option<&str>) -> Result<String, String> {
+        rest_base(host)
+    }
+
+    fn rest_answer(&self, call: &RestCall, url: &str, status: u16, body: &str) -> ToolAnswer {
+        merge_answer(call, url, status, body)
+    }
+
     fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, String> {
         pr_read(target, schemas)
     }
@@ -253,7 +487,10 @@ impl Dialect for GithubMcp {
         let mut args = Map::new();
         args.insert("owner".into(), Value::from(owner));
         args.insert("repo".into(), Value::from(repo));
-        args.insert("sha".into(), Value::from(branch));
+        // A branch literally named `refs/…` (the server made `refs/heads/refs/heads/x` of
+        // `refs/heads/x`) is read by its full ref, never taken for the branch it names.
+        let sha = if branch.starts_with("refs/") { format!("refs/heads/{branch}") } else { branch.to_owned() };
+        args.insert("sha".into(), Value::from(sha));
         Ok(Read::new("get_commit", args))
     }
 

@@ -326,6 +326,8 @@ pub struct Server {
     pub token_flags: &'static [&'static str],
     /// The environment key naming the forge's host (for a host other than the server's default).
     pub host_env: &'static str,
+    /// The command-line flags that name the host instead (the last one given wins).
+    pub host_flags: &'static [&'static str],
     /// The host the server talks to when none is set (`None`: it needs one).
     pub default_host: Option<&'static str>,
     /// The name a roster of this forge uses for its prefixes: `<prefix>_` tools, `<PREFIX>_`
@@ -333,6 +335,114 @@ pub struct Server {
     pub prefix: &'static str,
     /// What the forge does with an approval by the PR's own author, in words.
     pub self_review: &'static str,
+}
+
+impl Server {
+    /// The forge credential a launch runs with, as the server picks it: its token flag, else
+    /// its token key set in a container launch's arguments (`-e KEY=V`), else the key in the
+    /// environment it is started with (`env`; also what a bare `-e KEY` passes in). Where it
+    /// was read, and the value; `None` when unset or empty.
+    pub fn credential(&self, argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Option<(&'static str, String)> {
+        self.launch_value(argv, env, self.token_flags, self.token_env)
+    }
+
+    /// The forge host a launch talks to, read as the server reads it (its host flag, else a
+    /// container launch's `-e KEY=V`, else the environment); `None`: the server's default.
+    pub fn host(&self, argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        self.launch_value(argv, env, self.host_flags, self.host_env).map(|(_, v)| v)
+    }
+
+    fn launch_value(
+        &self,
+        argv: &[String],
+        env: &dyn Fn(&str) -> Option<String>,
+        flags: &[&'static str],
+        key: &'static str,
+    ) -> Option<(&'static str, String)> {
+        if let Some(v) = flag_value(argv, flags).filter(|v| !v.is_empty()) {
+            return Some((flags[0], v.to_owned()));
+        }
+        if let Some(v) = container_env(argv, key).filter(|v| !v.is_empty()) {
+            return Some(("-e", v.to_owned()));
+        }
+        env(key).filter(|v| !v.is_empty()).map(|v| (key, v))
+    }
+}
+
+/// The last `FLAG V` / `FLAG=V` of `flags` before any `--`: the flag a server prefers over
+/// its env key (gitea-mcp's `--token`, which Go's flag package also takes with one dash).
+fn flag_value<'a>(args: &'a [String], flags: &[&str]) -> Option<&'a str> {
+    let own = &args[..args.iter().position(|a| a == "--").unwrap_or(args.len())];
+    own.iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            flags.iter().find_map(|f| match a.strip_prefix(f) {
+                Some("") => own.get(i + 1).map(String::as_str),
+                Some(rest) => rest.strip_prefix('='),
+                None => None,
+            })
+        })
+        .next_back()
+}
+
+/// A container launch's `-e KEY=V` / `-e=KEY=V` / `-eKEY=V` / `--env KEY=V` / `--env=KEY=V`
+/// for `key` (`docker run -i … ghcr.io/github/github-mcp-server`): the value it sets inside;
+/// `-e KEY` alone passes the launcher's own, read from the environment by the caller.
+fn container_env<'a>(args: &'a [String], key: &str) -> Option<&'a str> {
+    let mut set = None;
+    for (i, a) in args.iter().enumerate() {
+        let given = match a.as_str() {
+            "-e" | "--env" => args.get(i + 1).map(String::as_str),
+            _ => a.strip_prefix("--env=").or_else(|| {
+                let short = a.strip_prefix("-e")?;
+                // pflag takes a shorthand's value after `=` as well.
+                Some(short.strip_prefix('=').unwrap_or(short)).filter(|r| !r.is_empty())
+            }),
+        };
+        if let Some(value) = given.and_then(|g| g.strip_prefix(key)).and_then(|r| r.strip_prefix('=')) {
+            set = Some(value);
+        }
+    }
+    set
+}
+
+/// A request the gateway makes itself to the forge's REST API, as the judged and audited call
+/// of its member, with the member's own credential: a merge pinned to the head the gate
+/// judged, where the server's own merge declares no pin (GitHub's `PUT …/pulls/N/merge` with
+/// `sha`, which GitHub refuses with 409 once the head moved).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RestCall {
+    /// The tool whose call this stands for (the answer is shaped as its).
+    pub tool: String,
+    /// `PUT`, `POST`, …
+    pub method: String,
+    /// The path under the API's base (`repos/OWNER/REPO/pulls/N/merge`).
+    pub path: String,
+    /// The JSON body.
+    pub body: Value,
+}
+
+/// What a server's tool answers: its text, and whether it is an error result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolAnswer {
+    /// The one text content.
+    pub text: String,
+    /// `isError`.
+    pub is_error: bool,
+}
+
+/// Which commit the forge records a pending review's verdict at when it is submitted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PendingAt {
+    /// The call submits no pending review, or the forge records it at the PR's head at
+    /// submission (Gitea re-stamps it): judged at the head like any verdict.
+    Head,
+    /// The forge keeps the commit the pending review was made at (GitHub's `commitID`): the
+    /// verdict counts there.
+    Commit(String),
+    /// No pending review of the caller's to submit was found (the server refuses the call),
+    /// in words.
+    Missing(String),
 }
 
 /// One step of the PR workflow's plot as every forge has it: what `fleetgate demo` tells,
@@ -438,6 +548,38 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     fn merge_pin(&self) -> Option<&'static str>;
     /// The argument of a review naming the commit it is given at.
     fn review_pin(&self) -> Option<&'static str>;
+    /// The merge the gateway makes itself through the forge's REST API, pinned at `head`, for
+    /// a merge call whose server declares no pin ([`merge_pin`](Self::merge_pin) absent from
+    /// its schema): `None` when the dialect has no such merge (the merge is then refused,
+    /// `unpinned-merge`). `target` is the PR as the forge names it; `args` the canonical call.
+    fn pinned_merge(&self, _target: &PrTarget, _head: &str, _args: &Map<String, Value>) -> Option<RestCall> {
+        None
+    }
+    /// The API base a [`RestCall`] is made under, for the forge `host` the member's server
+    /// talks to (`None`: the server's default), as the server itself derives it.
+    fn rest_base(&self, _host: Option<&str>) -> Result<String, String> {
+        Err(format!("{} has no REST API the gateway calls", self.name()))
+    }
+    /// What the server's own tool would have answered, given the forge's answer to `call` at
+    /// `url` (`status`, `body`).
+    fn rest_answer(&self, call: &RestCall, url: &str, status: u16, body: &str) -> ToolAnswer {
+        ToolAnswer { text: format!("{} {url}: {status} {body}", call.method), is_error: !(200..300).contains(&status) }
+    }
+    /// For a call that submits a pending review: where the forge records its verdict, given the
+    /// forge's `answers` so far (`Err`: the reads still to make, built by `schemas`). The
+    /// default is Gitea's: the head at submission.
+    fn pending_review(
+        &self,
+        _tool: &str,
+        _args: &Map<String, Value>,
+        _schemas: &dyn Schemas,
+        _answers: &[Answered],
+    ) -> Result<PendingAt, Vec<Read>> {
+        Ok(PendingAt::Head)
+    }
+    /// What the forge does with a pending review when it is submitted, in words (the
+    /// reference page and the book say it).
+    fn pending_review_note(&self) -> &'static str;
     /// The repository a call that opens a PR opens it in.
     fn repository(&self, args: &Map<String, Value>) -> Option<(String, String)> {
         Some((text(args, "owner")?.to_owned(), text(args, "repo")?.to_owned()))
@@ -529,6 +671,28 @@ mod tests {
         let other = One(json!({ "properties": { "limit": {} } }).as_object().cloned().unwrap());
         let why = declared_key(&other, "list_pull_requests", &page).unwrap_err();
         assert!(why.contains("`list_pull_requests` declares none of `per_page`, `perPage`, `pageSize`"), "{why}");
+    }
+
+    /// Docker's flags take a shorthand's value after `=` too (`-e=KEY=V`, pflag's reading):
+    /// the host and token the container's server sees are read from every spelling, else the
+    /// gateway would send the member's token to a host its server does not talk to.
+    #[test]
+    fn a_container_s_env_is_read_in_every_spelling_docker_takes() {
+        let github = github::GITHUB.server();
+        let none = |_: &str| None;
+        for spelled in [["-e", "GITHUB_HOST=https://ghes.corp"], ["-e=GITHUB_HOST=https://ghes.corp", "-i"]]
+            .iter()
+            .map(|a| a.to_vec())
+            .chain([vec!["-eGITHUB_HOST=https://ghes.corp"], vec!["--env=GITHUB_HOST=https://ghes.corp"]])
+        {
+            let argv: Vec<String> = ["docker", "run", "-i"]
+                .into_iter()
+                .chain(spelled.iter().copied())
+                .chain(["ghcr.io/github/github-mcp-server", "stdio"])
+                .map(str::to_owned)
+                .collect();
+            assert_eq!(github.host(&argv, &none).as_deref(), Some("https://ghes.corp"), "{argv:?}");
+        }
     }
 
     #[test]

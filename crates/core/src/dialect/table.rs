@@ -81,6 +81,7 @@ pub fn rules_of(dialect: &str, matrix: &[Entry]) -> Vec<Rule> {
             origin: format!("{dialect}:{}", entry.name),
             tool: entry.tool.to_owned(),
             args: entry.args.iter().map(|(pointer, arg)| ((*pointer).to_owned(), matcher(*arg))).collect(),
+            effect: None,
             roles: entry.roles.iter().map(|r| (*r).to_owned()).collect(),
             class: entry.class,
             // What a call *is* (its workflow action) is the dialect's statement of its

@@ -137,13 +137,16 @@ pub struct FleetInventory {
     pub stale_members: Vec<MemberRow>,
     /// Observed fleet processes no running row claims.
     pub unregistered_processes: Vec<ObservedProcess>,
-    /// Gateways of other fleets on this host, each proven by its own store and bound to
-    /// another repository: reported, never a reason to close this fleet's gate.
+    /// Gateways of other fleets on this host, each proven by the proof it publishes and
+    /// bound to another repository: reported, never a reason to close this fleet's gate.
     pub other_fleet_gateways: Vec<super::OtherFleetGateway>,
     /// Gateways of another store started within the grace, not yet proven another fleet's
-    /// (their row may not be written yet): reported, no reason to close the gate until the
-    /// grace ends.
+    /// (their proof may not be published yet): reported, no reason to close the gate until
+    /// the grace ends.
     pub pending_gateways: Vec<super::PendingGateway>,
+    /// Gateways no row of this fleet claims that are not proven another fleet's, each with
+    /// why: every one is also among `unregistered_processes` and closes the gate.
+    pub unproven_gateways: Vec<super::UnprovenGateway>,
     /// Every roster profile has one running instance — or, for a member that declares
     /// `replicas`, one to that many (the name predates replicas).
     pub exactly_one_per_profile: bool,

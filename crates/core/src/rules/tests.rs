@@ -2,7 +2,7 @@
 //! match, fail closed on what no rule matches, shadowing at load; and a property: no rule
 //! set turns the refusal of an unknown `method` into an allow.
 
-use super::{ArgMatch, Rule, RuleSet};
+use super::{ArgMatch, Does, EffectMatch, Op, Operation, Rule, RuleSet};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -11,6 +11,7 @@ fn rule(origin: &str, tool: &str, args: &[(&str, ArgMatch)], roles: &[&str]) -> 
         origin: origin.into(),
         tool: tool.into(),
         args: args.iter().map(|(p, m)| ((*p).to_owned(), m.clone())).collect(),
+        effect: None,
         roles: roles.iter().map(|r| (*r).to_owned()).collect(),
         class: None,
         action: None,
@@ -231,4 +232,54 @@ fn a_restated_permission_compared_with_itself_is_no_change() {
     let diff = super::diff(&set, &set);
     assert!(diff.is_empty(), "{}", diff.text());
     assert!(!diff.shadowed.is_empty(), "the profile's restated rule is named as shadowed");
+}
+
+/// An operator's rule on merges onto release branches ahead of the profile's merge rule.
+fn release_rules() -> RuleSet {
+    let mut release = rule("fleet.toml:9", "*", &[], &["merger"]);
+    release.effect =
+        Some(EffectMatch { op: vec![Op::Merge], branch: vec!["release/*".into()], ..EffectMatch::default() });
+    release.ask = true;
+    release.required = 2;
+    let mut list = vec![release];
+    list.extend(pr_rules().rules().iter().cloned());
+    RuleSet::new(list)
+}
+
+fn merge_onto(base: &str) -> Vec<Operation> {
+    vec![
+        Operation { op: Op::Merge, branch: Some(base.into()), pr: Some(7), protected: base == "main" },
+        Operation { op: Op::Write, branch: None, pr: Some(7), protected: false },
+    ]
+}
+
+#[test]
+fn a_rule_of_what_a_call_does_decides_the_calls_it_matches_and_only_those() {
+    let rules = release_rules();
+    let merge = args(json!({ "method": "merge", "index": 7 }));
+    let decide = |role: &str, does| rules.decide_with(role, "pull_request_write", Some(&merge), does, false).unwrap();
+    // Onto release/1: the operator's rule, which asks two people.
+    let release = merge_onto("release/1");
+    let d = decide("merger", Does::Known(&release));
+    assert_eq!((d.permitted, d.ask, d.rule.as_deref()), (true, true, Some("fleet.toml:9")));
+    // Onto main: it does not match, and the next rule decides as if it were not there.
+    let main = merge_onto("main");
+    let d = decide("merger", Does::Known(&main));
+    assert_eq!((d.permitted, d.ask, d.rule.as_deref()), (true, false, Some("r1")));
+    assert!(!decide("reviewer", Does::Known(&main)).permitted);
+    // Not established: the merger's answer depends on it; the reviewer's does not.
+    let d = decide("merger", Does::Unknown);
+    assert!(!d.permitted && d.undetermined.as_deref().is_some_and(|w| w.contains("fleet.toml:9")), "{d:?}");
+    let d = decide("reviewer", Does::Unknown);
+    assert!(!d.permitted && d.undetermined.is_none(), "refused whatever the call does: {d:?}");
+    assert!(d.reason.unwrap().contains("role reviewer may not"));
+    // A rule of what a call does names no tool: another tool's call falls to the globs.
+    let read = [Operation { op: Op::Read, branch: None, pr: None, protected: false }];
+    assert!(rules.decide_with("author", "git_status", None, Does::Known(&read), true).is_none());
+    assert!(rules.decide_with("author", "git_status", None, Does::Unknown, true).is_some(), "unless it may match");
+    assert!(rules.allowed_for("author", "git_status").is_none(), "nor does it change a listing");
+    // Its own condition in words, and a diff names it.
+    assert_eq!(rules.rules()[0].describe(), "`*` doing merge, on release/*");
+    let added = super::diff(&pr_rules(), &rules);
+    assert_eq!(added.added.len(), 1, "{}", added.text());
 }

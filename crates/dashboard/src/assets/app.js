@@ -146,8 +146,11 @@
           {},
           el("strong", { text: `pid ${g.pid}` }),
           g.state === "pending"
-            ? ` just started, not proven another fleet's until ${g.until} (${g.why}); store `
-            : ` another fleet's ${g.profile}, checkout ${g.repository_root}; store `,
+            ? ` just started (${g.age_seconds} s ago), not proven another fleet's until ${g.until} (${g.why}); store `
+            : g.state === "unproven"
+              ? ` not proven another fleet's, so the gate is closed: ${g.why}; store `
+              : ` fleet ${g.fleet}'s ${g.profile}, checkout ${g.repository_root}` +
+                (g.repository ? `, bound to ${g.repository}` : "") + `; ${g.engine} store `,
           el("code", { text: g.store }),
         ),
       ),
@@ -275,19 +278,22 @@
           el("span", { class: "muted", text: a.requested_at }))),
         cell("Who", el("span", {}, el("strong", { text: a.profile }), el("br"),
           el("span", { class: "muted", text: a.worker || "-" }))),
-        cell("Tool", el("code", { text: a.tool })),
-        cell("Arguments", el("code", { text: a.arguments })),
+        cell("Call", el("span", {},
+          ...(a.does ? [el("strong", { class: "does", text: a.does }), el("br")] : []),
+          el("code", { class: "tool", text: a.tool }), el("br"),
+          el("code", { class: "arguments", text: a.arguments }))),
         cell("Why", el("span", { text: a.why })),
         cell("Approvers", el("span", {},
           el("span", { class: "needed", text: a.needed === 1 ? "1 more approval" : `${a.needed} more approvals` }),
           ` of ${a.required} · from ${a.approvers.length ? a.approvers.join(", ") : "any operator"}`,
           ...(a.principal ? [el("br"), el("span", { class: "muted", text: `not ${a.principal} (whose call it is)` })] : []),
-          ...a.answers.map((x) => el("span", { class: "answer muted" }, el("br"), x)))),
+          ...a.answers.map((x) => el("span", { class: "answer muted" }, el("br"), x)),
+          el("br"), el("span", { class: "where muted", text: a.answered_where }))),
         cell("Answer", csrf ? el("span", {},
           el("button", { type: "button", class: "approve", data: { answer: "approve" } }),
           el("button", { type: "button", class: "deny", data: { answer: "deny" } }),
           el("span", { class: "answer-note" }))
-          : el("span", { class: "muted", text: session.sign_in ? "sign in to answer" : "CLI" })),
+          : el("span", { class: "muted", text: session.sign_in ? "sign in to answer" : "not answerable on this page" })),
       ),
     );
     for (const row of rows) {
@@ -297,8 +303,12 @@
       }
       showNote(row);
     }
-    $("approvals").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(7, "no call waits for an operator")]));
+    $("approvals").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(6, "no call waits for an operator")]));
     $("approvals-note").textContent = rows.length ? `${rows.length} waiting` : "";
+    // What each notification target still owes (a receiver down: it is retried while the
+    // request is open).
+    $("notify").replaceChildren(...view.notify.map((line, i) =>
+      el("li", { class: (view.notify_owed[i] || ["", 0])[1] > 0 ? "error" : "muted", text: line })));
     $("approvals-error").hidden = !view.approvals_error;
     $("approvals-error").textContent = view.approvals_error ? `approval requests unreadable: ${view.approvals_error}` : "";
   }

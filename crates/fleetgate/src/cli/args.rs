@@ -43,7 +43,7 @@ pub enum Command {
     /// operator's approval of one exact merge. `--forge github-mcp` tells the workflow in front
     /// of GitHub's server instead of Gitea's.
     Demo {
-        /// The forge whose server the stand-in plays (gitea-mcp, github-mcp).
+        /// The forge whose server the stand-in plays: gitea-mcp or github-mcp.
         #[arg(long, default_value = "gitea-mcp")]
         forge: String,
     },
@@ -57,8 +57,9 @@ pub enum Command {
     },
     /// Write a first, commented fleet.toml for a forge profile, then the doctor's next step.
     ///
-    /// `fleetgate init --forge gitea-mcp` reads the checkout's git remote for the binding and
-    /// writes the five-member roster, the workflow defaults and the forge command to `--config`
+    /// `fleetgate init --forge gitea-mcp` (or `--forge github-mcp`) reads the checkout's git
+    /// remote for the binding and writes the five-member roster, the workflow defaults and the
+    /// forge command to `--config`
     /// (default: $XDG_CONFIG_HOME/fleetgate/fleet.toml) — never over an existing file unless
     /// `--force` (which keeps a backup). With `--client claude-code --client codex` it shows
     /// the doctor's repair of those clients, and writes it with `--apply`.
@@ -156,7 +157,8 @@ pub enum Command {
 /// `fleetgate init …`
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// The forge profile (gitea-mcp).
+    /// The forge profile: gitea-mcp (the official Gitea MCP server) or github-mcp (GitHub's
+    /// official MCP server, github-mcp-server).
     #[arg(long, default_value = "gitea-mcp")]
     pub forge: String,
     /// The checkout whose git remote names the repository (default: the current directory).

@@ -23,8 +23,10 @@ pub fn run(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<u8> {
             clock: ctx.decision_clock()?,
             env: Arc::new(move |key: &str| env.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_owned())),
             metrics: None,
+            owed: None,
             ttl_seconds: ctx.config.approvals.ttl_seconds,
-            backoff: fleetgate_control::notify::BACKOFF.to_vec(),
+            backoff: fleetgate_control::notify::BACKOFF,
+            pause: fleetgate_control::notify::real_pause(),
         };
         settings.notify = Some((ctx.config.approvals.notify.clone(), cx));
     }
@@ -91,11 +93,17 @@ fn resolve(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<DashboardSettings>
                 fleetgate_gateway::check_oauth_url(uri)
                     .map_err(|why| anyhow!("--oidc-redirect-uri {:?} {why}", shown(uri)))?;
             }
+            // The gateways' principal claim, read from the ID token only at their own issuer.
+            let oauth = ctx.config.http.oauth.as_ref();
+            let same =
+                |o: &&fleetgate_gateway::OAuthSettings| o.issuer.trim_end_matches('/') == issuer.trim_end_matches('/');
+            let principal_claim = oauth.filter(same).map(|o| o.principal_claim.clone());
             Some(fleetgate_dashboard::signin::SignInSettings {
                 issuer,
                 client_id: client_id.clone(),
                 redirect_uri: args.oidc_redirect_uri.clone().unwrap_or_default(),
                 groups_claim: args.oidc_groups_claim.clone(),
+                principal_claim,
                 principal_names: ctx
                     .config
                     .http

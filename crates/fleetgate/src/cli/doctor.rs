@@ -99,7 +99,43 @@ pub fn run(ctx: &Ctx, args: &DoctorArgs) -> anyhow::Result<Reply> {
     if args.fix {
         return Ok(fix(ctx, &scope, surveyed, args.apply));
     }
-    Ok(report(ctx, &surveyed))
+    let workflows = workflows(&scope.layout.project, &ctx.config.workflow.protection);
+    Ok(report(ctx, &surveyed, &workflows))
+}
+
+/// The checkout's workflow files (`fleetgate_doctor::workflows::WORKFLOW_DIRS`), each judged:
+/// the workflows that run code from unprotected branches with a token that can write, and
+/// the files that could not be read (as file errors).
+fn workflows(
+    project: &std::path::Path,
+    protection: &fleetgate_core::protect::Protection,
+) -> (Vec<fleetgate_doctor::workflows::WorkflowFinding>, Vec<Value>) {
+    let (mut found, mut errors) = (Vec::new(), Vec::new());
+    for dir in fleetgate_doctor::workflows::WORKFLOW_DIRS {
+        let Ok(entries) = std::fs::read_dir(project.join(dir)) else { continue };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".yml") || n.ends_with(".yaml"))
+            .collect();
+        names.sort();
+        for name in names {
+            let shown = format!("{dir}/{name}");
+            let path = project.join(&shown);
+            if let Err(message) = apply::check_within(&path, project) {
+                errors.push(json!({ "file": shown, "message": message }));
+                continue;
+            }
+            let judged = std::fs::read_to_string(&path)
+                .map_err(|e| format!("{shown}: {e}"))
+                .and_then(|text| fleetgate_doctor::workflows::judge(&shown, &text, protection));
+            match judged {
+                Ok(more) => found.extend(more),
+                Err(message) => errors.push(json!({ "file": shown, "message": message })),
+            }
+        }
+    }
+    (found, errors)
 }
 
 fn selected(names: &[String]) -> anyhow::Result<Vec<Client>> {
@@ -180,9 +216,14 @@ fn policy_notes(ctx: &Ctx) -> (fleetgate_control::policy::PolicyNotes, Option<St
     (fleetgate_control::policy::notes(&ctx.config, tokens.as_ref()), unread)
 }
 
-fn report(ctx: &Ctx, surveyed: &[Surveyed]) -> Reply {
+fn report(
+    ctx: &Ctx,
+    surveyed: &[Surveyed],
+    (workflows, workflow_errors): &(Vec<fleetgate_doctor::workflows::WorkflowFinding>, Vec<Value>),
+) -> Reply {
     let findings = all_findings(surveyed);
     let mut errors = file_errors(surveyed);
+    errors.extend(workflow_errors.iter().cloned());
     let (notes, unread) = policy_notes(ctx);
     if let Some(e) = unread {
         errors.push(
@@ -192,9 +233,12 @@ fn report(ctx: &Ctx, surveyed: &[Surveyed]) -> Reply {
     // A principal whose second session counts as independent is a finding; a lift is the
     // operator's choice, named, not counted.
     let policy_findings = if notes.principals_count_as_independent { notes.principals.len() } else { 0 };
+    // A workflow that runs unprotected branches' code with a write token is a finding too.
+    let policy_findings = policy_findings + workflows.len();
     let fixable = findings.iter().filter(|f| f.fixable).count();
     let mut text: Vec<String> = surveyed.iter().map(|s| report::client_text(&s.report)).collect();
     text.extend(notes.lines().into_iter().map(|l| format!("roster: {}", shown(&l, usize::MAX))));
+    text.extend(workflows.iter().map(|w| format!("workflow: {}", shown(&w.message, usize::MAX))));
     text.push(if findings.is_empty() && errors.is_empty() && policy_findings == 0 {
         "clean: every client's configuration matches the roster".to_owned()
     } else {
@@ -210,6 +254,7 @@ fn report(ctx: &Ctx, surveyed: &[Surveyed]) -> Reply {
     let value = json!({
         "clean": findings.is_empty() && errors.is_empty() && policy_findings == 0,
         "policy": notes,
+        "workflows": workflows,
         "env_prefix": ctx.config.env_prefix,
         "clients": surveyed.iter().map(|s| &s.report).collect::<Vec<_>>(),
         "findings": findings,

@@ -5,7 +5,8 @@
 pub const SERVE: &str = "Examples:
   fleetgate serve --profile prgs-author -- gitea-mcp -t stdio
   fleetgate serve --profile prgs-author --metrics-listen 127.0.0.1:9464 -- gitea-mcp -t stdio
-  fleetgate serve --profile prgs-author --transport http --listen 127.0.0.1:8750 -- gitea-mcp -t stdio";
+  fleetgate serve --profile prgs-author --transport http --listen 127.0.0.1:8750 -- gitea-mcp -t stdio
+  fleetgate serve --profile prgs-author -- github-mcp-server stdio       # [fleet] forge = \"github-mcp\"";
 
 /// `fleetgate dashboard --help`.
 pub const DASHBOARD: &str = "Examples:
@@ -15,6 +16,7 @@ pub const DASHBOARD: &str = "Examples:
 /// `fleetgate init --help`.
 pub const INIT: &str = "Examples:
   fleetgate init --forge gitea-mcp
+  fleetgate init --forge github-mcp
   fleetgate init --client claude-code --client codex           # and show the doctor's repair
   fleetgate init --client claude-code --client codex --apply   # and write it
   fleetgate init --config ./fleet.toml --remote upstream --force";
@@ -55,7 +57,8 @@ pub const DOCTOR: &str = "Examples:
   fleetgate doctor
   fleetgate doctor --fix
   fleetgate doctor --fix --apply --client claude-code
-  fleetgate doctor --snippet --client codex -- gitea-mcp -t stdio";
+  fleetgate doctor --snippet --client codex -- gitea-mcp -t stdio
+  fleetgate doctor --snippet --client codex -- github-mcp-server stdio";
 
 /// `fleetgate pr --help`.
 pub const PR: &str = "Examples:

@@ -1,12 +1,15 @@
 //! The gate's [`Observer`] on the real host: `/proc`, `kill(pid, 0)`, `/etc/machine-id`,
-//! git, and another gateway's store found the way that process found it — its command line
-//! read with this binary's own flags, its environment, its working directory, its open
-//! files. It lives in the binary because only the binary knows its flags.
+//! git, and the facts about another gateway — the proof it holds open, its pid namespace and
+//! start, its working directory, its open files, and the store it names, found the way that
+//! process found it (its command line read with this binary's own flags, its environment).
+//! It lives in the binary because only the binary knows its flags.
 
 use super::args::Cli;
 use clap::Parser;
 use fleetgate_control::gate::Observer;
-use fleetgate_core::inventory::{PeerStore, PidProbe};
+use fleetgate_core::env::EnvKey;
+use fleetgate_core::inventory::{NamedStore, PeerFacts, PidProbe};
+use fleetgate_core::runtime::StoreKey;
 use fleetgate_host::HostError;
 use fleetgate_host::paths::{canonical_root, store_location};
 use fleetgate_host::procfs::{ProcFs, ProcessSource};
@@ -50,71 +53,71 @@ impl Observer for LiveObserver {
         fleetgate_host::git::head(checkout)
     }
 
-    fn peer_store(
-        &self,
-        pid: i64,
-        argv: &[String],
-        env_prefix: &str,
-        our_file: Option<(u64, u64)>,
-    ) -> Result<PeerStore, String> {
+    fn peer_facts(&self, pid: i64, argv: &[String], env_prefix: &str) -> Result<PeerFacts, String> {
+        // Its stamp before and after its descriptors are read: a process that changed
+        // meanwhile (exited, its pid taken) is not the one read, and is told so.
+        let stamp = self.procfs.stamp(pid).map_err(|e| format!("its pid namespace and start cannot be read: {e}"))?;
+        let proofs = self.procfs.proofs(pid).map_err(|e| format!("its open files cannot be read: {e}"))?;
+        let open_files = self.procfs.open_files(pid).map_err(|e| format!("its open files cannot be read: {e}"))?;
+        let cwd = self.procfs.cwd(pid).map_err(|e| format!("its working directory cannot be read: {e}"))?;
+        let named_store = self.named_store(pid, argv, env_prefix, &cwd);
+        if self.procfs.stamp(pid).ok() != Some(stamp) {
+            return Err("it changed while it was read".into());
+        }
+        // A process on its way out closes its files after it gives up its memory (its command
+        // line then reads empty), and one that ran another program meanwhile is not the one
+        // read: neither is told unproven for what was read of it (the caller judges it again).
+        match self.procfs.entry(pid) {
+            None => return Err("it is exiting".into()),
+            Some(now) if now.argv != argv => return Err("it ran another program while it was read".into()),
+            Some(_) => {}
+        }
+        Ok(PeerFacts {
+            stamp: Some(stamp.stamp),
+            uid: stamp.uid,
+            proofs,
+            cwd: Some(canonical_root(&cwd.display().to_string())),
+            open_files,
+            named_store,
+        })
+    }
+}
+
+impl LiveObserver {
+    /// The store the gateway `pid` names, the way it found it: its `--store` (its command
+    /// line read with this binary's own flags), else the store key in its own environment,
+    /// else its default path; a relative path from its working directory `cwd`.
+    fn named_store(&self, pid: i64, argv: &[String], env_prefix: &str, cwd: &Path) -> Result<NamedStore, String> {
         // The kind only: clap's message quotes the offending argument, which may be a secret.
         let cli = Cli::try_parse_from(argv).map_err(|e| format!("its command line does not parse ({:?})", e.kind()))?;
         let env = self.procfs.environ(pid).map_err(|e| format!("its environment cannot be read: {e}"))?;
+        // A store URL with a credential leaves the environment with the secrets (`seal_secrets`):
+        // it names a server's database, which only its proof can say more of.
+        let sealed = cli.store.is_none()
+            && env.get(EnvKey::WorkerRegistryDb, env_prefix).is_none()
+            && env.get(EnvKey::FleetgateSealedEnvFd, "").is_some();
+        if sealed {
+            return Ok(NamedStore { location: "a store location sealed away with its secrets".into(), key: None });
+        }
         let spec = store_location(cli.store.as_deref(), &env, env_prefix)
             .ok_or_else(|| "it names no store (no --store, store key, HOME or XDG_STATE_HOME)".to_owned())?;
         let path = match StoreSpec::parse(&spec) {
             Ok(StoreSpec::Sqlite(path)) => path,
-            // A server's store proves nothing here.
+            // A server's database: its URL, without its password. Only the gateway can ask
+            // that server which database it is; its proof says.
             Ok(StoreSpec::Postgres(url)) => {
-                return Err(format!(
-                    "its store is PostgreSQL ({}): only a SQLite store it holds open is read as proof",
-                    fleetgate_store::redact_url(&url)
-                ));
+                return Ok(NamedStore { location: fleetgate_store::redact_url(&url), key: None });
             }
             Err(_) => {
                 return Err(format!(
-                    "its store location {:?} is not a SQLite path",
+                    "its store location {:?} is neither a path nor a URL",
                     fleetgate_store::redact_url(&spec)
                 ));
             }
         };
-        let path = if path.is_absolute() {
-            path
-        } else {
-            self.procfs.cwd(pid).map_err(|e| format!("its store {} is relative and {e}", path.display()))?.join(path)
-        };
-        let location = path.display().to_string();
-        // A store that cannot be looked at or read yet is told as such, not as a failure to
-        // learn anything: a gateway just started may be creating it (the judgement gives
-        // such a one a bounded grace).
-        let meta = match std::fs::metadata(&path) {
-            Ok(meta) => meta,
-            Err(e) => {
-                let unread = Some(format!("its store {location} cannot be looked at: {e}"));
-                return Ok(PeerStore { location, held_open: false, ours: false, rows: Vec::new(), unread });
-            }
-        };
-        let file = (meta.dev(), meta.ino());
-        let held_open =
-            self.procfs.open_files(pid).map_err(|e| format!("its open files cannot be read: {e}"))?.contains(&file);
-        let ours = our_file == Some(file);
-        let (rows, unread) = if held_open && !ours {
-            match fleetgate_store::sqlite::SqliteStore::read_runtime_rows(&path) {
-                Ok(rows) => (
-                    rows.into_iter()
-                        .filter(|r| r.pid == pid)
-                        .map(|mut r| {
-                            r.repository_root = r.repository_root.as_deref().map(canonical_root);
-                            r
-                        })
-                        .collect(),
-                    None,
-                ),
-                Err(e) => (Vec::new(), Some(format!("its store {location} cannot be read: {e}"))),
-            }
-        } else {
-            (Vec::new(), None)
-        };
-        Ok(PeerStore { location, held_open, ours, rows, unread })
+        let path = if path.is_absolute() { path } else { cwd.join(path) };
+        // A file not made yet (a gateway just started may be making it) has no key yet.
+        let key = std::fs::metadata(&path).ok().map(|m| StoreKey::File { device: m.dev(), inode: m.ino() });
+        Ok(NamedStore { location: path.display().to_string(), key })
     }
 }

@@ -27,7 +27,7 @@ pub fn approvals(ctx: &Ctx, cmd: &ApprovalsCommand) -> anyhow::Result<Reply> {
     // The CLI's operating-system user answers: a principal like any other.
     let approver =
         fleetgate_core::approval::Approver { id: format!("os:{}", fleetgate_host::os_user()), ..Default::default() };
-    match answer(&*store, id, &approver, approve, reason.as_deref(), ctx.now()) {
+    match answer(&*store, id, (&approver, &ctx.config.people), approve, reason.as_deref(), ctx.now()) {
         Ok(r) => {
             let needed = fleetgate_core::approval::approvals_needed(&r);
             let more = if needed > 0 { format!(" ({needed} more approval(s) needed)") } else { String::new() };
@@ -45,7 +45,9 @@ pub fn approvals(ctx: &Ctx, cmd: &ApprovalsCommand) -> anyhow::Result<Reply> {
 /// `fleetgate approvals watch`: every approval event from now (or after `after`), printed as
 /// it is recorded — woken by the store's own word (PostgreSQL `NOTIFY`, SQLite inotify), with
 /// a short backstop — until `count` events or an interrupt. Approvals past their TTL are
-/// expired as it goes, so their expiry is an event too.
+/// expired as it goes, so their expiry is an event too. What each `[[approvals.notify]]`
+/// target still owes is printed when it changes (`owed: …`; with `--json` an object of
+/// `"kind": "owed"`), so a receiver that is down shows.
 fn watch(
     ctx: &Ctx,
     store: &std::sync::Arc<dyn fleetgate_store::Store>,
@@ -60,9 +62,27 @@ fn watch(
     let mut watch = store.approval_watch()?;
     let ttl = ctx.config.approvals.ttl_seconds;
     let mut seen = 0usize;
+    let mut owing: std::collections::HashMap<String, (usize, Option<i64>)> = std::collections::HashMap::new();
     loop {
         let now = ctx.now();
         store.expire_approvals(now.plus_seconds(-ttl), now)?;
+        for target in &ctx.config.approvals.notify {
+            let owed = fleetgate_control::notify::owed(&**store, target)?;
+            let key = (owed.events, owed.oldest.as_ref().map(|o| o.id));
+            let before = owing.insert(target.name.clone(), key);
+            if before == Some(key) || (before.is_none() && owed.events == 0) {
+                continue;
+            }
+            let mut out = std::io::stdout().lock();
+            if ctx.json {
+                let mut value = serde_json::to_value(&owed)?;
+                value["kind"] = "owed".into();
+                writeln!(out, "{value}")?;
+            } else {
+                writeln!(out, "owed: {}", terminal_text(&owed.line()))?;
+            }
+            out.flush()?;
+        }
         for event in store.approval_events(cursor, 256)? {
             cursor = event.id;
             let mut out = std::io::stdout().lock();

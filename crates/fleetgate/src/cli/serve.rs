@@ -8,7 +8,7 @@ use crate::cli::context::Ctx;
 use anyhow::anyhow;
 use fleetgate_control::gate::Gate;
 use fleetgate_control::metrics::{GatewayExposition, MeteredStore};
-use fleetgate_control::serve::{FleetControl, Identity, ServeSettings, Transport, run_serve};
+use fleetgate_control::serve::{FleetControl, ForgeApi, Identity, ServeSettings, Transport, run_serve};
 use fleetgate_core::env::{EnvKey, key_name};
 use fleetgate_core::runtime::derive_cohort;
 use fleetgate_gateway::{DownstreamCommand, GatewayOptions, HttpOptions, Limits, Principals};
@@ -36,8 +36,9 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         ));
     }
     let binding = args.binding.binding().or_else(|| ctx.config.binding.clone());
+    // Canonical (symlinks resolved): other fleets compare it with their own checkouts.
     let repo_root = match &args.repo_root {
-        Some(p) => Some(p.clone()),
+        Some(p) => Some(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
         None => std::env::current_dir().ok(),
     };
     let transport = if args.transport == "http" { Transport::Http } else { Transport::Stdio };
@@ -72,8 +73,17 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
             None
         }
     });
+    // Its proof is tied to this process as `/proc` names it (pid, PID namespace, start).
+    let stamp = match fleetgate_host::proof::own_stamp() {
+        Ok(stamp) => Some(stamp),
+        Err(e) => {
+            tracing::warn!("this process cannot be stamped, so it publishes no proof: {e}");
+            None
+        }
+    };
     let identity =
-        Identity::new(member.clone(), pid, fleetgate_host::start_id(), cohort, (repo_root, startup_head), binding);
+        Identity::new(member.clone(), pid, fleetgate_host::start_id(), cohort, (repo_root, startup_head), binding)
+            .with_stamp(stamp);
     let mut gate = Gate::new(Arc::new(ctx.config.clone()), store, Arc::new(LiveObserver::default())).with_auditor(
         fleetgate_control::audit::Auditor::new(
             MeteredStore::wrap(ctx.store()?, metrics.clone()),
@@ -96,8 +106,9 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         );
         gate = gate.with_shadow(shadow);
     }
-    let control =
-        FleetControl::new(identity, transport, ctx.env.clone(), ctx.decision_clock()?, gate).with_metrics(metrics);
+    let control = FleetControl::new(identity, transport, ctx.env.clone(), ctx.decision_clock()?, gate)
+        .with_metrics(metrics)
+        .with_forge_api(forge_api(ctx, &args.downstream));
     let options = GatewayOptions {
         downstream: downstream_command(ctx, &args.downstream),
         max_message_bytes: args.max_message_bytes,
@@ -177,6 +188,16 @@ fn downstream_command(ctx: &Ctx, argv: &[OsString]) -> Option<DownstreamCommand>
         ),
     }
     Some(command)
+}
+
+/// The forge's own API as the downstream reaches it: the host and the token its command line
+/// and the environment it is started with give it (the same token: the member's own).
+fn forge_api(ctx: &Ctx, argv: &[OsString]) -> ForgeApi {
+    let Some(dialect) = ctx.config.dialect() else { return ForgeApi::default() };
+    let argv: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let env: Vec<(String, String)> =
+        ctx.config.downstream_env(&ctx.env).into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+    ForgeApi::of_launch(dialect, &argv, &env)
 }
 
 /// The HTTP transport's options: the listen address (loopback unless allowed), the token

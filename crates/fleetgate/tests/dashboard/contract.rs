@@ -207,6 +207,8 @@ fn api_fleet_has_the_documented_shape_and_events_push_the_same_view() {
         "review_locks_error",
         "approvals",
         "approvals_error",
+        "notify",
+        "notify_owed",
         "policy",
         "shadow",
     ];
@@ -348,15 +350,9 @@ fn asked(d: &crate::support::Dashboard) -> String {
         tool: "create_branch".into(),
         digest: fleetgate_core::approval::call_digest(Some("wrk-a"), "create_branch", arguments.as_ref()),
         arguments,
+        does: None,
         why: "rule fleet.toml:9 asks".into(),
-        state: fleetgate_core::approval::ApprovalState::Pending,
-        answered_by: None,
-        answered_at: None,
-        answer_reason: None,
-        used_at: None,
-        approvers: Vec::new(),
-        required: 1,
-        answers: Vec::new(),
+        ..fleetgate_core::approval::ApprovalRequest::default()
     };
     store.request_approval(&request).unwrap().id
 }

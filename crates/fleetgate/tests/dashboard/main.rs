@@ -9,5 +9,6 @@ mod browser;
 mod contract;
 mod fixture;
 mod metrics;
+mod people;
 mod signin;
 mod support;

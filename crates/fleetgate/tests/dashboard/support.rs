@@ -42,8 +42,14 @@ pub struct Dashboard {
 
 /// Run `fleetgate --store (fresh) dashboard ARGS…` with `env`; `Err((code, stderr))` when it exits.
 pub fn dashboard(env: &[(&str, &str)], args: &[&str]) -> Result<Dashboard, (Option<i32>, String)> {
+    dashboard_with("", env, args)
+}
+
+/// [`dashboard`] with `more` appended to its one-member roster.
+pub fn dashboard_with(more: &str, env: &[(&str, &str)], args: &[&str]) -> Result<Dashboard, (Option<i32>, String)> {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("fleet.toml"), roster("fgdash-contract-never-matches", 1)).unwrap();
+    let text = format!("{}\n{more}", roster("fgdash-contract-never-matches", 1));
+    std::fs::write(dir.path().join("fleet.toml"), text).unwrap();
     let mut cmd = Command::new(bin());
     cmd.env_clear().env("PATH", "/usr/bin:/bin");
     for (k, v) in env {
@@ -86,6 +92,23 @@ impl Dashboard {
     /// The store the dashboard reads.
     pub fn store(&self) -> PathBuf {
         self._dir.path().join("registry.sqlite3")
+    }
+
+    /// The CLI on the dashboard's store and roster: `fleetgate --json ARGS…`, its JSON answer.
+    pub fn cli(&self, args: &[&str]) -> serde_json::Value {
+        let out = Command::new(bin())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .arg("--store")
+            .arg(self.store())
+            .arg("--config")
+            .arg(self._dir.path().join("fleet.toml"))
+            .arg("--json")
+            .args(args)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)))
     }
 
     /// SIGTERM, the exit waited for (bounded), and everything it logged.

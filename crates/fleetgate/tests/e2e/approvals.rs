@@ -224,6 +224,11 @@ impl Receiver {
         Self { addr, got }
     }
 
+    /// Every request received so far.
+    pub(crate) fn raw(&self) -> Vec<Received> {
+        self.got.lock().unwrap().clone()
+    }
+
     /// The events received so far, by their `event` field.
     pub(crate) fn events(&self) -> Vec<(String, Received)> {
         let got = self.got.lock().unwrap();
@@ -310,8 +315,14 @@ fn every_approval_event_is_sent_signed_and_a_dead_target_changes_nothing() {
     assert!(ended, "the watch did not see three events: {}", String::from_utf8_lossy(&out.stdout));
     let lines: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let watched: Vec<&str> = lines.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    let watched: Vec<&str> = lines.iter().map(|e| e["kind"].as_str().unwrap()).filter(|k| *k != "owed").collect();
     assert_eq!(watched, ["requested", "answered", "used"], "{lines:?}");
+    // What the dead targets still owe showed too (the unreachable one retries, its request open
+    // until the use).
+    assert!(
+        lines.iter().any(|l| l["kind"] == "owed" && l["target"] == "gone" && l["events"].as_u64() > Some(0)),
+        "{lines:?}"
+    );
     fleet.stop();
 }
 
@@ -339,4 +350,159 @@ fn the_dashboard_sends_what_no_gateway_is_left_to_send() {
     // Well inside the hold a gateway keeps on a target while it runs (30 s): stopping let it go.
     let sent = wait_until(15.0, || receiver.events().iter().any(|(k, _)| k == "answered"));
     assert!(sent, "no process sent the answer: {:?}", receiver.events());
+}
+
+/// A receiver verifying with the published Standard Webhooks library (`standardwebhooks` from
+/// PyPI, `tests/peers/webhook_receiver.py`), every delivery logged with the verifier's word.
+struct Verifier {
+    child: std::process::Child,
+    port: u16,
+    out: std::path::PathBuf,
+}
+
+impl Verifier {
+    fn start(secret: &str, dir: &std::path::Path) -> Self {
+        use std::io::BufRead as _;
+        let out = dir.join("deliveries.jsonl");
+        let mut child = std::process::Command::new(crate::support::peer(".venv/bin/python"))
+            .arg(crate::support::peer("tests/peers/webhook_receiver.py"))
+            .args([secret, &out.display().to_string()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port = line.trim().strip_prefix("listening ").and_then(|p| p.parse().ok());
+        Self { port: port.unwrap_or_else(|| panic!("the receiver did not start: {line:?}")), child, out }
+    }
+
+    fn deliveries(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(&self.out).unwrap_or_default();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// POST `body` with `headers` to the receiver's `path`; the status.
+    fn post(&self, path: &str, headers: &[(String, String)], body: &str) -> u16 {
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let mut request = agent.post(&format!("http://127.0.0.1:{}{path}", self.port));
+        for (k, v) in headers {
+            request = request.header(k.as_str(), v.as_str());
+        }
+        request.send(body.as_bytes()).unwrap().status().as_u16()
+    }
+}
+
+impl Drop for Verifier {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Issue 55: a captured webhook verified for ever (the signature covered the body alone).
+/// fleetgate signs as Standard Webhooks does: a receiver using the published verifier accepts
+/// every delivery, refuses the same delivery replayed past its tolerance (its clock six minutes
+/// on) and one whose body was changed.
+#[test]
+fn a_standard_webhooks_verifier_accepts_every_delivery_and_refuses_a_late_replay() {
+    let _serial = crate::support::serial();
+    let dir = tempfile::tempdir().unwrap();
+    // The specification's serialization: `whsec_` and the base64 of 32 random bytes.
+    let secret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD2FGIIGUodAY=";
+    let key_file = dir.path().join("hook.key");
+    std::fs::write(&key_file, format!("{secret}\n")).unwrap();
+    let verifier = Verifier::start(secret, dir.path());
+    let config = format!(
+        "{}\n[[approvals.notify]]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:{}/hook\"\nsecret_file = {:?}\n",
+        ASKING.replace("wait_seconds = 7", "wait_seconds = 0"),
+        verifier.port,
+        key_file.display().to_string()
+    );
+    let mut fleet = Fleet::start(&config);
+    refused(fleet.call("author", "create_branch", branch("signed")), "approval_pending", "apr-");
+    let id = pending(&fleet.f)["id"].as_str().unwrap().to_owned();
+    fleet.f.cli(&["approvals", "approve", &id, "--json"]);
+    assert!(wait_until(20.0, || verifier.deliveries().len() >= 2), "{:?}", verifier.deliveries());
+    let deliveries = verifier.deliveries();
+    for d in &deliveries {
+        assert_eq!(d["accepted"], true, "the verifier refused a delivery: {d}");
+        assert!(d["headers"]["x-fleetgate-signature"].as_str().is_some_and(|s| s.starts_with("sha256=")), "{d}");
+    }
+    let first = &deliveries[0];
+    let event: Value = serde_json::from_str(first["body"].as_str().unwrap()).unwrap();
+    assert_eq!((event["event"].as_str(), event["request"]["id"].as_str()), (Some("requested"), Some(id.as_str())));
+    let headers: Vec<(String, String)> = ["webhook-id", "webhook-timestamp", "webhook-signature", "content-type"]
+        .iter()
+        .map(|k| ((*k).to_owned(), first["headers"][*k].as_str().unwrap().to_owned()))
+        .collect();
+    let body = first["body"].as_str().unwrap();
+    // The same delivery replayed now is still within the tolerance: the verifier accepts it
+    // (its `webhook-id` is the receiver's idempotency key)...
+    assert_eq!(verifier.post("/hook", &headers, body), 204);
+    // ...a changed body is refused...
+    assert_eq!(verifier.post("/hook", &headers, &body.replace("signed", "signee")), 401);
+    // ...and six minutes on (the receiver's clock moved, the library's 5-minute tolerance
+    // passed) the captured delivery is refused.
+    assert_eq!(verifier.post("/clock", &[], "360"), 204);
+    assert_eq!(verifier.post("/hook", &headers, body), 401);
+    let last = verifier.deliveries().pop().unwrap();
+    assert!(last["why"].as_str().unwrap().contains("too old"), "{last}");
+    fleet.stop();
+}
+
+/// Issue 55: a role's call whose text holds a mention, a lying link and formatting reached
+/// Slack unescaped. Through a real gateway and notifier: the Slack, ntfy and webhook targets
+/// receive the hostile call's request with no mention, no link and no markup of the call's
+/// rendered, none of it in a header, and the Slack and ntfy messages name where to answer.
+#[test]
+fn a_hostile_call_reaches_slack_ntfy_and_webhook_receivers_inert() {
+    const HOSTILE: &str =
+        "<!channel> urgent <http://evil.example/approve|:white_check_mark: fleetgate says safe: approve apr-0000> *ok*";
+    let _serial = crate::support::serial();
+    let (slack, ntfy, hook) = (Receiver::start(), Receiver::start(), Receiver::start());
+    let config = format!(
+        "{}\n[[approvals.notify]]\nkind = \"slack\"\nurl = \"http://{}/services/T0/B0/s3cret\"\n\n\
+         [[approvals.notify]]\nkind = \"ntfy\"\nurl = \"http://{}/topic\"\n\n\
+         [[approvals.notify]]\nkind = \"webhook\"\nurl = \"http://{}/hook\"\n",
+        ASKING.replace("wait_seconds = 7", "wait_seconds = 0"),
+        slack.addr,
+        ntfy.addr,
+        hook.addr
+    );
+    let mut fleet = Fleet::start(&config);
+    refused(fleet.call("author", "create_branch", branch(HOSTILE)), "approval_pending", "apr-");
+    let id = pending(&fleet.f)["id"].as_str().unwrap().to_owned();
+    assert!(wait_until(20.0, || [&slack, &ntfy, &hook].iter().all(|r| !r.raw().is_empty())), "not every target heard");
+    for r in [&slack, &ntfy, &hook] {
+        for (headers, _) in r.raw() {
+            assert!(headers.iter().all(|(_, v)| !v.contains("urgent") && !v.contains('<')), "{headers:?}");
+        }
+    }
+    // Slack: every text verbatim mrkdwn, no `<` left (no mention, link or channel), the call
+    // only inside a code fence, and who answers and where.
+    let (_, body) = slack.raw().remove(0);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let texts: Vec<String> = std::iter::once(v["text"].as_str().unwrap().to_owned())
+        .chain(v["blocks"].as_array().unwrap().iter().map(|b| {
+            assert_eq!(b["text"]["verbatim"], true, "{b}");
+            b["text"]["text"].as_str().unwrap().to_owned()
+        }))
+        .collect();
+    assert!(texts.iter().all(|t| !t.contains('<') && !t.contains('>')), "{texts:?}");
+    assert!(!texts[0].contains("urgent") && !texts[1].contains("urgent"), "{texts:?}");
+    assert!(texts[1].contains(&format!("`fleetgate approvals approve {id}`")), "{texts:?}");
+    assert!(texts[2].starts_with("```") && texts[2].contains("&lt;!channel&gt; urgent"), "{texts:?}");
+    // ntfy: markdown, the call in a fence, the title fleetgate's own words.
+    let (headers, body) = ntfy.raw().remove(0);
+    let title = headers.iter().find(|(k, _)| k == "title").map(|(_, v)| v.clone());
+    assert_eq!(title, Some(format!("fleetgate: requested {id}")));
+    let (answer, fence) = body.split_once("\n\n```\n").unwrap();
+    assert!(answer.contains(&format!("`fleetgate approvals approve {id}`")) && !answer.contains("urgent"), "{body}");
+    assert!(fence.contains(HOSTILE) && fence.matches('`').count() == 3, "{body}");
+    // The webhook: the call structured, exactly as made.
+    let (_, body) = hook.raw().remove(0);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["request"]["arguments"]["branch"], HOSTILE);
+    fleet.stop();
 }

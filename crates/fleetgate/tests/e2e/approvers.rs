@@ -27,11 +27,35 @@ pub(crate) struct Dashboard {
     url: String,
 }
 
+impl Dashboard {
+    /// Its base URL (`http://127.0.0.1:PORT`).
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+}
+
 impl Drop for Dashboard {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The merger of `fleet` (started without it) served over HTTP, once it joins the fleet.
+pub(crate) fn http_merger(fleet: &Fleet) -> HttpGateway {
+    let downstream = fleet.downstream("merger");
+    let downstream: Vec<&str> = downstream.iter().map(String::as_str).collect();
+    let gateway = HttpGateway::start_as(
+        &fleet.f,
+        "prgs-merger",
+        "127.0.0.1:0",
+        None,
+        &downstream,
+        "info",
+        &[("GITEA_MCP_COHORT_ID", "flow-a")],
+    );
+    assert!(wait_until(20.0, || fleet.f.running_rows() == 4), "the HTTP merger did not join the fleet");
+    gateway
 }
 
 /// `fleetgate dashboard` with sign-in (the issuer comes from `[http.oauth]`: only the
@@ -119,18 +143,7 @@ fn two_named_people_approve_a_held_merge_in_a_browser_and_no_one_else_counts() {
         key.display().to_string()
     );
     let mut fleet = Fleet::start_except(&extra, &["merger"]);
-    let downstream = fleet.downstream("merger");
-    let downstream: Vec<&str> = downstream.iter().map(String::as_str).collect();
-    let gateway = HttpGateway::start_as(
-        &fleet.f,
-        "prgs-merger",
-        "127.0.0.1:0",
-        None,
-        &downstream,
-        "info",
-        &[("GITEA_MCP_COHORT_ID", "flow-a")],
-    );
-    assert!(wait_until(20.0, || fleet.f.running_rows() == 4), "the HTTP merger did not join the fleet");
+    let gateway = http_merger(&fleet);
     let raw = Raw::new(&gateway);
     let carol =
         provider.sign("rsa-1", &provider.claims(AUDIENCE, "carol", json!({ "fleetgate_profiles": ["prgs-merger"] })));
@@ -156,6 +169,15 @@ fn two_named_people_approve_a_held_merge_in_a_browser_and_no_one_else_counts() {
     assert!(held.contains(&id), "{held}");
     assert_eq!(request["principal"], "oauth:carol", "{request}");
     assert_eq!(request["required"], 2, "{request}");
+    // Issue 55: who may answer and where, never a command refused for them; what the call
+    // does, in words, from the judged effect, before its arguments.
+    assert!(!held.contains(&format!("fleetgate approvals approve {id}`")), "{held}");
+    assert!(held.contains("oidc:alice, group:release signed in to the dashboard"), "{held}");
+    let does = request["does"].as_str().unwrap_or_default().to_owned();
+    assert!(does.starts_with("merge ") && does.contains(&format!("#{pr} at {} onto main", &head[..7])), "{request}");
+    let listed = fleet.f.cli_command(&["approvals", "list"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(listed.contains(&format!("  does:      {does}")), "{listed}");
 
     // In the browser: the dashboard sends people to the issuer first.
     let dash = dashboard(&fleet);
@@ -171,6 +193,12 @@ fn two_named_people_approve_a_held_merge_in_a_browser_and_no_one_else_counts() {
         "const r = document.querySelector('tr[data-approval=\"{id}\"] .needed'); return r ? r.textContent : ''"
     ) }));
     assert_eq!(needs["value"], "2 more approvals", "{needs}");
+    let row = b.step(json!({ "op": "wait", "timeout": 15.0, "js": format!(
+        "const r = document.querySelector('tr[data-approval=\"{id}\"]'); return r ? r.textContent : ''"
+    ) }));
+    let row = row["value"].as_str().unwrap_or_default();
+    assert!(row.contains(&does) && row.contains("signed in to the dashboard"), "the page: {row}");
+    assert!(!row.contains(&format!("fleetgate approvals approve {id}")), "the page: {row}");
     assert_eq!(click(&mut b, &id, "approve"), "recorded; still pending");
 
     // One approval of two: the identical merge is still held, by the same request.
@@ -199,6 +227,20 @@ fn two_named_people_approve_a_held_merge_in_a_browser_and_no_one_else_counts() {
     let by: Vec<&str> = done["answers"].as_array().unwrap().iter().filter_map(|a| a["by"].as_str()).collect();
     assert_eq!(by, ["oidc:alice", "oidc:bob"], "{done}");
     assert_eq!(done["state"], "used", "{done}");
+    // The refused answers are audited as refusals, naming who tried; the accepted ones name
+    // who gave them.
+    let audit = fleet.f.cli(&["audit", "--json"]);
+    let answers: Vec<(bool, String)> = audit["entries"]
+        .as_array()
+        .or_else(|| audit.as_array())
+        .unwrap()
+        .iter()
+        .filter(|e| e["tool"] == "approval")
+        .map(|e| (e["allowed"].as_bool().unwrap(), e["principal"].as_str().unwrap_or_default().to_owned()))
+        .collect();
+    for (allowed, who) in [(false, "oidc:mallory"), (false, "oidc:carol"), (true, "oidc:alice"), (true, "oidc:bob")] {
+        assert!(answers.contains(&(allowed, who.to_owned())), "{who}: {answers:?}");
+    }
 
     // The receiver heard it all, each signed with the file's secret.
     assert!(wait_until(20.0, || receiver.events().len() >= 4), "{:?}", receiver.events());

@@ -144,23 +144,139 @@ fn every_attack_fails_against_gitea_mcp_s_v1_release_line() {
     attacks_fail_and_the_honest_path_lands(Forge::GiteaV1);
 }
 
+/// GitHub's server as released (its merge declares no head pin): the gateway makes the
+/// approved merge itself through GitHub's REST merge, pinned with `sha`.
 #[test]
 fn every_attack_fails_against_github_mcp_server() {
     attacks_fail_and_the_honest_path_lands(Forge::Github);
 }
 
+/// A release whose merge declares `expectedHeadSha`: the server's own merge, pinned.
 #[test]
-fn a_merge_through_a_github_server_that_cannot_pin_the_head_is_refused() {
+fn every_attack_fails_against_a_github_mcp_server_whose_merge_pins_the_head() {
+    attacks_fail_and_the_honest_path_lands(Forge::GithubPinned);
+}
+
+/// The released server's merge declares no pin: the gateway's merge goes through GitHub's REST
+/// API with the judged head as `sha`, and a push landing between the judgement and the merge
+/// is refused by the forge (409), not by the gate, which saw the approved head.
+#[test]
+fn a_push_racing_the_gateway_s_merge_is_refused_by_github() {
     let _serial = serial();
-    let forge = Forge::GithubUnpinned;
-    let mut fleet = Fleet::start_forge(forge, "", &[], None);
+    let forge = Forge::Github;
+    let mut fleet = Fleet::start_forge(forge, "", &[("rest", &["--variant", "race-merge"])], None);
     let before = main_tip(&fleet);
     let (pr, head) = open(&mut fleet, "feature", "main");
     approve(&mut fleet, "reviewer", pr, &head);
     assert!(!fleet.claim("merger", pr, &head, "merge").0);
-    let text = refused(call(&mut fleet, "merger", forge.merge(json!(pr))), "invariant_violated", "unpinned-merge");
-    assert!(text.contains("expectedHeadSha"), "the operator action names the pin: {text}");
+    let (err, text, _) = call(&mut fleet, "merger", forge.merge(json!(pr)));
+    assert!(err && text.contains("409") && text.contains("Head branch was modified"), "{text}");
+    assert_eq!(main_tip(&fleet), before, "the raced head did not land");
+    let raced = fleet.git(&["rev-parse", "feature"]);
+    assert_ne!(raced, head, "the race pushed a new head");
+    // The merge was judged at the approved head, made through the forge's API, and its
+    // refusal audited beside it.
+    let audit = fleet.f.audit_until(|e| e.iter().any(|x| x.to_string().contains("answered 409")));
+    let text = audit.to_string();
+    assert!(text.contains("answered 409") && text.contains(&format!("pinned at head {}", &head[..12])), "{audit}");
+    assert!(!text.contains("tok-merger"), "the member's token is never audited: {audit}");
+    fleet.stop();
+}
+
+/// The released server's own merge is never forwarded, so the argument it does not declare
+/// (`expectedHeadSha`) is never added; the merge the gateway makes lands the approved head.
+#[test]
+fn the_released_github_server_is_never_sent_a_pin_it_does_not_declare() {
+    let _serial = serial();
+    let forge = Forge::Github;
+    let mut fleet = Fleet::start_forge(forge, "", &[], None);
+    let (pr, head) = open(&mut fleet, "feature", "main");
+    approve(&mut fleet, "reviewer", pr, &head);
+    assert!(!fleet.claim("merger", pr, &head, "merge").0);
+    let merged = answer(call(&mut fleet, "merger", forge.merge(json!(pr))));
+    assert_eq!(merged["merged"], true, "{merged}");
+    // What the forge recorded: merged by the merger's own account (its token's login).
+    let read = answer(call(&mut fleet, "author", forge.read_pr(pr)));
+    assert_eq!(read["merged_by"]["login"], "merger", "{read}");
+    // Every judged call's arguments are audited as forwarded: none carries the pin.
+    let audit = fleet.f.audit_until(|e| e.iter().any(|x| x.to_string().contains("answered 200")));
+    assert!(audit.to_string().contains("answered 200"), "{audit}");
+    assert!(!audit.to_string().contains("expectedHeadSha"), "{audit}");
+    assert!(!audit.to_string().contains("tok-merger"), "the member's token is never audited: {audit}");
+    fleet.stop();
+}
+
+/// The reviewer makes a pending review at X (no verdict), the author pushes Y, the reviewer
+/// claims a lease at Y and submits the pending review as an approval. GitHub keeps the
+/// pending review's commit: the approval would count at X while the gate judged Y. Refused
+/// (`stale_head`, both heads named); the merge of Y is refused; the pending review deleted,
+/// a review at Y lands the merge.
+fn a_pending_review_counts_where_github_records_it(forge: Forge) {
+    let _serial = serial();
+    let mut fleet = Fleet::start_forge(forge, "", &[], None);
+    let before = main_tip(&fleet);
+    let (pr, x) = open(&mut fleet, "feature", "main");
+    assert!(!fleet.claim("reviewer", pr, &x, "review").0);
+    answer_any(call(&mut fleet, "reviewer", forge.pending_review(pr)));
+    let y = fleet.push_to("feature", "moved\n", "After the pending review");
+    assert!(!fleet.claim("reviewer", pr, &y, "review").0);
+    let text = refused(call(&mut fleet, "reviewer", forge.submit_pending(pr, 0)), "stale_head", &x[..12]);
+    assert!(text.contains(&y[..12]), "both heads are named: {text}");
+    assert!(!fleet.claim("merger", pr, &y, "merge").0);
+    refused(call(&mut fleet, "merger", forge.merge(json!(pr))), "approval_required", "no independent approval");
     assert_eq!(main_tip(&fleet), before);
+    // The forge holds no approval at all: the pending review stays pending.
+    let reviews =
+        answer(fleet.call("author", "pull_request_read", json!({ "method": "get_reviews", "pullNumber": pr })));
+    assert!(reviews.as_array().unwrap().iter().all(|r| r["state"] == "PENDING"), "{reviews}");
+    // Deleted, and a review at Y: the merge lands Y.
+    let delete = if forge == Forge::GithubGranular {
+        ("delete_pending_pull_request_review", json!({ "pullNumber": pr }))
+    } else {
+        ("pull_request_review_write", json!({ "method": "delete_pending", "pullNumber": pr }))
+    };
+    answer_any(call(&mut fleet, "reviewer", delete));
+    answer_any(call(&mut fleet, "reviewer", forge.approve(pr)));
+    answer(call(&mut fleet, "merger", forge.merge(json!(pr))));
+    let parents = fleet.git(&["rev-list", "--parents", "-n", "1", "main"]);
+    assert_eq!(parents.split(' ').collect::<Vec<_>>()[1..], [before.as_str(), y.as_str()], "{forge:?}");
+    fleet.stop();
+}
+
+#[test]
+fn a_pending_review_made_at_another_head_is_refused_on_github() {
+    a_pending_review_counts_where_github_records_it(Forge::Github);
+}
+
+#[test]
+fn a_pending_review_made_at_another_head_is_refused_through_the_granular_tools() {
+    a_pending_review_counts_where_github_records_it(Forge::GithubGranular);
+}
+
+/// On Gitea the same sequence counts at Y: Gitea re-stamps a submitted pending review with
+/// the head at submission, so the gate's record (Y) and the forge's agree, and Y merges.
+#[test]
+fn a_pending_review_submitted_on_gitea_counts_at_the_head_of_its_submission() {
+    let _serial = serial();
+    let forge = Forge::Gitea;
+    let mut fleet = Fleet::start_forge(forge, "", &[], None);
+    let before = main_tip(&fleet);
+    let (pr, x) = open(&mut fleet, "feature", "main");
+    assert!(!fleet.claim("reviewer", pr, &x, "review").0);
+    let pending = answer(call(&mut fleet, "reviewer", forge.pending_review(pr)));
+    let id = pending["id"].as_i64().unwrap_or_else(|| panic!("a review id: {pending}"));
+    let y = fleet.push_to("feature", "moved\n", "After the pending review");
+    assert!(!fleet.claim("reviewer", pr, &y, "review").0);
+    answer(call(&mut fleet, "reviewer", forge.submit_pending(pr, id)));
+    let reviews =
+        answer(fleet.call("author", "pull_request_read", json!({ "method": "get_reviews", "pull_number": pr })));
+    let approved: Vec<&Value> = reviews.as_array().unwrap().iter().filter(|r| r["state"] == "APPROVED").collect();
+    assert_eq!(approved.len(), 1, "{reviews}");
+    assert_eq!(approved[0]["stale"], false, "the forge records it at Y, the head: {reviews}");
+    assert!(!fleet.claim("merger", pr, &y, "merge").0);
+    answer(call(&mut fleet, "merger", forge.merge(json!(pr))));
+    let parents = fleet.git(&["rev-list", "--parents", "-n", "1", "main"]);
+    assert_eq!(parents.split(' ').collect::<Vec<_>>()[1..], [before.as_str(), y.as_str()]);
     fleet.stop();
 }
 
@@ -198,5 +314,39 @@ fn a_toolset_turned_on_at_run_time_is_judged_and_pinned_like_any_other() {
     refused(call(&mut fleet, "reviewer", rerun), "role_not_permitted", "actions_run_trigger");
     let pinned = fleet.f.cli(&["tools", "list", "--profile", "prgs-reviewer", "--json"]);
     assert!(pinned.to_string().contains("actions_run_trigger"), "the new tool is pinned: {pinned}");
+    fleet.stop();
+}
+
+/// Documented uses of GitHub's server that the gate once refused: `issue_write`'s `type: null`
+/// (the schema's "pass null to remove the current type"), and a branch the server makes
+/// literally named `refs/heads/x` — judged by that name, while one that reads like a protected
+/// branch is still refused.
+#[test]
+fn documented_uses_of_github_s_server_are_not_refused() {
+    let _serial = serial();
+    let forge = Forge::Github;
+    let mut fleet = Fleet::start_forge(forge, "", &[], None);
+    let created = answer(fleet.call("author", "issue_write", json!({ "method": "create", "title": "t", "body": "b" })));
+    let number = created["number"].as_i64().or_else(|| created["id"].as_str()?.parse().ok());
+    let number = number.unwrap_or_else(|| panic!("an issue number: {created}"));
+    let untype = json!({ "method": "update", "issue_number": number, "type": null });
+    answer_any(fleet.call("author", "issue_write", untype));
+    let before = main_tip(&fleet);
+    answer_any(call(&mut fleet, "author", forge.create_branch("refs/heads/feature", None)));
+    assert!(fleet.git(&["branch", "--list"]).contains("refs/heads/feature"), "a branch literally so named");
+    let push = (
+        "push_files",
+        json!({ "branch": "refs/heads/feature", "message": "m",
+                                        "files": [{ "path": "a.txt", "content": "x" }] }),
+    );
+    answer_any(call(&mut fleet, "author", push));
+    refused(call(&mut fleet, "author", forge.create_branch("refs/heads/main", None)), "protected_branch", "main");
+    let onto_main = (
+        "push_files",
+        json!({ "branch": "refs/heads/main", "message": "m",
+                                             "files": [{ "path": "a.txt", "content": "x" }] }),
+    );
+    refused(call(&mut fleet, "author", onto_main), "protected_branch", "main");
+    assert_eq!(main_tip(&fleet), before);
     fleet.stop();
 }

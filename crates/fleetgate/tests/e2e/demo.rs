@@ -4,23 +4,66 @@
 use crate::support::{bin, serial};
 use std::process::Command;
 
+/// An operator who ran the README's quick start: `fleetgate init` in a checkout of theirs wrote
+/// their roster (five members of their own profiles, bound to their forge repository) to
+/// `$XDG_CONFIG_HOME/fleetgate/fleet.toml`. Its directory, whose `XDG_CONFIG_HOME` and `HOME`
+/// the demo then runs with.
+fn operator_who_ran_init() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let checkout = home.path().join("widgets");
+    std::fs::create_dir_all(&checkout).unwrap();
+    crate::support::git(&checkout, &["init", "-q"]);
+    crate::support::git(&checkout, &["remote", "add", "origin", "https://gitea.example.com/acme/widgets.git"]);
+    let xdg = home.path().join(".config");
+    let out = Command::new(bin())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", &xdg)
+        .current_dir(&checkout)
+        .arg("init")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let roster = std::fs::read_to_string(xdg.join("fleetgate/fleet.toml")).unwrap();
+    assert!(roster.contains("profile = \"widgets-author\""), "{roster}");
+    home
+}
+
+/// Issue 54: after `fleetgate init`, the demo failed (`only 0 of 5 gateways wrote their
+/// runtime rows within 15 s`): its gateways read the operator's roster, which has no
+/// `prgs-author`. The demo's fleet is its own: it tells its whole story beside that roster.
 #[test]
 fn the_demo_tells_the_fleet_story_and_leaves_nothing_running() {
-    tells_the_story(&["demo", "--json"], "head_commit_id", &[]);
+    let home = operator_who_ran_init();
+    let (home_dir, xdg) = (home.path().display().to_string(), home.path().join(".config").display().to_string());
+    tells_the_story(&["demo", "--json"], "head_commit_id", &[("HOME", &home_dir), ("XDG_CONFIG_HOME", &xdg)]);
+    // A roster the operator broke since stops nothing of the demo either.
+    std::fs::write(home.path().join(".config/fleetgate/fleet.toml"), "[fleet\nname = ").unwrap();
+    let mut demo = Command::new(bin());
+    demo.env_clear().env("PATH", "/usr/bin:/bin").env("HOME", &home_dir).env("XDG_CONFIG_HOME", &xdg);
+    let _serial = serial();
+    let out = demo.args(["demo", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
 fn the_demo_tells_the_workflow_in_front_of_github_s_server_too() {
     // Run from an operator's shell that holds fleet keys of its own — an identity, a cohort,
-    // an unsupported knob, a store: none of them reaches the demo's gateways, whose story is
-    // the same.
+    // an unsupported knob, a store — and a roster of its own: none of them reaches the demo's
+    // gateways, whose story is the same.
+    // Its roster too, as `fleetgate init` wrote it (issue 54).
+    let home = operator_who_ran_init();
+    let (home_dir, xdg) = (home.path().display().to_string(), home.path().join(".config").display().to_string());
     let shell = [
         ("GITEA_MCP_CLIENT", "operator-shell"),
         ("GITEA_MCP_COHORT_ID", "operator-cohort"),
         ("GITEA_MCP_UNSUPPORTED_KNOB", "1"),
         ("GITEA_WORKER_REGISTRY_DB", "/nonexistent/registry.sqlite3"),
+        ("HOME", &home_dir),
+        ("XDG_CONFIG_HOME", &xdg),
     ];
-    tells_the_story(&["demo", "--forge", "github-mcp", "--json"], "expectedHeadSha", &shell);
+    tells_the_story(&["demo", "--forge", "github-mcp", "--json"], "(pinned head)", &shell);
     let out = Command::new(bin()).args(["demo", "--forge", "gitlab"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "an unknown forge is refused before anything starts");
     assert!(String::from_utf8_lossy(&out.stderr).contains("known: gitea-mcp, github-mcp"));

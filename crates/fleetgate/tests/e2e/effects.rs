@@ -40,11 +40,23 @@ tool = "delete_branch"
 roles = ["author", "merger"]
 "#;
 
-/// Every refusal an operator may override (never an invariant: the roster refuses those).
+/// Every refusal an operator may override (never an invariant: the roster refuses those, and
+/// `approval_required` and `stale_head` without the `reviewed-merge` lift).
 const OVERRIDES: &str = r#"
 [approvals]
 wait_seconds = 0
+may_override = ["role_not_permitted", "fleet_inventory_blocked", "review_lease_required", "tool_definition_changed", "session_attachment_missing"]
+"#;
+
+/// Every refusal an operator may override, the merge's approval included: the break-glass,
+/// named as the `reviewed-merge` lift.
+const BREAK_GLASS: &str = r#"
+[approvals]
+wait_seconds = 0
 may_override = ["role_not_permitted", "approval_required", "fleet_inventory_blocked", "stale_head", "review_lease_required"]
+
+[invariants]
+lift = ["reviewed-merge"]
 "#;
 
 /// The rosters every attack runs under.
@@ -215,7 +227,7 @@ fn restated_rules_lift_no_invariant() {
 #[test]
 fn an_approved_override_skips_no_other_check_and_a_moved_head_is_another_call() {
     let _serial = crate::support::serial();
-    let mut fleet = Fleet::start(OVERRIDES);
+    let mut fleet = Fleet::start(BREAK_GLASS);
     let main_before = tip(&fleet, "main");
     // The reviewer writes a workflow file on main: refused by the invariant, and no override
     // is even asked (the role refusal behind it would be overridable).
@@ -304,5 +316,106 @@ fn a_denial_stands_for_that_exact_call() {
         Some(fleetgate_core::capability::MAX_PENDING_PER_WORKER),
         "{pending}"
     );
+    fleet.stop();
+}
+
+/// Every pending request approved by the operator (who approves anything); how many.
+fn approve_everything(fleet: &Fleet) -> usize {
+    let list = fleet.f.cli(&["approvals", "list", "--json"]);
+    let ids: Vec<String> =
+        list["approvals"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+    for id in &ids {
+        fleet.f.cli(&["approvals", "approve", id, "--json"]);
+    }
+    ids.len()
+}
+
+/// Issue 55: under `[approvals] may_override = ["approval_required"]` (or `stale_head`) and an
+/// operator who approves everything, the merger landed on `main` heads no reviewer approved —
+/// a second, quieter path around `protected-branch`. Such a roster is refused at load, naming
+/// the lift; under every override a roster may still have, a rule asking before every merge
+/// and the operator approving every request, the merger's merge with no review, with only a
+/// pending review, and of a head pushed after the approval is refused, and `main` does not
+/// move. The break-glass, named as the `reviewed-merge` lift, lands it — said in the audit.
+#[test]
+fn an_operator_approving_everything_lands_no_unreviewed_head_on_main() {
+    let _serial = crate::support::serial();
+    let asking = format!(
+        "{OVERRIDES}\n[[rules]]\ntool = \"pull_request_write\"\nargs = {{ \"/method\" = [\"merge\"] }}\nroles = [\"merger\"]\ndecision = \"ask\"\n"
+    );
+    let mut fleet = Fleet::start(&asking);
+    // The override asked for without the lift: refused at load, with the advice.
+    for kind in ["approval_required", "stale_head"] {
+        let text = std::fs::read_to_string(fleet.f.config()).unwrap();
+        let bad = fleet.dir.path().join(format!("{kind}.toml"));
+        std::fs::write(&bad, text.replace("may_override = [", &format!("may_override = [\"{kind}\", "))).unwrap();
+        let out = std::process::Command::new(crate::support::bin())
+            .env_clear()
+            .arg("--config")
+            .arg(&bad)
+            .args(["approvals", "list"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("{kind} would let an operator's approval land on a protected branch")), "{err}");
+        assert!(err.contains("[invariants] lift = [\"reviewed-merge\"]"), "{err}");
+    }
+    let main_before = tip(&fleet, "main");
+    let merge = |pr: i64| json!({ "method": "merge", "pull_number": pr });
+    // No review at all.
+    let lone = open(&mut fleet, "lone", "main", "unreviewed\n");
+    assert!(!fleet.claim("merger", lone, &tip(&fleet, "lone"), "merge").0);
+    for _ in 0..2 {
+        let text =
+            refused(fleet.call("merger", "pull_request_write", merge(lone)), "approval_required", "reviewed-merge");
+        assert!(!text.contains("approvals approve"), "nothing to approve into the merge: {text}");
+        approve_everything(&fleet);
+    }
+    // Only a pending (unsubmitted) review.
+    let pending = open(&mut fleet, "pending", "main", "pending\n");
+    let head = tip(&fleet, "pending");
+    assert!(!fleet.claim("reviewer", pending, &head, "review").0);
+    let draft = json!({ "method": "create", "pull_number": pending, "state": "PENDING", "body": "later" });
+    let _ = fleet.call("reviewer", "pull_request_review_write", draft);
+    assert!(!fleet.claim("merger", pending, &head, "merge").0);
+    approve_everything(&fleet);
+    refused(fleet.call("merger", "pull_request_write", merge(pending)), "approval_required", "reviewed-merge");
+    approve_everything(&fleet);
+    refused(fleet.call("merger", "pull_request_write", merge(pending)), "approval_required", "reviewed-merge");
+    // A head pushed after the approval.
+    let moved = open(&mut fleet, "moved", "main", "reviewed\n");
+    let reviewed = tip(&fleet, "moved");
+    assert!(!fleet.claim("reviewer", moved, &reviewed, "review").0);
+    answer(fleet.call("reviewer", "pull_request_review_write", approve(moved)));
+    assert!(!fleet.claim("merger", moved, &reviewed, "merge").0);
+    fleet.push_to("moved", "pushed after the review\n", "Nobody looked at this");
+    for _ in 0..2 {
+        let (err, text, structured) = fleet.call("merger", "pull_request_write", merge(moved));
+        assert!(err, "merged a head pushed after the review: {text}");
+        let kind = structured["blocker_kind"].as_str().unwrap_or_else(|| text.split(':').next().unwrap_or_default());
+        assert!(["stale_head", "approval_required"].contains(&kind), "{text}");
+        assert!(text.contains("reviewed-merge"), "{text}");
+        approve_everything(&fleet);
+    }
+    assert_eq!(tip(&fleet, "main"), main_before, "main did not move");
+    fleet.stop();
+
+    // The break-glass, named: lifted, the operator's override lands the unreviewed head, and
+    // the lift is said with the call it let through.
+    let glass = "[approvals]\nwait_seconds = 0\nmay_override = [\"approval_required\"]\n\n[invariants]\nlift = \
+                 [\"reviewed-merge\"]\n";
+    let mut fleet = Fleet::start(glass);
+    let main_before = tip(&fleet, "main");
+    let pr = open(&mut fleet, "glass", "main", "break glass\n");
+    assert!(!fleet.claim("merger", pr, &tip(&fleet, "glass"), "merge").0);
+    refused(fleet.call("merger", "pull_request_write", merge(pr)), "approval_required", "apr-");
+    assert_eq!(approve_everything(&fleet), 1);
+    let (err, text, _) = fleet.call("merger", "pull_request_write", merge(pr));
+    assert!(!err, "the break-glass lands it: {text}");
+    assert_ne!(tip(&fleet, "main"), main_before);
+    let audit = fleet.f.cli(&["audit", "--json"]).to_string();
+    assert!(audit.contains("invariant `reviewed-merge` lifted by [invariants] lift"), "the lift is said");
+    assert!(audit.contains("approval_required overridden once by approval"), "the override is said");
     fleet.stop();
 }

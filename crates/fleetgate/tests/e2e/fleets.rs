@@ -1,7 +1,8 @@
-//! Several fleets on one host (issue #19): real gateways of other fleets, each on its own
-//! store. One that proves its fleet (it holds its store open, which holds its running row)
-//! and is bound to another checkout is reported and leaves this fleet's gate open; one bound
-//! to this fleet's checkout, or whose store holds no running row for it, closes the gate.
+//! Several fleets on one host (issues #19 and 54): real gateways of other fleets, each on its
+//! own store. One that proves its fleet (the proof it publishes, tied to its process) and is
+//! bound to another checkout is reported and leaves this fleet's gate open, also once its row
+//! is gone; one bound to this fleet's checkout closes the gate. `neighbours` holds the same
+//! on PostgreSQL, and the hostile cases.
 
 use crate::support::{FleetDir, Member, foreign_fleet, roster, serial, wait_until};
 
@@ -89,19 +90,32 @@ fn a_gateway_of_another_store_on_our_checkout_closes_the_gate() {
     assert_eq!(v["mutation_gate_satisfied"], true, "{}", reasons(&v));
 }
 
+/// Issue 54: a neighbour's row going away (its gateway stopping in order, or an operator
+/// deregistering it in its own store) is that fleet's business: the gateway is proven by the
+/// proof it holds while it runs, and leaves this gate open until it is gone.
 #[test]
-fn a_gateway_whose_store_holds_no_running_row_for_it_closes_the_gate() {
+fn a_neighbour_whose_row_goes_away_stays_another_fleets_until_it_exits() {
     let _serial = serial();
     let (ours, _author) = our_fleet();
     let other = FleetDir::new(&roster("other", &["author"], ""));
     let other_gateway = Member::start(&other.serve_argv("prgs-author", "fleet-o", &[]));
     assert!(wait_until(15.0, || other.running_rows() == 1));
     let pid = i64::from(other_gateway.0.id());
-    let v = inventory(&ours);
-    assert_eq!(v["mutation_gate_satisfied"], true, "proven while its row runs: {}", reasons(&v));
+    let mut v = serde_json::Value::Null;
+    let proven = |v: &serde_json::Value| {
+        v["mutation_gate_satisfied"] == true
+            && v["other_fleet_gateways"].as_array().unwrap().iter().any(|g| g["pid"] == pid)
+    };
+    assert!(
+        wait_until(15.0, || {
+            v = inventory(&ours);
+            proven(&v)
+        }),
+        "proven while its row runs: {}",
+        reasons(&v)
+    );
 
-    // Its row becomes history while it keeps running: it still names the store and holds
-    // it open, but the store no longer vouches for it.
+    // Its row becomes history while it keeps running.
     let runtimes = other.cli(&["runtime", "list", "--json"]);
     let id = runtimes["runtimes"][0]["runtime_id"].as_str().unwrap().to_owned();
     let out = std::process::Command::new(crate::support::bin())
@@ -112,22 +126,17 @@ fn a_gateway_whose_store_holds_no_running_row_for_it_closes_the_gate() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    // Within its first seconds it may be one that has not written its row yet (pending, issue
-    // 43); once the grace is over, it closes the gate (polled, bounded).
-    let mut v = serde_json::Value::Null;
-    assert!(
-        wait_until(15.0, || {
-            v = inventory(&ours);
-            v["mutation_gate_satisfied"] == false
-        }),
-        "{v}"
-    );
-    assert_eq!(unregistered(&v), [pid], "{v}");
-    assert!(reasons(&v).contains("holds no running row"), "{}", reasons(&v));
+    assert_eq!(other.running_rows(), 0);
+    let v = inventory(&ours);
+    assert!(proven(&v), "its row gone, its proof still stands: {}", reasons(&v));
+    other_gateway.stop();
+    let v = inventory(&ours);
+    assert_eq!(v["mutation_gate_satisfied"], true, "{}", reasons(&v));
+    assert!(!v["other_fleet_gateways"].as_array().unwrap().iter().any(|g| g["pid"] == pid), "gone: {v}");
 }
 
 /// `text` names the process `pid` ("pid 4242", not "pid 42421"; or its `/proc` entry).
-fn names_pid(text: &str, pid: i64) -> bool {
+pub(crate) fn names_pid(text: &str, pid: i64) -> bool {
     let word = format!("pid {pid}");
     text.match_indices(&word).any(|(at, _)| !text[at + word.len()..].starts_with(|c: char| c.is_ascii_digit()))
         || text.contains(&format!("/proc/{pid}/"))

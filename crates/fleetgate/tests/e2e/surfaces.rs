@@ -11,10 +11,14 @@ pub(crate) enum Forge {
     Gitea,
     /// gitea-mcp's v1.0 release line: `index` for numbers, `perPage`, `search_repos`' `keyword`.
     GiteaV1,
-    /// github-mcp-server, a release whose merge pins the head (`expectedHeadSha`).
+    /// github-mcp-server as released up to v1.10.1: its merge declares no head pin, so the
+    /// gateway makes the judged merge itself through GitHub's REST merge (`sha`), served by
+    /// the stand-in over HTTP.
     Github,
-    /// github-mcp-server as released up to v1.10.1: its merge pins nothing.
-    GithubUnpinned,
+    /// github-mcp-server with the `pull_requests_granular` feature: the granular review tools.
+    GithubGranular,
+    /// A github-mcp-server whose merge declares `expectedHeadSha` (upstream, after v1.10.1).
+    GithubPinned,
     /// github-mcp-server with dynamic toolsets (v0.2.0 … v1.0.5): toolsets turned on at run time.
     GithubDynamic,
 }
@@ -27,7 +31,7 @@ impl Forge {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Gitea | Self::GiteaV1 => "gitea-mcp",
-            Self::Github | Self::GithubUnpinned | Self::GithubDynamic => "github-mcp",
+            Self::Github | Self::GithubGranular | Self::GithubPinned | Self::GithubDynamic => "github-mcp",
         }
     }
 
@@ -35,7 +39,7 @@ impl Forge {
     pub(crate) fn prefix(self) -> &'static str {
         match self {
             Self::Gitea | Self::GiteaV1 => "gitea_",
-            Self::Github | Self::GithubUnpinned | Self::GithubDynamic => "github_",
+            Self::Github | Self::GithubGranular | Self::GithubPinned | Self::GithubDynamic => "github_",
         }
     }
 
@@ -44,16 +48,15 @@ impl Forge {
         match self {
             Self::Gitea => &[],
             Self::GiteaV1 => &["--variant", "release-v1"],
-            Self::Github => &["--surface", "github-mcp", "--variant", "head-pin"],
-            Self::GithubUnpinned => &["--surface", "github-mcp"],
-            Self::GithubDynamic => {
-                &["--surface", "github-mcp", "--variant", "head-pin", "--variant", "dynamic-toolsets"]
-            }
+            Self::Github => &["--surface", "github-mcp"],
+            Self::GithubGranular => &["--surface", "github-mcp", "--variant", "granular"],
+            Self::GithubPinned => &["--surface", "github-mcp", "--variant", "head-pin"],
+            Self::GithubDynamic => &["--surface", "github-mcp", "--variant", "dynamic-toolsets"],
         }
     }
 
     fn github(self) -> bool {
-        matches!(self, Self::Github | Self::GithubUnpinned | Self::GithubDynamic)
+        matches!(self, Self::Github | Self::GithubGranular | Self::GithubPinned | Self::GithubDynamic)
     }
 
     /// The forge's own workflow files.
@@ -114,7 +117,7 @@ impl Forge {
         match self {
             Self::Gitea => "pull_number",
             Self::GiteaV1 => "index",
-            Self::Github | Self::GithubUnpinned | Self::GithubDynamic => "pullNumber",
+            Self::Github | Self::GithubGranular | Self::GithubPinned | Self::GithubDynamic => "pullNumber",
         }
     }
 
@@ -127,7 +130,9 @@ impl Forge {
     }
 
     pub(crate) fn approve(self, pr: i64) -> Call {
-        if self.github() {
+        if self == Self::GithubGranular {
+            ("create_pull_request_review", json!({ "pullNumber": pr, "event": "APPROVE", "body": "LGTM" }))
+        } else if self.github() {
             (
                 "pull_request_review_write",
                 json!({ "method": "create", "pullNumber": pr, "event": "APPROVE", "body": "LGTM" }),
@@ -181,6 +186,33 @@ impl Forge {
     /// Re-run a workflow run (the controller's job), where the fixture has the tool.
     pub(crate) fn rerun(self) -> Option<Call> {
         self.github().then(|| ("actions_run_trigger", json!({ "method": "rerun_workflow_run", "run_id": 1 })))
+    }
+
+    /// A pending review (no verdict yet).
+    pub(crate) fn pending_review(self, pr: i64) -> Call {
+        match self {
+            Self::GithubGranular => ("create_pull_request_review", json!({ "pullNumber": pr })),
+            _ if self.github() => ("pull_request_review_write", json!({ "method": "create", "pullNumber": pr })),
+            _ => ("pull_request_review_write", json!({ "method": "create", self.pr_key(): pr, "state": "PENDING" })),
+        }
+    }
+
+    /// Submit the caller's pending review as an approval (Gitea names it by `review`, the id
+    /// its create answered).
+    pub(crate) fn submit_pending(self, pr: i64, review: i64) -> Call {
+        match self {
+            Self::GithubGranular => {
+                ("submit_pending_pull_request_review", json!({ "pullNumber": pr, "event": "APPROVE", "body": "LGTM" }))
+            }
+            _ if self.github() => (
+                "pull_request_review_write",
+                json!({ "method": "submit_pending", "pullNumber": pr, "event": "APPROVE", "body": "LGTM" }),
+            ),
+            _ => (
+                "pull_request_review_write",
+                json!({ "method": "submit", self.pr_key(): pr, "review_id": review, "state": "APPROVED", "body": "LGTM" }),
+            ),
+        }
     }
 
     /// Whether this is GitHub's server.

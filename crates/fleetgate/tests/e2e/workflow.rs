@@ -41,6 +41,9 @@ pub(crate) struct Fleet {
     pub(crate) forge: crate::surfaces::Forge,
     /// The members (name, role), each with its gateway.
     members: Vec<(&'static str, &'static str)>,
+    /// GitHub's REST API over HTTP, for a fleet in front of GitHub's server: where the merges
+    /// the gateway makes itself land (`GITHUB_HOST`).
+    pub(crate) rest: Option<fleetgate_testkit::RestForge>,
 }
 
 impl Fleet {
@@ -134,6 +137,10 @@ impl Fleet {
         let bare_s = bare.display().to_string();
         let mut config =
             format!("[fleet]\nname = \"flow\"\ntool_prefix = \"{}\"\nforge = \"{}\"\n", forge.prefix(), forge.name());
+        if forge.is_github() {
+            // The member's host and token reach its server, and the gateway's own REST merge.
+            config.push_str("\n[downstream]\npass_env = [\"GITHUB_HOST\", \"GITHUB_PERSONAL_ACCESS_TOKEN\"]\n");
+        }
         for (name, role) in members {
             config.push_str(&format!(
                 "\n[[members]]\nnamespace = \"gitea-{name}\"\nprofile = \"prgs-{name}\"\nrole = \"{role}\"\n"
@@ -152,7 +159,17 @@ impl Fleet {
             let name = format!("{}.git", fork.replace('/', "-"));
             git(dir.path(), &["clone", "-q", "--bare", "forge.git", &name]);
         }
-        let mut fleet = Self { dir, f, bare, fixture, clients: Vec::new(), forge, members: members.to_vec() };
+        // GitHub's REST API on the same forge (and its forks), each member's token standing
+        // for its account; `("rest", flags)` gives it flags of its own (`--variant race-merge`).
+        let rest = forge.is_github().then(|| {
+            let tokens: Vec<(String, String)> = members.iter().map(|(n, _)| (token(n), (*n).to_owned())).collect();
+            let tokens: Vec<(&str, &str)> = tokens.iter().map(|(t, l)| (t.as_str(), l.as_str())).collect();
+            let own = flags.iter().find(|(n, _)| *n == "rest").map_or(&[][..], |(_, f)| *f);
+            let forked: Vec<&str> = fixture.iter().skip_while(|a| *a != "--fork").map(String::as_str).collect();
+            let own: Vec<&str> = own.iter().copied().chain(forked).collect();
+            fleetgate_testkit::RestForge::start(&fleetgate_testkit::forge_fixture_exe(), &bare, &own, &tokens)
+        });
+        let mut fleet = Self { dir, f, bare, fixture, clients: Vec::new(), forge, members: members.to_vec(), rest };
         for &(name, _) in members {
             let variant = flags.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, f)| *f);
             let client = (!elsewhere.contains(&name)).then(|| fleet.gateway(name, variant));
@@ -191,6 +208,10 @@ impl Fleet {
         // The author's client session is shared by reviewer2: its approvals are not independent.
         let session = if name == "reviewer2" { "author" } else { name };
         argv.insert(0, format!("GITEA_MCP_CLIENT_SESSION=sess-{session}"));
+        if let Some(rest) = &self.rest {
+            argv.insert(0, format!("GITHUB_HOST={}", rest.url));
+            argv.insert(0, format!("GITHUB_PERSONAL_ACCESS_TOKEN={}", token(name)));
+        }
         Client::start(&argv)
     }
 
@@ -263,6 +284,11 @@ impl Fleet {
             c.close();
         }
     }
+}
+
+/// `name`'s forge token (the REST stand-in maps it to the login `name`).
+fn token(name: &str) -> String {
+    format!("tok-{name}")
 }
 
 pub(crate) fn approve(pr: i64) -> Value {

@@ -258,3 +258,56 @@ fn a_synopsis_is_checked_in_both_its_forms() {
     assert_eq!(a, b);
     assert!(Cli::try_parse_from(words("fleetgate pr list --no-such-flag")).is_err());
 }
+
+/// The TOML blocks of a page, with their line numbers.
+fn toml_blocks(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut block: Option<(usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        match (&mut block, line.strip_prefix("```")) {
+            (None, Some(info)) if info.trim() == "toml" => block = Some((i + 1, String::new())),
+            (Some(_), Some(_)) => out.extend(block.take()),
+            (Some((_, body)), None) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    out
+}
+
+/// Every TOML example of the book loads as a roster (issue 53): one that is a whole roster as
+/// it stands, a fragment beside the five members of the `prgs` fleet (and, when it names no
+/// `[fleet]`, the gitea-mcp profile the policy chapter's examples are written for). An example
+/// the loader refuses is a book that teaches what does not run.
+#[test]
+fn every_toml_example_of_the_book_loads() {
+    const MEMBERS: &str = "\n[[members]]\nnamespace = \"gitea-author\"\nprofile = \"prgs-author\"\nrole = \"author\"\n\n\
+        [[members]]\nnamespace = \"gitea-reviewer\"\nprofile = \"prgs-reviewer\"\nrole = \"reviewer\"\n\n\
+        [[members]]\nnamespace = \"gitea-merger\"\nprofile = \"prgs-merger\"\nrole = \"merger\"\n\n\
+        [[members]]\nnamespace = \"gitea-controller\"\nprofile = \"prgs-controller\"\nrole = \"controller\"\n\n\
+        [[members]]\nnamespace = \"gitea-reconciler\"\nprofile = \"prgs-reconciler\"\nrole = \"reconciler\"\n";
+    let mut loaded = Vec::new();
+    let mut failed = Vec::new();
+    for (page, text) in pages() {
+        for (line, block) in toml_blocks(&text) {
+            let has = |table: &str| block.lines().any(|l| l.trim_start().starts_with(table));
+            let mut roster = block.clone();
+            if !has("[fleet]") {
+                roster = format!("[fleet]\nforge = \"gitea-mcp\"\n\n{roster}");
+            }
+            if !has("[[members]]") {
+                roster.push_str(MEMBERS);
+            }
+            match fleetgate_config::FleetConfig::parse(&roster, &format!("{page}:{line}")) {
+                Ok(_) => loaded.push(format!("{page}:{line}")),
+                Err(e) => failed.push(format!("{page}:{line}: {e}")),
+            }
+        }
+    }
+    assert!(failed.is_empty(), "book examples the loader refuses:\n{}", failed.join("\n"));
+    for page in ["docs/policy.md", "docs/configuration.md"] {
+        assert!(loaded.iter().any(|l| l.starts_with(page)), "{page} has TOML examples: {loaded:?}");
+    }
+}

@@ -773,3 +773,31 @@ fn init_writes_a_github_roster_for_github_com_and_enterprise_remotes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("known: gitea-mcp, github-mcp"));
     assert!(!config.exists());
 }
+
+/// Every help text that names a forge names both (`gitea-mcp`, `github-mcp`): a GitHub user
+/// reading `--help` is told the forge is theirs too. `init --help` lists both, and so does the
+/// rendered help of every command, read from the real binary.
+#[test]
+fn every_help_text_lists_both_forges() {
+    use clap::CommandFactory as _;
+    fn walk(command: &clap::Command, path: Vec<String>, out: &mut Vec<Vec<String>>) {
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+            let mut here = path.clone();
+            here.push(sub.get_name().to_owned());
+            out.push(here.clone());
+            walk(sub, here, out);
+        }
+    }
+    let mut commands = vec![Vec::new()];
+    walk(&fleetgate::cli::args::Cli::command(), Vec::new(), &mut commands);
+    for path in commands {
+        let out = Command::new(bin()).env_clear().args(&path).arg("--help").output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        if help.contains("gitea-mcp") || help.contains("github-mcp") {
+            assert!(help.contains("gitea-mcp") && help.contains("github-mcp"), "fleetgate {path:?} --help:\n{help}");
+        }
+    }
+    let init = Command::new(bin()).env_clear().args(["init", "--help"]).output().unwrap();
+    let init = String::from_utf8_lossy(&init.stdout);
+    assert!(init.contains("--forge github-mcp") && init.contains("gitea-mcp"), "{init}");
+}

@@ -5,6 +5,7 @@
 
 mod fix;
 mod report;
+mod workflows;
 
 use crate::support::{bin, json_of};
 use std::collections::BTreeMap;

@@ -13,6 +13,7 @@ mod heartbeat;
 mod inventory;
 mod one_gate;
 mod postgres;
+mod preview;
 mod principal_bound;
 mod prune_year;
 mod registry;

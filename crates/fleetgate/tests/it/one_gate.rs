@@ -9,7 +9,7 @@ use fleetgate_config::FleetConfig;
 use fleetgate_control::gate::{Gate, Observer};
 use fleetgate_control::serve::{FleetControl, Identity, Transport};
 use fleetgate_core::env::EnvSnapshot;
-use fleetgate_core::inventory::{PeerStore, PidProbe};
+use fleetgate_core::inventory::{PeerFacts, PidProbe};
 use fleetgate_core::runtime::{Cohort, CohortSource, RuntimeRecord, RuntimeStatus};
 use fleetgate_core::{ManualClock, Timestamp};
 use fleetgate_gateway::rmcp::model::{JsonObject, Tool, ToolAnnotations};
@@ -100,7 +100,7 @@ impl Observer for MadeUp {
     fn head(&self, _checkout: &Path) -> Result<String, HostError> {
         Ok(HEAD.into())
     }
-    fn peer_store(&self, _: i64, _: &[String], _: &str, _: Option<(u64, u64)>) -> Result<PeerStore, String> {
+    fn peer_facts(&self, _: i64, _: &[String], _: &str) -> Result<PeerFacts, String> {
         Err("a made-up fleet has no peer stores".into())
     }
 }
@@ -198,6 +198,20 @@ fn with_fleet(story: fn(&Fleet)) {
     runtime.block_on(async {
         tokio::task::spawn_blocking(move || {
             let f = fleet();
+            story(&f);
+            f.control.on_shutdown("test");
+        })
+        .await
+        .unwrap();
+    });
+}
+
+/// Run `story` on a fresh made-up fleet under `config` (audited), on a runtime of its own.
+fn with_fleet_of(config: String, story: impl FnOnce(&Fleet) + Send + 'static) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async move {
+        tokio::task::spawn_blocking(move || {
+            let f = fleet_of(&config, Some(std::time::Duration::from_secs(5)));
             story(&f);
             f.control.on_shutdown("test");
         })
@@ -455,7 +469,7 @@ fn a_held_call_wakes_on_the_answer(store_url: Option<String>) {
             tokio::task::spawn_blocking(move || {
                 let operator = fleetgate_store::open(&spec).unwrap();
                 assert!(matches!(
-                    operator.answer_approval(&answer_id, &alice(), true, None, at(21)).unwrap(),
+                    operator.answer_approval(&answer_id, (&alice(), &Default::default()), true, None, at(21)).unwrap(),
                     fleetgate_store::Answered::Recorded(_)
                 ));
             })
@@ -525,7 +539,7 @@ fn the_preview_is_the_real_call_with_the_approvals_on_record() {
             assert_eq!(refused.decision.blocker_kind.map(|k| k.as_str()), Some("role_not_permitted"));
             let id = f.store.list_approvals(true).unwrap()[0].id.clone();
             assert!(matches!(
-                f.store.answer_approval(&id, &alice(), true, None, at(20)).unwrap(),
+                f.store.answer_approval(&id, (&alice(), &Default::default()), true, None, at(20)).unwrap(),
                 fleetgate_store::Answered::Recorded(_)
             ));
             let seen = preview();
@@ -570,7 +584,7 @@ fn a_role_refusal_the_operator_may_override_passes_once_approved() {
             let text = refused.decision.reasons.join(" ");
             assert!(text.contains(&requests[0].id), "{text}");
             assert!(matches!(
-                f.store.answer_approval(&requests[0].id, &alice(), true, None, at(20)).unwrap(),
+                f.store.answer_approval(&requests[0].id, (&alice(), &Default::default()), true, None, at(20)).unwrap(),
                 fleetgate_store::Answered::Recorded(_)
             ));
             let allowed = f.control.decide(AttachmentId(1), &call);
@@ -591,20 +605,55 @@ fn a_read_only_call_a_rule_asks_about_is_judged_by_the_full_gate() {
     let asking = format!(
         "{CONFIG}\n[approvals]\nwait_seconds = 0\n\n[[rules]]\ntool = \"git_log\"\nroles = [\"author\"]\nclass = \"read_only\"\ndecision = \"ask\"\n"
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    runtime.block_on(async move {
-        tokio::task::spawn_blocking(move || {
-            let f = fleet_of(&asking, Some(std::time::Duration::from_secs(5)));
-            let t = tool("git_log");
-            let call = ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None, catalogue: None };
-            let asked = f.control.decide(AttachmentId(1), &call);
-            assert_eq!(asked.decision.blocker_kind.map(|k| k.as_str()), Some("approval_pending"));
-            assert_eq!(f.store.list_approvals(true).unwrap().len(), 1, "a request an operator can answer");
-            assert!(f.control.decide_now(AttachmentId(1), &call).is_none(), "never from memory");
-            f.control.on_shutdown("test");
-        })
-        .await
-        .unwrap();
+    with_fleet_of(asking, |f| {
+        let t = tool("git_log");
+        let call = ToolCall { tool: &t, arguments: None, answers: &[], link: None, settles: None, catalogue: None };
+        let asked = f.control.decide(AttachmentId(1), &call);
+        assert_eq!(asked.decision.blocker_kind.map(|k| k.as_str()), Some("approval_pending"));
+        assert_eq!(f.store.list_approvals(true).unwrap().len(), 1, "a request an operator can answer");
+        assert!(f.control.decide_now(AttachmentId(1), &call).is_none(), "never from memory");
+    });
+}
+
+/// A denial stands for the exact call whoever asks it (issue 53): a new session of the same
+/// member asking the identical call is refused `approval_denied`, naming the denial, and no
+/// new request is recorded (so no one is notified again); other arguments are another call.
+#[test]
+fn a_denial_stands_for_the_exact_call_in_a_new_session() {
+    let asking = format!(
+        "{CONFIG}\n[approvals]\nwait_seconds = 0\n\n[[rules]]\ntool = \"git_log\"\nroles = [\"author\"]\nclass = \"read_only\"\ndecision = \"ask\"\n"
+    );
+    with_fleet_of(asking, |f| {
+        let t = tool("git_log");
+        let args = json!({ "max_count": 3 }).as_object().cloned().unwrap();
+        let call =
+            ToolCall { tool: &t, arguments: Some(&args), answers: &[], link: None, settles: None, catalogue: None };
+        let asked = f.control.decide(AttachmentId(1), &call);
+        assert_eq!(asked.decision.blocker_kind.map(|k| k.as_str()), Some("approval_pending"));
+        let id = f.store.list_approvals(true).unwrap()[0].id.clone();
+        assert!(matches!(
+            f.store.answer_approval(&id, (&alice(), &Default::default()), false, Some("not today"), at(20)).unwrap(),
+            fleetgate_store::Answered::Recorded(_)
+        ));
+        // A new session: another attachment, another worker.
+        let client = ClientAttach {
+            client_name: "codex".into(),
+            client_version: "1".into(),
+            protocol_version: "2025-11-25".into(),
+            principal: None,
+            stateless: false,
+        };
+        f.control.on_client_attach(AttachmentId(2), &client).unwrap();
+        assert_eq!(f.store.list_workers().unwrap().len(), 2, "two workers");
+        let again = f.control.decide(AttachmentId(2), &call);
+        assert_eq!(again.decision.blocker_kind.map(|k| k.as_str()), Some("approval_denied"), "{:?}", again.decision);
+        assert!(again.decision.reasons.join(" ").contains(&id), "{:?}", again.decision.reasons);
+        assert_eq!(f.store.list_approvals(false).unwrap().len(), 1, "no new request");
+        let other = json!({ "max_count": 4 }).as_object().cloned().unwrap();
+        let call = ToolCall { arguments: Some(&other), ..call };
+        let asked = f.control.decide(AttachmentId(2), &call);
+        assert_eq!(asked.decision.blocker_kind.map(|k| k.as_str()), Some("approval_pending"), "another call");
+        assert_eq!(f.store.list_approvals(true).unwrap().len(), 1);
     });
 }
 

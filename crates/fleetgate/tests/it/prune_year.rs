@@ -113,15 +113,9 @@ fn approval(n: u64, at: Timestamp) -> ApprovalRequest {
         tool: "pull_request_write".into(),
         digest: call_digest(Some("wrk-merger"), "pull_request_write", arguments.as_ref()),
         arguments,
+        does: None,
         why: "a rule asks".into(),
-        state: ApprovalState::Pending,
-        answered_by: None,
-        answered_at: None,
-        answer_reason: None,
-        used_at: None,
-        approvers: Vec::new(),
-        required: 1,
-        answers: Vec::new(),
+        ..ApprovalRequest::default()
     }
 }
 
@@ -180,7 +174,7 @@ fn write_year(store: &dyn Store) -> Referenced {
         }
         let request = approval(d as u64, at);
         store.request_approval(&request).unwrap();
-        store.answer_approval(&request.id, &op, true, None, at.plus_seconds(30)).unwrap();
+        store.answer_approval(&request.id, (&op, &Default::default()), true, None, at.plus_seconds(30)).unwrap();
         assert!(store.use_approval(&request.id, at, at.plus_seconds(40)).unwrap().is_some());
         let registration = Registration {
             worker_identity: format!("wrk-day-{d}"),

@@ -7,7 +7,7 @@ use crate::support::{fleetgate, fresh_store, json_of, now};
 use fleetgate_config::FleetConfig;
 use fleetgate_control::audit::Auditor;
 use fleetgate_control::gate::{Call, Caller, Gate, Observer};
-use fleetgate_core::inventory::{PeerStore, PidProbe};
+use fleetgate_core::inventory::{PeerFacts, PidProbe};
 use fleetgate_host::HostError;
 use fleetgate_host::procfs::ProcessSource;
 use serde_json::{Map, Value, json};
@@ -97,7 +97,7 @@ impl Observer for Nothing {
     fn head(&self, _: &Path) -> Result<String, HostError> {
         Err(HostError::new(fleetgate_host::HostErrorKind::Unreadable, "no checkout"))
     }
-    fn peer_store(&self, _: i64, _: &[String], _: &str, _: Option<(u64, u64)>) -> Result<PeerStore, String> {
+    fn peer_facts(&self, _: i64, _: &[String], _: &str) -> Result<PeerFacts, String> {
         Err("no peers".into())
     }
 }

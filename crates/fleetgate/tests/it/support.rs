@@ -263,12 +263,12 @@ impl Store for Instrumented {
     fn answer_approval(
         &self,
         id: &str,
-        approver: &fleetgate_core::approval::Approver,
+        by: (&fleetgate_core::approval::Approver, &fleetgate_core::person::People),
         approve: bool,
         reason: Option<&str>,
         now: Timestamp,
     ) -> Result<fleetgate_store::Answered, StoreError> {
-        self.inner.answer_approval(id, approver, approve, reason, now)
+        self.inner.answer_approval(id, by, approve, reason, now)
     }
     fn expire_approvals(&self, before: Timestamp, now: Timestamp) -> Result<Vec<ApprovalRequest>, StoreError> {
         self.inner.expire_approvals(before, now)
@@ -289,6 +289,9 @@ impl Store for Instrumented {
     fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError> {
         self.inner.advance_notify(target, holder, last, until)
     }
+    fn notify_cursor(&self, target: &str) -> Result<Option<i64>, StoreError> {
+        self.inner.notify_cursor(target)
+    }
     fn record_http_session(&self, session: &fleetgate_store::HttpSession) -> Result<(), StoreError> {
         self.inner.record_http_session(session)
     }
@@ -307,10 +310,10 @@ impl Store for Instrumented {
     fn approvals_on_record(
         &self,
         digests: &[String],
-        worker: Option<&str>,
+        asker: (Option<&str>, &str),
         not_before: Timestamp,
     ) -> Result<fleetgate_store::OnRecord, StoreError> {
-        self.inner.approvals_on_record(digests, worker, not_before)
+        self.inner.approvals_on_record(digests, asker, not_before)
     }
     fn approval_watch(&self) -> Result<Box<dyn fleetgate_store::ApprovalWatch>, StoreError> {
         self.inner.approval_watch()

@@ -213,7 +213,7 @@ impl Gateway {
         // Held for the whole call (its reads, its decision, its forward, what it settles) when
         // the control plane serialises it.
         let mut _serial: Option<tokio::sync::OwnedMutexGuard<()>> = None;
-        let (tool, arguments, Verdict { class, decision, settles, forward, .. }) = match now {
+        let (tool, arguments, Verdict { class, decision, settles, forward, perform, .. }) = match now {
             Some(verdict) => {
                 // A settling call needs its arguments after the answer: never decided here.
                 debug_assert!(verdict.settles.is_none(), "decide_now answered a call whose outcome settles");
@@ -286,6 +286,31 @@ impl Gateway {
             }
             None => arguments,
         };
+        // A call the control plane makes itself (a merge pinned through the forge's own API):
+        // never sent downstream; its answer is settled like a forwarded one's.
+        if let Some(what) = perform {
+            let control = self.hub.control.clone();
+            let link = PeerLink::new(&connection, self.settings().call_timeout);
+            let made = blocking("perform", move || {
+                let call = ToolCall {
+                    tool: &tool,
+                    arguments: arguments.as_ref(),
+                    answers: &[],
+                    link: Some(&link),
+                    settles: settles.as_deref(),
+                    catalogue: None,
+                };
+                let result = control.perform(id, &call, &what);
+                if call.settles.is_some() {
+                    control.on_forwarded(id, &call, &result);
+                }
+                result
+            });
+            let result = made.await?;
+            tracing::info!(attachment = %id, tool = %name, error = result.is_error == Some(true),
+                "call made by the control plane");
+            return Ok(ServerResult::CallToolResult(result));
+        }
         // SEP-2663: a call whose outcome the control plane settles (a merge, a review, a push)
         // is never made a task — its answer must come back here; any other may be, and the
         // task is then this client's alone.

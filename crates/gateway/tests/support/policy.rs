@@ -163,7 +163,7 @@ impl ControlPlane for TestPolicy {
         // workflow's calls, unless the test says otherwise (`settle-all`).
         let task_tool = matches!(tool, "slow_compute" | "failing_job" | "protocol_error_job");
         let settles = (!task_tool || self.dir.join("settle-all").exists()).then(|| "logged".to_owned());
-        Verdict { class, decision, settles, forward: None, held: None }
+        Verdict { class, decision, settles, forward: None, held: None, perform: None }
     }
 
     fn on_forwarded(&self, _attachment: AttachmentId, call: &ToolCall<'_>, result: &CallToolResult) {

@@ -70,7 +70,7 @@ conformance! {
     runtime::observations_keep_the_newest_scan_per_host,
     snapshot::the_fleet_snapshot_holds_what_the_lists_hold,
     snapshot::the_fleet_snapshot_is_one_instant,
-    snapshot::the_fleet_snapshot_names_its_file,
+    snapshot::the_fleet_snapshot_names_its_store,
     audit::audit_appends_in_order_and_lists_the_newest,
     audit::audit_pages_by_id_read_every_entry_once,
     clock::the_store_clock_is_the_servers_where_there_is_one,

@@ -45,8 +45,20 @@ fn populate(store: &dyn Store, version: u32, raw: &dyn Fn(&str)) {
             now()
         ));
     }
-    if version >= 11 {
+    if version >= 13 {
         store.request_approval(&crate::approvals::request(9, "w-old", 1)).unwrap();
+    } else if version >= 11 {
+        // Version 11's and 12's columns: no `does` yet.
+        let r = crate::approvals::request(9, "w-old", 1);
+        raw(&format!(
+            "INSERT INTO approvals (id, requested_at, profile, role, worker, principal, tool, arguments, digest, why, \
+             state, approvers, required, answers) VALUES ('{}', '{}', 'prgs-merger', 'merger', 'w-old', NULL, \
+             'pull_request_write', '{}', '{}', 'rule asks', 'pending', '[]', 1, '[]')",
+            r.id,
+            now(),
+            serde_json::to_string(&r.arguments).unwrap().replace('\'', "''"),
+            r.digest
+        ));
     } else if version >= 9 {
         // Version 9's and 10's columns: no approvers, required count or answers yet.
         let r = crate::approvals::request(9, "w-old", 1);
@@ -186,8 +198,10 @@ fn check_survivors(store: &dyn Store, version: u32) {
     if let Some(r) = requests.first() {
         assert_eq!(r.arguments, crate::approvals::request(9, "w-old", 1).arguments, "at version {version}");
         assert_eq!((r.approvers.len(), r.required, r.answers.len()), (0, 1, 0), "at version {version}");
+        // v13's words for what the call does: none for a request made before.
+        assert_eq!(r.does.is_some(), version >= 13, "at version {version}");
         let op = fleetgate_core::approval::Approver { id: "os:op".into(), ..Default::default() };
-        let answered = store.answer_approval(&r.id, &op, true, None, now()).unwrap();
+        let answered = store.answer_approval(&r.id, (&op, &crate::approvals::people()), true, None, now()).unwrap();
         assert!(matches!(answered, fleetgate_store::Answered::Recorded(ref a) if a.state.as_str() == "approved"));
         let events = store.approval_events(0, 10).unwrap();
         assert_eq!(events.last().map(|e| e.kind.as_str()), Some("answered"), "at version {version}");

@@ -171,10 +171,10 @@ pub fn history_older_than_the_cutoff_goes_and_nothing_still_referenced(fx: &Fixt
     for (n, at) in [(1, t0), (2, t0), (3, t0), (4, later)] {
         store.request_approval(&request(n, at)).unwrap();
     }
-    store.answer_approval(&request_id(2), &op, false, None, t0).unwrap();
-    store.answer_approval(&request_id(3), &op, true, None, t0).unwrap();
+    store.answer_approval(&request_id(2), (&op, &crate::approvals::people()), false, None, t0).unwrap();
+    store.answer_approval(&request_id(3), (&op, &crate::approvals::people()), true, None, t0).unwrap();
     assert!(store.use_approval(&request_id(3), t0, t0).unwrap().is_some());
-    store.answer_approval(&request_id(4), &op, false, None, later).unwrap();
+    store.answer_approval(&request_id(4), (&op, &crate::approvals::people()), false, None, later).unwrap();
     let events = store.approval_events(0, 100).unwrap();
     // One target has delivered up to request 2's answer only.
     let delivered = events.iter().find(|e| e.request.id == request_id(2) && e.kind == "answered").unwrap().id;

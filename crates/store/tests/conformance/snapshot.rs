@@ -23,7 +23,7 @@ fn scan(pid: i64) -> ProcessScan {
 pub fn the_fleet_snapshot_holds_what_the_lists_hold(fx: &Fixture) {
     let store = fx.open();
     let empty = store.fleet_snapshot().unwrap();
-    assert_eq!(FleetSnapshot { store_file: None, ..empty }, FleetSnapshot::default());
+    assert_eq!(FleetSnapshot { store: None, ..empty }, FleetSnapshot::default());
     attach(&*store, "wrk-b");
     attach(&*store, "wrk-a");
     let mut author = runtime_row("gitea-author", 41001);
@@ -73,19 +73,36 @@ pub fn the_fleet_snapshot_is_one_instant(fx: &Fixture) {
     assert_eq!(last.observations[0].observed_at, now().plus_seconds(ROUNDS));
 }
 
-/// The snapshot names the file it was read from (device and inode), so a gateway that
-/// names this very store is told from one with its own; a server's database has none.
-pub fn the_fleet_snapshot_names_its_file(fx: &Fixture) {
+/// The snapshot names the store it was read from as the file system or the server says
+/// (issue 54): a gateway's proof naming this very store is told from one with its own, on
+/// either engine, whatever the spelling of its path or URL.
+pub fn the_fleet_snapshot_names_its_store(fx: &Fixture) {
+    use fleetgate_core::runtime::StoreKey;
     use std::os::unix::fs::MetadataExt;
     let store = fx.open();
-    let file = store.fleet_snapshot().unwrap().store_file;
+    let identity = store.fleet_snapshot().unwrap().store.expect("the store names itself");
+    let again = fx.open().fleet_snapshot().unwrap().store.unwrap();
+    assert_eq!(again, identity, "another handle, the same store");
+    let sibling = fx.sibling().open().fleet_snapshot().unwrap().store.unwrap();
+    assert_ne!(sibling.key, identity.key, "another store");
     match fx.kind {
         Kind::Sqlite => {
             let meta = std::fs::metadata(fx.spec()).unwrap();
-            assert_eq!(file, Some((meta.dev(), meta.ino())));
-            assert_eq!(fx.open().fleet_snapshot().unwrap().store_file, file, "another handle, the same file");
-            assert_ne!(fx.sibling().open().fleet_snapshot().unwrap().store_file, file, "another store");
+            assert_eq!(identity.engine, "sqlite");
+            assert_eq!(identity.key, StoreKey::File { device: meta.dev(), inode: meta.ino() });
+            assert_eq!(identity.location, fx.spec());
         }
-        Kind::Postgres => assert_eq!(file, None),
+        Kind::Postgres => {
+            assert_eq!(identity.engine, "postgres");
+            assert_eq!(identity.location, fleetgate_store::redact_url(&fx.spec()), "no password in it");
+            let (StoreKey::Database { system, database, .. }, StoreKey::Database { system: s2, database: d2, .. }) =
+                (&identity.key, &sibling.key)
+            else {
+                panic!("{identity:?} {sibling:?}")
+            };
+            assert_eq!(system, s2, "one server");
+            assert_ne!(database, d2, "two databases");
+            assert!(system.chars().all(|c| c.is_ascii_digit()), "the cluster's system identifier: {system}");
+        }
     }
 }

@@ -60,6 +60,9 @@ pub fn call(f: &Forge, tool: &str, args: &Args) -> Option<Result<Value, String>>
         "merge_pull_request" => merge_pull_request,
         "update_pull_request_branch" => update_pull_request_branch,
         "pull_request_review_write" => review_write,
+        "create_pull_request_review" => |f, a| granular_review(f, "create", a),
+        "submit_pending_pull_request_review" => |f, a| granular_review(f, "submit_pending", a),
+        "delete_pending_pull_request_review" => |f, a| granular_review(f, "delete_pending", a),
         "actions_list" => |f, a| {
             f.check_repo(a)?;
             Ok(json!({ "total_count": 0, "workflow_runs": [] }))
@@ -476,52 +479,92 @@ fn update_pull_request(f: &Forge, args: &Args) -> Result<Value, String> {
 fn merge_pull_request(f: &Forge, args: &Args) -> Result<Value, String> {
     f.check_repo(args)?;
     let number = required_int(args, "pullNumber")?;
-    let method = args::opt_string(args, "merge_method").filter(|m| !m.is_empty()).unwrap_or_else(|| "merge".into());
-    let expected = if f.head_pin { args::opt_string(args, "expectedHeadSha").filter(|s| !s.is_empty()) } else { None };
-    f.ledger.with(|state| {
-        let p = pull(f, state, number, "get pull request")?;
-        if p.merged || p.state != "open" {
-            return Err("failed to merge pull request: 405 Pull Request is not mergeable".into());
-        }
-        if f.race_merge {
-            race(f, p)?;
-        }
-        if let Some(expected) = expected
-            && expected != p.head_sha
-        {
-            return Err(
-                "failed to merge pull request: 409 Head branch was modified. Review and try the merge again.".into()
-            );
-        }
-        let head = p.head_sha.clone();
-        let base = f.git.branch(&p.base).ok_or_else(|| not_found("get base branch"))?;
-        let subject = args::opt_string(args, "commit_title")
-            .filter(|t| !t.is_empty())
-            .unwrap_or_else(|| format!("Merge pull request #{} from {}", p.number, p.head));
-        // The commit's message: its title, then `commit_message` (the merge lands it on the base).
-        let subject = match args::opt_string(args, "commit_message").filter(|m| !m.is_empty()) {
-            Some(body) => format!("{subject}\n\n{body}"),
-            None => subject,
-        };
-        let merged = match method.as_str() {
-            "merge" | "squash" => {
-                let tree = f.git.merge_tree(&base, &head)?.ok_or("failed to merge pull request: 405 merge conflict")?;
-                let parents: Vec<&str> = if method == "merge" { vec![&base, &head] } else { vec![&base] };
-                f.git.commit(&tree, &parents, &subject)?
+    let terms = MergeTerms {
+        method: args::opt_string(args, "merge_method").filter(|m| !m.is_empty()),
+        title: args::opt_string(args, "commit_title").filter(|t| !t.is_empty()),
+        message: args::opt_string(args, "commit_message").filter(|m| !m.is_empty()),
+        // The released server sends no head: `expectedHeadSha` only where a listing declares it.
+        sha: if f.head_pin { args::opt_string(args, "expectedHeadSha").filter(|s| !s.is_empty()) } else { None },
+    };
+    merge(f, number, &f.user, &terms)
+        .map_err(|(status, message)| format!("failed to merge pull request: {status} {message}"))
+}
+
+/// What a merge asks of GitHub (`PUT /repos/O/R/pulls/N/merge`'s body).
+#[derive(Debug, Default)]
+pub(super) struct MergeTerms {
+    /// `merge_method` (absent: `merge`).
+    pub method: Option<String>,
+    /// `commit_title`.
+    pub title: Option<String>,
+    /// `commit_message`: the merge commit's body, after its title (it lands on the base, and
+    /// GitHub closes the issues its keywords name).
+    pub message: Option<String>,
+    /// `sha`: the head the PR must still have, else 409.
+    pub sha: Option<String>,
+}
+
+/// A merge as GitHub makes it, by `by`: the merge result, or GitHub's status and message (404
+/// no such PR, 405 not mergeable, 409 the head moved from `sha`, 422 a method not allowed).
+pub(super) fn merge(f: &Forge, number: i64, by: &str, terms: &MergeTerms) -> Result<Value, (u16, String)> {
+    let method = terms.method.clone().unwrap_or_else(|| "merge".into());
+    let internal = |e: String| (500, e);
+    f.ledger
+        .with(|state| {
+            let Some(p) = state.pull_mut(number) else { return Ok(Err((404, "Not Found".to_owned()))) };
+            refresh(f, p)?;
+            if p.merged || p.state != "open" {
+                return Ok(Err((405, "Pull Request is not mergeable".to_owned())));
             }
-            other => return Err(format!("failed to merge pull request: 422 merge method {other} is not allowed here")),
-        };
-        f.git.set_ref(&format!("refs/heads/{}", p.base), &merged, Some(&base))?;
-        let at = now();
-        p.merged = true;
-        p.state = "closed".into();
-        p.merged_at = Some(at.clone());
-        p.closed_at = Some(at.clone());
-        p.updated_at = at;
-        p.merged_by = Some(f.user.clone());
-        p.merge_commit_sha = Some(merged.clone());
-        Ok(json!({ "sha": merged, "merged": true, "message": "Pull Request successfully merged" }))
-    })
+            if f.race_merge {
+                race(f, p)?;
+            }
+            if let Some(expected) = &terms.sha
+                && *expected != p.head_sha
+            {
+                return Ok(Err((409, "Head branch was modified. Review and try the merge again.".to_owned())));
+            }
+            let head = p.head_sha.clone();
+            let base = f.git.branch(&p.base).ok_or("the base branch is gone")?;
+            let subject =
+                terms.title.clone().unwrap_or_else(|| format!("Merge pull request #{} from {}", p.number, p.head));
+            let subject = match &terms.message {
+                Some(body) => format!("{subject}\n\n{body}"),
+                None => subject,
+            };
+            let merged = match method.as_str() {
+                "merge" | "squash" => {
+                    let Some(tree) = f.git.merge_tree(&base, &head)? else {
+                        return Ok(Err((405, "Pull Request is not mergeable".to_owned())));
+                    };
+                    let parents: Vec<&str> = if method == "merge" { vec![&base, &head] } else { vec![&base] };
+                    f.git.commit(&tree, &parents, &subject)?
+                }
+                other => return Ok(Err((422, format!("Merge method {other} is not allowed on this repository")))),
+            };
+            f.git.set_ref(&format!("refs/heads/{}", p.base), &merged, Some(&base))?;
+            let at = now();
+            p.merged = true;
+            p.state = "closed".into();
+            p.merged_at = Some(at.clone());
+            p.closed_at = Some(at.clone());
+            p.updated_at = at;
+            p.merged_by = Some(by.to_owned());
+            p.merge_commit_sha = Some(merged.clone());
+            Ok(Ok(json!({ "sha": merged, "merged": true, "message": "Pull Request successfully merged" })))
+        })
+        .map_err(internal)?
+}
+
+/// The PR as GitHub's REST API answers `GET /repos/O/R/pulls/N` (the fields the tests read).
+pub(super) fn rest_pull(f: &Forge, number: i64) -> Result<Value, (u16, String)> {
+    f.ledger
+        .with(|state| {
+            let Some(p) = state.pull_mut(number) else { return Ok(Err((404, "Not Found".to_owned()))) };
+            refresh(f, p)?;
+            Ok(Ok(minimal(f, p)))
+        })
+        .map_err(|e| (500, e))?
 }
 
 fn update_pull_request_branch(f: &Forge, args: &Args) -> Result<Value, String> {
@@ -604,11 +647,37 @@ fn review_write(f: &Forge, args: &Args) -> Result<Value, String> {
     let event = weak_string(weak(args, "Event"));
     let commit = weak(args, "CommitID").and_then(Value::as_str).map(str::to_owned);
     let body = weak_string(weak(args, "Body")).unwrap_or_default();
+    review(f, &method, number, event, commit, body)
+}
+
+/// The granular review tools (feature `pull_requests_granular`): the same reviews, their
+/// arguments read strictly (`event`, `body`, `commitID` with their type errors discarded).
+fn granular_review(f: &Forge, method: &str, args: &Args) -> Result<Value, String> {
+    f.check_repo(args)?;
+    let number = required_int(args, "pullNumber")?;
+    let event = args.get("event").and_then(Value::as_str).filter(|e| !e.is_empty()).map(str::to_owned);
+    if method == "submit_pending" && event.is_none() {
+        return Err("missing required parameter: event".into());
+    }
+    let commit = args.get("commitID").and_then(Value::as_str).map(str::to_owned);
+    let body = args.get("body").and_then(Value::as_str).unwrap_or_default().to_owned();
+    review(f, method, number, event, commit, body)
+}
+
+/// A review `method` (`create`, `submit_pending`, `delete_pending`) on PR `number`.
+fn review(
+    f: &Forge,
+    method: &str,
+    number: i64,
+    event: Option<String>,
+    commit: Option<String>,
+    body: String,
+) -> Result<Value, String> {
     f.ledger.with(|state| {
         let id = state.next_id;
         let p = pull(f, state, number, "get pull request")
             .map_err(|_| format!("Could not resolve to a PullRequest with the number of {number}."))?;
-        let answer = match method.as_str() {
+        let answer = match method {
             "create" => {
                 let verdict = match event.as_deref() {
                     None => "PENDING",
@@ -639,7 +708,8 @@ fn review_write(f: &Forge, args: &Args) -> Result<Value, String> {
                 }
             }
             "submit_pending" => {
-                // The viewer's first review, which must be the pending one.
+                // The viewer's first review, which must be the pending one; GitHub keeps the
+                // commit it was made at.
                 let i =
                     p.reviews.iter().position(|r| r.user == f.user).ok_or("No pending review found for the viewer")?;
                 if p.reviews[i].state != "PENDING" {

@@ -14,6 +14,10 @@ pub struct Variant {
     /// The dynamic toolsets of v0.2.0 … v1.0.5: only `context`, `repos`, `pull_requests` and the
     /// three dynamic tools at start; `enable_toolset` adds the others.
     pub dynamic: bool,
+    /// Feature `pull_requests_granular`: `create_pull_request_review`,
+    /// `submit_pending_pull_request_review` and `delete_pending_pull_request_review` in place
+    /// of `pull_request_review_write`.
+    pub granular: bool,
 }
 
 /// The methods of `pull_request_read`.
@@ -267,7 +271,8 @@ fn issues() -> Vec<Value> {
                 a("assignees", json!({ "type": "string" })),
                 a("labels", json!({ "type": "string" })),
                 n("milestone"),
-                s("type"),
+                // "For updates, pass null to remove the current type."
+                Prop("type", json!({ "anyOf": [{ "type": "string", "minLength": 1 }, { "type": "null" }] }), false),
                 s("state").one_of(&["open", "closed"]),
                 s("state_reason").one_of(&["completed", "not_planned", "duplicate"]),
                 n("duplicate_of"),
@@ -294,7 +299,7 @@ fn pull_requests(variant: Variant) -> Vec<Value> {
     if variant.head_pin {
         merge.push(s("expectedHeadSha"));
     }
-    vec![
+    let mut tools = vec![
         tool(
             "pull_request_read",
             "Read a pull request: itself, its diff, status, files, commits, reviews or comments.",
@@ -360,22 +365,55 @@ fn pull_requests(variant: Variant) -> Vec<Value> {
             Kind::Write,
             vec![owner(), repo(), pull_number(), s("expectedHeadSha")],
         ),
-        tool(
+    ];
+    if variant.granular {
+        tools.extend([
+            tool(
+                "create_pull_request_review",
+                "Create a review: submitted with `event`, else pending.",
+                Kind::Write,
+                review_props(),
+            ),
+            tool(
+                "submit_pending_pull_request_review",
+                "Submit the pending review.",
+                Kind::Write,
+                vec![
+                    owner(),
+                    repo(),
+                    pull_number(),
+                    s("event").required().one_of(&["APPROVE", "REQUEST_CHANGES", "COMMENT"]),
+                    s("body"),
+                ],
+            ),
+            tool(
+                "delete_pending_pull_request_review",
+                "Delete the pending review.",
+                Kind::Destructive,
+                vec![owner(), repo(), pull_number()],
+            ),
+        ]);
+    } else {
+        tools.push(tool(
             "pull_request_review_write",
             "Write reviews: create (submitted with `event`, else pending), submit or delete the pending one, \
              resolve or unresolve a thread.",
             Kind::Write,
-            vec![
-                s("method").required().one_of(REVIEW_METHODS),
-                owner(),
-                repo(),
-                pull_number(),
-                s("body"),
-                s("event").one_of(&["APPROVE", "REQUEST_CHANGES", "COMMENT"]),
-                s("commitID"),
-                s("threadId"),
-            ],
-        ),
+            [vec![s("method").required().one_of(REVIEW_METHODS)], review_props(), vec![s("threadId")]].concat(),
+        ));
+    }
+    tools
+}
+
+/// The review's own arguments, shared by `pull_request_review_write` and the granular create.
+fn review_props() -> Vec<Prop> {
+    vec![
+        owner(),
+        repo(),
+        pull_number(),
+        s("body"),
+        s("event").one_of(&["APPROVE", "REQUEST_CHANGES", "COMMENT"]),
+        s("commitID"),
     ]
 }
 

@@ -30,6 +30,7 @@ impl Dialect {
             Self::Github => crate::forge::github_catalog::tools(crate::forge::github_catalog::Variant {
                 head_pin: true,
                 dynamic: false,
+                granular: false,
             }),
         }
     }

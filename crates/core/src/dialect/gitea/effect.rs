@@ -20,6 +20,10 @@
 //! leaves the effect unestablished (the gate refuses).
 
 use super::{MERGE_HEAD_KEY, PAGE_SIZE, REPO_QUERY};
+
+/// gitea-mcp's merge style argument (`merge`, `rebase`, `rebase-merge`, `squash`,
+/// `fast-forward-only`; the server's default `merge`).
+const MERGE_STYLE: &str = "merge_style";
 use crate::dialect::{
     ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW, Dialect, PrFacts, PrTarget,
     Schemas, declared_key, merge_issues, pr_texts, rest_pr_facts, text_effects,
@@ -399,6 +403,7 @@ pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String
                 forced: flag(args, "force_merge"),
                 scheduled: flag(args, "merge_when_checks_succeed"),
                 pinnable: declared(schema, MERGE_HEAD_KEY),
+                style: text(args, MERGE_STYLE).map(str::to_owned),
             }),
             ..Effect::action(ACTION_MERGE)
         },
@@ -724,6 +729,7 @@ fn pull_request_write(
                     forced: flag(args, "force_merge"),
                     scheduled: flag(args, "merge_when_checks_succeed"),
                     pinnable: declared(schema, MERGE_HEAD_KEY),
+                    style: text(args, MERGE_STYLE).map(str::to_owned),
                 }),
                 prs: vec![PrEffect { repo: base_repo.clone(), pr: number, change: PrChange::Merged }],
                 issues: merge_texts(cx, args, answer, (owner, repo, number), &base_repo)?,
@@ -985,5 +991,8 @@ pub const SURFACE: crate::dialect::table::Surface = crate::dialect::table::Surfa
 
 /// `docs/reference/gitea-mcp.md`.
 pub fn render() -> String {
-    crate::dialect::table::render(&SURFACE, super::rules())
+    use crate::dialect::Dialect;
+    let mut page = crate::dialect::table::render(&SURFACE, super::rules());
+    page.push_str(&format!("\n**Pending reviews.** {}.\n", super::GITEA.pending_review_note()));
+    page
 }

@@ -4,12 +4,14 @@
 //!
 //! * a file write (`create_or_update_file`, `delete_file`) commits to `branch`, which the
 //!   server requires; `push_files` commits every file at once to `branch`, creating it from
-//!   the default branch when it is missing; a `refs/heads/` prefix is judged as the branch it
-//!   names (the server would prefix it again: judging it as that branch only refuses more);
+//!   the default branch when it is missing; the server prefixes the name with `refs/heads/` as
+//!   given, so `refs/heads/x` is a branch literally named `refs/heads/x` and judged by that name
+//!   (protected still when it reads like a protected branch);
 //! * `update_pull_request_branch` merges the PR's base into its **head** branch, which may be
 //!   any branch: the head is read from the forge;
-//! * `merge_pull_request` lands the PR's head on its base; it pins the head only where the
-//!   server declares `expectedHeadSha`, and is refused elsewhere (`unpinned-merge`);
+//! * `merge_pull_request` lands the PR's head on its base, pinned at the head judged: with
+//!   `expectedHeadSha` where the server declares it, else by the gateway's own REST merge
+//!   with `sha` (`super::pinned_merge`), so GitHub refuses (409) a head that moved;
 //! * `update_pull_request` retargets with `base` and closes or reopens with `state` (any
 //!   present key counts, even `""`);
 //! * PRs are issues: `issue_write update` and `update_issue_state` with a `state` on a PR's
@@ -23,7 +25,11 @@
 //! [`establish`] is pure: it names the reads it still needs (`Err`) until every answer is at
 //! hand, then states the effect. A read that failed leaves the effect unestablished.
 
-use super::{GITHUB, ISSUE_NUMBER, MAX_NUMBER, MERGE_HEAD_KEY, PR_NUMBER};
+use super::{GITHUB, ISSUE_NUMBER, MAX_NUMBER, PR_NUMBER};
+
+/// github-mcp-server's merge method argument (`merge`, `squash`, `rebase`; the server's
+/// default `merge`).
+const MERGE_METHOD: &str = "merge_method";
 use crate::dialect::table::{Stated, Surface};
 use crate::dialect::{
     ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW, Dialect, PrFacts, PrTarget,
@@ -251,7 +257,7 @@ pub const STATED: &[Stated] = {
         Stated {
             tool: "merge_pull_request",
             method: "",
-            effect: "lands the PR's head on its base, read from the forge (the PR workflow judges it: an independent approval at that head and base, a merge lease); the head is pinned with `expectedHeadSha` where the server declares it, and without it the merge is refused: GitHub would merge whatever head the PR has when the merge runs",
+            effect: "lands the PR's head on its base, read from the forge (the PR workflow judges it: an independent approval at that head and base, a merge lease), pinned at that head: with `expectedHeadSha` where the server declares it; where it does not (every release up to v1.10.1), the gateway makes the judged merge itself through GitHub's REST merge with `sha` (the member's own token and `GITHUB_HOST`), which GitHub refuses (409) once the head moved, and answers as the server would",
             invariants: &[UnpinnedMerge],
         },
         Stated {
@@ -387,7 +393,10 @@ pub const SURFACE: Surface = Surface {
 
 /// `docs/reference/github-mcp.md`.
 pub fn render() -> String {
-    crate::dialect::table::render(&SURFACE, super::rules())
+    use crate::dialect::Dialect;
+    let mut page = crate::dialect::table::render(&SURFACE, super::rules());
+    page.push_str(&format!("\n**Pending reviews.** {}.\n", super::GITHUB.pending_review_note()));
+    page
 }
 
 fn strip(branch: &str) -> &str {
@@ -441,6 +450,15 @@ pub fn default_branch(answer: &Value, owner: &str, repo: &str) -> Result<String,
         .filter(|b| !b.is_empty())
         .map(str::to_owned)
         .ok_or_else(|| format!("`search_repositories` names no default branch for {wanted}"))
+}
+
+/// `search_repositories`' entry for `owner/repo` says it is a fork.
+fn is_fork(answer: &Value, owner: &str, repo: &str) -> bool {
+    let wanted = format!("{owner}/{repo}");
+    answer.get("items").and_then(Value::as_array).into_iter().flatten().any(|e| {
+        e.get("full_name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(&wanted))
+            && e.get("fork").and_then(Value::as_bool) == Some(true)
+    })
 }
 
 fn repository(cx: Cx<'_>, owner: &str, repo: &str) -> Step<String> {
@@ -529,7 +547,9 @@ pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String
                 pr,
                 forced: false,
                 scheduled: false,
-                pinnable: declared(schema, MERGE_HEAD_KEY) || args.contains_key(MERGE_HEAD_KEY),
+                // Pinned by the server's `expectedHeadSha`, or by the gateway's own REST merge.
+                pinnable: true,
+                style: text(args, MERGE_METHOD).map(str::to_owned),
             }),
             ..Effect::action(ACTION_MERGE)
         },
@@ -542,12 +562,6 @@ pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String
         }
         Err(_) => Effect::write(),
     }
-}
-
-/// Whether the tool's listed schema declares `key`: without a schema, not (the releases up to
-/// v1.10.1 declare no merge pin, so an unknown schema is one that may not).
-fn declared(schema: Option<&Map<String, Value>>, key: &str) -> bool {
-    schema.and_then(|s| s.get("properties")).and_then(Value::as_object).is_some_and(|p| p.contains_key(key))
 }
 
 fn listed(table: &[(&str, &[&str])], tool: &str, method: Option<&str>) -> Option<bool> {
@@ -583,7 +597,7 @@ fn copilot(tool: &str, args: &Map<String, Value>) -> Option<String> {
     })
 }
 
-fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>, cx: Cx<'_>) -> Step<Effect> {
+fn state(tool: &str, args: &Map<String, Value>, _schema: Option<&Map<String, Value>>, cx: Cx<'_>) -> Step<Effect> {
     let method = text(args, "method");
     loose_keys(tool, args)?;
     if !READERS.iter().any(|(t, _)| *t == tool)
@@ -672,7 +686,10 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
                     pr: number,
                     forced: false,
                     scheduled: false,
-                    pinnable: declared(schema, MERGE_HEAD_KEY),
+                    // `expectedHeadSha` where the schema declares it, else the gateway's
+                    // own REST merge with `sha`: pinned either way.
+                    pinnable: true,
+                    style: text(args, MERGE_METHOD).map(str::to_owned),
                 }),
                 prs: vec![PrEffect { repo: base_repo.clone(), pr: number, change: PrChange::Merged }],
                 issues: merge_texts(args, answer, &base_repo),
@@ -694,8 +711,17 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
                 Pending::Failed(format!("the forge's answer for PR #{number} names no head branch (head.ref)"))
             })?;
             let head_repo = facts.head_repo.as_deref().map_or_else(|| here.clone(), Repo::full);
+            let base_repo = facts.repo.as_deref().map_or_else(|| here.clone(), Repo::full);
+            // A head in a fork — another repository than the PR's base (both named by the
+            // forge in one read) that the forge reports as a fork — is the fork's branch: the
+            // fork's default branch is not this repository's, and protects nothing here. (The
+            // roster's own names still judge it by name.)
             let (h_owner, h_name) = head_repo.0.split_once('/').unwrap_or((owner, repo));
-            let defaults = vec![repository(cx, h_owner, h_name)?];
+            let read = repo_read(h_owner, h_name, cx.schemas).map_err(Pending::Failed)?;
+            let found = ask(cx.answers, read)?;
+            let fork = head_repo != base_repo && is_fork(found, h_owner, h_name);
+            let defaults =
+                if fork { Vec::new() } else { vec![default_branch(found, h_owner, h_name).map_err(Pending::Failed)?] };
             let branch = BranchMove {
                 repo: head_repo,
                 branch: strip(&head).to_owned(),
@@ -709,9 +735,14 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
         "update_issue_title" => issue_update(tool, args, cx, &here, &["title"]),
         "update_issue_body" => issue_update(tool, args, cx, &here, &["body"]),
         "create_or_update_file" | "delete_file" | "push_files" => {
-            let Some(branch) = text(args, "branch").map(strip) else {
+            // `delete_file` and `push_files` prefix the name with `refs/heads/` as given:
+            // `refs/heads/x` is a branch literally named so, judged by that name (one that reads
+            // like a protected branch is still protected: `Protection::branch_rule` reads past
+            // the prefix).
+            let Some(branch) = text(args, "branch") else {
                 return Err(Pending::Failed(format!("`{tool}` names no branch: the server refuses it")));
             };
+
             let default = repository(cx, owner, repo)?;
             let branches = vec![BranchMove { repo: here.clone(), branch: branch.to_owned(), how: Move::Write }];
             let paths: Vec<PathWrite> = if tool == "push_files" {
@@ -730,14 +761,24 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
                 let path = text(args, "path").unwrap_or_default();
                 vec![PathWrite { branch: branch.to_owned(), path: path.strip_prefix('/').unwrap_or(path).to_owned() }]
             };
+            // `create_or_update_file` hands it to the contents API as given, which may read a
+            // full ref name as the branch it names or as a branch literally so named: judged as
+            // the write it may be (`refs/heads/main` is protected) and refused as unknown.
+            let unknown = (tool == "create_or_update_file" && branch.starts_with("refs/")).then(|| {
+                format!(
+                    "`create_or_update_file` on `{branch}`: GitHub's contents API may read a full ref name as the \
+                     branch it names or as a branch literally so named, which one was not determined; name the \
+                     branch by its plain name"
+                )
+            });
             // The commit's message acts when the commit reaches the default branch.
             let message = text(args, "message").unwrap_or_default();
             let landing = When::Landing { branch: branch.to_owned() };
             let issues = text_effects(&GRAMMAR, &here, "message", message, &landing, None);
-            Ok(Effect { branches, paths, defaults: vec![default], issues, ..Effect::action(ACTION_PUSH) })
+            Ok(Effect { branches, paths, defaults: vec![default], issues, unknown, ..Effect::action(ACTION_PUSH) })
         }
         "create_branch" => {
-            let Some(branch) = text(args, "branch").map(strip) else {
+            let Some(branch) = text(args, "branch") else {
                 return Err(Pending::Failed("`create_branch` names no branch: the server refuses it".into()));
             };
             let default = repository(cx, owner, repo)?;

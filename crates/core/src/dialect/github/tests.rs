@@ -92,3 +92,140 @@ fn a_created_pr_is_named_by_its_url_and_numbers_that_wrap_name_no_pr() {
         None
     );
 }
+
+#[test]
+fn the_gateway_s_merge_is_the_server_s_merge_pinned_with_sha() {
+    let target = PrTarget { owner: "Org".into(), repo: "re po".into(), pr: 3 };
+    let args = call(json!({ "merge_method": "squash", "commit_title": "t", "commit_message": "", "pullNumber": 3 }));
+    let rest = GITHUB.pinned_merge(&target, "abc123", &args).unwrap();
+    assert_eq!((rest.method.as_str(), rest.path.as_str()), ("PUT", "repos/Org/re%20po/pulls/3/merge"));
+    // Sent only when non-empty, as the server sends them; the head as `sha`.
+    assert_eq!(rest.body, json!({ "commit_title": "t", "merge_method": "squash", "sha": "abc123" }));
+}
+
+#[test]
+fn the_rest_api_base_is_derived_from_the_host_as_the_server_derives_it() {
+    for (host, base) in [
+        (None, "https://api.github.com/"),
+        (Some("https://github.com"), "https://api.github.com/"),
+        (Some("https://api.github.com"), "https://api.github.com/"),
+        (Some("https://octo.ghe.com"), "https://api.octo.ghe.com/"),
+        (Some("https://ghes.corp:8443/"), "https://ghes.corp:8443/api/v3/"),
+        (Some("http://127.0.0.1:4567"), "http://127.0.0.1:4567/api/v3/"),
+        (Some("http://[::1]:80"), "http://[::1]:80/api/v3/"),
+    ] {
+        assert_eq!(rest_base(host).as_deref(), Ok(base), "{host:?}");
+    }
+    // Credentials never travel in cleartext to a remote host; a host needs a scheme.
+    assert!(rest_base(Some("http://ghes.corp")).unwrap_err().contains("https"));
+    assert!(rest_base(Some("ghes.corp")).unwrap_err().contains("scheme"));
+}
+
+#[test]
+fn github_s_answers_to_the_merge_are_the_server_s() {
+    let rest = GITHUB.pinned_merge(&PrTarget { owner: "o".into(), repo: "r".into(), pr: 1 }, "a", &Map::new()).unwrap();
+    let url = "https://api.github.com/repos/o/r/pulls/1/merge";
+    let ok = GITHUB.rest_answer(
+        &rest,
+        url,
+        200,
+        r#"{"sha":"m","merged":true,"message":"Pull Request successfully merged","x":1}"#,
+    );
+    assert!(!ok.is_error);
+    assert_eq!(
+        serde_json::from_str::<Value>(&ok.text).unwrap(),
+        json!({ "sha": "m", "merged": true, "message": "Pull Request successfully merged" })
+    );
+    let moved = GITHUB.rest_answer(
+        &rest,
+        url,
+        409,
+        r#"{"message":"Head branch was modified. Review and try the merge again."}"#,
+    );
+    assert!(moved.is_error);
+    assert_eq!(
+        moved.text,
+        format!(
+            "failed to merge pull request: PUT {url}: 409 Head branch was modified. Review and try the merge again. []"
+        )
+    );
+    let invalid =
+        GITHUB.rest_answer(&rest, url, 422, r#"{"message":"Validation Failed","errors":[{"message":"bad method"}]}"#);
+    assert_eq!(invalid.text, "failed to merge pull request: Validation Failed\nbad method");
+}
+
+/// Only GitHub's merge result says a merge was made (200 with `merged: true`): a 200 that
+/// says otherwise, or is no merge result at all (a proxy's page), is no merge — the gate
+/// would record the PR merged and release its leases — and neither is any other 2xx.
+#[test]
+fn an_answer_that_is_no_merge_result_is_no_merge() {
+    let rest = GITHUB.pinned_merge(&PrTarget { owner: "o".into(), repo: "r".into(), pr: 1 }, "a", &Map::new()).unwrap();
+    let url = "https://api.github.com/repos/o/r/pulls/1/merge";
+    for (status, body) in [
+        (200, r#"{"sha":"m","merged":false,"message":"Pull Request is not mergeable"}"#),
+        (200, "<html>signed in?</html>"),
+        (200, ""),
+        (202, r#"{"merged":true}"#),
+        (204, ""),
+    ] {
+        let answer = GITHUB.rest_answer(&rest, url, status, body);
+        assert!(answer.is_error, "{status} {body}: {answer:?}");
+        assert!(answer.text.starts_with("failed to merge pull request: "), "{}", answer.text);
+    }
+}
+
+#[test]
+fn a_submit_reads_the_caller_s_first_review_and_its_commit() {
+    let submit =
+        call(json!({ "method": "submit_pending", "owner": "o", "repo": "r", "pullNumber": 4, "event": "APPROVE" }));
+    let first =
+        GITHUB.pending_review("pull_request_review_write", &submit, &crate::dialect::Unlisted, &[]).unwrap_err();
+    assert_eq!(first.iter().map(|r| r.tool.as_str()).collect::<Vec<_>>(), ["get_me"]);
+    let me: Answered = (first[0].clone(), Ok(json!({ "login": "Ana" })));
+    let second = GITHUB
+        .pending_review("pull_request_review_write", &submit, &crate::dialect::Unlisted, std::slice::from_ref(&me))
+        .unwrap_err();
+    assert_eq!(second[0].arguments.get("method"), Some(&json!("get_reviews")));
+    let reviews = json!([
+        { "state": "APPROVED", "commit_id": "c0", "user": { "login": "bo" } },
+        { "state": "PENDING", "commit_id": "c1", "user": { "login": "ana" } },
+    ]);
+    let answers = [me.clone(), (second[0].clone(), Ok(reviews))];
+    let at = GITHUB.pending_review("submit_pending_pull_request_review", &submit, &crate::dialect::Unlisted, &answers);
+    assert_eq!(at, Ok(PendingAt::Commit("c1".into())));
+    // A create submits no pending review: judged at the head.
+    let create = call(json!({ "method": "create", "owner": "o", "repo": "r", "pullNumber": 4, "event": "APPROVE" }));
+    assert_eq!(
+        GITHUB.pending_review("pull_request_review_write", &create, &crate::dialect::Unlisted, &[]),
+        Ok(PendingAt::Head)
+    );
+}
+
+/// The server puts `owner` and `repo` into its REST paths unescaped (go-github's
+/// `repos/%v/%v/pulls/%d`): `repo: "r/pulls/7#"` makes every read of PR 3 read PR 7, while the
+/// gateway's own REST merge (its path escaped, its number `pullNumber`) would merge PR 3 — the
+/// gate would judge one PR and merge another. A name GitHub cannot have is refused before
+/// anything is read; GitHub's own names pass, in any case.
+#[test]
+fn an_owner_or_repo_that_is_no_github_name_is_refused_before_anything_is_read() {
+    for (key, value) in [
+        ("repo", "r/pulls/7#"),
+        ("repo", "r/pulls/7?"),
+        ("repo", ".."),
+        ("owner", "../o"),
+        ("owner", "o%2Fx"),
+        ("repo", "r\u{ff52}"),
+        ("repo", "r "),
+    ] {
+        let mut args = call(json!({ "owner": "o", "repo": "r", "pullNumber": 3 }));
+        args.insert(key.into(), json!(value));
+        for tool in ["merge_pull_request", "pull_request_read", "push_files"] {
+            let e = GITHUB.check_parse(tool, &args).expect_err(value);
+            assert_eq!(e.key, key, "{tool} {value}");
+        }
+    }
+    for (owner, repo) in [("Org-1", "re.po_x"), ("octo_emu", "R"), ("o", ".github")] {
+        let args = call(json!({ "owner": owner, "repo": repo, "pullNumber": 3 }));
+        assert!(GITHUB.check_parse("merge_pull_request", &args).is_ok(), "{owner}/{repo}");
+    }
+}

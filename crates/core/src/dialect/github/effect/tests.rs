@@ -14,12 +14,15 @@ struct Forge {
     default_branch: &'static str,
     /// `(number, head ref, base ref)` of the PRs of `Org/Repo`.
     prs: Vec<(u64, &'static str, &'static str)>,
+    /// `(number, head ref, base ref)` of PRs of `Org/Repo` from the fork `Alice/Fork`, whose
+    /// default branch is `trunk`.
+    fork_prs: Vec<(u64, &'static str, &'static str)>,
     failing: Vec<&'static str>,
 }
 
 impl Default for Forge {
     fn default() -> Self {
-        Self { default_branch: "main", prs: vec![], failing: vec![] }
+        Self { default_branch: "main", prs: vec![], fork_prs: vec![], failing: vec![] }
     }
 }
 
@@ -30,6 +33,14 @@ impl Forge {
         }
         let a = &read.arguments;
         match read.tool.as_str() {
+            "search_repositories"
+                if a["query"].as_str().is_some_and(|q| q.eq_ignore_ascii_case("repo:alice/fork fork:true")) =>
+            {
+                Ok(json!({
+                    "total_count": 1,
+                    "items": [{ "full_name": "Alice/Fork", "default_branch": "trunk", "fork": true }]
+                }))
+            }
             "search_repositories" => {
                 assert_eq!(
                     a["query"].as_str().map(str::to_lowercase).as_deref(),
@@ -43,12 +54,14 @@ impl Forge {
             "pull_request_read" => {
                 assert_eq!(a["method"], "get");
                 let n = a.get("pullNumber").and_then(Value::as_u64).unwrap_or_default();
-                let Some((_, head, base)) = self.prs.iter().find(|p| p.0 == n) else {
+                let ours = self.prs.iter().find(|p| p.0 == n).map(|p| (p, "Org/Repo"));
+                let forked = self.fork_prs.iter().find(|p| p.0 == n).map(|p| (p, "Alice/Fork"));
+                let Some(((_, head, base), head_repo)) = ours.or(forked) else {
                     return Err(format!("failed to get pull request: GET …/pulls/{n}: 404 Not Found []"));
                 };
                 Ok(json!({
                     "number": n, "state": "open",
-                    "head": { "ref": head, "sha": "1a38ef95aaaa", "repo": { "full_name": "Org/Repo" } },
+                    "head": { "ref": head, "sha": "1a38ef95aaaa", "repo": { "full_name": head_repo } },
                     "base": { "ref": base, "sha": "2b38ef95aaaa", "repo": { "full_name": "Org/Repo" } },
                 }))
             }
@@ -97,7 +110,11 @@ fn file_writes_land_on_the_branch_they_name_and_the_default_is_read_from_the_for
     };
     for tool in ["create_or_update_file", "delete_file"] {
         assert_eq!(breaches(&write(tool, "trunk"), "author"), [Invariant::ProtectedBranch], "{tool}");
-        assert_eq!(breaches(&write(tool, "refs/heads/trunk"), "author"), [Invariant::ProtectedBranch], "{tool}");
+        // A full ref name: `delete_file` makes `refs/heads/refs/heads/trunk`, which reads like the
+        // default; `create_or_update_file`'s contents API may read it as `trunk` itself.
+        let full = breaches(&write(tool, "refs/heads/trunk"), "author");
+        assert!(full.contains(&Invariant::ProtectedBranch), "{tool}: {full:?}");
+        assert_eq!(full.contains(&Invariant::UnknownEffect), tool == "create_or_update_file", "{tool}: {full:?}");
         let e = write(tool, "feat");
         assert!(breaches(&e, "author").is_empty(), "{e:?}");
         assert_eq!(e.action, Some(ACTION_PUSH));
@@ -142,6 +159,73 @@ fn update_pull_request_branch_moves_the_head_whatever_it_is() {
     assert!(breaches(&e, "author").is_empty());
 }
 
+/// A PR from a fork whose head is the fork's default branch (`trunk`): the fork's default is
+/// not this repository's, so updating that head from the base is no move of a protected
+/// branch. The same branch name in this repository is still protected where it is ours.
+#[test]
+fn a_fork_s_default_branch_is_not_this_repository_s() {
+    let forge = Forge {
+        default_branch: "trunk",
+        fork_prs: vec![(9, "trunk", "main")],
+        prs: vec![(10, "trunk", "main")],
+        ..Forge::default()
+    };
+    let e = forge.effect("update_pull_request_branch", with_repo(json!({ "pullNumber": 9 })));
+    assert_eq!(e.branches[0].repo, Repo::full("Alice/Fork"));
+    assert!(e.defaults.is_empty(), "{e:?}");
+    assert!(breaches(&e, "author").is_empty(), "{e:?}");
+    // Ours: `trunk` is this repository's default, as the forge reports it.
+    let e = forge.effect("update_pull_request_branch", with_repo(json!({ "pullNumber": 10 })));
+    assert_eq!(breaches(&e, "author"), [Invariant::ProtectedBranch], "{e:?}");
+    // A fork's branch that the roster names (`main`) is judged by that name all the same.
+    let forge = Forge { fork_prs: vec![(11, "main", "dev")], ..Forge::default() };
+    let e = forge.effect("update_pull_request_branch", with_repo(json!({ "pullNumber": 11 })));
+    assert_eq!(breaches(&e, "author"), [Invariant::ProtectedBranch], "{e:?}");
+}
+
+/// The server prefixes a branch name with `refs/heads/` as given: `refs/heads/x` makes a
+/// branch literally named so, judged by that name, and one that reads like a protected
+/// branch is still refused.
+#[test]
+fn a_branch_named_refs_heads_something_is_judged_by_that_name() {
+    let forge = Forge::default();
+    for (tool, extra) in [
+        ("create_branch", json!({})),
+        ("push_files", json!({ "message": "m", "files": [{ "path": "a", "content": "x" }] })),
+        ("delete_file", json!({ "path": "a", "message": "m" })),
+    ] {
+        let mut call = with_repo(extra);
+        call["branch"] = json!("refs/heads/feature");
+        let e = forge.effect(tool, call.clone());
+        assert_eq!(e.branches[0].branch, "refs/heads/feature", "{tool}: {e:?}");
+        assert!(breaches(&e, "author").is_empty(), "{tool}: {e:?}");
+        call["branch"] = json!("refs/heads/main");
+        assert_eq!(breaches(&forge.effect(tool, call), "author"), [Invariant::ProtectedBranch], "{tool}");
+    }
+    // The push's tip is read by the literal branch's full ref.
+    let read = GITHUB.tip_read("o", "r", "refs/heads/feature", &Unlisted).unwrap();
+    assert_eq!(read.arguments["sha"], "refs/heads/refs/heads/feature");
+    assert_eq!(GITHUB.tip_read("o", "r", "feature", &Unlisted).unwrap().arguments["sha"], "feature");
+}
+
+/// `create_or_update_file` is no ref-building tool: the server hands `branch` as given to
+/// GitHub's contents API (`PUT …/contents/PATH` with `branch`, after a read with `ref`), which
+/// reads `refs/heads/x` as branch `x` where it takes a full ref name — or as a branch literally
+/// so named: which one was not determined. Judged as either, a push would be recorded on the
+/// other; refused, with the plain name to use.
+#[test]
+fn a_file_write_naming_a_full_ref_is_refused_since_github_s_reading_of_it_is_unknown() {
+    let forge = Forge::default();
+    for branch in ["refs/heads/feature", "refs/heads/refs/heads/main", "refs/tags/v1"] {
+        let call = with_repo(json!({ "path": "a", "content": "x", "message": "m", "branch": branch }));
+        let e = forge.effect("create_or_update_file", call);
+        assert_eq!(breaches(&e, "author"), [Invariant::UnknownEffect], "{branch}: {e:?}");
+        assert!(e.unknown.as_deref().is_some_and(|why| why.contains("plain")), "{e:?}");
+    }
+    let call = with_repo(json!({ "path": "a", "content": "x", "message": "m", "branch": "feature" }));
+    assert!(breaches(&forge.effect("create_or_update_file", call), "author").is_empty());
+}
+
 #[test]
 fn update_pull_request_retargets_with_base_and_closes_with_state() {
     let forge = Forge::default();
@@ -165,7 +249,7 @@ fn update_pull_request_retargets_with_base_and_closes_with_state() {
 }
 
 #[test]
-fn a_merge_is_pinned_only_where_the_server_declares_the_pin() {
+fn a_merge_is_pinned_whether_the_server_declares_the_pin_or_the_gateway_makes_it() {
     let forge = Forge { prs: vec![(3, "feat", "main")], ..Forge::default() };
     let call = with_repo(json!({ "pullNumber": 3 }));
     let old = args(json!({ "properties": {
@@ -177,9 +261,10 @@ fn a_merge_is_pinned_only_where_the_server_declares_the_pin() {
         e.branches[0],
         BranchMove { repo: Repo::new("org", "repo"), branch: "main".into(), how: Move::Merge { pr: 3 } }
     );
-    assert_eq!(breaches(&e, "merger"), [Invariant::UnpinnedMerge], "GitHub would merge whatever head it has");
+    // The released server declares no pin: the gateway's own REST merge pins it (`sha`).
+    assert!(breaches(&e, "merger").is_empty(), "{e:?}");
     let mut pinned = old.clone();
-    pinned["properties"][MERGE_HEAD_KEY] = json!({ "type": "string" });
+    pinned["properties"][crate::dialect::github::MERGE_HEAD_KEY] = json!({ "type": "string" });
     let e = forge.effect_with("merge_pull_request", call, Some(&pinned));
     assert!(breaches(&e, "merger").is_empty(), "{e:?}");
 }
@@ -292,9 +377,9 @@ fn setting_copilot_s_coding_agent_to_work_through_any_write_is_an_unknown_effect
     }
     let e = forge.effect("add_issue_comment", with_repo(json!({ "issue_number": 5, "body": "looks good" })));
     assert!(breaches(&e, "reviewer").is_empty());
-    // No schema: a merge cannot be shown to pin the head.
+    // No schema: the gateway's own REST merge pins the head all the same.
     let e = forge.effect("merge_pull_request", with_repo(json!({ "pullNumber": 5 })));
-    assert_eq!(breaches(&e, "merger"), [Invariant::UnpinnedMerge]);
+    assert!(breaches(&e, "merger").is_empty(), "{e:?}");
 }
 
 /// GitHub's closing keywords: in a commit message (closing when it reaches the default
@@ -311,8 +396,6 @@ fn github_s_closing_keywords_are_stated_and_judged() {
     let open = json!({ "title": "t", "body": "Closes #7", "head": "feat", "base": "main" });
     assert!(breaches(&forge.effect("create_pull_request", with_repo(open)), "author").is_empty());
     let merge = json!({ "pullNumber": 5, "commit_message": "closes https://github.com/org/repo/issues/8" });
-    assert_eq!(
-        breaches(&forge.effect("merge_pull_request", with_repo(merge)), "merger"),
-        [Invariant::UnpinnedMerge, Invariant::IssueState]
-    );
+    // Pinned either way (the gateway's own REST merge lands `commit_message` all the same).
+    assert_eq!(breaches(&forge.effect("merge_pull_request", with_repo(merge)), "merger"), [Invariant::IssueState]);
 }
