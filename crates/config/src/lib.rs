@@ -1291,6 +1291,34 @@ role = "reviewer"
     }
 
     #[test]
+    fn one_account_spelled_two_ways_and_identities_no_token_could_carry_are_refused_at_load() {
+        for (bad, why) in [
+            // The CLI's own spelling of an OS user next to the bare name: one account.
+            (
+                "[[people]]\nname = \"x\"\nidentities = [\"os:bob\"]\n\n[[people]]\nname = \"y\"\n\
+                 identities = [\"os:bob (uid 1000)\"]",
+                "is \"x\"'s already",
+            ),
+            (
+                "[[people]]\nname = \"x\"\nidentities = [\"os:uid 0\"]\n\n[approvals]\nshared = [\"os:root\"]",
+                "several people use",
+            ),
+            // A Cyrillic `о`, a space: no token's claim nor sign-in's subject is spelled so.
+            ("[[people]]\nname = \"x\"\nidentities = [\"oauth:b\u{43e}b@example.com\"]", "can never be met"),
+            ("[[people]]\nname = \"x\"\nidentities = [\"oidc:bob smith\"]", "can never be met"),
+        ] {
+            let e = FleetConfig::parse(&format!("{GOOD}\n{bad}\n"), "t").unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        // Two spellings of one approver are one person.
+        let two = format!(
+            "{GOOD}\n[[rules]]\ntool = \"merge\"\nroles = [\"reviewer\"]\ndecision = \"ask\"\n\
+             approvers = [\"os:bob\", \"os:bob (uid 1000)\"]\napprovals_required = 2\n"
+        );
+        assert!(FleetConfig::parse(&two, "t").unwrap_err().to_string().contains("are 1 person(s)"));
+    }
+
+    #[test]
     fn approvers_a_two_person_rule_and_notification_targets_are_read() {
         let text = format!(
             "{GOOD}\n[approvals]\napprovers = [\"group:ops\"]\n\n[[approvals.notify]]\nkind = \"webhook\"\n\

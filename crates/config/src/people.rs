@@ -11,7 +11,7 @@
 //! shared = ["os:root"]        # an account several people use: never a person
 //! ```
 
-use fleetgate_core::person::{People, Person, REALMS, well_formed};
+use fleetgate_core::person::{People, Person, REALMS, realm, same_identity, well_formed};
 use serde::Deserialize;
 
 /// One `[[people]]` table as written.
@@ -60,13 +60,22 @@ pub(crate) fn resolve(
             if !well_formed(id) {
                 return Err(identity_error(&at, id));
             }
-            if id.starts_with("token:") || shared.contains(id) {
+            // What a token's claim, a sign-in's subject or a tokens-file name can be.
+            let name = &id[realm(id).len() + 1..];
+            let claimed = matches!(realm(id), "oidc" | "oauth" | "principal");
+            if claimed && (name.len() > 128 || !name.chars().all(|c| c.is_ascii_graphic())) {
+                return Err(format!(
+                    "{at}: {id:?} can never be met: a subject, a claim's value and a principal's name are 1 to 128 \
+                     printable ASCII characters without spaces (what the gateways and the dashboard accept)"
+                ));
+            }
+            if id.starts_with("token:") || shared.iter().any(|s| same_identity(s, id)) {
                 return Err(format!(
                     "{at}: {id} is a credential several people use, never one person (every token:, and [approvals] \
                      shared)"
                 ));
             }
-            if let Some(other) = people.iter().find(|q| q.identities.contains(id)) {
+            if let Some(other) = people.iter().find(|q| q.identities.iter().any(|i| same_identity(i, id))) {
                 return Err(format!("{at}: {id} is {:?}'s already: one identity is one person", other.name));
             }
         }
@@ -110,6 +119,8 @@ pub(crate) fn check_required(where_: &str, required: u32, approvers: &[String], 
     if required < 2 || approvers.is_empty() || approvers.iter().any(|a| a.starts_with("group:")) {
         return Ok(());
     }
+    // Each approver's person (`person:<name>`), else the identity itself; one account
+    // however it is spelled is one.
     let mut persons: Vec<String> = Vec::new();
     for a in approvers {
         let person = match a.strip_prefix("person:") {
@@ -118,7 +129,7 @@ pub(crate) fn check_required(where_: &str, required: u32, approvers: &[String], 
             None => Some(people.person_of(a).map_or_else(|| a.clone(), |p| format!("person:{}", p.name))),
         };
         if let Some(p) = person
-            && !persons.contains(&p)
+            && !persons.iter().any(|q| same_identity(q, &p))
         {
             persons.push(p);
         }

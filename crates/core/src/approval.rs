@@ -693,6 +693,22 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_spelled_as_an_approvers_subject_makes_no_one_that_approver() {
+        // `principal_claim = "preferred_username"`: Mallory (subject u-9) names herself
+        // `u-5678`, Alice's subject; her sign-in brings `oauth:u-5678`.
+        let mallory = Approver { aliases: ids(&["oauth:u-5678"]), ..who("oidc:u-9", &[]) };
+        let p = people();
+        for approvers in [&["oidc:u-5678"][..], &["person:alice"]] {
+            let r = request(None, approvers, 1);
+            let why = refusal(&r, &mallory, &p, true).unwrap_or_default();
+            assert!(why.contains("not among the approvers"), "{approvers:?}: {why}");
+        }
+        // Another issuer's subject `u-5678` is not Alice's sign-in either.
+        let elsewhere = who("oauth:u-5678", &[]);
+        assert!(refusal(&request(None, &["oidc:u-5678"], 1), &elsewhere, &p, true).is_some());
+    }
+
+    #[test]
     fn a_denial_stands_for_the_exact_call_whoever_asks_and_an_approval_for_its_worker_only() {
         use crate::capability::Standing;
         let args = json!({ "method": "merge", "index": 3, "head_commit_id": "abc" }).as_object().cloned();

@@ -67,12 +67,56 @@ pub fn well_formed(identity: &str) -> bool {
     identity.split_once(':').is_some_and(|(realm, name)| REALMS.contains(&realm) && !name.is_empty())
 }
 
-/// One identity the same as another: equal, or the gateway's `oauth:<x>` and a sign-in's
-/// `oidc:<x>` (when the principal claim is `sub` they are one subject of one issuer; when it
-/// is not, equating them can only refuse more).
+/// An OS account as the CLI records it (`bob (uid 1000)`, `uid 1000` when `/etc/passwd`
+/// names no user) or a roster writes it (`bob`; `root` is uid 0 by definition).
+fn account(name: &str) -> (Option<&str>, Option<&str>) {
+    let numeric = |uid: &str| !uid.is_empty() && uid.bytes().all(|b| b.is_ascii_digit());
+    if let Some(uid) = name.strip_prefix("uid ").filter(|u| numeric(u)) {
+        return (None, Some(uid));
+    }
+    if let Some((user, uid)) = name.rsplit_once(" (uid ").and_then(|(u, rest)| Some((u, rest.strip_suffix(')')?)))
+        && numeric(uid)
+    {
+        return (Some(user), Some(uid));
+    }
+    (Some(name), (name == "root").then_some("0"))
+}
+
+/// One identity the same as another: equal, or one OS account however it is spelled (its
+/// user name when both spellings have one, else its uid). Exact otherwise: this decides who
+/// an identity *is* (an approver named, a person of `[[people]]`), so a look-alike is never
+/// enough — [`may_be_same`] is for refusing.
 pub fn same_identity(a: &str, b: &str) -> bool {
-    let subject = |i: &str| i.strip_prefix("oauth:").or_else(|| i.strip_prefix("oidc:")).map(str::to_owned);
-    a == b || subject(a).is_some_and(|x| subject(b).as_deref() == Some(x.as_str()))
+    match (a.split_once(':'), b.split_once(':')) {
+        (Some(("os", x)), Some(("os", y))) => match (account(x), account(y)) {
+            ((Some(n), _), (Some(m), _)) => n == m,
+            ((_, Some(u)), (_, Some(v))) => u == v,
+            _ => false,
+        },
+        _ => a == b,
+    }
+}
+
+/// Whether two identities might be one though [`same_identity`] cannot say so: spelled alike
+/// but for letter case (an issuer's `Bob@Example.com`, a roster's `bob@example.com`), the
+/// gateway's `oauth:<x>` and a sign-in's `oidc:<x>` (one subject when the principal claim is
+/// `sub` at the same issuer; another issuer's or another claim's otherwise), an OS user named
+/// on one side and known only by uid on the other. Never proof of one person, never of two.
+pub fn may_be_same(a: &str, b: &str) -> bool {
+    let (Some((ra, x)), Some((rb, y))) = (a.split_once(':'), b.split_once(':')) else { return a == b };
+    let subject = |r: &str| r == "oauth" || r == "oidc";
+    if same_identity(a, b) || ((ra == rb || (subject(ra) && subject(rb))) && x.eq_ignore_ascii_case(y)) {
+        return true;
+    }
+    if (ra, rb) != ("os", "os") {
+        return false;
+    }
+    let ((n, u), (m, v)) = (account(x), account(y));
+    match (n.zip(m).map(|(n, m)| n.eq_ignore_ascii_case(m)), u.zip(v).map(|(u, v)| u == v)) {
+        // Nothing to compare: a name against a uid.
+        (None, None) => true,
+        (names, uids) => names == Some(true) || uids == Some(true),
+    }
 }
 
 /// What two parties are to each other.
@@ -90,7 +134,7 @@ impl People {
     /// Whether `identity` is a credential several people use: every `token:`, and `[approvals]
     /// shared`.
     pub fn is_shared(&self, identity: &str) -> bool {
-        realm(identity) == "token" || self.shared.iter().any(|s| s == identity)
+        realm(identity) == "token" || self.shared.iter().any(|s| same_identity(s, identity))
     }
 
     /// The person `[[people]]` lists `identity` under.
@@ -148,7 +192,10 @@ impl People {
     /// Whether parties known by `a` and by `b` are one person, two, or cannot be told apart.
     pub fn relation(&self, a: &[String], b: &[String]) -> Relation {
         let (all_a, all_b) = (self.known_as(a), self.known_as(b));
-        if let Some(x) = all_a.iter().find(|x| all_b.iter().any(|y| same_identity(x, y))) {
+        let pair = |alike: fn(&str, &str) -> bool| {
+            all_a.iter().find_map(|x| all_b.iter().find(|y| alike(x, y)).map(|y| (x, y)))
+        };
+        if let Some((x, _)) = pair(same_identity) {
             return Relation::Same(format!("both are {x}"));
         }
         let (pa, pb) = (self.people_of(a), self.people_of(b));
@@ -158,19 +205,22 @@ impl People {
         if pa.len() == 1 && pb.len() == 1 {
             return Relation::Different;
         }
-        // A credential several people use tells no one apart.
-        let personal = |all: &[String], r: &str| -> Vec<String> {
-            all.iter().filter(|i| realm(i) == r && !self.is_shared(i)).cloned().collect()
-        };
-        if pa.len() <= 1 && pb.len() <= 1 {
-            for r in PERSONAL_REALMS {
-                let (ia, ib) = (personal(&all_a, r), personal(&all_b, r));
-                if !ia.is_empty() && !ib.is_empty() {
-                    return Relation::Different;
-                }
-            }
-        }
         let shown = |all: &[String]| all.join(", ");
+        // Spelled alike: never two people on the strength of a letter's case or an issuer.
+        if let Some((x, y)) = pair(may_be_same) {
+            return Relation::Unknown(format!(
+                "{x} and {y} may be one identity spelled two ways (letter case, another issuer's subject, a user \
+                 name against a uid), and no [[people]] entry says whose each is ({} / {})",
+                shown(&all_a),
+                shown(&all_b)
+            ));
+        }
+        // A credential several people use tells no one apart.
+        let personal = |all: &[String], r: &str| all.iter().any(|i| realm(i) == r && !self.is_shared(i));
+        if pa.len() <= 1 && pb.len() <= 1 && PERSONAL_REALMS.iter().any(|r| personal(&all_a, r) && personal(&all_b, r))
+        {
+            return Relation::Different;
+        }
         Relation::Unknown(format!(
             "nothing says whether {} and {} are one person or two: no [[people]] entry names both apart, and \
              they share no realm a person has one identity in (a sign-in at the fleet's issuer, its OAuth \
@@ -219,7 +269,10 @@ mod tests {
         // The issuer's claims: a sign-in carrying its principal claim is comparable.
         let carol = ids(&["oauth:carol"]);
         assert_eq!(none.relation(&carol, &ids(&["oidc:alice", "oauth:alice"])), Relation::Different);
-        assert!(matches!(none.relation(&carol, &ids(&["oidc:carol"])), Relation::Same(_)), "sub is sub");
+        // The gateway's subject and a sign-in's of the same spelling: one person only when the
+        // sign-in brings the claim itself (another issuer's subject may collide).
+        assert!(matches!(none.relation(&carol, &ids(&["oidc:carol"])), Relation::Unknown(_)), "may be");
+        assert!(matches!(none.relation(&carol, &ids(&["oidc:carol", "oauth:carol"])), Relation::Same(_)));
         // Another realm, or a sign-in without the claim: cannot tell.
         assert!(matches!(none.relation(&ids(&["oauth:bob@x"]), &ids(&["oidc:u-1234"])), Relation::Unknown(_)));
         assert!(matches!(none.relation(&carol, &ids(&["os:carol"])), Relation::Unknown(_)));
@@ -245,5 +298,35 @@ mod tests {
         assert_eq!(principal_identity("oauth:x"), "oauth:x");
         assert_eq!(principal_identity("ci-bot"), "principal:ci-bot");
         assert!(well_formed("os:a") && !well_formed("alice") && !well_formed("os:") && !well_formed("mail:a"));
+    }
+
+    #[test]
+    fn one_account_or_one_claim_spelled_two_ways_is_never_two_people() {
+        let p = roster();
+        // The CLI records its user as `os:<user> (uid N)`; the roster writes `os:<user>`.
+        let agent = ids(&["oauth:bob@example.com"]);
+        assert!(matches!(p.relation(&ids(&["os:bob (uid 1000)"]), &agent), Relation::Same(_)));
+        assert!(matches!(p.relation(&ids(&["os:bob (uid 1000)"]), &ids(&["oidc:u-1234"])), Relation::Same(_)));
+        assert_eq!(p.person_of("os:bob (uid 1000)").map(|b| b.name.as_str()), Some("bob"));
+        assert!(p.is_shared("os:root (uid 0)") && p.is_shared("os:uid 0"), "root is uid 0");
+        // Known by uid alone (no /etc/passwd entry): maybe Bob, never someone else for sure.
+        assert!(matches!(p.relation(&ids(&["os:uid 1000"]), &agent), Relation::Unknown(_)));
+        assert!(!same_identity("os:uid 1000", "os:bob") && may_be_same("os:uid 1000", "os:bob"));
+        assert!(same_identity("os:uid 1000", "os:bob (uid 1000)") && !same_identity("os:bob", "os:bobby"));
+        // An issuer that capitalises the claim: maybe Bob, never someone else for sure.
+        let capital = ids(&["oauth:Bob@Example.com"]);
+        assert!(matches!(p.relation(&ids(&["os:bob"]), &capital), Relation::Unknown(_)));
+        assert!(matches!(p.relation(&ids(&["oidc:u-1234"]), &capital), Relation::Unknown(_)));
+        assert!(p.person_of("oauth:Bob@Example.com").is_none(), "who someone is: exact");
+        // A sign-in whose subject is spelled as a principal claim of a person's agent is not
+        // that person (another issuer, or a claim the user chose): it only may be.
+        let alike = People {
+            people: vec![Person { name: "alice".into(), identities: ids(&["oauth:2", "os:alice"]) }],
+            ..People::default()
+        };
+        assert!(alike.person_of("oidc:2").is_none());
+        let mallory = ids(&["oidc:2", "os:mallory"]);
+        assert!(matches!(alike.relation(&mallory, &ids(&["os:alice"])), Relation::Unknown(_)));
+        assert_eq!(alike.relation(&ids(&["os:mallory"]), &ids(&["os:alice"])), Relation::Different);
     }
 }

@@ -45,6 +45,11 @@ fn answer(d: &Dashboard, session: &(String, String), id: &str, verb: &str) -> (u
 /// A pending request about a call `principal` made (`n` tells the calls apart), needing
 /// `required` approvals.
 fn asked(d: &Dashboard, n: u64, principal: Option<&str>, required: u32) -> String {
+    asked_of(d, n, principal, required, &[])
+}
+
+/// [`asked`], answered only by `approvers`.
+fn asked_of(d: &Dashboard, n: u64, principal: Option<&str>, required: u32, approvers: &[&str]) -> String {
     let store = fleetgate_store::open(d.store().to_str().unwrap()).unwrap();
     let arguments = json!({ "branch": format!("b{n}") }).as_object().cloned();
     let request = ApprovalRequest {
@@ -59,6 +64,7 @@ fn asked(d: &Dashboard, n: u64, principal: Option<&str>, required: u32) -> Strin
         arguments,
         why: "a rule asks".into(),
         required,
+        approvers: approvers.iter().map(|a| (*a).to_owned()).collect(),
         ..ApprovalRequest::default()
     };
     store.request_approval(&request).unwrap().id
@@ -194,4 +200,64 @@ fn a_two_person_request_needs_two_people_and_one_denial_denies() {
     let cli_denied = asked(&d, 3, None, 2);
     assert_eq!(answer(&d, &bob, &cli_denied, "approve").0, 200);
     assert_eq!(d.cli(&["approvals", "deny", &cli_denied])["state"], "denied");
+}
+
+/// The CLI's user as the book tells an operator to write it: `os:<user>`, the bare name (the
+/// CLI records its answers as `os:<user> (uid N)`).
+fn os_name() -> String {
+    let me = fleetgate_host::os_user();
+    me.split_once(" (uid ").map_or(me.clone(), |(name, _)| name.to_owned())
+}
+
+#[test]
+fn the_cli_user_spelled_as_the_book_writes_it_is_the_person_listed() {
+    let provider = provider();
+    let user = os_name();
+    // Bob, as the book's example lists him, with his OS user; `shared = []` keeps a root CLI
+    // a person here, so only the spelling is on trial.
+    let roster = format!(
+        "[http.oauth]\nissuer = \"{}\"\naudience = \"https://gw.test/mcp\"\nprincipal_claim = \"email\"\n\n\
+         [approvals]\nshared = []\n\n[[people]]\nname = \"bob\"\n\
+         identities = [\"oidc:u-1234\", \"oauth:bob@example.com\", \"os:{user}\"]\n",
+        provider.issuer
+    );
+    let d = dashboard_with(&roster, &[], &["--listen", "127.0.0.1:0", "--oidc-client-id", "dash"]).unwrap();
+    // Bob's agent's call: Bob, at his terminal, never approves it.
+    let own = asked(&d, 1, Some("oauth:bob@example.com"), 1);
+    let cli = d.cli(&["approvals", "approve", &own]);
+    assert!(cli["error"].as_str().is_some_and(|e| e.contains("made the call")), "{cli}");
+    assert_eq!(state(&d, &own), "pending");
+    // A two-person request: Bob at his terminal, then Bob signed in, is one person.
+    let two = asked(&d, 2, None, 2);
+    assert_eq!(d.cli(&["approvals", "approve", &two])["state"], "pending");
+    let bob = sign_in(&d, "u-1234");
+    let (status, body) = answer(&d, &bob, &two, "approve");
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("already"), "{body}");
+    assert_eq!(state(&d, &two), "pending");
+}
+
+#[test]
+fn a_sign_in_whose_claim_is_spelled_as_an_approvers_subject_is_not_that_approver() {
+    // `principal_claim = "preferred_username"`, a claim people choose: Mallory names herself
+    // `u-5678`, Alice's subject.
+    let provider = provider();
+    provider.add_user_claiming("u-9", "Mallory", &[], json!({ "preferred_username": "u-5678" }));
+    let roster = format!(
+        "[http.oauth]\nissuer = \"{}\"\naudience = \"https://gw.test/mcp\"\nprincipal_claim = \"preferred_username\"\n\n\
+         [[people]]\nname = \"alice\"\nidentities = [\"oidc:u-5678\"]\n",
+        provider.issuer
+    );
+    let d = dashboard_with(&roster, &[], &["--listen", "127.0.0.1:0", "--oidc-client-id", "dash"]).unwrap();
+    let mallory = sign_in(&d, "u-9");
+    for (n, approvers) in [(1, "oidc:u-5678"), (2, "person:alice")] {
+        let id = asked_of(&d, n, None, 1, &[approvers]);
+        let (status, body) = answer(&d, &mallory, &id, "approve");
+        assert_eq!(status, 403, "{approvers}: {body}");
+        assert!(body.contains("not among the approvers"), "{approvers}: {body}");
+        assert_eq!(state(&d, &id), "pending", "{approvers}");
+    }
+    // Alice herself may.
+    let id = asked_of(&d, 3, None, 1, &["oidc:u-5678"]);
+    assert_eq!(answer(&d, &sign_in(&d, "u-5678"), &id, "approve").0, 200);
 }
