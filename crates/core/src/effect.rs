@@ -161,6 +161,104 @@ pub struct PrEffect {
     pub change: PrChange,
 }
 
+/// When the forge acts on a text a call lands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "when")]
+pub enum When {
+    /// As the call lands it: a merge's own commit message on the base, the PR's
+    /// cross-references the merge resolves.
+    Now,
+    /// When the commit reaches the repository's default branch, the issue's `ref` branch — or
+    /// any branch, under Gitea's "close issues via commit in any branch" setting, which no
+    /// read shows: as good as now.
+    Landing {
+        /// The branch the commit is written to.
+        branch: String,
+    },
+    /// When the PR merges (its title, body and comments are its cross-references).
+    AtMerge {
+        /// The PR (`None`: one the call opens, or a comment whose PR the call does not name).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pr: Option<u64>,
+    },
+}
+
+impl fmt::Display for When {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Now => f.write_str("now"),
+            Self::Landing { branch } => write!(
+                f,
+                "when the commit on `{branch}` reaches the default branch or the issue's `ref` branch (on any branch, \
+                 where the forge closes issues by commits in any branch)"
+            ),
+            Self::AtMerge { pr: Some(pr) } => write!(f, "when PR #{pr} merges"),
+            Self::AtMerge { pr: None } => f.write_str("when the PR merges"),
+        }
+    }
+}
+
+/// What a call does to an issue — itself, or through a text the forge acts on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "change")]
+pub enum IssueChange {
+    /// Closed or reopened by the call itself (`to`: the state sent).
+    State {
+        /// `open` or `closed`, as sent.
+        to: String,
+        /// Through which call.
+        by: String,
+    },
+    /// Closed (`to: closed`) or reopened (`open`) by the forge, acting on a closing or
+    /// reopening keyword in a text the call lands.
+    ByText {
+        /// `closed` or `open`.
+        to: String,
+        /// The text (`message`, `body`, `title`, a comment's `body`, …).
+        field: String,
+        /// The words that say so.
+        words: String,
+        /// When the forge acts.
+        when: When,
+        /// A merge closing what its PR's own texts name (as opposed to what the merge's own
+        /// message adds).
+        named_by_pr: bool,
+    },
+    /// Its `ref` set: commits landing on that branch close or reopen it by keyword.
+    Ref {
+        /// The branch.
+        branch: String,
+    },
+    /// Named by a text the call lands, without a keyword: a cross-reference, no state change
+    /// (the issue lock reads a PR's).
+    Referenced {
+        /// The text.
+        field: String,
+        /// When the forge records it against a PR's merge.
+        when: When,
+    },
+}
+
+/// An issue a call changes or names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IssueEffect {
+    /// Its repository.
+    pub repo: Repo,
+    /// Its number (`0`: the issue the call makes).
+    pub issue: u64,
+    /// What happens to it.
+    #[serde(flatten)]
+    pub change: IssueChange,
+}
+
+impl IssueEffect {
+    /// Whether the forge changes the issue's state for it (a close or a reopen, by the call or
+    /// a text), or chooses when it will (`ref`).
+    pub fn changes_state(&self) -> bool {
+        !matches!(self.change, IssueChange::Referenced { .. })
+    }
+}
+
 /// A merge's terms.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MergeTerms {
@@ -206,6 +304,10 @@ pub struct Effect {
     /// Files it writes on the server's host (the path, or where the server puts it by default).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub host_files: Vec<String>,
+    /// The issues it changes or names — itself, or through the texts it lands that the forge
+    /// acts on (closing keywords, cross-references), now or later.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub issues: Vec<IssueEffect>,
     /// When it merges a PR: how.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeTerms>,
@@ -278,6 +380,9 @@ pub enum Invariant {
     /// A PR's state changed by a role that is not a PR-state role ([`PR_STATE_ROLES`]), by
     /// any call: a close, an update, an issue update on its number, a branch deletion.
     PrState,
+    /// An issue's state changed by a role that is not an issue-state role, by any call or any
+    /// text the forge acts on.
+    IssueState,
     /// A read that writes a file on the server's host.
     ReaderWrites,
     /// A call whose effect the dialect does not know.
@@ -294,7 +399,7 @@ pub enum Invariant {
 
 impl Invariant {
     /// Every invariant, in the order they are judged.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::ProtectedBranch,
         Self::ProtectedPath,
         Self::ForcedMerge,
@@ -302,6 +407,7 @@ impl Invariant {
         Self::UnpinnedMerge,
         Self::Retarget,
         Self::PrState,
+        Self::IssueState,
         Self::ReaderWrites,
         Self::UnknownEffect,
         Self::IndependentReview,
@@ -318,6 +424,7 @@ impl Invariant {
             Self::UnpinnedMerge => "unpinned-merge",
             Self::Retarget => "retarget",
             Self::PrState => "pr-state",
+            Self::IssueState => "issue-state",
             Self::ReaderWrites => "reader-writes",
             Self::UnknownEffect => "unknown-effect",
             Self::IndependentReview => "independent-review",
@@ -359,6 +466,12 @@ impl Invariant {
                 "only the controller and the reconciler change a PR's state: no close, reopen, state update, issue \
                  update on its number, or branch deletion that closes it by any other role"
             }
+            Self::IssueState => {
+                "only the controller and the reconciler change an issue's state — by an update, or by a text the \
+                 forge acts on: a closing or reopening keyword in a commit message or a merge's message, in a PR's \
+                 title, body or comment, or an issue's `ref`; an author's PR texts may name the issues its merge \
+                 closes, and a merge closes only what its PR's own texts name"
+            }
             Self::ReaderWrites => "no read writes a file on the server's host",
             Self::UnknownEffect => "no call is forwarded whose effect on the forge the dialect does not know",
             Self::IndependentReview => {
@@ -391,6 +504,10 @@ impl Invariant {
             }
             Self::Retarget => "an approved PR may be moved to a base no reviewer judged it against",
             Self::PrState => "any role the rules permit may close, reopen or strand another role's PRs",
+            Self::IssueState => {
+                "any role may close or reopen issues — with a keyword in a commit, a comment or a merge message — \
+                 that only the controller and the reconciler should"
+            }
             Self::ReaderWrites => "a reader may write files wherever the server's process may write",
             Self::UnknownEffect => {
                 "calls the dialect has no statement for are judged by `[[rules]]` alone: whatever they move, no \
@@ -426,6 +543,11 @@ impl Invariant {
             Self::PrState => {
                 "hand the close or reopen to the controller or the reconciler; a branch that heads an open PR is \
                  deleted only once the PR is merged or closed"
+            }
+            Self::IssueState => {
+                "name the issue without a closing or reopening keyword (`Refs #N`, not `Fixes #N`), or, as the \
+                 author, in your PR's title or body (its merge closes the issues you hold the lock of); hand a close, \
+                 a reopen or an issue's `ref` to the controller or the reconciler"
             }
             Self::ReaderWrites => {
                 "read without `output_path` and without a download method: no role writes files on the server's host"
@@ -588,6 +710,11 @@ pub fn judge(effect: &Effect, role: &str, protection: &Protection, lifted: &[Inv
             _ => {}
         }
     }
+    for i in &effect.issues {
+        if let Some(reason) = issue_breach(i, role) {
+            breach(Invariant::IssueState, reason);
+        }
+    }
     for path in &effect.host_files {
         breach(Invariant::ReaderWrites, format!("the call writes a file on the server's host: {path}"));
     }
@@ -691,6 +818,40 @@ pub fn describe(effect: &Effect, head: Option<&str>) -> String {
         text.push_str(&format!(" (the rest could not be established: {})", effect.unestablished.join("; ")));
     }
     text
+}
+
+/// The roles that may name, in a PR's texts, the issues its merge will close: the role that
+/// opens PRs (and holds issue locks).
+pub const ISSUE_NAMING_ROLES: [&str; 1] = ["author"];
+
+/// Why `role` may not do what `i` says to an issue (`None`: it may).
+fn issue_breach(i: &IssueEffect, role: &str) -> Option<String> {
+    if PR_STATE_ROLES.contains(&role) {
+        return None;
+    }
+    let issue =
+        if i.issue == 0 { format!("the new issue of {}", i.repo) } else { format!("issue #{} of {}", i.issue, i.repo) };
+    let theirs = "an issue's state is the controller's and the reconciler's";
+    match &i.change {
+        IssueChange::State { to, by } => Some(format!("`{by}` sets {issue} to `{to}`: {theirs}")),
+        IssueChange::Ref { branch } => Some(format!(
+            "the call sets {issue}'s `ref` to `{branch}`: the forge would close it by a keyword in any commit landing \
+             there; {theirs}"
+        )),
+        IssueChange::ByText { to, field, words, when, named_by_pr } => {
+            let allowed = match when {
+                When::AtMerge { .. } => ISSUE_NAMING_ROLES.contains(&role),
+                When::Now => *named_by_pr,
+                When::Landing { .. } => false,
+            };
+            let verb = if to == "closed" { "closes" } else { "reopens" };
+            (!allowed).then(|| {
+                let named = if matches!(when, When::Now) { ", which the PR's own texts do not name" } else { "" };
+                format!("`{field}` says `{words}`: the forge {verb} {issue} {when}{named}; {theirs}")
+            })
+        }
+        IssueChange::Referenced { .. } => None,
+    }
 }
 
 /// Does any of `globs` name `branch`? (Exposed for the dialects' own reads.)
@@ -807,6 +968,46 @@ mod tests {
             ..Effect::write()
         };
         assert_eq!(judge(&retarget, "controller", &p, &[]).breaches[0].invariant, Invariant::Retarget);
+    }
+
+    #[test]
+    fn an_issue_s_state_is_the_state_roles_whatever_the_text() {
+        let p = Protection::default();
+        let issue = |change: IssueChange| Effect {
+            issues: vec![IssueEffect { repo: repo(), issue: 7, change }],
+            ..Effect::write()
+        };
+        let text = |when: When, named_by_pr: bool| IssueChange::ByText {
+            to: "closed".into(),
+            field: "message".into(),
+            words: "Fixes #7".into(),
+            when,
+            named_by_pr,
+        };
+        let landing = When::Landing { branch: "feat".into() };
+        let cases = [
+            (issue(IssueChange::State { to: "closed".into(), by: "issue_write update".into() }), [false, false, false]),
+            (issue(IssueChange::Ref { branch: "feat".into() }), [false, false, false]),
+            (issue(text(landing, false)), [false, false, false]),
+            // A PR's texts: the author names what its merge closes (the issue lock judges it).
+            (issue(text(When::AtMerge { pr: Some(3) }, false)), [true, false, false]),
+            // A merge closes what its PR names, and nothing its own message adds.
+            (issue(text(When::Now, true)), [true, true, true]),
+            (issue(text(When::Now, false)), [false, false, false]),
+            (issue(IssueChange::Referenced { field: "body".into(), when: When::Now }), [true, true, true]),
+        ];
+        for (effect, allowed) in cases {
+            for (role, ok) in ["author", "reviewer", "merger"].into_iter().zip(allowed) {
+                let found = judge(&effect, role, &p, &[]).breaches;
+                assert_eq!(found.is_empty(), ok, "{role}: {effect:?} {found:?}");
+                if !ok {
+                    assert_eq!(found[0].invariant, Invariant::IssueState);
+                }
+            }
+            for role in PR_STATE_ROLES {
+                assert!(judge(&effect, role, &p, &[]).breaches.is_empty(), "{role}: {effect:?}");
+            }
+        }
     }
 
     #[test]

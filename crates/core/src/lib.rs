@@ -36,6 +36,7 @@ pub mod rules;
 pub mod runtime;
 pub mod suspend;
 pub mod text;
+pub mod textref;
 pub mod time;
 pub mod worker;
 pub mod workflow;

@@ -37,6 +37,9 @@ fn answer(read: &Read) -> Result<Value, String> {
                 { "number": 3, "head": "child", "base": "feature" },
             ]))
         }
+        // A PR's conversation (a merge reads it): no comments.
+        "issue_read" => Ok(json!([])),
+        "pull_request_read" if a.get("method").and_then(Value::as_str) == Some("get_review_comments") => Ok(json!([])),
         "pull_request_read" => {
             let (head, base) = match a.get("pull_number").or_else(|| a.get("pullNumber")).and_then(Value::as_u64) {
                 Some(1) => ("feature", "main"),
@@ -131,7 +134,29 @@ fn github_attacks() -> Vec<Attack> {
             Some(Invariant::UnknownEffect)
         }),
         attack("actions_list", json!({ "method": "run_everything" }), |_| Some(Invariant::UnknownEffect)),
+        // Text GitHub acts on later: a closing keyword in a commit message, a merge's message;
+        // an issue's state.
+        attack(
+            "create_or_update_file",
+            json!({ "path": "a", "content": "x", "message": "Fixes #9", "branch": "f" }),
+            |r| (!state_role(r)).then_some(Invariant::IssueState),
+        ),
+        Attack {
+            tool: "merge_pull_request",
+            args: json!({ "pullNumber": 1, "commit_message": "closes org/repo#9" }),
+            breaks: |r| (!state_role(r)).then_some(Invariant::IssueState),
+            schema: Some(json!({ "properties": { "owner": {}, "repo": {}, "pullNumber": {}, "expectedHeadSha": {},
+                                                  "commit_message": {} } })),
+        },
+        attack("issue_write", json!({ "method": "update", "issue_number": 9, "state": "closed" }), |r| {
+            (!state_role(r)).then_some(Invariant::IssueState)
+        }),
     ]
+}
+
+/// A role that may name, in its PR's texts, what the PR's merge closes.
+fn names(role: &str) -> bool {
+    role == "author" || state_role(role)
 }
 
 /// The hostile calls through gitea-mcp.
@@ -262,6 +287,45 @@ fn gitea_attacks() -> Vec<Attack> {
             tool: "pull_request_write",
             args: json!({ "method": "merge_now", "pull_number": 1 }),
             breaks: |_| Some(Invariant::UnknownEffect),
+        },
+        // Text Gitea acts on later: a keyword in a commit message (with `!`), a merge's message
+        // (in another repository's form), a comment and a review on a PR; an issue's `ref` and
+        // its state.
+        Attack {
+            schema: None,
+            tool: "create_or_update_file",
+            args: json!({ "path": "a", "content": "x", "branch_name": "f", "message": "fixes: !9" }),
+            breaks: |r| (!state_role(r)).then_some(Invariant::IssueState),
+        },
+        Attack {
+            schema: None,
+            tool: "pull_request_write",
+            args: json!({ "method": "merge", "pull_number": 1, "message": "Closes ORG/Repo#9" }),
+            breaks: |r| (!state_role(r)).then_some(Invariant::IssueState),
+        },
+        Attack {
+            schema: None,
+            tool: "issue_write",
+            args: json!({ "method": "add_comment", "issue_number": 1, "body": "cloſes #9" }),
+            breaks: |r| (!names(r)).then_some(Invariant::IssueState),
+        },
+        Attack {
+            schema: None,
+            tool: "pull_request_review_write",
+            args: json!({ "method": "create", "pull_number": 1, "state": "COMMENT", "body": "Resolves #9" }),
+            breaks: |r| (!names(r)).then_some(Invariant::IssueState),
+        },
+        Attack {
+            schema: None,
+            tool: "issue_write",
+            args: json!({ "method": "update", "issue_number": 9, "ref": "f" }),
+            breaks: |r| (!state_role(r)).then_some(Invariant::IssueState),
+        },
+        Attack {
+            schema: None,
+            tool: "issue_write",
+            args: json!({ "method": "update", "issue_number": 9, "state": "closed" }),
+            breaks: |r| (!state_role(r)).then_some(Invariant::IssueState),
         },
     ]
 }

@@ -36,6 +36,13 @@
 //! for each whole call, so several fixture processes given the same repository — one per
 //! gateway of a fleet — share one forge.
 //!
+//! What the forge does on its own after a call (`automation`): closing keywords in commit
+//! messages landing on a branch, a PR's cross-references resolved at its merge, the PRs a
+//! deleted branch heads closed and those based on it moved. `--fork OWNER/NAME=PATH` adds a
+//! fork of the served repository (its own bare repository at PATH, sharing objects with it):
+//! calls naming it are answered for it, a PR may take its head from it (`head:
+//! "owner:branch"`), and a merge's `delete_branch` deletes that head there.
+//!
 //! Answers are shaped like the real server's: a result is one text content holding the JSON
 //! of the answer (a bare string answer is a JSON string); a failed call is a tool result with
 //! `isError: true` and the server's wording (`unknown method: <m>` for a `method` the tool does
@@ -48,7 +55,7 @@
 //!
 //! ```text
 //! fleetgate-forge-fixture --repo PATH.git [--slug OWNER/NAME] [--state FILE] [--user LOGIN] [--alias OWNER/NAME]...
-//!               [--variant changed-description|new-method|race-merge|no-head-pin]...
+//!               [--fork OWNER/NAME=PATH.git]... [--variant changed-description|new-method|race-merge|no-head-pin]...
 //! fleetgate-forge-fixture --surface github-mcp --repo PATH.git --rest-listen ADDR --token TOKEN=LOGIN...
 //! ```
 //!
@@ -62,13 +69,15 @@
 //! API over HTTP instead (`rest`: the merge the gateway makes itself), until killed.
 
 mod args;
-mod catalog;
+pub mod automation;
+pub(crate) mod catalog;
 mod git;
 mod github;
-mod github_catalog;
+pub(crate) mod github_catalog;
 mod issues;
-mod ledger;
+pub mod ledger;
 mod pulls;
+pub mod refs;
 mod repo;
 mod rest;
 
@@ -115,6 +124,9 @@ pub struct Flags {
     /// Which server's tool surface it offers: `gitea-mcp` or `github-mcp`.
     #[arg(long, default_value = "gitea-mcp")]
     surface: String,
+    /// A fork of the repository: its `owner/name` and its bare repository.
+    #[arg(long = "fork", value_name = "OWNER/NAME=PATH")]
+    fork: Vec<String>,
     /// Serve GitHub's REST API (the merge) on this address instead of MCP on stdio; the
     /// address bound is printed on stdout (`github-mcp` only).
     #[arg(long, value_name = "ADDR")]
@@ -123,6 +135,10 @@ pub struct Flags {
     #[arg(long = "token", value_name = "TOKEN=LOGIN")]
     tokens: Vec<String>,
 }
+
+/// The URL the forge's answers and references name its repositories under (Gitea's
+/// `AppURL`).
+pub const APP_URL: &str = "http://forge.invalid/";
 
 /// The forge: the repository, its records, and who it serves.
 #[derive(Debug)]
@@ -140,6 +156,8 @@ pub struct Forge {
     pub forks: u64,
     /// `--surface github-mcp --variant head-pin`: the merge honours `expectedHeadSha`.
     pub head_pin: bool,
+    /// Every repository of the forge: the served one first, then its forks.
+    pub world: Arc<Vec<automation::WorldRepo>>,
 }
 
 impl Forge {
@@ -148,7 +166,25 @@ impl Forge {
     }
 
     pub fn html_base(&self) -> String {
-        format!("http://forge.invalid/{}", self.full_name())
+        format!("{APP_URL}{}", self.full_name())
+    }
+
+    /// The forge's repository `slug` (any case), if it has it.
+    pub fn repo_named(&self, slug: &str) -> Option<&automation::WorldRepo> {
+        self.world.iter().find(|r| r.full_name.eq_ignore_ascii_case(slug))
+    }
+
+    /// The git repository a PR's head branch lives in.
+    pub fn head_git(&self, pull: &ledger::Pull) -> &git::Git {
+        pull.head_repo.as_deref().and_then(|h| self.repo_named(h)).map_or(&self.git, |r| &r.git)
+    }
+
+    /// The repository a PR's head lives in, as the forge spells it.
+    pub fn head_full_name(&self, pull: &ledger::Pull) -> String {
+        pull.head_repo
+            .as_deref()
+            .and_then(|h| self.repo_named(h))
+            .map_or_else(|| self.full_name(), |r| r.full_name.clone())
     }
 
     /// The call's `owner` and `repo`, which must name this forge's repository.
@@ -197,6 +233,8 @@ impl Forge {
 #[derive(Clone, Debug)]
 struct Fixture {
     forge: Arc<Forge>,
+    /// The forge as seen by calls on each of its repositories (the served one first).
+    views: Vec<Arc<Forge>>,
     surface: Surface,
 }
 
@@ -241,7 +279,7 @@ impl Fixture {
                         }
                     }
                 }
-                self.forge.call(tool, &arguments)
+                self.view_for(&arguments).call(tool, &arguments)
             }
             Surface::Github(variant, enabled) => {
                 if variant.dynamic {
@@ -280,6 +318,50 @@ impl Fixture {
     }
 }
 
+impl Fixture {
+    /// The view of the repository a call's `owner` and `repo` name (the served one when they
+    /// name none of the forge's others).
+    fn view_for(&self, args: &args::Args) -> &Forge {
+        let (Some(owner), Some(repo)) =
+            (args.get("owner").and_then(Value::as_str), args.get("repo").and_then(Value::as_str))
+        else {
+            return &self.forge;
+        };
+        let named = format!("{owner}/{repo}");
+        self.views.iter().skip(1).find(|v| v.full_name().eq_ignore_ascii_case(&named)).unwrap_or(&self.forge)
+    }
+
+    /// One call under the forge's world lock, then what the forge does on its own after it.
+    fn call_and_act(&self, tool: &str, arguments: args::Args) -> Option<Result<Value, String>> {
+        let world = &self.forge.world;
+        let grammar = match self.surface {
+            Surface::Gitea(_) => automation::Grammar::Gitea,
+            Surface::Github(..) => automation::Grammar::Github,
+        };
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.forge.ledger.world_lock())
+            .and_then(|l| l.lock().map(|()| l));
+        let before = match &lock {
+            Ok(_) => automation::before(world, &self.forge.ledger).map_err(|e| eprintln!("forge-fixture: {e}")).ok(),
+            Err(e) => {
+                eprintln!("forge-fixture: the world lock: {e}");
+                None
+            }
+        };
+        let answer = self.call(tool, arguments);
+        if let (Some(before), Some(_)) = (&before, &answer)
+            && let Err(e) = automation::after(world, &self.forge.ledger, grammar, APP_URL, before)
+        {
+            eprintln!("forge-fixture: what the forge does after `{tool}`: {e}");
+        }
+        drop(lock);
+        answer
+    }
+}
+
 fn parse<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, McpError> {
     serde_json::from_value(value).map_err(|e| McpError::internal_error(format!("fixture JSON: {e}"), None))
 }
@@ -313,7 +395,7 @@ impl ServerHandler for Fixture {
         let arguments = request.arguments.unwrap_or_default();
         let tool = name.clone();
         // Git and the ledger's lock block: off the runtime's thread.
-        let answer = tokio::task::spawn_blocking(move || fixture.call(&tool, arguments))
+        let answer = tokio::task::spawn_blocking(move || fixture.call_and_act(&tool, arguments))
             .await
             .map_err(|e| McpError::internal_error(format!("forge call: {e}"), None))?;
         let result = match answer {
@@ -369,19 +451,42 @@ fn fixture(flags: Flags) -> Result<Fixture, String> {
         }
     }
     let state = flags.state.unwrap_or_else(|| repo.join("fleetgate-forge.json"));
-    let forge = Forge {
-        git,
-        ledger: ledger::Ledger::new(&state),
-        owner: owner.to_owned(),
-        name: name.to_owned(),
-        user: flags.user,
-        race_merge: variant.race_merge,
-        aliases: flags.aliases,
-        forks: flags.forks,
-        head_pin: hub.head_pin,
-    };
+    let mut world = vec![automation::WorldRepo { full_name: flags.slug.clone(), git: git.clone() }];
+    for fork in &flags.fork {
+        let (slug, path) = fork.split_once('=').ok_or_else(|| format!("--fork {fork:?} is not OWNER/NAME=PATH"))?;
+        if !slug.contains('/') {
+            return Err(format!("--fork {fork:?}: {slug:?} is not OWNER/NAME"));
+        }
+        let path = std::path::Path::new(path).canonicalize().map_err(|e| format!("--fork {path}: {e}"))?;
+        let fork_git = git::Git::new(&path, &flags.user);
+        // A fork and its parent share objects on a forge: a PR's head is in both.
+        fork_git.share_objects_with(&git)?;
+        git.share_objects_with(&fork_git)?;
+        world.push(automation::WorldRepo { full_name: slug.to_owned(), git: fork_git });
+    }
+    let world = Arc::new(world);
+    let ledger = ledger::Ledger::new(&state).focused(&flags.slug, &flags.slug);
+    let views: Vec<Arc<Forge>> = world
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let (o, n) = r.full_name.split_once('/').unwrap_or((owner, name));
+            Arc::new(Forge {
+                git: r.git.clone(),
+                ledger: ledger.focused(&flags.slug, &r.full_name),
+                owner: o.to_owned(),
+                name: n.to_owned(),
+                user: flags.user.clone(),
+                race_merge: variant.race_merge,
+                aliases: if i == 0 { flags.aliases.clone() } else { Vec::new() },
+                forks: if i == 0 { flags.forks } else { 0 },
+                head_pin: hub.head_pin,
+                world: Arc::clone(&world),
+            })
+        })
+        .collect();
     let surface = if github { Surface::Github(hub, Arc::default()) } else { Surface::Gitea(variant) };
-    Ok(Fixture { forge: Arc::new(forge), surface })
+    Ok(Fixture { forge: Arc::clone(&views[0]), views, surface })
 }
 
 /// Serve GitHub's REST API on `addr` until killed: the address bound is printed first.
@@ -446,3 +551,6 @@ pub fn run(argv: &[String]) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

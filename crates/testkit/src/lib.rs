@@ -7,6 +7,8 @@
 //! * [`browser`] — a headless Chromium driven step by step, for the page tests.
 //! * [`oidc`] — an OpenID provider on loopback (metadata, JWKS, key rotation, tokens) for
 //!   the gateway's OAuth 2.1 resource server.
+//! * [`oracle`] — the state oracle: generated call sequences of every role through real
+//!   gateways, the forge's record checked after every call, failures minimised.
 //! * [`pg`] — a fresh PostgreSQL database per test, never skipped silently.
 //! * [`records`] — a runtime row with every field set, and the `worker register` /
 //!   `runtime register` argument lists the suites repeat.
@@ -20,6 +22,8 @@ pub mod browser;
 #[allow(missing_docs)] // A test and demo stand-in, documented at its module.
 pub mod forge;
 pub mod oidc;
+#[allow(missing_docs)] // A test harness, documented at its module.
+pub mod oracle;
 pub mod pg;
 pub mod records;
 

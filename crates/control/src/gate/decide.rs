@@ -646,7 +646,36 @@ impl Gate {
             }
             g.workflow = Some(judged);
         }
+        self.judge_issue_locks(call, &mut g, now);
         self.with_approvals(call, g, now)
+    }
+
+    /// The issue locks against the issues the call's texts close, reopen or (a PR's own)
+    /// name, as the dialect states them (`workflow::judge_issue_locks`): a refusal joins the
+    /// workflow's, unless it already refuses.
+    fn judge_issue_locks(&self, call: &Call<'_>, g: &mut Gathered, now: Timestamp) {
+        let Some(stated) = g.stated.as_ref() else { return };
+        if stated.effect.issues.is_empty() || g.workflow.as_ref().is_some_and(|w| w.refusal.is_some()) {
+            return;
+        }
+        let (Ok(actor), Some(forge)) = (self.actor(call), self.forge(call)) else { return };
+        let args = g.arguments(call).cloned();
+        let action = g.action.clone().unwrap_or_default();
+        let wcall = self.workflow_call(call.tool, args.as_ref(), &action, &actor);
+        let judged = workflow::judge_issue_locks(&*self.store, forge, &wcall, &stated.effect.issues, now);
+        match (&mut g.workflow, judged.refusal) {
+            (Some(w), Some(refusal)) => w.refusal = Some(refusal),
+            (None, Some(refusal)) => g.workflow = Some(Judged { refusal: Some(refusal), ..Judged::default() }),
+            (Some(w), None) => {
+                if let Some(note) = judged.note {
+                    w.note = Some(match w.note.take() {
+                        Some(n) => format!("{n}; {note}"),
+                        None => note,
+                    });
+                }
+            }
+            (None, None) => g.workflow = judged.note.map(|note| Judged { note: Some(note), ..Judged::default() }),
+        }
     }
 
     /// The operator's answers on record for exactly the call `g` would forward, when the

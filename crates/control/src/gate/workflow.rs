@@ -8,7 +8,7 @@
 
 use fleetgate_core::decision_lock::{self, LockPlan};
 use fleetgate_core::dialect::{Dialect, PendingAt, PrFacts, PrTarget, RestCall, Schemas};
-use fleetgate_core::effect::{Answered, Read};
+use fleetgate_core::effect::{Answered, IssueChange, IssueEffect, Read, When};
 use fleetgate_core::workflow::{self, Actor, PrRef, PrState, Refusal};
 use fleetgate_core::{BlockerKind, Timestamp};
 use fleetgate_store::{LockWrite, PrRecords, Store, new_lock_id};
@@ -339,9 +339,6 @@ pub fn judge(store: &dyn Store, forge: Forge<'_>, call: &WorkflowCall<'_>, now: 
     let verdict = match call.action {
         ACTION_REVIEW => dialect.review_verdict(call.tool, args),
         ACTION_MERGE => None,
-        ACTION_OPEN | ACTION_EDIT if call.issue_lock => {
-            return judge_open(store, call, args, now).unwrap_or_else(Judged::refused);
-        }
         _ => return Judged::default(),
     };
     // A review that submits no verdict needs no lease; a `create` is still pinned to the
@@ -508,71 +505,86 @@ fn judge_lock(store: &dyn Store, call: &WorkflowCall<'_>, key: &PrRef, head: &st
     })
 }
 
-/// The issues a PR's title and body reference, each once: `#N` wherever it stands (Gitea
-/// also reads `owner/repo#N`, and a closing keyword before either), and an issue or PR URL
-/// (`…/issues/N`, `…/pulls/N`). Read generously: a reference to another repository's issue
-/// of the same number is judged too, which can only refuse more.
-pub fn referenced_issues(args: &Map<String, Value>) -> Vec<u64> {
-    let mut found = Vec::new();
-    let mut add = |n: u64| {
-        if !found.contains(&n) {
-            found.push(n);
+/// Under `[workflow] issue_lock`: no call closes or reopens — through a text the forge acts
+/// on, as the dialect states it — an issue another author holds the lock of, nor names one in
+/// a PR's own title or body (`issue_lock_held`, naming the holder). "Another" than the PR's
+/// author for a text the forge acts on when a PR merges (a merge's, a comment's, an edit's:
+/// the PR's creator, as recorded when it was opened), else than the caller. No refusal, and a
+/// note of what was judged, when none is held.
+pub fn judge_issue_locks(
+    store: &dyn Store,
+    forge: Forge<'_>,
+    call: &WorkflowCall<'_>,
+    issues: &[IssueEffect],
+    now: Timestamp,
+) -> Judged {
+    let judged: Vec<&IssueEffect> = issues.iter().filter(|i| locked_by_text(i)).collect();
+    if judged.is_empty() || !call.issue_lock {
+        return Judged::default();
+    }
+    // One read of the live issue locks, whatever the number of references the texts hold.
+    let live = match store.list_pr_leases(true, now) {
+        Ok(live) => live,
+        Err(e) => {
+            return Judged::refused(Refusal::of(
+                BlockerKind::ForgeUnavailable,
+                format!("the issue locks cannot be read: {e}"),
+            ));
         }
     };
-    for key in ["title", "body"] {
-        let Some(text) = args.get(key).and_then(Value::as_str) else { continue };
-        for marker in ["#", "/issues/", "/pulls/"] {
-            let mut rest = text;
-            while let Some(at) = rest.find(marker) {
-                rest = &rest[at + marker.len()..];
-                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                if let Ok(n) = digits.parse::<u64>() {
-                    add(n);
-                }
+    let empty = Map::new();
+    let args = call.arguments.unwrap_or(&empty);
+    let creator_of = |pr: u64| -> Option<String> {
+        let (owner, repo) = forge.dialect.repository(args)?;
+        let key = PrTarget { owner, repo, pr }.key(call.remote);
+        store.pr_records(&key).ok()?.origin.map(|o| o.by.worker)
+    };
+    for i in &judged {
+        let text_pr = match &i.change {
+            IssueChange::ByText { when: When::Now, .. } if call.action == ACTION_MERGE => {
+                forge.dialect.pr_target(call.tool, args).map(|t| t.pr)
             }
+            IssueChange::ByText { when: When::AtMerge { pr }, .. }
+            | IssueChange::Referenced { when: When::AtMerge { pr }, .. } => *pr,
+            _ => None,
+        };
+        let owner = text_pr.and_then(creator_of).unwrap_or_else(|| call.actor.worker.clone());
+        let binding = format!("{}/{}", call.remote, i.repo);
+        let held = live.iter().find(|l| {
+            l.purpose == workflow::Purpose::Author
+                && l.pr.binding == binding
+                && l.pr.pr == i.issue
+                && l.holder.worker != owner
+        });
+        if let Some(lock) = held {
+            let what = match &i.change {
+                IssueChange::ByText { field, words, when, .. } => {
+                    format!("`{field}` says `{words}`: the forge acts on issue #{} {when}", i.issue)
+                }
+                _ => format!("the PR references issue #{}", i.issue),
+            };
+            return Judged::refused(Refusal::of(
+                BlockerKind::IssueLockHeld,
+                format!(
+                    "{what}, whose issue lock {} is held by worker {} ({}, session {}) until {}",
+                    lock.lease_id, lock.holder.worker, lock.holder.client, lock.holder.session, lock.expires_at
+                ),
+            ));
         }
     }
-    found
+    let mut numbers: Vec<u64> = judged.iter().map(|i| i.issue).collect();
+    numbers.dedup();
+    Judged { note: Some(format!("judged the issue locks of {}", issue_list(&numbers))), ..Judged::default() }
 }
 
-/// Under `[workflow] issue_lock`: an author's PR that references an issue another author
-/// holds the issue lock of is refused (`issue_lock_held`, naming the holder).
-fn judge_open(
-    store: &dyn Store,
-    call: &WorkflowCall<'_>,
-    args: &Map<String, Value>,
-    now: Timestamp,
-) -> Result<Judged, Refusal> {
-    let text = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
-    let (Some(owner), Some(repo)) = (text("owner"), text("repo")) else { return Ok(Judged::default()) };
-    let issues = referenced_issues(args);
-    if issues.is_empty() {
-        return Ok(Judged::default());
+/// Whether the issue lock judges `i`: a close or reopen by a text, or a PR's own title or
+/// body naming the issue.
+fn locked_by_text(i: &IssueEffect) -> bool {
+    match &i.change {
+        IssueChange::ByText { .. } => i.issue != 0,
+        IssueChange::Referenced { field, when: When::AtMerge { .. } } => field == "title" || field == "body",
+        _ => false,
     }
-    // One read of the live issue locks, whatever the number of references a body holds.
-    let live = store
-        .list_pr_leases(true, now)
-        .map_err(|e| Refusal::of(BlockerKind::ForgeUnavailable, format!("the issue locks cannot be read: {e}")))?;
-    let binding = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: 0 }.key(call.remote).binding;
-    let held = live.iter().find(|l| {
-        l.purpose == workflow::Purpose::Author
-            && l.pr.binding == binding
-            && issues.contains(&l.pr.pr)
-            && l.holder.worker != call.actor.worker
-    });
-    if let Some(lock) = held {
-        return Err(Refusal::of(
-            BlockerKind::IssueLockHeld,
-            format!(
-                "the PR references issue #{}, whose issue lock {} is held by worker {} ({}, session {}) until {}",
-                lock.pr.pr, lock.lease_id, lock.holder.worker, lock.holder.client, lock.holder.session, lock.expires_at
-            ),
-        ));
-    }
-    Ok(Judged {
-        note: Some(format!("judged {} referencing {}", call.action, issue_list(&issues))),
-        ..Judged::default()
-    })
 }
 
 /// At most this many issues are named in an audit note or kept on a PR's origin (every one
@@ -623,7 +635,7 @@ pub fn settle(
                 pr: target.key(call.remote),
                 by: call.actor.clone(),
                 at: now,
-                issues: referenced_issues(args).into_iter().take(ISSUES_KEPT).collect(),
+                issues: opened_issues(dialect, call.tool, args),
             };
             store.record_pr_origin(&origin).map_err(|e| e.to_string())?;
         }
@@ -693,6 +705,20 @@ pub fn settle(
         _ => {}
     }
     Ok(events)
+}
+
+/// The issues an opened PR's title and body name, as its dialect reads them (its own
+/// repository's; at most [`ISSUES_KEPT`]).
+fn opened_issues(dialect: &dyn Dialect, tool: &str, args: &Map<String, Value>) -> Vec<u64> {
+    let here = dialect.repository(args).map(|(o, r)| fleetgate_core::effect::Repo::new(&o, &r));
+    let mut issues: Vec<u64> = Vec::new();
+    for i in dialect.evident(tool, args, None).issues {
+        if Some(&i.repo) == here.as_ref() && i.issue != 0 && !issues.contains(&i.issue) {
+            issues.push(i.issue);
+        }
+    }
+    issues.truncate(ISSUES_KEPT);
+    issues
 }
 
 /// Record a decision, with the lock it takes or corrects under `[workflow] decision_lock`.
@@ -938,15 +964,5 @@ mod tests {
         assert!(refusal.reasons.join(" ").contains("PR #7"), "{refusal:?}");
         let e = read_pr(forge, &PrTarget { owner: "org".into(), repo: "repo".into(), pr: 4 }).unwrap_err();
         assert_eq!(e.kind, ForgeErrorKind::Malformed, "{e:?}");
-    }
-
-    #[test]
-    fn issue_references_are_read_as_gitea_reads_them() {
-        let refs = referenced_issues(&args(json!({
-            "title": "Fix #12 and org/repo#7",
-            "body": "Closes #12, see http://forge/org/repo/issues/31 and org/repo/pulls/5 (not #x)"
-        })));
-        assert_eq!(refs, [12, 7, 31, 5]);
-        assert!(referenced_issues(&args(json!({ "title": "nothing here" }))).is_empty());
     }
 }

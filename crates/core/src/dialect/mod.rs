@@ -189,6 +189,102 @@ pub fn rest_pr_facts(answer: &Value) -> Result<PrFacts, String> {
     })
 }
 
+/// The issues a text (the call's `field`) closes, reopens or names, as `grammar`'s forge
+/// reads it, in the repository `here` unless the reference names another; when the forge
+/// acts on it (`when`). `pr_names`: for a merge's own texts, the issues the PR's texts already
+/// close or reopen (the merge acts on those by right).
+pub fn text_effects(
+    grammar: &crate::textref::Grammar,
+    here: &crate::effect::Repo,
+    field: &str,
+    text: &str,
+    when: &crate::effect::When,
+    pr_names: Option<&[crate::effect::IssueEffect]>,
+) -> Vec<crate::effect::IssueEffect> {
+    use crate::effect::{IssueChange, IssueEffect, Repo};
+    use crate::textref::Act;
+    crate::textref::read(text, grammar)
+        .into_iter()
+        .map(|r| {
+            let repo = r.repo.as_ref().map_or_else(|| here.clone(), |(o, n)| Repo::new(o, n));
+            let change = match r.act {
+                Act::Mention => IssueChange::Referenced { field: field.to_owned(), when: when.clone() },
+                Act::Close | Act::Reopen => {
+                    let to = if r.act == Act::Close { "closed" } else { "open" };
+                    let named_by_pr = pr_names.is_some_and(|names| {
+                        names.iter().any(|n| {
+                            n.repo == repo
+                                && n.issue == r.number
+                                && matches!(&n.change, IssueChange::ByText { to: t, .. } if t == to)
+                        })
+                    });
+                    IssueChange::ByText {
+                        to: to.to_owned(),
+                        field: field.to_owned(),
+                        words: r.words,
+                        when: when.clone(),
+                        named_by_pr,
+                    }
+                }
+            };
+            IssueEffect { repo, issue: r.number, change }
+        })
+        .collect()
+}
+
+/// The issues a PR's title and body, as a call sends them (`args`), close, reopen or name
+/// when the PR merges.
+pub fn pr_texts(
+    grammar: &crate::textref::Grammar,
+    args: &Map<String, Value>,
+    here: &crate::effect::Repo,
+    when: &crate::effect::When,
+) -> Vec<crate::effect::IssueEffect> {
+    let mut issues = Vec::new();
+    for key in ["title", "body"] {
+        if let Some(t) = text(args, key) {
+            issues.extend(text_effects(grammar, here, key, t, when, None));
+        }
+    }
+    issues
+}
+
+/// What a merge does to issues: every issue the PR's own texts close or reopen — its title
+/// and body (`answer`, the forge's PR) and `conversation` (field, text) — which the forge
+/// resolves at the merge, by right (`named_by_pr`); then what the merge's `own` texts (field,
+/// text: its commit's message, landing on the base now) close or reopen.
+pub fn merge_issues(
+    grammar: &crate::textref::Grammar,
+    answer: &Value,
+    conversation: &[(&str, &str)],
+    own: &[(&str, &str)],
+    base_repo: &crate::effect::Repo,
+) -> Vec<crate::effect::IssueEffect> {
+    use crate::effect::{IssueChange, IssueEffect, When};
+    let mut named = Vec::new();
+    for key in ["title", "body"] {
+        if let Some(t) = answer.get(key).and_then(Value::as_str) {
+            named.extend(text_effects(grammar, base_repo, &format!("the PR's {key}"), t, &When::Now, None));
+        }
+    }
+    for (field, t) in conversation {
+        named.extend(text_effects(grammar, base_repo, field, t, &When::Now, None));
+    }
+    named.retain(IssueEffect::changes_state);
+    for n in &mut named {
+        if let IssueChange::ByText { named_by_pr, .. } = &mut n.change {
+            *named_by_pr = true;
+        }
+    }
+    let mut added: Vec<IssueEffect> = own
+        .iter()
+        .flat_map(|(field, t)| text_effects(grammar, base_repo, field, t, &When::Now, Some(&named)))
+        .collect();
+    added.retain(IssueEffect::changes_state);
+    named.extend(added);
+    named
+}
+
 /// A number argument as the servers read one: a JSON number, or a numeric string.
 pub fn number(value: &Value) -> Option<u64> {
     match value {

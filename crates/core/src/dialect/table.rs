@@ -108,6 +108,20 @@ pub struct Stated {
     pub invariants: &'static [Invariant],
 }
 
+/// One call's texts the forge acts on later (closing keywords, cross-references): which, and
+/// what the forge does with them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Texts {
+    /// The tool.
+    pub tool: &'static str,
+    /// Its `method` (`""`: the tool has none).
+    pub method: &'static str,
+    /// The texts, in words (the argument names, and what the forge reads beside them).
+    pub texts: &'static str,
+    /// What the forge does with them, and when.
+    pub acts: &'static str,
+}
+
 /// Tools and their `method` values (empty: the tool has none).
 pub type Methods = &'static [(&'static str, &'static [&'static str])];
 
@@ -124,8 +138,12 @@ pub struct Surface {
     pub reviews: Methods,
     /// What a review action does, in words.
     pub review_effect: &'static str,
+    /// The invariants a review action may meet.
+    pub review_invariants: &'static [Invariant],
     /// Writes no invariant guards.
     pub plain: Methods,
+    /// The calls whose texts the forge acts on later.
+    pub texts: &'static [Texts],
     /// The page's last paragraph.
     pub outro: &'static str,
 }
@@ -175,14 +193,30 @@ pub fn render(surface: &Surface, rules: Vec<Rule>) -> String {
         row(s.tool, s.method, s.effect, s.invariants);
     }
     for (tool, methods) in surface.reviews {
-        for m in each(methods) {
-            row(tool, m, surface.review_effect, &[]);
+        let listed = |m: &str| surface.stated.iter().any(|s| s.tool == *tool && s.method == m);
+        for m in each(methods).into_iter().filter(|m| !listed(m)) {
+            row(tool, m, surface.review_effect, surface.review_invariants);
         }
     }
     for (tool, methods) in surface.plain {
         let listed = |m: &str| surface.stated.iter().any(|s| s.tool == *tool && s.method == m);
         for m in each(methods).into_iter().filter(|m| !listed(m)) {
             row(tool, m, "changes the forge; no invariant guards what it changes", &[]);
+        }
+    }
+    if !surface.texts.is_empty() {
+        let _ = write!(
+            out,
+            "\n## Texts the forge acts on\n\nThe forge reads these texts for issue references and acts on them later: \
+             a closing or reopening keyword (`Fixes #N`, and every form of the forge's grammar: \
+             [the threat model](../threat-model.md#what-the-forge-does-later-and-elsewhere)) closes or reopens the \
+             issue it names. The gate reads each with the forge's grammar, generously, and judges what the forge will \
+             do with it (`issue-state`, and the issue lock) as if the call did it.\n\n\
+             | Tool | Method | Texts | What the forge does with them |\n| --- | --- | --- | --- |\n"
+        );
+        for t in surface.texts {
+            let m = if t.method.is_empty() { "—".to_owned() } else { format!("`{}`", t.method) };
+            let _ = writeln!(out, "| `{}` | {m} | {} | {} |", t.tool, t.texts, t.acts);
         }
     }
     let _ = write!(out, "\n{}\n", surface.outro);

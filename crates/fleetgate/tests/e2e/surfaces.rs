@@ -219,4 +219,59 @@ impl Forge {
     pub(crate) fn is_github(self) -> bool {
         self.github()
     }
+
+    pub(crate) fn create_issue(self, title: &str) -> Call {
+        ("issue_write", json!({ "method": "create", "title": title, "body": "b" }))
+    }
+
+    pub(crate) fn read_issue(self, n: i64) -> Call {
+        ("issue_read", json!({ "method": "get", self.issue_key(): n }))
+    }
+
+    /// The number of the issue a `create_issue` answer names.
+    pub(crate) fn created_issue(self, answer: &Value) -> i64 {
+        if self.github() {
+            let url = answer["url"].as_str().unwrap_or_default();
+            url.rsplit('/').next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("no issue in {answer}"))
+        } else {
+            answer["number"].as_i64().unwrap_or_else(|| panic!("no issue in {answer}"))
+        }
+    }
+
+    /// A comment on issue or PR `n`.
+    pub(crate) fn comment(self, n: i64, body: &str) -> Call {
+        if self.github() {
+            ("add_issue_comment", json!({ "issue_number": n, "body": body }))
+        } else {
+            ("issue_write", json!({ "method": "add_comment", self.issue_key(): n, "body": body }))
+        }
+    }
+
+    /// A PR opened from `head` onto `base` with `body`.
+    pub(crate) fn open_pr_saying(self, head: &str, base: &str, body: &str) -> Call {
+        let (tool, mut args) = self.open_pr(head, base);
+        args["body"] = json!(body);
+        (tool, args)
+    }
+
+    /// A merge whose commit message (Gitea's `message`, GitHub's `commit_message`) says `message`.
+    pub(crate) fn merge_saying(self, pr: i64, message: &str) -> Call {
+        let (tool, mut args) = self.merge(json!(pr));
+        args[if self.github() { "commit_message" } else { "message" }] = json!(message);
+        (tool, args)
+    }
+
+    /// How this forge spells a closing keyword's reference to issue `n` in another
+    /// repository's form and with Gitea's `!` (GitHub: its URL).
+    pub(crate) fn closing_forms(self, n: i64) -> Vec<String> {
+        if self.github() {
+            vec![
+                format!("Fixes #{n}"),
+                format!("closes: FLEET/Forge#{n}"),
+                format!("RESOLVED https://github.invalid/fleet/forge/issues/{n}"),
+            ]
+        } else {
+            vec![format!("Fixes #{n}"), format!("fixes: !{n}"), format!("cloſes FLEET/Forge#{n}")]
+        }
+    }
 }

@@ -39,6 +39,8 @@ pub(crate) struct Fleet {
     clients: Vec<Option<Client>>,
     /// The forge's server the fixture stands in for.
     pub(crate) forge: crate::surfaces::Forge,
+    /// The members (name, role), each with its gateway.
+    members: Vec<(&'static str, &'static str)>,
     /// GitHub's REST API over HTTP, for a fleet in front of GitHub's server: where the merges
     /// the gateway makes itself land (`GITHUB_HOST`).
     pub(crate) rest: Option<fleetgate_testkit::RestForge>,
@@ -99,10 +101,39 @@ impl Fleet {
         elsewhere: &[&str],
         replicas: u32,
     ) -> Self {
+        Self::start_members(forge, &MEMBERS, extra, flags, store_url, elsewhere, replicas, &[])
+    }
+
+    /// A fleet of `members` in front of `forge`'s server, the forge with `forks` (each
+    /// `owner/name`, a bare clone of the repository beside it, `<owner>-<name>.git`).
+    pub(crate) fn start_with_members(
+        forge: crate::surfaces::Forge,
+        members: &[(&'static str, &'static str)],
+        extra: &str,
+        forks: &[&str],
+    ) -> Self {
+        Self::start_members(forge, members, extra, &[], None, &[], 1, forks)
+    }
+
+    #[allow(clippy::too_many_arguments)] // One fleet's parts, each its own.
+    fn start_members(
+        forge: crate::surfaces::Forge,
+        members: &[(&'static str, &'static str)],
+        extra: &str,
+        flags: &[(&str, &[&str])],
+        store_url: Option<String>,
+        elsewhere: &[&str],
+        replicas: u32,
+        forks: &[&str],
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut fixture = forge_fixture();
         fixture.extend(forge.fixture_flags().iter().map(|f| (*f).to_owned()));
         let bare = dir.path().join("forge.git");
+        for fork in forks {
+            let path = dir.path().join(format!("{}.git", fork.replace('/', "-")));
+            fixture.extend(["--fork".to_owned(), format!("{fork}={}", path.display())]);
+        }
         let bare_s = bare.display().to_string();
         let mut config =
             format!("[fleet]\nname = \"flow\"\ntool_prefix = \"{}\"\nforge = \"{}\"\n", forge.prefix(), forge.name());
@@ -110,11 +141,11 @@ impl Fleet {
             // The member's host and token reach its server, and the gateway's own REST merge.
             config.push_str("\n[downstream]\npass_env = [\"GITHUB_HOST\", \"GITHUB_PERSONAL_ACCESS_TOKEN\"]\n");
         }
-        for (name, role) in MEMBERS {
+        for (name, role) in members {
             config.push_str(&format!(
                 "\n[[members]]\nnamespace = \"gitea-{name}\"\nprofile = \"prgs-{name}\"\nrole = \"{role}\"\n"
             ));
-            if replicas > 1 && elsewhere.contains(&name) {
+            if replicas > 1 && elsewhere.contains(name) {
                 config.push_str(&format!("replicas = {replicas}\n"));
             }
         }
@@ -124,21 +155,27 @@ impl Fleet {
         let mut f = FleetDir::new(&config);
         f.store_url = store_url;
         bare_repo(dir.path(), "forge.git", &f.repo());
-        // GitHub's REST API on the same forge, each member's token standing for its account;
-        // `("rest", flags)` gives it flags of its own (`--variant race-merge`).
+        for fork in forks {
+            let name = format!("{}.git", fork.replace('/', "-"));
+            git(dir.path(), &["clone", "-q", "--bare", "forge.git", &name]);
+        }
+        // GitHub's REST API on the same forge (and its forks), each member's token standing
+        // for its account; `("rest", flags)` gives it flags of its own (`--variant race-merge`).
         let rest = forge.is_github().then(|| {
-            let tokens: Vec<(String, String)> = MEMBERS.iter().map(|(n, _)| (token(n), (*n).to_owned())).collect();
+            let tokens: Vec<(String, String)> = members.iter().map(|(n, _)| (token(n), (*n).to_owned())).collect();
             let tokens: Vec<(&str, &str)> = tokens.iter().map(|(t, l)| (t.as_str(), l.as_str())).collect();
             let own = flags.iter().find(|(n, _)| *n == "rest").map_or(&[][..], |(_, f)| *f);
-            fleetgate_testkit::RestForge::start(&fleetgate_testkit::forge_fixture_exe(), &bare, own, &tokens)
+            let forked: Vec<&str> = fixture.iter().skip_while(|a| *a != "--fork").map(String::as_str).collect();
+            let own: Vec<&str> = own.iter().copied().chain(forked).collect();
+            fleetgate_testkit::RestForge::start(&fleetgate_testkit::forge_fixture_exe(), &bare, &own, &tokens)
         });
-        let mut fleet = Self { dir, f, bare, fixture, clients: Vec::new(), forge, rest };
-        for (name, _) in MEMBERS {
+        let mut fleet = Self { dir, f, bare, fixture, clients: Vec::new(), forge, members: members.to_vec(), rest };
+        for &(name, _) in members {
             let variant = flags.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, f)| *f);
             let client = (!elsewhere.contains(&name)).then(|| fleet.gateway(name, variant));
             fleet.clients.push(client);
         }
-        let here = MEMBERS.len() - elsewhere.len();
+        let here = members.len() - elsewhere.len();
         assert!(wait_until(20.0, || fleet.f.running_rows() == here), "the fleet did not come up");
         fleet
     }
@@ -152,7 +189,8 @@ impl Fleet {
     }
 
     fn client(&mut self, name: &str) -> &mut Client {
-        self.clients[Self::who(name)].as_mut().unwrap_or_else(|| panic!("{name} is served elsewhere"))
+        let i = self.who(name);
+        self.clients[i].as_mut().unwrap_or_else(|| panic!("{name} is served elsewhere"))
     }
 
     /// A gateway for `name` before its own fixture process (with `variant` flags).
@@ -177,8 +215,8 @@ impl Fleet {
         Client::start(&argv)
     }
 
-    fn who(name: &str) -> usize {
-        MEMBERS.iter().position(|(n, _)| *n == name).unwrap()
+    fn who(&self, name: &str) -> usize {
+        self.members.iter().position(|(n, _)| *n == name).unwrap()
     }
 
     pub(crate) fn call(&mut self, name: &str, tool: &str, args: Value) -> (bool, String, Value) {
@@ -188,7 +226,7 @@ impl Fleet {
     /// `name`'s client and the fleet's directory apart: a call may be held on one thread
     /// while the operator answers through the CLI on another.
     pub(crate) fn client_and_dir(&mut self, name: &str) -> (&mut Client, &FleetDir) {
-        let i = Self::who(name);
+        let i = self.who(name);
         (self.clients[i].as_mut().unwrap_or_else(|| panic!("{name} is served elsewhere")), &self.f)
     }
 
@@ -227,7 +265,7 @@ impl Fleet {
 
     /// Close `name`'s gateway and start it again: a new worker for the same member.
     pub(crate) fn restart(&mut self, name: &str) {
-        let i = Self::who(name);
+        let i = self.who(name);
         let fresh = self.gateway(name, &[]);
         if let Some(old) = self.clients[i].replace(fresh) {
             old.close();

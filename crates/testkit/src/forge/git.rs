@@ -250,6 +250,49 @@ impl Git {
             .collect())
     }
 
+    /// The messages of the commits `new` has that `old` does not, oldest first; with no
+    /// `old`, of the last `cap` commits up to `new` (what Gitea's push hook reads of a new
+    /// branch).
+    pub fn messages(&self, old: Option<&str>, new: &str, cap: usize) -> Result<Vec<String>, String> {
+        let limit = format!("--max-count={cap}");
+        let range = old.map(|o| format!("{o}..{new}"));
+        let mut args = vec!["log", "-z", "--format=%B"];
+        match &range {
+            Some(range) => args.push(range),
+            None => args.extend([limit.as_str(), new]),
+        }
+        args.push("--");
+        let out = self.run(&args)?;
+        let mut messages: Vec<String> =
+            out.split('\0').map(|m| m.trim().to_owned()).filter(|m| !m.is_empty()).collect();
+        messages.reverse();
+        Ok(messages)
+    }
+
+    /// The repository's object directory.
+    pub fn objects_dir(&self) -> PathBuf {
+        self.dir.join("objects")
+    }
+
+    /// Let this repository read `other`'s objects (git's alternates), as a fork and its
+    /// parent share them on a forge.
+    pub fn share_objects_with(&self, other: &Git) -> Result<(), String> {
+        let file = self.dir.join("objects/info/alternates");
+        let theirs = other.objects_dir().display().to_string();
+        let now = std::fs::read_to_string(&file).unwrap_or_default();
+        if now.lines().any(|l| l == theirs) {
+            return Ok(());
+        }
+        let mut lines: Vec<&str> = now.lines().collect();
+        lines.push(&theirs);
+        lines.sort_unstable();
+        lines.dedup();
+        let tmp = file.with_extension(format!("tmp.{}", std::process::id()));
+        std::fs::create_dir_all(self.dir.join("objects/info")).map_err(|e| e.to_string())?;
+        std::fs::write(&tmp, lines.join("\n") + "\n").map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &file).map_err(|e| format!("{}: {e}", file.display()))
+    }
+
     /// The unified diff from the merge base of `base` and `head` to `head`.
     pub fn diff(&self, base: &str, head: &str, binary: bool) -> Result<String, String> {
         let range = format!("{base}...{head}");

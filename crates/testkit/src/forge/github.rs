@@ -482,6 +482,7 @@ fn merge_pull_request(f: &Forge, args: &Args) -> Result<Value, String> {
     let terms = MergeTerms {
         method: args::opt_string(args, "merge_method").filter(|m| !m.is_empty()),
         title: args::opt_string(args, "commit_title").filter(|t| !t.is_empty()),
+        message: args::opt_string(args, "commit_message").filter(|m| !m.is_empty()),
         // The released server sends no head: `expectedHeadSha` only where a listing declares it.
         sha: if f.head_pin { args::opt_string(args, "expectedHeadSha").filter(|s| !s.is_empty()) } else { None },
     };
@@ -496,6 +497,9 @@ pub(super) struct MergeTerms {
     pub method: Option<String>,
     /// `commit_title`.
     pub title: Option<String>,
+    /// `commit_message`: the merge commit's body, after its title (it lands on the base, and
+    /// GitHub closes the issues its keywords name).
+    pub message: Option<String>,
     /// `sha`: the head the PR must still have, else 409.
     pub sha: Option<String>,
 }
@@ -524,6 +528,10 @@ pub(super) fn merge(f: &Forge, number: i64, by: &str, terms: &MergeTerms) -> Res
             let base = f.git.branch(&p.base).ok_or("the base branch is gone")?;
             let subject =
                 terms.title.clone().unwrap_or_else(|| format!("Merge pull request #{} from {}", p.number, p.head));
+            let subject = match &terms.message {
+                Some(body) => format!("{subject}\n\n{body}"),
+                None => subject,
+            };
             let merged = match method.as_str() {
                 "merge" | "squash" => {
                     let Some(tree) = f.git.merge_tree(&base, &head)? else {

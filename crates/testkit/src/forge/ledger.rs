@@ -22,10 +22,20 @@
 //!                                "comments": [ { "id", "path", "body", "old_line_num",
 //!                                                "new_line_num", "user", "created_at",
 //!                                                "reply_to", "resolved_by" } ] } ],
-//!                 "created_at", "updated_at", "closed_at" } ] }
+//!                 "created_at", "updated_at", "closed_at",
+//!                 "head_repo": the fork the head lives in (`owner/name`, lowercase), absent
+//!                 for a head in the PR's own repository,
+//!                 "xrefs": [ { "source": 0 (the PR's title and body) or a comment's ID,
+//!                              "repo": "owner/name", "index", "action": "none"|"closes"|"reopens" } ]
+//!               } ],
+//!   "others": { "owner/name": { "next_index", "issues", "pulls" } }
+//!                                     the records of the forge's other repositories (forks)
+//! }
 //! ```
 //!
-//! Times are UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+//! Times are UTC, `YYYY-MM-DDTHH:MM:SSZ`. A call on another repository sees that
+//! repository's records where the served one's are (`Ledger::focused`), the served one's
+//! under `others`.
 
 use fleetgate_core::Clock;
 use serde::{Deserialize, Serialize};
@@ -106,6 +116,39 @@ pub struct Pull {
     pub created_at: String,
     pub updated_at: String,
     pub closed_at: Option<String>,
+    /// The repository (`owner/name`, lowercase) the head branch lives in, when not this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_repo: Option<String>,
+    /// The cross-references its title, body and comments make, in the order made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xrefs: Vec<XRef>,
+}
+
+/// A cross-reference a PR's text makes to an issue (Gitea's reference comment).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XRef {
+    /// 0: the PR's title and body; else the comment's ID.
+    pub source: i64,
+    /// The issue's repository, `owner/name` lowercase.
+    pub repo: String,
+    /// The issue's number.
+    pub index: i64,
+    /// `none`, `closes` or `reopens`.
+    pub action: String,
+}
+
+/// One repository's issues and pull requests.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Records {
+    pub next_index: i64,
+    pub issues: Vec<Issue>,
+    pub pulls: Vec<Pull>,
+}
+
+impl Default for Records {
+    fn default() -> Self {
+        Self { next_index: 1, issues: Vec::new(), pulls: Vec::new() }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -115,11 +158,21 @@ pub struct State {
     pub next_id: i64,
     pub issues: Vec<Issue>,
     pub pulls: Vec<Pull>,
+    /// The other repositories' records, by `owner/name` (lowercase).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub others: std::collections::BTreeMap<String, Records>,
 }
 
 impl Default for State {
     fn default() -> Self {
-        Self { version: 1, next_index: 1, next_id: 1, issues: Vec::new(), pulls: Vec::new() }
+        Self {
+            version: 1,
+            next_index: 1,
+            next_id: 1,
+            issues: Vec::new(),
+            pulls: Vec::new(),
+            others: std::collections::BTreeMap::new(),
+        }
     }
 }
 
@@ -141,13 +194,48 @@ impl State {
     pub fn pull_mut(&mut self, number: i64) -> Option<&mut Pull> {
         self.pulls.iter_mut().find(|p| p.number == number)
     }
+
+    /// Put `slug`'s records where the served repository's are, the served one's (`home`)
+    /// under `others`.
+    fn focus(&mut self, home: &str, slug: &str) {
+        let theirs = self.others.remove(slug).unwrap_or_default();
+        let mine = Records {
+            next_index: std::mem::replace(&mut self.next_index, theirs.next_index),
+            issues: std::mem::replace(&mut self.issues, theirs.issues),
+            pulls: std::mem::replace(&mut self.pulls, theirs.pulls),
+        };
+        self.others.insert(home.to_owned(), mine);
+    }
+
+    /// Undo [`focus`](Self::focus).
+    fn unfocus(&mut self, home: &str, slug: &str) {
+        let home_records = self.others.remove(home).unwrap_or_default();
+        let theirs = Records {
+            next_index: std::mem::replace(&mut self.next_index, home_records.next_index),
+            issues: std::mem::replace(&mut self.issues, home_records.issues),
+            pulls: std::mem::replace(&mut self.pulls, home_records.pulls),
+        };
+        self.others.insert(slug.to_owned(), theirs);
+    }
+
+    /// The records of `slug` while `me`'s are in focus.
+    pub fn records_mut(&mut self, me: &str, slug: &str) -> Option<(&mut Vec<Issue>, &mut Vec<Pull>)> {
+        if slug.eq_ignore_ascii_case(me) {
+            return Some((&mut self.issues, &mut self.pulls));
+        }
+        self.others.get_mut(&slug.to_lowercase()).map(|r| (&mut r.issues, &mut r.pulls))
+    }
 }
 
-/// The state file and its lock.
+/// The state file and its lock, seen from one repository of the forge.
 #[derive(Clone, Debug)]
 pub struct Ledger {
     path: PathBuf,
     lock: PathBuf,
+    /// The served repository (`owner/name`, lowercase): its records are the top level.
+    home: String,
+    /// The repository this view's calls are on.
+    focus: String,
 }
 
 /// The time now, as the records write it.
@@ -159,7 +247,31 @@ impl Ledger {
     pub fn new(path: &Path) -> Self {
         let mut lock = path.as_os_str().to_owned();
         lock.push(".lock");
-        Self { path: path.to_owned(), lock: PathBuf::from(lock) }
+        Self { path: path.to_owned(), lock: PathBuf::from(lock), home: String::new(), focus: String::new() }
+    }
+
+    /// The same ledger as seen by calls on `focus`, the served repository being `home`.
+    #[must_use]
+    pub fn focused(&self, home: &str, focus: &str) -> Self {
+        Self { home: home.to_lowercase(), focus: focus.to_lowercase(), ..self.clone() }
+    }
+
+    /// The whole state as it is now (the served repository's records at the top level),
+    /// read under the lock.
+    pub fn snapshot(&self) -> Result<State, String> {
+        self.unfocused().with(|state| Ok(state.clone()))
+    }
+
+    /// The view with the served repository's records at the top level.
+    pub fn unfocused(&self) -> Self {
+        Self { focus: self.home.clone(), ..self.clone() }
+    }
+
+    /// The lock file the whole forge's calls are serialized under (beside the state's).
+    pub fn world_lock(&self) -> PathBuf {
+        let mut lock = self.path.as_os_str().to_owned();
+        lock.push(".world.lock");
+        PathBuf::from(lock)
     }
 
     fn read(&self) -> Result<State, String> {
@@ -191,7 +303,15 @@ impl Ledger {
         lock.lock().map_err(|e| format!("{}: {e}", self.lock.display()))?;
         let mut state = self.read()?;
         let before = serde_json::to_value(&state).map_err(|e| e.to_string())?;
-        let out = f(&mut state)?;
+        let away = self.focus != self.home;
+        if away {
+            state.focus(&self.home, &self.focus);
+        }
+        let out = f(&mut state);
+        if away {
+            state.unfocus(&self.home, &self.focus);
+        }
+        let out = out?;
         if serde_json::to_value(&state).map_err(|e| e.to_string())? != before {
             self.write(&state)?;
         }

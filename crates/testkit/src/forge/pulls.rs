@@ -27,11 +27,12 @@ pub(super) fn head_ref(number: i64) -> String {
     format!("refs/pull/{number}/head")
 }
 
-/// Bring an open pull request's head up to its branch's tip, and `refs/pull/<n>/head` with it.
+/// Bring an open pull request's head up to its branch's tip (in the repository the head
+/// lives in), and `refs/pull/<n>/head` with it.
 pub(super) fn refresh(f: &Forge, pull: &mut Pull) -> Result<(), String> {
     if pull.state == "open"
         && !pull.merged
-        && let Some(tip) = f.git.branch(&pull.head)
+        && let Some(tip) = f.head_git(pull).branch(&pull.head)
         && tip != pull.head_sha
     {
         f.git.force_ref(&head_ref(pull.number), &tip)?;
@@ -40,8 +41,8 @@ pub(super) fn refresh(f: &Forge, pull: &mut Pull) -> Result<(), String> {
     Ok(())
 }
 
-fn repo_ref(f: &Forge) -> Value {
-    json!({ "full_name": f.full_name(), "description": "" })
+fn repo_ref(full_name: &str) -> Value {
+    json!({ "full_name": full_name, "description": "" })
 }
 
 /// The pull request as the server's slim answer shows it.
@@ -65,8 +66,8 @@ fn slim(f: &Forge, pull: &Pull) -> Value {
         "created_at": pull.created_at,
         "updated_at": pull.updated_at,
         "closed_at": pull.closed_at,
-        "head": { "ref": pull.head, "sha": pull.head_sha, "repo": repo_ref(f) },
-        "base": { "ref": pull.base, "sha": base_sha, "repo": repo_ref(f) },
+        "head": { "ref": pull.head, "sha": pull.head_sha, "repo": repo_ref(&f.head_full_name(pull)) },
+        "base": { "ref": pull.base, "sha": base_sha, "repo": repo_ref(&f.full_name()) },
     });
     if pull.merged {
         m["merged_at"] = json!(pull.merged_at);
@@ -277,14 +278,33 @@ fn create(f: &Forge, args: &Args, owner: &str, repo: &str) -> Result<Value, Stri
         title = drafted(&title, draft);
     }
     let what = format!("create {owner}/{repo}/pull_request");
+    // `owner:branch`: a head in the owner's fork of this repository (or in this one).
+    let (head_repo, head) = match head.split_once(':') {
+        Some((o, b)) if !o.eq_ignore_ascii_case(&f.owner) => {
+            let fork = f
+                .world
+                .iter()
+                .skip(1)
+                .find(|r| r.full_name.split_once('/').is_some_and(|(fo, _)| fo.eq_ignore_ascii_case(o)))
+                .ok_or_else(|| not_found(&what))?;
+            (Some(fork.slug()), b.to_owned())
+        }
+        Some((_, b)) => (None, b.to_owned()),
+        None => (None, head),
+    };
     f.ledger.with(|state| {
         let fail = |why: &str| format!("{what} err: {why}");
-        let head_sha = f.git.branch(&head).ok_or_else(|| not_found(&what))?;
+        let head_git = head_repo.as_deref().and_then(|h| f.repo_named(h)).map_or(&f.git, |r| &r.git);
+        let head_sha = head_git.branch(&head).ok_or_else(|| not_found(&what))?;
         let base_sha = f.git.branch(&base).ok_or_else(|| not_found(&what))?;
-        if head == base || f.git.is_ancestor(&head_sha, &base_sha) {
+        if (head == base && head_repo.is_none()) || f.git.is_ancestor(&head_sha, &base_sha) {
             return Err(fail("There are no changes between the head and the base"));
         }
-        if let Some(p) = state.pulls.iter().find(|p| p.state == "open" && p.head == head && p.base == base) {
+        if let Some(p) = state
+            .pulls
+            .iter()
+            .find(|p| p.state == "open" && p.head == head && p.base == base && p.head_repo == head_repo)
+        {
             return Err(fail(&format!("pull request already exists for these targets [id: {}]", p.number)));
         }
         let number = state.take_index();
@@ -299,6 +319,7 @@ fn create(f: &Forge, args: &Args, owner: &str, repo: &str) -> Result<Value, Stri
             head: head.clone(),
             base: base.clone(),
             head_sha,
+            head_repo: head_repo.clone(),
             labels: args::ids(args, "labels").unwrap_or_default(),
             created_at: at.clone(),
             updated_at: at,
@@ -356,11 +377,12 @@ fn update(f: &Forge, p: &mut Pull, args: &Args, at: &str) -> Result<(), String> 
 
 /// `--variant race-merge`: commit `raced.txt` to the PR's head branch.
 pub(super) fn race(f: &Forge, p: &mut Pull) -> Result<(), String> {
-    let tip = f.git.branch(&p.head).ok_or("the head branch is gone")?;
-    let blob = f.git.hash_blob(b"pushed while the merge was under way\n")?;
-    let tree = f.git.tree_with(&tip, "raced.txt", Some(&blob))?;
-    let commit = f.git.commit(&tree, &[&tip], "A push racing the merge")?;
-    f.git.set_ref(&format!("refs/heads/{}", p.head), &commit, Some(&tip))?;
+    let git = f.head_git(p).clone();
+    let tip = git.branch(&p.head).ok_or("the head branch is gone")?;
+    let blob = git.hash_blob(b"pushed while the merge was under way\n")?;
+    let tree = git.tree_with(&tip, "raced.txt", Some(&blob))?;
+    let commit = git.commit(&tree, &[&tip], "A push racing the merge")?;
+    git.set_ref(&format!("refs/heads/{}", p.head), &commit, Some(&tip))?;
     refresh(f, p)
 }
 
@@ -375,14 +397,15 @@ fn own_pull(f: &Forge, p: &Pull, state: &str, at: &str) -> Result<(), String> {
 /// Merge the base into the head branch (Gitea's "update branch by merge").
 pub(super) fn update_branch(f: &Forge, p: &mut Pull) -> Result<(), String> {
     let base = f.git.branch(&p.base).ok_or("the base branch is gone")?;
-    let head = f.git.branch(&p.head).ok_or("the head branch is gone")?;
+    let head_git = f.head_git(p).clone();
+    let head = head_git.branch(&p.head).ok_or("the head branch is gone")?;
     if f.git.is_ancestor(&base, &head) {
         return Ok(());
     }
     let tree = f.git.merge_tree(&head, &base)?.ok_or("merge conflict")?;
     let message = format!("Merge branch '{}' into {}", p.base, p.head);
     let commit = f.git.commit(&tree, &[&head, &base], &message)?;
-    f.git.set_ref(&format!("refs/heads/{}", p.head), &commit, Some(&head))?;
+    head_git.set_ref(&format!("refs/heads/{}", p.head), &commit, Some(&head))?;
     refresh(f, p)
 }
 
@@ -411,8 +434,12 @@ fn merge(f: &Forge, state: &mut State, number: i64, args: &Args, at: &str) -> Re
     let base = f.git.branch(&p.base).ok_or_else(|| not_found(&format!("merge {at}")))?;
     let title = args::opt_string(args, "title").filter(|t| !t.is_empty());
     let body = args::opt_string(args, "message").unwrap_or_default();
+    let from = match &p.head_repo {
+        Some(_) => format!("{}:{}", f.head_full_name(p), p.head),
+        None => p.head.clone(),
+    };
     let subject = title
-        .unwrap_or_else(|| format!("Merge pull request '{}' (#{}) from {} into {}", p.title, p.number, p.head, p.base));
+        .unwrap_or_else(|| format!("Merge pull request '{}' (#{}) from {from} into {}", p.title, p.number, p.base));
     let message = if body.is_empty() { subject } else { format!("{subject}\n\n{body}") };
     let merged = match style.as_str() {
         "fast-forward-only" => {
@@ -437,13 +464,30 @@ fn merge(f: &Forge, state: &mut State, number: i64, args: &Args, at: &str) -> Re
     p.updated_at = at_time;
     p.merged_by = Some(f.user.clone());
     p.merge_commit_sha = Some(merged);
-    let deleted =
-        (delete && p.head != f.git.default_branch() && f.git.branch(&p.head).as_deref() == Some(head.as_str()))
-            .then(|| p.head.clone());
+    // The head branch is deleted in the repository it lives in — a fork's too — unless it
+    // is that repository's default branch or another open PR still pulls from it (Gitea's
+    // `HasUnmergedPullRequestsByHeadInfo`); the PRs it heads or bases on are adjusted after
+    // the call (`automation`), in every repository.
+    let head_git = f.head_git(p).clone();
+    let (head_repo, head_branch) = (p.head_repo.clone(), p.head.clone());
+    let here = f.full_name().to_lowercase();
+    let pulls_from = |o: &Pull, repo: &str| {
+        o.state == "open"
+            && !o.merged
+            && o.head == head_branch
+            && o.head_repo.as_deref().unwrap_or(repo) == head_repo.as_deref().unwrap_or(&here)
+    };
+    let shared = state.pulls.iter().any(|o| o.number != number && pulls_from(o, &here))
+        || state.others.iter().any(|(slug, r)| r.pulls.iter().any(|o| pulls_from(o, slug)));
+    let deleted = (delete
+        && !shared
+        && head_branch != head_git.default_branch()
+        && head_git.branch(&head_branch).as_deref() == Some(head.as_str()))
+    .then(|| head_branch.clone());
     if let Some(branch) = &deleted {
-        f.git.delete_ref(&format!("refs/heads/{branch}"), &head)?;
+        head_git.delete_ref(&format!("refs/heads/{branch}"), &head)?;
     }
-    if let Some(branch) = deleted {
+    if let (Some(branch), None) = (deleted, &head_repo) {
         super::repo::branch_deleted(f, state, &branch);
     }
     Ok(json!({

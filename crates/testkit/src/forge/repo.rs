@@ -31,25 +31,34 @@ pub fn me(f: &Forge, _args: &Args) -> Result<Value, String> {
     Ok(json!({ "id": 1, "login": f.user, "full_name": f.user, "email": format!("{}@forge.invalid", f.user) }))
 }
 
-/// `search_repos`: the one repository, when the query is part of its name (Gitea's
-/// repository search; the go-sdk server's `query`), with its default branch.
+/// `search_repos`: the forge's repositories (the served one, then its forks) whose name
+/// holds the query (Gitea's repository search; the go-sdk server's `query`), each with its
+/// default branch.
 pub fn search_repos(f: &Forge, args: &Args) -> Result<Value, String> {
     let keyword = args::string(args, "query")?.to_ascii_lowercase();
-    if !f.full_name().to_ascii_lowercase().contains(&keyword) {
-        return Ok(json!([]));
-    }
-    Ok(json!([{
-        "id": 1,
-        "name": f.name,
-        "full_name": f.full_name(),
-        "owner": { "login": f.owner },
-        "default_branch": f.git.default_branch(),
-        "html_url": f.html_base(),
-        // gitea-mcp's slimmed repository answer names whether it is a fork and how many it
-        // has, never the parent.
-        "fork": false,
-        "forks_count": f.forks,
-    }]))
+    let forks = f.world.len().saturating_sub(1) as u64;
+    let found: Vec<Value> = f
+        .world
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.full_name.to_ascii_lowercase().contains(&keyword))
+        .map(|(i, r)| {
+            let (owner, name) = r.full_name.split_once('/').unwrap_or(("", &r.full_name));
+            json!({
+                "id": i + 1,
+                "name": name,
+                "full_name": r.full_name,
+                "owner": { "login": owner },
+                "default_branch": r.git.default_branch(),
+                "html_url": format!("{}{}", super::APP_URL, r.full_name),
+                // gitea-mcp's slimmed repository answer names whether it is a fork and how
+                // many it has, never the parent.
+                "fork": i > 0,
+                "forks_count": if i == 0 { f.forks + forks } else { 0 },
+            })
+        })
+        .collect();
+    Ok(json!(found))
 }
 
 pub fn list_branches(f: &Forge, args: &Args) -> Result<Value, String> {

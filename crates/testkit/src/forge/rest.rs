@@ -123,6 +123,7 @@ fn answer(
             let terms = super::github::MergeTerms {
                 method: text("merge_method"),
                 title: text("commit_title"),
+                message: text("commit_message"),
                 sha: text("sha"),
             };
             super::github::merge(forge, number, &login, &terms)

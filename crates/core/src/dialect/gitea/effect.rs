@@ -26,11 +26,13 @@ use super::{MERGE_HEAD_KEY, PAGE_SIZE, REPO_QUERY};
 const MERGE_STYLE: &str = "merge_style";
 use crate::dialect::{
     ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW, Dialect, PrFacts, PrTarget,
-    Schemas, declared_key, rest_pr_facts,
+    Schemas, declared_key, merge_issues, pr_texts, rest_pr_facts, text_effects,
 };
 use crate::effect::{
-    Answered, BranchMove, Effect, Kind, MergeTerms, Move, PathWrite, PrChange, PrEffect, Read, Repo, answer,
+    Answered, BranchMove, Effect, IssueChange, IssueEffect, Kind, MergeTerms, Move, PathWrite, PrChange, PrEffect,
+    Read, Repo, When, answer,
 };
+use crate::textref::GITEA as GRAMMAR;
 use serde_json::{Map, Value};
 
 /// The readers the server has, each with its `method` values (empty: none).
@@ -110,10 +112,7 @@ pub const DOWNLOADS: &[(&str, &str, &str)] = &[
 /// settings and runs, repositories, tags, releases): `[[rules]]` decide who makes them.
 /// `""`: the tool has no `method`.
 pub const PLAIN_WRITES: &[(&str, &[&str])] = &[
-    (
-        "issue_write",
-        &["create", "add_comment", "edit_comment", "add_labels", "remove_label", "replace_labels", "clear_labels"],
-    ),
+    ("issue_write", &["add_labels", "remove_label", "replace_labels", "clear_labels"]),
     ("pull_request_write", &["add_reviewers", "remove_reviewers"]),
     (
         "label_write",
@@ -304,11 +303,22 @@ fn open_prs(cx: Cx<'_>, owner: &str, repo: &str) -> Step<Vec<Listed>> {
 
 /// The PRs a deletion of `branch` of `owner/name` closes (those it heads, here and in the
 /// parent of a fork) or retargets (those based on it) — except `except`, the PR being
-/// merged. A repository with forks, or a fork whose parent the forge does not name, cannot
-/// show them all: unestablished.
-fn closed_with(cx: Cx<'_>, (owner, name): (&str, &str), branch: &str, except: Option<u64>) -> Step<Vec<PrEffect>> {
+/// merged (its repository and number). A repository with forks, or a fork whose parent
+/// neither the forge nor the caller (`parent`: a merged PR's base repository, which its
+/// fork head's repository is a fork of) names, cannot show them all: unestablished.
+fn closed_with(
+    cx: Cx<'_>,
+    (owner, name): (&str, &str),
+    branch: &str,
+    except: Option<(&Repo, u64)>,
+    parent: Option<&Repo>,
+) -> Step<Vec<PrEffect>> {
     let here = Repo::new(owner, name);
-    let facts = repository(cx, owner, name)?;
+    let mut facts = repository(cx, owner, name)?;
+    if facts.parent.is_none() {
+        facts.parent = parent.map(|p| p.0.clone());
+    }
+    let skip = |repo: &Repo, n: u64| except.is_some_and(|(r, e)| r == repo && e == n);
     // Gitea closes the open PRs a deleted branch heads in every repository (1.24 and later:
     // a fork's PRs may pull from its parent), and no read of gitea-mcp lists a repository's
     // forks, nor a fork's parent when `search_repos` does not name it.
@@ -327,7 +337,7 @@ fn closed_with(cx: Cx<'_>, (owner, name): (&str, &str), branch: &str, except: Op
     }
     let mut found = Vec::new();
     for pr in open_prs(cx, owner, name)? {
-        if Some(pr.number) == except {
+        if skip(&here, pr.number) {
             continue;
         }
         let heads = pr.head.as_deref() == Some(branch) && pr.head_repo.as_ref().is_none_or(|r| *r == here.0);
@@ -350,7 +360,7 @@ fn closed_with(cx: Cx<'_>, (owner, name): (&str, &str), branch: &str, except: Op
         for pr in open_prs(cx, p_owner, p_name)? {
             // A PR of the parent is this branch's only when its head lives here; the listing
             // names the head branch alone, so the PR itself says where it lives.
-            if pr.head.as_deref() != Some(branch) {
+            if pr.head.as_deref() != Some(branch) || skip(&Repo::full(&parent), pr.number) {
                 continue;
             }
             let facts = self::pr(cx, p_owner, p_name, pr.number)?;
@@ -397,6 +407,15 @@ pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String
             }),
             ..Effect::action(ACTION_MERGE)
         },
+        // A commit's message closes what it names when the commit lands, wherever that is.
+        Err(_) if matches!(tool, "create_or_update_file" | "delete_file") => {
+            let here = Repo::new(text(args, "owner").unwrap_or_default(), text(args, "repo").unwrap_or_default());
+            let branch =
+                text(args, "new_branch_name").or_else(|| text(args, "branch_name")).unwrap_or("the default branch");
+            let landing = When::Landing { branch: strip(branch).to_owned() };
+            let message = text(args, "message").unwrap_or_default();
+            Effect { issues: text_effects(&GRAMMAR, &here, "message", message, &landing, None), ..Effect::write() }
+        }
         Err(_) => Effect::write(),
     }
 }
@@ -448,11 +467,40 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
     let here = Repo::new(owner, repo);
     match tool {
         "pull_request_review_write" => match method {
-            Some(m) if REVIEW_METHODS.contains(&m) => Ok(Effect::action(ACTION_REVIEW)),
+            Some(m) if REVIEW_METHODS.contains(&m) => {
+                // A review's body, its comments and replies are texts on the PR: Gitea records
+                // their cross-references, resolved when the PR merges.
+                let when = When::AtMerge { pr: number(args, &["pull_number", "index"]) };
+                let mut issues = Vec::new();
+                for key in ["body", "message"] {
+                    if let Some(t) = text(args, key) {
+                        issues.extend(text_effects(&GRAMMAR, &here, &format!("review {key}"), t, &when, None));
+                    }
+                }
+                for c in args.get("comments").and_then(Value::as_array).into_iter().flatten() {
+                    if let Some(t) = c.get("body").and_then(Value::as_str) {
+                        issues.extend(text_effects(&GRAMMAR, &here, "review comment", t, &when, None));
+                    }
+                }
+                Ok(Effect { issues, ..Effect::action(ACTION_REVIEW) })
+            }
             m => Ok(Effect::unknown(unknown_method(tool, m))),
         },
         "pull_request_write" => pull_request_write(method, args, schema, cx, (owner, repo)),
         "issue_write" if method == Some("update") => issue_update(args, cx, (owner, repo)),
+        "issue_write" if method == Some("create") => {
+            // An issue's texts close nothing (only a PR's do); its `ref` chooses the branch
+            // whose commits will.
+            let issues = text(args, "ref").map(|b| IssueEffect {
+                repo: here,
+                issue: 0,
+                change: IssueChange::Ref { branch: strip(b).to_owned() },
+            });
+            Ok(Effect { issues: issues.into_iter().collect(), ..Effect::write() })
+        }
+        "issue_write" if matches!(method, Some("add_comment" | "edit_comment")) => {
+            comment(method, args, cx, (owner, repo))
+        }
         "create_or_update_file" | "delete_file" => {
             let facts = repository(cx, owner, repo)?;
             let named = text(args, "new_branch_name").or_else(|| text(args, "branch_name"));
@@ -462,10 +510,18 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
                 branches.push(BranchMove { repo: here.clone(), branch: strip(new).to_owned(), how: Move::Create });
             }
             let path = text(args, "path").or_else(|| text(args, "filePath")).unwrap_or_default();
+            // The commit's message acts when the commit lands (Gitea writes a default one
+            // naming the path when none is given).
+            let (field, message) = match text(args, "message") {
+                Some(m) => ("message", m),
+                None => ("message (the default one names `path`)", path),
+            };
+            let issues = text_effects(&GRAMMAR, &here, field, message, &When::Landing { branch: target.clone() }, None);
             Ok(Effect {
                 branches,
                 paths: vec![PathWrite { branch: target, path: path.to_owned() }],
                 defaults: vec![facts.default_branch],
+                issues,
                 ..Effect::action(ACTION_PUSH)
             })
         }
@@ -495,7 +551,7 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
             let Some(branch) = text(args, "branch").map(strip) else {
                 return Err(Pending::Failed("`delete_branch` names no branch".into()));
             };
-            let prs = closed_with(cx, (owner, repo), branch, None)?;
+            let prs = closed_with(cx, (owner, repo), branch, None, None)?;
             Ok(Effect {
                 branches: vec![BranchMove { repo: here, branch: branch.to_owned(), how: Move::Delete }],
                 prs,
@@ -517,11 +573,95 @@ fn unknown_method(tool: &str, method: Option<&str>) -> String {
     }
 }
 
+/// The PR a call names, as the forge answers it.
+fn pr_answer<'a>(cx: Cx<'a>, owner: &str, repo: &str, number: u64) -> Step<&'a Value> {
+    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
+    ask(cx.answers, built(super::pr_read(&target, cx.schemas))?)
+}
+
 /// The PR a call names, read from the forge.
 fn pr(cx: Cx<'_>, owner: &str, repo: &str, number: u64) -> Step<PrFacts> {
-    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
-    let v = ask(cx.answers, built(super::pr_read(&target, cx.schemas))?)?;
-    rest_pr_facts(v).map_err(Pending::Failed)
+    rest_pr_facts(pr_answer(cx, owner, repo, number)?).map_err(Pending::Failed)
+}
+
+/// The reads of a PR's conversation: its comments (`issue_read get_comments`) and its review
+/// comments (`pull_request_read get_review_comments`).
+fn conversation_reads(owner: &str, repo: &str, number: u64, schemas: &dyn Schemas) -> Result<[Read; 2], String> {
+    let mut comments = Map::new();
+    comments.insert("method".into(), Value::from("get_comments"));
+    comments.insert("owner".into(), Value::from(owner));
+    comments.insert("repo".into(), Value::from(repo));
+    comments.insert(declared_key(schemas, "issue_read", &super::ISSUE_NUMBER)?.into(), Value::from(number));
+    let mut review = Map::new();
+    review.insert("method".into(), Value::from("get_review_comments"));
+    review.insert("owner".into(), Value::from(owner));
+    review.insert("repo".into(), Value::from(repo));
+    review.insert(declared_key(schemas, "pull_request_read", &super::PR_NUMBER)?.into(), Value::from(number));
+    Ok([Read::new("issue_read", comments), Read::new("pull_request_read", review)])
+}
+
+/// What a merge does to issues ([`merge_issues`]): its PR's texts — title, body (`answer`),
+/// each comment and review comment, read from the forge, which Gitea resolves at the merge —
+/// and the merge's own `title` and `message` (its commit's message, landing on the base now).
+fn merge_texts(
+    cx: Cx<'_>,
+    args: &Map<String, Value>,
+    answer: &Value,
+    (owner, repo, number): (&str, &str, u64),
+    base_repo: &Repo,
+) -> Step<Vec<IssueEffect>> {
+    let reads = conversation_reads(owner, repo, number, cx.schemas).map_err(Pending::Failed)?;
+    let missing: Vec<Read> = reads.iter().filter(|r| answer_of(cx, r).is_none()).cloned().collect();
+    if !missing.is_empty() {
+        return Err(Pending::Reads(missing));
+    }
+    let mut conversation: Vec<(&str, &str)> = Vec::new();
+    for (read, field) in reads.iter().zip(["a comment on the PR", "a review comment on the PR"]) {
+        let listed = ask(cx.answers, read.clone())?;
+        let items = listed.as_array().ok_or_else(|| Pending::Failed(format!("`{}` answered no list", read.tool)))?;
+        conversation.extend(items.iter().filter_map(|i| i.get("body").and_then(Value::as_str)).map(|t| (field, t)));
+    }
+    let own: Vec<(&str, &str)> =
+        ["title", "message"].into_iter().filter_map(|k| text(args, k).map(|t| (k, t))).collect();
+    Ok(merge_issues(&GRAMMAR, answer, &conversation, &own, base_repo))
+}
+
+fn answer_of<'a>(cx: Cx<'a>, read: &Read) -> Option<Result<&'a Value, &'a str>> {
+    answer(cx.answers, read)
+}
+
+/// `issue_write add_comment` / `edit_comment`: a comment on a PR (read from the forge: PRs and
+/// issues share numbers) is one of its texts, resolved when it merges; an edited comment's
+/// thread is not named, so it is read as a PR's.
+fn comment(method: Option<&str>, args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &str)) -> Step<Effect> {
+    let here = Repo::new(owner, repo);
+    let Some(body) = text(args, "body") else { return Ok(Effect::write()) };
+    let pr = if method == Some("edit_comment") {
+        None
+    } else {
+        let Some(n) = number(args, &["issue_number", "index"]) else {
+            return Err(Pending::Failed("`issue_write add_comment` names no issue_number".into()));
+        };
+        if !is_pr(cx, (owner, repo), n)? {
+            return Ok(Effect::write());
+        }
+        Some(n)
+    };
+    let issues = text_effects(&GRAMMAR, &here, "comment", body, &When::AtMerge { pr }, None);
+    Ok(Effect { issues, ..Effect::write() })
+}
+
+/// Whether #`n` of `owner/repo` is a PR (the PR read answers; a not-found says it is an
+/// issue).
+fn is_pr(cx: Cx<'_>, (owner, repo): (&str, &str), n: u64) -> Step<bool> {
+    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: n };
+    let read = built(super::pr_read(&target, cx.schemas))?;
+    match answer(cx.answers, &read) {
+        None => Err(Pending::Reads(vec![read])),
+        Some(Ok(_)) => Ok(true),
+        Some(Err(e)) if super::GITEA.is_not_found(e) => Ok(false),
+        Some(Err(e)) => Err(Pending::Failed(format!("whether #{n} is a PR could not be read: {e}"))),
+    }
 }
 
 fn pull_request_write(
@@ -534,7 +674,8 @@ fn pull_request_write(
     let here = Repo::new(owner, repo);
     let Some(method) = method else { return Ok(Effect::unknown(unknown_method("pull_request_write", None))) };
     if method == "create" {
-        return Ok(Effect::action(ACTION_OPEN));
+        let issues = pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: None });
+        return Ok(Effect { issues, ..Effect::action(ACTION_OPEN) });
     }
     let Some(number) = number(args, &["pull_number", "index"]) else {
         // The server refuses it (`pull_number is required`): nothing to state.
@@ -554,7 +695,8 @@ fn pull_request_write(
             if ["title", "body", "draft"].iter().any(|k| args.contains_key(*k)) {
                 prs.push(on(PrChange::Text));
             }
-            Ok(Effect { prs, ..Effect::action(ACTION_EDIT) })
+            let issues = pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: Some(number) });
+            Ok(Effect { prs, issues, ..Effect::action(ACTION_EDIT) })
         }
         "close" | "reopen" => {
             let to = if method == "close" { "closed" } else { "open" };
@@ -578,7 +720,8 @@ fn pull_request_write(
             Ok(Effect { branches: vec![branch], defaults, ..Effect::action(ACTION_PUSH) })
         }
         "merge" => {
-            let facts = pr(cx, owner, repo, number)?;
+            let answer = pr_answer(cx, owner, repo, number)?;
+            let facts = rest_pr_facts(answer).map_err(Pending::Failed)?;
             let base_repo = facts.repo.as_deref().map_or_else(|| here.clone(), Repo::full);
             let mut effect = Effect {
                 merge: Some(MergeTerms {
@@ -589,6 +732,7 @@ fn pull_request_write(
                     style: text(args, MERGE_STYLE).map(str::to_owned),
                 }),
                 prs: vec![PrEffect { repo: base_repo.clone(), pr: number, change: PrChange::Merged }],
+                issues: merge_texts(cx, args, answer, (owner, repo, number), &base_repo)?,
                 ..Effect::action(ACTION_MERGE)
             };
             if let Some(base) = &facts.base_ref {
@@ -598,17 +742,21 @@ fn pull_request_write(
                     how: Move::Merge { pr: number },
                 });
             }
-            // Gitea deletes the head branch only when it lives in the base repository.
-            let same_repo = facts.head_repo.as_deref().is_none_or(|h| Repo::full(h) == base_repo);
-            if flag(args, "delete_branch") && same_repo {
+            // Gitea deletes the head branch in the repository it lives in — a fork's too
+            // (`DeleteBranch(…, pr.HeadRepo, …)`) — and adjusts the PRs there and in the fork's
+            // parent as for any deletion: stated and judged like one in the base repository.
+            if flag(args, "delete_branch") {
                 let head = facts.head_ref.clone().ok_or_else(|| {
                     Pending::Failed(format!("the forge's answer for PR #{number} names no head branch (head.ref)"))
                 })?;
                 let head = strip(&head).to_owned();
-                let (b_owner, b_name) = base_repo.0.split_once('/').unwrap_or((owner, repo));
-                let facts_repo = repository(cx, b_owner, b_name)?;
-                effect.prs.extend(closed_with(cx, (b_owner, b_name), &head, Some(number))?);
-                effect.branches.push(BranchMove { repo: base_repo, branch: head, how: Move::Delete });
+                let head_repo = facts.head_repo.as_deref().map_or_else(|| base_repo.clone(), Repo::full);
+                let in_fork = head_repo != base_repo;
+                let (h_owner, h_name) = head_repo.0.split_once('/').unwrap_or((owner, repo));
+                let facts_repo = repository(cx, h_owner, h_name)?;
+                let parent = in_fork.then_some(&base_repo);
+                effect.prs.extend(closed_with(cx, (h_owner, h_name), &head, Some((&base_repo, number)), parent)?);
+                effect.branches.push(BranchMove { repo: head_repo, branch: head, how: Move::Delete });
                 effect.defaults.push(facts_repo.default_branch);
             }
             Ok(effect)
@@ -618,31 +766,40 @@ fn pull_request_write(
 }
 
 /// `issue_write update`: on a PR's number, a state change closes or reopens the PR and a
-/// title or body edits it (Gitea numbers PRs and issues in one sequence).
+/// title or body edits it — its texts, resolved when it merges (Gitea numbers PRs and issues
+/// in one sequence); on an issue's, a state change closes or reopens the issue, and a `ref`
+/// chooses the branch whose commits close it by keyword.
 fn issue_update(args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &str)) -> Step<Effect> {
-    let touches_pr = ["state", "title", "body"].iter().any(|k| args.contains_key(*k));
-    if !touches_pr {
+    let here = Repo::new(owner, repo);
+    let touches = ["state", "title", "body", "ref"].iter().any(|k| args.contains_key(*k));
+    if !touches {
         return Ok(Effect::write());
     }
     let Some(number) = number(args, &["issue_number", "index"]) else {
         return Err(Pending::Failed("`issue_write update` names no issue_number".into()));
     };
-    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
-    let read = built(super::pr_read(&target, cx.schemas))?;
-    let is_pr = match answer(cx.answers, &read) {
-        None => return Err(Pending::Reads(vec![read])),
-        Some(Ok(_)) => true,
-        Some(Err(e)) if super::GITEA.is_not_found(e) => false,
-        Some(Err(e)) => return Err(Pending::Failed(format!("whether #{number} is a PR could not be read: {e}"))),
-    };
-    if !is_pr {
-        return Ok(Effect::write());
+    let mut issues = Vec::new();
+    if let Some(branch) = text(args, "ref") {
+        issues.push(IssueEffect {
+            repo: here.clone(),
+            issue: number,
+            change: IssueChange::Ref { branch: strip(branch).to_owned() },
+        });
     }
-    let here = Repo::new(owner, repo);
+    let state = args.get("state").filter(|v| !v.is_null()).map(|s| s.as_str().unwrap_or_default().to_owned());
+    if !is_pr(cx, (owner, repo), number)? {
+        if let Some(to) = state {
+            issues.push(IssueEffect {
+                repo: here,
+                issue: number,
+                change: IssueChange::State { to, by: "issue_write update".into() },
+            });
+        }
+        return Ok(Effect { issues, ..Effect::write() });
+    }
     let mut prs = Vec::new();
     let mut action = ACTION_EDIT;
-    if let Some(state) = args.get("state").filter(|v| !v.is_null()) {
-        let to = state.as_str().unwrap_or_default().to_owned();
+    if let Some(to) = state {
         prs.push(PrEffect {
             repo: here.clone(),
             pr: number,
@@ -651,9 +808,10 @@ fn issue_update(args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &st
         action = ACTION_CLOSE;
     }
     if args.contains_key("title") || args.contains_key("body") {
-        prs.push(PrEffect { repo: here, pr: number, change: PrChange::Text });
+        prs.push(PrEffect { repo: here.clone(), pr: number, change: PrChange::Text });
+        issues.extend(pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: Some(number) }));
     }
-    Ok(Effect { prs, ..Effect::action(action) })
+    Ok(Effect { prs, issues, ..Effect::action(action) })
 }
 
 #[cfg(test)]
@@ -663,28 +821,29 @@ mod tests;
 pub const STATED: &[crate::dialect::table::Stated] = {
     use crate::dialect::table::Stated;
     use crate::effect::Invariant::{
-        ForcedMerge, PrState, ProtectedBranch, ProtectedPath, ReaderWrites, Retarget, ScheduledMerge, UnpinnedMerge,
+        ForcedMerge, IssueState, PrState, ProtectedBranch, ProtectedPath, ReaderWrites, Retarget, ScheduledMerge,
+        UnpinnedMerge,
     };
     &[
         Stated {
             tool: "pull_request_write",
             method: "create",
-            effect: "opens a PR (its creator is recorded; the issues its title and body reference are judged by the issue lock)",
-            invariants: &[],
+            effect: "opens a PR (its creator is recorded; the issues its title and body reference are judged by the issue lock; what they close when it merges is an issue-state change)",
+            invariants: &[IssueState],
         },
         Stated {
             tool: "pull_request_write",
             method: "update",
-            effect: "edits the PR's title or body (the issue lock judges them); with `base`, retargets it; with `state`, closes or reopens it",
-            invariants: &[Retarget, PrState],
+            effect: "edits the PR's title or body (the issue lock judges them, and what they close when it merges); with `base`, retargets it; with `state`, closes or reopens it",
+            invariants: &[Retarget, PrState, IssueState],
         },
         Stated { tool: "pull_request_write", method: "close", effect: "closes the PR", invariants: &[PrState] },
         Stated { tool: "pull_request_write", method: "reopen", effect: "reopens the PR", invariants: &[PrState] },
         Stated {
             tool: "pull_request_write",
             method: "merge",
-            effect: "lands the PR's head on its base, read from the forge (the PR workflow judges it: an independent approval at that head and base, a merge lease; the head is pinned with `head_commit_id`); with `delete_branch`, deletes the head branch, and Gitea closes the other open PRs it heads and moves those based on it to the default branch",
-            invariants: &[ProtectedBranch, ForcedMerge, ScheduledMerge, UnpinnedMerge, Retarget, PrState],
+            effect: "lands the PR's head on its base, read from the forge (the PR workflow judges it: an independent approval at that head and base, a merge lease; the head is pinned with `head_commit_id`); closes the issues the PR's texts close (read from the forge) and those its `title` and `message` close; with `delete_branch`, deletes the head branch in the repository it lives in — a fork's too — and Gitea closes the other open PRs it heads and moves those based on it to that repository's default branch",
+            invariants: &[ProtectedBranch, ForcedMerge, ScheduledMerge, UnpinnedMerge, Retarget, PrState, IssueState],
         },
         Stated {
             tool: "pull_request_write",
@@ -695,20 +854,38 @@ pub const STATED: &[crate::dialect::table::Stated] = {
         Stated {
             tool: "issue_write",
             method: "update",
-            effect: "edits the issue; on a PR's number (read from the forge: PRs and issues share numbers), a `state` closes or reopens the PR and a title or body edits it",
-            invariants: &[PrState],
+            effect: "edits the issue; on a PR's number (read from the forge: PRs and issues share numbers), a `state` closes or reopens the PR and a title or body edits it; on an issue's, a `state` closes or reopens the issue, and a `ref` chooses the branch whose commits close it by keyword",
+            invariants: &[PrState, IssueState],
+        },
+        Stated {
+            tool: "issue_write",
+            method: "create",
+            effect: "opens an issue (its texts close nothing); a `ref` chooses the branch whose commits close it by keyword",
+            invariants: &[IssueState],
+        },
+        Stated {
+            tool: "issue_write",
+            method: "add_comment",
+            effect: "comments on the issue or PR (read from the forge: PRs and issues share numbers); a comment on a PR closes, by keyword, issues when the PR merges",
+            invariants: &[IssueState],
+        },
+        Stated {
+            tool: "issue_write",
+            method: "edit_comment",
+            effect: "edits a comment (its issue or PR is not named: read as a PR's, whose keywords close issues when it merges)",
+            invariants: &[IssueState],
         },
         Stated {
             tool: "create_or_update_file",
             method: "",
-            effect: "commits to `new_branch_name` (made from `branch_name`), else to `branch_name`, else to the repository's default branch (read from the forge); the pusher is recorded",
-            invariants: &[ProtectedBranch, ProtectedPath],
+            effect: "commits to `new_branch_name` (made from `branch_name`), else to `branch_name`, else to the repository's default branch (read from the forge); the pusher is recorded; its message's keywords close issues when it lands",
+            invariants: &[ProtectedBranch, ProtectedPath, IssueState],
         },
         Stated {
             tool: "delete_file",
             method: "",
-            effect: "commits a deletion, to the branch a file write would write",
-            invariants: &[ProtectedBranch, ProtectedPath],
+            effect: "commits a deletion, to the branch a file write would write; its message's keywords close issues when it lands",
+            invariants: &[ProtectedBranch, ProtectedPath, IssueState],
         },
         Stated { tool: "create_branch", method: "", effect: "creates `branch`", invariants: &[ProtectedBranch] },
         Stated {
@@ -744,6 +921,54 @@ pub const STATED: &[crate::dialect::table::Stated] = {
     ]
 };
 
+/// The calls whose texts Gitea acts on later, and what it does with them.
+pub const TEXTS: &[crate::dialect::table::Texts] = {
+    use crate::dialect::table::Texts;
+    const LANDING: &str = "a closing (reopening) keyword closes (reopens) the issue it names — here, or in another \
+                           repository (`owner/name#N`) — when the commit reaches the default branch or the issue's \
+                           `ref` branch (any branch, where the instance closes issues by commits in any branch): no \
+                           role but the controller and the reconciler may write one";
+    const AT_MERGE: &str = "cross-references of the PR: when it merges, a closing (reopening) keyword closes (reopens) \
+                            the issue it names; the author may name the issues it holds the lock of, no other role any";
+    &[
+        Texts {
+            tool: "create_or_update_file",
+            method: "",
+            texts: "`message` (empty: Gitea's default, naming `path`)",
+            acts: LANDING,
+        },
+        Texts {
+            tool: "delete_file",
+            method: "",
+            texts: "`message` (empty: Gitea's default, naming `path`)",
+            acts: LANDING,
+        },
+        Texts { tool: "pull_request_write", method: "create", texts: "`title`, `body`", acts: AT_MERGE },
+        Texts { tool: "pull_request_write", method: "update", texts: "`title`, `body`", acts: AT_MERGE },
+        Texts {
+            tool: "pull_request_write",
+            method: "merge",
+            texts: "`title`, `message` (the merge commit's message); the PR's title, body, comments and review comments (read from the forge)",
+            acts: "the merge closes (reopens) every issue its PR's texts name with a keyword, now; its own message lands on the base now and may close only those",
+        },
+        Texts {
+            tool: "issue_write",
+            method: "update",
+            texts: "`ref`; on a PR's number, `title`, `body`",
+            acts: "`ref`: commits landing on that branch close the issue by keyword (the controller's and the reconciler's to set); a PR's title and body: as `pull_request_write update`",
+        },
+        Texts { tool: "issue_write", method: "create", texts: "`ref`", acts: "as `issue_write update`'s `ref`" },
+        Texts { tool: "issue_write", method: "add_comment", texts: "`body`, on a PR's number", acts: AT_MERGE },
+        Texts { tool: "issue_write", method: "edit_comment", texts: "`body` (read as a PR's comment)", acts: AT_MERGE },
+        Texts {
+            tool: "pull_request_review_write",
+            method: "",
+            texts: "`body`, `comments[].body`, `message` (every method)",
+            acts: AT_MERGE,
+        },
+    ]
+};
+
 /// What the reference page (`docs/reference/gitea-mcp.md`) is built from.
 pub const SURFACE: crate::dialect::table::Surface = crate::dialect::table::Surface {
     intro: "# The gitea-mcp dialect\n\nEvery tool and `method` of the official Gitea MCP server the forge dialect \
@@ -755,7 +980,10 @@ pub const SURFACE: crate::dialect::table::Surface = crate::dialect::table::Surfa
     stated: STATED,
     reviews: &[("pull_request_review_write", REVIEW_METHODS)],
     review_effect: "a review action (an approval or a request-changes is judged by the PR workflow: a review lease at \
-                    the head, pinned with `commit_id`)",
+                    the head, pinned with `commit_id`); its body, comments and replies close, by keyword, issues when the \
+                    PR merges",
+    review_invariants: &[crate::effect::Invariant::IssueState],
+    texts: TEXTS,
     plain: PLAIN_WRITES,
     outro: "Any reader given `output_path` writes a file on the server's host (`reader-writes`). The invariants, what \
             each holds and what lifting it gives up: [the policy chapter](../policy.md#invariants).",

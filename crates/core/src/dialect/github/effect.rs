@@ -33,11 +33,13 @@ const MERGE_METHOD: &str = "merge_method";
 use crate::dialect::table::{Stated, Surface};
 use crate::dialect::{
     ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW, Dialect, PrFacts, PrTarget,
-    Schemas, declared_key, number, rest_pr_facts, text,
+    Schemas, declared_key, merge_issues, number, pr_texts, rest_pr_facts, text, text_effects,
 };
 use crate::effect::{
     Answered, BranchMove, Effect, Kind, MergeTerms, Move, PathWrite, PrChange, PrEffect, Read, Repo, answer,
 };
+use crate::effect::{IssueChange, IssueEffect, When};
+use crate::textref::GITHUB as GRAMMAR;
 use serde_json::{Map, Value};
 
 /// The readers the server has, each with its `method` values (empty: none).
@@ -328,6 +330,45 @@ pub const STATED: &[Stated] = {
     ]
 };
 
+/// The calls whose texts GitHub acts on later, and what it does with them (its comments and
+/// review bodies close nothing).
+pub const TEXTS: &[crate::dialect::table::Texts] = {
+    use crate::dialect::table::Texts;
+    const LANDING: &str = "a closing keyword closes the issue it names (`#N`, `owner/name#N`, `GH-N`, its URL) when \
+                           the commit reaches the default branch: no role but the controller and the reconciler may \
+                           write one (`issue-state`)";
+    const AT_MERGE: &str = "a closing keyword in the body links the issue, closed when the PR merges into the default \
+                            branch (the title too, read generously: a squash carries it onto the base); the author may \
+                            name the issues it holds the lock of, no other role any (`issue-state`)";
+    &[
+        Texts { tool: "create_or_update_file", method: "", texts: "`message`", acts: LANDING },
+        Texts { tool: "delete_file", method: "", texts: "`message`", acts: LANDING },
+        Texts { tool: "push_files", method: "", texts: "`message`", acts: LANDING },
+        Texts { tool: "create_pull_request", method: "", texts: "`title`, `body`", acts: AT_MERGE },
+        Texts { tool: "update_pull_request", method: "", texts: "`title`, `body`", acts: AT_MERGE },
+        Texts { tool: "update_pull_request_title", method: "", texts: "`title`", acts: AT_MERGE },
+        Texts { tool: "update_pull_request_body", method: "", texts: "`body`", acts: AT_MERGE },
+        Texts {
+            tool: "issue_write",
+            method: "update",
+            texts: "`title`, `body`, on a PR's number; `state`, on an issue's",
+            acts: "a PR's title and body: as `update_pull_request`; an issue's `state` closes or reopens it, the controller's and the reconciler's (`issue-state`)",
+        },
+        Texts {
+            tool: "update_issue_state",
+            method: "",
+            texts: "`state`, on an issue's number",
+            acts: "closes or reopens the issue: the controller's and the reconciler's (`issue-state`)",
+        },
+        Texts {
+            tool: "merge_pull_request",
+            method: "",
+            texts: "`commit_title`, `commit_message`; the PR's title and body (read from the forge)",
+            acts: "the merge closes the issues its PR's texts name with a keyword; the merge commit lands on the base now, and its own message may close only those (`issue-state`)",
+        },
+    ]
+};
+
 /// What the reference page (`docs/reference/github-mcp.md`) is built from.
 pub const SURFACE: Surface = Surface {
     intro: "# The github-mcp dialect\n\nEvery tool and `method` of GitHub's official MCP server the forge dialect \
@@ -341,7 +382,9 @@ pub const SURFACE: Surface = Surface {
     reviews: REVIEWS,
     review_effect: "a review action (an approval or a request-changes, `event`, is judged by the PR workflow: a review \
                     lease at the head; a review made is pinned with `commitID`)",
+    review_invariants: &[],
     plain: PLAIN_WRITES,
+    texts: TEXTS,
     outro: "No tool of this server deletes a branch, forces a merge or schedules one. GitHub's \"automatically delete \
             head branches\" setting, which no tool reads, may retarget or close the PRs based on a merged PR's head: \
             approvals are for a base, so a retargeted PR needs a new one. The invariants, what each holds and what \
@@ -423,11 +466,25 @@ fn repository(cx: Cx<'_>, owner: &str, repo: &str) -> Step<String> {
     default_branch(ask(cx.answers, read)?, owner, repo).map_err(Pending::Failed)
 }
 
-/// The PR `number` of `owner/repo`, read from the forge.
-fn pr(cx: Cx<'_>, owner: &str, repo: &str, number: u64) -> Step<PrFacts> {
+/// The PR `number` of `owner/repo`, as the forge answers it.
+fn pr_answer<'a>(cx: Cx<'a>, owner: &str, repo: &str, number: u64) -> Step<&'a Value> {
     let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
     let read = super::pr_read(&target, cx.schemas).map_err(Pending::Failed)?;
-    rest_pr_facts(ask(cx.answers, read)?).map_err(Pending::Failed)
+    ask(cx.answers, read)
+}
+
+/// The PR `number` of `owner/repo`, read from the forge.
+fn pr(cx: Cx<'_>, owner: &str, repo: &str, number: u64) -> Step<PrFacts> {
+    rest_pr_facts(pr_answer(cx, owner, repo, number)?).map_err(Pending::Failed)
+}
+
+/// What a merge does to issues ([`merge_issues`]): its PR's title and body (`answer`), which
+/// GitHub closes when the PR merges into the default branch, and the merge commit's own
+/// `commit_title` and `commit_message`, landing on the base now.
+fn merge_texts(args: &Map<String, Value>, answer: &Value, base_repo: &Repo) -> Vec<IssueEffect> {
+    let own: Vec<(&str, &str)> =
+        ["commit_title", "commit_message"].into_iter().filter_map(|k| text(args, k).map(|t| (k, t))).collect();
+    merge_issues(&GRAMMAR, answer, &[], &own, base_repo)
 }
 
 /// The number under `key`, as the server passes it on: a whole number from 1 to 2^31-1
@@ -496,6 +553,13 @@ pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String
             }),
             ..Effect::action(ACTION_MERGE)
         },
+        // A commit's message closes what it names when the commit lands.
+        Err(_) if matches!(tool, "create_or_update_file" | "delete_file" | "push_files") => {
+            let here = Repo::new(text(args, "owner").unwrap_or_default(), text(args, "repo").unwrap_or_default());
+            let landing = When::Landing { branch: strip(text(args, "branch").unwrap_or_default()).to_owned() };
+            let message = text(args, "message").unwrap_or_default();
+            Effect { issues: text_effects(&GRAMMAR, &here, "message", message, &landing, None), ..Effect::write() }
+        }
         Err(_) => Effect::write(),
     }
 }
@@ -579,7 +643,10 @@ fn state(tool: &str, args: &Map<String, Value>, _schema: Option<&Map<String, Val
         "assign_copilot_to_issue" | "assign_copilot_to_issue_with_intent" => Ok(Effect::unknown(format!(
             "`{tool}` starts GitHub's Copilot coding agent, which pushes and opens PRs of its own that no gate sees"
         ))),
-        "create_pull_request" => Ok(Effect::action(ACTION_OPEN)),
+        "create_pull_request" => Ok(Effect {
+            issues: pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: None }),
+            ..Effect::action(ACTION_OPEN)
+        }),
         "update_pull_request" => {
             let number = bounded(tool, args, PR_NUMBER)?;
             let mut prs = Vec::new();
@@ -595,11 +662,13 @@ fn state(tool: &str, args: &Map<String, Value>, _schema: Option<&Map<String, Val
             if ["title", "body"].iter().any(|k| args.contains_key(*k)) {
                 prs.push(on(number, PrChange::Text));
             }
-            Ok(Effect { prs, ..Effect::action(action) })
+            let issues = pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: Some(number) });
+            Ok(Effect { prs, issues, ..Effect::action(action) })
         }
         "update_pull_request_title" | "update_pull_request_body" => {
             let number = bounded(tool, args, PR_NUMBER)?;
-            Ok(Effect { prs: vec![on(number, PrChange::Text)], ..Effect::action(ACTION_EDIT) })
+            let issues = pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: Some(number) });
+            Ok(Effect { prs: vec![on(number, PrChange::Text)], issues, ..Effect::action(ACTION_EDIT) })
         }
         "update_pull_request_state" => {
             let number = bounded(tool, args, PR_NUMBER)?;
@@ -609,7 +678,8 @@ fn state(tool: &str, args: &Map<String, Value>, _schema: Option<&Map<String, Val
         }
         "merge_pull_request" => {
             let number = bounded(tool, args, PR_NUMBER)?;
-            let facts = pr(cx, owner, repo, number)?;
+            let answer = pr_answer(cx, owner, repo, number)?;
+            let facts = rest_pr_facts(answer).map_err(Pending::Failed)?;
             let base_repo = facts.repo.as_deref().map_or_else(|| here.clone(), Repo::full);
             let mut effect = Effect {
                 merge: Some(MergeTerms {
@@ -622,6 +692,7 @@ fn state(tool: &str, args: &Map<String, Value>, _schema: Option<&Map<String, Val
                     style: text(args, MERGE_METHOD).map(str::to_owned),
                 }),
                 prs: vec![PrEffect { repo: base_repo.clone(), pr: number, change: PrChange::Merged }],
+                issues: merge_texts(args, answer, &base_repo),
                 ..Effect::action(ACTION_MERGE)
             };
             if let Some(base) = &facts.base_ref {
@@ -700,7 +771,11 @@ fn state(tool: &str, args: &Map<String, Value>, _schema: Option<&Map<String, Val
                      branch by its plain name"
                 )
             });
-            Ok(Effect { branches, paths, defaults: vec![default], unknown, ..Effect::action(ACTION_PUSH) })
+            // The commit's message acts when the commit reaches the default branch.
+            let message = text(args, "message").unwrap_or_default();
+            let landing = When::Landing { branch: branch.to_owned() };
+            let issues = text_effects(&GRAMMAR, &here, "message", message, &landing, None);
+            Ok(Effect { branches, paths, defaults: vec![default], issues, unknown, ..Effect::action(ACTION_PUSH) })
         }
         "create_branch" => {
             let Some(branch) = text(args, "branch") else {
@@ -737,7 +812,15 @@ fn issue_update(tool: &str, args: &Map<String, Value>, cx: Cx<'_>, here: &Repo, 
         Some(Err(e)) => return Err(Pending::Failed(format!("whether #{number} is a PR could not be read: {e}"))),
     };
     if !is_pr {
-        return Ok(Effect::write());
+        // An issue's state, changed by the call (its texts close nothing).
+        let to = args.get("state").filter(|_| keys.contains(&"state")).map(|s| s.as_str().unwrap_or_default());
+        let by = if tool == "issue_write" { "issue_write update".to_owned() } else { tool.to_owned() };
+        let issues = to.map(|to| IssueEffect {
+            repo: here.clone(),
+            issue: number,
+            change: IssueChange::State { to: to.to_owned(), by },
+        });
+        return Ok(Effect { issues: issues.into_iter().collect(), ..Effect::write() });
     }
     let mut prs = Vec::new();
     let mut action = ACTION_EDIT;
@@ -747,10 +830,14 @@ fn issue_update(tool: &str, args: &Map<String, Value>, cx: Cx<'_>, here: &Repo, 
         prs.push(PrEffect { repo: here.clone(), pr: number, change: PrChange::State { to, by } });
         action = ACTION_CLOSE;
     }
+    let mut issues = Vec::new();
     if ["title", "body"].iter().any(|k| keys.contains(k) && args.contains_key(*k)) {
         prs.push(PrEffect { repo: here.clone(), pr: number, change: PrChange::Text });
+        let sent: Map<String, Value> =
+            args.iter().filter(|(k, _)| keys.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+        issues = pr_texts(&GRAMMAR, &sent, here, &When::AtMerge { pr: Some(number) });
     }
-    Ok(Effect { prs, ..Effect::action(action) })
+    Ok(Effect { prs, issues, ..Effect::action(action) })
 }
 
 #[cfg(test)]

@@ -19,11 +19,26 @@ struct Forge {
     parent_open: Vec<(u64, &'static str, &'static str, &'static str)>,
     /// Reads that fail.
     failing: Vec<&'static str>,
+    /// Every PR's body, and the bodies of the comments on it.
+    body: &'static str,
+    comments: Vec<&'static str>,
+    /// The open PRs of the fork `alice/repo` (listed by `search_repos` when there are any).
+    fork_open: Vec<(u64, &'static str, &'static str, &'static str)>,
 }
 
 impl Default for Forge {
     fn default() -> Self {
-        Self { default_branch: "main", forks: 0, fork_of: None, open: vec![], parent_open: vec![], failing: vec![] }
+        Self {
+            default_branch: "main",
+            forks: 0,
+            fork_of: None,
+            open: vec![],
+            parent_open: vec![],
+            failing: vec![],
+            body: "",
+            comments: vec![],
+            fork_open: vec![],
+        }
     }
 }
 
@@ -43,10 +58,25 @@ impl Forge {
                 if let Some(parent) = self.fork_of {
                     entry["parent"] = json!({ "full_name": parent });
                 }
-                Ok(json!([entry]))
+                if self.fork_open.is_empty() {
+                    return Ok(json!([entry]));
+                }
+                // gitea-mcp's slimmed answer names no fork's parent.
+                let fork =
+                    json!({ "full_name": "alice/repo", "default_branch": "main", "forks_count": 0, "fork": true });
+                Ok(json!([entry, fork]))
             }
+            "issue_read" => {
+                assert_eq!(a["method"], "get_comments");
+                Ok(Value::Array(self.comments.iter().map(|b| json!({ "body": b })).collect()))
+            }
+            "pull_request_read" if a["method"] == "get_review_comments" => Ok(json!([])),
             "list_pull_requests" => {
-                let listed = if owner == "up" { &self.parent_open } else { &self.open };
+                let listed = match owner {
+                    "up" => &self.parent_open,
+                    "alice" => &self.fork_open,
+                    _ => &self.open,
+                };
                 let page = a.get("page").and_then(Value::as_u64).unwrap_or(1);
                 if page > 1 {
                     return Ok(json!([]));
@@ -66,7 +96,7 @@ impl Forge {
                 };
                 let base_repo = if owner == "up" { "up/repo" } else { "Org/Repo" };
                 Ok(json!({
-                    "number": n, "state": "open",
+                    "number": n, "state": "open", "title": "t", "body": self.body,
                     "head": { "ref": head, "sha": "1a38ef95aaaa", "repo": { "full_name": head_repo } },
                     "base": { "ref": base, "sha": "2b38ef95aaaa", "repo": { "full_name": base_repo } },
                 }))
@@ -334,12 +364,19 @@ fn the_reference_page_lists_every_stated_call_once_and_only_those() {
         assert!(e.unknown.is_none(), "{} {}: {e:?}", s.tool, s.method);
         let method = if s.method.is_empty() { "—".to_owned() } else { format!("`{}`", s.method) };
         let needle = format!("| `{}` | {method} |", s.tool);
-        assert_eq!(page.matches(&needle).count(), 1, "{needle}");
+        let stated = page.split("## Texts the forge acts on").next().unwrap_or_default();
+        assert_eq!(stated.matches(&needle).count(), 1, "{needle}");
     }
     for (tool, methods) in READERS.iter().chain(PLAIN_WRITES) {
         for m in methods.iter() {
             assert_eq!(page.matches(&format!("| `{tool}` | `{m}` |")).count(), 1, "{tool} {m}");
         }
+    }
+    // Each call whose texts the forge acts on is listed once more, in the texts' table.
+    let (_, texts) = page.split_once("## Texts the forge acts on").expect("the texts' table");
+    for t in TEXTS {
+        let method = if t.method.is_empty() { "—".to_owned() } else { format!("`{}`", t.method) };
+        assert_eq!(texts.matches(&format!("| `{}` | {method} |", t.tool)).count(), 1, "{} {}", t.tool, t.method);
     }
     assert!(page.contains("| `pull_request_write` | `merge` |") && page.contains("`scheduled-merge`"));
     assert!(!page.contains("frobnicate"));
@@ -389,4 +426,113 @@ mod protected {
             }
         }
     }
+}
+
+fn issue_breaches(effect: &Effect, role: &str) -> Vec<String> {
+    judge(effect, role, &Protection::default(), &[])
+        .breaches
+        .into_iter()
+        .filter(|b| b.invariant == Invariant::IssueState)
+        .map(|b| b.reason)
+        .collect()
+}
+
+/// Text the forge acts on later is part of the effect: a commit message's keyword, a PR's
+/// texts, a comment on a PR, a review's, an issue's `ref`, a merge's message — each judged
+/// for the role that lands it.
+#[test]
+fn texts_the_forge_acts_on_are_stated_and_judged_for_the_role_that_lands_them() {
+    let forge = Forge { open: vec![(3, "feat", "Org/Repo", "main")], body: "Fixes #2", ..Forge::default() };
+    // A commit message: the forge closes the issue when the commit lands on the default
+    // branch (or the issue's ref): no role but the state roles writes one, with `!` too.
+    let write = |message: &str| {
+        let call = json!({ "path": "a", "branch_name": "feat", "message": message });
+        forge.effect("create_or_update_file", with_repo(call))
+    };
+    let e = write("Fixes !7");
+    assert_eq!(e.issues[0].issue, 7);
+    assert_eq!(breaches(&e, "author"), [Invariant::IssueState], "{e:?}");
+    assert!(issue_breaches(&e, "author")[0].contains("Fixes !7"));
+    assert!(breaches(&write("cloſes other/repo#7"), "author") == [Invariant::IssueState], "another repository's");
+    assert!(breaches(&write("Refs #7, see #8"), "author").is_empty(), "a mention closes nothing");
+    // A PR's body: the author names what its merge closes (the issue lock judges it).
+    let open = json!({ "method": "create", "title": "t", "body": "Closes Org/Repo#2", "head": "feat", "base": "main" });
+    let e = forge.effect("pull_request_write", with_repo(open));
+    assert!(matches!(&e.issues[0].change, IssueChange::ByText { when: When::AtMerge { pr: None }, .. }), "{e:?}");
+    assert!(breaches(&e, "author").is_empty());
+    // A comment on a PR and a review's comment: not the reviewer's to close with.
+    let comment = json!({ "method": "add_comment", "issue_number": 3, "body": "fixes #2" });
+    assert_eq!(breaches(&forge.effect("issue_write", with_repo(comment)), "reviewer"), [Invariant::IssueState]);
+    let on_issue = json!({ "method": "add_comment", "issue_number": 9, "body": "fixes #2" });
+    assert!(forge.effect("issue_write", with_repo(on_issue)).issues.is_empty(), "an issue's comments close nothing");
+    let review = json!({ "method": "create", "pull_number": 3, "state": "COMMENT", "body": "ok",
+                         "comments": [{ "path": "a", "body": "Resolves #2", "new_line_num": 1 }] });
+    assert_eq!(
+        breaches(&forge.effect("pull_request_review_write", with_repo(review)), "reviewer"),
+        [Invariant::IssueState]
+    );
+    // An issue's `ref`, and its state, are the state roles'.
+    let reference = json!({ "method": "update", "issue_number": 9, "ref": "feat" });
+    let e = forge.effect("issue_write", with_repo(reference));
+    assert_eq!(breaches(&e, "author"), [Invariant::IssueState]);
+    assert!(breaches(&e, "controller").is_empty());
+    let close = json!({ "method": "update", "issue_number": 9, "state": "closed" });
+    assert_eq!(breaches(&forge.effect("issue_write", with_repo(close)), "author"), [Invariant::IssueState]);
+    // A merge closes what its PR names; its own message no more.
+    let merge = |message: &str| {
+        forge
+            .effect("pull_request_write", with_repo(json!({ "method": "merge", "pull_number": 3, "message": message })))
+    };
+    let e = merge("Closes #2");
+    assert!(breaches(&e, "merger").is_empty(), "{e:?}");
+    assert!(e.issues.iter().any(|i| i.issue == 2), "the PR's body closes #2 at the merge: {e:?}");
+    let e = merge("Closes #5");
+    assert_eq!(breaches(&e, "merger"), [Invariant::IssueState]);
+    assert!(issue_breaches(&e, "merger")[0].contains("do not name"), "{:?}", issue_breaches(&e, "merger"));
+}
+
+/// The comments on a PR are its texts too: a merge reads them, and what they close is the
+/// merge's (named by the PR).
+#[test]
+fn a_merge_reads_the_pr_s_comments() {
+    let forge = Forge { open: vec![(3, "feat", "Org/Repo", "main")], comments: vec!["fixes !6"], ..Forge::default() };
+    let e = forge.effect("pull_request_write", with_repo(json!({ "method": "merge", "pull_number": 3 })));
+    let six = e.issues.iter().find(|i| i.issue == 6).expect("#6 closes at the merge");
+    assert!(matches!(&six.change, IssueChange::ByText { named_by_pr: true, .. }), "{six:?}");
+    let down = Forge { failing: vec!["issue_read"], ..forge };
+    let e = down.effect("pull_request_write", with_repo(json!({ "method": "merge", "pull_number": 3 })));
+    assert!(e.unestablished[0].contains("issue_read"), "{e:?}");
+}
+
+/// A merge's `delete_branch` deletes its head where the head lives: in a fork, the fork's
+/// branch goes, and the fork's PRs based on it move — judged like a deletion here.
+#[test]
+fn a_merge_deleting_a_fork_head_is_judged_like_a_deletion_here() {
+    let forge = Forge {
+        open: vec![(3, "release/2", "alice/repo", "main")],
+        fork_open: vec![(1, "child", "alice/repo", "release/2")],
+        ..Forge::default()
+    };
+    let merge = json!({ "method": "merge", "pull_number": 3, "delete_branch": true });
+    let e = forge.effect("pull_request_write", with_repo(merge));
+    let deleted = e.branches.iter().find(|b| b.how == Move::Delete).expect("the head is deleted");
+    assert_eq!((deleted.repo.0.as_str(), deleted.branch.as_str()), ("alice/repo", "release/2"));
+    let moved = e.prs.iter().find(|p| p.repo.0 == "alice/repo").expect("the fork's PR");
+    assert_eq!(moved.change, PrChange::RetargetedWithBranch { branch: "release/2".into() });
+    let p = Protection { branches: vec!["release/*".into()], ..Protection::default() };
+    let found: Vec<Invariant> = judge(&e, "merger", &p, &[]).breaches.into_iter().map(|b| b.invariant).collect();
+    assert_eq!(found, [Invariant::ProtectedBranch, Invariant::Retarget], "{e:?}");
+    // Without the fork's PRs to read, it is refused (never blind).
+    let down = Forge { failing: vec!["list_pull_requests"], ..forge };
+    let e = down
+        .effect("pull_request_write", with_repo(json!({ "method": "merge", "pull_number": 3, "delete_branch": true })));
+    assert!(!e.unestablished.is_empty(), "{e:?}");
+}
+
+/// What a commit message closes shows in its arguments alone: replay judges it.
+#[test]
+fn a_commit_message_s_keywords_are_evident_without_a_read() {
+    let call = args(with_repo(json!({ "path": "a", "branch_name": "feat", "message": "Fixes !4" })));
+    let e = evident("create_or_update_file", &call, None);
+    assert_eq!(breaches(&e, "author"), [Invariant::IssueState], "{e:?}");
 }

@@ -276,7 +276,8 @@ fn an_issue_update_on_a_pr_s_number_changes_the_pr() {
         forge.effect("issue_write", with_repo(json!({ "method": "update", "issue_number": n, "state": "closed" })))
     };
     assert_eq!(breaches(&close(5), "author"), [Invariant::PrState]);
-    assert!(breaches(&close(6), "author").is_empty(), "#6 is an issue (GitHub's 404 for a PR read)");
+    assert_eq!(breaches(&close(6), "author"), [Invariant::IssueState], "#6 is an issue (GitHub's 404 for a PR read)");
+    assert!(breaches(&close(6), "controller").is_empty(), "an issue's state is the controller's");
     let e = forge.effect("update_issue_state", with_repo(json!({ "issue_number": 5, "state": "closed" })));
     assert_eq!(breaches(&e, "merger"), [Invariant::PrState]);
     let e = forge.effect("update_issue_title", with_repo(json!({ "issue_number": 5, "title": "t" })));
@@ -379,4 +380,22 @@ fn setting_copilot_s_coding_agent_to_work_through_any_write_is_an_unknown_effect
     // No schema: the gateway's own REST merge pins the head all the same.
     let e = forge.effect("merge_pull_request", with_repo(json!({ "pullNumber": 5 })));
     assert!(breaches(&e, "merger").is_empty(), "{e:?}");
+}
+
+/// GitHub's closing keywords: in a commit message (closing when it reaches the default
+/// branch), a PR's body, a merge commit's own message — each judged for the role.
+#[test]
+fn github_s_closing_keywords_are_stated_and_judged() {
+    let forge = Forge { prs: vec![(5, "feat", "main")], ..Forge::default() };
+    let write = json!({ "path": "a", "content": "x", "branch": "feat", "message": "Fixes GH-7" });
+    let e = forge.effect("create_or_update_file", with_repo(write));
+    assert_eq!(breaches(&e, "author"), [Invariant::IssueState], "{e:?}");
+    let push =
+        json!({ "branch": "feat", "message": "resolves: Org/Repo#7", "files": [{ "path": "a", "content": "x" }] });
+    assert_eq!(breaches(&forge.effect("push_files", with_repo(push)), "author"), [Invariant::IssueState]);
+    let open = json!({ "title": "t", "body": "Closes #7", "head": "feat", "base": "main" });
+    assert!(breaches(&forge.effect("create_pull_request", with_repo(open)), "author").is_empty());
+    let merge = json!({ "pullNumber": 5, "commit_message": "closes https://github.com/org/repo/issues/8" });
+    // Pinned either way (the gateway's own REST merge lands `commit_message` all the same).
+    assert_eq!(breaches(&forge.effect("merge_pull_request", with_repo(merge)), "merger"), [Invariant::IssueState]);
 }
