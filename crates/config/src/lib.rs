@@ -68,6 +68,9 @@ pub struct FleetConfig {
     pub http: HttpSettings,
     /// `[fleet] forge`: a built-in rule profile for the downstream (`gitea-mcp`).
     pub forge: Option<String>,
+    /// `[forge] close_keywords` / `reopen_keywords`: a Gitea instance's own keyword lists
+    /// (its `app.ini`'s), which the dialect reads besides Gitea's defaults.
+    pub forge_keywords: fleetgate_core::textref::Keywords,
     /// `[[rules]]`, then the forge profile's: argument-aware policy.
     pub rules: RuleSet,
     /// `[workflow]`: the pull-request workflow.
@@ -472,6 +475,49 @@ struct RawFile {
     invariants: Option<RawInvariants>,
     shadow: Option<RawShadow>,
     retention: Option<RawRetention>,
+    forge: Option<RawForge>,
+}
+
+/// `[forge]` as written: the instance's own grammar.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawForge {
+    close_keywords: Option<Vec<String>>,
+    reopen_keywords: Option<Vec<String>>,
+}
+
+impl RawForge {
+    /// The keyword lists, checked against the dialect `[fleet] forge` names: only Gitea's
+    /// are the instance's to configure (GitHub's closing keywords are fixed).
+    fn resolve(self, forge: Option<&str>) -> Result<fleetgate_core::textref::Keywords, String> {
+        use fleetgate_core::dialect::{gitea, github};
+        let set = [("close_keywords", &self.close_keywords), ("reopen_keywords", &self.reopen_keywords)];
+        let Some((key, _)) = set.iter().find(|(_, v)| v.is_some()) else {
+            return Ok(fleetgate_core::textref::Keywords::NONE);
+        };
+        match forge {
+            Some(gitea::NAME) => {}
+            Some(github::NAME) => {
+                return Err(format!(
+                    "[forge] {key}: GitHub's closing keywords are fixed (close, closes, closed, fix, fixes, fixed, \
+                     resolve, resolves, resolved) and it has no reopening ones; the key is for a Gitea instance's \
+                     app.ini lists: remove it"
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "[forge] {key}: the instance's keywords are read by a forge dialect, and [fleet] forge names \
+                     {}",
+                    forge.map_or_else(|| "none".to_owned(), |f| format!("{f:?}, which has none"))
+                ));
+            }
+        }
+        fleetgate_core::textref::Keywords::new(
+            self.close_keywords.as_deref().unwrap_or_default(),
+            self.reopen_keywords.as_deref().unwrap_or_default(),
+        )
+        .map_err(|why| format!("[forge] {why}"))
+    }
 }
 
 /// `[retention]` as written: ages (`90d`).
@@ -798,6 +844,7 @@ impl FleetConfig {
             tools: ToolRules::default(),
             http: HttpSettings::default(),
             forge: None,
+            forge_keywords: fleetgate_core::textref::Keywords::NONE,
             rules: RuleSet::default(),
             workflow: WorkflowSettings::default(),
             downstream_pass_env: Vec::new(),
@@ -896,6 +943,10 @@ impl FleetConfig {
         let shared = raw.approvals.as_ref().map(|a| a.shared.clone()).unwrap_or_default();
         let people = people::resolve(raw.people, shared, links).map_err(err)?;
         let rules = rules(text, source, raw.rules, &members, forge.as_deref(), &people)?;
+        let forge_keywords = match raw.forge {
+            Some(f) => f.resolve(forge.as_deref()).map_err(err)?,
+            None => fleetgate_core::textref::Keywords::NONE,
+        };
         let remote = raw.binding.as_ref().map(|b| b.remote.as_str());
         let workflow = workflow::RawWorkflow::resolve(raw.workflow, remote).map_err(err)?;
         let otlp_endpoint = raw.tracing.and_then(|t| t.otlp_endpoint);
@@ -994,6 +1045,7 @@ impl FleetConfig {
             workflow,
             http,
             forge,
+            forge_keywords,
             rules,
             roles: raw.roles,
             tools: raw.tools,
@@ -1037,7 +1089,11 @@ impl FleetConfig {
             "roles": self.roles,
             "rules": self.rules.rules(),
         });
-        // Named only when there are lifts, so a roster without any keeps its digest.
+        // Named only when set, so a roster without them keeps its digest.
+        if !self.forge_keywords.is_empty() {
+            decides["keywords"] =
+                serde_json::json!({ "close": self.forge_keywords.close(), "reopen": self.forge_keywords.reopen() });
+        }
         let lifted = self.lifted();
         if !lifted.is_empty() {
             decides["lifted"] = serde_json::json!(lifted);
@@ -1059,8 +1115,14 @@ impl FleetConfig {
     }
 
     /// The forge dialect `[fleet] forge` names (checked at load: a known one).
+    /// A Gitea dialect reads the instance's own keywords (`[forge]`) besides the defaults.
     pub fn dialect(&self) -> Option<&'static dyn fleetgate_core::dialect::Dialect> {
-        self.forge.as_deref().and_then(fleetgate_core::dialect::by_name)
+        match self.forge.as_deref() {
+            Some(fleetgate_core::dialect::gitea::NAME) if !self.forge_keywords.is_empty() => {
+                Some(fleetgate_core::dialect::gitea::with_keywords(&self.forge_keywords))
+            }
+            name => name.and_then(fleetgate_core::dialect::by_name),
+        }
     }
 
     /// The role policy of `role` (open when the config has no table for it).
@@ -1576,6 +1638,47 @@ role = "reviewer"
         assert!(e.starts_with("f.toml:28:") && e.contains("f.toml:24") && e.contains("never decide"), "{e}");
         let e = FleetConfig::parse(&GOOD.replace("[fleet]", "[fleet]\nforge = \"gitlab\""), "f.toml").unwrap_err();
         assert!(e.to_string().contains("not a known forge dialect (known: gitea-mcp"), "{e}");
+    }
+
+    #[test]
+    fn a_gitea_instance_s_own_keywords_reach_its_dialect_and_bad_ones_are_refused_by_key() {
+        let gitea = GOOD.replace("[fleet]", "[fleet]\nforge = \"gitea-mcp\"");
+        let with = |forge: &str| {
+            format!("{forge}\n[forge]\nclose_keywords = [\"Schließt\", \"fixes\"]\nreopen_keywords = [\"öffnet\"]\n")
+        };
+        let c = FleetConfig::parse(&with(&gitea), "f.toml").unwrap();
+        assert_eq!(c.forge_keywords.close(), ["schliesst", "fixes"]);
+        assert_eq!(c.forge_keywords.reopen(), ["öffnet"]);
+        let plain = FleetConfig::parse(&gitea, "f.toml").unwrap();
+        assert!(plain.forge_keywords.is_empty());
+        assert_ne!(c.rules_digest(), plain.rules_digest(), "the keywords decide calls: the digest names them");
+        // The dialect reads them: a commit message with one closes the issue it names.
+        let args = serde_json::json!({ "owner": "o", "repo": "r", "branch_name": "f", "message": "schließt #3" });
+        let closes = |c: &FleetConfig| {
+            let effect = c.dialect().unwrap().evident("create_or_update_file", args.as_object().unwrap(), None);
+            effect.issues.iter().any(|i| i.issue == 3 && i.changes_state())
+        };
+        assert!(closes(&c));
+        assert!(!closes(&plain));
+        assert!(
+            std::ptr::eq(c.dialect().unwrap(), FleetConfig::parse(&with(&gitea), "f.toml").unwrap().dialect().unwrap()),
+            "one dialect per list"
+        );
+        for (bad, says) in [
+            ("close_keywords = [\"fix-it\"]", "f.toml: [forge] close_keywords: \"fix-it\" holds '-'"),
+            ("reopen_keywords = [\"\"]", "f.toml: [forge] reopen_keywords: an empty keyword"),
+            ("close_keywords = [\"zu\"]\nreopen_keywords = [\"Zu\"]", "in both close_keywords and reopen_keywords"),
+            ("close_keyword = [\"zu\"]", "unknown field `close_keyword`"),
+            ("close_keywords = \"zu\"", "f.toml:"),
+        ] {
+            let e = FleetConfig::parse(&format!("{gitea}\n[forge]\n{bad}\n"), "f.toml").unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let github = GOOD.replace("[fleet]", "[fleet]\nforge = \"github-mcp\"");
+        let e = FleetConfig::parse(&with(&github), "f.toml").unwrap_err().to_string();
+        assert!(e.contains("[forge] close_keywords: GitHub's closing keywords are fixed"), "{e}");
+        let e = FleetConfig::parse(&with(GOOD), "f.toml").unwrap_err().to_string();
+        assert!(e.contains("[fleet] forge names none"), "{e}");
     }
 
     #[test]

@@ -56,6 +56,7 @@ pub const TABLES: &[Table] = &[
             key("invariants", "table", "The forge profile's invariants an operator lifts, by name."),
             key("shadow", "table (unset)", "A candidate roster judged beside the running one, never enforced."),
             key("retention", "table (unset)", "How long history is kept, and how often it is pruned."),
+            key("forge", "table (unset)", "The forge instance's own grammar: a Gitea `app.ini`'s keyword lists."),
         ],
     },
     Table {
@@ -538,11 +539,36 @@ pub const TABLES: &[Table] = &[
             "lift",
             "list of invariant names, `[]`",
             "The invariants lifted, each named: `protected-branch`, `protected-path`, `forced-merge`, \
-             `scheduled-merge`, `unpinned-merge`, `retarget`, `pr-state`, `reader-writes`, `unknown-effect`, \
-             `independent-review` (also lifted by `[workflow] independent_review = \"off\"`). Every call a lift \
+             `scheduled-merge`, `unpinned-merge`, `retarget`, `pr-state`, `issue-state`, `reader-writes`, \
+             `unknown-effect`, `independent-review` (also lifted by `[workflow] independent_review = \"off\"`). Every call a lift \
              lets through says so in its audit entry; `doctor`, `rules diff`, the dashboard and the start-up log \
              name every lift.",
         )],
+    },
+    Table {
+        header: "[forge]",
+        about: "What the forge instance itself reads in the texts a call lands (commit messages, a PR's title, body \
+                and comments, a merge's message): the gate reads them with the forge's grammar, and closes the gaps \
+                an instance's own settings open. Copy your Gitea `app.ini`'s `[repository.pull-request]` lists \
+                here. Only with `[fleet] forge = \"gitea-mcp\"`: GitHub's closing keywords are fixed, and a \
+                roster that sets these keys under `github-mcp` (or no forge) is refused at load.",
+        keys: &[
+            key(
+                "close_keywords",
+                "list of words, `[]`",
+                "Your instance's `CLOSE_KEYWORDS` (e.g. a translation: `[\"schließt\", \"behebt\"]`): a text \
+                 with one of them before an issue's reference is stated as closing it, and judged (`issue-state`, \
+                 the issue lock) like Gitea's own `fixes`. Read besides Gitea's defaults (which the instance's \
+                 list replaces: the gate can only find more than the forge acts on), in any case. Each entry a \
+                 word of letters only: one with anything else (`fix-it`, `close it`, an empty one) is refused \
+                 at load, naming it — Gitea ignores such a word, and the gate does not guess how one is read.",
+            ),
+            key(
+                "reopen_keywords",
+                "list of words, `[]`",
+                "Your instance's `REOPEN_KEYWORDS`, read the same way as reopening; a word in both lists is refused.",
+            ),
+        ],
     },
 ];
 

@@ -208,6 +208,16 @@ pub fn forge_config(dialect: &dyn fleetgate_core::dialect::Dialect, remote_name:
         token_comment = comment(server.token_env),
         command = toml_array(server.launch),
     );
+    if dialect.name() == fleetgate_core::dialect::gitea::NAME {
+        // The gate cannot read app.ini: an instance's own keywords are the roster's to say.
+        text.push_str(
+            "\n# When your Gitea's app.ini sets [repository.pull-request] CLOSE_KEYWORDS or REOPEN_KEYWORDS,\n\
+             # copy the lists here, so texts with those words are judged like `fixes #N`:\n\
+             # [forge]\n\
+             # close_keywords = [\"close\", \"closes\", \"closed\", \"fix\", \"fixes\", \"fixed\", \"resolve\", \"resolves\", \"resolved\"]\n\
+             # reopen_keywords = [\"reopen\", \"reopens\", \"reopened\"]\n",
+        );
+    }
     text.push_str(&format!(
         "\n# One member per role, each a `fleetgate serve --profile P -- {}` in a client.\n",
         comment(&launch)
@@ -388,5 +398,20 @@ mod tests {
         assert_eq!(config.members.len(), 5);
         assert_eq!(config.forge.as_deref(), Some("gitea-mcp"));
         assert_eq!(config.members[0].profile, "tools-author");
+    }
+
+    #[test]
+    fn a_gitea_roster_shows_where_the_instance_s_keywords_go_and_uncommented_it_loads() {
+        let remote = Remote { host: "https://git.example.com".into(), org: "acme".into(), repo: "tools".into() };
+        let written = gitea_mcp_config("origin", &remote);
+        let uncommented = written
+            .replace("# [forge]", "[forge]")
+            .replace("# close_keywords", "close_keywords")
+            .replace("# reopen_keywords", "reopen_keywords");
+        let config = FleetConfig::parse(&uncommented, "fleet.toml").unwrap();
+        assert_eq!(config.forge_keywords.close().len(), 9);
+        assert_eq!(config.forge_keywords.reopen(), ["reopen", "reopens", "reopened"]);
+        let github = fleetgate_core::dialect::by_name("github-mcp").unwrap();
+        assert!(!forge_config(github, "origin", &remote).contains("[forge]"), "GitHub's keywords are fixed");
     }
 }

@@ -17,14 +17,18 @@
 //!   tag — compared by Unicode simple case folding (`cloſes` is `closes`); the text is also
 //!   read with its HTML character references decoded (`&#35;3` is `#3`);
 //! * the keywords: the forge's defaults (Gitea: `close[sd]?`, `fix(e[sd])?`, `resolve[sd]?`;
-//!   reopening `reopen(s|ed)?`; GitHub: the same closing words, no reopening).
+//!   reopening `reopen(s|ed)?`; GitHub: the same closing words, no reopening), and on Gitea
+//!   the instance's own lists besides ([`Keywords`]: `[forge] close_keywords` and
+//!   `reopen_keywords`, copied from `app.ini`'s `[repository.pull-request] CLOSE_KEYWORDS`
+//!   and `REOPEN_KEYWORDS`). The instance's lists replace Gitea's defaults; read together,
+//!   the gate can only find more than the forge acts on.
 //!
 //! Pure, linear in the text's length.
 
 use serde::Serialize;
 
 /// One forge's grammar.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Grammar {
     /// The closing keywords (lowercase).
     pub close: &'static [&'static str],
@@ -34,16 +38,95 @@ pub struct Grammar {
     pub bang: bool,
     /// `GH-N` is a reference too.
     pub gh: bool,
+    /// The instance's own keywords, read besides the defaults.
+    pub instance: Keywords,
+}
+
+impl Grammar {
+    /// This grammar with the instance's own `keywords` read besides its defaults.
+    pub fn with(&self, keywords: Keywords) -> Self {
+        Self { instance: keywords, ..self.clone() }
+    }
+}
+
+/// An instance's own closing and reopening keywords (Gitea's `[repository.pull-request]
+/// CLOSE_KEYWORDS` and `REOPEN_KEYWORDS`), folded, each a word of letters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Keywords {
+    close: Vec<String>,
+    reopen: Vec<String>,
+}
+
+impl Keywords {
+    /// No keywords of the instance's own.
+    pub const NONE: Self = Self { close: Vec::new(), reopen: Vec::new() };
+
+    /// The lists as an operator copies them from `app.ini` (each entry trimmed, as Gitea
+    /// trims them). Refused, naming the list (`close` or `reopen`) and the entry: an empty
+    /// entry, and a word with anything but letters — Gitea drops such a word, and a keyword
+    /// whose reading the gate would have to guess is refused rather than read one way; a
+    /// word in both lists (Gitea reads it as closing, the operator meant one of them).
+    pub fn new(close: &[String], reopen: &[String]) -> Result<Self, String> {
+        let list = |name: &str, words: &[String]| -> Result<Vec<String>, String> {
+            let mut out: Vec<String> = Vec::new();
+            for word in words {
+                let w = word.trim();
+                if w.is_empty() {
+                    return Err(format!("{name}_keywords: an empty keyword"));
+                }
+                if let Some(c) = w.chars().find(|c| !c.is_alphabetic()) {
+                    return Err(format!(
+                        "{name}_keywords: {word:?} holds {c:?}: a keyword is a word of letters only (Gitea ignores \
+                         any other, and the gate does not guess how one would be read)"
+                    ));
+                }
+                let folded = fold(w);
+                if !out.contains(&folded) {
+                    out.push(folded);
+                }
+            }
+            Ok(out)
+        };
+        let close = list("close", close)?;
+        let reopen = list("reopen", reopen)?;
+        if let Some(both) = close.iter().find(|w| reopen.contains(w)) {
+            return Err(format!(
+                "{both:?} is in both close_keywords and reopen_keywords: a keyword either closes or reopens"
+            ));
+        }
+        Ok(Self { close, reopen })
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.close.is_empty() && self.reopen.is_empty()
+    }
+
+    /// The closing keywords (folded).
+    pub fn close(&self) -> &[String] {
+        &self.close
+    }
+
+    /// The reopening keywords (folded).
+    pub fn reopen(&self) -> &[String] {
+        &self.reopen
+    }
 }
 
 /// The default closing keywords of both forges (Gitea's `CLOSE_KEYWORDS`, GitHub's list).
 pub const CLOSE: &[&str] = &["close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved"];
 
 /// Gitea's grammar (`modules/references`, the default keywords).
-pub const GITEA: Grammar = Grammar { close: CLOSE, reopen: &["reopen", "reopens", "reopened"], bang: true, gh: false };
+pub const GITEA: Grammar = Grammar {
+    close: CLOSE,
+    reopen: &["reopen", "reopens", "reopened"],
+    bang: true,
+    gh: false,
+    instance: Keywords::NONE,
+};
 
 /// GitHub's grammar (its documented closing keywords).
-pub const GITHUB: Grammar = Grammar { close: CLOSE, reopen: &[], bang: false, gh: true };
+pub const GITHUB: Grammar = Grammar { close: CLOSE, reopen: &[], bang: false, gh: true, instance: Keywords::NONE };
 
 /// What a reference asks of the issue it names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -164,9 +247,9 @@ fn scan(text: &str, grammar: &Grammar) -> Vec<TextRef> {
         .into_iter()
         .map(|(start, end, repo, number)| {
             let (word, word_start) = word_before(text, start);
-            let act = if keyword(&word, grammar.close) {
+            let act = if keyword(&word, grammar.close, &grammar.instance.close) {
                 Act::Close
-            } else if keyword(&word, grammar.reopen) {
+            } else if keyword(&word, grammar.reopen, &grammar.instance.reopen) {
                 Act::Reopen
             } else {
                 Act::Mention
@@ -215,8 +298,12 @@ fn fold(word: &str) -> String {
     word.chars().flat_map(char::to_uppercase).flat_map(char::to_lowercase).collect()
 }
 
-fn keyword(word: &str, keywords: &[&str]) -> bool {
-    !word.is_empty() && keywords.iter().any(|k| fold(word) == *k)
+fn keyword(word: &str, defaults: &[&str], instance: &[String]) -> bool {
+    if word.is_empty() {
+        return false;
+    }
+    let folded = fold(word);
+    defaults.iter().any(|k| folded == *k) || instance.contains(&folded)
 }
 
 /// `text` with the HTML character references a Markdown renderer decodes that could spell a
@@ -302,6 +389,31 @@ mod tests {
         assert_eq!(acts("Closes GH-4", g), [(None, 4, Act::Close)]);
         assert_eq!(acts("Fixes !4", g), Vec::new(), "no `!` on GitHub");
         assert_eq!(acts("reopens #4", g), [(None, 4, Act::Mention)], "no reopening keywords");
+    }
+
+    #[test]
+    fn the_instance_s_own_keywords_are_read_besides_the_defaults() {
+        let words = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let k = Keywords::new(&words(&[" Schließt", "修复"]), &words(&["Öffnet"])).unwrap();
+        let g = GITEA.with(k);
+        assert_eq!(acts("schliesst #3", &GITEA), [(None, 3, Act::Mention)], "not a default");
+        assert_eq!(acts("SCHLIESST #3", &g), [(None, 3, Act::Close)]);
+        assert_eq!(acts("修复 #4", &g), [(None, 4, Act::Close)]);
+        assert_eq!(acts("öffnet: !5", &g), [(None, 5, Act::Reopen)]);
+        assert_eq!(acts("Fixes #6", &g), [(None, 6, Act::Close)], "the defaults stay read");
+        assert_eq!(acts("dasschließt #7", &g), [(None, 7, Act::Mention)], "a word that only holds one is none");
+    }
+
+    #[test]
+    fn a_keyword_the_gate_would_have_to_guess_is_refused() {
+        let words = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        for bad in [&["fix-it"][..], &["close it"], &[""], &["fix2"], &["fix:"]] {
+            let e = Keywords::new(&words(bad), &[]).unwrap_err();
+            assert!(e.starts_with("close_keywords: "), "{bad:?}: {e}");
+        }
+        let e = Keywords::new(&words(&["zu"]), &words(&["ZU"])).unwrap_err();
+        assert!(e.contains("both close_keywords and reopen_keywords"), "{e}");
+        assert!(Keywords::new(&[], &[]).unwrap().is_empty());
     }
 
     #[test]

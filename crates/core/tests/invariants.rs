@@ -11,7 +11,7 @@ use fleetgate_core::BlockerKind;
 use fleetgate_core::capability::{
     Approvals, CapabilityInput, Evidence, RoleRefusal, Standing, ToolClass, resolve_task_capability,
 };
-use fleetgate_core::dialect::{Dialect, Unlisted, gitea::GITEA, github::GITHUB};
+use fleetgate_core::dialect::{Dialect, Unlisted, gitea, gitea::GITEA, github::GITHUB};
 use fleetgate_core::effect::{Answered, Effect, Invariant, Read, judge};
 use fleetgate_core::protect::Protection;
 use fleetgate_core::rules::{ArgMatch, Does, EffectMatch, Op, Rule, RuleSet, operations};
@@ -423,6 +423,57 @@ fn yes_to_everything(kinds: &[BlockerKind]) -> Approvals {
     }
 }
 
+/// A Gitea instance whose `app.ini` has keywords of its own (`[forge] close_keywords`,
+/// `reopen_keywords`): German ones, in any case.
+fn instance_dialect() -> &'static dyn Dialect {
+    let keywords =
+        fleetgate_core::textref::Keywords::new(&["schließt".into(), "behebt".into()], &["öffnet".into()]).unwrap();
+    gitea::with_keywords(&keywords)
+}
+
+/// Text that closes (reopens) an issue only with the instance's own keywords.
+fn instance_attacks() -> Vec<Attack> {
+    let text = |tool: &'static str, args: Value, breaks: fn(&str) -> Option<Invariant>| Attack {
+        schema: None,
+        tool,
+        args,
+        breaks,
+    };
+    vec![
+        text(
+            "create_or_update_file",
+            json!({ "path": "a", "content": "x", "branch_name": "f", "message": "SCHLIESST !9" }),
+            |r| (!state_role(r)).then_some(Invariant::IssueState),
+        ),
+        text(
+            "pull_request_write",
+            json!({ "method": "merge", "pull_number": 1, "message": "behebt ORG/Repo#9" }),
+            |r| (!state_role(r)).then_some(Invariant::IssueState),
+        ),
+        text("issue_write", json!({ "method": "add_comment", "issue_number": 1, "body": "Öffnet #9" }), |r| {
+            (!names(r)).then_some(Invariant::IssueState)
+        }),
+    ]
+}
+
+#[test]
+fn the_instance_s_keywords_are_what_makes_these_texts_act() {
+    for attack in instance_attacks() {
+        let mut args = attack.args.as_object().cloned().unwrap();
+        args.insert("owner".into(), json!("org"));
+        args.insert("repo".into(), json!("repo"));
+        let issue_state = |dialect: &dyn Dialect| {
+            let effect = effect_of(dialect, attack.tool, &args, None);
+            judge(&effect, "reviewer", &Protection::default(), &[])
+                .breaches
+                .iter()
+                .any(|b| b.invariant == Invariant::IssueState)
+        };
+        assert!(issue_state(instance_dialect()), "{} {}: the instance's keyword is read", attack.tool, attack.args);
+        assert!(!issue_state(&GITEA), "{} {}: a mention without the instance's keywords", attack.tool, attack.args);
+    }
+}
+
 /// Judge one attack through `dialect` under the generated roster, everything approved.
 fn check(
     dialect: &dyn Dialect,
@@ -505,6 +556,17 @@ proptest! {
         lifted in prop::sample::subsequence(Invariant::ALL.to_vec(), 0..3),
     ) {
         check(&GITEA, &gitea_attacks()[attack], own, role, &may_override, &lifted)?;
+    }
+
+    #[test]
+    fn no_text_with_the_instance_s_own_keywords_that_breaks_an_invariant_is_allowed_unless_lifted(
+        own in operator_rules(),
+        attack in 0..instance_attacks().len(),
+        role in prop::sample::select(ROLES.to_vec()),
+        may_override in prop::sample::subsequence(OVERRIDABLE.to_vec(), 0..=OVERRIDABLE.len()),
+        lifted in prop::sample::subsequence(Invariant::ALL.to_vec(), 0..3),
+    ) {
+        check(instance_dialect(), &instance_attacks()[attack], own, role, &may_override, &lifted)?;
     }
 
     #[test]

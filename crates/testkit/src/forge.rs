@@ -134,6 +134,13 @@ pub struct Flags {
     /// A token the REST API accepts, and the login it stands for.
     #[arg(long = "token", value_name = "TOKEN=LOGIN")]
     tokens: Vec<String>,
+    /// The instance's `[repository.pull-request] CLOSE_KEYWORDS`, one word a flag: given,
+    /// they replace Gitea's defaults (`gitea-mcp` only).
+    #[arg(long = "close-keyword", value_name = "WORD")]
+    close_keywords: Vec<String>,
+    /// The instance's `REOPEN_KEYWORDS`, the same way.
+    #[arg(long = "reopen-keyword", value_name = "WORD")]
+    reopen_keywords: Vec<String>,
 }
 
 /// The URL the forge's answers and references name its repositories under (Gitea's
@@ -412,6 +419,12 @@ impl ServerHandler for Fixture {
 }
 
 fn fixture(flags: Flags) -> Result<Fixture, String> {
+    if !flags.close_keywords.is_empty() || !flags.reopen_keywords.is_empty() {
+        if flags.surface != "gitea-mcp" {
+            return Err("--close-keyword and --reopen-keyword are a Gitea instance's settings".into());
+        }
+        refs::set_instance_keywords(&flags.close_keywords, &flags.reopen_keywords)?;
+    }
     let repo = flags.repo.canonicalize().map_err(|e| format!("--repo {}: {e}", flags.repo.display()))?;
     let (owner, name) =
         flags.slug.split_once('/').ok_or_else(|| format!("--slug {:?} is not OWNER/NAME", flags.slug))?;

@@ -79,12 +79,33 @@ const SERVER: Server = Server {
     self_review: "Gitea refuses an approval by the pull request's own poster (422)",
 };
 
-/// The gitea-mcp dialect.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GiteaMcp;
+/// The gitea-mcp dialect, reading texts with the instance's grammar.
+#[derive(Clone, Debug)]
+pub struct GiteaMcp {
+    grammar: crate::textref::Grammar,
+}
 
-/// The one instance.
-pub static GITEA: GiteaMcp = GiteaMcp;
+/// The dialect of an instance with Gitea's default keywords.
+pub static GITEA: GiteaMcp = GiteaMcp { grammar: crate::textref::GITEA };
+
+/// The dialect of an instance whose `app.ini` has its own closing and reopening keywords
+/// (`[forge] close_keywords`, `reopen_keywords`), read besides the defaults. The gate holds
+/// its dialect for the process's life (`&'static`): one per distinct list is kept, so
+/// loading the same roster again makes none.
+pub fn with_keywords(keywords: &crate::textref::Keywords) -> &'static GiteaMcp {
+    use std::sync::{Mutex, OnceLock};
+    if keywords.is_empty() {
+        return &GITEA;
+    }
+    static MADE: OnceLock<Mutex<Vec<&'static GiteaMcp>>> = OnceLock::new();
+    let mut made = MADE.get_or_init(Mutex::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(d) = made.iter().find(|d| &d.grammar.instance == keywords) {
+        return d;
+    }
+    let d: &'static GiteaMcp = Box::leak(Box::new(GiteaMcp { grammar: crate::textref::GITEA.with(keywords.clone()) }));
+    made.push(d);
+    d
+}
 
 /// The read answering a PR's current state: `pull_request_read get`.
 pub fn pr_read(target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, String> {
@@ -131,11 +152,11 @@ impl Dialect for GiteaMcp {
         schemas: &dyn Schemas,
         answers: &[Answered],
     ) -> Result<Effect, Vec<Read>> {
-        effect::establish(tool, args, schema, schemas, answers)
+        effect::establish(&self.grammar, tool, args, schema, schemas, answers)
     }
 
     fn evident(&self, tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect {
-        effect::evident(tool, args, schema)
+        effect::evident(&self.grammar, tool, args, schema)
     }
 
     fn pr_target(&self, tool: &str, args: &Map<String, Value>) -> Option<PrTarget> {

@@ -201,3 +201,57 @@ fn a_fork_head_s_deletion_strands_no_fork_pr() {
     assert_eq!(git(&fork, &["rev-parse", "release/2"]).trim(), head);
     fleet.stop();
 }
+
+/// A Gitea instance whose `app.ini` has a closing keyword of its own (the stand-in given the
+/// same list, which replaces Gitea's defaults as the setting does), copied into the roster's
+/// `[forge] close_keywords`: a text with it is judged like `fixes` — refused for a role that
+/// may not close the issue and for an issue another author holds — and the legitimate one,
+/// an author's PR naming its own issue, merges and closes it.
+#[test]
+fn the_instance_s_own_closing_keyword_is_judged_on_gitea() {
+    let _serial = serial();
+    let words: &[&str] = &["--close-keyword", "schließt", "--close-keyword", "fixes"];
+    let flags = [("author", words), ("reviewer", words), ("reviewer2", words), ("merger", words)];
+    let extra = "\n[forge]\nclose_keywords = [\"schließt\"]\n";
+    let mut fleet = Fleet::start_forge(Forge::Gitea, extra, &flags, None);
+    let forge = fleet.forge;
+    let (mine, held) = (issue(&mut fleet, "Mine"), issue(&mut fleet, "Held"));
+    assert!(!fleet.call("author", "gitea_claim_issue_lease", json!({ "issue": held })).0);
+    let head = branch(&mut fleet, "feature");
+    let message = format!("SCHLIESST #{mine}");
+    let text = refused(
+        call(&mut fleet, "author", forge.write_file("feature", "evil.txt", "x", &message, None)),
+        "invariant_violated",
+        "issue-state",
+    );
+    assert!(text.contains(&format!("#{mine}")), "{text}");
+    assert_eq!(fleet.git(&["rev-parse", "feature"]), head, "nothing was committed");
+    // Its PR naming its own issue with the instance's word is the author's to open (the
+    // stand-in records the reference as closing: the gateway's restart below drops the flags).
+    let pr = forge.opened(&answer(call(
+        &mut fleet,
+        "author",
+        forge.open_pr_saying("feature", "main", &format!("schließt #{mine}")),
+    )));
+    // Another author may not close the held issue with it, in a comment on its own PR (a
+    // mere mention there would be no one's business).
+    fleet.restart("author");
+    branch(&mut fleet, "other");
+    let theirs = forge.opened(&answer(call(&mut fleet, "author", forge.open_pr_saying("other", "main", "Other work"))));
+    let text = refused(
+        call(&mut fleet, "author", forge.comment(theirs, &format!("Schließt !{held}"))),
+        "issue_lock_held",
+        &format!("#{held}"),
+    );
+    assert!(text.contains("Schließt !"), "the refusal quotes the words: {text}");
+    approve(&mut fleet, pr, &head);
+    // The merge closes what its PR names, by right.
+    let (tool, args) = forge.merge(json!(pr));
+    assert!(!fleet.call("merger", tool, args).0);
+    assert_eq!(
+        (issue_state(&mut fleet, mine), issue_state(&mut fleet, held)),
+        ("closed".into(), "open".into()),
+        "the stand-in reads the instance's word; the held issue stays open"
+    );
+    fleet.stop();
+}

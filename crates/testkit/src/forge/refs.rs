@@ -91,14 +91,39 @@ fn keywords(words: &[&str]) -> Regex {
     Regex::new(&format!(r"(?i)(?:{WS}|^|\(|\[)(?:{}):? $", words.join("|"))).expect("a keyword pattern")
 }
 
+/// The instance's own lists (`CLOSE_KEYWORDS`, `REOPEN_KEYWORDS` in `app.ini`): one
+/// instance per fixture process, set before its first call ([`set_instance_keywords`]).
+static INSTANCE: OnceLock<[Vec<String>; 2]> = OnceLock::new();
+
+/// Set the instance's keyword lists; a given list replaces Gitea's default one, as the
+/// setting does. Gitea keeps only words of letters (`^\pL+$`) and quotes each; so do these.
+pub fn set_instance_keywords(close: &[String], reopen: &[String]) -> Result<(), String> {
+    let words = |list: &[String]| -> Vec<String> {
+        list.iter()
+            .map(|w| w.trim())
+            .filter(|w| !w.is_empty() && w.chars().all(char::is_alphabetic))
+            .map(regex::escape)
+            .collect()
+    };
+    INSTANCE.set([words(close), words(reopen)]).map_err(|_| "the instance's keywords are set once".to_owned())
+}
+
+/// The instance's list `i` (0: closing, 1: reopening) when set, else `default`.
+fn instance_or(default: &[&str], i: usize) -> Regex {
+    match INSTANCE.get().map(|lists| &lists[i]).filter(|l| !l.is_empty()) {
+        Some(list) => keywords(&list.iter().map(String::as_str).collect::<Vec<_>>()),
+        None => keywords(default),
+    }
+}
+
 fn close_keywords() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| keywords(GITEA_CLOSE))
+    RE.get_or_init(|| instance_or(GITEA_CLOSE, 0))
 }
 
 fn reopen_keywords() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| keywords(GITEA_REOPEN))
+    RE.get_or_init(|| instance_or(GITEA_REOPEN, 1))
 }
 
 fn valid_name(name: &str) -> bool {

@@ -32,7 +32,7 @@ use crate::effect::{
     Answered, BranchMove, Effect, IssueChange, IssueEffect, Kind, MergeTerms, Move, PathWrite, PrChange, PrEffect,
     Read, Repo, When, answer,
 };
-use crate::textref::GITEA as GRAMMAR;
+use crate::textref::Grammar;
 use serde_json::{Map, Value};
 
 /// The readers the server has, each with its `method` values (empty: none).
@@ -377,13 +377,14 @@ fn closed_with(
 /// `schema` (absent: unknown), given the forge's `answers` so far: `Err` names the reads
 /// still to make.
 pub fn establish(
+    grammar: &Grammar,
     tool: &str,
     args: &Map<String, Value>,
     schema: Option<&Map<String, Value>>,
     schemas: &dyn Schemas,
     answers: &[Answered],
 ) -> Result<Effect, Vec<Read>> {
-    match state(tool, args, schema, Cx { schemas, answers }) {
+    match state(tool, args, schema, Cx { schemas, answers, grammar }) {
         Ok(effect) => Ok(effect),
         Err(Pending::Reads(reads)) => Err(reads),
         Err(Pending::Failed(why)) => Ok(Effect { kind: Kind::Write, unestablished: vec![why], ..Effect::default() }),
@@ -394,8 +395,13 @@ pub fn establish(
 /// when it needs no read, else what the arguments state (a merge's terms). Every breach of
 /// it is a breach of the whole; the whole may break more (replay judges with this, and
 /// leaves the rest to the live gate).
-pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect {
-    match establish(tool, args, schema, &crate::dialect::Unlisted, &[]) {
+pub fn evident(
+    grammar: &Grammar,
+    tool: &str,
+    args: &Map<String, Value>,
+    schema: Option<&Map<String, Value>>,
+) -> Effect {
+    match establish(grammar, tool, args, schema, &crate::dialect::Unlisted, &[]) {
         Ok(effect) => effect,
         Err(_) if tool == "pull_request_write" && text(args, "method") == Some("merge") => Effect {
             merge: number(args, &["pull_number", "index"]).map(|pr| MergeTerms {
@@ -414,7 +420,7 @@ pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String
                 text(args, "new_branch_name").or_else(|| text(args, "branch_name")).unwrap_or("the default branch");
             let landing = When::Landing { branch: strip(branch).to_owned() };
             let message = text(args, "message").unwrap_or_default();
-            Effect { issues: text_effects(&GRAMMAR, &here, "message", message, &landing, None), ..Effect::write() }
+            Effect { issues: text_effects(grammar, &here, "message", message, &landing, None), ..Effect::write() }
         }
         Err(_) => Effect::write(),
     }
@@ -425,6 +431,8 @@ pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String
 struct Cx<'a> {
     schemas: &'a dyn Schemas,
     answers: &'a [Answered],
+    /// The instance's grammar for the texts a call lands.
+    grammar: &'a Grammar,
 }
 
 fn declared(schema: Option<&Map<String, Value>>, key: &str) -> bool {
@@ -474,12 +482,12 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
                 let mut issues = Vec::new();
                 for key in ["body", "message"] {
                     if let Some(t) = text(args, key) {
-                        issues.extend(text_effects(&GRAMMAR, &here, &format!("review {key}"), t, &when, None));
+                        issues.extend(text_effects(cx.grammar, &here, &format!("review {key}"), t, &when, None));
                     }
                 }
                 for c in args.get("comments").and_then(Value::as_array).into_iter().flatten() {
                     if let Some(t) = c.get("body").and_then(Value::as_str) {
-                        issues.extend(text_effects(&GRAMMAR, &here, "review comment", t, &when, None));
+                        issues.extend(text_effects(cx.grammar, &here, "review comment", t, &when, None));
                     }
                 }
                 Ok(Effect { issues, ..Effect::action(ACTION_REVIEW) })
@@ -516,7 +524,8 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
                 Some(m) => ("message", m),
                 None => ("message (the default one names `path`)", path),
             };
-            let issues = text_effects(&GRAMMAR, &here, field, message, &When::Landing { branch: target.clone() }, None);
+            let issues =
+                text_effects(cx.grammar, &here, field, message, &When::Landing { branch: target.clone() }, None);
             Ok(Effect {
                 branches,
                 paths: vec![PathWrite { branch: target, path: path.to_owned() }],
@@ -623,7 +632,7 @@ fn merge_texts(
     }
     let own: Vec<(&str, &str)> =
         ["title", "message"].into_iter().filter_map(|k| text(args, k).map(|t| (k, t))).collect();
-    Ok(merge_issues(&GRAMMAR, answer, &conversation, &own, base_repo))
+    Ok(merge_issues(cx.grammar, answer, &conversation, &own, base_repo))
 }
 
 fn answer_of<'a>(cx: Cx<'a>, read: &Read) -> Option<Result<&'a Value, &'a str>> {
@@ -647,7 +656,7 @@ fn comment(method: Option<&str>, args: &Map<String, Value>, cx: Cx<'_>, (owner, 
         }
         Some(n)
     };
-    let issues = text_effects(&GRAMMAR, &here, "comment", body, &When::AtMerge { pr }, None);
+    let issues = text_effects(cx.grammar, &here, "comment", body, &When::AtMerge { pr }, None);
     Ok(Effect { issues, ..Effect::write() })
 }
 
@@ -674,7 +683,7 @@ fn pull_request_write(
     let here = Repo::new(owner, repo);
     let Some(method) = method else { return Ok(Effect::unknown(unknown_method("pull_request_write", None))) };
     if method == "create" {
-        let issues = pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: None });
+        let issues = pr_texts(cx.grammar, args, &here, &When::AtMerge { pr: None });
         return Ok(Effect { issues, ..Effect::action(ACTION_OPEN) });
     }
     let Some(number) = number(args, &["pull_number", "index"]) else {
@@ -695,7 +704,7 @@ fn pull_request_write(
             if ["title", "body", "draft"].iter().any(|k| args.contains_key(*k)) {
                 prs.push(on(PrChange::Text));
             }
-            let issues = pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: Some(number) });
+            let issues = pr_texts(cx.grammar, args, &here, &When::AtMerge { pr: Some(number) });
             Ok(Effect { prs, issues, ..Effect::action(ACTION_EDIT) })
         }
         "close" | "reopen" => {
@@ -809,7 +818,7 @@ fn issue_update(args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &st
     }
     if args.contains_key("title") || args.contains_key("body") {
         prs.push(PrEffect { repo: here.clone(), pr: number, change: PrChange::Text });
-        issues.extend(pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: Some(number) }));
+        issues.extend(pr_texts(cx.grammar, args, &here, &When::AtMerge { pr: Some(number) }));
     }
     Ok(Effect { prs, issues, ..Effect::action(action) })
 }

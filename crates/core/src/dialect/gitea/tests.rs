@@ -163,6 +163,7 @@ fn the_matrix_of_spec_9() {
     let review = r.decide("reviewer", "pull_request_review_write", Some(&call(json!({ "method": "create" })))).unwrap();
     assert_eq!(review.action, None);
     let stated = super::effect::establish(
+        &crate::textref::GITEA,
         "pull_request_review_write",
         &call(json!({ "method": "create" })),
         None,
