@@ -185,8 +185,10 @@ impl Jitter {
         }
         let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
         let millis = (base.as_secs_f64() * (1.0 - self.ratio * u) * 1000.0).round();
-        // `as` saturates; the `min` keeps the ceiling after rounding up.
-        Duration::from_millis(millis as u64).min(base)
+        // Whole milliseconds, never under the floor a rounding down could cross (3.679 s for a
+        // floor of 3.6795 s broke the promise); `as` saturates; the `min` keeps the ceiling.
+        let floor = (base.as_secs_f64() * (1.0 - self.ratio) * 1000.0).ceil();
+        Duration::from_millis(millis.max(floor) as u64).min(base)
     }
 
     fn next_u64(&mut self) -> u64 {
