@@ -13,7 +13,8 @@
 //!   someone is waiting for an entry, and after a commit it lingers once more before it
 //!   goes idle: under steady traffic it wakes once per batch, by its own timer, and no
 //!   call has to wake it.
-//! * A waiter whose store bounds its own waits ([`Store::bounds_waits`]: SQLite) commits
+//! * A waiter whose store bounds its own waits ([`Store::bounds_waits`]; the store says,
+//!   the auditor never asks which engine runs) commits
 //!   the queue itself when no one else is writing (the leader of a group commit), within
 //!   what is left of its bound: no hand-off to the writer thread and back, two thread
 //!   wake-ups fewer per mutating call. Otherwise, or while another writer is at it, the

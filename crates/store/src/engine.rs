@@ -98,6 +98,14 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// The shared statements in this engine's spelling.
     fn sql(&self) -> &'static Sql;
 
+    /// Run `call`, the store operation `op`, through whatever wraps this engine's
+    /// operations ([`crate::Layer`]): every operation of [`crate::Store`] runs in here.
+    fn around<T>(&self, op: &'static str, call: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError>;
+
+    /// This engine with `layer` over it, as a store ([`crate::Store::layered`]).
+    fn layered(self: std::sync::Arc<Self>, layer: std::sync::Arc<dyn crate::Layer>)
+    -> std::sync::Arc<dyn crate::Store>;
+
     /// Engine and location, passwords redacted ([`crate::Store::describe`]).
     fn label(&self) -> String;
 

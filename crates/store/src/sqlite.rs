@@ -334,8 +334,27 @@ impl SqliteStore {
     }
 }
 
+/// The key of the store file at `path` as the file system says (its device and inode),
+/// without opening it; `None` when there is no such file yet.
+pub(crate) fn file_key(path: &Path) -> Option<StoreKey> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| StoreKey::File { device: m.dev(), inode: m.ino() })
+}
+
 impl Engine for SqliteStore {
     type Conn = Connection;
+
+    fn layered(
+        self: std::sync::Arc<Self>,
+        layer: std::sync::Arc<dyn crate::Layer>,
+    ) -> std::sync::Arc<dyn crate::Store> {
+        crate::layer::over(self, layer)
+    }
+
+    /// Nothing of its own around an operation: a [`crate::Layer`] adds it.
+    fn around<T>(&self, _op: &'static str, call: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        call()
+    }
 
     fn bounds_waits(&self) -> bool {
         true
