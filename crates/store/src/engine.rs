@@ -3,7 +3,7 @@
 //! failure ([`Engine::run`]), and its own spelling of the shared statements
 //! ([`Engine::sql`]). Everything else about the store — which statements an
 //! operation runs, in which transaction, and what it answers — is written
-//! once for both engines, in [`crate::ops`].
+//! once for both engines, in the store's parts (`crate::registry`, `crate::ledger`, …).
 
 use crate::StoreError;
 use crate::rows::{Record, Value};
@@ -90,7 +90,7 @@ pub(crate) trait Exec {
 }
 
 /// An engine: a [`crate::Store`] once it says how to run an operation. The
-/// store itself is implemented once, over this, in [`crate::ops`].
+/// store itself is implemented once, over this, by each of its parts.
 pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// Its connection.
     type Conn: Exec;

@@ -110,3 +110,93 @@ impl<E: Engine + 'static> Engine for Layered<E> {
 fn unanswered(op: &str, what: &str) -> StoreError {
     StoreError::new(StoreErrorKind::Other, format!("{op}: the layer over the store {what}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Store;
+    use fleetgate_core::worker::Registration;
+    use std::sync::Mutex;
+
+    /// Records what it sees under its name; refuses `refuse`, or answers it without running it.
+    #[derive(Debug)]
+    struct Probe {
+        name: &'static str,
+        seen: Arc<Mutex<Vec<String>>>,
+        refuse: Option<&'static str>,
+        skip: bool,
+        bounds: bool,
+    }
+
+    impl Layer for Probe {
+        fn around(&self, op: &'static str, call: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
+            self.seen.lock().unwrap().push(format!("{} {op}", self.name));
+            if self.refuse == Some(op) {
+                return Err(StoreError::new(StoreErrorKind::Busy, "refused by the layer"));
+            }
+            if self.skip { Ok(()) } else { call() }
+        }
+
+        fn bounds_waits(&self, below: bool) -> bool {
+            below && self.bounds
+        }
+    }
+
+    fn probe(name: &'static str, seen: &Arc<Mutex<Vec<String>>>) -> Probe {
+        Probe { name, seen: Arc::clone(seen), refuse: None, skip: false, bounds: true }
+    }
+
+    fn registration() -> Registration {
+        Registration {
+            worker_identity: "wrk-layer".into(),
+            client_name: "claude".into(),
+            client_instance_id: "inst-0001".into(),
+            session_id: "sess-0001".into(),
+            generation_id: "gen-0001".into(),
+            role: "author".into(),
+            profile: "prgs-author".into(),
+            pid: Some(4242),
+            heartbeat_ttl_seconds: 900.0,
+        }
+    }
+
+    fn store() -> (tempfile::TempDir, Arc<dyn Store>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::open(dir.path().join("s.sqlite3").to_str().unwrap()).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn layers_nest_the_last_outermost_and_share_the_store() {
+        let (_dir, bare) = store();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let layered =
+            Arc::clone(&bare).layered(Arc::new(probe("inner", &seen))).layered(Arc::new(probe("outer", &seen)));
+        let now = Timestamp::ymd_hms(2026, 7, 30, 0, 40, 9);
+        assert!(layered.register(&registration(), now).unwrap().created);
+        assert_eq!(*seen.lock().unwrap(), ["outer register", "inner register"]);
+        assert_eq!(bare.list_workers().unwrap().len(), 1, "one store under every handle");
+        assert_eq!(seen.lock().unwrap().len(), 2, "the bare handle has no layer");
+        assert!(bare.bounds_waits(), "the engine bounds its waits");
+        let unbounded = Probe { bounds: false, ..probe("x", &seen) };
+        assert!(!layered.layered(Arc::new(unbounded)).bounds_waits(), "a layer may say otherwise");
+    }
+
+    #[test]
+    fn a_layer_that_refuses_runs_nothing_and_one_that_skips_is_named() {
+        let (_dir, bare) = store();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let now = Timestamp::ymd_hms(2026, 7, 30, 0, 40, 9);
+        let refusing = Probe { refuse: Some("register"), ..probe("r", &seen) };
+        let err = Arc::clone(&bare).layered(Arc::new(refusing)).register(&registration(), now).unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::Busy);
+        assert!(bare.list_workers().unwrap().is_empty(), "nothing of a refused operation ran");
+        let skipping = Probe { skip: true, ..probe("s", &seen) };
+        let err = Arc::clone(&bare).layered(Arc::new(skipping)).list_workers().unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::Other);
+        assert!(
+            err.to_string().contains("list_workers: the layer over the store answered without running it"),
+            "{err}"
+        );
+    }
+}
