@@ -99,12 +99,20 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     fn sql(&self) -> &'static Sql;
 
     /// Run `call`, the store operation `op`, through whatever wraps this engine's
-    /// operations ([`crate::Layer`]): every operation of [`crate::Store`] runs in here.
-    fn around<T>(&self, op: &'static str, call: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError>;
+    /// operations ([`crate::Layer`]): every operation of [`crate::Store`] runs in here. A
+    /// database engine has nothing around it; `Layered`, the one engine with layers,
+    /// overrides this and [`Engine::layered`].
+    fn around<T>(&self, _op: &'static str, call: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        call()
+    }
 
     /// This engine with `layer` over it, as a store ([`crate::Store::layered`]).
-    fn layered(self: std::sync::Arc<Self>, layer: std::sync::Arc<dyn crate::Layer>)
-    -> std::sync::Arc<dyn crate::Store>;
+    fn layered(self: std::sync::Arc<Self>, layer: std::sync::Arc<dyn crate::Layer>) -> std::sync::Arc<dyn crate::Store>
+    where
+        Self: Sized + 'static,
+    {
+        crate::layer::over(self, layer)
+    }
 
     /// Engine and location, passwords redacted ([`crate::Store::describe`]).
     fn label(&self) -> String;

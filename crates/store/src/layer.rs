@@ -115,7 +115,6 @@ fn unanswered(op: &str, what: &str) -> StoreError {
 mod tests {
     use super::*;
     use crate::Store;
-    use fleetgate_core::worker::Registration;
     use std::sync::Mutex;
 
     /// Records what it sees under its name; refuses `refuse`, or answers it without running it.
@@ -146,20 +145,6 @@ mod tests {
         Probe { name, seen: Arc::clone(seen), refuse: None, skip: false, bounds: true }
     }
 
-    fn registration() -> Registration {
-        Registration {
-            worker_identity: "wrk-layer".into(),
-            client_name: "claude".into(),
-            client_instance_id: "inst-0001".into(),
-            session_id: "sess-0001".into(),
-            generation_id: "gen-0001".into(),
-            role: "author".into(),
-            profile: "prgs-author".into(),
-            pid: Some(4242),
-            heartbeat_ttl_seconds: 900.0,
-        }
-    }
-
     fn store() -> (tempfile::TempDir, Arc<dyn Store>) {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::open(dir.path().join("s.sqlite3").to_str().unwrap()).unwrap();
@@ -173,9 +158,9 @@ mod tests {
         let layered =
             Arc::clone(&bare).layered(Arc::new(probe("inner", &seen))).layered(Arc::new(probe("outer", &seen)));
         let now = Timestamp::ymd_hms(2026, 7, 30, 0, 40, 9);
-        assert!(layered.register(&registration(), now).unwrap().created);
-        assert_eq!(*seen.lock().unwrap(), ["outer register", "inner register"]);
-        assert_eq!(bare.list_workers().unwrap().len(), 1, "one store under every handle");
+        layered.observe_tool("prgs-author", "git_push", "sha256:1", "{}", now).unwrap();
+        assert_eq!(*seen.lock().unwrap(), ["outer observe_tool", "inner observe_tool"]);
+        assert_eq!(bare.list_tool_pins(None).unwrap().len(), 1, "one store under every handle");
         assert_eq!(seen.lock().unwrap().len(), 2, "the bare handle has no layer");
         assert!(bare.bounds_waits(), "the engine bounds its waits");
         let unbounded = Probe { bounds: false, ..probe("x", &seen) };
@@ -187,10 +172,11 @@ mod tests {
         let (_dir, bare) = store();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let now = Timestamp::ymd_hms(2026, 7, 30, 0, 40, 9);
-        let refusing = Probe { refuse: Some("register"), ..probe("r", &seen) };
-        let err = Arc::clone(&bare).layered(Arc::new(refusing)).register(&registration(), now).unwrap_err();
+        let refusing = Probe { refuse: Some("observe_tool"), ..probe("r", &seen) };
+        let refused = Arc::clone(&bare).layered(Arc::new(refusing));
+        let err = refused.observe_tool("prgs-author", "git_push", "sha256:1", "{}", now).unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::Busy);
-        assert!(bare.list_workers().unwrap().is_empty(), "nothing of a refused operation ran");
+        assert!(bare.list_tool_pins(None).unwrap().is_empty(), "nothing of a refused operation ran");
         let skipping = Probe { skip: true, ..probe("s", &seen) };
         let err = Arc::clone(&bare).layered(Arc::new(skipping)).list_workers().unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::Other);

@@ -139,18 +139,6 @@ impl PostgresStore {
 impl Engine for PostgresStore {
     type Conn = Session;
 
-    fn layered(
-        self: std::sync::Arc<Self>,
-        layer: std::sync::Arc<dyn crate::Layer>,
-    ) -> std::sync::Arc<dyn crate::Store> {
-        crate::layer::over(self, layer)
-    }
-
-    /// Nothing of its own around an operation: a [`crate::Layer`] adds it.
-    fn around<T>(&self, _op: &'static str, call: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
-        call()
-    }
-
     /// Its lock waits are the server's (`lock_timeout`), not bounded per call.
     fn bounds_waits(&self) -> bool {
         false

@@ -344,18 +344,6 @@ pub(crate) fn file_key(path: &Path) -> Option<StoreKey> {
 impl Engine for SqliteStore {
     type Conn = Connection;
 
-    fn layered(
-        self: std::sync::Arc<Self>,
-        layer: std::sync::Arc<dyn crate::Layer>,
-    ) -> std::sync::Arc<dyn crate::Store> {
-        crate::layer::over(self, layer)
-    }
-
-    /// Nothing of its own around an operation: a [`crate::Layer`] adds it.
-    fn around<T>(&self, _op: &'static str, call: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
-        call()
-    }
-
     fn bounds_waits(&self) -> bool {
         true
     }
