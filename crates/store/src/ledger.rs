@@ -312,10 +312,10 @@ pub(crate) struct LedgerSql {
     pushes_of_pr: String,
     insert_origin: String,
     origin_of_pr: String,
-    observe_pin: String,
-    select_pin: String,
-    list_pins: String,
-    accept_pin: String,
+    pub(crate) observe_pin: String,
+    pub(crate) select_pin: String,
+    pub(crate) list_pins: String,
+    pub(crate) accept_pin: String,
 }
 
 fn parameters(n: usize) -> String {
@@ -716,52 +716,5 @@ pub(crate) fn originate<E: Engine>(e: &E, o: &PrOrigin) -> Result<(), StoreError
     e.run("cannot record the PR's creator", Retry::Idempotent, |c| {
         c.execute(&e.sql().ledger.insert_origin, &args)?;
         Ok(())
-    })
-}
-
-/// `Store::observe_tool`.
-pub(crate) fn observe<E: Engine>(
-    e: &E,
-    profile: &str,
-    tool: &str,
-    digest: &str,
-    definition: &str,
-    now: Timestamp,
-) -> Result<ToolPin, StoreError> {
-    let sql = &e.sql().ledger;
-    let args = [text(profile), text(tool), text(digest), time(now), text(definition)];
-    e.run("cannot pin the tool definition", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| {
-            c.execute(&sql.observe_pin, &args)?;
-            c.query_one(&sql.select_pin, &[text(profile), text(tool)])
-        })
-    })
-}
-
-/// `Store::tool_pin`.
-pub(crate) fn pin<E: Engine>(e: &E, profile: &str, tool: &str) -> Result<Option<ToolPin>, StoreError> {
-    e.run("cannot read the pinned definition", Retry::Read, |c| {
-        c.query_opt(&e.sql().ledger.select_pin, &[text(profile), text(tool)])
-    })
-}
-
-/// `Store::list_tool_pins`.
-pub(crate) fn pins<E: Engine>(e: &E, profile: Option<&str>) -> Result<Vec<ToolPin>, StoreError> {
-    e.run("cannot list the pinned definitions", Retry::Read, |c| {
-        c.query(&e.sql().ledger.list_pins, &[opt_text(profile)])
-    })
-}
-
-/// `Store::accept_tool`.
-pub(crate) fn accept<E: Engine>(
-    e: &E,
-    profile: &str,
-    tool: &str,
-    digest: &str,
-    now: Timestamp,
-) -> Result<bool, StoreError> {
-    let args = [text(profile), text(tool), text(digest), time(now)];
-    e.run("cannot accept the tool definition", Retry::Idempotent, |c| {
-        Ok(c.execute(&e.sql().ledger.accept_pin, &args)? == 1)
     })
 }

@@ -2,8 +2,9 @@
 //! the ledger's (schema v6).
 
 use crate::StoreError;
-use crate::engine::Engine;
-use crate::ledger;
+use crate::engine::{Engine, Exec, Retry, Tx};
+use crate::ledger::time;
+use crate::rows::{opt_text, text};
 use crate::workflow::ToolPin;
 use fleetgate_core::Timestamp;
 
@@ -41,18 +42,40 @@ impl<E: Engine> Pins for E {
         definition: &str,
         now: Timestamp,
     ) -> Result<ToolPin, StoreError> {
-        self.around("observe_tool", || ledger::observe(self, profile, tool, digest, definition, now))
+        let sql = &self.sql().ledger;
+        let args = [text(profile), text(tool), text(digest), time(now), text(definition)];
+        self.around("observe_tool", || {
+            self.run("cannot pin the tool definition", Retry::Idempotent, |c| {
+                c.transaction(Tx::Write, |c| {
+                    c.execute(&sql.observe_pin, &args)?;
+                    c.query_one(&sql.select_pin, &[text(profile), text(tool)])
+                })
+            })
+        })
     }
 
     fn tool_pin(&self, profile: &str, tool: &str) -> Result<Option<ToolPin>, StoreError> {
-        self.around("tool_pin", || ledger::pin(self, profile, tool))
+        self.around("tool_pin", || {
+            self.run("cannot read the pinned definition", Retry::Read, |c| {
+                c.query_opt(&self.sql().ledger.select_pin, &[text(profile), text(tool)])
+            })
+        })
     }
 
     fn list_tool_pins(&self, profile: Option<&str>) -> Result<Vec<ToolPin>, StoreError> {
-        self.around("list_tool_pins", || ledger::pins(self, profile))
+        self.around("list_tool_pins", || {
+            self.run("cannot list the pinned definitions", Retry::Read, |c| {
+                c.query(&self.sql().ledger.list_pins, &[opt_text(profile)])
+            })
+        })
     }
 
     fn accept_tool(&self, profile: &str, tool: &str, digest: &str, now: Timestamp) -> Result<bool, StoreError> {
-        self.around("accept_tool", || ledger::accept(self, profile, tool, digest, now))
+        let args = [text(profile), text(tool), text(digest), time(now)];
+        self.around("accept_tool", || {
+            self.run("cannot accept the tool definition", Retry::Idempotent, |c| {
+                Ok(c.execute(&self.sql().ledger.accept_pin, &args)? == 1)
+            })
+        })
     }
 }
