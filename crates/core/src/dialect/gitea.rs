@@ -12,12 +12,14 @@
 
 pub mod effect;
 
+use super::kit::{self, Call, Cx, Step};
 use super::table::{self, Arg, Entry, METHOD, NOBODY, other_method, read, read_methods, write};
 use super::{
-    ACTION_MERGE, ACTION_OPEN, ACTION_REVIEW, Dialect, PrTarget, Pushed, Schemas, Server, declared_key, number, text,
+    ACTION_MERGE, ACTION_OPEN, ACTION_REVIEW, Dialect, DialectError, PrTarget, Pushed, Schemas, Server, declared_key,
+    number, text,
 };
 use crate::capability::ToolClass;
-use crate::effect::{Answered, Effect, Read};
+use crate::effect::{Effect, Read};
 use crate::rules::Rule;
 use crate::workflow::ReviewVerdict;
 use serde_json::{Map, Value};
@@ -108,13 +110,10 @@ pub fn with_keywords(keywords: &crate::textref::Keywords) -> &'static GiteaMcp {
 }
 
 /// The read answering a PR's current state: `pull_request_read get`.
-pub fn pr_read(target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, String> {
-    let mut args = Map::new();
-    args.insert("method".into(), Value::from("get"));
-    args.insert("owner".into(), Value::from(target.owner.clone()));
-    args.insert("repo".into(), Value::from(target.repo.clone()));
-    args.insert(declared_key(schemas, "pull_request_read", &PR_NUMBER)?.into(), Value::from(target.pr));
-    Ok(Read::new("pull_request_read", args))
+pub fn pr_read(target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, DialectError> {
+    let mut read = kit::read_on("pull_request_read", Some("get"), &target.owner, &target.repo);
+    read.arguments.insert(declared_key(schemas, "pull_request_read", &PR_NUMBER)?.into(), Value::from(target.pr));
+    Ok(read)
 }
 
 /// The PR a call's arguments name (its canonical ones: one key per thing).
@@ -132,6 +131,10 @@ impl Dialect for GiteaMcp {
         &SERVER
     }
 
+    fn surface(&self) -> &'static table::Surface {
+        &effect::SURFACE
+    }
+
     fn rules(&self) -> Vec<Rule> {
         rules()
     }
@@ -144,19 +147,16 @@ impl Dialect for GiteaMcp {
         NUMBER_KEYS
     }
 
-    fn establish(
-        &self,
-        tool: &str,
-        args: &Map<String, Value>,
-        schema: Option<&Map<String, Value>>,
-        schemas: &dyn Schemas,
-        answers: &[Answered],
-    ) -> Result<Effect, Vec<Read>> {
-        effect::establish(&self.grammar, tool, args, schema, schemas, answers)
+    fn grammar(&self) -> &crate::textref::Grammar {
+        &self.grammar
     }
 
-    fn evident(&self, tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect {
-        effect::evident(&self.grammar, tool, args, schema)
+    fn state(&self, call: &Call<'_>, cx: Cx<'_>) -> Step<Effect> {
+        effect::state(call, cx)
+    }
+
+    fn shown(&self, call: &Call<'_>) -> Effect {
+        effect::shown(&self.grammar, call)
     }
 
     fn pr_target(&self, tool: &str, args: &Map<String, Value>) -> Option<PrTarget> {
@@ -185,7 +185,7 @@ impl Dialect for GiteaMcp {
         tool == "pull_request_review_write" && text(args, "method") == Some("create")
     }
 
-    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, String> {
+    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, DialectError> {
         pr_read(target, schemas)
     }
 
@@ -213,12 +213,10 @@ impl Dialect for GiteaMcp {
         Some(Pushed { owner, repo, branch: branch.to_owned() })
     }
 
-    fn tip_read(&self, owner: &str, repo: &str, branch: &str, _schemas: &dyn Schemas) -> Result<Read, String> {
-        let mut args = Map::new();
-        args.insert("owner".into(), Value::from(owner));
-        args.insert("repo".into(), Value::from(repo));
-        args.insert("sha".into(), Value::from(branch));
-        Ok(Read::new("get_commit", args))
+    fn tip_read(&self, owner: &str, repo: &str, branch: &str, _schemas: &dyn Schemas) -> Result<Read, DialectError> {
+        let mut read = kit::read_on("get_commit", None, owner, repo);
+        read.arguments.insert("sha".into(), Value::from(branch));
+        Ok(read)
     }
 
     /// `pull_request_write close`, or `issue_write update` with `state: closed` (a PR's number,
@@ -256,9 +254,7 @@ impl Dialect for GiteaMcp {
             Op::WriteFile { branch, path, content, message, sha } => {
                 let mut args =
                     serde_json::json!({ "path": path, "content": content, "message": message, "branch_name": branch });
-                if let Some(sha) = sha {
-                    args["sha"] = Value::from(sha);
-                }
+                kit::set_some(&mut args, "sha", sha);
                 ("create_or_update_file", args)
             }
             Op::OpenPr { head, base, title, body } => (
@@ -271,21 +267,11 @@ impl Dialect for GiteaMcp {
             ),
             Op::Merge { pr, squash } => {
                 let mut args = serde_json::json!({ "method": "merge", "pull_number": pr });
-                if squash {
-                    args["merge_style"] = Value::from("squash");
-                }
+                kit::set_some(&mut args, "merge_style", squash.then_some("squash"));
                 ("pull_request_write", args)
             }
         };
-        (tool, args.as_object().cloned().unwrap_or_default())
-    }
-
-    fn reference(&self) -> String {
-        effect::render()
-    }
-
-    fn tools(&self) -> Vec<&'static str> {
-        table::tools(&effect::SURFACE)
+        (tool, kit::object(args))
     }
 }
 
@@ -452,22 +438,7 @@ const MATRIX: &[Entry] = &[
     },
     other_method("review-other", "pull_request_review_write"),
     // The controller's tracker tools; the reconciler's notifications.
-    write(
-        "labels",
-        "label_write",
-        &[(
-            METHOD,
-            Arg::Is(&[
-                "create_repo_label",
-                "edit_repo_label",
-                "delete_repo_label",
-                "create_org_label",
-                "edit_org_label",
-                "delete_org_label",
-            ]),
-        )],
-        &["controller"],
-    ),
+    write("labels", "label_write", &[(METHOD, Arg::Is(effect::LABEL_WRITE_METHODS))], &["controller"]),
     other_method("labels-other", "label_write"),
     write(
         "milestones",
