@@ -68,6 +68,29 @@ pub const NUMBER_KEYS: &[&str] = &[
     "milestone",
 ];
 
+/// The server's vocabulary: its name, launch, tools, role matrix and argument names.
+static VOCABULARY: kit::Vocabulary = kit::Vocabulary {
+    name: NAME,
+    server: SERVER,
+    surface: effect::SURFACE,
+    matrix: MATRIX,
+    alias_groups: ALIAS_GROUPS,
+    number_keys: NUMBER_KEYS,
+    merge_pin: Some(MERGE_HEAD_KEY),
+    review_pin: Some(REVIEW_COMMIT_KEY),
+    pending_review_note: "Gitea records a submitted pending review at the PR's head at submission (its API re-stamps the review \
+         with the head: `SubmitPullReview`), so a verdict submitted is judged, and counts, at the head then",
+    plot: kit::Plot {
+        create_branch: "create_branch",
+        read_file: "get_file_contents",
+        write_file: ("create_or_update_file", "branch_name"),
+        open: ("pull_request_write", Some("create")),
+        approve: ("pull_request_review_write", "create", ("state", "APPROVED")),
+        merge: ("pull_request_write", Some("merge"), "merge_style"),
+        number: "pull_number",
+    },
+};
+
 const SERVER: Server = Server {
     title: "the official Gitea MCP server (gitea-mcp)",
     process_match: &["gitea-mcp"],
@@ -123,28 +146,8 @@ pub fn pr_target(args: &Map<String, Value>) -> Option<PrTarget> {
 }
 
 impl Dialect for GiteaMcp {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn server(&self) -> &'static Server {
-        &SERVER
-    }
-
-    fn surface(&self) -> &'static table::Surface {
-        &effect::SURFACE
-    }
-
-    fn rules(&self) -> Vec<Rule> {
-        rules()
-    }
-
-    fn alias_groups(&self) -> &'static [&'static [&'static str]] {
-        ALIAS_GROUPS
-    }
-
-    fn number_keys(&self) -> &'static [&'static str] {
-        NUMBER_KEYS
+    fn vocabulary(&self) -> &'static kit::Vocabulary {
+        &VOCABULARY
     }
 
     fn grammar(&self) -> &crate::textref::Grammar {
@@ -189,19 +192,6 @@ impl Dialect for GiteaMcp {
         pr_read(target, schemas)
     }
 
-    fn merge_pin(&self) -> Option<&'static str> {
-        Some(MERGE_HEAD_KEY)
-    }
-
-    fn review_pin(&self) -> Option<&'static str> {
-        Some(REVIEW_COMMIT_KEY)
-    }
-
-    fn pending_review_note(&self) -> &'static str {
-        "Gitea records a submitted pending review at the PR's head at submission (its API re-stamps the review \
-         with the head: `SubmitPullReview`), so a verdict submitted is judged, and counts, at the head then"
-    }
-
     fn pushed(&self, tool: &str, args: &Map<String, Value>) -> Option<Pushed> {
         let (owner, repo) = (text(args, "owner")?.to_owned(), text(args, "repo")?.to_owned());
         let branch = match tool {
@@ -244,34 +234,6 @@ impl Dialect for GiteaMcp {
         let mut args = Map::new();
         args.insert("method".into(), Value::from(method));
         Some((tool, args))
-    }
-
-    fn call(&self, op: &super::Op<'_>) -> (&'static str, Map<String, Value>) {
-        use super::Op;
-        let (tool, args) = match *op {
-            Op::CreateBranch { branch } => ("create_branch", serde_json::json!({ "branch": branch })),
-            Op::ReadFile { branch, path } => ("get_file_contents", serde_json::json!({ "ref": branch, "path": path })),
-            Op::WriteFile { branch, path, content, message, sha } => {
-                let mut args =
-                    serde_json::json!({ "path": path, "content": content, "message": message, "branch_name": branch });
-                kit::set_some(&mut args, "sha", sha);
-                ("create_or_update_file", args)
-            }
-            Op::OpenPr { head, base, title, body } => (
-                "pull_request_write",
-                serde_json::json!({ "method": "create", "title": title, "body": body, "head": head, "base": base }),
-            ),
-            Op::Approve { pr } => (
-                "pull_request_review_write",
-                serde_json::json!({ "method": "create", "pull_number": pr, "state": "APPROVED", "body": "LGTM" }),
-            ),
-            Op::Merge { pr, squash } => {
-                let mut args = serde_json::json!({ "method": "merge", "pull_number": pr });
-                kit::set_some(&mut args, "merge_style", squash.then_some("squash"));
-                ("pull_request_write", args)
-            }
-        };
-        (tool, kit::object(args))
     }
 }
 

@@ -65,6 +65,31 @@ pub const MAX_NUMBER: u64 = i32::MAX as u64;
 /// Keys the server always reads as integers.
 pub const NUMBER_KEYS: &[&str] = &["pullNumber", "issue_number", "page", "perPage", "run_id", "milestone"];
 
+/// The server's vocabulary: its name, launch, tools, role matrix and argument names.
+static VOCABULARY: kit::Vocabulary = kit::Vocabulary {
+    name: NAME,
+    server: SERVER,
+    surface: effect::SURFACE,
+    matrix: MATRIX,
+    // One name per thing across the releases that have these tools.
+    alias_groups: &[],
+    number_keys: NUMBER_KEYS,
+    merge_pin: Some(MERGE_HEAD_KEY),
+    review_pin: Some(REVIEW_COMMIT_KEY),
+    pending_review_note: "GitHub keeps the commit a pending review was made at (`commitID`): a verdict submitted later \
+         (`submit_pending`) counts at that commit, not at the head of its submission; the gate reads the caller's \
+         pending review and refuses (`stale_head`) a submission whose review was made at another head",
+    plot: kit::Plot {
+        create_branch: "create_branch",
+        read_file: "get_file_contents",
+        write_file: ("create_or_update_file", "branch"),
+        open: ("create_pull_request", None),
+        approve: ("pull_request_review_write", "create", ("event", "APPROVE")),
+        merge: ("merge_pull_request", None, "merge_method"),
+        number: "pullNumber",
+    },
+};
+
 const SERVER: Server = Server {
     title: "GitHub's official MCP server (github-mcp-server)",
     process_match: &["github-mcp-server"],
@@ -320,29 +345,8 @@ fn submits(tool: &str, args: &Map<String, Value>) -> bool {
 }
 
 impl Dialect for GithubMcp {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn server(&self) -> &'static Server {
-        &SERVER
-    }
-
-    fn surface(&self) -> &'static table::Surface {
-        &effect::SURFACE
-    }
-
-    fn rules(&self) -> Vec<Rule> {
-        rules()
-    }
-
-    fn alias_groups(&self) -> &'static [&'static [&'static str]] {
-        // One name per thing across the releases that have these tools.
-        &[]
-    }
-
-    fn number_keys(&self) -> &'static [&'static str] {
-        NUMBER_KEYS
+    fn vocabulary(&self) -> &'static kit::Vocabulary {
+        &VOCABULARY
     }
 
     /// A number beyond 2^31-1 (the server's GraphQL paths, and the review tool's decoding,
@@ -437,12 +441,6 @@ impl Dialect for GithubMcp {
         pending_review(tool, args, schemas, answers)
     }
 
-    fn pending_review_note(&self) -> &'static str {
-        "GitHub keeps the commit a pending review was made at (`commitID`): a verdict submitted later \
-         (`submit_pending`) counts at that commit, not at the head of its submission; the gate reads the caller's \
-         pending review and refuses (`stale_head`) a submission whose review was made at another head"
-    }
-
     fn pinned_merge(&self, target: &PrTarget, head: &str, args: &Map<String, Value>) -> Option<RestCall> {
         Some(pinned_merge(target, head, args))
     }
@@ -457,14 +455,6 @@ impl Dialect for GithubMcp {
 
     fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, DialectError> {
         pr_read(target, schemas)
-    }
-
-    fn merge_pin(&self) -> Option<&'static str> {
-        Some(MERGE_HEAD_KEY)
-    }
-
-    fn review_pin(&self) -> Option<&'static str> {
-        Some(REVIEW_COMMIT_KEY)
     }
 
     /// `{"id": …, "url": "…/pull/<n>"}`: the number is the URL's last segment.
@@ -523,33 +513,6 @@ impl Dialect for GithubMcp {
     /// GitHub's REST 404, and GraphQL's "Could not resolve to" (an issue number that is a PR).
     fn is_not_found(&self, error: &str) -> bool {
         error.contains("404") || error.to_ascii_lowercase().contains("not found") || error.contains("Could not resolve")
-    }
-
-    fn call(&self, op: &super::Op<'_>) -> (&'static str, Map<String, Value>) {
-        use super::Op;
-        let (tool, args) = match *op {
-            Op::CreateBranch { branch } => ("create_branch", serde_json::json!({ "branch": branch })),
-            Op::ReadFile { branch, path } => ("get_file_contents", serde_json::json!({ "ref": branch, "path": path })),
-            Op::WriteFile { branch, path, content, message, sha } => {
-                let mut args =
-                    serde_json::json!({ "path": path, "content": content, "message": message, "branch": branch });
-                kit::set_some(&mut args, "sha", sha);
-                ("create_or_update_file", args)
-            }
-            Op::OpenPr { head, base, title, body } => {
-                ("create_pull_request", serde_json::json!({ "title": title, "body": body, "head": head, "base": base }))
-            }
-            Op::Approve { pr } => (
-                "pull_request_review_write",
-                serde_json::json!({ "method": "create", "pullNumber": pr, "event": "APPROVE", "body": "LGTM" }),
-            ),
-            Op::Merge { pr, squash } => {
-                let mut args = serde_json::json!({ "pullNumber": pr });
-                kit::set_some(&mut args, "merge_method", squash.then_some("squash"));
-                ("merge_pull_request", args)
-            }
-        };
-        (tool, kit::object(args))
     }
 }
 

@@ -10,11 +10,98 @@
 //! the effect, asks for reads (`Err(Pending::Reads)`), or says why the effect cannot be
 //! established (`Err(Pending::Failed)`: the gate refuses). The kit answers the rest.
 
-use super::{Dialect, PrFacts, PrTarget, Schemas, Unlisted};
+use super::table::{Entry, Surface};
+use super::{Dialect, Op, PrFacts, PrTarget, Schemas, Server, Unlisted};
 use crate::effect::{Answered, Effect, Kind, Read, Repo, answer};
 use crate::textref::Grammar;
 use serde_json::{Map, Value};
 use std::fmt;
+
+/// A dialect's vocabulary, as data: what its server is called and launched as, the tools
+/// and methods it states (its reference page), its role matrix, the argument names it reads
+/// and pins with, and what its forge does with a pending review. [`Dialect`]'s accessors
+/// (`name`, `server`, `surface`, `rules`, `alias_groups`, `number_keys`, `merge_pin`,
+/// `review_pin`, `pending_review_note`) read it.
+#[derive(Debug)]
+pub struct Vocabulary {
+    /// The `[fleet] forge` literal.
+    pub name: &'static str,
+    /// The server's process and launch facts.
+    pub server: Server,
+    /// What its reference page is built from.
+    pub surface: Surface,
+    /// Its built-in role matrix, in the order it decides.
+    pub matrix: &'static [Entry],
+    /// Keys that name one thing across the server's releases.
+    pub alias_groups: &'static [&'static [&'static str]],
+    /// Keys the server always reads as integers.
+    pub number_keys: &'static [&'static str],
+    /// The argument of a merge the forge checks against the PR's head.
+    pub merge_pin: Option<&'static str>,
+    /// The argument of a review naming the commit it is given at.
+    pub review_pin: Option<&'static str>,
+    /// What the forge does with a pending review when it is submitted, in words.
+    pub pending_review_note: &'static str,
+    /// How the server spells the plot's calls.
+    pub plot: Plot,
+}
+
+/// How a server spells the PR workflow's plot ([`Op`]): the tools of each step and the keys
+/// they read.
+#[derive(Debug)]
+pub struct Plot {
+    /// The tool that makes a branch (`branch`).
+    pub create_branch: &'static str,
+    /// The tool that reads a file (`ref`, `path`).
+    pub read_file: &'static str,
+    /// The tool that writes a file (`path`, `content`, `message`, `sha`), and the key it
+    /// names the branch by.
+    pub write_file: (&'static str, &'static str),
+    /// The tool that opens a PR (`title`, `body`, `head`, `base`), and its `method`.
+    pub open: (&'static str, Option<&'static str>),
+    /// The tool and `method` of a review, and the key and value of an approval.
+    pub approve: (&'static str, &'static str, (&'static str, &'static str)),
+    /// The tool that merges a PR, its `method`, and the key of its merge style.
+    pub merge: (&'static str, Option<&'static str>, &'static str),
+    /// The key a PR's number goes by.
+    pub number: &'static str,
+}
+
+/// `op` as `plot` spells it: the tool and its arguments (without `owner` and `repo`).
+pub fn plot_call(plot: &Plot, op: &Op<'_>) -> (&'static str, Map<String, Value>) {
+    use serde_json::json;
+    let (tool, args) = match *op {
+        Op::CreateBranch { branch } => (plot.create_branch, json!({ "branch": branch })),
+        Op::ReadFile { branch, path } => (plot.read_file, json!({ "ref": branch, "path": path })),
+        Op::WriteFile { branch, path, content, message, sha } => {
+            let mut args = json!({ "path": path, "content": content, "message": message });
+            args[plot.write_file.1] = Value::from(branch);
+            set_some(&mut args, "sha", sha);
+            (plot.write_file.0, args)
+        }
+        Op::OpenPr { head, base, title, body } => {
+            let mut args = json!({ "title": title, "body": body, "head": head, "base": base });
+            set_some(&mut args, "method", plot.open.1);
+            (plot.open.0, args)
+        }
+        Op::Approve { pr } => {
+            let (tool, method, (verdict, approve)) = plot.approve;
+            let mut args = json!({ "method": method, "body": "LGTM" });
+            args[plot.number] = Value::from(pr);
+            args[verdict] = Value::from(approve);
+            (tool, args)
+        }
+        Op::Merge { pr, squash } => {
+            let (tool, method, style) = plot.merge;
+            let mut args = json!({});
+            set_some(&mut args, "method", method);
+            args[plot.number] = Value::from(pr);
+            set_some(&mut args, style, squash.then_some("squash"));
+            (tool, args)
+        }
+    };
+    (tool, object(args))
+}
 
 /// Why a dialect cannot build a read, or read what it needs from a forge's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -509,17 +509,29 @@ pub enum Op<'a> {
 
 /// One forge MCP server's dialect.
 pub trait Dialect: Send + Sync + std::fmt::Debug {
+    /// The server's vocabulary, as data (what the accessors below read).
+    fn vocabulary(&self) -> &'static kit::Vocabulary;
     /// The `[fleet] forge` literal (`gitea-mcp`).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.vocabulary().name
+    }
     /// The server's process and launch facts.
-    fn server(&self) -> &'static Server;
+    fn server(&self) -> &'static Server {
+        &self.vocabulary().server
+    }
     /// The built-in role matrix: who may make which call (operator rules come before it).
-    fn rules(&self) -> Vec<Rule>;
+    fn rules(&self) -> Vec<Rule> {
+        table::rules_of(self.name(), self.vocabulary().matrix)
+    }
     /// Keys that name one thing across the server's releases (at most one of a group may be
     /// sent when no schema says which the server reads).
-    fn alias_groups(&self) -> &'static [&'static [&'static str]];
+    fn alias_groups(&self) -> &'static [&'static [&'static str]] {
+        self.vocabulary().alias_groups
+    }
     /// Keys the server always reads as integers, whatever a schema says or when there is none.
-    fn number_keys(&self) -> &'static [&'static str];
+    fn number_keys(&self) -> &'static [&'static str] {
+        self.vocabulary().number_keys
+    }
     /// What the server reads differently from the canonical parse, for this dialect (a
     /// number it would wrap, a key it reads loosely): refused as ambiguous.
     fn check_parse(&self, _tool: &str, _args: &Map<String, Value>) -> Result<(), crate::forge_call::Ambiguity> {
@@ -568,9 +580,13 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     }
     /// The argument of a merge the forge checks against the PR's head (`None`: the server's
     /// merge pins no head).
-    fn merge_pin(&self) -> Option<&'static str>;
+    fn merge_pin(&self) -> Option<&'static str> {
+        self.vocabulary().merge_pin
+    }
     /// The argument of a review naming the commit it is given at.
-    fn review_pin(&self) -> Option<&'static str>;
+    fn review_pin(&self) -> Option<&'static str> {
+        self.vocabulary().review_pin
+    }
     /// The merge the gateway makes itself through the forge's REST API, pinned at `head`, for
     /// a merge call whose server declares no pin ([`merge_pin`](Self::merge_pin) absent from
     /// its schema): `None` when the dialect has no such merge (the merge is then refused,
@@ -602,7 +618,9 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     }
     /// What the forge does with a pending review when it is submitted, in words (the
     /// reference page and the book say it).
-    fn pending_review_note(&self) -> &'static str;
+    fn pending_review_note(&self) -> &'static str {
+        self.vocabulary().pending_review_note
+    }
     /// The repository a call that opens a PR opens it in.
     fn repository(&self, args: &Map<String, Value>) -> Option<(String, String)> {
         Some((text(args, "owner")?.to_owned(), text(args, "repo")?.to_owned()))
@@ -628,9 +646,13 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         error.contains("couldn't be found") || error.contains("404") || error.to_ascii_lowercase().contains("not found")
     }
     /// `op` as this server's call: the tool and its arguments (without `owner` and `repo`).
-    fn call(&self, op: &Op<'_>) -> (&'static str, Map<String, Value>);
+    fn call(&self, op: &Op<'_>) -> (&'static str, Map<String, Value>) {
+        kit::plot_call(&self.vocabulary().plot, op)
+    }
     /// What the dialect's reference page is built from: every tool and method it states.
-    fn surface(&self) -> &'static table::Surface;
+    fn surface(&self) -> &'static table::Surface {
+        &self.vocabulary().surface
+    }
     /// The reference page of the dialect (`docs/reference/<name>.md`).
     fn reference(&self) -> String {
         kit::reference(self)

@@ -4,14 +4,13 @@
 //! the reference page all come from the kit. Nothing here is copied from the Gitea or GitHub
 //! dialects.
 
-use super::{Call, Cx, Pending, Step, head_branch, repo_or, strip, unknown_tool};
-use crate::dialect::table::{self, Entry, NOBODY, Stated, Surface, read, write};
+use super::{Call, Cx, Pending, Plot, Step, Vocabulary, head_branch, repo_or, strip, unknown_tool};
+use crate::dialect::table::{Entry, NOBODY, Stated, Surface, read, write};
 use crate::dialect::{
     ACTION_CLOSE, ACTION_MERGE, Dialect, DialectError, Op, PrTarget, Pushed, Schemas, Server, Unlisted, establish_with,
     number, text,
 };
 use crate::effect::{BranchMove, Effect, IssueChange, IssueEffect, MergeTerms, Move, PrChange, PrEffect, Read};
-use crate::rules::Rule;
 use crate::workflow::ReviewVerdict;
 use serde_json::{Map, Value, json};
 
@@ -21,17 +20,36 @@ struct Toy;
 
 static TOY: Toy = Toy;
 
-const SERVER: Server = Server {
-    title: "a toy forge server",
-    process_match: &["toy-mcp"],
-    launch: &["toy-mcp"],
-    token_env: "TOY_TOKEN",
-    token_flags: &[],
-    host_env: "TOY_HOST",
-    host_flags: &[],
-    default_host: None,
-    prefix: "toy",
-    self_review: "the toy forge refuses an approval by the PR's author",
+static VOCABULARY: Vocabulary = Vocabulary {
+    name: "toy-mcp",
+    server: Server {
+        title: "a toy forge server",
+        process_match: &["toy-mcp"],
+        launch: &["toy-mcp"],
+        token_env: "TOY_TOKEN",
+        token_flags: &[],
+        host_env: "TOY_HOST",
+        host_flags: &[],
+        default_host: None,
+        prefix: "toy",
+        self_review: "the toy forge refuses an approval by the PR's author",
+    },
+    surface: SURFACE,
+    matrix: MATRIX,
+    alias_groups: &[],
+    number_keys: &["number"],
+    merge_pin: None,
+    review_pin: None,
+    pending_review_note: "the toy forge has no pending reviews",
+    plot: Plot {
+        create_branch: "make_branch",
+        read_file: "get_file",
+        write_file: ("put_file", "branch"),
+        open: ("open_pr", None),
+        approve: ("review_pr", "create", ("verdict", "approve")),
+        merge: ("merge_pr", None, "style"),
+        number: "number",
+    },
 };
 
 const MATRIX: &[Entry] = &[
@@ -64,23 +82,8 @@ fn pr_read(target: &PrTarget) -> Read {
 }
 
 impl Dialect for Toy {
-    fn name(&self) -> &'static str {
-        "toy-mcp"
-    }
-    fn server(&self) -> &'static Server {
-        &SERVER
-    }
-    fn surface(&self) -> &'static Surface {
-        &SURFACE
-    }
-    fn rules(&self) -> Vec<Rule> {
-        table::rules_of("toy-mcp", MATRIX)
-    }
-    fn alias_groups(&self) -> &'static [&'static [&'static str]] {
-        &[]
-    }
-    fn number_keys(&self) -> &'static [&'static str] {
-        &["number"]
+    fn vocabulary(&self) -> &'static Vocabulary {
+        &VOCABULARY
     }
     fn grammar(&self) -> &crate::textref::Grammar {
         static GRAMMAR: crate::textref::Grammar = crate::textref::GITHUB;
@@ -141,15 +144,6 @@ impl Dialect for Toy {
     fn pr_read(&self, target: &PrTarget, _schemas: &dyn Schemas) -> Result<Read, DialectError> {
         Ok(pr_read(target))
     }
-    fn merge_pin(&self) -> Option<&'static str> {
-        None
-    }
-    fn review_pin(&self) -> Option<&'static str> {
-        None
-    }
-    fn pending_review_note(&self) -> &'static str {
-        "the toy forge has no pending reviews"
-    }
     fn pushed(&self, _tool: &str, _args: &Map<String, Value>) -> Option<Pushed> {
         None
     }
@@ -163,15 +157,6 @@ impl Dialect for Toy {
     }
     fn action_call(&self, _action: &str) -> Option<(&'static str, Map<String, Value>)> {
         None
-    }
-    fn call(&self, op: &Op<'_>) -> (&'static str, Map<String, Value>) {
-        match *op {
-            Op::Merge { pr, .. } => ("merge_pr", super::object(json!({ "number": pr }))),
-            _ => ("unsupported", Map::new()),
-        }
-    }
-    fn tools(&self) -> Vec<&'static str> {
-        table::tools(&SURFACE)
     }
 }
 
@@ -259,4 +244,76 @@ fn a_read_the_server_cannot_take_is_a_typed_error_that_fails_the_step() {
     let why: String = e.clone().into();
     assert_eq!(why, e.to_string());
     assert!(matches!(Pending::from(e), Pending::Failed(w) if w == why));
+}
+
+/// The plot each server's `Plot` spells is the calls its dialect wrote out by hand before
+/// the kit: the same tools, keys and values.
+#[test]
+fn each_server_spells_the_plot_with_its_own_tools_and_keys() {
+    use crate::dialect::{gitea::GITEA, github::GITHUB};
+    let write = Op::WriteFile { branch: "b", path: "p", content: "c", message: "m", sha: Some("s") };
+    let open = Op::OpenPr { head: "h", base: "main", title: "t", body: "x" };
+    let cases: [(&dyn Dialect, &Op<'_>, &str, Value); 14] = [
+        (&GITEA, &Op::CreateBranch { branch: "b" }, "create_branch", json!({ "branch": "b" })),
+        (&GITEA, &Op::ReadFile { branch: "b", path: "p" }, "get_file_contents", json!({ "ref": "b", "path": "p" })),
+        (
+            &GITEA,
+            &write,
+            "create_or_update_file",
+            json!({ "path": "p", "content": "c", "message": "m", "branch_name": "b", "sha": "s" }),
+        ),
+        (
+            &GITEA,
+            &open,
+            "pull_request_write",
+            json!({ "method": "create", "title": "t", "body": "x", "head": "h", "base": "main" }),
+        ),
+        (
+            &GITEA,
+            &Op::Approve { pr: 4 },
+            "pull_request_review_write",
+            json!({ "method": "create", "pull_number": 4, "state": "APPROVED", "body": "LGTM" }),
+        ),
+        (
+            &GITEA,
+            &Op::Merge { pr: 4, squash: false },
+            "pull_request_write",
+            json!({ "method": "merge", "pull_number": 4 }),
+        ),
+        (
+            &GITEA,
+            &Op::Merge { pr: 4, squash: true },
+            "pull_request_write",
+            json!({ "method": "merge", "pull_number": 4, "merge_style": "squash" }),
+        ),
+        (&GITHUB, &Op::CreateBranch { branch: "b" }, "create_branch", json!({ "branch": "b" })),
+        (&GITHUB, &Op::ReadFile { branch: "b", path: "p" }, "get_file_contents", json!({ "ref": "b", "path": "p" })),
+        (
+            &GITHUB,
+            &Op::WriteFile { branch: "b", path: "p", content: "c", message: "m", sha: None },
+            "create_or_update_file",
+            json!({ "path": "p", "content": "c", "message": "m", "branch": "b" }),
+        ),
+        (&GITHUB, &open, "create_pull_request", json!({ "title": "t", "body": "x", "head": "h", "base": "main" })),
+        (
+            &GITHUB,
+            &Op::Approve { pr: 4 },
+            "pull_request_review_write",
+            json!({ "method": "create", "pullNumber": 4, "event": "APPROVE", "body": "LGTM" }),
+        ),
+        (&GITHUB, &Op::Merge { pr: 4, squash: false }, "merge_pull_request", json!({ "pullNumber": 4 })),
+        (
+            &GITHUB,
+            &Op::Merge { pr: 4, squash: true },
+            "merge_pull_request",
+            json!({ "pullNumber": 4, "merge_method": "squash" }),
+        ),
+    ];
+    for (dialect, op, tool, want) in cases {
+        assert_eq!(dialect.call(op), (tool, args(want)), "{} {op:?}", dialect.name());
+    }
+    assert_eq!(
+        TOY.call(&Op::Merge { pr: 2, squash: true }),
+        ("merge_pr", args(json!({ "number": 2, "style": "squash" })))
+    );
 }
