@@ -30,7 +30,7 @@ pub enum GatewayError {
     },
     /// The downstream child could not be put under supervision.
     #[error("supervise the downstream server: {0}")]
-    Supervise(String),
+    Supervise(#[from] fleetgate_supervise::SpawnError),
     /// A control-plane call panicked or could not be run.
     #[error("control plane call `{call}` failed: {reason}")]
     ControlPlane {

@@ -58,7 +58,7 @@ mod subscriptions;
 mod timefmt;
 
 pub use answers::{CLASSIFICATION_META_KEY, DOWNSTREAM_TIMEOUT, DOWNSTREAM_UNAVAILABLE};
-pub use auth::{Principal, Principals, PrincipalsError};
+pub use auth::{Principal, Principals, PrincipalsError, TokensFileError};
 pub use control::{
     AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
     DownstreamError, DownstreamErrorKind, DownstreamLink, DownstreamRead, DownstreamState, DownstreamStatus,

@@ -209,7 +209,7 @@ fn policy_notes(ctx: &Ctx) -> (fleetgate_control::policy::PolicyNotes, Option<St
     let (tokens, unread) = match &ctx.config.http.tokens_file {
         Some(path) => match fleetgate_gateway::Principals::read(path) {
             Ok(p) => (Some(p), None),
-            Err(e) => (None, Some(e)),
+            Err(e) => (None, Some(e.to_string())),
         },
         None => (None, None),
     };
