@@ -46,15 +46,20 @@ def version(binary: str) -> float:
     return time.perf_counter() - t
 
 
-def serve(binary: str) -> float:
+def start(binary: str) -> bench_gateway.Peer:
+    """`fleetgate serve` on stdio, a fresh store and a one-member roster, no downstream."""
     state = tempfile.mkdtemp(prefix="fleetgate-bench-dist-")
     config = os.path.join(state, "fleet.toml")
     with open(config, "w") as f:
         f.write(ROSTER)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": state, "GITEA_CLIENT_MANAGED": "1",
            "GITEA_MCP_COHORT_ID": "dist"}
-    peer = bench_gateway.Peer([binary, "--store", os.path.join(state, "registry.sqlite3"), "--config", config,
+    return bench_gateway.Peer([binary, "--store", os.path.join(state, "registry.sqlite3"), "--config", config,
                                "serve", "--profile", "dist-author"], env)
+
+
+def serve(binary: str) -> float:
+    peer = start(binary)
     elapsed = peer.initialize()
     peer.close()
     return elapsed
@@ -83,14 +88,7 @@ def evict(binary: str) -> None:
 
 
 def idle_rss(binary: str) -> dict[str, int]:
-    state = tempfile.mkdtemp(prefix="fleetgate-bench-dist-")
-    config = os.path.join(state, "fleet.toml")
-    with open(config, "w") as f:
-        f.write(ROSTER)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": state, "GITEA_CLIENT_MANAGED": "1",
-           "GITEA_MCP_COHORT_ID": "dist"}
-    peer = bench_gateway.Peer([binary, "--store", os.path.join(state, "registry.sqlite3"), "--config", config,
-                               "serve", "--profile", "dist-author"], env)
+    peer = start(binary)
     peer.initialize()
     peer.request("tools/list", {})
     peer.request("tools/call", {"name": "fleet_get_runtime_context", "arguments": {}})
