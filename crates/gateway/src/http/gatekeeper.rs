@@ -5,6 +5,7 @@
 //! per session) — refusing with a JSON-RPC error body before rmcp sees the request.
 
 use super::listen::ConnectionScope;
+use super::replica::unknown_session;
 use super::resume::Resumable;
 use super::slots::{Slot, Slots, hold_while_answering};
 use super::*;
@@ -109,14 +110,6 @@ fn cut(text: &str, max: usize) -> String {
 
 /// How many recorded owners, beyond the attachments' bound, prompt a sweep of the ended ones.
 const OWNERS_SLACK: usize = 64;
-
-/// The answer to a session that does not exist, or is another principal's: rmcp's own
-/// answer to an unknown session, so the two cannot be told apart.
-pub(super) fn unknown_session() -> Response {
-    let mut response = Response::new(Body::from("Not Found: Session not found"));
-    *response.status_mut() = StatusCode::NOT_FOUND;
-    response
-}
 
 /// Event streams (GET) one session may hold open at once. rmcp sends on one of them and
 /// keeps the rest alive with pings; a few cover a client reconnecting before the server

@@ -10,7 +10,6 @@
 //! downstream made them: a `tasks/get`, `tasks/update` or `tasks/cancel` naming a task this
 //! process does not hold goes the same way to the replica that recorded it.
 
-use super::gatekeeper::unknown_session;
 use axum::body::{Body, Bytes};
 use axum::http::request::Parts;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
@@ -57,6 +56,15 @@ fn hop_by_hop(headers: &axum::http::HeaderMap, name: &HeaderName) -> bool {
             .iter()
             .filter_map(|v| v.to_str().ok())
             .any(|v| v.split(',').any(|token| token.trim().eq_ignore_ascii_case(name.as_str())))
+}
+
+/// The answer to a session that does not exist, or is another principal's: rmcp's own
+/// answer to an unknown session, so the two cannot be told apart. It lives here, below the
+/// gatekeeper that also answers it, so the two modules do not import each other.
+pub(super) fn unknown_session() -> Response {
+    let mut response = Response::new(Body::from("Not Found: Session not found"));
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response
 }
 
 /// The 404 of a replica that does not hold a relayed request's session.
