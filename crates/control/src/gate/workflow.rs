@@ -421,15 +421,8 @@ pub fn judge(store: &dyn Store, forge: Forge<'_>, call: &WorkflowCall<'_>, now: 
     Judged { pins, note: Some(said), refusal, at: Some((facts.head.clone(), facts.base_ref.clone())), rest }
 }
 
-/// What an allowed call settles, as the verdict carries it to the forwarded call's answer:
-/// the workflow action, and the head and base it was judged at (JSON; a bare action when
-/// none was judged).
-pub fn settles(action: &str, at: Option<&(String, Option<String>)>) -> String {
-    match at {
-        Some((head, base)) => serde_json::json!({ "action": action, "head": head, "base": base }).to_string(),
-        None => action.to_owned(),
-    }
-}
+/// What an allowed call settles, as core's verdict carries it to the forwarded call's answer.
+pub use fleetgate_core::capability::settles_text as settles;
 
 /// [`settles`] read back: the action, and the head and base it was judged at.
 pub fn settled(text: &str) -> (String, Option<(String, Option<String>)>) {
