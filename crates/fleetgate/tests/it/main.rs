@@ -1,5 +1,6 @@
 //! fleetgate's integration tests: one binary, one module per topic.
 
+mod architecture;
 mod audit;
 mod book;
 mod cli;
