@@ -652,58 +652,14 @@ pub fn judge(effect: &Effect, role: &str, protection: &Protection, lifted: &[Inv
         }
     }
     if let Some(m) = &effect.merge {
-        if m.forced {
-            breach(
-                Invariant::ForcedMerge,
-                format!("the merge of PR #{} skips the forge's checks (`force_merge`)", m.pr),
-            );
-        }
-        if m.scheduled {
-            breach(
-                Invariant::ScheduledMerge,
-                format!("the merge of PR #{} is scheduled for a later head (`merge_when_checks_succeed`)", m.pr),
-            );
-        }
-        if !m.pinnable {
-            breach(
-                Invariant::UnpinnedMerge,
-                format!(
-                    "the server's merge declares no argument pinning the head: PR #{} cannot be merged at the head \
-                     it is judged at",
-                    m.pr
-                ),
-            );
+        for (invariant, reason) in merge_breaches(m) {
+            breach(invariant, reason);
         }
     }
     let state_role = PR_STATE_ROLES.contains(&role);
     for p in &effect.prs {
-        match &p.change {
-            PrChange::Retarget { to } => {
-                breach(Invariant::Retarget, format!("the call retargets PR #{} of {} onto `{to}`", p.pr, p.repo));
-            }
-            PrChange::RetargetedWithBranch { branch } => breach(
-                Invariant::Retarget,
-                format!(
-                    "the call deletes branch `{branch}`, which PR #{} of {} bases on: the forge retargets or closes it",
-                    p.pr, p.repo
-                ),
-            ),
-            PrChange::State { to, by } if !state_role => breach(
-                Invariant::PrState,
-                format!(
-                    "`{by}` sets PR #{} of {} to `{to}`: a PR's state is the controller's and the reconciler's",
-                    p.pr, p.repo
-                ),
-            ),
-            PrChange::ClosedWithBranch { branch } if !state_role => breach(
-                Invariant::PrState,
-                format!(
-                    "the call deletes branch `{branch}`, which open PR #{} of {} heads or bases: the forge closes it \
-                     (closing PRs is the controller's)",
-                    p.pr, p.repo
-                ),
-            ),
-            _ => {}
+        if let Some((invariant, reason)) = pr_breach(p, state_role) {
+            breach(invariant, reason);
         }
     }
     for i in &effect.issues {
@@ -723,6 +679,66 @@ pub fn judge(effect: &Effect, role: &str, protection: &Protection, lifted: &[Inv
         guarded.into_iter().partition(|b| lifted.contains(&b.invariant));
     lifted_now.extend(lifted_guards);
     Judgement { breaches, lifted: lifted_now, guarded }
+}
+
+/// What a merge's terms break: a forced merge, a scheduled one, one that cannot be pinned.
+fn merge_breaches(m: &MergeTerms) -> Vec<(Invariant, String)> {
+    let mut found = Vec::new();
+    if m.forced {
+        found.push((
+            Invariant::ForcedMerge,
+            format!("the merge of PR #{} skips the forge's checks (`force_merge`)", m.pr),
+        ));
+    }
+    if m.scheduled {
+        found.push((
+            Invariant::ScheduledMerge,
+            format!("the merge of PR #{} is scheduled for a later head (`merge_when_checks_succeed`)", m.pr),
+        ));
+    }
+    if !m.pinnable {
+        found.push((
+            Invariant::UnpinnedMerge,
+            format!(
+                "the server's merge declares no argument pinning the head: PR #{} cannot be merged at the head it is \
+                 judged at",
+                m.pr
+            ),
+        ));
+    }
+    found
+}
+
+/// What a change to a PR breaks (`state_role`: the caller may change a PR's state).
+fn pr_breach(p: &PrEffect, state_role: bool) -> Option<(Invariant, String)> {
+    match &p.change {
+        PrChange::Retarget { to } => {
+            Some((Invariant::Retarget, format!("the call retargets PR #{} of {} onto `{to}`", p.pr, p.repo)))
+        }
+        PrChange::RetargetedWithBranch { branch } => Some((
+            Invariant::Retarget,
+            format!(
+                "the call deletes branch `{branch}`, which PR #{} of {} bases on: the forge retargets or closes it",
+                p.pr, p.repo
+            ),
+        )),
+        PrChange::State { to, by } if !state_role => Some((
+            Invariant::PrState,
+            format!(
+                "`{by}` sets PR #{} of {} to `{to}`: a PR's state is the controller's and the reconciler's",
+                p.pr, p.repo
+            ),
+        )),
+        PrChange::ClosedWithBranch { branch } if !state_role => Some((
+            Invariant::PrState,
+            format!(
+                "the call deletes branch `{branch}`, which open PR #{} of {} heads or bases: the forge closes it \
+                 (closing PRs is the controller's)",
+                p.pr, p.repo
+            ),
+        )),
+        _ => None,
+    }
 }
 
 /// Why `branch` is protected (the roster's rule, or the forge's default branch), if it is.

@@ -12,12 +12,14 @@
 
 pub mod effect;
 
+use super::kit::{self, Call, Cx, Step};
 use super::table::{self, Arg, Entry, METHOD, NOBODY, other_method, read, read_methods, write};
 use super::{
-    ACTION_MERGE, ACTION_OPEN, ACTION_REVIEW, Dialect, PrTarget, Pushed, Schemas, Server, declared_key, number, text,
+    ACTION_MERGE, ACTION_OPEN, ACTION_REVIEW, Dialect, DialectError, PrTarget, Pushed, Schemas, Server, declared_key,
+    number, text,
 };
 use crate::capability::ToolClass;
-use crate::effect::{Answered, Effect, Read};
+use crate::effect::{Effect, Read};
 use crate::rules::Rule;
 use crate::workflow::ReviewVerdict;
 use serde_json::{Map, Value};
@@ -66,6 +68,29 @@ pub const NUMBER_KEYS: &[&str] = &[
     "milestone",
 ];
 
+/// The server's vocabulary: its name, launch, tools, role matrix and argument names.
+static VOCABULARY: kit::Vocabulary = kit::Vocabulary {
+    name: NAME,
+    server: SERVER,
+    surface: effect::SURFACE,
+    matrix: MATRIX,
+    alias_groups: ALIAS_GROUPS,
+    number_keys: NUMBER_KEYS,
+    merge_pin: Some(MERGE_HEAD_KEY),
+    review_pin: Some(REVIEW_COMMIT_KEY),
+    pending_review_note: "Gitea records a submitted pending review at the PR's head at submission (its API re-stamps the review \
+         with the head: `SubmitPullReview`), so a verdict submitted is judged, and counts, at the head then",
+    plot: kit::Plot {
+        create_branch: "create_branch",
+        read_file: "get_file_contents",
+        write_file: ("create_or_update_file", "branch_name"),
+        open: ("pull_request_write", Some("create")),
+        approve: ("pull_request_review_write", "create", ("state", "APPROVED")),
+        merge: ("pull_request_write", Some("merge"), "merge_style"),
+        number: "pull_number",
+    },
+};
+
 const SERVER: Server = Server {
     title: "the official Gitea MCP server (gitea-mcp)",
     process_match: &["gitea-mcp"],
@@ -108,13 +133,10 @@ pub fn with_keywords(keywords: &crate::textref::Keywords) -> &'static GiteaMcp {
 }
 
 /// The read answering a PR's current state: `pull_request_read get`.
-pub fn pr_read(target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, String> {
-    let mut args = Map::new();
-    args.insert("method".into(), Value::from("get"));
-    args.insert("owner".into(), Value::from(target.owner.clone()));
-    args.insert("repo".into(), Value::from(target.repo.clone()));
-    args.insert(declared_key(schemas, "pull_request_read", &PR_NUMBER)?.into(), Value::from(target.pr));
-    Ok(Read::new("pull_request_read", args))
+pub fn pr_read(target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, DialectError> {
+    let mut read = kit::read_on("pull_request_read", Some("get"), &target.owner, &target.repo);
+    read.arguments.insert(declared_key(schemas, "pull_request_read", &PR_NUMBER)?.into(), Value::from(target.pr));
+    Ok(read)
 }
 
 /// The PR a call's arguments name (its canonical ones: one key per thing).
@@ -124,39 +146,20 @@ pub fn pr_target(args: &Map<String, Value>) -> Option<PrTarget> {
 }
 
 impl Dialect for GiteaMcp {
-    fn name(&self) -> &'static str {
-        NAME
+    fn vocabulary(&self) -> &'static kit::Vocabulary {
+        &VOCABULARY
     }
 
-    fn server(&self) -> &'static Server {
-        &SERVER
+    fn grammar(&self) -> &crate::textref::Grammar {
+        &self.grammar
     }
 
-    fn rules(&self) -> Vec<Rule> {
-        rules()
+    fn state(&self, call: &Call<'_>, cx: Cx<'_>) -> Step<Effect> {
+        effect::state(call, cx)
     }
 
-    fn alias_groups(&self) -> &'static [&'static [&'static str]] {
-        ALIAS_GROUPS
-    }
-
-    fn number_keys(&self) -> &'static [&'static str] {
-        NUMBER_KEYS
-    }
-
-    fn establish(
-        &self,
-        tool: &str,
-        args: &Map<String, Value>,
-        schema: Option<&Map<String, Value>>,
-        schemas: &dyn Schemas,
-        answers: &[Answered],
-    ) -> Result<Effect, Vec<Read>> {
-        effect::establish(&self.grammar, tool, args, schema, schemas, answers)
-    }
-
-    fn evident(&self, tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect {
-        effect::evident(&self.grammar, tool, args, schema)
+    fn shown(&self, call: &Call<'_>) -> Effect {
+        effect::shown(&self.grammar, call)
     }
 
     fn pr_target(&self, tool: &str, args: &Map<String, Value>) -> Option<PrTarget> {
@@ -185,21 +188,8 @@ impl Dialect for GiteaMcp {
         tool == "pull_request_review_write" && text(args, "method") == Some("create")
     }
 
-    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, String> {
+    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, DialectError> {
         pr_read(target, schemas)
-    }
-
-    fn merge_pin(&self) -> Option<&'static str> {
-        Some(MERGE_HEAD_KEY)
-    }
-
-    fn review_pin(&self) -> Option<&'static str> {
-        Some(REVIEW_COMMIT_KEY)
-    }
-
-    fn pending_review_note(&self) -> &'static str {
-        "Gitea records a submitted pending review at the PR's head at submission (its API re-stamps the review \
-         with the head: `SubmitPullReview`), so a verdict submitted is judged, and counts, at the head then"
     }
 
     fn pushed(&self, tool: &str, args: &Map<String, Value>) -> Option<Pushed> {
@@ -213,12 +203,10 @@ impl Dialect for GiteaMcp {
         Some(Pushed { owner, repo, branch: branch.to_owned() })
     }
 
-    fn tip_read(&self, owner: &str, repo: &str, branch: &str, _schemas: &dyn Schemas) -> Result<Read, String> {
-        let mut args = Map::new();
-        args.insert("owner".into(), Value::from(owner));
-        args.insert("repo".into(), Value::from(repo));
-        args.insert("sha".into(), Value::from(branch));
-        Ok(Read::new("get_commit", args))
+    fn tip_read(&self, owner: &str, repo: &str, branch: &str, _schemas: &dyn Schemas) -> Result<Read, DialectError> {
+        let mut read = kit::read_on("get_commit", None, owner, repo);
+        read.arguments.insert("sha".into(), Value::from(branch));
+        Ok(read)
     }
 
     /// `pull_request_write close`, or `issue_write update` with `state: closed` (a PR's number,
@@ -246,46 +234,6 @@ impl Dialect for GiteaMcp {
         let mut args = Map::new();
         args.insert("method".into(), Value::from(method));
         Some((tool, args))
-    }
-
-    fn call(&self, op: &super::Op<'_>) -> (&'static str, Map<String, Value>) {
-        use super::Op;
-        let (tool, args) = match *op {
-            Op::CreateBranch { branch } => ("create_branch", serde_json::json!({ "branch": branch })),
-            Op::ReadFile { branch, path } => ("get_file_contents", serde_json::json!({ "ref": branch, "path": path })),
-            Op::WriteFile { branch, path, content, message, sha } => {
-                let mut args =
-                    serde_json::json!({ "path": path, "content": content, "message": message, "branch_name": branch });
-                if let Some(sha) = sha {
-                    args["sha"] = Value::from(sha);
-                }
-                ("create_or_update_file", args)
-            }
-            Op::OpenPr { head, base, title, body } => (
-                "pull_request_write",
-                serde_json::json!({ "method": "create", "title": title, "body": body, "head": head, "base": base }),
-            ),
-            Op::Approve { pr } => (
-                "pull_request_review_write",
-                serde_json::json!({ "method": "create", "pull_number": pr, "state": "APPROVED", "body": "LGTM" }),
-            ),
-            Op::Merge { pr, squash } => {
-                let mut args = serde_json::json!({ "method": "merge", "pull_number": pr });
-                if squash {
-                    args["merge_style"] = Value::from("squash");
-                }
-                ("pull_request_write", args)
-            }
-        };
-        (tool, args.as_object().cloned().unwrap_or_default())
-    }
-
-    fn reference(&self) -> String {
-        effect::render()
-    }
-
-    fn tools(&self) -> Vec<&'static str> {
-        table::tools(&effect::SURFACE)
     }
 }
 
@@ -452,22 +400,7 @@ const MATRIX: &[Entry] = &[
     },
     other_method("review-other", "pull_request_review_write"),
     // The controller's tracker tools; the reconciler's notifications.
-    write(
-        "labels",
-        "label_write",
-        &[(
-            METHOD,
-            Arg::Is(&[
-                "create_repo_label",
-                "edit_repo_label",
-                "delete_repo_label",
-                "create_org_label",
-                "edit_org_label",
-                "delete_org_label",
-            ]),
-        )],
-        &["controller"],
-    ),
+    write("labels", "label_write", &[(METHOD, Arg::Is(effect::LABEL_WRITE_METHODS))], &["controller"]),
     other_method("labels-other", "label_write"),
     write(
         "milestones",

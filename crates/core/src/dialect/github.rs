@@ -31,10 +31,11 @@
 
 pub mod effect;
 
+use super::kit::{self, Call, Cx, Step};
 use super::table::{self, Arg, Entry, METHOD, NOBODY, other_method, read, read_methods, write};
 use super::{
-    ACTION_MERGE, ACTION_OPEN, ACTION_REVIEW, Dialect, PendingAt, PrTarget, Pushed, RestCall, Schemas, Server,
-    ToolAnswer, declared_key, number, text,
+    ACTION_MERGE, ACTION_OPEN, ACTION_REVIEW, Dialect, DialectError, PendingAt, PrTarget, Pushed, RestCall, Schemas,
+    Server, ToolAnswer, declared_key, number, text,
 };
 use crate::effect::{Answered, Effect, Read, answer};
 use crate::rules::Rule;
@@ -64,6 +65,31 @@ pub const MAX_NUMBER: u64 = i32::MAX as u64;
 /// Keys the server always reads as integers.
 pub const NUMBER_KEYS: &[&str] = &["pullNumber", "issue_number", "page", "perPage", "run_id", "milestone"];
 
+/// The server's vocabulary: its name, launch, tools, role matrix and argument names.
+static VOCABULARY: kit::Vocabulary = kit::Vocabulary {
+    name: NAME,
+    server: SERVER,
+    surface: effect::SURFACE,
+    matrix: MATRIX,
+    // One name per thing across the releases that have these tools.
+    alias_groups: &[],
+    number_keys: NUMBER_KEYS,
+    merge_pin: Some(MERGE_HEAD_KEY),
+    review_pin: Some(REVIEW_COMMIT_KEY),
+    pending_review_note: "GitHub keeps the commit a pending review was made at (`commitID`): a verdict submitted later \
+         (`submit_pending`) counts at that commit, not at the head of its submission; the gate reads the caller's \
+         pending review and refuses (`stale_head`) a submission whose review was made at another head",
+    plot: kit::Plot {
+        create_branch: "create_branch",
+        read_file: "get_file_contents",
+        write_file: ("create_or_update_file", "branch"),
+        open: ("create_pull_request", None),
+        approve: ("pull_request_review_write", "create", ("event", "APPROVE")),
+        merge: ("merge_pull_request", None, "merge_method"),
+        number: "pullNumber",
+    },
+};
+
 const SERVER: Server = Server {
     title: "GitHub's official MCP server (github-mcp-server)",
     process_match: &["github-mcp-server"],
@@ -80,6 +106,9 @@ const SERVER: Server = Server {
 /// The container image the server is published as.
 pub const IMAGE: &str = "ghcr.io/github/github-mcp-server";
 
+/// GitHub's closing keywords and references.
+static GRAMMAR: crate::textref::Grammar = crate::textref::GITHUB;
+
 /// The github-mcp dialect.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GithubMcp;
@@ -88,13 +117,10 @@ pub struct GithubMcp;
 pub static GITHUB: GithubMcp = GithubMcp;
 
 /// The read answering a PR's current state: `pull_request_read get`.
-pub fn pr_read(target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, String> {
-    let mut args = Map::new();
-    args.insert("method".into(), Value::from("get"));
-    args.insert("owner".into(), Value::from(target.owner.clone()));
-    args.insert("repo".into(), Value::from(target.repo.clone()));
-    args.insert(declared_key(schemas, "pull_request_read", &[PR_NUMBER])?.into(), Value::from(target.pr));
-    Ok(Read::new("pull_request_read", args))
+pub fn pr_read(target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, DialectError> {
+    let mut read = kit::read_on("pull_request_read", Some("get"), &target.owner, &target.repo);
+    read.arguments.insert(declared_key(schemas, "pull_request_read", &[PR_NUMBER])?.into(), Value::from(target.pr));
+    Ok(read)
 }
 
 /// The tools that name a PR by `pullNumber`.
@@ -132,12 +158,13 @@ pub const REVIEW_PAGES: u64 = 10;
 /// it (`pkg/utils/api.go`): github.com (none, or `*.github.com`) is `https://api.github.com/`;
 /// a `*.ghe.com` host `https://api.HOST/`; any other is GitHub Enterprise Server,
 /// `SCHEME://HOST[:PORT]/api/v3/`. Plain http only to a loopback host, as the server allows.
-pub fn rest_base(host: Option<&str>) -> Result<String, String> {
+pub fn rest_base(host: Option<&str>) -> Result<String, DialectError> {
     let Some(host) = host.map(str::trim).filter(|h| !h.is_empty()) else {
         return Ok("https://api.github.com/".into());
     };
-    let (scheme, rest) =
-        host.split_once("://").ok_or_else(|| format!("host must have a scheme (http or https): {host}"))?;
+    let (scheme, rest) = host
+        .split_once("://")
+        .ok_or_else(|| DialectError::Host(format!("host must have a scheme (http or https): {host}")))?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
     let hostname = match authority.strip_prefix('[') {
@@ -146,17 +173,17 @@ pub fn rest_base(host: Option<&str>) -> Result<String, String> {
     }
     .to_ascii_lowercase();
     if hostname.is_empty() {
-        return Err(format!("host names no host: {host}"));
+        return Err(DialectError::Host(format!("host names no host: {host}")));
     }
     let loopback = matches!(hostname.as_str(), "localhost" | "127.0.0.1" | "::1");
     match scheme.to_ascii_lowercase().as_str() {
         "https" => {}
         "http" if loopback => {}
         _ => {
-            return Err(format!(
+            return Err(DialectError::Host(format!(
                 "host must use https to avoid sending credentials over cleartext: {scheme}://{hostname} (http is \
                  only permitted for loopback hosts)"
-            ));
+            )));
         }
     }
     if hostname == "github.com" || hostname.ends_with(".github.com") {
@@ -229,7 +256,7 @@ pub fn merge_answer(call: &RestCall, url: &str, status: u16, body: &str) -> Tool
 }
 
 /// The page of `pull_request_read get_reviews` that `pending_review` reads.
-fn reviews_read(target: &PrTarget, page: u64, schemas: &dyn Schemas) -> Result<Read, String> {
+fn reviews_read(target: &PrTarget, page: u64, schemas: &dyn Schemas) -> Result<Read, DialectError> {
     let mut read = pr_read(target, schemas)?;
     read.arguments.insert("method".into(), Value::from("get_reviews"));
     read.arguments.insert(declared_key(schemas, "pull_request_read", &["page"])?.into(), Value::from(page));
@@ -271,7 +298,7 @@ fn pending_review(
     for page in 1..=REVIEW_PAGES {
         let read = match reviews_read(&target, page, schemas) {
             Ok(read) => read,
-            Err(why) => return Ok(PendingAt::Missing(why)),
+            Err(why) => return Ok(PendingAt::Missing(why.to_string())),
         };
         let list = match answer(answers, &read) {
             None => return Err(vec![read]),
@@ -318,25 +345,8 @@ fn submits(tool: &str, args: &Map<String, Value>) -> bool {
 }
 
 impl Dialect for GithubMcp {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn server(&self) -> &'static Server {
-        &SERVER
-    }
-
-    fn rules(&self) -> Vec<Rule> {
-        rules()
-    }
-
-    fn alias_groups(&self) -> &'static [&'static [&'static str]] {
-        // One name per thing across the releases that have these tools.
-        &[]
-    }
-
-    fn number_keys(&self) -> &'static [&'static str] {
-        NUMBER_KEYS
+    fn vocabulary(&self) -> &'static kit::Vocabulary {
+        &VOCABULARY
     }
 
     /// A number beyond 2^31-1 (the server's GraphQL paths, and the review tool's decoding,
@@ -380,19 +390,16 @@ impl Dialect for GithubMcp {
         Ok(())
     }
 
-    fn establish(
-        &self,
-        tool: &str,
-        args: &Map<String, Value>,
-        schema: Option<&Map<String, Value>>,
-        schemas: &dyn Schemas,
-        answers: &[Answered],
-    ) -> Result<Effect, Vec<Read>> {
-        effect::establish(tool, args, schema, schemas, answers)
+    fn grammar(&self) -> &crate::textref::Grammar {
+        &GRAMMAR
     }
 
-    fn evident(&self, tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect {
-        effect::evident(tool, args, schema)
+    fn state(&self, call: &Call<'_>, cx: Cx<'_>) -> Step<Effect> {
+        effect::state(call, cx)
+    }
+
+    fn shown(&self, call: &Call<'_>) -> Effect {
+        effect::shown(call)
     }
 
     fn pr_target(&self, tool: &str, args: &Map<String, Value>) -> Option<PrTarget> {
@@ -434,17 +441,11 @@ impl Dialect for GithubMcp {
         pending_review(tool, args, schemas, answers)
     }
 
-    fn pending_review_note(&self) -> &'static str {
-        "GitHub keeps the commit a pending review was made at (`commitID`): a verdict submitted later \
-         (`submit_pending`) counts at that commit, not at the head of its submission; the gate reads the caller's \
-         pending review and refuses (`stale_head`) a submission whose review was made at another head"
-    }
-
     fn pinned_merge(&self, target: &PrTarget, head: &str, args: &Map<String, Value>) -> Option<RestCall> {
         Some(pinned_merge(target, head, args))
     }
 
-    fn rest_base(&self, host: Option<&str>) -> Result<String, String> {
+    fn rest_base(&self, host: Option<&str>) -> Result<String, DialectError> {
         rest_base(host)
     }
 
@@ -452,16 +453,8 @@ impl Dialect for GithubMcp {
         merge_answer(call, url, status, body)
     }
 
-    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, String> {
+    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, DialectError> {
         pr_read(target, schemas)
-    }
-
-    fn merge_pin(&self) -> Option<&'static str> {
-        Some(MERGE_HEAD_KEY)
-    }
-
-    fn review_pin(&self) -> Option<&'static str> {
-        Some(REVIEW_COMMIT_KEY)
     }
 
     /// `{"id": …, "url": "…/pull/<n>"}`: the number is the URL's last segment.
@@ -483,15 +476,13 @@ impl Dialect for GithubMcp {
         Some(Pushed { owner, repo, branch: branch.to_owned() })
     }
 
-    fn tip_read(&self, owner: &str, repo: &str, branch: &str, _schemas: &dyn Schemas) -> Result<Read, String> {
-        let mut args = Map::new();
-        args.insert("owner".into(), Value::from(owner));
-        args.insert("repo".into(), Value::from(repo));
+    fn tip_read(&self, owner: &str, repo: &str, branch: &str, _schemas: &dyn Schemas) -> Result<Read, DialectError> {
+        let mut read = kit::read_on("get_commit", None, owner, repo);
         // A branch literally named `refs/…` (the server made `refs/heads/refs/heads/x` of
         // `refs/heads/x`) is read by its full ref, never taken for the branch it names.
         let sha = if branch.starts_with("refs/") { format!("refs/heads/{branch}") } else { branch.to_owned() };
-        args.insert("sha".into(), Value::from(sha));
-        Ok(Read::new("get_commit", args))
+        read.arguments.insert("sha".into(), Value::from(sha));
+        Ok(read)
     }
 
     fn closes(&self, tool: &str, args: &Map<String, Value>) -> Option<PrTarget> {
@@ -523,45 +514,6 @@ impl Dialect for GithubMcp {
     fn is_not_found(&self, error: &str) -> bool {
         error.contains("404") || error.to_ascii_lowercase().contains("not found") || error.contains("Could not resolve")
     }
-
-    fn call(&self, op: &super::Op<'_>) -> (&'static str, Map<String, Value>) {
-        use super::Op;
-        let (tool, args) = match *op {
-            Op::CreateBranch { branch } => ("create_branch", serde_json::json!({ "branch": branch })),
-            Op::ReadFile { branch, path } => ("get_file_contents", serde_json::json!({ "ref": branch, "path": path })),
-            Op::WriteFile { branch, path, content, message, sha } => {
-                let mut args =
-                    serde_json::json!({ "path": path, "content": content, "message": message, "branch": branch });
-                if let Some(sha) = sha {
-                    args["sha"] = Value::from(sha);
-                }
-                ("create_or_update_file", args)
-            }
-            Op::OpenPr { head, base, title, body } => {
-                ("create_pull_request", serde_json::json!({ "title": title, "body": body, "head": head, "base": base }))
-            }
-            Op::Approve { pr } => (
-                "pull_request_review_write",
-                serde_json::json!({ "method": "create", "pullNumber": pr, "event": "APPROVE", "body": "LGTM" }),
-            ),
-            Op::Merge { pr, squash } => {
-                let mut args = serde_json::json!({ "pullNumber": pr });
-                if squash {
-                    args["merge_method"] = Value::from("squash");
-                }
-                ("merge_pull_request", args)
-            }
-        };
-        (tool, args.as_object().cloned().unwrap_or_default())
-    }
-
-    fn reference(&self) -> String {
-        effect::render()
-    }
-
-    fn tools(&self) -> Vec<&'static str> {
-        table::tools(&effect::SURFACE)
-    }
 }
 
 const STATE: &str = "/state";
@@ -572,24 +524,7 @@ const BASE: &str = "/base";
 /// reviewer reviews; the merger merges; the controller and the reconciler change PR state;
 /// the controller runs workflows and keeps the tracker.
 const MATRIX: &[Entry] = &[
-    read_methods(
-        "pr-read",
-        "pull_request_read",
-        &[(
-            METHOD,
-            Arg::Is(&[
-                "get",
-                "get_diff",
-                "get_status",
-                "get_files",
-                "get_commits",
-                "get_review_comments",
-                "get_reviews",
-                "get_comments",
-                "get_check_runs",
-            ]),
-        )],
-    ),
+    read_methods("pr-read", "pull_request_read", &[(METHOD, Arg::Is(effect::PR_READ_METHODS))]),
     other_method("pr-read-other", "pull_request_read"),
     read_methods(
         "issue-read",
@@ -606,21 +541,7 @@ const MATRIX: &[Entry] = &[
         )],
     ),
     other_method("actions-list-other", "actions_list"),
-    read_methods(
-        "actions-get",
-        "actions_get",
-        &[(
-            METHOD,
-            Arg::Is(&[
-                "get_workflow",
-                "get_workflow_run",
-                "get_workflow_job",
-                "download_workflow_run_artifact",
-                "get_workflow_run_usage",
-                "get_workflow_run_logs_url",
-            ]),
-        )],
-    ),
+    read_methods("actions-get", "actions_get", &[(METHOD, Arg::Is(effect::ACTIONS_GET_METHODS))]),
     other_method("actions-get-other", "actions_get"),
     // Every other reader the dialect knows, by name (a tool that merely looks like a reader
     // is no reader: the catch-all refuses it and its effect is unknown).

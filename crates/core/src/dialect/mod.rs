@@ -14,7 +14,10 @@
 
 pub mod gitea;
 pub mod github;
+pub mod kit;
 pub mod table;
+
+pub use kit::DialectError;
 
 use crate::effect::{Answered, Effect, Read};
 use crate::rules::Rule;
@@ -67,14 +70,19 @@ impl Schemas for Unlisted {
 /// The key `tool`'s schema declares among `candidates` (one thing's names across releases),
 /// the newest first; without a schema, the newest. A schema that declares none of them is
 /// the server refusing the read by name.
-pub fn declared_key(schemas: &dyn Schemas, tool: &str, candidates: &[&'static str]) -> Result<&'static str, String> {
+pub fn declared_key(
+    schemas: &dyn Schemas,
+    tool: &str,
+    candidates: &[&'static str],
+) -> Result<&'static str, DialectError> {
     let Some(schema) = schemas.schema(tool) else { return Ok(candidates[0]) };
     let props = schema.get("properties").and_then(Value::as_object);
     let Some(props) = props else { return Ok(candidates[0]) };
-    candidates.iter().copied().find(|k| props.contains_key(*k)).ok_or_else(|| {
-        let names: Vec<String> = candidates.iter().map(|c| format!("`{c}`")).collect();
-        format!("the server's `{tool}` declares none of {}: it cannot be read by this dialect", names.join(", "))
-    })
+    candidates
+        .iter()
+        .copied()
+        .find(|k| props.contains_key(*k))
+        .ok_or_else(|| DialectError::Undeclared { tool: tool.to_owned(), candidates: candidates.to_vec() })
 }
 
 /// The pull request a call names.
@@ -171,11 +179,11 @@ fn pointer_str(v: &Value, pointers: &[&str]) -> Option<String> {
 /// A forge's answer about a PR in the REST shape Gitea and GitHub share (`head.sha`,
 /// `head.ref`, `head.repo.full_name`, `base.ref`, `base.sha`, `base.repo.full_name`, `state`,
 /// `merged`). Without a head commit the answer is refused: the workflow never guesses a head.
-pub fn rest_pr_facts(answer: &Value) -> Result<PrFacts, String> {
+pub fn rest_pr_facts(answer: &Value) -> Result<PrFacts, DialectError> {
     let head = pointer_str(answer, &["/head/sha", "/head_sha"])
-        .ok_or_else(|| "the forge's answer names no head commit (head.sha)".to_owned())?;
+        .ok_or_else(|| DialectError::Answer("the forge's answer names no head commit (head.sha)".to_owned()))?;
     if !(7..=64).contains(&head.len()) || !head.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("the forge's answer names head {head:?}, which is not a commit id"));
+        return Err(DialectError::Answer(format!("the forge's answer names head {head:?}, which is not a commit id")));
     }
     Ok(PrFacts {
         head,
@@ -501,21 +509,44 @@ pub enum Op<'a> {
 
 /// One forge MCP server's dialect.
 pub trait Dialect: Send + Sync + std::fmt::Debug {
+    /// The server's vocabulary, as data (what the accessors below read).
+    fn vocabulary(&self) -> &'static kit::Vocabulary;
     /// The `[fleet] forge` literal (`gitea-mcp`).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.vocabulary().name
+    }
     /// The server's process and launch facts.
-    fn server(&self) -> &'static Server;
+    fn server(&self) -> &'static Server {
+        &self.vocabulary().server
+    }
     /// The built-in role matrix: who may make which call (operator rules come before it).
-    fn rules(&self) -> Vec<Rule>;
+    fn rules(&self) -> Vec<Rule> {
+        table::rules_of(self.name(), self.vocabulary().matrix)
+    }
     /// Keys that name one thing across the server's releases (at most one of a group may be
     /// sent when no schema says which the server reads).
-    fn alias_groups(&self) -> &'static [&'static [&'static str]];
+    fn alias_groups(&self) -> &'static [&'static [&'static str]] {
+        self.vocabulary().alias_groups
+    }
     /// Keys the server always reads as integers, whatever a schema says or when there is none.
-    fn number_keys(&self) -> &'static [&'static str];
+    fn number_keys(&self) -> &'static [&'static str] {
+        self.vocabulary().number_keys
+    }
     /// What the server reads differently from the canonical parse, for this dialect (a
     /// number it would wrap, a key it reads loosely): refused as ambiguous.
     fn check_parse(&self, _tool: &str, _args: &Map<String, Value>) -> Result<(), crate::forge_call::Ambiguity> {
         Ok(())
+    }
+    /// The grammar the forge reads a text's issue references with.
+    fn grammar(&self) -> &crate::textref::Grammar;
+    /// The dialect's statement of `call`: what it does to the forge, reading the forge through
+    /// `cx` (`Err`: the reads still to make, or why the effect cannot be established).
+    fn state(&self, call: &kit::Call<'_>, cx: kit::Cx<'_>) -> kit::Step<Effect>;
+    /// What `call`'s arguments alone show it does when its statement needs a read of the
+    /// forge (a merge's terms, a commit message's issues): every breach of it is one of the
+    /// whole. By default, a write.
+    fn shown(&self, _call: &kit::Call<'_>) -> Effect {
+        Effect::write()
     }
     /// What `tool` called with its canonical `args` does (its listed `schema` when known), given
     /// the forge's `answers` so far: `Err` names the reads still to make, built by `schemas`.
@@ -526,10 +557,14 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         schema: Option<&Map<String, Value>>,
         schemas: &dyn Schemas,
         answers: &[Answered],
-    ) -> Result<Effect, Vec<Read>>;
+    ) -> Result<Effect, Vec<Read>> {
+        kit::establish(self, &kit::Call { tool, args, schema }, schemas, answers)
+    }
     /// What a call's arguments alone show it does (no read made): every breach of it is one of
     /// the whole (replay judges with it).
-    fn evident(&self, tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect;
+    fn evident(&self, tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect {
+        kit::evident(self, &kit::Call { tool, args, schema })
+    }
     /// The PR a call names.
     fn pr_target(&self, tool: &str, args: &Map<String, Value>) -> Option<PrTarget>;
     /// The verdict a review call submits, read as the server and the forge read it.
@@ -538,16 +573,20 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// it judged).
     fn review_is_pinned(&self, tool: &str, args: &Map<String, Value>) -> bool;
     /// The read answering a PR's current state.
-    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, String>;
+    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, DialectError>;
     /// What the forge says of a PR, from that read's answer.
-    fn pr_facts(&self, answer: &Value) -> Result<PrFacts, String> {
+    fn pr_facts(&self, answer: &Value) -> Result<PrFacts, DialectError> {
         rest_pr_facts(answer)
     }
     /// The argument of a merge the forge checks against the PR's head (`None`: the server's
     /// merge pins no head).
-    fn merge_pin(&self) -> Option<&'static str>;
+    fn merge_pin(&self) -> Option<&'static str> {
+        self.vocabulary().merge_pin
+    }
     /// The argument of a review naming the commit it is given at.
-    fn review_pin(&self) -> Option<&'static str>;
+    fn review_pin(&self) -> Option<&'static str> {
+        self.vocabulary().review_pin
+    }
     /// The merge the gateway makes itself through the forge's REST API, pinned at `head`, for
     /// a merge call whose server declares no pin ([`merge_pin`](Self::merge_pin) absent from
     /// its schema): `None` when the dialect has no such merge (the merge is then refused,
@@ -557,8 +596,8 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     }
     /// The API base a [`RestCall`] is made under, for the forge `host` the member's server
     /// talks to (`None`: the server's default), as the server itself derives it.
-    fn rest_base(&self, _host: Option<&str>) -> Result<String, String> {
-        Err(format!("{} has no REST API the gateway calls", self.name()))
+    fn rest_base(&self, _host: Option<&str>) -> Result<String, DialectError> {
+        Err(DialectError::NoRestApi(self.name()))
     }
     /// What the server's own tool would have answered, given the forge's answer to `call` at
     /// `url` (`status`, `body`).
@@ -579,7 +618,9 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     }
     /// What the forge does with a pending review when it is submitted, in words (the
     /// reference page and the book say it).
-    fn pending_review_note(&self) -> &'static str;
+    fn pending_review_note(&self) -> &'static str {
+        self.vocabulary().pending_review_note
+    }
     /// The repository a call that opens a PR opens it in.
     fn repository(&self, args: &Map<String, Value>) -> Option<(String, String)> {
         Some((text(args, "owner")?.to_owned(), text(args, "repo")?.to_owned()))
@@ -591,7 +632,7 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// The branch a push writes (read its tip right after).
     fn pushed(&self, tool: &str, args: &Map<String, Value>) -> Option<Pushed>;
     /// The read answering a branch's tip.
-    fn tip_read(&self, owner: &str, repo: &str, branch: &str, schemas: &dyn Schemas) -> Result<Read, String>;
+    fn tip_read(&self, owner: &str, repo: &str, branch: &str, schemas: &dyn Schemas) -> Result<Read, DialectError>;
     /// The commit that read names.
     fn tip_of(&self, answer: &Value) -> Option<String> {
         ["/sha", "/commit/sha"].iter().find_map(|p| answer.pointer(p).and_then(Value::as_str)).map(str::to_owned)
@@ -605,11 +646,21 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         error.contains("couldn't be found") || error.contains("404") || error.to_ascii_lowercase().contains("not found")
     }
     /// `op` as this server's call: the tool and its arguments (without `owner` and `repo`).
-    fn call(&self, op: &Op<'_>) -> (&'static str, Map<String, Value>);
+    fn call(&self, op: &Op<'_>) -> (&'static str, Map<String, Value>) {
+        kit::plot_call(&self.vocabulary().plot, op)
+    }
+    /// What the dialect's reference page is built from: every tool and method it states.
+    fn surface(&self) -> &'static table::Surface {
+        &self.vocabulary().surface
+    }
     /// The reference page of the dialect (`docs/reference/<name>.md`).
-    fn reference(&self) -> String;
+    fn reference(&self) -> String {
+        kit::reference(self)
+    }
     /// Every tool name the dialect states (for the scan that no other module names one).
-    fn tools(&self) -> Vec<&'static str>;
+    fn tools(&self) -> Vec<&'static str> {
+        table::tools(self.surface())
+    }
 }
 
 /// Every dialect, by its `[fleet] forge` name.
@@ -669,7 +720,7 @@ mod tests {
         let v1 = One(json!({ "properties": { "perPage": {}, "page": {} } }).as_object().cloned().unwrap());
         assert_eq!(declared_key(&v1, "list_pull_requests", &page), Ok("perPage"));
         let other = One(json!({ "properties": { "limit": {} } }).as_object().cloned().unwrap());
-        let why = declared_key(&other, "list_pull_requests", &page).unwrap_err();
+        let why = declared_key(&other, "list_pull_requests", &page).unwrap_err().to_string();
         assert!(why.contains("`list_pull_requests` declares none of `per_page`, `perPage`, `pageSize`"), "{why}");
     }
 
@@ -718,7 +769,11 @@ mod tests {
     fn a_head_must_be_a_commit_id() {
         let f = rest_pr_facts(&json!({"head": {"sha": "1a38ef95"}, "base": {"ref": "main"}, "state": "open"})).unwrap();
         assert_eq!((f.head.as_str(), f.base_ref.as_deref(), f.is_done()), ("1a38ef95", Some("main"), false));
-        assert!(rest_pr_facts(&json!({"head": {"ref": "feature"}})).unwrap_err().contains("no head commit"));
-        assert!(rest_pr_facts(&json!({"head": {"sha": "main; rm"}})).unwrap_err().contains("not a commit id"));
+        assert!(
+            rest_pr_facts(&json!({"head": {"ref": "feature"}})).unwrap_err().to_string().contains("no head commit")
+        );
+        assert!(
+            rest_pr_facts(&json!({"head": {"sha": "main; rm"}})).unwrap_err().to_string().contains("not a commit id")
+        );
     }
 }

@@ -24,13 +24,17 @@ use super::{MERGE_HEAD_KEY, PAGE_SIZE, REPO_QUERY};
 /// gitea-mcp's merge style argument (`merge`, `rebase`, `rebase-merge`, `squash`,
 /// `fast-forward-only`; the server's default `merge`).
 const MERGE_STYLE: &str = "merge_style";
+use super::GITEA;
+use crate::dialect::kit::{
+    Call, Cx, Pending, Step, declared, flag, head_branch, listed, repo_or, strip, unknown_method, unknown_tool,
+};
 use crate::dialect::{
-    ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW, Dialect, PrFacts, PrTarget,
-    Schemas, declared_key, merge_issues, pr_texts, rest_pr_facts, text_effects,
+    ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW, Dialect, DialectError, Schemas,
+    declared_key, kit, merge_issues, pr_texts, text, text_effects,
 };
 use crate::effect::{
-    Answered, BranchMove, Effect, IssueChange, IssueEffect, Kind, MergeTerms, Move, PathWrite, PrChange, PrEffect,
-    Read, Repo, When, answer,
+    BranchMove, Effect, IssueChange, IssueEffect, Kind, MergeTerms, Move, PathWrite, PrChange, PrEffect, Read, Repo,
+    When,
 };
 use crate::textref::Grammar;
 use serde_json::{Map, Value};
@@ -108,23 +112,23 @@ pub const DOWNLOADS: &[(&str, &str, &str)] = &[
     ("attachment_read", "download", "~/.gitea-mcp/attachments/<owner>/<repo>/…"),
 ];
 
+/// The methods of `label_write` (the controller's tracker).
+pub const LABEL_WRITE_METHODS: &[&str] = &[
+    "create_repo_label",
+    "edit_repo_label",
+    "delete_repo_label",
+    "create_org_label",
+    "edit_org_label",
+    "delete_org_label",
+];
+
 /// Writes whose effect no invariant guards (labels, comments, milestones, the wiki, Actions'
 /// settings and runs, repositories, tags, releases): `[[rules]]` decide who makes them.
 /// `""`: the tool has no `method`.
 pub const PLAIN_WRITES: &[(&str, &[&str])] = &[
     ("issue_write", &["add_labels", "remove_label", "replace_labels", "clear_labels"]),
     ("pull_request_write", &["add_reviewers", "remove_reviewers"]),
-    (
-        "label_write",
-        &[
-            "create_repo_label",
-            "edit_repo_label",
-            "delete_repo_label",
-            "create_org_label",
-            "edit_org_label",
-            "delete_org_label",
-        ],
-    ),
+    ("label_write", LABEL_WRITE_METHODS),
     ("milestone_write", &["create", "update", "edit", "delete"]),
     ("notification_write", &["mark_read", "mark_all_read"]),
     ("wiki_write", &["create", "update", "delete"]),
@@ -163,18 +167,6 @@ pub const OPEN_PR_PAGE: u64 = 50;
 /// How many pages of open PRs are read before the listing counts as cut short.
 pub const OPEN_PR_PAGES: u64 = 20;
 
-fn text<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
-}
-
-fn flag(args: &Map<String, Value>, key: &str) -> bool {
-    args.get(key) == Some(&Value::Bool(true))
-}
-
-fn strip(branch: &str) -> &str {
-    branch.strip_prefix("refs/heads/").unwrap_or(branch)
-}
-
 /// The number a call names under `keys` (the go-sdk generation's, then the v1.0 line's).
 fn number(args: &Map<String, Value>, keys: &[&str]) -> Option<u64> {
     keys.iter().find_map(|k| args.get(*k).and_then(Value::as_u64))
@@ -182,7 +174,7 @@ fn number(args: &Map<String, Value>, keys: &[&str]) -> Option<u64> {
 
 /// The repository read: `search_repos` by name (the go-sdk server's `query`, the v1.0 line's
 /// `keyword`: whichever the running server declares).
-pub fn repo_read(repo: &str, schemas: &dyn Schemas) -> Result<Read, String> {
+pub fn repo_read(repo: &str, schemas: &dyn Schemas) -> Result<Read, DialectError> {
     let mut args = Map::new();
     args.insert(declared_key(schemas, "search_repos", &REPO_QUERY)?.into(), Value::from(repo));
     Ok(Read::new("search_repos", args))
@@ -190,14 +182,12 @@ pub fn repo_read(repo: &str, schemas: &dyn Schemas) -> Result<Read, String> {
 
 /// One page of a repository's open PRs (the page size under the name the running server
 /// declares: `per_page`, `perPage` or `pageSize`).
-pub fn open_prs_read(owner: &str, repo: &str, page: u64, schemas: &dyn Schemas) -> Result<Read, String> {
-    let mut args = Map::new();
-    args.insert("owner".into(), Value::from(owner));
-    args.insert("repo".into(), Value::from(repo));
-    args.insert("state".into(), Value::from("open"));
-    args.insert("page".into(), Value::from(page));
-    args.insert(declared_key(schemas, "list_pull_requests", &PAGE_SIZE)?.into(), Value::from(OPEN_PR_PAGE));
-    Ok(Read::new("list_pull_requests", args))
+pub fn open_prs_read(owner: &str, repo: &str, page: u64, schemas: &dyn Schemas) -> Result<Read, DialectError> {
+    let mut read = kit::read_on("list_pull_requests", None, owner, repo);
+    read.arguments.insert("state".into(), Value::from("open"));
+    read.arguments.insert("page".into(), Value::from(page));
+    read.arguments.insert(declared_key(schemas, "list_pull_requests", &PAGE_SIZE)?.into(), Value::from(OPEN_PR_PAGE));
+    Ok(read)
 }
 
 /// What the forge says of a repository.
@@ -214,23 +204,15 @@ pub struct RepoFacts {
 }
 
 /// `search_repos`' entry for `owner/repo` (any case).
-pub fn repo_facts(answer: &Value, owner: &str, repo: &str) -> Result<RepoFacts, String> {
-    let wanted = format!("{owner}/{repo}");
+pub fn repo_facts(answer: &Value, owner: &str, repo: &str) -> Result<RepoFacts, DialectError> {
     let entries = answer.as_array().or_else(|| answer.get("data").and_then(Value::as_array));
-    let entries = entries.ok_or("`search_repos` answered no list")?;
-    let entry = entries
-        .iter()
-        .find(|e| e.get("full_name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(&wanted)))
-        .ok_or_else(|| format!("`search_repos` did not list {wanted}"))?;
-    let default_branch = entry
-        .get("default_branch")
-        .and_then(Value::as_str)
-        .filter(|b| !b.is_empty())
-        .ok_or_else(|| format!("`search_repos` names no default branch for {wanted}"))?;
+    let entries = entries.ok_or_else(|| DialectError::Answer("`search_repos` answered no list".into()))?;
+    let entry = kit::repo_entry(entries, "search_repos", owner, repo)?;
+    let default_branch = kit::default_branch_of(entry, "search_repos", owner, repo)?;
     let fork = entry.get("fork").and_then(Value::as_bool).unwrap_or(false);
     let parent = entry.pointer("/parent/full_name").and_then(Value::as_str).filter(|p| !p.is_empty());
     let forks = entry.get("forks_count").and_then(Value::as_u64).unwrap_or(0);
-    Ok(RepoFacts { default_branch: default_branch.to_owned(), parent: parent.map(str::to_owned), fork, forks })
+    Ok(RepoFacts { default_branch, parent: parent.map(str::to_owned), fork, forks })
 }
 
 /// An open PR as a listing names it.
@@ -247,7 +229,7 @@ fn ref_name(v: Option<&Value>) -> Option<String> {
     v.as_str().or_else(|| v.get("ref").and_then(Value::as_str)).map(|s| strip(s).to_owned())
 }
 
-fn listed(entry: &Value) -> Listed {
+fn listed_pr(entry: &Value) -> Listed {
     Listed {
         number: entry.get("number").and_then(Value::as_u64).unwrap_or_default(),
         head: ref_name(entry.get("head")),
@@ -256,41 +238,18 @@ fn listed(entry: &Value) -> Listed {
     }
 }
 
-/// What establishing an effect still needs, or what it found.
-type Step<T> = Result<T, Pending>;
-
-/// Why a step cannot go on: reads to make, or a failure that leaves the effect unestablished.
-enum Pending {
-    Reads(Vec<Read>),
-    Failed(String),
-}
-
-/// A read the dialect could not build (the running server declares none of a key's names).
-fn built(read: Result<Read, String>) -> Step<Read> {
-    read.map_err(Pending::Failed)
-}
-
-fn ask(answers: &[Answered], read: Read) -> Step<&Value> {
-    match answer(answers, &read) {
-        None => Err(Pending::Reads(vec![read])),
-        Some(Ok(v)) => Ok(v),
-        Some(Err(e)) => Err(Pending::Failed(format!("`{}` failed: {e}", read.tool))),
-    }
-}
-
 /// The repository `owner/repo` as the forge reports it.
 fn repository(cx: Cx<'_>, owner: &str, repo: &str) -> Step<RepoFacts> {
-    let v = ask(cx.answers, built(repo_read(repo, cx.schemas))?)?;
-    repo_facts(v, owner, repo).map_err(Pending::Failed)
+    Ok(repo_facts(cx.ask(repo_read(repo, cx.schemas)?)?, owner, repo)?)
 }
 
 /// Every open PR of `owner/repo`, page by page; cut short past [`OPEN_PR_PAGES`].
 fn open_prs(cx: Cx<'_>, owner: &str, repo: &str) -> Step<Vec<Listed>> {
     let mut all = Vec::new();
     for page in 1..=OPEN_PR_PAGES {
-        let v = ask(cx.answers, built(open_prs_read(owner, repo, page, cx.schemas))?)?;
+        let v = cx.ask(open_prs_read(owner, repo, page, cx.schemas)?)?;
         let prs = v.as_array().ok_or_else(|| Pending::Failed("`list_pull_requests` answered no list".into()))?;
-        all.extend(prs.iter().map(listed));
+        all.extend(prs.iter().map(listed_pr));
         if (prs.len() as u64) < OPEN_PR_PAGE {
             return Ok(all);
         }
@@ -363,7 +322,7 @@ fn closed_with(
             if pr.head.as_deref() != Some(branch) || skip(&Repo::full(&parent), pr.number) {
                 continue;
             }
-            let facts = self::pr(cx, p_owner, p_name, pr.number)?;
+            let facts = cx.pr(&GITEA, p_owner, p_name, pr.number)?;
             if facts.head_repo.as_deref().is_none_or(|h| Repo::full(h) == here) {
                 let change = PrChange::ClosedWithBranch { branch: branch.to_owned() };
                 found.push(PrEffect { repo: Repo::full(&parent), pr: pr.number, change });
@@ -373,96 +332,13 @@ fn closed_with(
     Ok(found)
 }
 
-/// The effect of `tool` called with `args` (its canonical arguments), whose listed schema is
-/// `schema` (absent: unknown), given the forge's `answers` so far: `Err` names the reads
-/// still to make.
-pub fn establish(
-    grammar: &Grammar,
-    tool: &str,
-    args: &Map<String, Value>,
-    schema: Option<&Map<String, Value>>,
-    schemas: &dyn Schemas,
-    answers: &[Answered],
-) -> Result<Effect, Vec<Read>> {
-    match state(tool, args, schema, Cx { schemas, answers, grammar }) {
-        Ok(effect) => Ok(effect),
-        Err(Pending::Reads(reads)) => Err(reads),
-        Err(Pending::Failed(why)) => Ok(Effect { kind: Kind::Write, unestablished: vec![why], ..Effect::default() }),
-    }
-}
-
-/// What a call's arguments alone show it does, no read of the forge made: the whole effect
-/// when it needs no read, else what the arguments state (a merge's terms). Every breach of
-/// it is a breach of the whole; the whole may break more (replay judges with this, and
-/// leaves the rest to the live gate).
-pub fn evident(
-    grammar: &Grammar,
-    tool: &str,
-    args: &Map<String, Value>,
-    schema: Option<&Map<String, Value>>,
-) -> Effect {
-    match establish(grammar, tool, args, schema, &crate::dialect::Unlisted, &[]) {
-        Ok(effect) => effect,
-        Err(_) if tool == "pull_request_write" && text(args, "method") == Some("merge") => Effect {
-            merge: number(args, &["pull_number", "index"]).map(|pr| MergeTerms {
-                pr,
-                forced: flag(args, "force_merge"),
-                scheduled: flag(args, "merge_when_checks_succeed"),
-                pinnable: declared(schema, MERGE_HEAD_KEY),
-                style: text(args, MERGE_STYLE).map(str::to_owned),
-            }),
-            ..Effect::action(ACTION_MERGE)
-        },
-        // A commit's message closes what it names when the commit lands, wherever that is.
-        Err(_) if matches!(tool, "create_or_update_file" | "delete_file") => {
-            let here = Repo::new(text(args, "owner").unwrap_or_default(), text(args, "repo").unwrap_or_default());
-            let branch =
-                text(args, "new_branch_name").or_else(|| text(args, "branch_name")).unwrap_or("the default branch");
-            let landing = When::Landing { branch: strip(branch).to_owned() };
-            let message = text(args, "message").unwrap_or_default();
-            Effect { issues: text_effects(grammar, &here, "message", message, &landing, None), ..Effect::write() }
-        }
-        Err(_) => Effect::write(),
-    }
-}
-
-/// What establishing an effect reads from: the running server's schemas, the answers so far.
-#[derive(Clone, Copy)]
-struct Cx<'a> {
-    schemas: &'a dyn Schemas,
-    answers: &'a [Answered],
-    /// The instance's grammar for the texts a call lands.
-    grammar: &'a Grammar,
-}
-
-fn declared(schema: Option<&Map<String, Value>>, key: &str) -> bool {
-    schema.and_then(|s| s.get("properties")).and_then(Value::as_object).is_none_or(|p| p.contains_key(key))
-}
-
-fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>, cx: Cx<'_>) -> Step<Effect> {
-    let method = text(args, "method");
-    // A reader's download writes a file on the server's host, whatever its name says; and
-    // any reader given `output_path`.
-    if tool.ends_with("_read") {
-        let mut host = Vec::new();
-        if let Some(path) = text(args, "output_path") {
-            host.push(path.to_owned());
-        }
-        if let Some((_, _, default)) = DOWNLOADS.iter().find(|(t, m, _)| *t == tool && Some(*m) == method)
-            && host.is_empty()
-        {
-            host.push(format!("{default} (the server's default path)"));
-        }
-        if !host.is_empty() {
-            return Ok(Effect { kind: Kind::Write, host_files: host, ..Effect::default() });
-        }
-    }
-    if let Some((_, methods)) = READERS.iter().find(|(t, _)| *t == tool) {
-        return Ok(match (methods.is_empty(), method) {
-            (true, _) => Effect::read(),
-            (false, Some(m)) if methods.contains(&m) => Effect::read(),
-            (false, m) => Effect::unknown(unknown_method(tool, m)),
-        });
+/// The statement of `call` (its canonical arguments and listed schema), given the forge's
+/// answers so far in `cx`: `Err` names the reads still to make, or why the effect cannot be
+/// established.
+pub(super) fn state(call: &Call<'_>, cx: Cx<'_>) -> Step<Effect> {
+    let (tool, args, method) = (call.tool, call.args, call.method());
+    if let Some(effect) = reader(tool, method, args) {
+        return Ok(effect);
     }
     if let Some((_, methods)) = PLAIN_WRITES.iter().find(|(t, _)| *t == tool) {
         // `issue_write update` and the PR tools are stated below; the rest plainly write.
@@ -470,31 +346,14 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
             return Ok(Effect::write());
         }
     }
-    let owner = text(args, "owner").unwrap_or_default();
-    let repo = text(args, "repo").unwrap_or_default();
-    let here = Repo::new(owner, repo);
+    let (owner, repo) = call.owner_repo();
+    let here = call.here();
     match tool {
         "pull_request_review_write" => match method {
-            Some(m) if REVIEW_METHODS.contains(&m) => {
-                // A review's body, its comments and replies are texts on the PR: Gitea records
-                // their cross-references, resolved when the PR merges.
-                let when = When::AtMerge { pr: number(args, &["pull_number", "index"]) };
-                let mut issues = Vec::new();
-                for key in ["body", "message"] {
-                    if let Some(t) = text(args, key) {
-                        issues.extend(text_effects(cx.grammar, &here, &format!("review {key}"), t, &when, None));
-                    }
-                }
-                for c in args.get("comments").and_then(Value::as_array).into_iter().flatten() {
-                    if let Some(t) = c.get("body").and_then(Value::as_str) {
-                        issues.extend(text_effects(cx.grammar, &here, "review comment", t, &when, None));
-                    }
-                }
-                Ok(Effect { issues, ..Effect::action(ACTION_REVIEW) })
-            }
+            Some(m) if REVIEW_METHODS.contains(&m) => Ok(review(args, cx, &here)),
             m => Ok(Effect::unknown(unknown_method(tool, m))),
         },
-        "pull_request_write" => pull_request_write(method, args, schema, cx, (owner, repo)),
+        "pull_request_write" => pull_request_write(method, args, call.schema, cx, (owner, repo)),
         "issue_write" if method == Some("update") => issue_update(args, cx, (owner, repo)),
         "issue_write" if method == Some("create") => {
             // An issue's texts close nothing (only a PR's do); its `ref` chooses the branch
@@ -509,33 +368,86 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
         "issue_write" if matches!(method, Some("add_comment" | "edit_comment")) => {
             comment(method, args, cx, (owner, repo))
         }
-        "create_or_update_file" | "delete_file" => {
-            let facts = repository(cx, owner, repo)?;
-            let named = text(args, "new_branch_name").or_else(|| text(args, "branch_name"));
-            let target = strip(named.unwrap_or(&facts.default_branch)).to_owned();
-            let mut branches = vec![BranchMove { repo: here.clone(), branch: target.clone(), how: Move::Write }];
-            if let Some(new) = text(args, "new_branch_name") {
-                branches.push(BranchMove { repo: here.clone(), branch: strip(new).to_owned(), how: Move::Create });
-            }
-            let path = text(args, "path").or_else(|| text(args, "filePath")).unwrap_or_default();
-            // The commit's message acts when the commit lands (Gitea writes a default one
-            // naming the path when none is given).
-            let (field, message) = match text(args, "message") {
-                Some(m) => ("message", m),
-                None => ("message (the default one names `path`)", path),
-            };
-            let issues =
-                text_effects(cx.grammar, &here, field, message, &When::Landing { branch: target.clone() }, None);
-            Ok(Effect {
-                branches,
-                paths: vec![PathWrite { branch: target, path: path.to_owned() }],
-                defaults: vec![facts.default_branch],
-                issues,
-                ..Effect::action(ACTION_PUSH)
-            })
+        "create_or_update_file" | "delete_file" => file_write(args, cx, (owner, repo)),
+        "create_branch" | "rename_branch" | "delete_branch" => branch_tool(tool, args, cx, (owner, repo)),
+        _ => Ok(Effect::unknown(unknown_tool(super::NAME, tool, method))),
+    }
+}
+
+/// A reader's statement (`None`: `tool` is no reader). A reader's download writes a file on
+/// the server's host, whatever its name says; and so does any reader given `output_path`.
+fn reader(tool: &str, method: Option<&str>, args: &Map<String, Value>) -> Option<Effect> {
+    if tool.ends_with("_read") {
+        let mut host = Vec::new();
+        if let Some(path) = text(args, "output_path") {
+            host.push(path.to_owned());
         }
+        if let Some((_, _, default)) = DOWNLOADS.iter().find(|(t, m, _)| *t == tool && Some(*m) == method)
+            && host.is_empty()
+        {
+            host.push(format!("{default} (the server's default path)"));
+        }
+        if !host.is_empty() {
+            return Some(Effect { kind: Kind::Write, host_files: host, ..Effect::default() });
+        }
+    }
+    listed(READERS, tool, method)
+        .map(|known| if known { Effect::read() } else { Effect::unknown(unknown_method(tool, method)) })
+}
+
+/// A review action: its body, its comments and replies are texts on the PR, whose
+/// cross-references Gitea records, resolved when the PR merges.
+fn review(args: &Map<String, Value>, cx: Cx<'_>, here: &Repo) -> Effect {
+    let when = When::AtMerge { pr: number(args, &["pull_number", "index"]) };
+    let mut issues = Vec::new();
+    for key in ["body", "message"] {
+        if let Some(t) = text(args, key) {
+            issues.extend(text_effects(cx.grammar, here, &format!("review {key}"), t, &when, None));
+        }
+    }
+    for c in args.get("comments").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(t) = c.get("body").and_then(Value::as_str) {
+            issues.extend(text_effects(cx.grammar, here, "review comment", t, &when, None));
+        }
+    }
+    Effect { issues, ..Effect::action(ACTION_REVIEW) }
+}
+
+/// `create_or_update_file`, `delete_file`: a commit to `new_branch_name` (made from
+/// `branch_name`), else `branch_name`, else the default branch.
+fn file_write(args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &str)) -> Step<Effect> {
+    let here = Repo::new(owner, repo);
+    let facts = repository(cx, owner, repo)?;
+    let named = text(args, "new_branch_name").or_else(|| text(args, "branch_name"));
+    let target = strip(named.unwrap_or(&facts.default_branch)).to_owned();
+    let mut branches = vec![BranchMove { repo: here.clone(), branch: target.clone(), how: Move::Write }];
+    if let Some(new) = text(args, "new_branch_name") {
+        branches.push(BranchMove { repo: here.clone(), branch: strip(new).to_owned(), how: Move::Create });
+    }
+    let path = text(args, "path").or_else(|| text(args, "filePath")).unwrap_or_default();
+    // The commit's message acts when the commit lands (Gitea writes a default one
+    // naming the path when none is given).
+    let (field, message) = match text(args, "message") {
+        Some(m) => ("message", m),
+        None => ("message (the default one names `path`)", path),
+    };
+    let issues = text_effects(cx.grammar, &here, field, message, &When::Landing { branch: target.clone() }, None);
+    Ok(Effect {
+        branches,
+        paths: vec![PathWrite { branch: target, path: path.to_owned() }],
+        defaults: vec![facts.default_branch],
+        issues,
+        ..Effect::action(ACTION_PUSH)
+    })
+}
+
+/// `create_branch`, `rename_branch` (both names are judged), `delete_branch` (and the PRs
+/// Gitea closes or moves with it).
+fn branch_tool(tool: &str, args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &str)) -> Step<Effect> {
+    let here = Repo::new(owner, repo);
+    let facts = repository(cx, owner, repo)?;
+    match tool {
         "create_branch" => {
-            let facts = repository(cx, owner, repo)?;
             let branch = text(args, "branch").unwrap_or_default();
             Ok(Effect {
                 branches: vec![BranchMove { repo: here, branch: strip(branch).to_owned(), how: Move::Create }],
@@ -544,7 +456,6 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
             })
         }
         "rename_branch" => {
-            let facts = repository(cx, owner, repo)?;
             let names: Vec<&str> = ["branch", "new_name"].iter().filter_map(|k| text(args, k)).collect();
             if names.is_empty() {
                 return Err(Pending::Failed("`rename_branch` names no branch".into()));
@@ -555,8 +466,7 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
                 .collect();
             Ok(Effect { branches, defaults: vec![facts.default_branch], ..Effect::write() })
         }
-        "delete_branch" => {
-            let facts = repository(cx, owner, repo)?;
+        _ => {
             let Some(branch) = text(args, "branch").map(strip) else {
                 return Err(Pending::Failed("`delete_branch` names no branch".into()));
             };
@@ -568,45 +478,52 @@ fn state(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Valu
                 ..Effect::write()
             })
         }
-        _ => Ok(Effect::unknown(match method {
-            Some(m) => format!("gitea-mcp has no `{tool}` with method `{m}` the dialect knows"),
-            None => format!("gitea-mcp has no tool `{tool}` the dialect knows"),
-        })),
     }
 }
 
-fn unknown_method(tool: &str, method: Option<&str>) -> String {
-    match method {
-        Some(m) => format!("`{tool}` has no method `{m}` the dialect knows"),
-        None => format!("`{tool}` names no method"),
+/// What a call's arguments alone show when its statement needs a read (replay judges with
+/// it, and leaves the rest to the live gate): a merge's terms; a commit message's issues,
+/// closed when the commit lands, wherever that is.
+pub(super) fn shown(grammar: &Grammar, call: &Call<'_>) -> Effect {
+    let (tool, args) = (call.tool, call.args);
+    match tool {
+        "pull_request_write" if call.method() == Some("merge") => Effect {
+            merge: number(args, &["pull_number", "index"]).map(|pr| merge_terms(args, call.schema, pr)),
+            ..Effect::action(ACTION_MERGE)
+        },
+        "create_or_update_file" | "delete_file" => {
+            let branch =
+                text(args, "new_branch_name").or_else(|| text(args, "branch_name")).unwrap_or("the default branch");
+            let landing = When::Landing { branch: strip(branch).to_owned() };
+            let message = text(args, "message").unwrap_or_default();
+            Effect {
+                issues: text_effects(grammar, &call.here(), "message", message, &landing, None),
+                ..Effect::write()
+            }
+        }
+        _ => Effect::write(),
     }
 }
 
-/// The PR a call names, as the forge answers it.
-fn pr_answer<'a>(cx: Cx<'a>, owner: &str, repo: &str, number: u64) -> Step<&'a Value> {
-    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
-    ask(cx.answers, built(super::pr_read(&target, cx.schemas))?)
-}
-
-/// The PR a call names, read from the forge.
-fn pr(cx: Cx<'_>, owner: &str, repo: &str, number: u64) -> Step<PrFacts> {
-    rest_pr_facts(pr_answer(cx, owner, repo, number)?).map_err(Pending::Failed)
+/// A merge's terms, as its arguments state them.
+fn merge_terms(args: &Map<String, Value>, schema: Option<&Map<String, Value>>, pr: u64) -> MergeTerms {
+    MergeTerms {
+        pr,
+        forced: flag(args, "force_merge"),
+        scheduled: flag(args, "merge_when_checks_succeed"),
+        pinnable: declared(schema, MERGE_HEAD_KEY),
+        style: text(args, MERGE_STYLE).map(str::to_owned),
+    }
 }
 
 /// The reads of a PR's conversation: its comments (`issue_read get_comments`) and its review
 /// comments (`pull_request_read get_review_comments`).
-fn conversation_reads(owner: &str, repo: &str, number: u64, schemas: &dyn Schemas) -> Result<[Read; 2], String> {
-    let mut comments = Map::new();
-    comments.insert("method".into(), Value::from("get_comments"));
-    comments.insert("owner".into(), Value::from(owner));
-    comments.insert("repo".into(), Value::from(repo));
-    comments.insert(declared_key(schemas, "issue_read", &super::ISSUE_NUMBER)?.into(), Value::from(number));
-    let mut review = Map::new();
-    review.insert("method".into(), Value::from("get_review_comments"));
-    review.insert("owner".into(), Value::from(owner));
-    review.insert("repo".into(), Value::from(repo));
-    review.insert(declared_key(schemas, "pull_request_read", &super::PR_NUMBER)?.into(), Value::from(number));
-    Ok([Read::new("issue_read", comments), Read::new("pull_request_read", review)])
+fn conversation_reads(owner: &str, repo: &str, number: u64, schemas: &dyn Schemas) -> Result<[Read; 2], DialectError> {
+    let mut comments = kit::read_on("issue_read", Some("get_comments"), owner, repo);
+    comments.arguments.insert(declared_key(schemas, "issue_read", &super::ISSUE_NUMBER)?.into(), Value::from(number));
+    let mut review = kit::read_on("pull_request_read", Some("get_review_comments"), owner, repo);
+    review.arguments.insert(declared_key(schemas, "pull_request_read", &super::PR_NUMBER)?.into(), Value::from(number));
+    Ok([comments, review])
 }
 
 /// What a merge does to issues ([`merge_issues`]): its PR's texts — title, body (`answer`),
@@ -619,24 +536,20 @@ fn merge_texts(
     (owner, repo, number): (&str, &str, u64),
     base_repo: &Repo,
 ) -> Step<Vec<IssueEffect>> {
-    let reads = conversation_reads(owner, repo, number, cx.schemas).map_err(Pending::Failed)?;
-    let missing: Vec<Read> = reads.iter().filter(|r| answer_of(cx, r).is_none()).cloned().collect();
+    let reads = conversation_reads(owner, repo, number, cx.schemas)?;
+    let missing: Vec<Read> = reads.iter().filter(|r| cx.answer(r).is_none()).cloned().collect();
     if !missing.is_empty() {
         return Err(Pending::Reads(missing));
     }
     let mut conversation: Vec<(&str, &str)> = Vec::new();
     for (read, field) in reads.iter().zip(["a comment on the PR", "a review comment on the PR"]) {
-        let listed = ask(cx.answers, read.clone())?;
+        let listed = cx.ask(read.clone())?;
         let items = listed.as_array().ok_or_else(|| Pending::Failed(format!("`{}` answered no list", read.tool)))?;
         conversation.extend(items.iter().filter_map(|i| i.get("body").and_then(Value::as_str)).map(|t| (field, t)));
     }
     let own: Vec<(&str, &str)> =
         ["title", "message"].into_iter().filter_map(|k| text(args, k).map(|t| (k, t))).collect();
     Ok(merge_issues(cx.grammar, answer, &conversation, &own, base_repo))
-}
-
-fn answer_of<'a>(cx: Cx<'a>, read: &Read) -> Option<Result<&'a Value, &'a str>> {
-    answer(cx.answers, read)
 }
 
 /// `issue_write add_comment` / `edit_comment`: a comment on a PR (read from the forge: PRs and
@@ -651,26 +564,13 @@ fn comment(method: Option<&str>, args: &Map<String, Value>, cx: Cx<'_>, (owner, 
         let Some(n) = number(args, &["issue_number", "index"]) else {
             return Err(Pending::Failed("`issue_write add_comment` names no issue_number".into()));
         };
-        if !is_pr(cx, (owner, repo), n)? {
+        if !cx.is_pr(&GITEA, owner, repo, n)? {
             return Ok(Effect::write());
         }
         Some(n)
     };
     let issues = text_effects(cx.grammar, &here, "comment", body, &When::AtMerge { pr }, None);
     Ok(Effect { issues, ..Effect::write() })
-}
-
-/// Whether #`n` of `owner/repo` is a PR (the PR read answers; a not-found says it is an
-/// issue).
-fn is_pr(cx: Cx<'_>, (owner, repo): (&str, &str), n: u64) -> Step<bool> {
-    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: n };
-    let read = built(super::pr_read(&target, cx.schemas))?;
-    match answer(cx.answers, &read) {
-        None => Err(Pending::Reads(vec![read])),
-        Some(Ok(_)) => Ok(true),
-        Some(Err(e)) if super::GITEA.is_not_found(e) => Ok(false),
-        Some(Err(e)) => Err(Pending::Failed(format!("whether #{n} is a PR could not be read: {e}"))),
-    }
 }
 
 fn pull_request_write(
@@ -712,66 +612,64 @@ fn pull_request_write(
             let change = PrChange::State { to: to.into(), by: format!("pull_request_write {method}") };
             Ok(Effect { prs: vec![on(change)], ..Effect::action(ACTION_CLOSE) })
         }
-        "update_branch" => {
-            let facts = pr(cx, owner, repo, number)?;
-            let head = facts.head_ref.clone().ok_or_else(|| {
-                Pending::Failed(format!("the forge's answer for PR #{number} names no head branch (head.ref)"))
-            })?;
-            let head_repo = facts.head_repo.as_deref().map_or_else(|| here.clone(), Repo::full);
-            // The head may live in a fork: its default branch is the fork's.
-            let (h_owner, h_name) = head_repo.0.split_once('/').unwrap_or((owner, repo));
-            let defaults = vec![repository(cx, h_owner, h_name)?.default_branch];
-            let branch = BranchMove {
-                repo: head_repo,
-                branch: strip(&head).to_owned(),
-                how: Move::UpdateFromBase { pr: number },
-            };
-            Ok(Effect { branches: vec![branch], defaults, ..Effect::action(ACTION_PUSH) })
-        }
-        "merge" => {
-            let answer = pr_answer(cx, owner, repo, number)?;
-            let facts = rest_pr_facts(answer).map_err(Pending::Failed)?;
-            let base_repo = facts.repo.as_deref().map_or_else(|| here.clone(), Repo::full);
-            let mut effect = Effect {
-                merge: Some(MergeTerms {
-                    pr: number,
-                    forced: flag(args, "force_merge"),
-                    scheduled: flag(args, "merge_when_checks_succeed"),
-                    pinnable: declared(schema, MERGE_HEAD_KEY),
-                    style: text(args, MERGE_STYLE).map(str::to_owned),
-                }),
-                prs: vec![PrEffect { repo: base_repo.clone(), pr: number, change: PrChange::Merged }],
-                issues: merge_texts(cx, args, answer, (owner, repo, number), &base_repo)?,
-                ..Effect::action(ACTION_MERGE)
-            };
-            if let Some(base) = &facts.base_ref {
-                effect.branches.push(BranchMove {
-                    repo: base_repo.clone(),
-                    branch: strip(base).to_owned(),
-                    how: Move::Merge { pr: number },
-                });
-            }
-            // Gitea deletes the head branch in the repository it lives in — a fork's too
-            // (`DeleteBranch(…, pr.HeadRepo, …)`) — and adjusts the PRs there and in the fork's
-            // parent as for any deletion: stated and judged like one in the base repository.
-            if flag(args, "delete_branch") {
-                let head = facts.head_ref.clone().ok_or_else(|| {
-                    Pending::Failed(format!("the forge's answer for PR #{number} names no head branch (head.ref)"))
-                })?;
-                let head = strip(&head).to_owned();
-                let head_repo = facts.head_repo.as_deref().map_or_else(|| base_repo.clone(), Repo::full);
-                let in_fork = head_repo != base_repo;
-                let (h_owner, h_name) = head_repo.0.split_once('/').unwrap_or((owner, repo));
-                let facts_repo = repository(cx, h_owner, h_name)?;
-                let parent = in_fork.then_some(&base_repo);
-                effect.prs.extend(closed_with(cx, (h_owner, h_name), &head, Some((&base_repo, number)), parent)?);
-                effect.branches.push(BranchMove { repo: head_repo, branch: head, how: Move::Delete });
-                effect.defaults.push(facts_repo.default_branch);
-            }
-            Ok(effect)
-        }
+        "update_branch" => update_branch(cx, (owner, repo, number)),
+        "merge" => merge(args, schema, cx, (owner, repo, number)),
         m => Ok(Effect::unknown(unknown_method("pull_request_write", Some(m)))),
     }
+}
+
+/// `pull_request_write update_branch`: the PR's base merged into its head branch, read from
+/// the forge.
+fn update_branch(cx: Cx<'_>, (owner, repo, number): (&str, &str, u64)) -> Step<Effect> {
+    let facts = cx.pr(&GITEA, owner, repo, number)?;
+    let head = head_branch(&facts, number)?;
+    let head_repo = repo_or(facts.head_repo.as_deref(), &Repo::new(owner, repo));
+    // The head may live in a fork: its default branch is the fork's.
+    let (h_owner, h_name) = head_repo.0.split_once('/').unwrap_or((owner, repo));
+    let defaults = vec![repository(cx, h_owner, h_name)?.default_branch];
+    let branch =
+        BranchMove { repo: head_repo, branch: strip(&head).to_owned(), how: Move::UpdateFromBase { pr: number } };
+    Ok(Effect { branches: vec![branch], defaults, ..Effect::action(ACTION_PUSH) })
+}
+
+/// `pull_request_write merge`: the PR's head lands on its base, both read from the forge.
+fn merge(
+    args: &Map<String, Value>,
+    schema: Option<&Map<String, Value>>,
+    cx: Cx<'_>,
+    (owner, repo, number): (&str, &str, u64),
+) -> Step<Effect> {
+    let answer = cx.pr_answer(&GITEA, owner, repo, number)?;
+    let facts = GITEA.pr_facts(answer)?;
+    let base_repo = repo_or(facts.repo.as_deref(), &Repo::new(owner, repo));
+    let mut effect = Effect {
+        merge: Some(merge_terms(args, schema, number)),
+        prs: vec![PrEffect { repo: base_repo.clone(), pr: number, change: PrChange::Merged }],
+        issues: merge_texts(cx, args, answer, (owner, repo, number), &base_repo)?,
+        ..Effect::action(ACTION_MERGE)
+    };
+    if let Some(base) = &facts.base_ref {
+        effect.branches.push(BranchMove {
+            repo: base_repo.clone(),
+            branch: strip(base).to_owned(),
+            how: Move::Merge { pr: number },
+        });
+    }
+    // Gitea deletes the head branch in the repository it lives in — a fork's too
+    // (`DeleteBranch(…, pr.HeadRepo, …)`) — and adjusts the PRs there and in the fork's
+    // parent as for any deletion: stated and judged like one in the base repository.
+    if flag(args, "delete_branch") {
+        let head = strip(&head_branch(&facts, number)?).to_owned();
+        let head_repo = repo_or(facts.head_repo.as_deref(), &base_repo);
+        let in_fork = head_repo != base_repo;
+        let (h_owner, h_name) = head_repo.0.split_once('/').unwrap_or((owner, repo));
+        let facts_repo = repository(cx, h_owner, h_name)?;
+        let parent = in_fork.then_some(&base_repo);
+        effect.prs.extend(closed_with(cx, (h_owner, h_name), &head, Some((&base_repo, number)), parent)?);
+        effect.branches.push(BranchMove { repo: head_repo, branch: head, how: Move::Delete });
+        effect.defaults.push(facts_repo.default_branch);
+    }
+    Ok(effect)
 }
 
 /// `issue_write update`: on a PR's number, a state change closes or reopens the PR and a
@@ -796,7 +694,7 @@ fn issue_update(args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &st
         });
     }
     let state = args.get("state").filter(|v| !v.is_null()).map(|s| s.as_str().unwrap_or_default().to_owned());
-    if !is_pr(cx, (owner, repo), number)? {
+    if !cx.is_pr(&GITEA, owner, repo, number)? {
         if let Some(to) = state {
             issues.push(IssueEffect {
                 repo: here,
@@ -997,11 +895,3 @@ pub const SURFACE: crate::dialect::table::Surface = crate::dialect::table::Surfa
     outro: "Any reader given `output_path` writes a file on the server's host (`reader-writes`). The invariants, what \
             each holds and what lifting it gives up: [the policy chapter](../policy.md#invariants).",
 };
-
-/// `docs/reference/gitea-mcp.md`.
-pub fn render() -> String {
-    use crate::dialect::Dialect;
-    let mut page = crate::dialect::table::render(&SURFACE, super::rules());
-    page.push_str(&format!("\n**Pending reviews.** {}.\n", super::GITEA.pending_review_note()));
-    page
-}

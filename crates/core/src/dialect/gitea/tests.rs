@@ -162,8 +162,8 @@ fn the_matrix_of_spec_9() {
     // What a call is (its workflow action) is the dialect's statement, not a rule's.
     let review = r.decide("reviewer", "pull_request_review_write", Some(&call(json!({ "method": "create" })))).unwrap();
     assert_eq!(review.action, None);
-    let stated = super::effect::establish(
-        &crate::textref::GITEA,
+    let stated = crate::dialect::Dialect::establish(
+        &super::GITEA,
         "pull_request_review_write",
         &call(json!({ "method": "create" })),
         None,

@@ -30,17 +30,41 @@ use super::{GITHUB, ISSUE_NUMBER, MAX_NUMBER, PR_NUMBER};
 /// github-mcp-server's merge method argument (`merge`, `squash`, `rebase`; the server's
 /// default `merge`).
 const MERGE_METHOD: &str = "merge_method";
+use crate::dialect::kit::{
+    self, Call, Cx, Pending, Step, head_branch, listed, repo_or, strip, unknown_method, unknown_tool,
+};
 use crate::dialect::table::{Stated, Surface};
 use crate::dialect::{
-    ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW, Dialect, PrFacts, PrTarget,
-    Schemas, declared_key, merge_issues, number, pr_texts, rest_pr_facts, text, text_effects,
+    ACTION_CLOSE, ACTION_EDIT, ACTION_MERGE, ACTION_OPEN, ACTION_PUSH, ACTION_REVIEW, Dialect, DialectError, Schemas,
+    declared_key, merge_issues, number, pr_texts, text, text_effects,
 };
-use crate::effect::{
-    Answered, BranchMove, Effect, Kind, MergeTerms, Move, PathWrite, PrChange, PrEffect, Read, Repo, answer,
-};
+use crate::effect::{BranchMove, Effect, MergeTerms, Move, PathWrite, PrChange, PrEffect, Read, Repo};
 use crate::effect::{IssueChange, IssueEffect, When};
 use crate::textref::GITHUB as GRAMMAR;
 use serde_json::{Map, Value};
+
+/// The methods of `pull_request_read` (every one reads).
+pub const PR_READ_METHODS: &[&str] = &[
+    "get",
+    "get_diff",
+    "get_status",
+    "get_files",
+    "get_commits",
+    "get_review_comments",
+    "get_reviews",
+    "get_comments",
+    "get_check_runs",
+];
+
+/// The methods of `actions_get` (every one reads).
+pub const ACTIONS_GET_METHODS: &[&str] = &[
+    "get_workflow",
+    "get_workflow_run",
+    "get_workflow_job",
+    "download_workflow_run_artifact",
+    "get_workflow_run_usage",
+    "get_workflow_run_logs_url",
+];
 
 /// The readers the server has, each with its `method` values (empty: none).
 pub const READERS: &[(&str, &[&str])] = &[
@@ -72,36 +96,13 @@ pub const READERS: &[(&str, &[&str])] = &[
     ("list_label", &[]),
     ("issue_dependency_read", &["get_blocked_by", "get_blocking"]),
     ("find_duplicate", &[]),
-    (
-        "pull_request_read",
-        &[
-            "get",
-            "get_diff",
-            "get_status",
-            "get_files",
-            "get_commits",
-            "get_review_comments",
-            "get_reviews",
-            "get_comments",
-            "get_check_runs",
-        ],
-    ),
+    ("pull_request_read", PR_READ_METHODS),
     ("list_pull_requests", &[]),
     ("search_pull_requests", &[]),
     ("search_users", &[]),
     ("search_orgs", &[]),
     ("actions_list", &["list_workflows", "list_workflow_runs", "list_workflow_jobs", "list_workflow_run_artifacts"]),
-    (
-        "actions_get",
-        &[
-            "get_workflow",
-            "get_workflow_run",
-            "get_workflow_job",
-            "download_workflow_run_artifact",
-            "get_workflow_run_usage",
-            "get_workflow_run_logs_url",
-        ],
-    ),
+    ("actions_get", ACTIONS_GET_METHODS),
     ("get_job_logs", &[]),
     ("get_code_quality_finding", &[]),
     ("get_code_scanning_alert", &[]),
@@ -391,45 +392,9 @@ pub const SURFACE: Surface = Surface {
             lifting it gives up: [the policy chapter](../policy.md#invariants).",
 };
 
-/// `docs/reference/github-mcp.md`.
-pub fn render() -> String {
-    use crate::dialect::Dialect;
-    let mut page = crate::dialect::table::render(&SURFACE, super::rules());
-    page.push_str(&format!("\n**Pending reviews.** {}.\n", super::GITHUB.pending_review_note()));
-    page
-}
-
-fn strip(branch: &str) -> &str {
-    branch.strip_prefix("refs/heads/").unwrap_or(branch)
-}
-
-/// What establishing an effect still needs, or what it found.
-type Step<T> = Result<T, Pending>;
-
-/// Why a step cannot go on: reads to make, or a failure that leaves the effect unestablished.
-enum Pending {
-    Reads(Vec<Read>),
-    Failed(String),
-}
-
-/// What establishing an effect reads from: the running server's schemas, the answers so far.
-#[derive(Clone, Copy)]
-struct Cx<'a> {
-    schemas: &'a dyn Schemas,
-    answers: &'a [Answered],
-}
-
-fn ask(answers: &[Answered], read: Read) -> Step<&Value> {
-    match answer(answers, &read) {
-        None => Err(Pending::Reads(vec![read])),
-        Some(Ok(v)) => Ok(v),
-        Some(Err(e)) => Err(Pending::Failed(format!("`{}` failed: {e}", read.tool))),
-    }
-}
-
 /// The repository read: `search_repositories` for `repo:OWNER/NAME` (forks included: GitHub's
 /// search leaves them out unless asked).
-pub fn repo_read(owner: &str, repo: &str, schemas: &dyn Schemas) -> Result<Read, String> {
+pub fn repo_read(owner: &str, repo: &str, schemas: &dyn Schemas) -> Result<Read, DialectError> {
     let mut args = Map::new();
     let key = declared_key(schemas, "search_repositories", &["query"])?;
     args.insert(key.into(), Value::from(format!("repo:{owner}/{repo} fork:true")));
@@ -437,45 +402,27 @@ pub fn repo_read(owner: &str, repo: &str, schemas: &dyn Schemas) -> Result<Read,
 }
 
 /// `search_repositories`' entry for `owner/repo` (any case): its default branch.
-pub fn default_branch(answer: &Value, owner: &str, repo: &str) -> Result<String, String> {
-    let wanted = format!("{owner}/{repo}");
-    let items = answer.get("items").and_then(Value::as_array).ok_or("`search_repositories` answered no items")?;
-    let entry = items
-        .iter()
-        .find(|e| e.get("full_name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(&wanted)))
-        .ok_or_else(|| format!("`search_repositories` did not list {wanted}"))?;
-    entry
-        .get("default_branch")
-        .and_then(Value::as_str)
-        .filter(|b| !b.is_empty())
-        .map(str::to_owned)
-        .ok_or_else(|| format!("`search_repositories` names no default branch for {wanted}"))
+pub fn default_branch(answer: &Value, owner: &str, repo: &str) -> Result<String, DialectError> {
+    let items = answer
+        .get("items")
+        .and_then(Value::as_array)
+        .ok_or_else(|| DialectError::Answer("`search_repositories` answered no items".into()))?;
+    let entry = kit::repo_entry(items, "search_repositories", owner, repo)?;
+    kit::default_branch_of(entry, "search_repositories", owner, repo)
 }
 
 /// `search_repositories`' entry for `owner/repo` says it is a fork.
 fn is_fork(answer: &Value, owner: &str, repo: &str) -> bool {
-    let wanted = format!("{owner}/{repo}");
-    answer.get("items").and_then(Value::as_array).into_iter().flatten().any(|e| {
-        e.get("full_name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(&wanted))
-            && e.get("fork").and_then(Value::as_bool) == Some(true)
-    })
+    answer
+        .get("items")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|e| kit::names_repo(e, owner, repo) && e.get("fork").and_then(Value::as_bool) == Some(true))
 }
 
 fn repository(cx: Cx<'_>, owner: &str, repo: &str) -> Step<String> {
-    let read = repo_read(owner, repo, cx.schemas).map_err(Pending::Failed)?;
-    default_branch(ask(cx.answers, read)?, owner, repo).map_err(Pending::Failed)
-}
-
-/// The PR `number` of `owner/repo`, as the forge answers it.
-fn pr_answer<'a>(cx: Cx<'a>, owner: &str, repo: &str, number: u64) -> Step<&'a Value> {
-    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
-    let read = super::pr_read(&target, cx.schemas).map_err(Pending::Failed)?;
-    ask(cx.answers, read)
-}
-
-/// The PR `number` of `owner/repo`, read from the forge.
-fn pr(cx: Cx<'_>, owner: &str, repo: &str, number: u64) -> Step<PrFacts> {
-    rest_pr_facts(pr_answer(cx, owner, repo, number)?).map_err(Pending::Failed)
+    Ok(default_branch(cx.ask(repo_read(owner, repo, cx.schemas)?)?, owner, repo)?)
 }
 
 /// What a merge does to issues ([`merge_issues`]): its PR's title and body (`answer`), which
@@ -519,60 +466,38 @@ fn loose_keys(tool: &str, args: &Map<String, Value>) -> Step<()> {
     Ok(())
 }
 
-/// The effect of `tool` called with `args` (its canonical arguments), whose listed schema is
-/// `schema` (absent: unknown), given the forge's `answers` so far: `Err` names the reads
-/// still to make.
-pub fn establish(
-    tool: &str,
-    args: &Map<String, Value>,
-    schema: Option<&Map<String, Value>>,
-    schemas: &dyn Schemas,
-    answers: &[Answered],
-) -> Result<Effect, Vec<Read>> {
-    match state(tool, args, schema, Cx { schemas, answers }) {
-        Ok(effect) => Ok(effect),
-        Err(Pending::Reads(reads)) => Err(reads),
-        Err(Pending::Failed(why)) => Ok(Effect { kind: Kind::Write, unestablished: vec![why], ..Effect::default() }),
-    }
-}
-
-/// What a call's arguments alone show it does, no read of the forge made (replay judges with
-/// it): the whole effect when it needs no read, else what the arguments state.
-pub fn evident(tool: &str, args: &Map<String, Value>, schema: Option<&Map<String, Value>>) -> Effect {
-    match establish(tool, args, schema, &crate::dialect::Unlisted, &[]) {
-        Ok(effect) => effect,
-        // A merge the gate let through carries its pin (replay keeps the forwarded arguments).
-        Err(_) if tool == "merge_pull_request" => Effect {
-            merge: args.get(PR_NUMBER).and_then(number).map(|pr| MergeTerms {
-                pr,
-                forced: false,
-                scheduled: false,
-                // Pinned by the server's `expectedHeadSha`, or by the gateway's own REST merge.
-                pinnable: true,
-                style: text(args, MERGE_METHOD).map(str::to_owned),
-            }),
+/// What a call's arguments alone show when its statement needs a read (replay judges with
+/// it): a merge the gate let through carries its pin (replay keeps the forwarded arguments);
+/// a commit's message closes what it names when the commit lands.
+pub(super) fn shown(call: &Call<'_>) -> Effect {
+    let (tool, args) = (call.tool, call.args);
+    match tool {
+        "merge_pull_request" => Effect {
+            merge: args.get(PR_NUMBER).and_then(number).map(|pr| merge_terms(args, pr)),
             ..Effect::action(ACTION_MERGE)
         },
-        // A commit's message closes what it names when the commit lands.
-        Err(_) if matches!(tool, "create_or_update_file" | "delete_file" | "push_files") => {
-            let here = Repo::new(text(args, "owner").unwrap_or_default(), text(args, "repo").unwrap_or_default());
+        "create_or_update_file" | "delete_file" | "push_files" => {
             let landing = When::Landing { branch: strip(text(args, "branch").unwrap_or_default()).to_owned() };
             let message = text(args, "message").unwrap_or_default();
-            Effect { issues: text_effects(&GRAMMAR, &here, "message", message, &landing, None), ..Effect::write() }
+            Effect {
+                issues: text_effects(&GRAMMAR, &call.here(), "message", message, &landing, None),
+                ..Effect::write()
+            }
         }
-        Err(_) => Effect::write(),
+        _ => Effect::write(),
     }
 }
 
-fn listed(table: &[(&str, &[&str])], tool: &str, method: Option<&str>) -> Option<bool> {
-    let (_, methods) = table.iter().find(|(t, _)| *t == tool)?;
-    Some(methods.is_empty() || method.is_some_and(|m| methods.contains(&m)))
-}
-
-fn unknown_method(tool: &str, method: Option<&str>) -> String {
-    match method {
-        Some(m) => format!("`{tool}` has no method `{m}` the dialect knows"),
-        None => format!("`{tool}` names no method"),
+/// A merge's terms: never forced nor scheduled (no tool can), pinned by the server's
+/// `expectedHeadSha` where the schema declares it, else by the gateway's own REST merge with
+/// `sha`: pinned either way.
+fn merge_terms(args: &Map<String, Value>, pr: u64) -> MergeTerms {
+    MergeTerms {
+        pr,
+        forced: false,
+        scheduled: false,
+        pinnable: true,
+        style: text(args, MERGE_METHOD).map(str::to_owned),
     }
 }
 
@@ -597,47 +522,53 @@ fn copilot(tool: &str, args: &Map<String, Value>) -> Option<String> {
     })
 }
 
-fn state(tool: &str, args: &Map<String, Value>, _schema: Option<&Map<String, Value>>, cx: Cx<'_>) -> Step<Effect> {
-    let method = text(args, "method");
+/// What a call's arguments refuse, or what its tool's table states, before any tool is
+/// stated by name (`None`: stated by name).
+fn refused_or_listed(tool: &str, method: Option<&str>, args: &Map<String, Value>) -> Step<Option<Effect>> {
     loose_keys(tool, args)?;
     if !READERS.iter().any(|(t, _)| *t == tool)
         && let Some(why) = copilot(tool, args)
     {
-        return Ok(Effect::unknown(why));
+        return Ok(Some(Effect::unknown(why)));
     }
     // The server asks for reviewers after the PR exists and answers an error when one fails:
     // the PR would stand with its creator unrecorded.
     if tool == "create_pull_request" && args.get("reviewers").and_then(Value::as_array).is_some_and(|r| !r.is_empty()) {
-        return Ok(Effect::unknown(
+        return Ok(Some(Effect::unknown(
             "`create_pull_request` with `reviewers` may create the PR and then fail, leaving its creator unrecorded: \
              open it without, then request reviewers"
                 .into(),
-        ));
-    }
-    if args.get("allow_symlink_write") == Some(&Value::Bool(true)) {
-        return Ok(Effect::unknown(format!(
-            "`{tool}` with `allow_symlink_write` writes through a symbolic link, to a path the gate does not see"
         )));
     }
+    if args.get("allow_symlink_write") == Some(&Value::Bool(true)) {
+        return Ok(Some(Effect::unknown(format!(
+            "`{tool}` with `allow_symlink_write` writes through a symbolic link, to a path the gate does not see"
+        ))));
+    }
     if let Some(known) = listed(READERS, tool, method) {
-        return Ok(if known { Effect::read() } else { Effect::unknown(unknown_method(tool, method)) });
+        return Ok(Some(if known { Effect::read() } else { Effect::unknown(unknown_method(tool, method)) }));
     }
     if let Some(known) = listed(REVIEWS, tool, method) {
         if !known {
-            return Ok(Effect::unknown(unknown_method(tool, method)));
+            return Ok(Some(Effect::unknown(unknown_method(tool, method))));
         }
         if args.contains_key(PR_NUMBER) {
             bounded(tool, args, PR_NUMBER)?;
         }
-        return Ok(Effect::action(ACTION_REVIEW));
+        return Ok(Some(Effect::action(ACTION_REVIEW)));
     }
-    if listed(PLAIN_WRITES, tool, method) == Some(true) {
-        return Ok(Effect::write());
+    Ok((listed(PLAIN_WRITES, tool, method) == Some(true)).then(Effect::write))
+}
+
+/// The statement of `call` (its canonical arguments), given the forge's answers so far in
+/// `cx`: `Err` names the reads still to make, or why the effect cannot be established.
+pub(super) fn state(call: &Call<'_>, cx: Cx<'_>) -> Step<Effect> {
+    let (tool, args, method) = (call.tool, call.args, call.method());
+    if let Some(effect) = refused_or_listed(tool, method, args)? {
+        return Ok(effect);
     }
-    let owner = text(args, "owner").unwrap_or_default();
-    let repo = text(args, "repo").unwrap_or_default();
-    let here = Repo::new(owner, repo);
-    let on = |number: u64, change: PrChange| PrEffect { repo: here.clone(), pr: number, change };
+    let (owner, repo) = call.owner_repo();
+    let here = call.here();
     match tool {
         "enable_toolset" => Ok(Effect::read()),
         "assign_copilot_to_issue" | "assign_copilot_to_issue_with_intent" => Ok(Effect::unknown(format!(
@@ -647,136 +578,18 @@ fn state(tool: &str, args: &Map<String, Value>, _schema: Option<&Map<String, Val
             issues: pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: None }),
             ..Effect::action(ACTION_OPEN)
         }),
-        "update_pull_request" => {
-            let number = bounded(tool, args, PR_NUMBER)?;
-            let mut prs = Vec::new();
-            if let Some(base) = args.get("base") {
-                prs.push(on(number, PrChange::Retarget { to: strip(base.as_str().unwrap_or_default()).to_owned() }));
-            }
-            let mut action = ACTION_EDIT;
-            if let Some(state) = args.get("state") {
-                let to = state.as_str().unwrap_or_default().to_owned();
-                prs.push(on(number, PrChange::State { to, by: "update_pull_request".into() }));
-                action = ACTION_CLOSE;
-            }
-            if ["title", "body"].iter().any(|k| args.contains_key(*k)) {
-                prs.push(on(number, PrChange::Text));
-            }
-            let issues = pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: Some(number) });
-            Ok(Effect { prs, issues, ..Effect::action(action) })
-        }
-        "update_pull_request_title" | "update_pull_request_body" => {
-            let number = bounded(tool, args, PR_NUMBER)?;
-            let issues = pr_texts(&GRAMMAR, args, &here, &When::AtMerge { pr: Some(number) });
-            Ok(Effect { prs: vec![on(number, PrChange::Text)], issues, ..Effect::action(ACTION_EDIT) })
-        }
-        "update_pull_request_state" => {
-            let number = bounded(tool, args, PR_NUMBER)?;
-            let to = text(args, "state").unwrap_or_default().to_owned();
-            let change = PrChange::State { to, by: tool.into() };
-            Ok(Effect { prs: vec![on(number, change)], ..Effect::action(ACTION_CLOSE) })
-        }
-        "merge_pull_request" => {
-            let number = bounded(tool, args, PR_NUMBER)?;
-            let answer = pr_answer(cx, owner, repo, number)?;
-            let facts = rest_pr_facts(answer).map_err(Pending::Failed)?;
-            let base_repo = facts.repo.as_deref().map_or_else(|| here.clone(), Repo::full);
-            let mut effect = Effect {
-                merge: Some(MergeTerms {
-                    pr: number,
-                    forced: false,
-                    scheduled: false,
-                    // `expectedHeadSha` where the schema declares it, else the gateway's
-                    // own REST merge with `sha`: pinned either way.
-                    pinnable: true,
-                    style: text(args, MERGE_METHOD).map(str::to_owned),
-                }),
-                prs: vec![PrEffect { repo: base_repo.clone(), pr: number, change: PrChange::Merged }],
-                issues: merge_texts(args, answer, &base_repo),
-                ..Effect::action(ACTION_MERGE)
-            };
-            if let Some(base) = &facts.base_ref {
-                effect.branches.push(BranchMove {
-                    repo: base_repo,
-                    branch: strip(base).to_owned(),
-                    how: Move::Merge { pr: number },
-                });
-            }
-            Ok(effect)
-        }
-        "update_pull_request_branch" => {
-            let number = bounded(tool, args, PR_NUMBER)?;
-            let facts = pr(cx, owner, repo, number)?;
-            let head = facts.head_ref.clone().ok_or_else(|| {
-                Pending::Failed(format!("the forge's answer for PR #{number} names no head branch (head.ref)"))
-            })?;
-            let head_repo = facts.head_repo.as_deref().map_or_else(|| here.clone(), Repo::full);
-            let base_repo = facts.repo.as_deref().map_or_else(|| here.clone(), Repo::full);
-            // A head in a fork — another repository than the PR's base (both named by the
-            // forge in one read) that the forge reports as a fork — is the fork's branch: the
-            // fork's default branch is not this repository's, and protects nothing here. (The
-            // roster's own names still judge it by name.)
-            let (h_owner, h_name) = head_repo.0.split_once('/').unwrap_or((owner, repo));
-            let read = repo_read(h_owner, h_name, cx.schemas).map_err(Pending::Failed)?;
-            let found = ask(cx.answers, read)?;
-            let fork = head_repo != base_repo && is_fork(found, h_owner, h_name);
-            let defaults =
-                if fork { Vec::new() } else { vec![default_branch(found, h_owner, h_name).map_err(Pending::Failed)?] };
-            let branch = BranchMove {
-                repo: head_repo,
-                branch: strip(&head).to_owned(),
-                how: Move::UpdateFromBase { pr: number },
-            };
-            Ok(Effect { branches: vec![branch], defaults, ..Effect::action(ACTION_PUSH) })
-        }
+        "update_pull_request"
+        | "update_pull_request_title"
+        | "update_pull_request_body"
+        | "update_pull_request_state" => pr_update(tool, args, &here),
+        "merge_pull_request" => merge(args, cx, (owner, repo)),
+        "update_pull_request_branch" => update_branch(args, cx, (owner, repo)),
         "issue_write" if method == Some("update") => issue_update(tool, args, cx, &here, &["state", "title", "body"]),
         "issue_write" => Ok(Effect::unknown(unknown_method(tool, method))),
         "update_issue_state" => issue_update(tool, args, cx, &here, &["state"]),
         "update_issue_title" => issue_update(tool, args, cx, &here, &["title"]),
         "update_issue_body" => issue_update(tool, args, cx, &here, &["body"]),
-        "create_or_update_file" | "delete_file" | "push_files" => {
-            // `delete_file` and `push_files` prefix the name with `refs/heads/` as given:
-            // `refs/heads/x` is a branch literally named so, judged by that name (one that reads
-            // like a protected branch is still protected: `Protection::branch_rule` reads past
-            // the prefix).
-            let Some(branch) = text(args, "branch") else {
-                return Err(Pending::Failed(format!("`{tool}` names no branch: the server refuses it")));
-            };
-
-            let default = repository(cx, owner, repo)?;
-            let branches = vec![BranchMove { repo: here.clone(), branch: branch.to_owned(), how: Move::Write }];
-            let paths: Vec<PathWrite> = if tool == "push_files" {
-                // A missing branch is made from the default branch first: judged as the
-                // write it is (a protected name is refused either way).
-                let files = args.get("files").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-                files
-                    .iter()
-                    .map(|f| PathWrite {
-                        branch: branch.to_owned(),
-                        path: f.get("path").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    })
-                    .collect()
-            } else {
-                // The server trims one leading `/`.
-                let path = text(args, "path").unwrap_or_default();
-                vec![PathWrite { branch: branch.to_owned(), path: path.strip_prefix('/').unwrap_or(path).to_owned() }]
-            };
-            // `create_or_update_file` hands it to the contents API as given, which may read a
-            // full ref name as the branch it names or as a branch literally so named: judged as
-            // the write it may be (`refs/heads/main` is protected) and refused as unknown.
-            let unknown = (tool == "create_or_update_file" && branch.starts_with("refs/")).then(|| {
-                format!(
-                    "`create_or_update_file` on `{branch}`: GitHub's contents API may read a full ref name as the \
-                     branch it names or as a branch literally so named, which one was not determined; name the \
-                     branch by its plain name"
-                )
-            });
-            // The commit's message acts when the commit reaches the default branch.
-            let message = text(args, "message").unwrap_or_default();
-            let landing = When::Landing { branch: branch.to_owned() };
-            let issues = text_effects(&GRAMMAR, &here, "message", message, &landing, None);
-            Ok(Effect { branches, paths, defaults: vec![default], issues, unknown, ..Effect::action(ACTION_PUSH) })
-        }
+        "create_or_update_file" | "delete_file" | "push_files" => file_write(tool, args, cx, (owner, repo)),
         "create_branch" => {
             let Some(branch) = text(args, "branch") else {
                 return Err(Pending::Failed("`create_branch` names no branch: the server refuses it".into()));
@@ -788,11 +601,133 @@ fn state(tool: &str, args: &Map<String, Value>, _schema: Option<&Map<String, Val
                 ..Effect::write()
             })
         }
-        _ => Ok(Effect::unknown(match method {
-            Some(m) => format!("github-mcp-server has no `{tool}` with method `{m}` the dialect knows"),
-            None => format!("github-mcp-server has no tool `{tool}` the dialect knows"),
-        })),
+        _ => Ok(Effect::unknown(unknown_tool(super::NAME, tool, method))),
     }
+}
+
+/// `update_pull_request` (a retarget with `base`, a close or reopen with `state`, an edit with
+/// `title` or `body`) and its one-field tools.
+fn pr_update(tool: &str, args: &Map<String, Value>, here: &Repo) -> Step<Effect> {
+    let number = bounded(tool, args, PR_NUMBER)?;
+    let on = |change: PrChange| PrEffect { repo: here.clone(), pr: number, change };
+    match tool {
+        "update_pull_request" => {
+            let mut prs = Vec::new();
+            if let Some(base) = args.get("base") {
+                prs.push(on(PrChange::Retarget { to: strip(base.as_str().unwrap_or_default()).to_owned() }));
+            }
+            let mut action = ACTION_EDIT;
+            if let Some(state) = args.get("state") {
+                let to = state.as_str().unwrap_or_default().to_owned();
+                prs.push(on(PrChange::State { to, by: "update_pull_request".into() }));
+                action = ACTION_CLOSE;
+            }
+            if ["title", "body"].iter().any(|k| args.contains_key(*k)) {
+                prs.push(on(PrChange::Text));
+            }
+            let issues = pr_texts(&GRAMMAR, args, here, &When::AtMerge { pr: Some(number) });
+            Ok(Effect { prs, issues, ..Effect::action(action) })
+        }
+        "update_pull_request_state" => {
+            let to = text(args, "state").unwrap_or_default().to_owned();
+            let change = PrChange::State { to, by: tool.into() };
+            Ok(Effect { prs: vec![on(change)], ..Effect::action(ACTION_CLOSE) })
+        }
+        _ => {
+            let issues = pr_texts(&GRAMMAR, args, here, &When::AtMerge { pr: Some(number) });
+            Ok(Effect { prs: vec![on(PrChange::Text)], issues, ..Effect::action(ACTION_EDIT) })
+        }
+    }
+}
+
+/// `merge_pull_request`: the PR's head lands on its base, both read from the forge.
+fn merge(args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &str)) -> Step<Effect> {
+    let number = bounded("merge_pull_request", args, PR_NUMBER)?;
+    let answer = cx.pr_answer(&GITHUB, owner, repo, number)?;
+    let facts = GITHUB.pr_facts(answer)?;
+    let base_repo = repo_or(facts.repo.as_deref(), &Repo::new(owner, repo));
+    let mut effect = Effect {
+        merge: Some(merge_terms(args, number)),
+        prs: vec![PrEffect { repo: base_repo.clone(), pr: number, change: PrChange::Merged }],
+        issues: merge_texts(args, answer, &base_repo),
+        ..Effect::action(ACTION_MERGE)
+    };
+    if let Some(base) = &facts.base_ref {
+        effect.branches.push(BranchMove {
+            repo: base_repo,
+            branch: strip(base).to_owned(),
+            how: Move::Merge { pr: number },
+        });
+    }
+    Ok(effect)
+}
+
+/// `update_pull_request_branch`: the PR's base merged into its head branch, read from the
+/// forge.
+fn update_branch(args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &str)) -> Step<Effect> {
+    let number = bounded("update_pull_request_branch", args, PR_NUMBER)?;
+    let facts = cx.pr(&GITHUB, owner, repo, number)?;
+    let head = head_branch(&facts, number)?;
+    let here = Repo::new(owner, repo);
+    let head_repo = repo_or(facts.head_repo.as_deref(), &here);
+    let base_repo = repo_or(facts.repo.as_deref(), &here);
+    // A head in a fork — another repository than the PR's base (both named by the
+    // forge in one read) that the forge reports as a fork — is the fork's branch: the
+    // fork's default branch is not this repository's, and protects nothing here. (The
+    // roster's own names still judge it by name.)
+    let (h_owner, h_name) = head_repo.0.split_once('/').unwrap_or((owner, repo));
+    let found = cx.ask(repo_read(h_owner, h_name, cx.schemas)?)?;
+    let fork = head_repo != base_repo && is_fork(found, h_owner, h_name);
+    let defaults = if fork { Vec::new() } else { vec![default_branch(found, h_owner, h_name)?] };
+    let branch =
+        BranchMove { repo: head_repo, branch: strip(&head).to_owned(), how: Move::UpdateFromBase { pr: number } };
+    Ok(Effect { branches: vec![branch], defaults, ..Effect::action(ACTION_PUSH) })
+}
+
+/// `create_or_update_file`, `delete_file`, `push_files`: commits to `branch`, which the
+/// server requires.
+fn file_write(tool: &str, args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &str)) -> Step<Effect> {
+    let here = Repo::new(owner, repo);
+    // `delete_file` and `push_files` prefix the name with `refs/heads/` as given:
+    // `refs/heads/x` is a branch literally named so, judged by that name (one that reads
+    // like a protected branch is still protected: `Protection::branch_rule` reads past
+    // the prefix).
+    let Some(branch) = text(args, "branch") else {
+        return Err(Pending::Failed(format!("`{tool}` names no branch: the server refuses it")));
+    };
+    let default = repository(cx, owner, repo)?;
+    let branches = vec![BranchMove { repo: here.clone(), branch: branch.to_owned(), how: Move::Write }];
+    let paths: Vec<PathWrite> = if tool == "push_files" {
+        // A missing branch is made from the default branch first: judged as the
+        // write it is (a protected name is refused either way).
+        let files = args.get("files").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        files
+            .iter()
+            .map(|f| PathWrite {
+                branch: branch.to_owned(),
+                path: f.get("path").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            })
+            .collect()
+    } else {
+        // The server trims one leading `/`.
+        let path = text(args, "path").unwrap_or_default();
+        vec![PathWrite { branch: branch.to_owned(), path: path.strip_prefix('/').unwrap_or(path).to_owned() }]
+    };
+    // `create_or_update_file` hands it to the contents API as given, which may read a
+    // full ref name as the branch it names or as a branch literally so named: judged as
+    // the write it may be (`refs/heads/main` is protected) and refused as unknown.
+    let unknown = (tool == "create_or_update_file" && branch.starts_with("refs/")).then(|| {
+        format!(
+            "`create_or_update_file` on `{branch}`: GitHub's contents API may read a full ref name as the \
+             branch it names or as a branch literally so named, which one was not determined; name the \
+             branch by its plain name"
+        )
+    });
+    // The commit's message acts when the commit reaches the default branch.
+    let message = text(args, "message").unwrap_or_default();
+    let landing = When::Landing { branch: branch.to_owned() };
+    let issues = text_effects(&GRAMMAR, &here, "message", message, &landing, None);
+    Ok(Effect { branches, paths, defaults: vec![default], issues, unknown, ..Effect::action(ACTION_PUSH) })
 }
 
 /// An issue update that touches `keys`: on a PR's number (GitHub numbers PRs and issues in
@@ -803,15 +738,7 @@ fn issue_update(tool: &str, args: &Map<String, Value>, cx: Cx<'_>, here: &Repo, 
     }
     let number = bounded(tool, args, ISSUE_NUMBER)?;
     let (owner, repo) = (text(args, "owner").unwrap_or_default(), text(args, "repo").unwrap_or_default());
-    let target = PrTarget { owner: owner.to_owned(), repo: repo.to_owned(), pr: number };
-    let read = super::pr_read(&target, cx.schemas).map_err(Pending::Failed)?;
-    let is_pr = match answer(cx.answers, &read) {
-        None => return Err(Pending::Reads(vec![read])),
-        Some(Ok(_)) => true,
-        Some(Err(e)) if GITHUB.is_not_found(e) => false,
-        Some(Err(e)) => return Err(Pending::Failed(format!("whether #{number} is a PR could not be read: {e}"))),
-    };
-    if !is_pr {
+    if !cx.is_pr(&GITHUB, owner, repo, number)? {
         // An issue's state, changed by the call (its texts close nothing).
         let to = args.get("state").filter(|_| keys.contains(&"state")).map(|s| s.as_str().unwrap_or_default());
         let by = if tool == "issue_write" { "issue_write update".to_owned() } else { tool.to_owned() };

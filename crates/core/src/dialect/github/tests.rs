@@ -117,8 +117,8 @@ fn the_rest_api_base_is_derived_from_the_host_as_the_server_derives_it() {
         assert_eq!(rest_base(host).as_deref(), Ok(base), "{host:?}");
     }
     // Credentials never travel in cleartext to a remote host; a host needs a scheme.
-    assert!(rest_base(Some("http://ghes.corp")).unwrap_err().contains("https"));
-    assert!(rest_base(Some("ghes.corp")).unwrap_err().contains("scheme"));
+    assert!(rest_base(Some("http://ghes.corp")).unwrap_err().to_string().contains("https"));
+    assert!(rest_base(Some("ghes.corp")).unwrap_err().to_string().contains("scheme"));
 }
 
 #[test]

@@ -1,6 +1,6 @@
 use super::*;
 use crate::dialect::Unlisted;
-use crate::effect::{Invariant, judge};
+use crate::effect::{Answered, Invariant, answer, judge};
 use crate::protect::Protection;
 use serde_json::json;
 
@@ -114,7 +114,7 @@ impl Forge {
         let call = args(call);
         let mut answers: Vec<Answered> = Vec::new();
         for _ in 0..64 {
-            match establish(&crate::textref::GITEA, tool, &call, schema, &Unlisted, &answers) {
+            match GITEA.establish(tool, &call, schema, &Unlisted, &answers) {
                 Ok(effect) => return effect,
                 Err(reads) => {
                     assert!(!reads.is_empty(), "a pending step names its reads");
@@ -242,7 +242,7 @@ fn a_full_listing_is_read_page_by_page_and_never_taken_for_all() {
     let call = args(with_repo(json!({ "branch": "feat" })));
     let mut answers: Vec<Answered> = Vec::new();
     let effect = loop {
-        match establish(&crate::textref::GITEA, "delete_branch", &call, None, &Unlisted, &answers) {
+        match GITEA.establish("delete_branch", &call, None, &Unlisted, &answers) {
             Ok(e) => break e,
             Err(reads) => {
                 for read in reads {
@@ -353,7 +353,7 @@ fn every_reader_and_write_of_the_server_has_a_statement() {
 
 #[test]
 fn the_reference_page_lists_every_stated_call_once_and_only_those() {
-    let page = render();
+    let page = GITEA.reference();
     let forge = Forge { open: vec![(1, "feat", "Org/Repo", "dev")], ..Forge::default() };
     for s in STATED {
         let mut call = if s.method.is_empty() { json!({}) } else { json!({ "method": s.method }) };
@@ -533,6 +533,6 @@ fn a_merge_deleting_a_fork_head_is_judged_like_a_deletion_here() {
 #[test]
 fn a_commit_message_s_keywords_are_evident_without_a_read() {
     let call = args(with_repo(json!({ "path": "a", "branch_name": "feat", "message": "Fixes !4" })));
-    let e = evident(&crate::textref::GITEA, "create_or_update_file", &call, None);
+    let e = GITEA.evident("create_or_update_file", &call, None);
     assert_eq!(breaches(&e, "author"), [Invariant::IssueState], "{e:?}");
 }

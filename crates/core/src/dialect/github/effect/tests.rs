@@ -1,6 +1,6 @@
 use super::*;
 use crate::dialect::Unlisted;
-use crate::effect::{Invariant, judge};
+use crate::effect::{Answered, Invariant, answer, judge};
 use crate::protect::Protection;
 use serde_json::json;
 
@@ -77,7 +77,7 @@ impl Forge {
         let call = args(call);
         let mut answers: Vec<Answered> = Vec::new();
         for _ in 0..16 {
-            match establish(tool, &call, schema, &Unlisted, &answers) {
+            match GITHUB.establish(tool, &call, schema, &Unlisted, &answers) {
                 Ok(effect) => return effect,
                 Err(reads) => {
                     for read in reads {
@@ -352,8 +352,8 @@ fn reads_are_built_from_the_keys_the_running_server_declares() {
         }
     }
     let why = repo_read("o", "r", &Renamed).unwrap_err();
-    assert!(why.contains("`search_repositories` declares none of `query`"), "{why}");
-    let e = establish("create_branch", &args(with_repo(json!({ "branch": "x" }))), None, &Renamed, &[]).unwrap();
+    assert!(why.to_string().contains("`search_repositories` declares none of `query`"), "{why}");
+    let e = GITHUB.establish("create_branch", &args(with_repo(json!({ "branch": "x" }))), None, &Renamed, &[]).unwrap();
     assert!(e.unestablished[0].contains("`query`"), "refused by name: {e:?}");
 }
 
