@@ -634,6 +634,12 @@ impl From<ForgeError> for SettleError {
     }
 }
 
+impl From<fleetgate_core::dialect::DialectError> for SettleError {
+    fn from(e: fleetgate_core::dialect::DialectError) -> Self {
+        Self::Forge(e.to_string())
+    }
+}
+
 impl From<&str> for SettleError {
     fn from(why: &str) -> Self {
         Self::Forge(why.to_owned())

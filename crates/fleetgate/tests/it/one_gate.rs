@@ -693,12 +693,16 @@ impl Counting {
     }
 }
 
-use fleetgate_core::dialect::{Op, PendingAt, PrFacts, PrTarget, Pushed, RestCall, Server, ToolAnswer};
+use fleetgate_core::dialect::kit::{self, Vocabulary};
+use fleetgate_core::dialect::{DialectError, Op, PendingAt, PrFacts, PrTarget, Pushed, RestCall, Server, ToolAnswer};
 use fleetgate_core::effect::{Answered, Effect, Read};
 use fleetgate_core::rules::Rule;
 use fleetgate_core::workflow::ReviewVerdict;
 
 impl Dialect for Counting {
+    fn vocabulary(&self) -> &'static Vocabulary {
+        self.inner.vocabulary()
+    }
     fn name(&self) -> &'static str {
         self.inner.name()
     }
@@ -716,6 +720,15 @@ impl Dialect for Counting {
     }
     fn check_parse(&self, tool: &str, args: &JsonObject) -> Result<(), fleetgate_core::forge_call::Ambiguity> {
         self.inner.check_parse(tool, args)
+    }
+    fn grammar(&self) -> &fleetgate_core::textref::Grammar {
+        self.inner.grammar()
+    }
+    fn state(&self, call: &kit::Call<'_>, cx: kit::Cx<'_>) -> kit::Step<Effect> {
+        self.inner.state(call, cx)
+    }
+    fn shown(&self, call: &kit::Call<'_>) -> Effect {
+        self.inner.shown(call)
     }
     fn establish(
         &self,
@@ -741,10 +754,10 @@ impl Dialect for Counting {
     fn review_is_pinned(&self, tool: &str, args: &JsonObject) -> bool {
         self.inner.review_is_pinned(tool, args)
     }
-    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, String> {
+    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, DialectError> {
         self.inner.pr_read(target, schemas)
     }
-    fn pr_facts(&self, answer: &Value) -> Result<PrFacts, String> {
+    fn pr_facts(&self, answer: &Value) -> Result<PrFacts, DialectError> {
         self.inner.pr_facts(answer)
     }
     fn merge_pin(&self) -> Option<&'static str> {
@@ -756,7 +769,7 @@ impl Dialect for Counting {
     fn pinned_merge(&self, target: &PrTarget, head: &str, args: &JsonObject) -> Option<RestCall> {
         self.inner.pinned_merge(target, head, args)
     }
-    fn rest_base(&self, host: Option<&str>) -> Result<String, String> {
+    fn rest_base(&self, host: Option<&str>) -> Result<String, DialectError> {
         self.inner.rest_base(host)
     }
     fn rest_answer(&self, call: &RestCall, url: &str, status: u16, body: &str) -> ToolAnswer {
@@ -783,7 +796,7 @@ impl Dialect for Counting {
     fn pushed(&self, tool: &str, args: &JsonObject) -> Option<Pushed> {
         self.inner.pushed(tool, args)
     }
-    fn tip_read(&self, owner: &str, repo: &str, branch: &str, schemas: &dyn Schemas) -> Result<Read, String> {
+    fn tip_read(&self, owner: &str, repo: &str, branch: &str, schemas: &dyn Schemas) -> Result<Read, DialectError> {
         self.inner.tip_read(owner, repo, branch, schemas)
     }
     fn tip_of(&self, answer: &Value) -> Option<String> {
@@ -800,6 +813,9 @@ impl Dialect for Counting {
     }
     fn call(&self, op: &Op<'_>) -> (&'static str, JsonObject) {
         self.inner.call(op)
+    }
+    fn surface(&self) -> &'static fleetgate_core::dialect::table::Surface {
+        self.inner.surface()
     }
     fn reference(&self) -> String {
         self.inner.reference()
