@@ -9,20 +9,15 @@ Usage: elicit_race.py URL ROUNDS   (sends `Authorization: Bearer $MCP_DRIVE_BEAR
 """
 
 import json
-import os
 import sys
 from typing import Any
 
 import anyio
-from mcp import ClientSession, types
-from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from elicit_client import eliciting_session
+from mcp import types
 
 
 async def client(url: str, me: str, rounds: int, start: list[anyio.Event], tally: dict[str, Any]) -> None:
-    headers = {}
-    if token := os.environ.get("MCP_DRIVE_BEARER"):
-        headers["Authorization"] = f"Bearer {token}"
-
     async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         # The question names the call that asked it: it must be one of mine.
         tally["asked"] += 1
@@ -30,26 +25,22 @@ async def client(url: str, me: str, rounds: int, start: list[anyio.Event], tally
             tally["cross_talk"].append({"asked": me, "question": params.message})
         return types.ElicitResult(action="accept", content={"name": me})
 
-    async with create_mcp_http_client(headers=headers) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            info = types.Implementation(name=f"race-{me}", version="1.0")
-            async with ClientSession(streams[0], streams[1], elicitation_callback=on_elicit, client_info=info) as s:
-                await s.initialize()
-                for i in range(rounds):
-                    await start[i].wait()
-                    tag = f"{me}-{i}"
-                    try:
-                        result = await s.call_tool("ask", {"tag": tag})
-                        text = result.content[0].text if result.content else ""
-                        if text == f"call {tag} answered by {me}":
-                            tally["answered"] += 1
-                        else:
-                            tally["cross_talk"].append({"call": tag, "result": text, "is_error": result.is_error})
-                    except Exception as e:  # reported, the run goes on
-                        if "cannot be told to belong to one of them" in repr(e):
-                            tally["refused"] += 1  # the server's question, refused back to it
-                        else:
-                            tally["errors"].append({"call": tag, "error": repr(e)[:300]})
+    async with eliciting_session(url, f"race-{me}", on_elicit) as s:
+        for i in range(rounds):
+            await start[i].wait()
+            tag = f"{me}-{i}"
+            try:
+                result = await s.call_tool("ask", {"tag": tag})
+                text = result.content[0].text if result.content else ""
+                if text == f"call {tag} answered by {me}":
+                    tally["answered"] += 1
+                else:
+                    tally["cross_talk"].append({"call": tag, "result": text, "is_error": result.is_error})
+            except Exception as e:  # reported, the run goes on
+                if "cannot be told to belong to one of them" in repr(e):
+                    tally["refused"] += 1  # the server's question, refused back to it
+                else:
+                    tally["errors"].append({"call": tag, "error": repr(e)[:300]})
 
 
 async def main() -> None:

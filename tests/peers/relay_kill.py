@@ -15,15 +15,11 @@ import sys
 from typing import Any
 
 import anyio
-from mcp import ClientSession, types
-from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from elicit_client import eliciting_session
+from mcp import types
 
 
 async def client(url: str, me: str, go_dir: str, timeout: float, tally: dict[str, Any]) -> None:
-    headers = {}
-    if token := os.environ.get("MCP_DRIVE_BEARER"):
-        headers["Authorization"] = f"Bearer {token}"
-
     async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         tally["asked"][me] = tally["asked"].get(me, 0) + 1
         with open(os.path.join(go_dir, f"asked-{me}"), "w"):
@@ -32,23 +28,19 @@ async def client(url: str, me: str, go_dir: str, timeout: float, tally: dict[str
             await anyio.sleep(0.02)
         return types.ElicitResult(action="accept", content={"name": me})
 
-    async with create_mcp_http_client(headers=headers) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            info = types.Implementation(name=f"relay-{me}", version="1.0")
-            async with ClientSession(streams[0], streams[1], elicitation_callback=on_elicit, client_info=info) as s:
-                await s.initialize()
-                try:
-                    with anyio.fail_after(timeout):
-                        result = await s.call_tool("ask", {"tag": me})
-                    text = result.content[0].text if result.content else ""
-                    if text == f"call {me} answered by {me}" and not result.is_error:
-                        tally["answered"].append(me)
-                    else:
-                        tally["failed"][me] = f"answered {text!r} (is_error {result.is_error})"
-                except TimeoutError:
-                    tally["hung"].append(me)
-                except Exception as e:  # a failed call: reported with its error
-                    tally["failed"][me] = repr(e)[:300]
+    async with eliciting_session(url, f"relay-{me}", on_elicit) as s:
+        try:
+            with anyio.fail_after(timeout):
+                result = await s.call_tool("ask", {"tag": me})
+            text = result.content[0].text if result.content else ""
+            if text == f"call {me} answered by {me}" and not result.is_error:
+                tally["answered"].append(me)
+            else:
+                tally["failed"][me] = f"answered {text!r} (is_error {result.is_error})"
+        except TimeoutError:
+            tally["hung"].append(me)
+        except Exception as e:  # a failed call: reported with its error
+            tally["failed"][me] = repr(e)[:300]
 
 
 async def main() -> None:

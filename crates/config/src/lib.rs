@@ -25,9 +25,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::Spanned;
 
+pub use error::{Invalid, RosterError, RosterErrorKind, SecretUnset};
 pub use fleetgate_core::runtime::{Binding, RosterMember as Member};
 pub use workflow::WorkflowSettings;
 
+mod error;
 mod oauth;
 pub mod otlp;
 mod people;
@@ -190,16 +192,16 @@ pub enum Secret {
 
 impl Secret {
     /// The value now, or why there is none (the key or the file named, never a value).
-    pub fn read(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    pub fn read(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String, SecretUnset> {
         let value = match self {
             Self::Plain(v) => Some(v.clone()),
             Self::Env(key) => env(key),
             Self::File(path) => std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned()),
         };
         value.filter(|v| !v.is_empty()).ok_or_else(|| match self {
-            Self::Plain(_) => "empty".into(),
-            Self::Env(key) => format!("environment key {key} is unset or empty"),
-            Self::File(path) => format!("{} cannot be read or is empty", path.display()),
+            Self::Plain(_) => SecretUnset::Empty,
+            Self::Env(key) => SecretUnset::Env(key.clone()),
+            Self::File(path) => SecretUnset::File(path.clone()),
         })
     }
 }
@@ -237,37 +239,37 @@ struct RawNotify {
 }
 
 impl RawNotify {
-    fn resolve(self, i: usize) -> Result<NotifyTarget, String> {
-        let at = format!("[[approvals.notify]] #{}", i + 1);
+    fn resolve(self, i: usize) -> Result<NotifyTarget, Invalid> {
+        let at = i + 1;
         let kind = match self.kind.as_str() {
             "webhook" => NotifyKind::Webhook,
             "slack" => NotifyKind::Slack,
             "ntfy" => NotifyKind::Ntfy,
-            other => return Err(format!("{at}: kind {other:?} is not webhook, slack or ntfy")),
+            other => return Err(Invalid::NotifyKind(at, other.to_owned())),
         };
         let url = match (self.url, self.url_env, self.url_file) {
             (Some(u), None, None) => {
                 if !(u.starts_with("https://") || u.starts_with("http://")) {
-                    return Err(format!("{at}: url must be http:// or https://"));
+                    return Err(Invalid::NotifyUrlScheme(at));
                 }
                 Secret::Plain(u)
             }
             (None, Some(k), None) => Secret::Env(k),
             (None, None, Some(f)) => Secret::File(f),
-            _ => return Err(format!("{at}: give exactly one of url, url_env, url_file")),
+            _ => return Err(Invalid::NotifyUrlSource(at)),
         };
         let secret = match (self.secret_env, self.secret_file) {
             (Some(k), None) => Some(Secret::Env(k)),
             (None, Some(f)) => Some(Secret::File(f)),
             (None, None) => None,
-            _ => return Err(format!("{at}: give one of secret_env, secret_file")),
+            _ => return Err(Invalid::NotifySecretSource(at)),
         };
         if secret.is_some() && kind != NotifyKind::Webhook {
-            return Err(format!("{at}: a signing secret is for kind = \"webhook\""));
+            return Err(Invalid::NotifySecretKind(at));
         }
         let events = self.events.unwrap_or_else(|| NOTIFY_EVENTS.iter().map(|e| (*e).to_owned()).collect());
         if let Some(bad) = events.iter().find(|e| !NOTIFY_EVENTS.contains(&e.as_str())) {
-            return Err(format!("{at}: event {bad:?} is not one of {}", NOTIFY_EVENTS.join(", ")));
+            return Err(Invalid::NotifyEvent(at, bad.clone()));
         }
         let name = self.name.unwrap_or_else(|| format!("{}-{}", kind.as_str(), i + 1));
         Ok(NotifyTarget { kind, url, secret, events, name })
@@ -354,10 +356,10 @@ pub const MAX_CONNECTIONS_LIMIT: usize = 65536;
 pub const MAX_READ_TIMEOUT_SECONDS: f64 = 600.0;
 
 /// A `[http]` read timeout: more than 0, at most [`MAX_READ_TIMEOUT_SECONDS`].
-fn read_timeout(key: &str, value: Option<f64>, default: Duration) -> Result<Duration, String> {
+fn read_timeout(key: &'static str, value: Option<f64>, default: Duration) -> Result<Duration, Invalid> {
     let Some(seconds) = value else { return Ok(default) };
     if !(seconds > 0.0 && seconds <= MAX_READ_TIMEOUT_SECONDS) {
-        return Err(format!("[http] {key} must be more than 0 and at most {MAX_READ_TIMEOUT_SECONDS}, got {seconds}"));
+        return Err(Invalid::ReadTimeout { key, seconds });
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -365,17 +367,15 @@ fn read_timeout(key: &str, value: Option<f64>, default: Duration) -> Result<Dura
 impl RawHttp {
     /// The settings, a relative `tokens_file` taken from `dir` (the config file's own
     /// directory, as a path: never its display, which is lossy for a non-UTF-8 name).
-    fn resolve(self, dir: Option<&Path>, profiles: &[&str]) -> Result<HttpSettings, String> {
+    fn resolve(self, dir: Option<&Path>, profiles: &[&str]) -> Result<HttpSettings, Invalid> {
         let defaults = HttpSettings::default();
         let max = self.max_attachments.unwrap_or(defaults.max_attachments);
         if !(1..=MAX_ATTACHMENTS_LIMIT).contains(&max) {
-            return Err(format!("[http] max_attachments must be 1 to {MAX_ATTACHMENTS_LIMIT}, got {max}"));
+            return Err(Invalid::MaxAttachments(max));
         }
         let per = self.max_attachments_per_principal.unwrap_or(defaults.max_attachments_per_principal.min(max));
         if !(1..=max).contains(&per) {
-            return Err(format!(
-                "[http] max_attachments_per_principal must be 1 to max_attachments ({max}), got {per}"
-            ));
+            return Err(Invalid::MaxPerPrincipal { max, got: per });
         }
         let base = dir.filter(|p| !p.as_os_str().is_empty());
         let tokens_file = self.tokens_file.map(|p| match base {
@@ -396,58 +396,12 @@ impl RawHttp {
             )?,
         };
         if !(1..=MAX_CONNECTIONS_LIMIT).contains(&connections.max_connections) {
-            return Err(format!(
-                "[http] max_connections must be 1 to {MAX_CONNECTIONS_LIMIT}, got {}",
-                connections.max_connections
-            ));
+            return Err(Invalid::MaxConnections(connections.max_connections));
         }
         let oauth = self.oauth.map(|o| o.resolve(profiles)).transpose()?;
         Ok(HttpSettings { tokens_file, max_attachments: max, max_attachments_per_principal: per, connections, oauth })
     }
 }
-
-/// Why a roster could not be used.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RosterErrorKind {
-    /// The file could not be read.
-    Unreadable,
-    /// It is not valid TOML, or has a key the roster does not know.
-    Syntax,
-    /// It parses, but a value is not acceptable (an empty roster, a duplicate profile, …).
-    Invalid,
-}
-
-/// A roster (configuration file) that could not be used: the file, the line where known,
-/// and the reason, in one message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RosterError {
-    kind: RosterErrorKind,
-    message: String,
-}
-
-impl RosterError {
-    fn new(kind: RosterErrorKind, message: String) -> Self {
-        Self { kind, message }
-    }
-
-    fn invalid(message: String) -> Self {
-        Self::new(RosterErrorKind::Invalid, message)
-    }
-
-    /// What went wrong.
-    pub fn kind(&self) -> RosterErrorKind {
-        self.kind
-    }
-}
-
-impl std::fmt::Display for RosterError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for RosterError {}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -489,7 +443,7 @@ struct RawForge {
 impl RawForge {
     /// The keyword lists, checked against the dialect `[fleet] forge` names: only Gitea's
     /// are the instance's to configure (GitHub's closing keywords are fixed).
-    fn resolve(self, forge: Option<&str>) -> Result<fleetgate_core::textref::Keywords, String> {
+    fn resolve(self, forge: Option<&str>) -> Result<fleetgate_core::textref::Keywords, Invalid> {
         use fleetgate_core::dialect::{gitea, github};
         let set = [("close_keywords", &self.close_keywords), ("reopen_keywords", &self.reopen_keywords)];
         let Some((key, _)) = set.iter().find(|(_, v)| v.is_some()) else {
@@ -497,26 +451,14 @@ impl RawForge {
         };
         match forge {
             Some(gitea::NAME) => {}
-            Some(github::NAME) => {
-                return Err(format!(
-                    "[forge] {key}: GitHub's closing keywords are fixed (close, closes, closed, fix, fixes, fixed, \
-                     resolve, resolves, resolved) and it has no reopening ones; the key is for a Gitea instance's \
-                     app.ini lists: remove it"
-                ));
-            }
-            _ => {
-                return Err(format!(
-                    "[forge] {key}: the instance's keywords are read by a forge dialect, and [fleet] forge names \
-                     {}",
-                    forge.map_or_else(|| "none".to_owned(), |f| format!("{f:?}, which has none"))
-                ));
-            }
+            Some(github::NAME) => return Err(Invalid::GithubKeywords(key)),
+            _ => return Err(Invalid::KeywordsWithoutDialect(key, forge.map(str::to_owned))),
         }
         fleetgate_core::textref::Keywords::new(
             self.close_keywords.as_deref().unwrap_or_default(),
             self.reopen_keywords.as_deref().unwrap_or_default(),
         )
-        .map_err(|why| format!("[forge] {why}"))
+        .map_err(Invalid::Keywords)
     }
 }
 
@@ -534,10 +476,12 @@ struct RawRetention {
 }
 
 impl RawRetention {
-    fn resolve(self) -> Result<fleetgate_core::prune::Retention, String> {
+    fn resolve(self) -> Result<fleetgate_core::prune::Retention, Invalid> {
         use fleetgate_core::prune::{MIN_EVERY_SECONDS, MIN_HISTORY_SECONDS, parse_age_at_least};
         let age = |key: &str, v: Option<String>, floor: i64| {
-            v.map(|t| parse_age_at_least(&format!("[retention] {key}"), &t, floor)).transpose()
+            v.map(|t| parse_age_at_least(&format!("[retention] {key}"), &t, floor))
+                .transpose()
+                .map_err(Invalid::Retention)
         };
         Ok(fleetgate_core::prune::Retention {
             audit: age("audit", self.audit, MIN_HISTORY_SECONDS)?,
@@ -600,50 +544,44 @@ struct RawRule {
 
 impl RawRule {
     /// The rule, checked against the roster's roles; `origin` is `FILE:LINE`.
-    fn resolve(self, origin: String, roles: &BTreeSet<&str>, people: &People) -> Result<Rule, String> {
+    fn resolve(self, origin: String, roles: &BTreeSet<&str>, people: &People) -> Result<Rule, Invalid> {
         let effect = self.effect.map(RawEffect::resolve).transpose()?;
         let tool = match (self.tool, &effect) {
             (Some(tool), _) => tool,
             (None, Some(_)) => "*".to_owned(),
-            (None, None) => return Err("a rule names a `tool` (a glob), or an `effect`, or both".into()),
+            (None, None) => return Err(Invalid::RuleNoTool),
         };
         if tool.trim().is_empty() {
-            return Err("`tool` must not be empty".into());
+            return Err(Invalid::RuleEmptyTool);
         }
         if let Some(unknown) = self.roles.iter().find(|r| *r != "*" && !roles.contains(r.as_str())) {
-            return Err(format!("role {unknown:?} is not a role of the roster (roles: {})", join(roles)));
+            return Err(Invalid::RuleRole { role: unknown.clone(), roles: join(roles) });
         }
         let mut args = Vec::new();
         for (pointer, value) in self.args {
             if !pointer.starts_with('/') || pointer.contains("~") && !valid_escapes(&pointer) {
-                return Err(format!(
-                    "argument {pointer:?} is not a JSON pointer: write \"/name\" (and \"/a/0/b\" into objects and arrays)"
-                ));
+                return Err(Invalid::ArgPointer(pointer));
             }
             let matcher = match value {
                 toml::Value::String(s) if s == "present" => ArgMatch::Present,
                 toml::Value::String(s) if s == "absent" => ArgMatch::Absent,
                 toml::Value::Array(values) if values.is_empty() => {
-                    return Err(format!("argument {pointer:?} lists no value: a call could never match it"));
+                    return Err(Invalid::ArgNoValue(pointer));
                 }
                 toml::Value::Array(values) => {
                     ArgMatch::OneOf(values.into_iter().map(|v| scalar(&pointer, v)).collect::<Result<Vec<_>, _>>()?)
                 }
-                other => {
-                    return Err(format!(
-                        "argument {pointer:?} must be a list of values, \"present\" or \"absent\", not {other}"
-                    ));
-                }
+                other => return Err(Invalid::ArgMatcher(pointer, other)),
             };
             args.push((pointer, matcher));
         }
         let ask = match self.decision.as_deref() {
             None | Some("allow") => false,
             Some("ask") => true,
-            Some(other) => return Err(format!("decision {other:?} is neither \"allow\" nor \"ask\"")),
+            Some(other) => return Err(Invalid::Decision(other.to_owned())),
         };
         if !ask && (!self.approvers.is_empty() || self.approvals_required.is_some()) {
-            return Err("`approvers` and `approvals_required` are for a rule with decision = \"ask\"".into());
+            return Err(Invalid::ApproversWithoutAsk);
         }
         people::check_approvers("the rule's", &self.approvers, people)?;
         let required = self.approvals_required.unwrap_or(0);
@@ -693,35 +631,32 @@ struct RawEffect {
 }
 
 impl RawEffect {
-    fn resolve(self) -> Result<EffectMatch, String> {
+    fn resolve(self) -> Result<EffectMatch, Invalid> {
         use fleetgate_core::rules::Op;
-        let known = || Op::ALL.map(Op::as_str).join(", ");
-        let listed = |key: &str, n: usize| {
-            if n == 0 { Err(format!("effect {key} lists nothing: a call could never match it")) } else { Ok(()) }
-        };
+        let listed = |key: &'static str, n: usize| if n == 0 { Err(Invalid::EffectListsNothing(key)) } else { Ok(()) };
         let mut m = EffectMatch { protected: self.protected, ..EffectMatch::default() };
         if let Some(ops) = self.op.map(OneOrMany::into_vec) {
             listed("op", ops.len())?;
             for op in ops {
-                m.op.push(Op::parse(&op).ok_or_else(|| format!("effect op {op:?} is not one of {}", known()))?);
+                m.op.push(Op::parse(&op).ok_or(Invalid::EffectOp(op))?);
             }
         }
         if let Some(branches) = self.branch.map(OneOrMany::into_vec) {
             listed("branch", branches.len())?;
             if let Some(bad) = branches.iter().find(|b| b.trim().is_empty() || b.contains(char::is_control)) {
-                return Err(format!("effect branch {bad:?} is not a branch name or glob"));
+                return Err(Invalid::EffectBranch(bad.clone()));
             }
             m.branch = branches;
         }
         if let Some(prs) = self.pr.map(OneOrMany::into_vec) {
             listed("pr", prs.len())?;
             if prs.contains(&0) {
-                return Err("effect pr 0 is no PR".into());
+                return Err(Invalid::EffectPrZero);
             }
             m.pr = prs;
         }
         if m == EffectMatch::default() {
-            return Err("effect names nothing: give op, branch, pr or protected".into());
+            return Err(Invalid::EffectEmpty);
         }
         Ok(m)
     }
@@ -768,15 +703,15 @@ fn valid_escapes(pointer: &str) -> bool {
     pointer.match_indices('~').all(|(i, _)| matches!(pointer.as_bytes().get(i + 1), Some(b'0' | b'1')))
 }
 
-fn scalar(pointer: &str, value: toml::Value) -> Result<serde_json::Value, String> {
+fn scalar(pointer: &str, value: toml::Value) -> Result<serde_json::Value, Invalid> {
     Ok(match value {
         toml::Value::String(s) => serde_json::Value::String(s),
         toml::Value::Integer(i) => serde_json::Value::from(i),
         toml::Value::Boolean(b) => serde_json::Value::Bool(b),
         toml::Value::Float(f) => serde_json::Number::from_f64(f)
             .map(serde_json::Value::Number)
-            .ok_or_else(|| format!("argument {pointer:?}: {f} is not a finite number"))?,
-        other => return Err(format!("argument {pointer:?}: {other} is not a string, number or boolean")),
+            .ok_or_else(|| Invalid::ArgNotFinite(pointer.to_owned(), f))?,
+        other => return Err(Invalid::ArgNotScalar(pointer.to_owned(), other)),
     })
 }
 
@@ -883,52 +818,21 @@ impl FleetConfig {
         let builtin = Self::builtin();
         let fleet = raw.fleet;
         let get = |f: fn(&RawFleet) -> Option<String>| fleet.as_ref().and_then(f);
-        let env_prefix = get(|f| f.env_prefix.clone()).unwrap_or(builtin.env_prefix);
-        let ttl = fleet.as_ref().and_then(|f| f.heartbeat_ttl_seconds).unwrap_or(builtin.heartbeat_ttl_seconds);
-        let err = |why: String| RosterError::invalid(format!("{source}: {why}"));
-        if env_prefix.is_empty()
-            || !env_prefix.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-        {
-            return Err(err(format!(
-                "fleet.env_prefix {env_prefix:?} must be non-empty upper-case letters, digits and _"
-            )));
-        }
-        if !fleetgate_core::worker::TTL_RANGE_SECONDS.contains(&ttl) {
-            return Err(err(format!("fleet.heartbeat_ttl_seconds must be 1 to 604800, got {ttl}")));
-        }
-        let pass_through_env = fleet.as_ref().and_then(|f| f.pass_through_env.clone()).unwrap_or_default();
-        if let Some(bad) = pass_through_env.iter().find(|k| !k.starts_with(&env_prefix)) {
-            return Err(err(format!(
-                "fleet.pass_through_env key {bad:?} does not start with env_prefix {env_prefix:?}"
-            )));
-        }
-        let (downstream_pass_env, sharing) = raw.downstream.map_or((Vec::new(), None), |d| (d.pass_env, d.sharing));
-        let downstream_sharing = match sharing.as_deref() {
-            None => fleetgate_gateway::Sharing::Session,
-            Some(literal) => fleetgate_gateway::Sharing::parse(literal).ok_or_else(|| {
-                err(format!("[downstream] sharing {literal:?} is neither \"session\" nor \"gateway\""))
-            })?,
-        };
-        for pattern in &downstream_pass_env {
-            fleetgate_core::env::check_pass_env(pattern, &env_prefix)
-                .map_err(|why| err(format!("[downstream] pass_env: {why}")))?;
-        }
+        let err = |why: Invalid| RosterError::invalid(format!("{source}: {why}"));
+        let (env_prefix, ttl, pass_through_env) = fleet_keys(fleet.as_ref(), &builtin).map_err(err)?;
+        let (downstream_pass_env, downstream_sharing) = downstream(raw.downstream, &env_prefix).map_err(err)?;
         let process_match = fleet.as_ref().and_then(|f| f.process_match.clone()).unwrap_or(builtin.process_match);
         if process_match.iter().any(|m| m.trim().is_empty()) {
-            return Err(err("fleet.process_match entries must not be empty".into()));
+            return Err(err(Invalid::ProcessMatchEmpty));
         }
         if raw.members.is_empty() {
-            return Err(err("the roster is empty: declare at least one [[members]] table".into()));
+            return Err(err(Invalid::RosterEmpty));
         }
         let mut members = roster_members(text, source, raw.members)?;
         members.sort();
-        let supervision = raw
-            .supervision
-            .unwrap_or_default()
-            .validate()
-            .map_err(|e| RosterError::invalid(format!("{source}: [supervision]: {e}")))?;
+        let supervision = raw.supervision.unwrap_or_default().validate().map_err(|e| err(e.into()))?;
         if let Some(unknown) = raw.roles.keys().find(|r| !members.iter().any(|m| &m.role == *r)) {
-            return Err(err(format!("[roles.{unknown}] names a role no member of the roster has")));
+            return Err(err(Invalid::RoleUnknown(unknown.clone())));
         }
         let http = match raw.http {
             Some(http) => {
@@ -951,86 +855,11 @@ impl FleetConfig {
         let workflow = workflow::RawWorkflow::resolve(raw.workflow, remote).map_err(err)?;
         let otlp_endpoint = raw.tracing.and_then(|t| t.otlp_endpoint);
         if let Some(url) = &otlp_endpoint {
-            crate::otlp::check_endpoint("[tracing] otlp_endpoint", url, true).map_err(err)?;
+            crate::otlp::check_endpoint("[tracing] otlp_endpoint", url, true).map_err(|e| err(e.into()))?;
         }
-        let approvals = {
-            let d = ApprovalSettings::default();
-            let raw = raw.approvals.unwrap_or(RawApprovals {
-                wait_seconds: None,
-                ttl_seconds: None,
-                may_override: Vec::new(),
-                approvers: Vec::new(),
-                approvals_required: None,
-                notify: Vec::new(),
-                shared: Vec::new(),
-            });
-            let wait_seconds = raw.wait_seconds.unwrap_or(d.wait_seconds);
-            let ttl_seconds = raw.ttl_seconds.unwrap_or(d.ttl_seconds);
-            if wait_seconds > 3600 {
-                return Err(err(format!("[approvals] wait_seconds = {wait_seconds}: expected 0 to 3600")));
-            }
-            if !(1..=86_400).contains(&ttl_seconds) {
-                return Err(err(format!("[approvals] ttl_seconds = {ttl_seconds}: expected 1 to 86400")));
-            }
-            let mut may_override = Vec::new();
-            for literal in &raw.may_override {
-                let kind = fleetgate_core::BlockerKind::parse(literal)
-                    .ok_or_else(|| err(format!("[approvals] may_override: {literal:?} is not a blocker")))?;
-                if fleetgate_core::approval::NEVER_OVERRIDDEN.contains(&kind) {
-                    return Err(err(format!("[approvals] may_override: {literal} is never overridden")));
-                }
-                may_override.push(kind);
-            }
-            people::check_approvers("[approvals]", &raw.approvers, &people).map_err(&err)?;
-            let required = raw.approvals_required.unwrap_or(1);
-            people::check_required("[approvals]", required, &raw.approvers, &people).map_err(&err)?;
-            let mut notify = Vec::new();
-            for (i, target) in raw.notify.into_iter().enumerate() {
-                notify.push(target.resolve(i).map_err(&err)?);
-            }
-            ApprovalSettings { wait_seconds, ttl_seconds, may_override, approvers: raw.approvers, required, notify }
-        };
-        let mut invariant_lifts = Vec::new();
-        for name in raw.invariants.map(|i| i.lift).unwrap_or_default() {
-            let invariant = fleetgate_core::effect::Invariant::parse(&name).ok_or_else(|| {
-                let known: Vec<&str> = fleetgate_core::effect::Invariant::ALL.iter().map(|i| i.as_str()).collect();
-                err(format!("[invariants] lift: {name:?} is not an invariant (known: {})", known.join(", ")))
-            })?;
-            if forge.is_none() {
-                return Err(err(format!(
-                    "[invariants] lift: {name} lifts a forge profile's invariant, and [fleet] forge names none"
-                )));
-            }
-            if !invariant_lifts.contains(&invariant) {
-                invariant_lifts.push(invariant);
-            }
-        }
-        // On a merge onto a protected branch these are the `reviewed-merge` invariant's: an
-        // override of them is a break-glass the roster names as a lift, never a quiet second path.
-        let reviewed = fleetgate_core::effect::Invariant::ReviewedMerge;
-        for kind in [fleetgate_core::BlockerKind::ApprovalRequired, fleetgate_core::BlockerKind::StaleHead] {
-            if approvals.may_override.contains(&kind) && !invariant_lifts.contains(&reviewed) {
-                return Err(err(format!(
-                    "[approvals] may_override: {kind} would let an operator's approval land on a protected branch \
-                     a head no independent reviewer approved (or one pushed after the review): on a merge it is part \
-                     of the `{reviewed}` invariant, which no override lifts. Leave {kind} out, or name the \
-                     break-glass as a lift too: [invariants] lift = [\"{reviewed}\"] (it gives up: {})",
-                    reviewed.exposes()
-                )));
-            }
-        }
-        let metrics = match raw.metrics {
-            None => MetricsSettings::default(),
-            Some(m) => MetricsSettings {
-                listen: match m.listen {
-                    None => None,
-                    Some(a) => Some(a.parse().map_err(|_| {
-                        err(format!("[metrics] listen {a:?} is not an address:port (e.g. 127.0.0.1:9464)"))
-                    })?),
-                },
-                allow_remote: m.allow_remote,
-            },
-        };
+        let approvals = RawApprovals::resolve(raw.approvals, &people).map_err(err)?;
+        let invariant_lifts = lifts(raw.invariants, forge.as_deref(), &approvals.may_override).map_err(err)?;
+        let metrics = raw.metrics.map(RawMetrics::resolve).transpose().map_err(err)?.unwrap_or_default();
         Ok(Self {
             otlp_endpoint,
             metrics,
@@ -1181,6 +1010,119 @@ fn rules(
     let set = RuleSet::new(list);
     set.check(own).map_err(|e| RosterError::invalid(format!("{e} ([[rules]])")))?;
     Ok(set)
+}
+
+/// `[fleet]`'s env prefix, heartbeat TTL and pass-through keys, checked.
+fn fleet_keys(fleet: Option<&RawFleet>, builtin: &FleetConfig) -> Result<(String, f64, Vec<String>), Invalid> {
+    let env_prefix = fleet.and_then(|f| f.env_prefix.clone()).unwrap_or_else(|| builtin.env_prefix.clone());
+    let ttl = fleet.and_then(|f| f.heartbeat_ttl_seconds).unwrap_or(builtin.heartbeat_ttl_seconds);
+    if env_prefix.is_empty() || !env_prefix.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') {
+        return Err(Invalid::EnvPrefix(env_prefix));
+    }
+    if !fleetgate_core::worker::TTL_RANGE_SECONDS.contains(&ttl) {
+        return Err(Invalid::HeartbeatTtl(ttl));
+    }
+    let pass_through_env = fleet.and_then(|f| f.pass_through_env.clone()).unwrap_or_default();
+    if let Some(bad) = pass_through_env.iter().find(|k| !k.starts_with(&env_prefix)) {
+        return Err(Invalid::PassThroughEnv { key: bad.clone(), prefix: env_prefix });
+    }
+    Ok((env_prefix, ttl, pass_through_env))
+}
+
+/// `[downstream]`: the keys passed (each under the env prefix) and the sharing.
+fn downstream(
+    raw: Option<RawDownstream>,
+    env_prefix: &str,
+) -> Result<(Vec<String>, fleetgate_gateway::Sharing), Invalid> {
+    let (pass_env, sharing) = raw.map_or((Vec::new(), None), |d| (d.pass_env, d.sharing));
+    let sharing = match sharing {
+        None => fleetgate_gateway::Sharing::Session,
+        Some(literal) => fleetgate_gateway::Sharing::parse(&literal).ok_or(Invalid::Sharing(literal))?,
+    };
+    for pattern in &pass_env {
+        fleetgate_core::env::check_pass_env(pattern, env_prefix).map_err(Invalid::PassEnv)?;
+    }
+    Ok((pass_env, sharing))
+}
+
+impl RawApprovals {
+    /// `[approvals]`, its approvers and counts checked against `people`.
+    fn resolve(raw: Option<Self>, people: &People) -> Result<ApprovalSettings, Invalid> {
+        let d = ApprovalSettings::default();
+        let raw = raw.unwrap_or(RawApprovals {
+            wait_seconds: None,
+            ttl_seconds: None,
+            may_override: Vec::new(),
+            approvers: Vec::new(),
+            approvals_required: None,
+            notify: Vec::new(),
+            shared: Vec::new(),
+        });
+        let wait_seconds = raw.wait_seconds.unwrap_or(d.wait_seconds);
+        let ttl_seconds = raw.ttl_seconds.unwrap_or(d.ttl_seconds);
+        if wait_seconds > 3600 {
+            return Err(Invalid::WaitSeconds(wait_seconds));
+        }
+        if !(1..=86_400).contains(&ttl_seconds) {
+            return Err(Invalid::TtlSeconds(ttl_seconds));
+        }
+        let mut may_override = Vec::new();
+        for literal in &raw.may_override {
+            let kind =
+                fleetgate_core::BlockerKind::parse(literal).ok_or_else(|| Invalid::NotABlocker(literal.clone()))?;
+            if fleetgate_core::approval::NEVER_OVERRIDDEN.contains(&kind) {
+                return Err(Invalid::NeverOverridden(literal.clone()));
+            }
+            may_override.push(kind);
+        }
+        people::check_approvers("[approvals]", &raw.approvers, people)?;
+        let required = raw.approvals_required.unwrap_or(1);
+        people::check_required("[approvals]", required, &raw.approvers, people)?;
+        let mut notify = Vec::new();
+        for (i, target) in raw.notify.into_iter().enumerate() {
+            notify.push(target.resolve(i)?);
+        }
+        Ok(ApprovalSettings { wait_seconds, ttl_seconds, may_override, approvers: raw.approvers, required, notify })
+    }
+}
+
+/// `[invariants] lift`, checked against the forge and against `may_override`.
+fn lifts(
+    raw: Option<RawInvariants>,
+    forge: Option<&str>,
+    may_override: &[fleetgate_core::BlockerKind],
+) -> Result<Vec<fleetgate_core::effect::Invariant>, Invalid> {
+    let mut invariant_lifts = Vec::new();
+    for name in raw.map(|i| i.lift).unwrap_or_default() {
+        let Some(invariant) = fleetgate_core::effect::Invariant::parse(&name) else {
+            return Err(Invalid::NotAnInvariant(name));
+        };
+        if forge.is_none() {
+            return Err(Invalid::LiftWithoutForge(name));
+        }
+        if !invariant_lifts.contains(&invariant) {
+            invariant_lifts.push(invariant);
+        }
+    }
+    // On a merge onto a protected branch these are the `reviewed-merge` invariant's: an
+    // override of them is a break-glass the roster names as a lift, never a quiet second path.
+    let reviewed = fleetgate_core::effect::Invariant::ReviewedMerge;
+    for kind in [fleetgate_core::BlockerKind::ApprovalRequired, fleetgate_core::BlockerKind::StaleHead] {
+        if may_override.contains(&kind) && !invariant_lifts.contains(&reviewed) {
+            return Err(Invalid::OverrideNeedsLift { kind, reviewed });
+        }
+    }
+    Ok(invariant_lifts)
+}
+
+impl RawMetrics {
+    fn resolve(self) -> Result<MetricsSettings, Invalid> {
+        let listen = match self.listen {
+            None => None,
+            Some(a) => Some(a.parse().map_err(|_| Invalid::MetricsListen(a))?),
+        };
+        Ok(MetricsSettings { listen, allow_remote: self.allow_remote })
+    }
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -1400,7 +1342,11 @@ role = "reviewer"
         assert_eq!(phone.url, Secret::File("/run/ntfy-url".into()));
         let env = |k: &str| (k == "HOOK_KEY").then(|| "k3y".to_owned());
         assert_eq!(hook.secret.as_ref().unwrap().read(&env), Ok("k3y".into()));
-        assert_eq!(Secret::Env("NOPE".into()).read(&env), Err("environment key NOPE is unset or empty".into()));
+        let unset = Secret::Env("NOPE".into()).read(&env).unwrap_err();
+        assert_eq!(
+            (unset.to_string().as_str(), unset),
+            ("environment key NOPE is unset or empty", SecretUnset::Env("NOPE".into()))
+        );
         assert_ne!(
             c.rules_digest(),
             FleetConfig::parse(&text.replace("approvals_required = 2", ""), "t").unwrap().rules_digest()

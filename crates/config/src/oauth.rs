@@ -17,6 +17,7 @@
 //! profiles = ["prgs-reviewer"]
 //! ```
 
+use crate::Invalid;
 use fleetgate_gateway::{OAuthPrincipal, OAuthSettings};
 use serde::Deserialize;
 use std::time::Duration;
@@ -46,20 +47,20 @@ struct RawPrincipal {
 
 /// The gateway's rule for every URL of the authorization server (`check_oauth_url`: https,
 /// or http on a loopback host), the one it applies to discovered URLs too.
-fn check_url(key: &str, url: &str) -> Result<(), String> {
-    fleetgate_gateway::check_oauth_url(url).map_err(|why| format!("[http.oauth] {key} {url:?} {why}"))
+fn check_url(key: &'static str, url: &str) -> Result<(), Invalid> {
+    fleetgate_gateway::check_oauth_url(url).map_err(|why| Invalid::OAuthUrl { key, url: url.to_owned(), why })
 }
 
-fn word(key: &str, value: &str) -> Result<(), String> {
+fn word(key: &'static str, value: &str) -> Result<(), Invalid> {
     if value.is_empty() || value.len() > 128 || !value.chars().all(|c| c.is_ascii_graphic()) {
-        return Err(format!("[http.oauth] {key} {value:?} must be 1 to 128 printable characters without spaces"));
+        return Err(Invalid::OAuthWord { key, value: value.to_owned() });
     }
     Ok(())
 }
 
 impl RawOAuth {
     /// The settings, checked; `profiles` are the roster's (a mapping may name only those).
-    pub(crate) fn resolve(self, profiles: &[&str]) -> Result<OAuthSettings, String> {
+    pub(crate) fn resolve(self, profiles: &[&str]) -> Result<OAuthSettings, Invalid> {
         check_url("issuer", &self.issuer)?;
         check_url("audience", &self.audience)?;
         if let Some(uri) = &self.jwks_uri {
@@ -77,12 +78,12 @@ impl RawOAuth {
         settings.profiles_claim = self.profiles_claim;
         let leeway = self.leeway_seconds.unwrap_or(60);
         if leeway > 300 {
-            return Err(format!("[http.oauth] leeway_seconds must be 0 to 300, got {leeway}"));
+            return Err(Invalid::OAuthLeeway(leeway));
         }
         settings.leeway = Duration::from_secs(leeway);
         let cooldown = self.jwks_cooldown_seconds.unwrap_or(30);
         if cooldown > 3600 {
-            return Err(format!("[http.oauth] jwks_cooldown_seconds must be 0 to 3600, got {cooldown}"));
+            return Err(Invalid::OAuthCooldown(cooldown));
         }
         settings.jwks_cooldown = Duration::from_secs(cooldown);
         for p in self.principals {
@@ -91,18 +92,15 @@ impl RawOAuth {
                 word("principals.name", name)?;
             }
             if let Some(unknown) = p.profiles.iter().find(|q| !profiles.contains(&q.as_str())) {
-                return Err(format!(
-                    "[http.oauth] principals: subject {:?} names profile {unknown:?}, which no member of the roster has",
-                    p.subject
-                ));
+                return Err(Invalid::OAuthProfile { subject: p.subject, profile: unknown.clone() });
             }
             if settings.principals.iter().any(|q: &OAuthPrincipal| q.subject == p.subject) {
-                return Err(format!("[http.oauth] principals: subject {:?} is mapped twice", p.subject));
+                return Err(Invalid::OAuthMappedTwice(p.subject));
             }
             settings.principals.push(OAuthPrincipal { subject: p.subject, name: p.name, profiles: p.profiles });
         }
         // The tokens file is read when the gateway starts, and checked against them then.
-        settings.check_principals(None)?;
+        settings.check_principals(None).map_err(Invalid::OAuthPrincipals)?;
         Ok(settings)
     }
 }

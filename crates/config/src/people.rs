@@ -11,7 +11,8 @@
 //! shared = ["os:root"]        # an account several people use: never a person
 //! ```
 
-use fleetgate_core::person::{People, Person, REALMS, realm, same_identity, well_formed};
+use crate::Invalid;
+use fleetgate_core::person::{People, Person, realm, same_identity, well_formed};
 use serde::Deserialize;
 
 /// One `[[people]]` table as written.
@@ -22,23 +23,15 @@ pub(crate) struct RawPerson {
     identities: Vec<String>,
 }
 
-fn identity_error(where_: &str, identity: &str) -> String {
-    format!(
-        "{where_}: {identity:?} is not an identity: write one of {} followed by a name (\"oidc:<subject>\" signed in \
-         at the fleet's issuer, \"oauth:<principal claim>\" an OAuth token's calls, \"os:<user>\" the CLI's user, \
-         \"principal:<name>\" a tokens-file or mapped principal, \"token:<name>\" an operator token)",
-        REALMS.map(|r| format!("{r}:")).join(", ")
-    )
+fn identity_error(where_: &str, identity: &str) -> Invalid {
+    Invalid::NotAnIdentity { at: where_.to_owned(), identity: identity.to_owned() }
 }
 
-/// The people, checked: names unique words, identities well formed, never a token (a
-/// credential), never under two people nor shared; `links` are `[[http.oauth.principals]]`'s
-/// (subject, name) pairs.
 pub(crate) fn resolve(
     raw: Vec<RawPerson>,
     shared: Vec<String>,
     links: Vec<(String, String)>,
-) -> Result<People, String> {
+) -> Result<People, Invalid> {
     for s in &shared {
         if !well_formed(s) {
             return Err(identity_error("[approvals] shared", s));
@@ -48,13 +41,13 @@ pub(crate) fn resolve(
     for p in raw {
         let at = format!("[[people]] {:?}", p.name);
         if p.name.is_empty() || p.name.len() > 64 || !p.name.chars().all(|c| c.is_ascii_graphic()) {
-            return Err(format!("{at}: a name is 1 to 64 printable characters without spaces"));
+            return Err(Invalid::PersonName(at));
         }
         if people.iter().any(|q| q.name == p.name) {
-            return Err(format!("{at} is declared twice"));
+            return Err(Invalid::PersonTwice(at));
         }
         if p.identities.is_empty() {
-            return Err(format!("{at} lists no identity"));
+            return Err(Invalid::PersonNoIdentity(at));
         }
         for id in &p.identities {
             if !well_formed(id) {
@@ -64,19 +57,13 @@ pub(crate) fn resolve(
             let name = &id[realm(id).len() + 1..];
             let claimed = matches!(realm(id), "oidc" | "oauth" | "principal");
             if claimed && (name.len() > 128 || !name.chars().all(|c| c.is_ascii_graphic())) {
-                return Err(format!(
-                    "{at}: {id:?} can never be met: a subject, a claim's value and a principal's name are 1 to 128 \
-                     printable ASCII characters without spaces (what the gateways and the dashboard accept)"
-                ));
+                return Err(Invalid::IdentityUnmet { at, id: id.clone() });
             }
             if id.starts_with("token:") || shared.iter().any(|s| same_identity(s, id)) {
-                return Err(format!(
-                    "{at}: {id} is a credential several people use, never one person (every token:, and [approvals] \
-                     shared)"
-                ));
+                return Err(Invalid::IdentityShared { at, id: id.clone() });
             }
             if let Some(other) = people.iter().find(|q| q.identities.iter().any(|i| same_identity(i, id))) {
-                return Err(format!("{at}: {id} is {:?}'s already: one identity is one person", other.name));
+                return Err(Invalid::IdentityTaken { at, id: id.clone(), owner: other.name.clone() });
             }
         }
         people.push(Person { name: p.name, identities: p.identities });
@@ -87,11 +74,11 @@ pub(crate) fn resolve(
 
 /// Check an `approvers` list: each an identity in its realm, a group, or a person of
 /// `[[people]]`.
-pub(crate) fn check_approvers(where_: &str, approvers: &[String], people: &People) -> Result<(), String> {
+pub(crate) fn check_approvers(where_: &str, approvers: &[String], people: &People) -> Result<(), Invalid> {
     for a in approvers {
         if let Some(name) = a.strip_prefix("person:") {
             if people.named(name).is_none() {
-                return Err(format!("{where_} approvers: {a:?} names no person of [[people]]"));
+                return Err(Invalid::ApproverNoPerson { at: where_.to_owned(), approver: a.clone() });
             }
             continue;
         }
@@ -99,11 +86,7 @@ pub(crate) fn check_approvers(where_: &str, approvers: &[String], people: &Peopl
             .iter()
             .any(|p| a.strip_prefix(p).is_some_and(|rest| !rest.trim().is_empty() && !rest.contains(char::is_control)));
         if !ok {
-            return Err(format!(
-                "{where_} approvers: {a:?} names no approver: write \"oidc:<subject>\" (signed in at the fleet's \
-                 issuer), \"os:<user>\" (the CLI's user), \"token:<name>\", \"group:<name>\" or \"person:<name>\" (of \
-                 [[people]])"
-            ));
+            return Err(Invalid::ApproverUnknown { at: where_.to_owned(), approver: a.clone() });
         }
     }
     Ok(())
@@ -112,9 +95,14 @@ pub(crate) fn check_approvers(where_: &str, approvers: &[String], people: &Peopl
 /// Check an `approvals_required` against the approvers: more approvals than the named
 /// approvers are people (one person named by two identities is one; a shared credential is
 /// none) could never be given.
-pub(crate) fn check_required(where_: &str, required: u32, approvers: &[String], people: &People) -> Result<(), String> {
+pub(crate) fn check_required(
+    where_: &str,
+    required: u32,
+    approvers: &[String],
+    people: &People,
+) -> Result<(), Invalid> {
     if !(1..=10).contains(&required) {
-        return Err(format!("{where_} approvals_required = {required}: expected 1 to 10"));
+        return Err(Invalid::RequiredRange { at: where_.to_owned(), required });
     }
     if required < 2 || approvers.is_empty() || approvers.iter().any(|a| a.starts_with("group:")) {
         return Ok(());
@@ -135,12 +123,12 @@ pub(crate) fn check_required(where_: &str, required: u32, approvers: &[String], 
         }
     }
     if persons.len() < required as usize {
-        return Err(format!(
-            "{where_} approvals_required = {required} but the approvers named are {} person(s) ({}): one person \
-             through two channels is one approver and a shared credential is none, so the call could never pass",
-            persons.len(),
-            approvers.join(", ")
-        ));
+        return Err(Invalid::RequiredUnmet {
+            at: where_.to_owned(),
+            required,
+            persons: persons.len(),
+            approvers: approvers.join(", "),
+        });
     }
     Ok(())
 }

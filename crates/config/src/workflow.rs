@@ -63,25 +63,26 @@ pub(super) struct RawWorkflow {
 }
 
 impl RawWorkflow {
-    pub(super) fn resolve(raw: Option<Self>, remote: Option<&str>) -> Result<WorkflowSettings, String> {
+    pub(super) fn resolve(raw: Option<Self>, remote: Option<&str>) -> Result<WorkflowSettings, crate::Invalid> {
+        use crate::Invalid;
         let defaults = WorkflowSettings::default();
         let remote = remote.map_or(defaults.remote, str::to_owned);
         let Some(raw) = raw else { return Ok(WorkflowSettings { remote, ..defaults }) };
         let ttl = raw.lease_ttl_seconds.unwrap_or(defaults.lease_ttl_seconds);
         if !(1..=MAX_LEASE_TTL_SECONDS).contains(&ttl) {
-            return Err(format!("[workflow] lease_ttl_seconds must be 1 to {MAX_LEASE_TTL_SECONDS}, got {ttl}"));
+            return Err(Invalid::LeaseTtl(ttl));
         }
         let forge_command = raw.forge_command.unwrap_or_default();
         if forge_command.first().is_some_and(|c| c.trim().is_empty()) {
-            return Err("[workflow] forge_command must start with a program".into());
+            return Err(Invalid::ForgeCommand);
         }
         let default_branch = raw.default_branch.unwrap_or(defaults.protection.default_branch);
         if default_branch.trim().is_empty() {
-            return Err("[workflow] default_branch must name a branch".into());
+            return Err(Invalid::DefaultBranch);
         }
-        let globs = |key: &str, list: Vec<String>| {
+        let globs = |key: &'static str, list: Vec<String>| {
             if list.iter().any(|g| g.trim().is_empty()) {
-                return Err(format!("[workflow] {key} must not hold an empty pattern"));
+                return Err(Invalid::EmptyPattern(key));
             }
             Ok(list)
         };

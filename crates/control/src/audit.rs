@@ -13,18 +13,18 @@
 //!   someone is waiting for an entry, and after a commit it lingers once more before it
 //!   goes idle: under steady traffic it wakes once per batch, by its own timer, and no
 //!   call has to wake it.
-//! * A waiter whose store bounds its own waits ([`Store::bounds_waits`]: SQLite) commits
-//!   the queue itself when no one else is writing (the leader of a group commit), within
-//!   what is left of its bound: no hand-off to the writer thread and back, two thread
-//!   wake-ups fewer per mutating call. Otherwise, or while another writer is at it, the
-//!   writer thread commits and the waiter waits for it.
+//! * A waiter whose store bounds its own waits ([`Store::bounds_waits`]: the store says so;
+//!   the auditor never asks which engine runs) commits the queue itself when no one else is
+//!   writing (the leader of a group commit), within what is left of its bound: no hand-off
+//!   to the writer thread and back, two thread wake-ups fewer per mutating call. Otherwise,
+//!   or while another writer is at it, the writer thread commits and the waiter waits for it.
 //! * The queue is bounded. A full queue is named on the decision (a mutation is refused),
 //!   never silent. A batch the store refuses is kept and tried again, before anything
 //!   newer, by the writer thread with backoff.
 
 use fleetgate_core::BlockerKind;
 use fleetgate_core::audit::AuditEntry;
-use fleetgate_store::{Store, StoreErrorKind};
+use fleetgate_store::{Store, StoreError, StoreErrorKind};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -160,7 +160,7 @@ impl Batch {
 
     /// Commit everything held in one transaction. On failure every waiter is answered and
     /// each entry kept as its call ended (refused, when someone waited for it).
-    fn write(&mut self, store: &dyn Store, wait: Duration) -> Result<(), String> {
+    fn write(&mut self, store: &dyn Store, wait: Duration) -> Result<(), StoreError> {
         let waiters = &self.waiters;
         let mut settle = |entries: &mut [AuditEntry]| {
             // The write lock is held: each waiter either gets this commit's outcome or has
@@ -210,7 +210,7 @@ impl Batch {
                     refuse(entry, why);
                     w.finish(Err(Failure { error: error.clone(), timed_out }));
                 }
-                Err(error)
+                Err(e)
             }
         }
     }

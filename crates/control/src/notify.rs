@@ -109,7 +109,7 @@ fn hmac(key: &[u8], payload: &[u8]) -> Vec<u8> {
 /// bytes (as the specification serializes one), any other secret its own bytes (a receiver's
 /// library then takes it as `whsec_` and the base64 of those bytes). `Err` when a `whsec_`
 /// secret does not decode (the secret itself never named).
-pub fn standard_key(secret: &str) -> Result<Vec<u8>, String> {
+pub fn standard_key(secret: &str) -> Result<Vec<u8>, BadSecret> {
     use base64::Engine as _;
     match secret.strip_prefix("whsec_") {
         None => Ok(secret.as_bytes().to_vec()),
@@ -118,8 +118,43 @@ pub fn standard_key(secret: &str) -> Result<Vec<u8>, String> {
             .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(encoded.trim_end_matches('=')))
             .ok()
             .filter(|k| !k.is_empty())
-            .ok_or_else(|| "the secret starts with whsec_ but the rest is not base64".to_owned()),
+            .ok_or(BadSecret),
     }
+}
+
+/// A `whsec_` secret whose rest is not base64 (the secret itself never named).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the secret starts with whsec_ but the rest is not base64")]
+pub struct BadSecret;
+
+/// Why one delivery attempt failed; URLs are shown by their origin only.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DeliveryError {
+    /// The target's URL has no value now.
+    #[error("the target's URL is not set: {0}")]
+    UrlUnset(fleetgate_config::SecretUnset),
+    /// The target's signing secret has no value now.
+    #[error("the target's secret is not set: {0}")]
+    SecretUnset(fleetgate_config::SecretUnset),
+    /// The secret cannot sign.
+    #[error("the notification cannot be signed: {0}")]
+    Unsigned(BadSecret),
+    /// The POST failed (the client's reason, scrubbed).
+    #[error("POST {shown}: {why}")]
+    Post {
+        /// The URL's origin.
+        shown: String,
+        /// Why.
+        why: String,
+    },
+    /// The receiver answered other than 2xx.
+    #[error("POST {shown}: answered {status}")]
+    Status {
+        /// The URL's origin.
+        shown: String,
+        /// The status line's code and reason.
+        status: String,
+    },
 }
 
 /// The Standard Webhooks signature of `body` sent as `id` at `timestamp` (Unix seconds):
@@ -173,7 +208,12 @@ fn answering(event: &ApprovalEvent) -> Option<String> {
 /// call is data: a webhook's JSON carries it structured, a Slack or ntfy message only inside a
 /// fenced code block (escaped for Slack's mrkdwn, `verbatim`: no mention, link or emoji of the
 /// call's is ever rendered); no header carries any of it. `Err` names why it cannot be signed.
-pub fn body(kind: NotifyKind, event: &ApprovalEvent, secret: Option<&str>, sent_at: i64) -> Result<Outgoing, String> {
+pub fn body(
+    kind: NotifyKind,
+    event: &ApprovalEvent,
+    secret: Option<&str>,
+    sent_at: i64,
+) -> Result<Outgoing, BadSecret> {
     let call = crate::approvals::listing(std::slice::from_ref(&event.request));
     let headline = headline(event);
     Ok(match kind {
@@ -230,7 +270,7 @@ pub fn body(kind: NotifyKind, event: &ApprovalEvent, secret: Option<&str>, sent_
 
 /// Send `out` to `url` once, within [`ATTEMPT`]: `Err` names why it was not taken (the
 /// target's answer, or the failure), never the URL's credentials.
-fn post(url: &str, out: &Outgoing) -> Result<(), String> {
+fn post(url: &str, out: &Outgoing) -> Result<(), DeliveryError> {
     // A URL is a credential for some receivers (Slack's path, a `?token=`): only its origin
     // is named, and an error that quotes the URL has it replaced by the origin.
     let shown = fleetgate_core::redact::url_origin(url);
@@ -250,9 +290,11 @@ fn post(url: &str, out: &Outgoing) -> Result<(), String> {
     for (name, value) in &out.headers {
         request = request.header(*name, value);
     }
-    let response = request.send(out.body.as_bytes()).map_err(|e| format!("POST {shown}: {}", scrub(e.to_string())))?;
+    let response = request
+        .send(out.body.as_bytes())
+        .map_err(|e| DeliveryError::Post { shown: shown.clone(), why: scrub(e.to_string()) })?;
     let status = response.status();
-    if status.is_success() { Ok(()) } else { Err(format!("POST {shown}: answered {status}")) }
+    if status.is_success() { Ok(()) } else { Err(DeliveryError::Status { shown, status: status.to_string() }) }
 }
 
 /// Reads one environment key (a target's URL or secret).
@@ -522,15 +564,11 @@ fn send(
         // Read and built for each attempt: a URL or secret put right meanwhile is used, and
         // the Standard Webhooks timestamp is the attempt's.
         let attempt = (|| {
-            let url = target.url.read(&env).map_err(|why| format!("the target's URL is not set: {why}"))?;
-            let secret = target
-                .secret
-                .as_ref()
-                .map(|s| s.read(&env))
-                .transpose()
-                .map_err(|why| format!("the target's secret is not set: {why}"))?;
-            let out = body(target.kind, event, secret.as_deref(), cx.clock.now().unix())
-                .map_err(|why| format!("the notification cannot be signed: {why}"))?;
+            let url = target.url.read(&env).map_err(DeliveryError::UrlUnset)?;
+            let secret =
+                target.secret.as_ref().map(|s| s.read(&env)).transpose().map_err(DeliveryError::SecretUnset)?;
+            let out =
+                body(target.kind, event, secret.as_deref(), cx.clock.now().unix()).map_err(DeliveryError::Unsigned)?;
             post(&url, &out)
         })();
         let why = match attempt {
@@ -538,7 +576,7 @@ fn send(
                 count(cx, &target.name, "delivered");
                 return true;
             }
-            Err(why) => why,
+            Err(why) => why.to_string(),
         };
         failures += 1;
         if failures >= ENDED_ATTEMPTS
@@ -632,7 +670,7 @@ mod tests {
             "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
         );
         assert_eq!(standard_key("plain-s3cret").unwrap(), b"plain-s3cret");
-        let bad = standard_key("whsec_not base64!").unwrap_err();
+        let bad = standard_key("whsec_not base64!").unwrap_err().to_string();
         assert!(!bad.contains("not base64!"), "the secret is never named: {bad}");
         // A secret that cannot sign fails the attempt; it never goes out unsigned.
         assert!(body(NotifyKind::Webhook, &event(), Some("whsec_%%%"), 0).is_err());

@@ -90,7 +90,7 @@ impl Pins {
         profile: &str,
         tool: &Tool,
         now: Timestamp,
-    ) -> Result<Option<ToolPin>, String> {
+    ) -> Result<Option<ToolPin>, fleetgate_store::StoreError> {
         if self.knows(tool) {
             return Ok(None);
         }
@@ -100,7 +100,7 @@ impl Pins {
             self.lock().insert(tool.name.to_string(), (tool.clone(), seen));
             return Ok(None);
         }
-        let pin = store.observe_tool(profile, &tool.name, &seen, &definition, now).map_err(|e| e.to_string())?;
+        let pin = store.observe_tool(profile, &tool.name, &seen, &definition, now)?;
         self.lock().insert(tool.name.to_string(), (tool.clone(), seen));
         Ok(pin.changed().then_some(pin))
     }

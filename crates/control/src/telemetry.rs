@@ -6,7 +6,7 @@
 //! [`start`] builds the exporter (feature `otel`); on a build without the feature a
 //! configured export is an error naming the feature — never silently dropped.
 
-use fleetgate_config::otlp::{check_endpoint, shown};
+use fleetgate_config::otlp::{BadEndpoint, check_endpoint, shown};
 use fleetgate_core::env::{EnvKey, EnvSnapshot, key_name};
 
 #[cfg(feature = "otel")]
@@ -42,7 +42,7 @@ impl OtlpSettings {
 /// given, else `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`) or else by the roster's
 /// `[tracing] otlp_endpoint` (a base URL, like `OTEL_EXPORTER_OTLP_ENDPOINT`). Empty values
 /// count as unset, as the OpenTelemetry specification says.
-pub fn resolve(env: &EnvSnapshot, config_endpoint: Option<&str>) -> Result<Option<OtlpSettings>, String> {
+pub fn resolve(env: &EnvSnapshot, config_endpoint: Option<&str>) -> Result<Option<OtlpSettings>, BadEndpoint> {
     let traces_key = key_name(EnvKey::OtelExporterOtlpTracesEndpoint, "");
     let base_key = key_name(EnvKey::OtelExporterOtlpEndpoint, "");
     let (endpoint, source) = if let Some(url) = env.get(EnvKey::OtelExporterOtlpTracesEndpoint, "") {
@@ -176,7 +176,8 @@ mod tests {
         let settings = resolve(&env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", secret)]), None).unwrap().unwrap();
         assert_eq!(settings.traces_endpoint, "http://user:hunter2@c:4318/v1/traces", "used as given");
         assert!(!settings.shown_endpoint().contains("hunter2"), "{}", settings.shown_endpoint());
-        let e = resolve(&env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://user:hunter2@c")]), None).unwrap_err();
+        let e =
+            resolve(&env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://user:hunter2@c")]), None).unwrap_err().to_string();
         assert!(!e.contains("hunter2") && e.contains("user:"), "{e}");
     }
 
@@ -214,7 +215,7 @@ mod tests {
             ("http:///v1", "not a usable"),
             ("not a url", "not a usable"),
         ] {
-            let e = resolve(&env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", url)]), None).unwrap_err();
+            let e = resolve(&env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", url)]), None).unwrap_err().to_string();
             assert!(e.starts_with("OTEL_EXPORTER_OTLP_ENDPOINT"), "{e}");
             assert!(e.contains(why), "{url}: {e}");
         }

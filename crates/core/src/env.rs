@@ -478,25 +478,57 @@ fn pattern_matches(pattern: &str, key: &str) -> bool {
 /// then at most a trailing `*`), outside the fleet's `prefix` (those keys are declared one by
 /// one in `fleet.pass_through_env`, which the environment gate also recognises). A bare `*`
 /// is refused: it would hand the downstream the gateway's whole environment, secrets included.
-pub fn check_pass_env(pattern: &str, prefix: &str) -> Result<(), String> {
+pub fn check_pass_env(pattern: &str, prefix: &str) -> Result<(), PassEnvError> {
     let stem = pattern.strip_suffix('*').unwrap_or(pattern);
     if stem.is_empty() {
-        return Err(format!(
-            "{pattern:?} would pass the gateway's whole environment, its secrets included: name the keys, or a \
-             prefix such as \"NODE_*\""
-        ));
+        return Err(PassEnvError::Everything(pattern.to_owned()));
     }
     if !stem.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return Err(format!("{pattern:?} is not a key name (letters, digits and _, optionally ending in *)"));
+        return Err(PassEnvError::NotAKey(pattern.to_owned()));
     }
     if stem.starts_with(prefix) || (prefix.starts_with(stem) && pattern.ends_with('*')) {
-        return Err(format!(
-            "{pattern:?} is under the fleet's env_prefix {prefix:?}: declare the downstream's own keys one by one \
-             in fleet.pass_through_env"
-        ));
+        return Err(PassEnvError::UnderPrefix { pattern: pattern.to_owned(), prefix: prefix.to_owned() });
     }
     Ok(())
 }
+
+/// Why a `[downstream] pass_env` entry is refused ([`check_pass_env`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PassEnvError {
+    /// A bare `*`: the whole environment.
+    Everything(String),
+    /// Not a key name.
+    NotAKey(String),
+    /// Under the fleet's own prefix.
+    UnderPrefix {
+        /// The entry.
+        pattern: String,
+        /// The fleet's env prefix.
+        prefix: String,
+    },
+}
+
+impl std::fmt::Display for PassEnvError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Everything(pattern) => write!(
+                f,
+                "{pattern:?} would pass the gateway's whole environment, its secrets included: name the keys, or a \
+                 prefix such as \"NODE_*\""
+            ),
+            Self::NotAKey(pattern) => {
+                write!(f, "{pattern:?} is not a key name (letters, digits and _, optionally ending in *)")
+            }
+            Self::UnderPrefix { pattern, prefix } => write!(
+                f,
+                "{pattern:?} is under the fleet's env_prefix {prefix:?}: declare the downstream's own keys one by \
+                 one in fleet.pass_through_env"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PassEnvError {}
 
 /// The environment a downstream server is started with (it inherits nothing else): the
 /// [`DOWNSTREAM_BASE_ENV`] keys, the roster's `pass_through_env` (full names) and its
@@ -707,7 +739,7 @@ mod tests {
             ("A B", "not a key name"),
             ("NODE_*_X", "not a key name"),
         ] {
-            let e = check_pass_env(bad, P).unwrap_err();
+            let e = check_pass_env(bad, P).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
         }
     }

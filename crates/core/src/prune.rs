@@ -66,10 +66,10 @@ impl Retention {
 }
 
 /// An age for `key` of `[retention]`: [`parse_age`], at least `floor` seconds.
-pub fn parse_age_at_least(key: &str, text: &str, floor: i64) -> Result<i64, String> {
-    let seconds = parse_age(text).map_err(|e| format!("{key}: {e}"))?;
+pub fn parse_age_at_least(key: &str, text: &str, floor: i64) -> Result<i64, AgeError> {
+    let seconds = parse_age(text).map_err(|e| AgeError::Keyed(key.to_owned(), Box::new(e)))?;
     if seconds < floor {
-        return Err(format!("{key} = {text:?} is shorter than {} s, the least it may be", floor));
+        return Err(AgeError::Shorter { key: key.to_owned(), text: text.to_owned(), floor });
     }
     Ok(seconds)
 }
@@ -83,8 +83,8 @@ pub fn push_superseded(head: &str, tip: Option<&str>) -> bool {
 
 /// `--older-than`: a whole number and a unit, `s`, `m`, `h`, `d` or `w` (`90s`, `30m`,
 /// `12h`, `7d`, `2w`), up to [`MAX_AGE_SECONDS`]; the seconds it means.
-pub fn parse_age(text: &str) -> Result<i64, String> {
-    let expected = || format!("{text:?} is not an age: expected a whole number and s, m, h, d or w (30m, 12h, 7d)");
+pub fn parse_age(text: &str) -> Result<i64, AgeError> {
+    let expected = || AgeError::NotAnAge(text.to_owned());
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(expected)?;
     let (digits, unit) = text.split_at(split);
@@ -99,9 +99,46 @@ pub fn parse_age(text: &str) -> Result<i64, String> {
     };
     match n.checked_mul(unit_seconds) {
         Some(seconds) if seconds <= MAX_AGE_SECONDS => Ok(seconds),
-        _ => Err(format!("{text:?} is longer than ten years")),
+        _ => Err(AgeError::TooLong(text.to_owned())),
     }
 }
+
+/// Why an age is refused ([`parse_age`], [`parse_age_at_least`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgeError {
+    /// Not a whole number and a unit (the text as given).
+    NotAnAge(String),
+    /// Longer than [`MAX_AGE_SECONDS`].
+    TooLong(String),
+    /// The error, under the key it was read for.
+    Keyed(String, Box<AgeError>),
+    /// Shorter than the least the key allows.
+    Shorter {
+        /// The key.
+        key: String,
+        /// The age as written.
+        text: String,
+        /// The least, in seconds.
+        floor: i64,
+    },
+}
+
+impl std::fmt::Display for AgeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotAnAge(text) => {
+                write!(f, "{text:?} is not an age: expected a whole number and s, m, h, d or w (30m, 12h, 7d)")
+            }
+            Self::TooLong(text) => write!(f, "{text:?} is longer than ten years"),
+            Self::Keyed(key, e) => write!(f, "{key}: {e}"),
+            Self::Shorter { key, text, floor } => {
+                write!(f, "{key} = {text:?} is shorter than {floor} s, the least it may be")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AgeError {}
 
 #[cfg(test)]
 mod tests {
@@ -117,9 +154,11 @@ mod tests {
     #[test]
     fn history_ages_have_a_floor() {
         assert_eq!(parse_age_at_least("audit", "2d", MIN_HISTORY_SECONDS), Ok(2 * 86_400));
-        let short = parse_age_at_least("audit", "12h", MIN_HISTORY_SECONDS).unwrap_err();
+        let short = parse_age_at_least("audit", "12h", MIN_HISTORY_SECONDS).unwrap_err().to_string();
         assert!(short.contains("shorter than 86400 s"), "{short}");
-        assert!(parse_age_at_least("audit", "soon", MIN_HISTORY_SECONDS).unwrap_err().starts_with("audit: "));
+        assert!(
+            parse_age_at_least("audit", "soon", MIN_HISTORY_SECONDS).unwrap_err().to_string().starts_with("audit: ")
+        );
     }
     use crate::runtime::{CohortSource, RuntimeRecord};
 
@@ -200,6 +239,6 @@ mod tests {
         for bad in ["", "7", "d", "-1d", "1.5h", "7 d", "7days", "1y", "99999999999999999999d"] {
             assert!(parse_age(bad).is_err(), "{bad:?}");
         }
-        assert!(parse_age("3651d").unwrap_err().contains("ten years"));
+        assert!(parse_age("3651d").unwrap_err().to_string().contains("ten years"));
     }
 }

@@ -66,19 +66,16 @@ impl Keywords {
     /// entry, and a word with anything but letters — Gitea drops such a word, and a keyword
     /// whose reading the gate would have to guess is refused rather than read one way; a
     /// word in both lists (Gitea reads it as closing, the operator meant one of them).
-    pub fn new(close: &[String], reopen: &[String]) -> Result<Self, String> {
-        let list = |name: &str, words: &[String]| -> Result<Vec<String>, String> {
+    pub fn new(close: &[String], reopen: &[String]) -> Result<Self, KeywordError> {
+        let list = |name: &'static str, words: &[String]| -> Result<Vec<String>, KeywordError> {
             let mut out: Vec<String> = Vec::new();
             for word in words {
                 let w = word.trim();
                 if w.is_empty() {
-                    return Err(format!("{name}_keywords: an empty keyword"));
+                    return Err(KeywordError::Empty(name));
                 }
                 if let Some(c) = w.chars().find(|c| !c.is_alphabetic()) {
-                    return Err(format!(
-                        "{name}_keywords: {word:?} holds {c:?}: a keyword is a word of letters only (Gitea ignores \
-                         any other, and the gate does not guess how one would be read)"
-                    ));
+                    return Err(KeywordError::NotLetters { list: name, word: word.clone(), c });
                 }
                 let folded = fold(w);
                 if !out.contains(&folded) {
@@ -90,9 +87,7 @@ impl Keywords {
         let close = list("close", close)?;
         let reopen = list("reopen", reopen)?;
         if let Some(both) = close.iter().find(|w| reopen.contains(w)) {
-            return Err(format!(
-                "{both:?} is in both close_keywords and reopen_keywords: a keyword either closes or reopens"
-            ));
+            return Err(KeywordError::InBoth(both.clone()));
         }
         Ok(Self { close, reopen })
     }
@@ -112,6 +107,42 @@ impl Keywords {
         &self.reopen
     }
 }
+
+/// Why `[forge]` keyword lists are refused ([`Keywords::new`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeywordError {
+    /// An empty entry in the list (`close` or `reopen`).
+    Empty(&'static str),
+    /// A word with anything but letters.
+    NotLetters {
+        /// `close` or `reopen`.
+        list: &'static str,
+        /// The entry as written.
+        word: String,
+        /// The first character that is not a letter.
+        c: char,
+    },
+    /// A (folded) word in both lists.
+    InBoth(String),
+}
+
+impl std::fmt::Display for KeywordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Empty(list) => write!(f, "{list}_keywords: an empty keyword"),
+            Self::NotLetters { list, word, c } => write!(
+                f,
+                "{list}_keywords: {word:?} holds {c:?}: a keyword is a word of letters only (Gitea ignores any \
+                 other, and the gate does not guess how one would be read)"
+            ),
+            Self::InBoth(both) => {
+                write!(f, "{both:?} is in both close_keywords and reopen_keywords: a keyword either closes or reopens")
+            }
+        }
+    }
+}
+
+impl std::error::Error for KeywordError {}
 
 /// The default closing keywords of both forges (Gitea's `CLOSE_KEYWORDS`, GitHub's list).
 pub const CLOSE: &[&str] = &["close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved"];
@@ -408,10 +439,10 @@ mod tests {
     fn a_keyword_the_gate_would_have_to_guess_is_refused() {
         let words = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         for bad in [&["fix-it"][..], &["close it"], &[""], &["fix2"], &["fix:"]] {
-            let e = Keywords::new(&words(bad), &[]).unwrap_err();
+            let e = Keywords::new(&words(bad), &[]).unwrap_err().to_string();
             assert!(e.starts_with("close_keywords: "), "{bad:?}: {e}");
         }
-        let e = Keywords::new(&words(&["zu"]), &words(&["ZU"])).unwrap_err();
+        let e = Keywords::new(&words(&["zu"]), &words(&["ZU"])).unwrap_err().to_string();
         assert!(e.contains("both close_keywords and reopen_keywords"), "{e}");
         assert!(Keywords::new(&[], &[]).unwrap().is_empty());
     }

@@ -115,23 +115,58 @@ pub fn is_invisible_or_bidi(c: char) -> bool {
 /// (a newline or a terminal escape in a name would forge lines in an operator's terminal) and
 /// no invisible or direction-changing character ([`is_invisible_or_bidi`]: `gitea\u{200B}-author`
 /// would list as `gitea-author`, U+202E would show the rest of a line reversed).
-pub fn check_field(name: &str, value: &str) -> Result<(), String> {
+pub fn check_field(name: &str, value: &str) -> Result<(), RegistrationError> {
     if value.chars().count() > MAX_FIELD_CHARS {
-        return Err(format!("{name} is longer than {MAX_FIELD_CHARS} characters"));
+        return Err(RegistrationError::TooLong(name.to_owned()));
     }
     if value.chars().any(char::is_control) {
-        return Err(format!("{name} contains a control character"));
+        return Err(RegistrationError::Control(name.to_owned()));
     }
     if let Some(c) = value.chars().find(|c| is_invisible_or_bidi(*c)) {
-        return Err(format!("{name} contains an invisible or direction-changing character (U+{:04X})", u32::from(c)));
+        return Err(RegistrationError::Invisible(name.to_owned(), c));
     }
     Ok(())
 }
 
+/// Why a registration, or one of its fields, is refused.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum RegistrationError {
+    /// The field (named) is longer than [`MAX_FIELD_CHARS`].
+    TooLong(String),
+    /// The field holds a control character.
+    Control(String),
+    /// The field holds an invisible or direction-changing character.
+    Invisible(String, char),
+    /// The field must not be empty.
+    Empty(&'static str),
+    /// The TTL is outside [`TTL_RANGE_SECONDS`].
+    Ttl(f64),
+    /// The pid is not positive.
+    Pid(i64),
+}
+
+impl std::fmt::Display for RegistrationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TooLong(name) => write!(f, "{name} is longer than {MAX_FIELD_CHARS} characters"),
+            Self::Control(name) => write!(f, "{name} contains a control character"),
+            Self::Invisible(name, c) => {
+                write!(f, "{name} contains an invisible or direction-changing character (U+{:04X})", u32::from(*c))
+            }
+            Self::Empty(name) => write!(f, "{name} must not be empty"),
+            Self::Ttl(ttl) => write!(f, "heartbeat_ttl_seconds must be 1 to 604800 seconds, got {ttl}"),
+            Self::Pid(pid) => write!(f, "pid must be positive, got {pid}"),
+        }
+    }
+}
+
+impl std::error::Error for RegistrationError {}
+
 /// A lease TTL in [`TTL_RANGE_SECONDS`].
-pub fn check_ttl(ttl: f64) -> Result<(), String> {
+pub fn check_ttl(ttl: f64) -> Result<(), RegistrationError> {
     if !TTL_RANGE_SECONDS.contains(&ttl) {
-        return Err(format!("heartbeat_ttl_seconds must be 1 to 604800 seconds, got {ttl}"));
+        return Err(RegistrationError::Ttl(ttl));
     }
     Ok(())
 }
@@ -144,7 +179,7 @@ pub fn bounded_field(value: &str) -> String {
 
 impl Registration {
     /// Refuse a registration that could never renew or be found again.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RegistrationError> {
         let fields = [
             ("worker_identity", &self.worker_identity),
             ("client_name", &self.client_name),
@@ -154,7 +189,7 @@ impl Registration {
             ("profile", &self.profile),
         ];
         if let Some((name, _)) = fields.iter().find(|(_, v)| v.trim().is_empty()) {
-            return Err(format!("{name} must not be empty"));
+            return Err(RegistrationError::Empty(name));
         }
         let with_instance = fields.iter().copied().chain([("client_instance_id", &self.client_instance_id)]);
         for (name, value) in with_instance {
@@ -164,7 +199,7 @@ impl Registration {
         if let Some(pid) = self.pid
             && pid <= 0
         {
-            return Err(format!("pid must be positive, got {pid}"));
+            return Err(RegistrationError::Pid(pid));
         }
         Ok(())
     }
@@ -588,7 +623,7 @@ pub(crate) mod tests {
             '\u{E0041}',
         ] {
             let value = format!("gitea{c}-author");
-            let why = check_field("client_name", &value).unwrap_err();
+            let why = check_field("client_name", &value).unwrap_err().to_string();
             assert!(why.contains("invisible or direction-changing") && why.contains("client_name"), "{why}");
             assert_eq!(bounded_field(&value), "gitea-author", "U+{:04X}", u32::from(c));
             let r = Registration {

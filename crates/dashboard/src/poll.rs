@@ -52,34 +52,29 @@ impl Source {
     pub fn look(&self) -> FleetView {
         let now = self.clock.now();
         let mut read = read_fleet(Ok(&*self.store));
-        let workers = read.as_mut().map(|fleet| std::mem::take(&mut fleet.workers)).map_err(|e| e.to_string());
+        let workers = read.as_mut().map(|fleet| std::mem::take(&mut fleet.workers)).map_err(|e| e.clone());
         let snap = snapshot_of(&self.config, read, &*self.observer, now, None);
-        let audit = self.store.list_audit(None, AUDIT_WINDOW).map_err(|e| e.to_string());
-        let leases = self.store.list_pr_leases(true, now).map_err(|e| e.to_string());
-        let locks = self.store.list_review_locks(true).map_err(|e| e.to_string());
-        let approvals = self.store.list_approvals(true).map_err(|e| e.to_string());
+        let audit = self.store.list_audit(None, AUDIT_WINDOW);
+        let leases = self.store.list_pr_leases(true, now);
+        let locks = self.store.list_review_locks(true);
+        let approvals = self.store.list_approvals(true);
         let prs = self.pr_states(leases.as_deref().unwrap_or_default(), locks.as_deref().unwrap_or_default(), now);
         let store = self.store.describe();
         let policy = fleetgate_control::policy::notes(&self.config, None).lines();
-        let owed: Result<Vec<_>, String> = self
-            .config
-            .approvals
-            .notify
-            .iter()
-            .map(|t| fleetgate_control::notify::owed(&*self.store, t).map_err(|e| e.to_string()))
-            .collect();
+        let owed: Result<Vec<_>, _> =
+            self.config.approvals.notify.iter().map(|t| fleetgate_control::notify::owed(&*self.store, t)).collect();
         let look = Look {
             fleet_name: &self.config.name,
             store: &store,
             snapshot: &snap,
-            workers: workers.as_deref().map_err(Clone::clone),
-            audit: audit.as_deref().map_err(Clone::clone),
-            pr_leases: leases.as_deref().map_err(Clone::clone),
-            prs: prs.as_deref().map_err(Clone::clone),
-            review_locks: locks.as_deref().map_err(Clone::clone),
-            approvals: approvals.as_deref().map_err(Clone::clone),
+            workers: workers.as_deref(),
+            audit: audit.as_deref(),
+            pr_leases: leases.as_deref(),
+            prs: prs.as_deref(),
+            review_locks: locks.as_deref(),
+            approvals: approvals.as_deref(),
             policy: &policy,
-            notify: owed.as_deref().map_err(Clone::clone),
+            notify: owed.as_deref(),
             now,
         };
         build(&look, &|pid| probe_pid(pid).is_alive())
@@ -95,7 +90,7 @@ impl Source {
         leases: &[fleetgate_core::workflow::PrLease],
         locks: &[fleetgate_core::decision_lock::ReviewLock],
         now: fleetgate_core::Timestamp,
-    ) -> Result<Vec<fleetgate_core::workflow::Assessment>, String> {
+    ) -> Result<Vec<fleetgate_core::workflow::Assessment>, fleetgate_store::StoreError> {
         use fleetgate_control::gate::workflow::AsState;
         use fleetgate_core::workflow::{ForgeState, PrRef, Purpose, assess};
         let mut prs: Vec<PrRef> =
@@ -113,7 +108,7 @@ impl Source {
                     (None, Some(lock)) => (lock.head.clone(), None),
                     (None, None) => (String::new(), None),
                 };
-                let held = self.store.pr_records(&pr).map_err(|e| e.to_string())?;
+                let held = self.store.pr_records(&pr)?;
                 // A lock names no base: its decision's.
                 let base =
                     base.or_else(|| held.decisions.iter().rev().find(|d| d.head == head).and_then(|d| d.base.clone()));

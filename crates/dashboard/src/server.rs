@@ -308,6 +308,7 @@ async fn callback(State(app): State<Arc<App>>, request: Request) -> Response {
             r
         }
         Err(why) => {
+            let why = why.to_string();
             tracing::info!(why, "a sign-in refused");
             (StatusCode::FORBIDDEN, format!("Forbidden: the sign-in is refused: {why}\n")).into_response()
         }

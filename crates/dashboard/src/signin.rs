@@ -148,12 +148,12 @@ pub fn approver(
     claims: &Map<String, Value>,
     groups_claim: &str,
     (principal_claim, principal_names): (Option<&str>, &[(String, String)]),
-) -> Result<Approver, String> {
+) -> Result<Approver, SignInError> {
     let sub = claims
         .get("sub")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty() && s.len() <= 128 && s.chars().all(|c| c.is_ascii_graphic()))
-        .ok_or("the ID token has no usable subject")?;
+        .ok_or(SignInError::NoSubject)?;
     let name = ["name", "preferred_username"]
         .iter()
         .find_map(|k| claims.get(*k).and_then(Value::as_str))
@@ -179,7 +179,7 @@ impl SignIn {
     /// Ready to sign people in at `settings.issuer` (its endpoints read now: an issuer that
     /// cannot be read stops the dashboard's start, with why). `port` names the cookie; logins
     /// and sessions expire by `clock`.
-    pub fn new(settings: SignInSettings, port: u16, clock: Arc<dyn Clock>) -> Result<Self, String> {
+    pub fn new(settings: SignInSettings, port: u16, clock: Arc<dyn Clock>) -> Result<Self, SignInError> {
         let (authorization_endpoint, token_endpoint) = fleetgate_gateway::oidc_endpoints(&settings.issuer)?;
         Ok(Self {
             verifier: fleetgate_gateway::IdTokenVerifier::new(&settings.issuer, &settings.client_id),
@@ -232,11 +232,11 @@ impl SignIn {
 
     /// Finish a login: the code exchanged (blocking, bounded), the ID token verified, a
     /// session made: its id.
-    pub async fn finish(&self, code: &str, state: &str) -> Result<String, String> {
+    pub async fn finish(&self, code: &str, state: &str) -> Result<String, SignInError> {
         let now = self.clock.now();
         let pending = lock(&self.pending).remove(state).filter(|p| now < after(p.started, PENDING_TTL));
         let Some(pending) = pending else {
-            return Err("this sign-in was not begun here, or it took too long: sign in again".into());
+            return Err(SignInError::NotBegun);
         };
         let (token_endpoint, client_id, redirect_uri) =
             (self.token_endpoint.clone(), self.settings.client_id.clone(), self.settings.redirect_uri.clone());
@@ -244,10 +244,10 @@ impl SignIn {
         let id_token =
             tokio::task::spawn_blocking(move || exchange(&token_endpoint, &client_id, &redirect_uri, &code, &verifier))
                 .await
-                .map_err(|e| format!("the code exchange failed: {e}"))??;
-        let claims = self.verifier.claims(&id_token).await.map_err(|why| format!("the ID token is refused: {why}"))?;
+                .map_err(|e| SignInError::ExchangeFailed(e.to_string()))??;
+        let claims = self.verifier.claims(&id_token).await.map_err(SignInError::Refused)?;
         if claims.get("nonce").and_then(Value::as_str) != Some(pending.nonce.as_str()) {
-            return Err("the ID token does not carry this sign-in's nonce".into());
+            return Err(SignInError::Nonce);
         }
         let s = &self.settings;
         let approver = approver(&claims, &s.groups_claim, (s.principal_claim.as_deref(), &s.principal_names))?;
@@ -307,7 +307,7 @@ fn exchange(
     redirect_uri: &str,
     code: &str,
     verifier: &str,
-) -> Result<String, String> {
+) -> Result<String, SignInError> {
     let body = format!(
         "grant_type=authorization_code&code={}&redirect_uri={}&client_id={}&code_verifier={}",
         encode(code),
@@ -325,18 +325,51 @@ fn exchange(
         .post(token_endpoint)
         .header("Content-Type", "application/x-www-form-urlencoded")
         .send(body.as_bytes())
-        .map_err(|e| format!("the token endpoint: {e}"))?;
+        .map_err(|e| SignInError::TokenEndpoint(e.to_string()))?;
     let status = response.status();
-    let text = response.body_mut().with_config().limit(64 * 1024).read_to_string().map_err(|e| e.to_string())?;
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(64 * 1024)
+        .read_to_string()
+        .map_err(|e| SignInError::Unread(e.to_string()))?;
     if !status.is_success() {
-        return Err(format!("the token endpoint answered {status}: {}", fleetgate_core::text::shown(&text, 200)));
+        let body = fleetgate_core::text::shown(&text, 200);
+        return Err(SignInError::TokenStatus { status: status.to_string(), body });
     }
-    let answer: Value = serde_json::from_str(&text).map_err(|e| format!("the token endpoint's answer: {e}"))?;
-    answer
-        .get("id_token")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| "the token endpoint sent no id_token".into())
+    let answer: Value = serde_json::from_str(&text).map_err(|e| SignInError::TokenAnswer(e.to_string()))?;
+    answer.get("id_token").and_then(Value::as_str).map(str::to_owned).ok_or(SignInError::NoIdToken)
+}
+
+/// Why a sign-in cannot start or did not finish: said to the person signing in, or (the
+/// issuer unreadable) stops the dashboard's start.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs)] // each variant is its message
+pub enum SignInError {
+    /// The issuer's endpoints could not be read.
+    #[error(transparent)]
+    Discovery(#[from] fleetgate_gateway::FetchError),
+    #[error("this sign-in was not begun here, or it took too long: sign in again")]
+    NotBegun,
+    #[error("the code exchange failed: {0}")]
+    ExchangeFailed(String),
+    #[error("the token endpoint: {0}")]
+    TokenEndpoint(String),
+    /// The token endpoint's answer could not be read (the reader's reason).
+    #[error("{0}")]
+    Unread(String),
+    #[error("the token endpoint answered {status}: {body}")]
+    TokenStatus { status: String, body: String },
+    #[error("the token endpoint's answer: {0}")]
+    TokenAnswer(String),
+    #[error("the token endpoint sent no id_token")]
+    NoIdToken,
+    #[error("the ID token is refused: {0}")]
+    Refused(fleetgate_gateway::IdTokenRefused),
+    #[error("the ID token does not carry this sign-in's nonce")]
+    Nonce,
+    #[error("the ID token has no usable subject")]
+    NoSubject,
 }
 
 #[cfg(test)]
@@ -391,7 +424,7 @@ mod tests {
         let state = url.split(['?', '&']).find_map(|p| p.strip_prefix("state=")).unwrap().to_owned();
         clock.advance(i64::try_from(PENDING_TTL.as_secs()).unwrap());
         let refused = signed.finish("code", &state).await;
-        assert!(refused.as_ref().is_err_and(|why| why.contains("took too long")), "{refused:?}");
+        assert!(refused.as_ref().is_err_and(|why| why.to_string().contains("took too long")), "{refused:?}");
         assert!(lock(&signed.pending).is_empty(), "the login is gone with its answer");
     }
 

@@ -16,6 +16,7 @@ use fleetgate_core::decision_lock::ReviewLock;
 use fleetgate_core::inventory::{FleetInventory, Health, Liveness, MemberRow, summarize};
 use fleetgate_core::worker::{WorkerRecord, WorkerStatus, is_live};
 use fleetgate_core::workflow::{Assessment, PrLease, PrStatus};
+use fleetgate_store::StoreError;
 use serde::Serialize;
 
 /// Refusals shown, newest first.
@@ -422,21 +423,21 @@ pub struct Look<'a> {
     /// The live snapshot (`observe::snapshot`).
     pub snapshot: &'a Snapshot,
     /// Worker rows, or why they could not be read.
-    pub workers: Result<&'a [WorkerRecord], String>,
+    pub workers: Result<&'a [WorkerRecord], &'a StoreError>,
     /// The newest audit entries (oldest first, as the store lists them), or why not.
-    pub audit: Result<&'a [AuditEntry], String>,
+    pub audit: Result<&'a [AuditEntry], &'a StoreError>,
     /// The live PR leases, or why not.
-    pub pr_leases: Result<&'a [PrLease], String>,
+    pub pr_leases: Result<&'a [PrLease], &'a StoreError>,
     /// The assessments of the PRs with live leases or locks, or why not.
-    pub prs: Result<&'a [Assessment], String>,
+    pub prs: Result<&'a [Assessment], &'a StoreError>,
     /// The live review-decision locks, or why not.
-    pub review_locks: Result<&'a [ReviewLock], String>,
+    pub review_locks: Result<&'a [ReviewLock], &'a StoreError>,
     /// The pending approval requests, or why not.
-    pub approvals: Result<&'a [ApprovalRequest], String>,
+    pub approvals: Result<&'a [ApprovalRequest], &'a StoreError>,
     /// What the roster lets through (`fleetgate_control::policy`), as lines.
     pub policy: &'a [String],
     /// What each `[[approvals.notify]]` target still owes, or why it cannot be read.
-    pub notify: Result<&'a [fleetgate_control::notify::Owed], String>,
+    pub notify: Result<&'a [fleetgate_control::notify::Owed], &'a StoreError>,
     /// The decision instant.
     pub now: Timestamp,
 }
@@ -450,27 +451,27 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
             let active = rows.iter().filter(|w| w.status != WorkerStatus::Stopped);
             (active.map(|w| worker_view(w, look.now, pid_alive(w.pid))).collect(), stopped, None)
         }
-        Err(e) => (Vec::new(), 0, Some(e.clone())),
+        Err(e) => (Vec::new(), 0, Some(e.to_string())),
     };
     let (refusals, refusals_error) = match &look.audit {
         Ok(entries) => (refusals(inv, entries), None),
-        Err(e) => (Vec::new(), Some(e.clone())),
+        Err(e) => (Vec::new(), Some(e.to_string())),
     };
     let (pr_leases, pr_leases_error) = match &look.pr_leases {
         Ok(leases) => (leases.iter().map(|l| lease_view(l, look.now)).collect(), None),
-        Err(e) => (Vec::new(), Some(e.clone())),
+        Err(e) => (Vec::new(), Some(e.to_string())),
     };
     let (prs, prs_error) = match &look.prs {
         Ok(prs) => (prs.iter().map(pr_state_view).collect(), None),
-        Err(e) => (Vec::new(), Some(e.clone())),
+        Err(e) => (Vec::new(), Some(e.to_string())),
     };
     let (review_locks, review_locks_error) = match &look.review_locks {
         Ok(locks) => (locks.iter().map(lock_view).collect(), None),
-        Err(e) => (Vec::new(), Some(e.clone())),
+        Err(e) => (Vec::new(), Some(e.to_string())),
     };
     let (approvals, approvals_error) = match &look.approvals {
         Ok(requests) => (requests.iter().map(approval_view).collect(), None),
-        Err(e) => (Vec::new(), Some(e.clone())),
+        Err(e) => (Vec::new(), Some(e.to_string())),
     };
     FleetView {
         version: 0,

@@ -217,16 +217,20 @@ fn refusals_are_the_newest_first_with_an_operator_action() {
 fn unreadable_rows_are_said_not_hidden() {
     let now = t0();
     let snap = snapshot(&[], &[], &[], now);
+    let err = |why: &str| fleetgate_store::StoreError::new(fleetgate_store::StoreErrorKind::Other, why);
+    let (locked, no_table, no_leases) =
+        (err("database is locked"), err("no such table"), err("no such table: pr_leases"));
+    let (no_locks, no_approvals) = (err("no such table: review_locks"), err("no such table: approvals"));
     let look = Look {
         fleet_name: "t",
         store: "sqlite:/x",
         snapshot: &snap,
-        workers: Err("database is locked".into()),
-        audit: Err("no such table".into()),
-        pr_leases: Err("no such table: pr_leases".into()),
-        prs: Err("no such table: pr_leases".into()),
-        review_locks: Err("no such table: review_locks".into()),
-        approvals: Err("no such table: approvals".into()),
+        workers: Err(&locked),
+        audit: Err(&no_table),
+        pr_leases: Err(&no_leases),
+        prs: Err(&no_leases),
+        review_locks: Err(&no_locks),
+        approvals: Err(&no_approvals),
         policy: &[],
         notify: Ok(&[]),
         now,

@@ -78,7 +78,7 @@ fn unchanged(target: &Path, original: &[u8]) -> Result<(), ApplyError> {
 /// `Err` with a sentence naming the link and its target when `path`, a file under `within`,
 /// resolves outside `within` (a symbolic link in the project pointing out of it). A path that
 /// does not resolve (absent, a dangling link) is not judged here: there is nothing to follow.
-pub fn check_within(path: &Path, within: &Path) -> Result<(), String> {
+pub fn check_within(path: &Path, within: &Path) -> Result<(), OutsideProject> {
     let Ok(resolved) = std::fs::canonicalize(path) else { return Ok(()) };
     let root = std::fs::canonicalize(within).unwrap_or_else(|_| within.to_owned());
     if resolved.starts_with(&root) {
@@ -90,17 +90,38 @@ pub fn check_within(path: &Path, within: &Path) -> Result<(), String> {
         let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
         is_link.then(|| (at.clone(), std::fs::read_link(&at).unwrap_or_default()))
     });
-    let via = match link {
-        Some((link, target)) => format!("{} is a symbolic link to {}, so", link.display(), target.display()),
-        None => "this".to_owned(),
-    };
-    Err(format!(
-        "{via} the project's file resolves to {}, outside the project {}: \
-         the doctor neither reads nor writes a project file out of the project",
-        resolved.display(),
-        root.display()
-    ))
+    Err(OutsideProject { link, resolved, project: root })
 }
+
+/// A project file that resolves outside the project ([`check_within`]): the link on the way,
+/// if one is, and where the file resolves to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutsideProject {
+    /// The symbolic link met on the way and its target.
+    pub link: Option<(PathBuf, PathBuf)>,
+    /// Where the file resolves to.
+    pub resolved: PathBuf,
+    /// The project's directory, resolved.
+    pub project: PathBuf,
+}
+
+impl std::fmt::Display for OutsideProject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.link {
+            Some((link, target)) => write!(f, "{} is a symbolic link to {}, so", link.display(), target.display())?,
+            None => f.write_str("this")?,
+        }
+        write!(
+            f,
+            " the project's file resolves to {}, outside the project {}: the doctor neither reads nor writes a \
+             project file out of the project",
+            self.resolved.display(),
+            self.project.display()
+        )
+    }
+}
+
+impl std::error::Error for OutsideProject {}
 
 /// Create a backup file: never over an existing one, and with the target's permission bits
 /// from the first instant (narrowed further by the umask, never widened), so a secret the
@@ -145,10 +166,10 @@ fn backup(target: &Path, original: &[u8], stamp: &str, meta: &std::fs::Metadata)
 /// before the final check and the rename (a seam for tests).
 pub fn apply(change: &Change, stamp: &str, before_replace: &mut dyn FnMut(&Path)) -> Result<PathBuf, ApplyError> {
     if let Some(within) = &change.within {
-        check_within(&change.path, within).map_err(|message| ApplyError {
+        check_within(&change.path, within).map_err(|outside| ApplyError {
             path: change.path.clone(),
             kind: ApplyErrorKind::OutsideProject,
-            message,
+            message: outside.to_string(),
         })?;
     }
     let target = std::fs::canonicalize(&change.path).map_err(|e| io(&change.path, "cannot resolve it", &e))?;

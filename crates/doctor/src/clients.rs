@@ -161,12 +161,12 @@ impl Layout {
     /// From the flags and the environment. `--home DIR` stands for the whole
     /// user environment: with it, `XDG_CONFIG_HOME` and `CODEX_HOME` are not
     /// consulted, so a tree under DIR is read exactly as laid out.
-    pub fn resolve(home: Option<&Path>, project: &Path, env: &EnvSnapshot) -> Result<Self, String> {
+    pub fn resolve(home: Option<&Path>, project: &Path, env: &EnvSnapshot) -> Result<Self, NoHome> {
         let absolute = |key: EnvKey| env.get(key, "").map(PathBuf::from).filter(|p| p.is_absolute());
         let (home, config_dir, codex_home) = match home {
             Some(dir) => (dir.to_owned(), dir.join(".config"), dir.join(".codex")),
             None => {
-                let home = absolute(EnvKey::Home).ok_or("no home directory: set HOME or pass --home DIR")?;
+                let home = absolute(EnvKey::Home).ok_or(NoHome)?;
                 let config = absolute(EnvKey::XdgConfigHome).unwrap_or_else(|| home.join(".config"));
                 let codex = absolute(EnvKey::CodexHome).unwrap_or_else(|| home.join(".codex"));
                 (home, config, codex)
@@ -180,6 +180,11 @@ impl Layout {
         if self.macos { self.home.join("Library/Application Support") } else { self.config_dir.clone() }
     }
 }
+
+/// No home directory to read the user's files under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no home directory: set HOME or pass --home DIR")]
+pub struct NoHome;
 
 impl SourceFile {
     /// Whether the file is the project's (every section `project` or `workspace` scope): it is

@@ -9,37 +9,38 @@ use super::repair::{Edit, replace_token, unwrapped, wrapped_args};
 use jsonc_parser::cst::{CstContainerNode, CstInputValue, CstLeafNode, CstNode, CstObject, CstRootNode};
 
 /// Apply `edits` to `text`, which parsed as `parsed`.
-pub fn apply(text: &str, source: &SourceFile, parsed: &ParsedFile, edits: &[Edit]) -> Result<String, String> {
+pub fn apply(text: &str, source: &SourceFile, parsed: &ParsedFile, edits: &[Edit]) -> Result<String, EditError> {
     match source.format {
         Format::Json { .. } => json(text, source.format, parsed, edits),
         Format::Toml => toml(text, parsed, edits),
     }
 }
 
-fn stdio(parsed: &ParsedFile, entry: usize) -> Result<(&str, &[String]), String> {
+fn stdio(parsed: &ParsedFile, entry: usize) -> Result<(&str, &[String]), EditError> {
     match &parsed.entries[entry].launch {
         Launch::Stdio { command, args } => Ok((command, args)),
-        _ => Err(format!("entry {:?} launches no command", parsed.entries[entry].name)),
+        _ => Err(EditError::LaunchesNoCommand(parsed.entries[entry].name.clone())),
     }
 }
 
-fn json(text: &str, format: Format, parsed: &ParsedFile, edits: &[Edit]) -> Result<String, String> {
-    let root = CstRootNode::parse(text, &json_options(format)).map_err(|e| e.to_string().to_lowercase())?;
-    let section = |entry: usize| -> Result<CstObject, String> {
+fn json(text: &str, format: Format, parsed: &ParsedFile, edits: &[Edit]) -> Result<String, EditError> {
+    let root = CstRootNode::parse(text, &json_options(format))
+        .map_err(|e| EditError::Unparsed(e.to_string().to_lowercase()))?;
+    let section = |entry: usize| -> Result<CstObject, EditError> {
         let path = &parsed.sections[parsed.entries[entry].section].path;
-        let mut object = root.object_value().ok_or("the file is not a JSON object")?;
+        let mut object = root.object_value().ok_or(EditError::NotAJsonObject)?;
         for key in path {
-            object = object.object_value(key).ok_or_else(|| format!("{key:?} is not an object"))?;
+            object = object.object_value(key).ok_or_else(|| EditError::KeyNotAnObject(key.clone()))?;
         }
         Ok(object)
     };
-    let entry_object = |entry: usize| -> Result<CstObject, String> {
+    let entry_object = |entry: usize| -> Result<CstObject, EditError> {
         let e = &parsed.entries[entry];
         section(entry)?
             .properties()
             .get(e.index)
             .and_then(|p| p.object_value())
-            .ok_or_else(|| format!("entry {:?} is not an object", e.name))
+            .ok_or_else(|| EditError::EntryNotAnObject(e.name.clone()))
     };
     for edit in edits {
         match edit {
@@ -50,7 +51,7 @@ fn json(text: &str, format: Format, parsed: &ParsedFile, edits: &[Edit]) -> Resu
                 let argv = CstInputValue::Array(
                     wrapped_args(fleetgate, profile, &command, &args).into_iter().map(Into::into).collect(),
                 );
-                let command_prop = object.get("command").ok_or("no command")?;
+                let command_prop = object.get("command").ok_or(EditError::NoCommand)?;
                 command_prop.set_value(fleetgate.command.as_str().into());
                 match object.get("args") {
                     Some(prop) => prop.set_value(argv),
@@ -68,7 +69,7 @@ fn json(text: &str, format: Format, parsed: &ParsedFile, edits: &[Edit]) -> Resu
                 }
             }
             Edit::SetEnv { entry, key, value } => {
-                let env = entry_object(*entry)?.object_value_or_create("env").ok_or("\"env\" is not an object")?;
+                let env = entry_object(*entry)?.object_value_or_create("env").ok_or(EditError::EnvNotAnObject)?;
                 match env.get(key) {
                     Some(prop) => prop.set_value(value.as_str().into()),
                     None => {
@@ -84,7 +85,7 @@ fn json(text: &str, format: Format, parsed: &ParsedFile, edits: &[Edit]) -> Resu
                     .get(e.index)
                     .and_then(|p| p.value())
                     .map(|v| copy(&v, replace))
-                    .ok_or_else(|| format!("entry {:?} has no value", e.name))?;
+                    .ok_or_else(|| EditError::NoValue(e.name.clone()))?;
                 section.append(name, value);
             }
         }
@@ -111,8 +112,9 @@ fn copy(node: &CstNode, replace: &[(String, String)]) -> CstInputValue {
     }
 }
 
-fn toml(text: &str, parsed: &ParsedFile, edits: &[Edit]) -> Result<String, String> {
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| e.message().to_lowercase())?;
+fn toml(text: &str, parsed: &ParsedFile, edits: &[Edit]) -> Result<String, EditError> {
+    let mut doc: toml_edit::DocumentMut =
+        text.parse().map_err(|e: toml_edit::TomlError| EditError::Unparsed(e.message().to_lowercase()))?;
     for edit in edits {
         let entry = match edit {
             Edit::Wrap { entry, .. } | Edit::RemoveEnv { entry, .. } | Edit::SetEnv { entry, .. } => *entry,
@@ -121,11 +123,11 @@ fn toml(text: &str, parsed: &ParsedFile, edits: &[Edit]) -> Result<String, Strin
         let e = &parsed.entries[entry];
         let mut servers: &mut toml_edit::Item = doc.as_item_mut();
         for key in &parsed.sections[e.section].path {
-            servers = servers.get_mut(key).ok_or_else(|| format!("no table {key:?}"))?;
+            servers = servers.get_mut(key).ok_or_else(|| EditError::NoTable(key.clone()))?;
         }
-        let servers = servers.as_table_like_mut().ok_or("the servers key is not a table")?;
+        let servers = servers.as_table_like_mut().ok_or(EditError::ServersNotATable)?;
         if let Edit::Add { name, replace, .. } = edit {
-            let mut copied = servers.get(&e.name).cloned().ok_or_else(|| format!("no entry {:?}", e.name))?;
+            let mut copied = servers.get(&e.name).cloned().ok_or_else(|| EditError::NoEntry(e.name.clone()))?;
             toml_copy(&mut copied, replace);
             servers.insert(name, copied);
             continue;
@@ -133,7 +135,7 @@ fn toml(text: &str, parsed: &ParsedFile, edits: &[Edit]) -> Result<String, Strin
         let table = servers
             .get_mut(&e.name)
             .and_then(|i| i.as_table_like_mut())
-            .ok_or_else(|| format!("entry {:?} is not a table", e.name))?;
+            .ok_or_else(|| EditError::EntryNotATable(e.name.clone()))?;
         match edit {
             Edit::Wrap { profile, fleetgate, .. } => {
                 let (command, args) = stdio(parsed, entry)?;
@@ -204,4 +206,39 @@ fn toml_value(value: &mut toml_edit::Value, replace: &[(String, String)]) {
         toml_edit::Value::InlineTable(t) => t.iter_mut().for_each(|(_, v)| toml_value(v, replace)),
         _ => {}
     }
+}
+
+/// Why an edit cannot be made to a client's file (the file as read no longer matches what
+/// was parsed, or the repair would not parse back).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs)] // each variant is its message
+pub enum EditError {
+    /// The file does not parse (the parser's message, lower-cased).
+    #[error("{0}")]
+    Unparsed(String),
+    #[error("entry {0:?} launches no command")]
+    LaunchesNoCommand(String),
+    #[error("the file is not a JSON object")]
+    NotAJsonObject,
+    #[error("{0:?} is not an object")]
+    KeyNotAnObject(String),
+    #[error("entry {0:?} is not an object")]
+    EntryNotAnObject(String),
+    #[error("no command")]
+    NoCommand,
+    #[error("\"env\" is not an object")]
+    EnvNotAnObject,
+    #[error("entry {0:?} has no value")]
+    NoValue(String),
+    #[error("no table {0:?}")]
+    NoTable(String),
+    #[error("the servers key is not a table")]
+    ServersNotATable,
+    #[error("no entry {0:?}")]
+    NoEntry(String),
+    #[error("entry {0:?} is not a table")]
+    EntryNotATable(String),
+    /// The repaired text would not parse (the parser's error, debug-printed).
+    #[error("the repair would not parse: {0}")]
+    WouldNotParse(String),
 }

@@ -169,7 +169,9 @@ pub fn changes(
         let source = &files[f].source;
         let text = String::from_utf8_lossy(raw);
         let repaired = crate::edit::apply(&text, source, parsed, &edits).and_then(|t| {
-            crate::read::parse(&t, source).map(|_| t).map_err(|e| format!("the repair would not parse: {e:?}"))
+            crate::read::parse(&t, source)
+                .map(|_| t)
+                .map_err(|e| crate::edit::EditError::WouldNotParse(format!("{e:?}")))
         });
         match repaired {
             Ok(updated) if updated != text => {

@@ -128,10 +128,10 @@ impl Builder {
     }
 
     /// One event of the document; `Err` when the file goes past [`MAX_DEPTH`] or [`MAX_NODES`].
-    fn event(&mut self, ev: Event, line: usize) -> Result<(), String> {
+    fn event(&mut self, ev: Event, line: usize) -> Result<(), Unread> {
         let opened = |node: Node, anchor: usize, this: &mut Self| {
             if this.stack.len() >= MAX_DEPTH {
-                return Err(format!("it nests deeper than {MAX_DEPTH} levels: refused unread"));
+                return Err(Unread::TooDeep);
             }
             this.stack.push((node, anchor, None, this.made));
             this.made += 1;
@@ -162,7 +162,7 @@ impl Builder {
             _ => {}
         }
         if self.made > MAX_NODES {
-            return Err(format!("its aliases stand for more than {MAX_NODES} nodes: refused unread"));
+            return Err(Unread::TooManyNodes);
         }
         Ok(())
     }
@@ -170,11 +170,11 @@ impl Builder {
 
 /// The first document of `text`, read event by event (the parser's own loader recurses as
 /// deep as the file nests).
-fn parse(text: &str) -> Result<Option<Node>, String> {
+fn parse(text: &str) -> Result<Option<Node>, Unread> {
     let mut parser = Parser::new_from_str(text);
     let mut builder = Builder::default();
     loop {
-        let (ev, mark) = parser.next_token().map_err(|e| format!("not YAML: {e}"))?;
+        let (ev, mark) = parser.next_token().map_err(|e| Unread::NotYaml(e.to_string()))?;
         match ev {
             Event::DocumentEnd | Event::StreamEnd => return Ok(builder.root),
             ev => builder.event(ev, mark.line())?,
@@ -255,8 +255,10 @@ fn runs_unprotected(trigger: &str, filter: Option<&Node>, protection: &Protectio
 
 /// Read one workflow file (`file` names it in the findings): every trigger that runs code from
 /// an unprotected branch when the token can write. A file that is not YAML is an `Err`.
-pub fn judge(file: &str, text: &str, protection: &Protection) -> Result<Vec<WorkflowFinding>, String> {
-    let Some(root) = parse(text).map_err(|e| format!("{file}: {e}"))? else { return Ok(Vec::new()) };
+pub fn judge(file: &str, text: &str, protection: &Protection) -> Result<Vec<WorkflowFinding>, WorkflowUnread> {
+    let Some(root) = parse(text).map_err(|why| WorkflowUnread { file: file.to_owned(), why })? else {
+        return Ok(Vec::new());
+    };
     let Some((on, _)) = root.get("on") else { return Ok(Vec::new()) };
     let triggers: Vec<(String, Option<&Node>, usize)> = match on {
         Node::Scalar(s, l) => vec![(s.clone(), None, *l)],
@@ -320,6 +322,30 @@ pub fn judge(file: &str, text: &str, protection: &Protection) -> Result<Vec<Work
             })
         })
         .collect())
+}
+
+/// A workflow file [`judge`] cannot read: its name and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {why}")]
+pub struct WorkflowUnread {
+    /// The file, as the findings name it.
+    pub file: String,
+    /// Why it is not read.
+    pub why: Unread,
+}
+
+/// Why a workflow file is not read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unread {
+    /// Not YAML (the parser's reason).
+    #[error("not YAML: {0}")]
+    NotYaml(String),
+    /// Nested past `MAX_DEPTH` levels.
+    #[error("it nests deeper than {} levels: refused unread", MAX_DEPTH)]
+    TooDeep,
+    /// Its aliases expand past `MAX_NODES` nodes.
+    #[error("its aliases stand for more than {} nodes: refused unread", MAX_NODES)]
+    TooManyNodes,
 }
 
 #[cfg(test)]
@@ -392,10 +418,10 @@ mod tests {
             laughs.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
         }
         laughs.push_str("on: push\njobs:\n  a: {}\n");
-        let e = judge("w.yml", &laughs, &Protection::default()).unwrap_err();
+        let e = judge("w.yml", &laughs, &Protection::default()).unwrap_err().to_string();
         assert!(e.starts_with("w.yml: ") && e.contains("aliases"), "{e}");
         let deep = format!("on: push\nx:\n{}y\n", "- ".repeat(100_000));
-        let e = judge("w.yml", &deep, &Protection::default()).unwrap_err();
+        let e = judge("w.yml", &deep, &Protection::default()).unwrap_err().to_string();
         assert!(e.starts_with("w.yml: ") && e.contains("nests"), "{e}");
         // Within the bounds, anchors and nesting are read as before.
         let fine = format!("on: push\nx:\n{}y\njobs:\n  a: {{}}\n", "- ".repeat(50));
@@ -404,7 +430,7 @@ mod tests {
 
     #[test]
     fn a_file_that_is_no_yaml_is_an_error_and_one_without_triggers_is_quiet() {
-        assert!(judge("w.yml", "on: [push\n", &Protection::default()).unwrap_err().contains("not YAML"));
+        assert!(judge("w.yml", "on: [push\n", &Protection::default()).unwrap_err().to_string().contains("not YAML"));
         assert!(found("name: nothing\n").is_empty());
         assert!(found("").is_empty());
     }

@@ -6,8 +6,9 @@
 //! The work is done below it: decisions in `fleetgate_core`, the configuration in
 //! `fleetgate_config`, the control plane in `fleetgate_control`, the doctor in
 //! `fleetgate_doctor`, the page in `fleetgate_dashboard`; storage is `fleetgate_store`, the
-//! operating system `fleetgate_host`, MCP `fleetgate_gateway`. The only crate that uses clap
-//! and anyhow; nothing imports it.
+//! operating system `fleetgate_host`, MCP `fleetgate_gateway`. The only product crate that
+//! uses clap (the test kit's forge fixture parses its own flags with it too) and the only
+//! crate that uses anyhow; nothing imports it.
 
 #![deny(missing_docs)]
 

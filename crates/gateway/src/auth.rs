@@ -84,15 +84,35 @@ fn valid_word(word: &str) -> bool {
     !word.is_empty() && word.len() <= MAX_NAME && word.chars().all(|c| c.is_ascii_graphic())
 }
 
+/// Why the `[http] tokens_file` cannot be used ([`Principals::read`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TokensFileError {
+    /// It cannot be read (the file as shown, the OS's reason).
+    #[error("cannot read [http] tokens_file {shown}: {why}")]
+    Unreadable {
+        /// The path, as shown.
+        shown: String,
+        /// The OS's reason.
+        why: String,
+    },
+    /// A line does not parse.
+    #[error("[http] tokens_file {0}")]
+    Parse(#[from] PrincipalsError),
+    /// It lists no principal.
+    #[error("[http] tokens_file {0} lists no principal")]
+    Empty(String),
+}
+
 impl Principals {
     /// The tokens file at `path`, read and parsed whole; a file that cannot be read, does
     /// not parse or lists no principal is refused with why (`[http] tokens_file …`).
-    pub fn read(path: &std::path::Path) -> Result<Self, String> {
+    pub fn read(path: &std::path::Path) -> Result<Self, TokensFileError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read [http] tokens_file {shown}: {e}"))?;
-        let principals = Self::parse(&text, &shown).map_err(|e| format!("[http] tokens_file {e}"))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TokensFileError::Unreadable { shown: shown.clone(), why: e.to_string() })?;
+        let principals = Self::parse(&text, &shown)?;
         if principals.is_empty() {
-            return Err(format!("[http] tokens_file {shown} lists no principal"));
+            return Err(TokensFileError::Empty(shown));
         }
         Ok(principals)
     }

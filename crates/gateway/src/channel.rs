@@ -28,6 +28,17 @@ use rmcp::service::{Peer, RoleClient, RoleServer};
 use std::sync::Arc;
 use tokio::time::Instant;
 
+/// Why an attachment's channel cannot be opened.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ChannelError {
+    /// The gateway is shutting down.
+    #[error("the gateway is shutting down")]
+    ShuttingDown,
+    /// Its downstream could not be put under supervision.
+    #[error(transparent)]
+    Spawn(#[from] fleetgate_supervise::SpawnError),
+}
+
 /// One attachment's channel: its state and its downstream child (none when the gateway
 /// fronts no downstream).
 #[derive(Debug)]
@@ -44,7 +55,7 @@ impl Channel {
         spec: Option<&DownstreamSpec>,
         memo: &Arc<EraMemo>,
         shared: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, fleetgate_supervise::SpawnError> {
         let (state, queues) = ChannelState::new(attachment, shared, spec.and_then(|spec| spec.observer.clone()));
         let state = Arc::new(state);
         // Each ends when the state (and with it the queue's sender) is gone.

@@ -151,7 +151,11 @@ struct Connector {
 impl Downstream {
     /// Put the command under a supervisor of this channel's own and start connecting to
     /// its runs.
-    pub(crate) fn start(spec: &DownstreamSpec, state: Arc<ChannelState>, memo: Arc<EraMemo>) -> Result<Self, String> {
+    pub(crate) fn start(
+        spec: &DownstreamSpec,
+        state: Arc<ChannelState>,
+        memo: Arc<EraMemo>,
+    ) -> Result<Self, fleetgate_supervise::SpawnError> {
         let command = &spec.command;
         let supervisor = Supervisor::new(spec.supervision.clone(), EventBus::new(EventBus::DEFAULT_CAPACITY));
         if let Some(observer) = &spec.observer {
@@ -195,7 +199,7 @@ impl Downstream {
         if let Some((guard, args)) = &command.guard {
             spec = spec.guard(guard.clone(), args.iter().cloned());
         }
-        supervisor.spawn_child(TASK, FLOW, spec).map_err(|e| e.to_string())?;
+        supervisor.spawn_child(TASK, FLOW, spec)?;
         Ok(Self { supervisor, link, handshake_error, connected_once })
     }
 
@@ -436,21 +440,8 @@ impl Connector {
             let (listen_peer, listen_era) = (connection.peer.clone(), connection.stateless_era);
             self.memo.learn_capabilities(&connection.capabilities);
             self.link.send_replace(Some(connection));
-            // The clients may hold a list without the downstream's tools, or the previous
-            // run's: tell them to list again.
-            // Bounded: a client that stops reading its stream must not hold up the connector.
-            for session in self.state.sessions() {
-                match tokio::time::timeout(NOTIFY_PATIENCE, session.notify_tool_list_changed()).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::debug!(error = %e, "could not tell the client the tool list changed"),
-                    Err(_) => tracing::debug!("a client did not take the tool-list change in time"),
-                }
-            }
-            // A stateless client hears it on its subscription streams; the new connection is
-            // asked for what they want.
-            for sink in self.state.subscriptions.sinks() {
-                let _ = tokio::time::timeout(NOTIFY_PATIENCE, sink.notify_tool_list_changed()).await;
-            }
+            self.announce_tools_changed().await;
+            // The new connection is asked for what the subscription streams want.
             self.state.subscriptions.sync(&listen_peer, generation, listen_era);
             let link = self.link.clone();
             tokio::spawn(async move {
@@ -465,6 +456,22 @@ impl Connector {
                     }
                 });
             });
+        }
+    }
+
+    /// Tell every client to list the tools again: it may hold a list without the downstream's
+    /// tools, or the previous run's. A stateless client hears it on its subscription streams.
+    /// Bounded: a client that stops reading its stream must not hold up the connector.
+    async fn announce_tools_changed(&self) {
+        for session in self.state.sessions() {
+            match tokio::time::timeout(NOTIFY_PATIENCE, session.notify_tool_list_changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!(error = %e, "could not tell the client the tool list changed"),
+                Err(_) => tracing::debug!("a client did not take the tool-list change in time"),
+            }
+        }
+        for sink in self.state.subscriptions.sinks() {
+            let _ = tokio::time::timeout(NOTIFY_PATIENCE, sink.notify_tool_list_changed()).await;
         }
     }
 

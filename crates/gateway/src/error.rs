@@ -30,7 +30,7 @@ pub enum GatewayError {
     },
     /// The downstream child could not be put under supervision.
     #[error("supervise the downstream server: {0}")]
-    Supervise(String),
+    Supervise(#[from] fleetgate_supervise::SpawnError),
     /// A control-plane call panicked or could not be run.
     #[error("control plane call `{call}` failed: {reason}")]
     ControlPlane {
@@ -52,8 +52,8 @@ pub enum GatewayError {
     )]
     RemoteWithoutToken(std::net::SocketAddr),
     /// A `[[http.oauth.principals]]` name is another principal's (a tokens-file name, say).
-    #[error("{0}")]
-    Principals(String),
+    #[error(transparent)]
+    Principals(#[from] crate::oauth::PrincipalClash),
     /// The bearer token is configured but empty (it would let anyone in, or no one).
     #[error("the HTTP bearer token is empty: set FLEETGATE_HTTP_TOKEN to a non-empty secret, or unset it")]
     EmptyToken,

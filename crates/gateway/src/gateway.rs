@@ -299,7 +299,7 @@ impl Gateway {
         let id = state
             .subscriptions
             .add(attachment.id, subscription.sink().clone())
-            .map_err(|why| ErrorData::invalid_params(why, None))?;
+            .map_err(|why| ErrorData::invalid_params(why.to_string(), None))?;
         let sync = || {
             if let Some(connection) = attachment.channel.link() {
                 state.subscriptions.sync(&connection.peer, connection.generation, connection.stateless_era);

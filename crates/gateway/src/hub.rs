@@ -14,7 +14,7 @@
 //! refusal is a clear HTTP status, and [`Hub::reserve`] enforces the bound again at
 //! creation, where a race would otherwise slip one past it.
 
-use crate::channel::Channel;
+use crate::channel::{Channel, ChannelError};
 use crate::control::{AttachmentId, ClientAttach, ControlPlane};
 use crate::downstream::{DownstreamSpec, EraMemo};
 use crate::options::ServiceSettings;
@@ -53,7 +53,7 @@ pub(crate) enum NotAdmitted {
     /// This principal holds [`Limits::max_per_principal`] already (HTTP 429).
     PrincipalFull(usize),
     /// Its downstream could not be started (HTTP 503).
-    Failed(String),
+    Failed(ChannelError),
     /// Made, then found over the principal's bound across the member's replicas (why).
     OverBound(String),
 }
@@ -271,7 +271,7 @@ impl Hub {
 
     /// The stdio transport's one attachment, its channel opened now so the downstream
     /// starts while the client is still connecting. Not bounded.
-    pub(crate) fn open_stdio_channel(&self) -> Result<Channel, String> {
+    pub(crate) fn open_stdio_channel(&self) -> Result<Channel, fleetgate_supervise::SpawnError> {
         let id = {
             let mut table = self.lock();
             table.next += 1;
@@ -287,17 +287,17 @@ impl Hub {
 
     /// The channel of a reserved attachment: its own, or the gateway's shared one (opened
     /// with the first attachment, numbered apart from every attachment).
-    pub(crate) fn open_channel(&self, reservation: &Reservation<'_>) -> Result<Arc<Channel>, String> {
+    pub(crate) fn open_channel(&self, reservation: &Reservation<'_>) -> Result<Arc<Channel>, ChannelError> {
         if self.closing.load(std::sync::atomic::Ordering::Acquire) {
-            return Err("the gateway is shutting down".to_owned());
+            return Err(ChannelError::ShuttingDown);
         }
         if !self.sharing() {
-            return Channel::open(reservation.id, self.spec.as_ref(), &self.memo, false).map(Arc::new);
+            return Ok(Arc::new(Channel::open(reservation.id, self.spec.as_ref(), &self.memo, false)?));
         }
         let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
         // Checked again under the lock `stop_all` takes the shared channel under.
         if self.closing.load(std::sync::atomic::Ordering::Acquire) {
-            return Err("the gateway is shutting down".to_owned());
+            return Err(ChannelError::ShuttingDown);
         }
         if let Some(channel) = &*shared {
             return Ok(channel.clone());
@@ -655,7 +655,8 @@ mod tests {
         drop(before);
         hub.stop_all().await;
         let after = hub.reserve("alice").unwrap();
-        assert_eq!(hub.open_channel(&after).err().as_deref(), Some("the gateway is shutting down"));
+        assert_eq!(hub.open_channel(&after).err(), Some(crate::channel::ChannelError::ShuttingDown));
+        assert_eq!(crate::channel::ChannelError::ShuttingDown.to_string(), "the gateway is shutting down");
     }
 
     #[tokio::test]

@@ -59,7 +59,7 @@ mod subscriptions;
 mod timefmt;
 
 pub use answers::{CLASSIFICATION_META_KEY, DOWNSTREAM_TIMEOUT, DOWNSTREAM_UNAVAILABLE};
-pub use auth::{Principal, Principals, PrincipalsError};
+pub use auth::{Principal, Principals, PrincipalsError, TokensFileError};
 pub use control::{
     AttachmentId, BlockerKind, CallToJudge, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
     DownstreamError, DownstreamErrorKind, DownstreamLink, DownstreamRead, DownstreamState, DownstreamStatus,
@@ -73,7 +73,10 @@ pub use http::{
 pub use hub::Limits;
 pub use journey::{Journey, Judge, Stepwise};
 pub use lifecycle::{ExtraLayer, ShutdownReason, init_logging, init_logging_with};
-pub use oauth::{IdTokenVerifier, OAuthPrincipal, OAuthSettings, check_oauth_url, oidc_endpoints};
+pub use oauth::{
+    FetchError, IdTokenRefused, IdTokenVerifier, MetadataFault, OAuthPrincipal, OAuthSettings, PrincipalClash,
+    UrlRefused, check_oauth_url, oidc_endpoints,
+};
 pub use observe::{Exposition, GatewayObserver, MetaObject, TraceContext};
 pub use options::{DEFAULT_MAX_MESSAGE_BYTES, DownstreamCommand, GatewayOptions, MetricsListener, Sharing};
 pub use serve::{run, serve, serve_io};

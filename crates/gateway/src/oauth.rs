@@ -70,30 +70,22 @@ impl OAuthSettings {
     /// subjects share — compared as the workers record them (core's
     /// `normalize_client_name`). A principal is then always one credential's, never
     /// another source's of the same name.
-    pub fn check_principals(&self, tokens_file: Option<&Principals>) -> Result<(), String> {
+    pub fn check_principals(&self, tokens_file: Option<&Principals>) -> Result<(), PrincipalClash> {
         let normal = fleetgate_core::client::normalize_client_name;
         let mut seen: Vec<(String, &str)> = Vec::new();
         for mapped in &self.principals {
             let Some(name) = &mapped.name else { continue };
             let subject = &mapped.subject;
             if names_an_oauth_subject(name) {
-                return Err(format!(
-                    "[http.oauth] principals: subject {subject:?} is named {name:?}, which begins with \
-                     {OAUTH_PREFIX:?}: that prefix names unmapped subjects"
-                ));
+                return Err(PrincipalClash::OAuthPrefix { subject: subject.clone(), name: name.clone() });
             }
             if let Some(file) = tokens_file.and_then(|t| t.names().find(|n| normal(n) == normal(name))) {
-                return Err(format!(
-                    "[http.oauth] principals: subject {subject:?} is named {name:?}, which is the [http] tokens_file's \
-                     principal {file:?}: an OAuth subject and a tokens-file principal are never one principal — \
-                     choose another name"
-                ));
+                let file = file.to_owned();
+                return Err(PrincipalClash::TokensFile { subject: subject.clone(), name: name.clone(), file });
             }
             if let Some((_, other)) = seen.iter().find(|(n, _)| *n == normal(name)) {
-                return Err(format!(
-                    "[http.oauth] principals: subjects {other:?} and {subject:?} are both named {name:?}: one name, \
-                     one subject"
-                ));
+                let other = (*other).to_owned();
+                return Err(PrincipalClash::Shared { other, subject: subject.clone(), name: name.clone() });
             }
             seen.push((normal(name), subject));
         }
@@ -133,16 +125,17 @@ impl OAuthSettings {
 /// `https://`, or `http://` on a loopback host (a development server), so tokens and keys never
 /// cross a network in the clear. The rule for the configured URLs and for those the issuer's
 /// metadata names alike. Pure.
-pub fn check_oauth_url(url: &str) -> Result<(), String> {
-    let uri: axum::http::Uri = url.parse().map_err(|e| format!("is not a URL: {e}"))?;
-    let host = uri.host().filter(|h| !h.is_empty()).ok_or("has no host")?;
+pub fn check_oauth_url(url: &str) -> Result<(), UrlRefused> {
+    let uri: axum::http::Uri =
+        url.parse().map_err(|e: axum::http::uri::InvalidUri| UrlRefused::NotAUrl(e.to_string()))?;
+    let host = uri.host().filter(|h| !h.is_empty()).ok_or(UrlRefused::NoHost)?;
     let loopback = host == "localhost"
         || host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
     match uri.scheme_str() {
         Some("https") => Ok(()),
         Some("http") if loopback => Ok(()),
-        Some("http") => Err("must be https:// (http:// only on a loopback host)".to_owned()),
-        _ => Err("must be an https:// URL".to_owned()),
+        Some("http") => Err(UrlRefused::PlainHttp),
+        _ => Err(UrlRefused::NotHttps),
     }
 }
 
@@ -167,22 +160,19 @@ fn same_origin(a: &str, b: &str) -> bool {
 /// Discovery §4.3: else it is not this issuer's), and the keys must be on the issuer's
 /// origin, by a URL the configured rule accepts. Keys elsewhere are trusted only when the
 /// operator names them (`jwks_uri`). Pure.
-fn discovered_jwks_uri(settings: &OAuthSettings, meta: &Value) -> Result<String, String> {
+fn discovered_jwks_uri(settings: &OAuthSettings, meta: &Value) -> Result<String, MetadataFault> {
     let claimed = meta.get("issuer").and_then(Value::as_str);
     if claimed != Some(settings.issuer.as_str()) {
-        return Err(format!(
-            "names the issuer {:?}, not {:?}: it is not this issuer's (RFC 8414 §3.3)",
-            claimed.map(|c| cut_short(c, 80)),
-            settings.issuer
-        ));
+        let claimed = claimed.map(|c| cut_short(c, 80));
+        return Err(MetadataFault::OtherIssuer { claimed, issuer: settings.issuer.clone() });
     }
-    let uri = meta.get("jwks_uri").and_then(Value::as_str).ok_or("names no jwks_uri")?;
+    let uri = meta.get("jwks_uri").and_then(Value::as_str).ok_or(MetadataFault::NoJwksUri)?;
     let shown = cut_short(uri, 120);
-    check_oauth_url(uri).map_err(|why| format!("names the jwks_uri {shown:?}, which {why}"))?;
+    if let Err(why) = check_oauth_url(uri) {
+        return Err(MetadataFault::JwksUrl { shown, why });
+    }
     if !same_origin(uri, &settings.issuer) {
-        return Err(format!(
-            "names the jwks_uri {shown:?}, not on the issuer's origin: set [http.oauth] jwks_uri to trust keys there"
-        ));
+        return Err(MetadataFault::JwksOrigin { shown });
     }
     Ok(uri.to_owned())
 }
@@ -269,7 +259,7 @@ struct KeyState {
     /// Fetches ended so far: who waited for a fetch in flight sees it moved.
     attempts: u64,
     /// Why the last fetch failed, while no fetch ever succeeded.
-    failure: Option<String>,
+    failure: Option<FetchError>,
 }
 
 /// Checks access tokens against one issuer.
@@ -321,30 +311,26 @@ pub(crate) fn looks_like_jwt(token: &str) -> bool {
 }
 
 /// The JSON document at `url`, read by `deadline`.
-fn get_json(url: &str, deadline: Instant) -> Result<Value, String> {
+fn get_json(url: &str, deadline: Instant) -> Result<Value, FetchError> {
     // Messages name the URL without any credential in it.
-    let url_shown = fleetgate_core::redact::redact_url_userinfo(url).unwrap_or_else(|| url.to_owned());
-    let url_shown = url_shown.as_str();
+    let url_shown = || fleetgate_core::redact::redact_url_userinfo(url).unwrap_or_else(|| url.to_owned());
+    let get = |why: String| FetchError::Get { url: url_shown(), why };
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return Err(format!("GET {url_shown}: no time left within {} s", FETCH_TIMEOUT.as_secs()));
+        return Err(FetchError::NoTimeLeft { url: url_shown() });
     }
     // No redirect is followed: where the keys are is what the configuration or the checked
     // metadata says, not where an answer points.
     let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(left)).max_redirects(0).build().into();
-    let mut response = agent.get(url).call().map_err(|e| format!("GET {url_shown}: {e}"))?;
+    let mut response = agent.get(url).call().map_err(|e| get(e.to_string()))?;
     let status = response.status();
     if !status.is_success() {
-        let what = if status.is_redirection() { " (a redirect, which is not followed)" } else { "" };
-        return Err(format!("GET {url_shown}: answered {status}{what}"));
+        let note = if status.is_redirection() { " (a redirect, which is not followed)" } else { "" };
+        return Err(FetchError::Status { url: url_shown(), status: status.to_string(), note });
     }
-    let text = response
-        .body_mut()
-        .with_config()
-        .limit(MAX_DOCUMENT)
-        .read_to_string()
-        .map_err(|e| format!("GET {url_shown}: {e}"))?;
-    serde_json::from_str(&text).map_err(|e| format!("GET {url_shown}: not JSON: {e}"))
+    let text =
+        response.body_mut().with_config().limit(MAX_DOCUMENT).read_to_string().map_err(|e| get(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| get(format!("not JSON: {e}")))
 }
 
 impl Verifier {
@@ -363,7 +349,7 @@ impl Verifier {
     /// The `jwks_uri` of the issuer's metadata (OpenID, then RFC 8414), read by `deadline`:
     /// the first document that names one decides — held to [`discovered_jwks_uri`], or
     /// refused, never passed over for the next.
-    fn discover(settings: &OAuthSettings, deadline: Instant) -> Result<String, String> {
+    fn discover(settings: &OAuthSettings, deadline: Instant) -> Result<String, FetchError> {
         let issuer = settings.issuer.trim_end_matches('/');
         let wells = [
             format!("{issuer}/.well-known/openid-configuration"),
@@ -373,26 +359,24 @@ impl Verifier {
         for well in wells {
             match get_json(&well, deadline) {
                 Ok(meta) if meta.get("jwks_uri").is_some() => {
-                    return discovered_jwks_uri(settings, &meta).map_err(|why| format!("the metadata at {well} {why}"));
+                    return discovered_jwks_uri(settings, &meta).map_err(|why| FetchError::Metadata { well, why });
                 }
-                Ok(_) => unread.push(format!("{well}: names no jwks_uri")),
+                Ok(_) => unread.push(FetchError::NamesNoJwksUri { well }),
                 Err(why) => unread.push(why),
             }
         }
-        Err(format!("the issuer {issuer} publishes no metadata naming its jwks_uri ({})", unread.join("; ")))
+        Err(FetchError::NoMetadata { issuer: issuer.to_owned(), unread })
     }
 
     /// The JWKS, from `jwks_uri` or the issuer's metadata, read by `deadline`.
-    fn fetch_keys(settings: &OAuthSettings, deadline: Instant) -> Result<Keys, String> {
+    fn fetch_keys(settings: &OAuthSettings, deadline: Instant) -> Result<Keys, FetchError> {
         let uri = match &settings.jwks_uri {
             Some(uri) => uri.clone(),
             None => Self::discover(settings, deadline)?,
         };
-        let set: JwkSet = serde_json::from_value(get_json(&uri, deadline)?).map_err(|e| {
-            format!(
-                "{}: not a JWKS: {e}",
-                fleetgate_core::redact::redact_url_userinfo(&uri).unwrap_or_else(|| uri.clone())
-            )
+        let set: JwkSet = serde_json::from_value(get_json(&uri, deadline)?).map_err(|e| FetchError::NotAJwks {
+            url: fleetgate_core::redact::redact_url_userinfo(&uri).unwrap_or_else(|| uri.clone()),
+            why: e.to_string(),
         })?;
         let mut keys = Keys::default();
         for jwk in &set.keys {
@@ -421,8 +405,8 @@ impl Verifier {
         // Every read in it is bounded by the deadline; this bounds the wait for the thread too.
         let fetched = match tokio::time::timeout(FETCH_TIMEOUT + Duration::from_secs(1), fetch).await {
             Ok(Ok(fetched)) => fetched,
-            Ok(Err(e)) => Err(format!("the key fetch failed: {e}")),
-            Err(_) => Err(format!("the keys were not read within {} s", FETCH_TIMEOUT.as_secs())),
+            Ok(Err(e)) => Err(FetchError::Failed(e.to_string())),
+            Err(_) => Err(FetchError::TimedOut),
         };
         let mut state = self.state();
         state.attempts += 1;
@@ -469,7 +453,10 @@ impl Verifier {
         }
         let state = self.state();
         if state.fetched.is_none() {
-            let why = state.failure.clone().unwrap_or_else(|| "the issuer's keys were never read".to_owned());
+            let why = state
+                .failure
+                .as_ref()
+                .map_or_else(|| "the issuer's keys were never read".to_owned(), ToString::to_string);
             return Err(TokenRefusal::KeysUnavailable(why));
         }
         let found = state.keys.for_token(kid, alg);
@@ -550,30 +537,127 @@ impl IdTokenVerifier {
     }
 
     /// The token's claims, or why it is refused.
-    pub async fn claims(&self, token: &str) -> Result<Map<String, Value>, String> {
+    pub async fn claims(&self, token: &str) -> Result<Map<String, Value>, IdTokenRefused> {
         self.0.verified_claims(token).await.map_err(|refusal| match refusal {
-            TokenRefusal::Invalid(why) | TokenRefusal::KeysUnavailable(why) => why,
+            TokenRefusal::Invalid(why) | TokenRefusal::KeysUnavailable(why) => IdTokenRefused(why),
         })
     }
 }
 
 /// The OpenID provider `issuer`'s authorization and token endpoints, from its discovery
 /// document (which must name this issuer), read within a few seconds. Blocking.
-pub fn oidc_endpoints(issuer: &str) -> Result<(String, String), String> {
+pub fn oidc_endpoints(issuer: &str) -> Result<(String, String), FetchError> {
     let issuer = issuer.trim_end_matches('/');
     let well = format!("{issuer}/.well-known/openid-configuration");
     let meta = get_json(&well, Instant::now() + FETCH_TIMEOUT)?;
     if meta.get("issuer").and_then(Value::as_str).map(|i| i.trim_end_matches('/')) != Some(issuer) {
-        return Err(format!("the metadata at {well} names another issuer"));
+        return Err(FetchError::Metadata { well, why: MetadataFault::AnotherIssuer });
     }
-    let endpoint = |key: &str| {
-        let url =
-            meta.get(key).and_then(Value::as_str).ok_or_else(|| format!("the metadata at {well} names no {key}"))?;
-        check_oauth_url(url).map_err(|why| format!("the metadata at {well}: {key} {why}"))?;
-        Ok::<_, String>(url.to_owned())
+    let endpoint = |key: &'static str| {
+        let url = meta
+            .get(key)
+            .and_then(Value::as_str)
+            .ok_or_else(|| FetchError::Metadata { well: well.clone(), why: MetadataFault::NoEndpoint(key) })?;
+        check_oauth_url(url).map_err(|why| FetchError::MetadataEndpoint { well: well.clone(), key, why })?;
+        Ok::<_, FetchError>(url.to_owned())
     };
     Ok((endpoint("authorization_endpoint")?, endpoint("token_endpoint")?))
 }
+
+/// Why a URL of the authorization server is refused ([`check_oauth_url`]); the text follows
+/// the URL in a message (`[http.oauth] issuer "…" has no host`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UrlRefused {
+    /// It does not parse (the parser's reason).
+    #[error("is not a URL: {0}")]
+    NotAUrl(String),
+    /// It names no host.
+    #[error("has no host")]
+    NoHost,
+    /// `http://` to a host that is not loopback.
+    #[error("must be https:// (http:// only on a loopback host)")]
+    PlainHttp,
+    /// Another scheme.
+    #[error("must be an https:// URL")]
+    NotHttps,
+}
+
+/// A `[[http.oauth.principals]]` name that could be another principal's
+/// ([`OAuthSettings::check_principals`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs)] // each variant is its message
+pub enum PrincipalClash {
+    #[error(
+        "[http.oauth] principals: subject {subject:?} is named {name:?}, which begins with {:?}: that prefix names \
+         unmapped subjects",
+        OAUTH_PREFIX
+    )]
+    OAuthPrefix { subject: String, name: String },
+    #[error(
+        "[http.oauth] principals: subject {subject:?} is named {name:?}, which is the [http] tokens_file's principal \
+         {file:?}: an OAuth subject and a tokens-file principal are never one principal — choose another name"
+    )]
+    TokensFile { subject: String, name: String, file: String },
+    #[error(
+        "[http.oauth] principals: subjects {other:?} and {subject:?} are both named {name:?}: one name, one subject"
+    )]
+    Shared { other: String, subject: String, name: String },
+}
+
+/// What an issuer's metadata document says that is refused; the text follows
+/// `the metadata at URL`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs)] // each variant is its message
+pub enum MetadataFault {
+    #[error("names the issuer {claimed:?}, not {issuer:?}: it is not this issuer's (RFC 8414 §3.3)")]
+    OtherIssuer { claimed: Option<String>, issuer: String },
+    #[error("names another issuer")]
+    AnotherIssuer,
+    #[error("names no jwks_uri")]
+    NoJwksUri,
+    #[error("names the jwks_uri {shown:?}, which {why}")]
+    JwksUrl { shown: String, why: UrlRefused },
+    #[error("names the jwks_uri {shown:?}, not on the issuer's origin: set [http.oauth] jwks_uri to trust keys there")]
+    JwksOrigin { shown: String },
+    #[error("names no {0}")]
+    NoEndpoint(&'static str),
+}
+
+/// Why the issuer's keys or metadata could not be read; URLs are shown without credentials.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs)] // each variant is its message
+pub enum FetchError {
+    #[error("GET {url}: no time left within {} s", FETCH_TIMEOUT.as_secs())]
+    NoTimeLeft { url: String },
+    /// The request, the body or the JSON failed (their reason).
+    #[error("GET {url}: {why}")]
+    Get { url: String, why: String },
+    /// Not 2xx; `note` says when it was a redirect.
+    #[error("GET {url}: answered {status}{note}")]
+    Status { url: String, status: String, note: &'static str },
+    #[error("the metadata at {well} {why}")]
+    Metadata { well: String, why: MetadataFault },
+    #[error("the metadata at {well}: {key} {why}")]
+    MetadataEndpoint { well: String, key: &'static str, why: UrlRefused },
+    #[error("{well}: names no jwks_uri")]
+    NamesNoJwksUri { well: String },
+    #[error(
+        "the issuer {issuer} publishes no metadata naming its jwks_uri ({})",
+        .unread.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    NoMetadata { issuer: String, unread: Vec<FetchError> },
+    #[error("{url}: not a JWKS: {why}")]
+    NotAJwks { url: String, why: String },
+    #[error("the key fetch failed: {0}")]
+    Failed(String),
+    #[error("the keys were not read within {} s", FETCH_TIMEOUT.as_secs())]
+    TimedOut,
+}
+
+/// Why an ID token is refused (the verifier's reason).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IdTokenRefused(pub String);
 
 #[cfg(test)]
 mod tests {
@@ -628,7 +712,7 @@ mod tests {
             (vec![("svc-1", "OAuth:alice")], "begins with \"oauth:\""),
             (vec![("svc-1", "bot"), ("svc-2", "Bot")], "both named"),
         ] {
-            let e = named(&pairs).check_principals(Some(&file)).unwrap_err();
+            let e = named(&pairs).check_principals(Some(&file)).unwrap_err().to_string();
             assert!(e.contains(says), "{pairs:?}: {e}");
         }
         assert!(named(&[("svc-1", "ci")]).check_principals(None).is_ok(), "no tokens file: no collision");
@@ -652,11 +736,11 @@ mod tests {
             (meta(issuer, "file:///etc/keys"), "jwks_uri"),
             (serde_json::json!({ "issuer": issuer }), "names no jwks_uri"),
         ] {
-            let e = discovered_jwks_uri(&s, &doc).unwrap_err();
+            let e = discovered_jwks_uri(&s, &doc).unwrap_err().to_string();
             assert!(e.contains(says), "{doc}: {e}");
         }
         let long = "x".repeat(10_000);
-        let e = discovered_jwks_uri(&s, &meta(&long, "https://auth.example/c")).unwrap_err();
+        let e = discovered_jwks_uri(&s, &meta(&long, "https://auth.example/c")).unwrap_err().to_string();
         assert!(e.len() < 300, "a hostile document is quoted cut short: {e}");
     }
 
@@ -671,7 +755,7 @@ mod tests {
             ("a.example", "must be an https:// URL"),
             ("https:///x", "not a URL"),
         ] {
-            let e = check_oauth_url(bad).unwrap_err();
+            let e = check_oauth_url(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

@@ -31,13 +31,23 @@ pub(crate) const MAX_RESOURCE_URIS: usize = 256;
 
 /// Why a stream naming `uris` resources is refused, if it is.
 pub(crate) fn too_many_resources(uris: usize) -> Option<String> {
-    (uris > MAX_RESOURCE_URIS)
-        .then(|| format!("a subscription stream names at most {MAX_RESOURCE_URIS} resources ({uris} named)"))
+    (uris > MAX_RESOURCE_URIS).then(|| StreamRefused::TooManyResources(uris).to_string())
 }
 
 /// Why one more stream of a client that holds [`MAX_LISTENERS`] is refused.
 pub(crate) fn too_many_streams() -> String {
-    format!("this client holds {MAX_LISTENERS} subscription streams open already")
+    StreamRefused::TooManyStreams.to_string()
+}
+
+/// Why a subscription stream is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum StreamRefused {
+    /// It names more than [`MAX_RESOURCE_URIS`] resources (this many).
+    #[error("a subscription stream names at most {max} resources ({0} named)", max = MAX_RESOURCE_URIS)]
+    TooManyResources(usize),
+    /// The client holds [`MAX_LISTENERS`] streams already.
+    #[error("this client holds {max} subscription streams open already", max = MAX_LISTENERS)]
+    TooManyStreams,
 }
 
 /// What the downstream connection `generation` has been asked for.
@@ -104,14 +114,14 @@ impl Subscriptions {
 
     /// A stream of `attachment`'s opened: its number, or why it is refused (too many, too
     /// many URIs).
-    pub(crate) fn add(&self, attachment: AttachmentId, sink: SubscriptionSink) -> Result<u64, String> {
+    pub(crate) fn add(&self, attachment: AttachmentId, sink: SubscriptionSink) -> Result<u64, StreamRefused> {
         let uris = sink.accepted().resource_subscriptions.as_ref().map_or(0, Vec::len);
-        if let Some(why) = too_many_resources(uris) {
-            return Err(why);
+        if uris > MAX_RESOURCE_URIS {
+            return Err(StreamRefused::TooManyResources(uris));
         }
         let mut inner = self.lock();
         if inner.listeners.iter().filter(|(_, by, _)| *by == attachment).count() >= MAX_LISTENERS {
-            return Err(too_many_streams());
+            return Err(StreamRefused::TooManyStreams);
         }
         inner.next += 1;
         let id = inner.next;

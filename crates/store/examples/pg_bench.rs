@@ -24,8 +24,8 @@ mod bench;
 
 use bench::{now, registration};
 use fleetgate_core::worker::HeartbeatRequest;
-use fleetgate_store::Store;
 use fleetgate_store::postgres::PostgresStore;
+use fleetgate_store::prelude::*;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 

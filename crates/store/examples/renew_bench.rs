@@ -7,7 +7,7 @@ mod bench;
 
 use bench::{now, registration};
 use fleetgate_core::worker::HeartbeatRequest;
-use fleetgate_store::Store;
+use fleetgate_store::prelude::*;
 use fleetgate_store::sqlite::SqliteStore;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -16,8 +16,173 @@ use crate::engine::{Engine, Exec, Fail, Retry, Tx};
 use crate::ledger::time;
 use crate::rows::{Columns, Record, Value, json, names, opt_text, text};
 use crate::sql::Dialect;
+use crate::{Answered, ApprovalWatch, OnRecord};
 use fleetgate_core::Timestamp;
 use fleetgate_core::approval::{ApprovalRequest, ApprovalState, Approver};
+
+/// Operators' approvals of single calls, their events and the notification cursors.
+/// Part of [`crate::Store`]; every operation is written once, over any engine, below.
+pub trait Approvals {
+    /// Record a request for an operator's approval of one call, unless a pending request
+    /// names the same call (digest) already: the pending request as it stands.
+    fn request_approval(&self, request: &ApprovalRequest) -> Result<ApprovalRequest, StoreError>;
+
+    /// One approval request.
+    fn approval(&self, id: &str) -> Result<Option<ApprovalRequest>, StoreError>;
+
+    /// The approval requests (`pending_only`: those waiting), oldest first.
+    fn list_approvals(&self, pending_only: bool) -> Result<Vec<ApprovalRequest>, StoreError>;
+
+    /// `approver`'s answer to the pending request `id` (approve, or deny), judged on the
+    /// request as it stands with `people` saying who is who (`fleetgate_core::person`):
+    /// recorded (approved once its required people have, denied at the first denial), refused
+    /// (the requester's own person, not among its approvers, answered already, not told apart
+    /// from the requester or an earlier approver), or the request is not pending.
+    fn answer_approval(
+        &self,
+        id: &str,
+        by: (&Approver, &fleetgate_core::person::People),
+        approve: bool,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Answered, StoreError>;
+
+    /// Every approval answered before `answered_before` and never used, marked expired
+    /// (with its event); those expired.
+    fn expire_approvals(&self, answered_before: Timestamp, now: Timestamp) -> Result<Vec<ApprovalRequest>, StoreError>;
+
+    /// The approvals' events after `after` (an event id; 0: from the first), at most
+    /// `limit`, oldest first.
+    fn approval_events(&self, after: i64, limit: usize) -> Result<Vec<ApprovalEvent>, StoreError>;
+
+    /// Hold the delivery cursor of notification target `target` as `holder` until `until`
+    /// (one process delivers to a target at a time): the last event delivered, `None` while
+    /// another holder's hold lasts. A target new to the store starts after event `start`.
+    fn claim_notify(
+        &self,
+        target: &str,
+        holder: &str,
+        start: i64,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<i64>, StoreError>;
+
+    /// `target`'s events up to `last` delivered by `holder`, which keeps the cursor until
+    /// `until`; whether it still held it.
+    fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError>;
+
+    /// The last event delivered to `target` (its cursor), `None` for a target never claimed:
+    /// what it still owes is every event after it (`approvals watch`, the dashboard, metrics).
+    fn notify_cursor(&self, target: &str) -> Result<Option<i64>, StoreError>;
+
+    /// The requests about any of `digests` (one exact call, and its overrides) that still
+    /// stand — pending, or answered at `not_before` or later and not used —, every denial of
+    /// `tool` answered at `not_before` or later (a denial stands for its exact call whoever
+    /// asks it), and how many requests `worker` has waiting: what the gate decides the call's
+    /// operator part from.
+    fn approvals_on_record(
+        &self,
+        digests: &[String],
+        asker: (Option<&str>, &str),
+        not_before: Timestamp,
+    ) -> Result<OnRecord, StoreError>;
+
+    /// A watch on the approvals: [`ApprovalWatch::wait`] returns when an answer may have
+    /// been given on any connection of any process or host (PostgreSQL: `LISTEN`, the
+    /// answer's own `NOTIFY`; SQLite: the file changing, by inotify), so a held call waits on
+    /// the store's word instead of polling it.
+    fn approval_watch(&self) -> Result<Box<dyn ApprovalWatch>, StoreError>;
+
+    /// Use the approval `id` — approved, answered at `not_before` or later, not used — once:
+    /// it as used, `None` when it is not there to use (another identical call used it).
+    fn use_approval(
+        &self,
+        id: &str,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<ApprovalRequest>, StoreError>;
+
+    /// Withdraw a pending request (its caller went away); whether it was pending.
+    fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> Result<bool, StoreError>;
+}
+
+impl<E: Engine> Approvals for E {
+    fn request_approval(&self, request: &ApprovalRequest) -> Result<ApprovalRequest, StoreError> {
+        self.around("request_approval", || self::request(self, request))
+    }
+
+    fn approval(&self, id: &str) -> Result<Option<ApprovalRequest>, StoreError> {
+        self.around("approval", || get(self, id))
+    }
+
+    fn list_approvals(&self, pending_only: bool) -> Result<Vec<ApprovalRequest>, StoreError> {
+        self.around("list_approvals", || list(self, pending_only))
+    }
+
+    fn answer_approval(
+        &self,
+        id: &str,
+        by: (&fleetgate_core::approval::Approver, &fleetgate_core::person::People),
+        approve: bool,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> Result<crate::Answered, StoreError> {
+        self.around("answer_approval", || answer(self, id, by, approve, reason, now))
+    }
+
+    fn expire_approvals(&self, answered_before: Timestamp, now: Timestamp) -> Result<Vec<ApprovalRequest>, StoreError> {
+        self.around("expire_approvals", || expire(self, answered_before, now))
+    }
+
+    fn approval_events(&self, after: i64, limit: usize) -> Result<Vec<crate::ApprovalEvent>, StoreError> {
+        self.around("approval_events", || events_after(self, after, limit))
+    }
+
+    fn claim_notify(
+        &self,
+        target: &str,
+        holder: &str,
+        start: i64,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<i64>, StoreError> {
+        self.around("claim_notify", || claim_notify(self, target, holder, start, until, now))
+    }
+
+    fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError> {
+        self.around("advance_notify", || advance_notify(self, target, holder, last, until))
+    }
+
+    fn notify_cursor(&self, target: &str) -> Result<Option<i64>, StoreError> {
+        self.around("notify_cursor", || notify_cursor(self, target))
+    }
+
+    fn approvals_on_record(
+        &self,
+        digests: &[String],
+        asker: (Option<&str>, &str),
+        not_before: Timestamp,
+    ) -> Result<crate::OnRecord, StoreError> {
+        self.around("approvals_on_record", || on_record(self, digests, asker, not_before))
+    }
+
+    fn approval_watch(&self) -> Result<Box<dyn crate::ApprovalWatch>, StoreError> {
+        Engine::approval_watch(self)
+    }
+
+    fn use_approval(
+        &self,
+        id: &str,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<ApprovalRequest>, StoreError> {
+        self.around("use_approval", || use_one(self, id, not_before, now))
+    }
+
+    fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> Result<bool, StoreError> {
+        self.around("withdraw_approval", || withdraw(self, id, why, now))
+    }
+}
 
 /// Schema v9's table, types as placeholders (see `crate::schema`).
 pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS approvals (

@@ -3,7 +3,7 @@
 //! failure ([`Engine::run`]), and its own spelling of the shared statements
 //! ([`Engine::sql`]). Everything else about the store — which statements an
 //! operation runs, in which transaction, and what it answers — is written
-//! once for both engines, in [`crate::ops`].
+//! once for both engines, in the store's parts (`crate::registry`, `crate::ledger`, …).
 
 use crate::StoreError;
 use crate::rows::{Record, Value};
@@ -90,13 +90,29 @@ pub(crate) trait Exec {
 }
 
 /// An engine: a [`crate::Store`] once it says how to run an operation. The
-/// store itself is implemented once, over this, in [`crate::ops`].
+/// store itself is implemented once, over this, by each of its parts.
 pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// Its connection.
     type Conn: Exec;
 
     /// The shared statements in this engine's spelling.
     fn sql(&self) -> &'static Sql;
+
+    /// Run `call`, the store operation `op`, through whatever wraps this engine's
+    /// operations ([`crate::Layer`]): every operation of [`crate::Store`] runs in here. A
+    /// database engine has nothing around it; `Layered`, the one engine with layers,
+    /// overrides this and [`Engine::layered`].
+    fn around<T>(&self, _op: &'static str, call: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        call()
+    }
+
+    /// This engine with `layer` over it, as a store ([`crate::Store::layered`]).
+    fn layered(self: std::sync::Arc<Self>, layer: std::sync::Arc<dyn crate::Layer>) -> std::sync::Arc<dyn crate::Store>
+    where
+        Self: Sized + 'static,
+    {
+        crate::layer::over(self, layer)
+    }
 
     /// Engine and location, passwords redacted ([`crate::Store::describe`]).
     fn label(&self) -> String;

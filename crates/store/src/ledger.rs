@@ -6,15 +6,163 @@
 //! says so, so two claims racing on two connections (or two machines) cannot both insert;
 //! the loser's `INSERT … ON CONFLICT DO NOTHING` changes nothing and it reads the winner.
 
+use crate::LockWrite;
 use crate::StoreError;
 use crate::engine::{Engine, Exec, Fail, Retry, Tx};
 use crate::rows::{Columns, Record, Value, names, opt_text, text};
 use crate::sql::Dialect;
 use crate::workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin, new_lease_id};
 use fleetgate_core::Timestamp;
+use fleetgate_core::decision_lock::ReviewLock;
 use fleetgate_core::workflow::{
     Actor, ClaimPlan, Phase, PrDecision, PrLease, PrOrigin, PrPush, PrRef, Purpose, ReviewVerdict, released,
 };
+
+/// The PR workflow's ledger: leases, review decisions, origins, pushes and review-decision locks.
+/// Part of [`crate::Store`]; every operation is written once, over any engine, below.
+pub trait Ledger {
+    /// Claim a PR lease as `claim.plan` says, in one guarded write: the plan's
+    /// releases, the PR's expired lease of the purpose marked expired, and the new lease —
+    /// unless another live one of the purpose exists, which is answered instead. `now` is
+    /// the store's clock (the server's on PostgreSQL).
+    fn claim_pr_lease(&self, claim: &PrLeaseClaim, now: Timestamp) -> Result<PrClaimOutcome, StoreError>;
+
+    /// A PR's leases (any phase), decisions (oldest first) and origin, as of one instant.
+    fn pr_records(&self, pr: &PrRef) -> Result<PrRecords, StoreError>;
+
+    /// Advance `worker`'s live leases on `pr`: `last_activity` = `now`, expiring `ttl_seconds`
+    /// later. The number advanced.
+    fn touch_pr_leases(&self, pr: &PrRef, worker: &str, ttl_seconds: i64, now: Timestamp) -> Result<usize, StoreError>;
+
+    /// End a claimed lease with `reason` (`taken_over` marks it expired, anything else
+    /// released); with `holder`, only that worker's. False when it was not claimed (by it).
+    fn release_pr_lease(
+        &self,
+        lease_id: &str,
+        holder: Option<&str>,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Release every claimed lease of `pr` (after a merge). The number released.
+    fn release_pr_leases(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Result<usize, StoreError>;
+
+    /// Every lease (`live_only`: the claimed ones not expired at `now`), by PR.
+    fn list_pr_leases(&self, live_only: bool, now: Timestamp) -> Result<Vec<PrLease>, StoreError>;
+
+    /// Record a review decision at its head.
+    fn record_pr_decision(&self, decision: &PrDecision) -> Result<(), StoreError>;
+
+    /// Record who created a PR through a gateway; the first record stands.
+    fn record_pr_origin(&self, origin: &PrOrigin) -> Result<(), StoreError>;
+
+    /// An operator clears every standing decision `worker` made on `pr` (`why` says who
+    /// and why, kept on each). The number cleared.
+    fn clear_pr_decisions(&self, pr: &PrRef, worker: &str, why: &str) -> Result<usize, StoreError>;
+
+    /// Record a commit pushed through a gateway.
+    fn record_pr_push(&self, push: &PrPush) -> Result<(), StoreError>;
+
+    /// Record a review decision and the review-decision lock it takes or corrects, in one
+    /// transaction. The session's lock as it stands after (`None` when another decision of
+    /// the session took one first; the decision is recorded either way).
+    fn record_locked_decision(&self, decision: &PrDecision, lock: &LockWrite)
+    -> Result<Option<ReviewLock>, StoreError>;
+
+    /// The live review-decision locks of one reviewer session (at most one).
+    fn live_review_locks(&self, client: &str, session: &str) -> Result<Vec<ReviewLock>, StoreError>;
+
+    /// Every review-decision lock (`live_only`: the held ones), oldest decision first.
+    fn list_review_locks(&self, live_only: bool) -> Result<Vec<ReviewLock>, StoreError>;
+
+    /// Release every live lock on `pr` (it was merged or closed); the ones released.
+    fn release_review_locks(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Result<Vec<ReviewLock>, StoreError>;
+
+    /// Release one live lock; it as it stands after, `None` when it was not live.
+    fn release_review_lock(
+        &self,
+        lock_id: &str,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<Option<ReviewLock>, StoreError>;
+}
+
+impl<E: Engine> Ledger for E {
+    fn claim_pr_lease(&self, claim: &PrLeaseClaim, now: Timestamp) -> Result<PrClaimOutcome, StoreError> {
+        self.around("claim_pr_lease", || self::claim(self, claim, now))
+    }
+
+    fn pr_records(&self, pr: &PrRef) -> Result<PrRecords, StoreError> {
+        self.around("pr_records", || records(self, pr))
+    }
+
+    fn touch_pr_leases(&self, pr: &PrRef, worker: &str, ttl_seconds: i64, now: Timestamp) -> Result<usize, StoreError> {
+        self.around("touch_pr_leases", || touch(self, pr, worker, ttl_seconds, now))
+    }
+
+    fn release_pr_lease(
+        &self,
+        lease_id: &str,
+        holder: Option<&str>,
+        reason: &str,
+        _now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.around("release_pr_lease", || release(self, lease_id, holder, reason))
+    }
+
+    fn release_pr_leases(&self, pr: &PrRef, reason: &str, _now: Timestamp) -> Result<usize, StoreError> {
+        self.around("release_pr_leases", || release_pr(self, pr, reason))
+    }
+
+    fn list_pr_leases(&self, live_only: bool, now: Timestamp) -> Result<Vec<PrLease>, StoreError> {
+        self.around("list_pr_leases", || list(self, live_only, now))
+    }
+
+    fn record_pr_decision(&self, decision: &PrDecision) -> Result<(), StoreError> {
+        self.around("record_pr_decision", || decide(self, decision))
+    }
+
+    fn record_pr_origin(&self, origin: &PrOrigin) -> Result<(), StoreError> {
+        self.around("record_pr_origin", || originate(self, origin))
+    }
+
+    fn clear_pr_decisions(&self, pr: &PrRef, worker: &str, why: &str) -> Result<usize, StoreError> {
+        self.around("clear_pr_decisions", || clear(self, pr, worker, why))
+    }
+
+    fn record_pr_push(&self, push: &PrPush) -> Result<(), StoreError> {
+        self.around("record_pr_push", || pushed(self, push))
+    }
+
+    fn record_locked_decision(
+        &self,
+        decision: &PrDecision,
+        lock: &crate::LockWrite,
+    ) -> Result<Option<ReviewLock>, StoreError> {
+        self.around("record_locked_decision", || crate::locks::decide(self, decision, lock))
+    }
+
+    fn live_review_locks(&self, client: &str, session: &str) -> Result<Vec<ReviewLock>, StoreError> {
+        self.around("live_review_locks", || crate::locks::of_session(self, client, session))
+    }
+
+    fn list_review_locks(&self, live_only: bool) -> Result<Vec<ReviewLock>, StoreError> {
+        self.around("list_review_locks", || crate::locks::list(self, live_only))
+    }
+
+    fn release_review_locks(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Result<Vec<ReviewLock>, StoreError> {
+        self.around("release_review_locks", || crate::locks::release_pr(self, pr, reason, now))
+    }
+
+    fn release_review_lock(
+        &self,
+        lock_id: &str,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<Option<ReviewLock>, StoreError> {
+        self.around("release_review_lock", || crate::locks::release_one(self, lock_id, reason, now))
+    }
+}
 
 /// Schema v7's new tables, types as placeholders: commits pushed through a gateway, and the
 /// review-decision locks (`crate::locks`).
@@ -164,10 +312,10 @@ pub(crate) struct LedgerSql {
     pushes_of_pr: String,
     insert_origin: String,
     origin_of_pr: String,
-    observe_pin: String,
-    select_pin: String,
-    list_pins: String,
-    accept_pin: String,
+    pub(crate) observe_pin: String,
+    pub(crate) select_pin: String,
+    pub(crate) list_pins: String,
+    pub(crate) accept_pin: String,
 }
 
 fn parameters(n: usize) -> String {
@@ -568,52 +716,5 @@ pub(crate) fn originate<E: Engine>(e: &E, o: &PrOrigin) -> Result<(), StoreError
     e.run("cannot record the PR's creator", Retry::Idempotent, |c| {
         c.execute(&e.sql().ledger.insert_origin, &args)?;
         Ok(())
-    })
-}
-
-/// `Store::observe_tool`.
-pub(crate) fn observe<E: Engine>(
-    e: &E,
-    profile: &str,
-    tool: &str,
-    digest: &str,
-    definition: &str,
-    now: Timestamp,
-) -> Result<ToolPin, StoreError> {
-    let sql = &e.sql().ledger;
-    let args = [text(profile), text(tool), text(digest), time(now), text(definition)];
-    e.run("cannot pin the tool definition", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| {
-            c.execute(&sql.observe_pin, &args)?;
-            c.query_one(&sql.select_pin, &[text(profile), text(tool)])
-        })
-    })
-}
-
-/// `Store::tool_pin`.
-pub(crate) fn pin<E: Engine>(e: &E, profile: &str, tool: &str) -> Result<Option<ToolPin>, StoreError> {
-    e.run("cannot read the pinned definition", Retry::Read, |c| {
-        c.query_opt(&e.sql().ledger.select_pin, &[text(profile), text(tool)])
-    })
-}
-
-/// `Store::list_tool_pins`.
-pub(crate) fn pins<E: Engine>(e: &E, profile: Option<&str>) -> Result<Vec<ToolPin>, StoreError> {
-    e.run("cannot list the pinned definitions", Retry::Read, |c| {
-        c.query(&e.sql().ledger.list_pins, &[opt_text(profile)])
-    })
-}
-
-/// `Store::accept_tool`.
-pub(crate) fn accept<E: Engine>(
-    e: &E,
-    profile: &str,
-    tool: &str,
-    digest: &str,
-    now: Timestamp,
-) -> Result<bool, StoreError> {
-    let args = [text(profile), text(tool), text(digest), time(now)];
-    e.run("cannot accept the tool definition", Retry::Idempotent, |c| {
-        Ok(c.execute(&e.sql().ledger.accept_pin, &args)? == 1)
     })
 }

@@ -1,6 +1,6 @@
 //! The PostgreSQL engine, for fleets across hosts: the same contract and the
 //! same migration numbers as [`crate::sqlite`], one connection per process.
-//! What every operation does is written once, in `ops`; this module is the
+//! What every operation does is written once, in the store's parts; this module is the
 //! dialect, by concern: `config` (the URL), `tls` (what is checked of the
 //! server), `link` (the connection),
 //! `fail` (what an error means), `bind` (the types), `migrations`.

@@ -17,10 +17,146 @@
 use crate::engine::{Engine, Exec, Retry, Tx};
 use crate::error::StoreError;
 use crate::ledger::{key, time};
+use crate::rows::text;
 use crate::rows::{Columns, Record, Value, names};
 use crate::sql::Dialect;
 use fleetgate_core::Timestamp;
+use fleetgate_core::prune::{runtime_prunable, worker_prunable};
+use fleetgate_core::runtime::RuntimeRecord;
+use fleetgate_core::worker::WorkerRecord;
 use fleetgate_core::workflow::{PrPush, PrRef};
+
+/// What a long-running fleet may delete: history no live record refers to.
+/// Part of [`crate::Store`]; every operation is written once, over any engine, below.
+pub trait Retention {
+    /// Delete the worker rows that are history as of `now` — stopped or expired, and last
+    /// heard from at least `older_than_seconds` before `now`
+    /// ([`fleetgate_core::prune::worker_prunable`]) — in one write transaction that
+    /// locks them first, so a row renewed meanwhile is judged as renewed: a live row is
+    /// never deleted. The identities deleted, oldest first.
+    fn prune_workers(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError>;
+
+    /// Delete the stopped runtime rows last heard from (else registered) at least
+    /// `older_than_seconds` before `now` ([`fleetgate_core::prune::runtime_prunable`]),
+    /// in one write transaction; a running row is never deleted. The ids deleted.
+    fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError>;
+
+    /// Delete at most `limit` of the oldest audit entries written before `before` (one
+    /// transaction); how many. Called until it answers fewer than `limit`.
+    fn prune_audit(&self, before: Timestamp, limit: usize) -> Result<u64, StoreError>;
+
+    /// Delete the approval requests answered, used, withdrawn or expired before `before` — never
+    /// a pending one — and their events older than `before` that every notification target
+    /// has delivered.
+    fn prune_approvals(&self, before: Timestamp) -> Result<PrunedApprovals, StoreError>;
+
+    /// Delete the observations of hosts last heard from before `before`; how many.
+    fn prune_observations(&self, before: Timestamp) -> Result<u64, StoreError>;
+
+    /// The PRs whose every record (decisions, origin, leases, locks) is older than `before`,
+    /// with no lease claimed and no lock live: the candidates of [`Store::prune_pr`].
+    fn idle_prs(&self, before: Timestamp) -> Result<Vec<PrRef>, StoreError>;
+
+    /// Delete every record of `pr` — decisions, origin, leases, locks — if it is still idle
+    /// as [`Store::idle_prs`] says (judged again in the deleting transaction); whether it was.
+    fn prune_pr(&self, pr: &PrRef, before: Timestamp) -> Result<bool, StoreError>;
+
+    /// The pushes recorded before `before`, with their row ids, oldest first.
+    fn old_pushes(&self, before: Timestamp) -> Result<Vec<(i64, PrPush)>, StoreError>;
+
+    /// Delete the pushes `ids` that were recorded before `before`; how many.
+    fn prune_pushes(&self, ids: &[i64], before: Timestamp) -> Result<u64, StoreError>;
+
+    /// Forget the session records opened before `opened_before` that nothing can use: a
+    /// stateless client's task, or a session of a replica not running; how many.
+    fn prune_http_sessions(&self, opened_before: Timestamp) -> Result<u64, StoreError>;
+}
+
+impl<E: Engine> Retention for E {
+    fn prune_workers(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        self.around("prune_workers", || {
+            let candidates = &self.sql().lock_workers_silent_since;
+            prune(self, "cannot prune workers", candidates, &self.sql().delete_worker, older_than_seconds, now, |row| {
+                let row: WorkerRecord = row;
+                worker_prunable(&row, now, older_than_seconds).then_some(row.worker_identity)
+            })
+        })
+    }
+
+    fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        self.around("prune_runtime", || {
+            let candidates = &self.sql().lock_stopped_runtime_since;
+            prune(
+                self,
+                "cannot prune runtime rows",
+                candidates,
+                &self.sql().delete_runtime,
+                older_than_seconds,
+                now,
+                |row| {
+                    let row: RuntimeRecord = row;
+                    runtime_prunable(&row, now, older_than_seconds).then_some(row.runtime_id)
+                },
+            )
+        })
+    }
+
+    fn prune_audit(&self, before: Timestamp, limit: usize) -> Result<u64, StoreError> {
+        self.around("prune_audit", || audit(self, before, limit))
+    }
+
+    fn prune_approvals(&self, before: Timestamp) -> Result<crate::PrunedApprovals, StoreError> {
+        self.around("prune_approvals", || approvals(self, before))
+    }
+
+    fn prune_observations(&self, before: Timestamp) -> Result<u64, StoreError> {
+        self.around("prune_observations", || observations(self, before))
+    }
+
+    fn idle_prs(&self, before: Timestamp) -> Result<Vec<PrRef>, StoreError> {
+        self.around("idle_prs", || idle_prs(self, before))
+    }
+
+    fn prune_pr(&self, pr: &PrRef, before: Timestamp) -> Result<bool, StoreError> {
+        self.around("prune_pr", || self::pr(self, pr, before))
+    }
+
+    fn old_pushes(&self, before: Timestamp) -> Result<Vec<(i64, PrPush)>, StoreError> {
+        self.around("old_pushes", || old_pushes(self, before))
+    }
+
+    fn prune_pushes(&self, ids: &[i64], before: Timestamp) -> Result<u64, StoreError> {
+        self.around("prune_pushes", || pushes(self, ids, before))
+    }
+
+    fn prune_http_sessions(&self, opened_before: Timestamp) -> Result<u64, StoreError> {
+        self.around("prune_http_sessions", || crate::sessions::prune(self, opened_before))
+    }
+}
+
+/// One prune, in one write transaction: the `candidates` last heard from at or before
+/// `now - older_than_seconds`, locked; the ones `history` keys deleted by that key. Not
+/// retried: a prune that committed would answer an empty list the second time.
+fn prune<E: Engine, R: Record>(
+    engine: &E,
+    context: &str,
+    candidates: &'static str,
+    delete: &'static str,
+    older_than_seconds: i64,
+    now: Timestamp,
+    history: impl Fn(R) -> Option<String> + Sync,
+) -> Result<Vec<String>, StoreError> {
+    let cutoff = [Value::Time(Some(now.plus_seconds(-older_than_seconds.max(0))))];
+    engine.run(context, Retry::Never, |c| {
+        c.transaction(Tx::Write, |c| {
+            let doomed: Vec<String> = c.query::<R>(candidates, &cutoff)?.into_iter().filter_map(&history).collect();
+            for key in &doomed {
+                c.execute(delete, &[text(key)])?;
+            }
+            Ok(doomed)
+        })
+    })
+}
 
 /// What a prune of the approvals deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

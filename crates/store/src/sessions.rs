@@ -11,6 +11,41 @@ use crate::rows::{Columns, Record, text};
 use crate::sql::Dialect;
 use fleetgate_core::Timestamp;
 
+/// Which replica holds each HTTP session.
+/// Part of [`crate::Store`]; every operation is written once, over any engine, below.
+pub trait Sessions {
+    /// Record which replica holds an HTTP session (schema v12); a session recorded already
+    /// stays as it was.
+    fn record_http_session(&self, session: &HttpSession) -> Result<(), StoreError>;
+
+    /// The replica holding HTTP session `session_id`, when one recorded it.
+    fn http_session(&self, session_id: &str) -> Result<Option<HttpSession>, StoreError>;
+
+    /// Forget one HTTP session (it ended, or its owner is gone); whether it was recorded.
+    fn forget_http_session(&self, session_id: &str) -> Result<bool, StoreError>;
+
+    /// Forget every HTTP session of one runtime (its process stopped); how many.
+    fn forget_http_sessions_of(&self, runtime_id: &str) -> Result<usize, StoreError>;
+}
+
+impl<E: Engine> Sessions for E {
+    fn record_http_session(&self, session: &crate::HttpSession) -> Result<(), StoreError> {
+        self.around("record_http_session", || record(self, session))
+    }
+
+    fn http_session(&self, session_id: &str) -> Result<Option<crate::HttpSession>, StoreError> {
+        self.around("http_session", || find(self, session_id))
+    }
+
+    fn forget_http_session(&self, session_id: &str) -> Result<bool, StoreError> {
+        self.around("forget_http_session", || forget(self, session_id))
+    }
+
+    fn forget_http_sessions_of(&self, runtime_id: &str) -> Result<usize, StoreError> {
+        self.around("forget_http_sessions_of", || forget_runtime(self, runtime_id))
+    }
+}
+
 /// Schema v12's table, types as placeholders (see `crate::schema`).
 pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS http_sessions (
         session_id  {key},

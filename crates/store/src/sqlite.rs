@@ -334,6 +334,13 @@ impl SqliteStore {
     }
 }
 
+/// The key of the store file at `path` as the file system says (its device and inode),
+/// without opening it; `None` when there is no such file yet.
+pub(crate) fn file_key(path: &Path) -> Option<StoreKey> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| StoreKey::File { device: m.dev(), inode: m.ino() })
+}
+
 impl Engine for SqliteStore {
     type Conn = Connection;
 

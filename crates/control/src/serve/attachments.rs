@@ -139,13 +139,36 @@ pub struct Registrar<'a> {
     pub(super) metrics: Option<&'a GatewayMetrics>,
 }
 
+/// Why an attachment's worker could not be registered.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum AttachError {
+    /// The store refused the registration.
+    #[error("cannot register the worker: {0}")]
+    Register(fleetgate_store::StoreError),
+    /// The shared worker's row is somebody else's.
+    #[error("the shared worker {identity} is not this client's: {why}")]
+    NotOurs {
+        /// The shared worker's identity.
+        identity: String,
+        /// How the row found differs.
+        why: String,
+    },
+}
+
+// The control plane wraps it in a `ControlError`, whose message is text.
+impl From<AttachError> for String {
+    fn from(e: AttachError) -> Self {
+        e.to_string()
+    }
+}
+
 impl Attachments {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Register `attachment`'s worker and start its heartbeat; once per attachment.
-    pub fn attach(&self, with: &Registrar<'_>, attachment: AttachmentId, client: Client) -> Result<(), String> {
+    pub fn attach(&self, with: &Registrar<'_>, attachment: AttachmentId, client: Client) -> Result<(), AttachError> {
         let mut state = self.lock();
         if state.shut_down || state.attached.contains_key(&attachment) {
             return Ok(());
@@ -172,8 +195,8 @@ impl Attachments {
         let outcome = match with.store.register(&registration, now) {
             Ok(o) => o,
             Err(e) => {
-                let why = format!("cannot register the worker: {e}");
-                state.attach_errors.insert(attachment, why.clone());
+                let why = AttachError::Register(e);
+                state.attach_errors.insert(attachment, why.to_string());
                 return Err(why);
             }
         };
@@ -182,8 +205,8 @@ impl Attachments {
             // when it is what a replica would have made, never one somebody else wrote there.
             let found = with.store.get_worker(&registration.worker_identity).ok().flatten();
             if let Some(why) = shared_mismatch(found.as_ref(), &registration) {
-                let why = format!("the shared worker {} is not this client's: {why}", registration.worker_identity);
-                state.attach_errors.insert(attachment, why.clone());
+                let why = AttachError::NotOurs { identity: registration.worker_identity.clone(), why };
+                state.attach_errors.insert(attachment, why.to_string());
                 return Err(why);
             }
         }

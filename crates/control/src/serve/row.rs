@@ -95,10 +95,28 @@ impl std::fmt::Debug for RowKeeper {
     }
 }
 
+/// Why the runtime row could not be written, or its refresh started.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum RowError {
+    /// The store refused the row.
+    #[error("cannot write the runtime row: {0}")]
+    Write(fleetgate_store::StoreError),
+    /// The refresh task could not be started.
+    #[error("cannot start the runtime-row refresh: {0}")]
+    Start(fleetgate_supervise::SpawnError),
+}
+
+// The control plane wraps it in a `ControlError`, whose message is text.
+impl From<RowError> for String {
+    fn from(e: RowError) -> Self {
+        e.to_string()
+    }
+}
+
 impl RowKeeper {
     /// Write the row (its host in it: one write), then publish this host's scan once.
-    pub fn write(&self, row: &RuntimeRecord) -> Result<(), String> {
-        self.store.upsert_runtime(row).map_err(|e| format!("cannot write the runtime row: {e}"))?;
+    pub fn write(&self, row: &RuntimeRecord) -> Result<(), RowError> {
+        self.store.upsert_runtime(row).map_err(RowError::Write)?;
         self.refresh();
         Ok(())
     }
@@ -159,14 +177,14 @@ impl RowKeeper {
 
     /// Refresh every [`interval`](Self::interval) as a task of `supervisor` until its flow
     /// is cancelled; each refresh runs on the blocking pool.
-    pub fn start(self: &Arc<Self>, supervisor: &Supervisor) -> Result<(), String> {
+    pub fn start(self: &Arc<Self>, supervisor: &Supervisor) -> Result<(), RowError> {
         let keeper = Arc::clone(self);
         supervisor
             .spawn_with_stop(REFRESH_TASK, REFRESH_TASK, move |stop: StopSignal| {
                 let keeper = Arc::clone(&keeper);
                 async move { keeper.run(stop).await }
             })
-            .map_err(|e| format!("cannot start the runtime-row refresh: {e}"))
+            .map_err(RowError::Start)
     }
 
     async fn run(self: Arc<Self>, stop: StopSignal) -> Result<(), String> {

@@ -76,13 +76,13 @@ impl GatewayProof {
     }
 
     /// A proof as published, or why it is not one.
-    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+    pub fn parse(bytes: &[u8]) -> Result<Self, WhyUnproven> {
         if bytes.len() > PROOF_MAX_BYTES {
-            return Err(format!("it is {} bytes, more than a proof's {PROOF_MAX_BYTES}", bytes.len()));
+            return Err(WhyUnproven::ProofTooLong(bytes.len()));
         }
-        let proof: Self = serde_json::from_slice(bytes).map_err(|e| format!("it does not parse: {e}"))?;
+        let proof: Self = serde_json::from_slice(bytes).map_err(|e| WhyUnproven::ProofUnparsed(e.to_string()))?;
         if proof.version != PROOF_VERSION {
-            return Err(format!("it is of format {}, this release reads {PROOF_VERSION}", proof.version));
+            return Err(WhyUnproven::ProofFormat(proof.version));
         }
         Ok(proof)
     }
@@ -288,7 +288,7 @@ pub fn judge_peer(process: &ObservedProcess, view: &PeerView<'_>, now: Timestamp
         Err(why) => return no(format!("its proof is not one: {why}")),
     };
     if let Err(why) = ties_to(&proof, held, facts, view) {
-        return no(why);
+        return no(why.to_string());
     }
     let at = &proof.store.location;
     if view.store.is_some_and(|ours| ours.key == proof.store.key) {
@@ -303,7 +303,7 @@ pub fn judge_peer(process: &ObservedProcess, view: &PeerView<'_>, now: Timestamp
         return no(format!("its proof ({}) records no repository root", proof.runtime_id));
     };
     if let Err(why) = another_repository(&proof, root, facts.cwd.as_deref(), view) {
-        return no(why);
+        return no(why.to_string());
     }
     let binding = proof.binding.clone();
     PeerVerdict::OtherFleet(Box::new(OtherFleetGateway {
@@ -327,37 +327,22 @@ pub fn judge_peer(process: &ObservedProcess, view: &PeerView<'_>, now: Timestamp
 
 /// The proof is this process's own: a file of its own user, naming exactly it (pid in its
 /// namespace, that namespace, its start), made on this host in this boot. Else why not.
-fn ties_to(proof: &GatewayProof, held: &HeldProof, facts: &PeerFacts, view: &PeerView<'_>) -> Result<(), String> {
+fn ties_to(proof: &GatewayProof, held: &HeldProof, facts: &PeerFacts, view: &PeerView<'_>) -> Result<(), WhyUnproven> {
     match (held.owner, facts.uid) {
         (Some(owner), Some(uid)) if owner == uid => {}
-        (owner, uid) => {
-            let shown = |u: Option<u32>| u.map_or_else(|| "an unknown user".to_owned(), |u| format!("uid {u}"));
-            return Err(format!("its proof belongs to {}, the process runs as {}", shown(owner), shown(uid)));
-        }
+        (owner, uid) => return Err(WhyUnproven::OtherUser { owner, uid }),
     }
     let Some(stamp) = facts.stamp else {
-        return Err("its pid namespace and start cannot be read, so no proof can be tied to it".into());
+        return Err(WhyUnproven::NoStamp);
     };
     if proof.process != stamp {
-        return Err(format!(
-            "its proof names another process (pid {} in namespace {}, started at tick {}; it is pid {} in namespace {}, \
-             started at tick {})",
-            proof.process.pid,
-            shown_namespace(proof.process.pid_namespace),
-            proof.process.start_ticks,
-            stamp.pid,
-            shown_namespace(stamp.pid_namespace),
-            stamp.start_ticks
-        ));
+        return Err(WhyUnproven::OtherProcess { named: proof.process, actual: stamp });
     }
     let Some(local) = view.local else {
-        return Err("this host's identity is unknown, so no proof can be placed on it".into());
+        return Err(WhyUnproven::HostUnknown);
     };
     if &proof.host != local {
-        return Err(format!(
-            "its proof was made on another host or boot (machine {}, boot {})",
-            proof.host.host_id, proof.host.boot_id
-        ));
+        return Err(WhyUnproven::OtherHost(proof.host.clone()));
     }
     Ok(())
 }
@@ -368,31 +353,129 @@ fn shown_namespace(ns: Option<u64>) -> String {
 
 /// The proof's repository is not this fleet's: not its checkout (nor inside, nor around it),
 /// not where the process works, not its forge repository. Else why not.
-fn another_repository(proof: &GatewayProof, root: &str, cwd: Option<&str>, view: &PeerView<'_>) -> Result<(), String> {
+fn another_repository(
+    proof: &GatewayProof,
+    root: &str,
+    cwd: Option<&str>,
+    view: &PeerView<'_>,
+) -> Result<(), WhyUnproven> {
     let Some(ours) = view.ours.filter(|o| !o.roots.is_empty() || !o.bindings.is_empty()) else {
-        return Err("this fleet's repository is unknown (no running row records one)".into());
+        return Err(WhyUnproven::OursUnknown);
     };
     if let Some(mine) = ours.roots.iter().find(|mine| overlaps(mine, root)) {
-        return Err(format!(
-            "it is bound to this fleet's checkout ({root}, ours {mine}): two fleets on one repository"
-        ));
+        return Err(WhyUnproven::OurCheckout { theirs: root.to_owned(), mine: mine.clone() });
     }
     let Some(cwd) = cwd else {
-        return Err("its working directory cannot be read".into());
+        return Err(WhyUnproven::NoCwd);
     };
     if let Some(mine) = ours.roots.iter().find(|mine| Path::new(cwd).starts_with(mine)) {
-        return Err(format!("it works in this fleet's checkout ({cwd}, ours {mine}): two fleets on one repository"));
+        return Err(WhyUnproven::WorksInOurCheckout { cwd: cwd.to_owned(), mine: mine.clone() });
     }
     if let Some(theirs) = &proof.binding
         && ours.bindings.contains(theirs)
     {
-        let Binding { remote, org, repo } = theirs;
-        return Err(format!(
-            "it is bound to this fleet's repository {remote}/{org}/{repo}: two fleets on one repository"
-        ));
+        return Err(WhyUnproven::OurRepository(theirs.clone()));
     }
     Ok(())
 }
+
+/// Why a proof is not one, or does not show its gateway another fleet's (the text the
+/// report's `not proven` line carries).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WhyUnproven {
+    /// Longer than [`PROOF_MAX_BYTES`].
+    ProofTooLong(usize),
+    /// Not JSON of a proof (the parser's reason).
+    ProofUnparsed(String),
+    /// Another format than [`PROOF_VERSION`].
+    ProofFormat(u32),
+    /// The file's owner is not the process's user.
+    OtherUser {
+        /// The proof file's owner.
+        owner: Option<u32>,
+        /// The process's user.
+        uid: Option<u32>,
+    },
+    /// The process's namespace and start cannot be read.
+    NoStamp,
+    /// The proof names another process.
+    OtherProcess {
+        /// The process the proof names.
+        named: ProcessStamp,
+        /// The process that holds it.
+        actual: ProcessStamp,
+    },
+    /// This host's identity is unknown.
+    HostUnknown,
+    /// Made on another host or boot.
+    OtherHost(HostIdentity),
+    /// This fleet's repository is unknown.
+    OursUnknown,
+    /// Bound to (inside, or around) this fleet's checkout.
+    OurCheckout {
+        /// The proof's repository root.
+        theirs: String,
+        /// This fleet's.
+        mine: String,
+    },
+    /// Its working directory cannot be read.
+    NoCwd,
+    /// It works in this fleet's checkout.
+    WorksInOurCheckout {
+        /// Its working directory.
+        cwd: String,
+        /// This fleet's checkout.
+        mine: String,
+    },
+    /// Bound to this fleet's forge repository.
+    OurRepository(Binding),
+}
+
+impl std::fmt::Display for WhyUnproven {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let user = |u: Option<u32>| u.map_or_else(|| "an unknown user".to_owned(), |u| format!("uid {u}"));
+        match self {
+            Self::ProofTooLong(n) => write!(f, "it is {n} bytes, more than a proof's {PROOF_MAX_BYTES}"),
+            Self::ProofUnparsed(e) => write!(f, "it does not parse: {e}"),
+            Self::ProofFormat(v) => write!(f, "it is of format {v}, this release reads {PROOF_VERSION}"),
+            Self::OtherUser { owner, uid } => {
+                write!(f, "its proof belongs to {}, the process runs as {}", user(*owner), user(*uid))
+            }
+            Self::NoStamp => f.write_str("its pid namespace and start cannot be read, so no proof can be tied to it"),
+            Self::OtherProcess { named, actual } => write!(
+                f,
+                "its proof names another process (pid {} in namespace {}, started at tick {}; it is pid {} in \
+                 namespace {}, started at tick {})",
+                named.pid,
+                shown_namespace(named.pid_namespace),
+                named.start_ticks,
+                actual.pid,
+                shown_namespace(actual.pid_namespace),
+                actual.start_ticks
+            ),
+            Self::HostUnknown => f.write_str("this host's identity is unknown, so no proof can be placed on it"),
+            Self::OtherHost(host) => write!(
+                f,
+                "its proof was made on another host or boot (machine {}, boot {})",
+                host.host_id, host.boot_id
+            ),
+            Self::OursUnknown => f.write_str("this fleet's repository is unknown (no running row records one)"),
+            Self::OurCheckout { theirs, mine } => {
+                write!(f, "it is bound to this fleet's checkout ({theirs}, ours {mine}): two fleets on one repository")
+            }
+            Self::NoCwd => f.write_str("its working directory cannot be read"),
+            Self::WorksInOurCheckout { cwd, mine } => {
+                write!(f, "it works in this fleet's checkout ({cwd}, ours {mine}): two fleets on one repository")
+            }
+            Self::OurRepository(Binding { remote, org, repo }) => {
+                write!(f, "it is bound to this fleet's repository {remote}/{org}/{repo}: two fleets on one repository")
+            }
+        }
+    }
+}
+
+impl std::error::Error for WhyUnproven {}
 
 /// A gateway that has published no proof: pending while young when it names another store;
 /// else why it is not proven.

@@ -48,7 +48,7 @@ impl Scope<'_> {
             .into_iter()
             .map(|source| {
                 let outside = if source.in_project() {
-                    apply::check_within(&source.path, &self.layout.project).err()
+                    apply::check_within(&source.path, &self.layout.project).err().map(|e| e.to_string())
                 } else {
                     None
                 };
@@ -122,13 +122,13 @@ fn workflows(
         for name in names {
             let shown = format!("{dir}/{name}");
             let path = project.join(&shown);
-            if let Err(message) = apply::check_within(&path, project) {
-                errors.push(json!({ "file": shown, "message": message }));
+            if let Err(outside) = apply::check_within(&path, project) {
+                errors.push(json!({ "file": shown, "message": outside.to_string() }));
                 continue;
             }
-            let judged = std::fs::read_to_string(&path)
-                .map_err(|e| format!("{shown}: {e}"))
-                .and_then(|text| fleetgate_doctor::workflows::judge(&shown, &text, protection));
+            let judged = std::fs::read_to_string(&path).map_err(|e| format!("{shown}: {e}")).and_then(|text| {
+                fleetgate_doctor::workflows::judge(&shown, &text, protection).map_err(|e| e.to_string())
+            });
             match judged {
                 Ok(more) => found.extend(more),
                 Err(message) => errors.push(json!({ "file": shown, "message": message })),
@@ -209,7 +209,7 @@ fn policy_notes(ctx: &Ctx) -> (fleetgate_control::policy::PolicyNotes, Option<St
     let (tokens, unread) = match &ctx.config.http.tokens_file {
         Some(path) => match fleetgate_gateway::Principals::read(path) {
             Ok(p) => (Some(p), None),
-            Err(e) => (None, Some(e)),
+            Err(e) => (None, Some(e.to_string())),
         },
         None => (None, None),
     };

@@ -9,12 +9,10 @@ use clap::Parser;
 use fleetgate_control::gate::Observer;
 use fleetgate_core::env::EnvKey;
 use fleetgate_core::inventory::{NamedStore, PeerFacts, PidProbe};
-use fleetgate_core::runtime::StoreKey;
 use fleetgate_host::HostError;
 use fleetgate_host::paths::{canonical_root, store_location};
 use fleetgate_host::procfs::{ProcFs, ProcessSource};
 use fleetgate_store::StoreSpec;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// The host this process runs on.
@@ -101,23 +99,12 @@ impl LiveObserver {
         }
         let spec = store_location(cli.store.as_deref(), &env, env_prefix)
             .ok_or_else(|| "it names no store (no --store, store key, HOME or XDG_STATE_HOME)".to_owned())?;
-        let path = match StoreSpec::parse(&spec) {
-            Ok(StoreSpec::Sqlite(path)) => path,
-            // A server's database: its URL, without its password. Only the gateway can ask
-            // that server which database it is; its proof says.
-            Ok(StoreSpec::Postgres(url)) => {
-                return Ok(NamedStore { location: fleetgate_store::redact_url(&url), key: None });
-            }
-            Err(_) => {
-                return Err(format!(
-                    "its store location {:?} is neither a path nor a URL",
-                    fleetgate_store::redact_url(&spec)
-                ));
-            }
-        };
-        let path = if path.is_absolute() { path } else { cwd.join(path) };
-        // A file not made yet (a gateway just started may be making it) has no key yet.
-        let key = std::fs::metadata(&path).ok().map(|m| StoreKey::File { device: m.dev(), inode: m.ino() });
-        Ok(NamedStore { location: path.display().to_string(), key })
+        // Which store a location names, and whether its key can be told from here, is the
+        // store's to say (a server's database: only its proof says more).
+        let spec = StoreSpec::parse(&spec).map_err(|_| {
+            format!("its store location {:?} is neither a path nor a URL", fleetgate_store::redact_url(&spec))
+        })?;
+        let (location, key) = spec.seen_from(cwd);
+        Ok(NamedStore { location, key })
     }
 }

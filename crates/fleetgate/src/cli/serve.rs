@@ -90,20 +90,7 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
             Duration::from_secs(2),
         ),
     );
-    // A candidate in shadow: loaded and checked now, so a bad one stops the start, not a call.
-    if let Some(path) = args.shadow.clone().or_else(|| ctx.config.shadow_config.clone()) {
-        let candidate = fleetgate_config::FleetConfig::load(Some(&path), &ctx.env)
-            .map_err(|e| anyhow!("the shadow candidate {}: {e}", path.display()))?;
-        if candidate.member(&member.profile).is_none_or(|m| m.role != member.role) {
-            tracing::warn!(candidate = %path.display(), profile = %member.profile,
-                "the shadow candidate has no member of this profile and role: it judges the role's calls as written");
-        }
-        let shadow = fleetgate_control::gate::ShadowRules::new(Arc::new(candidate));
-        eprintln!(
-            "fleetgate serve: judging every call also by the shadow candidate {} ({})",
-            path.display(),
-            shadow.digest
-        );
+    if let Some(shadow) = shadow_rules(ctx, args, &member)? {
         gate = gate.with_shadow(shadow);
     }
     let control = FleetControl::new(identity, transport, ctx.env.clone(), ctx.decision_clock()?, gate)
@@ -121,6 +108,29 @@ pub fn run(ctx: &Ctx, args: &ServeArgs) -> anyhow::Result<u8> {
         ..GatewayOptions::default()
     };
     Ok(run_serve(ServeSettings { control, options, http, otlp })?)
+}
+
+/// The candidate in shadow (`--shadow`, else `[shadow] config`): loaded and checked now, so a
+/// bad one stops the start, not a call.
+fn shadow_rules(
+    ctx: &Ctx,
+    args: &ServeArgs,
+    member: &fleetgate_config::Member,
+) -> anyhow::Result<Option<fleetgate_control::gate::ShadowRules>> {
+    let Some(path) = args.shadow.clone().or_else(|| ctx.config.shadow_config.clone()) else { return Ok(None) };
+    let candidate = fleetgate_config::FleetConfig::load(Some(&path), &ctx.env)
+        .map_err(|e| anyhow!("the shadow candidate {}: {e}", path.display()))?;
+    if candidate.member(&member.profile).is_none_or(|m| m.role != member.role) {
+        tracing::warn!(candidate = %path.display(), profile = %member.profile,
+            "the shadow candidate has no member of this profile and role: it judges the role's calls as written");
+    }
+    let shadow = fleetgate_control::gate::ShadowRules::new(Arc::new(candidate));
+    eprintln!(
+        "fleetgate serve: judging every call also by the shadow candidate {} ({})",
+        path.display(),
+        shadow.digest
+    );
+    Ok(Some(shadow))
 }
 
 /// A stdio gateway's `/metrics` listener: `--metrics-listen`, else the roster's `[metrics]

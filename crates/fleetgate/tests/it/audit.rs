@@ -128,7 +128,7 @@ fn a_failing_store_fails_the_waiter_and_keeps_the_entries_for_later() {
     let (_d, store) = fresh_store();
     let failing = Instrumented::new(store.clone());
     failing.fail_audit.store(true, Ordering::SeqCst);
-    let auditor = Auditor::new(failing.clone(), Duration::from_secs(5));
+    let auditor = Auditor::new(failing.store(), Duration::from_secs(5));
     assert_eq!(auditor.queue(entry("git_status", true)), AuditReceipt::Queued);
     let receipt = auditor.record(entry("git_commit", true));
     assert!(
@@ -168,7 +168,7 @@ fn a_full_queue_is_named_never_silent() {
 fn leading(store: Arc<dyn Store>) -> (Arc<Instrumented>, Auditor) {
     let instrumented = Instrumented::new(store);
     instrumented.leads.store(true, Ordering::SeqCst);
-    let auditor = Auditor::new(instrumented.clone(), Duration::from_secs(5));
+    let auditor = Auditor::new(instrumented.store(), Duration::from_secs(5));
     (instrumented, auditor)
 }
 

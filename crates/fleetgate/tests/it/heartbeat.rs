@@ -106,7 +106,7 @@ fn fenced_supervisor_stops_permanently() {
     let mut out = attach(&*store, Attach::default());
     out.fencing_epoch += 1;
     let counted = Instrumented::new(store);
-    let sup = supervisor(counted.clone(), Arc::new(ManualClock::new(now())), &out);
+    let sup = supervisor(counted.store(), Arc::new(ManualClock::new(now())), &out);
     let first = sup.beat_once();
     assert!(!first.renewed);
     assert_eq!(first.blocker_kind, Some(BlockerKind::WorkerFenced));
@@ -207,7 +207,7 @@ fn transient_failure_is_counted_and_beating_continues() {
     let flaky = Instrumented::new(store);
     flaky.fail_next.store(1, Ordering::SeqCst);
     let clock = Arc::new(ManualClock::new(now()));
-    let sup = supervisor(flaky, clock.clone(), &out);
+    let sup = supervisor(flaky.store(), clock.clone(), &out);
     clock.advance(300);
     let first = sup.beat_once();
     assert!(!first.renewed && first.transient);
@@ -261,7 +261,7 @@ fn the_real_thread_beats_repeatedly_then_stops_promptly() {
     let out = attach(&*store, Attach { ttl: 1.0, ..Default::default() });
     let counted = Instrumented::new(store);
     let sup = WorkerHeartbeat::new(
-        counted.clone(),
+        counted.store(),
         Arc::new(fleetgate_host::clock::SystemClock),
         params(&out, "sess-0001", 1.0, Some("0.01")),
     );
@@ -364,7 +364,7 @@ fn sleep_aware_loop() -> Sleeper {
     let clocks = Arc::new(Watched::default());
     let counted = Instrumented::new(store.clone());
     let sup = WorkerHeartbeat::with_clock_pair(
-        counted.clone(),
+        counted.store(),
         clock.clone(),
         clocks.clone(),
         Duration::from_millis(10),

@@ -2,19 +2,8 @@
 //! and injects transient failures, and the CLI under test.
 
 use fleetgate_core::Timestamp;
-use fleetgate_core::approval::ApprovalRequest;
-use fleetgate_core::audit::AuditEntry;
-use fleetgate_core::decision_lock::ReviewLock;
-use fleetgate_core::runtime::ProcessScan;
-use fleetgate_core::runtime::RuntimeRecord;
-use fleetgate_core::worker::{
-    ClaimOutcome, HeartbeatOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, worker_identity,
-};
-use fleetgate_core::workflow::{PrDecision, PrLease, PrOrigin, PrPush, PrRef};
-use fleetgate_store::{
-    FleetSnapshot, HostIdentity, HostObservation, LockWrite, PrClaimOutcome, PrLeaseClaim, PrRecords, Store,
-    StoreError, StoreErrorKind, ToolPin,
-};
+use fleetgate_core::worker::{RegisterOutcome, Registration, worker_identity};
+use fleetgate_store::{Layer, Store, StoreError, StoreErrorKind};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -70,15 +59,19 @@ pub fn attach(store: &dyn Store, a: Attach<'_>) -> RegisterOutcome {
         .expect("register")
 }
 
-/// Wraps a real store: counts renewals and fails the first N with `Busy`.
+/// Fault injection over a real store, as a [`Layer`] at the store's one point around every
+/// operation (so it sees exactly what the gateway's metering sees): counts renewals and
+/// fails the next N with `Busy`; fails and names the thread of every audit append,
+/// batched or not; and says whether the store bounds its waits (`leads`). Every other
+/// operation runs untouched.
 #[derive(Debug)]
 pub struct Instrumented {
-    pub inner: Arc<dyn Store>,
+    inner: Arc<dyn Store>,
     pub heartbeats: AtomicU64,
     pub fail_next: AtomicU32,
-    pub audit_delay_ms: AtomicU64,
     pub fail_audit: std::sync::atomic::AtomicBool,
-    /// What [`Store::bounds_waits`] answers (false: the auditor's thread does every write).
+    /// What [`Store::bounds_waits`] answers, whatever the store under it does (false: the
+    /// auditor's thread does every write).
     pub leads: std::sync::atomic::AtomicBool,
     /// The name of the thread that made each audit append.
     pub committers: std::sync::Mutex<Vec<String>>,
@@ -90,256 +83,43 @@ impl Instrumented {
             inner,
             heartbeats: AtomicU64::new(0),
             fail_next: AtomicU32::new(0),
-            audit_delay_ms: AtomicU64::new(0),
             fail_audit: std::sync::atomic::AtomicBool::new(false),
             leads: std::sync::atomic::AtomicBool::new(false),
             committers: std::sync::Mutex::default(),
         })
     }
+
+    /// The store with these faults over it.
+    pub fn store(self: &Arc<Self>) -> Arc<dyn Store> {
+        Arc::clone(&self.inner).layered(self.clone())
+    }
 }
 
-impl Store for Instrumented {
-    fn describe(&self) -> String {
-        self.inner.describe()
+impl Layer for Instrumented {
+    fn around(&self, op: &'static str, call: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
+        match op {
+            "heartbeat" => {
+                if self.fail_next.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+                    return Err(StoreError::new(StoreErrorKind::Busy, "database is locked"));
+                }
+                let out = call();
+                self.heartbeats.fetch_add(1, Ordering::SeqCst);
+                out
+            }
+            "append_audit" | "append_audit_batch" => {
+                let thread = std::thread::current().name().unwrap_or_default().to_owned();
+                self.committers.lock().unwrap().push(thread);
+                if self.fail_audit.load(Ordering::SeqCst) {
+                    return Err(StoreError::new(StoreErrorKind::Io, "the audit store is failing"));
+                }
+                call()
+            }
+            _ => call(),
+        }
     }
-    fn check_location(&self) -> Result<(), StoreError> {
-        self.inner.check_location()
-    }
-    fn bounds_waits(&self) -> bool {
+
+    fn bounds_waits(&self, _below: bool) -> bool {
         self.leads.load(Ordering::SeqCst)
-    }
-    fn schema_version(&self) -> Result<u32, StoreError> {
-        self.inner.schema_version()
-    }
-    fn register(&self, r: &Registration, now: Timestamp) -> Result<RegisterOutcome, StoreError> {
-        self.inner.register(r, now)
-    }
-    fn get_worker(&self, id: &str) -> Result<Option<WorkerRecord>, StoreError> {
-        self.inner.get_worker(id)
-    }
-    fn list_workers(&self) -> Result<Vec<WorkerRecord>, StoreError> {
-        self.inner.list_workers()
-    }
-    fn heartbeat(&self, req: &HeartbeatRequest, now: Timestamp) -> Result<HeartbeatOutcome, StoreError> {
-        if self.fail_next.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
-            return Err(StoreError::new(StoreErrorKind::Busy, "database is locked"));
-        }
-        let out = self.inner.heartbeat(req, now);
-        self.heartbeats.fetch_add(1, Ordering::SeqCst);
-        out
-    }
-    fn claim_generation(&self, id: &str, g: &str, now: Timestamp) -> Result<Option<ClaimOutcome>, StoreError> {
-        self.inner.claim_generation(id, g, now)
-    }
-    fn deregister_worker(&self, id: &str, now: Timestamp) -> Result<bool, StoreError> {
-        self.inner.deregister_worker(id, now)
-    }
-    fn upsert_runtime(&self, row: &RuntimeRecord) -> Result<(), StoreError> {
-        self.inner.upsert_runtime(row)
-    }
-    fn list_runtime(&self) -> Result<Vec<RuntimeRecord>, StoreError> {
-        self.inner.list_runtime()
-    }
-    fn touch_runtime(&self, id: &str, now: Timestamp) -> Result<bool, StoreError> {
-        self.inner.touch_runtime(id, now)
-    }
-    fn mark_runtime_stopped(&self, id: &str, now: Timestamp) -> Result<bool, StoreError> {
-        self.inner.mark_runtime_stopped(id, now)
-    }
-    fn prune_workers(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError> {
-        self.inner.prune_workers(older_than_seconds, now)
-    }
-    fn prune_runtime(&self, older_than_seconds: i64, now: Timestamp) -> Result<Vec<String>, StoreError> {
-        self.inner.prune_runtime(older_than_seconds, now)
-    }
-    fn prune_audit(&self, before: Timestamp, limit: usize) -> Result<u64, StoreError> {
-        self.inner.prune_audit(before, limit)
-    }
-    fn prune_approvals(&self, before: Timestamp) -> Result<fleetgate_store::PrunedApprovals, StoreError> {
-        self.inner.prune_approvals(before)
-    }
-    fn prune_observations(&self, before: Timestamp) -> Result<u64, StoreError> {
-        self.inner.prune_observations(before)
-    }
-    fn idle_prs(&self, before: Timestamp) -> Result<Vec<PrRef>, StoreError> {
-        self.inner.idle_prs(before)
-    }
-    fn prune_pr(&self, pr: &PrRef, before: Timestamp) -> Result<bool, StoreError> {
-        self.inner.prune_pr(pr, before)
-    }
-    fn old_pushes(&self, before: Timestamp) -> Result<Vec<(i64, PrPush)>, StoreError> {
-        self.inner.old_pushes(before)
-    }
-    fn prune_pushes(&self, ids: &[i64], before: Timestamp) -> Result<u64, StoreError> {
-        self.inner.prune_pushes(ids, before)
-    }
-    fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
-        let thread = std::thread::current().name().unwrap_or_default().to_owned();
-        self.committers.lock().unwrap().push(thread);
-        std::thread::sleep(std::time::Duration::from_millis(self.audit_delay_ms.load(Ordering::SeqCst)));
-        if self.fail_audit.load(Ordering::SeqCst) {
-            return Err(StoreError::new(StoreErrorKind::Io, "the audit store is failing"));
-        }
-        self.inner.append_audit(entry)
-    }
-    fn list_audit(&self, since: Option<Timestamp>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
-        self.inner.list_audit(since, limit)
-    }
-    fn audit_after(&self, after: i64, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
-        self.inner.audit_after(after, limit)
-    }
-    fn server_now(&self) -> Result<Option<Timestamp>, StoreError> {
-        self.inner.server_now()
-    }
-    fn publish_observation(&self, host: &HostIdentity, scan: &ProcessScan, now: Timestamp) -> Result<bool, StoreError> {
-        self.inner.publish_observation(host, scan, now)
-    }
-    fn list_observations(&self) -> Result<Vec<HostObservation>, StoreError> {
-        self.inner.list_observations()
-    }
-    fn fleet_snapshot(&self) -> Result<FleetSnapshot, StoreError> {
-        self.inner.fleet_snapshot()
-    }
-    fn claim_pr_lease(&self, claim: &PrLeaseClaim, now: Timestamp) -> Result<PrClaimOutcome, StoreError> {
-        self.inner.claim_pr_lease(claim, now)
-    }
-    fn pr_records(&self, pr: &PrRef) -> Result<PrRecords, StoreError> {
-        self.inner.pr_records(pr)
-    }
-    fn touch_pr_leases(&self, pr: &PrRef, worker: &str, ttl: i64, now: Timestamp) -> Result<usize, StoreError> {
-        self.inner.touch_pr_leases(pr, worker, ttl, now)
-    }
-    fn release_pr_lease(
-        &self,
-        id: &str,
-        holder: Option<&str>,
-        reason: &str,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        self.inner.release_pr_lease(id, holder, reason, now)
-    }
-    fn release_pr_leases(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Result<usize, StoreError> {
-        self.inner.release_pr_leases(pr, reason, now)
-    }
-    fn list_pr_leases(&self, live_only: bool, now: Timestamp) -> Result<Vec<PrLease>, StoreError> {
-        self.inner.list_pr_leases(live_only, now)
-    }
-    fn record_pr_decision(&self, d: &PrDecision) -> Result<(), StoreError> {
-        self.inner.record_pr_decision(d)
-    }
-    fn record_pr_origin(&self, o: &PrOrigin) -> Result<(), StoreError> {
-        self.inner.record_pr_origin(o)
-    }
-    fn clear_pr_decisions(&self, pr: &PrRef, worker: &str, why: &str) -> Result<usize, StoreError> {
-        self.inner.clear_pr_decisions(pr, worker, why)
-    }
-    fn record_pr_push(&self, push: &PrPush) -> Result<(), StoreError> {
-        self.inner.record_pr_push(push)
-    }
-    fn record_locked_decision(&self, d: &PrDecision, l: &LockWrite) -> Result<Option<ReviewLock>, StoreError> {
-        self.inner.record_locked_decision(d, l)
-    }
-    fn live_review_locks(&self, client: &str, session: &str) -> Result<Vec<ReviewLock>, StoreError> {
-        self.inner.live_review_locks(client, session)
-    }
-    fn list_review_locks(&self, live_only: bool) -> Result<Vec<ReviewLock>, StoreError> {
-        self.inner.list_review_locks(live_only)
-    }
-    fn release_review_locks(&self, pr: &PrRef, reason: &str, now: Timestamp) -> Result<Vec<ReviewLock>, StoreError> {
-        self.inner.release_review_locks(pr, reason, now)
-    }
-    fn release_review_lock(&self, id: &str, reason: &str, now: Timestamp) -> Result<Option<ReviewLock>, StoreError> {
-        self.inner.release_review_lock(id, reason, now)
-    }
-    fn request_approval(&self, r: &ApprovalRequest) -> Result<ApprovalRequest, StoreError> {
-        self.inner.request_approval(r)
-    }
-    fn approval(&self, id: &str) -> Result<Option<ApprovalRequest>, StoreError> {
-        self.inner.approval(id)
-    }
-    fn list_approvals(&self, pending_only: bool) -> Result<Vec<ApprovalRequest>, StoreError> {
-        self.inner.list_approvals(pending_only)
-    }
-    fn answer_approval(
-        &self,
-        id: &str,
-        by: (&fleetgate_core::approval::Approver, &fleetgate_core::person::People),
-        approve: bool,
-        reason: Option<&str>,
-        now: Timestamp,
-    ) -> Result<fleetgate_store::Answered, StoreError> {
-        self.inner.answer_approval(id, by, approve, reason, now)
-    }
-    fn expire_approvals(&self, before: Timestamp, now: Timestamp) -> Result<Vec<ApprovalRequest>, StoreError> {
-        self.inner.expire_approvals(before, now)
-    }
-    fn approval_events(&self, after: i64, limit: usize) -> Result<Vec<fleetgate_store::ApprovalEvent>, StoreError> {
-        self.inner.approval_events(after, limit)
-    }
-    fn claim_notify(
-        &self,
-        target: &str,
-        holder: &str,
-        start: i64,
-        until: Timestamp,
-        now: Timestamp,
-    ) -> Result<Option<i64>, StoreError> {
-        self.inner.claim_notify(target, holder, start, until, now)
-    }
-    fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError> {
-        self.inner.advance_notify(target, holder, last, until)
-    }
-    fn notify_cursor(&self, target: &str) -> Result<Option<i64>, StoreError> {
-        self.inner.notify_cursor(target)
-    }
-    fn record_http_session(&self, session: &fleetgate_store::HttpSession) -> Result<(), StoreError> {
-        self.inner.record_http_session(session)
-    }
-    fn http_session(&self, session_id: &str) -> Result<Option<fleetgate_store::HttpSession>, StoreError> {
-        self.inner.http_session(session_id)
-    }
-    fn forget_http_session(&self, session_id: &str) -> Result<bool, StoreError> {
-        self.inner.forget_http_session(session_id)
-    }
-    fn forget_http_sessions_of(&self, runtime_id: &str) -> Result<usize, StoreError> {
-        self.inner.forget_http_sessions_of(runtime_id)
-    }
-    fn prune_http_sessions(&self, opened_before: Timestamp) -> Result<u64, StoreError> {
-        self.inner.prune_http_sessions(opened_before)
-    }
-    fn approvals_on_record(
-        &self,
-        digests: &[String],
-        asker: (Option<&str>, &str),
-        not_before: Timestamp,
-    ) -> Result<fleetgate_store::OnRecord, StoreError> {
-        self.inner.approvals_on_record(digests, asker, not_before)
-    }
-    fn approval_watch(&self) -> Result<Box<dyn fleetgate_store::ApprovalWatch>, StoreError> {
-        self.inner.approval_watch()
-    }
-    fn use_approval(
-        &self,
-        id: &str,
-        not_before: Timestamp,
-        now: Timestamp,
-    ) -> Result<Option<ApprovalRequest>, StoreError> {
-        self.inner.use_approval(id, not_before, now)
-    }
-    fn withdraw_approval(&self, id: &str, why: &str, now: Timestamp) -> Result<bool, StoreError> {
-        self.inner.withdraw_approval(id, why, now)
-    }
-    fn observe_tool(&self, p: &str, t: &str, d: &str, def: &str, now: Timestamp) -> Result<ToolPin, StoreError> {
-        self.inner.observe_tool(p, t, d, def, now)
-    }
-    fn tool_pin(&self, p: &str, t: &str) -> Result<Option<ToolPin>, StoreError> {
-        self.inner.tool_pin(p, t)
-    }
-    fn list_tool_pins(&self, p: Option<&str>) -> Result<Vec<ToolPin>, StoreError> {
-        self.inner.list_tool_pins(p)
-    }
-    fn accept_tool(&self, p: &str, t: &str, d: &str, now: Timestamp) -> Result<bool, StoreError> {
-        self.inner.accept_tool(p, t, d, now)
     }
 }
 
