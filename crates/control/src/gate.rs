@@ -13,12 +13,16 @@ mod forge_command;
 mod observer;
 mod peers;
 mod session;
+mod shadow;
 mod snapshot;
+mod statement;
 pub mod workflow;
 
-pub use decide::{Call, Gate, Listing, Policy, SHADOW_EVENT, ShadowGroup, ShadowReport, ShadowRules, shadow_report};
+pub use decide::{Call, Gate, Listing, NoActor, Policy};
 pub use forge_command::{CommandForge, READ_TIMEOUT};
 pub use observer::{Observer, scan_host};
 pub use peers::peer_evidence;
 pub use session::{Caller, assess_provenance, session_provenance};
+pub use shadow::{SHADOW_EVENT, ShadowGroup, ShadowReport, ShadowRules, shadow_report};
 pub use snapshot::{Snapshot, assess_inventory, read_fleet, runtime_diagnostics, snapshot, snapshot_of};
+pub use statement::{MAX_READ_ROUNDS, Statement};

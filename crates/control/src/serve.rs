@@ -9,6 +9,7 @@
 mod attachments;
 mod forge_api;
 mod identity;
+mod judging;
 mod plane;
 mod row;
 mod run;

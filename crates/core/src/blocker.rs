@@ -153,16 +153,16 @@ impl BlockerKind {
     /// approval request's id).
     pub const fn operator_action(self) -> &'static str {
         match self {
-            Self::AmbiguousArguments => crate::forge_call::AMBIGUOUS_ACTION,
+            Self::AmbiguousArguments => AMBIGUOUS_ACTION,
             Self::RoleNotPermitted => "hand this work to a role whose policy allows the call",
-            Self::ProtectedBranch => crate::protect::PROTECTED_ACTION,
-            Self::InvariantViolated => crate::effect::INVARIANT_ACTION,
+            Self::ProtectedBranch => PROTECTED_ACTION,
+            Self::InvariantViolated => INVARIANT_ACTION,
             Self::RuntimeReconnectRequired => {
                 "unset the unsupported key or bring the checkout back to the server's revision, then restart the \
                  server (its client reconnects it)"
             }
-            Self::SessionAttachmentMissing => crate::capability::ATTACH_ACTION,
-            Self::WorkerFenced => crate::capability::FENCED_ACTION,
+            Self::SessionAttachmentMissing => ATTACH_ACTION,
+            Self::WorkerFenced => FENCED_ACTION,
             Self::FleetInventoryBlocked => {
                 "start the missing member or stop the extra process the reasons name (fleetgate inventory shows the \
                  fleet)"
@@ -186,7 +186,7 @@ impl BlockerKind {
                 "wait for the holder to finish or its lease to expire, or have an operator release it (fleetgate pr \
                  release)"
             }
-            Self::ReviewDecisionLocked => crate::decision_lock::LOCKED_ACTION,
+            Self::ReviewDecisionLocked => LOCKED_ACTION,
             Self::IssueLockHeld => {
                 "work another issue, or wait for the holder's issue lock to be released or expire (fleetgate pr \
                  release)"
@@ -195,15 +195,57 @@ impl BlockerKind {
                 "the forge could not be read for what the call does or the PR's head; check the downstream server, \
                  the repository and the PR number, then retry"
             }
-            Self::ToolDefinitionChanged => crate::capability::TOOL_CHANGED_ACTION,
+            Self::ToolDefinitionChanged => TOOL_CHANGED_ACTION,
             Self::AuditUnavailable => {
                 "make the store reachable and writable again (a full disk, a lock held on it, PostgreSQL down), then \
                  retry"
             }
-            Self::StoreReplaced => crate::capability::STORE_REPLACED_ACTION,
+            Self::StoreReplaced => STORE_REPLACED_ACTION,
         }
     }
 }
+
+/// The operator action of `ambiguous_arguments`.
+pub const AMBIGUOUS_ACTION: &str = "send the call again with each argument once, under the key the tool's schema \
+     declares, as the type it declares (whole numbers as integers, strings as strings); the gate forwards only \
+     what it judged";
+
+/// The operator action of `protected_branch`.
+pub const PROTECTED_ACTION: &str = "change protected branches only by merging an approved pull request: push to a \
+     feature branch and open a PR; workflow files are changed by an operator, outside the fleet (or drop the \
+     pattern from [workflow] protected_branches / protected_paths)";
+
+/// The operator action of a call that breaks an invariant.
+pub const INVARIANT_ACTION: &str = "no role may make this call, whatever the rules or an approval say: change the \
+     call (merge an approved PR at its pinned head; leave PR state to the controller and the reconciler; read \
+     without writing files); an operator who truly wants the invariant lifted names it in [invariants] lift — see \
+     the book's policy chapter for what each lift gives up";
+
+/// The operator action of `worker_fenced`.
+pub const FENCED_ACTION: &str =
+    "stop this server: a newer generation owns its worker; start a fresh session rather than renewing the old one";
+
+/// The operator action of `session_attachment_missing`.
+pub const ATTACH_ACTION: &str =
+    "attach a live worker to this session (fleetgate worker register) and keep its heartbeat running";
+
+/// The operator action of `tool_definition_changed`.
+pub const TOOL_CHANGED_ACTION: &str = "review the downstream's changed tool definition, then accept it (fleetgate tools accept TOOL) or pin the server's version";
+
+/// The operator action of `store_replaced`.
+pub const STORE_REPLACED_ACTION: &str = "the store file this server opened was deleted or replaced at its path: \
+     put that file back at the path (mv it back), or restart this server so it opens the store now at the path; \
+     mutations stay refused until one is done";
+
+/// The operator action of `review_decision_locked`.
+pub const LOCKED_ACTION: &str = "finish the locked PR first: its lock ends when that PR is merged or closed (moot), \
+     or carries over when this session re-reviews that same PR at a new head; for another PR use a new reviewer \
+     session (an operator may release the lock of a PR closed outside the fleet: fleetgate pr release-lock)";
+
+/// The operator action of `approval_pending` when no request could be read or recorded
+/// (the store failed): there is no request id to answer.
+pub const APPROVAL_UNAVAILABLE_ACTION: &str = "no approval request could be read or recorded: check the store \
+     (fleetgate runtime context, a lock held on it, a full disk), then retry the call";
 
 /// `worker_fenced`, the seed's `BLOCKER_FENCED`.
 pub const BLOCKER_FENCED: BlockerKind = BlockerKind::WorkerFenced;
@@ -260,6 +302,34 @@ impl Serialize for BlockerKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 56: the blocker table imports nothing from the modules that use it (it was
+    /// where core's import circle started): every operator text lives here, with its blocker.
+    #[test]
+    fn the_blocker_table_is_a_leaf() {
+        let source = include_str!("blocker.rs");
+        let product = source.split("#[cfg(test)]").next().unwrap_or_default();
+        for line in product.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            assert!(!line.contains("crate::") && !line.contains("super::"), "blocker.rs reaches out: {line}");
+        }
+    }
+
+    /// One text per blocker: the named texts are the blockers' own, wherever they are used.
+    #[test]
+    fn each_named_text_is_its_blocker_s() {
+        for (kind, text) in [
+            (BlockerKind::AmbiguousArguments, AMBIGUOUS_ACTION),
+            (BlockerKind::ProtectedBranch, PROTECTED_ACTION),
+            (BlockerKind::InvariantViolated, INVARIANT_ACTION),
+            (BlockerKind::SessionAttachmentMissing, ATTACH_ACTION),
+            (BlockerKind::WorkerFenced, FENCED_ACTION),
+            (BlockerKind::ReviewDecisionLocked, LOCKED_ACTION),
+            (BlockerKind::ToolDefinitionChanged, TOOL_CHANGED_ACTION),
+            (BlockerKind::StoreReplaced, STORE_REPLACED_ACTION),
+        ] {
+            assert_eq!(kind.operator_action(), text, "{kind}");
+        }
+    }
 
     #[test]
     fn literals_are_the_contract() {

@@ -13,16 +13,17 @@
 //! to a changed definition alone. An approved override (`[approvals] may_override`) replaces
 //! exactly the blocker it names — never an invariant, ambiguous arguments, a fence, a
 //! replaced store or an unreadable forge — and the next condition that holds still decides.
-//! (An audit entry that cannot be made durable refuses an allowed mutation afterwards: the
-//! audit is written only once the decision is known.)
+//! (An audit entry that cannot be made durable, or an approval another identical call used
+//! first, refuses an allowed mutation afterwards — the audit is written only once the decision
+//! is known — and only through [`Capability::refused_in_apply`], with the blocker's one text.)
 
 use crate::blocker::BlockerKind;
+use crate::blocker::{AMBIGUOUS_ACTION, PROTECTED_ACTION};
 use crate::diagnostics::{Diagnostic, STALE_RUNTIME, UNSUPPORTED_ENV};
 use crate::effect::Breach;
-use crate::forge_call::{AMBIGUOUS_ACTION, Ambiguity};
+use crate::forge_call::Ambiguity;
 use crate::glob::any_match;
 use crate::inventory::FleetInventory;
-use crate::protect::PROTECTED_ACTION;
 use crate::provenance::{Ownership, Provenance};
 use crate::workflow::Refusal;
 use serde::{Deserialize, Serialize};
@@ -182,6 +183,34 @@ pub struct CapabilityInput<'a> {
     pub approvals: Option<&'a Approvals>,
     /// `[approvals] may_override`: refusals an operator may override for one exact call.
     pub may_override: &'a [BlockerKind],
+    /// What the verdict carries besides the decision ([`Finish`]).
+    pub finish: Finish<'a>,
+}
+
+/// What core's verdict carries besides the decision itself, each part a plain fact the shell
+/// gathered: the verdict is final once core returns it, and applying it may refuse it only
+/// through [`Capability::refused_in_apply`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Finish<'a> {
+    /// The PR workflow's note on the call (a lock it takes, an issue lock it names): an
+    /// allowed call's reasons carry it, last.
+    pub note: Option<&'a str>,
+    /// The head (and base) the PR workflow judged the call at: what an allowed call settles is
+    /// recorded at it ([`settles_text`]).
+    pub at: Option<&'a (String, Option<String>)>,
+    /// The pinned request the gateway makes itself in place of forwarding an allowed call (a
+    /// merge whose server declares no head pin), from the PR workflow's judgement.
+    pub perform: Option<&'a crate::dialect::RestCall>,
+    /// Why the call, were it allowed, would merge at whatever head the PR has then (its
+    /// arguments carry no head pin, `perform` is none, `unpinned-merge` is not lifted): it is
+    /// then refused `invariant_violated`, after every other condition.
+    pub unpinned: Option<&'a str>,
+    /// A preview (`capability`, the control tool): nothing is applied, so a refusal that
+    /// would record an approval request says so.
+    pub preview: bool,
+    /// A real call the roster holds while it waits for an operator (`[approvals]
+    /// wait_seconds`, a worker makes it): see [`Capability::held`].
+    pub holds: bool,
 }
 
 /// Where an operator's answer about one exact call stands (within `[approvals]
@@ -318,10 +347,80 @@ pub struct Capability {
     #[serde(skip)]
     pub shadow: Option<ShadowFlip>,
     /// When allowed: the call is not forwarded but made by the gateway itself, as this pinned
-    /// request to the forge's REST API (a merge whose server declares no head pin). Set by the
-    /// shell from the workflow's judgement, never by the resolver.
+    /// request to the forge's REST API (a merge whose server declares no head pin), as the
+    /// workflow's judgement made it ([`Finish::perform`]).
     #[serde(skip)]
     pub perform: Option<crate::dialect::RestCall>,
+    /// The roster holds this call while it waits for an operator ([`Finish::holds`]).
+    #[serde(skip)]
+    pub holds: bool,
+}
+
+impl Capability {
+    /// The approval request the gateway holds this call for: a call that waits for an
+    /// operator (`approval_pending`, naming its request) when the roster holds it.
+    pub fn held(&self) -> Option<&str> {
+        let pending = self.blocker_kind == Some(BlockerKind::ApprovalPending);
+        self.approval_request.as_deref().filter(|_| pending && self.holds)
+    }
+
+    /// The refusal that asked an operator ([`Capability::request`], `plan`), once applying
+    /// tried to record its request: `recorded` is the request's id and approvers as the store
+    /// holds it (the one already waiting for the same call, or the new one), or why it could
+    /// not be recorded. The reasons and the operator action name it.
+    pub fn requested<E: std::fmt::Display>(
+        mut self,
+        plan: &RequestPlan,
+        recorded: Result<(&str, &[String]), E>,
+    ) -> Self {
+        match (recorded, plan.overrides) {
+            (Ok((id, approvers)), None) => {
+                self.blocked_reasons = vec![format!(
+                    "{}: approval request {id} waits for an operator{}",
+                    plan.why,
+                    approvers_note(approvers)
+                )];
+                self.operator_action = Some(crate::approval::approval_action_for(id, approvers));
+                self.approval_request = Some(id.to_owned());
+            }
+            (Ok((id, approvers)), Some(_)) => {
+                self.blocked_reasons.push(format!(
+                    "an operator may override this refusal for this exact call: approval request {id}{}",
+                    approvers_note(approvers)
+                ));
+                let action = self.operator_action.take().unwrap_or_default();
+                self.operator_action = Some(override_action(&action, id, approvers));
+                self.approval_request = Some(id.to_owned());
+            }
+            (Err(e), None) => {
+                self.blocked_reasons = vec![format!("{}, and the request could not be recorded: {e}", plan.why)];
+                self.operator_action = Some(UNAVAILABLE_ACTION.into());
+            }
+            (Err(e), Some(_)) => self.blocked_reasons.push(format!("its override request could not be recorded: {e}")),
+        }
+        self
+    }
+
+    /// The one way applying an allowed verdict may refuse it (an approval another identical
+    /// call used first, an audit entry that is not durable): refused by `kind` for `reason`,
+    /// with `kind`'s one operator text. Applying never allows.
+    pub fn refused_in_apply(self, kind: BlockerKind, reason: String) -> Self {
+        self.refused_after(kind, reason, kind.operator_action().to_owned())
+    }
+
+    /// An allowed verdict refused by a condition judged last: forwarding, using, settling and
+    /// performing nothing.
+    fn refused_after(mut self, kind: BlockerKind, reason: String, action: String) -> Self {
+        self.forward = None;
+        self.allowed = false;
+        self.blocker_kind = Some(kind);
+        self.blocked_reasons = vec![reason];
+        self.operator_action = Some(action);
+        self.use_approvals.clear();
+        self.settles = None;
+        self.perform = None;
+        self
+    }
 }
 
 /// A live decision the shadow candidate would have made otherwise.
@@ -499,7 +598,77 @@ pub fn needs_approvals(input: &CapabilityInput<'_>) -> bool {
 /// verdict carries what the shell applies: the arguments to forward, the approvals to use,
 /// the request to record.
 pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
-    let verdict = |block: Option<&Block>| Capability {
+    let mut verdict = decide(input);
+    if verdict.allowed {
+        verdict.blocked_reasons.extend(input.finish.note.map(str::to_owned));
+        verdict.perform = input.finish.perform.cloned();
+        if let Some(why) = input.finish.unpinned {
+            // Last: a merge is never forwarded at whatever head the forge has then.
+            let action = crate::effect::Invariant::UnpinnedMerge.action().to_owned();
+            verdict = verdict.refused_after(BlockerKind::InvariantViolated, why.to_owned(), action);
+        }
+    }
+    // What the call settles is recorded at the head it was judged at.
+    verdict.settles = verdict.settles.take().map(|action| settles_text(&action, input.finish.at));
+    if input.finish.preview && verdict.request.is_some() {
+        verdict.blocked_reasons.push("(an approval request is recorded when the call is made)".into());
+    }
+    verdict.holds = input.finish.holds;
+    verdict
+}
+
+/// What an allowed call settles, in the words handed back when its answer comes: the
+/// workflow action, with the head and base it was judged at when it was.
+pub fn settles_text(action: &str, at: Option<&(String, Option<String>)>) -> String {
+    match at {
+        Some((head, base)) => serde_json::json!({ "action": action, "head": head, "base": base }).to_string(),
+        None => action.to_owned(),
+    }
+}
+
+/// [`resolve_task_capability`]'s precedence: the first condition that holds decides.
+fn decide(input: &CapabilityInput<'_>) -> Capability {
+    let mut used: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = input
+        .lifted
+        .iter()
+        .map(|b| format!("invariant `{}` lifted by [invariants] lift: {}", b.invariant, b.reason))
+        .collect();
+    for block in blocks(input) {
+        let may = block.overridable(input.may_override);
+        let standing = input.approvals.and_then(|a| a.override_of(block.kind)).filter(|_| may);
+        if let Some(Standing::Approved { id, by }) = standing {
+            notes.push(format!(
+                "{} overridden once by approval {id} of {by}: {}",
+                block.kind,
+                block.reasons.join("; ")
+            ));
+            used.push(id.clone());
+            continue;
+        }
+        let refused = verdict_of(input, Some(&block));
+        return if may { overridable_refusal(refused, &block, standing, input.approvals) } else { refused };
+    }
+    let mut allowed = verdict_of(input, None);
+    if let Some(rule) = input.ask {
+        let (id, by) = match operator_part(input, rule) {
+            Ok(approved) => approved,
+            Err(held) => return *held,
+        };
+        notes.push(format!("approval {id} of this exact call by {by} used (once)"));
+        used.push(id.clone());
+        allowed.approval_request = Some(id);
+    }
+    allowed.blocked_reasons = notes;
+    allowed.use_approvals = used;
+    allowed.forward = input.forward.cloned();
+    allowed.settles = input.action.map(str::to_owned);
+    allowed
+}
+
+/// The verdict `block` gives (allowed when none), before anything else is added to it.
+fn verdict_of(input: &CapabilityInput<'_>, block: Option<&Block>) -> Capability {
+    Capability {
         tool: input.tool.to_owned(),
         profile: input.profile.to_owned(),
         role: input.role.to_owned(),
@@ -517,132 +686,96 @@ pub fn resolve_task_capability(input: &CapabilityInput<'_>) -> Capability {
         settles: None,
         shadow: None,
         perform: None,
-    };
-    let approvals = input.approvals;
-    let mut used: Vec<String> = Vec::new();
-    let mut notes: Vec<String> = input
-        .lifted
-        .iter()
-        .map(|b| format!("invariant `{}` lifted by [invariants] lift: {}", b.invariant, b.reason))
-        .collect();
-    for block in blocks(input) {
-        let may = block.overridable(input.may_override);
-        let standing = approvals.and_then(|a| a.override_of(block.kind)).filter(|_| may);
-        if let Some(Standing::Approved { id, by }) = standing {
-            notes.push(format!(
-                "{} overridden once by approval {id} of {by}: {}",
-                block.kind,
-                block.reasons.join("; ")
+        holds: false,
+    }
+}
+
+/// A refusal an operator may override for this exact call: what stands of the override
+/// (`standing`, never an approved one: that one is used), else the request to record.
+fn overridable_refusal(
+    mut refused: Capability,
+    block: &Block,
+    standing: Option<&Standing>,
+    approvals: Option<&Approvals>,
+) -> Capability {
+    match (standing, approvals) {
+        (_, None) => {}
+        (_, Some(Approvals { unavailable: Some(why), .. })) => {
+            refused.blocked_reasons.push(format!("the approvals could not be read: {why}"));
+        }
+        (Some(Standing::Pending { id, approvers }), _) => {
+            refused.blocked_reasons.push(format!(
+                "an operator may override this refusal for this exact call: approval request {id} waits{}",
+                approvers_note(approvers)
             ));
-            used.push(id.clone());
-            continue;
+            refused.operator_action = Some(override_action(&block.action, id, approvers));
+            refused.approval_request = Some(id.clone());
         }
-        let mut refused = verdict(Some(&block));
-        if !may {
-            return refused;
+        (Some(Standing::Denied { id, by }), _) => {
+            refused.blocked_reasons.push(format!("overriding it for this exact call was denied ({id}, by {by})"));
+            refused.approval_request = Some(id.clone());
         }
-        match (standing, approvals) {
-            (_, None) => {}
-            (_, Some(Approvals { unavailable: Some(why), .. })) => {
-                refused.blocked_reasons.push(format!("the approvals could not be read: {why}"));
-            }
-            (Some(Standing::Pending { id, approvers }), _) => {
-                refused.blocked_reasons.push(format!(
-                    "an operator may override this refusal for this exact call: approval request {id} waits{}",
-                    approvers_note(approvers)
-                ));
-                refused.operator_action = Some(override_action(&block.action, id, approvers));
-                refused.approval_request = Some(id.clone());
-            }
-            (Some(Standing::Denied { id, by }), _) => {
-                refused.blocked_reasons.push(format!("overriding it for this exact call was denied ({id}, by {by})"));
-                refused.approval_request = Some(id.clone());
-            }
-            (Some(Standing::Approved { .. }), _) => unreachable!("an approved override is used above"),
-            (None, Some(a)) if a.pending_of_worker >= MAX_PENDING_PER_WORKER => {
-                refused.blocked_reasons.push(too_many(a.pending_of_worker));
-            }
-            (None, Some(_)) => {
-                refused.request = Some(RequestPlan {
-                    why: format!("overrides {}: {}", block.kind, block.reasons.join("; ")),
-                    overrides: Some(block.kind),
-                });
-            }
+        (Some(Standing::Approved { .. }), _) => unreachable!("an approved override is used, never refused"),
+        (None, Some(a)) if a.pending_of_worker >= MAX_PENDING_PER_WORKER => {
+            refused.blocked_reasons.push(too_many(a.pending_of_worker));
         }
-        return refused;
-    }
-    let mut allowed = verdict(None);
-    if let Some(rule) = input.ask {
-        let why = format!("rule {rule} asks an operator about this exact call");
-        let hold = |kind: BlockerKind, reasons: Vec<String>, action: String| Capability {
-            allowed: false,
-            blocker_kind: Some(kind),
-            blocked_reasons: reasons,
-            operator_action: Some(action),
-            ..verdict(None)
-        };
-        match approvals {
-            None => {
-                return hold(
-                    BlockerKind::ApprovalPending,
-                    vec![format!("{why}: the approvals on record were not read")],
-                    UNAVAILABLE_ACTION.into(),
-                );
-            }
-            Some(Approvals { unavailable: Some(e), .. }) => {
-                return hold(
-                    BlockerKind::ApprovalPending,
-                    vec![format!("{why}, and the approvals could not be read: {e}")],
-                    UNAVAILABLE_ACTION.into(),
-                );
-            }
-            Some(a) => match &a.call {
-                Some(Standing::Approved { id, by }) => {
-                    notes.push(format!("approval {id} of this exact call by {by} used (once)"));
-                    used.push(id.clone());
-                    allowed.approval_request = Some(id.clone());
-                }
-                Some(Standing::Denied { id, by }) => {
-                    let mut c = hold(
-                        BlockerKind::ApprovalDenied,
-                        vec![format!("approval request {id} was denied by {by}")],
-                        DENIED_ACTION.into(),
-                    );
-                    c.approval_request = Some(id.clone());
-                    return c;
-                }
-                Some(Standing::Pending { id, approvers }) => {
-                    let mut c = hold(
-                        BlockerKind::ApprovalPending,
-                        vec![format!(
-                            "{why}: approval request {id} waits for an operator{}",
-                            approvers_note(approvers)
-                        )],
-                        crate::approval::approval_action_for(id, approvers),
-                    );
-                    c.approval_request = Some(id.clone());
-                    return c;
-                }
-                None if a.pending_of_worker >= MAX_PENDING_PER_WORKER => {
-                    return hold(
-                        BlockerKind::ApprovalPending,
-                        vec![format!("{why}; {}", too_many(a.pending_of_worker))],
-                        UNAVAILABLE_ACTION.into(),
-                    );
-                }
-                None => {
-                    let mut c = hold(BlockerKind::ApprovalPending, vec![why.clone()], String::new());
-                    c.request = Some(RequestPlan { why, overrides: None });
-                    return c;
-                }
-            },
+        (None, Some(_)) => {
+            refused.request = Some(RequestPlan {
+                why: format!("overrides {}: {}", block.kind, block.reasons.join("; ")),
+                overrides: Some(block.kind),
+            });
         }
     }
-    allowed.blocked_reasons = notes;
-    allowed.use_approvals = used;
-    allowed.forward = input.forward.cloned();
-    allowed.settles = input.action.map(str::to_owned);
-    allowed
+    refused
+}
+
+/// The operator's part of a call rule `rule` asks about: the approval it uses (its id and
+/// who gave it), or the refusal it waits with.
+fn operator_part(input: &CapabilityInput<'_>, rule: &str) -> Result<(String, String), Box<Capability>> {
+    let why = format!("rule {rule} asks an operator about this exact call");
+    let hold = |kind: BlockerKind, reasons: Vec<String>, action: String, request: Option<&String>| Capability {
+        allowed: false,
+        blocker_kind: Some(kind),
+        blocked_reasons: reasons,
+        operator_action: Some(action),
+        approval_request: request.cloned(),
+        ..verdict_of(input, None)
+    };
+    let pending = BlockerKind::ApprovalPending;
+    let a = match input.approvals {
+        None => {
+            let reasons = vec![format!("{why}: the approvals on record were not read")];
+            return Err(Box::new(hold(pending, reasons, UNAVAILABLE_ACTION.into(), None)));
+        }
+        Some(Approvals { unavailable: Some(e), .. }) => {
+            let reasons = vec![format!("{why}, and the approvals could not be read: {e}")];
+            return Err(Box::new(hold(pending, reasons, UNAVAILABLE_ACTION.into(), None)));
+        }
+        Some(a) => a,
+    };
+    Err(Box::new(match &a.call {
+        Some(Standing::Approved { id, by }) => return Ok((id.clone(), by.clone())),
+        Some(Standing::Denied { id, by }) => hold(
+            BlockerKind::ApprovalDenied,
+            vec![format!("approval request {id} was denied by {by}")],
+            BlockerKind::ApprovalDenied.operator_action().into(),
+            Some(id),
+        ),
+        Some(Standing::Pending { id, approvers }) => hold(
+            pending,
+            vec![format!("{why}: approval request {id} waits for an operator{}", approvers_note(approvers))],
+            crate::approval::approval_action_for(id, approvers),
+            Some(id),
+        ),
+        None if a.pending_of_worker >= MAX_PENDING_PER_WORKER => {
+            let reasons = vec![format!("{why}; {}", too_many(a.pending_of_worker))];
+            hold(pending, reasons, UNAVAILABLE_ACTION.into(), None)
+        }
+        None => Capability {
+            request: Some(RequestPlan { why: why.clone(), overrides: None }),
+            ..hold(pending, vec![why.clone()], String::new(), None)
+        },
+    }))
 }
 
 fn too_many(n: usize) -> String {
@@ -674,28 +807,12 @@ fn approvers_in(reason: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The operator action of a call whose effect could not be established.
-pub const UNESTABLISHED_ACTION: &str = "check that the downstream answers the reads the gate names (the repository, \
-     the PR, its open PRs) for this repository, then retry; calls whose effect cannot be established fail closed";
+/// The operator action of a call whose effect could not be established: `forge_unavailable`'s
+/// one text (kept by name for callers).
+pub const UNESTABLISHED_ACTION: &str = BlockerKind::ForgeUnavailable.operator_action();
 
-const UNAVAILABLE_ACTION: &str = "no approval request could be read or recorded: check the store (fleetgate runtime \
-     context, a lock held on it, a full disk), then retry the call";
-
-const DENIED_ACTION: &str =
-    "an operator refused this exact call: do not retry it; change the plan, or ask the operator";
-
-pub(crate) const FENCED_ACTION: &str =
-    "stop this server: a newer generation owns its worker; start a fresh session rather than renewing the old one";
-pub(crate) const ATTACH_ACTION: &str =
-    "attach a live worker to this session (fleetgate worker register) and keep its heartbeat running";
-
-/// The operator action of `tool_definition_changed`.
-pub const TOOL_CHANGED_ACTION: &str = "review the downstream's changed tool definition, then accept it (fleetgate tools accept TOOL) or pin the server's version";
-
-/// The operator action of `store_replaced`.
-pub const STORE_REPLACED_ACTION: &str = "the store file this server opened was deleted or replaced at its path: \
-     put that file back at the path (mv it back), or restart this server so it opens the store now at the path; \
-     mutations stay refused until one is done";
+use crate::blocker::{APPROVAL_UNAVAILABLE_ACTION as UNAVAILABLE_ACTION, ATTACH_ACTION, FENCED_ACTION};
+pub use crate::blocker::{STORE_REPLACED_ACTION, TOOL_CHANGED_ACTION};
 
 fn role_action(tool: &str, role: Option<&str>) -> String {
     match role {
@@ -803,13 +920,13 @@ pub fn refusal_action(blocker_kind: &str, tool: &str, role: Option<&str>, reason
                 .and_then(|r| r.strip_prefix("invariant `"))
                 .and_then(|r| r.split_once('`'))
                 .and_then(|(name, _)| crate::effect::Invariant::parse(name));
-            named.map_or(crate::effect::INVARIANT_ACTION, crate::effect::Invariant::action).into()
+            named.map_or(crate::blocker::INVARIANT_ACTION, crate::effect::Invariant::action).into()
         }
         PENDING => match request() {
             Some(id) => crate::approval::approval_action_for(&id, &approvers_in(first.unwrap_or_default())),
             None => UNAVAILABLE_ACTION.into(),
         },
-        DENIED => DENIED_ACTION.into(),
+        DENIED => BlockerKind::ApprovalDenied.operator_action().into(),
         other => return BlockerKind::parse(other).map(|k| crate::workflow::action(k).to_owned()),
     })
 }

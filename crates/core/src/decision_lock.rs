@@ -94,10 +94,7 @@ fn short(sha: &str) -> &str {
     sha.get(..12).unwrap_or(sha)
 }
 
-/// The operator action of `review_decision_locked`.
-pub const LOCKED_ACTION: &str = "finish the locked PR first: its lock ends when that PR is merged or closed (moot), \
-     or carries over when this session re-reviews that same PR at a new head; for another PR use a new reviewer \
-     session (an operator may release the lock of a PR closed outside the fleet: fleetgate pr release-lock)";
+pub use crate::blocker::LOCKED_ACTION;
 
 /// May the reviewer session `caller` record a decision on `pr` at `head`, holding `held`
 /// (its live locks: at most one)?

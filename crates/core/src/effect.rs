@@ -606,11 +606,7 @@ pub struct Judgement {
     pub guarded: Vec<Breach>,
 }
 
-/// The operator action of a call that breaks an invariant.
-pub const INVARIANT_ACTION: &str = "no role may make this call, whatever the rules or an approval say: change the \
-     call (merge an approved PR at its pinned head; leave PR state to the controller and the reconciler; read \
-     without writing files); an operator who truly wants the invariant lifted names it in [invariants] lift — see \
-     the book's policy chapter for what each lift gives up";
+pub use crate::blocker::INVARIANT_ACTION;
 
 /// Hold `effect`, made by `role`, against the invariants under `protection`; `lifted` names
 /// those the operator lifted.

@@ -48,10 +48,7 @@ impl Ambiguity {
     }
 }
 
-/// The operator action of `ambiguous_arguments`.
-pub const AMBIGUOUS_ACTION: &str = "send the call again with each argument once, under the key the tool's schema \
-     declares, as the type it declares (whole numbers as integers, strings as strings); the gate forwards only \
-     what it judged";
+pub use crate::blocker::AMBIGUOUS_ACTION;
 
 /// The largest integer a JSON number carries exactly.
 const EXACT: u64 = 1 << 53;

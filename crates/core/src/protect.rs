@@ -37,10 +37,7 @@ impl Default for Protection {
     }
 }
 
-/// The operator action of `protected_branch`.
-pub const PROTECTED_ACTION: &str = "change protected branches only by merging an approved pull request: push to a \
-     feature branch and open a PR; workflow files are changed by an operator, outside the fleet (or drop the \
-     pattern from [workflow] protected_branches / protected_paths)";
+pub use crate::blocker::PROTECTED_ACTION;
 
 impl Protection {
     /// The rule that protects `branch`, if one does.

@@ -7,7 +7,7 @@
 use fleetgate_core::BlockerKind;
 use fleetgate_core::Timestamp;
 use fleetgate_core::capability::{
-    Approvals, Capability, CapabilityInput, Evidence, MAX_PENDING_PER_WORKER, RoleRefusal, Standing, ToolClass,
+    Approvals, Capability, CapabilityInput, Evidence, Finish, MAX_PENDING_PER_WORKER, RoleRefusal, Standing, ToolClass,
     fleet_gate, needs_approvals, needs_evidence, overridable, refusal_action, resolve_task_capability,
 };
 use fleetgate_core::effect::{Breach, Invariant};
@@ -165,6 +165,7 @@ impl Case {
             ask: self.ask,
             approvals: self.approvals.as_ref(),
             may_override: &self.may_override,
+            finish: Default::default(),
             evidence: Some(Evidence {
                 diagnostics: &self.diagnostics,
                 provenance: &self.provenance,
@@ -798,5 +799,58 @@ proptest! {
         let (a, b) = (case.resolve(), mixed.resolve());
         prop_assert_eq!(a.blocker_kind, b.blocker_kind);
         prop_assert_eq!(a.allowed, b.allowed);
+    }
+}
+
+proptest! {
+    /// Issue 56: core's verdict is final. What it carries besides the decision (the workflow's
+    /// note, what it settles at, the gateway's own merge, a preview's note, the hold) never
+    /// changes the decision; the one condition judged last, an unpinned merge, only refuses,
+    /// `invariant_violated` with `unpinned-merge`'s text.
+    #[test]
+    fn the_finish_never_changes_the_decision_but_to_refuse_an_unpinned_merge(
+        c in conditions(),
+        note in any::<bool>(),
+        at in any::<bool>(),
+        unpinned in prop::bool::weighted(0.3),
+        preview in any::<bool>(),
+        holds in any::<bool>(),
+    ) {
+        let case = c.case();
+        let bare = case.resolve();
+        let head = ("1a38ef95".to_owned(), Some("main".to_owned()));
+        let finish = Finish {
+            note: note.then_some("a lock is taken"),
+            at: at.then_some(&head),
+            perform: None,
+            unpinned: unpinned.then_some("no head pin"),
+            preview,
+            holds,
+        };
+        let finished = resolve_task_capability(&CapabilityInput { finish, ..case.input() });
+        if bare.allowed && unpinned {
+            prop_assert!(!finished.allowed);
+            prop_assert_eq!(finished.blocker_kind, Some(BlockerKind::InvariantViolated));
+            prop_assert_eq!(finished.operator_action.as_deref(), Some(Invariant::UnpinnedMerge.action()));
+            prop_assert!(finished.forward.is_none() && finished.use_approvals.is_empty() && finished.settles.is_none());
+        } else {
+            prop_assert_eq!(finished.allowed, bare.allowed);
+            prop_assert_eq!(finished.blocker_kind, bare.blocker_kind);
+            prop_assert_eq!(&finished.operator_action, &bare.operator_action);
+            prop_assert_eq!(&finished.use_approvals, &bare.use_approvals);
+        }
+        prop_assert_eq!(finished.held().is_some(), holds && finished.blocker_kind == Some(BlockerKind::ApprovalPending) && finished.approval_request.is_some());
+    }
+
+    /// Applying refuses only through [`Capability::refused_in_apply`]: refused, by the kind it
+    /// names, with that blocker's one operator text, forwarding, using and settling nothing.
+    #[test]
+    fn applying_refuses_with_the_blocker_s_one_text(c in conditions(), kind in prop::sample::select(BlockerKind::ALL.to_vec())) {
+        let refused = c.case().resolve().refused_in_apply(kind, "why".into());
+        prop_assert!(!refused.allowed);
+        prop_assert_eq!(refused.blocker_kind, Some(kind));
+        prop_assert_eq!(refused.operator_action.as_deref(), Some(kind.operator_action()));
+        prop_assert_eq!(refused.blocked_reasons, vec!["why".to_owned()]);
+        prop_assert!(refused.forward.is_none() && refused.use_approvals.is_empty() && refused.settles.is_none() && refused.perform.is_none());
     }
 }

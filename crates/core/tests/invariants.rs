@@ -517,6 +517,7 @@ fn check(
         ask: ask.as_deref(),
         approvals: Some(&approvals),
         may_override,
+        finish: Default::default(),
     });
     if let Some(invariant) = (attack.breaks)(role) {
         if lifted.contains(&invariant) {
@@ -660,6 +661,7 @@ fn check_merge(
         ask: ask.as_deref(),
         approvals: Some(&approvals),
         may_override,
+        finish: Default::default(),
     });
     // A rule of what the call does that cannot be told from it refuses first (`forge_unavailable`).
     let overridden = may_override.contains(&kind)

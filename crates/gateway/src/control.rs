@@ -21,7 +21,82 @@ pub use fleetgate_core::capability::ToolClass;
 use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::{Map, Value};
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
+
+/// What a call's [`Judgement`] needs next, or its verdict. The gateway does what it says and
+/// feeds the answer back.
+#[derive(Debug)]
+pub enum Step {
+    /// Run alone among the calls that share this key, from here to what the call settles: a
+    /// check that depends on a read (the open PRs a branch heads) is then not fooled by a
+    /// concurrent call.
+    Serialize(String),
+    /// Make these reads of the downstream, then hand the answers to
+    /// [`Judgement::answered`].
+    Read(Vec<DownstreamRead>),
+    /// Decide on the blocking pool ([`ControlPlane::decide_judged`]: the store, `/proc`), then
+    /// hand the verdict to [`Judgement::decided`].
+    Decide,
+    /// The call waits for an operator's answer to this approval request: hold it
+    /// ([`ControlPlane::hold`]), then tell [`Judgement::held`] whether it was answered. No
+    /// serial key is held meanwhile.
+    Hold(String),
+    /// The verdict: forward (its arguments, with what it pins), perform, or refuse.
+    Done(Verdict),
+}
+
+/// One call's judgement: pure, every answer fed in (see the module's documentation).
+pub trait Judgement: Send + 'static {
+    /// What it needs next.
+    fn next(&mut self) -> Step;
+    /// The reads of the last [`Step::Read`], made.
+    fn answered(&mut self, answers: Vec<ReadAnswer>);
+    /// The verdict [`Step::Decide`] asked for.
+    fn decided(&mut self, verdict: Verdict);
+    /// Whether the request of the last [`Step::Hold`] was answered (the call is then judged
+    /// again from the start, its reads included) or the wait ended without an answer.
+    fn held(&mut self, answered: bool);
+    /// Itself, for the control plane that made it ([`ControlPlane::decide_judged`]).
+    fn as_any(&self) -> &dyn std::any::Any;
+    /// The call and the reads made, when the judgement is the gateway's own over the control
+    /// plane's one-question methods ([`crate::Stepwise`]): decided by [`ControlPlane::decide`].
+    fn stepwise(&self) -> Option<(&CallToJudge, &[ReadAnswer])> {
+        None
+    }
+}
+
+/// A call to judge, as the gateway hands it over: the downstream's definition of the tool,
+/// the arguments as sent, and the tool schemas the downstream lists (what reads are built from).
+#[derive(Clone)]
+pub struct CallToJudge {
+    /// The tool as the downstream defines it.
+    pub tool: Tool,
+    /// The arguments as sent.
+    pub arguments: Option<JsonObject>,
+    /// The downstream's tool schemas as it last listed them.
+    pub catalogue: Arc<dyn fleetgate_core::dialect::Schemas + Send + Sync>,
+}
+
+impl std::fmt::Debug for CallToJudge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallToJudge").field("tool", &self.tool.name).finish_non_exhaustive()
+    }
+}
+
+impl CallToJudge {
+    /// The call as the control plane's one-question methods take it.
+    pub fn tool_call<'a>(&'a self, answers: &'a [ReadAnswer], link: Option<&'a dyn DownstreamLink>) -> ToolCall<'a> {
+        ToolCall {
+            tool: &self.tool,
+            arguments: self.arguments.as_ref(),
+            answers,
+            link,
+            settles: None,
+            catalogue: Some(&*self.catalogue),
+        }
+    }
+}
 
 /// What [`ControlPlane::hold`] answers: whether the request was answered.
 pub type HoldFuture = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
@@ -80,6 +155,26 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// tool's definition and the call's arguments: the attachment's own worker is the
     /// session evidence. Records the decision in the audit log itself, under that worker.
     fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict;
+
+    /// Start judging one real call of a downstream tool on `attachment`: the control plane's
+    /// own [`Judgement`] — the call parsed once and what it does stated once, carried to the
+    /// decision ([`decide_judged`](Self::decide_judged)). The gateway drives it with its one
+    /// loop: the serial key, the reads, the decision, the hold. `None`: the gateway judges
+    /// the call through [`decide_now`](Self::decide_now), [`serial_key`](Self::serial_key),
+    /// [`reads`](Self::reads), [`decide`](Self::decide) and [`hold`](Self::hold) ([`Journey`](crate::Journey)
+    /// over [`Stepwise`](crate::Stepwise)). Called on the runtime: it must not block.
+    fn judge(&self, attachment: AttachmentId, call: &CallToJudge) -> Option<Box<dyn Judgement>> {
+        let _ = (attachment, call);
+        None
+    }
+
+    /// The decision a [`Judgement`] asked for ([`Step::Decide`](crate::Step::Decide)), on the
+    /// blocking pool: like [`decide`](Self::decide), recorded in the audit log. `link`: the
+    /// attachment's downstream. A judgement this control plane did not make (the gateway's
+    /// [`Stepwise`](crate::Stepwise) one) is decided through [`decide`](Self::decide).
+    fn decide_judged(&self, attachment: AttachmentId, judgement: &dyn Judgement, link: &dyn DownstreamLink) -> Verdict {
+        decide_stepwise(self, attachment, judgement, link)
+    }
 
     /// [`decide`](Self::decide) when the verdict can be given at once, from memory: the
     /// gateway asks this first, on the task that handles the call, and goes to the
@@ -557,5 +652,31 @@ impl DownstreamStatus {
             "protocol_version": self.protocol_version,
             "pid": self.pid,
         })
+    }
+}
+
+/// [`ControlPlane::decide_judged`] of the gateway's own judgement over the one-question
+/// methods ([`Judgement::stepwise`]): [`ControlPlane::decide`] with the reads it made. Any
+/// other judgement `control` did not make is refused, never decided.
+pub fn decide_stepwise<C: ControlPlane + ?Sized>(
+    control: &C,
+    attachment: AttachmentId,
+    judgement: &dyn Judgement,
+    link: &dyn DownstreamLink,
+) -> Verdict {
+    match judgement.stepwise() {
+        Some((call, answers)) => control.decide(attachment, &call.tool_call(answers, Some(link))),
+        None => Verdict {
+            class: ToolClass::Mutating,
+            decision: GateDecision::refuse(
+                BlockerKind::FleetInventoryBlocked,
+                vec!["the gate was handed a judgement it did not start: nothing is decided".into()],
+                Some("re-run the call; if it persists, report a fleetgate defect".into()),
+            ),
+            settles: None,
+            forward: None,
+            held: None,
+            perform: None,
+        },
     }
 }

@@ -44,6 +44,7 @@ pub mod fuzzing;
 mod gateway;
 mod http;
 mod hub;
+mod journey;
 mod lifecycle;
 mod link;
 mod oauth;
@@ -60,15 +61,17 @@ mod timefmt;
 pub use answers::{CLASSIFICATION_META_KEY, DOWNSTREAM_TIMEOUT, DOWNSTREAM_UNAVAILABLE};
 pub use auth::{Principal, Principals, PrincipalsError, TokensFileError};
 pub use control::{
-    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
+    AttachmentId, BlockerKind, CallToJudge, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
     DownstreamError, DownstreamErrorKind, DownstreamLink, DownstreamRead, DownstreamState, DownstreamStatus,
-    GateDecision, HoldFuture, Listing, MAX_READ_ROUNDS, ReadAnswer, ToolCall, ToolClass, Verdict,
+    GateDecision, HoldFuture, Judgement, Listing, MAX_READ_ROUNDS, ReadAnswer, Step, ToolCall, ToolClass, Verdict,
+    decide_stepwise,
 };
 pub use error::GatewayError;
 pub use http::{
     ConnectionLimits, HTTP_ENDPOINT, HttpOptions, METRICS_ENDPOINT, run_http, serve_connections, serve_http,
 };
 pub use hub::Limits;
+pub use journey::{Journey, Judge, Stepwise};
 pub use lifecycle::{ExtraLayer, ShutdownReason, init_logging, init_logging_with};
 pub use oauth::{
     FetchError, IdTokenRefused, IdTokenVerifier, MetadataFault, OAuthPrincipal, OAuthSettings, PrincipalClash,

@@ -9,19 +9,24 @@
 //!    fleet and session evidence, the PR workflow's judgement and pins, and the operator's
 //!    answers on record for exactly the call that would be forwarded.
 //! 2. **Decide.** Everything is handed to the one pure resolver
-//!    (`fleetgate_core::capability::resolve_task_capability`), once. Its verdict says what
-//!    to forward, which approvals to use and which request to record.
-//! 3. **Apply** (a real call): record the request, use the approvals, audit, touch the
-//!    leases. Applying can only refuse what the resolver allowed (an approval another
-//!    identical call used first, an audit entry that is not durable), never the reverse.
+//!    (`fleetgate_core::capability::resolve_task_capability`), once. Its verdict is final:
+//!    what to forward or perform, which approvals to use, which request to record, what the
+//!    call settles, whether it is held, and every text an operator reads.
+//! 3. **Apply** (a real call): record the request (core names it in the verdict,
+//!    `Capability::requested`), use the approvals, audit, touch the leases. Applying can only
+//!    refuse what the resolver allowed (an approval another identical call used first, an
+//!    audit entry that is not durable), through core's `Capability::refused_in_apply` with the
+//!    blocker's one operator text — never the reverse.
 //!
 //! `capability`, the `…resolve_task_capability` control tool and the gateway all go through
 //! the same gathering and the same decision; a preview only skips the apply.
 
 use super::observer::Observer;
 use super::session::{Caller, session_provenance};
+use super::shadow::{SHADOW_EVENT, ShadowRules};
 use super::snapshot::{Snapshot, snapshot};
-use super::workflow::{self, Forge, ForgeErrorKind, ForgeReader, Judged, WorkflowCall};
+use super::statement::{Canonical, Stated, Statement, Stating};
+use super::workflow::{self, Forge, ForgeReader, Judged, WorkflowCall};
 use crate::audit::Auditor;
 use fleetgate_config::{FleetConfig, Member};
 use fleetgate_core::BlockerKind;
@@ -29,12 +34,11 @@ use fleetgate_core::Timestamp;
 use fleetgate_core::approval::{ApprovalRequest, ExactCall, call_digest, on_record, override_digest, request_id};
 use fleetgate_core::audit::{AuditEntry, JudgedCall, keep_arguments};
 use fleetgate_core::capability::{
-    Approvals, Capability, CapabilityInput, Evidence, RequestPlan, RoleRefusal, ToolClass, classify_tool,
+    Approvals, Capability, CapabilityInput, Evidence, Finish, RequestPlan, RoleRefusal, ToolClass, classify_tool,
     needs_approvals, needs_evidence, overridable, resolve_task_capability,
 };
 use fleetgate_core::dialect::{Dialect, Schemas, Unlisted};
 use fleetgate_core::effect::{Answered, Effect, Invariant, Judgement, Read};
-use fleetgate_core::forge_call::{Ambiguity, canonicalize};
 use fleetgate_core::provenance::Provenance;
 use fleetgate_core::rules::{ArgMatch, Does, Rule, operations};
 use fleetgate_store::Store;
@@ -139,23 +143,11 @@ impl<'a> AllowedCall<'a> {
     }
 }
 
-/// At most this many rounds of forge reads establish one call's effect (each round makes
-/// the reads the answers so far call for: a repository, then its open PRs page by page).
-pub const MAX_READ_ROUNDS: usize = 48;
-
-/// What the forge dialect states of a call, and the reads it could not make.
-#[derive(Clone, Debug, Default)]
-struct Stated {
-    effect: Effect,
-    /// Reads asked for that were not made (a gateway makes them and decides again).
-    missing: Vec<Read>,
-}
-
 /// Everything one decision is made from, gathered before the resolver is asked.
 #[derive(Debug)]
 struct Gathered {
     /// The parse: `Ok(None)` without a forge profile (as sent).
-    canonical: Result<Option<Option<Map<String, Value>>>, Ambiguity>,
+    canonical: Canonical,
     policy: Policy,
     /// Under a forge profile: what the call does.
     stated: Option<Stated>,
@@ -215,28 +207,6 @@ pub struct Gate {
     shadow: Option<Arc<ShadowRules>>,
 }
 
-/// A candidate roster's rules and invariants in shadow (`fleetgate serve --shadow`): each live
-/// decision is also judged by them, and where they would decide otherwise the flip is audited
-/// and counted — the candidate decides nothing.
-#[derive(Debug)]
-pub struct ShadowRules {
-    /// The candidate roster.
-    pub config: Arc<FleetConfig>,
-    /// Its rules' digest.
-    pub digest: String,
-    lifted: Vec<fleetgate_core::effect::Invariant>,
-}
-
-impl ShadowRules {
-    /// The candidate `config` in shadow.
-    pub fn new(config: Arc<FleetConfig>) -> Self {
-        Self { digest: config.rules_digest(), lifted: config.lifted(), config }
-    }
-}
-
-/// The audit log's tool prefix of a shadow flip (`shadow:<tool>`).
-pub const SHADOW_EVENT: &str = "shadow:";
-
 impl Gate {
     /// A gate that does not audit (the `capability` CLI, the control tool).
     pub fn new(config: Arc<FleetConfig>, store: Arc<dyn Store>, observer: Arc<dyn Observer>) -> Self {
@@ -250,6 +220,18 @@ impl Gate {
     pub fn with_shadow(mut self, shadow: ShadowRules) -> Self {
         self.shadow = Some(Arc::new(shadow));
         self
+    }
+
+    /// The same gate, judging under `dialect` in place of the one `[fleet] forge` names (an
+    /// embedding's own dialect; a test's that counts what it is asked).
+    pub fn with_dialect(mut self, dialect: &'static dyn Dialect) -> Self {
+        self.dialect = Some(dialect);
+        self
+    }
+
+    /// The forge dialect the gate judges under.
+    pub fn dialect(&self) -> Option<&'static dyn Dialect> {
+        self.dialect
     }
 
     /// The candidate in shadow, when one.
@@ -362,7 +344,7 @@ impl Gate {
     /// The verdict for `call` as of `now`: the same gathering and the same decision as a
     /// real call, approvals and overrides on record included; records and uses nothing.
     pub fn resolve(&self, call: &Call<'_>, now: Timestamp) -> Capability {
-        let gathered = self.gather(call, now);
+        let gathered = self.gather(call, self.stated(call), now);
         self.decided(call, &gathered, Mode::Preview)
     }
 
@@ -379,73 +361,83 @@ impl Gate {
         }
     }
 
-    /// What the forge dialect states of `call` (its canonical `args`), reading the forge
-    /// through `call.forge` round by round; reads it cannot make are listed as missing, and
-    /// leave the effect unestablished.
-    fn state(&self, dialect: &dyn Dialect, call: &Call<'_>, args: &Map<String, Value>) -> Stated {
-        let mut answers: Vec<Answered> = Vec::new();
-        let mut missing = Vec::new();
-        let schemas = call.schemas.unwrap_or(&Unlisted);
-        for _ in 0..MAX_READ_ROUNDS {
-            match dialect.establish(call.tool, args, call.schema, schemas, &answers) {
-                // Not established: what the arguments alone show is still judged (a forced
-                // merge is one whatever its base), and the call is refused all the same.
-                Ok(effect) if !effect.unestablished.is_empty() => {
-                    let evident = dialect.evident(call.tool, args, call.schema);
-                    let effect = Effect { kind: effect.kind, unestablished: effect.unestablished, ..evident };
-                    return Stated { effect, missing };
-                }
-                Ok(effect) => return Stated { effect, missing },
-                Err(reads) => {
-                    for read in reads {
-                        let answer = match call.forge {
-                            None => {
-                                missing.push(read.clone());
-                                Err("no forge to read it from".to_owned())
-                            }
-                            Some(forge) => forge.read(&read.tool, read.arguments.clone()).map_err(|e| {
-                                if e.kind == ForgeErrorKind::NotConfigured {
-                                    missing.push(read.clone());
-                                }
-                                e.message
-                            }),
-                        };
-                        answers.push((read, answer));
-                    }
-                }
-            }
+    /// What a [`Statement`] of `call` is made from: the roster's dialect, the call's tool and
+    /// schema, the schemas the server lists.
+    fn stating<'c>(&self, call: &Call<'c>) -> Stating<'c> {
+        Stating {
+            dialect: self.dialect,
+            tool: call.tool,
+            schema: call.schema,
+            schemas: call.schemas.unwrap_or(&Unlisted),
         }
-        let why = format!("more than {MAX_READ_ROUNDS} rounds of forge reads were needed");
-        Stated { effect: Effect { unestablished: vec![why], ..Effect::write() }, missing }
+    }
+
+    /// `call` parsed once, with what its dialect states of it from its arguments alone (the
+    /// reads it asks for are [`Statement`]'s to be fed).
+    pub fn statement(&self, call: &Call<'_>) -> Statement {
+        Statement::start(self.stating(call), call.arguments)
+    }
+
+    /// The answers to reads a statement of `call` asked for, fed in (each round's once).
+    pub fn feed(&self, call: &Call<'_>, statement: &mut Statement, answers: Vec<Answered>) {
+        statement.feed(self.stating(call), answers);
+    }
+
+    /// `statement` of `call` stated again from the arguments alone, its parse kept.
+    pub fn restate(&self, call: &Call<'_>, statement: &mut Statement) {
+        statement.restart(self.stating(call));
+    }
+
+    /// `call` parsed and stated, its forge reads made through `call.forge` round by round;
+    /// reads it cannot make are listed as missing, and leave the effect unestablished.
+    fn stated(&self, call: &Call<'_>) -> Statement {
+        let mut statement = self.statement(call);
+        statement.read_through(self.stating(call), call.forge);
+        statement
     }
 
     /// The forge reads deciding `call` still needs, given the reads made so far (the
     /// gateway's, in `call.forge`): what the call would do, and the PR's head and base for a
     /// merge or a review. The gateway makes them, then asks again, until none is left.
     pub fn reads(&self, call: &Call<'_>) -> Vec<Read> {
-        let Some(dialect) = self.dialect else { return Vec::new() };
-        let Ok(Some(Some(args))) = self.canonical(call) else { return Vec::new() };
-        let stated = self.state(dialect, call, &args);
-        let mut reads = stated.missing;
-        let action = stated.effect.action.filter(|_| stated.effect.unknown.is_none());
-        if let Some(action) = action {
-            let forge = Forge { dialect, schemas: call.schemas.unwrap_or(&Unlisted), reader: call.forge };
-            for read in workflow::reads(forge, call.tool, action, &args) {
-                if !reads.contains(&read) {
-                    reads.push(read);
-                }
+        let statement = self.stated(call);
+        let mut reads = statement.stated.as_ref().map(|s| s.missing.clone()).unwrap_or_default();
+        for read in self.workflow_reads(call, &statement) {
+            if !reads.contains(&read) {
+                reads.push(read);
             }
         }
         reads
     }
 
-    /// The caller as the workflow knows it: its worker's client and session.
-    pub fn actor(&self, call: &Call<'_>) -> Result<fleetgate_core::workflow::Actor, String> {
-        let Caller::Worker { identity, principal, .. } = &call.caller else {
-            return Err("no worker makes this call".into());
+    /// The reads `statement` of `call` still waits for: what the call would do, else — once
+    /// stated — the PR's head and base for a workflow action, those `call.forge` has not made.
+    pub fn pending_reads(&self, call: &Call<'_>, statement: &Statement) -> Vec<Read> {
+        match statement.stated {
+            None => statement.asked().to_vec(),
+            Some(_) => self.workflow_reads(call, statement),
+        }
+    }
+
+    /// The PR reads a stated call's workflow action needs, those `call.forge` has not made.
+    fn workflow_reads(&self, call: &Call<'_>, statement: &Statement) -> Vec<Read> {
+        let (Some(stated), Ok(Some(Some(args)))) = (&statement.stated, &statement.canonical) else {
+            return Vec::new();
         };
-        let row = self.store.get_worker(identity).map_err(|e| format!("the registry cannot be read: {e}"))?;
-        let row = row.ok_or_else(|| format!("worker {identity} is not registered"))?;
+        let action = stated.effect.action.filter(|_| stated.effect.unknown.is_none());
+        match (action, self.forge(call)) {
+            (Some(action), Some(forge)) => workflow::reads(forge, call.tool, action, args),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The caller as the workflow knows it: its worker's client and session.
+    pub fn actor(&self, call: &Call<'_>) -> Result<fleetgate_core::workflow::Actor, NoActor> {
+        let Caller::Worker { identity, principal, .. } = &call.caller else {
+            return Err(NoActor::NoWorker);
+        };
+        let row = self.store.get_worker(identity).map_err(NoActor::Registry)?;
+        let row = row.ok_or_else(|| NoActor::Unregistered((*identity).to_owned()))?;
         Ok(fleetgate_core::workflow::Actor {
             worker: row.worker_identity,
             profile: call.member.profile.clone(),
@@ -498,17 +490,6 @@ impl Gate {
         }
     }
 
-    /// The call as the gate judges it: under a forge profile, its canonical arguments (or
-    /// why the server could read them otherwise); else as sent.
-    fn canonical(&self, call: &Call<'_>) -> Result<Option<Option<Map<String, Value>>>, Ambiguity> {
-        let Some(dialect) = self.dialect else { return Ok(None) };
-        let parsed = canonicalize(call.schema, call.arguments, dialect.alias_groups(), dialect.number_keys())?;
-        if let Some(args) = &parsed {
-            dialect.check_parse(call.tool, args)?;
-        }
-        Ok(Some(parsed))
-    }
-
     /// How `call` reads the forge: its dialect, the server's schemas, its reader.
     fn forge<'c>(&self, call: &Call<'c>) -> Option<Forge<'c>> {
         Some(Forge { dialect: self.dialect?, schemas: call.schemas.unwrap_or(&Unlisted), reader: call.forge })
@@ -537,64 +518,60 @@ impl Gate {
         }
     }
 
-    /// Step 1: everything the decision is made from. The fleet and session evidence, the
-    /// workflow's judgement and the approvals on record are gathered only when the verdict
-    /// can depend on them ([`needs_evidence`], [`needs_approvals`]).
-    fn gather(&self, call: &Call<'_>, now: Timestamp) -> Gathered {
-        let canonical = self.canonical(call);
+    /// What is known of `call` without the store or the forge: its parse, what it does, the
+    /// invariants and the role policy on it, its class and workflow action, its worker.
+    fn known(&self, call: &Call<'_>, statement: Statement) -> Gathered {
+        let Statement { canonical, stated, .. } = statement;
         let arguments = match &canonical {
             Ok(Some(arguments)) => arguments.as_ref(),
             _ => call.arguments,
-        };
-        let empty = Map::new();
-        let stated = match (&canonical, self.dialect) {
-            (Ok(Some(_)), Some(dialect)) => Some(self.state(dialect, call, arguments.unwrap_or(&empty))),
-            _ => None,
         };
         let effect = stated.as_ref().map(|s| &s.effect);
         let policy = self.policy(&Call { arguments, ..call.clone() }, effect);
         let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
             fleetgate_core::effect::judge(&s.effect, &call.member.role, &self.config.workflow.protection, &self.lifted)
         });
-        let class = Self::class_of(&policy, stated.as_ref());
-        let action = Self::action_of(&policy, stated.as_ref());
-        let worker = match &call.caller {
-            Caller::Worker { identity, .. } => Some((*identity).to_owned()),
-            Caller::Nobody(_) => None,
-        };
-        let shadow = self.shadow.as_ref().map(|shadow| {
-            let policy = self.policy_of(&shadow.config, &Call { arguments, ..call.clone() }, effect);
-            let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
-                fleetgate_core::effect::judge(
-                    &s.effect,
-                    &call.member.role,
-                    &shadow.config.workflow.protection,
-                    &shadow.lifted,
-                )
-            });
-            (policy, judgement)
-        });
-        let mut g = Gathered {
-            digest: call_digest(worker.as_deref(), call.tool, arguments),
+        Gathered {
+            digest: String::new(),
             forward: canonical.as_ref().ok().cloned().flatten().flatten(),
-            definition_changed: canonical
-                .is_ok()
-                .then(|| self.changed_definition(&call.member.profile, call.tool))
-                .flatten(),
+            class: Self::class_of(&policy, stated.as_ref()),
+            action: Self::action_of(&policy, stated.as_ref()),
             canonical,
             policy,
             stated,
             judgement,
-            class,
-            action,
+            definition_changed: None,
             store_replaced: None,
             evidence: None,
             workflow: None,
             covered: None,
-            worker,
+            worker: call.caller.worker().map(str::to_owned),
             approvals: None,
-            shadow,
-        };
+            shadow: None,
+        }
+    }
+
+    /// The shadow candidate's role policy and invariant judgement of the call `g` knows.
+    fn shadow_of(&self, call: &Call<'_>, g: &Gathered) -> Option<(Policy, Judgement)> {
+        let shadow = self.shadow.as_ref()?;
+        let effect = g.stated.as_ref().map(|s| &s.effect);
+        let policy = self.policy_of(&shadow.config, &Call { arguments: g.arguments(call), ..call.clone() }, effect);
+        let judgement = effect.map_or_else(Judgement::default, |e| {
+            fleetgate_core::effect::judge(e, &call.member.role, &shadow.config.workflow.protection, &shadow.lifted)
+        });
+        Some((policy, judgement))
+    }
+
+    /// Step 1: everything the decision is made from, `statement` the call's parse and
+    /// effect. The fleet and session evidence, the workflow's judgement and the approvals on
+    /// record are gathered only when the verdict can depend on them ([`needs_evidence`],
+    /// [`needs_approvals`]).
+    fn gather(&self, call: &Call<'_>, statement: Statement, now: Timestamp) -> Gathered {
+        let mut g = self.known(call, statement);
+        g.digest = call_digest(g.worker.as_deref(), call.tool, g.arguments(call));
+        g.definition_changed =
+            g.canonical.is_ok().then(|| self.changed_definition(&call.member.profile, call.tool)).flatten();
+        g.shadow = self.shadow_of(call, &g);
         // The shadow's decision may need what the live one does not: gathered for both.
         let needs = needs_evidence(&self.input(call, &g, None))
             || g.shadow.as_ref().is_some_and(|s| needs_evidence(&self.shadow_input(call, &g, s, None)));
@@ -608,46 +585,51 @@ impl Gate {
         let provenance = session_provenance(&*self.store, &*self.observer, &call.caller, &self.config.env_prefix, now);
         g.evidence = Some((snap, provenance));
         if let Some(action) = g.action.clone() {
-            let judged = match (self.actor(call), self.forge(call)) {
-                (Ok(actor), Some(forge)) => {
-                    let args = g.arguments(call).cloned();
-                    let wcall = self.workflow_call(call.tool, args.as_ref(), &action, &actor);
-                    workflow::judge(&*self.store, forge, &wcall, now)
-                }
-                (Ok(_), None) => Judged {
-                    refusal: Some(fleetgate_core::workflow::Refusal::of(
-                        BlockerKind::ForgeUnavailable,
-                        "a workflow action needs a forge dialect ([fleet] forge) to read the PR with".into(),
-                    )),
-                    ..Judged::default()
-                },
-                (Err(why), _) => Judged {
-                    refusal: Some(fleetgate_core::workflow::Refusal {
-                        blocker_kind: BlockerKind::SessionAttachmentMissing,
-                        reasons: vec![why],
-                        operator_action: "attach a live worker to this session before a workflow call".into(),
-                    }),
-                    ..Judged::default()
-                },
-            };
-            if !judged.pins.is_empty() {
-                let mut forward = g.arguments(call).cloned().unwrap_or_default();
-                forward.extend(judged.pins.clone());
-                g.digest = call_digest(g.worker.as_deref(), call.tool, Some(&forward));
-                g.forward = Some(forward);
-            }
-            // A merge the gateway makes itself: what an approval covers is pinned at its head
-            // too, as a forwarded pin would be.
-            if let Some(rest) = &judged.rest {
-                let mut covered = g.arguments(call).cloned().unwrap_or_default();
-                covered.insert(REST_PIN_KEY.into(), rest.body.get("sha").cloned().unwrap_or_default());
-                g.digest = call_digest(g.worker.as_deref(), call.tool, Some(&covered));
-                g.covered = Some(covered);
-            }
-            g.workflow = Some(judged);
+            self.judge_workflow(call, &mut g, &action, now);
         }
         self.judge_issue_locks(call, &mut g, now);
         self.with_approvals(call, g, now)
+    }
+
+    /// The PR workflow's judgement of `action`, and what it pins into what is forwarded (or
+    /// into what an approval covers, for a merge the gateway makes itself).
+    fn judge_workflow(&self, call: &Call<'_>, g: &mut Gathered, action: &str, now: Timestamp) {
+        let judged = match (self.actor(call), self.forge(call)) {
+            (Ok(actor), Some(forge)) => {
+                let args = g.arguments(call).cloned();
+                let wcall = self.workflow_call(call.tool, args.as_ref(), action, &actor);
+                workflow::judge(&*self.store, forge, &wcall, now)
+            }
+            (Ok(_), None) => Judged {
+                refusal: Some(fleetgate_core::workflow::Refusal::of(
+                    BlockerKind::ForgeUnavailable,
+                    "a workflow action needs a forge dialect ([fleet] forge) to read the PR with".into(),
+                )),
+                ..Judged::default()
+            },
+            (Err(why), _) => Judged {
+                refusal: Some(fleetgate_core::workflow::Refusal::of(
+                    BlockerKind::SessionAttachmentMissing,
+                    why.to_string(),
+                )),
+                ..Judged::default()
+            },
+        };
+        if !judged.pins.is_empty() {
+            let mut forward = g.arguments(call).cloned().unwrap_or_default();
+            forward.extend(judged.pins.clone());
+            g.digest = call_digest(g.worker.as_deref(), call.tool, Some(&forward));
+            g.forward = Some(forward);
+        }
+        // A merge the gateway makes itself: what an approval covers is pinned at its head
+        // too, as a forwarded pin would be.
+        if let Some(rest) = &judged.rest {
+            let mut covered = g.arguments(call).cloned().unwrap_or_default();
+            covered.insert(REST_PIN_KEY.into(), rest.body.get("sha").cloned().unwrap_or_default());
+            g.digest = call_digest(g.worker.as_deref(), call.tool, Some(&covered));
+            g.covered = Some(covered);
+        }
+        g.workflow = Some(judged);
     }
 
     /// The issue locks against the issues the call's texts close, reopen or (a PR's own)
@@ -732,6 +714,7 @@ impl Gate {
             ask: g.policy.ask.then(|| g.policy.rule.as_deref().unwrap_or("(unnamed)")),
             approvals: g.approvals.as_ref(),
             may_override: &self.config.approvals.may_override,
+            finish: Finish::default(),
         }
     }
 
@@ -782,18 +765,19 @@ impl Gate {
         fleetgate_core::capability::ShadowFlip::between(live, &candidate, rule)
     }
 
-    /// Why an allowed merge would go out unpinned: its server declares no pin, the gateway
-    /// makes no pinned merge of its own (the PR was not read: an operator let a refusal
-    /// through), and the roster does not lift `unpinned-merge`. A merge is never forwarded
-    /// at whatever head the forge has then.
-    fn unpinned(&self, call: &Call<'_>, g: &Gathered, verdict: &Capability) -> Option<String> {
+    /// Why the call, were it allowed, would go out unpinned: a merge whose arguments carry no
+    /// head pin its server declares, the gateway making no pinned merge of its own (the PR
+    /// was not read: an operator let a refusal through), and the roster not lifting
+    /// `unpinned-merge`. A merge is never forwarded at whatever head the forge has then.
+    fn unpinned(&self, call: &Call<'_>, g: &Gathered) -> Option<String> {
         let dialect = self.dialect?;
         let merges = g.stated.as_ref().is_some_and(|s| s.effect.merge.is_some());
-        if !merges || verdict.perform.is_some() || self.lifted.contains(&Invariant::UnpinnedMerge) {
+        let performs = g.workflow.as_ref().is_some_and(|w| w.rest.is_some());
+        if !merges || performs || self.lifted.contains(&Invariant::UnpinnedMerge) {
             return None;
         }
         let pin = dialect.merge_pin()?;
-        let pinned = verdict.forward.as_ref().is_some_and(|f| f.contains_key(pin));
+        let pinned = g.forward.as_ref().is_some_and(|f| f.contains_key(pin));
         (!pinned).then(|| {
             format!(
                 "the merge `{}` carries no head pin (`{pin}`) and the gateway made no pinned merge of its own: the \
@@ -803,33 +787,24 @@ impl Gate {
         })
     }
 
-    /// Step 2: the one decision, from everything gathered.
+    /// Step 2: the one decision, from everything gathered: core's verdict, final.
     fn decided(&self, call: &Call<'_>, g: &Gathered, mode: Mode) -> Capability {
         let evidence = g.evidence.as_ref().map(|(snap, provenance)| Evidence {
             diagnostics: &snap.diagnostics,
             provenance,
             inventory: &snap.inventory,
         });
-        let mut verdict = resolve_task_capability(&self.input(call, g, evidence));
-        if verdict.allowed
-            && let Some(note) = g.workflow.as_ref().and_then(|w| w.note.clone())
-        {
-            verdict.blocked_reasons.push(note);
-        }
-        // What the call settles is recorded at what it was judged at.
-        if let Some(action) = verdict.settles.take() {
-            verdict.settles = Some(workflow::settles(&action, g.workflow.as_ref().and_then(|w| w.at.as_ref())));
-        }
-        if verdict.allowed {
-            verdict.perform = g.workflow.as_ref().and_then(|w| w.rest.clone());
-            if let Some(why) = self.unpinned(call, g, &verdict) {
-                verdict = refused(verdict, BlockerKind::InvariantViolated, why, Invariant::UnpinnedMerge.action());
-            }
-        }
-        if mode == Mode::Preview && verdict.request.is_some() {
-            verdict.blocked_reasons.push("(an approval request is recorded when the call is made)".into());
-        }
-        verdict
+        let unpinned = self.unpinned(call, g);
+        let workflow = g.workflow.as_ref();
+        let finish = Finish {
+            note: workflow.and_then(|w| w.note.as_deref()),
+            at: workflow.and_then(|w| w.at.as_ref()),
+            perform: workflow.and_then(|w| w.rest.as_ref()),
+            unpinned: unpinned.as_deref(),
+            preview: mode == Mode::Preview,
+            holds: mode == Mode::Real && self.config.approvals.wait_seconds > 0 && g.worker.is_some(),
+        };
+        resolve_task_capability(&CapabilityInput { finish, ..self.input(call, g, evidence) })
     }
 
     /// A real call: gather, decide once, apply — and record the decision in the audit log
@@ -838,7 +813,20 @@ impl Gate {
     /// is forwarded unaudited. Any other entry is queued; one that cannot be adds its
     /// reason to the verdict. Never silent.
     pub fn decide(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Capability {
-        let gathered = self.gather(call, now);
+        self.decide_stated(call, self.statement(call), now, principal)
+    }
+
+    /// [`decide`](Self::decide) for a call already parsed and stated ([`Statement`], its
+    /// reads fed in): what the statement still waits for is read through `call.forge`.
+    pub fn decide_stated(
+        &self,
+        call: &Call<'_>,
+        mut statement: Statement,
+        now: Timestamp,
+        principal: Option<String>,
+    ) -> Capability {
+        statement.read_through(self.stating(call), call.forge);
+        let gathered = self.gather(call, statement, now);
         let mut verdict = self.decided(call, &gathered, Mode::Real);
         verdict.shadow = self.shadow_flip(call, &gathered, &verdict);
         self.apply(call, &gathered, verdict, now, principal)
@@ -863,20 +851,16 @@ impl Gate {
                 match self.store.use_approval(&id, not_before, now) {
                     Ok(Some(_)) => {}
                     Ok(None) => {
-                        verdict = refused(
-                            verdict,
+                        verdict = verdict.refused_in_apply(
                             BlockerKind::ApprovalPending,
                             format!("approval {id} was used by another identical call first: nothing was forwarded"),
-                            "retry the call: it asks an operator again",
                         );
                         break;
                     }
                     Err(e) => {
-                        verdict = refused(
-                            verdict,
+                        verdict = verdict.refused_in_apply(
                             BlockerKind::ApprovalPending,
                             format!("approval {id} could not be used: {e}"),
-                            "check the store (fleetgate runtime context), then retry",
                         );
                         break;
                     }
@@ -890,10 +874,7 @@ impl Gate {
             // Beside the real decision: what the candidate would have done. An event (allowed,
             // no blocker): it refuses nothing and counts as no refusal.
             if let (Some(flip), Some(candidate)) = (shadow, &self.shadow) {
-                let worker = match &call.caller {
-                    Caller::Worker { identity, .. } => Some((*identity).to_owned()),
-                    Caller::Nobody(_) => None,
-                };
+                let worker = call.caller.worker().map(str::to_owned);
                 let blocker = flip.blocker.map(|b| format!(" ({b})")).unwrap_or_default();
                 let reasons = vec![
                     format!(
@@ -979,42 +960,9 @@ impl Gate {
         };
         let (approvers, required) = self.approvers_of(g, plan.overrides.is_none());
         let request = ApprovalRequest { approvers, required, ..request };
-        match (self.store.request_approval(&request), plan.overrides) {
-            (Ok(recorded), None) => {
-                let note = fleetgate_core::capability::approvers_note(&recorded.approvers);
-                verdict.blocked_reasons =
-                    vec![format!("{}: approval request {} waits for an operator{note}", plan.why, recorded.id)];
-                verdict.operator_action =
-                    Some(fleetgate_core::approval::approval_action_for(&recorded.id, &recorded.approvers));
-                verdict.approval_request = Some(recorded.id);
-            }
-            (Ok(recorded), Some(_)) => {
-                verdict.blocked_reasons.push(format!(
-                    "an operator may override this refusal for this exact call: approval request {}{}",
-                    recorded.id,
-                    fleetgate_core::capability::approvers_note(&recorded.approvers)
-                ));
-                let action = verdict.operator_action.take().unwrap_or_default();
-                let how = if recorded.approvers.is_empty() {
-                    format!("`fleetgate approvals approve {}`", recorded.id)
-                } else {
-                    fleetgate_core::approval::where_answered(&recorded.id, &recorded.approvers)
-                };
-                verdict.operator_action = Some(format!("{action}; or override it for this exact call, once: {how}"));
-                verdict.approval_request = Some(recorded.id);
-            }
-            (Err(e), None) => {
-                verdict.blocked_reasons = vec![format!("{}, and the request could not be recorded: {e}", plan.why)];
-                verdict.operator_action = Some(
-                    "no approval request could be read or recorded: check the store (fleetgate runtime context, a \
-                     lock held on it, a full disk), then retry the call"
-                        .into(),
-                );
-            }
-            (Err(e), Some(_)) => {
-                verdict.blocked_reasons.push(format!("its override request could not be recorded: {e}"))
-            }
-        }
+        let recorded = self.store.request_approval(&request);
+        let recorded = recorded.as_ref().map(|r| (r.id.as_str(), r.approvers.as_slice()));
+        *verdict = verdict.clone().requested(&plan, recorded);
     }
 
     /// The call as judged, for its audit entry: the role, the class and rule of its policy,
@@ -1041,10 +989,7 @@ impl Gate {
         principal: Option<String>,
         judged: Option<JudgedCall>,
     ) {
-        let worker = match &call.caller {
-            Caller::Worker { identity, .. } => Some((*identity).to_owned()),
-            Caller::Nobody(_) => None,
-        };
+        let worker = call.caller.worker().map(str::to_owned);
         let entry = AuditEntry {
             id: None,
             at: now,
@@ -1072,51 +1017,23 @@ impl Gate {
     /// workflow action, an enforced pin, an approval that may apply, a PR lease to advance,
     /// an effect that needs a read): ask [`decide`](Self::decide). Never blocks.
     pub fn decide_now(&self, call: &Call<'_>, now: Timestamp, principal: Option<String>) -> Option<Capability> {
-        if self.config.tools.pin == fleetgate_core::capability::PinMode::Enforce {
+        self.decide_now_stated(call, &self.statement(call), now, principal)
+    }
+
+    /// [`decide_now`](Self::decide_now) for a call already parsed and stated.
+    pub fn decide_now_stated(
+        &self,
+        call: &Call<'_>,
+        statement: &Statement,
+        now: Timestamp,
+        principal: Option<String>,
+    ) -> Option<Capability> {
+        // Under a forge profile, only a call whose effect needs no read of the forge.
+        let unstated = matches!(statement.canonical, Ok(Some(_))) && statement.stated.is_none();
+        if self.config.tools.pin == fleetgate_core::capability::PinMode::Enforce || unstated {
             return None;
         }
-        let canonical = self.canonical(call);
-        let arguments = match &canonical {
-            Ok(Some(arguments)) => arguments.as_ref(),
-            _ => call.arguments,
-        };
-        let empty = Map::new();
-        // Under a forge profile, only a call whose effect needs no read of the forge.
-        let stated = match (&canonical, self.dialect) {
-            (Ok(Some(_)), Some(dialect)) => {
-                let args = arguments.unwrap_or(&empty);
-                let schemas = call.schemas.unwrap_or(&Unlisted);
-                let effect = dialect.establish(call.tool, args, call.schema, schemas, &[]).ok()?;
-                Some(Stated { effect, missing: Vec::new() })
-            }
-            _ => None,
-        };
-        let policy = self.policy(&Call { arguments, ..call.clone() }, stated.as_ref().map(|s| &s.effect));
-        let judgement = stated.as_ref().map_or_else(Judgement::default, |s| {
-            fleetgate_core::effect::judge(&s.effect, &call.member.role, &self.config.workflow.protection, &self.lifted)
-        });
-        let worker = match &call.caller {
-            Caller::Worker { identity, .. } => Some((*identity).to_owned()),
-            Caller::Nobody(_) => None,
-        };
-        let g = Gathered {
-            digest: String::new(),
-            forward: canonical.as_ref().ok().cloned().flatten().flatten(),
-            class: Self::class_of(&policy, stated.as_ref()),
-            action: Self::action_of(&policy, stated.as_ref()),
-            canonical,
-            policy,
-            stated,
-            judgement,
-            definition_changed: None,
-            store_replaced: None,
-            evidence: None,
-            workflow: None,
-            covered: None,
-            worker,
-            approvals: None,
-            shadow: None,
-        };
+        let g = self.known(call, statement.clone());
         let input = self.input(call, &g, None);
         if needs_evidence(&input) {
             return None;
@@ -1169,149 +1086,33 @@ impl Gate {
     }
 }
 
-/// What operators do about `audit_unavailable`.
-pub const AUDIT_UNAVAILABLE_ACTION: &str = "the store did not take the call's audit entry in time, so the mutation \
-     was not forwarded: check the store (`fleetgate runtime context`, a lock held on it, a full disk, a \
-     filesystem gone read-only or failing), then retry";
-
 /// An allowed mutation whose audit entry is not committed: refused.
 fn audit_refusal(verdict: &mut Capability, problem: String) {
-    *verdict = refused(verdict.clone(), BlockerKind::AuditUnavailable, problem, AUDIT_UNAVAILABLE_ACTION);
+    *verdict = verdict.clone().refused_in_apply(BlockerKind::AuditUnavailable, problem);
 }
+
+/// Why a call has no actor the PR workflow can judge (`session_attachment_missing`).
+#[derive(Debug)]
+pub enum NoActor {
+    /// No worker makes the call.
+    NoWorker,
+    /// Its worker is not in the registry.
+    Unregistered(String),
+    /// The registry cannot be read.
+    Registry(fleetgate_store::StoreError),
+}
+
+impl std::fmt::Display for NoActor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoWorker => f.write_str("no worker makes this call"),
+            Self::Unregistered(worker) => write!(f, "worker {worker} is not registered"),
+            Self::Registry(e) => write!(f, "the registry cannot be read: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for NoActor {}
 
 /// The key under which a gateway-made merge's pinned head enters what an approval covers.
 pub const REST_PIN_KEY: &str = "(pinned head)";
-
-/// An allowed `verdict` whose apply failed, refused by `kind`: applying never allows.
-fn refused(mut verdict: Capability, kind: BlockerKind, reason: String, action: &str) -> Capability {
-    verdict.forward = None;
-    verdict.allowed = false;
-    verdict.blocker_kind = Some(kind);
-    verdict.blocked_reasons = vec![reason];
-    verdict.operator_action = Some(action.to_owned());
-    verdict.use_approvals.clear();
-    verdict.settles = None;
-    verdict.perform = None;
-    verdict
-}
-
-/// The shadow candidate's flips on live traffic, grouped like `rules test` groups replayed
-/// flips: by (from, to, candidate rule, tool), with the count and the first and last time.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ShadowReport {
-    /// Flips in all.
-    pub flips: usize,
-    /// The candidates they came from (rule digests).
-    pub candidates: Vec<String>,
-    /// The groups, most flips first.
-    pub groups: Vec<ShadowGroup>,
-}
-
-/// One group of flips.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct ShadowGroup {
-    /// The running rules' outcome.
-    pub from: String,
-    /// The candidate's.
-    pub to: String,
-    /// What decided it in the candidate.
-    pub rule: String,
-    /// The tool.
-    pub tool: String,
-    /// How many calls.
-    pub count: usize,
-    /// The first and the last.
-    pub first: Timestamp,
-    /// The last.
-    pub last: Timestamp,
-}
-
-impl ShadowReport {
-    /// The report for a terminal.
-    pub fn text(&self) -> String {
-        if self.flips == 0 {
-            return "the shadow candidate decided every live call as the running rules did".into();
-        }
-        let mut out = vec![format!(
-            "{} live call(s) the shadow candidate ({}) would have decided otherwise:",
-            self.flips,
-            self.candidates.join(", ")
-        )];
-        for g in &self.groups {
-            out.push(format!(
-                "  {} {} -> {}  `{}` by {}  ({} to {})",
-                g.count, g.from, g.to, g.tool, g.rule, g.first, g.last
-            ));
-        }
-        // Each line escaped on its own: the newlines between them are the layout.
-        out.iter().map(|line| fleetgate_core::text::shown(line, usize::MAX)).collect::<Vec<_>>().join("\n")
-    }
-}
-
-/// Group the shadow flips among `entries` (the audit log's `shadow:<tool>` events).
-pub fn shadow_report<E: std::borrow::Borrow<AuditEntry>>(entries: impl Iterator<Item = E>) -> ShadowReport {
-    let mut report = ShadowReport::default();
-    for e in entries {
-        let e = e.borrow();
-        let Some(tool) = e.tool.strip_prefix(SHADOW_EVENT) else { continue };
-        let field = |name: &str| {
-            e.reasons
-                .iter()
-                .find_map(|r| r.strip_prefix(name).and_then(|v| v.strip_prefix(": ")))
-                .unwrap_or("")
-                .to_owned()
-        };
-        let (from, to, rule, candidate) = (field("from"), field("to"), field("rule"), field("candidate"));
-        report.flips += 1;
-        if !candidate.is_empty() && !report.candidates.contains(&candidate) {
-            report.candidates.push(candidate);
-        }
-        match report.groups.iter_mut().find(|g| g.from == from && g.to == to && g.rule == rule && g.tool == tool) {
-            Some(g) => {
-                g.count += 1;
-                g.first = g.first.min(e.at);
-                g.last = g.last.max(e.at);
-            }
-            None => report.groups.push(ShadowGroup {
-                from,
-                to,
-                rule,
-                tool: tool.to_owned(),
-                count: 1,
-                first: e.at,
-                last: e.at,
-            }),
-        }
-    }
-    report.groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tool.cmp(&b.tool)));
-    report
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Issue 55: the report escaped its whole text at once, so a terminal showed a literal
-    /// `\n` between its lines. Each line is escaped on its own; a newline inside a value still is.
-    #[test]
-    fn the_shadow_report_prints_one_line_per_group() {
-        let flip = |tool: &str| {
-            let mut e = AuditEntry::event(
-                Timestamp::from_unix(1_700_000_000),
-                "prgs-author",
-                &format!("{SHADOW_EVENT}{tool}"),
-                String::new(),
-            );
-            e.reasons = ["from: allowed", "to: refused", "rule: fleet.toml:3", "candidate: sha256:c"]
-                .map(str::to_owned)
-                .to_vec();
-            e
-        };
-        let report = shadow_report([flip("git_add"), flip("evil\nforged line")].into_iter());
-        let text = report.text();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 3, "{text}");
-        assert!(!text.contains("\\n  "), "a literal \\n between lines: {text}");
-        assert!(lines.iter().any(|l| l.contains("`evil\\nforged line`")), "a value's newline stays escaped: {text}");
-    }
-}

@@ -79,6 +79,16 @@ pub enum Caller<'a> {
     Nobody(String),
 }
 
+impl Caller<'_> {
+    /// The worker identity that makes the call, when a worker does.
+    pub fn worker(&self) -> Option<&str> {
+        match self {
+            Self::Worker { identity, .. } => Some(identity),
+            Self::Nobody(_) => None,
+        }
+    }
+}
+
 /// The provenance of `caller`'s session as of `now`; an unreadable store leaves it
 /// unowned, with the error named.
 pub fn session_provenance(

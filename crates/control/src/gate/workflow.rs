@@ -421,15 +421,8 @@ pub fn judge(store: &dyn Store, forge: Forge<'_>, call: &WorkflowCall<'_>, now: 
     Judged { pins, note: Some(said), refusal, at: Some((facts.head.clone(), facts.base_ref.clone())), rest }
 }
 
-/// What an allowed call settles, as the verdict carries it to the forwarded call's answer:
-/// the workflow action, and the head and base it was judged at (JSON; a bare action when
-/// none was judged).
-pub fn settles(action: &str, at: Option<&(String, Option<String>)>) -> String {
-    match at {
-        Some((head, base)) => serde_json::json!({ "action": action, "head": head, "base": base }).to_string(),
-        None => action.to_owned(),
-    }
-}
+/// What an allowed call settles, as core's verdict carries it to the forwarded call's answer.
+pub use fleetgate_core::capability::settles_text as settles;
 
 /// [`settles`] read back: the action, and the head and base it was judged at.
 pub fn settled(text: &str) -> (String, Option<(String, Option<String>)>) {
@@ -603,6 +596,56 @@ fn issue_list(issues: &[u64]) -> String {
 /// What settling a call did that the audit log names: (tool, reason) per event.
 pub type Settled = Vec<(&'static str, String)>;
 
+/// Why what a forwarded call settles was not recorded.
+#[derive(Debug)]
+pub enum SettleError {
+    /// The store did not take it.
+    Store(fleetgate_store::StoreError),
+    /// The forge could not be read for it (the PR, the pushed branch's tip).
+    Forge(String),
+}
+
+impl std::fmt::Display for SettleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Store(e) => e.fmt(f),
+            Self::Forge(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for SettleError {}
+
+impl From<fleetgate_store::StoreError> for SettleError {
+    fn from(e: fleetgate_store::StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+impl From<String> for SettleError {
+    fn from(why: String) -> Self {
+        Self::Forge(why)
+    }
+}
+
+impl From<ForgeError> for SettleError {
+    fn from(e: ForgeError) -> Self {
+        Self::Forge(e.message)
+    }
+}
+
+impl From<fleetgate_core::dialect::DialectError> for SettleError {
+    fn from(e: fleetgate_core::dialect::DialectError) -> Self {
+        Self::Forge(e.to_string())
+    }
+}
+
+impl From<&str> for SettleError {
+    fn from(why: &str) -> Self {
+        Self::Forge(why.to_owned())
+    }
+}
+
 /// After a forwarded call the downstream accepted: record the decision at the head it was
 /// made at (and the review-decision lock it takes or corrects), the creator of an opened PR
 /// and the issues it references, a push's commit, or a merge's (a close's) released leases
@@ -615,7 +658,7 @@ pub fn settle(
     judged_at: Option<(String, Option<String>)>,
     answer: Option<&Value>,
     now: Timestamp,
-) -> Result<Settled, String> {
+) -> Result<Settled, SettleError> {
     let empty = Map::new();
     let args = call.arguments.unwrap_or(&empty);
     let dialect = forge.dialect;
@@ -637,7 +680,7 @@ pub fn settle(
                 at: now,
                 issues: opened_issues(dialect, call.tool, args),
             };
-            store.record_pr_origin(&origin).map_err(|e| e.to_string())?;
+            store.record_pr_origin(&origin)?;
         }
         ACTION_REVIEW => {
             let verdict = dialect.review_verdict(call.tool, args);
@@ -648,7 +691,7 @@ pub fn settle(
             // judged before those were carried (none is) falls back to the lease's, else the
             // forge's now.
             let key = target.key(call.remote);
-            let held = store.pr_records(&key).map_err(|e| e.to_string())?;
+            let held = store.pr_records(&key)?;
             let (head, base) = match judged_at {
                 Some(at) => at,
                 None => match workflow::held_by(&held.state(), workflow::Purpose::Review, &call.actor.worker, now) {
@@ -673,7 +716,7 @@ pub fn settle(
                 let Some(branch) = facts.head_ref.clone() else { return Ok(events) };
                 let binding = binding_of(&target.owner, &target.repo);
                 let push = workflow::PrPush { binding, branch, head: facts.head, by: call.actor.clone(), at: now };
-                store.record_pr_push(&push).map_err(|e| e.to_string())?;
+                store.record_pr_push(&push)?;
                 return Ok(events);
             }
             // The write's answer names no commit: the branch's tip, read right after, is it.
@@ -688,12 +731,12 @@ pub fn settle(
                 by: call.actor.clone(),
                 at: now,
             };
-            store.record_pr_push(&push).map_err(|e| e.to_string())?;
+            store.record_pr_push(&push)?;
         }
         ACTION_MERGE => {
             let Some(target) = dialect.pr_target(call.tool, args) else { return Ok(events) };
             let key = target.key(call.remote);
-            store.release_pr_leases(&key, workflow::released::MERGED, now).map_err(|e| e.to_string())?;
+            store.release_pr_leases(&key, workflow::released::MERGED, now)?;
             events.extend(moot(store, &key, "merged", now)?);
         }
         ACTION_CLOSE | ACTION_EDIT => {
@@ -726,13 +769,13 @@ fn record_decision(
     store: &dyn Store,
     call: &WorkflowCall<'_>,
     decision: &workflow::PrDecision,
-) -> Result<Settled, String> {
+) -> Result<Settled, SettleError> {
     if !call.decision_lock {
-        store.record_pr_decision(decision).map_err(|e| e.to_string())?;
+        store.record_pr_decision(decision)?;
         return Ok(Settled::new());
     }
     let by = &decision.by;
-    let held = store.live_review_locks(&by.client, &by.session).map_err(|e| e.to_string())?;
+    let held = store.live_review_locks(&by.client, &by.session)?;
     let what = format!("{} at head {} on {}", decision.verdict.as_str(), short(&decision.head), decision.pr);
     let write = match decision_lock::judge_decision(&held, by, &decision.pr, &decision.head) {
         Ok(LockPlan::Take) => LockWrite::Take { lock_id: new_lock_id(&decision.pr, decision.at) },
@@ -740,12 +783,12 @@ fn record_decision(
         Err(refusal) => {
             // Judged free before the call, locked since (another decision of this session
             // raced it): the forge took this decision, so it is recorded, without a lock.
-            store.record_pr_decision(decision).map_err(|e| e.to_string())?;
+            store.record_pr_decision(decision)?;
             let why = refusal.reasons.join("; ");
             return Ok(vec![(LOCK_EVENT, format!("{what} recorded without a lock: {why}"))]);
         }
     };
-    let lock = store.record_locked_decision(decision, &write).map_err(|e| e.to_string())?;
+    let lock = store.record_locked_decision(decision, &write)?;
     let event = match (&write, lock) {
         (LockWrite::Take { .. }, Some(l)) => format!("lock {} taken by session {}: {what}", l.lock_id, by.session),
         (LockWrite::Correct { .. }, Some(l)) => {
@@ -757,8 +800,8 @@ fn record_decision(
 }
 
 /// The PR is merged or closed: its review-decision locks are moot.
-fn moot(store: &dyn Store, key: &PrRef, how: &str, now: Timestamp) -> Result<Settled, String> {
-    let released = store.release_review_locks(key, decision_lock::ended::MOOT, now).map_err(|e| e.to_string())?;
+fn moot(store: &dyn Store, key: &PrRef, how: &str, now: Timestamp) -> Result<Settled, SettleError> {
+    let released = store.release_review_locks(key, decision_lock::ended::MOOT, now)?;
     Ok(released
         .into_iter()
         .map(|l| {

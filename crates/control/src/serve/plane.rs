@@ -14,18 +14,19 @@
 
 use super::attachments::{AttachedWorker, Attachments, Client, Registrar};
 use super::identity::Identity;
+use super::judging::{self, CallJudge, Maker};
 use super::row::{RowKeeper, runtime_row};
 use super::tools;
 use super::workflow::{LinkForge, Prefetched};
-use crate::gate::{Call, Caller, Gate};
+use crate::gate::{Call, Caller, Gate, Statement};
 use crate::metrics::GatewayMetrics;
 use fleetgate_config::FleetConfig;
 use fleetgate_core::env::{EnvKey, EnvSnapshot};
 use fleetgate_core::{Clock, Timestamp};
 use fleetgate_gateway::rmcp::model::{CallToolResult, Tool};
 use fleetgate_gateway::{
-    AttachmentId, BlockerKind, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane, DownstreamRead,
-    GateDecision, Listing, ToolCall, Verdict,
+    AttachmentId, BlockerKind, CallToJudge, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
+    DownstreamLink, DownstreamRead, GateDecision, Journey, Judgement, Listing, ToolCall, Verdict,
 };
 use fleetgate_supervise::{EventBus, Supervisor};
 use std::sync::{Arc, OnceLock};
@@ -69,7 +70,9 @@ pub struct FleetControl {
     attachments: Attachments,
     /// Made inside the gateway's runtime, when the transport is bound.
     supervisor: OnceLock<Supervisor>,
-    generation: String,
+    generation: Arc<str>,
+    /// The member served, shared with each call's judge.
+    member: Arc<fleetgate_config::Member>,
     pins: crate::pins::Pins,
     /// Where the gate's decisions and the heartbeats are counted (`/metrics`), when anywhere.
     metrics: Option<GatewayMetrics>,
@@ -142,7 +145,8 @@ impl FleetControl {
                 .get(EnvKey::WorkerHeartbeatIntervalSeconds, &gate.config().env_prefix)
                 .map(str::to_owned),
         });
-        let generation = identity.generation();
+        let generation = identity.generation().into();
+        let member = Arc::new(identity.member.clone());
         let profile_label = Arc::from(identity.member.profile.as_str());
         Self {
             identity,
@@ -154,6 +158,7 @@ impl FleetControl {
             attachments: Attachments::default(),
             supervisor: OnceLock::new(),
             generation,
+            member,
             pins: crate::pins::Pins::default(),
             metrics: None,
             profile_label,
@@ -388,19 +393,7 @@ impl FleetControl {
     /// Who makes a call on `attachment`: its worker — this process's, of this generation;
     /// or a stateless client's shared one, served by this process.
     pub(super) fn caller<'a>(&'a self, attachment: AttachmentId, worker: Option<&'a AttachedWorker>) -> Caller<'a> {
-        match worker {
-            Some(w) => Caller::Worker {
-                identity: &w.identity,
-                generation: Some(if w.shared {
-                    super::attachments::SHARED_GENERATION
-                } else {
-                    self.generation.as_str()
-                }),
-                principal: w.principal.as_deref(),
-                served_by: w.shared.then_some(self.identity.pid),
-            },
-            None => Caller::Nobody(format!("no worker is attached to this gateway for {attachment}")),
-        }
+        super::judging::caller_for(attachment, worker, &self.generation, self.identity.pid)
     }
 
     /// The gate on one call: the definition observed (pinned or checked), the decision
@@ -408,28 +401,28 @@ impl FleetControl {
     fn judge_call(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
         let worker = self.attachments.worker_of(attachment);
         self.observe_definition(call.tool, worker.as_ref().map(|w| w.identity.clone()));
-        let principal = worker.as_ref().and_then(|w| w.principal.clone());
         // The PR's head and base come from the reads the gateway made before deciding.
         let forge = Prefetched(call.answers);
         let gated = self.call_of(attachment, call, &worker, Some(&forge));
-        let verdict = self.gate.decide(&gated, self.clock.now(), principal);
+        let statement = self.gate.statement(&gated);
+        self.decided(&gated, statement, worker.as_ref())
+    }
+
+    /// The decision on `gated`, stated as `statement`, under `worker`: made and audited by
+    /// the gate, a shadow flip counted, as the gateway's [`Verdict`].
+    fn decided(&self, gated: &Call<'_>, statement: Statement, worker: Option<&AttachedWorker>) -> Verdict {
+        let principal = worker.and_then(|w| w.principal.clone());
+        let verdict = self.gate.decide_stated(gated, statement, self.clock.now(), principal);
         if let (Some(flip), Some(metrics)) = (&verdict.shadow, &self.metrics) {
             let labels = crate::metrics::ShadowLabels {
                 from: flip.from,
                 to: flip.to,
                 rule: flip.rule.clone(),
-                tool: call.tool.name.to_string(),
+                tool: gated.tool.to_owned(),
             };
             metrics.shadow_flips.get_or_create(&labels).inc();
         }
-        // A call that waits for an operator is held by the gateway, on the store's word
-        // ([`ControlPlane::hold`]), when the roster waits at all and a worker makes it.
-        let held = (verdict.blocker_kind == Some(BlockerKind::ApprovalPending)
-            && self.config().approvals.wait_seconds > 0
-            && worker.is_some())
-        .then(|| verdict.approval_request.clone())
-        .flatten();
-        Verdict { held, ..gateway_verdict(verdict) }
+        gateway_verdict(verdict)
     }
 
     /// Withdraw the requests the calls of `attachment` are held for (its caller went away),
@@ -475,13 +468,7 @@ impl FleetControl {
 
     /// Count and trace one gate decision, made since `started` inside `span`.
     fn counted(&self, span: &tracing::Span, started: std::time::Instant, verdict: &Verdict) {
-        let blocker = verdict.decision.blocker_kind.map(BlockerKind::as_str);
-        span.record("class", verdict.class.as_str());
-        span.record("blocker", blocker.unwrap_or("none"));
-        if let Some(metrics) = &self.metrics {
-            metrics.gate_seconds.observe(started.elapsed().as_secs_f64());
-            metrics.decided(verdict.class.as_str(), blocker, &self.profile_label);
-        }
+        count(self.metrics.as_ref().map(|m| (m, &self.profile_label)), span, started, verdict);
     }
 
     fn client_managed(&self) -> bool {
@@ -593,7 +580,7 @@ impl ControlPlane for FleetControl {
     }
 
     fn serial_key(&self, _attachment: AttachmentId, call: &ToolCall<'_>) -> Option<String> {
-        let dialect = self.config().dialect()?;
+        let dialect = self.gate.dialect()?;
         let args = call.arguments?;
         let text = |k: &str| args.get(k).and_then(serde_json::Value::as_str).filter(|s| !s.is_empty());
         let (owner, repo) = (text("owner")?, text("repo")?);
@@ -667,8 +654,46 @@ impl ControlPlane for FleetControl {
         Listing { visible: listing.visible, class: listing.class, meta }
     }
 
+    fn judge(&self, attachment: AttachmentId, call: &CallToJudge) -> Option<Box<dyn Judgement>> {
+        let maker = Maker {
+            attachment,
+            worker: self.attachments.worker_of(attachment),
+            generation: Arc::clone(&self.generation),
+            pid: self.identity.pid,
+        };
+        let statement = self.gate.statement(&judging::call_of(&self.member, call, maker.caller(), None));
+        let pinned = self.config().tools.pin == fleetgate_core::capability::PinMode::Off || self.pins.knows(&call.tool);
+        Some(Box::new(judging::journey(CallJudge {
+            gate: self.gate.clone(),
+            member: Arc::clone(&self.member),
+            maker,
+            call: call.clone(),
+            statement,
+            pinned,
+            clock: Arc::clone(&self.clock),
+            metrics: self.metrics.clone().map(|m| (m, Arc::clone(&self.profile_label))),
+        })))
+    }
+
+    fn decide_judged(&self, attachment: AttachmentId, judgement: &dyn Judgement, link: &dyn DownstreamLink) -> Verdict {
+        let Some(journey) = judgement.as_any().downcast_ref::<Journey<CallJudge>>() else {
+            return fleetgate_gateway::control::decide_stepwise(self, attachment, judgement, link);
+        };
+        let judge = journey.judge();
+        let (span, started) = (gate_span(&judge.call.tool.name), std::time::Instant::now());
+        let _entered = span.enter();
+        let worker = self.attachments.worker_of(attachment);
+        self.observe_definition(&judge.call.tool, worker.as_ref().map(|w| w.identity.clone()));
+        // The PR's head and base come from the reads the gateway made before deciding.
+        let forge = Prefetched(journey.answers());
+        let gated = judging::call_of(&self.member, &judge.call, self.caller(attachment, worker.as_ref()), Some(&forge));
+        let verdict = self.decided(&gated, judge.statement.clone(), worker.as_ref());
+        self.counted(&span, started, &verdict);
+        verdict
+    }
+
     fn decide(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Verdict {
-        let (span, started) = (gate_span(call), std::time::Instant::now());
+        let (span, started) = (gate_span(&call.tool.name), std::time::Instant::now());
         let _entered = span.enter();
         let verdict = self.judge_call(attachment, call);
         self.counted(&span, started, &verdict);
@@ -683,7 +708,7 @@ impl ControlPlane for FleetControl {
     }
 
     fn decide_now(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Option<Verdict> {
-        let (span, started) = (gate_span(call), std::time::Instant::now());
+        let (span, started) = (gate_span(&call.tool.name), std::time::Instant::now());
         let _entered = span.enter();
         let verdict = self.judge_now(attachment, call)?;
         self.counted(&span, started, &verdict);
@@ -876,24 +901,96 @@ impl ControlPlane for FleetControl {
     }
 }
 
-/// The gate's capability as the gateway's verdict.
-fn gateway_verdict(verdict: fleetgate_core::capability::Capability) -> Verdict {
-    let decision = match verdict.blocker_kind {
-        None => {
-            GateDecision { allowed: true, blocker_kind: None, reasons: verdict.blocked_reasons, operator_action: None }
-        }
-        Some(kind) => GateDecision::refuse(kind, verdict.blocked_reasons, verdict.operator_action),
+/// Core's verdict as the gateway's, field for field: the decision, its texts, what it
+/// forwards, settles, performs and the request it is held for, as core gave them.
+pub(super) fn gateway_verdict(verdict: fleetgate_core::capability::Capability) -> Verdict {
+    let held = verdict.held().map(str::to_owned);
+    let decision = GateDecision {
+        allowed: verdict.allowed,
+        blocker_kind: verdict.blocker_kind,
+        reasons: verdict.blocked_reasons,
+        operator_action: verdict.operator_action,
     };
     Verdict {
         class: verdict.classification,
         decision,
         settles: verdict.settles,
         forward: verdict.forward,
-        held: None,
+        held,
         perform: verdict.perform.and_then(|p| serde_json::to_string(&p).ok()),
     }
 }
 
-fn gate_span(call: &ToolCall<'_>) -> tracing::Span {
-    tracing::info_span!("gate", tool = %call.tool.name, class = tracing::field::Empty, blocker = tracing::field::Empty)
+/// The span one gate decision of `tool` is traced in.
+pub(super) fn gate_span(tool: &str) -> tracing::Span {
+    tracing::info_span!("gate", tool = %tool, class = tracing::field::Empty, blocker = tracing::field::Empty)
+}
+
+/// Count (in `metrics`, under its profile label) and trace one gate decision, made since
+/// `started` inside `span`.
+pub(super) fn count(
+    metrics: Option<(&GatewayMetrics, &Arc<str>)>,
+    span: &tracing::Span,
+    started: std::time::Instant,
+    verdict: &Verdict,
+) {
+    let blocker = verdict.decision.blocker_kind.map(BlockerKind::as_str);
+    span.record("class", verdict.class.as_str());
+    span.record("blocker", blocker.unwrap_or("none"));
+    if let Some((metrics, label)) = metrics {
+        metrics.gate_seconds.observe(started.elapsed().as_secs_f64());
+        metrics.decided(verdict.class.as_str(), blocker, label);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleetgate_core::capability::{Capability, ToolClass};
+    use proptest::prelude::*;
+
+    fn verdict() -> impl Strategy<Value = Capability> {
+        let kind = prop::option::of(prop::sample::select(BlockerKind::ALL.to_vec()));
+        (any::<bool>(), kind, prop::collection::vec("[a-z ]{0,8}", 0..3), prop::option::of("[a-z ]{1,8}"))
+            .prop_flat_map(|(allowed, kind, reasons, action)| {
+                (Just((allowed, kind, reasons, action)), any::<bool>(), prop::option::of("apr-[a-z0-9]{4}"))
+            })
+            .prop_map(|((allowed, blocker_kind, blocked_reasons, operator_action), holds, approval_request)| {
+                Capability {
+                    tool: "t".into(),
+                    profile: "p".into(),
+                    role: "r".into(),
+                    classification: ToolClass::Mutating,
+                    allowed,
+                    blocker_kind,
+                    blocked_reasons,
+                    restart_required: false,
+                    stop_required: false,
+                    operator_action,
+                    forward: None,
+                    approval_request,
+                    use_approvals: Vec::new(),
+                    request: None,
+                    settles: allowed.then(|| "merge".to_owned()),
+                    shadow: None,
+                    perform: None,
+                    holds,
+                }
+            })
+    }
+
+    proptest! {
+        /// Issue 56: the gateway's verdict is core's, field for field — nothing between them
+        /// recomputes whether the call is allowed, drops the operator text, or decides the hold.
+        #[test]
+        fn the_gateway_s_verdict_is_core_s(v in verdict()) {
+            let g = gateway_verdict(v.clone());
+            prop_assert_eq!(g.decision.allowed, v.allowed);
+            prop_assert_eq!(g.decision.blocker_kind, v.blocker_kind);
+            prop_assert_eq!(&g.decision.reasons, &v.blocked_reasons);
+            prop_assert_eq!(&g.decision.operator_action, &v.operator_action);
+            prop_assert_eq!(&g.settles, &v.settles);
+            prop_assert_eq!(g.held.as_deref(), v.held());
+        }
+    }
 }

@@ -172,7 +172,7 @@ fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> R
         forge: None,
         schemas: None,
     };
-    plane.gate().actor(&call).map_err(|why| Refusal::of(BlockerKind::SessionAttachmentMissing, why))
+    plane.gate().actor(&call).map_err(|why| Refusal::of(BlockerKind::SessionAttachmentMissing, why.to_string()))
 }
 
 /// Does the holder still own its session (registered, active, fresh, same session)?

@@ -8,12 +8,16 @@ use fleetgate::cli::gate::capability_reply;
 use fleetgate_config::FleetConfig;
 use fleetgate_control::gate::{Gate, Observer};
 use fleetgate_control::serve::{FleetControl, Identity, Transport};
+use fleetgate_core::dialect::{Dialect, Schemas};
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_core::inventory::{PeerFacts, PidProbe};
 use fleetgate_core::runtime::{Cohort, CohortSource, RuntimeRecord, RuntimeStatus};
 use fleetgate_core::{ManualClock, Timestamp};
 use fleetgate_gateway::rmcp::model::{JsonObject, Tool, ToolAnnotations};
-use fleetgate_gateway::{AttachmentId, ClientAttach, ControlCall, ControlPlane, DownstreamStatus, ToolCall};
+use fleetgate_gateway::{
+    AttachmentId, CallToJudge, ClientAttach, ControlCall, ControlPlane, DownstreamError, DownstreamLink,
+    DownstreamStatus, Judgement, Step, Stepwise, ToolCall,
+};
 use fleetgate_host::procfs::{ProcEntry, ProcessSource};
 use fleetgate_host::{HostError, HostErrorKind};
 use fleetgate_store::{HostIdentity, Store};
@@ -162,6 +166,16 @@ fn fleet_of(config: &str, audit_wait: Option<std::time::Duration>) -> Fleet {
 
 /// The made-up fleet under the roster `config`, on the store at `store_url` (else SQLite).
 fn fleet_on(config: &str, audit_wait: Option<std::time::Duration>, store_url: Option<String>) -> Fleet {
+    fleet_judged(config, audit_wait, store_url, None)
+}
+
+/// [`fleet_on`], its gate judging under `dialect` when one is given.
+fn fleet_judged(
+    config: &str,
+    audit_wait: Option<std::time::Duration>,
+    store_url: Option<String>,
+    dialect: Option<&'static dyn Dialect>,
+) -> Fleet {
     let dir = tempfile::tempdir().unwrap();
     let spec = store_url.unwrap_or_else(|| dir.path().join("s.sqlite3").display().to_string());
     let store = fleetgate_store::open(&spec).unwrap();
@@ -172,6 +186,9 @@ fn fleet_on(config: &str, audit_wait: Option<std::time::Duration>, store_url: Op
     store.upsert_runtime(&row("gitea-reviewer", "prgs-reviewer", "reviewer", 4200, "fleet-a")).unwrap();
     let config = FleetConfig::parse(config, "made-up.toml").unwrap();
     let mut gate = Gate::new(Arc::new(config.clone()), store.clone(), host.clone());
+    if let Some(dialect) = dialect {
+        gate = gate.with_dialect(dialect);
+    }
     if let Some(wait) = audit_wait {
         gate = gate.with_auditor(fleetgate_control::audit::Auditor::new(store.clone(), wait));
     }
@@ -660,4 +677,231 @@ fn a_denial_stands_for_the_exact_call_in_a_new_session() {
 /// The operator answering in these tests.
 fn alice() -> fleetgate_core::approval::Approver {
     fleetgate_core::approval::Approver { id: "os:alice".into(), ..Default::default() }
+}
+
+/// gitea-mcp's dialect, counting how often it is asked what a call does (`establish`,
+/// `evident`); every other question is passed through uncounted.
+#[derive(Debug)]
+struct Counting {
+    inner: &'static dyn Dialect,
+    asked: std::sync::atomic::AtomicUsize,
+}
+
+impl Counting {
+    fn asked(&self) -> usize {
+        self.asked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+use fleetgate_core::dialect::kit::{self, Vocabulary};
+use fleetgate_core::dialect::{DialectError, Op, PendingAt, PrFacts, PrTarget, Pushed, RestCall, Server, ToolAnswer};
+use fleetgate_core::effect::{Answered, Effect, Read};
+use fleetgate_core::rules::Rule;
+use fleetgate_core::workflow::ReviewVerdict;
+
+impl Dialect for Counting {
+    fn vocabulary(&self) -> &'static Vocabulary {
+        self.inner.vocabulary()
+    }
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn server(&self) -> &'static Server {
+        self.inner.server()
+    }
+    fn rules(&self) -> Vec<Rule> {
+        self.inner.rules()
+    }
+    fn alias_groups(&self) -> &'static [&'static [&'static str]] {
+        self.inner.alias_groups()
+    }
+    fn number_keys(&self) -> &'static [&'static str] {
+        self.inner.number_keys()
+    }
+    fn check_parse(&self, tool: &str, args: &JsonObject) -> Result<(), fleetgate_core::forge_call::Ambiguity> {
+        self.inner.check_parse(tool, args)
+    }
+    fn grammar(&self) -> &fleetgate_core::textref::Grammar {
+        self.inner.grammar()
+    }
+    fn state(&self, call: &kit::Call<'_>, cx: kit::Cx<'_>) -> kit::Step<Effect> {
+        self.inner.state(call, cx)
+    }
+    fn shown(&self, call: &kit::Call<'_>) -> Effect {
+        self.inner.shown(call)
+    }
+    fn establish(
+        &self,
+        tool: &str,
+        args: &JsonObject,
+        schema: Option<&JsonObject>,
+        schemas: &dyn Schemas,
+        answers: &[Answered],
+    ) -> Result<Effect, Vec<Read>> {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.establish(tool, args, schema, schemas, answers)
+    }
+    fn evident(&self, tool: &str, args: &JsonObject, schema: Option<&JsonObject>) -> Effect {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.evident(tool, args, schema)
+    }
+    fn pr_target(&self, tool: &str, args: &JsonObject) -> Option<PrTarget> {
+        self.inner.pr_target(tool, args)
+    }
+    fn review_verdict(&self, tool: &str, args: &JsonObject) -> Option<ReviewVerdict> {
+        self.inner.review_verdict(tool, args)
+    }
+    fn review_is_pinned(&self, tool: &str, args: &JsonObject) -> bool {
+        self.inner.review_is_pinned(tool, args)
+    }
+    fn pr_read(&self, target: &PrTarget, schemas: &dyn Schemas) -> Result<Read, DialectError> {
+        self.inner.pr_read(target, schemas)
+    }
+    fn pr_facts(&self, answer: &Value) -> Result<PrFacts, DialectError> {
+        self.inner.pr_facts(answer)
+    }
+    fn merge_pin(&self) -> Option<&'static str> {
+        self.inner.merge_pin()
+    }
+    fn review_pin(&self) -> Option<&'static str> {
+        self.inner.review_pin()
+    }
+    fn pinned_merge(&self, target: &PrTarget, head: &str, args: &JsonObject) -> Option<RestCall> {
+        self.inner.pinned_merge(target, head, args)
+    }
+    fn rest_base(&self, host: Option<&str>) -> Result<String, DialectError> {
+        self.inner.rest_base(host)
+    }
+    fn rest_answer(&self, call: &RestCall, url: &str, status: u16, body: &str) -> ToolAnswer {
+        self.inner.rest_answer(call, url, status, body)
+    }
+    fn pending_review(
+        &self,
+        tool: &str,
+        args: &JsonObject,
+        schemas: &dyn Schemas,
+        answers: &[Answered],
+    ) -> Result<PendingAt, Vec<Read>> {
+        self.inner.pending_review(tool, args, schemas, answers)
+    }
+    fn pending_review_note(&self) -> &'static str {
+        self.inner.pending_review_note()
+    }
+    fn repository(&self, args: &JsonObject) -> Option<(String, String)> {
+        self.inner.repository(args)
+    }
+    fn created_pr(&self, answer: &Value) -> Option<u64> {
+        self.inner.created_pr(answer)
+    }
+    fn pushed(&self, tool: &str, args: &JsonObject) -> Option<Pushed> {
+        self.inner.pushed(tool, args)
+    }
+    fn tip_read(&self, owner: &str, repo: &str, branch: &str, schemas: &dyn Schemas) -> Result<Read, DialectError> {
+        self.inner.tip_read(owner, repo, branch, schemas)
+    }
+    fn tip_of(&self, answer: &Value) -> Option<String> {
+        self.inner.tip_of(answer)
+    }
+    fn closes(&self, tool: &str, args: &JsonObject) -> Option<PrTarget> {
+        self.inner.closes(tool, args)
+    }
+    fn action_call(&self, action: &str) -> Option<(&'static str, JsonObject)> {
+        self.inner.action_call(action)
+    }
+    fn is_not_found(&self, error: &str) -> bool {
+        self.inner.is_not_found(error)
+    }
+    fn call(&self, op: &Op<'_>) -> (&'static str, JsonObject) {
+        self.inner.call(op)
+    }
+    fn surface(&self) -> &'static fleetgate_core::dialect::table::Surface {
+        self.inner.surface()
+    }
+    fn reference(&self) -> String {
+        self.inner.reference()
+    }
+    fn tools(&self) -> Vec<&'static str> {
+        self.inner.tools()
+    }
+}
+
+/// No schema listed: every read under the dialect's newest names.
+struct NoneListed;
+
+impl Schemas for NoneListed {
+    fn schema(&self, _tool: &str) -> Option<JsonObject> {
+        None
+    }
+}
+
+/// A downstream that must not be read: the call judged here needs no read of the forge.
+#[derive(Debug)]
+struct NoReads;
+
+impl DownstreamLink for NoReads {
+    fn call_tool(
+        &self,
+        name: &str,
+        _arguments: JsonObject,
+    ) -> Result<fleetgate_gateway::rmcp::model::CallToolResult, DownstreamError> {
+        panic!("`{name}` was read, but the call needs no read")
+    }
+}
+
+/// Drive `judgement` as the gateway's one loop does, deciding on `control`; the verdict.
+fn drive(control: &FleetControl, mut judgement: Box<dyn Judgement>) -> fleetgate_gateway::Verdict {
+    loop {
+        match judgement.next() {
+            Step::Serialize(_) => {}
+            Step::Read(reads) => panic!("reads asked: {reads:?}"),
+            Step::Decide => {
+                let verdict = control.decide_judged(AttachmentId(1), &*judgement, &NoReads);
+                judgement.decided(verdict);
+            }
+            Step::Hold(_) => judgement.held(false),
+            Step::Done(verdict) => return verdict,
+        }
+    }
+}
+
+/// Issue 56: a forwarded mutating call is parsed once and the dialect is asked what it does
+/// once, the answer carried from the serial key through the decision. The same control plane
+/// asked the way the gateway asked before (`decide_now`, `serial_key`, `reads`, `decide`,
+/// each working it out again: [`Stepwise`]) asks the dialect four times.
+#[test]
+fn the_dialect_is_asked_once_per_forwarded_mutating_call() {
+    let config = CONFIG.replace("[fleet]\n", "[fleet]\nforge = \"gitea-mcp\"\n");
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async move {
+        tokio::task::spawn_blocking(move || {
+            let inner = fleetgate_core::dialect::by_name("gitea-mcp").unwrap();
+            let counting: &'static Counting =
+                Box::leak(Box::new(Counting { inner, asked: std::sync::atomic::AtomicUsize::new(0) }));
+            let Fleet { _dir, control, .. } =
+                fleet_judged(&config, Some(std::time::Duration::from_secs(5)), None, Some(counting));
+            let control = Arc::new(control);
+            let arguments = json!({"method": "create", "owner": "o", "repo": "r", "title": "t", "body": "b"});
+            let call = CallToJudge {
+                tool: tool("issue_write"),
+                arguments: arguments.as_object().cloned(),
+                catalogue: Arc::new(NoneListed),
+            };
+            // Judged as the gateway judges it now: the control plane's own judgement.
+            let judgement = control.judge(AttachmentId(1), &call).expect("the fleet's control plane judges");
+            let verdict = drive(&control, judgement);
+            assert!(verdict.decision.allowed, "{verdict:?}");
+            assert_eq!(verdict.class, fleetgate_gateway::ToolClass::Mutating);
+            assert_eq!(counting.asked(), 1, "the dialect was asked what the call does more than once");
+
+            // The same call the way the gateway asked before: each trip works it out again.
+            let before = counting.asked();
+            let stepwise = Stepwise::journey(control.clone(), AttachmentId(1), call);
+            let verdict = drive(&control, Box::new(stepwise));
+            assert!(verdict.decision.allowed, "{verdict:?}");
+            assert_eq!(counting.asked() - before, 4, "decide_now, serial_key, reads and decide each ask");
+            control.on_shutdown("test");
+        })
+        .await
+        .unwrap();
+    });
 }

@@ -6,6 +6,7 @@
 use super::*;
 use crate::channel_state::OwnedTask;
 use crate::param_headers;
+use crate::{CallToJudge, Step};
 use rmcp::model::{CancelTaskParams, CancelTaskRequest};
 
 /// Whether the request declares a protocol version that mirrors arguments in headers
@@ -128,6 +129,51 @@ impl Gateway {
         Ok(None)
     }
 
+    /// A call of one of the control plane's own tools, answered by it on the blocking pool.
+    async fn call_control(
+        &self,
+        attachment: &Attachment,
+        request: CallToolRequest,
+        name: String,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let (channel, id) = (&attachment.channel, attachment.id);
+        // A control tool that reads the forge through the downstream waits for it as a
+        // forwarded call would (a stateless client's first request may be this one,
+        // before its downstream has connected); the others report it as it is.
+        let connection = if channel.has_downstream() && self.hub.control.control_tool_reads_downstream(&name) {
+            channel.ready(self.settings().attach_wait).await
+        } else {
+            channel.link()
+        };
+        // The control plane builds its reads of the downstream from the tools it lists:
+        // list them once per connection when no call has yet.
+        if let Some(connection) = &connection
+            && !channel.state.listed(connection.generation)
+        {
+            let _ = self.find_tool(attachment, connection, "", context).await;
+        }
+        let arguments = request.params.arguments.clone().unwrap_or_default();
+        let status = channel.status();
+        let control = self.hub.control.clone();
+        let state = channel.state.clone();
+        let generation = connection.as_ref().map(|c| c.generation);
+        let link = connection.as_ref().map(|c| PeerLink::new(c, self.settings().call_timeout));
+        let result = blocking("call_control_tool", move || {
+            let known_tool = |tool: &str| generation.and_then(|g| state.known_tool(g, tool));
+            control.call_control_tool(ControlCall {
+                attachment: id,
+                name: &name,
+                arguments,
+                downstream: &status,
+                known_tool: &known_tool,
+                link: link.as_ref().map(|l| l as &dyn DownstreamLink),
+            })
+        })
+        .await?;
+        Ok(ServerResult::CallToolResult(result))
+    }
+
     pub(super) async fn call_tool(
         &self,
         attachment: &Attachment,
@@ -138,40 +184,7 @@ impl Gateway {
         let channel = &attachment.channel;
         let id = attachment.id;
         if self.hub.control_names.contains(&name) {
-            // A control tool that reads the forge through the downstream waits for it as a
-            // forwarded call would (a stateless client's first request may be this one,
-            // before its downstream has connected); the others report it as it is.
-            let connection = if channel.has_downstream() && self.hub.control.control_tool_reads_downstream(&name) {
-                channel.ready(self.settings().attach_wait).await
-            } else {
-                channel.link()
-            };
-            // The control plane builds its reads of the downstream from the tools it lists:
-            // list them once per connection when no call has yet.
-            if let Some(connection) = &connection
-                && !channel.state.listed(connection.generation)
-            {
-                let _ = self.find_tool(attachment, connection, "", context).await;
-            }
-            let arguments = request.params.arguments.clone().unwrap_or_default();
-            let status = channel.status();
-            let control = self.hub.control.clone();
-            let state = channel.state.clone();
-            let generation = connection.as_ref().map(|c| c.generation);
-            let link = connection.as_ref().map(|c| PeerLink::new(c, self.settings().call_timeout));
-            let result = blocking("call_control_tool", move || {
-                let known_tool = |tool: &str| generation.and_then(|g| state.known_tool(g, tool));
-                control.call_control_tool(ControlCall {
-                    attachment: id,
-                    name: &name,
-                    arguments,
-                    downstream: &status,
-                    known_tool: &known_tool,
-                    link: link.as_ref().map(|l| l as &dyn DownstreamLink),
-                })
-            })
-            .await?;
-            return Ok(ServerResult::CallToolResult(result));
+            return self.call_control(attachment, request, name, context).await;
         }
         if !channel.has_downstream() {
             return Err(unknown_tool(&name));
@@ -196,78 +209,15 @@ impl Gateway {
             tracing::info!(attachment = %id, tool = %name, %why, "call refused: a parameter header disagrees");
             return Err(ErrorData::new(ErrorCode::HEADER_MISMATCH, why, None));
         }
-        let control = self.hub.control.clone();
-        // Decided here when the role policy alone decides (a read-only call): the pool
-        // round trip is only for calls that need the store or the forge.
-        let now = control.decide_now(
-            id,
-            &ToolCall {
-                tool: &tool,
-                arguments: request.params.arguments.as_ref(),
-                answers: &[],
-                link: None,
-                settles: None,
-                catalogue: None,
-            },
-        );
+        let judging = CallToJudge {
+            tool: tool.clone(),
+            arguments: request.params.arguments.clone(),
+            catalogue: Arc::new(Listed { state: channel.state.clone(), generation: connection.generation }),
+        };
         // Held for the whole call (its reads, its decision, its forward, what it settles) when
         // the control plane serialises it.
-        let mut _serial: Option<tokio::sync::OwnedMutexGuard<()>> = None;
-        let (tool, arguments, Verdict { class, decision, settles, forward, perform, .. }) = match now {
-            Some(verdict) => {
-                // A settling call needs its arguments after the answer: never decided here.
-                debug_assert!(verdict.settles.is_none(), "decide_now answered a call whose outcome settles");
-                (tool, None, verdict)
-            }
-            None => {
-                let mut tool = tool;
-                let mut arguments = request.params.arguments.clone();
-                let asked = ToolCall {
-                    tool: &tool,
-                    arguments: arguments.as_ref(),
-                    answers: &[],
-                    link: None,
-                    settles: None,
-                    catalogue: None,
-                };
-                let key = control.serial_key(id, &asked);
-                let started = std::time::Instant::now();
-                loop {
-                    if let Some(key) = &key {
-                        _serial = Some(self.hub.serial.lock(key).await);
-                    }
-                    let link = PeerLink::new(&connection, self.settings().call_timeout);
-                    // The reads the decision needs, made here on the runtime, round by round
-                    // until the control plane asks for none: the decision itself never waits
-                    // on the downstream.
-                    let listed = Listed { state: channel.state.clone(), generation: connection.generation };
-                    let answers = prefetch(&*control, id, &tool, arguments.as_ref(), &link, &listed).await;
-                    let decider = control.clone();
-                    let deciding = blocking("decide", move || {
-                        let call = ToolCall {
-                            tool: &tool,
-                            arguments: arguments.as_ref(),
-                            answers: &answers,
-                            link: Some(&link),
-                            settles: None,
-                            catalogue: Some(&listed),
-                        };
-                        let verdict = decider.decide(id, &call);
-                        (tool, arguments, verdict)
-                    });
-                    let (t, a, verdict) = with_progress(deciding, context).await?;
-                    (tool, arguments) = (t, a);
-                    // Waiting for an operator: no lock held, no thread; once answered, the
-                    // call is decided again from the start (its reads included).
-                    let hold = verdict.held.as_deref().and_then(|request| control.hold(id, request, started));
-                    let Some(hold) = hold else { break (tool, arguments, verdict) };
-                    _serial = None;
-                    if !with_progress(hold, context).await {
-                        break (tool, arguments, verdict);
-                    }
-                }
-            }
-        };
+        let (verdict, _serial) = self.judged(id, &connection, judging, context, true).await?;
+        let Verdict { class, decision, settles, forward, perform, .. } = verdict;
         if !decision.allowed {
             tracing::info!(attachment = %id, tool = %name, %class, blocker = ?decision.blocker_kind,
                 "call refused by the gate");
@@ -277,15 +227,12 @@ impl Gateway {
         // arguments, with what it pins, never the client's bytes. The outcome is settled
         // against the same arguments.
         let mut request = request;
-        let arguments = match forward {
-            // Kept for the settling after the answer only when there is one.
-            Some(forward) => {
-                let kept = settles.is_some().then(|| forward.clone());
-                request.params.arguments = Some(forward);
-                kept
-            }
-            None => arguments,
-        };
+        if let Some(forward) = forward {
+            request.params.arguments = Some(forward);
+        }
+        // Kept for the settling after the answer (or the control plane's own call) only when
+        // there is one.
+        let arguments = (settles.is_some() || perform.is_some()).then(|| request.params.arguments.clone()).flatten();
         // A call the control plane makes itself (a merge pinned through the forge's own API):
         // never sent downstream; its answer is settled like a forwarded one's.
         if let Some(what) = perform {
@@ -311,6 +258,20 @@ impl Gateway {
                 "call made by the control plane");
             return Ok(ServerResult::CallToolResult(result));
         }
+        self.forward_judged(attachment, &connection, request, (tool, arguments, settles), context).await
+    }
+
+    /// An allowed call sent downstream as judged: its answer handed back, what it settles
+    /// recorded, a task it became made this client's.
+    async fn forward_judged(
+        &self,
+        attachment: &Attachment,
+        connection: &Connection,
+        request: CallToolRequest,
+        (tool, arguments, settles): (Tool, Option<rmcp::model::JsonObject>, Option<String>),
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let (channel, id, name) = (&attachment.channel, attachment.id, request.params.name.to_string());
         // SEP-2663: a call whose outcome the control plane settles (a merge, a review, a push)
         // is never made a task — its answer must come back here; any other may be, and the
         // task is then this client's alone.
@@ -323,7 +284,7 @@ impl Gateway {
         let answered = self
             .send_as(
                 attachment,
-                &connection,
+                connection,
                 ClientRequest::CallToolRequest(request),
                 context,
                 settles.is_some() && may_task,
@@ -370,7 +331,7 @@ impl Gateway {
                 if let (Some(settles), ServerResult::CallToolResult(answer)) = (settles, &result) {
                     let (control, answer) = (self.hub.control.clone(), answer.clone());
                     // What a call settles may need a read of its own (a pushed branch's tip).
-                    let link = PeerLink::new(&connection, self.settings().call_timeout);
+                    let link = PeerLink::new(connection, self.settings().call_timeout);
                     let recorded = blocking("on_forwarded", move || {
                         let call = ToolCall {
                             tool: &tool,
@@ -461,24 +422,12 @@ impl Gateway {
             let Some(connection) = channel.ready(self.settings().attach_wait).await else {
                 return Err(ErrorData::internal_error(unavailable_text("`tasks/update`", &channel.status()), None));
             };
-            let (control, id) = (self.hub.control.clone(), attachment.id);
-            let link = PeerLink::new(&connection, self.settings().call_timeout);
             let OwnedTask { tool, arguments } = owned;
-            let listed = Listed { state: channel.state.clone(), generation: connection.generation };
-            let answers = prefetch(&*control, id, &tool, arguments.as_ref(), &link, &listed).await;
             let name = tool.name.to_string();
-            let verdict = blocking("decide", move || {
-                let call = ToolCall {
-                    tool: &tool,
-                    arguments: arguments.as_ref(),
-                    answers: &answers,
-                    link: Some(&link),
-                    settles: None,
-                    catalogue: Some(&listed),
-                };
-                control.decide(id, &call)
-            })
-            .await?;
+            let catalogue = Arc::new(Listed { state: channel.state.clone(), generation: connection.generation });
+            let judging = CallToJudge { tool, arguments, catalogue };
+            // Input a task asked for is judged as the call that made it, and never waits.
+            let (verdict, _) = self.judged(attachment.id, &connection, judging, context, false).await?;
             if !verdict.decision.allowed {
                 let text = refusal(&name, verdict.class, &verdict.decision)
                     .content
@@ -547,31 +496,64 @@ async fn with_progress<T>(deciding: impl std::future::Future<Output = T>, contex
     }
 }
 
-/// The reads the control plane needs before it decides `tool` with `arguments`, made on the
-/// runtime round by round (each round's answers may call for more: a repository, then its
-/// open PRs page by page), at most [`crate::MAX_READ_ROUNDS`] rounds.
-async fn prefetch(
-    control: &dyn crate::ControlPlane,
-    id: crate::AttachmentId,
-    tool: &Tool,
-    arguments: Option<&rmcp::model::JsonObject>,
-    link: &PeerLink,
-    listed: &Listed,
-) -> Vec<ReadAnswer> {
-    let mut answers: Vec<ReadAnswer> = Vec::new();
-    for _ in 0..crate::MAX_READ_ROUNDS {
-        let asked = ToolCall { tool, arguments, answers: &answers, link: None, settles: None, catalogue: Some(listed) };
-        let reads: Vec<_> =
-            control.reads(id, &asked).into_iter().filter(|r| !answers.iter().any(|a| a.read == *r)).collect();
-        if reads.is_empty() {
-            break;
-        }
-        for read in reads {
-            let answer = link.call(&read.tool, read.arguments.clone()).await;
-            answers.push(ReadAnswer { read, answer });
+impl Gateway {
+    /// One call judged: the control plane's [`Judgement`](crate::Judgement) of it (or the
+    /// gateway's [`Stepwise`](crate::Stepwise) one) driven to its verdict — the one loop
+    /// that does the judgement's I/O: the serial key taken, the reads made, the decision on
+    /// the blocking pool, the call held for an operator (when `hold`), each answer fed back.
+    /// The serial key, when one was taken, is handed back held.
+    async fn judged(
+        &self,
+        id: crate::AttachmentId,
+        connection: &Connection,
+        call: CallToJudge,
+        context: &RequestContext<RoleServer>,
+        hold: bool,
+    ) -> Result<(Verdict, Option<tokio::sync::OwnedMutexGuard<()>>), ErrorData> {
+        let control = self.hub.control.clone();
+        let mut judgement = match control.judge(id, &call) {
+            Some(judgement) => judgement,
+            None => Box::new(crate::Stepwise::journey(control.clone(), id, call)),
+        };
+        let (started, timeout) = (std::time::Instant::now(), self.settings().call_timeout);
+        let mut serial = None;
+        loop {
+            match judgement.next() {
+                Step::Serialize(key) => serial = Some(self.hub.serial.lock(&key).await),
+                Step::Read(reads) => {
+                    let link = PeerLink::new(connection, timeout);
+                    let mut answers = Vec::with_capacity(reads.len());
+                    for read in reads {
+                        let answer = link.call(&read.tool, read.arguments.clone()).await;
+                        answers.push(ReadAnswer { read, answer });
+                    }
+                    judgement.answered(answers);
+                }
+                Step::Decide => {
+                    let (decider, link) = (control.clone(), PeerLink::new(connection, timeout));
+                    let deciding = blocking("decide", move || {
+                        let verdict = decider.decide_judged(id, &*judgement, &link);
+                        (judgement, verdict)
+                    });
+                    let (back, verdict) = with_progress(deciding, context).await?;
+                    judgement = back;
+                    judgement.decided(verdict);
+                }
+                // Waiting for an operator: no lock held, no thread; once answered, the call is
+                // judged again from the start (its reads included).
+                Step::Hold(request) => {
+                    serial = None;
+                    let waiting = if hold { control.hold(id, &request, started) } else { None };
+                    let answered = match waiting {
+                        Some(waiting) => with_progress(waiting, context).await,
+                        None => false,
+                    };
+                    judgement.held(answered);
+                }
+                Step::Done(verdict) => return Ok((verdict, serial)),
+            }
         }
     }
-    answers
 }
 
 /// The tool schemas the downstream listed on one connection: what the control plane builds
