@@ -361,8 +361,13 @@ mod tests {
             let kept: BTreeSet<i64> = m.fleet_servers(&listed).into_iter().map(|i| listed[i].pid).collect();
             let listed_gateways: BTreeSet<i64> = gateways.iter().copied().filter(|g| links.contains_key(g)).collect();
             // Every gateway here has the same words: one whose parent is a gateway is that
-            // parent's child before its exec, the parent's and no gateway of its own.
-            let forked = |pid: &i64| links.get(pid).is_some_and(|p| p != pid && listed_gateways.contains(p));
+            // parent's child before its exec, the parent's and no gateway of its own. Only a
+            // gateway's words make a fork: a server under such a child (or under a loop of
+            // them, as a torn listing may show) is owned only through a gateway present.
+            let forked = |pid: &i64| {
+                listed_gateways.contains(pid)
+                    && links.get(pid).is_some_and(|p| p != pid && listed_gateways.contains(p))
+            };
             let present: BTreeSet<i64> = listed_gateways.iter().copied().filter(|g| !forked(g)).collect();
             for pid in links.keys() {
                 let owned = !present.contains(pid) && (forked(pid) || reference_owner(&links, *pid, &present).is_some());
