@@ -92,9 +92,10 @@ pub enum TaskState {
     Cancelled,
 }
 
-/// A task's state, at a glance.
+/// A task's state, at a glance, with its times on the policy's clock (`Duration`) or, as
+/// the supervisor shows it ([`crate::TaskSnapshot`]), on tokio's (`Instant`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct TaskView {
+pub struct TaskView<At = Duration> {
     /// The task's name.
     pub task: String,
     /// Its flow.
@@ -111,9 +112,26 @@ pub struct TaskView {
     /// Its last failure, if any.
     pub last_error: Option<String>,
     /// When it backs off: the moment of its next run.
-    pub next_start: Option<Duration>,
+    pub next_start: Option<At>,
     /// Its current run, while one is in progress.
     pub incarnation: Option<Incarnation>,
+}
+
+impl TaskView {
+    /// The same view with its times on another clock.
+    pub fn on_clock<At>(self, at: impl FnOnce(Duration) -> At) -> TaskView<At> {
+        TaskView {
+            task: self.task,
+            flow: self.flow,
+            state: self.state,
+            restarts: self.restarts,
+            budget_left: self.budget_left,
+            escalation: self.escalation,
+            last_error: self.last_error,
+            next_start: self.next_start.map(at),
+            incarnation: self.incarnation,
+        }
+    }
 }
 
 /// A flow's state, at a glance.

@@ -17,7 +17,7 @@
 
 use crate::config::SupervisionSettings;
 use crate::events::EventBus;
-use crate::policy::{Action, Exit, Incarnation, SpawnError, SupervisionPolicy, TaskState};
+use crate::policy::{Action, Exit, Incarnation, SpawnError, SupervisionPolicy, TaskView};
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -83,25 +83,7 @@ pub struct CancelReport {
 }
 
 /// One task as seen from outside, with times on tokio's clock.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TaskSnapshot {
-    /// The task's name.
-    pub task: String,
-    /// Its flow.
-    pub flow: String,
-    /// What it is doing.
-    pub state: TaskState,
-    /// Runs begun since it was spawned, minus one.
-    pub restarts: u32,
-    /// Failures left before it quarantines its flow.
-    pub budget_left: u32,
-    /// Quarantines it caused since it last ran healthy.
-    pub escalation: u32,
-    /// Its last failure, if any.
-    pub last_error: Option<String>,
-    /// While it backs off: when its next run starts.
-    pub next_start: Option<Instant>,
-}
+pub type TaskSnapshot = TaskView<Instant>;
 
 /// One flow as seen from outside.
 #[derive(Clone, Debug, PartialEq)]
@@ -422,17 +404,8 @@ impl Shared {
         report
     }
 
-    fn task_snapshot(&self, t: crate::policy::TaskView) -> TaskSnapshot {
-        TaskSnapshot {
-            task: t.task,
-            flow: t.flow,
-            state: t.state,
-            restarts: t.restarts,
-            budget_left: t.budget_left,
-            escalation: t.escalation,
-            last_error: t.last_error,
-            next_start: t.next_start.map(|at| self.at(at)),
-        }
+    fn task_snapshot(&self, t: TaskView) -> TaskSnapshot {
+        t.on_clock(|at| self.at(at))
     }
 
     fn flow_snapshot(&self, f: crate::policy::FlowView, now: Instant) -> FlowSnapshot {
