@@ -459,20 +459,34 @@ fn event<C: Exec>(
     Ok(())
 }
 
+/// The request `id` as the change (`kind`) just made in this transaction left it, with its
+/// event recorded.
+fn changed<C: Exec>(
+    c: &mut C,
+    sql: &'static ApprovalSql,
+    kind: &str,
+    id: &str,
+    now: Timestamp,
+) -> Result<Option<ApprovalRequest>, Fail<C::Db>> {
+    let request = c.query_opt::<ApprovalRequest>(&sql.select, &[text(id)])?;
+    if let Some(request) = &request {
+        event(c, sql, kind, request, now)?;
+    }
+    Ok(request)
+}
+
 /// `Store::request_approval`: `request` recorded pending, unless a pending request names
 /// the same call already; the pending request as it stands (the new one, or the earlier).
 pub(crate) fn request<E: Engine>(e: &E, request: &ApprovalRequest) -> Result<ApprovalRequest, StoreError> {
     let sql = &e.sql().approvals;
     let row = values(request)?;
-    e.run("cannot record the approval request", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| {
-            let made = c.execute(&sql.insert, &row)? == 1;
-            let pending = c.query_opt(&sql.pending_of, &[text(&request.digest)])?.unwrap_or_else(|| request.clone());
-            if made {
-                event(c, sql, "requested", &pending, request.requested_at)?;
-            }
-            Ok(pending)
-        })
+    e.write("cannot record the approval request", Retry::Idempotent, |c| {
+        let made = c.execute(&sql.insert, &row)? == 1;
+        let pending = c.query_opt(&sql.pending_of, &[text(&request.digest)])?.unwrap_or_else(|| request.clone());
+        if made {
+            event(c, sql, "requested", &pending, request.requested_at)?;
+        }
+        Ok(pending)
     })
 }
 
@@ -501,30 +515,28 @@ pub(crate) fn answer<E: Engine>(
     now: Timestamp,
 ) -> Result<crate::Answered, StoreError> {
     let sql = &e.sql().approvals;
-    e.run("cannot answer the approval request", Retry::Never, |c| {
-        c.transaction(Tx::Write, |c| {
-            let Some(current) = c.query_opt::<ApprovalRequest>(&sql.lock_one, &[text(id)])? else {
-                return Ok(crate::Answered::NotPending(None));
-            };
-            if current.state != ApprovalState::Pending {
-                return Ok(crate::Answered::NotPending(Some(current)));
-            }
-            let next = match fleetgate_core::approval::answered(&current, approver, people, approve, reason, now) {
-                Ok(next) => next,
-                Err(why) => return Ok(crate::Answered::Refused(current, why)),
-            };
-            let args = [
-                text(id),
-                text(next.state.as_str()),
-                opt_text(next.answered_by.as_deref()),
-                Value::Time(next.answered_at),
-                opt_text(next.answer_reason.as_deref()),
-                json("the request's answers", &next.answers)?,
-            ];
-            c.execute(&sql.answer, &args)?;
-            event(c, sql, "answered", &next, now)?;
-            Ok(crate::Answered::Recorded(next))
-        })
+    e.write("cannot answer the approval request", Retry::Never, |c| {
+        let Some(current) = c.query_opt::<ApprovalRequest>(&sql.lock_one, &[text(id)])? else {
+            return Ok(crate::Answered::NotPending(None));
+        };
+        if current.state != ApprovalState::Pending {
+            return Ok(crate::Answered::NotPending(Some(current)));
+        }
+        let next = match fleetgate_core::approval::answered(&current, approver, people, approve, reason, now) {
+            Ok(next) => next,
+            Err(why) => return Ok(crate::Answered::Refused(current, why)),
+        };
+        let args = [
+            text(id),
+            text(next.state.as_str()),
+            opt_text(next.answered_by.as_deref()),
+            Value::Time(next.answered_at),
+            opt_text(next.answer_reason.as_deref()),
+            json("the request's answers", &next.answers)?,
+        ];
+        c.execute(&sql.answer, &args)?;
+        event(c, sql, "answered", &next, now)?;
+        Ok(crate::Answered::Recorded(next))
     })
 }
 
@@ -566,17 +578,11 @@ pub(crate) fn use_one<E: Engine>(
 ) -> Result<Option<ApprovalRequest>, StoreError> {
     let sql = &e.sql().approvals;
     // Not retried: a use that committed would be used twice.
-    e.run("cannot use the approval", Retry::Never, |c| {
-        c.transaction(Tx::Write, |c| {
-            if c.execute(&sql.use_one, &[text(id), time(not_before), time(now)])? == 1 {
-                let used = c.query_opt::<ApprovalRequest>(&sql.select, &[text(id)])?;
-                if let Some(used) = &used {
-                    event(c, sql, "used", used, now)?;
-                }
-                return Ok(used);
-            }
-            Ok(None)
-        })
+    e.write("cannot use the approval", Retry::Never, |c| {
+        if c.execute(&sql.use_one, &[text(id), time(not_before), time(now)])? == 1 {
+            return changed(c, sql, "used", id, now);
+        }
+        Ok(None)
     })
 }
 
@@ -584,14 +590,12 @@ pub(crate) fn use_one<E: Engine>(
 /// it was pending.
 pub(crate) fn withdraw<E: Engine>(e: &E, id: &str, why: &str, now: Timestamp) -> Result<bool, StoreError> {
     let sql = &e.sql().approvals;
-    e.run("cannot withdraw the approval request", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| {
-            let withdrawn = c.execute(&sql.withdraw, &[text(id), time(now), text(why)])? == 1;
-            if withdrawn && let Some(request) = c.query_opt::<ApprovalRequest>(&sql.select, &[text(id)])? {
-                event(c, sql, "withdrawn", &request, now)?;
-            }
-            Ok(withdrawn)
-        })
+    e.write("cannot withdraw the approval request", Retry::Idempotent, |c| {
+        let withdrawn = c.execute(&sql.withdraw, &[text(id), time(now), text(why)])? == 1;
+        if withdrawn {
+            changed(c, sql, "withdrawn", id, now)?;
+        }
+        Ok(withdrawn)
     })
 }
 
@@ -603,19 +607,17 @@ pub(crate) fn expire<E: Engine>(
     now: Timestamp,
 ) -> Result<Vec<ApprovalRequest>, StoreError> {
     let sql = &e.sql().approvals;
-    e.run("cannot expire the approvals", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| {
-            let mut lapsed = c.query::<ApprovalRequest>(&sql.expired_since, &[time(answered_before)])?;
-            if lapsed.is_empty() {
-                return Ok(lapsed);
-            }
-            c.execute(&sql.expire, &[time(answered_before)])?;
-            for r in &mut lapsed {
-                r.state = ApprovalState::Expired;
-                event(c, sql, "expired", r, now)?;
-            }
-            Ok(lapsed)
-        })
+    e.write("cannot expire the approvals", Retry::Idempotent, |c| {
+        let mut lapsed = c.query::<ApprovalRequest>(&sql.expired_since, &[time(answered_before)])?;
+        if lapsed.is_empty() {
+            return Ok(lapsed);
+        }
+        c.execute(&sql.expire, &[time(answered_before)])?;
+        for r in &mut lapsed {
+            r.state = ApprovalState::Expired;
+            event(c, sql, "expired", r, now)?;
+        }
+        Ok(lapsed)
     })
 }
 
@@ -641,18 +643,16 @@ pub(crate) fn claim_notify<E: Engine>(
     now: Timestamp,
 ) -> Result<Option<i64>, StoreError> {
     let sql = &e.sql().approvals;
-    e.run("cannot claim the notification cursor", Retry::Never, |c| {
-        c.transaction(Tx::Write, |c| {
-            let args = [text(target), Value::Int(Some(start)), text(holder), time(until)];
-            c.execute(&sql.insert_cursor, &args)?;
-            let (last, held_by, held_until): Cursor = c.query_one(&sql.claim_cursor, &[text(target)])?;
-            let elsewhere = held_by.as_deref().is_some_and(|h| h != holder) && held_until.is_some_and(|t| t > now);
-            if elsewhere {
-                return Ok(None);
-            }
-            c.execute(&sql.advance_cursor, &[text(target), Value::Int(Some(last)), text(holder), time(until)])?;
-            Ok(Some(last))
-        })
+    e.write("cannot claim the notification cursor", Retry::Never, |c| {
+        let args = [text(target), Value::Int(Some(start)), text(holder), time(until)];
+        c.execute(&sql.insert_cursor, &args)?;
+        let (last, held_by, held_until): Cursor = c.query_one(&sql.claim_cursor, &[text(target)])?;
+        let elsewhere = held_by.as_deref().is_some_and(|h| h != holder) && held_until.is_some_and(|t| t > now);
+        if elsewhere {
+            return Ok(None);
+        }
+        c.execute(&sql.advance_cursor, &[text(target), Value::Int(Some(last)), text(holder), time(until)])?;
+        Ok(Some(last))
     })
 }
 
@@ -666,17 +666,15 @@ pub(crate) fn advance_notify<E: Engine>(
     until: Timestamp,
 ) -> Result<bool, StoreError> {
     let sql = &e.sql().approvals;
-    e.run("cannot advance the notification cursor", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| {
-            let Some((_, held_by, _)): Option<Cursor> = c.query_opt(&sql.claim_cursor, &[text(target)])? else {
-                return Ok(false);
-            };
-            if held_by.as_deref() != Some(holder) {
-                return Ok(false);
-            }
-            c.execute(&sql.advance_cursor, &[text(target), Value::Int(Some(last)), text(holder), time(until)])?;
-            Ok(true)
-        })
+    e.write("cannot advance the notification cursor", Retry::Idempotent, |c| {
+        let Some((_, held_by, _)): Option<Cursor> = c.query_opt(&sql.claim_cursor, &[text(target)])? else {
+            return Ok(false);
+        };
+        if held_by.as_deref() != Some(holder) {
+            return Ok(false);
+        }
+        c.execute(&sql.advance_cursor, &[text(target), Value::Int(Some(last)), text(holder), time(until)])?;
+        Ok(true)
     })
 }
 

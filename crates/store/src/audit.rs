@@ -1,7 +1,7 @@
 //! The audit trail's operations ([`Audit`]), written once for both engines.
 
 use crate::StoreError;
-use crate::engine::{Engine, Exec, Retry, Tx};
+use crate::engine::{Engine, Exec, Retry};
 use crate::rows::{self, Value};
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
@@ -48,15 +48,13 @@ impl<E: Engine> Audit for E {
         self.around("append_audit_batch", || {
             let sql = &self.sql().append_audit;
             // Not retried, like one append.
-            self.run("cannot append audit entries", Retry::Never, |c| {
-                c.transaction(Tx::Write, |c| {
-                    settle(entries);
-                    let mut ids = Vec::with_capacity(entries.len());
-                    for entry in entries.iter() {
-                        ids.push(c.query_one(sql, &rows::audit_values(entry)?)?);
-                    }
-                    Ok(ids)
-                })
+            self.write("cannot append audit entries", Retry::Never, |c| {
+                settle(entries);
+                let mut ids = Vec::with_capacity(entries.len());
+                for entry in entries.iter() {
+                    ids.push(c.query_one(sql, &rows::audit_values(entry)?)?);
+                }
+                Ok(ids)
             })
         })
     }

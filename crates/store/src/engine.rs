@@ -143,4 +143,15 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
         retry: Retry,
         op: impl FnMut(&mut Self::Conn) -> Result<T, Fail<<Self::Conn as Exec>::Db>> + Send,
     ) -> Result<T, StoreError>;
+
+    /// [`Engine::run`] of `op` inside one write transaction, so that what it changes
+    /// commits whole or not at all.
+    fn write<T: Send>(
+        &self,
+        context: &str,
+        retry: Retry,
+        mut op: impl FnMut(&mut Self::Conn) -> Result<T, Fail<<Self::Conn as Exec>::Db>> + Send,
+    ) -> Result<T, StoreError> {
+        self.run(context, retry, |c| c.transaction(Tx::Write, &mut op))
+    }
 }

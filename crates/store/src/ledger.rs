@@ -555,34 +555,32 @@ pub(crate) fn claim<E: Engine>(e: &E, claim: &PrLeaseClaim, now: Timestamp) -> R
         released_reason: None,
     };
     // Not retried: a claim that committed would come back as held by itself.
-    e.run("cannot claim the PR lease", Retry::Never, |c| {
-        c.transaction(Tx::Write, |c| {
-            match &claim.plan {
-                ClaimPlan::Renew { lease_id } => {
-                    let args = [text(lease_id), text(&claim.holder.worker), time(now), time(expires)];
-                    if c.execute(&sql.renew_lease, &args)? == 1 {
-                        return Ok(PrClaimOutcome::Claimed(c.query_one(&sql.select_lease, &[text(lease_id)])?));
-                    }
-                }
-                ClaimPlan::Claim { release } => {
-                    for (id, reason) in release {
-                        c.execute(&sql.end_lease, &[text(id), text(ended(reason)), text(reason), text("")])?;
-                    }
+    e.write("cannot claim the PR lease", Retry::Never, |c| {
+        match &claim.plan {
+            ClaimPlan::Renew { lease_id } => {
+                let args = [text(lease_id), text(&claim.holder.worker), time(now), time(expires)];
+                if c.execute(&sql.renew_lease, &args)? == 1 {
+                    return Ok(PrClaimOutcome::Claimed(c.query_one(&sql.select_lease, &[text(lease_id)])?));
                 }
             }
-            let [binding, pr] = key(&claim.pr);
-            c.execute(&sql.expire_leases, &[binding, pr, text(claim.purpose.as_str()), time(now)])?;
-            if c.execute(&sql.insert_lease, &lease_values(&fresh))? == 1 {
-                return Ok(PrClaimOutcome::Claimed(fresh.clone()));
+            ClaimPlan::Claim { release } => {
+                for (id, reason) in release {
+                    c.execute(&sql.end_lease, &[text(id), text(ended(reason)), text(reason), text("")])?;
+                }
             }
-            let winner = c
-                .query::<PrLease>(&sql.leases_of_pr, &key(&claim.pr))?
-                .into_iter()
-                .find(|l| l.purpose == claim.purpose && l.phase == Phase::Claimed);
-            winner
-                .map(PrClaimOutcome::Held)
-                .ok_or_else(|| Fail::Row("the claim neither inserted nor found the holder".into()))
-        })
+        }
+        let [binding, pr] = key(&claim.pr);
+        c.execute(&sql.expire_leases, &[binding, pr, text(claim.purpose.as_str()), time(now)])?;
+        if c.execute(&sql.insert_lease, &lease_values(&fresh))? == 1 {
+            return Ok(PrClaimOutcome::Claimed(fresh.clone()));
+        }
+        let winner = c
+            .query::<PrLease>(&sql.leases_of_pr, &key(&claim.pr))?
+            .into_iter()
+            .find(|l| l.purpose == claim.purpose && l.phase == Phase::Claimed);
+        winner
+            .map(PrClaimOutcome::Held)
+            .ok_or_else(|| Fail::Row("the claim neither inserted nor found the holder".into()))
     })
 }
 

@@ -7,7 +7,7 @@
 //! follows from.
 
 use crate::StoreError;
-use crate::engine::{Engine, Exec, Retry, Tx};
+use crate::engine::{Engine, Exec, Retry};
 use crate::ledger::{actor_values, key, pr_number, read_actor, read_pr, time};
 use crate::rows::{Columns, Record, Value, names, opt_text, text};
 use crate::sql::Dialect;
@@ -184,25 +184,23 @@ pub(crate) fn decide<E: Engine>(
         released_at: None,
     };
     // Not retried: a decision that committed would be recorded twice.
-    e.run("cannot record the review decision and its lock", Retry::Never, |c| {
-        c.transaction(Tx::Write, |c| {
-            crate::ledger::insert_decision(c, ledger, decision)?;
-            let lock_id = match write {
-                LockWrite::Take { lock_id } => {
-                    let lock = fresh(lock_id);
-                    c.execute(&sql.insert, &lock_values(&lock))?;
-                    lock_id
-                }
-                LockWrite::Correct { lock_id } => {
-                    let v = decision.verdict.as_str();
-                    c.execute(&sql.correct, &[text(lock_id), text(&decision.head), text(v), time(decision.at)])?;
-                    lock_id
-                }
-            };
-            let by = &decision.by;
-            let live: Vec<ReviewLock> = c.query(&sql.live_of_session, &[text(&by.client), text(&by.session)])?;
-            Ok(live.into_iter().find(|l| &l.lock_id == lock_id))
-        })
+    e.write("cannot record the review decision and its lock", Retry::Never, |c| {
+        crate::ledger::insert_decision(c, ledger, decision)?;
+        let lock_id = match write {
+            LockWrite::Take { lock_id } => {
+                let lock = fresh(lock_id);
+                c.execute(&sql.insert, &lock_values(&lock))?;
+                lock_id
+            }
+            LockWrite::Correct { lock_id } => {
+                let v = decision.verdict.as_str();
+                c.execute(&sql.correct, &[text(lock_id), text(&decision.head), text(v), time(decision.at)])?;
+                lock_id
+            }
+        };
+        let by = &decision.by;
+        let live: Vec<ReviewLock> = c.query(&sql.live_of_session, &[text(&by.client), text(&by.session)])?;
+        Ok(live.into_iter().find(|l| &l.lock_id == lock_id))
     })
 }
 
@@ -230,13 +228,11 @@ pub(crate) fn release_pr<E: Engine>(
 ) -> Result<Vec<ReviewLock>, StoreError> {
     let sql = &e.sql().locks;
     let [binding, number] = key(pr);
-    e.run("cannot release the PR's review-decision locks", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| {
-            if c.execute(&sql.release_pr, &[binding.clone(), number.clone(), text(reason), time(now)])? == 0 {
-                return Ok(Vec::new());
-            }
-            c.query(&sql.of_pr_released, &[binding.clone(), number.clone(), time(now)])
-        })
+    e.write("cannot release the PR's review-decision locks", Retry::Idempotent, |c| {
+        if c.execute(&sql.release_pr, &[binding.clone(), number.clone(), text(reason), time(now)])? == 0 {
+            return Ok(Vec::new());
+        }
+        c.query(&sql.of_pr_released, &[binding.clone(), number.clone(), time(now)])
     })
 }
 
@@ -248,12 +244,10 @@ pub(crate) fn release_one<E: Engine>(
     now: Timestamp,
 ) -> Result<Option<ReviewLock>, StoreError> {
     let sql = &e.sql().locks;
-    e.run("cannot release the review-decision lock", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| {
-            if c.execute(&sql.release_one, &[text(lock_id), text(reason), time(now)])? == 0 {
-                return Ok(None);
-            }
-            c.query_opt(&sql.select, &[text(lock_id)])
-        })
+    e.write("cannot release the review-decision lock", Retry::Idempotent, |c| {
+        if c.execute(&sql.release_one, &[text(lock_id), text(reason), time(now)])? == 0 {
+            return Ok(None);
+        }
+        c.query_opt(&sql.select, &[text(lock_id)])
     })
 }

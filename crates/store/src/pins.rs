@@ -2,7 +2,7 @@
 //! the ledger's (schema v6).
 
 use crate::StoreError;
-use crate::engine::{Engine, Exec, Retry, Tx};
+use crate::engine::{Engine, Exec, Retry};
 use crate::ledger::time;
 use crate::rows::{opt_text, text};
 use crate::workflow::ToolPin;
@@ -45,11 +45,9 @@ impl<E: Engine> Pins for E {
         let sql = &self.sql().ledger;
         let args = [text(profile), text(tool), text(digest), time(now), text(definition)];
         self.around("observe_tool", || {
-            self.run("cannot pin the tool definition", Retry::Idempotent, |c| {
-                c.transaction(Tx::Write, |c| {
-                    c.execute(&sql.observe_pin, &args)?;
-                    c.query_one(&sql.select_pin, &[text(profile), text(tool)])
-                })
+            self.write("cannot pin the tool definition", Retry::Idempotent, |c| {
+                c.execute(&sql.observe_pin, &args)?;
+                c.query_one(&sql.select_pin, &[text(profile), text(tool)])
             })
         })
     }

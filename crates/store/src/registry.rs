@@ -80,12 +80,10 @@ impl<E: Engine> Registry for E {
             let values = rows::worker_values(&row);
             let id = [text(&row.worker_identity)];
             // Not retried: a first attempt that committed would come back `created: false`.
-            let (inserted, existing) = self.run("cannot register worker", Retry::Never, |c| {
-                c.transaction(Tx::Write, |c| {
-                    let inserted = c.execute(&sql.insert_worker, &values)? == 1;
-                    let existing = if inserted { None } else { c.query_opt(&sql.select_worker, &id)? };
-                    Ok((inserted, existing))
-                })
+            let (inserted, existing) = self.write("cannot register worker", Retry::Never, |c| {
+                let inserted = c.execute(&sql.insert_worker, &values)? == 1;
+                let existing = if inserted { None } else { c.query_opt(&sql.select_worker, &id)? };
+                Ok((inserted, existing))
             })?;
             rows::registered(&row, inserted, existing)
         })
@@ -149,17 +147,15 @@ impl<E: Engine> Registry for E {
             rows::check_generation(generation_id)?;
             let id = [text(worker_identity)];
             // Not retried: a claim that committed would bump the epoch twice.
-            self.run("cannot claim generation", Retry::Never, |c| {
-                c.transaction(Tx::Write, |c| {
-                    // The row lock makes every renewal wait for this claim and
-                    // then judge its WHERE against the new epoch.
-                    let Some((epoch, renewals)) = c.query_opt::<(i64, i64)>(&sql.lock_epoch, &id)? else {
-                        return Ok(None);
-                    };
-                    let next = Value::Int(Some(epoch + 1));
-                    c.execute(&sql.claim, &[text(worker_identity), next, text(generation_id), Value::Time(Some(now))])?;
-                    Ok(Some(rows::claimed(worker_identity, generation_id, epoch, renewals)))
-                })
+            self.write("cannot claim generation", Retry::Never, |c| {
+                // The row lock makes every renewal wait for this claim and
+                // then judge its WHERE against the new epoch.
+                let Some((epoch, renewals)) = c.query_opt::<(i64, i64)>(&sql.lock_epoch, &id)? else {
+                    return Ok(None);
+                };
+                let next = Value::Int(Some(epoch + 1));
+                c.execute(&sql.claim, &[text(worker_identity), next, text(generation_id), Value::Time(Some(now))])?;
+                Ok(Some(rows::claimed(worker_identity, generation_id, epoch, renewals)))
             })
         })
     }

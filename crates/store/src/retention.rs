@@ -14,7 +14,7 @@
 //! * pushes older than the cutoff, by id (which of them still name a branch's tip is the
 //!   forge's to say, asked by the caller).
 
-use crate::engine::{Engine, Exec, Retry, Tx};
+use crate::engine::{Engine, Exec, Retry};
 use crate::error::StoreError;
 use crate::ledger::{key, time};
 use crate::rows::text;
@@ -147,14 +147,12 @@ fn prune<E: Engine, R: Record>(
     history: impl Fn(R) -> Option<String> + Sync,
 ) -> Result<Vec<String>, StoreError> {
     let cutoff = [Value::Time(Some(now.plus_seconds(-older_than_seconds.max(0))))];
-    engine.run(context, Retry::Never, |c| {
-        c.transaction(Tx::Write, |c| {
-            let doomed: Vec<String> = c.query::<R>(candidates, &cutoff)?.into_iter().filter_map(&history).collect();
-            for key in &doomed {
-                c.execute(delete, &[text(key)])?;
-            }
-            Ok(doomed)
-        })
+    engine.write(context, Retry::Never, |c| {
+        let doomed: Vec<String> = c.query::<R>(candidates, &cutoff)?.into_iter().filter_map(&history).collect();
+        for key in &doomed {
+            c.execute(delete, &[text(key)])?;
+        }
+        Ok(doomed)
     })
 }
 
@@ -245,27 +243,25 @@ impl Record for Pushed {
 /// `Store::prune_audit`.
 pub(crate) fn audit<E: Engine>(e: &E, before: Timestamp, limit: usize) -> Result<u64, StoreError> {
     let limit = Value::Int(Some(i64::try_from(limit).unwrap_or(i64::MAX)));
-    e.run("cannot prune the audit log", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| c.execute(&e.sql().retention.audit, &[time(before), limit.clone()]))
+    e.write("cannot prune the audit log", Retry::Idempotent, |c| {
+        c.execute(&e.sql().retention.audit, &[time(before), limit.clone()])
     })
 }
 
 /// `Store::prune_approvals`.
 pub(crate) fn approvals<E: Engine>(e: &E, before: Timestamp) -> Result<PrunedApprovals, StoreError> {
     let sql = &e.sql().retention;
-    e.run("cannot prune the approval requests", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| {
-            let requests = c.execute(&sql.approvals, &[time(before)])?;
-            let events = c.execute(&sql.events, &[time(before), Value::Int(Some(i64::MAX))])?;
-            Ok(PrunedApprovals { requests, events })
-        })
+    e.write("cannot prune the approval requests", Retry::Idempotent, |c| {
+        let requests = c.execute(&sql.approvals, &[time(before)])?;
+        let events = c.execute(&sql.events, &[time(before), Value::Int(Some(i64::MAX))])?;
+        Ok(PrunedApprovals { requests, events })
     })
 }
 
 /// `Store::prune_observations`.
 pub(crate) fn observations<E: Engine>(e: &E, before: Timestamp) -> Result<u64, StoreError> {
-    e.run("cannot prune the host observations", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| c.execute(&e.sql().retention.observations, &[time(before)]))
+    e.write("cannot prune the host observations", Retry::Idempotent, |c| {
+        c.execute(&e.sql().retention.observations, &[time(before)])
     })
 }
 
@@ -280,18 +276,16 @@ pub(crate) fn idle_prs<E: Engine>(e: &E, before: Timestamp) -> Result<Vec<PrRef>
 pub(crate) fn pr<E: Engine>(e: &E, pr: &PrRef, before: Timestamp) -> Result<bool, StoreError> {
     let sql = &e.sql().retention;
     let [binding, number] = key(pr);
-    e.run("cannot prune the PR's records", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| {
-            // Judged again where it is deleted: a decision, claim or lock since the listing keeps it.
-            let active: i64 = c.query_one(&sql.pr_active, &[binding.clone(), number.clone(), time(before)])?;
-            if active > 0 {
-                return Ok(false);
-            }
-            for delete in &sql.pr_deletes {
-                c.execute(delete, &[binding.clone(), number.clone()])?;
-            }
-            Ok(true)
-        })
+    e.write("cannot prune the PR's records", Retry::Idempotent, |c| {
+        // Judged again where it is deleted: a decision, claim or lock since the listing keeps it.
+        let active: i64 = c.query_one(&sql.pr_active, &[binding.clone(), number.clone(), time(before)])?;
+        if active > 0 {
+            return Ok(false);
+        }
+        for delete in &sql.pr_deletes {
+            c.execute(delete, &[binding.clone(), number.clone()])?;
+        }
+        Ok(true)
     })
 }
 
@@ -305,13 +299,11 @@ pub(crate) fn old_pushes<E: Engine>(e: &E, before: Timestamp) -> Result<Vec<(i64
 /// `Store::prune_pushes`.
 pub(crate) fn pushes<E: Engine>(e: &E, ids: &[i64], before: Timestamp) -> Result<u64, StoreError> {
     let sql = &e.sql().retention;
-    e.run("cannot prune the pushes", Retry::Idempotent, |c| {
-        c.transaction(Tx::Write, |c| {
-            let mut deleted = 0;
-            for id in ids {
-                deleted += c.execute(&sql.push_delete, &[Value::Int(Some(*id)), time(before)])?;
-            }
-            Ok(deleted)
-        })
+    e.write("cannot prune the pushes", Retry::Idempotent, |c| {
+        let mut deleted = 0;
+        for id in ids {
+            deleted += c.execute(&sql.push_delete, &[Value::Int(Some(*id)), time(before)])?;
+        }
+        Ok(deleted)
     })
 }
