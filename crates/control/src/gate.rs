@@ -24,5 +24,5 @@ pub use observer::{Observer, scan_host};
 pub use peers::peer_evidence;
 pub use session::{Caller, assess_provenance, session_provenance};
 pub use shadow::{SHADOW_EVENT, ShadowGroup, ShadowReport, ShadowRules, shadow_report};
-pub use snapshot::{Snapshot, assess_inventory, read_fleet, runtime_diagnostics, snapshot, snapshot_of};
+pub use snapshot::{Snapshot, read_fleet, runtime_diagnostics, snapshot, snapshot_of};
 pub use statement::{MAX_READ_ROUNDS, Statement};

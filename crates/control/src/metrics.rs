@@ -106,16 +106,38 @@ pub struct GatewayMetrics {
     /// `fleetgate_notifications_dropped_total{direction}`: notifications dropped because
     /// their receiver stopped reading and the channel's queue was full.
     pub notifications_dropped: Family<DirectionLabels, Counter>,
-    /// `fleetgate_notify_deliveries_total{target, outcome}`: approval events sent to a
-    /// `[[approvals.notify]]` target (`delivered`, `retried`, `failed`: dropped after its
-    /// last retry).
-    pub notify_deliveries: Family<NotifyLabels, Counter>,
-    /// `fleetgate_notify_owed_events{target}`: the events a `[[approvals.notify]]` target
-    /// still owes (its receiver down, the notifier retrying).
-    pub notify_owed: Family<TargetLabels, Gauge>,
+    /// What its approval notifier records.
+    pub notify: NotifyMetrics,
     /// `fleetgate_shadow_flips_total{from, to, rule, tool}`: live decisions the shadow
     /// candidate would have made otherwise.
     pub shadow_flips: Family<ShadowLabels, Counter>,
+}
+
+/// What an approval notifier (`[[approvals.notify]]`) records, in whichever process runs
+/// one: a gateway or the dashboard.
+#[derive(Clone, Debug, Default)]
+pub struct NotifyMetrics {
+    /// `fleetgate_notify_deliveries_total{target, outcome}`: approval events sent to a
+    /// target (`delivered`, `retried`, `failed`: dropped after its last retry).
+    pub deliveries: Family<NotifyLabels, Counter>,
+    /// `fleetgate_notify_owed_events{target}`: the events a target still owes (its
+    /// receiver down, the notifier retrying).
+    pub owed: Family<TargetLabels, Gauge>,
+}
+
+impl NotifyMetrics {
+    fn register(&self, r: &mut Registry) {
+        r.register(
+            "notify_deliveries",
+            "Approval events sent to a notification target, by target and outcome (delivered, retried, failed)",
+            self.deliveries.clone(),
+        );
+        r.register(
+            "notify_owed_events",
+            "Approval events a notification target still owes, by target (its receiver down, retried)",
+            self.owed.clone(),
+        );
+    }
 }
 
 /// Labels of a notification delivery.
@@ -170,8 +192,7 @@ impl GatewayMetrics {
             // 50 µs … 1.6 s: the gate is a store read and a pure decision.
             gate_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
             notifications_dropped: Family::default(),
-            notify_deliveries: Family::default(),
-            notify_owed: Family::default(),
+            notify: NotifyMetrics::default(),
             shadow_flips: Family::default(),
         };
         let r = &mut registry.0;
@@ -217,16 +238,7 @@ impl GatewayMetrics {
             "Notifications dropped because the receiving side stopped reading and the queue was full, by direction",
             m.notifications_dropped.clone(),
         );
-        r.register(
-            "notify_deliveries",
-            "Approval events sent to a notification target, by target and outcome (delivered, retried, failed)",
-            m.notify_deliveries.clone(),
-        );
-        r.register(
-            "notify_owed_events",
-            "Approval events a notification target still owes, by target (its receiver down, retried)",
-            m.notify_owed.clone(),
-        );
+        m.notify.register(r);
         r.register(
             "shadow_flips",
             "Live decisions the shadow candidate would have made otherwise, by outcome, candidate rule and tool",
@@ -368,10 +380,8 @@ pub struct FleetMetrics {
     pub refresh_seconds: Histogram,
     /// `fleetgate_dashboard_event_streams_open`: connected `/events` clients.
     pub event_streams: Gauge,
-    /// `fleetgate_notify_deliveries_total{target, outcome}`, as the gateway's.
-    pub notify_deliveries: Family<NotifyLabels, Counter>,
-    /// `fleetgate_notify_owed_events{target}`, as the gateway's.
-    pub notify_owed: Family<TargetLabels, Gauge>,
+    /// What its approval notifier records, as the gateway's.
+    pub notify: NotifyMetrics,
 }
 
 impl FleetMetrics {
@@ -386,8 +396,7 @@ impl FleetMetrics {
             duplicates: Gauge::default(),
             hard_diagnostics: Gauge::default(),
             recent_refusals: Gauge::default(),
-            notify_deliveries: Family::default(),
-            notify_owed: Family::default(),
+            notify: NotifyMetrics::default(),
             refreshes: Counter::default(),
             updates: Counter::default(),
             // 1 ms … 4 s: a /proc scan, signal-0 probes and three store reads.
@@ -396,16 +405,7 @@ impl FleetMetrics {
         };
         let r = &mut registry.0;
         r.register("fleet_configured_members", "Members in the roster", m.configured.clone());
-        r.register(
-            "notify_deliveries",
-            "Approval events sent to a notification target, by target and outcome (delivered, retried, failed)",
-            m.notify_deliveries.clone(),
-        );
-        r.register(
-            "notify_owed_events",
-            "Approval events a notification target still owes, by target (its receiver down, retried)",
-            m.notify_owed.clone(),
-        );
+        m.notify.register(r);
         r.register("fleet_members", "Roster members and runtime rows by health", m.members.clone());
         r.register("fleet_workers", "Worker rows by state (live, expired, stopped)", m.workers.clone());
         r.register("fleet_gate_open", "1 when the fleet-wide mutation gate is open, else 0", m.gate_open.clone());

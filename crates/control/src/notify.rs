@@ -22,14 +22,11 @@
 //! target's secret, hex, in `X-Fleetgate-Signature: sha256=…` (as GitHub signs its webhooks),
 //! and the Standard Webhooks headers beside it.
 
-use crate::metrics::NotifyLabels;
+use crate::metrics::{NotifyLabels, NotifyMetrics, TargetLabels};
 use fleetgate_config::{NotifyKind, NotifyTarget};
 use fleetgate_core::{Clock, Timestamp};
 use fleetgate_store::{ApprovalEvent, Store};
 use hmac::{Hmac, KeyInit, Mac};
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -316,10 +313,8 @@ pub struct Context {
     pub clock: Arc<dyn Clock>,
     /// Reads an environment key (a target's URL or secret).
     pub env: EnvReader,
-    /// `fleetgate_notify_deliveries_total`, when the process has metrics.
-    pub metrics: Option<Family<NotifyLabels, Counter>>,
-    /// `fleetgate_notify_owed_events{target}`, when the process has metrics.
-    pub owed: Option<Family<crate::metrics::TargetLabels, Gauge>>,
+    /// Where deliveries and owed events are counted, when the process has metrics.
+    pub metrics: Option<NotifyMetrics>,
     /// `[approvals] ttl_seconds`: an approval unused past it is expired (an event too).
     pub ttl_seconds: i64,
     /// The waits between an event's attempts ([`BACKOFF`]).
@@ -379,7 +374,7 @@ impl Notifier {
 
 fn count(cx: &Context, target: &str, outcome: &'static str) {
     if let Some(m) = &cx.metrics {
-        m.get_or_create(&NotifyLabels { target: target.to_owned(), outcome }).inc();
+        m.deliveries.get_or_create(&NotifyLabels { target: target.to_owned(), outcome }).inc();
     }
 }
 
@@ -516,11 +511,11 @@ pub fn owed(store: &dyn Store, target: &NotifyTarget) -> Result<Owed, fleetgate_
 }
 
 fn show_owed(target: &NotifyTarget, cx: &Context) {
-    if let Some(gauge) = &cx.owed
+    if let Some(m) = &cx.metrics
         && let Ok(o) = owed(&*cx.store, target)
     {
         let n = i64::try_from(o.events).unwrap_or(i64::MAX);
-        gauge.get_or_create(&crate::metrics::TargetLabels { target: target.name.clone() }).set(n);
+        m.owed.get_or_create(&TargetLabels { target: target.name.clone() }).set(n);
     }
 }
 
@@ -683,7 +678,6 @@ mod tests {
             clock,
             env: Arc::new(|_: &str| None),
             metrics: None,
-            owed: None,
             ttl_seconds: 600,
             backoff: Backoff { first: Duration::ZERO, cap: Duration::ZERO },
             pause: Arc::new(|stop: &AtomicBool, _| stop.load(Ordering::SeqCst)),
@@ -697,7 +691,7 @@ mod tests {
     fn a_refusing_target_is_retried_then_counted_failed() {
         let dir = tempfile::tempdir().unwrap();
         let store = fleetgate_store::open(&dir.path().join("s.sqlite3").display().to_string()).unwrap();
-        let metrics: Family<NotifyLabels, Counter> = Family::default();
+        let metrics = NotifyMetrics::default();
         let cx = Context {
             metrics: Some(metrics.clone()),
             ..context(store, Arc::new(fleetgate_core::time::ManualClock::new(Timestamp::from_unix(0))))
@@ -710,7 +704,7 @@ mod tests {
             name: "gone".into(),
         };
         assert!(send(&target, &cx, &event(), &AtomicBool::new(false), &|| true), "dropped: the cursor moves on");
-        let n = |outcome| metrics.get_or_create(&NotifyLabels { target: "gone".into(), outcome }).get();
+        let n = |outcome| metrics.deliveries.get_or_create(&NotifyLabels { target: "gone".into(), outcome }).get();
         assert_eq!((n("retried"), n("failed"), n("delivered")), (ENDED_ATTEMPTS as u64 - 1, 1, 0));
         // A secret that cannot be read is a failure too, never a send without its signature.
         let unsigned = NotifyTarget { secret: Some(fleetgate_config::Secret::Env("NOPE".into())), ..target };
@@ -851,12 +845,10 @@ mod tests {
         let (a, b) = (ask(1), ask(2));
         let op = Approver { id: "os:op".into(), ..Approver::default() };
         store.answer_approval(&a, (&op, &fleetgate_core::person::People::default()), true, None, t0).unwrap(); // approved, not yet used: open
-        let deliveries: Family<NotifyLabels, Counter> = Family::default();
-        let owed_gauge: Family<crate::metrics::TargetLabels, Gauge> = Family::default();
+        let metrics = NotifyMetrics::default();
         let moving = Arc::clone(&clock);
         let cx = Context {
-            metrics: Some(deliveries.clone()),
-            owed: Some(owed_gauge.clone()),
+            metrics: Some(metrics.clone()),
             backoff: BACKOFF,
             // Each wait moves the injected clock instead of sleeping.
             pause: Arc::new(move |stop: &AtomicBool, wait: Duration| {
@@ -866,7 +858,7 @@ mod tests {
             }),
             ..context(Arc::clone(&store), clock.clone() as Arc<dyn Clock>)
         };
-        let n = |outcome| deliveries.get_or_create(&NotifyLabels { target: "ops".into(), outcome }).get();
+        let n = |outcome| metrics.deliveries.get_or_create(&NotifyLabels { target: "ops".into(), outcome }).get();
         let bounded = |what: &str, cond: &dyn Fn() -> bool| {
             let until = std::time::Instant::now() + Duration::from_secs(30);
             while !cond() {
@@ -890,9 +882,7 @@ mod tests {
         assert_eq!(n("failed"), 0, "nothing dropped while its request was open");
         assert!(n("retried") >= 6, "retried through the minute: {}", n("retried"));
         bounded("owes nothing", &|| owed(&*store, &target).unwrap().events == 0);
-        bounded("the gauge follows", &|| {
-            owed_gauge.get_or_create(&crate::metrics::TargetLabels { target: "ops".into() }).get() == 0
-        });
+        bounded("the gauge follows", &|| metrics.owed.get_or_create(&TargetLabels { target: "ops".into() }).get() == 0);
 
         // Down for good. A request that ends (withdrawn) has its events dropped after their
         // attempts; one still pending is retried, never dropped, and shown owed.

@@ -80,11 +80,7 @@ pub fn run_dashboard(settings: DashboardSettings, source: Source) -> Result<u8, 
             people: Arc::new(source.config.people.clone()),
         });
         let notifier = settings.notify.as_ref().map(|(targets, cx)| {
-            let cx = fleetgate_control::notify::Context {
-                metrics: Some(metrics.notify_deliveries.clone()),
-                owed: Some(metrics.notify_owed.clone()),
-                ..cx.clone()
-            };
+            let cx = fleetgate_control::notify::Context { metrics: Some(metrics.notify.clone()), ..cx.clone() };
             fleetgate_control::notify::Notifier::start(targets, &cx)
         });
         let retention = settings

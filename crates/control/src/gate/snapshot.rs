@@ -167,17 +167,6 @@ pub fn snapshot_of(
     Snapshot { inventory, diagnostics }
 }
 
-/// The inventory alone.
-pub fn assess_inventory(
-    config: &FleetConfig,
-    store: Result<&dyn Store, &StoreError>,
-    observer: &dyn Observer,
-    now: Timestamp,
-    answering_namespace: Option<&str>,
-) -> FleetInventory {
-    snapshot(config, store, observer, now, answering_namespace).inventory
-}
-
 /// Diagnostics of every observed peer: its environment as read (`envs`: unknown keys, or an
 /// environment that cannot be read), and for each running row of this host the
 /// process still serves ([`served_here`]), revision parity against its checkout's

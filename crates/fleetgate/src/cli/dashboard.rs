@@ -23,7 +23,6 @@ pub fn run(ctx: &Ctx, args: &DashboardArgs) -> anyhow::Result<u8> {
             clock: ctx.decision_clock()?,
             env: Arc::new(move |key: &str| env.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_owned())),
             metrics: None,
-            owed: None,
             ttl_seconds: ctx.config.approvals.ttl_seconds,
             backoff: fleetgate_control::notify::BACKOFF,
             pause: fleetgate_control::notify::real_pause(),

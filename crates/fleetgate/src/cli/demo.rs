@@ -10,7 +10,7 @@ use crate::cli::context::Ctx;
 use crate::cli::inventory::render;
 use crate::cli::output::{Exit, Reply};
 use anyhow::{Context as _, anyhow};
-use fleetgate_control::gate::assess_inventory;
+use fleetgate_control::gate::snapshot;
 use fleetgate_core::capability::inventory_action;
 use fleetgate_core::env::EnvKey;
 use fleetgate_core::inventory::{FleetInventory, summarize};
@@ -228,16 +228,18 @@ pub fn run(ctx: &Ctx, forge_name: &str) -> anyhow::Result<Reply> {
         }));
     };
 
+    // The fleet as the gate sees it now.
+    let look = || snapshot(&config, Ok(&*store), &LiveObserver::default(), ctx.clock.now(), None).inventory;
     for m in &config.members {
         gateways.0.push(fleet.spawn(&m.profile, None, 1)?);
     }
     wait_rows(&*store, &mut gateways, ROWS_WITHIN)?;
-    let inv = assess_inventory(&config, Ok(&*store), &LiveObserver::default(), ctx.clock.now(), None);
+    let inv = look();
     show("five gateways of one cohort", &inv, None);
 
     gateways.0.push(fleet.spawn("prgs-author", Some("cohort-b"), 2)?);
     wait_rows(&*store, &mut gateways, ROWS_WITHIN)?;
-    let inv = assess_inventory(&config, Ok(&*store), &LiveObserver::default(), ctx.clock.now(), None);
+    let inv = look();
     let action = (!inv.mutation_gate_satisfied).then(|| inventory_action(&inv));
     show("a second cohort starts another author", &inv, action);
 
@@ -246,7 +248,7 @@ pub fn run(ctx: &Ctx, forge_name: &str) -> anyhow::Result<Reply> {
         drop(second.child.stdin.take());
         second.child.wait()?;
     }
-    let inv = assess_inventory(&config, Ok(&*store), &LiveObserver::default(), ctx.clock.now(), None);
+    let inv = look();
     show("the operator stops the second author", &inv, None);
 
     if let Some(i) = gateways.0.iter().position(|g| g.profile == "prgs-reviewer") {
@@ -254,7 +256,7 @@ pub fn run(ctx: &Ctx, forge_name: &str) -> anyhow::Result<Reply> {
         reviewer.child.kill().context("cannot kill the reviewer")?;
         reviewer.child.wait()?;
     }
-    let inv = assess_inventory(&config, Ok(&*store), &LiveObserver::default(), ctx.clock.now(), None);
+    let inv = look();
     let action = (!inv.mutation_gate_satisfied).then(|| inventory_action(&inv));
     show("the reviewer is killed with SIGKILL", &inv, action);
 
