@@ -197,8 +197,8 @@ impl BlockerKind {
             }
             Self::ToolDefinitionChanged => TOOL_CHANGED_ACTION,
             Self::AuditUnavailable => {
-                "make the store reachable and writable again (a full disk, a lock held on it, PostgreSQL down), then \
-                 retry"
+                "make the store reachable and writable again (a full disk, a filesystem gone read-only, a lock held on \
+                 it, PostgreSQL down), then retry"
             }
             Self::StoreReplaced => STORE_REPLACED_ACTION,
         }
