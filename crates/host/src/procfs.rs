@@ -635,7 +635,18 @@ mod tests {
         // However long a read may serve: only the process's youth makes the scan read it again.
         let fs = ProcFs::default().reusing_for(Duration::from_secs(3600));
         let argv = |fs: &ProcFs| fs.entries().unwrap().into_iter().find(|e| e.pid == pid).map(|e| e.argv);
-        assert_eq!(argv(&fs).unwrap()[0], "sh");
+        // The parent of a vfork-style spawn resumes once the child's new image is mapped, a
+        // moment before the kernel sets the child's argument area: its `cmdline` reads empty
+        // until then (a kernel thread's look), so wait for the first scan that lists it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let first = loop {
+            match argv(&fs) {
+                Some(a) => break Some(a),
+                None if std::time::Instant::now() > deadline => break None,
+                None => std::thread::sleep(std::time::Duration::from_millis(2)),
+            }
+        };
+        assert_eq!(first.expect("the child is listed within 10 s")[0], "sh");
         child.stdin.take().unwrap().write_all(b"go\n").unwrap();
         let exe = || std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
