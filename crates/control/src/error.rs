@@ -52,3 +52,19 @@ impl<T, E: Into<Box<dyn Error + Send + Sync>>> Context<T> for Result<T, E> {
         self.map_err(|e| RunError::new(what(), e))
     }
 }
+
+/// A loop's blocking task (a renewal, a refresh) ended without an answer: it panicked or
+/// was cancelled. The loop ends with it, and its supervisor restarts it.
+#[derive(Debug, thiserror::Error)]
+#[error("the {what} task failed: {source}")]
+pub struct TaskFailed {
+    what: &'static str,
+    source: tokio::task::JoinError,
+}
+
+impl TaskFailed {
+    /// The `what` task ended with `source`.
+    pub fn new(what: &'static str, source: tokio::task::JoinError) -> Self {
+        Self { what, source }
+    }
+}

@@ -20,7 +20,7 @@ pub mod workflow;
 
 pub use decide::{Call, Gate, Listing, NoActor, Policy};
 pub use forge_command::{CommandForge, READ_TIMEOUT};
-pub use observer::{Observer, scan_host};
+pub use observer::{Observer, PeerUnread, scan_host};
 pub use peers::peer_evidence;
 pub use session::{Caller, assess_provenance, session_provenance};
 pub use shadow::{SHADOW_EVENT, ShadowGroup, ShadowReport, ShadowRules, shadow_report};

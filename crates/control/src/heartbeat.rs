@@ -16,6 +16,7 @@
 //! renewal as any other: a worker whose lease was taken over while it slept is refused and
 //! stops, never extended.
 
+use crate::error::TaskFailed;
 use crate::metrics::GatewayMetrics;
 use fleetgate_core::heartbeat::{BeatAttempt, BeatLedger, BeatReport};
 use fleetgate_core::interval::{Cadence, heartbeat_interval_for};
@@ -126,7 +127,15 @@ impl HeartbeatStatus {
 /// Anything whose heartbeat status can be shown (the supervisor, or a stand-in).
 pub trait HeartbeatStatusSource {
     /// The status, or why it cannot be read.
-    fn status(&self) -> Result<HeartbeatStatus, String>;
+    fn status(&self) -> Result<HeartbeatStatus, StatusUnread>;
+}
+
+/// Why a heartbeat status cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StatusUnread {
+    /// A panic while the state was held left it unreadable.
+    #[error("the heartbeat state was poisoned by a panic")]
+    Poisoned,
 }
 
 /// The runtime context's `worker_heartbeat`: distinguishes "no supervisor"
@@ -225,7 +234,7 @@ impl Shared {
     /// sooner than the schedule ([`CatchUp`]) until a renewal is answered. The renewal
     /// itself runs on the blocking pool, so no async worker ever waits on a store write.
     /// Ends when halted.
-    async fn run(self: Arc<Self>, epoch: tokio::time::Instant) -> Result<(), String> {
+    async fn run(self: Arc<Self>, epoch: tokio::time::Instant) -> Result<(), TaskFailed> {
         let mut cadence = Cadence::new(self.interval, epoch.elapsed());
         let mut watch = SuspendWatch::new(self.clocks.read(), SUSPEND_THRESHOLD);
         let mut catch_up = None;
@@ -250,7 +259,7 @@ impl Shared {
             let answered =
                 tokio::task::spawn_blocking(move || span.in_scope(|| shared.store.heartbeat(&shared.request, now)))
                     .await
-                    .map_err(|e| format!("the renewal task failed: {e}"))?;
+                    .map_err(|e| TaskFailed::new("renewal", e))?;
             let report = self.record(attempt(answered), now);
             match catch_up.as_mut() {
                 Some(retry) if report.transient => cadence.retry_after(epoch.elapsed(), retry.next_delay()),
@@ -432,9 +441,9 @@ impl WorkerHeartbeat {
 }
 
 impl HeartbeatStatusSource for WorkerHeartbeat {
-    fn status(&self) -> Result<HeartbeatStatus, String> {
+    fn status(&self) -> Result<HeartbeatStatus, StatusUnread> {
         if self.shared.state.is_poisoned() {
-            return Err("the heartbeat state was poisoned by a panic".into());
+            return Err(StatusUnread::Poisoned);
         }
         Ok(WorkerHeartbeat::status(self))
     }

@@ -26,4 +26,4 @@ pub mod retention;
 pub mod serve;
 pub mod telemetry;
 
-pub use error::RunError;
+pub use error::{RunError, TaskFailed};

@@ -161,7 +161,7 @@ fn workflow(
     for ((binding, branch), pushes) in branches {
         let what = format!("{binding}:{branch}");
         let tip = match forge {
-            None => Err("no forge to read the branch's tip from: set [workflow] forge_command".to_owned()),
+            None => Err(TipUnknown::NoForge),
             Some(forge) => tip(forge, remote, &binding, &branch),
         };
         match tip {
@@ -173,25 +173,42 @@ fn workflow(
                     .collect();
                 report.pushes += store.prune_pushes(&ids, before)?;
             }
-            Err(why) => keep(report, what, why, true),
+            Err(why) => keep(report, what, why.to_string(), true),
         }
     }
     Ok(())
 }
 
+/// Why a branch's tip is not known: its pushes are kept.
+#[derive(Debug, thiserror::Error)]
+enum TipUnknown {
+    #[error("no forge to read the branch's tip from: set [workflow] forge_command")]
+    NoForge,
+    #[error("no forge to read the branch's tip from")]
+    NoReader,
+    #[error("not a repository of this fleet's forge remote {0:?}")]
+    NotOurs(String),
+    #[error(transparent)]
+    Dialect(#[from] fleetgate_core::dialect::DialectError),
+    #[error("the forge named no tip commit")]
+    NoTip,
+    #[error("reading the branch's tip: {}", .0.message)]
+    Read(crate::gate::workflow::ForgeError),
+}
+
 /// `branch`'s tip in `binding` (`remote/owner/repo`), `None` when the forge says it is gone.
-fn tip(forge: Forge<'_>, remote: &str, binding: &str, branch: &str) -> Result<Option<String>, String> {
+fn tip(forge: Forge<'_>, remote: &str, binding: &str, branch: &str) -> Result<Option<String>, TipUnknown> {
     let (owner, repo) = binding
         .strip_prefix(remote)
         .and_then(|r| r.strip_prefix('/'))
         .and_then(|r| r.split_once('/'))
-        .ok_or_else(|| format!("not a repository of this fleet's forge remote {remote:?}"))?;
+        .ok_or_else(|| TipUnknown::NotOurs(remote.to_owned()))?;
     let read = forge.dialect.tip_read(owner, repo, branch, forge.schemas)?;
-    let reader = forge.reader.ok_or("no forge to read the branch's tip from")?;
+    let reader = forge.reader.ok_or(TipUnknown::NoReader)?;
     match reader.read(&read.tool, read.arguments.clone()) {
-        Ok(answer) => forge.dialect.tip_of(&answer).map(Some).ok_or_else(|| "the forge named no tip commit".to_owned()),
+        Ok(answer) => forge.dialect.tip_of(&answer).map(Some).ok_or(TipUnknown::NoTip),
         Err(e) if forge.dialect.is_not_found(&e.message) => Ok(None),
-        Err(e) => Err(format!("reading the branch's tip: {}", e.message)),
+        Err(e) => Err(TipUnknown::Read(e)),
     }
 }
 

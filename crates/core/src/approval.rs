@@ -284,6 +284,19 @@ pub fn refusal(request: &ApprovalRequest, approver: &Approver, people: &People, 
     None
 }
 
+/// Why an approver may not answer a request: [`refusal`]'s words, shown to them and recorded
+/// in the audit as they are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MayNotAnswer(pub String);
+
+impl fmt::Display for MayNotAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MayNotAnswer {}
+
 /// `request` with `approver`'s answer: denied at the first denial, approved once
 /// `required` distinct people have approved, else still pending with the answer recorded.
 /// `Err` names why the approver may not answer ([`refusal`]).
@@ -294,9 +307,9 @@ pub fn answered(
     approve: bool,
     reason: Option<&str>,
     now: Timestamp,
-) -> Result<ApprovalRequest, String> {
+) -> Result<ApprovalRequest, MayNotAnswer> {
     if let Some(why) = refusal(request, approver, people, approve) {
-        return Err(why);
+        return Err(MayNotAnswer(why));
     }
     let mut r = request.clone();
     r.answers.push(Answer {
@@ -591,7 +604,7 @@ mod tests {
     }
 
     fn answer(r: &ApprovalRequest, by: &Approver, approve: bool, p: &People) -> Result<ApprovalRequest, String> {
-        answered(r, by, p, approve, None, Timestamp::from_unix(1))
+        answered(r, by, p, approve, None, Timestamp::from_unix(1)).map_err(|e| e.0)
     }
 
     #[test]

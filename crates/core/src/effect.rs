@@ -39,12 +39,38 @@ impl Read {
     }
 }
 
+/// Why the forge gave no answer to a read: its own words (a REST status and body, the
+/// server's tool error, the transport's failure), kept verbatim because dialects read them
+/// (a not-found is a fact, not a failure) and operators are shown them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadFailed(pub String);
+
+impl fmt::Display for ReadFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ReadFailed {}
+
+impl From<String> for ReadFailed {
+    fn from(why: String) -> Self {
+        Self(why)
+    }
+}
+
+impl From<&str> for ReadFailed {
+    fn from(why: &str) -> Self {
+        Self(why.to_owned())
+    }
+}
+
 /// A read and what the forge answered (its JSON, or why there is none).
-pub type Answered = (Read, Result<Value, String>);
+pub type Answered = (Read, Result<Value, ReadFailed>);
 
 /// The answer to `read` among `answers`: `None` when it was not made.
 pub fn answer<'a>(answers: &'a [Answered], read: &Read) -> Option<Result<&'a Value, &'a str>> {
-    answers.iter().find(|(r, _)| r == read).map(|(_, a)| a.as_ref().map_err(String::as_str))
+    answers.iter().find(|(r, _)| r == read).map(|(_, a)| a.as_ref().map_err(|e| e.0.as_str()))
 }
 
 /// A repository, `owner/name`, lowercase (forges resolve names case-insensitively).

@@ -135,7 +135,7 @@ fn canonical_value(key: &str, value: &Value, kind: Option<&str>) -> Result<Value
         return Err(Ambiguity::new(key, "null: send the argument or leave it out"));
     }
     match kind {
-        Some("integer" | "number") => whole(value).map(Value::from).map_err(|why| Ambiguity::new(key, why)),
+        Some("integer" | "number") => whole(value).map(Value::from).map_err(|why| Ambiguity::new(key, why.to_string())),
         Some("string") => value.is_string().then(|| value.clone()).ok_or_else(|| wrong("a string")),
         Some("boolean") => value.is_boolean().then(|| value.clone()).ok_or_else(|| wrong("a boolean")),
         Some("array") => value.is_array().then(|| value.clone()).ok_or_else(|| wrong("an array")),
@@ -143,7 +143,7 @@ fn canonical_value(key: &str, value: &Value, kind: Option<&str>) -> Result<Value
         // Undeclared type (or no schema): a number must still be whole, since every number
         // the server reads is an integer (a number, an ID, a page).
         _ => match value {
-            Value::Number(_) => whole(value).map(Value::from).map_err(|why| Ambiguity::new(key, why)),
+            Value::Number(_) => whole(value).map(Value::from).map_err(|why| Ambiguity::new(key, why.to_string())),
             _ => Ok(value.clone()),
         },
     }
@@ -160,40 +160,58 @@ fn shape(value: &Value) -> &'static str {
     }
 }
 
+/// Why a value is not a whole number the server and the gate read alike.
+#[derive(Debug)]
+enum NotWhole {
+    /// Beyond ±2^53 (the number as written).
+    Inexact(String),
+    /// A string that is not a whole number's own text.
+    Text(String),
+    /// A float with a fraction (or none finite): the server truncates it.
+    Fraction(String),
+    /// Not a number at all (its JSON shape).
+    Shape(&'static str),
+}
+
+impl std::fmt::Display for NotWhole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Inexact(n) => write!(f, "{n} is beyond ±2^53, where JSON numbers are exact"),
+            Self::Text(s) => write!(f, "{s:?} is not a whole number"),
+            Self::Fraction(n) => write!(f, "{n} is not a whole number: the server truncates it, the gate would not"),
+            Self::Shape(shape) => write!(f, "the server reads a number here, the call sends {shape}"),
+        }
+    }
+}
+
 /// A whole number the server and the gate read alike: a JSON integer or a whole float
 /// within ±2^53, or a string holding one.
-fn whole(value: &Value) -> Result<i64, String> {
-    let exact = |n: i64| {
-        if n.unsigned_abs() <= EXACT {
-            Ok(n)
-        } else {
-            Err(format!("{n} is beyond ±2^53, where JSON numbers are exact"))
-        }
-    };
+fn whole(value: &Value) -> Result<i64, NotWhole> {
+    let exact = |n: i64| if n.unsigned_abs() <= EXACT { Ok(n) } else { Err(NotWhole::Inexact(n.to_string())) };
     match value {
         Value::Number(n) => number(n).and_then(exact),
         Value::String(s) => match s.parse::<i64>() {
             Ok(n) if s == &n.to_string() => exact(n),
-            _ => Err(format!("{s:?} is not a whole number")),
+            _ => Err(NotWhole::Text(s.clone())),
         },
-        other => Err(format!("the server reads a number here, the call sends {}", shape(other))),
+        other => Err(NotWhole::Shape(shape(other))),
     }
 }
 
-fn number(n: &Number) -> Result<i64, String> {
+fn number(n: &Number) -> Result<i64, NotWhole> {
     if let Some(i) = n.as_i64() {
         return Ok(i);
     }
     if n.as_u64().is_some() {
-        return Err(format!("{n} is beyond ±2^53, where JSON numbers are exact"));
+        return Err(NotWhole::Inexact(n.to_string()));
     }
     let f = n.as_f64().unwrap_or(f64::NAN);
     if f.fract() != 0.0 || !f.is_finite() {
-        return Err(format!("{n} is not a whole number: the server truncates it, the gate would not"));
+        return Err(NotWhole::Fraction(n.to_string()));
     }
     #[allow(clippy::cast_precision_loss)]
     if f.abs() > EXACT as f64 {
-        return Err(format!("{n} is beyond ±2^53, where JSON numbers are exact"));
+        return Err(NotWhole::Inexact(n.to_string()));
     }
     #[allow(clippy::cast_possible_truncation)]
     Ok(f as i64)

@@ -138,8 +138,8 @@ pub fn served_here<'a>(rows: &'a [RuntimeRecord], scan: &ProcessScan, hosts: &Ho
 
 pub use other_fleet::{
     GatewayProof, HeldProof, NamedStore, OtherFleetGateway, OurRepository, PROOF_MAX_BYTES, PROOF_VERSION,
-    PeerEvidence, PeerFacts, PeerVerdict, PeerView, PendingGateway, REGISTRATION_GRACE_SECONDS, UnprovenGateway,
-    WhyUnproven, evidence_store, judge_peer, our_repository,
+    PeerEvidence, PeerFacts, PeerVerdict, PeerView, PendingGateway, REGISTRATION_GRACE_SECONDS, StoreUntold,
+    UnprovenGateway, WhyUnproven, evidence_store, judge_peer, our_repository,
 };
 pub use report::{
     BindingMismatch, ConfiguredMember, DuplicateMember, FleetInventory, Instance, MemberRow, RoleMismatch,

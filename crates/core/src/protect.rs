@@ -59,7 +59,7 @@ impl Protection {
     pub fn path_rule(&self, path: &str) -> Option<String> {
         let cleaned = match clean_path(path) {
             Ok(cleaned) => cleaned,
-            Err(why) => return Some(why),
+            Err(why) => return Some(why.to_string()),
         };
         let lower = cleaned.to_ascii_lowercase();
         self.paths
@@ -69,15 +69,25 @@ impl Protection {
     }
 }
 
+/// A path with a `..` component (as the caller spelled it): it climbs out of where the gate
+/// can follow.
+struct Climbs<'a>(&'a str);
+
+impl std::fmt::Display for Climbs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "path `{}` has a `..` component", self.0)
+    }
+}
+
 /// A file path as Gitea cleans it: `\` as `/`, empty and `.` components dropped; a `..`
 /// component is refused (it climbs out of where the gate can follow).
-fn clean_path(path: &str) -> Result<String, String> {
+fn clean_path(path: &str) -> Result<String, Climbs<'_>> {
     let slashed = path.replace('\\', "/");
     let mut parts = Vec::new();
     for part in slashed.split('/') {
         match part {
             "" | "." => {}
-            ".." => return Err(format!("path `{path}` has a `..` component")),
+            ".." => return Err(Climbs(path)),
             p => parts.push(p),
         }
     }

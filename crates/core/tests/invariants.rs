@@ -12,7 +12,7 @@ use fleetgate_core::capability::{
     Approvals, CapabilityInput, Evidence, RoleRefusal, Standing, ToolClass, resolve_task_capability,
 };
 use fleetgate_core::dialect::{Dialect, Unlisted, gitea, gitea::GITEA, github::GITHUB};
-use fleetgate_core::effect::{Answered, Effect, Invariant, Read, judge};
+use fleetgate_core::effect::{Answered, Effect, Invariant, Read, ReadFailed, judge};
 use fleetgate_core::protect::Protection;
 use fleetgate_core::rules::{ArgMatch, Does, EffectMatch, Op, Rule, RuleSet, operations};
 use proptest::prelude::*;
@@ -66,7 +66,7 @@ fn effect_of(
         match dialect.establish(tool, args, schema, &Unlisted, &answers) {
             Ok(e) => return e,
             Err(reads) => answers.extend(reads.into_iter().map(|r| {
-                let a = answer(&r);
+                let a = answer(&r).map_err(ReadFailed);
                 (r, a)
             })),
         }

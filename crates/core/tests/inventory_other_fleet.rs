@@ -8,8 +8,8 @@
 use fleetgate_core::Timestamp;
 use fleetgate_core::inventory::{
     FleetInventory, GatewayProof, HeldProof, InventoryInput, NamedStore, OurRepository, PROOF_VERSION, PeerEvidence,
-    PeerFacts, PeerVerdict, PeerView, PidProbe, REGISTRATION_GRACE_SECONDS, classify_with_probes, judge_peer,
-    our_repository,
+    PeerFacts, PeerVerdict, PeerView, PidProbe, REGISTRATION_GRACE_SECONDS, StoreUntold, classify_with_probes,
+    judge_peer, our_repository,
 };
 use fleetgate_core::runtime::{
     Binding, CohortSource, HostIdentity, ObservedProcess, ProcessScan, ProcessStamp, RosterMember, RuntimeRecord,
@@ -439,11 +439,11 @@ fn an_unproven_gateway_stays_unregistered_says_why_and_what_to_do() {
     }
 }
 
-fn without_proof(engine: Engine, named: Result<NamedStore, String>) -> PeerEvidence {
+fn without_proof(engine: Engine, named: Result<NamedStore, StoreUntold>) -> PeerEvidence {
     PeerEvidence::Found(Box::new(PeerFacts { proofs: Vec::new(), named_store: named, ..facts(engine) }))
 }
 
-fn named(engine: Engine) -> Result<NamedStore, String> {
+fn named(engine: Engine) -> Result<NamedStore, StoreUntold> {
     facts(engine).named_store
 }
 
@@ -494,10 +494,7 @@ fn a_young_gateway_of_our_store_or_of_no_store_or_on_our_repository_blocks_at_on
             (without_proof(engine, ours_named(true)), "own store"),
             // A server's database is told by its URL, not asked: the same URL is ours.
             (without_proof(engine, ours_named(false)), "own store"),
-            (
-                without_proof(engine, Err("it names no store (no --store, store key, HOME or XDG_STATE_HOME)".into())),
-                "names no store",
-            ),
+            (without_proof(engine, Err(StoreUntold::Nothing)), "names no store"),
             (PeerEvidence::Unreadable("its command line does not parse (UnknownArgument)".into()), "does not parse"),
             (
                 PeerEvidence::Found(Box::new(with_proof(engine, |p| p.repository_root = Some(OUR_ROOT.into())))),
@@ -711,7 +708,7 @@ fn facts_of(c: &Case) -> PeerFacts {
             let s = our_store(c.our_engine);
             Ok(NamedStore { location: s.location, key: (c.our_engine == Engine::Sqlite).then_some(s.key) })
         }
-        Named::Nothing => Err("it names no store".into()),
+        Named::Nothing => Err(StoreUntold::Nothing),
     };
     f
 }

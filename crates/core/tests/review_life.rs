@@ -10,7 +10,7 @@
 //! model as the server would answer its reads) and `workflow::judge_pending`.
 
 use fleetgate_core::dialect::{Dialect, PendingAt, Unlisted, gitea::GITEA, github::GITHUB};
-use fleetgate_core::effect::{Answered, Read};
+use fleetgate_core::effect::{Answered, Read, ReadFailed};
 use fleetgate_core::workflow::judge_pending;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -136,7 +136,7 @@ fn pending_at(dialect: &dyn Dialect, tool: &str, args: &Map<String, Value>, forg
             Err(reads) => {
                 for read in reads {
                     let answer = forge.answer(&read, by);
-                    answers.push((read, answer));
+                    answers.push((read, answer.map_err(ReadFailed)));
                 }
             }
         }

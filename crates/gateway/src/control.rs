@@ -285,7 +285,7 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// `stateless`: the `clientInfo` name and version of a stateless client, whose member-wide
     /// attachment, when one replica holds it already, is no new one. The gateway asks after
     /// its own bound admitted the attachment. Blocking (the store).
-    fn admit_principal(&self, principal: &str, limit: usize, stateless: Option<(&str, &str)>) -> Result<(), String> {
+    fn admit_principal(&self, principal: &str, limit: usize, stateless: Option<(&str, &str)>) -> Result<(), OverBound> {
         let _ = (principal, limit, stateless);
         Ok(())
     }
@@ -296,7 +296,7 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// registering ([`admit_principal`](Self::admit_principal)) cannot see a first request
     /// racing on another replica; counted after, the last of any set over the bound sees the
     /// whole set, so no set over it survives. Blocking (the store).
-    fn confirm_principal(&self, attachment: AttachmentId, principal: &str, limit: usize) -> Result<(), String> {
+    fn confirm_principal(&self, attachment: AttachmentId, principal: &str, limit: usize) -> Result<(), OverBound> {
         let _ = (attachment, principal, limit);
         Ok(())
     }
@@ -305,6 +305,37 @@ pub trait ControlPlane: Send + Sync + 'static {
     /// every attachment's heartbeat, retire their workers, mark the runtime row stopped.
     /// Called once, after the last call.
     fn on_shutdown(&self, reason: &str);
+}
+
+/// A principal over its bound of attachments across the member's replicas
+/// ([`ControlPlane::admit_principal`], [`ControlPlane::confirm_principal`]): HTTP 429, or the
+/// attachment just made is ended.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OverBound {
+    /// Counted before the attachment is made: it would be one too many.
+    #[error(
+        "this principal holds its maximum of {limit} attachments across the member's {replicas} replicas; end one \
+         of its sessions first"
+    )]
+    Before {
+        /// The bound.
+        limit: usize,
+        /// The member's replicas.
+        replicas: u32,
+    },
+    /// Counted again once registered: `live` stand at once, over the bound.
+    #[error(
+        "this principal holds its maximum of {limit} attachments across the member's {replicas} replicas ({live} \
+         were registered at once); end one of its sessions first"
+    )]
+    After {
+        /// The bound.
+        limit: usize,
+        /// The member's replicas.
+        replicas: u32,
+        /// The principal's live attachments counted.
+        live: usize,
+    },
 }
 
 /// What kind of failure a control-plane call reports.

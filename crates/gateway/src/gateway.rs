@@ -198,7 +198,7 @@ impl Gateway {
                 hub.go_live(Some(reservation), channel, client, facts, Some(session)).await
             }
         }
-        .map_err(|why| ErrorData::invalid_request(why, None))?;
+        .map_err(|why| ErrorData::invalid_request(why.to_string(), None))?;
         let _ = self.attached.set(attachment.clone());
         Ok(Some(attachment))
     }

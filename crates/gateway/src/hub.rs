@@ -15,7 +15,7 @@
 //! creation, where a race would otherwise slip one past it.
 
 use crate::channel::{Channel, ChannelError};
-use crate::control::{AttachmentId, ClientAttach, ControlPlane};
+use crate::control::{AttachmentId, ClientAttach, ControlPlane, OverBound};
 use crate::downstream::{DownstreamSpec, EraMemo};
 use crate::options::ServiceSettings;
 use crate::routes::ClientFacts;
@@ -54,8 +54,8 @@ pub(crate) enum NotAdmitted {
     PrincipalFull(usize),
     /// Its downstream could not be started (HTTP 503).
     Failed(ChannelError),
-    /// Made, then found over the principal's bound across the member's replicas (why).
-    OverBound(String),
+    /// Made, then found over the principal's bound across the member's replicas.
+    OverBound(OverBound),
 }
 
 impl std::fmt::Display for NotAdmitted {
@@ -70,7 +70,7 @@ impl std::fmt::Display for NotAdmitted {
                 write!(f, "this principal holds its maximum of {n} attachments; end one of its sessions first")
             }
             Self::Failed(why) => write!(f, "the downstream server could not be started for this client: {why}"),
-            Self::OverBound(why) => f.write_str(why),
+            Self::OverBound(why) => why.fmt(f),
         }
     }
 }
@@ -324,7 +324,7 @@ impl Hub {
         client: ClientAttach,
         facts: ClientFacts,
         session: Option<Peer<RoleServer>>,
-    ) -> Result<Arc<Attachment>, String> {
+    ) -> Result<Arc<Attachment>, OverBound> {
         // A reserved (HTTP) attachment's own number; the stdio one is its channel's.
         let id = reservation.as_ref().map_or(channel.state.attachment, |r| r.id);
         let bounded = reservation.is_some();
@@ -493,13 +493,17 @@ impl Hub {
 mod tests {
     use super::{Hub, Limits, NotAdmitted, StatelessKey};
     use crate::control::{
-        AttachmentId, ClientAttach, ControlCall, ControlPlane, GateDecision, Listing, ToolCall, ToolClass, Verdict,
+        AttachmentId, ClientAttach, ControlCall, ControlPlane, GateDecision, Listing, OverBound, ToolCall, ToolClass,
+        Verdict,
     };
     use crate::options::ServiceSettings;
     use crate::routes::ClientFacts;
     use rmcp::model::{CallToolResult, Implementation, Tool};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
+
+    /// What `mallory`'s attachments are told once registered.
+    const OVER: OverBound = OverBound::After { limit: 1, replicas: 2, live: 2 };
 
     /// Records what the hub tells it.
     #[derive(Default)]
@@ -542,9 +546,9 @@ mod tests {
         fn on_forwarded(&self, _: AttachmentId, _: &ToolCall<'_>, _: &CallToolResult) {}
         fn on_shutdown(&self, _: &str) {}
         /// `mallory`'s attachments are over her bound across replicas once registered.
-        fn confirm_principal(&self, attachment: AttachmentId, principal: &str, _: usize) -> Result<(), String> {
+        fn confirm_principal(&self, attachment: AttachmentId, principal: &str, _: usize) -> Result<(), OverBound> {
             self.0.lock().unwrap().push(format!("confirm {} {principal}", attachment.0));
-            if principal == "mallory" { Err("over the bound across replicas".into()) } else { Ok(()) }
+            if principal == "mallory" { Err(OVER) } else { Ok(()) }
         }
     }
 
@@ -607,7 +611,7 @@ mod tests {
     async fn an_attachment_over_the_bound_once_registered_is_ended() {
         let (recorded, hub) = hub(Limits::default());
         let refused = hub.stateless(key("mallory", "cursor"), client("cursor", "mallory"), facts()).await;
-        assert_eq!(refused.err(), Some(NotAdmitted::OverBound("over the bound across replicas".into())));
+        assert_eq!(refused.err(), Some(NotAdmitted::OverBound(OVER)));
         assert!(!hub.knows(&key("mallory", "cursor")), "not served");
         assert_eq!(hub.lock().count("mallory"), (0, 0), "no attachment and no slot left behind");
         let log = recorded.0.lock().unwrap().clone();

@@ -63,8 +63,8 @@ pub use auth::{Principal, Principals, PrincipalsError, TokensFileError};
 pub use control::{
     AttachmentId, BlockerKind, CallToJudge, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
     DownstreamError, DownstreamErrorKind, DownstreamLink, DownstreamRead, DownstreamState, DownstreamStatus,
-    GateDecision, HoldFuture, Judgement, Listing, MAX_READ_ROUNDS, ReadAnswer, Step, ToolCall, ToolClass, Verdict,
-    decide_stepwise,
+    GateDecision, HoldFuture, Judgement, Listing, MAX_READ_ROUNDS, OverBound, ReadAnswer, Step, ToolCall, ToolClass,
+    Verdict, decide_stepwise,
 };
 pub use error::GatewayError;
 pub use http::{

@@ -73,29 +73,49 @@ fn decoded(raw: &str) -> Option<String> {
     }
 }
 
+/// Why a request's `Mcp-Param-*` headers and its body disagree: the header (its full name)
+/// and the argument (its dotted path).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Mismatch {
+    #[error("{0} is given more than once")]
+    Twice(String),
+    #[error("{0} holds characters a header may not")]
+    NotText(String),
+    #[error("{name} is given but the argument `{property}` is absent or null")]
+    NoArgument { name: String, property: String },
+    #[error("the argument `{property}` is given without its {name} header")]
+    NoHeader { name: String, property: String },
+    #[error("{0} is not valid Base64 of UTF-8 text")]
+    NotBase64(String),
+    #[error(
+        "{name} says {header:?} but the argument `{property}` is {body:?}: a header and a body that disagree are refused"
+    )]
+    Disagree { name: String, header: String, property: String, body: String },
+}
+
 /// Check the `Mcp-Param-*` headers of a `tools/call` against its arguments and the tool's
 /// input schema: `Err` says which header and why.
-pub(crate) fn check(headers: &HeaderMap, schema: &JsonObject, arguments: Option<&JsonObject>) -> Result<(), String> {
+pub(crate) fn check(headers: &HeaderMap, schema: &JsonObject, arguments: Option<&JsonObject>) -> Result<(), Mismatch> {
     for (path, suffix) in annotations(schema) {
         let name = format!("{PREFIX}{suffix}");
         let property = path.join(".");
         let mut values = headers.get_all(name.as_str()).iter();
         let header = match (values.next(), values.next()) {
             (None, _) => None,
-            (Some(_), Some(_)) => return Err(format!("{name} is given more than once")),
-            (Some(v), None) => Some(v.to_str().map_err(|_| format!("{name} holds characters a header may not"))?),
+            (Some(_), Some(_)) => return Err(Mismatch::Twice(name)),
+            (Some(v), None) => match v.to_str() {
+                Ok(v) => Some(v),
+                Err(_) => return Err(Mismatch::NotText(name)),
+            },
         };
         match (header, body_text(arguments, &path)) {
             (None, None) => {}
-            (Some(_), None) => return Err(format!("{name} is given but the argument `{property}` is absent or null")),
-            (None, Some(_)) => return Err(format!("the argument `{property}` is given without its {name} header")),
+            (Some(_), None) => return Err(Mismatch::NoArgument { name, property }),
+            (None, Some(_)) => return Err(Mismatch::NoHeader { name, property }),
             (Some(raw), Some(body)) => {
-                let header = decoded(raw).ok_or_else(|| format!("{name} is not valid Base64 of UTF-8 text"))?;
+                let Some(header) = decoded(raw) else { return Err(Mismatch::NotBase64(name)) };
                 if header != body {
-                    return Err(format!(
-                        "{name} says {header:?} but the argument `{property}` is {body:?}: a header and a \
-                         body that disagree are refused"
-                    ));
+                    return Err(Mismatch::Disagree { name, header, property, body });
                 }
             }
         }
@@ -160,7 +180,7 @@ mod tests {
         ];
         for (given, why) in refused {
             let e = check(&headers(&given), &s, Some(&body)).unwrap_err();
-            assert!(e.contains(why), "{given:?}: {e}");
+            assert!(e.to_string().contains(why), "{given:?}: {e}");
         }
     }
 
@@ -168,12 +188,12 @@ mod tests {
     fn a_missing_header_a_header_without_its_argument_and_a_repeated_one_are_refused() {
         let s = schema();
         let e = check(&headers(&[]), &s, Some(&args(json!({ "region": "Hello" })))).unwrap_err();
-        assert!(e.contains("without its Mcp-Param-Region header"), "{e}");
+        assert!(e.to_string().contains("without its Mcp-Param-Region header"), "{e}");
         let e = check(&headers(&[("Mcp-Param-Region", "x")]), &s, Some(&args(json!({ "region": null })))).unwrap_err();
-        assert!(e.contains("absent or null"), "{e}");
+        assert!(e.to_string().contains("absent or null"), "{e}");
         let twice = [("Mcp-Param-Region", "Hello"), ("Mcp-Param-Region", "Hello")];
         let e = check(&headers(&twice), &s, Some(&args(json!({ "region": "Hello" })))).unwrap_err();
-        assert!(e.contains("more than once"), "{e}");
+        assert!(e.to_string().contains("more than once"), "{e}");
         assert_eq!(check(&headers(&[]), &s, None), Ok(()), "nothing in the body, nothing in the headers");
         // A value without the whole wrapper is literal text.
         let literal = "=?base64?SGVsbG8=";

@@ -56,13 +56,16 @@ fn sealed(fd: &str) -> &'static [(String, String)] {
     })
 }
 
-fn read_sealed(fd: &str) -> Result<Vec<(String, String)>, String> {
+fn read_sealed(fd: &str) -> Result<Vec<(String, String)>, HostError> {
     use std::os::fd::FromRawFd;
-    let raw: i32 = fd.parse().map_err(|_| format!("descriptor {fd:?} is not a number"))?;
+    let malformed = |why: String| HostError::new(HostErrorKind::Malformed, why);
+    let unreadable = |why: String| HostError::new(HostErrorKind::Unreadable, why);
+    let raw: i32 = fd.parse().map_err(|_| malformed(format!("descriptor {fd:?} is not a number")))?;
     // Only the memory file this program made for itself is taken over: the link names it.
-    let link = std::fs::read_link(format!("/proc/self/fd/{raw}")).map_err(|e| format!("descriptor {raw}: {e}"))?;
+    let link =
+        std::fs::read_link(format!("/proc/self/fd/{raw}")).map_err(|e| unreadable(format!("descriptor {raw}: {e}")))?;
     if !link.to_string_lossy().starts_with(&format!("/memfd:{SEALED_NAME}")) {
-        return Err(format!("descriptor {raw} is {}, not the sealed environment", link.display()));
+        return Err(malformed(format!("descriptor {raw} is {}, not the sealed environment", link.display())));
     }
     // SAFETY: `raw` is open (its /proc link was just read) and is the memory file the
     // previous image of this process created for exactly this hand-over (its name says so)
@@ -71,7 +74,9 @@ fn read_sealed(fd: &str) -> Result<Vec<(String, String)>, String> {
     #[allow(unsafe_code)]
     let mut file = std::fs::File::from(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) });
     let mut raw_pairs = Vec::new();
-    file.seek(std::io::SeekFrom::Start(0)).and_then(|_| file.read_to_end(&mut raw_pairs)).map_err(|e| e.to_string())?;
+    file.seek(std::io::SeekFrom::Start(0))
+        .and_then(|_| file.read_to_end(&mut raw_pairs))
+        .map_err(|e| unreadable(e.to_string()))?;
     Ok(crate::procfs::parse_environ(&raw_pairs).iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
 }
 

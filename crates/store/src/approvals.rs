@@ -524,7 +524,7 @@ pub(crate) fn answer<E: Engine>(
         }
         let next = match fleetgate_core::approval::answered(&current, approver, people, approve, reason, now) {
             Ok(next) => next,
-            Err(why) => return Ok(crate::Answered::Refused(current, why)),
+            Err(why) => return Ok(crate::Answered::Refused(current, why.0)),
         };
         let args = [
             text(id),

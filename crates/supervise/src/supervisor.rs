@@ -58,7 +58,11 @@ impl StopSignal {
     }
 }
 
-type RunFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+/// A run's error as the supervisor shows it (`{:#}`): runs fail with any `Display` error,
+/// erased here to the text the policy records and the bus publishes.
+struct RunFailed(String);
+
+type RunFuture = Pin<Box<dyn Future<Output = Result<(), RunFailed>> + Send>>;
 
 #[derive(Clone)]
 struct Factory {
@@ -460,7 +464,7 @@ async fn watch(
     shared: Weak<Shared>,
     task: String,
     incarnation: Incarnation,
-    handle: JoinHandle<Result<(), String>>,
+    handle: JoinHandle<Result<(), RunFailed>>,
     done: CancellationToken,
 ) {
     // Released on every path, after the report: a canceller waiting on it
@@ -468,7 +472,7 @@ async fn watch(
     let _done = done.drop_guard();
     let exit = match handle.await {
         Ok(Ok(())) => Exit::Finished,
-        Ok(Err(error)) => Exit::Failed(error),
+        Ok(Err(RunFailed(error))) => Exit::Failed(error),
         Err(error) if error.is_panic() => Exit::Failed(panic_message(error)),
         Err(_) => Exit::Cancelled,
     };
@@ -486,7 +490,7 @@ where
     Factory {
         make: Arc::new(move |stop| {
             let run = factory(stop);
-            Box::pin(async move { run.await.map_err(|e| format!("{e:#}")) })
+            Box::pin(async move { run.await.map_err(|e| RunFailed(format!("{e:#}"))) })
         }),
         graceful,
     }

@@ -28,7 +28,30 @@ pub trait Observer: Send + Sync + fmt::Debug {
     /// open, and the store it names (its `--store`, else the store key under `env_prefix` in
     /// its own environment, else its default path). Or why they cannot be read (the process
     /// may have gone meanwhile). Facts only: `fleetgate_core::inventory::judge_peer` decides.
-    fn peer_facts(&self, pid: i64, argv: &[String], env_prefix: &str) -> Result<PeerFacts, String>;
+    fn peer_facts(&self, pid: i64, argv: &[String], env_prefix: &str) -> Result<PeerFacts, PeerUnread>;
+}
+
+/// Why the facts about another gateway cannot be read ([`Observer::peer_facts`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PeerUnread {
+    /// Its `/proc` stamp.
+    #[error("its pid namespace and start cannot be read: {0}")]
+    Stamp(HostError),
+    /// The files it holds open (its proofs among them).
+    #[error("its open files cannot be read: {0}")]
+    OpenFiles(HostError),
+    /// Its working directory.
+    #[error("its working directory cannot be read: {0}")]
+    Cwd(HostError),
+    /// Its stamp changed between the first read and the last: not the process read.
+    #[error("it changed while it was read")]
+    Changed,
+    /// Its command line reads empty: on its way out.
+    #[error("it is exiting")]
+    Exiting,
+    /// Its command line changed meanwhile.
+    #[error("it ran another program while it was read")]
+    Execed,
 }
 
 /// This host's fleet processes, as `source` lists them.

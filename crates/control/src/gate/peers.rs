@@ -71,7 +71,7 @@ pub fn peer_evidence(
                 out.gone.insert(p.pid);
                 continue;
             }
-            Err(why) => PeerEvidence::Unreadable(why),
+            Err(why) => PeerEvidence::Unreadable(why.to_string()),
         };
         out.evidence.insert(p.pid, evidence);
     }

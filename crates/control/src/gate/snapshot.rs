@@ -15,6 +15,7 @@ use fleetgate_core::inventory::{
     our_repository, served_here,
 };
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord, RuntimeStatus};
+use fleetgate_host::HostError;
 use fleetgate_host::paths::canonical_root;
 use fleetgate_store::{FleetSnapshot, Store, StoreError};
 use serde::Serialize;
@@ -155,7 +156,7 @@ pub fn snapshot_of(
         },
         &probes,
     );
-    let head_of = |root: &Path| observer.head(root).map_err(|e| e.to_string());
+    let head_of = |root: &Path| observer.head(root);
     // Another fleet's gateway — or another store's, still pending — runs under its own
     // fleet's environment rules, not ours.
     let mut ours_only = scan;
@@ -178,7 +179,7 @@ pub fn runtime_diagnostics(
     rows: &[RuntimeRecord],
     hosts: &HostView<'_>,
     envs: &BTreeMap<i64, PeerEnv>,
-    head_of: &dyn Fn(&Path) -> Result<String, String>,
+    head_of: &dyn Fn(&Path) -> Result<String, HostError>,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for p in &scan.processes {
@@ -186,7 +187,7 @@ pub fn runtime_diagnostics(
         let env = envs.get(&p.pid).unwrap_or(&unread);
         out.extend(peer_env_diagnostic(p.pid, env, &config.env_prefix, &config.pass_through_env));
     }
-    let mut heads: BTreeMap<&str, Result<String, String>> = BTreeMap::new();
+    let mut heads: BTreeMap<&str, Result<String, HostError>> = BTreeMap::new();
     for row in served_here(rows, scan, hosts) {
         let (Some(root), Some(startup)) = (row.repository_root.as_deref(), row.startup_head.as_deref()) else {
             continue;
@@ -198,7 +199,7 @@ pub fn runtime_diagnostics(
                 root: root.to_owned(),
                 namespace: row.namespace.clone(),
                 pid: row.pid,
-                why: why.clone(),
+                why: why.to_string(),
             }),
         }
     }
@@ -208,11 +209,12 @@ pub fn runtime_diagnostics(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::PeerUnread;
     use fleetgate_core::env::EnvSnapshot;
     use fleetgate_core::inventory::PeerFacts;
     use fleetgate_core::runtime::CohortSource;
+    use fleetgate_host::HostErrorKind;
     use fleetgate_host::procfs::{ProcEntry, ProcessSource};
-    use fleetgate_host::{HostError, HostErrorKind};
     use std::collections::BTreeSet;
     use std::sync::Mutex;
 
@@ -280,9 +282,10 @@ mod tests {
         fn head(&self, _: &Path) -> Result<String, fleetgate_host::HostError> {
             Err(HostError::new(HostErrorKind::Unreadable, "no checkout here"))
         }
-        fn peer_facts(&self, pid: i64, _: &[String], _: &str) -> Result<PeerFacts, String> {
-            self.environ(pid).map_err(|e| format!("its environment cannot be read: {e}"))?;
-            Err(format!("pid {pid} is still there, its store unreadable"))
+        fn peer_facts(&self, pid: i64, _: &[String], _: &str) -> Result<PeerFacts, PeerUnread> {
+            self.environ(pid).map_err(PeerUnread::OpenFiles)?;
+            let why = format!("pid {pid} is still there, its store unreadable");
+            Err(PeerUnread::OpenFiles(HostError::new(HostErrorKind::Unreadable, why)))
         }
     }
 
@@ -384,10 +387,10 @@ mod tests {
             fn head(&self, _: &Path) -> Result<String, HostError> {
                 Err(HostError::new(HostErrorKind::Unreadable, "no checkout here"))
             }
-            fn peer_facts(&self, pid: i64, argv: &[String], _: &str) -> Result<PeerFacts, String> {
+            fn peer_facts(&self, pid: i64, argv: &[String], _: &str) -> Result<PeerFacts, PeerUnread> {
                 match self.entry(pid) {
-                    Some(now) if now.argv != argv => Err("it ran another program while it was read".into()),
-                    _ => Err("its open files cannot be read".into()),
+                    Some(now) if now.argv != argv => Err(PeerUnread::Execed),
+                    _ => Err(PeerUnread::OpenFiles(HostError::new(HostErrorKind::Unreadable, "denied"))),
                 }
             }
         }
@@ -440,7 +443,7 @@ mod tests {
             fn head(&self, root: &Path) -> Result<String, HostError> {
                 self.0.head(root)
             }
-            fn peer_facts(&self, pid: i64, a: &[String], p: &str) -> Result<PeerFacts, String> {
+            fn peer_facts(&self, pid: i64, a: &[String], p: &str) -> Result<PeerFacts, PeerUnread> {
                 self.0.peer_facts(pid, a, p)
             }
         }

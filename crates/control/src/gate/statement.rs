@@ -5,7 +5,7 @@
 
 use super::workflow::{ForgeErrorKind, ForgeReader};
 use fleetgate_core::dialect::{Dialect, Schemas};
-use fleetgate_core::effect::{Answered, Effect, Read};
+use fleetgate_core::effect::{Answered, Effect, Read, ReadFailed};
 use fleetgate_core::forge_call::{Ambiguity, canonicalize};
 use serde_json::{Map, Value};
 
@@ -156,13 +156,13 @@ impl Statement {
                     let answer = match forge {
                         None => {
                             missing.push(read.clone());
-                            Err("no forge to read it from".to_owned())
+                            Err(ReadFailed::from("no forge to read it from"))
                         }
                         Some(forge) => forge.read(&read.tool, read.arguments.clone()).map_err(|e| {
                             if e.kind == ForgeErrorKind::NotConfigured {
                                 missing.push(read.clone());
                             }
-                            e.message
+                            ReadFailed(e.message)
                         }),
                     };
                     (read.clone(), answer)

@@ -8,7 +8,7 @@
 
 use fleetgate_core::decision_lock::{self, LockPlan};
 use fleetgate_core::dialect::{Dialect, PendingAt, PrFacts, PrTarget, RestCall, Schemas};
-use fleetgate_core::effect::{Answered, IssueChange, IssueEffect, Read, When};
+use fleetgate_core::effect::{Answered, IssueChange, IssueEffect, Read, ReadFailed, When};
 use fleetgate_core::workflow::{self, Actor, PrRef, PrState, Refusal};
 use fleetgate_core::{BlockerKind, Timestamp};
 use fleetgate_store::{LockWrite, PrRecords, Store, new_lock_id};
@@ -89,13 +89,6 @@ impl std::fmt::Display for ForgeError {
 
 impl std::error::Error for ForgeError {}
 
-/// What a settling step (which records, and reports a failure in words) makes of a failed read.
-impl From<ForgeError> for String {
-    fn from(e: ForgeError) -> Self {
-        e.message
-    }
-}
-
 impl From<fleetgate_gateway::DownstreamError> for ForgeError {
     fn from(e: fleetgate_gateway::DownstreamError) -> Self {
         let kind = match e.kind {
@@ -160,7 +153,7 @@ impl Forge<'_> {
                 }
                 match self.read(&read, within) {
                     Err(e) if e.kind == ForgeErrorKind::NotConfigured => missing.push(read),
-                    answered => answers.push((read, answered.map_err(|e| e.message))),
+                    answered => answers.push((read, answered.map_err(|e| ReadFailed(e.message)))),
                 }
             }
             // Nothing new answered: what is still missing is the caller's to read.
@@ -174,7 +167,10 @@ impl Forge<'_> {
 /// The PR's state as the forge reports it now.
 pub fn read_pr(forge: Forge<'_>, target: &PrTarget) -> Result<PrFacts, ForgeError> {
     let within = format!("reading PR #{} from the forge", target.pr);
-    let read = forge.dialect.pr_read(target, forge.schemas).map_err(|e| ForgeError::new(ForgeErrorKind::Refused, e))?;
+    let read = forge
+        .dialect
+        .pr_read(target, forge.schemas)
+        .map_err(|e| ForgeError::new(ForgeErrorKind::Refused, e.to_string()))?;
     let answer = forge.read(&read, &within)?;
     // The PR the forge answered must be the one asked for: what is judged of it is what a
     // merge or a review of `target` is made on.

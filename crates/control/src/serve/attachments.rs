@@ -155,13 +155,6 @@ pub enum AttachError {
     },
 }
 
-// The control plane wraps it in a `ControlError`, whose message is text.
-impl From<AttachError> for String {
-    fn from(e: AttachError) -> Self {
-        e.to_string()
-    }
-}
-
 impl Attachments {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())

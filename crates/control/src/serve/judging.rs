@@ -11,7 +11,7 @@ use crate::gate::workflow::{ForgeErrorKind, ForgeReader};
 use crate::gate::{Call, Caller, Gate, Statement};
 use fleetgate_config::Member;
 use fleetgate_core::Clock;
-use fleetgate_core::effect::Answered;
+use fleetgate_core::effect::{Answered, ReadFailed};
 use fleetgate_gateway::{AttachmentId, CallToJudge, DownstreamRead, Journey, Judge, ReadAnswer, Verdict};
 use std::sync::Arc;
 
@@ -135,7 +135,7 @@ impl Judge for CallJudge {
             .iter()
             .filter_map(|read| match made.read(&read.tool, read.arguments.clone()) {
                 Err(e) if e.kind == ForgeErrorKind::NotConfigured => None,
-                answer => Some((read.clone(), answer.map_err(|e| e.message))),
+                answer => Some((read.clone(), answer.map_err(|e| ReadFailed(e.message)))),
             })
             .collect();
         if !fed.is_empty() {

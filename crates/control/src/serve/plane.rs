@@ -26,7 +26,7 @@ use fleetgate_core::{Clock, Timestamp};
 use fleetgate_gateway::rmcp::model::{CallToolResult, Tool};
 use fleetgate_gateway::{
     AttachmentId, BlockerKind, CallToJudge, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
-    DownstreamLink, DownstreamRead, GateDecision, Journey, Judgement, Listing, ToolCall, Verdict,
+    DownstreamLink, DownstreamRead, GateDecision, Journey, Judgement, Listing, OverBound, ToolCall, Verdict,
 };
 use fleetgate_supervise::{EventBus, Supervisor};
 use std::sync::{Arc, OnceLock};
@@ -176,8 +176,11 @@ impl FleetControl {
     }
 
     /// The live workers `principal` holds of this member, whichever replica registered them.
-    fn principal_workers(&self, principal: &str) -> Result<Vec<fleetgate_core::worker::WorkerRecord>, String> {
-        let workers = self.gate.store().list_workers().map_err(|e| e.to_string())?;
+    fn principal_workers(
+        &self,
+        principal: &str,
+    ) -> Result<Vec<fleetgate_core::worker::WorkerRecord>, fleetgate_store::StoreError> {
+        let workers = self.gate.store().list_workers()?;
         let now = self.clock.now();
         let name = fleetgate_core::client::normalize_client_name(principal);
         let profile = &self.identity.member.profile;
@@ -553,9 +556,9 @@ impl ControlPlane for FleetControl {
     fn on_transport_bound(&self) -> Result<(), ControlError> {
         let host = self.row.host.clone();
         let row = runtime_row(&self.identity, self.transport.as_str(), self.client_managed(), host, self.clock.now());
-        self.row.write(&row).map_err(|e| ControlError::new(ControlErrorKind::Store, e))?;
+        self.row.write(&row).map_err(|e| ControlError::new(ControlErrorKind::Store, e.to_string()))?;
         self.row.publish_proof(&self.identity, &row);
-        self.row.start(self.supervisor()).map_err(|e| ControlError::new(ControlErrorKind::Supervision, e))
+        self.row.start(self.supervisor()).map_err(|e| ControlError::new(ControlErrorKind::Supervision, e.to_string()))
     }
 
     fn on_client_attach(&self, attachment: AttachmentId, client: &ClientAttach) -> Result<(), ControlError> {
@@ -570,7 +573,7 @@ impl ControlPlane for FleetControl {
         };
         self.attachments
             .attach(&registrar, attachment, self.client(client))
-            .map_err(|e| ControlError::new(ControlErrorKind::Store, e))
+            .map_err(|e| ControlError::new(ControlErrorKind::Store, e.to_string()))
     }
 
     fn on_detach(&self, attachment: AttachmentId, reason: &str) {
@@ -760,7 +763,7 @@ impl ControlPlane for FleetControl {
         self.gate.settle(&gated, action, answer.as_ref(), self.clock.now());
     }
 
-    fn admit_principal(&self, principal: &str, limit: usize, stateless: Option<(&str, &str)>) -> Result<(), String> {
+    fn admit_principal(&self, principal: &str, limit: usize, stateless: Option<(&str, &str)>) -> Result<(), OverBound> {
         let member = &self.identity.member;
         if member.replicas <= 1 {
             // One process: the gateway's own count is the member's.
@@ -788,16 +791,12 @@ impl ControlPlane for FleetControl {
             }
         }
         if live.len() >= limit {
-            return Err(format!(
-                "this principal holds its maximum of {limit} attachments across the member's {} replicas; end one of \
-                 its sessions first",
-                member.replicas
-            ));
+            return Err(OverBound::Before { limit, replicas: member.replicas });
         }
         Ok(())
     }
 
-    fn confirm_principal(&self, attachment: AttachmentId, principal: &str, limit: usize) -> Result<(), String> {
+    fn confirm_principal(&self, attachment: AttachmentId, principal: &str, limit: usize) -> Result<(), OverBound> {
         let member = &self.identity.member;
         if member.replicas <= 1 {
             return Ok(());
@@ -821,11 +820,7 @@ impl ControlPlane for FleetControl {
         if mine.shared {
             self.attachments.retire_on_detach(attachment);
         }
-        Err(format!(
-            "this principal holds its maximum of {limit} attachments across the member's {} replicas ({live} were \
-             registered at once); end one of its sessions first",
-            member.replicas
-        ))
+        Err(OverBound::After { limit, replicas: member.replicas, live })
     }
 
     fn session_opened(&self, session: &str, owner: &str) {

@@ -106,13 +106,6 @@ pub enum RowError {
     Start(fleetgate_supervise::SpawnError),
 }
 
-// The control plane wraps it in a `ControlError`, whose message is text.
-impl From<RowError> for String {
-    fn from(e: RowError) -> Self {
-        e.to_string()
-    }
-}
-
 impl RowKeeper {
     /// Write the row (its host in it: one write), then publish this host's scan once.
     pub fn write(&self, row: &RuntimeRecord) -> Result<(), RowError> {
@@ -187,7 +180,7 @@ impl RowKeeper {
             .map_err(RowError::Start)
     }
 
-    async fn run(self: Arc<Self>, stop: StopSignal) -> Result<(), String> {
+    async fn run(self: Arc<Self>, stop: StopSignal) -> Result<(), crate::error::TaskFailed> {
         let epoch = tokio::time::Instant::now();
         let mut cadence = Cadence::new(self.interval(), Duration::ZERO);
         loop {
@@ -199,7 +192,7 @@ impl RowKeeper {
                 let keeper = Arc::clone(&self);
                 tokio::task::spawn_blocking(move || keeper.refresh())
                     .await
-                    .map_err(|e| format!("the refresh task failed: {e}"))?;
+                    .map_err(|e| crate::error::TaskFailed::new("refresh", e))?;
             }
         }
     }

@@ -268,10 +268,19 @@ pub fn call(plane: &FleetControl, call: ControlCall<'_>) -> CallToolResult {
 /// The control tools that read the forge through the attachment's downstream.
 pub(crate) const READS_THE_FORGE: [&str; 3] = ["resolve_task_capability", "claim_pr_lease", "assess_pr"];
 
-fn current_head(plane: &FleetControl) -> Result<String, String> {
+/// Why the checkout's current head is not known.
+#[derive(Debug, thiserror::Error)]
+enum HeadUnknown {
+    #[error("no repository root is configured")]
+    NoRoot,
+    #[error(transparent)]
+    Unread(#[from] fleetgate_host::HostError),
+}
+
+fn current_head(plane: &FleetControl) -> Result<String, HeadUnknown> {
     match &plane.identity().repo_root {
-        Some(root) => plane.gate().observer().head(root).map_err(|e| e.to_string()),
-        None => Err("no repository root is configured".into()),
+        Some(root) => Ok(plane.gate().observer().head(root)?),
+        None => Err(HeadUnknown::NoRoot),
     }
 }
 
@@ -284,7 +293,7 @@ fn parity(plane: &FleetControl) -> Parity {
     };
     let (current_head, current_head_error) = match current {
         Ok(head) => (Some(head), None),
-        Err(why) => (None, Some(why)),
+        Err(why) => (None, Some(why.to_string())),
     };
     Parity {
         startup_head: id.startup_head.clone(),

@@ -140,13 +140,6 @@ impl fmt::Display for DialectError {
 
 impl std::error::Error for DialectError {}
 
-/// The callers that carry errors as text keep doing so (`?` into `Result<_, String>`).
-impl From<DialectError> for String {
-    fn from(e: DialectError) -> Self {
-        e.to_string()
-    }
-}
-
 /// One step of a statement: its value, or why it cannot go on yet.
 pub type Step<T> = Result<T, Pending>;
 

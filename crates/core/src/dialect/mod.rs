@@ -19,7 +19,7 @@ pub mod table;
 
 pub use kit::DialectError;
 
-use crate::effect::{Answered, Effect, Read};
+use crate::effect::{Answered, Effect, Read, ReadFailed};
 use crate::rules::Rule;
 use crate::workflow::{PrRef, ReviewVerdict};
 use serde_json::{Map, Value};
@@ -683,7 +683,7 @@ pub fn establish_with(
     args: &Map<String, Value>,
     schema: Option<&Map<String, Value>>,
     schemas: &dyn Schemas,
-    read: &mut dyn FnMut(&Read) -> Result<Value, String>,
+    read: &mut dyn FnMut(&Read) -> Result<Value, ReadFailed>,
     rounds: usize,
 ) -> Effect {
     let mut answers: Vec<Answered> = Vec::new();

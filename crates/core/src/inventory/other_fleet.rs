@@ -114,8 +114,35 @@ pub struct PeerFacts {
     pub open_files: BTreeSet<(u64, u64)>,
     /// The store its command line and environment name, or why none can be told: what a
     /// gateway with no proof yet is judged by.
-    pub named_store: Result<NamedStore, String>,
+    pub named_store: Result<NamedStore, StoreUntold>,
 }
+
+/// Why the store an unclaimed gateway names cannot be told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreUntold {
+    /// Its command line does not parse: the parser's kind of error only (its message quotes
+    /// the offending argument, which may be a secret).
+    CommandLine(String),
+    /// Its environment cannot be read, in the host's words.
+    Environment(String),
+    /// It names none.
+    Nothing,
+    /// Its location, redacted, is neither a path nor a URL.
+    Location(String),
+}
+
+impl std::fmt::Display for StoreUntold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::CommandLine(kind) => write!(f, "its command line does not parse ({kind})"),
+            Self::Environment(why) => write!(f, "its environment cannot be read: {why}"),
+            Self::Nothing => f.write_str("it names no store (no --store, store key, HOME or XDG_STATE_HOME)"),
+            Self::Location(at) => write!(f, "its store location {at:?} is neither a path nor a URL"),
+        }
+    }
+}
+
+impl std::error::Error for StoreUntold {}
 
 /// One proof a process holds open: its bytes as read, and the user the file belongs to.
 #[derive(Clone, Debug, PartialEq, Eq)]

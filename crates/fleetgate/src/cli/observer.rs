@@ -6,9 +6,9 @@
 
 use super::args::Cli;
 use clap::Parser;
-use fleetgate_control::gate::Observer;
+use fleetgate_control::gate::{Observer, PeerUnread};
 use fleetgate_core::env::EnvKey;
-use fleetgate_core::inventory::{NamedStore, PeerFacts, PidProbe};
+use fleetgate_core::inventory::{NamedStore, PeerFacts, PidProbe, StoreUntold};
 use fleetgate_host::HostError;
 use fleetgate_host::paths::{canonical_root, store_location};
 use fleetgate_host::procfs::{ProcFs, ProcessSource};
@@ -51,23 +51,23 @@ impl Observer for LiveObserver {
         fleetgate_host::git::head(checkout)
     }
 
-    fn peer_facts(&self, pid: i64, argv: &[String], env_prefix: &str) -> Result<PeerFacts, String> {
+    fn peer_facts(&self, pid: i64, argv: &[String], env_prefix: &str) -> Result<PeerFacts, PeerUnread> {
         // Its stamp before and after its descriptors are read: a process that changed
         // meanwhile (exited, its pid taken) is not the one read, and is told so.
-        let stamp = self.procfs.stamp(pid).map_err(|e| format!("its pid namespace and start cannot be read: {e}"))?;
-        let proofs = self.procfs.proofs(pid).map_err(|e| format!("its open files cannot be read: {e}"))?;
-        let open_files = self.procfs.open_files(pid).map_err(|e| format!("its open files cannot be read: {e}"))?;
-        let cwd = self.procfs.cwd(pid).map_err(|e| format!("its working directory cannot be read: {e}"))?;
+        let stamp = self.procfs.stamp(pid).map_err(PeerUnread::Stamp)?;
+        let proofs = self.procfs.proofs(pid).map_err(PeerUnread::OpenFiles)?;
+        let open_files = self.procfs.open_files(pid).map_err(PeerUnread::OpenFiles)?;
+        let cwd = self.procfs.cwd(pid).map_err(PeerUnread::Cwd)?;
         let named_store = self.named_store(pid, argv, env_prefix, &cwd);
         if self.procfs.stamp(pid).ok() != Some(stamp) {
-            return Err("it changed while it was read".into());
+            return Err(PeerUnread::Changed);
         }
         // A process on its way out closes its files after it gives up its memory (its command
         // line then reads empty), and one that ran another program meanwhile is not the one
         // read: neither is told unproven for what was read of it (the caller judges it again).
         match self.procfs.entry(pid) {
-            None => return Err("it is exiting".into()),
-            Some(now) if now.argv != argv => return Err("it ran another program while it was read".into()),
+            None => return Err(PeerUnread::Exiting),
+            Some(now) if now.argv != argv => return Err(PeerUnread::Execed),
             Some(_) => {}
         }
         Ok(PeerFacts {
@@ -85,10 +85,10 @@ impl LiveObserver {
     /// The store the gateway `pid` names, the way it found it: its `--store` (its command
     /// line read with this binary's own flags), else the store key in its own environment,
     /// else its default path; a relative path from its working directory `cwd`.
-    fn named_store(&self, pid: i64, argv: &[String], env_prefix: &str, cwd: &Path) -> Result<NamedStore, String> {
+    fn named_store(&self, pid: i64, argv: &[String], env_prefix: &str, cwd: &Path) -> Result<NamedStore, StoreUntold> {
         // The kind only: clap's message quotes the offending argument, which may be a secret.
-        let cli = Cli::try_parse_from(argv).map_err(|e| format!("its command line does not parse ({:?})", e.kind()))?;
-        let env = self.procfs.environ(pid).map_err(|e| format!("its environment cannot be read: {e}"))?;
+        let cli = Cli::try_parse_from(argv).map_err(|e| StoreUntold::CommandLine(format!("{:?}", e.kind())))?;
+        let env = self.procfs.environ(pid).map_err(|e| StoreUntold::Environment(e.to_string()))?;
         // A store URL with a credential leaves the environment with the secrets (`seal_secrets`):
         // it names a server's database, which only its proof can say more of.
         let sealed = cli.store.is_none()
@@ -97,13 +97,10 @@ impl LiveObserver {
         if sealed {
             return Ok(NamedStore { location: "a store location sealed away with its secrets".into(), key: None });
         }
-        let spec = store_location(cli.store.as_deref(), &env, env_prefix)
-            .ok_or_else(|| "it names no store (no --store, store key, HOME or XDG_STATE_HOME)".to_owned())?;
+        let spec = store_location(cli.store.as_deref(), &env, env_prefix).ok_or(StoreUntold::Nothing)?;
         // Which store a location names, and whether its key can be told from here, is the
         // store's to say (a server's database: only its proof says more).
-        let spec = StoreSpec::parse(&spec).map_err(|_| {
-            format!("its store location {:?} is neither a path nor a URL", fleetgate_store::redact_url(&spec))
-        })?;
+        let spec = StoreSpec::parse(&spec).map_err(|_| StoreUntold::Location(fleetgate_store::redact_url(&spec)))?;
         let (location, key) = spec.seen_from(cwd);
         Ok(NamedStore { location, key })
     }

@@ -4,7 +4,7 @@
 use crate::support::{Attach, Instrumented, TTL, attach, fresh_store, now, wait_until};
 use fleetgate_control::gate::assess_provenance;
 use fleetgate_control::heartbeat::{
-    HeartbeatParams, HeartbeatStatus, HeartbeatStatusSource, WorkerHeartbeat, worker_heartbeat_status,
+    HeartbeatParams, HeartbeatStatus, HeartbeatStatusSource, StatusUnread, WorkerHeartbeat, worker_heartbeat_status,
 };
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_core::provenance::Ownership;
@@ -246,13 +246,13 @@ fn runtime_context_distinguishes_no_supervisor_attached_and_degraded() {
 
     struct Exploding;
     impl HeartbeatStatusSource for Exploding {
-        fn status(&self) -> Result<HeartbeatStatus, String> {
-            Err("boom".into())
+        fn status(&self) -> Result<HeartbeatStatus, StatusUnread> {
+            Err(StatusUnread::Poisoned)
         }
     }
     let s = worker_heartbeat_status(Some(&Exploding));
     assert!(s.supervised && !s.running);
-    assert!(s.reasons[0].contains("boom"));
+    assert!(s.reasons[0].contains("poisoned by a panic"), "{:?}", s.reasons);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use fleetgate::cli::gate::capability_reply;
 use fleetgate_config::FleetConfig;
-use fleetgate_control::gate::{Gate, Observer};
+use fleetgate_control::gate::{Gate, Observer, PeerUnread};
 use fleetgate_control::serve::{FleetControl, Identity, Transport};
 use fleetgate_core::dialect::{Dialect, Schemas};
 use fleetgate_core::env::EnvSnapshot;
@@ -104,8 +104,8 @@ impl Observer for MadeUp {
     fn head(&self, _checkout: &Path) -> Result<String, HostError> {
         Ok(HEAD.into())
     }
-    fn peer_facts(&self, _: i64, _: &[String], _: &str) -> Result<PeerFacts, String> {
-        Err("a made-up fleet has no peer stores".into())
+    fn peer_facts(&self, _: i64, _: &[String], _: &str) -> Result<PeerFacts, PeerUnread> {
+        Err(PeerUnread::OpenFiles(HostError::new(HostErrorKind::Unreadable, "a made-up fleet has no peer stores")))
     }
 }
 

@@ -67,7 +67,7 @@ fn first_attachments_racing_on_two_replicas_never_both_stand_over_the_bound() {
         assert!(standing <= 1, "both attachments stand over a bound of one: {confirmed:?}");
         for (control, confirmed) in [&one, &two].into_iter().zip(&confirmed) {
             if let Err(why) = confirmed {
-                assert!(why.contains("maximum of 1 attachments across the member's 2 replicas"), "{why}");
+                assert!(why.to_string().contains("maximum of 1 attachments across the member's 2 replicas"), "{why}");
                 // The gateway then ends the attachment: its worker is retired.
                 control.on_detach(AttachmentId(1), "principal_bound");
             }

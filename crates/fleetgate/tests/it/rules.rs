@@ -6,10 +6,10 @@
 use crate::support::{fleetgate, fresh_store, json_of, now};
 use fleetgate_config::FleetConfig;
 use fleetgate_control::audit::Auditor;
-use fleetgate_control::gate::{Call, Caller, Gate, Observer};
+use fleetgate_control::gate::{Call, Caller, Gate, Observer, PeerUnread};
 use fleetgate_core::inventory::{PeerFacts, PidProbe};
-use fleetgate_host::HostError;
 use fleetgate_host::procfs::ProcessSource;
+use fleetgate_host::{HostError, HostErrorKind};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -97,8 +97,8 @@ impl Observer for Nothing {
     fn head(&self, _: &Path) -> Result<String, HostError> {
         Err(HostError::new(fleetgate_host::HostErrorKind::Unreadable, "no checkout"))
     }
-    fn peer_facts(&self, _: i64, _: &[String], _: &str) -> Result<PeerFacts, String> {
-        Err("no peers".into())
+    fn peer_facts(&self, _: i64, _: &[String], _: &str) -> Result<PeerFacts, PeerUnread> {
+        Err(PeerUnread::OpenFiles(HostError::new(HostErrorKind::Unreadable, "no peers")))
     }
 }
 

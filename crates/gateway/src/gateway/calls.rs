@@ -207,7 +207,7 @@ impl Gateway {
                 param_headers::check(&parts.headers, &tool.input_schema, request.params.arguments.as_ref())
         {
             tracing::info!(attachment = %id, tool = %name, %why, "call refused: a parameter header disagrees");
-            return Err(ErrorData::new(ErrorCode::HEADER_MISMATCH, why, None));
+            return Err(ErrorData::new(ErrorCode::HEADER_MISMATCH, why.to_string(), None));
         }
         let judging = CallToJudge {
             tool: tool.clone(),

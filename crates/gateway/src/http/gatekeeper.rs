@@ -315,7 +315,7 @@ impl Gatekeeper {
         })
         .await;
         match judged {
-            Ok(Err(why)) => Err(jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, id, -32000, why)),
+            Ok(Err(why)) => Err(jsonrpc_refusal(StatusCode::TOO_MANY_REQUESTS, id, -32000, why.to_string())),
             _ => Ok(()),
         }
     }

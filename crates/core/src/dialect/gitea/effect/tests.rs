@@ -1,6 +1,6 @@
 use super::*;
 use crate::dialect::Unlisted;
-use crate::effect::{Answered, Invariant, answer, judge};
+use crate::effect::{Answered, Invariant, ReadFailed, answer, judge};
 use crate::protect::Protection;
 use serde_json::json;
 
@@ -43,7 +43,7 @@ impl Default for Forge {
 }
 
 impl Forge {
-    fn answer(&self, read: &Read) -> Result<Value, String> {
+    fn answer(&self, read: &Read) -> Result<Value, ReadFailed> {
         if self.failing.contains(&read.tool.as_str()) {
             return Err("timeout".into());
         }
@@ -92,7 +92,7 @@ impl Forge {
                 let n = a.get("pull_number").and_then(Value::as_u64).unwrap_or_default();
                 let listed = if owner == "up" { &self.parent_open } else { &self.open };
                 let Some((_, head, head_repo, base)) = listed.iter().find(|p| p.0 == n) else {
-                    return Err(format!("get {owner}/repo/pr/{n} err: 404 not found"));
+                    return Err(format!("get {owner}/repo/pr/{n} err: 404 not found").into());
                 };
                 let base_repo = if owner == "up" { "up/repo" } else { "Org/Repo" };
                 Ok(json!({
@@ -101,7 +101,7 @@ impl Forge {
                     "base": { "ref": base, "sha": "2b38ef95aaaa", "repo": { "full_name": base_repo } },
                 }))
             }
-            other => Err(format!("no {other}")),
+            other => Err(format!("no {other}").into()),
         }
     }
 

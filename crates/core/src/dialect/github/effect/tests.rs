@@ -1,6 +1,6 @@
 use super::*;
 use crate::dialect::Unlisted;
-use crate::effect::{Answered, Invariant, answer, judge};
+use crate::effect::{Answered, Invariant, ReadFailed, answer, judge};
 use crate::protect::Protection;
 use serde_json::json;
 
@@ -27,7 +27,7 @@ impl Default for Forge {
 }
 
 impl Forge {
-    fn answer(&self, read: &Read) -> Result<Value, String> {
+    fn answer(&self, read: &Read) -> Result<Value, ReadFailed> {
         if self.failing.contains(&read.tool.as_str()) {
             return Err("timeout".into());
         }
@@ -57,7 +57,7 @@ impl Forge {
                 let ours = self.prs.iter().find(|p| p.0 == n).map(|p| (p, "Org/Repo"));
                 let forked = self.fork_prs.iter().find(|p| p.0 == n).map(|p| (p, "Alice/Fork"));
                 let Some(((_, head, base), head_repo)) = ours.or(forked) else {
-                    return Err(format!("failed to get pull request: GET …/pulls/{n}: 404 Not Found []"));
+                    return Err(format!("failed to get pull request: GET …/pulls/{n}: 404 Not Found []").into());
                 };
                 Ok(json!({
                     "number": n, "state": "open",
@@ -65,7 +65,7 @@ impl Forge {
                     "base": { "ref": base, "sha": "2b38ef95aaaa", "repo": { "full_name": "Org/Repo" } },
                 }))
             }
-            other => Err(format!("no {other}")),
+            other => Err(format!("no {other}").into()),
         }
     }
 
