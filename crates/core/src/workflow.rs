@@ -176,11 +176,11 @@ impl fmt::Display for PrRef {
     }
 }
 
-/// A PR lease.
+/// What a lease is on and for: the PR, the purpose, who holds it and the heads it was
+/// claimed at. A claim states them (the store's `PrLeaseClaim`); the lease made keeps
+/// them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PrLease {
-    /// Its id.
-    pub lease_id: String,
+pub struct LeaseTerms {
     /// The PR.
     #[serde(flatten)]
     pub pr: PrRef,
@@ -194,6 +194,16 @@ pub struct PrLease {
     pub target_branch: Option<String>,
     /// That branch's head at the claim, when known.
     pub target_branch_sha: Option<String>,
+}
+
+/// A PR lease.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrLease {
+    /// Its id.
+    pub lease_id: String,
+    /// What it is on and for (flattened: the JSON keeps its keys at the top).
+    #[serde(flatten)]
+    pub terms: LeaseTerms,
     /// Where it stands (as stored; see [`PrLease::phase_at`]).
     pub phase: Phase,
     /// When it was claimed.
@@ -327,12 +337,12 @@ fn short(sha: &str) -> &str {
 
 /// The caller's live lease of `purpose` on the PR, if it holds one.
 pub fn held_by<'a>(state: &PrState<'a>, purpose: Purpose, worker: &str, now: Timestamp) -> Option<&'a PrLease> {
-    state.leases.iter().find(|l| l.purpose == purpose && l.holder.worker == worker && l.is_live(now))
+    state.leases.iter().find(|l| l.terms.purpose == purpose && l.terms.holder.worker == worker && l.is_live(now))
 }
 
 /// The live lease of `purpose` on the PR, whoever holds it.
 pub fn live_lease<'a>(state: &PrState<'a>, purpose: Purpose, now: Timestamp) -> Option<&'a PrLease> {
-    state.leases.iter().find(|l| l.purpose == purpose && l.is_live(now))
+    state.leases.iter().find(|l| l.terms.purpose == purpose && l.is_live(now))
 }
 
 /// May `caller` record `verdict` on the PR whose head the forge reports as `head`? Allowed:
@@ -348,32 +358,37 @@ pub fn judge_review<'a>(
         let mut reasons =
             vec![format!("{} needs a live review lease held by worker {} on this PR", verdict.as_str(), caller.worker)];
         if let Some(other) = live_lease(state, Purpose::Review, now) {
-            reasons
-                .push(format!("the review lease is held by worker {} until {}", other.holder.worker, other.expires_at));
-        } else if let Some(old) =
-            state.leases.iter().rev().find(|l| l.purpose == Purpose::Review && l.holder.worker == caller.worker)
+            reasons.push(format!(
+                "the review lease is held by worker {} until {}",
+                other.terms.holder.worker, other.expires_at
+            ));
+        } else if let Some(old) = state
+            .leases
+            .iter()
+            .rev()
+            .find(|l| l.terms.purpose == Purpose::Review && l.terms.holder.worker == caller.worker)
         {
             reasons.push(format!("this worker's lease {} is {}", old.lease_id, old.phase_at(now).as_str()));
         }
         return Err(Refusal::new(BlockerKind::ReviewLeaseRequired, reasons));
     };
-    if lease.candidate_head != head {
+    if lease.terms.candidate_head != head {
         return Err(Refusal::new(
             BlockerKind::StaleHead,
             vec![format!(
                 "the review lease is at head {} but the PR's head is now {}",
-                short(&lease.candidate_head),
+                short(&lease.terms.candidate_head),
                 short(head)
             )],
         ));
     }
     // The decision is recorded for the lease's base: the PR must still target it.
-    if lease.target_branch.is_some() && lease.target_branch.as_deref() != base {
+    if lease.terms.target_branch.is_some() && lease.terms.target_branch.as_deref() != base {
         return Err(Refusal::new(
             BlockerKind::StaleHead,
             vec![format!(
                 "the review lease was claimed for base {} but the PR now targets {}",
-                lease.target_branch.as_deref().unwrap_or("?"),
+                lease.terms.target_branch.as_deref().unwrap_or("?"),
                 base.unwrap_or("no base the forge reported")
             )],
         ));
@@ -513,16 +528,18 @@ pub fn judge_merge<'a>(
     let lease = held_by(state, Purpose::Merge, &caller.worker, now);
     match lease {
         None => missing.push(format!("no live merge lease held by worker {}", caller.worker)),
-        Some(l) if l.candidate_head != head => missing.push(format!(
+        Some(l) if l.terms.candidate_head != head => missing.push(format!(
             "the merge lease is at head {} but the PR's head is now {}",
-            short(&l.candidate_head),
+            short(&l.terms.candidate_head),
             short(head)
         )),
-        Some(l) if l.target_branch.is_some() && l.target_branch.as_deref() != base => missing.push(format!(
-            "the merge lease was claimed for base {} but the PR now targets {}",
-            l.target_branch.as_deref().unwrap_or("?"),
-            base.unwrap_or("no base the forge reported")
-        )),
+        Some(l) if l.terms.target_branch.is_some() && l.terms.target_branch.as_deref() != base => {
+            missing.push(format!(
+                "the merge lease was claimed for base {} but the PR now targets {}",
+                l.terms.target_branch.as_deref().unwrap_or("?"),
+                base.unwrap_or("no base the forge reported")
+            ))
+        }
         Some(_) => {}
     }
     if let Err(more) = approval_at(state, head, base, independence) {
@@ -568,27 +585,27 @@ pub fn judge_claim(
         ));
     }
     let mut release = Vec::new();
-    for lease in state.leases.iter().filter(|l| l.purpose == purpose && l.phase == Phase::Claimed) {
+    for lease in state.leases.iter().filter(|l| l.terms.purpose == purpose && l.phase == Phase::Claimed) {
         if !lease.is_live(now) {
             release.push((lease.lease_id.clone(), released::TAKEN_OVER));
-        } else if lease.holder.worker == caller.worker {
-            if lease.candidate_head == head {
+        } else if lease.terms.holder.worker == caller.worker {
+            if lease.terms.candidate_head == head {
                 return Ok(ClaimPlan::Renew { lease_id: lease.lease_id.clone() });
             }
             release.push((lease.lease_id.clone(), released::BY_HOLDER));
-        } else if !holder_alive(&lease.holder) {
+        } else if !holder_alive(&lease.terms.holder) {
             release.push((lease.lease_id.clone(), released::HOLDER_GONE));
         } else {
             return Err(Refusal::new(
                 BlockerKind::ReviewLeaseHeld,
                 vec![format!(
                     "worker {} ({}, session {}) holds the {} lease {} at head {} until {}",
-                    lease.holder.worker,
-                    lease.holder.client,
-                    lease.holder.session,
+                    lease.terms.holder.worker,
+                    lease.terms.holder.client,
+                    lease.terms.holder.session,
                     purpose.as_str(),
                     lease.lease_id,
-                    short(&lease.candidate_head),
+                    short(&lease.terms.candidate_head),
                     lease.expires_at
                 )],
             ));
@@ -718,7 +735,7 @@ pub fn assess(
         state.decisions.iter().cloned().partition(|d| d.is_at(head, base));
     let approval = approval_at(state, head, base, independence);
     let mut merge_needs = approval.as_ref().err().cloned().unwrap_or_default();
-    if live_lease(state, Purpose::Merge, now).is_none_or(|l| l.candidate_head != head) {
+    if live_lease(state, Purpose::Merge, now).is_none_or(|l| l.terms.candidate_head != head) {
         merge_needs.push(format!("a merge lease at head {}", short(head)));
     }
     Assessment {

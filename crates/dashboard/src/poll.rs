@@ -94,17 +94,19 @@ impl Source {
         use fleetgate_control::gate::workflow::AsState;
         use fleetgate_core::workflow::{ForgeState, PrRef, Purpose, assess};
         let mut prs: Vec<PrRef> =
-            leases.iter().filter(|l| l.purpose != Purpose::Author).map(|l| l.pr.clone()).collect();
+            leases.iter().filter(|l| l.terms.purpose != Purpose::Author).map(|l| l.terms.pr.clone()).collect();
         prs.extend(locks.iter().map(|l| l.pr.clone()));
         prs.sort();
         prs.dedup();
         let independence = self.config.workflow.independent_review;
         prs.into_iter()
             .map(|pr| {
-                let newest =
-                    leases.iter().filter(|l| l.pr == pr && l.purpose != Purpose::Author).max_by_key(|l| l.claimed_at);
+                let newest = leases
+                    .iter()
+                    .filter(|l| l.terms.pr == pr && l.terms.purpose != Purpose::Author)
+                    .max_by_key(|l| l.claimed_at);
                 let (head, base) = match (newest, locks.iter().find(|l| l.pr == pr)) {
-                    (Some(l), _) => (l.candidate_head.clone(), l.target_branch.clone()),
+                    (Some(l), _) => (l.terms.candidate_head.clone(), l.terms.target_branch.clone()),
                     (None, Some(lock)) => (lock.head.clone(), None),
                     (None, None) => (String::new(), None),
                 };

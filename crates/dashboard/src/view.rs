@@ -572,12 +572,12 @@ fn lock_view(l: &ReviewLock) -> LockView {
 fn lease_view(l: &PrLease, now: Timestamp) -> PrLeaseView {
     PrLeaseView {
         lease_id: l.lease_id.clone(),
-        pr: l.pr.to_string(),
-        purpose: l.purpose.as_str().to_owned(),
-        holder: l.holder.worker.clone(),
-        holder_client: l.holder.client.clone(),
-        holder_profile: l.holder.profile.clone(),
-        head: l.candidate_head.clone(),
+        pr: l.terms.pr.to_string(),
+        purpose: l.terms.purpose.as_str().to_owned(),
+        holder: l.terms.holder.worker.clone(),
+        holder_client: l.terms.holder.client.clone(),
+        holder_profile: l.terms.holder.profile.clone(),
+        head: l.terms.candidate_head.clone(),
         claimed_at: l.claimed_at,
         last_activity: l.last_activity,
         expires_at: l.expires_at,

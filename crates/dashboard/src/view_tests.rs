@@ -4,7 +4,7 @@ use super::*;
 use fleetgate_core::inventory::{InventoryInput, PidProbe, classify_fleet_inventory};
 use fleetgate_core::runtime::{CohortSource, ObservedProcess, ProcessScan, RosterMember, RuntimeRecord, RuntimeStatus};
 use fleetgate_core::worker::Registration;
-use fleetgate_core::workflow::{Actor, Phase, PrRef, Purpose};
+use fleetgate_core::workflow::{Actor, LeaseTerms, Phase, PrLease, PrRef, Purpose};
 
 fn t0() -> Timestamp {
     Timestamp::from_unix(1_800_000_000)
@@ -335,18 +335,20 @@ fn the_fingerprint_ignores_the_clock_but_not_the_fleet() {
 fn lease(pr: u64, purpose: Purpose, claimed: Timestamp, ttl: i64) -> PrLease {
     PrLease {
         lease_id: format!("lease-{pr}-{}", purpose.as_str()),
-        pr: PrRef { binding: "gitea/acme/widgets".into(), pr },
-        purpose,
-        holder: Actor {
-            worker: "wrk-claude_code-1".into(),
-            profile: "prgs-reviewer".into(),
-            client: "claude_code".into(),
-            session: "s".into(),
-            principal: None,
+        terms: LeaseTerms {
+            pr: PrRef { binding: "gitea/acme/widgets".into(), pr },
+            purpose,
+            holder: Actor {
+                worker: "wrk-claude_code-1".into(),
+                profile: "prgs-reviewer".into(),
+                client: "claude_code".into(),
+                session: "s".into(),
+                principal: None,
+            },
+            candidate_head: "5f0c2e1d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d".into(),
+            target_branch: Some("main".into()),
+            target_branch_sha: None,
         },
-        candidate_head: "5f0c2e1d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d".into(),
-        target_branch: Some("main".into()),
-        target_branch_sha: None,
         phase: Phase::Claimed,
         claimed_at: claimed,
         last_activity: claimed,

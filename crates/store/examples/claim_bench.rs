@@ -12,7 +12,7 @@
 //! gateways do.
 
 use fleetgate_core::Timestamp;
-use fleetgate_core::workflow::{Actor, ClaimPlan, PrRef, Purpose};
+use fleetgate_core::workflow::{Actor, ClaimPlan, LeaseTerms, PrRef, Purpose};
 use fleetgate_store::{PrClaimOutcome, PrLeaseClaim, Store};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -25,18 +25,20 @@ fn now() -> Timestamp {
 
 fn claim(who: usize, pr: u64) -> PrLeaseClaim {
     PrLeaseClaim {
-        pr: PrRef { binding: "bench/o/r".into(), pr },
-        purpose: Purpose::Review,
-        holder: Actor {
-            worker: format!("w{who}"),
-            profile: "p".into(),
-            client: "bench".into(),
-            session: format!("s{who}"),
-            principal: None,
+        terms: LeaseTerms {
+            pr: PrRef { binding: "bench/o/r".into(), pr },
+            purpose: Purpose::Review,
+            holder: Actor {
+                worker: format!("w{who}"),
+                profile: "p".into(),
+                client: "bench".into(),
+                session: format!("s{who}"),
+                principal: None,
+            },
+            candidate_head: "0123456789abcdef0123456789abcdef01234567".into(),
+            target_branch: Some("main".into()),
+            target_branch_sha: None,
         },
-        candidate_head: "0123456789abcdef0123456789abcdef01234567".into(),
-        target_branch: Some("main".into()),
-        target_branch_sha: None,
         ttl_seconds: 600,
         plan: ClaimPlan::Claim { release: vec![] },
     }

@@ -15,7 +15,7 @@ use crate::workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin, new_leas
 use fleetgate_core::Timestamp;
 use fleetgate_core::decision_lock::ReviewLock;
 use fleetgate_core::workflow::{
-    Actor, ClaimPlan, Phase, PrDecision, PrLease, PrOrigin, PrPush, PrRef, Purpose, ReviewVerdict, released,
+    Actor, ClaimPlan, LeaseTerms, Phase, PrDecision, PrLease, PrOrigin, PrPush, PrRef, Purpose, ReviewVerdict, released,
 };
 
 /// The PR workflow's ledger: leases, review decisions, origins, pushes and review-decision locks.
@@ -404,18 +404,20 @@ impl Record for PrLease {
         let pr = u64::try_from(r.int(2)?).map_err(|_| r.invalid(2, "is negative".into()))?;
         Ok(PrLease {
             lease_id: r.text(0)?,
-            pr: PrRef { binding: r.text(1)?, pr },
-            purpose: r.literal(3, "lease purpose", Purpose::parse)?,
-            holder: Actor {
-                worker: r.text(4)?,
-                profile: r.text(5)?,
-                client: r.text(6)?,
-                session: r.text(7)?,
-                principal: None,
+            terms: LeaseTerms {
+                pr: PrRef { binding: r.text(1)?, pr },
+                purpose: r.literal(3, "lease purpose", Purpose::parse)?,
+                holder: Actor {
+                    worker: r.text(4)?,
+                    profile: r.text(5)?,
+                    client: r.text(6)?,
+                    session: r.text(7)?,
+                    principal: None,
+                },
+                candidate_head: r.text(8)?,
+                target_branch: r.opt_text(9)?,
+                target_branch_sha: r.opt_text(10)?,
             },
-            candidate_head: r.text(8)?,
-            target_branch: r.opt_text(9)?,
-            target_branch_sha: r.opt_text(10)?,
             phase: r.literal(11, "lease phase", Phase::parse)?,
             claimed_at: r.time(12)?,
             last_activity: r.time(13)?,
@@ -495,16 +497,16 @@ pub(crate) fn time(t: Timestamp) -> Value<'static> {
 fn lease_values(l: &PrLease) -> [Value<'_>; LEASE.len()] {
     [
         text(&l.lease_id),
-        text(&l.pr.binding),
-        pr_number(&l.pr),
-        text(l.purpose.as_str()),
-        text(&l.holder.worker),
-        text(&l.holder.profile),
-        text(&l.holder.client),
-        text(&l.holder.session),
-        text(&l.candidate_head),
-        opt_text(l.target_branch.as_deref()),
-        opt_text(l.target_branch_sha.as_deref()),
+        text(&l.terms.pr.binding),
+        pr_number(&l.terms.pr),
+        text(l.terms.purpose.as_str()),
+        text(&l.terms.holder.worker),
+        text(&l.terms.holder.profile),
+        text(&l.terms.holder.client),
+        text(&l.terms.holder.session),
+        text(&l.terms.candidate_head),
+        opt_text(l.terms.target_branch.as_deref()),
+        opt_text(l.terms.target_branch_sha.as_deref()),
         text(l.phase.as_str()),
         time(l.claimed_at),
         time(l.last_activity),
@@ -541,13 +543,8 @@ pub(crate) fn claim<E: Engine>(e: &E, claim: &PrLeaseClaim, now: Timestamp) -> R
     let sql = &e.sql().ledger;
     let expires = now.plus_seconds(claim.ttl_seconds);
     let fresh = PrLease {
-        lease_id: new_lease_id(&claim.pr, claim.purpose, now),
-        pr: claim.pr.clone(),
-        purpose: claim.purpose,
-        holder: claim.holder.clone(),
-        candidate_head: claim.candidate_head.clone(),
-        target_branch: claim.target_branch.clone(),
-        target_branch_sha: claim.target_branch_sha.clone(),
+        lease_id: new_lease_id(&claim.terms.pr, claim.terms.purpose, now),
+        terms: claim.terms.clone(),
         phase: Phase::Claimed,
         claimed_at: now,
         last_activity: now,
@@ -558,7 +555,7 @@ pub(crate) fn claim<E: Engine>(e: &E, claim: &PrLeaseClaim, now: Timestamp) -> R
     e.write("cannot claim the PR lease", Retry::Never, |c| {
         match &claim.plan {
             ClaimPlan::Renew { lease_id } => {
-                let args = [text(lease_id), text(&claim.holder.worker), time(now), time(expires)];
+                let args = [text(lease_id), text(&claim.terms.holder.worker), time(now), time(expires)];
                 if c.execute(&sql.renew_lease, &args)? == 1 {
                     return Ok(PrClaimOutcome::Claimed(c.query_one(&sql.select_lease, &[text(lease_id)])?));
                 }
@@ -569,15 +566,15 @@ pub(crate) fn claim<E: Engine>(e: &E, claim: &PrLeaseClaim, now: Timestamp) -> R
                 }
             }
         }
-        let [binding, pr] = key(&claim.pr);
-        c.execute(&sql.expire_leases, &[binding, pr, text(claim.purpose.as_str()), time(now)])?;
+        let [binding, pr] = key(&claim.terms.pr);
+        c.execute(&sql.expire_leases, &[binding, pr, text(claim.terms.purpose.as_str()), time(now)])?;
         if c.execute(&sql.insert_lease, &lease_values(&fresh))? == 1 {
             return Ok(PrClaimOutcome::Claimed(fresh.clone()));
         }
         let winner = c
-            .query::<PrLease>(&sql.leases_of_pr, &key(&claim.pr))?
+            .query::<PrLease>(&sql.leases_of_pr, &key(&claim.terms.pr))?
             .into_iter()
-            .find(|l| l.purpose == claim.purpose && l.phase == Phase::Claimed);
+            .find(|l| l.terms.purpose == claim.terms.purpose && l.phase == Phase::Claimed);
         winner
             .map(PrClaimOutcome::Held)
             .ok_or_else(|| Fail::Row("the claim neither inserted nor found the holder".into()))

@@ -1,7 +1,7 @@
 //! The values the PR workflow and the tool pins keep in the store.
 
 use fleetgate_core::Timestamp;
-use fleetgate_core::workflow::{Actor, ClaimPlan, PrDecision, PrLease, PrOrigin, PrPush, PrRef, Purpose};
+use fleetgate_core::workflow::{ClaimPlan, LeaseTerms, PrDecision, PrLease, PrOrigin, PrPush, PrRef, Purpose};
 
 /// What the store holds for one PR.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -21,18 +21,9 @@ pub struct PrRecords {
 /// the purpose exists.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PrLeaseClaim {
-    /// The PR.
-    pub pr: PrRef,
-    /// Review or merge.
-    pub purpose: Purpose,
-    /// The claimant.
-    pub holder: Actor,
-    /// The PR's current head (the forge's).
-    pub candidate_head: String,
-    /// The PR's target branch.
-    pub target_branch: Option<String>,
-    /// Its head.
-    pub target_branch_sha: Option<String>,
+    /// The lease asked for: its holder the claimant, its head the PR's current one (the
+    /// forge's).
+    pub terms: LeaseTerms,
     /// The lease TTL.
     pub ttl_seconds: i64,
     /// What the judgement said to do.

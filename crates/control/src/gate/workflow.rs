@@ -540,10 +540,10 @@ pub fn judge_issue_locks(
         let owner = text_pr.and_then(creator_of).unwrap_or_else(|| call.actor.worker.clone());
         let binding = format!("{}/{}", call.remote, i.repo);
         let held = live.iter().find(|l| {
-            l.purpose == workflow::Purpose::Author
-                && l.pr.binding == binding
-                && l.pr.pr == i.issue
-                && l.holder.worker != owner
+            l.terms.purpose == workflow::Purpose::Author
+                && l.terms.pr.binding == binding
+                && l.terms.pr.pr == i.issue
+                && l.terms.holder.worker != owner
         });
         if let Some(lock) = held {
             let what = match &i.change {
@@ -556,7 +556,11 @@ pub fn judge_issue_locks(
                 BlockerKind::IssueLockHeld,
                 format!(
                     "{what}, whose issue lock {} is held by worker {} ({}, session {}) until {}",
-                    lock.lease_id, lock.holder.worker, lock.holder.client, lock.holder.session, lock.expires_at
+                    lock.lease_id,
+                    lock.terms.holder.worker,
+                    lock.terms.holder.client,
+                    lock.terms.holder.session,
+                    lock.expires_at
                 ),
             ));
         }
@@ -691,10 +695,10 @@ pub fn settle(
             let (head, base) = match judged_at {
                 Some(at) => at,
                 None => match workflow::held_by(&held.state(), workflow::Purpose::Review, &call.actor.worker, now) {
-                    Some(lease) if lease.target_branch.is_some() => {
-                        (lease.candidate_head.clone(), lease.target_branch.clone())
+                    Some(lease) if lease.terms.target_branch.is_some() => {
+                        (lease.terms.candidate_head.clone(), lease.terms.target_branch.clone())
                     }
-                    Some(lease) => (lease.candidate_head.clone(), read_pr(forge, &target)?.base_ref),
+                    Some(lease) => (lease.terms.candidate_head.clone(), read_pr(forge, &target)?.base_ref),
                     None => {
                         let facts = read_pr(forge, &target)?;
                         (facts.head, facts.base_ref)

@@ -6,7 +6,7 @@ use super::plane::FleetControl;
 use crate::gate::Call;
 use crate::gate::workflow::{AsState, Forge, ForgeError, ForgeErrorKind, ForgeReader, forge_answer, read_pr, records};
 use fleetgate_core::dialect::{PrTarget, Schemas};
-use fleetgate_core::workflow::{self, Actor, Purpose, Refusal};
+use fleetgate_core::workflow::{self, Actor, LeaseTerms, Purpose, Refusal};
 use fleetgate_core::{BlockerKind, Timestamp};
 use fleetgate_gateway::DownstreamLink;
 use fleetgate_gateway::rmcp::model::CallToolResult;
@@ -44,36 +44,44 @@ impl ForgeReader for Prefetched<'_> {
     }
 }
 
-/// `…claim_pr_lease`'s arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ClaimArgs {
-    /// The PR number.
-    pub pr: u64,
-    /// The head commit the lease is for: must be the PR's current head.
-    pub head: String,
-    /// `review` or `merge`.
-    pub purpose: String,
-    /// Repository owner (default: the roster's `[binding]` org).
-    #[serde(default)]
-    pub owner: Option<String>,
-    /// Repository name (default: the roster's `[binding]` repo).
-    #[serde(default)]
-    pub repo: Option<String>,
+/// A control tool's arguments about one PR or issue of a repository: the fields given, then
+/// `owner` and `repo` (both defaulting to the roster's `[binding]`), written once for every
+/// such tool. Unknown arguments are refused.
+macro_rules! repository_args {
+    ($(#[$doc:meta])* pub struct $name:ident { $($(#[$field_doc:meta])* pub $field:ident: $ty:ty,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$field_doc])* pub $field: $ty,)*
+            /// Repository owner (default: the roster's `[binding]` org).
+            #[serde(default)]
+            pub owner: Option<String>,
+            /// Repository name (default: the roster's `[binding]` repo).
+            #[serde(default)]
+            pub repo: Option<String>,
+        }
+    };
 }
 
-/// `…claim_issue_lease`'s arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct IssueArgs {
-    /// The issue number.
-    pub issue: u64,
-    /// Repository owner (default: the roster's `[binding]` org).
-    #[serde(default)]
-    pub owner: Option<String>,
-    /// Repository name (default: the roster's `[binding]` repo).
-    #[serde(default)]
-    pub repo: Option<String>,
+repository_args! {
+    /// `…claim_pr_lease`'s arguments.
+    pub struct ClaimArgs {
+        /// The PR number.
+        pub pr: u64,
+        /// The head commit the lease is for: must be the PR's current head.
+        pub head: String,
+        /// `review` or `merge`.
+        pub purpose: String,
+    }
+}
+
+repository_args! {
+    /// `…claim_issue_lease`'s arguments.
+    pub struct IssueArgs {
+        /// The issue number.
+        pub issue: u64,
+    }
 }
 
 /// `…release_pr_lease`'s arguments.
@@ -84,18 +92,12 @@ pub struct ReleaseArgs {
     pub lease_id: String,
 }
 
-/// `…assess_pr`'s arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PrArgs {
-    /// The PR number.
-    pub pr: u64,
-    /// Repository owner (default: the roster's `[binding]` org).
-    #[serde(default)]
-    pub owner: Option<String>,
-    /// Repository name (default: the roster's `[binding]` repo).
-    #[serde(default)]
-    pub repo: Option<String>,
+repository_args! {
+    /// `…assess_pr`'s arguments.
+    pub struct PrArgs {
+        /// The PR number.
+        pub pr: u64,
+    }
 }
 
 /// A workflow refusal as a control tool answers it.
@@ -222,7 +224,7 @@ pub fn claim(
             None,
             vec![format!(
                 "{} lease {} on {} at head {}",
-                lease.purpose, lease.lease_id, lease.pr, lease.candidate_head
+                lease.terms.purpose, lease.lease_id, lease.terms.pr, lease.terms.candidate_head
             )],
         ),
         Err(r) => (false, Some(r.blocker_kind), r.reasons.clone()),
@@ -268,12 +270,14 @@ fn claim_inner(
     let alive = |a: &Actor| holder_alive(&**store, a, now);
     let plan = workflow::judge_claim(&held.state(), &actor, purpose, &args.head, &facts.head, now, &alive)?;
     let claim = PrLeaseClaim {
-        pr: key,
-        purpose,
-        holder: actor,
-        candidate_head: facts.head.clone(),
-        target_branch: facts.base_ref.clone(),
-        target_branch_sha: facts.base_sha.clone(),
+        terms: LeaseTerms {
+            pr: key,
+            purpose,
+            holder: actor,
+            candidate_head: facts.head.clone(),
+            target_branch: facts.base_ref.clone(),
+            target_branch_sha: facts.base_sha.clone(),
+        },
         ttl_seconds: plane.config().workflow.lease_ttl_seconds,
         plan,
     };
@@ -283,7 +287,11 @@ fn claim_inner(
             BlockerKind::ReviewLeaseHeld,
             format!(
                 "worker {} holds the {} lease {} at head {} until {}",
-                other.holder.worker, other.purpose, other.lease_id, other.candidate_head, other.expires_at
+                other.terms.holder.worker,
+                other.terms.purpose,
+                other.lease_id,
+                other.terms.candidate_head,
+                other.expires_at
             ),
         )),
         Err(e) => Err(Refusal::of(BlockerKind::ForgeUnavailable, format!("the lease could not be recorded: {e}"))),
@@ -299,7 +307,7 @@ pub fn claim_issue(
 ) -> CallToolResult {
     let result = claim_issue_inner(plane, attachment, args);
     let (allowed, kind, reasons) = match &result {
-        Ok(lease) => (true, None, vec![format!("issue lock {} on {}", lease.lease_id, lease.pr)]),
+        Ok(lease) => (true, None, vec![format!("issue lock {} on {}", lease.lease_id, lease.terms.pr)]),
         Err(r) => (false, Some(r.blocker_kind), r.reasons.clone()),
     };
     plane.record_control(attachment, "claim_issue_lease", allowed, kind, reasons);
@@ -330,12 +338,14 @@ fn claim_issue_inner(
     let plan = workflow::judge_claim(&held.state(), &actor, Purpose::Author, "", "", now, &alive)
         .map_err(|r| Refusal { blocker_kind: BlockerKind::IssueLockHeld, ..r })?;
     let claim = PrLeaseClaim {
-        pr: key,
-        purpose: Purpose::Author,
-        holder: actor,
-        candidate_head: String::new(),
-        target_branch: None,
-        target_branch_sha: None,
+        terms: LeaseTerms {
+            pr: key,
+            purpose: Purpose::Author,
+            holder: actor,
+            candidate_head: String::new(),
+            target_branch: None,
+            target_branch_sha: None,
+        },
         ttl_seconds: plane.config().workflow.lease_ttl_seconds,
         plan,
     };
@@ -345,7 +355,7 @@ fn claim_issue_inner(
             BlockerKind::IssueLockHeld,
             format!(
                 "worker {} holds the issue lock {} until {}",
-                other.holder.worker, other.lease_id, other.expires_at
+                other.terms.holder.worker, other.lease_id, other.expires_at
             ),
         )),
         Err(e) => Err(Refusal::of(BlockerKind::ForgeUnavailable, format!("the lock could not be recorded: {e}"))),

@@ -23,12 +23,14 @@ fn pr() -> PrRef {
 fn lease(id: &str, purpose: Purpose, holder: &Actor, head: &str, since: i64) -> PrLease {
     PrLease {
         lease_id: id.into(),
-        pr: pr(),
-        purpose,
-        holder: holder.clone(),
-        candidate_head: head.into(),
-        target_branch: Some("main".into()),
-        target_branch_sha: None,
+        terms: LeaseTerms {
+            pr: pr(),
+            purpose,
+            holder: holder.clone(),
+            candidate_head: head.into(),
+            target_branch: Some("main".into()),
+            target_branch_sha: None,
+        },
         phase: Phase::Claimed,
         claimed_at: at(since),
         last_activity: at(since),
@@ -250,7 +252,7 @@ fn a_review_lease_claimed_for_one_base_decides_nothing_on_another() {
 fn a_decision_counts_only_for_the_base_it_was_given_on() {
     let merger = actor("m", "gemini", "s3");
     let mut leases = vec![lease("M", Purpose::Merge, &merger, H1, 0)];
-    leases[0].target_branch = Some("dev".into());
+    leases[0].terms.target_branch = Some("dev".into());
     let mut approval = decision(&actor("r", "codex", "s1"), H1, ReviewVerdict::Approve, 1);
     approval.base = Some("dev".into());
     let d = vec![approval];
@@ -359,8 +361,8 @@ impl World {
                         }
                         let id = format!("L{}", self.leases.len());
                         let mut l = lease(&id, purpose, &caller, &head, self.now);
-                        l.pr = pr();
-                        l.target_branch = Some(self.base.clone());
+                        l.terms.pr = pr();
+                        l.terms.target_branch = Some(self.base.clone());
                         self.leases.push(l);
                     }
                     Err(_) => {}
@@ -370,7 +372,7 @@ impl World {
                 let caller = self.actors[who].clone();
                 if let Ok(lease) = judge_review(&state, &caller, (&head, Some(&self.base)), verdict, now) {
                     // The gate records the base the lease was claimed for, else the forge's.
-                    let base = lease.target_branch.clone().or_else(|| Some(self.base.clone()));
+                    let base = lease.terms.target_branch.clone().or_else(|| Some(self.base.clone()));
                     self.decisions.push(PrDecision {
                         pr: pr(),
                         head,
@@ -546,4 +548,19 @@ fn a_principal_allowed_an_author_s_and_a_reviewer_s_profile_is_named() {
     assert_eq!(found.len(), 2, "{found:?}");
     assert!(found[0].starts_with("principal ci ") && found[0].contains("every profile"));
     assert!(found[1].starts_with("principal alice ") && found[1].contains("prgs-reviewer"));
+}
+
+/// A lease's JSON keeps its keys at the top level in the order they always had: its terms
+/// are one struct in Rust (shared with a claim), flattened on the wire.
+#[test]
+fn a_lease_serialises_flat_in_its_old_key_order() {
+    let text = serde_json::to_string(&lease("L1", Purpose::Review, &actor("r", "codex", "s1"), H1, 0)).unwrap();
+    let keys = "lease_id binding pr purpose holder candidate_head target_branch target_branch_sha phase claimed_at \
+                last_activity expires_at released_reason";
+    let at: Vec<usize> =
+        keys.split_whitespace().map(|k| text.find(&format!("\"{k}\":")).unwrap_or(usize::MAX)).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+    assert!(!text.contains("\"terms\""), "{text}");
+    let back: PrLease = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.terms.candidate_head, H1);
 }

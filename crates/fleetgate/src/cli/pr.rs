@@ -132,10 +132,10 @@ fn rows(leases: &[PrLease], now: fleetgate_core::Timestamp) -> Vec<Vec<String>> 
         .map(|l| {
             vec![
                 l.lease_id.clone(),
-                l.pr.to_string(),
-                l.purpose.to_string(),
-                l.holder.worker.clone(),
-                l.candidate_head.get(..12).unwrap_or(&l.candidate_head).to_owned(),
+                l.terms.pr.to_string(),
+                l.terms.purpose.to_string(),
+                l.terms.holder.worker.clone(),
+                l.terms.candidate_head.get(..12).unwrap_or(&l.terms.candidate_head).to_owned(),
                 l.phase_at(now).as_str().to_owned(),
                 l.expires_at.to_string(),
             ]
@@ -242,7 +242,7 @@ fn release_stale(ctx: &Ctx) -> anyhow::Result<Reply> {
     let store = ctx.store()?;
     let now = ctx.now();
     let leases = store.list_pr_leases(true, now)?;
-    let mut prs: Vec<&PrRef> = leases.iter().map(|l| &l.pr).collect();
+    let mut prs: Vec<&PrRef> = leases.iter().map(|l| &l.terms.pr).collect();
     prs.sort();
     prs.dedup();
     let (mut released, mut kept) = (Vec::new(), Vec::new());
@@ -254,7 +254,7 @@ fn release_stale(ctx: &Ctx) -> anyhow::Result<Reply> {
         match read_pr(forge_of(ctx, Some(&forge))?, &target) {
             Ok(f) if f.is_done() => {
                 let reason = if f.merged { "stale: merged" } else { "stale: closed" };
-                for lease in leases.iter().filter(|l| &l.pr == key) {
+                for lease in leases.iter().filter(|l| &l.terms.pr == key) {
                     if store.release_pr_lease(&lease.lease_id, None, reason, now)? {
                         released.push(lease.lease_id.clone());
                     }

@@ -8,7 +8,7 @@ use crate::support::{Browser, HEAD, Island, get, island, output_dir, serial};
 use fleetgate_core::Clock as _;
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
-use fleetgate_core::workflow::{Actor, ClaimPlan, PrRef, Purpose};
+use fleetgate_core::workflow::{Actor, ClaimPlan, LeaseTerms, PrRef, Purpose};
 use fleetgate_host::clock::SystemClock;
 use fleetgate_store::{PrClaimOutcome, PrLeaseClaim};
 
@@ -41,18 +41,20 @@ const PR_HEAD: &str = "5f0c2e1d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d";
 /// A review lease on PR 7, claimed now for 15 minutes: its id.
 fn lease_under_review(island: &Island) -> String {
     let claim = PrLeaseClaim {
-        pr: PrRef { binding: "gitea/acme/widgets".into(), pr: 7 },
-        purpose: Purpose::Review,
-        holder: Actor {
-            worker: "wrk-claude_code-reviewer".into(),
-            profile: "prgs-reviewer".into(),
-            client: "claude_code".into(),
-            session: "s-1".into(),
-            principal: None,
+        terms: LeaseTerms {
+            pr: PrRef { binding: "gitea/acme/widgets".into(), pr: 7 },
+            purpose: Purpose::Review,
+            holder: Actor {
+                worker: "wrk-claude_code-reviewer".into(),
+                profile: "prgs-reviewer".into(),
+                client: "claude_code".into(),
+                session: "s-1".into(),
+                principal: None,
+            },
+            candidate_head: PR_HEAD.into(),
+            target_branch: Some("main".into()),
+            target_branch_sha: None,
         },
-        candidate_head: PR_HEAD.into(),
-        target_branch: Some("main".into()),
-        target_branch_sha: None,
         ttl_seconds: 900,
         plan: ClaimPlan::Claim { release: vec![] },
     };

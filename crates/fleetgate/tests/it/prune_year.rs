@@ -18,7 +18,9 @@ use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::prune::Retention;
 use fleetgate_core::runtime::{HostIdentity, ProcessScan};
 use fleetgate_core::worker::Registration;
-use fleetgate_core::workflow::{Actor, ClaimPlan, PrDecision, PrOrigin, PrPush, PrRef, Purpose, ReviewVerdict};
+use fleetgate_core::workflow::{
+    Actor, ClaimPlan, LeaseTerms, PrDecision, PrOrigin, PrPush, PrRef, Purpose, ReviewVerdict,
+};
 use fleetgate_store::{LockWrite, PrClaimOutcome, PrLeaseClaim, Store};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -160,12 +162,14 @@ fn write_year(store: &dyn Store) -> Referenced {
                 store.record_pr_decision(&decision).unwrap();
             }
             let claim = PrLeaseClaim {
-                pr: pr(n),
-                purpose: Purpose::Merge,
-                holder: actor("merger"),
-                candidate_head: head(n),
-                target_branch: Some("main".into()),
-                target_branch_sha: None,
+                terms: LeaseTerms {
+                    pr: pr(n),
+                    purpose: Purpose::Merge,
+                    holder: actor("merger"),
+                    candidate_head: head(n),
+                    target_branch: Some("main".into()),
+                    target_branch_sha: None,
+                },
                 ttl_seconds: 600,
                 plan: ClaimPlan::Claim { release: vec![] },
             };
@@ -195,12 +199,14 @@ fn write_year(store: &dyn Store) -> Referenced {
     // Still referenced, though old: a claimed lease with a long life on PR 7, a live lock on
     // PR 8, a pending approval from day 3.
     let claim = PrLeaseClaim {
-        pr: pr(7),
-        purpose: Purpose::Review,
-        holder: actor("r1"),
-        candidate_head: head(7),
-        target_branch: Some("main".into()),
-        target_branch_sha: None,
+        terms: LeaseTerms {
+            pr: pr(7),
+            purpose: Purpose::Review,
+            holder: actor("r1"),
+            candidate_head: head(7),
+            target_branch: Some("main".into()),
+            target_branch_sha: None,
+        },
         ttl_seconds: 400 * DAY,
         plan: ClaimPlan::Claim { release: vec![] },
     };
@@ -315,12 +321,14 @@ fn year(store: &dyn Store) {
     };
     assert!(store.register(&registration, now).unwrap().created);
     let claim = PrLeaseClaim {
-        pr: pr(1),
-        purpose: Purpose::Merge,
-        holder: actor("merger"),
-        candidate_head: head(1),
-        target_branch: Some("main".into()),
-        target_branch_sha: None,
+        terms: LeaseTerms {
+            pr: pr(1),
+            purpose: Purpose::Merge,
+            holder: actor("merger"),
+            candidate_head: head(1),
+            target_branch: Some("main".into()),
+            target_branch_sha: None,
+        },
         ttl_seconds: 600,
         plan: ClaimPlan::Claim { release: vec![] },
     };

@@ -6,7 +6,7 @@ use crate::child;
 use crate::engines::Fixture;
 use crate::support::now;
 use fleetgate_core::workflow::{
-    Actor, ClaimPlan, Phase, PrDecision, PrOrigin, PrRef, Purpose, ReviewVerdict, released,
+    Actor, ClaimPlan, LeaseTerms, Phase, PrDecision, PrOrigin, PrRef, Purpose, ReviewVerdict, released,
 };
 use fleetgate_store::{PrClaimOutcome, PrLeaseClaim, Store};
 use serde_json::json;
@@ -28,12 +28,14 @@ pub fn pr() -> PrRef {
 
 pub fn claim_of(who: &str, purpose: Purpose, head: &str, ttl: i64) -> PrLeaseClaim {
     PrLeaseClaim {
-        pr: pr(),
-        purpose,
-        holder: actor(who),
-        candidate_head: head.into(),
-        target_branch: Some("main".into()),
-        target_branch_sha: None,
+        terms: LeaseTerms {
+            pr: pr(),
+            purpose,
+            holder: actor(who),
+            candidate_head: head.into(),
+            target_branch: Some("main".into()),
+            target_branch_sha: None,
+        },
         ttl_seconds: ttl,
         plan: ClaimPlan::Claim { release: vec![] },
     }
@@ -51,7 +53,7 @@ pub fn leases_are_one_per_pr_and_purpose_and_expire_on_the_store_clock(fx: &Fixt
     let t0 = now();
     let first = claimed(store.claim_pr_lease(&claim_of("r1", Purpose::Review, "h1", 600), t0).unwrap());
     assert_eq!(
-        (first.phase, first.expires_at, first.candidate_head.as_str()),
+        (first.phase, first.expires_at, first.terms.candidate_head.as_str()),
         (Phase::Claimed, t0.plus_seconds(600), "h1")
     );
     // Another worker: held, named.

@@ -118,7 +118,7 @@ pub fn history_older_than_the_cutoff_goes_and_nothing_still_referenced(fx: &Fixt
     store.record_pr_decision(&decision(2, "r1", later)).unwrap();
     let claim = |n: u64, who: &str| {
         let mut c = claim_of(who, Purpose::Merge, &format!("h{n}"), 365 * day);
-        c.pr = pr(n);
+        c.terms.pr = pr(n);
         c.plan = ClaimPlan::Claim { release: vec![] };
         c
     };
