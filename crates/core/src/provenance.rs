@@ -68,11 +68,11 @@ pub fn assess(input: &ProvenanceInput<'_>) -> Provenance {
     let liveness = is_live(row, input.now, input.pid_alive);
     let mut reasons = Vec::new();
     let mut fenced = false;
-    if row.generation_id != input.generation_id {
+    if row.ids.generation_id != input.generation_id {
         fenced = true;
         reasons.push(format!(
             "generation {} owns the worker, this process is generation {}",
-            row.generation_id, input.generation_id
+            row.ids.generation_id, input.generation_id
         ));
     }
     if row.status != WorkerStatus::Active {
@@ -85,8 +85,10 @@ pub fn assess(input: &ProvenanceInput<'_>) -> Provenance {
         ));
     }
     if !input.pid_alive {
-        reasons
-            .push(format!("worker pid {} is not alive", row.pid.map_or_else(|| "unknown".into(), |p| p.to_string())));
+        reasons.push(format!(
+            "worker pid {} is not alive",
+            row.ids.pid.map_or_else(|| "unknown".into(), |p| p.to_string())
+        ));
     }
     if !input.native_transport_bound {
         reasons.push("the MCP transport is not natively bound".to_owned());

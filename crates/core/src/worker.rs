@@ -39,12 +39,14 @@ impl WorkerStatus {
     }
 }
 
-/// One worker row as stored.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct WorkerRecord {
-    /// Opaque identity, unique per registration.
+/// Who a worker is: its identity, the client and session it serves, the generation that
+/// owns it, its member and its process. A [`Registration`] states it; the [`WorkerRecord`]
+/// keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WorkerIds {
+    /// Opaque identity, unique per registration (a fresh one from [`worker_identity`]).
     pub worker_identity: String,
-    /// Normalised client name.
+    /// Client name: stored normalised (a registration's is as presented).
     pub client_name: String,
     /// The client's instance id.
     pub client_instance_id: String,
@@ -58,6 +60,14 @@ pub struct WorkerRecord {
     pub profile: String,
     /// The server process, when known.
     pub pid: Option<i64>,
+}
+
+/// One worker row as stored.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkerRecord {
+    /// Who it is (flattened: the JSON keeps its keys at the top level).
+    #[serde(flatten)]
+    pub ids: WorkerIds,
     /// Registration time.
     pub started_at: Timestamp,
     /// Last accepted renewal (equals `started_at` at registration).
@@ -75,22 +85,8 @@ pub struct WorkerRecord {
 /// What `register` is given.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Registration {
-    /// A fresh identity from [`worker_identity`].
-    pub worker_identity: String,
-    /// Client name as presented; stored normalised.
-    pub client_name: String,
-    /// The client's instance id.
-    pub client_instance_id: String,
-    /// Session id.
-    pub session_id: String,
-    /// Generation id.
-    pub generation_id: String,
-    /// Role.
-    pub role: String,
-    /// Profile.
-    pub profile: String,
-    /// Server pid, when known.
-    pub pid: Option<i64>,
+    /// Who registers.
+    pub ids: WorkerIds,
     /// Lease length in seconds (positive).
     pub heartbeat_ttl_seconds: f64,
 }
@@ -181,22 +177,22 @@ impl Registration {
     /// Refuse a registration that could never renew or be found again.
     pub fn validate(&self) -> Result<(), RegistrationError> {
         let fields = [
-            ("worker_identity", &self.worker_identity),
-            ("client_name", &self.client_name),
-            ("session_id", &self.session_id),
-            ("generation_id", &self.generation_id),
-            ("role", &self.role),
-            ("profile", &self.profile),
+            ("worker_identity", &self.ids.worker_identity),
+            ("client_name", &self.ids.client_name),
+            ("session_id", &self.ids.session_id),
+            ("generation_id", &self.ids.generation_id),
+            ("role", &self.ids.role),
+            ("profile", &self.ids.profile),
         ];
         if let Some((name, _)) = fields.iter().find(|(_, v)| v.trim().is_empty()) {
             return Err(RegistrationError::Empty(name));
         }
-        let with_instance = fields.iter().copied().chain([("client_instance_id", &self.client_instance_id)]);
+        let with_instance = fields.iter().copied().chain([("client_instance_id", &self.ids.client_instance_id)]);
         for (name, value) in with_instance {
             check_field(name, value)?;
         }
         check_ttl(self.heartbeat_ttl_seconds)?;
-        if let Some(pid) = self.pid
+        if let Some(pid) = self.ids.pid
             && pid <= 0
         {
             return Err(RegistrationError::Pid(pid));
@@ -207,14 +203,7 @@ impl Registration {
     /// The row a first registration writes at `now`.
     pub fn into_record(self, now: Timestamp) -> WorkerRecord {
         WorkerRecord {
-            client_name: normalize_client_name(&self.client_name),
-            worker_identity: self.worker_identity,
-            client_instance_id: self.client_instance_id,
-            session_id: self.session_id,
-            generation_id: self.generation_id,
-            role: self.role,
-            profile: self.profile,
-            pid: self.pid,
+            ids: WorkerIds { client_name: normalize_client_name(&self.ids.client_name), ..self.ids },
             started_at: now,
             last_heartbeat_at: now,
             heartbeat_ttl_seconds: self.heartbeat_ttl_seconds,
@@ -246,9 +235,9 @@ impl RegisterOutcome {
     /// The outcome describing an existing or new row.
     pub fn of(row: &WorkerRecord, created: bool) -> Self {
         Self {
-            worker_identity: row.worker_identity.clone(),
+            worker_identity: row.ids.worker_identity.clone(),
             fencing_epoch: row.fencing_epoch,
-            client_name: row.client_name.clone(),
+            client_name: row.ids.client_name.clone(),
             created,
             started_at: row.started_at,
             heartbeat_ttl_seconds: row.heartbeat_ttl_seconds,
@@ -392,7 +381,7 @@ pub fn explain_refusal(row: Option<&WorkerRecord>, req: &HeartbeatRequest) -> He
         return refuse(
             BlockerKind::WorkerFenced,
             Vec::new(),
-            vec![format!("worker {} is {}, not active", row.worker_identity, row.status.as_str())],
+            vec![format!("worker {} is {}, not active", row.ids.worker_identity, row.status.as_str())],
         );
     }
     if row.fencing_epoch != req.fencing_epoch {
@@ -426,15 +415,15 @@ pub fn expectation_drift(row: &WorkerRecord, req: &HeartbeatRequest) -> Vec<Drif
             });
         }
     };
-    text(DriftField::SessionId, &row.session_id, req.expected_session_id.as_deref());
-    text(DriftField::GenerationId, &row.generation_id, req.expected_generation_id.as_deref());
-    text(DriftField::ClientName, &row.client_name, req.normalized_expected_client().as_deref());
+    text(DriftField::SessionId, &row.ids.session_id, req.expected_session_id.as_deref());
+    text(DriftField::GenerationId, &row.ids.generation_id, req.expected_generation_id.as_deref());
+    text(DriftField::ClientName, &row.ids.client_name, req.normalized_expected_client().as_deref());
     if let Some(p) = req.expected_pid
-        && row.pid != Some(p)
+        && row.ids.pid != Some(p)
     {
         drift.push(Drift {
             field: DriftField::Pid,
-            recorded: row.pid.map_or(FieldValue::Null, FieldValue::Int),
+            recorded: row.ids.pid.map_or(FieldValue::Null, FieldValue::Int),
             presented: FieldValue::Int(p),
         });
     }
@@ -534,23 +523,38 @@ pub(crate) mod tests {
     /// A worker row (TTL 900 s) registered, and last heard from, at `at`.
     pub(crate) fn row_at(at: Timestamp) -> WorkerRecord {
         Registration {
-            worker_identity: "w1".into(),
-            client_name: "claude".into(),
-            client_instance_id: "inst".into(),
-            session_id: "sess-0001".into(),
-            generation_id: "gen-0001".into(),
-            role: "author".into(),
-            profile: "prgs-author".into(),
-            pid: Some(4242),
+            ids: WorkerIds {
+                worker_identity: "w1".into(),
+                client_name: "claude".into(),
+                client_instance_id: "inst".into(),
+                session_id: "sess-0001".into(),
+                generation_id: "gen-0001".into(),
+                role: "author".into(),
+                profile: "prgs-author".into(),
+                pid: Some(4242),
+            },
             heartbeat_ttl_seconds: 900.0,
         }
         .into_record(at)
     }
 
+    /// A worker row's JSON keeps its keys at the top level in the order they always had: who
+    /// it is is one struct in Rust (shared with a registration), flattened on the wire.
+    #[test]
+    fn a_worker_row_serialises_flat_in_its_old_key_order() {
+        let text = serde_json::to_string(&row()).unwrap();
+        let keys = "worker_identity client_name client_instance_id session_id generation_id role profile pid \
+                    started_at last_heartbeat_at heartbeat_ttl_seconds fencing_epoch status renewal_count";
+        let at: Vec<usize> =
+            keys.split_whitespace().map(|k| text.find(&format!("\"{k}\":")).unwrap_or(usize::MAX)).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(!text.contains("\"ids\""), "{text}");
+    }
+
     #[test]
     fn registration_normalises_and_starts_at_epoch_one() {
         let r = row();
-        assert_eq!(r.client_name, "claude_code");
+        assert_eq!(r.ids.client_name, "claude_code");
         assert_eq!(r.started_at, r.last_heartbeat_at);
         assert_eq!(r.fencing_epoch, 1);
     }
@@ -627,14 +631,16 @@ pub(crate) mod tests {
             assert!(why.contains("invisible or direction-changing") && why.contains("client_name"), "{why}");
             assert_eq!(bounded_field(&value), "gitea-author", "U+{:04X}", u32::from(c));
             let r = Registration {
-                worker_identity: "w1".into(),
-                client_name: "claude".into(),
-                client_instance_id: "inst".into(),
-                session_id: value,
-                generation_id: "gen-0001".into(),
-                role: "author".into(),
-                profile: "prgs-author".into(),
-                pid: Some(4242),
+                ids: WorkerIds {
+                    worker_identity: "w1".into(),
+                    client_name: "claude".into(),
+                    client_instance_id: "inst".into(),
+                    session_id: value,
+                    generation_id: "gen-0001".into(),
+                    role: "author".into(),
+                    profile: "prgs-author".into(),
+                    pid: Some(4242),
+                },
                 heartbeat_ttl_seconds: 900.0,
             };
             assert!(r.validate().is_err(), "U+{:04X}", u32::from(c));

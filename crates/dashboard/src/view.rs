@@ -449,7 +449,7 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
         Ok(rows) => {
             let stopped = rows.iter().filter(|w| w.status == WorkerStatus::Stopped).count();
             let active = rows.iter().filter(|w| w.status != WorkerStatus::Stopped);
-            (active.map(|w| worker_view(w, look.now, pid_alive(w.pid))).collect(), stopped, None)
+            (active.map(|w| worker_view(w, look.now, pid_alive(w.ids.pid))).collect(), stopped, None)
         }
         Err(e) => (Vec::new(), 0, Some(e.to_string())),
     };
@@ -677,12 +677,12 @@ fn row_view(r: &MemberRow, role: &str, expected: bool, duplicate: bool, assessed
 fn worker_view(w: &WorkerRecord, now: Timestamp, pid_alive: bool) -> WorkerView {
     let liveness = is_live(w, now, pid_alive);
     WorkerView {
-        worker_identity: w.worker_identity.clone(),
-        client_name: w.client_name.clone(),
-        session_id: w.session_id.clone(),
-        role: w.role.clone(),
-        profile: w.profile.clone(),
-        pid: w.pid,
+        worker_identity: w.ids.worker_identity.clone(),
+        client_name: w.ids.client_name.clone(),
+        session_id: w.ids.session_id.clone(),
+        role: w.ids.role.clone(),
+        profile: w.ids.profile.clone(),
+        pid: w.ids.pid,
         fencing_epoch: w.fencing_epoch,
         started_at: w.started_at,
         last_heartbeat_at: w.last_heartbeat_at,

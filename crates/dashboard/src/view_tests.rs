@@ -3,7 +3,7 @@
 use super::*;
 use fleetgate_core::inventory::{InventoryInput, PidProbe, classify_fleet_inventory};
 use fleetgate_core::runtime::{CohortSource, ObservedProcess, ProcessScan, RosterMember, RuntimeRecord, RuntimeStatus};
-use fleetgate_core::worker::Registration;
+use fleetgate_core::worker::{Registration, WorkerIds};
 use fleetgate_core::workflow::{Actor, LeaseTerms, Phase, PrLease, PrRef, Purpose};
 
 fn t0() -> Timestamp {
@@ -100,14 +100,16 @@ fn view_with_leases(
 
 fn worker(id: &str, pid: i64, renewed: Timestamp) -> WorkerRecord {
     let mut w = Registration {
-        worker_identity: id.into(),
-        client_name: "claude".into(),
-        client_instance_id: "i".into(),
-        session_id: "s".into(),
-        generation_id: "g".into(),
-        role: "author".into(),
-        profile: "prgs-author".into(),
-        pid: Some(pid),
+        ids: WorkerIds {
+            worker_identity: id.into(),
+            client_name: "claude".into(),
+            client_instance_id: "i".into(),
+            session_id: "s".into(),
+            generation_id: "g".into(),
+            role: "author".into(),
+            profile: "prgs-author".into(),
+            pid: Some(pid),
+        },
         heartbeat_ttl_seconds: 900.0,
     }
     .into_record(t0());

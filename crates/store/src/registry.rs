@@ -78,7 +78,7 @@ impl<E: Engine> Registry for E {
             let sql = self.sql();
             let row = rows::validated(registration, now)?;
             let values = rows::worker_values(&row);
-            let id = [text(&row.worker_identity)];
+            let id = [text(&row.ids.worker_identity)];
             // Not retried: a first attempt that committed would come back `created: false`.
             let (inserted, existing) = self.write("cannot register worker", Retry::Never, |c| {
                 let inserted = c.execute(&sql.insert_worker, &values)? == 1;

@@ -78,7 +78,7 @@ impl<E: Engine> Retention for E {
             let candidates = &self.sql().lock_workers_silent_since;
             prune(self, "cannot prune workers", candidates, &self.sql().delete_worker, older_than_seconds, now, |row| {
                 let row: WorkerRecord = row;
-                worker_prunable(&row, now, older_than_seconds).then_some(row.worker_identity)
+                worker_prunable(&row, now, older_than_seconds).then_some(row.ids.worker_identity)
             })
         })
     }

@@ -13,7 +13,7 @@ use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::runtime::{CohortSource, ProcessScan, RuntimeRecord, RuntimeStatus};
 use fleetgate_core::worker::{
-    ClaimOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerRecord, WorkerStatus,
+    ClaimOutcome, HeartbeatRequest, RegisterOutcome, Registration, WorkerIds, WorkerRecord, WorkerStatus,
 };
 use std::borrow::Cow;
 
@@ -118,14 +118,14 @@ pub(crate) fn json(what: &str, v: &impl serde::Serialize) -> Result<Value<'stati
 /// A worker row, in [`WORKER`]'s order.
 pub(crate) fn worker_values(row: &WorkerRecord) -> [Value<'_>; WORKER.len()] {
     [
-        text(&row.worker_identity),
-        text(&row.client_name),
-        text(&row.client_instance_id),
-        text(&row.session_id),
-        text(&row.generation_id),
-        text(&row.role),
-        text(&row.profile),
-        Value::Int(row.pid),
+        text(&row.ids.worker_identity),
+        text(&row.ids.client_name),
+        text(&row.ids.client_instance_id),
+        text(&row.ids.session_id),
+        text(&row.ids.generation_id),
+        text(&row.ids.role),
+        text(&row.ids.profile),
+        Value::Int(row.ids.pid),
         Value::Time(Some(row.started_at)),
         Value::Time(Some(row.last_heartbeat_at)),
         Value::Real(row.heartbeat_ttl_seconds),
@@ -277,14 +277,16 @@ impl Record for (i64, i64) {
 impl Record for WorkerRecord {
     fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
         Ok(WorkerRecord {
-            worker_identity: r.text(0)?,
-            client_name: r.text(1)?,
-            client_instance_id: r.text(2)?,
-            session_id: r.text(3)?,
-            generation_id: r.text(4)?,
-            role: r.text(5)?,
-            profile: r.text(6)?,
-            pid: r.opt_int(7)?,
+            ids: WorkerIds {
+                worker_identity: r.text(0)?,
+                client_name: r.text(1)?,
+                client_instance_id: r.text(2)?,
+                session_id: r.text(3)?,
+                generation_id: r.text(4)?,
+                role: r.text(5)?,
+                profile: r.text(6)?,
+                pid: r.opt_int(7)?,
+            },
             started_at: r.time(8)?,
             last_heartbeat_at: r.time(9)?,
             heartbeat_ttl_seconds: r.real(10)?,

@@ -439,10 +439,10 @@ impl Gate {
         let row = self.store.get_worker(identity).map_err(NoActor::Registry)?;
         let row = row.ok_or_else(|| NoActor::Unregistered((*identity).to_owned()))?;
         Ok(fleetgate_core::workflow::Actor {
-            worker: row.worker_identity,
+            worker: row.ids.worker_identity,
             profile: call.member.profile.clone(),
-            client: row.client_name,
-            session: row.session_id,
+            client: row.ids.client_name,
+            session: row.ids.session_id,
             principal: principal.map(str::to_owned),
         })
     }

@@ -46,7 +46,7 @@ fn provenance_of(
     now: Timestamp,
     pid_alive: &dyn Fn(Option<i64>) -> bool,
 ) -> Provenance {
-    let alive = record.is_some_and(|r| pid_alive(r.pid));
+    let alive = record.is_some_and(|r| pid_alive(r.ids.pid));
     assess(&ProvenanceInput {
         worker_identity,
         record,
@@ -113,8 +113,8 @@ pub fn session_provenance(
         Ok(row) => row,
         Err(e) => return unowned(format!("the registry cannot be read: {e}")),
     };
-    let generation = generation.map(str::to_owned).or_else(|| row.as_ref().map(|r| r.generation_id.clone()));
-    let pid = served_by.or_else(|| row.as_ref().and_then(|r| r.pid));
+    let generation = generation.map(str::to_owned).or_else(|| row.as_ref().map(|r| r.ids.generation_id.clone()));
+    let pid = served_by.or_else(|| row.as_ref().and_then(|r| r.ids.pid));
     let client_managed = pid
         .and_then(|pid| observer.processes().environ(pid).ok())
         .is_some_and(|env| env.get(EnvKey::ClientManaged, env_prefix) == Some("1"));

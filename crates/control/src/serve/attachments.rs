@@ -8,7 +8,7 @@ use super::identity::Identity;
 use crate::heartbeat::{HeartbeatParams, HeartbeatStatus, WorkerHeartbeat, worker_heartbeat_status};
 use crate::metrics::GatewayMetrics;
 use fleetgate_core::Clock;
-use fleetgate_core::worker::{Registration, worker_identity};
+use fleetgate_core::worker::{Registration, WorkerIds, worker_identity};
 use fleetgate_gateway::AttachmentId;
 use fleetgate_store::Store;
 use fleetgate_supervise::Supervisor;
@@ -54,13 +54,13 @@ struct Attached {
 /// another session, client, member or generation, a pid, or stopped — if it is not.
 fn shared_mismatch(found: Option<&fleetgate_core::worker::WorkerRecord>, made: &Registration) -> Option<String> {
     let Some(row) = found else { return Some("its row cannot be read".into()) };
-    let client = fleetgate_core::client::normalize_client_name(&made.client_name);
+    let client = fleetgate_core::client::normalize_client_name(&made.ids.client_name);
     let checks = [
-        (row.session_id == made.session_id, "another session"),
-        (row.client_name == client, "another client"),
-        (row.profile == made.profile && row.role == made.role, "another member"),
-        (row.generation_id == made.generation_id, "another generation"),
-        (row.pid.is_none(), "a process's pid"),
+        (row.ids.session_id == made.ids.session_id, "another session"),
+        (row.ids.client_name == client, "another client"),
+        (row.ids.profile == made.ids.profile && row.ids.role == made.ids.role, "another member"),
+        (row.ids.generation_id == made.ids.generation_id, "another generation"),
+        (row.ids.pid.is_none(), "a process's pid"),
         (row.status == fleetgate_core::worker::WorkerStatus::Active, "stopped"),
     ];
     checks.iter().find(|(ok, _)| !ok).map(|(_, why)| format!("its row holds {why}"))
@@ -175,14 +175,16 @@ impl Attachments {
             (identity, generation, Some(with.identity.pid))
         };
         let registration = Registration {
-            worker_identity: identity,
-            client_name: client.name.clone(),
-            client_instance_id: client.instance,
-            session_id: client.session.clone(),
-            generation_id: generation.clone(),
-            role: with.identity.member.role.clone(),
-            profile: with.identity.member.profile.clone(),
-            pid,
+            ids: WorkerIds {
+                worker_identity: identity,
+                client_name: client.name.clone(),
+                client_instance_id: client.instance,
+                session_id: client.session.clone(),
+                generation_id: generation.clone(),
+                role: with.identity.member.role.clone(),
+                profile: with.identity.member.profile.clone(),
+                pid,
+            },
             heartbeat_ttl_seconds: with.ttl_seconds,
         };
         let outcome = match with.store.register(&registration, now) {
@@ -196,9 +198,9 @@ impl Attachments {
         if client.shared && !outcome.created {
             // A shared worker's identity is predictable: the row found under it is adopted only
             // when it is what a replica would have made, never one somebody else wrote there.
-            let found = with.store.get_worker(&registration.worker_identity).ok().flatten();
+            let found = with.store.get_worker(&registration.ids.worker_identity).ok().flatten();
             if let Some(why) = shared_mismatch(found.as_ref(), &registration) {
-                let why = AttachError::NotOurs { identity: registration.worker_identity.clone(), why };
+                let why = AttachError::NotOurs { identity: registration.ids.worker_identity.clone(), why };
                 state.attach_errors.insert(attachment, why.to_string());
                 return Err(why);
             }
@@ -331,18 +333,20 @@ impl Attachments {
 mod tests {
     use super::{Registration, SHARED_GENERATION, shared_mismatch};
     use fleetgate_core::Timestamp;
-    use fleetgate_core::worker::WorkerStatus;
+    use fleetgate_core::worker::{WorkerIds, WorkerStatus};
 
     fn made() -> Registration {
         Registration {
-            worker_identity: "wrk-stateless-00ff".into(),
-            client_name: "alice".into(),
-            client_instance_id: "cursor 1.0".into(),
-            session_id: "stateless-00ff".into(),
-            generation_id: SHARED_GENERATION.into(),
-            role: "merger".into(),
-            profile: "prgs-merger".into(),
-            pid: None,
+            ids: WorkerIds {
+                worker_identity: "wrk-stateless-00ff".into(),
+                client_name: "alice".into(),
+                client_instance_id: "cursor 1.0".into(),
+                session_id: "stateless-00ff".into(),
+                generation_id: SHARED_GENERATION.into(),
+                role: "merger".into(),
+                profile: "prgs-merger".into(),
+                pid: None,
+            },
             heartbeat_ttl_seconds: 30.0,
         }
     }
@@ -354,11 +358,11 @@ mod tests {
         assert!(shared_mismatch(None, &made()).is_some(), "no row read");
         type Change = fn(&mut fleetgate_core::worker::WorkerRecord);
         let squatted: [(&str, Change); 6] = [
-            ("another session", |r| r.session_id = "sess-x".into()),
-            ("another client", |r| r.client_name = "codex".into()),
-            ("another member", |r| r.profile = "prgs-author".into()),
-            ("another generation", |r| r.generation_id = "gen-boot-1".into()),
-            ("a process's pid", |r| r.pid = Some(4242)),
+            ("another session", |r| r.ids.session_id = "sess-x".into()),
+            ("another client", |r| r.ids.client_name = "codex".into()),
+            ("another member", |r| r.ids.profile = "prgs-author".into()),
+            ("another generation", |r| r.ids.generation_id = "gen-boot-1".into()),
+            ("a process's pid", |r| r.ids.pid = Some(4242)),
             ("stopped", |r| r.status = WorkerStatus::Stopped),
         ];
         for (why, change) in squatted {

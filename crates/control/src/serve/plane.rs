@@ -186,7 +186,7 @@ impl FleetControl {
         let profile = &self.identity.member.profile;
         Ok(workers
             .into_iter()
-            .filter(|w| &w.profile == profile && w.client_name == name)
+            .filter(|w| &w.ids.profile == profile && w.ids.client_name == name)
             .filter(|w| fleetgate_core::worker::is_live(w, now, true).live)
             .collect())
     }
@@ -786,7 +786,7 @@ impl ControlPlane for FleetControl {
                 stateless: true,
             };
             let shared = format!("wrk-{}", stateless_session(member, &attach));
-            if live.iter().any(|w| w.worker_identity == shared) {
+            if live.iter().any(|w| w.ids.worker_identity == shared) {
                 return Ok(());
             }
         }

@@ -180,7 +180,7 @@ fn actor(plane: &FleetControl, attachment: fleetgate_gateway::AttachmentId) -> R
 /// Does the holder still own its session (registered, active, fresh, same session)?
 pub fn holder_alive(store: &dyn Store, holder: &Actor, now: Timestamp) -> bool {
     match store.get_worker(&holder.worker) {
-        Ok(Some(row)) => row.session_id == holder.session && fleetgate_core::worker::is_live(&row, now, true).live,
+        Ok(Some(row)) => row.ids.session_id == holder.session && fleetgate_core::worker::is_live(&row, now, true).live,
         _ => false,
     }
 }

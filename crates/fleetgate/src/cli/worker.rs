@@ -5,7 +5,7 @@ use crate::cli::context::Ctx;
 use crate::cli::output::{Exit, Reply, older_than, parse_flag, pruned, table};
 use anyhow::bail;
 use fleetgate_core::BlockerKind;
-use fleetgate_core::worker::{HeartbeatRequest, Registration, WorkerRecord, WorkerShown, worker_identity};
+use fleetgate_core::worker::{HeartbeatRequest, Registration, WorkerIds, WorkerRecord, WorkerShown, worker_identity};
 use fleetgate_host::probe::probe_pid;
 use serde_json::json;
 
@@ -54,14 +54,16 @@ fn register(ctx: &Ctx, a: &RegisterArgs) -> anyhow::Result<Reply> {
     }
     let now = ctx.now();
     let registration = Registration {
-        worker_identity: worker_identity(&a.client, &a.session, now, fleetgate_host::nonce()),
-        client_name: a.client.clone(),
-        client_instance_id: a.instance.clone().unwrap_or_else(|| a.session.clone()),
-        session_id: a.session.clone(),
-        generation_id: a.generation.clone(),
-        role: a.role.clone(),
-        profile: a.profile.clone(),
-        pid: Some(pid),
+        ids: WorkerIds {
+            worker_identity: worker_identity(&a.client, &a.session, now, fleetgate_host::nonce()),
+            client_name: a.client.clone(),
+            client_instance_id: a.instance.clone().unwrap_or_else(|| a.session.clone()),
+            session_id: a.session.clone(),
+            generation_id: a.generation.clone(),
+            role: a.role.clone(),
+            profile: a.profile.clone(),
+            pid: Some(pid),
+        },
         heartbeat_ttl_seconds: ttl,
     };
     let outcome = ctx.store()?.register(&registration, now)?;
@@ -111,7 +113,7 @@ fn missing(identity: &str) -> Reply {
 }
 
 fn shown(ctx: &Ctx, row: &WorkerRecord) -> serde_json::Value {
-    serde_json::to_value(WorkerShown::new(row, ctx.now(), probe_pid(row.pid))).unwrap_or_default()
+    serde_json::to_value(WorkerShown::new(row, ctx.now(), probe_pid(row.ids.pid))).unwrap_or_default()
 }
 
 fn show(ctx: &Ctx, identity: &str) -> anyhow::Result<Reply> {

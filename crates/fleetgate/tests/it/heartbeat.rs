@@ -96,7 +96,7 @@ fn repeated_heartbeats_create_no_duplicate_rows() {
     }
     let rows = store.list_workers().unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].worker_identity, out.worker_identity);
+    assert_eq!(rows[0].ids.worker_identity, out.worker_identity);
     assert_eq!(sup.status().beats_renewed, 5);
 }
 

@@ -205,7 +205,7 @@ fn fleet_judged(
         stateless: false,
     };
     control.on_client_attach(AttachmentId(1), &client).unwrap();
-    let worker = store.list_workers().unwrap()[0].worker_identity.clone();
+    let worker = store.list_workers().unwrap()[0].ids.worker_identity.clone();
     Fleet { _dir: dir, store, host, gate, control, config, worker, spec }
 }
 

@@ -17,7 +17,7 @@ use fleetgate_core::approval::{ApprovalRequest, ApprovalState, Approver, call_di
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::prune::Retention;
 use fleetgate_core::runtime::{HostIdentity, ProcessScan};
-use fleetgate_core::worker::Registration;
+use fleetgate_core::worker::{Registration, WorkerIds};
 use fleetgate_core::workflow::{
     Actor, ClaimPlan, LeaseTerms, PrDecision, PrOrigin, PrPush, PrRef, Purpose, ReviewVerdict,
 };
@@ -181,18 +181,20 @@ fn write_year(store: &dyn Store) -> Referenced {
         store.answer_approval(&request.id, (&op, &Default::default()), true, None, at.plus_seconds(30)).unwrap();
         assert!(store.use_approval(&request.id, at, at.plus_seconds(40)).unwrap().is_some());
         let registration = Registration {
-            worker_identity: format!("wrk-day-{d}"),
-            client_name: "codex".into(),
-            client_instance_id: "i".into(),
-            session_id: format!("s-day-{d}"),
-            generation_id: "gen-1".into(),
-            role: "author".into(),
-            profile: "prgs-author".into(),
-            pid: Some(4000 + d),
+            ids: WorkerIds {
+                worker_identity: format!("wrk-day-{d}"),
+                client_name: "codex".into(),
+                client_instance_id: "i".into(),
+                session_id: format!("s-day-{d}"),
+                generation_id: "gen-1".into(),
+                role: "author".into(),
+                profile: "prgs-author".into(),
+                pid: Some(4000 + d),
+            },
             heartbeat_ttl_seconds: 30.0,
         };
         store.register(&registration, at).unwrap();
-        store.deregister_worker(&registration.worker_identity, at.plus_seconds(3600)).unwrap();
+        store.deregister_worker(&registration.ids.worker_identity, at.plus_seconds(3600)).unwrap();
         let host = HostIdentity { host_id: format!("host-{}", d % 5), boot_id: format!("boot-{d}") };
         store.publish_observation(&host, &ProcessScan::of(vec![]), at).unwrap();
     }
@@ -309,14 +311,16 @@ fn year(store: &dyn Store) {
 
     // The store works as before: a new worker, a lease on a pruned PR's number, an audit entry.
     let registration = Registration {
-        worker_identity: "wrk-after".into(),
-        client_name: "codex".into(),
-        client_instance_id: "i".into(),
-        session_id: "s-after".into(),
-        generation_id: "gen-2".into(),
-        role: "merger".into(),
-        profile: "prgs-merger".into(),
-        pid: Some(9999),
+        ids: WorkerIds {
+            worker_identity: "wrk-after".into(),
+            client_name: "codex".into(),
+            client_instance_id: "i".into(),
+            session_id: "s-after".into(),
+            generation_id: "gen-2".into(),
+            role: "merger".into(),
+            profile: "prgs-merger".into(),
+            pid: Some(9999),
+        },
         heartbeat_ttl_seconds: 30.0,
     };
     assert!(store.register(&registration, now).unwrap().created);

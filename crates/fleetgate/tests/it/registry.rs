@@ -5,7 +5,7 @@ use fleetgate_control::gate::assess_provenance;
 use fleetgate_core::BlockerKind;
 use fleetgate_core::env::EnvSnapshot;
 use fleetgate_core::provenance::Ownership;
-use fleetgate_core::worker::{DriftField, HeartbeatRequest, Registration, is_live};
+use fleetgate_core::worker::{DriftField, HeartbeatRequest, Registration, WorkerIds, is_live};
 
 fn managed() -> EnvSnapshot {
     EnvSnapshot::from_pairs([("GITEA_CLIENT_MANAGED", "1")])
@@ -59,7 +59,7 @@ fn two_client_names_stay_distinct_rows_and_identities() {
     assert_ne!(a.worker_identity, b.worker_identity);
     let rows = store.list_workers().unwrap();
     assert_eq!(rows.len(), 2);
-    let client_of = |id: &str| rows.iter().find(|r| r.worker_identity == id).unwrap().client_name.clone();
+    let client_of = |id: &str| rows.iter().find(|r| r.ids.worker_identity == id).unwrap().ids.client_name.clone();
     assert_eq!(client_of(&a.worker_identity), "claude_code");
     assert_eq!(client_of(&b.worker_identity), "gemini");
 }
@@ -69,14 +69,16 @@ fn registering_the_same_identity_again_makes_no_second_row() {
     let (_d, store) = fresh_store();
     let first = attach(&*store, Attach::default());
     let again = Registration {
-        worker_identity: first.worker_identity.clone(),
-        client_name: "gemini".into(),
-        client_instance_id: "other".into(),
-        session_id: "sess-other".into(),
-        generation_id: "gen-other".into(),
-        role: "author".into(),
-        profile: "prgs-author".into(),
-        pid: Some(1),
+        ids: WorkerIds {
+            worker_identity: first.worker_identity.clone(),
+            client_name: "gemini".into(),
+            client_instance_id: "other".into(),
+            session_id: "sess-other".into(),
+            generation_id: "gen-other".into(),
+            role: "author".into(),
+            profile: "prgs-author".into(),
+            pid: Some(1),
+        },
         heartbeat_ttl_seconds: 5.0,
     };
     let out = store.register(&again, now().plus_seconds(10)).unwrap();
@@ -84,7 +86,7 @@ fn registering_the_same_identity_again_makes_no_second_row() {
     assert_eq!(out.fencing_epoch, first.fencing_epoch);
     let rows = store.list_workers().unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].session_id, "sess-0001", "the existing row is left as it was");
+    assert_eq!(rows[0].ids.session_id, "sess-0001", "the existing row is left as it was");
 }
 
 #[test]
@@ -116,7 +118,7 @@ fn each_expectation_fences_a_renewal() {
 fn aliases_of_one_application_are_not_impostors() {
     let (_d, store) = fresh_store();
     let out = attach(&*store, Attach { client: "claude", ..Default::default() });
-    assert_eq!(store.get_worker(&out.worker_identity).unwrap().unwrap().client_name, "claude_code");
+    assert_eq!(store.get_worker(&out.worker_identity).unwrap().unwrap().ids.client_name, "claude_code");
     let req = HeartbeatRequest {
         expected_client_name: Some("claude_desktop".into()),
         ..renew(&out.worker_identity, out.fencing_epoch)
@@ -153,7 +155,7 @@ fn stale_epoch_is_refused_and_claims_fence_old_holders() {
     assert_eq!(old.blocker_kind, Some(BlockerKind::WorkerFenced));
     assert!(old.reasons[0].contains("epoch"), "{:?}", old.reasons);
     assert!(store.heartbeat(&renew(id, claim.fencing_epoch), now().plus_seconds(10)).unwrap().renewed);
-    assert_eq!(store.get_worker(id).unwrap().unwrap().generation_id, "gen-0002");
+    assert_eq!(store.get_worker(id).unwrap().unwrap().ids.generation_id, "gen-0002");
     assert!(store.claim_generation("wrk-nobody", "g", now()).unwrap().is_none());
 }
 
@@ -188,14 +190,16 @@ fn dead_worker_expires_even_with_a_live_pid() {
 fn invalid_registrations_are_refused_and_write_nothing() {
     let (_d, store) = fresh_store();
     let bad = Registration {
-        worker_identity: "wrk-x".into(),
-        client_name: "claude".into(),
-        client_instance_id: "i".into(),
-        session_id: "s".into(),
-        generation_id: "g".into(),
-        role: "author".into(),
-        profile: "p".into(),
-        pid: Some(1),
+        ids: WorkerIds {
+            worker_identity: "wrk-x".into(),
+            client_name: "claude".into(),
+            client_instance_id: "i".into(),
+            session_id: "s".into(),
+            generation_id: "g".into(),
+            role: "author".into(),
+            profile: "p".into(),
+            pid: Some(1),
+        },
         heartbeat_ttl_seconds: 0.0,
     };
     let err = store.register(&bad, now()).unwrap_err();

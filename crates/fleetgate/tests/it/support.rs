@@ -2,7 +2,7 @@
 //! and injects transient failures, and the CLI under test.
 
 use fleetgate_core::Timestamp;
-use fleetgate_core::worker::{RegisterOutcome, Registration, worker_identity};
+use fleetgate_core::worker::{RegisterOutcome, Registration, WorkerIds, worker_identity};
 use fleetgate_store::{Layer, Store, StoreError, StoreErrorKind};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -44,14 +44,16 @@ pub fn attach(store: &dyn Store, a: Attach<'_>) -> RegisterOutcome {
     store
         .register(
             &Registration {
-                worker_identity: identity,
-                client_name: a.client.into(),
-                client_instance_id: format!("inst-{}", a.session),
-                session_id: a.session.into(),
-                generation_id: a.generation.into(),
-                role: "author".into(),
-                profile: "prgs-author".into(),
-                pid: Some(a.pid),
+                ids: WorkerIds {
+                    worker_identity: identity,
+                    client_name: a.client.into(),
+                    client_instance_id: format!("inst-{}", a.session),
+                    session_id: a.session.into(),
+                    generation_id: a.generation.into(),
+                    role: "author".into(),
+                    profile: "prgs-author".into(),
+                    pid: Some(a.pid),
+                },
                 heartbeat_ttl_seconds: a.ttl,
             },
             n,

@@ -2,7 +2,7 @@
 //! the registration of a benchmark worker.
 
 use fleetgate_core::Timestamp;
-use fleetgate_core::worker::Registration;
+use fleetgate_core::worker::{Registration, WorkerIds};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub fn now() -> Timestamp {
@@ -13,14 +13,16 @@ pub fn now() -> Timestamp {
 /// A valid registration of `identity`, its session `s` and generation `g`.
 pub fn registration(identity: impl Into<String>, ttl: f64) -> Registration {
     Registration {
-        worker_identity: identity.into(),
-        client_name: "bench".into(),
-        client_instance_id: "i".into(),
-        session_id: "s".into(),
-        generation_id: "g".into(),
-        role: "author".into(),
-        profile: "p".into(),
-        pid: Some(1),
+        ids: WorkerIds {
+            worker_identity: identity.into(),
+            client_name: "bench".into(),
+            client_instance_id: "i".into(),
+            session_id: "s".into(),
+            generation_id: "g".into(),
+            role: "author".into(),
+            profile: "p".into(),
+            pid: Some(1),
+        },
         heartbeat_ttl_seconds: ttl,
     }
 }

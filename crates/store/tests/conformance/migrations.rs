@@ -129,7 +129,7 @@ fn check_survivors(store: &dyn Store, version: u32) {
     let workers = store.list_workers().unwrap();
     if version >= 1 {
         let row = &workers[0];
-        assert_eq!((row.worker_identity.as_str(), row.renewal_count), ("w-old", 1), "at version {version}");
+        assert_eq!((row.ids.worker_identity.as_str(), row.renewal_count), ("w-old", 1), "at version {version}");
         assert_eq!(row.last_heartbeat_at, now().plus_seconds(60));
     } else {
         assert!(workers.is_empty());

@@ -25,14 +25,14 @@ pub fn pruning_deletes_old_history_and_never_a_live_row(fx: &Fixture) {
 
     let pruned = store.prune_workers(hour, judged_at).unwrap();
     assert_eq!(pruned, ["w-expired", "w-stopped"], "the day-old expired and stopped rows");
-    let left: Vec<String> = store.list_workers().unwrap().into_iter().map(|w| w.worker_identity).collect();
+    let left: Vec<String> = store.list_workers().unwrap().into_iter().map(|w| w.ids.worker_identity).collect();
     assert_eq!(left, ["w-live", "w-recent-stop", "w-young-expiry"]);
     assert!(store.prune_workers(hour, judged_at).unwrap().is_empty(), "nothing more to prune");
 
     // Age zero: every expired or stopped row, still never the live one.
     let pruned = store.prune_workers(0, judged_at).unwrap();
     assert_eq!(pruned, ["w-recent-stop", "w-young-expiry"]);
-    let left: Vec<String> = store.list_workers().unwrap().into_iter().map(|w| w.worker_identity).collect();
+    let left: Vec<String> = store.list_workers().unwrap().into_iter().map(|w| w.ids.worker_identity).collect();
     assert_eq!(left, ["w-live"]);
     // The live row renews as before.
     assert!(store.heartbeat(&renewal("w-live", 1), judged_at).unwrap().renewed);

@@ -14,14 +14,17 @@ pub fn register_is_insert_or_nothing(fx: &Fixture) {
     let out = attach(&*store, "w1");
     assert_eq!((out.fencing_epoch, out.client_name.as_str(), out.started_at), (1, "claude_code", now()));
     let row = store.get_worker("w1").unwrap().expect("the row");
-    assert_eq!(row.client_name, "claude_code", "stored normalised");
+    assert_eq!(row.ids.client_name, "claude_code", "stored normalised");
     assert_eq!(row.started_at, row.last_heartbeat_at);
-    assert_eq!((row.fencing_epoch, row.status, row.renewal_count, row.pid), (1, WorkerStatus::Active, 0, Some(4242)));
+    assert_eq!(
+        (row.fencing_epoch, row.status, row.renewal_count, row.ids.pid),
+        (1, WorkerStatus::Active, 0, Some(4242))
+    );
     assert_eq!(row.heartbeat_ttl_seconds, TTL);
 
     // The same identity again, with other fields and later: nothing is written.
     let mut again = registration("w1");
-    again.session_id = "sess-other".into();
+    again.ids.session_id = "sess-other".into();
     again.heartbeat_ttl_seconds = 30.0;
     let out = store.register(&again, now().plus_seconds(60)).unwrap();
     assert!(!out.created);
@@ -34,13 +37,13 @@ pub fn registration_is_validated(fx: &Fixture) {
     let store = fx.open();
     let mut cases = Vec::new();
     let mut r = registration("w1");
-    r.session_id = "  ".into();
+    r.ids.session_id = "  ".into();
     cases.push(r);
     let mut r = registration("w1");
     r.heartbeat_ttl_seconds = 0.0;
     cases.push(r);
     let mut r = registration("w1");
-    r.pid = Some(0);
+    r.ids.pid = Some(0);
     cases.push(r);
     for bad in cases {
         let err = store.register(&bad, now()).unwrap_err();
@@ -51,9 +54,9 @@ pub fn registration_is_validated(fx: &Fixture) {
     assert!(store.list_workers().unwrap().is_empty());
     // No pid is fine, and is recorded as none.
     let mut r = registration("w2");
-    r.pid = None;
+    r.ids.pid = None;
     assert!(store.register(&r, now()).unwrap().created);
-    assert_eq!(store.get_worker("w2").unwrap().unwrap().pid, None);
+    assert_eq!(store.get_worker("w2").unwrap().unwrap().ids.pid, None);
 }
 
 pub fn workers_list_by_start_then_identity_bytes(fx: &Fixture) {
@@ -64,9 +67,9 @@ pub fn workers_list_by_start_then_identity_bytes(fx: &Fixture) {
         attach(&*store, id);
     }
     let mut early = registration("wz-early");
-    early.session_id = "sess-early".into();
+    early.ids.session_id = "sess-early".into();
     store.register(&early, now().plus_seconds(-5)).unwrap();
-    let ids: Vec<String> = store.list_workers().unwrap().into_iter().map(|w| w.worker_identity).collect();
+    let ids: Vec<String> = store.list_workers().unwrap().into_iter().map(|w| w.ids.worker_identity).collect();
     assert_eq!(ids, ["wz-early", "w-a", "wA", "wB", "w_a", "wa"]);
 }
 
@@ -130,7 +133,7 @@ pub fn renewal_checks_every_expectation(fx: &Fixture) {
 
     // A pid expected of a row that recorded none: drift, recorded null.
     let mut r = registration("w2");
-    r.pid = None;
+    r.ids.pid = None;
     store.register(&r, now()).unwrap();
     let out = store.heartbeat(&HeartbeatRequest { expected_pid: Some(9), ..renewal("w2", 1) }, later).unwrap();
     assert_eq!(out.expectation_drift[0].recorded, FieldValue::Null);
@@ -189,7 +192,7 @@ pub fn claim_fences_the_old_epoch(fx: &Fixture) {
     assert_eq!((claim.previous_epoch, claim.fencing_epoch, claim.renewal_count), (1, 2, 3));
     assert_eq!(claim.generation_id, "gen-0002");
     let row = store.get_worker("w1").unwrap().unwrap();
-    assert_eq!((row.fencing_epoch, row.generation_id.as_str(), row.last_heartbeat_at), (2, "gen-0002", at));
+    assert_eq!((row.fencing_epoch, row.ids.generation_id.as_str(), row.last_heartbeat_at), (2, "gen-0002", at));
 
     // The old epoch is fenced, whatever else it presents.
     let out = store.heartbeat(&expect_all("w1"), at).unwrap();

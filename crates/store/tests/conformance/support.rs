@@ -4,7 +4,7 @@
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_core::runtime::RuntimeRecord;
-use fleetgate_core::worker::{HeartbeatRequest, RegisterOutcome, Registration};
+use fleetgate_core::worker::{HeartbeatRequest, RegisterOutcome, Registration, WorkerIds};
 use fleetgate_store::Store;
 
 /// The seed's NOW.
@@ -17,14 +17,16 @@ pub const TTL: f64 = 900.0;
 /// A registration of `identity` with the seed's defaults.
 pub fn registration(identity: &str) -> Registration {
     Registration {
-        worker_identity: identity.into(),
-        client_name: "claude".into(),
-        client_instance_id: "inst-0001".into(),
-        session_id: "sess-0001".into(),
-        generation_id: "gen-0001".into(),
-        role: "author".into(),
-        profile: "prgs-author".into(),
-        pid: Some(4242),
+        ids: WorkerIds {
+            worker_identity: identity.into(),
+            client_name: "claude".into(),
+            client_instance_id: "inst-0001".into(),
+            session_id: "sess-0001".into(),
+            generation_id: "gen-0001".into(),
+            role: "author".into(),
+            profile: "prgs-author".into(),
+            pid: Some(4242),
+        },
         heartbeat_ttl_seconds: TTL,
     }
 }

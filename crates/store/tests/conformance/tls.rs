@@ -55,7 +55,7 @@ impl TlsServer {
     fn assert_encrypted(&self, query: &str) {
         let store = self.open(query).unwrap_or_else(|e| panic!("{query}: {e}"));
         attach(&*store, "w-tls");
-        assert_eq!(store.get_worker("w-tls").unwrap().unwrap().worker_identity, "w-tls");
+        assert_eq!(store.get_worker("w-tls").unwrap().unwrap().ids.worker_identity, "w-tls");
         assert_eq!(self.store_connections_encrypted(), vec![true], "{query}");
     }
 
