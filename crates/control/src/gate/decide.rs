@@ -396,20 +396,6 @@ impl Gate {
         statement
     }
 
-    /// The forge reads deciding `call` still needs, given the reads made so far (the
-    /// gateway's, in `call.forge`): what the call would do, and the PR's head and base for a
-    /// merge or a review. The gateway makes them, then asks again, until none is left.
-    pub fn reads(&self, call: &Call<'_>) -> Vec<Read> {
-        let statement = self.stated(call);
-        let mut reads = statement.stated.as_ref().map(|s| s.missing.clone()).unwrap_or_default();
-        for read in self.workflow_reads(call, &statement) {
-            if !reads.contains(&read) {
-                reads.push(read);
-            }
-        }
-        reads
-    }
-
     /// The reads `statement` of `call` still waits for: what the call would do, else — once
     /// stated — the PR's head and base for a workflow action, those `call.forge` has not made.
     pub fn pending_reads(&self, call: &Call<'_>, statement: &Statement) -> Vec<Read> {

@@ -26,7 +26,7 @@ use fleetgate_core::{Clock, Timestamp};
 use fleetgate_gateway::rmcp::model::{CallToolResult, Tool};
 use fleetgate_gateway::{
     AttachmentId, BlockerKind, CallToJudge, ClientAttach, ControlCall, ControlError, ControlErrorKind, ControlPlane,
-    DownstreamLink, DownstreamRead, GateDecision, Journey, Judgement, Listing, OverBound, ToolCall, Verdict,
+    DownstreamLink, GateDecision, Journey, Judgement, Listing, OverBound, ToolCall, Verdict,
 };
 use fleetgate_supervise::{EventBus, Supervisor};
 use std::sync::{Arc, OnceLock};
@@ -581,20 +581,6 @@ impl ControlPlane for FleetControl {
         self.attachments.detach(&**self.gate.store(), &*self.clock, attachment, reason);
     }
 
-    fn serial_key(&self, _attachment: AttachmentId, call: &ToolCall<'_>) -> Option<String> {
-        let dialect = self.gate.dialect()?;
-        let args = call.arguments?;
-        let text = |k: &str| args.get(k).and_then(serde_json::Value::as_str).filter(|s| !s.is_empty());
-        let (owner, repo) = (text("owner")?, text("repo")?);
-        // A call that only reads, its effect known from its arguments, runs alongside any.
-        let schemas = fleetgate_core::dialect::Unlisted;
-        let stated = dialect.establish(&call.tool.name, args, Some(&call.tool.input_schema), &schemas, &[]);
-        if stated.is_ok_and(|e| e.is_read()) {
-            return None;
-        }
-        Some(format!("{owner}/{repo}").to_lowercase())
-    }
-
     fn hold(
         &self,
         attachment: AttachmentId,
@@ -700,13 +686,6 @@ impl ControlPlane for FleetControl {
         let verdict = self.judge_call(attachment, call);
         self.counted(&span, started, &verdict);
         verdict
-    }
-
-    fn reads(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Vec<DownstreamRead> {
-        let made = Prefetched(call.answers);
-        let gated = self.call_of(attachment, call, &None, Some(&made));
-        let reads = self.gate.reads(&gated);
-        reads.into_iter().map(|r| DownstreamRead { tool: r.tool, arguments: r.arguments }).collect()
     }
 
     fn decide_now(&self, attachment: AttachmentId, call: &ToolCall<'_>) -> Option<Verdict> {

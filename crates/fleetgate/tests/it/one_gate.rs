@@ -16,7 +16,7 @@ use fleetgate_core::{ManualClock, Timestamp};
 use fleetgate_gateway::rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use fleetgate_gateway::{
     AttachmentId, CallToJudge, ClientAttach, ControlCall, ControlPlane, DownstreamError, DownstreamLink,
-    DownstreamStatus, Judgement, Step, Stepwise, ToolCall,
+    DownstreamStatus, Judgement, Step, ToolCall,
 };
 use fleetgate_host::procfs::{ProcEntry, ProcessSource};
 use fleetgate_host::{HostError, HostErrorKind};
@@ -865,9 +865,10 @@ fn drive(control: &FleetControl, mut judgement: Box<dyn Judgement>) -> fleetgate
 }
 
 /// Issue 56: a forwarded mutating call is parsed once and the dialect is asked what it does
-/// once, the answer carried from the serial key through the decision. The same control plane
-/// asked the way the gateway asked before (`decide_now`, `serial_key`, `reads`, `decide`,
-/// each working it out again: [`Stepwise`]) asks the dialect four times.
+/// once, the answer carried from the serial key through the decision. The fleet's control
+/// plane always judges a call itself: the one-question `serial_key` and `reads` (what the
+/// gateway's `Stepwise` journey asks a control plane that makes no judgement of its own)
+/// are no longer its to answer, each working the call out again.
 #[test]
 fn the_dialect_is_asked_once_per_forwarded_mutating_call() {
     let config = CONFIG.replace("[fleet]\n", "[fleet]\nforge = \"gitea-mcp\"\n");
@@ -893,12 +894,12 @@ fn the_dialect_is_asked_once_per_forwarded_mutating_call() {
             assert_eq!(verdict.class, fleetgate_gateway::ToolClass::Mutating);
             assert_eq!(counting.asked(), 1, "the dialect was asked what the call does more than once");
 
-            // The same call the way the gateway asked before: each trip works it out again.
-            let before = counting.asked();
-            let stepwise = Stepwise::journey(control.clone(), AttachmentId(1), call);
-            let verdict = drive(&control, Box::new(stepwise));
-            assert!(verdict.decision.allowed, "{verdict:?}");
-            assert_eq!(counting.asked() - before, 4, "decide_now, serial_key, reads and decide each ask");
+            // The old one-question path is gone from the fleet's control plane: its judgement
+            // alone says the serial key and the reads.
+            let asked = call.tool_call(&[], None);
+            assert_eq!(control.serial_key(AttachmentId(1), &asked), None);
+            assert!(control.reads(AttachmentId(1), &asked).is_empty());
+            assert_eq!(counting.asked(), 1, "nothing asked the dialect again");
             control.on_shutdown("test");
         })
         .await
