@@ -961,7 +961,9 @@ fn a_merge_the_workflow_could_not_judge_is_never_forwarded_unreviewed_or_unpinne
         f.host.run(4300, &[MANAGED]);
         f.store.upsert_runtime(&row("gitea-merger", "prgs-merger", "merger", 4300, "fleet-a")).unwrap();
         let gitea = fleetgate_core::dialect::by_name("gitea-mcp").unwrap();
-        let gate = f.gate.clone().with_dialect(gitea);
+        // The running roster in shadow too: a candidate judges the call as the live gate does.
+        let shadow = fleetgate_control::gate::ShadowRules::new(Arc::new(f.config.clone()));
+        let gate = f.gate.clone().with_dialect(gitea).with_shadow(shadow);
         let merger = f.config.member("prgs-merger").unwrap();
         let decide = |pr: u64| {
             let args =
@@ -1000,5 +1002,6 @@ fn a_merge_the_workflow_could_not_judge_is_never_forwarded_unreviewed_or_unpinne
         assert_eq!(unpinned.blocker_kind.map(|k| k.as_str()), Some("invariant_violated"), "{unpinned:?}");
         let text = unpinned.blocked_reasons.join("; ");
         assert!(text.contains("carries no head pin (`head_commit_id`)"), "{text}");
+        assert_eq!(unpinned.shadow, None, "the same roster in shadow decides it the same: no flip");
     });
 }
