@@ -603,8 +603,8 @@ mod tests {
         }
     }
 
-    fn answer(r: &ApprovalRequest, by: &Approver, approve: bool, p: &People) -> Result<ApprovalRequest, String> {
-        answered(r, by, p, approve, None, Timestamp::from_unix(1)).map_err(|e| e.0)
+    fn answer(r: &ApprovalRequest, by: &Approver, approve: bool, p: &People) -> Result<ApprovalRequest, MayNotAnswer> {
+        answered(r, by, p, approve, None, Timestamp::from_unix(1))
     }
 
     #[test]
@@ -613,7 +613,7 @@ mod tests {
         let r = request(None, &[], 2);
         let once = answer(&r, &who("oidc:alice", &[]), true, &none).unwrap();
         assert_eq!((once.state, approvals_needed(&once)), (ApprovalState::Pending, 1));
-        let again = answer(&once, &who("oidc:alice", &[]), true, &none).unwrap_err();
+        let again = answer(&once, &who("oidc:alice", &[]), true, &none).unwrap_err().0;
         assert!(again.contains("answered request apr-1 already"), "{again}");
         let twice = answer(&once, &who("oidc:bob", &[]), true, &none).unwrap();
         assert_eq!(twice.state, ApprovalState::Approved);
@@ -622,7 +622,7 @@ mod tests {
         assert_eq!(denied.state, ApprovalState::Denied, "a denial by anyone denies");
         assert!(answer(&twice, &who("os:dave", &[]), false, &none).is_err(), "closed");
         // Another channel nothing ties to the first: not counted as a second person.
-        let unknown = answer(&once, &who("os:bob", &[]), true, &none).unwrap_err();
+        let unknown = answer(&once, &who("os:bob", &[]), true, &none).unwrap_err().0;
         assert!(unknown.contains("cannot be counted as a second person"), "{unknown}");
     }
 
@@ -632,11 +632,11 @@ mod tests {
         let r = request(None, &[], 2);
         // Bob from the CLI, then Bob signed in: the same person.
         let cli = answer(&r, &who("os:bob", &[]), true, &p).unwrap();
-        let second = answer(&cli, &who("oidc:u-1234", &[]), true, &p).unwrap_err();
+        let second = answer(&cli, &who("oidc:u-1234", &[]), true, &p).unwrap_err().0;
         assert!(second.contains("already"), "{second}");
         // The dashboard's token, and an OS account several people use, are nobody.
         for shared in ["token:dashboard", "os:root"] {
-            let why = answer(&cli, &who(shared, &[]), true, &p).unwrap_err();
+            let why = answer(&cli, &who(shared, &[]), true, &p).unwrap_err().0;
             assert!(why.contains("credential several people use"), "{shared}: {why}");
             assert_eq!(answer(&cli, &who(shared, &[]), false, &p).unwrap().state, ApprovalState::Denied, "{shared}");
         }

@@ -844,15 +844,15 @@ mod tests {
         v.as_object().cloned().unwrap_or_default()
     }
 
-    /// A forge answering each read from a table.
-    struct Table(Vec<(&'static str, Result<Value, String>)>);
+    /// A forge answering each read from a table (an error: a timeout saying so).
+    struct Table(Vec<(&'static str, Result<Value, &'static str>)>);
 
     impl ForgeReader for Table {
         fn read(&self, tool: &str, _arguments: Map<String, Value>) -> Result<Value, ForgeError> {
-            let answer = self.0.iter().find(|(t, _)| *t == tool).map(|(_, a)| a.clone());
-            answer
-                .unwrap_or_else(|| Err(format!("no {tool}")))
-                .map_err(|why| ForgeError::new(ForgeErrorKind::Timeout, why))
+            match self.0.iter().find(|(t, _)| *t == tool).map(|(_, a)| a.clone()) {
+                Some(answer) => answer.map_err(|why| ForgeError::new(ForgeErrorKind::Timeout, why)),
+                None => Err(ForgeError::new(ForgeErrorKind::Timeout, format!("no {tool}"))),
+            }
         }
     }
 
@@ -872,7 +872,7 @@ mod tests {
         }
         let none = read_pr(forge(None), &target).unwrap_err();
         assert_eq!((none.kind, none.is_transient()), (ForgeErrorKind::NotConfigured, false));
-        let slow = Table(vec![("pull_request_read", Err("timeout".into()))]);
+        let slow = Table(vec![("pull_request_read", Err("timeout"))]);
         let e = read_pr(forge(Some(&slow)), &target).unwrap_err();
         assert!(e.is_transient() && e.message.starts_with("reading PR #3 from the forge: "), "{e:?}");
         let odd = Table(vec![("pull_request_read", Ok(json!({ "not": "a pr" })))]);
