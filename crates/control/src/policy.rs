@@ -32,6 +32,35 @@ pub struct PolicyNotes {
     /// `[[people]]` does not map, and tokens-file principals `[[people]]` names no one behind.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub people: Vec<String>,
+    /// The words the gate reads as closing or reopening an issue in text a call lands (the
+    /// forge's defaults and `[forge]`'s own), when the roster names a forge dialect: the
+    /// operator checks them against the instance's `app.ini`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keywords: Option<ForgeKeywords>,
+}
+
+/// The closing and reopening keywords a forge dialect reads ([`PolicyNotes::keywords`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ForgeKeywords {
+    /// The dialect (`[fleet] forge`).
+    pub forge: String,
+    /// Read as closing an issue.
+    pub close: Vec<String>,
+    /// Read as reopening one (none on GitHub).
+    pub reopen: Vec<String>,
+}
+
+impl ForgeKeywords {
+    /// The note as one line.
+    pub fn line(&self) -> String {
+        let reopen = if self.reopen.is_empty() { "none".to_owned() } else { self.reopen.join(", ") };
+        format!(
+            "{} reads as closing an issue: {}; as reopening one: {reopen} ([forge] close_keywords / reopen_keywords \
+             add an instance's own)",
+            self.forge,
+            self.close.join(", ")
+        )
+    }
 }
 
 impl PolicyNotes {
@@ -76,6 +105,10 @@ pub fn notes(config: &FleetConfig, tokens: Option<&Principals>) -> PolicyNotes {
         principals: fleetgate_core::workflow::principals_holding_independent_roles(&principals, &members),
         principals_count_as_independent: config.workflow.independent_review
             != fleetgate_core::workflow::Independence::Principal,
+        keywords: config.dialect().map(|d| {
+            let (close, reopen) = d.grammar().words();
+            ForgeKeywords { forge: d.name().to_owned(), close, reopen }
+        }),
     }
 }
 
@@ -147,9 +180,11 @@ role = "reviewer"
     #[test]
     fn every_lift_and_every_principal_of_two_independent_roles_is_named() {
         let plain = FleetConfig::parse(ROSTER, "f.toml").unwrap();
+        let keywords = notes(&plain, None).keywords;
+        assert_eq!(keywords.as_ref().map(|k| k.forge.as_str()), Some("gitea-mcp"), "the words it reads, shown");
         assert_eq!(
             notes(&plain, None),
-            PolicyNotes { principals_count_as_independent: false, ..PolicyNotes::default() }
+            PolicyNotes { principals_count_as_independent: false, keywords, ..PolicyNotes::default() }
         );
         let lifted = format!(
             "{ROSTER}\n[workflow]\nindependent_review = \"off\"\n\n[invariants]\nlift = [\"scheduled-merge\"]\n"

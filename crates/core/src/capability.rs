@@ -559,9 +559,13 @@ fn blocks(input: &CapabilityInput<'_>) -> Vec<Block> {
     if let Some(refusal) = input.workflow {
         let mut b = Block::new(refusal.blocker_kind, refusal.reasons.clone(), refusal.operator_action.clone());
         // The approval a merge onto a protected branch needs, at the head it lands, is the
-        // `reviewed-merge` invariant's: no operator's approval stands in for it.
+        // `reviewed-merge` invariant's: no operator's approval stands in for it — nor for a
+        // workflow that could not look for it (no worker to judge the merge as).
         if let Some(guard) = input.guarded.first()
-            && matches!(refusal.blocker_kind, BlockerKind::ApprovalRequired | BlockerKind::StaleHead)
+            && matches!(
+                refusal.blocker_kind,
+                BlockerKind::ApprovalRequired | BlockerKind::StaleHead | BlockerKind::SessionAttachmentMissing
+            )
         {
             b.invariant = true;
             b.reasons.push(format!(
@@ -634,7 +638,8 @@ fn decide(input: &CapabilityInput<'_>) -> Capability {
         .iter()
         .map(|b| format!("invariant `{}` lifted by [invariants] lift: {}", b.invariant, b.reason))
         .collect();
-    for block in blocks(input) {
+    let all = blocks(input);
+    for (at, block) in all.iter().enumerate() {
         let may = block.overridable(input.may_override);
         let standing = input.approvals.and_then(|a| a.override_of(block.kind)).filter(|_| may);
         if let Some(Standing::Approved { id, by }) = standing {
@@ -643,11 +648,22 @@ fn decide(input: &CapabilityInput<'_>) -> Capability {
                 block.kind,
                 block.reasons.join("; ")
             ));
-            used.push(id.clone());
+            // One approval overrides its kind wherever it holds (the session's evidence and
+            // the workflow may both miss the worker): used once.
+            if !used.contains(id) {
+                used.push(id.clone());
+            }
             continue;
         }
-        let refused = verdict_of(input, Some(&block));
-        return if may { overridable_refusal(refused, &block, standing, input.approvals) } else { refused };
+        // When the next block no approval overrides is an invariant's (a protected merge's
+        // review), it stands whatever is overridden before it: it refuses now, and no request
+        // is recorded that could never let the call through.
+        let next_standing = all[at + 1..].iter().find(|b| !b.overridable(input.may_override));
+        if let Some(stands) = next_standing.filter(|b| may && b.invariant) {
+            return verdict_of(input, Some(stands));
+        }
+        let refused = verdict_of(input, Some(block));
+        return if may { overridable_refusal(refused, block, standing, input.approvals) } else { refused };
     }
     let mut allowed = verdict_of(input, None);
     if let Some(rule) = input.ask {

@@ -479,7 +479,8 @@ impl Invariant {
             }
             Self::ReviewedMerge => {
                 "a merge onto a protected branch lands only the head an independent reviewer approved: the PR \
-                 workflow's `approval_required` and `stale_head` on it are never overridden by an operator's approval"
+                 workflow's `approval_required` and `stale_head` on it, and its `session_attachment_missing` (no \
+                 worker to judge the merge as), are never overridden by an operator's approval"
             }
         }
     }

@@ -1,6 +1,8 @@
 //! Which command lines are fleet servers: every fleetgate gateway (`fleetgate …
 //! serve`, wherever its global flags sit) and every command line containing
-//! one of the roster's `process_match` substrings — and which of those stand on their
+//! one of the roster's `process_match` substrings, but for fleetgate's own tools that only
+//! name a server (`fleetgate doctor --snippet -- python mcp_server.py`, the downstream
+//! guard) — and which of those stand on their
 //! own: a process in a gateway's downstream tree (under its guard, at any depth) is part
 //! of that gateway's member, judged here from the listing's (pid, ppid) links alone.
 
@@ -9,6 +11,31 @@ use std::collections::{BTreeSet, HashMap};
 /// Global flags of the fleetgate CLI that take a value (skipped when looking
 /// for the subcommand).
 const VALUE_FLAGS: &[&str] = &["--store", "--config"];
+
+/// fleetgate's subcommands that never serve MCP themselves, though their command lines may
+/// name a server (`doctor --snippet -- …`, `pr`'s forge command): a neighbour's doctor run
+/// must not close this fleet's gate. `serve` is a gateway; `debug` (the test fixtures) and
+/// any subcommand not listed here are matched like any other command line (fail closed).
+pub const TOOLS: &[&str] = &[
+    "dashboard",
+    "demo",
+    "completions",
+    "init",
+    "man",
+    "worker",
+    "runtime",
+    "inventory",
+    "env",
+    "capability",
+    "approvals",
+    "prune",
+    "rules",
+    "audit",
+    "doctor",
+    "pr",
+    "tools",
+    "help",
+];
 
 /// The matcher, built from the roster's `process_match`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,12 +67,17 @@ impl FleetMatcher {
         })
     }
 
+    /// `argv` is one of fleetgate's own tools ([`TOOLS`]): never a server itself.
+    pub fn is_fleetgate_tool(argv: &[String]) -> bool {
+        fleetgate_subcommand(argv).is_some_and(|mut words| words.next().is_some_and(|w| TOOLS.contains(&w)))
+    }
+
     /// `argv` is a fleet server of either kind.
     pub fn matches(&self, argv: &[String]) -> bool {
         if Self::is_gateway(argv) {
             return true;
         }
-        if Self::is_downstream_guard(argv) {
+        if Self::is_downstream_guard(argv) || Self::is_fleetgate_tool(argv) {
             return false;
         }
         let line = argv.join(" ");
@@ -201,6 +233,13 @@ mod tests {
         assert!(FleetMatcher::is_downstream_guard(&guard));
         assert!(!m.matches(&guard), "the guard is not a server, though it names one");
         assert!(m.matches(&v("fleetgate debug forge-fixture -- python mcp_server.py")));
+        // fleetgate's own tools name a server without being one; an unknown subcommand is
+        // matched (fail closed).
+        let doctor = "/x/fleetgate --config /t/fleet.toml doctor --client codex --snippet -- python3 mcp_server.py";
+        assert!(!m.matches(&v(doctor)), "a neighbour's doctor run is not a server");
+        assert!(!m.matches(&v("fleetgate --store /s.db pr claim -- mcp_server.py")));
+        assert!(m.matches(&v("fleetgate frobnicate -- python mcp_server.py")));
+        assert!(m.matches(&v("python mcp_server.py doctor")));
     }
 
     /// A listing of (pid, ppid, command line).

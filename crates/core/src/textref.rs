@@ -47,6 +47,17 @@ impl Grammar {
     pub fn with(&self, keywords: Keywords) -> Self {
         Self { instance: keywords, ..self.clone() }
     }
+
+    /// Every word read as closing an issue, then every one read as reopening: the forge's
+    /// defaults, then the instance's own (what `doctor` shows the operator).
+    pub fn words(&self) -> (Vec<String>, Vec<String>) {
+        let all = |defaults: &[&str], instance: &[String]| {
+            let mut out: Vec<String> = defaults.iter().map(|w| (*w).to_owned()).collect();
+            out.extend(instance.iter().filter(|w| !defaults.contains(&w.as_str())).cloned());
+            out
+        };
+        (all(self.close, self.instance.close()), all(self.reopen, self.instance.reopen()))
+    }
 }
 
 /// An instance's own closing and reopening keywords (Gitea's `[repository.pull-request]

@@ -607,17 +607,43 @@ impl Conditions {
     /// `reviewed-merge` invariant's).
     fn may(&self, kind: BlockerKind) -> bool {
         let may: Vec<BlockerKind> = self.may_override.iter().map(|(k, _)| *k).collect();
-        let guarded = self.protected_merge
-            && self.workflow == Some(kind)
-            && matches!(kind, BlockerKind::ApprovalRequired | BlockerKind::StaleHead);
+        let guarded = self.guarded() == Some(kind) && kind != BlockerKind::SessionAttachmentMissing;
         overridable(kind, &may) && !guarded
     }
 
-    /// The verdict the precedence, the overrides and the operator's part name.
+    /// The workflow's refusal of a merge onto a protected branch that the `reviewed-merge`
+    /// invariant makes its own (the approval at the head, or a workflow that could not look
+    /// for it for want of a worker): held last, never overridden.
+    fn guarded(&self) -> Option<BlockerKind> {
+        self.workflow.filter(|k| {
+            self.protected_merge
+                && self.class == ToolClass::Mutating
+                && matches!(
+                    k,
+                    BlockerKind::ApprovalRequired | BlockerKind::StaleHead | BlockerKind::SessionAttachmentMissing
+                )
+        })
+    }
+
+    /// The verdict the precedence, the overrides and the operator's part name: the first
+    /// condition no approval replaces — or, when that one is overridable and the next one no
+    /// approval may override is the guarded workflow refusal, that refusal (no request that
+    /// could never help).
     fn expected(&self) -> Option<BlockerKind> {
         let approved = |k: BlockerKind| self.may_override.iter().any(|(m, a)| *m == k && *a);
-        if let Some(first) = self.held().into_iter().find(|k| !(self.may(*k) && approved(*k))) {
-            return Some(first);
+        let held = self.held();
+        let guard = self.guarded().filter(|_| held.last() == self.workflow.as_ref());
+        let may_at = |i: usize| self.may(held[i]) && !(guard.is_some() && i + 1 == held.len());
+        for (i, &k) in held.iter().enumerate() {
+            if may_at(i) && approved(k) {
+                continue;
+            }
+            let next_standing = (i + 1..held.len()).find(|j| !may_at(*j));
+            let guard_stands = guard.is_some() && next_standing == Some(held.len() - 1);
+            return if may_at(i) && guard_stands { guard } else { Some(k) };
+        }
+        if guard.is_some() {
+            unreachable!("the guarded refusal is never overridden");
         }
         if !self.ask {
             return None;
@@ -639,6 +665,7 @@ fn conditions() -> impl Strategy<Value = Conditions> {
         Some(BlockerKind::ReviewLeaseRequired),
         Some(BlockerKind::StaleHead),
         Some(BlockerKind::ApprovalRequired),
+        Some(BlockerKind::SessionAttachmentMissing),
     ]);
     let invariant = prop::option::weighted(0.3, prop::sample::select(Invariant::ALL.to_vec()));
     let may = prop::collection::vec((prop::sample::select(OVERRIDABLE.to_vec()), any::<bool>()), 0..4);
@@ -730,14 +757,20 @@ proptest! {
     #[test]
     fn no_override_lands_an_unreviewed_head_on_a_protected_branch(
         c in conditions(),
-        kind in prop::sample::select(vec![BlockerKind::ApprovalRequired, BlockerKind::StaleHead]),
+        kind in prop::sample::select(vec![
+            BlockerKind::ApprovalRequired,
+            BlockerKind::StaleHead,
+            BlockerKind::SessionAttachmentMissing,
+        ]),
     ) {
         let mut c = c;
         c.class = ToolClass::Mutating;
         c.workflow = Some(kind);
         c.protected_merge = true;
-        c.may_override.retain(|(k, _)| *k != BlockerKind::ApprovalRequired && *k != BlockerKind::StaleHead);
-        c.may_override.extend([(BlockerKind::ApprovalRequired, true), (BlockerKind::StaleHead, true)]);
+        let merge_kinds =
+            [BlockerKind::ApprovalRequired, BlockerKind::StaleHead, BlockerKind::SessionAttachmentMissing];
+        c.may_override.retain(|(k, _)| !merge_kinds.contains(k));
+        c.may_override.extend(merge_kinds.map(|k| (k, true)));
         c.call_standing = 3;
         let verdict = c.case().resolve();
         prop_assert!(!verdict.allowed, "{:?}", verdict);
@@ -763,7 +796,9 @@ proptest! {
         plain.ask = false;
         let refused = plain.case().resolve();
         let Some(first) = refused.blocker_kind else { return Ok(()) };
-        if !plain.may(first) {
+        // A guarded merge's refusal stands whatever is overridden before it
+        // (`no_override_lands_an_unreviewed_head_on_a_protected_branch` covers it).
+        if !plain.may(first) || plain.guarded().is_some() {
             return Ok(());
         }
         let mut one = plain.clone();

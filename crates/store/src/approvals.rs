@@ -223,6 +223,12 @@ pub(crate) const CREATE_EVENTS: &str = "CREATE TABLE IF NOT EXISTS approval_even
 /// Schema v13's column added to `approvals`: what the call does, in words.
 pub(crate) const ADD_DOES: &[(&str, &str, &str)] = &[("approvals", "does", "TEXT")];
 
+/// Schema v14's indexes: what every decision under `[approvals]` reads — the denials of a
+/// tool since a time, a worker's pending requests — found without a scan of the table.
+pub(crate) const CREATE_DECISION_INDEXES: &str =
+    "CREATE INDEX IF NOT EXISTS approvals_denied_by_tool ON approvals (tool, answered_at) WHERE state = 'denied';
+    CREATE INDEX IF NOT EXISTS approvals_pending_by_worker ON approvals (worker) WHERE state = 'pending';";
+
 /// Schema v11's columns added to `approvals`.
 pub(crate) const ADD: &[(&str, &str, &str)] = &[
     ("approvals", "approvers", "TEXT"),

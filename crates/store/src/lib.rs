@@ -72,7 +72,7 @@ pub mod prelude {
 
 /// The schema version this build writes. Both engines number their
 /// migrations alike, so a version means the same tables everywhere.
-pub const SCHEMA_VERSION: u32 = 13;
+pub const SCHEMA_VERSION: u32 = 14;
 
 /// The control-plane store: what it stores, one trait per kind of record ([`Registry`],
 /// [`Ledger`], [`Approvals`], [`Audit`], [`Retention`], [`Sessions`], [`Pins`]), and what

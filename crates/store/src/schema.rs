@@ -173,6 +173,12 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         create: "",
         add: crate::approvals::ADD_DOES,
     },
+    Migration {
+        version: 14,
+        name: "indexes for the approvals a decision reads",
+        create: crate::approvals::CREATE_DECISION_INDEXES,
+        add: &[],
+    },
 ];
 
 /// The migrations a store at `current` still needs to reach `target`, or

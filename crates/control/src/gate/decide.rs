@@ -752,7 +752,12 @@ impl Gate {
             provenance,
             inventory: &snap.inventory,
         });
-        let candidate = resolve_task_capability(&self.shadow_input(call, g, parts, evidence));
+        // The candidate is finished as the live verdict is (a merge it would let through
+        // unpinned is refused all the same): only what the rules decide can flip.
+        let unpinned = self.unpinned(call, g);
+        let finish = Finish { unpinned: unpinned.as_deref(), ..Finish::default() };
+        let candidate =
+            resolve_task_capability(&CapabilityInput { finish, ..self.shadow_input(call, g, parts, evidence) });
         let (policy, judgement) = parts;
         let rule = match (judgement.breaches.first(), &policy.rule, candidate.blocker_kind) {
             (Some(b), _, Some(BlockerKind::ProtectedBranch | BlockerKind::InvariantViolated)) => {

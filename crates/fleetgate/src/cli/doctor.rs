@@ -238,6 +238,7 @@ fn report(
     let fixable = findings.iter().filter(|f| f.fixable).count();
     let mut text: Vec<String> = surveyed.iter().map(|s| report::client_text(&s.report)).collect();
     text.extend(notes.lines().into_iter().map(|l| format!("roster: {}", shown(&l, usize::MAX))));
+    text.extend(notes.keywords.as_ref().map(|k| format!("forge: {}", shown(&k.line(), usize::MAX))));
     text.extend(workflows.iter().map(|w| format!("workflow: {}", shown(&w.message, usize::MAX))));
     text.push(if findings.is_empty() && errors.is_empty() && policy_findings == 0 {
         "clean: every client's configuration matches the roster".to_owned()

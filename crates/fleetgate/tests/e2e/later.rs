@@ -5,7 +5,8 @@
 //!
 //! * a closing keyword — in a commit message, a comment, a review, a merge's message; with
 //!   `!`, in another repository's form, as a URL, in any case — never closes an issue its role
-//!   may not close, nor one another author holds; nor does an issue's `ref`;
+//!   may not close, nor one another author holds; nor does an issue's `ref`; nor does Gitea's
+//!   reopening keyword reopen an issue closed by right;
 //! * a merge's deletion of a head in a fork never strands the fork's PR based on it.
 //!
 //! Each asserts the refusal's blocker and that the forge's record did not change: the issues
@@ -253,5 +254,57 @@ fn the_instance_s_own_closing_keyword_is_judged_on_gitea() {
         ("closed".into(), "open".into()),
         "the stand-in reads the instance's word; the held issue stays open"
     );
+    fleet.stop();
+}
+
+/// Gitea also reopens: a reopening keyword (`reopens #N`) in text that reaches the default
+/// branch reopens the closed issue it names. An issue closed by right (its author's PR named
+/// it and merged) is not reopened by the author's commit message, by a comment on the next
+/// PR (Gitea records its keywords and acts on them at the merge), nor by the merger's merge
+/// message; the honest merge after them lands and leaves it closed.
+#[test]
+fn a_reopening_keyword_reopens_no_issue_its_role_may_not_on_gitea() {
+    let _serial = serial();
+    let forge = Forge::Gitea;
+    let mut fleet = Fleet::start_forge(forge, "", &[], None);
+    let done = issue(&mut fleet, "Done");
+    let head = branch(&mut fleet, "fix");
+    let pr = forge.opened(&answer(call(
+        &mut fleet,
+        "author",
+        forge.open_pr_saying("fix", "main", &format!("Fixes #{done}")),
+    )));
+    approve(&mut fleet, pr, &head);
+    ok(call(&mut fleet, "merger", forge.merge(json!(pr))));
+    assert_eq!(issue_state(&mut fleet, done), "closed", "the stand-in closes what the merged PR names");
+
+    let head = branch(&mut fleet, "again");
+    for message in [format!("Reopens #{done}"), format!("reopened: !{done}"), format!("REOPEN FLEET/Forge#{done}")] {
+        let text = refused(
+            call(&mut fleet, "author", forge.write_file("again", "evil.txt", "x", &message, None)),
+            "invariant_violated",
+            "issue-state",
+        );
+        assert!(text.contains(&format!("#{done}")), "{text}");
+    }
+    assert_eq!(fleet.git(&["rev-parse", "again"]), head, "nothing was committed");
+    let next = forge.opened(&answer(call(&mut fleet, "author", forge.open_pr_saying("again", "main", "More work"))));
+    refused(
+        call(&mut fleet, "reviewer", forge.comment(next, &format!("reopens #{done}"))),
+        "invariant_violated",
+        "issue-state",
+    );
+    approve(&mut fleet, next, &head);
+    let main = fleet.git(&["rev-parse", "main"]);
+    refused(
+        call(&mut fleet, "merger", forge.merge_saying(next, &format!("Reopens #{done}"))),
+        "invariant_violated",
+        "issue-state",
+    );
+    assert_eq!(fleet.git(&["rev-parse", "main"]), main, "main did not move");
+    assert_eq!(issue_state(&mut fleet, done), "closed");
+    ok(call(&mut fleet, "merger", forge.merge_saying(next, "More work")));
+    assert_ne!(fleet.git(&["rev-parse", "main"]), main);
+    assert_eq!(issue_state(&mut fleet, done), "closed", "nothing reopened it");
     fleet.stop();
 }

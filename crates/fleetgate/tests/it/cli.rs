@@ -801,3 +801,19 @@ fn every_help_text_lists_both_forges() {
     let init = String::from_utf8_lossy(&init.stdout);
     assert!(init.contains("--forge github-mcp") && init.contains("gitea-mcp"), "{init}");
 }
+
+/// Every subcommand is either a server (`serve`; `debug`'s fixtures; the downstream guard,
+/// judged on its own) or one of the tools the inventory never counts as a fleet server
+/// (`procmatch::TOOLS`): a new subcommand must be put on one side, or a neighbour's run of it
+/// naming a server would close every fleet's gate.
+#[test]
+fn every_subcommand_is_a_server_or_a_tool_the_inventory_knows() {
+    let command = <fleetgate::cli::args::Cli as clap::CommandFactory>::command();
+    let mut names: Vec<String> = command.get_subcommands().map(|c| c.get_name().to_owned()).collect();
+    names.push("help".into());
+    names.sort();
+    let mut known: Vec<String> = fleetgate_core::procmatch::TOOLS.iter().map(|t| (*t).to_owned()).collect();
+    known.extend(["serve", "debug", "downstream-guard"].map(str::to_owned));
+    known.sort();
+    assert_eq!(names, known);
+}

@@ -905,3 +905,103 @@ fn the_dialect_is_asked_once_per_forwarded_mutating_call() {
         .unwrap();
     });
 }
+
+/// A forge of one repository, `org/repo` (default branch `main`): PR 1 `feature` → `main`
+/// and PR 2 `feature` → `dev`, both open at [`HEAD`], nobody's review on them.
+struct OnePr;
+
+impl fleetgate_control::gate::workflow::ForgeReader for OnePr {
+    fn read(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, fleetgate_control::gate::workflow::ForgeError> {
+        let pr = arguments.get("pull_number").or_else(|| arguments.get("index")).and_then(Value::as_u64);
+        let base = match pr {
+            Some(1) => "main",
+            Some(2) => "dev",
+            _ => "",
+        };
+        match (tool, arguments.get("method").and_then(Value::as_str)) {
+            ("search_repos", _) => Ok(json!([{ "full_name": "org/repo", "default_branch": "main" }])),
+            ("list_pull_requests", _) if arguments.get("page").and_then(Value::as_u64) == Some(1) => Ok(
+                json!([{ "number": 1, "head": "feature", "base": "main" }, { "number": 2, "head": "feature", "base": "dev" }]),
+            ),
+            ("list_pull_requests" | "issue_read", _) => Ok(json!([])),
+            ("pull_request_read", Some("get_review_comments" | "get_reviews")) => Ok(json!([])),
+            ("pull_request_read", _) if !base.is_empty() => Ok(json!({
+                "number": pr, "state": "open",
+                "head": { "ref": "feature", "sha": HEAD, "repo": { "full_name": "org/repo" } },
+                "base": { "ref": base, "repo": { "full_name": "org/repo", "default_branch": "main" } },
+            })),
+            (other, _) => Err(fleetgate_control::gate::workflow::ForgeError::new(
+                fleetgate_control::gate::workflow::ForgeErrorKind::Refused,
+                format!("no {other} {arguments:?}"),
+            )),
+        }
+    }
+}
+
+/// The hostile sequence around the PR workflow when it cannot judge the merger (no worker
+/// owns the calling session, so no actor): the roster lets an operator override
+/// `session_attachment_missing`, the operator approves the exact call, and the merger then
+/// merges without the head pin (`head_commit_id`) the workflow would have added. Onto the
+/// protected default branch nothing an operator approves stands in for the review the
+/// workflow could not look for (`reviewed-merge`, refused at once, no request recorded);
+/// onto an unprotected branch the approved override is used, and the merge is still never
+/// forwarded at whatever head the PR has then (`unpinned-merge`).
+#[test]
+fn a_merge_the_workflow_could_not_judge_is_never_forwarded_unreviewed_or_unpinned() {
+    let config = format!(
+        "{}\n[[members]]\nnamespace = \"gitea-merger\"\nprofile = \"prgs-merger\"\nrole = \"merger\"\n\n\
+         [approvals]\nwait_seconds = 0\nmay_override = [\"session_attachment_missing\"]\n",
+        CONFIG.replace("[fleet]\n", "[fleet]\nforge = \"gitea-mcp\"\n")
+    );
+    with_fleet_of(config, |f| {
+        f.host.run(4300, &[MANAGED]);
+        f.store.upsert_runtime(&row("gitea-merger", "prgs-merger", "merger", 4300, "fleet-a")).unwrap();
+        let gitea = fleetgate_core::dialect::by_name("gitea-mcp").unwrap();
+        // The running roster in shadow too: a candidate judges the call as the live gate does.
+        let shadow = fleetgate_control::gate::ShadowRules::new(Arc::new(f.config.clone()));
+        let gate = f.gate.clone().with_dialect(gitea).with_shadow(shadow);
+        let merger = f.config.member("prgs-merger").unwrap();
+        let decide = |pr: u64| {
+            let args =
+                json!({ "method": "merge", "owner": "org", "repo": "repo", "pull_number": pr, "style": "merge" });
+            let args = args.as_object().cloned().unwrap();
+            let call = fleetgate_control::gate::Call {
+                member: merger,
+                tool: "pull_request_write",
+                read_only_hint: Some(false),
+                arguments: Some(&args),
+                schema: None,
+                caller: fleetgate_control::gate::Caller::Nobody("no worker owns this session".into()),
+                forge: Some(&OnePr),
+                schemas: None,
+            };
+            gate.decide(&call, at(30), None)
+        };
+        // Onto `main`: the merge's review is the invariant's, so no request an operator could
+        // approve is recorded.
+        let protected = decide(1);
+        assert!(!protected.allowed, "{protected:?}");
+        let text = protected.blocked_reasons.join("; ");
+        assert!(text.contains("reviewed-merge"), "{text}");
+        assert!(f.store.list_approvals(true).unwrap().is_empty(), "nothing to approve: {:?}", protected);
+        // Onto `dev`: the override is asked for and approved, and used...
+        let first = decide(2);
+        assert_eq!(first.blocker_kind.map(|k| k.as_str()), Some("session_attachment_missing"), "{first:?}");
+        let requests = f.store.list_approvals(true).unwrap();
+        assert_eq!(requests.len(), 1, "{requests:?}");
+        assert!(matches!(
+            f.store.answer_approval(&requests[0].id, (&alice(), &Default::default()), true, None, at(31)).unwrap(),
+            fleetgate_store::Answered::Recorded(_)
+        ));
+        // ...but a merge the workflow made no pin for is not forwarded.
+        let unpinned = decide(2);
+        assert_eq!(unpinned.blocker_kind.map(|k| k.as_str()), Some("invariant_violated"), "{unpinned:?}");
+        let text = unpinned.blocked_reasons.join("; ");
+        assert!(text.contains("carries no head pin (`head_commit_id`)"), "{text}");
+        assert_eq!(unpinned.shadow, None, "the same roster in shadow decides it the same: no flip");
+    });
+}

@@ -172,6 +172,25 @@ impl Fixture {
         }
     }
 
+    /// How the engine would run the query `sql` (its plan, as text; PostgreSQL told to avoid
+    /// a sequential scan where it has any other way, so a tiny table still shows the index).
+    pub fn plan(&self, sql: &str) -> String {
+        match &self.location {
+            Location::Sqlite { path, .. } => {
+                let c = rusqlite::Connection::open(path).expect("raw sqlite");
+                let mut q = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).expect("a plan");
+                let rows = q.query_map([], |r| r.get::<_, String>(3)).expect("a plan");
+                rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("\n")
+            }
+            Location::Postgres(db) => {
+                let mut c = db.client();
+                c.batch_execute("SET enable_seqscan = off").expect("raw postgres");
+                let rows = c.query(&format!("EXPLAIN {sql}"), &[]).expect("a plan");
+                rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>().join("\n")
+            }
+        }
+    }
+
     /// The PostgreSQL database, for the tests that reach its server.
     pub fn database(&self) -> Option<&PgDatabase> {
         match &self.location {

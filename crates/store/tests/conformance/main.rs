@@ -76,6 +76,7 @@ conformance! {
     clock::the_store_clock_is_the_servers_where_there_is_one,
     migrations::a_migration_killed_at_any_point_resumes,
     migrations::a_fresh_store_is_at_the_current_version,
+    migrations::the_approvals_a_decision_reads_are_indexed,
     migrations::migrates_from_every_older_version,
     migrations::frozen_stores_of_every_earlier_version_migrate,
     migrations::migrations_are_idempotent,

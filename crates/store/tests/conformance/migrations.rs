@@ -20,6 +20,24 @@ pub fn a_fresh_store_is_at_the_current_version(fx: &Fixture) {
     assert_eq!(fx.query_i64(VERSIONS), i64::from(SCHEMA_VERSION));
 }
 
+/// What every decision under `[approvals]` reads of the approvals (schema v14) is found
+/// through an index on each engine, not a scan of every request ever made.
+pub fn the_approvals_a_decision_reads_are_indexed(fx: &Fixture) {
+    drop(fx.open());
+    let since = match fx.kind {
+        crate::engines::Kind::Sqlite => "'2026-12-01T00:00:00Z'",
+        crate::engines::Kind::Postgres => "TIMESTAMPTZ '2026-12-01T00:00:00Z'",
+    };
+    let denied =
+        format!("SELECT id FROM approvals WHERE tool = 'merge' AND state = 'denied' AND answered_at >= {since}");
+    let denied = denied.as_str();
+    let pending = "SELECT id FROM approvals WHERE worker = 'wrk-1' AND state = 'pending'";
+    for (sql, index) in [(denied, "approvals_denied_by_tool"), (pending, "approvals_pending_by_worker")] {
+        let plan = fx.plan(sql);
+        assert!(plan.contains(index), "{sql}: {plan}");
+    }
+}
+
 /// Write what a store at `version` can hold; `raw` writes through SQL what this build's
 /// store API would write with columns an older version lacks.
 fn populate(store: &dyn Store, version: u32, raw: &dyn Fn(&str)) {

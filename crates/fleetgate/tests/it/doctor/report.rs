@@ -292,3 +292,46 @@ fn an_author_and_a_reviewer_with_one_forge_token_are_reported_and_the_token_is_n
     let v = json(&t, &["--client", "claude-code", "--json"], 0);
     assert_eq!((v["clean"].as_bool(), v["finding_count"].as_u64()), (Some(true), Some(0)), "{v:#}");
 }
+
+/// The words the gate reads as closing and reopening an issue are shown to the operator, who
+/// checks them against the instance's `app.ini`: Gitea's defaults and the roster's own, and
+/// GitHub's (which reopen nothing). A roster with no forge dialect shows none; none is a
+/// finding.
+#[test]
+fn the_closing_and_reopening_keywords_the_gate_reads_are_shown() {
+    let t = tree("claude-code");
+    let base = std::fs::read_to_string(t.dir.path().join("xdg/fleetgate/fleet.toml")).unwrap();
+    let roster = t.dir.path().join("keywords.toml");
+    let with = |extra: &str| {
+        std::fs::write(&roster, base.replacen("[fleet]\n", &format!("[fleet]\n{extra}"), 1)).unwrap();
+        let out = t.command_with(&roster, &["--client", "claude-code", "--json"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let text = String::from_utf8(t.command_with(&roster, &["--client", "claude-code"]).output().unwrap().stdout);
+        (v, text.unwrap())
+    };
+    let (plain, _) = with("");
+    let (gitea, _) = with("forge = \"gitea-mcp\"\n");
+    assert_eq!(plain["finding_count"], gitea["finding_count"], "not a finding");
+    assert!(plain["policy"].get("keywords").is_none(), "{:#}", plain["policy"]);
+    let own = base.replacen("[fleet]\n", "[fleet]\nforge = \"gitea-mcp\"\n", 1)
+        + "\n[forge]\nclose_keywords = [\"Schließt\", \"fixes\"]\nreopen_keywords = [\"öffnet\"]\n";
+    std::fs::write(&roster, own).unwrap();
+    let out = t.command_with(&roster, &["--client", "claude-code", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let k = &v["policy"]["keywords"];
+    assert_eq!(k["forge"], "gitea-mcp", "{k}");
+    let words = |list: &str| -> Vec<String> {
+        k[list].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_owned()).collect()
+    };
+    for w in ["close", "fixes", "resolves", "schliesst"] {
+        assert!(words("close").iter().any(|c| c == w), "{w} in {k}");
+    }
+    assert_eq!(words("close").iter().filter(|c| *c == "fixes").count(), 1, "once: {k}");
+    for w in ["reopen", "reopens", "öffnet"] {
+        assert!(words("reopen").iter().any(|c| c == w), "{w} in {k}");
+    }
+    let (github, text) = with("forge = \"github-mcp\"\n");
+    assert_eq!(github["policy"]["keywords"]["reopen"], serde_json::json!([]), "{github:#}");
+    assert!(text.contains("forge: github-mcp reads as closing an issue: close, "), "{text}");
+    assert!(text.contains("; as reopening one: none"), "{text}");
+}
