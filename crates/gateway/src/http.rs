@@ -89,6 +89,7 @@ mod replica;
 mod resume;
 mod slots;
 mod strict;
+mod together;
 pub use crate::options::ConnectionLimits;
 use gatekeeper::{Bucket, Gatekeeper, gatekeeper};
 pub use listen::serve_connections;

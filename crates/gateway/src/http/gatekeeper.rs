@@ -8,6 +8,7 @@ use super::listen::ConnectionScope;
 use super::replica::unknown_session;
 use super::resume::Resumable;
 use super::slots::{Slot, Slots, hold_while_answering};
+use super::together::together;
 use super::*;
 use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use std::collections::HashMap;
@@ -657,7 +658,8 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
         && parts.uri.path() == HTTP_ENDPOINT
     {
         if let Some(relayed) = gate.elsewhere(session, &parts, bytes.clone()).await {
-            return relayed;
+            // The owner sent its events together; they leave this hop the same way.
+            return together(relayed).await;
         }
         if !gate.owns(session, &principal) {
             return unknown_session();
@@ -691,6 +693,7 @@ pub(super) async fn gatekeeper(State(gate): State<Arc<Gatekeeper>>, request: Req
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && json {
         return *not_a_message(&bytes);
     }
+    let response = together(response).await;
     match (held, listening) {
         (None, None) => response,
         slots => hold_while_answering(response, slots),
