@@ -54,6 +54,14 @@ pub enum PeerUnread {
     Execed,
 }
 
+impl PeerUnread {
+    /// Whether the read caught the process between two states, so reading it again a
+    /// moment later may tell what it is.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Changed | Self::Exiting | Self::Execed)
+    }
+}
+
 /// This host's fleet processes, as `source` lists them.
 pub fn scan_host(config: &FleetConfig, source: &dyn ProcessSource) -> ProcessScan {
     scan_fleet(source, &FleetMatcher::new(&config.process_match))

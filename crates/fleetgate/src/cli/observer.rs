@@ -58,7 +58,18 @@ impl Observer for LiveObserver {
         let proofs = self.procfs.proofs(pid).map_err(PeerUnread::OpenFiles)?;
         let open_files = self.procfs.open_files(pid).map_err(PeerUnread::OpenFiles)?;
         let cwd = self.procfs.cwd(pid).map_err(PeerUnread::Cwd)?;
-        let named_store = self.named_store(pid, argv, env_prefix, &cwd);
+        let mut named_store = self.named_store(pid, argv, env_prefix, &cwd);
+        // No store named and no environment at all may be the instant of an exec, when the
+        // kernel has mapped the new program but not yet its environment (a gateway sealing
+        // its secrets re-executes itself): read again a moment later, a few times.
+        for _ in 0..3 {
+            let bare = self.procfs.environ(pid).is_ok_and(|env| env.iter().next().is_none());
+            if !(bare && matches!(named_store, Err(StoreUntold::Nothing))) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            named_store = self.named_store(pid, argv, env_prefix, &cwd);
+        }
         if self.procfs.stamp(pid).ok() != Some(stamp) {
             return Err(PeerUnread::Changed);
         }
