@@ -43,7 +43,7 @@ fn no_fleet_process_now(observer: &dyn Observer, process: &ObservedProcess, matc
 
 /// How many times the facts of one gateway are read when a read catches it between two
 /// states (changing, exiting, running another program), and how long apart.
-const READS: u32 = 4;
+pub(crate) const READS: u32 = 4;
 const APART: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The facts of gateway `pid`, read again (a few times, a moment apart) while a read catches

@@ -411,6 +411,55 @@ mod tests {
         assert_eq!(snap.inventory.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [8]);
     }
 
+    /// The inventory reads an unclaimed gateway again while a read catches it between two
+    /// states (`peers::facts_of`), a bounded number of times; one that stays so still closes
+    /// the gate.
+    #[test]
+    fn a_gateway_read_mid_change_is_read_again_and_still_fails_closed() {
+        #[derive(Debug)]
+        struct Changing {
+            listed: Vec<ProcEntry>,
+            reads: std::sync::atomic::AtomicU32,
+        }
+        impl ProcessSource for Changing {
+            fn entries(&self) -> Result<Vec<ProcEntry>, HostError> {
+                Ok(self.listed.clone())
+            }
+            fn entry(&self, pid: i64) -> Option<ProcEntry> {
+                self.listed.iter().find(|e| e.pid == pid).cloned()
+            }
+            fn environ(&self, _: i64) -> Result<EnvSnapshot, HostError> {
+                Ok(EnvSnapshot::from_pairs([("PATH", "/bin")]))
+            }
+        }
+        impl Observer for Changing {
+            fn processes(&self) -> &dyn ProcessSource {
+                self
+            }
+            fn probe(&self, _: i64) -> PidProbe {
+                PidProbe::Alive
+            }
+            fn local_host(&self) -> Option<fleetgate_store::HostIdentity> {
+                Some(fleetgate_store::HostIdentity { host_id: "h".into(), boot_id: "b".into() })
+            }
+            fn head(&self, _: &Path) -> Result<String, HostError> {
+                Err(HostError::new(HostErrorKind::Unreadable, "no checkout here"))
+            }
+            fn peer_facts(&self, _: i64, _: &[String], _: &str) -> Result<PeerFacts, PeerUnread> {
+                self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Err(PeerUnread::Changed)
+            }
+        }
+        let gateway = ["fleetgate", "--store", "/other/r.sqlite3", "serve", "--profile", "p"];
+        let host = Changing {
+            listed: vec![entry(MEMBER, &["python", "mcp_server.py"]), entry(7, &gateway)],
+            reads: std::sync::atomic::AtomicU32::new(0),
+        };
+        let snap = look_at(&host);
+        assert_eq!(host.reads.load(std::sync::atomic::Ordering::SeqCst), super::super::peers::READS);
+        assert_eq!(snap.inventory.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [7]);
+    }
+
     /// The same reads failing for a process that is still there fail closed, as before.
     #[test]
     fn a_process_still_there_whose_reads_fail_still_closes_the_gate() {

@@ -63,8 +63,9 @@ impl Observer for LiveObserver {
         // kernel has mapped the new program but not yet its environment (a gateway sealing
         // its secrets re-executes itself): read again a moment later, a few times.
         for _ in 0..3 {
-            let bare = self.procfs.environ(pid).is_ok_and(|env| env.iter().next().is_none());
-            if !(bare && matches!(named_store, Err(StoreUntold::Nothing))) {
+            // The environment is read again only when no store was named (a rare answer).
+            let bare = || self.procfs.environ(pid).is_ok_and(|env| env.iter().next().is_none());
+            if !matches!(named_store, Err(StoreUntold::Nothing)) || !bare() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
