@@ -25,7 +25,7 @@
 use crate::metrics::{NotifyLabels, NotifyMetrics, TargetLabels};
 use fleetgate_config::{NotifyKind, NotifyTarget};
 use fleetgate_core::{Clock, Timestamp};
-use fleetgate_store::{ApprovalEvent, Store};
+use fleetgate_store::{ApprovalEvent, NotifyHold, Store};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::json;
 use std::sync::Arc;
@@ -397,7 +397,11 @@ fn deliver_loop(target: &NotifyTarget, cx: &Context, holder: &str, start: i64, s
         if let Err(e) = cx.store.expire_approvals(now.plus_seconds(-cx.ttl_seconds), now) {
             tracing::debug!(target = %target.name, error = %e, "approvals could not be expired");
         }
-        match cx.store.claim_notify(&target.name, holder, start, now.plus_seconds(HOLD), now) {
+        match cx.store.claim_notify(
+            &NotifyHold { target: &target.name, holder, until: now.plus_seconds(HOLD) },
+            start,
+            now,
+        ) {
             Ok(Some(last)) => deliver_batch(target, cx, holder, last, stop),
             Ok(None) => {}
             Err(e) => tracing::warn!(target = %target.name, error = %e, "the notification cursor cannot be claimed"),
@@ -419,7 +423,7 @@ fn deliver_loop(target: &NotifyTarget, cx: &Context, holder: &str, start: i64, s
     // next process (a restarted gateway, the dashboard) delivers from here at once. Claiming
     // it until now changes nothing when another process holds it.
     let now = cx.clock.now();
-    if let Err(e) = cx.store.claim_notify(&target.name, holder, start, now, now) {
+    if let Err(e) = cx.store.claim_notify(&NotifyHold { target: &target.name, holder, until: now }, start, now) {
         tracing::debug!(target = %target.name, error = %e, "the notification cursor could not be let go");
     }
 }
@@ -829,7 +833,7 @@ mod tests {
         };
         // The target's cursor exists before the events (a target new to the store hears what
         // happens after its notifier starts).
-        store.claim_notify("ops", "setup", 0, t0, t0).unwrap();
+        store.claim_notify(&NotifyHold { target: "ops", holder: "setup", until: t0 }, 0, t0).unwrap();
         let ask = |n: u8| {
             let mut r = event().request;
             r.id = format!("apr-{n}");

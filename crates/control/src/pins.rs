@@ -8,7 +8,7 @@
 use fleetgate_core::Timestamp;
 use fleetgate_core::audit::AuditEntry;
 use fleetgate_gateway::rmcp::model::Tool;
-use fleetgate_store::{Store, ToolPin};
+use fleetgate_store::{SeenTool, Store, ToolPin};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -100,7 +100,8 @@ impl Pins {
             self.lock().insert(tool.name.to_string(), (tool.clone(), seen));
             return Ok(None);
         }
-        let pin = store.observe_tool(profile, &tool.name, &seen, &definition, now)?;
+        let pin =
+            store.observe_tool(&SeenTool { profile, tool: &tool.name, digest: &seen, definition: &definition }, now)?;
         self.lock().insert(tool.name.to_string(), (tool.clone(), seen));
         Ok(pin.changed().then_some(pin))
     }

@@ -55,17 +55,11 @@ pub trait Approvals {
     /// `limit`, oldest first.
     fn approval_events(&self, after: i64, limit: usize) -> Result<Vec<ApprovalEvent>, StoreError>;
 
-    /// Hold the delivery cursor of notification target `target` as `holder` until `until`
-    /// (one process delivers to a target at a time): the last event delivered, `None` while
-    /// another holder's hold lasts. A target new to the store starts after event `start`.
-    fn claim_notify(
-        &self,
-        target: &str,
-        holder: &str,
-        start: i64,
-        until: Timestamp,
-        now: Timestamp,
-    ) -> Result<Option<i64>, StoreError>;
+    /// Hold the delivery cursor of notification target `hold.target` as `hold.holder` until
+    /// `hold.until` (one process delivers to a target at a time): the last event delivered,
+    /// `None` while another holder's hold lasts. A target new to the store starts after event
+    /// `start`.
+    fn claim_notify(&self, hold: &NotifyHold<'_>, start: i64, now: Timestamp) -> Result<Option<i64>, StoreError>;
 
     /// `target`'s events up to `last` delivered by `holder`, which keeps the cursor until
     /// `until`; whether it still held it.
@@ -138,15 +132,8 @@ impl<E: Engine> Approvals for E {
         self.around("approval_events", || events_after(self, after, limit))
     }
 
-    fn claim_notify(
-        &self,
-        target: &str,
-        holder: &str,
-        start: i64,
-        until: Timestamp,
-        now: Timestamp,
-    ) -> Result<Option<i64>, StoreError> {
-        self.around("claim_notify", || claim_notify(self, target, holder, start, until, now))
+    fn claim_notify(&self, hold: &NotifyHold<'_>, start: i64, now: Timestamp) -> Result<Option<i64>, StoreError> {
+        self.around("claim_notify", || claim_notify(self, hold, start, now))
     }
 
     fn advance_notify(&self, target: &str, holder: &str, last: i64, until: Timestamp) -> Result<bool, StoreError> {
@@ -384,6 +371,18 @@ impl Record for ApprovalRequest {
             does: r.opt_text(18)?,
         })
     }
+}
+
+/// Who holds a notification target's delivery cursor, and until when: named, so that the
+/// hold's end cannot be passed where the present is meant.
+#[derive(Clone, Copy, Debug)]
+pub struct NotifyHold<'a> {
+    /// The notification target's name.
+    pub target: &'a str,
+    /// The delivering process.
+    pub holder: &'a str,
+    /// When the hold ends unless renewed.
+    pub until: Timestamp,
 }
 
 /// One event of the approvals (`approvals watch`, notifications): what happened, and the
@@ -642,12 +641,11 @@ pub(crate) fn events_after<E: Engine>(e: &E, after: i64, limit: usize) -> Result
 /// sent: a new target hears what happens from now on).
 pub(crate) fn claim_notify<E: Engine>(
     e: &E,
-    target: &str,
-    holder: &str,
+    hold: &NotifyHold<'_>,
     start: i64,
-    until: Timestamp,
     now: Timestamp,
 ) -> Result<Option<i64>, StoreError> {
+    let NotifyHold { target, holder, until } = *hold;
     let sql = &e.sql().approvals;
     e.write("cannot claim the notification cursor", Retry::Never, |c| {
         let args = [text(target), Value::Int(Some(start)), text(holder), time(until)];

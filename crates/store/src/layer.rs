@@ -114,6 +114,7 @@ fn unanswered(op: &str, what: &str) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::SeenTool;
     use crate::Store;
     use std::sync::Mutex;
 
@@ -158,7 +159,12 @@ mod tests {
         let layered =
             Arc::clone(&bare).layered(Arc::new(probe("inner", &seen))).layered(Arc::new(probe("outer", &seen)));
         let now = Timestamp::ymd_hms(2026, 7, 30, 0, 40, 9);
-        layered.observe_tool("prgs-author", "git_push", "sha256:1", "{}", now).unwrap();
+        layered
+            .observe_tool(
+                &SeenTool { profile: "prgs-author", tool: "git_push", digest: "sha256:1", definition: "{}" },
+                now,
+            )
+            .unwrap();
         assert_eq!(*seen.lock().unwrap(), ["outer observe_tool", "inner observe_tool"]);
         assert_eq!(bare.list_tool_pins(None).unwrap().len(), 1, "one store under every handle");
         assert_eq!(seen.lock().unwrap().len(), 2, "the bare handle has no layer");
@@ -174,7 +180,12 @@ mod tests {
         let now = Timestamp::ymd_hms(2026, 7, 30, 0, 40, 9);
         let refusing = Probe { refuse: Some("observe_tool"), ..probe("r", &seen) };
         let refused = Arc::clone(&bare).layered(Arc::new(refusing));
-        let err = refused.observe_tool("prgs-author", "git_push", "sha256:1", "{}", now).unwrap_err();
+        let err = refused
+            .observe_tool(
+                &SeenTool { profile: "prgs-author", tool: "git_push", digest: "sha256:1", definition: "{}" },
+                now,
+            )
+            .unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::Busy);
         assert!(bare.list_tool_pins(None).unwrap().is_empty(), "nothing of a refused operation ran");
         let skipping = Probe { skip: true, ..probe("s", &seen) };

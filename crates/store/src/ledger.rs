@@ -172,10 +172,7 @@ pub(crate) const CREATE_V7_AND_LOCKS: &str = concat!(
         binding  TEXT NOT NULL,
         branch   TEXT NOT NULL,
         head     TEXT NOT NULL,
-        worker   TEXT NOT NULL,
-        profile  TEXT NOT NULL,
-        client   TEXT NOT NULL,
-        session  TEXT NOT NULL,
+        {actor},
         at       {time} NOT NULL
     );
     CREATE INDEX IF NOT EXISTS pr_pushes_by_head ON pr_pushes (head);",
@@ -210,20 +207,14 @@ pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS pr_leases (
         pr       {int} NOT NULL,
         head     TEXT NOT NULL,
         verdict  TEXT NOT NULL,
-        worker   TEXT NOT NULL,
-        profile  TEXT NOT NULL,
-        client   TEXT NOT NULL,
-        session  TEXT NOT NULL,
+        {actor},
         at       {time} NOT NULL
     );
     CREATE INDEX IF NOT EXISTS pr_decisions_by_pr ON pr_decisions (binding, pr);
     CREATE TABLE IF NOT EXISTS pr_origins (
         binding  TEXT NOT NULL,
         pr       {int} NOT NULL,
-        worker   TEXT NOT NULL,
-        profile  TEXT NOT NULL,
-        client   TEXT NOT NULL,
-        session  TEXT NOT NULL,
+        {actor},
         at       {time} NOT NULL,
         PRIMARY KEY (binding, pr)
     );

@@ -38,7 +38,7 @@ pub use error::{StoreError, StoreErrorKind};
 pub use shown::redact_url;
 pub use workflow::{PrClaimOutcome, PrLeaseClaim, PrRecords, ToolPin, new_lease_id};
 
-pub use approvals::{ApprovalEvent, Approvals};
+pub use approvals::{ApprovalEvent, Approvals, NotifyHold};
 pub use audit::Audit;
 use engine::{Engine, Exec, Retry};
 use fleetgate_core::Timestamp;
@@ -48,7 +48,7 @@ use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
 use fleetgate_core::worker::WorkerRecord;
 pub use layer::Layer;
 pub use ledger::Ledger;
-pub use pins::Pins;
+pub use pins::{Pins, SeenTool};
 pub use registry::Registry;
 pub use retention::{PrunedApprovals, Retention};
 pub use sessions::Sessions;

@@ -8,19 +8,26 @@ use crate::rows::{opt_text, text};
 use crate::workflow::ToolPin;
 use fleetgate_core::Timestamp;
 
+/// A downstream tool's definition as a gateway saw it: named, so that neither of its two
+/// digests can be passed where the other is meant.
+#[derive(Debug, Clone, Copy)]
+pub struct SeenTool<'a> {
+    /// The member whose downstream lists the tool.
+    pub profile: &'a str,
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The digest of `definition`.
+    pub digest: &'a str,
+    /// The definition as listed, canonical JSON.
+    pub definition: &'a str,
+}
+
 /// The downstream tools' pinned definitions.
 /// Part of [`crate::Store`]; every operation is written once, over any engine, below.
 pub trait Pins {
     /// Record the definition of `profile`'s downstream tool as seen at `now`: pinned the
     /// first time, else kept as the last seen when its digest differs. The pin as it stands.
-    fn observe_tool(
-        &self,
-        profile: &str,
-        tool: &str,
-        digest: &str,
-        definition: &str,
-        now: Timestamp,
-    ) -> Result<ToolPin, StoreError>;
+    fn observe_tool(&self, seen: &SeenTool<'_>, now: Timestamp) -> Result<ToolPin, StoreError>;
 
     /// One tool's pin.
     fn tool_pin(&self, profile: &str, tool: &str) -> Result<Option<ToolPin>, StoreError>;
@@ -34,14 +41,8 @@ pub trait Pins {
 }
 
 impl<E: Engine> Pins for E {
-    fn observe_tool(
-        &self,
-        profile: &str,
-        tool: &str,
-        digest: &str,
-        definition: &str,
-        now: Timestamp,
-    ) -> Result<ToolPin, StoreError> {
+    fn observe_tool(&self, seen: &SeenTool<'_>, now: Timestamp) -> Result<ToolPin, StoreError> {
+        let SeenTool { profile, tool, digest, definition } = *seen;
         let sql = &self.sql().ledger;
         let args = [text(profile), text(tool), text(digest), time(now), text(definition)];
         self.around("observe_tool", || {

@@ -1,7 +1,9 @@
 //! The schema, version by version, written once for both engines: each
 //! migration's tables and indexes with their column types as placeholders
 //! (`{key}`, `{id}`, `{int}`, `{real}`, `{bool}`, `{time}`) that each
-//! engine's [`Types`] spells, and the columns it adds to older tables.
+//! engine's [`Types`] spells, and the columns it adds to older tables. `{actor}` stands for
+//! the four columns that name who acted (a worker, its member, client and session), the same
+//! in every table that records an act.
 //!
 //! Every migration is additive and idempotent (`IF NOT EXISTS`; an added
 //! column only when it is absent); each engine applies the pending ones in
@@ -27,10 +29,15 @@ pub(crate) struct Types {
     pub time: &'static str,
 }
 
+/// Who acted, as the tables that record an act name them (read by `ledger::read_actor`, in
+/// this order).
+const ACTOR: &str = "worker TEXT NOT NULL, profile TEXT NOT NULL, client TEXT NOT NULL, session TEXT NOT NULL";
+
 impl Types {
     /// `template` with its placeholders spelled.
     pub fn spell(&self, template: &str) -> String {
         [
+            ("{actor}", ACTOR),
             ("{key}", self.key),
             ("{id}", self.id),
             ("{int}", self.int),

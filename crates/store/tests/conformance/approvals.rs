@@ -6,7 +6,7 @@ use crate::engines::Fixture;
 use crate::support::now;
 use fleetgate_core::approval::{ApprovalRequest, ApprovalState, Approver, call_digest, request_id};
 use fleetgate_core::person::{People, Person};
-use fleetgate_store::Answered;
+use fleetgate_store::{Answered, NotifyHold};
 use serde_json::json;
 
 const TOOL: &str = "pull_request_write";
@@ -230,14 +230,34 @@ fn refused_again(store: &dyn fleetgate_store::Store, id: &str, who_: &str) -> St
 pub fn a_notification_cursor_has_one_holder_and_advances_only_by_it(fx: &Fixture) {
     let store = fx.open();
     let t = |s: i64| now().plus_seconds(s);
-    assert_eq!(store.claim_notify("hook", "a", 7, t(30), t(0)).unwrap(), Some(7), "a new target starts at 7");
-    assert_eq!(store.claim_notify("hook", "b", 0, t(30), t(1)).unwrap(), None, "held by a");
+    assert_eq!(
+        store.claim_notify(&NotifyHold { target: "hook", holder: "a", until: t(30) }, 7, t(0)).unwrap(),
+        Some(7),
+        "a new target starts at 7"
+    );
+    assert_eq!(
+        store.claim_notify(&NotifyHold { target: "hook", holder: "b", until: t(30) }, 0, t(1)).unwrap(),
+        None,
+        "held by a"
+    );
     assert!(store.advance_notify("hook", "a", 9, t(30)).unwrap());
     assert!(!store.advance_notify("hook", "b", 12, t(40)).unwrap(), "b does not hold it");
-    assert_eq!(store.claim_notify("hook", "a", 0, t(60), t(2)).unwrap(), Some(9), "the holder renews");
-    assert_eq!(store.claim_notify("hook", "b", 0, t(90), t(61)).unwrap(), Some(9), "a's hold lapsed");
+    assert_eq!(
+        store.claim_notify(&NotifyHold { target: "hook", holder: "a", until: t(60) }, 0, t(2)).unwrap(),
+        Some(9),
+        "the holder renews"
+    );
+    assert_eq!(
+        store.claim_notify(&NotifyHold { target: "hook", holder: "b", until: t(90) }, 0, t(61)).unwrap(),
+        Some(9),
+        "a's hold lapsed"
+    );
     assert!(!store.advance_notify("hook", "a", 10, t(90)).unwrap(), "a lost it");
-    assert_eq!(store.claim_notify("other", "a", 0, t(30), t(62)).unwrap(), Some(0), "targets are apart");
+    assert_eq!(
+        store.claim_notify(&NotifyHold { target: "other", holder: "a", until: t(30) }, 0, t(62)).unwrap(),
+        Some(0),
+        "targets are apart"
+    );
     // What a target still owes is read from its cursor, by any process.
     assert_eq!(store.notify_cursor("hook").unwrap(), Some(9));
     assert_eq!(store.notify_cursor("never").unwrap(), None);

@@ -8,7 +8,7 @@ use crate::support::now;
 use fleetgate_core::workflow::{
     Actor, ClaimPlan, LeaseTerms, Phase, PrDecision, PrOrigin, PrRef, Purpose, ReviewVerdict, released,
 };
-use fleetgate_store::{PrClaimOutcome, PrLeaseClaim, Store};
+use fleetgate_store::{PrClaimOutcome, PrLeaseClaim, SeenTool, Store};
 use serde_json::json;
 use std::sync::{Arc, Barrier};
 
@@ -176,20 +176,53 @@ pub fn decisions_and_origins_are_kept_per_pr(fx: &Fixture) {
 pub fn tool_definitions_are_pinned_reported_and_accepted(fx: &Fixture) {
     let store = fx.open();
     let t0 = now();
-    let first = store.observe_tool("prgs-author", "pull_request_write", "sha256:a", "{\"d\":1}", t0).unwrap();
+    let first = store
+        .observe_tool(
+            &SeenTool {
+                profile: "prgs-author",
+                tool: "pull_request_write",
+                digest: "sha256:a",
+                definition: "{\"d\":1}",
+            },
+            t0,
+        )
+        .unwrap();
     assert!(!first.changed());
     assert_eq!(first.pinned_digest, "sha256:a");
-    let same =
-        store.observe_tool("prgs-author", "pull_request_write", "sha256:a", "{\"d\":1}", t0.plus_seconds(5)).unwrap();
+    let same = store
+        .observe_tool(
+            &SeenTool {
+                profile: "prgs-author",
+                tool: "pull_request_write",
+                digest: "sha256:a",
+                definition: "{\"d\":1}",
+            },
+            t0.plus_seconds(5),
+        )
+        .unwrap();
     assert_eq!(same.seen_at, t0, "an unchanged definition writes nothing");
-    let changed =
-        store.observe_tool("prgs-author", "pull_request_write", "sha256:b", "{\"d\":2}", t0.plus_seconds(9)).unwrap();
+    let changed = store
+        .observe_tool(
+            &SeenTool {
+                profile: "prgs-author",
+                tool: "pull_request_write",
+                digest: "sha256:b",
+                definition: "{\"d\":2}",
+            },
+            t0.plus_seconds(9),
+        )
+        .unwrap();
     assert!(changed.changed());
     assert_eq!(
         (changed.pinned_digest.as_str(), changed.seen_digest.as_str(), changed.seen_definition.as_str()),
         ("sha256:a", "sha256:b", "{\"d\":2}")
     );
-    store.observe_tool("prgs-merger", "pull_request_write", "sha256:a", "{}", t0).unwrap();
+    store
+        .observe_tool(
+            &SeenTool { profile: "prgs-merger", tool: "pull_request_write", digest: "sha256:a", definition: "{}" },
+            t0,
+        )
+        .unwrap();
     assert_eq!(store.list_tool_pins(None).unwrap().len(), 2);
     assert_eq!(store.list_tool_pins(Some("prgs-author")).unwrap(), std::slice::from_ref(&changed));
     assert!(!store.accept_tool("prgs-author", "pull_request_write", "sha256:c", t0).unwrap(), "only what was seen");

@@ -6,7 +6,7 @@ use crate::child;
 use crate::engines::Fixture;
 use crate::support::{attach, audit_entry, now, renewal, runtime_row};
 use fleetgate_core::runtime::{ProcessScan, RuntimeRecord};
-use fleetgate_store::{HostIdentity, SCHEMA_VERSION, Store, StoreErrorKind};
+use fleetgate_store::{HostIdentity, SCHEMA_VERSION, SeenTool, Store, StoreErrorKind};
 use serde_json::json;
 
 const VERSIONS: &str = "SELECT COUNT(*) FROM fleetgate_schema";
@@ -53,7 +53,12 @@ fn populate(store: &dyn Store, version: u32, raw: &dyn Fn(&str)) {
     if version >= 6 {
         let claim = crate::ledger::claim_of("r1", fleetgate_core::workflow::Purpose::Review, "h1", 600);
         store.claim_pr_lease(&claim, now()).unwrap();
-        store.observe_tool("prgs-author", "pull_request_write", "sha256:a", "{}", now()).unwrap();
+        store
+            .observe_tool(
+                &SeenTool { profile: "prgs-author", tool: "pull_request_write", digest: "sha256:a", definition: "{}" },
+                now(),
+            )
+            .unwrap();
     }
     if version == 6 {
         // Version 6's columns: a decision without its base.

@@ -178,7 +178,10 @@ pub fn history_older_than_the_cutoff_goes_and_nothing_still_referenced(fx: &Fixt
     let events = store.approval_events(0, 100).unwrap();
     // One target has delivered up to request 2's answer only.
     let delivered = events.iter().find(|e| e.request.id == request_id(2) && e.kind == "answered").unwrap().id;
-    assert_eq!(store.claim_notify("ops", "me", 0, later, t0).unwrap(), Some(0));
+    assert_eq!(
+        store.claim_notify(&fleetgate_store::NotifyHold { target: "ops", holder: "me", until: later }, 0, t0).unwrap(),
+        Some(0)
+    );
     assert!(store.advance_notify("ops", "me", delivered, later).unwrap());
     let pruned = store.prune_approvals(cutoff).unwrap();
     assert_eq!(pruned.requests, 2, "the answered and the used request before the cutoff");
