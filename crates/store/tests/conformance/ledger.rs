@@ -176,42 +176,14 @@ pub fn decisions_and_origins_are_kept_per_pr(fx: &Fixture) {
 pub fn tool_definitions_are_pinned_reported_and_accepted(fx: &Fixture) {
     let store = fx.open();
     let t0 = now();
-    let first = store
-        .observe_tool(
-            &SeenTool {
-                profile: "prgs-author",
-                tool: "pull_request_write",
-                digest: "sha256:a",
-                definition: "{\"d\":1}",
-            },
-            t0,
-        )
-        .unwrap();
+    let author =
+        |digest, definition| SeenTool { profile: "prgs-author", tool: "pull_request_write", digest, definition };
+    let first = store.observe_tool(&author("sha256:a", "{\"d\":1}"), t0).unwrap();
     assert!(!first.changed());
     assert_eq!(first.pinned_digest, "sha256:a");
-    let same = store
-        .observe_tool(
-            &SeenTool {
-                profile: "prgs-author",
-                tool: "pull_request_write",
-                digest: "sha256:a",
-                definition: "{\"d\":1}",
-            },
-            t0.plus_seconds(5),
-        )
-        .unwrap();
+    let same = store.observe_tool(&author("sha256:a", "{\"d\":1}"), t0.plus_seconds(5)).unwrap();
     assert_eq!(same.seen_at, t0, "an unchanged definition writes nothing");
-    let changed = store
-        .observe_tool(
-            &SeenTool {
-                profile: "prgs-author",
-                tool: "pull_request_write",
-                digest: "sha256:b",
-                definition: "{\"d\":2}",
-            },
-            t0.plus_seconds(9),
-        )
-        .unwrap();
+    let changed = store.observe_tool(&author("sha256:b", "{\"d\":2}"), t0.plus_seconds(9)).unwrap();
     assert!(changed.changed());
     assert_eq!(
         (changed.pinned_digest.as_str(), changed.seen_digest.as_str(), changed.seen_definition.as_str()),
