@@ -554,7 +554,9 @@ fn merge_texts(
 
 /// `issue_write add_comment` / `edit_comment`: a comment on a PR (read from the forge: PRs and
 /// issues share numbers) is one of its texts, resolved when it merges; an edited comment's
-/// thread is not named, so it is read as a PR's.
+/// thread is not named, so it is read as a PR's. A comment whose text names no issue acts on
+/// nothing wherever it lands, so the forge is not asked whether its number is a PR's: that read
+/// is a downstream round trip before every comment.
 fn comment(method: Option<&str>, args: &Map<String, Value>, cx: Cx<'_>, (owner, repo): (&str, &str)) -> Step<Effect> {
     let here = Repo::new(owner, repo);
     let Some(body) = text(args, "body") else { return Ok(Effect::write()) };
@@ -564,12 +566,17 @@ fn comment(method: Option<&str>, args: &Map<String, Value>, cx: Cx<'_>, (owner, 
         let Some(n) = number(args, &["issue_number", "index"]) else {
             return Err(Pending::Failed("`issue_write add_comment` names no issue_number".into()));
         };
-        if !cx.is_pr(&GITEA, owner, repo, n)? {
-            return Ok(Effect::write());
-        }
         Some(n)
     };
     let issues = text_effects(cx.grammar, &here, "comment", body, &When::AtMerge { pr }, None);
+    if issues.is_empty() {
+        return Ok(Effect::write());
+    }
+    if let Some(n) = pr
+        && !cx.is_pr(&GITEA, owner, repo, n)?
+    {
+        return Ok(Effect::write());
+    }
     Ok(Effect { issues, ..Effect::write() })
 }
 

@@ -173,6 +173,29 @@ fn the_matrix_of_spec_9() {
     assert_eq!(stated.map(|e| e.action), Ok(Some("review")));
 }
 
+/// A comment is judged for the issues its text names, and only a PR's comment acts (at the
+/// merge): the forge is asked whether the number is a PR's only when the text names one, not
+/// before every comment (a downstream round trip each).
+#[test]
+fn a_comment_naming_no_issue_is_stated_without_reading_the_forge() {
+    let establish = |body: &str| {
+        crate::dialect::Dialect::establish(
+            &super::GITEA,
+            "issue_write",
+            &call(json!({ "method": "add_comment", "owner": "o", "repo": "r", "issue_number": 1, "body": body })),
+            None,
+            &crate::dialect::Unlisted,
+            &[],
+        )
+    };
+    let plain = establish("looks good, one nit below").expect("stated without a read");
+    assert!(plain.issues.is_empty() && plain.prs.is_empty(), "{plain:?}");
+    assert_eq!(plain, crate::effect::Effect::write());
+    let reads = establish("this closes #9").expect_err("a comment naming an issue asks whether #1 is a PR");
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert_eq!((reads[0].tool.as_str(), reads[0].arguments.get("method")), ("pull_request_read", Some(&json!("get"))));
+}
+
 #[test]
 fn a_method_the_server_does_not_have_is_no_role_s_and_the_refusal_names_it() {
     let r = RuleSet::new(gitea_mcp_rules());
