@@ -351,6 +351,58 @@ mod tests {
         assert!(snap.inventory.mutation_gate_satisfied, "{:?}", snap.inventory.blocked_reasons);
     }
 
+    /// A host whose processes are `listed` at a scan and `now` when one is looked up again
+    /// (a process that ran another program meanwhile), whose peer reads `facts` answers and
+    /// `reads` counts.
+    #[derive(Debug)]
+    struct Scripted {
+        listed: Vec<ProcEntry>,
+        now: Vec<ProcEntry>,
+        facts: fn(&Scripted, i64, &[String]) -> Result<PeerFacts, PeerUnread>,
+        reads: std::sync::atomic::AtomicU32,
+    }
+
+    impl Scripted {
+        fn new(
+            listed: Vec<ProcEntry>,
+            now: Vec<ProcEntry>,
+            facts: fn(&Scripted, i64, &[String]) -> Result<PeerFacts, PeerUnread>,
+        ) -> Self {
+            Self { listed, now, facts, reads: std::sync::atomic::AtomicU32::new(0) }
+        }
+    }
+
+    impl ProcessSource for Scripted {
+        fn entries(&self) -> Result<Vec<ProcEntry>, HostError> {
+            Ok(self.listed.clone())
+        }
+        fn entry(&self, pid: i64) -> Option<ProcEntry> {
+            self.now.iter().find(|e| e.pid == pid).cloned()
+        }
+        fn environ(&self, _: i64) -> Result<EnvSnapshot, HostError> {
+            Ok(EnvSnapshot::from_pairs([("PATH", "/bin")]))
+        }
+    }
+
+    impl Observer for Scripted {
+        fn processes(&self) -> &dyn ProcessSource {
+            self
+        }
+        fn probe(&self, _: i64) -> PidProbe {
+            PidProbe::Alive
+        }
+        fn local_host(&self) -> Option<fleetgate_store::HostIdentity> {
+            Some(fleetgate_store::HostIdentity { host_id: "h".into(), boot_id: "b".into() })
+        }
+        fn head(&self, _: &Path) -> Result<String, HostError> {
+            Err(HostError::new(HostErrorKind::Unreadable, "no checkout here"))
+        }
+        fn peer_facts(&self, pid: i64, argv: &[String], _: &str) -> Result<PeerFacts, PeerUnread> {
+            self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            (self.facts)(self, pid, argv)
+        }
+    }
+
     /// Issue 54: a gateway's child the listing caught before its exec, its parent gone (killed
     /// meanwhile), showed the gateway's command line; read a moment later it had become the
     /// downstream's guard, whose environment names no store: "it publishes no proof, and it
@@ -358,55 +410,26 @@ mod tests {
     /// One that became a bare server instead is a fleet process and still closes the gate.
     #[test]
     fn a_gateway_look_alike_that_runs_another_program_meanwhile_is_judged_as_it_is_now() {
-        #[derive(Debug)]
-        struct Execs {
-            listed: Vec<ProcEntry>,
-            now: Vec<ProcEntry>,
-        }
-        impl ProcessSource for Execs {
-            fn entries(&self) -> Result<Vec<ProcEntry>, HostError> {
-                Ok(self.listed.clone())
-            }
-            fn entry(&self, pid: i64) -> Option<ProcEntry> {
-                self.now.iter().find(|e| e.pid == pid).cloned()
-            }
-            fn environ(&self, _: i64) -> Result<EnvSnapshot, HostError> {
-                Ok(EnvSnapshot::from_pairs([("PATH", "/bin")]))
-            }
-        }
-        impl Observer for Execs {
-            fn processes(&self) -> &dyn ProcessSource {
-                self
-            }
-            fn probe(&self, _: i64) -> PidProbe {
-                PidProbe::Alive
-            }
-            fn local_host(&self) -> Option<fleetgate_store::HostIdentity> {
-                Some(fleetgate_store::HostIdentity { host_id: "h".into(), boot_id: "b".into() })
-            }
-            fn head(&self, _: &Path) -> Result<String, HostError> {
-                Err(HostError::new(HostErrorKind::Unreadable, "no checkout here"))
-            }
-            fn peer_facts(&self, pid: i64, argv: &[String], _: &str) -> Result<PeerFacts, PeerUnread> {
-                match self.entry(pid) {
-                    Some(now) if now.argv != argv => Err(PeerUnread::Execed),
-                    _ => Err(PeerUnread::OpenFiles(HostError::new(HostErrorKind::Unreadable, "denied"))),
-                }
-            }
-        }
         let gateway = ["fleetgate", "--store", "/other/r.sqlite3", "serve", "--profile", "p"];
         let member = entry(MEMBER, &["python", "mcp_server.py"]);
-        let host = Execs {
-            listed: vec![member.clone(), entry(7, &gateway)],
-            now: vec![member.clone(), entry(7, &["fleetgate", "downstream-guard", "--", "python", "mcp_server.py"])],
+        // A read of a process that runs another program now is refused as such.
+        let facts = |host: &Scripted, pid: i64, argv: &[String]| match host.entry(pid) {
+            Some(now) if now.argv != argv => Err(PeerUnread::Execed),
+            _ => Err(PeerUnread::OpenFiles(HostError::new(HostErrorKind::Unreadable, "denied"))),
         };
+        let host = Scripted::new(
+            vec![member.clone(), entry(7, &gateway)],
+            vec![member.clone(), entry(7, &["fleetgate", "downstream-guard", "--", "python", "mcp_server.py"])],
+            facts,
+        );
         let snap = look_at(&host);
         assert!(snap.inventory.unregistered_processes.is_empty(), "{:?}", snap.inventory.blocked_reasons);
         assert!(snap.inventory.mutation_gate_satisfied, "{:?}", snap.inventory.blocked_reasons);
-        let host = Execs {
-            listed: vec![member.clone(), entry(8, &gateway)],
-            now: vec![member, entry(8, &["python", "/srv/mcp_server.py"])],
-        };
+        let host = Scripted::new(
+            vec![member.clone(), entry(8, &gateway)],
+            vec![member, entry(8, &["python", "/srv/mcp_server.py"])],
+            facts,
+        );
         let snap = look_at(&host);
         assert_eq!(snap.inventory.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [8]);
     }
@@ -416,45 +439,9 @@ mod tests {
     /// the gate.
     #[test]
     fn a_gateway_read_mid_change_is_read_again_and_still_fails_closed() {
-        #[derive(Debug)]
-        struct Changing {
-            listed: Vec<ProcEntry>,
-            reads: std::sync::atomic::AtomicU32,
-        }
-        impl ProcessSource for Changing {
-            fn entries(&self) -> Result<Vec<ProcEntry>, HostError> {
-                Ok(self.listed.clone())
-            }
-            fn entry(&self, pid: i64) -> Option<ProcEntry> {
-                self.listed.iter().find(|e| e.pid == pid).cloned()
-            }
-            fn environ(&self, _: i64) -> Result<EnvSnapshot, HostError> {
-                Ok(EnvSnapshot::from_pairs([("PATH", "/bin")]))
-            }
-        }
-        impl Observer for Changing {
-            fn processes(&self) -> &dyn ProcessSource {
-                self
-            }
-            fn probe(&self, _: i64) -> PidProbe {
-                PidProbe::Alive
-            }
-            fn local_host(&self) -> Option<fleetgate_store::HostIdentity> {
-                Some(fleetgate_store::HostIdentity { host_id: "h".into(), boot_id: "b".into() })
-            }
-            fn head(&self, _: &Path) -> Result<String, HostError> {
-                Err(HostError::new(HostErrorKind::Unreadable, "no checkout here"))
-            }
-            fn peer_facts(&self, _: i64, _: &[String], _: &str) -> Result<PeerFacts, PeerUnread> {
-                self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                Err(PeerUnread::Changed)
-            }
-        }
         let gateway = ["fleetgate", "--store", "/other/r.sqlite3", "serve", "--profile", "p"];
-        let host = Changing {
-            listed: vec![entry(MEMBER, &["python", "mcp_server.py"]), entry(7, &gateway)],
-            reads: std::sync::atomic::AtomicU32::new(0),
-        };
+        let listed = vec![entry(MEMBER, &["python", "mcp_server.py"]), entry(7, &gateway)];
+        let host = Scripted::new(listed.clone(), listed, |_, _, _| Err(PeerUnread::Changed));
         let snap = look_at(&host);
         assert_eq!(host.reads.load(std::sync::atomic::Ordering::SeqCst), super::super::peers::READS);
         assert_eq!(snap.inventory.unregistered_processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [7]);
