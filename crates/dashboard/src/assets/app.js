@@ -98,6 +98,37 @@
   const empty = (span, text) => el("tr", { class: "empty" }, el("td", { colspan: String(span), class: "muted", text }));
   const ticking = (ts) => el("span", { class: "age", data: { since: ts || "" }, text: age(since(ts)) });
 
+  // The row tables of one shape, in page order: each gets its section from the
+  // `row-section` template, with ids `${key}-title`, `${key}-note`, `${key}-error` and the
+  // table's own id.
+  const ROW_SECTIONS = [
+    ["workers", "workers", "Workers", ["Worker", "Client", "Profile", "PID", "Epoch", "Lease age / TTL", "State"]],
+    ["pr-leases", "leases", "PR leases", ["PR", "Purpose", "Holder", "Head", "Expires in"]],
+    ["pr-states", "prs", "Pull requests", ["PR", "State", "Next", "Head", "Review"]],
+    ["review-locks", "locks", "Review-decision locks", ["PR", "Session", "Decision", "Head"]],
+  ];
+  for (const [key, table, title, columns] of ROW_SECTIONS) {
+    const section = $("row-section").content.firstElementChild.cloneNode(true);
+    section.id = `${key}-section`;
+    section.setAttribute("aria-labelledby", `${key}-title`);
+    section.querySelector("h2").id = `${key}-title`;
+    section.querySelector(".title").textContent = title;
+    section.querySelector(".note").id = `${key}-note`;
+    section.querySelector(".error").id = `${key}-error`;
+    section.querySelector("table").id = table;
+    section.querySelector("thead tr").append(...columns.map((c) => el("th", { text: c })));
+    $("row-sections").append(section);
+  }
+
+  // A row table's body (its empty line when there are no rows), its heading's note and its
+  // error line (hidden when there is no error).
+  function fill(key, table, rows, none, note, error) {
+    $(table).tBodies[0].replaceChildren(...(rows.length ? rows : [empty($(table).tHead.rows[0].cells.length, none)]));
+    $(`${key}-note`).textContent = note;
+    $(`${key}-error`).hidden = !error;
+    $(`${key}-error`).textContent = error || "";
+  }
+
   function renderGate(view) {
     const gate = view.gate;
     const box = $("gate");
@@ -201,10 +232,8 @@
         cell("State", el("span", { class: `badge ${w.live ? "running" : "stale"}`, text: state })),
       );
     });
-    $("workers").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(7, "no active workers")]));
-    $("workers-note").textContent = `${view.workers.length} active, ${view.stopped_workers} stopped`;
-    $("workers-error").hidden = !view.workers_error;
-    $("workers-error").textContent = view.workers_error ? `worker rows unreadable: ${view.workers_error}` : "";
+    fill("workers", "workers", rows, "no active workers", `${view.workers.length} active, ${view.stopped_workers} stopped`,
+      view.workers_error && `worker rows unreadable: ${view.workers_error}`);
   }
 
   const until = (ts) => {
@@ -225,10 +254,8 @@
         cell("Expires in", el("span", { class: "until", data: { until: l.expires_at }, text: until(l.expires_at) })),
       ),
     );
-    $("leases").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(5, "no live PR leases")]));
-    $("pr-leases-note").textContent = rows.length ? `${rows.length} live` : "";
-    $("pr-leases-error").hidden = !view.pr_leases_error;
-    $("pr-leases-error").textContent = view.pr_leases_error ? `PR leases unreadable: ${view.pr_leases_error}` : "";
+    fill("pr-leases", "leases", rows, "no live PR leases", rows.length ? `${rows.length} live` : "",
+      view.pr_leases_error && `PR leases unreadable: ${view.pr_leases_error}`);
   }
 
   function renderPrs(view) {
@@ -244,10 +271,8 @@
         cell("Review", el("span", { text: p.review_status })),
       ),
     );
-    $("prs").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(5, "no PR with a live lease or lock")]));
-    $("pr-states-note").textContent = rows.length ? `${rows.length}` : "";
-    $("pr-states-error").hidden = !view.prs_error;
-    $("pr-states-error").textContent = view.prs_error ? `PR states unreadable: ${view.prs_error}` : "";
+    fill("pr-states", "prs", rows, "no PR with a live lease or lock", rows.length ? `${rows.length}` : "",
+      view.prs_error && `PR states unreadable: ${view.prs_error}`);
   }
 
   function renderLocks(view) {
@@ -262,11 +287,8 @@
         cell("Head", el("code", { text: shortRev(l.head), title: l.head })),
       ),
     );
-    $("locks").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(4, "no live review-decision locks")]));
-    $("review-locks-note").textContent = rows.length ? `${rows.length} live` : "";
-    $("review-locks-error").hidden = !view.review_locks_error;
-    $("review-locks-error").textContent = view.review_locks_error
-      ? `review-decision locks unreadable: ${view.review_locks_error}` : "";
+    fill("review-locks", "locks", rows, "no live review-decision locks", rows.length ? `${rows.length} live` : "",
+      view.review_locks_error && `review-decision locks unreadable: ${view.review_locks_error}`);
   }
 
   function renderApprovals(view) {
@@ -303,14 +325,12 @@
       }
       showNote(row);
     }
-    $("approvals").tBodies[0].replaceChildren(...(rows.length ? rows : [empty(6, "no call waits for an operator")]));
-    $("approvals-note").textContent = rows.length ? `${rows.length} waiting` : "";
+    fill("approvals", "approvals", rows, "no call waits for an operator", rows.length ? `${rows.length} waiting` : "",
+      view.approvals_error && `approval requests unreadable: ${view.approvals_error}`);
     // What each notification target still owes (a receiver down: it is retried while the
     // request is open).
     $("notify").replaceChildren(...view.notify.map((line, i) =>
       el("li", { class: (view.notify_owed[i] || ["", 0])[1] > 0 ? "error" : "muted", text: line })));
-    $("approvals-error").hidden = !view.approvals_error;
-    $("approvals-error").textContent = view.approvals_error ? `approval requests unreadable: ${view.approvals_error}` : "";
   }
 
   function renderShadow(view) {

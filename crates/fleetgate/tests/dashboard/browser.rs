@@ -107,6 +107,28 @@ fn a_killed_member_turns_stale_and_closes_the_gate_without_a_reload() {
     for expected in [PR, "ready_for_review", "reviewer", &PR_HEAD[..12], "none"] {
         assert!(state.contains(expected), "{expected:?} not in the PR row {state:?}");
     }
+    // The row tables built from the one template: in page order, each titled, labelled by its
+    // heading, with its columns and its note.
+    let sections = b.eval(
+        "return [...document.querySelectorAll('#row-sections > section')].map((s) => \
+           [s.id, s.querySelector('.title').innerText, \
+            document.getElementById(s.getAttribute('aria-labelledby')).tagName, \
+            [...s.querySelectorAll('thead th')].map((th) => th.textContent).join('|')])",
+    );
+    assert_eq!(
+        sections,
+        serde_json::json!([
+            ["workers-section", "Workers", "H2", "Worker|Client|Profile|PID|Epoch|Lease age / TTL|State"],
+            ["pr-leases-section", "PR leases", "H2", "PR|Purpose|Holder|Head|Expires in"],
+            ["pr-states-section", "Pull requests", "H2", "PR|State|Next|Head|Review"],
+            ["review-locks-section", "Review-decision locks", "H2", "PR|Session|Decision|Head"],
+        ])
+    );
+    assert_eq!(b.eval("return document.getElementById('pr-leases-note').innerText"), "1 live");
+    assert_eq!(b.eval("return document.getElementById('pr-leases-error').hidden"), true);
+    let locks = b.eval("return document.querySelector('#locks tbody').innerText");
+    assert_eq!(locks, "no live review-decision locks", "the empty line spans the table's columns");
+    assert_eq!(b.eval("return document.querySelector('#locks tbody td').colSpan"), 4);
     b.screenshot(&out.join("healthy.png"));
 
     // Kill the member; the page must follow on its own.
