@@ -63,24 +63,52 @@ impl ForgeKeywords {
     }
 }
 
+/// What a note is about, for a reader that shows them apart (the dashboard's badges).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteKind {
+    /// An invariant the roster lifts ([`PolicyNotes::lifted`]).
+    Lifted,
+    /// A principal that may hold both an author's and a reviewer's profile.
+    Principal,
+    /// An approval fleetgate cannot tell people apart for ([`PolicyNotes::people`]).
+    People,
+    /// The words the gate reads as closing or reopening an issue ([`PolicyNotes::keywords`]).
+    Keywords,
+}
+
+/// One note as a line, with what it is about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NoteLine {
+    /// What the line is about.
+    pub kind: NoteKind,
+    /// The line.
+    pub text: String,
+}
+
 impl PolicyNotes {
-    /// The notes as log or report lines.
+    /// Every note as a line, with its kind: the lifts, the principals, the people, then the
+    /// keywords.
+    pub fn labelled(&self) -> Vec<NoteLine> {
+        let line = |kind, text| NoteLine { kind, text };
+        let lifted = self.lifted.iter().map(|l| {
+            line(NoteKind::Lifted, format!("invariant {} is lifted ([invariants] lift): {}", l.invariant, l.exposes))
+        });
+        let why = if self.principals_count_as_independent {
+            "; set [workflow] independent_review = \"principal\", or give it one of the two"
+        } else {
+            " (independent_review = \"principal\" keeps its own approvals from counting)"
+        };
+        let principals = self.principals.iter().map(|p| line(NoteKind::Principal, format!("{p}{why}")));
+        let people = self.people.iter().map(|p| line(NoteKind::People, p.clone()));
+        let keywords = self.keywords.iter().map(|k| line(NoteKind::Keywords, k.line()));
+        lifted.chain(principals).chain(people).chain(keywords).collect()
+    }
+
+    /// The notes an operator must act on, as log or report lines: all but the keywords (the
+    /// doctor shows those apart).
     pub fn lines(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .lifted
-            .iter()
-            .map(|l| format!("invariant {} is lifted ([invariants] lift): {}", l.invariant, l.exposes))
-            .collect();
-        for p in &self.principals {
-            let why = if self.principals_count_as_independent {
-                "; set [workflow] independent_review = \"principal\", or give it one of the two"
-            } else {
-                " (independent_review = \"principal\" keeps its own approvals from counting)"
-            };
-            out.push(format!("{p}{why}"));
-        }
-        out.extend(self.people.iter().cloned());
-        out
+        self.labelled().into_iter().filter(|l| l.kind != NoteKind::Keywords).map(|l| l.text).collect()
     }
 }
 
@@ -201,6 +229,12 @@ role = "reviewer"
         let lines = n.lines();
         assert!(lines[0].contains("scheduled-merge") && lines[0].contains("push after the approval"), "{lines:?}");
         assert!(lines[2].contains("independent_review = \"principal\""), "{lines:?}");
+        // Each line says what it is about; the keywords come last and only in the labelled lines.
+        let kinds: Vec<NoteKind> = n.labelled().iter().map(|l| l.kind).collect();
+        use NoteKind::{Keywords, Lifted, Principal};
+        assert_eq!(kinds, [Lifted, Lifted, Principal, Keywords]);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(n.labelled()[3].text.starts_with("gitea-mcp reads as closing an issue: "), "{:?}", n.labelled());
     }
 
     #[test]

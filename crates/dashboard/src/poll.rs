@@ -60,7 +60,7 @@ impl Source {
         let approvals = self.store.list_approvals(true);
         let prs = self.pr_states(leases.as_deref().unwrap_or_default(), locks.as_deref().unwrap_or_default(), now);
         let store = self.store.describe();
-        let policy = fleetgate_control::policy::notes(&self.config, None).lines();
+        let policy = fleetgate_control::policy::notes(&self.config, None).labelled();
         let owed: Result<Vec<_>, _> =
             self.config.approvals.notify.iter().map(|t| fleetgate_control::notify::owed(&*self.store, t)).collect();
         let look = Look {

@@ -83,8 +83,12 @@ pub struct FleetView {
     /// The same, in numbers: each target and the events it owes.
     pub notify_owed: Vec<(String, usize)>,
     /// What the roster lets through that the operator must know: every lifted invariant
-    /// (`[invariants] lift`), with what it gives up.
+    /// (`[invariants] lift`), with what it gives up; the principals of two independent roles;
+    /// the approvals fleetgate cannot tell people apart for.
     pub policy: Vec<String>,
+    /// The same notes, each with what it is about (`lifted`, `principal`, `people`), and the
+    /// words the roster's forge dialect reads as closing or reopening an issue (`keywords`).
+    pub policy_notes: Vec<fleetgate_control::policy::NoteLine>,
     /// The shadow candidate's flips among the newest audit entries (`fleetgate serve
     /// --shadow`), grouped: what it would have decided otherwise.
     pub shadow: Vec<fleetgate_control::gate::ShadowGroup>,
@@ -434,8 +438,8 @@ pub struct Look<'a> {
     pub review_locks: Result<&'a [ReviewLock], &'a StoreError>,
     /// The pending approval requests, or why not.
     pub approvals: Result<&'a [ApprovalRequest], &'a StoreError>,
-    /// What the roster lets through (`fleetgate_control::policy`), as lines.
-    pub policy: &'a [String],
+    /// What the roster lets through (`fleetgate_control::policy`), as labelled lines.
+    pub policy: &'a [fleetgate_control::policy::NoteLine],
     /// What each `[[approvals.notify]]` target still owes, or why it cannot be read.
     pub notify: Result<&'a [fleetgate_control::notify::Owed], &'a StoreError>,
     /// The decision instant.
@@ -515,7 +519,13 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
             .notify
             .as_ref()
             .map_or_else(|_| Vec::new(), |owed| owed.iter().map(|o| (o.target.clone(), o.events)).collect()),
-        policy: look.policy.to_vec(),
+        policy: look
+            .policy
+            .iter()
+            .filter(|l| l.kind != fleetgate_control::policy::NoteKind::Keywords)
+            .map(|l| l.text.clone())
+            .collect(),
+        policy_notes: look.policy.to_vec(),
         shadow: match &look.audit {
             Ok(entries) => fleetgate_control::gate::shadow_report(entries.iter()).groups,
             Err(_) => Vec::new(),

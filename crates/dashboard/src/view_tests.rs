@@ -245,6 +245,39 @@ fn unreadable_rows_are_said_not_hidden() {
 }
 
 #[test]
+fn policy_notes_say_what_each_is_about_and_the_plain_lines_keep_out_the_keywords() {
+    use fleetgate_control::policy::{NoteKind, NoteLine};
+    let now = t0();
+    let snap = snapshot(&[], &[], &[], now);
+    let note = |kind, text: &str| NoteLine { kind, text: text.into() };
+    let notes = [
+        note(NoteKind::Lifted, "invariant scheduled-merge is lifted"),
+        note(NoteKind::Principal, "ci may hold both"),
+        note(NoteKind::Keywords, "gitea-mcp reads as closing an issue: close"),
+    ];
+    let look = Look {
+        fleet_name: "t",
+        store: "sqlite:/x",
+        snapshot: &snap,
+        workers: Ok(&[]),
+        audit: Ok(&[]),
+        pr_leases: Ok(&[]),
+        prs: Ok(&[]),
+        review_locks: Ok(&[]),
+        approvals: Ok(&[]),
+        policy: &notes,
+        notify: Ok(&[]),
+        now,
+    };
+    let v = build(&look, &|_| true);
+    assert_eq!(v.policy, ["invariant scheduled-merge is lifted", "ci may hold both"]);
+    let json = serde_json::to_value(&v).unwrap();
+    let kinds: Vec<&str> =
+        json["policy_notes"].as_array().unwrap().iter().map(|n| n["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["lifted", "principal", "keywords"]);
+}
+
+#[test]
 fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
     let now = t0();
     let snap = snapshot(&[], &[], &[], now);

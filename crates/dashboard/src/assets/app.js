@@ -197,10 +197,22 @@
     $("fleet-name").textContent = view.fleet.name;
   }
 
+  // Each note's badge by what it is about: only a lift is marked hard.
+  const NOTE_BADGES = {
+    lifted: ["stale", "lifted"],
+    principal: ["stale", "one principal, two roles"],
+    people: ["stale", "people"],
+    keywords: ["muted", "forge keywords"],
+  };
+
   function renderPolicy(view) {
-    $("policy-section").hidden = view.policy.length === 0;
+    $("policy-section").hidden = view.policy_notes.length === 0;
     $("policy").replaceChildren(
-      ...view.policy.map((p) => el("li", { class: "hard" }, el("span", { class: "badge stale", text: "lifted" }), " ", p)),
+      ...view.policy_notes.map((note) => {
+        const [tone, label] = NOTE_BADGES[note.kind] || ["muted", note.kind];
+        return el("li", { class: note.kind === "lifted" ? "hard" : null, data: { kind: note.kind } },
+          el("span", { class: `badge ${tone}`, text: label }), " ", note.text);
+      }),
     );
   }
 

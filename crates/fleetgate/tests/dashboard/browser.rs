@@ -129,6 +129,12 @@ fn a_killed_member_turns_stale_and_closes_the_gate_without_a_reload() {
     let locks = b.eval("return document.querySelector('#locks tbody').innerText");
     assert_eq!(locks, "no live review-decision locks", "the empty line spans the table's columns");
     assert_eq!(b.eval("return document.querySelector('#locks tbody td').colSpan"), 4);
+    // The roster's forge dialect: its keywords shown as what they are, not as a lift.
+    let note = b.eval("return document.querySelector('#policy li[data-kind=\"keywords\"]').innerText");
+    let note = note.as_str().unwrap().to_owned();
+    assert!(note.starts_with("forge keywords gitea-mcp reads as closing an issue: "), "{note}");
+    assert_eq!(b.eval("return document.querySelectorAll('#policy li.hard').length"), 0, "nothing is lifted");
+    assert_eq!(b.eval("return document.getElementById('policy-section').hidden"), false);
     b.screenshot(&out.join("healthy.png"));
 
     // Kill the member; the page must follow on its own.

@@ -210,6 +210,7 @@ fn api_fleet_has_the_documented_shape_and_events_push_the_same_view() {
         "notify",
         "notify_owed",
         "policy",
+        "policy_notes",
         "shadow",
     ];
     keys.sort_unstable();

@@ -41,7 +41,8 @@ pub fn member(i: usize) -> (String, String, String) {
 
 /// A roster of `n` members whose processes carry `marker`.
 pub fn roster(marker: &str, n: usize) -> String {
-    let mut out = format!("[fleet]\nname = \"island\"\nprocess_match = [\"{marker}\"]\n");
+    // A forge dialect, so the page has the keyword note to show.
+    let mut out = format!("[fleet]\nname = \"island\"\nforge = \"gitea-mcp\"\nprocess_match = [\"{marker}\"]\n");
     for i in 1..=n {
         let (namespace, profile, role) = member(i);
         out.push_str(&format!(
