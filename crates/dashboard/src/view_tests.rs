@@ -70,6 +70,24 @@ fn snapshot(rows: &[RuntimeRecord], dead: &[i64], diagnostics: &[&str], now: Tim
     Snapshot { inventory, diagnostics: diagnostics.iter().map(|d| (*d).into()).collect() }
 }
 
+/// A look at `snap` with nothing else in it: each test fills in what it shows.
+fn quiet(snap: &Snapshot, now: Timestamp) -> Look<'_> {
+    Look {
+        fleet_name: "t",
+        store: "sqlite:/x",
+        snapshot: snap,
+        workers: Ok(&[]),
+        audit: Ok(&[]),
+        pr_leases: Ok(&[]),
+        prs: Ok(&[]),
+        review_locks: Ok(&[]),
+        approvals: Ok(&[]),
+        policy: &[],
+        notify: Ok(&[]),
+        now,
+    }
+}
+
 fn view(snap: &Snapshot, workers: &[WorkerRecord], audit: &[AuditEntry], now: Timestamp) -> FleetView {
     view_with_leases(snap, workers, audit, &[], now)
 }
@@ -81,20 +99,7 @@ fn view_with_leases(
     leases: &[PrLease],
     now: Timestamp,
 ) -> FleetView {
-    let look = Look {
-        fleet_name: "t",
-        store: "sqlite:/x",
-        snapshot: snap,
-        workers: Ok(workers),
-        audit: Ok(audit),
-        pr_leases: Ok(leases),
-        prs: Ok(&[]),
-        review_locks: Ok(&[]),
-        approvals: Ok(&[]),
-        policy: &[],
-        notify: Ok(&[]),
-        now,
-    };
+    let look = Look { workers: Ok(workers), audit: Ok(audit), pr_leases: Ok(leases), ..quiet(snap, now) };
     build(&look, &|pid| pid != Some(666))
 }
 
@@ -255,20 +260,7 @@ fn policy_notes_say_what_each_is_about_and_the_plain_lines_keep_out_the_keywords
         note(NoteKind::Principal, "ci may hold both"),
         note(NoteKind::Keywords, "gitea-mcp reads as closing an issue: close"),
     ];
-    let look = Look {
-        fleet_name: "t",
-        store: "sqlite:/x",
-        snapshot: &snap,
-        workers: Ok(&[]),
-        audit: Ok(&[]),
-        pr_leases: Ok(&[]),
-        prs: Ok(&[]),
-        review_locks: Ok(&[]),
-        approvals: Ok(&[]),
-        policy: &notes,
-        notify: Ok(&[]),
-        now,
-    };
+    let look = Look { policy: &notes, ..quiet(&snap, now) };
     let v = build(&look, &|_| true);
     assert_eq!(v.policy, ["invariant scheduled-merge is lifted", "ci may hold both"]);
     let json = serde_json::to_value(&v).unwrap();
@@ -297,20 +289,7 @@ fn a_call_waiting_for_an_operator_shows_who_what_and_the_exact_arguments() {
         ..fleetgate_core::approval::ApprovalRequest::default()
     };
     let requests = [request];
-    let look = Look {
-        fleet_name: "t",
-        store: "sqlite:/x",
-        snapshot: &snap,
-        workers: Ok(&[]),
-        audit: Ok(&[]),
-        pr_leases: Ok(&[]),
-        prs: Ok(&[]),
-        review_locks: Ok(&[]),
-        approvals: Ok(&requests),
-        policy: &[],
-        notify: Ok(&[]),
-        now,
-    };
+    let look = Look { approvals: Ok(&requests), ..quiet(&snap, now) };
     let v = build(&look, &|_| true);
     let shown = &v.approvals[0];
     assert_eq!(
@@ -439,20 +418,7 @@ fn each_pr_with_a_live_lease_or_lock_shows_its_computed_state_and_the_locks_thei
         released_at: None,
     }];
     let snap = snapshot(&[row(4100)], &[], &[], now);
-    let look = Look {
-        fleet_name: "t",
-        store: "sqlite:/x",
-        snapshot: &snap,
-        workers: Ok(&[]),
-        audit: Ok(&[]),
-        pr_leases: Ok(&[]),
-        prs: Ok(&assessed),
-        review_locks: Ok(&locks),
-        approvals: Ok(&[]),
-        policy: &[],
-        notify: Ok(&[]),
-        now,
-    };
+    let look = Look { prs: Ok(&assessed), review_locks: Ok(&locks), ..quiet(&snap, now) };
     let v = build(&look, &|_| true);
     assert_eq!(v.prs.len(), 1);
     let p = &v.prs[0];
@@ -535,20 +501,7 @@ fn the_page_receives_every_invisible_or_direction_changing_character_escaped() {
             call: None,
         };
         let (requests, audit) = ([request], [refusal]);
-        let look = Look {
-            fleet_name: "t",
-            store: "sqlite:/x",
-            snapshot: &snap,
-            workers: Ok(&[]),
-            audit: Ok(&audit),
-            pr_leases: Ok(&[]),
-            prs: Ok(&[]),
-            review_locks: Ok(&[]),
-            approvals: Ok(&requests),
-            policy: &[],
-            notify: Ok(&[]),
-            now,
-        };
+        let look = Look { audit: Ok(&audit), approvals: Ok(&requests), ..quiet(&snap, now) };
         let page: serde_json::Value = serde_json::from_str(&build(&look, &|_| true).page_json()).unwrap();
         let mut all = Vec::new();
         strings(&page, &mut all);
