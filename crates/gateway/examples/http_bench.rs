@@ -4,7 +4,7 @@
 //! latency percentiles and, with `--pid`, the CPU time the server process spent
 //! in that window, as one JSON line.
 //!
-//! http_bench URL SESSIONS SECONDS TOOL ARGS_JSON [--pid PID] [--latencies FILE]
+//! http_bench URL SESSIONS SECONDS TOOL ARGS_JSON [--pid PID] [--latencies FILE] [--stateless [--warmup N]]
 //!
 //! Each session is a real MCP session, as rmcp's Streamable HTTP client runs
 //! one: its own `initialize` (offering 2025-11-25, the newest version that has
@@ -22,15 +22,23 @@
 //! reported apart as `downstream_cpu_s` with their count.
 //! `--latencies FILE`: every successful call's latency in microseconds, one a
 //! line, for pooling percentiles over several rounds.
+//! `--stateless`: each client speaks the sessionless generation (2026-07-28) as
+//! rmcp runs it: `server/discover` once, then every request self-contained, with
+//! no `Mcp-Session-Id`, so any replica behind a balancer can answer it. Still
+//! one HTTP client (and keep-alive pool) per client, and each client names
+//! itself apart (`http_bench-I`), so each is an attachment of its own as each
+//! session is. `--warmup N`: before the timed window, the clients one after
+//! another make N untimed calls each: behind a round-robin balancer of N
+//! replicas that reaches every replica, so no downstream starts in the window.
 //!
 //! A failed `initialize` or call is counted, not fatal: a session whose call
 //! fails stops there and its first error is reported, so a peer that breaks
 //! under load shows up in the figures rather than aborting the run.
 
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
+use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -100,7 +108,9 @@ fn cpu_snapshot(pid: u32) -> Option<(f64, HashMap<u32, f64>)> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: http_bench URL SESSIONS SECONDS TOOL ARGS_JSON [--pid PID] [--latencies FILE]");
+    eprintln!(
+        "usage: http_bench URL SESSIONS SECONDS TOOL ARGS_JSON [--pid PID] [--latencies FILE] [--stateless [--warmup N]]"
+    );
     std::process::exit(2);
 }
 
@@ -111,12 +121,14 @@ async fn main() {
         usage();
     }
     let (url, sessions, seconds, tool, arguments) = (&args[0], &args[1], &args[2], &args[3], &args[4]);
-    let (mut pid, mut latencies_file) = (None::<u32>, None::<String>);
+    let (mut pid, mut latencies_file, mut stateless, mut warmup) = (None::<u32>, None::<String>, false, 0usize);
     let mut rest = args[5..].iter();
     while let Some(flag) = rest.next() {
-        match (flag.as_str(), rest.next()) {
-            ("--pid", Some(v)) => pid = Some(v.parse().expect("--pid")),
-            ("--latencies", Some(v)) => latencies_file = Some(v.clone()),
+        match flag.as_str() {
+            "--pid" => pid = Some(rest.next().unwrap_or_else(|| usage()).parse().expect("--pid")),
+            "--latencies" => latencies_file = Some(rest.next().unwrap_or_else(|| usage()).clone()),
+            "--stateless" => stateless = true,
+            "--warmup" => warmup = rest.next().unwrap_or_else(|| usage()).parse().expect("--warmup"),
             _ => usage(),
         }
     }
@@ -136,7 +148,7 @@ async fn main() {
     let connections = Arc::new(AtomicUsize::new(0));
 
     let mut init = tokio::task::JoinSet::new();
-    for _ in 0..sessions {
+    for i in 0..sessions {
         let http = reqwest::Client::builder()
             .dns_resolver(CountingResolver { ip, resolutions: connections.clone() })
             .tcp_nodelay(true)
@@ -149,11 +161,17 @@ async fn main() {
         );
         init.spawn(async move {
             let mut client = ClientConfig::default();
-            // A session begins with `initialize`, which the newest protocol version
-            // (rmcp's default, 2026-07-28) no longer has: offer the newest one that
-            // has it and let each server negotiate down from there.
-            client.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-            match tokio::time::timeout(CALL_TIMEOUT, client.serve(transport)).await {
+            let lifecycle = if stateless {
+                client.client_info = Implementation::new(format!("http_bench-{i}"), "1");
+                ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::LATEST] }
+            } else {
+                // A session begins with `initialize`, which the newest protocol version
+                // (rmcp's default, 2026-07-28) no longer has: offer the newest one that
+                // has it and let each server negotiate down from there.
+                client.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+                ClientLifecycleMode::Initialize
+            };
+            match tokio::time::timeout(CALL_TIMEOUT, client.serve_with_lifecycle(transport, lifecycle)).await {
                 Ok(Ok(client)) => Ok(client),
                 Ok(Err(e)) => Err(format!("initialize: {e}")),
                 Err(_) => Err(format!("initialize: no answer in {CALL_TIMEOUT:?}")),
@@ -168,6 +186,20 @@ async fn main() {
                 init_errors += 1;
                 first_error.get_or_insert(e);
             }
+        }
+    }
+
+    for client in &clients {
+        for _ in 0..warmup {
+            let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments.clone());
+            let failed = match tokio::time::timeout(CALL_TIMEOUT, client.call_tool(params)).await {
+                Ok(Ok(_)) => continue,
+                Ok(Err(e)) => format!("warm-up: {e}"),
+                Err(_) => format!("warm-up: no answer in {CALL_TIMEOUT:?}"),
+            };
+            // Counted with the set-up's failures: the timed window never saw it.
+            init_errors += 1;
+            first_error.get_or_insert(failed);
         }
     }
 
