@@ -109,7 +109,8 @@
   ];
   for (const [key, table, title, columns] of ROW_SECTIONS) {
     const section = $("row-section").content.firstElementChild.cloneNode(true);
-    section.id = `${key}-section`;
+    // The ids the sections have always had: the key, but for workers, whose key is its table's.
+    if (key !== table) section.id = key;
     section.setAttribute("aria-labelledby", `${key}-title`);
     section.querySelector("h2").id = `${key}-title`;
     section.querySelector(".title").textContent = title;

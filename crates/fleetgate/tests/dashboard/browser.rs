@@ -118,10 +118,10 @@ fn a_killed_member_turns_stale_and_closes_the_gate_without_a_reload() {
     assert_eq!(
         sections,
         serde_json::json!([
-            ["workers-section", "Workers", "H2", "Worker|Client|Profile|PID|Epoch|Lease age / TTL|State"],
-            ["pr-leases-section", "PR leases", "H2", "PR|Purpose|Holder|Head|Expires in"],
-            ["pr-states-section", "Pull requests", "H2", "PR|State|Next|Head|Review"],
-            ["review-locks-section", "Review-decision locks", "H2", "PR|Session|Decision|Head"],
+            ["", "Workers", "H2", "Worker|Client|Profile|PID|Epoch|Lease age / TTL|State"],
+            ["pr-leases", "PR leases", "H2", "PR|Purpose|Holder|Head|Expires in"],
+            ["pr-states", "Pull requests", "H2", "PR|State|Next|Head|Review"],
+            ["review-locks", "Review-decision locks", "H2", "PR|Session|Decision|Head"],
         ])
     );
     assert_eq!(b.eval("return document.getElementById('pr-leases-note').innerText"), "1 live");
