@@ -77,6 +77,14 @@ pub enum NoteKind {
     Keywords,
 }
 
+impl NoteKind {
+    /// Whether a note of this kind asks the operator to act: all but the keywords, which are
+    /// shown to check against the forge's configuration.
+    pub fn asks_action(self) -> bool {
+        self != Self::Keywords
+    }
+}
+
 /// One note as a line, with what it is about.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NoteLine {
@@ -108,7 +116,7 @@ impl PolicyNotes {
     /// The notes an operator must act on, as log or report lines: all but the keywords (the
     /// doctor shows those apart).
     pub fn lines(&self) -> Vec<String> {
-        self.labelled().into_iter().filter(|l| l.kind != NoteKind::Keywords).map(|l| l.text).collect()
+        self.labelled().into_iter().filter(|l| l.kind.asks_action()).map(|l| l.text).collect()
     }
 }
 

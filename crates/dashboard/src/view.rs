@@ -519,12 +519,7 @@ pub fn build(look: &Look<'_>, pid_alive: &dyn Fn(Option<i64>) -> bool) -> FleetV
             .notify
             .as_ref()
             .map_or_else(|_| Vec::new(), |owed| owed.iter().map(|o| (o.target.clone(), o.events)).collect()),
-        policy: look
-            .policy
-            .iter()
-            .filter(|l| l.kind != fleetgate_control::policy::NoteKind::Keywords)
-            .map(|l| l.text.clone())
-            .collect(),
+        policy: look.policy.iter().filter(|l| l.kind.asks_action()).map(|l| l.text.clone()).collect(),
         policy_notes: look.policy.to_vec(),
         shadow: match &look.audit {
             Ok(entries) => fleetgate_control::gate::shadow_report(entries.iter()).groups,
