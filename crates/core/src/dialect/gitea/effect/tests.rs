@@ -491,6 +491,20 @@ fn texts_the_forge_acts_on_are_stated_and_judged_for_the_role_that_lands_them() 
     assert!(issue_breaches(&e, "merger")[0].contains("do not name"), "{:?}", issue_breaches(&e, "merger"));
 }
 
+/// A comment that names no issue is a plain write, stated without asking the forge; the
+/// sequence a reviewer would try next — write it plain, then edit the keyword in — is judged
+/// at the edit, as a PR's comment, whatever number the first call named.
+#[test]
+fn a_plain_comment_edited_to_close_an_issue_is_judged_at_the_edit() {
+    let forge = Forge { open: vec![(3, "feat", "Org/Repo", "main")], ..Forge::default() };
+    let plain = json!({ "method": "add_comment", "issue_number": 3, "body": "looks good" });
+    assert!(forge.effect("issue_write", with_repo(plain)).issues.is_empty());
+    let edited = json!({ "method": "edit_comment", "commentID": 41, "body": "looks good, fixes #2" });
+    let e = forge.effect("issue_write", with_repo(edited));
+    assert!(matches!(&e.issues[0].change, IssueChange::ByText { when: When::AtMerge { pr: None }, .. }), "{e:?}");
+    assert_eq!(breaches(&e, "reviewer"), [Invariant::IssueState]);
+}
+
 /// The comments on a PR are its texts too: a merge reads them, and what they close is the
 /// merge's (named by the PR).
 #[test]
